@@ -1,0 +1,115 @@
+// The backend interface: memory and every op the models need, on raw device buffers with explicit
+// shapes. The CPU backend (OpenBLAS + threaded loops) is the reference; a CUDA backend implements
+// the same calls asynchronously on a stream. Model code never dereferences a device pointer.
+//
+// Conventions shared by every implementation:
+//  - Row-major, PyTorch layouts: a Linear weight is (OC, IC); activations are (N, C) with N = B*T.
+//  - Every *_backward op ACCUMULATES (+=) into each gradient it writes, for parameters and for
+//    activations alike, so that a residual branch and gradient accumulation need no special case.
+//    Callers zero gradient buffers once per step (fill(..., 0)).
+//  - Results are deterministic for a given backend and thread count: reductions use a fixed
+//    partition and a fixed order, never atomics, so repeated runs are bit-identical.
+//  - A nullptr bias/gradient argument means "absent / not needed".
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace tt {
+
+enum class DeviceKind { Cpu, Cuda };
+
+struct AdamWConfig {
+  float lr = 3e-4f;
+  float beta1 = 0.9f;
+  float beta2 = 0.95f;
+  float eps = 1e-8f;
+  float weight_decay = 0.0f;  // decoupled (AdamW) decay, applied as p -= lr * wd * p
+};
+
+struct SgdConfig {
+  float lr = 0.1f;
+  float momentum = 0.9f;
+  float weight_decay = 0.0f;  // L2 added to the gradient (PyTorch SGD semantics)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  Backend() = default;
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+
+  virtual DeviceKind kind() const = 0;
+  // Human-readable description, e.g. "cpu: OpenBLAS 0.3.21 Haswell, 2 threads".
+  virtual std::string describe() const = 0;
+
+  // ---- memory -------------------------------------------------------------------------------
+  virtual void* allocate(std::size_t bytes) = 0;  // aligned to at least 64 bytes, zero-filled
+  virtual void deallocate(void* p) noexcept = 0;
+  virtual void copy_to_device(void* dst, const void* host_src, std::size_t bytes) = 0;
+  virtual void copy_to_host(void* host_dst, const void* src, std::size_t bytes) = 0;
+  virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;  // device to device
+  virtual void fill(float* x, float value, std::size_t n) = 0;
+  virtual void synchronize() = 0;  // wait for all queued work
+
+  // ---- elementwise and reductions ---------------------------------------------------------------
+  virtual void add(float* out, const float* a, const float* b, std::size_t n) = 0;  // out = a + b
+  virtual void accumulate(float* dst, const float* src, std::size_t n) = 0;         // dst += src
+  virtual void scale(float* x, float alpha, std::size_t n) = 0;                     // x *= alpha
+  // Sum of squares, returned to the host (synchronizes). Used for gradient-norm clipping.
+  virtual double sum_squares(const float* x, std::size_t n) = 0;
+  // Mean of x, returned to the host (synchronizes). Used for the loss.
+  virtual double mean(const float* x, std::size_t n) = 0;
+
+  // ---- transformer ops ------------------------------------------------------------------------
+  // out (B,T,C) = wte[tokens] + wpe[0..T)      tokens (B,T) int32, wte (V,C), wpe (maxT,C)
+  virtual void encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B,
+                               int T, int C) = 0;
+  virtual void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B, int T,
+                                int C) = 0;
+
+  // out (N,C) = (inp - mean) * rstd * weight + bias; mean (N), rstd (N) saved for backward. eps = 1e-5.
+  virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                                 const float* bias, int N, int C) = 0;
+  virtual void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                                  const float* weight, const float* mean, const float* rstd, int N, int C) = 0;
+
+  // out (N,OC) = inp (N,IC) @ weight (OC,IC)^T + bias (OC)
+  virtual void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int IC,
+                              int OC) = 0;
+  // dinp (N,IC) += dout @ weight; dweight (OC,IC) += dout^T @ inp; dbias (OC) += sum_n dout
+  virtual void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                               const float* weight, int N, int IC, int OC) = 0;
+
+  // Causal multi-head self-attention. qkv (B,T,3C) holds q, k, v side by side; out (B,T,C);
+  // att (B,NH,T,T) receives the softmax probabilities (saved for backward; entries above the
+  // diagonal are zero). Scale 1/sqrt(C/NH).
+  virtual void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) = 0;
+  // dqkv (B,T,3C) +=; datt_scratch (B,NH,T,T) is workspace, its contents on entry are ignored.
+  virtual void attention_backward(float* dqkv, float* datt_scratch, const float* dout, const float* qkv,
+                                  const float* att, int B, int T, int C, int NH) = 0;
+
+  // GELU, tanh approximation (as GPT-2 and PyTorch's approximate="tanh").
+  virtual void gelu_forward(float* out, const float* inp, std::size_t n) = 0;
+  virtual void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t n) = 0;
+
+  // Softmax + cross-entropy over the first V columns of logits (N, Vp) where Vp >= V is the row
+  // stride (padded vocabulary). probs (N, Vp), losses (N) = -log probs[n, targets[n]].
+  virtual void softmax_xent_forward(float* losses, float* probs, const float* logits, const int32_t* targets,
+                                    int N, int V, int Vp) = 0;
+  // dlogits (N, Vp) += (probs - onehot(targets)) * dloss; columns >= V untouched.
+  virtual void softmax_xent_backward(float* dlogits, const float* probs, const int32_t* targets, int N, int V,
+                                     int Vp, float dloss) = 0;
+
+  // ---- optimizers -----------------------------------------------------------------------------
+  // One AdamW step on n parameters. grad_scale multiplies g first (gradient clipping, averaging);
+  // step is 1-based for bias correction.
+  virtual void adamw_update(float* params, const float* grads, float* m, float* v, std::size_t n,
+                            const AdamWConfig& cfg, float grad_scale, long step) = 0;
+  // SGD with momentum (PyTorch semantics: buf = momentum*buf + g; p -= lr*buf), buf zero-initialised.
+  virtual void sgd_update(float* params, const float* grads, float* momentum_buf, std::size_t n,
+                          const SgdConfig& cfg, float grad_scale) = 0;
+};
+
+}  // namespace tt
