@@ -1,0 +1,85 @@
+// The CPU backend: the reference implementation of tt::Backend.
+//
+// Matmul-shaped work (linear layers, and the per-head QK^T / att@V products of attention) goes to
+// OpenBLAS sgemm; everything else is an OpenMP loop with the thread count held by the backend
+// instance (never a global). Every reduction that produces a value the caller keeps (layernorm
+// dweight/dbias, matmul dbias, encoder dwte/dwpe, sum_squares, mean) is computed either as one
+// sequential sum per output element (the work is partitioned over output columns, so the thread
+// count only decides who computes which column, never the order of additions) or as fixed-size
+// chunk partials combined in chunk order. Results are therefore bit-identical run to run and,
+// for everything but sgemm, across thread counts.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/core/backend.h"
+
+namespace tt {
+
+// Creates the CPU backend. threads >= 1 is used for OpenMP loops and for OpenBLAS.
+std::unique_ptr<Backend> make_cpu_backend(int threads);
+
+// Declared here (rather than hidden in a .cpp) so the op groups can live in separate files:
+// cpu_backend.cpp (memory, elementwise, reductions), cpu_ops_transformer.cpp (encoder, layernorm,
+// matmul, GELU, softmax-cross-entropy), cpu_ops_attention.cpp, cpu_ops_optim.cpp.
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(int threads);
+
+  int threads() const { return threads_; }
+
+  DeviceKind kind() const override { return DeviceKind::Cpu; }
+  std::string describe() const override;
+
+  void* allocate(std::size_t bytes) override;
+  void deallocate(void* p) noexcept override;
+  void copy_to_device(void* dst, const void* host_src, std::size_t bytes) override;
+  void copy_to_host(void* host_dst, const void* src, std::size_t bytes) override;
+  void copy(void* dst, const void* src, std::size_t bytes) override;
+  void fill(float* x, float value, std::size_t n) override;
+  void synchronize() override {}
+
+  void add(float* out, const float* a, const float* b, std::size_t n) override;
+  void accumulate(float* dst, const float* src, std::size_t n) override;
+  void scale(float* x, float alpha, std::size_t n) override;
+  double sum_squares(const float* x, std::size_t n) override;
+  double mean(const float* x, std::size_t n) override;
+
+  void encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B, int T,
+                       int C) override;
+  void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B, int T,
+                        int C) override;
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                         const float* bias, int N, int C) override;
+  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                          const float* weight, const float* mean, const float* rstd, int N, int C) override;
+  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int IC,
+                      int OC) override;
+  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                       const float* weight, int N, int IC, int OC) override;
+  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) override;
+  void attention_backward(float* dqkv, float* datt_scratch, const float* dout, const float* qkv, const float* att,
+                          int B, int T, int C, int NH) override;
+  void gelu_forward(float* out, const float* inp, std::size_t n) override;
+  void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t n) override;
+  void softmax_xent_forward(float* losses, float* probs, const float* logits, const int32_t* targets, int N, int V,
+                            int Vp) override;
+  void softmax_xent_backward(float* dlogits, const float* probs, const int32_t* targets, int N, int V, int Vp,
+                             float dloss) override;
+
+  void adamw_update(float* params, const float* grads, float* m, float* v, std::size_t n, const AdamWConfig& cfg,
+                    float grad_scale, long step) override;
+  void sgd_update(float* params, const float* grads, float* momentum_buf, std::size_t n, const SgdConfig& cfg,
+                  float grad_scale) override;
+
+ private:
+  // OpenBLAS keeps its thread count process-wide; re-assert ours before each sgemm so two backend
+  // instances with different thread counts (tests do this) each get what they asked for.
+  void use_blas_threads() const;
+
+  int threads_;
+};
+
+}  // namespace tt

@@ -1,0 +1,68 @@
+#include "engine/file_util.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "engine/core/error.h"
+
+namespace tt {
+namespace fs = std::filesystem;
+
+std::vector<std::byte> read_file_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path.string() + ": cannot open (" + std::strerror(errno) + ")");
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<std::size_t>(in.tellg());
+  in.seekg(0);
+  std::vector<std::byte> out(size);
+  if (size > 0 && !in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(size))) {
+    throw InputError(path.string() + ": read failed");
+  }
+  return out;
+}
+
+namespace {
+struct Fd {
+  int fd;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+}  // namespace
+
+void write_file_atomic(const fs::path& path, std::span<const std::byte> bytes) {
+  const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
+  {
+    Fd f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
+    if (f.fd < 0) throw RunError(tmp.string() + ": cannot create (" + std::strerror(errno) + ")");
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = ::write(f.fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        throw RunError(tmp.string() + ": write failed (" + std::strerror(errno) + ")");
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    if (::fsync(f.fd) != 0) throw RunError(tmp.string() + ": fsync failed (" + std::strerror(errno) + ")");
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) throw RunError(path.string() + ": rename failed (" + ec.message() + ")");
+  sync_directory(path.has_parent_path() ? path.parent_path() : fs::path("."));
+}
+
+void write_text_atomic(const fs::path& path, const std::string& text) {
+  write_file_atomic(path, std::as_bytes(std::span(text.data(), text.size())));
+}
+
+void sync_directory(const fs::path& dir) {
+  Fd f{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+  if (f.fd >= 0) ::fsync(f.fd);
+}
+
+}  // namespace tt

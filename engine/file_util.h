@@ -1,0 +1,20 @@
+// Small file helpers with clear errors and crash-safe writes.
+#pragma once
+#include <cstddef>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace tt {
+
+// Reads a whole file; throws InputError naming the path if it is missing or unreadable.
+std::vector<std::byte> read_file_bytes(const std::filesystem::path& path);
+// Writes via a temporary file in the same directory, fsync, then rename: readers see either the
+// old file or the complete new one, never a torn write.
+void write_file_atomic(const std::filesystem::path& path, std::span<const std::byte> bytes);
+void write_text_atomic(const std::filesystem::path& path, const std::string& text);
+// fsync a directory so a rename inside it is durable.
+void sync_directory(const std::filesystem::path& dir);
+
+}  // namespace tt

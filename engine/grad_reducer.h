@@ -1,0 +1,19 @@
+// The seam between backward and gradient communication. Single-rank runs have no reducer;
+// the DDP reducer (engine/ddp_reducer.*) averages gradients across ranks bucket by bucket.
+#pragma once
+#include <cstddef>
+
+namespace tt {
+
+class GradReducer {
+ public:
+  virtual ~GradReducer() = default;
+  // Called once per optimizer step before the (last micro-step's) backward.
+  virtual void begin_step(long step) = 0;
+  // Backward reports: gradients [from, num_params) are final (called with decreasing `from`).
+  virtual void on_grad_ready(std::size_t from) = 0;
+  // Blocks until every bucket is averaged across ranks. Time spent here is exposed communication.
+  virtual void finish_step() = 0;
+};
+
+}  // namespace tt

@@ -1,0 +1,44 @@
+// Optimizers over the flat parameter buffer. State lives in one arena (m and v for AdamW,
+// the momentum buffer for SGD) so it can be checkpointed and sealed as one blob.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/core/backend.h"
+#include "engine/core/buffer.h"
+#include "engine/core/model.h"
+
+namespace tt {
+
+struct OptimizerConfig {
+  std::string kind = "adamw";  // "adamw" or "sgd"
+  float beta1 = 0.9f;
+  float beta2 = 0.95f;
+  float eps = 1e-8f;
+  float momentum = 0.9f;
+  float weight_decay = 0.0f;  // applied to parameters whose ParamInfo::decay is set
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  // Applies one update with learning rate lr. grad_scale multiplies gradients first (clipping).
+  // step_index is 1-based (AdamW bias correction).
+  virtual void step(Model& model, float lr, float grad_scale, long step_index) = 0;
+  // The state arena (device), for checkpoints: floats, layout documented by the implementation.
+  virtual float* state_data() = 0;
+  virtual std::size_t state_floats() const = 0;
+  virtual std::string name() const = 0;
+};
+
+std::unique_ptr<Optimizer> make_optimizer(Backend& backend, const OptimizerConfig& cfg, std::size_t num_params);
+
+// Global L2 norm of the gradient buffer, and the factor that clips it to max_norm (1 if max_norm <= 0).
+struct ClipResult {
+  double norm = 0;
+  float scale = 1.0f;
+};
+ClipResult clip_factor(Backend& backend, const float* grads, std::size_t n, float max_norm);
+
+}  // namespace tt

@@ -1,0 +1,170 @@
+#include "engine/trainer.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include "engine/core/error.h"
+#include "tee/bytes.h"
+#include "tee/digest.h"
+
+namespace tt {
+
+Trainer::Trainer(Backend& backend, Model& model, Optimizer& optimizer, Profiler& profiler, RankInfo ranks,
+                 GradReducer* reducer, TrainConfig cfg, BatchFn train_data, BatchFn val_data)
+    : backend_(backend),
+      model_(model),
+      optimizer_(optimizer),
+      profiler_(profiler),
+      ranks_(std::move(ranks)),
+      reducer_(reducer),
+      cfg_(std::move(cfg)),
+      train_data_(std::move(train_data)),
+      val_data_(std::move(val_data)) {
+  model_.reserve(cfg_.batch, cfg_.seq);
+}
+
+float Trainer::train_step(long step, uint64_t first_sample) {
+  const int B = cfg_.batch;
+  const int K = cfg_.grad_accum;
+  const uint64_t per_micro = static_cast<uint64_t>(B) * static_cast<uint64_t>(ranks_.world);
+  model_.zero_grad();
+  double loss_sum = 0;
+  for (int k = 0; k < K; ++k) {
+    {
+      ScopedPhase t(&profiler_, Phase::Data);
+      // Rank r of micro-step k takes samples [first + k*B*P + r*B, +B): disjoint across ranks and
+      // identical in union to a single-rank run with batch B*P*K.
+      train_data_(batch_, first_sample + static_cast<uint64_t>(k) * per_micro + static_cast<uint64_t>(ranks_.rank * B), B);
+    }
+    float loss = 0;
+    {
+      ScopedPhase t(&profiler_, Phase::Forward);
+      loss = model_.forward(batch_);
+    }
+    const bool last = (k == K - 1);
+    if (last && reducer_ != nullptr) reducer_->begin_step(step);
+    {
+      ScopedPhase t(&profiler_, Phase::Backward);
+      if (last && reducer_ != nullptr) {
+        model_.backward([this](std::size_t from) { reducer_->on_grad_ready(from); });
+      } else {
+        model_.backward({});
+      }
+    }
+    loss_sum += loss;
+  }
+  if (reducer_ != nullptr) {
+    ScopedPhase t(&profiler_, Phase::CommExposed);
+    reducer_->finish_step();  // gradients are now the mean over ranks
+  }
+  ScopedPhase t(&profiler_, Phase::Optimizer);
+  // Each micro-step's loss is a mean, so the accumulated gradient is K times the mean gradient.
+  const float accum_scale = 1.0f / static_cast<float>(K);
+  const ClipResult clip = clip_factor(backend_, model_.grad_data(), model_.num_params(), 0.0f);
+  const double norm = clip.norm * static_cast<double>(accum_scale);
+  if (!std::isfinite(norm)) {
+    throw RunError("step " + std::to_string(step + 1) + ": gradient norm is not finite (" + std::to_string(norm) +
+                   "); lower --lr or enable --grad-clip");
+  }
+  float scale = accum_scale;
+  if (cfg_.grad_clip > 0.0f && norm > static_cast<double>(cfg_.grad_clip)) {
+    scale *= static_cast<float>(static_cast<double>(cfg_.grad_clip) / (norm + 1e-6));
+  }
+  last_grad_norm_ = norm;
+  optimizer_.step(model_, cfg_.lr.at(step), scale, step + 1);
+  return static_cast<float>(loss_sum / K);
+}
+
+double Trainer::validate() {
+  if (!val_data_ || cfg_.val_batches <= 0) return -1;
+  double sum = 0;
+  const int B = cfg_.batch;
+  for (int i = 0; i < cfg_.val_batches; ++i) {
+    const uint64_t first = (static_cast<uint64_t>(i) * static_cast<uint64_t>(ranks_.world) + static_cast<uint64_t>(ranks_.rank)) *
+                           static_cast<uint64_t>(B);
+    val_data_(batch_, first, B);
+    sum += model_.forward(batch_);
+  }
+  return ranks_.mean_across_ranks(sum / cfg_.val_batches);
+}
+
+void Trainer::print_progress(long step, double loss, double items_per_s, double eta_s, bool final_line) {
+  if (!cfg_.progress || ranks_.rank != 0) return;
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  // On a terminal the line redraws in place; in a log it is printed every 10th step.
+  if (!tty && !final_line && step % 10 != 0 && step != 1) return;
+  const char* unit = cfg_.seq > 0 ? "tok/s" : "samples/s";
+  std::fprintf(stderr, "%sstep %6ld/%ld | loss %.4f | lr %.2e | %8.0f %s | ETA %4.0fs%s", tty ? "\r" : "", step,
+               cfg_.steps, loss, static_cast<double>(cfg_.lr.at(step - 1)), items_per_s, unit, eta_s,
+               (tty && !final_line) ? "" : "\n");
+  std::fflush(stderr);
+}
+
+TrainResult Trainer::run(long start_step, uint64_t samples_consumed) {
+  using Clock = std::chrono::steady_clock;
+  std::ofstream metrics;
+  if (!cfg_.metrics_path.empty() && ranks_.rank == 0) {
+    metrics.open(cfg_.metrics_path, start_step > 0 ? std::ios::app : std::ios::trunc);
+    if (!metrics) throw InputError("--metrics " + cfg_.metrics_path + ": cannot open for writing");
+  }
+  const uint64_t global_batch =
+      static_cast<uint64_t>(cfg_.batch) * static_cast<uint64_t>(ranks_.world) * static_cast<uint64_t>(cfg_.grad_accum);
+  const double items_per_step = static_cast<double>(global_batch) * (cfg_.seq > 0 ? cfg_.seq : 1);
+
+  TrainResult res;
+  const auto t0 = Clock::now();
+  double loss = 0;
+  for (long step = start_step; step < cfg_.steps; ++step) {
+    const auto ts = Clock::now();
+    const float local_loss = train_step(step, samples_consumed);
+    samples_consumed += global_batch;
+    loss = ranks_.mean_across_ranks(local_loss);
+    const double dt = std::chrono::duration<double>(Clock::now() - ts).count();
+    const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+    const long done = step + 1 - start_step;
+    const double ips = items_per_step * static_cast<double>(done) / elapsed;
+    const double eta = elapsed / static_cast<double>(done) * static_cast<double>(cfg_.steps - step - 1);
+
+    double val = -1;
+    const bool last = step + 1 == cfg_.steps;
+    if ((cfg_.val_every > 0 && (step + 1) % cfg_.val_every == 0) || last) {
+      val = validate();
+      if (val >= 0) res.val_loss = val;
+    }
+    print_progress(step + 1, loss, ips, eta, last);
+    if (val >= 0 && ranks_.rank == 0 && cfg_.progress && !last) {
+      std::fprintf(stderr, "%sstep %6ld | val_loss %.4f\n", ::isatty(STDERR_FILENO) ? "\n" : "", step + 1, val);
+    }
+    if (metrics.is_open()) {
+      nlohmann::json m = {{"step", step + 1},      {"loss", loss},         {"lr", cfg_.lr.at(step)},
+                          {"grad_norm", last_grad_norm_}, {"step_s", dt}, {"items_per_s", items_per_step / dt}};
+      if (val >= 0) m["val_loss"] = val;
+      metrics << m.dump() << '\n';
+      metrics.flush();
+    }
+    if (cfg_.save_every > 0 && cfg_.save_checkpoint && ((step + 1) % cfg_.save_every == 0 || last)) {
+      ScopedPhase t(&profiler_, Phase::Checkpoint);
+      cfg_.save_checkpoint(step + 1, samples_consumed);
+    }
+  }
+  res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  res.steps = cfg_.steps;
+  res.final_loss = loss;
+  const long ran = cfg_.steps - start_step;
+  res.step_seconds_mean = ran > 0 ? res.seconds / static_cast<double>(ran) : 0;
+  res.items_per_s = ran > 0 ? items_per_step * static_cast<double>(ran) / res.seconds : 0;
+  res.params_sha256 = params_sha256(backend_, model_);
+  return res;
+}
+
+std::string params_sha256(Backend& backend, Model& model) {
+  std::vector<float> host(model.num_params());
+  backend.copy_to_host(host.data(), model.param_data(), host.size() * sizeof(float));
+  return tee::to_hex(tee::sha256(tee::bytes_of(std::span<const float>(host))));
+}
+
+}  // namespace tt

@@ -1,0 +1,88 @@
+// The training loop: data -> forward -> backward (gradients handed to the reducer as they become
+// final) -> optimizer, with metrics, validation, checkpoints and a summary. Model-agnostic: it sees
+// the model only through tt::Model and the data only through BatchFn.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "engine/core/backend.h"
+#include "engine/core/model.h"
+#include "engine/core/profiler.h"
+#include "engine/grad_reducer.h"
+#include "engine/lr_schedule.h"
+#include "engine/optimizer.h"
+
+namespace tt {
+
+// Fills `out` with samples [first_sample, first_sample + count) of the run's sample stream.
+using BatchFn = std::function<void(Batch& out, uint64_t first_sample, int count)>;
+
+struct TrainConfig {
+  long steps = 100;
+  int batch = 8;  // per rank and micro-step
+  int seq = 64;   // tokens per sample (0 for image models)
+  int grad_accum = 1;
+  LrSchedule lr;
+  float grad_clip = 1.0f;  // max global gradient norm; <= 0 disables clipping
+  OptimizerConfig opt;
+  uint64_t seed = 1337;
+  long val_every = 0;  // 0: validate only at the end
+  int val_batches = 8;
+  bool progress = true;            // live progress line on stderr
+  std::string metrics_path;        // JSON lines, one per step
+  long save_every = 0;             // checkpoint every N steps (0: never)
+  std::function<void(long step, uint64_t samples_consumed)> save_checkpoint;  // set by the caller
+};
+
+// Cross-rank operations the trainer needs; single-rank runs use the identity.
+struct RankInfo {
+  int rank = 0;
+  int world = 1;
+  std::function<double(double)> mean_across_ranks = [](double x) { return x; };
+};
+
+struct TrainResult {
+  long steps = 0;
+  double final_loss = 0;    // training loss of the last step (mean across ranks)
+  double val_loss = -1;     // last validation loss (-1 if no validation data)
+  double items_per_s = 0;   // tokens/s (token models) or samples/s (image models), global
+  double seconds = 0;       // wall time of the training steps
+  double step_seconds_mean = 0;
+  std::string params_sha256;
+};
+
+class Trainer {
+ public:
+  Trainer(Backend& backend, Model& model, Optimizer& optimizer, Profiler& profiler, RankInfo ranks,
+          GradReducer* reducer, TrainConfig cfg, BatchFn train_data, BatchFn val_data);
+
+  // Runs steps [start_step, cfg.steps). samples_consumed is the run-wide data position at start_step.
+  TrainResult run(long start_step = 0, uint64_t samples_consumed = 0);
+  // Mean loss over cfg.val_batches validation batches, shared out across ranks.
+  double validate();
+
+ private:
+  float train_step(long step, uint64_t first_sample);
+  void print_progress(long step, double loss, double items_per_s, double eta_s, bool final_line);
+
+  Backend& backend_;
+  Model& model_;
+  Optimizer& optimizer_;
+  Profiler& profiler_;
+  RankInfo ranks_;
+  GradReducer* reducer_;
+  TrainConfig cfg_;
+  BatchFn train_data_;
+  BatchFn val_data_;
+  Batch batch_;
+  double last_grad_norm_ = 0;
+};
+
+// SHA-256 (hex) of the flat parameter buffer: two runs compare exactly by this digest.
+std::string params_sha256(Backend& backend, Model& model);
+
+}  // namespace tt

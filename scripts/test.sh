@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The test command: installs dependencies, builds the release and the ASan/UBSan presets, and runs
+# the whole CTest suite under both. Idempotent; safe to re-run.
+#   TEETRAIN_SKIP_ASAN=1 scripts/test.sh   # release suite only (faster local iteration)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_pml=ob1
+jobs="${TEETRAIN_JOBS:-$(nproc)}"
+
+echo "== release build and tests"
+scripts/build.sh release
+ctest --preset release -j "$jobs"
+
+if [[ "${TEETRAIN_SKIP_ASAN:-0}" != "1" ]]; then
+  echo "== ASan/UBSan build and tests"
+  scripts/build.sh asan
+  ctest --preset asan -j "$jobs"
+fi
+echo "== all test suites passed"

@@ -1,0 +1,108 @@
+// `teetrain sample`: generate byte-level text from a saved checkpoint.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "engine/checkpoint.h"
+#include "engine/core/cpu/cpu_backend.h"
+#include "engine/core/error.h"
+#include "engine/core/rng.h"
+#include "models/gpt2/gpt2.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/model_registry.h"
+
+namespace tt::cli {
+namespace {
+
+struct SampleOptions {
+  std::string ckpt;
+  std::string prompt = "\n";
+  int tokens = 300;
+  float temperature = 0.8f;
+  int top_k = 40;
+  uint64_t seed = 42;
+  int threads = 0;
+};
+
+ModelOptions model_from_checkpoint(const nlohmann::json& cfg, const std::string& where) {
+  if (!cfg.contains("model")) throw InputError(where + ": checkpoint has no model configuration");
+  const auto& m = cfg["model"];
+  ModelOptions o;
+  o.name = m.at("name").get<std::string>();
+  o.n_layer = m.at("n_layer").get<int>();
+  o.n_head = m.at("n_head").get<int>();
+  o.n_embd = m.at("n_embd").get<int>();
+  o.vocab = m.at("vocab").get<int>();
+  o.context = m.at("context").get<int>();
+  return o;
+}
+
+// Draws a token from the top-k of softmax(logits / temperature).
+int draw(const std::vector<float>& logits, float temperature, int top_k, Rng& rng) {
+  std::vector<int> idx(logits.size());
+  for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int>(i);
+  const auto k = static_cast<std::size_t>(std::clamp(top_k, 1, static_cast<int>(idx.size())));
+  std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(),
+                    [&](int a, int b) { return logits[static_cast<std::size_t>(a)] > logits[static_cast<std::size_t>(b)]; });
+  const double top = logits[static_cast<std::size_t>(idx[0])];
+  std::vector<double> p(k);
+  double sum = 0;
+  for (std::size_t i = 0; i < k; ++i) {
+    p[i] = std::exp((logits[static_cast<std::size_t>(idx[i])] - top) / std::max(1e-4, static_cast<double>(temperature)));
+    sum += p[i];
+  }
+  double u = rng.uniform() * sum;
+  for (std::size_t i = 0; i < k; ++i) {
+    if ((u -= p[i]) <= 0) return idx[i];
+  }
+  return idx[k - 1];
+}
+
+void run_sample(const SampleOptions& o) {
+  std::unique_ptr<FileCodec> codec = make_plain_codec();
+  const auto dir = CheckpointStore::resolve(o.ckpt);
+  const CheckpointMeta meta = CheckpointStore::read_meta(dir, *codec);
+  const ModelOptions mo = model_from_checkpoint(meta.config, dir.string());
+  if (mo.vocab != 256) {
+    throw InputError("sample: the checkpoint's model has vocabulary " + std::to_string(mo.vocab) +
+                     "; sampling prints bytes and needs a byte-level model (vocab 256)");
+  }
+  std::unique_ptr<Backend> backend = make_cpu_backend(o.threads > 0 ? o.threads : 2);
+  std::unique_ptr<Model> model = make_model(*backend, mo);
+  CheckpointStore::load(dir, *codec, *backend, *model, nullptr);
+  auto& gpt = dynamic_cast<Gpt2&>(*model);
+  const int context = gpt.config().context;
+
+  std::vector<int32_t> tokens;
+  for (unsigned char c : o.prompt) tokens.push_back(c);
+  if (tokens.empty()) tokens.push_back('\n');
+  Rng rng(o.seed);
+  std::fwrite(o.prompt.data(), 1, o.prompt.size(), stdout);
+  for (int i = 0; i < o.tokens; ++i) {
+    const int T = std::min(static_cast<int>(tokens.size()), context);
+    const std::vector<int32_t> window(tokens.end() - T, tokens.end());
+    const std::vector<float> logits = gpt.forward_logits(window, 1, T);
+    const int next = draw(logits, o.temperature, o.top_k, rng);
+    tokens.push_back(next);
+    std::fputc(next, stdout);
+    std::fflush(stdout);
+  }
+  std::fputc('\n', stdout);
+}
+
+}  // namespace
+
+void register_sample(CLI::App& app) {
+  auto o = std::make_shared<SampleOptions>();
+  auto* cmd = app.add_subcommand("sample", "Generate text from a saved byte-level model");
+  cmd->add_option("--ckpt", o->ckpt, "Checkpoint: a step directory or a --ckpt-dir (newest is used)")->required();
+  cmd->add_option("--prompt", o->prompt, "Text to continue");
+  cmd->add_option("--tokens", o->tokens, "Bytes to generate")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--temperature", o->temperature, "Softmax temperature")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--top-k", o->top_k, "Sample from the k most likely bytes")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Sampling seed")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "Compute threads (0 = 2)")->check(CLI::NonNegativeNumber);
+  cmd->callback([o] { run_sample(*o); });
+}
+
+}  // namespace tt::cli

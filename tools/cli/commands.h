@@ -1,0 +1,12 @@
+// Each CLI command registers itself as a subcommand; its callback does the work and throws on error.
+#pragma once
+#include <CLI/CLI.hpp>
+
+namespace tt::cli {
+
+void register_models(CLI::App& app);
+void register_prepare_text(CLI::App& app);
+void register_train(CLI::App& app);
+void register_sample(CLI::App& app);
+
+}  // namespace tt::cli

@@ -1,0 +1,40 @@
+// Wires model names to implementations: the only place that names concrete models.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/core/backend.h"
+#include "engine/core/model.h"
+
+namespace tt::cli {
+
+struct ModelOptions {
+  std::string name = "gpt2-mini";
+  // Shape overrides (0 = keep the preset's value).
+  int n_layer = 0;
+  int n_head = 0;
+  int n_embd = 0;
+  int vocab = 0;
+  int context = 0;
+};
+
+void add_model_options(CLI::App* cmd, ModelOptions& opts);
+std::unique_ptr<Model> make_model(Backend& backend, const ModelOptions& opts);
+// The model's resolved configuration (preset plus overrides), for summaries and checkpoints.
+nlohmann::json model_config_json(const ModelOptions& opts);
+// The resolved context length (the longest --seq the model accepts) and vocabulary.
+int model_context(const ModelOptions& opts);
+int model_vocab(const ModelOptions& opts);
+
+struct PresetRow {
+  std::string name;
+  std::string shape;
+  std::size_t params = 0;
+  std::string note;
+};
+std::vector<PresetRow> list_presets();
+
+}  // namespace tt::cli
