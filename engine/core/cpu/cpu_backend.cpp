@@ -17,7 +17,9 @@ namespace tt {
 using cpu::kParallelMin;
 using cpu::kReduceChunk;
 
-std::unique_ptr<Backend> make_cpu_backend(int threads) { return std::make_unique<CpuBackend>(threads); }
+std::unique_ptr<Backend> make_cpu_backend(int threads) {
+  return std::make_unique<CpuBackend>(threads);
+}
 
 CpuBackend::CpuBackend(int threads) : threads_(threads) {
   if (threads < 1) throw InputError("cpu backend: thread count must be >= 1, got " + std::to_string(threads));
@@ -50,7 +52,9 @@ void* CpuBackend::allocate(std::size_t bytes) {
   return p;
 }
 
-void CpuBackend::deallocate(void* p) noexcept { std::free(p); }
+void CpuBackend::deallocate(void* p) noexcept {
+  std::free(p);
+}
 
 void CpuBackend::copy_to_device(void* dst, const void* host_src, std::size_t bytes) {
   if (bytes != 0) std::memcpy(dst, host_src, bytes);

@@ -19,6 +19,8 @@ inline constexpr std::ptrdiff_t kReduceChunk = 1 << 14;
 inline constexpr int kColBlock = 64;
 
 // Number of chunks of size `chunk` covering n elements.
-constexpr std::ptrdiff_t num_chunks(std::ptrdiff_t n, std::ptrdiff_t chunk) { return (n + chunk - 1) / chunk; }
+constexpr std::ptrdiff_t num_chunks(std::ptrdiff_t n, std::ptrdiff_t chunk) {
+  return (n + chunk - 1) / chunk;
+}
 
 }  // namespace tt::cpu

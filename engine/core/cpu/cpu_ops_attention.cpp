@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "engine/core/cpu/cpu_backend.h"
+#include "engine/core/cpu/cpu_math.h"
 
 namespace tt {
 
@@ -45,10 +46,10 @@ void CpuBackend::attention_forward(float* out, float* att, const float* qkv, int
     const int b = bh / NH;
     const int h = bh % NH;
     const float* q = qkv + static_cast<std::ptrdiff_t>(b) * T * C3 + h * hs;  // (T, hs), row stride 3C
-    const float* k = q + C;                                                     // (T, hs), row stride 3C
-    const float* v = q + 2 * C;                                                 // (T, hs), row stride 3C
-    float* a = att + static_cast<std::ptrdiff_t>(bh) * T * T;                  // (T, T)
-    float* o = out + static_cast<std::ptrdiff_t>(b) * T * C + h * hs;           // (T, hs), row stride C
+    const float* k = q + C;                                                   // (T, hs), row stride 3C
+    const float* v = q + 2 * C;                                               // (T, hs), row stride 3C
+    float* a = att + static_cast<std::ptrdiff_t>(bh) * T * T;                 // (T, T)
+    float* o = out + static_cast<std::ptrdiff_t>(b) * T * C + h * hs;         // (T, hs), row stride C
     for (int r0 = 0; r0 < T; r0 += kRowBlock) {
       const int r1 = std::min(T, r0 + kRowBlock);
       const int rows = r1 - r0;
@@ -61,11 +62,9 @@ void CpuBackend::attention_forward(float* out, float* att, const float* qkv, int
         float* __restrict row = a + static_cast<std::ptrdiff_t>(i) * T;  // (T)
         float mx = row[0];
         for (int j = 1; j <= i; ++j) mx = std::max(mx, row[j]);
+        cpu::exp_shifted(row, row, mx, i + 1);
         float sum = 0.0f;
-        for (int j = 0; j <= i; ++j) {
-          row[j] = std::exp(row[j] - mx);
-          sum += row[j];
-        }
+        for (int j = 0; j <= i; ++j) sum += row[j];
         const float inv = 1.0f / sum;
         for (int j = 0; j <= i; ++j) row[j] *= inv;
         for (int j = i + 1; j < T; ++j) row[j] = 0.0f;
@@ -97,9 +96,9 @@ void CpuBackend::attention_backward(float* dqkv, float* datt_scratch, const floa
     float* dq = dqkv + qoff;  // (T, hs), row stride 3C; dk at +C, dv at +2C
     float* dk = dq + C;
     float* dv = dq + 2 * C;
-    const float* a = att + static_cast<std::ptrdiff_t>(bh) * T * T;                // (T, T)
-    float* da = datt_scratch + static_cast<std::ptrdiff_t>(bh) * T * T;            // (T, T)
-    const float* g = dout + static_cast<std::ptrdiff_t>(b) * T * C + h * hs;        // (T, hs), row stride C
+    const float* a = att + static_cast<std::ptrdiff_t>(bh) * T * T;           // (T, T)
+    float* da = datt_scratch + static_cast<std::ptrdiff_t>(bh) * T * T;       // (T, T)
+    const float* g = dout + static_cast<std::ptrdiff_t>(b) * T * C + h * hs;  // (T, hs), row stride C
     for (int r0 = 0; r0 < T; r0 += kRowBlock) {
       const int r1 = std::min(T, r0 + kRowBlock);
       const int rows = r1 - r0;
@@ -107,9 +106,11 @@ void CpuBackend::attention_backward(float* dqkv, float* datt_scratch, const floa
       float* dablk = da + static_cast<std::ptrdiff_t>(r0) * T;      // (rows, r1) used, row stride T
       const float* gblk = g + static_cast<std::ptrdiff_t>(r0) * C;  // (rows, hs), row stride C
       // datt (rows, r1) = dout[r0:r1] @ v[0:r1]^T
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, r1, hs, 1.0f, gblk, C, v, C3, 0.0f, dablk, T);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, r1, hs, 1.0f, gblk, C, v, C3, 0.0f, dablk,
+                  T);
       // dv[0:r1] (r1, hs) += att[r0:r1, 0:r1]^T @ dout[r0:r1]
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, r1, hs, rows, 1.0f, ablk, T, gblk, C, 1.0f, dv, C3);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, r1, hs, rows, 1.0f, ablk, T, gblk, C, 1.0f, dv,
+                  C3);
       // Softmax backward in place: dpre_ij = scale * att_ij * (datt_ij - sum_k att_ik datt_ik), j <= i.
       for (int i = r0; i < r1; ++i) {
         const float* __restrict arow = a + static_cast<std::ptrdiff_t>(i) * T;  // (T)

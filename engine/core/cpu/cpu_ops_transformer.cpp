@@ -8,6 +8,7 @@
 
 #include "engine/core/cpu/cpu_backend.h"
 #include "engine/core/cpu/cpu_common.h"
+#include "engine/core/cpu/cpu_math.h"
 #include "engine/core/error.h"
 
 namespace tt {
@@ -18,29 +19,32 @@ using cpu::kParallelMin;
 namespace {
 
 constexpr float kLayerNormEps = 1e-5f;
+constexpr std::ptrdiff_t kSpan = 4096;  // elements per call of a vectorised span function
 
 // Number of column blocks of width kColBlock covering C columns.
-int col_blocks(int C) { return (C + kColBlock - 1) / kColBlock; }
+int col_blocks(int C) {
+  return (C + kColBlock - 1) / kColBlock;
+}
 
 }  // namespace
 
 // ---- encoder --------------------------------------------------------------------------------------
 
-void CpuBackend::encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B, int T,
-                                 int C) {
+void CpuBackend::encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B,
+                                 int T, int C) {
   const std::ptrdiff_t N = static_cast<std::ptrdiff_t>(B) * T;
 #pragma omp parallel for num_threads(threads_) schedule(static) if (N * C >= kParallelMin)
   for (std::ptrdiff_t bt = 0; bt < N; ++bt) {
     const std::ptrdiff_t t = bt % T;
-    float* __restrict o = out + bt * C;                                          // (C)
+    float* __restrict o = out + bt * C;                                             // (C)
     const float* __restrict e = wte + static_cast<std::ptrdiff_t>(tokens[bt]) * C;  // (C)
-    const float* __restrict p = wpe + t * C;                                     // (C)
+    const float* __restrict p = wpe + t * C;                                        // (C)
     for (int c = 0; c < C; ++c) o[c] = e[c] + p[c];
   }
 }
 
-void CpuBackend::encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B, int T,
-                                  int C) {
+void CpuBackend::encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B,
+                                  int T, int C) {
   const std::ptrdiff_t N = static_cast<std::ptrdiff_t>(B) * T;
   // dwpe (maxT, C): position t collects dout[b, t, :] over b, in b order. Rows t are disjoint.
   if (dwpe != nullptr) {
@@ -73,9 +77,10 @@ void CpuBackend::encoder_backward(float* dwte, float* dwpe, const float* dout, c
 
 // ---- layernorm ------------------------------------------------------------------------------------
 
-void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
-                                   const float* bias, int N, int C) {
-#pragma omp parallel for num_threads(threads_) schedule(static) if (static_cast<std::ptrdiff_t>(N) * C >= kParallelMin)
+void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                                   const float* weight, const float* bias, int N, int C) {
+#pragma omp parallel for num_threads(threads_) \
+    schedule(static) if (static_cast <std::ptrdiff_t>(N) * C >= kParallelMin)
   for (int n = 0; n < N; ++n) {
     const float* __restrict x = inp + static_cast<std::ptrdiff_t>(n) * C;  // (C)
     float* __restrict o = out + static_cast<std::ptrdiff_t>(n) * C;        // (C)
@@ -102,8 +107,9 @@ void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, const f
   }
 }
 
-void CpuBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                                    const float* weight, const float* mean, const float* rstd, int N, int C) {
+void CpuBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                    const float* inp, const float* weight, const float* mean,
+                                    const float* rstd, int N, int C) {
   const bool par = static_cast<std::ptrdiff_t>(N) * C >= kParallelMin;
   // dinp (N, C): row-local, parallel over rows. With norm = (x - mean) * rstd and dnorm = weight * dout:
   // dinp = rstd * (dnorm - mean_c(dnorm) - norm * mean_c(dnorm * norm)).
@@ -165,12 +171,13 @@ void CpuBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, c
 
 // ---- matmul ---------------------------------------------------------------------------------------
 
-void CpuBackend::matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int IC,
-                                int OC) {
+void CpuBackend::matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N,
+                                int IC, int OC) {
   float beta = 0.0f;
   if (bias != nullptr) {
     // Seed out with the bias and let sgemm add the product (beta = 1): one pass over out, not two.
-#pragma omp parallel for num_threads(threads_) schedule(static) if (static_cast<std::ptrdiff_t>(N) * OC >= kParallelMin)
+#pragma omp parallel for num_threads(threads_) \
+    schedule(static) if (static_cast <std::ptrdiff_t>(N) * OC >= kParallelMin)
     for (int n = 0; n < N; ++n) std::copy(bias, bias + OC, out + static_cast<std::ptrdiff_t>(n) * OC);
     beta = 1.0f;
   }
@@ -179,21 +186,24 @@ void CpuBackend::matmul_forward(float* out, const float* inp, const float* weigh
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC, 1.0f, inp, IC, weight, IC, beta, out, OC);
 }
 
-void CpuBackend::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                                 const float* weight, int N, int IC, int OC) {
+void CpuBackend::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                 const float* inp, const float* weight, int N, int IC, int OC) {
   use_blas_threads();
   // dinp (N, IC) += dout (N, OC) @ weight (OC, IC)
   if (dinp != nullptr) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, IC, OC, 1.0f, dout, OC, weight, IC, 1.0f, dinp, IC);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, IC, OC, 1.0f, dout, OC, weight, IC, 1.0f, dinp,
+                IC);
   }
   // dweight (OC, IC) += dout (N, OC)^T @ inp (N, IC)
   if (dweight != nullptr) {
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f, dweight, IC);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f, dweight,
+                IC);
   }
   // dbias (OC) += sum_n dout[n, :], one sequential double sum per column (see layernorm dweight).
   if (dbias != nullptr) {
     const int nblocks = col_blocks(OC);
-#pragma omp parallel for num_threads(threads_) schedule(static) if (static_cast<std::ptrdiff_t>(N) * OC >= kParallelMin)
+#pragma omp parallel for num_threads(threads_) \
+    schedule(static) if (static_cast <std::ptrdiff_t>(N) * OC >= kParallelMin)
     for (int cb = 0; cb < nblocks; ++cb) {
       const int c0 = cb * kColBlock;
       const int w = std::min(OC, c0 + kColBlock) - c0;
@@ -208,38 +218,32 @@ void CpuBackend::matmul_backward(float* dinp, float* dweight, float* dbias, cons
 }
 
 // ---- GELU (tanh approximation) --------------------------------------------------------------------
-
-namespace {
-constexpr float kGeluS = 0.7978845608028654f;  // sqrt(2 / pi)
-constexpr float kGeluA = 0.044715f;
-}  // namespace
+// Fixed-size spans so the vectorised span functions (cpu_math.h) do the work inside the parallel region.
 
 void CpuBackend::gelu_forward(float* out, const float* inp, std::size_t n) {
   const auto len = static_cast<std::ptrdiff_t>(n);
+  const std::ptrdiff_t nspans = cpu::num_chunks(len, kSpan);
 #pragma omp parallel for num_threads(threads_) schedule(static) if (len >= kParallelMin)
-  for (std::ptrdiff_t i = 0; i < len; ++i) {
-    const float x = inp[i];
-    out[i] = 0.5f * x * (1.0f + std::tanh(kGeluS * (x + kGeluA * x * x * x)));
+  for (std::ptrdiff_t s = 0; s < nspans; ++s) {
+    const std::ptrdiff_t i = s * kSpan;
+    cpu::gelu_span(out + i, inp + i, std::min(kSpan, len - i));
   }
 }
 
 void CpuBackend::gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t n) {
   const auto len = static_cast<std::ptrdiff_t>(n);
+  const std::ptrdiff_t nspans = cpu::num_chunks(len, kSpan);
 #pragma omp parallel for num_threads(threads_) schedule(static) if (len >= kParallelMin)
-  for (std::ptrdiff_t i = 0; i < len; ++i) {
-    const float x = inp[i];
-    const float th = std::tanh(kGeluS * (x + kGeluA * x * x * x));
-    // d/dx [0.5 x (1 + tanh(u))] = 0.5 (1 + tanh u) + 0.5 x sech^2(u) u', sech^2 = 1 - tanh^2.
-    const float sech2 = 1.0f - th * th;
-    const float local = 0.5f * (1.0f + th) + 0.5f * x * sech2 * kGeluS * (1.0f + 3.0f * kGeluA * x * x);
-    dinp[i] += local * dout[i];
+  for (std::ptrdiff_t s = 0; s < nspans; ++s) {
+    const std::ptrdiff_t i = s * kSpan;
+    cpu::gelu_backward_span(dinp + i, inp + i, dout + i, std::min(kSpan, len - i));
   }
 }
 
 // ---- softmax + cross-entropy ----------------------------------------------------------------------
 
-void CpuBackend::softmax_xent_forward(float* losses, float* probs, const float* logits, const int32_t* targets, int N,
-                                      int V, int Vp) {
+void CpuBackend::softmax_xent_forward(float* losses, float* probs, const float* logits,
+                                      const int32_t* targets, int N, int V, int Vp) {
   // Validate targets up front: an exception cannot leave an OpenMP region.
   for (int n = 0; n < N; ++n) {
     if (targets[n] < 0 || targets[n] >= V) {
@@ -247,29 +251,41 @@ void CpuBackend::softmax_xent_forward(float* losses, float* probs, const float* 
                        " is outside the vocabulary [0, " + std::to_string(V) + ")");
     }
   }
-#pragma omp parallel for num_threads(threads_) schedule(static) if (static_cast<std::ptrdiff_t>(N) * V >= kParallelMin)
+#pragma omp parallel for num_threads(threads_) \
+    schedule(static) if (static_cast <std::ptrdiff_t>(N) * V >= kParallelMin)
   for (int n = 0; n < N; ++n) {
     const std::ptrdiff_t off = static_cast<std::ptrdiff_t>(n) * Vp;
     const float* __restrict l = logits + off;  // (Vp), first V valid
     float* __restrict p = probs + off;         // (Vp)
-    float mx = l[0];
-    for (int i = 1; i < V; ++i) mx = std::max(mx, l[i]);
-    double sum = 0.0;
-    for (int i = 0; i < V; ++i) {
-      p[i] = std::exp(l[i] - mx);
-      sum += p[i];
-    }
+    // Max and sum with 8 lanes: exact (max) or fixed-order (sum), and vectorisable.
+    constexpr int kLanes = 8;
+    float mxl[kLanes];
+    for (int j = 0; j < kLanes; ++j) mxl[j] = l[0];
+    int i = 0;
+    for (; i + kLanes <= V; i += kLanes)
+      for (int j = 0; j < kLanes; ++j) mxl[j] = std::max(mxl[j], l[i + j]);
+    for (; i < V; ++i) mxl[0] = std::max(mxl[0], l[i]);
+    float mx = mxl[0];
+    for (int j = 1; j < kLanes; ++j) mx = std::max(mx, mxl[j]);
+    cpu::exp_shifted(p, l, mx, V);
+    double acc[kLanes] = {};
+    for (i = 0; i + kLanes <= V; i += kLanes)
+      for (int j = 0; j < kLanes; ++j) acc[j] += p[i + j];
+    for (; i < V; ++i) acc[0] += p[i];
+    const double sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
     const float inv = static_cast<float>(1.0 / sum);
-    for (int i = 0; i < V; ++i) p[i] *= inv;
-    for (int i = V; i < Vp; ++i) p[i] = 0.0f;  // padded columns: defined, and never a probability
+    for (i = 0; i < V; ++i) p[i] *= inv;
+    for (i = V; i < Vp; ++i) p[i] = 0.0f;  // padded columns: defined, and never a probability
     // -log p[target] via log-sum-exp: exact where p[target] would underflow to 0.
-    if (losses != nullptr) losses[n] = static_cast<float>(std::log(sum) - static_cast<double>(l[targets[n]] - mx));
+    if (losses != nullptr)
+      losses[n] = static_cast<float>(std::log(sum) - static_cast<double>(l[targets[n]] - mx));
   }
 }
 
-void CpuBackend::softmax_xent_backward(float* dlogits, const float* probs, const int32_t* targets, int N, int V,
-                                       int Vp, float dloss) {
-#pragma omp parallel for num_threads(threads_) schedule(static) if (static_cast<std::ptrdiff_t>(N) * V >= kParallelMin)
+void CpuBackend::softmax_xent_backward(float* dlogits, const float* probs, const int32_t* targets, int N,
+                                       int V, int Vp, float dloss) {
+#pragma omp parallel for num_threads(threads_) \
+    schedule(static) if (static_cast <std::ptrdiff_t>(N) * V >= kParallelMin)
   for (int n = 0; n < N; ++n) {
     const std::ptrdiff_t off = static_cast<std::ptrdiff_t>(n) * Vp;
     const float* __restrict p = probs + off;  // (Vp)

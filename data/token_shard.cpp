@@ -1,0 +1,177 @@
+#include "data/token_shard.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <system_error>
+
+#include "engine/core/error.h"
+
+namespace tt {
+namespace fs = std::filesystem;
+
+namespace {
+
+// The format is little-endian; encode explicitly so a big-endian host reads the same files.
+void put_i32(unsigned char* p, int32_t v) {
+  const auto u = static_cast<uint32_t>(v);
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<unsigned char>(u >> (8 * i));
+}
+int32_t get_i32(const unsigned char* p) {
+  uint32_t u = 0;
+  for (int i = 0; i < 4; ++i) u |= static_cast<uint32_t>(p[i]) << (8 * i);
+  return static_cast<int32_t>(u);
+}
+
+void swap_u16_if_big_endian(std::span<uint16_t> v) {
+  if constexpr (std::endian::native == std::endian::big) {
+    for (auto& x : v) x = static_cast<uint16_t>((x >> 8) | (x << 8));
+  }
+}
+
+// Built by appending: GCC 12's -Wrestrict misfires on `"'" + p.string() + "'"` at -O3.
+std::string quoted(const fs::path& p) {
+  std::string s(1, '\'');
+  s.append(p.string());
+  s.push_back('\'');
+  return s;
+}
+
+constexpr const char* kRemakeHint = "re-create it with `teetrain prepare-text` (or llm.c's dev/data scripts)";
+
+}  // namespace
+
+void write_token_shard(const fs::path& path, std::span<const uint16_t> tokens, int vocab) {
+  if (vocab < 0 || vocab > 65536) {
+    throw InputError("token shard " + quoted(path) + ": vocabulary " + std::to_string(vocab) +
+                     " does not fit uint16 tokens (0..65536)");
+  }
+  if (tokens.size() > static_cast<std::size_t>(std::numeric_limits<int32_t>::max())) {
+    throw InputError(
+        "token shard " + quoted(path) + ": " + std::to_string(tokens.size()) +
+        " tokens exceed the int32 count of the llm.c header; split the data into several shards");
+  }
+  if (vocab > 0) {
+    const auto bad = std::find_if(tokens.begin(), tokens.end(), [vocab](uint16_t t) { return t >= vocab; });
+    if (bad != tokens.end()) {
+      throw InputError("token shard " + quoted(path) + ": token " + std::to_string(*bad) + " at position " +
+                       std::to_string(bad - tokens.begin()) + " is outside the vocabulary of " +
+                       std::to_string(vocab));
+    }
+  }
+
+  std::array<unsigned char, kShardHeaderBytes> header{};
+  put_i32(&header[0], kShardMagic);
+  put_i32(&header[4], kShardVersion);
+  put_i32(&header[8], static_cast<int32_t>(tokens.size()));
+  put_i32(&header[12], vocab);
+
+  // Temporary name unique per process, so concurrent writers (e.g. one per rank) never share one.
+  fs::path tmp = path;
+  tmp += ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw RunError("cannot create " + quoted(tmp) + ": " + std::strerror(errno));
+    out.write(reinterpret_cast<const char*>(header.data()), static_cast<std::streamsize>(header.size()));
+    if constexpr (std::endian::native == std::endian::little) {
+      out.write(reinterpret_cast<const char*>(tokens.data()),
+                static_cast<std::streamsize>(tokens.size() * sizeof(uint16_t)));
+    } else {
+      std::vector<uint16_t> le(tokens.begin(), tokens.end());
+      swap_u16_if_big_endian(le);
+      out.write(reinterpret_cast<const char*>(le.data()),
+                static_cast<std::streamsize>(le.size() * sizeof(uint16_t)));
+    }
+    out.flush();
+    if (!out) {
+      std::error_code ignored;
+      fs::remove(tmp, ignored);
+      throw RunError("cannot write " + quoted(tmp) + " (disk full?)");
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw RunError("cannot rename " + quoted(tmp) + " to " + quoted(path) + ": " + ec.message());
+  }
+}
+
+TokenShard read_token_shard(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    throw InputError("token shard " + quoted(path) + " not found; run `teetrain prepare-text` first");
+  }
+  if (!fs::is_regular_file(path, ec)) {
+    throw InputError("token shard " + quoted(path) + " is not a regular file; pass a .bin shard");
+  }
+  const auto size = fs::file_size(path, ec);
+  if (ec) throw InputError("cannot stat token shard " + quoted(path) + ": " + ec.message());
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError("cannot open token shard " + quoted(path) + ": " + std::strerror(errno));
+
+  if (size < kShardHeaderBytes) {
+    throw InputError("token shard " + quoted(path) + " is truncated: " + std::to_string(size) +
+                     " bytes, shorter than the 1024-byte header; " + kRemakeHint);
+  }
+  std::array<unsigned char, kShardHeaderBytes> header{};
+  in.read(reinterpret_cast<char*>(header.data()), static_cast<std::streamsize>(header.size()));
+  if (!in) throw InputError("cannot read the header of token shard " + quoted(path));
+
+  const int32_t magic = get_i32(&header[0]);
+  const int32_t version = get_i32(&header[4]);
+  const int32_t count = get_i32(&header[8]);
+  const int32_t vocab = get_i32(&header[12]);
+  if (magic != kShardMagic) {
+    throw InputError("token shard " + quoted(path) + " has wrong magic " + std::to_string(magic) +
+                     " (expected 20240520): not an llm.c/teetrain token file; " + kRemakeHint);
+  }
+  if (version != kShardVersion) {
+    throw InputError("token shard " + quoted(path) + " has unsupported version " + std::to_string(version) +
+                     " (this build reads version 1, uint16 tokens); " + kRemakeHint);
+  }
+  if (count < 0 || vocab < 0 || vocab > 65536) {
+    throw InputError("token shard " + quoted(path) + " has a corrupt header (count " + std::to_string(count) +
+                     ", vocabulary " + std::to_string(vocab) + "); " + kRemakeHint);
+  }
+  const uint64_t expected = kShardHeaderBytes + 2 * static_cast<uint64_t>(count);
+  if (size < expected) {
+    throw InputError("token shard " + quoted(path) + " is truncated: header says " + std::to_string(count) +
+                     " tokens (" + std::to_string(expected) + " bytes) but the file has " +
+                     std::to_string(size) + " bytes; " + kRemakeHint);
+  }
+  if (size > expected) {
+    throw InputError("token shard " + quoted(path) + " has " + std::to_string(size - expected) +
+                     " bytes past the " + std::to_string(count) + " tokens its header declares; " +
+                     kRemakeHint);
+  }
+
+  TokenShard shard;
+  shard.path = path;
+  shard.recorded_vocab = vocab;
+  shard.tokens.resize(static_cast<std::size_t>(count));
+  in.read(reinterpret_cast<char*>(shard.tokens.data()),
+          static_cast<std::streamsize>(2 * shard.tokens.size()));
+  if (!in) throw InputError("cannot read the tokens of token shard " + quoted(path));
+  swap_u16_if_big_endian(shard.tokens);
+
+  if (vocab > 0) {
+    const auto& t = shard.tokens;
+    const auto bad = std::find_if(t.begin(), t.end(), [vocab](uint16_t x) { return x >= vocab; });
+    if (bad != t.end()) {
+      throw InputError("token shard " + quoted(path) + " holds token " + std::to_string(*bad) +
+                       " at position " + std::to_string(bad - t.begin()) + ", outside its vocabulary of " +
+                       std::to_string(vocab) + "; " + kRemakeHint);
+    }
+  }
+  return shard;
+}
+
+}  // namespace tt

@@ -1,0 +1,249 @@
+// Gpt2: parameter table, initialisation, activation arenas and accounting. The passes themselves are
+// in gpt2_forward.cpp and gpt2_backward.cpp.
+#include "models/gpt2/gpt2.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/core/error.h"
+#include "engine/core/rng.h"
+
+namespace tt {
+
+namespace {
+
+// Views inside an arena start on 64-byte boundaries (16 floats) so that vector loads and device
+// kernels see aligned rows.
+constexpr std::size_t kAlignFloats = 16;
+std::size_t round_up(std::size_t n) {
+  return (n + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
+}
+
+// Hands out consecutive aligned views of an arena (or just counts them when base is null).
+class Carver {
+ public:
+  explicit Carver(float* base) : base_(base) {}
+  float* take(std::size_t n) {
+    float* p = base_ ? base_ + used_ : nullptr;
+    used_ += round_up(n);
+    return p;
+  }
+  std::size_t used() const { return used_; }
+
+ private:
+  float* base_;
+  std::size_t used_ = 0;
+};
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+Gpt2::Gpt2(Backend& backend, Gpt2Config cfg, std::string name)
+    : backend_(backend), cfg_(cfg), name_(std::move(name)) {
+  cfg_.validate();
+  if (name_.empty()) name_ = "gpt2(" + cfg_.describe() + ")";
+  const int64_t C = cfg_.n_embd;
+  std::size_t offset = 0;
+  auto add = [&](std::string pname, std::vector<int64_t> shape) {
+    ParamInfo p;
+    p.name = std::move(pname);
+    p.numel = 1;
+    for (int64_t d : shape) p.numel *= static_cast<std::size_t>(d);
+    p.shape = std::move(shape);
+    p.offset = offset;
+    p.decay = p.shape.size() >= 2;  // matrices (incl. wte, wpe as in nanoGPT); not biases or LayerNorm
+    offset += p.numel;
+    params_.push_back(std::move(p));
+  };
+  add("wte", {cfg_.padded_vocab(), C});
+  add("wpe", {cfg_.context, C});
+  layer_offset0_ = offset;
+  for (int l = 0; l < cfg_.n_layer; ++l) {
+    const std::string h = "h." + std::to_string(l) + ".";
+    add(h + "ln_1.weight", {C});
+    add(h + "ln_1.bias", {C});
+    add(h + "attn.c_attn.weight", {3 * C, C});
+    add(h + "attn.c_attn.bias", {3 * C});
+    add(h + "attn.c_proj.weight", {C, C});
+    add(h + "attn.c_proj.bias", {C});
+    add(h + "ln_2.weight", {C});
+    add(h + "ln_2.bias", {C});
+    add(h + "mlp.c_fc.weight", {4 * C, C});
+    add(h + "mlp.c_fc.bias", {4 * C});
+    add(h + "mlp.c_proj.weight", {C, 4 * C});
+    add(h + "mlp.c_proj.bias", {C});
+    if (l == 0) layer_stride_ = offset - layer_offset0_;
+  }
+  lnf_offset_ = offset;
+  add("ln_f.weight", {C});
+  add("ln_f.bias", {C});
+  num_params_ = offset;
+  if (num_params_ != cfg_.num_params()) throw RunError("gpt2: parameter table disagrees with num_params()");
+  params_buf_ = DeviceBuffer(backend_, num_params_ * sizeof(float));
+  grads_buf_ = DeviceBuffer(backend_, num_params_ * sizeof(float));
+}
+
+const ParamInfo& Gpt2::param(const std::string& pname) const {
+  for (const ParamInfo& p : params_) {
+    if (p.name == pname) return p;
+  }
+  throw InputError("gpt2: no parameter named '" + pname + "'");
+}
+
+Gpt2::LayerParams Gpt2::layer_params(float* base, int l) const {
+  const std::size_t C = static_cast<std::size_t>(cfg_.n_embd);
+  float* p = base + layer_offset0_ + static_cast<std::size_t>(l) * layer_stride_;
+  LayerParams lp{};
+  auto take = [&p](std::size_t n) {
+    float* r = p;
+    p += n;
+    return r;
+  };
+  // Same order as the parameter table built in the constructor.
+  lp.ln1w = take(C);
+  lp.ln1b = take(C);
+  lp.qkvw = take(3 * C * C);
+  lp.qkvb = take(3 * C);
+  lp.attprojw = take(C * C);
+  lp.attprojb = take(C);
+  lp.ln2w = take(C);
+  lp.ln2b = take(C);
+  lp.fcw = take(4 * C * C);
+  lp.fcb = take(4 * C);
+  lp.fcprojw = take(4 * C * C);
+  lp.fcprojb = take(C);
+  return lp;
+}
+
+void Gpt2::init_params(uint64_t seed) {
+  // GPT-2 / nanoGPT init: N(0, 0.02) for matrices, N(0, 0.02 / sqrt(2 * n_layer)) for the projections
+  // that write into the residual stream, zero biases, unit LayerNorm gains. One RNG stream per tensor,
+  // derived from the seed and the tensor's index, so a shape change in one tensor leaves the others.
+  std::vector<float> host(num_params_, 0.0f);
+  const double proj_std = 0.02 / std::sqrt(2.0 * cfg_.n_layer);
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const ParamInfo& p = params_[i];
+    float* dst = host.data() + p.offset;
+    if (p.shape.size() == 1) {
+      const bool gain = ends_with(p.name, "ln_1.weight") || ends_with(p.name, "ln_2.weight") ||
+                        ends_with(p.name, "ln_f.weight");
+      std::fill(dst, dst + p.numel, gain ? 1.0f : 0.0f);
+      continue;
+    }
+    const double stddev = ends_with(p.name, "c_proj.weight") ? proj_std : 0.02;
+    // Padded vocabulary rows of wte stay zero.
+    const std::size_t n =
+        p.name == "wte" ? static_cast<std::size_t>(cfg_.vocab_size) * static_cast<std::size_t>(cfg_.n_embd)
+                        : p.numel;
+    Rng rng(derive_seed(seed, i));
+    for (std::size_t j = 0; j < n; ++j) dst[j] = static_cast<float>(rng.normal() * stddev);
+  }
+  backend_.copy_to_device(params_buf_.data(), host.data(), num_params_ * sizeof(float));
+  have_forward_ = false;
+}
+
+void Gpt2::zero_grad() {
+  backend_.fill(grads_buf_.as<float>(), 0.0f, num_params_);
+}
+
+Gpt2::Views Gpt2::carve(const Gpt2Config& cfg, float* acts, float* dacts, int B, int T) {
+  const std::size_t N = static_cast<std::size_t>(B) * static_cast<std::size_t>(T);
+  const std::size_t C = static_cast<std::size_t>(cfg.n_embd);
+  const std::size_t Vp = static_cast<std::size_t>(cfg.padded_vocab());
+  const std::size_t att = static_cast<std::size_t>(B) * static_cast<std::size_t>(cfg.n_head) *
+                          static_cast<std::size_t>(T) * static_cast<std::size_t>(T);
+  Views v;
+  Carver a(acts);
+  v.encoded = a.take(N * C);
+  v.scratch = a.take(N * C);
+  v.layers.assign(static_cast<std::size_t>(cfg.n_layer), LayerActs{});
+  for (LayerActs& la : v.layers) {
+    la.ln1 = a.take(N * C);
+    la.ln1_mean = a.take(N);
+    la.ln1_rstd = a.take(N);
+    la.qkv = a.take(3 * N * C);
+    la.atty = a.take(N * C);
+    la.att = a.take(att);
+    la.res2 = a.take(N * C);
+    la.ln2 = a.take(N * C);
+    la.ln2_mean = a.take(N);
+    la.ln2_rstd = a.take(N);
+    la.fch = a.take(4 * N * C);
+    la.fch_gelu = a.take(4 * N * C);
+    la.res3 = a.take(N * C);
+  }
+  v.lnf = a.take(N * C);
+  v.lnf_mean = a.take(N);
+  v.lnf_rstd = a.take(N);
+  v.logits = a.take(N * Vp);
+  v.probs = a.take(N * Vp);
+  v.losses = a.take(N);
+  v.acts_floats = a.used();
+  Carver g(dacts);
+  v.dresidual = g.take(N * C);
+  v.dbtc = g.take(N * C);
+  v.dbt4c_a = g.take(4 * N * C);
+  v.dbt4c_b = g.take(4 * N * C);
+  v.datt = g.take(att);
+  v.dacts_floats = g.used();
+  return v;
+}
+
+void Gpt2::reserve(int B, int T) {
+  if (B <= 0 || T <= 0) {
+    throw InputError("gpt2: batch shape must be positive, got B=" + std::to_string(B) +
+                     " T=" + std::to_string(T));
+  }
+  if (T > cfg_.context) {
+    throw InputError("gpt2: sequence length " + std::to_string(T) + " exceeds the model context " +
+                     std::to_string(cfg_.context));
+  }
+  // The backend takes row counts as int: B * T (and B * T * 4C element counts in size_t) must fit.
+  if (static_cast<long long>(B) * T > (1LL << 31) - 1) {
+    throw InputError("gpt2: batch of " + std::to_string(B) + " x " + std::to_string(T) +
+                     " tokens is too large");
+  }
+  if (B <= res_B_ && T <= res_T_) return;
+  const int nB = std::max(B, res_B_);
+  const int nT = std::max(T, res_T_);
+  const Views sizes = carve(cfg_, nullptr, nullptr, nB, nT);
+  // Free the old arenas first so peak memory is one set, not two.
+  acts_buf_.reset();
+  dacts_buf_.reset();
+  tokens_buf_.reset();
+  acts_buf_ = DeviceBuffer(backend_, sizes.acts_floats * sizeof(float));
+  dacts_buf_ = DeviceBuffer(backend_, sizes.dacts_floats * sizeof(float));
+  const std::size_t N = static_cast<std::size_t>(nB) * static_cast<std::size_t>(nT);
+  tokens_buf_ = DeviceBuffer(backend_, 2 * N * sizeof(int32_t));
+  v_ = carve(cfg_, acts_buf_.as<float>(), dacts_buf_.as<float>(), nB, nT);
+  tokens_ = tokens_buf_.as<int32_t>();  // (B, T)
+  targets_ = tokens_ + N;               // (B, T)
+  res_B_ = nB;
+  res_T_ = nT;
+  have_forward_ = false;
+}
+
+StepFlops Gpt2::flops_for(const Gpt2Config& cfg, int B, int T) {
+  // Matmuls count 2 FLOPs per multiply-add; attention counts Q K^T and att V over the full T x T
+  // (as llm.c and the PaLM appendix do, not halved for causality). Element-wise ops are ignored.
+  // Backward does two matmuls per forward matmul (input and weight gradients): 2x forward.
+  const double N = static_cast<double>(B) * T;
+  const double C = cfg.n_embd;
+  const double per_layer = 2.0 * N * 12.0 * C * C + 2.0 * 2.0 * B * static_cast<double>(T) * T * C;
+  const double head = 2.0 * N * C * cfg.padded_vocab();
+  StepFlops f;
+  f.forward = cfg.n_layer * per_layer + head;
+  f.backward = 2.0 * f.forward;
+  return f;
+}
+
+std::size_t Gpt2::activation_bytes_for(const Gpt2Config& cfg, int B, int T) {
+  const Views sz = carve(cfg, nullptr, nullptr, B, T);
+  const std::size_t N = static_cast<std::size_t>(B) * static_cast<std::size_t>(T);
+  return (sz.acts_floats + sz.dacts_floats) * sizeof(float) + 2 * N * sizeof(int32_t);
+}
+
+}  // namespace tt
