@@ -1,0 +1,159 @@
+#include "comm/allreduce_bench.h"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "comm/collectives.h"
+#include "comm/mpi_allreduce.h"
+#include "engine/core/error.h"
+
+namespace tt::comm {
+
+namespace {
+
+// Integer-valued test pattern, period 1024 in the index: small values, so any sum over ranks is exact.
+float pattern(std::size_t i, int rank) {
+  return static_cast<float>(((i % 1024) * 7 + static_cast<std::size_t>(rank) * 3) % 17);
+}
+
+void fill(float* data, std::size_t n, int rank) {
+  for (std::size_t i = 0; i < n; ++i) data[i] = pattern(i, rank);
+}
+
+bool verify(const float* data, std::size_t n, int ranks) {
+  std::array<float, 1024> expected{};
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    for (int r = 0; r < ranks; ++r) expected[i] += pattern(i, r);
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (data[i] != expected[i % 1024]) return false;
+  }
+  return true;
+}
+
+double percentile(const std::vector<double>& sorted, double q) {
+  const auto idx = static_cast<std::size_t>(q * static_cast<double>(sorted.size() - 1) + 0.5);
+  return sorted[std::min(idx, sorted.size() - 1)];
+}
+
+// Per-iteration times gathered from every rank; an iteration takes as long as its slowest rank.
+std::vector<double> slowest_rank_times(Collectives& coll, const std::vector<double>& mine, int ranks,
+                                       std::uint64_t seq) {
+  const auto all = coll.allgather(std::as_bytes(std::span(mine)), seq);  // (P, iters) doubles
+  std::vector<double> out(mine.size(), 0.0);
+  for (int r = 0; r < ranks; ++r) {
+    for (std::size_t i = 0; i < mine.size(); ++i) {
+      double v = 0;
+      std::memcpy(&v, all.data() + (static_cast<std::size_t>(r) * mine.size() + i) * sizeof(double),
+                  sizeof(double));
+      out[i] = std::max(out[i], v);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<BenchRecord> run_allreduce_bench(Transport& t, const std::vector<BenchAlgo>& algos,
+                                             const BenchOptions& opt,
+                                             const std::function<void(const BenchRecord&)>& on_record) {
+  if (opt.min_bytes < sizeof(float) || opt.max_bytes < opt.min_bytes || opt.step_factor < 2 ||
+      opt.iters < 1 || opt.warmup < 0) {
+    throw InputError("bench allreduce: need 4 <= min_bytes <= max_bytes, step factor >= 2, iters >= 1");
+  }
+  Collectives coll(t);  // plaintext control traffic, outside the timed region
+  const int p = t.size();
+  std::vector<float> buf(opt.max_bytes / sizeof(float));  // (max_count,) reused at every size
+  std::vector<BenchRecord> records;
+  std::uint64_t seq = 0;
+  for (std::size_t bytes = opt.min_bytes; bytes <= opt.max_bytes; bytes *= opt.step_factor) {
+    const std::size_t count = bytes / sizeof(float);
+    for (const auto& algo : algos) {
+      BenchRecord rec;
+      rec.mode = algo.mode;
+      rec.ranks = p;
+      rec.count = count;
+      rec.bytes = count * sizeof(float);
+      rec.iters = opt.iters;
+      if (opt.check) {
+        fill(buf.data(), count, t.rank());
+        algo.allreduce(buf.data(), count);
+        const std::byte ok{static_cast<unsigned char>(verify(buf.data(), count, p) ? 1 : 0)};
+        const auto oks = coll.allgather(std::span(&ok, 1), seq++);
+        rec.correct = std::all_of(oks.begin(), oks.end(), [](std::byte b) { return b == std::byte{1}; });
+      }
+      // Timed runs reuse whatever the buffer holds: values only grow, and float adds take the same time.
+      for (int i = 0; i < opt.warmup; ++i) algo.allreduce(buf.data(), count);
+      std::vector<double> mine(static_cast<std::size_t>(opt.iters));
+      for (auto& us : mine) {
+        coll.barrier(seq++);
+        const auto t0 = std::chrono::steady_clock::now();
+        algo.allreduce(buf.data(), count);
+        us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+      }
+      auto times = slowest_rank_times(coll, mine, p, seq++);
+      std::sort(times.begin(), times.end());
+      rec.time_us_min = times.front();
+      rec.time_us_max = times.back();
+      rec.time_us_median = percentile(times, 0.5);
+      rec.time_us_p10 = percentile(times, 0.1);
+      rec.time_us_p90 = percentile(times, 0.9);
+      rec.algbw_gbps = static_cast<double>(rec.bytes) / (rec.time_us_median * 1e3);  // bytes/us /1e3 = GB/s
+      rec.busbw_gbps = rec.algbw_gbps * 2.0 * (p - 1) / p;
+      if (on_record) on_record(rec);
+      records.push_back(std::move(rec));
+    }
+    if (bytes > opt.max_bytes / opt.step_factor) break;  // the next step would pass max_bytes (or overflow)
+  }
+  return records;
+}
+
+std::vector<BenchRecord> run_allreduce_bench(Transport& t, MPI_Comm comm, const BenchOptions& opt,
+                                             Channel* channel, Profiler* profiler,
+                                             const std::function<void(const BenchRecord&)>& on_record) {
+  PlainChannel plain;
+  RingAllreduce ring(t, channel != nullptr ? *channel : plain, opt.ring, profiler);
+  std::uint64_t step = 0;
+  std::vector<BenchAlgo> algos;
+  for (const auto& mode : opt.modes) {
+    if (mode == "ring") {
+      algos.push_back({"ring", [&](float* d, std::size_t n) {
+                         MessageContext id;
+                         id.step = step++;
+                         ring.allreduce_sum(d, n, id);
+                       }});
+    } else if (mode == "mpi") {
+      algos.push_back({"mpi", [comm](float* d, std::size_t n) { mpi_allreduce_sum(comm, d, n); }});
+    } else {
+      throw InputError("bench allreduce: unknown mode '" + mode + "' (ring, mpi)");
+    }
+  }
+  return run_allreduce_bench(t, algos, opt, on_record);
+}
+
+std::string format_bench_header() {
+  std::array<char, 256> line{};
+  std::snprintf(line.data(), line.size(), "%-6s %5s %12s %11s %12s %10s %10s %11s %11s %5s", "mode", "ranks",
+                "bytes", "count", "time_us(med)", "min", "max", "algbw(GB/s)", "busbw(GB/s)", "check");
+  return line.data();
+}
+
+std::string format_bench_row(const BenchRecord& r) {
+  std::array<char, 256> line{};
+  std::snprintf(line.data(), line.size(), "%-6s %5d %12zu %11zu %12.1f %10.1f %10.1f %11.3f %11.3f %5s",
+                r.mode.c_str(), r.ranks, r.bytes, r.count, r.time_us_median, r.time_us_min, r.time_us_max,
+                r.algbw_gbps, r.busbw_gbps, r.correct ? "ok" : "FAIL");
+  return line.data();
+}
+
+std::string format_bench_table(const std::vector<BenchRecord>& records) {
+  std::string out = format_bench_header() + "\n";
+  for (const auto& r : records) out += format_bench_row(r) + "\n";
+  return out;
+}
+
+}  // namespace tt::comm

@@ -1,0 +1,54 @@
+#include "comm/channel.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "engine/core/error.h"
+
+namespace tt::comm {
+
+const char* phase_name(MessagePhase p) {
+  switch (p) {
+    case MessagePhase::ScatterReduce:
+      return "scatter_reduce";
+    case MessagePhase::AllGather:
+      return "all_gather";
+    case MessagePhase::Broadcast:
+      return "broadcast";
+    case MessagePhase::Barrier:
+      return "barrier";
+    case MessagePhase::Allgather:
+      return "allgather";
+  }
+  return "unknown";
+}
+
+std::string to_string(const MessageContext& c) {
+  std::ostringstream os;
+  os << "step " << c.step << ", bucket " << c.bucket << ", phase " << phase_name(c.phase) << ", hop " << c.hop
+     << ", chunk " << c.chunk << ", segment " << c.segment << ", origin " << c.origin << ", sender "
+     << c.sender << ", receiver ";
+  if (c.receiver == kAnyRank) {
+    os << "any";
+  } else {
+    os << c.receiver;
+  }
+  os << ", " << c.length << " bytes";
+  return os.str();
+}
+
+void PlainChannel::seal(const MessageContext& ctx, std::span<const std::byte> plain,
+                        std::span<std::byte> wire) {
+  if (wire.size() != plain.size())
+    throw RunError("plain channel: wire size mismatch (" + to_string(ctx) + ")");
+  std::copy(plain.begin(), plain.end(), wire.begin());
+}
+
+void PlainChannel::open(const MessageContext& ctx, std::span<const std::byte> wire,
+                        std::span<std::byte> plain) {
+  if (wire.size() != plain.size())
+    throw RunError("plain channel: wire size mismatch (" + to_string(ctx) + ")");
+  std::copy(wire.begin(), wire.end(), plain.begin());
+}
+
+}  // namespace tt::comm

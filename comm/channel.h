@@ -1,0 +1,104 @@
+// Channel: the message codec every inter-rank message goes through (DESIGN.md §4-5).
+//
+// A channel turns a plaintext segment into wire bytes (seal) and wire bytes back into plaintext
+// (open), under a MessageContext that says exactly where the message belongs. With TEE off the
+// channel is PlainChannel (wire == plaintext, and the ring sends straight from / receives straight into
+// user memory); with TEE on a sealing channel (tee/) adds an AEAD tag of overhead() bytes and binds the
+// context as associated data. The collectives are the same code in both cases.
+//
+// The receiver builds the context it EXPECTS from its own state (step, bucket, its ring position) and
+// passes that to open(); nothing of the context is ever read from the wire. A replayed, reordered,
+// misrouted or stale message therefore fails to open under a sealing channel.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace tt::comm {
+
+// Which part of which collective a message belongs to.
+enum class MessagePhase : std::uint8_t {
+  ScatterReduce = 0,  // ring: partial sums travelling around the ring
+  AllGather = 1,      // ring: finished chunks travelling around the ring
+  Broadcast = 2,
+  Barrier = 3,
+  Allgather = 4,  // small-blob allgather (digests)
+};
+const char* phase_name(MessagePhase p);
+
+inline constexpr int kAnyRank = -1;  // receiver of a group message (forward-wire all-gather)
+
+// Where a message belongs. All fields are plain integers so a sealing channel can serialise them into
+// associated data; to_string() gives the same fields for error messages.
+struct MessageContext {
+  std::uint64_t step = 0;    // training step (or a caller-chosen sequence number)
+  std::uint32_t bucket = 0;  // gradient bucket within the step (or a sequence number for collectives)
+  MessagePhase phase = MessagePhase::ScatterReduce;
+  std::uint32_t hop = 0;      // step index within the phase (0..P-2 in the ring); 0 for group messages
+  std::uint32_t chunk = 0;    // ring chunk index (0..P-1); block / round for other collectives
+  std::uint32_t segment = 0;  // segment index within the chunk
+  int origin = 0;             // rank whose data this is (chunk owner in all-gather, root in broadcast)
+  int sender = 0;             // rank that put it on this link (== origin for group messages)
+  int receiver = 0;           // rank it is for, or kAnyRank for a group message forwarded unchanged
+  std::uint64_t length = 0;   // plaintext bytes
+
+  bool operator==(const MessageContext&) const = default;
+};
+std::string to_string(const MessageContext& ctx);
+
+class Channel {
+ public:
+  Channel() = default;
+  virtual ~Channel() = default;
+  Channel(const Channel&) = delete;
+  Channel& operator=(const Channel&) = delete;
+
+  virtual std::string name() const = 0;
+  // Wire bytes per message beyond the plaintext (0 for plaintext, 16 for an AES-GCM tag).
+  virtual std::size_t overhead() const = 0;
+  // True when wire == plaintext, byte for byte: callers then skip seal/open and move user memory
+  // directly (zero copies).
+  virtual bool pass_through() const = 0;
+
+  // Encodes `plain` into `wire` (wire.size() == plain.size() + overhead()). Called once per message;
+  // a sealing channel draws its nonce here, so never call it twice for one message.
+  virtual void seal(const MessageContext& ctx, std::span<const std::byte> plain,
+                    std::span<std::byte> wire) = 0;
+  // Checks and decodes `wire` into `plain` (plain.size() == wire.size() - overhead()) under the context
+  // the receiver expects. Throws on any failure; the exception should name to_string(ctx).
+  virtual void open(const MessageContext& ctx, std::span<const std::byte> wire,
+                    std::span<std::byte> plain) = 0;
+
+  // Batches: the ring hands over up to parallelism() independent messages at once, so a channel with
+  // a crypto thread pool (--crypto-threads) can seal/open them concurrently. Defaults: one by one.
+  struct SealJob {
+    MessageContext ctx;
+    std::span<const std::byte> plain;
+    std::span<std::byte> wire;
+  };
+  struct OpenJob {
+    MessageContext ctx;
+    std::span<const std::byte> wire;
+    std::span<std::byte> plain;
+  };
+  virtual std::size_t parallelism() const { return 1; }
+  virtual void seal_batch(std::span<const SealJob> jobs) {
+    for (const auto& j : jobs) seal(j.ctx, j.plain, j.wire);
+  }
+  virtual void open_batch(std::span<const OpenJob> jobs) {
+    for (const auto& j : jobs) open(j.ctx, j.wire, j.plain);
+  }
+};
+
+// TEE off: wire bytes are the plaintext. seal/open copy (callers normally skip them: pass_through()).
+class PlainChannel final : public Channel {
+ public:
+  std::string name() const override { return "plain"; }
+  std::size_t overhead() const override { return 0; }
+  bool pass_through() const override { return true; }
+  void seal(const MessageContext& ctx, std::span<const std::byte> plain, std::span<std::byte> wire) override;
+  void open(const MessageContext& ctx, std::span<const std::byte> wire, std::span<std::byte> plain) override;
+};
+
+}  // namespace tt::comm

@@ -1,0 +1,238 @@
+#include "comm/ring_allreduce.h"
+
+#include <algorithm>
+#include <string>
+
+#include "engine/core/error.h"
+
+namespace tt::comm {
+
+namespace {
+
+std::span<std::byte> bytes_of(float* p, std::size_t n) {
+  return std::as_writable_bytes(std::span<float>(p, n));
+}
+
+// dst[i] += src[i]. Plain host loop; the compiler vectorises it.
+void add_into(float* dst, const float* src, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) dst[i] += src[i];
+}
+
+void count(Profiler* prof, Counter messages, Counter bytes, std::size_t n) {
+  if (prof == nullptr) return;
+  prof->add(messages, 1);
+  prof->add(bytes, static_cast<int64_t>(n));
+}
+
+}  // namespace
+
+const char* all_gather_mode_name(AllGatherMode m) {
+  return m == AllGatherMode::PerHop ? "per_hop" : "forward_wire";
+}
+
+RingAllreduce::RingAllreduce(Transport& transport, RingOptions options, Profiler* profiler)
+    : t_(transport), channel_(&plain_), opt_(options), prof_(profiler) {}
+
+RingAllreduce::RingAllreduce(Transport& transport, Channel& channel, RingOptions options, Profiler* profiler)
+    : t_(transport), channel_(&channel), opt_(options), prof_(profiler) {}
+
+std::size_t RingAllreduce::scratch_bytes() const {
+  return reduce_buf_.size() * sizeof(float) + wire_out_.size() + wire_in_.size();
+}
+
+// Balanced partition: the first (count % P) chunks get one extra element.
+RingAllreduce::Range RingAllreduce::chunk(std::uint32_t c) const {
+  const std::size_t p = static_cast<std::size_t>(size_);
+  const std::size_t base = count_ / p;
+  const std::size_t rem = count_ % p;
+  return {c * base + std::min<std::size_t>(c, rem), base + (c < rem ? 1 : 0)};
+}
+
+std::size_t RingAllreduce::segments(const Range& ch) const {
+  return (ch.count + seg_elems_ - 1) / seg_elems_;
+}
+
+RingAllreduce::Range RingAllreduce::segment(const Range& ch, std::size_t k) const {
+  const std::size_t begin = k * seg_elems_;
+  return {ch.offset + begin, std::min(seg_elems_, ch.count - begin)};
+}
+
+std::size_t RingAllreduce::wire_offset(std::size_t k) const {
+  return k * (seg_elems_ * sizeof(float) + channel_->overhead());
+}
+
+bool RingAllreduce::forwarding(const Hop& h) const {
+  return !channel_->pass_through() && h.phase == MessagePhase::AllGather &&
+         opt_.all_gather == AllGatherMode::ForwardWire;
+}
+
+// The context of one message. Sender and receiver build it independently from their own ring
+// position; nothing comes from the wire.
+MessageContext RingAllreduce::context(const Hop& h, std::uint32_t chunk_index, std::size_t seg, int sender,
+                                      int receiver, std::size_t bytes) const {
+  MessageContext c = id_;
+  c.phase = h.phase;
+  c.hop = h.index;
+  c.chunk = chunk_index;
+  c.segment = static_cast<std::uint32_t>(seg);
+  c.length = bytes;
+  const int owner = (static_cast<int>(chunk_index) + size_ - 1) % size_;  // holds the finished chunk
+  if (forwarding(h)) {
+    // One sealed object travels every link unchanged: it belongs to the owner, not to a hop.
+    c.hop = 0;
+    c.origin = owner;
+    c.sender = owner;
+    c.receiver = kAnyRank;
+  } else {
+    c.origin = h.phase == MessagePhase::AllGather ? owner : sender;
+    c.sender = sender;
+    c.receiver = receiver;
+  }
+  return c;
+}
+
+void RingAllreduce::prepare(std::size_t count) {
+  rank_ = t_.rank();
+  size_ = t_.size();
+  count_ = count;
+  const std::size_t p = static_cast<std::size_t>(size_);
+  const std::size_t max_chunk = (count + p - 1) / p;
+  seg_elems_ = opt_.segment_bytes == 0 ? std::max<std::size_t>(max_chunk, 1)
+                                       : std::max<std::size_t>(opt_.segment_bytes / sizeof(float), 1);
+  // Grow once; later calls with smaller buckets reuse the memory.
+  if (reduce_buf_.size() < max_chunk) reduce_buf_.resize(max_chunk);
+  if (!channel_->pass_through()) {
+    const std::size_t wire = wire_offset((max_chunk + seg_elems_ - 1) / seg_elems_);
+    if (wire_out_.size() < wire) wire_out_.resize(wire);
+    if (wire_in_.size() < wire) wire_in_.resize(wire);
+  }
+}
+
+void RingAllreduce::allreduce_sum(float* data, std::size_t count, const MessageContext& id) {
+  if (t_.size() == 1 || count == 0) return;
+  if (data == nullptr) throw RunError("ring all-reduce: null buffer");
+  const auto begin = Profiler::Clock::now();
+  id_ = id;
+  prepare(count);
+  const auto p = static_cast<std::uint32_t>(size_);
+  const auto r = static_cast<std::uint32_t>(rank_);
+  for (std::uint32_t s = 0; s + 1 < p; ++s) {
+    run_hop(data, Hop{MessagePhase::ScatterReduce, s, (r + p - s) % p, (r + 2 * p - s - 1) % p});
+  }
+  for (std::uint32_t s = 0; s + 1 < p; ++s) {
+    run_hop(data, Hop{MessagePhase::AllGather, s, (r + 1 + p - s) % p, (r + p - s) % p});
+  }
+  if (prof_ != nullptr && prof_->tracing())
+    prof_->record("allreduce", Lane::Comm, begin, Profiler::Clock::now());
+}
+
+void RingAllreduce::run_hop(float* data, const Hop& h) {
+  const bool pass = channel_->pass_through();
+  const bool reduce = h.phase == MessagePhase::ScatterReduce;
+  const int prev = (rank_ + size_ - 1) % size_;
+  const Range in = chunk(h.recv_chunk);
+  const std::size_t n_in = segments(in);
+  const std::size_t n_out = segments(chunk(h.send_chunk));
+  sends_.clear();
+  recvs_.clear();
+
+  // 1. Post every receive of the hop: the left neighbour may run ahead without unexpected-message copies.
+  for (std::size_t k = 0; k < n_in; ++k) {
+    const Range seg = segment(in, k);
+    std::span<std::byte> dst;
+    if (!pass) {
+      dst = std::span(wire_in_).subspan(wire_offset(k), seg.count * sizeof(float) + channel_->overhead());
+    } else if (reduce) {
+      dst = bytes_of(reduce_buf_.data() + (seg.offset - in.offset), seg.count);
+    } else {
+      dst = bytes_of(data + seg.offset, seg.count);  // all-gather lands in user memory: zero copies
+    }
+    recvs_.push_back(t_.irecv(prev, dst, opt_.tag));
+  }
+  // 2. Pipeline, in windows of w segments (w = the channel's crypto parallelism, 1 by default): our
+  //    segments [k, k+w) go out, then the neighbour's segments [k, k+w) are finished.
+  const std::size_t w = std::max<std::size_t>(channel_->parallelism(), 1);
+  for (std::size_t k = 0; k < std::max(n_in, n_out); k += w) {
+    if (k < n_out) send_segments(data, h, k, std::min(n_out, k + w));
+    if (k < n_in) finish_receives(data, h, k, std::min(n_in, k + w));
+  }
+  // 3. Sends must complete before their memory (user data or wire_out_) is touched by the next hop.
+  const int next = (rank_ + 1) % size_;
+  for (std::size_t k = 0; k < sends_.size(); ++k) {
+    wait(sends_[k],
+         context(h, h.send_chunk, k, rank_, next, segment(chunk(h.send_chunk), k).count * sizeof(float)));
+  }
+  // Forward-wire: the ciphertext received in this hop is exactly what we send in the next one.
+  if (forwarding(h)) std::swap(wire_in_, wire_out_);
+}
+
+// Seals segments [k0, k1) of the outgoing chunk (one batch) and posts their sends.
+void RingAllreduce::send_segments(float* data, const Hop& h, std::size_t k0, std::size_t k1) {
+  const int next = (rank_ + 1) % size_;
+  const Range out = chunk(h.send_chunk);
+  const bool pass = channel_->pass_through();
+  // Forward-wire hops after the first resend the owner's sealed bytes, already in wire_out_.
+  const bool reseal = !pass && !(forwarding(h) && h.index > 0);
+  seal_jobs_.clear();
+  for (std::size_t k = k0; k < k1 && reseal; ++k) {
+    const Range seg = segment(out, k);
+    const auto plain = bytes_of(data + seg.offset, seg.count);
+    seal_jobs_.push_back({context(h, h.send_chunk, k, rank_, next, plain.size()), plain,
+                          std::span(wire_out_).subspan(wire_offset(k), plain.size() + channel_->overhead())});
+  }
+  if (!seal_jobs_.empty()) channel_->seal_batch(seal_jobs_);
+  for (std::size_t k = k0; k < k1; ++k) {
+    const Range seg = segment(out, k);
+    std::span<const std::byte> wire = bytes_of(data + seg.offset, seg.count);  // pass-through: user memory
+    if (!pass) wire = std::span(wire_out_).subspan(wire_offset(k), wire.size() + channel_->overhead());
+    sends_.push_back(t_.isend(next, wire, opt_.tag));
+    count(prof_, Counter::MessagesSent, Counter::BytesSent, wire.size());
+  }
+}
+
+// Waits for segments [k0, k1) of the incoming chunk, checks their lengths, opens them (one batch) and,
+// in scatter-reduce, adds them in.
+void RingAllreduce::finish_receives(float* data, const Hop& h, std::size_t k0, std::size_t k1) {
+  const int prev = (rank_ + size_ - 1) % size_;
+  const Range in = chunk(h.recv_chunk);
+  const bool pass = channel_->pass_through();
+  const bool reduce = h.phase == MessagePhase::ScatterReduce;
+  open_jobs_.clear();
+  for (std::size_t k = k0; k < k1; ++k) {
+    const Range seg = segment(in, k);
+    const std::size_t plain_bytes = seg.count * sizeof(float);
+    const MessageContext ctx = context(h, h.recv_chunk, k, prev, rank_, plain_bytes);
+    const std::size_t expected = plain_bytes + (pass ? 0 : channel_->overhead());
+    const std::size_t got = wait(recvs_[k], ctx);
+    count(prof_, Counter::MessagesReceived, Counter::BytesReceived, got);
+    if (got != expected) {
+      throw RunError("ring all-reduce: rank " + std::to_string(rank_) + " got a short message from rank " +
+                     std::to_string(prev) + " (" + std::to_string(got) + " of " + std::to_string(expected) +
+                     " bytes) at " + to_string(ctx));
+    }
+    if (!pass) {
+      // Scatter-reduce opens into scratch (then adds); all-gather opens straight into user memory.
+      float* plain = reduce ? reduce_buf_.data() + (seg.offset - in.offset) : data + seg.offset;
+      open_jobs_.push_back({ctx, std::span<const std::byte>(wire_in_).subspan(wire_offset(k), got),
+                            bytes_of(plain, seg.count)});
+    }
+  }
+  if (!open_jobs_.empty()) channel_->open_batch(open_jobs_);
+  if (!reduce) return;
+  ScopedPhase timer(prof_, Phase::Reduce, Lane::Comm);
+  for (std::size_t k = k0; k < k1; ++k) {
+    const Range seg = segment(in, k);
+    add_into(data + seg.offset, reduce_buf_.data() + (seg.offset - in.offset), seg.count);
+  }
+}
+
+// Waits with the ring's timeout and turns a transport failure into one line naming the message.
+std::size_t RingAllreduce::wait(Request& r, const MessageContext& ctx) {
+  try {
+    return opt_.timeout.count() > 0 ? t_.wait(r, opt_.timeout) : t_.wait(r);
+  } catch (const RunError& e) {
+    throw RunError(std::string("ring all-reduce failed at ") + to_string(ctx) + ": " + e.what());
+  }
+}
+
+}  // namespace tt::comm

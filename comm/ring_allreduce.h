@@ -1,0 +1,124 @@
+// Ring all-reduce (sum of floats) over a Transport, every message through a Channel.
+//
+// P ranks, a buffer of `count` floats cut into P chunks (chunk c = elements [off_c, off_c + n_c), sizes
+// differ by at most one, empty when count < P). Rank r sends to next = r+1 and receives from
+// prev = r-1 (mod P):
+//
+//   scatter-reduce, hop s = 0..P-2: send chunk (r - s), receive chunk (r - s - 1) and add it in.
+//       After P-1 hops rank r holds the full sum of chunk (r + 1): it is that chunk's owner.
+//   all-gather,     hop s = 0..P-2: send chunk (r + 1 - s), receive chunk (r - s) and store it.
+//
+// Each chunk travels as segments of `segment_bytes` (0: one message per chunk). Within a hop every
+// receive is posted first, then "send segment k, finish receive k" runs for k = 0, 1, ...: sealing
+// our segment k+1 overlaps the wire time of segment k, and opening/adding segment k overlaps the
+// neighbour's segment k+1 in flight. A channel with a crypto pool (parallelism() = w > 1) gets
+// windows of w segments to seal or open at once.
+//
+// The channel decides what goes on the wire:
+// - pass-through (PlainChannel): zero copies — sends read user memory, all-gather receives land in user
+//   memory, scatter-reduce receives land in a scratch chunk and are added in.
+// - sealing (tee/): seal into a wire scratch, open into a plaintext scratch (or straight into user
+//   memory in all-gather). AllGatherMode::ForwardWire makes the all-gather seal each finished chunk once
+//   (by its owner) and forward the received wire bytes unchanged; PerHop re-seals at every hop.
+//
+// Persistent scratch (grows to the largest bucket seen, then reused):
+//   reduce_buf_ (max_chunk,) floats; wire_out_, wire_in_ (max_segments * (segment_bytes + overhead),)
+//   bytes, only for a sealing channel.
+//
+// Error policy (DESIGN.md §5): a message that does not arrive in time, arrives short, or fails to open
+// is fatal; the exception names this rank and the full MessageContext (peer, step, bucket, phase,
+// chunk). The buffer is then partly reduced and must not be used.
+#pragma once
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "comm/channel.h"
+#include "comm/transport.h"
+#include "engine/core/profiler.h"
+
+namespace tt::comm {
+
+enum class AllGatherMode {
+  PerHop,       // every hop seals what it sends (H100 CC behaviour; per-link keys suffice)
+  ForwardWire,  // the owner seals once, others forward the ciphertext (needs a group key)
+};
+const char* all_gather_mode_name(AllGatherMode m);
+
+struct RingOptions {
+  std::size_t segment_bytes = std::size_t{1} << 20;  // 0: each chunk is one message (TEE cc mode)
+  std::chrono::milliseconds timeout{0};              // per message; 0: the transport's timeout()
+  AllGatherMode all_gather = AllGatherMode::PerHop;  // no effect with a pass-through channel
+  int tag = tags::kRing;
+};
+
+class RingAllreduce {
+ public:
+  // Plaintext ring (an internal PlainChannel).
+  explicit RingAllreduce(Transport& transport, RingOptions options = {}, Profiler* profiler = nullptr);
+  // Ring whose messages go through `channel` (which must outlive the ring).
+  RingAllreduce(Transport& transport, Channel& channel, RingOptions options = {},
+                Profiler* profiler = nullptr);
+  RingAllreduce(const RingAllreduce&) = delete;
+  RingAllreduce& operator=(const RingAllreduce&) = delete;
+
+  // In-place sum over all ranks of data[0, count). Every rank must call it with the same count and id.
+  // Only id.step and id.bucket are read; the ring fills in the rest of each message's context.
+  // The result is bit-identical on every rank (each chunk is summed once, in ring order, then copied).
+  void allreduce_sum(float* data, std::size_t count, const MessageContext& id);
+
+  const RingOptions& options() const { return opt_; }
+  Channel& channel() { return *channel_; }
+  std::size_t scratch_bytes() const;
+
+ private:
+  struct Range {
+    std::size_t offset = 0;  // elements
+    std::size_t count = 0;
+  };
+  struct Hop {
+    MessagePhase phase;
+    std::uint32_t index;  // 0..P-2 within the phase
+    std::uint32_t send_chunk;
+    std::uint32_t recv_chunk;
+  };
+
+  Range chunk(std::uint32_t c) const;
+  Range segment(const Range& chunk, std::size_t k) const;
+  std::size_t segments(const Range& chunk) const;
+  std::size_t wire_offset(std::size_t k) const;  // byte offset of segment k's slot in a wire buffer
+  MessageContext context(const Hop& h, std::uint32_t chunk, std::size_t seg, int sender, int receiver,
+                         std::size_t bytes) const;
+  bool forwarding(const Hop& h) const;
+
+  void prepare(std::size_t count);
+  void run_hop(float* data, const Hop& h);
+  void send_segments(float* data, const Hop& h, std::size_t k0, std::size_t k1);
+  void finish_receives(float* data, const Hop& h, std::size_t k0, std::size_t k1);
+  std::size_t wait(Request& r, const MessageContext& ctx);
+
+  Transport& t_;
+  PlainChannel plain_;
+  Channel* channel_;
+  RingOptions opt_;
+  Profiler* prof_;
+
+  // Geometry of the current call.
+  int rank_ = 0;
+  int size_ = 1;
+  std::size_t count_ = 0;
+  std::size_t seg_elems_ = 1;
+  MessageContext id_{};
+
+  // Persistent scratch and request lists (capacity kept between calls).
+  std::vector<float> reduce_buf_;
+  std::vector<std::byte> wire_out_;
+  std::vector<std::byte> wire_in_;
+  std::vector<Request> sends_;
+  std::vector<Request> recvs_;
+  std::vector<Channel::SealJob> seal_jobs_;
+  std::vector<Channel::OpenJob> open_jobs_;
+};
+
+}  // namespace tt::comm

@@ -1,0 +1,134 @@
+// Transport: non-blocking point-to-point byte messages between ranks, and a wait with a deadline.
+//
+// Everything that crosses between ranks (ring all-reduce, broadcast, barrier, allgather) goes through
+// this interface, so the collectives never name MPI and can run over the in-process transport in tests.
+//
+// Semantics every implementation keeps (the ring relies on them):
+// - Messages from one sender to one receiver with the same tag are matched in the order they were sent,
+//   and receives are matched in the order they were posted (MPI's non-overtaking rule).
+// - A buffer handed to isend / irecv must stay alive and untouched until the request completes.
+// - A receive completes with the number of bytes that actually arrived; a message longer than the
+//   posted buffer is an error (RunError), a shorter one completes normally and the caller checks the
+//   count (wait() returns it) — the ring treats any short message as fatal.
+// - wait() never hangs: it throws tt::RunError naming this rank, the peer, the operation and the
+//   timeout when the request does not complete in time.
+#pragma once
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+namespace tt::comm {
+
+// Tags keep the traffic of different collectives apart (each transport owns its own communicator,
+// so these never collide with anybody else's messages). All below MPI's guaranteed TAG_UB of 32767.
+namespace tags {
+inline constexpr int kRing = 100;
+inline constexpr int kBroadcast = 101;
+inline constexpr int kBarrier = 102;
+inline constexpr int kAllgather = 103;
+inline constexpr int kUser = 1000;  // first tag free for tests and ad-hoc exchanges
+}  // namespace tags
+
+enum class Op { Send, Recv };
+const char* op_name(Op op);
+
+// Implementation side of a pending operation (an MPI_Request, an in-process mailbox slot...).
+// The destructor of a still-pending state must release it without blocking for long (cancel a
+// receive, detach a send): it runs when an error unwinds the stack.
+class RequestState {
+ public:
+  virtual ~RequestState() = default;
+  // Checks once, without blocking, whether the operation finished; returns the bytes transferred
+  // when it did. May throw RunError (e.g. a message longer than the receive buffer).
+  virtual std::optional<std::size_t> poll() = 0;
+};
+
+// A handle to one posted send or receive. Move-only; destroying a pending request cancels/detaches
+// it. After completion it keeps the byte count.
+class Request {
+ public:
+  Request() = default;
+  Request(std::unique_ptr<RequestState> state, Op op, int peer, int tag, std::size_t posted_bytes)
+      : state_(std::move(state)), op_(op), peer_(peer), tag_(tag), posted_(posted_bytes) {}
+  Request(Request&&) noexcept = default;
+  Request& operator=(Request&&) noexcept = default;
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+  ~Request() = default;
+
+  bool pending() const { return state_ != nullptr; }
+  bool done() const { return done_; }
+  Op op() const { return op_; }
+  int peer() const { return peer_; }
+  int tag() const { return tag_; }
+  std::size_t posted_bytes() const { return posted_; }
+  std::size_t bytes() const { return bytes_; }  // valid once done()
+
+ private:
+  friend class Transport;
+  std::unique_ptr<RequestState> state_;
+  Op op_ = Op::Send;
+  int peer_ = -1;
+  int tag_ = 0;
+  std::size_t posted_ = 0;
+  std::size_t bytes_ = 0;
+  bool done_ = false;
+};
+
+// How a waiting thread polls. It first yields for `spin` (low latency when the peer is about to
+// answer), then sleeps with growing naps up to `max_sleep` so a waiting communication thread does not
+// steal a core from compute threads, and oversubscribed ranks (more ranks than cores) do not starve
+// the very peer they wait for.
+struct WaitPolicy {
+  std::chrono::microseconds spin{200};
+  std::chrono::microseconds max_sleep{100};
+};
+
+class Transport {
+ public:
+  static constexpr std::chrono::milliseconds kDefaultTimeout{30'000};
+
+  Transport() = default;
+  virtual ~Transport() = default;
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual std::string name() const = 0;  // "mpi", "inproc"
+
+  // Posts a send of `data` to `peer`. `data` must stay valid until the request completes.
+  virtual Request isend(int peer, std::span<const std::byte> data, int tag) = 0;
+  // Posts a receive of at most buffer.size() bytes from `peer`.
+  virtual Request irecv(int peer, std::span<std::byte> buffer, int tag) = 0;
+
+  // Non-blocking completion check; true once done (then r.bytes() is the transferred count).
+  bool test(Request& r);
+  // Blocks until done; returns the bytes transferred (received bytes for a receive). Throws RunError
+  // if the request does not complete within `timeout` (default: this transport's timeout()).
+  std::size_t wait(Request& r);
+  std::size_t wait(Request& r, std::chrono::milliseconds timeout);
+  // Waits for every pending request in the range (in order), each with the default timeout.
+  template <typename Range>
+  void wait_all(Range& requests) {
+    for (auto& r : requests) wait(r);
+  }
+
+  std::chrono::milliseconds timeout() const { return timeout_; }
+  void set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
+  const WaitPolicy& wait_policy() const { return policy_; }
+  void set_wait_policy(const WaitPolicy& p) { policy_ = p; }
+
+ private:
+  std::chrono::milliseconds timeout_ = kDefaultTimeout;
+  WaitPolicy policy_{};
+};
+
+// "rank 1: receive from rank 2 (tag 100, 4096 bytes) did not complete within 30 s" — shared wording so
+// every transport reports a stuck peer the same way.
+std::string describe_timeout(int rank, const Request& r, std::chrono::milliseconds timeout);
+
+}  // namespace tt::comm

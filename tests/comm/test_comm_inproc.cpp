@@ -1,0 +1,348 @@
+// comm/ over the in-process transport (ranks as threads): transport semantics, ring all-reduce for
+// P = 1..4 with plain and non-pass-through channels, collectives, and every fault kind of FaultPlan.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <mutex>
+#include <string>
+
+#include "comm/collectives.h"
+#include "comm/inproc_transport.h"
+#include "comm/ring_allreduce.h"
+#include "engine/core/error.h"
+#include "engine/core/profiler.h"
+#include "tests/comm/comm_test_util.h"
+
+namespace tt::comm {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::ChecksumChannel;
+using testing::first_wrong;
+using testing::pattern_buffer;
+
+std::string message_of(const std::exception_ptr& e) {
+  if (!e) return "";
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& ex) {
+    return ex.what();
+  }
+}
+
+void expect_no_errors(const std::vector<std::exception_ptr>& errors) {
+  for (std::size_t r = 0; r < errors.size(); ++r)
+    EXPECT_FALSE(errors[r]) << "rank " << r << ": " << message_of(errors[r]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Transport semantics
+
+TEST(Inproc, MatchesInOrderAndReportsLengths) {
+  InprocWorld world(2);
+  expect_no_errors(world.run([](Transport& t) {
+    std::array<std::byte, 16> a{}, b{}, c{};
+    if (t.rank() == 0) {
+      a.fill(std::byte{1});
+      b.fill(std::byte{2});
+      Request s1 = t.isend(1, std::span(a).first(16), 5);
+      Request s2 = t.isend(1, std::span(b).first(4), 5);
+      Request s3 = t.isend(1, std::span(a).first(16), 6);
+      t.wait(s1);
+      t.wait(s2);
+      t.wait(s3);
+    } else {
+      Request r1 = t.irecv(0, a, 5);
+      Request r2 = t.irecv(0, b, 5);
+      EXPECT_EQ(t.wait(r2), 4U);  // waiting out of order still matches in post order
+      EXPECT_EQ(t.wait(r1), 16U);
+      EXPECT_EQ(a[0], std::byte{1});
+      EXPECT_EQ(b[0], std::byte{2});
+      Request r3 = t.irecv(0, std::span(c).first(8), 6);  // 16 bytes into 8: error, as MPI_ERR_TRUNCATE
+      EXPECT_THROW(t.wait(r3), RunError);
+    }
+  }));
+}
+
+TEST(Inproc, CancelledReceiveLeavesTheMessageForTheNextOne) {
+  InprocWorld world(2);
+  expect_no_errors(world.run([](Transport& t) {
+    std::array<std::byte, 8> buf{};
+    if (t.rank() == 1) {
+      { Request abandoned = t.irecv(0, buf, 1); }
+      Collectives(t).barrier();
+      Request r = t.irecv(0, buf, 1);
+      EXPECT_EQ(t.wait(r), 8U);
+    } else {
+      Collectives(t).barrier();
+      Request s = t.isend(1, buf, 1);
+      t.wait(s);
+    }
+  }));
+}
+
+TEST(Inproc, SilentPeerTimesOutNamingIt) {
+  InprocWorld world(2, {}, 200ms);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto errors = world.run([](Transport& t) {
+    if (t.rank() != 0) return;
+    std::array<std::byte, 8> buf{};
+    Request r = t.irecv(1, buf, 3);
+    t.wait(r);
+  });
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  const std::string what = message_of(errors[0]);
+  EXPECT_NE(what.find("rank 0: receive from rank 1"), std::string::npos) << what;
+  EXPECT_NE(what.find("0.2 s"), std::string::npos) << what;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ring all-reduce
+
+struct RingCase {
+  int ranks;
+  std::size_t segment_bytes;
+  bool sealed;
+  AllGatherMode mode;
+};
+
+void run_ring_case(const RingCase& c) {
+  InprocWorld world(c.ranks);
+  const auto P = static_cast<std::size_t>(c.ranks);
+  const std::vector<std::size_t> counts = {0, 1, P - 1, P, P + 1, 1000, 65'539};
+  std::mutex mu;
+  std::vector<std::vector<float>> results(P);
+  expect_no_errors(world.run([&](Transport& t) {
+    ChecksumChannel sealed;
+    PlainChannel plain;
+    Channel& ch = c.sealed ? static_cast<Channel&>(sealed) : plain;
+    RingAllreduce ring(t, ch, RingOptions{.segment_bytes = c.segment_bytes, .all_gather = c.mode});
+    for (std::size_t n : counts) {
+      auto v = pattern_buffer(n, t.rank());
+      ring.allreduce_sum(v.data(), n, MessageContext{.step = n});
+      EXPECT_EQ(first_wrong(v, c.ranks), -1) << "rank " << t.rank() << " count " << n;
+      if (n == counts.back()) {
+        std::lock_guard lock(mu);
+        results[static_cast<std::size_t>(t.rank())] = v;
+      }
+    }
+  }));
+  for (std::size_t r = 1; r < P; ++r) EXPECT_EQ(results[r], results[0]);
+}
+
+TEST(InprocRing, PlainAndSealedOverOneToFourRanks) {
+  for (int p = 1; p <= 4; ++p) {
+    for (std::size_t seg : {std::size_t{0}, std::size_t{12}, std::size_t{4096}}) {
+      run_ring_case({p, seg, false, AllGatherMode::PerHop});
+      run_ring_case({p, seg, true, AllGatherMode::PerHop});
+      run_ring_case({p, seg, true, AllGatherMode::ForwardWire});
+    }
+  }
+}
+
+TEST(InprocRing, BatchedChannelGetsWindowsOfSegments) {
+  for (auto mode : {AllGatherMode::PerHop, AllGatherMode::ForwardWire}) {
+    InprocWorld world(3);
+    expect_no_errors(world.run([&](Transport& t) {
+      ChecksumChannel ch;
+      ch.batch = 4;
+      RingAllreduce ring(t, ch, RingOptions{.segment_bytes = 40, .all_gather = mode});
+      for (std::size_t n : {std::size_t{1000}, std::size_t{31}, std::size_t{2}}) {
+        auto v = pattern_buffer(n, t.rank());
+        ring.allreduce_sum(v.data(), n, MessageContext{});
+        EXPECT_EQ(first_wrong(v, 3), -1) << n;
+      }
+    }));
+  }
+}
+
+// DESIGN.md §5: per rank and bucket, per-hop seals 2(P-1) messages, forward-wire seals P; both open 2(P-1).
+TEST(InprocRing, SealCountsMatchTheDesign) {
+  for (int p = 2; p <= 4; ++p) {
+    for (auto mode : {AllGatherMode::PerHop, AllGatherMode::ForwardWire}) {
+      InprocWorld world(p);
+      expect_no_errors(world.run([&](Transport& t) {
+        ChecksumChannel ch;
+        Profiler prof;
+        RingAllreduce ring(t, ch, RingOptions{.segment_bytes = 0, .all_gather = mode}, &prof);
+        auto v = pattern_buffer(1000, t.rank());
+        ring.allreduce_sum(v.data(), v.size(), MessageContext{});
+        EXPECT_EQ(ch.seals.load(), mode == AllGatherMode::PerHop ? 2 * (p - 1) : p);
+        EXPECT_EQ(ch.opens.load(), 2 * (p - 1));
+        EXPECT_EQ(prof.count(Counter::MessagesSent), 2 * (p - 1));
+        EXPECT_EQ(prof.count(Counter::MessagesReceived), 2 * (p - 1));
+      }));
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Faults. P = 3, 3000 floats: chunks of 1000, segments of 500 floats, so messages on a link have equal
+// sizes and replay/reorder keep lengths. The rules hit the first messages on link 0 -> 1 (scatter-reduce).
+
+struct FaultOutcome {
+  std::vector<std::string> errors;  // per rank, "" when it finished
+  std::vector<bool> correct;        // per rank: the exact sum
+  std::vector<FaultKind> fired;
+};
+
+FaultOutcome run_with_fault(const FaultRule& rule, bool sealed, std::chrono::milliseconds timeout = 300ms) {
+  InprocWorld world(3, FaultPlan{}.add(rule), timeout);
+  FaultOutcome out;
+  out.correct.assign(3, false);
+  std::mutex mu;
+  auto errors = world.run([&](Transport& t) {
+    ChecksumChannel check;
+    PlainChannel plain;
+    Channel& ch = sealed ? static_cast<Channel&>(check) : plain;
+    RingAllreduce ring(t, ch, RingOptions{.segment_bytes = 2000});
+    auto v = pattern_buffer(3000, t.rank());
+    ring.allreduce_sum(v.data(), v.size(), MessageContext{.step = 1});
+    std::lock_guard lock(mu);
+    out.correct[static_cast<std::size_t>(t.rank())] = first_wrong(v, 3) == -1;
+  });
+  for (const auto& e : errors) out.errors.push_back(message_of(e));
+  out.fired = world.faults_fired();
+  return out;
+}
+
+bool any_contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::any_of(v.begin(), v.end(),
+                     [&](const std::string& e) { return e.find(s) != std::string::npos; });
+}
+bool any_wrong_without_error(const FaultOutcome& o) {
+  for (std::size_t r = 0; r < o.correct.size(); ++r) {
+    if (o.errors[r].empty() && !o.correct[r]) return true;
+  }
+  return false;
+}
+
+FaultRule on_link01(FaultKind kind, std::size_t index = 0) {
+  FaultRule r;
+  r.kind = kind;
+  r.src = 0;
+  r.dst = 1;
+  r.index = index;
+  return r;
+}
+
+TEST(InprocFaults, NoFaultBaseline) {
+  const auto o = run_with_fault(FaultRule{.kind = FaultKind::Drop, .src = 7}, false);  // never matches
+  EXPECT_TRUE(o.fired.empty());
+  EXPECT_EQ(o.correct, std::vector<bool>(3, true));
+}
+
+TEST(InprocFaults, DropTimesOutNamingThePeer) {
+  // Plaintext on one tag: later messages slide into the gap, so the data is silently wrong until the
+  // last receive starves and times out, naming the peer.
+  const auto plain = run_with_fault(on_link01(FaultKind::Drop), false);
+  ASSERT_EQ(plain.fired.size(), 1U);
+  EXPECT_NE(plain.errors[1].find("receive from rank 0"), std::string::npos) << plain.errors[1];
+  EXPECT_NE(plain.errors[1].find("did not complete within 0.3 s"), std::string::npos) << plain.errors[1];
+  // Sealed: the next segment arrives in the dropped one's place and fails to open right there.
+  const auto sealed = run_with_fault(on_link01(FaultKind::Drop), true);
+  EXPECT_NE(sealed.errors[1].find("phase scatter_reduce, hop 0, chunk 0, segment 0"), std::string::npos)
+      << sealed.errors[1];
+}
+
+TEST(InprocFaults, FlippedBitCorruptsPlainResultAndFailsToOpenSealed) {
+  auto rule = on_link01(FaultKind::FlipBit);
+  rule.bit = 30;  // an exponent bit of the first float
+  const auto plain = run_with_fault(rule, false);
+  ASSERT_EQ(plain.fired.size(), 1U);
+  EXPECT_TRUE(any_wrong_without_error(plain));  // plaintext: silently wrong — why TEE mode seals
+  const auto sealed = run_with_fault(rule, true);
+  EXPECT_NE(sealed.errors[1].find("checksum open failed"), std::string::npos) << sealed.errors[1];
+}
+
+TEST(InprocFaults, TruncationIsAShortMessageError) {
+  auto rule = on_link01(FaultKind::Truncate);
+  rule.keep_bytes = 100;
+  for (bool sealed : {false, true}) {
+    const auto o = run_with_fault(rule, sealed);
+    ASSERT_EQ(o.fired.size(), 1U);
+    EXPECT_NE(o.errors[1].find("short message from rank 0 (100 of"), std::string::npos) << o.errors[1];
+  }
+}
+
+TEST(InprocFaults, ReplayIsWrongInPlainAndCaughtWhenSealed) {
+  const auto rule = on_link01(FaultKind::Replay, 1);  // segment 1 replaced by segment 0
+  const auto plain = run_with_fault(rule, false);
+  ASSERT_EQ(plain.fired.size(), 1U);
+  EXPECT_TRUE(any_wrong_without_error(plain));
+  const auto sealed = run_with_fault(rule, true);
+  EXPECT_NE(sealed.errors[1].find("checksum open failed"), std::string::npos) << sealed.errors[1];
+}
+
+TEST(InprocFaults, ReorderIsWrongInPlainAndCaughtWhenSealed) {
+  const auto rule = on_link01(FaultKind::Reorder, 0);  // segments 0 and 1 swap places
+  const auto plain = run_with_fault(rule, false);
+  ASSERT_EQ(plain.fired.size(), 1U);
+  EXPECT_TRUE(any_wrong_without_error(plain));
+  const auto sealed = run_with_fault(rule, true);
+  EXPECT_NE(sealed.errors[1].find("checksum open failed at step 1, bucket 0, phase scatter_reduce"),
+            std::string::npos)
+      << sealed.errors[1];
+}
+
+TEST(InprocFaults, DelayWithinTimeoutIsHarmlessBeyondItFatal) {
+  auto rule = on_link01(FaultKind::Delay);
+  rule.delay = 100ms;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto ok = run_with_fault(rule, true, 2000ms);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 100ms);
+  EXPECT_EQ(ok.fired.size(), 1U);
+  EXPECT_EQ(ok.correct, std::vector<bool>(3, true));
+  rule.delay = 1000ms;
+  const auto late = run_with_fault(rule, false, 200ms);
+  EXPECT_NE(late.errors[1].find("did not complete within 0.2 s"), std::string::npos) << late.errors[1];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Collectives
+
+TEST(InprocCollectives, BroadcastBarrierAllgatherPlainAndSealed) {
+  for (bool sealed : {false, true}) {
+    for (int p = 1; p <= 4; ++p) {
+      InprocWorld world(p);
+      expect_no_errors(world.run([&](Transport& t) {
+        ChecksumChannel check;
+        PlainChannel plain;
+        Collectives coll(t, sealed ? static_cast<Channel&>(check) : plain);
+        coll.set_segment_bytes(1000);
+        for (int root = 0; root < p; ++root) {
+          std::vector<float> v(2500, 0.0f);
+          if (t.rank() == root) v = pattern_buffer(2500, root);
+          coll.broadcast(std::span(v), root, static_cast<std::uint64_t>(root));
+          EXPECT_EQ(v, pattern_buffer(2500, root));
+        }
+        coll.barrier();
+        const std::array<std::byte, 3> mine{std::byte{1}, static_cast<std::byte>(t.rank()), std::byte{9}};
+        const auto all = coll.allgather(mine, 2);
+        ASSERT_EQ(all.size(), 3U * static_cast<std::size_t>(p));
+        for (int r = 0; r < p; ++r)
+          EXPECT_EQ(all[3U * static_cast<std::size_t>(r) + 1], static_cast<std::byte>(r));
+        EXPECT_EQ(first_mismatch(all, 3), p > 1 ? 1 : -1);
+      }));
+    }
+  }
+}
+
+TEST(InprocCollectives, TamperedBroadcastFailsToOpen) {
+  FaultRule rule;
+  rule.kind = FaultKind::FlipBit;
+  rule.tag = tags::kBroadcast;
+  rule.index = 1;
+  InprocWorld world(3, FaultPlan{}.add(rule), 300ms);
+  auto errors = world.run([](Transport& t) {
+    ChecksumChannel ch;
+    Collectives coll(t, ch);
+    coll.set_segment_bytes(100);
+    std::vector<std::byte> buf(1000, std::byte{7});
+    coll.broadcast(buf, 0);
+  });
+  EXPECT_TRUE(any_contains({message_of(errors[1]), message_of(errors[2])}, "phase broadcast"));
+}
+
+}  // namespace
+}  // namespace tt::comm
