@@ -9,6 +9,7 @@
 #include "engine/core/rng.h"
 #include "models/gpt2/gpt2.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/validators.h"
 #include "tools/cli/model_registry.h"
 
 namespace tt::cli {
@@ -97,11 +98,11 @@ void register_sample(CLI::App& app) {
   auto* cmd = app.add_subcommand("sample", "Generate text from a saved byte-level model");
   cmd->add_option("--ckpt", o->ckpt, "Checkpoint: a step directory or a --ckpt-dir (newest is used)")->required();
   cmd->add_option("--prompt", o->prompt, "Text to continue");
-  cmd->add_option("--tokens", o->tokens, "Bytes to generate")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--temperature", o->temperature, "Softmax temperature")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--top-k", o->top_k, "Sample from the k most likely bytes")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--tokens", o->tokens, "Bytes to generate")->check(positive())->capture_default_str();
+  cmd->add_option("--temperature", o->temperature, "Softmax temperature")->check(positive())->capture_default_str();
+  cmd->add_option("--top-k", o->top_k, "Sample from the k most likely bytes")->check(positive())->capture_default_str();
   cmd->add_option("--seed", o->seed, "Sampling seed")->capture_default_str();
-  cmd->add_option("--threads", o->threads, "Compute threads (0 = 2)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--threads", o->threads, "Compute threads (0 = 2)")->check(non_negative());
   cmd->callback([o] { run_sample(*o); });
 }
 

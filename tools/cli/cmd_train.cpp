@@ -10,6 +10,7 @@
 #include "engine/core/error.h"
 #include "engine/trainer.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/validators.h"
 #include "tools/cli/model_registry.h"
 
 namespace tt::cli {
@@ -51,29 +52,29 @@ void add_options(CLI::App* cmd, TrainOptions& o) {
                   "Token shards: a prefix (<data>_train.bin/_val.bin), a directory of llm.c shards, a file or a glob")
       ->capture_default_str();
   cmd->add_option("--steps", o.steps, "Optimizer steps to run (in total, counting resumed ones)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--batch", o.batch, "Sequences per rank and micro-step")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--seq", o.seq, "Tokens per sequence (at most the model's context)")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--grad-accum", o.grad_accum, "Micro-steps accumulated per optimizer step")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--lr", o.lr, "Peak learning rate")->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(positive())->capture_default_str();
+  cmd->add_option("--batch", o.batch, "Sequences per rank and micro-step")->check(positive())->capture_default_str();
+  cmd->add_option("--seq", o.seq, "Tokens per sequence (at most the model's context)")->check(positive())->capture_default_str();
+  cmd->add_option("--grad-accum", o.grad_accum, "Micro-steps accumulated per optimizer step")->check(positive())->capture_default_str();
+  cmd->add_option("--lr", o.lr, "Peak learning rate")->check(positive())->capture_default_str();
   cmd->add_option("--min-lr-frac", o.min_lr_frac, "Final LR of the cosine schedule as a fraction of --lr")->check(CLI::Range(0.0, 1.0))->capture_default_str();
-  cmd->add_option("--warmup", o.warmup, "Linear warmup steps")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--warmup", o.warmup, "Linear warmup steps")->check(non_negative())->capture_default_str();
   cmd->add_option("--schedule", o.schedule, "LR schedule")->check(CLI::IsMember({"cosine", "constant"}))->capture_default_str();
-  cmd->add_option("--grad-clip", o.grad_clip, "Clip the global gradient norm to this (0 = off)")->check(CLI::NonNegativeNumber)->capture_default_str();
-  cmd->add_option("--weight-decay", o.weight_decay, "Weight decay on matrices (not biases or norms)")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--grad-clip", o.grad_clip, "Clip the global gradient norm to this (0 = off)")->check(non_negative())->capture_default_str();
+  cmd->add_option("--weight-decay", o.weight_decay, "Weight decay on matrices (not biases or norms)")->check(non_negative())->capture_default_str();
   cmd->add_option("--optimizer", o.optimizer, "Optimizer")->check(CLI::IsMember({"adamw", "sgd"}))->capture_default_str();
   cmd->add_option("--momentum", o.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0))->capture_default_str();
   cmd->add_option("--beta1", o.beta1, "AdamW beta1")->check(CLI::Range(0.0, 1.0))->capture_default_str();
   cmd->add_option("--beta2", o.beta2, "AdamW beta2")->check(CLI::Range(0.0, 1.0))->capture_default_str();
   cmd->add_option("--seed", o.seed, "Seed for initialisation and data order")->capture_default_str();
-  cmd->add_option("--threads", o.threads, "Compute threads per rank (0 = cores / ranks on this host)")->check(CLI::NonNegativeNumber)->capture_default_str();
-  cmd->add_option("--val-every", o.val_every, "Validate every N steps (0 = only at the end)")->check(CLI::NonNegativeNumber)->capture_default_str();
-  cmd->add_option("--val-batches", o.val_batches, "Batches per validation")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--threads", o.threads, "Compute threads per rank (0 = cores / ranks on this host)")->check(non_negative())->capture_default_str();
+  cmd->add_option("--val-every", o.val_every, "Validate every N steps (0 = only at the end)")->check(non_negative())->capture_default_str();
+  cmd->add_option("--val-batches", o.val_batches, "Batches per validation")->check(non_negative())->capture_default_str();
   cmd->add_option("--metrics", o.metrics, "Write per-step metrics as JSON lines to FILE");
   cmd->add_option("--summary", o.summary, "Write the end-of-run summary as JSON to FILE");
-  cmd->add_option("--save-every", o.save_every, "Checkpoint every N steps and at the end (0 = never)")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--save-every", o.save_every, "Checkpoint every N steps and at the end (0 = never)")->check(non_negative())->capture_default_str();
   cmd->add_option("--ckpt-dir", o.ckpt_dir, "Checkpoint directory (one step_XXXXXXXX/ per checkpoint)")->capture_default_str();
-  cmd->add_option("--keep", o.keep, "Checkpoints to keep")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--keep", o.keep, "Checkpoints to keep")->check(positive())->capture_default_str();
   cmd->add_option("--resume", o.resume, "Resume from a checkpoint directory (a step dir, or the newest in a --ckpt-dir)");
   cmd->add_flag("--no-progress", o.no_progress, "No live progress line");
 }

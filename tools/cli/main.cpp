@@ -14,6 +14,8 @@ int main(int argc, char** argv) {
       "Run `teetrain <command> --help` for the options of each command. Exit codes: 0 ok, 1 run failure,\n"
       "2 bad input (file, flag or number), 3 integrity failure (a sealed message or file failed to open)."};
   app.require_subcommand(1);
+  // A later flag overrides an earlier one (scripts append overrides to a base command line).
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.set_version_flag("--version", "teetrain 0.1.0");
   tt::cli::register_models(app);
   tt::cli::register_prepare_text(app);

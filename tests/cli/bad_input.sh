@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Bad input gets a one-line error naming the problem, exit code 2, and no crash.
+source "$(dirname "$0")/lib.sh" "$@"
+make_corpus
+D="$WORK/data/tiny"
+TRAIN=("$TT" train --model gpt2-tiny --steps 2 --batch 2 --seq 16 --no-progress)
+
+expect_exit 2 "prepare-text" -- "${TRAIN[@]}" --data "$WORK/nonexistent"
+printf 'this is not a token shard, just some text that is long enough to have a header.%.0s' $(seq 1 20) >"$WORK/bad_train.bin"
+expect_exit 2 "magic" -- "${TRAIN[@]}" --data "$WORK/bad_train.bin"
+head -c 1500 "$D"_train.bin >"$WORK/trunc_train.bin"
+expect_exit 2 "truncated|size" -- "${TRAIN[@]}" --data "$WORK/trunc_train.bin"
+expect_exit 2 "unknown model" -- "${TRAIN[@]}" --data "$D" --model gpt5
+expect_exit 2 "batch" -- "${TRAIN[@]}" --data "$D" --batch 0
+expect_exit 2 "seq.*context" -- "${TRAIN[@]}" --data "$D" --seq 4096
+expect_exit 2 "steps" -- "${TRAIN[@]}" --data "$D" --steps -3
+expect_exit 2 "n_head|divisible|head" -- "${TRAIN[@]}" --data "$D" --n-head 5
+expect_exit 2 "resume" -- "${TRAIN[@]}" --data "$D" --resume "$WORK/no_such_ckpt"
+expect_exit 2 "not a number|could not be converted|valid" -- "${TRAIN[@]}" --data "$D" --lr abc
+expect_exit 2 "ckpt" -- "$TT" sample --ckpt "$WORK/no_such_ckpt"
+expect_exit 2 "no text|not found|no such|cannot" -- "$TT" prepare-text "$WORK/empty_dir_missing" --out "$WORK/o"
+finish

@@ -1,0 +1,91 @@
+// SHA-256, HMAC-SHA256 and HKDF-SHA256 against published vectors.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "tee/digest.h"
+#include "tee/errors.h"
+#include "tee/hkdf.h"
+#include "tests/tee/test_util.h"
+
+namespace tt::tee {
+namespace {
+
+using test::hex;
+
+std::vector<std::uint8_t> iota_bytes(std::uint8_t first, std::size_t n) {
+  std::vector<std::uint8_t> v(n);
+  std::iota(v.begin(), v.end(), first);
+  return v;
+}
+
+// FIPS 180-2 Appendix B.1 ("abc") and the empty message.
+TEST(Sha256, KnownAnswers) {
+  EXPECT_EQ(to_hex(sha256(std::string_view("abc"))),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(to_hex(sha256(std::string_view(""))),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+TEST(Sha256, IncrementalMatchesOneShot) {
+  const auto data = test::pattern(100000);
+  Sha256 h;
+  for (std::size_t off = 0; off < data.size(); off += 777)
+    h.update(ByteView(data).subspan(off, std::min<std::size_t>(777, data.size() - off)));
+  EXPECT_EQ(h.finish(), sha256(data));
+  EXPECT_THROW(h.finish(), CryptoError);
+}
+
+// RFC 4231 test case 2.
+TEST(HmacSha256, Rfc4231Case2) {
+  EXPECT_EQ(to_hex(hmac_sha256(bytes_of(std::string_view("Jefe")),
+                               bytes_of(std::string_view("what do ya want for nothing?")))),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+}
+
+struct HkdfCase {
+  std::vector<std::uint8_t> ikm, salt, info;
+  std::size_t length;
+  std::string prk, okm;
+};
+
+// RFC 5869 Appendix A.1-A.3 (the SHA-256 cases).
+std::vector<HkdfCase> rfc5869_cases() {
+  return {
+      {std::vector<std::uint8_t>(22, 0x0b), iota_bytes(0x00, 13), iota_bytes(0xf0, 10), 42,
+       "077709362c2e32df0ddc3f0dc47bba6390b6c73bb50f9c3122ec844ad7c2b3e5",
+       "3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865"},
+      {iota_bytes(0x00, 80), iota_bytes(0x60, 80), iota_bytes(0xb0, 80), 82,
+       "06a6b88c5853361a06104c9ceb35b45cef760014904671014a193f40c15fc244",
+       "b11e398dc80327a1c8e7f78c596a49344f012eda2d4efad8a050cc4c19afa97c59045a99cac7827271cb41c65e590e09"
+       "da3275600c2f09b8367793a9aca3db71cc30c58179ec3e87c14c01d5c1f3434f1d87"},
+      {std::vector<std::uint8_t>(22, 0x0b),
+       {},
+       {},
+       42,
+       "19ef24a32c717b167f33a91d6f648bdf96596776afdb6377ac434c1c293ccb04",
+       "8da4e775a563c18f715f802a063c5a31b8a11f5c5ee1879ec3454e5f3c738d2d9d201395faa4b61a96c8"},
+  };
+}
+
+TEST(Hkdf, Rfc5869Cases1To3) {
+  int n = 1;
+  for (const HkdfCase& c : rfc5869_cases()) {
+    SCOPED_TRACE("RFC 5869 test case " + std::to_string(n++));
+    const SecretBytes prk = hkdf_extract(c.salt, c.ikm);
+    EXPECT_EQ(to_hex(prk.view()), c.prk);
+    EXPECT_EQ(to_hex(hkdf_expand(prk.view(), c.info, c.length).view()), c.okm);
+    EXPECT_EQ(to_hex(hkdf(c.ikm, c.salt, c.info, c.length).view()), c.okm);
+  }
+}
+
+TEST(Hkdf, RejectsBadLengths) {
+  const SecretBytes prk = SecretBytes::random(32);
+  EXPECT_THROW(hkdf_expand(prk.view(), {}, 0), std::invalid_argument);
+  EXPECT_THROW(hkdf_expand(prk.view(), {}, 255 * 32 + 1), std::invalid_argument);
+  EXPECT_THROW(hkdf_expand(SecretBytes::random(16).view(), {}, 32), std::invalid_argument);
+  EXPECT_EQ(hkdf_expand(prk.view(), {}, 255 * 32).size(), 255u * 32);
+}
+
+}  // namespace
+}  // namespace tt::tee

@@ -1,0 +1,105 @@
+// Deterministic nonces and the key ratchet.
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <set>
+
+#include "tee/errors.h"
+#include "tee/hkdf.h"
+#include "tee/nonce.h"
+#include "tee/ratchet.h"
+#include "tests/tee/test_util.h"
+
+namespace tt::tee {
+namespace {
+
+TEST(Nonce, LayoutIsOriginThenCounterBigEndian) {
+  const Nonce n = Nonce::make(0x01020304u, 0x05060708090a0b0cull);
+  EXPECT_EQ(to_hex(n.bytes), "0102030405060708090a0b0c");
+  EXPECT_EQ(n.origin(), 0x01020304u);
+  EXPECT_EQ(n.counter(), 0x05060708090a0b0cull);
+}
+
+TEST(Nonce, SequencesNeverRepeatAcrossOrigins) {
+  std::set<std::array<std::uint8_t, 12>> seen;
+  for (std::uint32_t origin = 0; origin < 8; ++origin) {
+    NonceSequence seq(origin);
+    for (int i = 0; i < 1000; ++i) EXPECT_TRUE(seen.insert(seq.next().bytes).second);
+    EXPECT_EQ(seq.next_counter(), 1000u);
+  }
+}
+
+TEST(Nonce, SequenceThrowsInsteadOfWrapping) {
+  NonceSequence seq(5, std::numeric_limits<std::uint64_t>::max() - 2);
+  EXPECT_EQ(seq.next().counter(), std::numeric_limits<std::uint64_t>::max() - 2);
+  EXPECT_EQ(seq.next().counter(), std::numeric_limits<std::uint64_t>::max() - 1);
+  EXPECT_THROW(seq.next(), CryptoError);
+  EXPECT_THROW(seq.next(), CryptoError);  // stays exhausted
+}
+
+SecretBytes fixed_secret() {
+  return SecretBytes(ByteView(from_hex("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f")));
+}
+
+TEST(KeyRatchet, DeterministicAcrossInstances) {
+  KeyRatchet a(fixed_secret(), Cipher::Aes256Gcm), b(fixed_secret(), Cipher::Aes256Gcm);
+  std::set<std::string> keys;
+  for (int e = 0; e < 5; ++e) {
+    EXPECT_EQ(a.epoch(), static_cast<std::uint64_t>(e));
+    EXPECT_TRUE(a.key() == b.key());
+    EXPECT_EQ(a.key().size(), 32u);
+    EXPECT_TRUE(keys.insert(to_hex(a.key().view())).second) << "epoch keys must all differ";
+    a.advance();
+    b.advance();
+  }
+}
+
+TEST(KeyRatchet, FollowsTheDocumentedDerivation) {
+  KeyRatchet r(fixed_secret(), Cipher::Aes128Gcm);
+  const SecretBytes s0 = fixed_secret();
+  EXPECT_TRUE(r.key() == hkdf_expand(s0.view(), bytes_of(std::string_view("teetrain key aes-128-gcm")), 16));
+  std::vector<std::uint8_t> info(bytes_of(std::string_view("teetrain rekey")).begin(),
+                                 bytes_of(std::string_view("teetrain rekey")).end());
+  info.resize(info.size() + 8);
+  store_be64(info.data() + info.size() - 8, 1);
+  const SecretBytes s1 = hkdf_expand(s0.view(), info, 32);
+  r.advance();
+  EXPECT_TRUE(r.key() == hkdf_expand(s1.view(), bytes_of(std::string_view("teetrain key aes-128-gcm")), 16));
+}
+
+TEST(KeyRatchet, CipherSeparatesKeys) {
+  KeyRatchet a(fixed_secret(), Cipher::Aes256Gcm), c(fixed_secret(), Cipher::ChaCha20Poly1305);
+  EXPECT_FALSE(a.key() == c.key());
+}
+
+TEST(KeyRatchet, PolicyByMessagesAndBytes) {
+  RekeyPolicy p;
+  p.max_messages = 3;
+  p.max_bytes = 1000;
+  KeyRatchet r(fixed_secret(), Cipher::Aes256Gcm, p);
+  EXPECT_FALSE(r.record(10));
+  EXPECT_FALSE(r.record(10));
+  EXPECT_TRUE(r.record(10));  // third message
+  r.advance();
+  EXPECT_EQ(r.messages(), 0u);
+  EXPECT_EQ(r.bytes(), 0u);
+  EXPECT_FALSE(r.record(999));
+  EXPECT_TRUE(r.record(1));  // 1000 bytes
+  EXPECT_EQ(r.epoch(), 1u);
+}
+
+TEST(KeyRatchet, DefaultsAndMegabytes) {
+  const RekeyPolicy d;
+  EXPECT_EQ(d.max_bytes, std::uint64_t{64} << 30);
+  EXPECT_EQ(d.max_messages, std::uint64_t{1} << 31);
+  EXPECT_EQ(RekeyPolicy::from_megabytes(256).max_bytes, std::uint64_t{256} << 20);
+  EXPECT_EQ(RekeyPolicy::from_megabytes(0).max_bytes, d.max_bytes);         // 0 = default
+  EXPECT_EQ(RekeyPolicy::from_megabytes(1u << 30).max_bytes, d.max_bytes);  // capped at the default
+}
+
+TEST(KeyRatchet, RejectsBadSecret) {
+  EXPECT_THROW(KeyRatchet(SecretBytes::random(16), Cipher::Aes256Gcm), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace tt::tee
