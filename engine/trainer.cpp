@@ -146,6 +146,7 @@ TrainResult Trainer::run(long start_step, uint64_t samples_consumed) {
       metrics << m.dump() << '\n';
       metrics.flush();
     }
+    if (cfg_.after_step) cfg_.after_step(step + 1);
     if (cfg_.save_every > 0 && cfg_.save_checkpoint && ((step + 1) % cfg_.save_every == 0 || last)) {
       ScopedPhase t(&profiler_, Phase::Checkpoint);
       cfg_.save_checkpoint(step + 1, samples_consumed);

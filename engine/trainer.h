@@ -36,6 +36,8 @@ struct TrainConfig {
   std::string metrics_path;        // JSON lines, one per step
   long save_every = 0;             // checkpoint every N steps (0: never)
   std::function<void(long step, uint64_t samples_consumed)> save_checkpoint;  // set by the caller
+  // Called after every optimizer step (1-based step), e.g. for replica checks. May throw to stop.
+  std::function<void(long step)> after_step;
 };
 
 // Cross-rank operations the trainer needs; single-rank runs use the identity.

@@ -33,6 +33,23 @@ struct SgdConfig {
   float weight_decay = 0.0f;  // L2 added to the gradient (PyTorch SGD semantics)
 };
 
+// Shape of one 2-D convolution (NCHW input, (OC, IC, KH, KW) weight, square stride and padding).
+struct Conv2dShape {
+  int B = 0, IC = 0, H = 0, W = 0;  // input (B, IC, H, W)
+  int OC = 0, KH = 0, KW = 0;       // weight (OC, IC, KH, KW)
+  int stride = 1, pad = 0;
+  int OH() const { return (H + 2 * pad - KH) / stride + 1; }
+  int OW() const { return (W + 2 * pad - KW) / stride + 1; }
+};
+
+// Shape of one 2-D pooling window (square kernel, stride and padding over an (B, C, H, W) input).
+struct Pool2dShape {
+  int B = 0, C = 0, H = 0, W = 0;
+  int k = 1, stride = 1, pad = 0;
+  int OH() const { return (H + 2 * pad - k) / stride + 1; }
+  int OW() const { return (W + 2 * pad - k) / stride + 1; }
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -110,6 +127,55 @@ class Backend {
   // SGD with momentum (PyTorch semantics: buf = momentum*buf + g; p -= lr*buf), buf zero-initialised.
   virtual void sgd_update(float* params, const float* grads, float* momentum_buf, std::size_t n,
                           const SgdConfig& cfg, float grad_scale) = 0;
+  // ---- CNN ops --------------------------------------------------------------------------------
+  // Layouts are PyTorch's NCHW. Spatial sizes: OH = (H + 2 pad - KH) / stride + 1 (floor), likewise OW.
+
+  // Floats of device workspace conv2d_forward/backward need for shape s (the caller allocates it
+  // once for the largest conv of a model; the contents on entry are ignored).
+  virtual std::size_t conv2d_workspace_floats(const Conv2dShape& s) const = 0;
+  // out (B, OC, OH, OW) = conv(inp (B, IC, H, W), weight (OC, IC, KH, KW)) + bias (OC), zero padding.
+  virtual void conv2d_forward(float* out, const float* inp, const float* weight, const float* bias,
+                              float* workspace, const Conv2dShape& s) = 0;
+  // dinp (B, IC, H, W) +=; dweight (OC, IC, KH, KW) +=; dbias (OC) += sum over (B, OH, OW) of dout.
+  virtual void conv2d_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                               const float* weight, float* workspace, const Conv2dShape& s) = 0;
+
+  // Batch normalization over (B, HW) per channel of inp (B, C, HW); out = norm * weight + bias.
+  // training: statistics of this batch (biased variance for the normalization), saved as mean (C)
+  //   and rstd (C) = 1/sqrt(var + eps) for backward; running_mean/running_var (C) are updated in
+  //   place as PyTorch does: r = (1 - momentum) r + momentum * stat, with the UNBIASED variance
+  //   (B*HW / (B*HW - 1)) for running_var. Needs B*HW > 1.
+  // !training: normalizes with running_mean/running_var; mean/rstd (may be null) receive those.
+  // Under data parallelism each rank uses its local batch (PyTorch DDP without SyncBatchNorm).
+  virtual void batchnorm_forward(float* out, float* mean, float* rstd, float* running_mean, float* running_var,
+                                 const float* inp, const float* weight, const float* bias, int B, int C, int HW,
+                                 float momentum, float eps, bool training) = 0;
+  // Backward of the training-mode forward (batch statistics): dinp (B, C, HW) +=, dweight (C) +=,
+  // dbias (C) +=.
+  virtual void batchnorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                                  const float* weight, const float* mean, const float* rstd, int B, int C,
+                                  int HW) = 0;
+
+  // out = max(inp, 0); out may equal inp (in place).
+  virtual void relu_forward(float* out, const float* inp, std::size_t n) = 0;
+  // dinp += dout where x > 0 (x may be the ReLU input or its output: the mask is the same).
+  virtual void relu_backward(float* dinp, const float* x, const float* dout, std::size_t n) = 0;
+
+  // Max pooling, padding counts as -inf. out (B, C, OH, OW); argmax (B, C, OH, OW) int32 receives the
+  // winning input index within its (H, W) plane (the first maximum in row-major window order, as
+  // PyTorch's CPU kernel).
+  virtual void maxpool2d_forward(float* out, int32_t* argmax, const float* inp, const Pool2dShape& s) = 0;
+  // dinp (B, C, H, W) += dout routed through argmax.
+  virtual void maxpool2d_backward(float* dinp, const float* dout, const int32_t* argmax, const Pool2dShape& s) = 0;
+
+  // Average pooling, padding zeros counted in the divisor k*k (PyTorch's count_include_pad=True).
+  virtual void avgpool2d_forward(float* out, const float* inp, const Pool2dShape& s) = 0;
+  virtual void avgpool2d_backward(float* dinp, const float* dout, const Pool2dShape& s) = 0;
+
+  // Global average pooling: out (B, C) = mean over HW of inp (B, C, HW).
+  virtual void global_avgpool_forward(float* out, const float* inp, int B, int C, int HW) = 0;
+  // dinp (B, C, HW) += dout (B, C) / HW.
+  virtual void global_avgpool_backward(float* dinp, const float* dout, int B, int C, int HW) = 0;
 };
 
 }  // namespace tt

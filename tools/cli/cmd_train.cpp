@@ -1,120 +1,69 @@
-// `teetrain train`: wires the model, data, optimizer, reducer and trainer together for one rank.
+// `teetrain train`: wires MPI, the model, data, optimizer, reducer and trainer together on each rank.
+#include <mpi.h>
+
 #include <cstdio>
 #include <fstream>
 #include <memory>
 #include <thread>
 
+#include "comm/mpi_allreduce.h"
+#include "comm/mpi_transport.h"
+#include "comm/ring_allreduce.h"
 #include "data/token_loader.h"
 #include "engine/checkpoint.h"
 #include "engine/core/cpu/cpu_backend.h"
 #include "engine/core/error.h"
+#include "engine/ddp_reducer.h"
+#include "engine/dist_context.h"
 #include "engine/trainer.h"
 #include "tools/cli/commands.h"
-#include "tools/cli/validators.h"
-#include "tools/cli/model_registry.h"
+#include "tools/cli/run_report.h"
+#include "tools/cli/train_options.h"
 
 namespace tt::cli {
 namespace {
 
-struct TrainOptions {
-  ModelOptions model;
-  std::string data = "data-cache/fortunes";
-  long steps = 200;
-  int batch = 8;
-  int seq = 128;
-  int grad_accum = 1;
-  float lr = 1e-3f;
-  float min_lr_frac = 0.1f;
-  long warmup = 20;
-  std::string schedule = "cosine";
-  float grad_clip = 1.0f;
-  float weight_decay = 0.1f;
-  std::string optimizer = "adamw";
-  float momentum = 0.9f;
-  float beta1 = 0.9f;
-  float beta2 = 0.95f;
-  uint64_t seed = 1337;
-  int threads = 0;
-  long val_every = 0;
-  int val_batches = 8;
-  std::string metrics;
-  std::string summary;
-  long save_every = 0;
-  std::string ckpt_dir = "runs/ckpt";
-  int keep = 3;
-  std::string resume;
-  bool no_progress = false;
-};
-
-void add_options(CLI::App* cmd, TrainOptions& o) {
-  add_model_options(cmd, o.model);
-  cmd->add_option("--data", o.data,
-                  "Token shards: a prefix (<data>_train.bin/_val.bin), a directory of llm.c shards, a file or a glob")
-      ->capture_default_str();
-  cmd->add_option("--steps", o.steps, "Optimizer steps to run (in total, counting resumed ones)")
-      ->check(positive())->capture_default_str();
-  cmd->add_option("--batch", o.batch, "Sequences per rank and micro-step")->check(positive())->capture_default_str();
-  cmd->add_option("--seq", o.seq, "Tokens per sequence (at most the model's context)")->check(positive())->capture_default_str();
-  cmd->add_option("--grad-accum", o.grad_accum, "Micro-steps accumulated per optimizer step")->check(positive())->capture_default_str();
-  cmd->add_option("--lr", o.lr, "Peak learning rate")->check(positive())->capture_default_str();
-  cmd->add_option("--min-lr-frac", o.min_lr_frac, "Final LR of the cosine schedule as a fraction of --lr")->check(CLI::Range(0.0, 1.0))->capture_default_str();
-  cmd->add_option("--warmup", o.warmup, "Linear warmup steps")->check(non_negative())->capture_default_str();
-  cmd->add_option("--schedule", o.schedule, "LR schedule")->check(CLI::IsMember({"cosine", "constant"}))->capture_default_str();
-  cmd->add_option("--grad-clip", o.grad_clip, "Clip the global gradient norm to this (0 = off)")->check(non_negative())->capture_default_str();
-  cmd->add_option("--weight-decay", o.weight_decay, "Weight decay on matrices (not biases or norms)")->check(non_negative())->capture_default_str();
-  cmd->add_option("--optimizer", o.optimizer, "Optimizer")->check(CLI::IsMember({"adamw", "sgd"}))->capture_default_str();
-  cmd->add_option("--momentum", o.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0))->capture_default_str();
-  cmd->add_option("--beta1", o.beta1, "AdamW beta1")->check(CLI::Range(0.0, 1.0))->capture_default_str();
-  cmd->add_option("--beta2", o.beta2, "AdamW beta2")->check(CLI::Range(0.0, 1.0))->capture_default_str();
-  cmd->add_option("--seed", o.seed, "Seed for initialisation and data order")->capture_default_str();
-  cmd->add_option("--threads", o.threads, "Compute threads per rank (0 = cores / ranks on this host)")->check(non_negative())->capture_default_str();
-  cmd->add_option("--val-every", o.val_every, "Validate every N steps (0 = only at the end)")->check(non_negative())->capture_default_str();
-  cmd->add_option("--val-batches", o.val_batches, "Batches per validation")->check(non_negative())->capture_default_str();
-  cmd->add_option("--metrics", o.metrics, "Write per-step metrics as JSON lines to FILE");
-  cmd->add_option("--summary", o.summary, "Write the end-of-run summary as JSON to FILE");
-  cmd->add_option("--save-every", o.save_every, "Checkpoint every N steps and at the end (0 = never)")->check(non_negative())->capture_default_str();
-  cmd->add_option("--ckpt-dir", o.ckpt_dir, "Checkpoint directory (one step_XXXXXXXX/ per checkpoint)")->capture_default_str();
-  cmd->add_option("--keep", o.keep, "Checkpoints to keep")->check(positive())->capture_default_str();
-  cmd->add_option("--resume", o.resume, "Resume from a checkpoint directory (a step dir, or the newest in a --ckpt-dir)");
-  cmd->add_flag("--no-progress", o.no_progress, "No live progress line");
-}
-
+// Ranks sharing this host split its cores between them unless --threads says otherwise.
 int default_threads(int requested) {
   if (requested > 0) return requested;
-  const unsigned hc = std::thread::hardware_concurrency();
-  return hc > 0 ? static_cast<int>(hc) : 1;
+  MPI_Comm local = MPI_COMM_NULL;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+  int local_ranks = 1;
+  MPI_Comm_size(local, &local_ranks);
+  MPI_Comm_free(&local);
+  const int cores = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  return std::max(1, cores / local_ranks);
 }
 
-void run_train(const TrainOptions& o) {
+void validate(const TrainOptions& o) {
   const int context = model_context(o.model);
   if (o.seq > context) {
     throw InputError("--seq " + std::to_string(o.seq) + " is longer than the model's context (" + std::to_string(context) +
-                     "); use --seq <= " + std::to_string(context) + " or --context");
+                     "); use --seq <= " + std::to_string(context) + " or raise --context");
   }
-  const TokenDataset train_ds = TokenDataset::open(o.data, "train");
+}
+
+struct Data {
+  TokenDataset train;
+  std::unique_ptr<TokenDataset> val;
+};
+
+Data open_data(const TrainOptions& o, int rank) {
+  Data d{TokenDataset::open(o.data, "train"), nullptr};
   const int vocab = model_vocab(o.model);
-  if (train_ds.vocab() > vocab) {
-    throw InputError("--data " + o.data + " holds vocabulary " + std::to_string(train_ds.vocab()) + " but the model's is " +
-                     std::to_string(vocab) + "; use --vocab " + std::to_string(train_ds.vocab()));
+  if (d.train.vocab() > vocab) {
+    throw InputError("--data " + o.data + " holds vocabulary " + std::to_string(d.train.vocab()) + " but the model's is " +
+                     std::to_string(vocab) + "; use --vocab " + std::to_string(d.train.vocab()));
   }
-  std::unique_ptr<TokenDataset> val_ds;
   try {
-    val_ds = std::make_unique<TokenDataset>(TokenDataset::open(o.data, "val"));
+    d.val = std::make_unique<TokenDataset>(TokenDataset::open(o.data, "val"));
   } catch (const InputError&) {
-    std::fprintf(stderr, "note: no validation split found for --data %s; reporting training loss only\n", o.data.c_str());
+    if (rank == 0) std::fprintf(stderr, "note: no validation split for --data %s; reporting training loss only\n", o.data.c_str());
   }
-  TokenLoader train_loader(train_ds, o.seq, o.seed, /*shuffle=*/true);
-  std::unique_ptr<TokenLoader> val_loader;
-  if (val_ds) val_loader = std::make_unique<TokenLoader>(*val_ds, o.seq, o.seed, /*shuffle=*/false);
+  return d;
+}
 
-  const int threads = default_threads(o.threads);
-  std::unique_ptr<Backend> backend = make_cpu_backend(threads);
-  std::unique_ptr<Model> model = make_model(*backend, o.model);
-  model->init_params(o.seed);
-
-  OptimizerConfig oc{o.optimizer, o.beta1, o.beta2, 1e-8f, o.momentum, o.weight_decay};
-  std::unique_ptr<Optimizer> optimizer = make_optimizer(*backend, oc, model->num_params());
-
+TrainConfig trainer_config(const TrainOptions& o, bool have_val) {
   TrainConfig tc;
   tc.steps = o.steps;
   tc.batch = o.batch;
@@ -122,52 +71,120 @@ void run_train(const TrainOptions& o) {
   tc.grad_accum = o.grad_accum;
   tc.lr = LrSchedule{o.lr, o.min_lr_frac, o.warmup, o.steps, o.schedule == "constant" ? "constant" : "cosine"};
   tc.grad_clip = o.grad_clip;
-  tc.opt = oc;
+  tc.opt = OptimizerConfig{o.optimizer, o.beta1, o.beta2, 1e-8f, o.momentum, o.weight_decay};
   tc.seed = o.seed;
   tc.val_every = o.val_every;
-  tc.val_batches = val_loader ? o.val_batches : 0;
+  tc.val_batches = have_val ? o.val_batches : 0;
   tc.progress = !o.no_progress;
-  tc.metrics_path = o.metrics;
   tc.save_every = o.save_every;
+  return tc;
+}
 
-  const nlohmann::json model_json = model_config_json(o.model);
-  nlohmann::json run_json = {{"model", model_json}, {"batch", o.batch}, {"seq", o.seq}, {"grad_accum", o.grad_accum},
-                             {"lr", o.lr},          {"optimizer", o.optimizer}, {"seed", o.seed}, {"steps", o.steps}};
+void run_train(const TrainOptions& o) {
+  validate(o);
+  comm::MpiSession mpi(nullptr, nullptr);
+  comm::MpiTransport transport(MPI_COMM_WORLD,
+                               std::chrono::milliseconds(static_cast<long>(o.timeout_s * 1000.0)));
+  const int rank = transport.rank();
+  const int world = transport.size();
+  Profiler profiler;
+  comm::PlainChannel channel;
+  DistContext dist(transport, channel, &profiler);
+  const nlohmann::json run_json = train_options_json(o);
+  dist.agree_config(run_json.dump());
 
+  Data data = open_data(o, rank);
+  TokenLoader train_loader(data.train, o.seq, o.seed, /*shuffle=*/true);
+  std::unique_ptr<TokenLoader> val_loader;
+  if (data.val) val_loader = std::make_unique<TokenLoader>(*data.val, o.seq, o.seed, /*shuffle=*/false);
+
+  const int threads = default_threads(o.threads);
+  std::unique_ptr<Backend> backend = make_cpu_backend(threads);
+  std::unique_ptr<Model> model = make_model(*backend, o.model);
+  model->init_params(o.seed);
+  TrainConfig tc = trainer_config(o, val_loader != nullptr);
+  tc.metrics_path = rank == 0 ? o.metrics : "";
+  std::unique_ptr<Optimizer> optimizer = make_optimizer(*backend, tc.opt, model->num_params());
+
+  // Checkpoints: rank 0 writes them (replicas are identical); every rank reads them on resume.
   std::unique_ptr<FileCodec> codec = make_plain_codec();
   std::unique_ptr<CheckpointStore> store;
-  if (o.save_every > 0) store = std::make_unique<CheckpointStore>(o.ckpt_dir, o.keep, *codec);
+  if (o.save_every > 0 && rank == 0) store = std::make_unique<CheckpointStore>(o.ckpt_dir, o.keep, *codec);
   tc.save_checkpoint = [&](long step, uint64_t samples) {
-    CheckpointMeta meta{step, samples, o.seed, params_sha256(*backend, *model), run_json};
+    if (rank != 0) return;
+    const CheckpointMeta meta{step, samples, o.seed, params_sha256(*backend, *model), run_json};
     const auto dir = store->save(*backend, *model, optimizer.get(), meta);
     if (tc.progress) std::fprintf(stderr, "\ncheckpoint: %s\n", dir.c_str());
   };
-
   long start_step = 0;
   uint64_t samples = 0;
   if (!o.resume.empty()) {
     const auto dir = CheckpointStore::resolve(o.resume);
     const CheckpointMeta meta = CheckpointStore::load(dir, *codec, *backend, *model, optimizer.get());
-    if (meta.config.contains("model") && meta.config["model"] != model_json) {
+    if (meta.config.contains("model") && meta.config["model"] != run_json["model"]) {
       throw InputError("--resume " + dir.string() + ": checkpoint model " + meta.config["model"].dump() +
                        " differs from this run's; use the same --model and shape flags");
     }
     start_step = meta.step;
     samples = meta.samples_consumed;
-    if (start_step >= o.steps) throw InputError("--resume: checkpoint is at step " + std::to_string(start_step) + ", not before --steps " + std::to_string(o.steps));
-    std::fprintf(stderr, "resumed from %s at step %ld\n", dir.c_str(), start_step);
+    if (start_step >= o.steps) {
+      throw InputError("--resume: the checkpoint is at step " + std::to_string(start_step) +
+                       "; --steps must be larger to continue");
+    }
+    if (rank == 0) std::fprintf(stderr, "resumed from %s at step %ld\n", dir.c_str(), start_step);
+  } else {
+    dist.broadcast_params(*backend, *model);  // every replica starts from rank 0's parameters
+  }
+  if (o.check_replicas > 0) {
+    tc.after_step = [&](long step) {
+      if (step % o.check_replicas == 0) dist.check_replicas(*backend, *model, step);
+    };
   }
 
-  std::fprintf(stderr, "teetrain train: %s (%zu params) | %s | backend %s\n", model->name().c_str(), model->num_params(),
-               train_ds.describe().c_str(), backend->describe().c_str());
+  // Gradient reduction: our ring (or MPI_Allreduce) on the reducer's communication thread.
+  comm::RingAllreduce ring(transport, channel,
+                           comm::RingOptions{static_cast<std::size_t>(o.segment_kb) * 1024, {}, comm::AllGatherMode::PerHop},
+                           &profiler);
+  AllreduceFn allreduce;
+  if (o.allreduce == "mpi") {
+    allreduce = [&](float* g, std::size_t n, long, int) { comm::mpi_allreduce_sum(transport.comm(), g, n); };
+  } else {
+    allreduce = [&](float* g, std::size_t n, long step, int bucket) {
+      comm::MessageContext id;
+      id.step = static_cast<uint64_t>(step);
+      id.bucket = static_cast<uint32_t>(bucket);
+      ring.allreduce_sum(g, n, id);
+    };
+  }
+  const std::size_t cap = static_cast<std::size_t>(o.bucket_mb * 1024.0 * 1024.0);
+  const std::vector<Bucket> buckets =
+      plan_buckets(model->params(), model->num_params(), std::min<std::size_t>(std::size_t{1} << 20, cap), cap);
+  std::unique_ptr<DdpReducer> reducer;
+  if (world > 1) {
+    reducer = std::make_unique<DdpReducer>(*backend, *model, buckets, allreduce, DdpOptions{o.overlap == "on", world},
+                                           &profiler);
+  }
 
-  Profiler profiler;
+  if (rank == 0) {
+    const double mem_gib = (static_cast<double>(model->num_params()) * 4.0 * 4.0 +
+                            static_cast<double>(model->activation_bytes(o.batch, o.seq))) / (1 << 30);
+    std::fprintf(stderr,
+                 "teetrain train: %s (%zu params, %.2f GiB/rank) | %d rank(s) x %d thread(s) | %s | %zu bucket(s), "
+                 "allreduce %s, overlap %s\n  data %s\n  backend %s\n",
+                 model->name().c_str(), model->num_params(), mem_gib, world, threads, "tee off", buckets.size(),
+                 o.allreduce.c_str(), o.overlap.c_str(), data.train.describe().c_str(), backend->describe().c_str());
+  }
+
+  RankInfo ranks{rank, world, [&](double x) { return dist.mean(x); }};
   auto train_fn = [&](Batch& b, uint64_t first, int count) { train_loader.fill(b, first, count); };
   BatchFn val_fn;
   if (val_loader) val_fn = [&](Batch& b, uint64_t first, int count) { val_loader->fill(b, first, count); };
-  Trainer trainer(*backend, *model, *optimizer, profiler, RankInfo{}, nullptr, tc, train_fn, val_fn);
+  Trainer trainer(*backend, *model, *optimizer, profiler, ranks, reducer.get(), tc, train_fn, val_fn);
   const TrainResult r = trainer.run(start_step, samples);
 
+  const nlohmann::json report = gather_phase_report(dist, profiler, r.steps - start_step);
+  if (rank != 0) return;
+  print_phase_table(report, r.step_seconds_mean);
   std::fprintf(stderr, "done: %ld steps, loss %.4f, val_loss %.4f, %.0f tok/s, %.3f s/step, params_sha256 %s\n", r.steps,
                r.final_loss, r.val_loss, r.items_per_s, r.step_seconds_mean, r.params_sha256.c_str());
   if (!o.summary.empty()) {
@@ -179,6 +196,14 @@ void run_train(const TrainOptions& o) {
                         {"train_seconds", r.seconds},
                         {"params_sha256", r.params_sha256},
                         {"num_params", model->num_params()},
+                        {"world_size", world},
+                        {"allreduce", o.allreduce},
+                        {"bucket_mb", o.bucket_mb},
+                        {"buckets", buckets.size()},
+                        {"overlap", o.overlap},
+                        {"bytes_sent", report["counters"]["bytes_sent"]},
+                        {"phases", report["phases"]},
+                        {"counters", report["counters"]},
                         {"backend", backend->describe()},
                         {"threads", threads},
                         {"config", run_json}};
@@ -193,7 +218,7 @@ void run_train(const TrainOptions& o) {
 void register_train(CLI::App& app) {
   auto opts = std::make_shared<TrainOptions>();
   auto* cmd = app.add_subcommand("train", "Train a model (one rank, or data-parallel under mpirun)");
-  add_options(cmd, *opts);
+  add_train_options(cmd, *opts);
   cmd->callback([opts] { run_train(*opts); });
 }
 

@@ -74,6 +74,27 @@ class CpuBackend final : public Backend {
   void sgd_update(float* params, const float* grads, float* momentum_buf, std::size_t n, const SgdConfig& cfg,
                   float grad_scale) override;
 
+  // CNN ops: cpu_ops_cnn.cpp (convolution) and cpu_ops_cnn_norm.cpp (batch norm, ReLU, pooling).
+  std::size_t conv2d_workspace_floats(const Conv2dShape& s) const override;
+  void conv2d_forward(float* out, const float* inp, const float* weight, const float* bias, float* workspace,
+                      const Conv2dShape& s) override;
+  void conv2d_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                       const float* weight, float* workspace, const Conv2dShape& s) override;
+  void batchnorm_forward(float* out, float* mean, float* rstd, float* running_mean, float* running_var,
+                         const float* inp, const float* weight, const float* bias, int B, int C, int HW,
+                         float momentum, float eps, bool training) override;
+  void batchnorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                          const float* weight, const float* mean, const float* rstd, int B, int C,
+                          int HW) override;
+  void relu_forward(float* out, const float* inp, std::size_t n) override;
+  void relu_backward(float* dinp, const float* x, const float* dout, std::size_t n) override;
+  void maxpool2d_forward(float* out, int32_t* argmax, const float* inp, const Pool2dShape& s) override;
+  void maxpool2d_backward(float* dinp, const float* dout, const int32_t* argmax, const Pool2dShape& s) override;
+  void avgpool2d_forward(float* out, const float* inp, const Pool2dShape& s) override;
+  void avgpool2d_backward(float* dinp, const float* dout, const Pool2dShape& s) override;
+  void global_avgpool_forward(float* out, const float* inp, int B, int C, int HW) override;
+  void global_avgpool_backward(float* dinp, const float* dout, int B, int C, int HW) override;
+
  private:
   // OpenBLAS keeps its thread count process-wide; re-assert ours before each sgemm so two backend
   // instances with different thread counts (tests do this) each get what they asked for.

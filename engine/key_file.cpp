@@ -1,0 +1,110 @@
+#include "engine/key_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "engine/core/error.h"
+#include "tee/bytes.h"
+#include "tee/hkdf.h"
+#include "tee/unique_fd.h"
+
+namespace tt {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string quoted(const fs::path& p) {
+  std::string s = "key file '";
+  s.append(p.string());
+  s.push_back('\'');
+  return s;
+}
+
+}  // namespace
+
+std::string_view key_purpose_label(KeyPurpose p) {
+  switch (p) {
+    case KeyPurpose::Dataset:
+      return "teetrain dataset";
+    case KeyPurpose::Checkpoint:
+      return "teetrain checkpoint";
+  }
+  return "teetrain unknown";
+}
+
+std::string create_key_file(const fs::path& path, bool force) {
+  std::error_code ec;
+  if (!force && fs::exists(path, ec)) {
+    throw InputError(quoted(path) + " already exists; refusing to overwrite a key (data sealed under it would " +
+                     "become unreadable). Pass --force to replace it");
+  }
+  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir, ec)) throw InputError(quoted(path) + ": directory '" + dir.string() + "' does not exist");
+
+  const tee::SecretBytes key = tee::SecretBytes::random(kMasterKeySize);
+  const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
+  ::unlink(tmp.c_str());
+  {
+    // O_EXCL + 0600 from the start: the key is never readable by others, not even for an instant.
+    tee::UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    if (!fd) throw RunError(quoted(tmp) + ": cannot create (" + std::strerror(errno) + ")");
+    const bool ok = tee::pwrite_full(fd.get(), key.view(), 0) && ::fsync(fd.get()) == 0 && fd.close();
+    if (!ok) {
+      const std::string why = std::strerror(errno);
+      ::unlink(tmp.c_str());
+      throw RunError(quoted(tmp) + ": write failed (" + why + ")");
+    }
+  }
+  // Without --force, link() fails if the target appeared meanwhile: never clobber a key by a race.
+  const int rc = force ? ::rename(tmp.c_str(), path.c_str()) : ::link(tmp.c_str(), path.c_str());
+  const int err = errno;
+  if (!force) ::unlink(tmp.c_str());
+  if (rc != 0) {
+    if (force) ::unlink(tmp.c_str());
+    if (err == EEXIST) throw InputError(quoted(path) + " already exists; pass --force to replace it");
+    throw RunError(quoted(path) + ": cannot create (" + std::strerror(err) + ")");
+  }
+  tee::UniqueFd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (d) ::fsync(d.get());
+  return key.fingerprint();
+}
+
+tee::SecretBytes load_key_file(const fs::path& path, const KeyWarningFn& warn) {
+  tee::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
+    if (errno == ENOENT) {
+      throw InputError(quoted(path) + " not found; create one with `teetrain keygen --out " + path.string() + "`");
+    }
+    throw InputError(quoted(path) + ": cannot open (" + std::strerror(errno) + ")");
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) throw InputError(quoted(path) + ": cannot stat (" + std::strerror(errno) + ")");
+  if (!S_ISREG(st.st_mode)) throw InputError(quoted(path) + " is not a regular file");
+  if (st.st_size != static_cast<off_t>(kMasterKeySize)) {
+    throw InputError(quoted(path) + " holds " + std::to_string(st.st_size) + " bytes, expected exactly " +
+                     std::to_string(kMasterKeySize) + " (a key written by `teetrain keygen`)");
+  }
+  if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0 && warn) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    warn(quoted(path) + " is accessible by group or others (mode " + mode + "); run `chmod 600 " + path.string() +
+         "`");
+  }
+  // Read straight into the SecretBytes: no other copy of the key is ever made.
+  tee::SecretBytes key(kMasterKeySize);
+  const long long got = tee::pread_full(fd.get(), key.mutable_view(), 0);
+  if (got != static_cast<long long>(kMasterKeySize)) throw InputError(quoted(path) + ": short read");
+  return key;
+}
+
+tee::SecretBytes derive_purpose_key(const tee::SecretBytes& master, KeyPurpose purpose) {
+  if (master.empty()) throw InputError("derive_purpose_key: empty master key");
+  return tee::hkdf(master.view(), {}, tee::bytes_of(key_purpose_label(purpose)), 32);
+}
+
+}  // namespace tt

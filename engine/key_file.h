@@ -1,0 +1,50 @@
+// Master key files and the purpose keys derived from them.
+//
+// A key file holds exactly 32 random bytes (raw, not hex), readable by its owner only (mode 0600).
+// `teetrain keygen --out FILE` creates one; `--key FILE` loads it. The master key itself never
+// seals anything: each use gets its own key through HKDF-SHA256, so a dataset sealed by one run and
+// a checkpoint written by another never share a key, and releasing the dataset key to a rank
+// (after attestation) does not release the checkpoint key.
+//
+//   dataset key    = HKDF(master, salt = "", info = "teetrain dataset",    32 bytes)
+//   checkpoint key = HKDF(master, salt = "", info = "teetrain checkpoint", 32 bytes)
+//
+// Keys are never printed; SecretBytes::fingerprint() is what messages may show.
+#pragma once
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "tee/secure_bytes.h"
+
+namespace tt {
+
+inline constexpr std::size_t kMasterKeySize = 32;
+
+enum class KeyPurpose { Dataset, Checkpoint };
+std::string_view key_purpose_label(KeyPurpose p);  // the HKDF info string above
+
+// Writes a fresh 32-byte random key to `path` with mode 0600 and returns its fingerprint (safe to
+// print). Refuses (InputError) to replace an existing file unless `force`; the file appears
+// atomically (temporary file, fsync, then link or rename), so a crash never leaves a short key.
+std::string create_key_file(const std::filesystem::path& path, bool force = false);
+
+// Called with one line when a key file is readable by group or others (a warning, not an error:
+// the user may have reasons, e.g. a tmpfs inside a confidential VM).
+using KeyWarningFn = std::function<void(const std::string&)>;
+
+// Loads a master key. Throws InputError naming the path when the file is missing, is not a regular
+// file, or is not exactly 32 bytes. Calls `warn` (if set) when permissions are wider than 0600.
+tee::SecretBytes load_key_file(const std::filesystem::path& path, const KeyWarningFn& warn = {});
+
+// The purpose key for `purpose` (32 bytes). `master` must be non-empty.
+tee::SecretBytes derive_purpose_key(const tee::SecretBytes& master, KeyPurpose purpose);
+inline tee::SecretBytes derive_dataset_key(const tee::SecretBytes& master) {
+  return derive_purpose_key(master, KeyPurpose::Dataset);
+}
+inline tee::SecretBytes derive_checkpoint_key(const tee::SecretBytes& master) {
+  return derive_purpose_key(master, KeyPurpose::Checkpoint);
+}
+
+}  // namespace tt

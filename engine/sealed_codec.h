@@ -1,0 +1,28 @@
+// The FileCodec that makes checkpoints sealed (DESIGN.md §2 "checkpoint" crossing, §7 format):
+// every checkpoint file is written as a sealed file under the checkpoint key
+// (engine/key_file.h: derive_checkpoint_key), with ".sealed" appended to its name and clear
+// metadata {"kind":"<model|optimizer|state>","name":"<file name>"}.
+//
+// With CheckpointStore this gives sealed checkpoints with the store's crash safety: each file is
+// written to a temporary name, fsynced and renamed (SealedFileWriter), inside a step directory
+// that is itself only renamed into place once complete.
+#pragma once
+#include <memory>
+
+#include "engine/checkpoint.h"
+#include "tee/aead.h"
+#include "tee/sealed_file.h"
+#include "tee/secure_bytes.h"
+
+namespace tt {
+
+inline constexpr const char* kSealedCodecSuffix = ".sealed";
+
+// The codec keeps its own copy of the key (wiped when the codec is destroyed).
+// read() throws InputError if the file is missing and tee::IntegrityError naming the file and
+// chunk if any chunk fails to open (tampered, truncated, reordered) or the key is wrong.
+std::unique_ptr<FileCodec> make_sealed_codec(const tee::SecretBytes& checkpoint_key,
+                                             tee::Cipher cipher = tee::Cipher::Aes256Gcm,
+                                             std::uint32_t chunk_size = tee::kDefaultSealChunkSize);
+
+}  // namespace tt

@@ -1,0 +1,86 @@
+#include "tools/cli/train_options.h"
+
+#include "tools/cli/validators.h"
+
+namespace tt::cli {
+
+void add_train_options(CLI::App* cmd, TrainOptions& o) {
+  add_model_options(cmd, o.model);
+  auto* g = cmd->add_option_group("data and steps");
+  g->add_option("--data", o.data, "Token shards: a prefix (<data>_train.bin/_val.bin), a directory of llm.c shards, a file or a glob")
+      ->capture_default_str();
+  g->add_option("--steps", o.steps, "Optimizer steps to run (in total, counting resumed ones)")->check(positive())->capture_default_str();
+  g->add_option("--batch", o.batch, "Sequences per rank and micro-step (global batch = batch x ranks x grad-accum)")
+      ->check(positive())->capture_default_str();
+  g->add_option("--seq", o.seq, "Tokens per sequence (at most the model's context)")->check(positive())->capture_default_str();
+  g->add_option("--grad-accum", o.grad_accum, "Micro-steps accumulated per optimizer step (communicates on the last)")
+      ->check(positive())->capture_default_str();
+  g->add_option("--seed", o.seed, "Seed for initialisation and data order")->capture_default_str();
+  g->add_option("--threads", o.threads, "Compute threads per rank (0 = cores / ranks on this host)")->check(non_negative())->capture_default_str();
+
+  auto* opt = cmd->add_option_group("optimizer");
+  opt->add_option("--optimizer", o.optimizer, "Optimizer")->check(CLI::IsMember({"adamw", "sgd"}))->capture_default_str();
+  opt->add_option("--lr", o.lr, "Peak learning rate")->check(positive())->capture_default_str();
+  opt->add_option("--min-lr-frac", o.min_lr_frac, "Final LR of the cosine schedule as a fraction of --lr")->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  opt->add_option("--warmup", o.warmup, "Linear warmup steps")->check(non_negative())->capture_default_str();
+  opt->add_option("--schedule", o.schedule, "LR schedule")->check(CLI::IsMember({"cosine", "constant"}))->capture_default_str();
+  opt->add_option("--grad-clip", o.grad_clip, "Clip the global gradient norm to this (0 = off)")->check(non_negative())->capture_default_str();
+  opt->add_option("--weight-decay", o.weight_decay, "Weight decay on matrices (not biases or norms)")->check(non_negative())->capture_default_str();
+  opt->add_option("--momentum", o.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  opt->add_option("--beta1", o.beta1, "AdamW beta1")->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  opt->add_option("--beta2", o.beta2, "AdamW beta2")->check(CLI::Range(0.0, 1.0))->capture_default_str();
+
+  auto* out = cmd->add_option_group("reporting and checkpoints");
+  out->add_option("--val-every", o.val_every, "Validate every N steps (0 = only at the end)")->check(non_negative())->capture_default_str();
+  out->add_option("--val-batches", o.val_batches, "Batches per validation (shared out across ranks)")->check(non_negative())->capture_default_str();
+  out->add_option("--metrics", o.metrics, "Write per-step metrics as JSON lines to FILE (rank 0)");
+  out->add_option("--summary", o.summary, "Write the end-of-run summary as JSON to FILE (rank 0)");
+  out->add_flag("--no-progress", o.no_progress, "No live progress line");
+  out->add_option("--save-every", o.save_every, "Checkpoint every N steps and at the end (0 = never)")->check(non_negative())->capture_default_str();
+  out->add_option("--ckpt-dir", o.ckpt_dir, "Checkpoint directory (one step_XXXXXXXX/ per checkpoint)")->capture_default_str();
+  out->add_option("--keep", o.keep, "Checkpoints to keep")->check(positive())->capture_default_str();
+  out->add_option("--resume", o.resume, "Resume from a checkpoint directory (a step dir, or the newest in a --ckpt-dir)");
+
+  auto* dp = cmd->add_option_group("data parallelism (under mpirun)");
+  dp->add_option("--allreduce", o.allreduce, "Gradient all-reduce: our ring, or MPI_Allreduce as a baseline")
+      ->check(CLI::IsMember({"ring", "mpi"}))->capture_default_str();
+  dp->add_option("--bucket-mb", o.bucket_mb, "Gradient bucket cap in MiB (first bucket 1 MiB; 0 = one bucket for the whole model)")
+      ->check(non_negative())->capture_default_str();
+  dp->add_option("--overlap", o.overlap, "Launch bucket all-reduces while backward runs")
+      ->check(CLI::IsMember({"on", "off"}))->capture_default_str();
+  dp->add_option("--segment-kb", o.segment_kb, "Ring segment size in KiB (chunks are cut into segments that pipeline)")
+      ->check(positive())->capture_default_str();
+  dp->add_option("--check-replicas", o.check_replicas, "Compare a parameter digest across ranks every N steps (0 = off)")
+      ->check(non_negative())->capture_default_str();
+  dp->add_option("--timeout", o.timeout_s, "Seconds to wait for a peer before stopping with an error naming it")
+      ->check(positive())->capture_default_str();
+}
+
+nlohmann::json train_options_json(const TrainOptions& o) {
+  return {{"model", model_config_json(o.model)},
+          {"data", o.data},
+          {"steps", o.steps},
+          {"batch", o.batch},
+          {"seq", o.seq},
+          {"grad_accum", o.grad_accum},
+          {"lr", o.lr},
+          {"min_lr_frac", o.min_lr_frac},
+          {"warmup", o.warmup},
+          {"schedule", o.schedule},
+          {"grad_clip", o.grad_clip},
+          {"weight_decay", o.weight_decay},
+          {"optimizer", o.optimizer},
+          {"momentum", o.momentum},
+          {"betas", {o.beta1, o.beta2}},
+          {"seed", o.seed},
+          {"val_every", o.val_every},
+          {"val_batches", o.val_batches},
+          {"save_every", o.save_every},
+          {"allreduce", o.allreduce},
+          {"bucket_mb", o.bucket_mb},
+          {"overlap", o.overlap},
+          {"segment_kb", o.segment_kb},
+          {"check_replicas", o.check_replicas}};
+}
+
+}  // namespace tt::cli

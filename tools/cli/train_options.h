@@ -1,0 +1,54 @@
+// Every flag of `teetrain train`, with defaults, in one struct (also hashed for the cross-rank
+// configuration agreement).
+#pragma once
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tools/cli/model_registry.h"
+
+namespace tt::cli {
+
+struct TrainOptions {
+  ModelOptions model;
+  std::string data = "data-cache/fortunes";
+  long steps = 200;
+  int batch = 8;
+  int seq = 128;
+  int grad_accum = 1;
+  float lr = 1e-3f;
+  float min_lr_frac = 0.1f;
+  long warmup = 20;
+  std::string schedule = "cosine";
+  float grad_clip = 1.0f;
+  float weight_decay = 0.1f;
+  std::string optimizer = "adamw";
+  float momentum = 0.9f;
+  float beta1 = 0.9f;
+  float beta2 = 0.95f;
+  uint64_t seed = 1337;
+  int threads = 0;
+  long val_every = 0;
+  int val_batches = 8;
+  std::string metrics;
+  std::string summary;
+  long save_every = 0;
+  std::string ckpt_dir = "runs/ckpt";
+  int keep = 3;
+  std::string resume;
+  bool no_progress = false;
+  // Data parallelism.
+  std::string allreduce = "ring";
+  double bucket_mb = 25;
+  std::string overlap = "on";
+  int segment_kb = 1024;
+  long check_replicas = 0;
+  double timeout_s = 30;
+};
+
+void add_train_options(CLI::App* cmd, TrainOptions& o);
+// The options that must agree across ranks (everything but per-rank paths), as JSON.
+nlohmann::json train_options_json(const TrainOptions& o);
+
+}  // namespace tt::cli
