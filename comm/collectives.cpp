@@ -5,6 +5,7 @@
 #include <string>
 
 #include "engine/core/error.h"
+#include "tee/errors.h"
 
 namespace tt::comm {
 
@@ -73,9 +74,13 @@ void Collectives::recv_opened(int peer, int tag, const MessageContext& ctx, std:
   const std::size_t got = wait(req, ctx);
   count(prof_, Counter::MessagesReceived, Counter::BytesReceived, got);
   if (got != expected) {
-    throw RunError("collective: rank " + std::to_string(t_.rank()) + " got a short message from rank " +
-                   std::to_string(peer) + " (" + std::to_string(got) + " of " + std::to_string(expected) +
-                   " bytes) at " + to_string(ctx));
+    const std::string what = "collective: rank " + std::to_string(t_.rank()) +
+                             " got a short message from rank " + std::to_string(peer) + " (" +
+                             std::to_string(got) + " of " + std::to_string(expected) + " bytes) at " +
+                             to_string(ctx);
+    // Sealed traffic cut short is an attack signal like a bad tag (exit 3), not a transport failure.
+    if (!pass) throw tee::IntegrityError(what);
+    throw RunError(what);
   }
   if (!pass) channel_->open(ctx, dst, plain);
 }

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "engine/core/error.h"
+#include "tee/errors.h"
 
 namespace tt::comm {
 
@@ -206,9 +207,13 @@ void RingAllreduce::finish_receives(float* data, const Hop& h, std::size_t k0, s
     const std::size_t got = wait(recvs_[k], ctx);
     count(prof_, Counter::MessagesReceived, Counter::BytesReceived, got);
     if (got != expected) {
-      throw RunError("ring all-reduce: rank " + std::to_string(rank_) + " got a short message from rank " +
-                     std::to_string(prev) + " (" + std::to_string(got) + " of " + std::to_string(expected) +
-                     " bytes) at " + to_string(ctx));
+      const std::string what = "ring all-reduce: rank " + std::to_string(rank_) +
+                               " got a short message from rank " + std::to_string(prev) + " (" +
+                               std::to_string(got) + " of " + std::to_string(expected) + " bytes) at " +
+                               to_string(ctx);
+      // Sealed traffic cut short is an attack signal like a bad tag (exit 3), not a transport failure.
+      if (!pass) throw tee::IntegrityError(what);
+      throw RunError(what);
     }
     if (!pass) {
       // Scatter-reduce opens into scratch (then adds); all-gather opens straight into user memory.

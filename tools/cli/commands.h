@@ -8,5 +8,6 @@ void register_models(CLI::App& app);
 void register_prepare_text(CLI::App& app);
 void register_train(CLI::App& app);
 void register_sample(CLI::App& app);
+void register_bench(CLI::App& app);
 
 }  // namespace tt::cli

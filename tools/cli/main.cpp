@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   tt::cli::register_prepare_text(app);
   tt::cli::register_train(app);
   tt::cli::register_sample(app);
+  tt::cli::register_bench(app);
   // Commands that talk between ranks run inside one MPI session, opened before they start so that
   // an error can still abort every rank (a lone rank that merely exited would leave its peers waiting).
   std::optional<tt::comm::MpiSession> mpi;

@@ -1,0 +1,80 @@
+// Secure session setup (DESIGN.md §5 "Keys"): the attested handshake every rank runs at start-up, the
+// group key, and the release of secrets (the dataset key) from rank 0 to attested ranks.
+//
+// establish_keys, on every rank, with each ring neighbour (prev and next; P = 2: the one peer; P = 1:
+// nobody):
+//   1. send a fresh verifier nonce, receive the neighbour's;
+//   2. answer the neighbour's nonce with evidence (measurement of binary + run config, device key,
+//      a fresh X25519 key, signed), receive the neighbour's evidence and verify it against our own
+//      measurement (every rank runs the same binary and configuration), its rank, our nonce and the
+//      allow-list; on success derive the link secret (X25519 + HKDF over both evidences);
+//   3. allgather a status (plaintext: no key exists yet) so that a failure anywhere refuses on every
+//      rank, with one message naming each rejected rank, the reason and who reported it;
+//   4. rank 0 draws the group secret and passes it around the ring, sealed on every link
+//      (release_secret), again with a status allgather.
+// Local failures (unreadable device key or binary) are reported through the same status round, so the
+// other ranks refuse with the reason instead of timing out.
+//
+// Every message of the handshake uses its own tags (below), distinct from the ring and collectives.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "comm/attest_evidence.h"
+#include "comm/sealed_channel.h"
+#include "comm/transport.h"
+#include "tee/secure_bytes.h"
+
+namespace tt::comm {
+
+namespace tags {
+inline constexpr int kAttestNonce = 110;
+inline constexpr int kAttestEvidence = 111;
+inline constexpr int kKeyRelease = 112;
+}  // namespace tags
+
+// The secrets of one rank after the handshake. Never printed: describe() shows fingerprints only.
+struct SessionKeys {
+  int rank = 0;
+  int world_size = 1;
+  tee::SecretBytes link_next;  // shared with rank+1 (empty for P = 1)
+  tee::SecretBytes link_prev;  // shared with rank-1 (for P = 2 the same secret as link_next)
+  tee::SecretBytes group;      // shared by all ranks, from rank 0
+  tee::Measurement measurement{};
+  tee::PublicKey device_public_key{};
+  std::uint64_t releases = 0;  // release_secret calls so far: each one derives fresh link keys
+
+  // Directional traffic secrets for a SealedChannel (rank -> next, prev -> rank, group).
+  ChannelKeys channel_keys() const;
+  // 16 bytes derived from the group secret: the same on every rank, new for every session.
+  std::array<std::uint8_t, 16> run_id() const;
+  // A 32-byte secret private to this rank and `label` (e.g. the cc-mode bounce path's staging key),
+  // derived from the group secret. Never build a second SealedChannel from channel_keys(): two
+  // channels would draw the same nonces under the same keys. Use one channel for all traffic.
+  tee::SecretBytes derive_local_key(std::string_view label) const;
+  // "rank 0: measurement 1a2b.., device key 3c4d.., link next fp .., link prev fp .., group fp .."
+  std::string describe() const;
+};
+
+// Runs the attested handshake and group-key distribution (above). Collective: every rank calls it.
+// Throws AttestationError (the same refusal on every rank) when any evidence is rejected or the group
+// key fails to open anywhere; RunError if a peer does not answer in time.
+SessionKeys establish_keys(Transport& transport, const AttestConfig& config);
+
+// Releases a secret of `size` bytes from rank 0 to every rank, sealed hop by hop along the ring under
+// one-time keys derived from the link secrets, `label` and keys.releases (so no key or nonce is ever
+// reused). Collective: every rank calls it with the same size and label; rank 0 passes the secret,
+// the others nullptr. Returns the secret on every rank. A message that fails to open refuses on every
+// rank (AttestationError naming the first rank that failed and why).
+tee::SecretBytes release_secret(Transport& transport, SessionKeys& keys, const tee::SecretBytes* secret,
+                                std::size_t size, std::string_view label);
+
+// A SealedChannel for this session: `options` with rank, world size and (when left zero) run id
+// filled in from `keys`.
+std::unique_ptr<SealedChannel> make_sealed_channel(const SessionKeys& keys, SealedChannelOptions options,
+                                                   Profiler* profiler = nullptr);
+
+}  // namespace tt::comm

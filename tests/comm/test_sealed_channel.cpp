@@ -1,0 +1,500 @@
+// SealedChannel over the in-process transport: the sealed ring gives the plain ring's bits, message
+// counts follow DESIGN.md §5, every fault of the adversary ends in the specified error, nonces never
+// repeat under one key, and rekeying is lock-step on both ends of every stream.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <string>
+#include <tuple>
+
+#include "comm/collectives.h"
+#include "comm/inproc_transport.h"
+#include "comm/ring_allreduce.h"
+#include "comm/sealed_channel.h"
+#include "engine/core/error.h"
+#include "engine/core/profiler.h"
+#include "tee/digest.h"
+#include "tests/comm/comm_test_util.h"
+
+namespace tt::comm {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string message_of(const std::exception_ptr& e) {
+  if (!e) return "";
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& ex) {
+    return ex.what();
+  }
+}
+
+template <typename E>
+bool is(const std::exception_ptr& e) {
+  if (!e) return false;
+  try {
+    std::rethrow_exception(e);
+  } catch (const E&) {
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+// Test secrets: link s -> s+1 and the group secret, from fixed labels (the handshake is tested in
+// test_secure_session).
+tee::SecretBytes test_secret(const std::string& label) {
+  const auto d = tee::sha256(label);
+  return tee::SecretBytes(tee::ByteView(d));
+}
+ChannelKeys test_keys(int rank, int p) {
+  ChannelKeys k;
+  k.send = test_secret("link " + std::to_string(rank));
+  k.recv = test_secret("link " + std::to_string((rank + p - 1) % p));
+  k.group = test_secret("group");
+  return k;
+}
+
+struct RingSetup {
+  int ranks = 2;
+  AllGatherMode mode = AllGatherMode::PerHop;
+  std::size_t segment_bytes = 0;
+  std::size_t threads = 1;
+  tee::RekeyPolicy rekey{};
+  bool record = false;
+  bool collectives = false;  // also run broadcast / barrier / allgather through the channel each step
+  int steps = 1;
+  int buckets = 1;
+  std::size_t count = 1000;
+  FaultPlan faults{};
+  std::chrono::milliseconds timeout{5000};
+  std::function<void(int rank, SealedChannelOptions&, ChannelKeys&)> tweak;
+};
+
+struct Outcome {
+  std::vector<std::vector<float>> data;  // per rank, after the last step
+  std::vector<std::exception_ptr> errors;
+  std::vector<std::array<int64_t, Profiler::kCounters>> counters;
+  std::vector<std::vector<NonceRecord>> nonces;
+  std::vector<std::uint64_t> rekeys;
+  std::vector<FaultKind> fired;
+};
+
+// Non-integer data, so a different summation order would show in the bits.
+std::vector<float> noisy(std::size_t n, int rank, int step) {
+  std::vector<float> v(n);
+  std::uint32_t x =
+      2654435761U * static_cast<std::uint32_t>(rank + 1) + static_cast<std::uint32_t>(step) * 97U;
+  for (auto& f : v) {
+    x = x * 1664525U + 1013904223U;
+    f = static_cast<float>(x >> 8) / 16777216.0f - 0.5f;
+  }
+  return v;
+}
+
+Outcome run(const RingSetup& s, bool sealed = true) {
+  InprocWorld world(s.ranks, s.faults, s.timeout);
+  Outcome o;
+  const auto n = static_cast<std::size_t>(s.ranks);
+  o.data.resize(n);
+  o.counters.resize(n);
+  o.nonces.resize(n);
+  o.rekeys.resize(n);
+  o.errors = world.run([&](Transport& t) {
+    const int r = t.rank();
+    const auto ri = static_cast<std::size_t>(r);
+    Profiler prof;
+    SealedChannelOptions opt;
+    opt.rank = r;
+    opt.world_size = s.ranks;
+    opt.crypto_threads = s.threads;
+    opt.rekey = s.rekey;
+    opt.debug_record_nonces = s.record;
+    opt.run_id[0] = 7;
+    ChannelKeys keys = test_keys(r, s.ranks);
+    if (s.tweak) s.tweak(r, opt, keys);
+    SealedChannel channel(opt, std::move(keys), &prof);
+    PlainChannel plain;
+    Channel& ch = sealed ? static_cast<Channel&>(channel) : plain;
+    RingOptions ro;
+    ro.segment_bytes = s.segment_bytes;
+    ro.all_gather = s.mode;
+    RingAllreduce ring(t, ch, ro, &prof);
+    Collectives coll(t, ch, &prof);
+    coll.set_segment_bytes(512);
+    for (int step = 0; step < s.steps; ++step) {
+      for (int b = 0; b < s.buckets; ++b) {
+        auto data = noisy(s.count, r, step * 16 + b);
+        MessageContext id;
+        id.step = static_cast<std::uint64_t>(step) + 5;  // not 0: the step must show in errors
+        id.bucket = static_cast<std::uint32_t>(b) + 2;
+        ring.allreduce_sum(data.data(), data.size(), id);
+        o.data[ri] = std::move(data);
+      }
+      if (s.collectives) {
+        auto params = noisy(700, 0, step);
+        if (r != 0) std::fill(params.begin(), params.end(), 0.0f);
+        coll.broadcast(std::span(params), 0, static_cast<std::uint64_t>(step));
+        EXPECT_EQ(params, noisy(700, 0, step));
+        coll.barrier(static_cast<std::uint64_t>(step));
+        const std::array<std::byte, 3> mine{std::byte{1}, static_cast<std::byte>(r), std::byte{3}};
+        const auto all = coll.allgather(mine, static_cast<std::uint64_t>(step));
+        EXPECT_EQ(all[3 * ri + 1], static_cast<std::byte>(r));
+      }
+    }
+    o.counters[ri] = prof.counter_totals();
+    o.nonces[ri] = channel.nonce_records();
+    o.rekeys[ri] = channel.rekeys();
+  });
+  o.fired = world.faults_fired();
+  return o;
+}
+
+void expect_ok(const Outcome& o) {
+  for (std::size_t r = 0; r < o.errors.size(); ++r)
+    EXPECT_FALSE(o.errors[r]) << "rank " << r << ": " << message_of(o.errors[r]);
+}
+
+std::int64_t counter(const Outcome& o, int rank, Counter c) {
+  return o.counters[static_cast<std::size_t>(rank)][static_cast<std::size_t>(c)];
+}
+
+// ---------------------------------------------------------------------------------------------
+
+TEST(SealedRing, BitIdenticalToPlain) {
+  for (int p : {2, 3, 4}) {
+    for (auto mode : {AllGatherMode::PerHop, AllGatherMode::ForwardWire}) {
+      for (std::size_t seg : {std::size_t{0}, std::size_t{4096}}) {
+        for (std::size_t threads : {std::size_t{1}, std::size_t{2}}) {
+          for (std::size_t count : {std::size_t{0}, std::size_t{3}, std::size_t{10007}}) {
+            RingSetup s;
+            s.ranks = p;
+            s.mode = mode;
+            s.segment_bytes = seg;
+            s.threads = threads;
+            s.count = count;
+            s.buckets = 2;
+            const auto plain = run(s, false);
+            const auto sealed = run(s, true);
+            expect_ok(plain);
+            expect_ok(sealed);
+            const std::string where = "P=" + std::to_string(p) + " " + all_gather_mode_name(mode) +
+                                      " seg=" + std::to_string(seg) + " threads=" + std::to_string(threads) +
+                                      " count=" + std::to_string(count);
+            for (int r = 0; r < p; ++r) {
+              const auto& a = plain.data[static_cast<std::size_t>(r)];
+              const auto& b = sealed.data[static_cast<std::size_t>(r)];
+              ASSERT_EQ(a.size(), b.size()) << where;
+              EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)))
+                  << where << " rank " << r;
+              EXPECT_EQ(0, std::memcmp(a.data(), plain.data[0].data(), a.size() * sizeof(float))) << where;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(SealedRing, MessageCountsMatchDesign) {
+  for (int p : {2, 3, 4}) {
+    for (auto mode : {AllGatherMode::PerHop, AllGatherMode::ForwardWire}) {
+      RingSetup s;
+      s.ranks = p;
+      s.mode = mode;
+      s.count = static_cast<std::size_t>(p) * 256;  // every chunk non-empty, one message per chunk
+      s.buckets = 3;
+      const auto o = run(s);
+      expect_ok(o);
+      const std::int64_t seals = mode == AllGatherMode::PerHop ? 2 * (p - 1) : p;  // DESIGN.md §5
+      const std::int64_t opens = 2 * (p - 1);
+      for (int r = 0; r < p; ++r) {
+        EXPECT_EQ(counter(o, r, Counter::MessagesSealed), seals * s.buckets) << "P=" << p << " rank " << r;
+        EXPECT_EQ(counter(o, r, Counter::MessagesOpened), opens * s.buckets) << "P=" << p << " rank " << r;
+        EXPECT_EQ(counter(o, r, Counter::BytesOpened), opens * s.buckets * 256 * 4);
+      }
+      // Segments multiply both: 1 KiB segments cut each 1 KiB chunk... into one; 256 B into four.
+      s.segment_bytes = 256;
+      const auto seg = run(s);
+      expect_ok(seg);
+      for (int r = 0; r < p; ++r) EXPECT_EQ(counter(seg, r, Counter::MessagesSealed), 4 * seals * s.buckets);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The adversary on link 0 -> 1 of a 3-rank ring (chunks of 2 KiB, 1 KiB segments: two messages per hop).
+
+RingSetup fault_setup(FaultRule rule) {
+  RingSetup s;
+  s.ranks = 3;
+  s.count = 3 * 512;
+  s.segment_bytes = 1024;
+  s.timeout = 400ms;
+  rule.src = 0;
+  rule.dst = 1;
+  rule.tag = tags::kRing;
+  s.faults.add(rule);
+  return s;
+}
+
+void expect_names_message(const std::string& e, const std::string& reason) {
+  EXPECT_NE(e.find("rank 1: sealed message from rank 0 failed to open (" + reason), std::string::npos) << e;
+  EXPECT_NE(e.find("step 5, bucket 2, phase scatter_reduce, hop 0, chunk 0"), std::string::npos) << e;
+  EXPECT_EQ(e.find('\n'), std::string::npos) << "one line: " << e;
+}
+
+TEST(SealedFaults, FlippedBitIsATagMismatch) {
+  FaultRule rule{FaultKind::FlipBit};
+  rule.bit = 77;
+  const auto o = run(fault_setup(rule));
+  ASSERT_EQ(o.fired.size(), 1U);
+  EXPECT_TRUE(is<ChannelIntegrityError>(o.errors[1])) << message_of(o.errors[1]);
+  expect_names_message(message_of(o.errors[1]), "tag mismatch");
+  // Flipping a bit of the clear header is caught too (the header never decides how to open).
+  rule.bit = (1024 + SealedChannel::kOverhead) * 8 - 1;
+  const auto h = run(fault_setup(rule));
+  EXPECT_TRUE(is<ChannelIntegrityError>(h.errors[1])) << message_of(h.errors[1]);
+  expect_names_message(message_of(h.errors[1]), "clear header tampered");
+}
+
+TEST(SealedFaults, ReplayIsCaught) {
+  FaultRule rule{FaultKind::Replay};
+  rule.index = 1;  // segment 1 replaced by segment 0
+  const auto o = run(fault_setup(rule));
+  ASSERT_EQ(o.fired.size(), 1U);
+  EXPECT_TRUE(is<ChannelIntegrityError>(o.errors[1]));
+  const auto e = message_of(o.errors[1]);
+  EXPECT_NE(e.find("replayed or reordered: nonce counter 0, expected 1"), std::string::npos) << e;
+  EXPECT_NE(e.find("step 5, bucket 2, phase scatter_reduce, hop 0, chunk 0, segment 1"), std::string::npos)
+      << e;
+}
+
+TEST(SealedFaults, ReorderIsCaught) {
+  FaultRule rule{FaultKind::Reorder};
+  rule.index = 0;  // segments 0 and 1 swap
+  const auto o = run(fault_setup(rule));
+  ASSERT_EQ(o.fired.size(), 1U);
+  EXPECT_TRUE(is<ChannelIntegrityError>(o.errors[1]));
+  expect_names_message(message_of(o.errors[1]), "replayed or reordered");
+}
+
+TEST(SealedFaults, TruncationIsAnIntegrityFailure) {
+  FaultRule rule{FaultKind::Truncate};
+  rule.keep_bytes = 100;
+  const auto o = run(fault_setup(rule));
+  ASSERT_EQ(o.fired.size(), 1U);
+  EXPECT_TRUE(is<tee::IntegrityError>(o.errors[1])) << message_of(o.errors[1]);
+  const auto e = message_of(o.errors[1]);
+  EXPECT_NE(e.find("rank 1 got a short message from rank 0 (100 of 1052 bytes)"), std::string::npos) << e;
+  EXPECT_NE(e.find("step 5, bucket 2, phase scatter_reduce, hop 0, chunk 0"), std::string::npos) << e;
+  // Straight into the channel, a short wire is the channel's own error.
+  SealedChannelOptions opt;
+  opt.rank = 1;
+  opt.world_size = 2;
+  SealedChannel ch(opt, test_keys(1, 2));
+  std::vector<std::byte> wire(10), plain(16);
+  MessageContext c;
+  c.sender = 0;
+  c.receiver = 1;
+  try {
+    ch.open(c, wire, plain);
+    ADD_FAILURE() << "short wire opened";
+  } catch (const ChannelIntegrityError& err) {
+    EXPECT_NE(std::string(err.what()).find("short message: 10 of 44 wire bytes"), std::string::npos)
+        << err.what();
+  }
+}
+
+TEST(SealedFaults, DropTimesOutOrBreaksTheSequence) {
+  // The last message on link 0 -> 1 (all-gather hop 1, segment 1): nothing comes after it, so rank 1
+  // waits in vain and the timeout names the message.
+  FaultRule rule{FaultKind::Drop};
+  rule.index = 7;
+  const auto o = run(fault_setup(rule));
+  ASSERT_EQ(o.fired.size(), 1U);
+  EXPECT_TRUE(is<RunError>(o.errors[1])) << message_of(o.errors[1]);
+  const auto e = message_of(o.errors[1]);
+  EXPECT_NE(e.find("step 5, bucket 2, phase all_gather, hop 1, chunk 0, segment 1"), std::string::npos) << e;
+  EXPECT_NE(e.find("rank 1"), std::string::npos) << e;
+  EXPECT_NE(e.find("rank 0"), std::string::npos) << e;
+  // An earlier drop lets the next message slide into its place: an integrity failure, at once.
+  rule.index = 0;
+  const auto gap = run(fault_setup(rule));
+  EXPECT_TRUE(is<ChannelIntegrityError>(gap.errors[1])) << message_of(gap.errors[1]);
+  expect_names_message(message_of(gap.errors[1]), "replayed or reordered: nonce counter 1, expected 0");
+}
+
+TEST(SealedFaults, WrongLinkKeyFailsAtTheFirstMessage) {
+  RingSetup s;
+  s.ranks = 3;
+  s.timeout = 400ms;
+  s.tweak = [](int rank, SealedChannelOptions&, ChannelKeys& k) {
+    if (rank == 1) k.recv = test_secret("not the link key");
+  };
+  const auto o = run(s);
+  EXPECT_TRUE(is<ChannelIntegrityError>(o.errors[1]));
+  expect_names_message(message_of(o.errors[1]), "tag mismatch: tampered or wrong key");
+}
+
+TEST(SealedFaults, WrongGroupKeyFailsInForwardWire) {
+  RingSetup s;
+  s.ranks = 3;
+  s.mode = AllGatherMode::ForwardWire;
+  s.timeout = 400ms;
+  s.tweak = [](int rank, SealedChannelOptions&, ChannelKeys& k) {
+    if (rank == 2) k.group = test_secret("not the group key");
+  };
+  const auto o = run(s);
+  EXPECT_TRUE(is<ChannelIntegrityError>(o.errors[2])) << message_of(o.errors[2]);
+  const auto e = message_of(o.errors[2]);
+  EXPECT_NE(e.find("rank 2: sealed message from rank 1 failed to open (tag mismatch"), std::string::npos)
+      << e;
+  EXPECT_NE(e.find("phase all_gather"), std::string::npos) << e;
+  EXPECT_NE(e.find("receiver any"), std::string::npos) << e;
+}
+
+TEST(SealedFaults, WrongRunIdFails) {
+  RingSetup s;
+  s.timeout = 400ms;
+  s.tweak = [](int rank, SealedChannelOptions& o, ChannelKeys&) {
+    if (rank == 1) o.run_id[0] = 8;
+  };
+  const auto o = run(s);
+  EXPECT_TRUE(is<ChannelIntegrityError>(o.errors[1]));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Nonces and rekeying
+
+TEST(SealedNonces, NeverRepeatUnderOneKeyOverARun) {
+  for (auto mode : {AllGatherMode::PerHop, AllGatherMode::ForwardWire}) {
+    for (std::size_t threads : {std::size_t{1}, std::size_t{2}}) {
+      RingSetup s;
+      s.ranks = 4;  // P = 4: the barrier's distance-2 messages use the off-ring pair streams
+      s.mode = mode;
+      s.threads = threads;
+      s.segment_bytes = 1024;
+      s.count = 4 * 700;
+      s.steps = 12;
+      s.buckets = 2;
+      s.collectives = true;
+      s.record = true;
+      s.rekey.max_messages = 3;  // rotate every few messages: counters restart, keys must differ
+      const auto o = run(s);
+      expect_ok(o);
+      std::set<std::tuple<std::string, std::uint32_t, std::uint64_t>> seen;
+      std::set<std::string> keys;
+      std::size_t total = 0;
+      for (const auto& per_rank : o.nonces) {
+        for (const auto& n : per_rank) {
+          EXPECT_TRUE(seen.insert(std::make_tuple(n.key_fingerprint, n.origin, n.counter)).second)
+              << "nonce (" << n.origin << ", " << n.counter << ") repeated under key " << n.key_fingerprint;
+          keys.insert(n.key_fingerprint);
+          ++total;
+        }
+      }
+      EXPECT_GT(total, 500U);
+      EXPECT_GT(keys.size(), total / 4) << "rekeying every 3 messages must give many keys";
+      for (std::size_t r = 0; r < o.rekeys.size(); ++r) EXPECT_GT(o.rekeys[r], 10U);
+      // Results stay exact under all that rotation.
+      RingSetup plain = s;
+      plain.record = false;
+      const auto ref = run(plain, false);
+      for (std::size_t r = 0; r < o.data.size(); ++r) EXPECT_EQ(o.data[r], ref.data[r]);
+    }
+  }
+}
+
+TEST(SealedNonces, RekeyIsLockStepAndAMismatchFailsLoudly) {
+  RingSetup s;
+  s.ranks = 3;
+  s.segment_bytes = 512;
+  s.count = 3 * 1024;
+  s.rekey.max_bytes = 2048;  // every 4 segments
+  s.steps = 3;
+  const auto o = run(s);
+  expect_ok(o);
+  // Every rank seals as many messages on its send link as it opens on its receive link: same rekeys.
+  for (std::size_t r = 0; r < o.rekeys.size(); ++r) {
+    EXPECT_EQ(o.rekeys[r], o.rekeys[0]);
+    EXPECT_EQ(o.counters[r][static_cast<std::size_t>(Counter::Rekeys)], static_cast<int64_t>(o.rekeys[r]));
+  }
+  EXPECT_GT(o.rekeys[0], 4U);
+
+  // A receiver whose policy differs moves to another epoch at another message: the header says so.
+  s.timeout = 400ms;
+  s.tweak = [](int rank, SealedChannelOptions& opt, ChannelKeys&) {
+    if (rank == 1) opt.rekey.max_bytes = 4096;
+  };
+  const auto bad = run(s);
+  EXPECT_TRUE(is<ChannelIntegrityError>(bad.errors[1])) << message_of(bad.errors[1]);
+  EXPECT_NE(message_of(bad.errors[1]).find("wrong epoch: message says key epoch 1, expected 0"),
+            std::string::npos)
+      << message_of(bad.errors[1]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The channel on its own
+
+TEST(SealedChannelUnit, BatchesAreDeterministicAcrossThreadCounts) {
+  auto seal_all = [](std::size_t threads) {
+    SealedChannelOptions opt;
+    opt.world_size = 2;
+    opt.crypto_threads = threads;
+    opt.rekey.max_messages = 2;
+    SealedChannel ch(opt, test_keys(0, 2));
+    std::vector<std::byte> plain(64 * 100);
+    for (std::size_t i = 0; i < plain.size(); ++i) plain[i] = static_cast<std::byte>(i * 31);
+    std::vector<std::byte> wire(64 * (100 + SealedChannel::kOverhead));
+    std::vector<Channel::SealJob> jobs;
+    for (std::size_t i = 0; i < 64; ++i) {
+      MessageContext c;
+      c.chunk = static_cast<std::uint32_t>(i);
+      c.sender = 0;
+      c.receiver = 1;
+      jobs.push_back(
+          {c, std::span<const std::byte>(plain).subspan(i * 100, 100),
+           std::span(wire).subspan(i * (100 + SealedChannel::kOverhead), 100 + SealedChannel::kOverhead)});
+    }
+    for (int round = 0; round < 3; ++round) ch.seal_batch(jobs);  // 192 messages, 95 rekeys
+    return wire;
+  };
+  EXPECT_EQ(seal_all(1), seal_all(2));
+  EXPECT_EQ(seal_all(1), seal_all(3));
+}
+
+TEST(SealedChannelUnit, WireCarriesNoPlaintextAndOpensBack) {
+  SealedChannelOptions a;
+  a.world_size = 2;
+  SealedChannelOptions b = a;
+  b.rank = 1;
+  SealedChannel sender(a, test_keys(0, 2));
+  SealedChannel receiver(b, test_keys(1, 2));
+  EXPECT_EQ(sender.name(), "sealed(aes-256-gcm)");
+  std::vector<std::byte> plain(256, std::byte{0x41}), wire(256 + sender.overhead()), back(256);
+  MessageContext c;
+  c.step = 9;
+  c.sender = 0;
+  c.receiver = 1;
+  sender.seal(c, plain, wire);
+  EXPECT_EQ(std::search(wire.begin(), wire.end(), plain.begin(), plain.begin() + 16), wire.end());
+  receiver.open(c, wire, back);
+  EXPECT_EQ(back, plain);
+  // A context the receiver did not expect (another step) does not open, and the plaintext is wiped.
+  sender.seal(c, plain, wire);
+  c.step = 10;
+  EXPECT_THROW(receiver.open(c, wire, back), ChannelIntegrityError);
+  EXPECT_EQ(back, std::vector<std::byte>(256));
+  // A rank may not seal as another rank.
+  c.sender = 1;
+  c.receiver = 0;
+  EXPECT_THROW(sender.seal(c, plain, wire), RunError);
+}
+
+}  // namespace
+}  // namespace tt::comm

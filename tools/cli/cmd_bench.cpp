@@ -1,0 +1,201 @@
+// `teetrain bench allreduce|step`: the CLI's own benchmarks (targets live here and in
+// tests/bench, never in timed tests). Every report prints the machine and settings it ran with.
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+#include "comm/allreduce_bench.h"
+#include "comm/mpi_allreduce.h"
+#include "comm/mpi_transport.h"
+#include "data/token_loader.h"
+#include "engine/core/cpu/cpu_backend.h"
+#include "engine/core/error.h"
+#include "engine/core/rng.h"
+#include "engine/optimizer.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/model_registry.h"
+#include "tools/cli/validators.h"
+
+namespace tt::cli {
+namespace {
+
+struct AllreduceBenchOptions {
+  std::size_t min_bytes = std::size_t{1} << 10;
+  std::size_t max_bytes = std::size_t{256} << 20;
+  std::size_t factor = 4;
+  int warmup = 3;
+  int iters = 10;
+  std::vector<std::string> modes = {"ring", "mpi"};
+  int segment_kb = 1024;
+  std::string json;
+};
+
+void run_allreduce(const AllreduceBenchOptions& o) {
+  comm::MpiTransport transport(MPI_COMM_WORLD);
+  comm::BenchOptions bo;
+  bo.min_bytes = o.min_bytes;
+  bo.max_bytes = o.max_bytes;
+  bo.step_factor = o.factor;
+  bo.warmup = o.warmup;
+  bo.iters = o.iters;
+  bo.modes = o.modes;
+  bo.ring.segment_bytes = static_cast<std::size_t>(o.segment_kb) * 1024;
+  const bool root = transport.rank() == 0;
+  if (root) {
+    std::printf("# teetrain bench allreduce: %d ranks, sizes %zu..%zu B (x%zu), warmup %d, iters %d, ring segment %d KiB\n",
+                transport.size(), o.min_bytes, o.max_bytes, o.factor, o.warmup, o.iters, o.segment_kb);
+    std::printf("# busbw = algbw * 2(P-1)/P (nccl-tests convention); time = max over ranks, median over iterations\n");
+    std::printf("%s\n", comm::format_bench_header().c_str());
+  }
+  const auto records = comm::run_allreduce_bench(transport, transport.comm(), bo, nullptr, nullptr,
+                                                 [&](const comm::BenchRecord& r) {
+                                                   if (root) std::printf("%s\n", comm::format_bench_row(r).c_str());
+                                                   std::fflush(stdout);
+                                                 });
+  if (!root || o.json.empty()) return;
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& r : records) {
+    arr.push_back({{"mode", r.mode},
+                   {"ranks", r.ranks},
+                   {"bytes", r.bytes},
+                   {"iters", r.iters},
+                   {"time_us_median", r.time_us_median},
+                   {"time_us_min", r.time_us_min},
+                   {"time_us_max", r.time_us_max},
+                   {"time_us_p10", r.time_us_p10},
+                   {"time_us_p90", r.time_us_p90},
+                   {"algbw_gbps", r.algbw_gbps},
+                   {"busbw_gbps", r.busbw_gbps},
+                   {"correct", r.correct}});
+  }
+  std::ofstream f(o.json);
+  if (!f) throw InputError("--json " + o.json + ": cannot open for writing");
+  f << arr.dump(2) << '\n';
+}
+
+struct StepBenchOptions {
+  ModelOptions model{"gpt2"};
+  int batch = 4;
+  int seq = 64;
+  int threads = 2;
+  int steps = 5;
+  int warmup = 1;
+  std::string json;
+};
+
+long peak_rss_mib() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss / 1024;
+}
+
+// sgemm GFLOP/s of the backend at the model's largest square-ish matmul shape, as a ceiling.
+double sgemm_gflops(Backend& be, int N, int IC, int OC) {
+  DeviceBuffer a(be, sizeof(float) * static_cast<std::size_t>(N) * IC), w(be, sizeof(float) * static_cast<std::size_t>(OC) * IC),
+      out(be, sizeof(float) * static_cast<std::size_t>(N) * OC);
+  be.matmul_forward(out.as<float>(), a.as<float>(), w.as<float>(), nullptr, N, IC, OC);
+  const int reps = 5;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < reps; ++i) be.matmul_forward(out.as<float>(), a.as<float>(), w.as<float>(), nullptr, N, IC, OC);
+  be.synchronize();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return 2.0 * N * IC * OC * reps / s * 1e-9;
+}
+
+void run_step(const StepBenchOptions& o) {
+  std::unique_ptr<Backend> be = make_cpu_backend(o.threads);
+  std::unique_ptr<Model> model = make_model(*be, o.model);
+  model->init_params(1);
+  model->reserve(o.batch, o.seq);
+  std::unique_ptr<Optimizer> opt = make_optimizer(*be, OptimizerConfig{}, model->num_params());
+  const nlohmann::json mc = model_config_json(o.model);
+  const int vocab = mc["vocab"].get<int>();
+  Batch b;
+  b.B = o.batch;
+  b.T = o.seq;
+  Rng rng(7);
+  for (int i = 0; i < o.batch * o.seq; ++i) {
+    b.tokens.push_back(static_cast<int32_t>(rng.below(static_cast<uint64_t>(vocab))));
+    b.targets.push_back(static_cast<int32_t>(rng.below(static_cast<uint64_t>(vocab))));
+  }
+  std::vector<double> times, fwd, bwd, upd;
+  for (int s = 0; s < o.warmup + o.steps; ++s) {
+    const auto t0 = std::chrono::steady_clock::now();
+    model->zero_grad();
+    model->forward(b);
+    const auto t1 = std::chrono::steady_clock::now();
+    model->backward({});
+    const auto t2 = std::chrono::steady_clock::now();
+    opt->step(*model, 1e-4f, 1.0f, s + 1);
+    be->synchronize();
+    const auto t3 = std::chrono::steady_clock::now();
+    if (s < o.warmup) continue;
+    auto sec = [](auto a, auto c) { return std::chrono::duration<double>(c - a).count(); };
+    times.push_back(sec(t0, t3));
+    fwd.push_back(sec(t0, t1));
+    bwd.push_back(sec(t1, t2));
+    upd.push_back(sec(t2, t3));
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  const StepFlops f = model->flops(o.batch, o.seq);
+  const double step = median(times);
+  const double gflops = (f.forward + f.backward) / step * 1e-9;
+  const int C = mc["n_embd"].get<int>();
+  const double peak = sgemm_gflops(*be, o.batch * o.seq, C, 4 * C);
+  std::printf("# teetrain bench step: %s (%zu params), batch %d, seq %d, %d threads, %d timed steps (median)\n",
+              o.model.name.c_str(), model->num_params(), o.batch, o.seq, o.threads, o.steps);
+  std::printf("# backend: %s\n", be->describe().c_str());
+  std::printf("step %.3f s (forward %.3f, backward %.3f, optimizer %.3f) | %.1f GFLOP/step | %.1f GFLOP/s | "
+              "sgemm (%dx%dx%d) %.1f GFLOP/s -> %.0f%% of sgemm | peak RSS %ld MiB\n",
+              step, median(fwd), median(bwd), median(upd), (f.forward + f.backward) * 1e-9, gflops, o.batch * o.seq, C,
+              4 * C, peak, 100.0 * gflops / peak, peak_rss_mib());
+  if (!o.json.empty()) {
+    std::ofstream out(o.json);
+    if (!out) throw InputError("--json " + o.json + ": cannot open for writing");
+    out << nlohmann::json{{"model", mc},          {"batch", o.batch},         {"seq", o.seq},
+                          {"threads", o.threads}, {"step_s", step},           {"forward_s", median(fwd)},
+                          {"backward_s", median(bwd)}, {"optimizer_s", median(upd)}, {"gflops", gflops},
+                          {"sgemm_gflops", peak}, {"peak_rss_mib", peak_rss_mib()}, {"backend", be->describe()}}
+               .dump(2)
+        << '\n';
+  }
+}
+
+}  // namespace
+
+void register_bench(CLI::App& app) {
+  auto* bench = app.add_subcommand("bench", "Benchmarks: allreduce (our ring vs MPI), step (one training step)");
+  bench->require_subcommand(1);
+
+  auto ar = std::make_shared<AllreduceBenchOptions>();
+  auto* a = bench->add_subcommand("allreduce", "All-reduce bus bandwidth, nccl-tests style (run under mpirun)");
+  a->add_option("--min-bytes", ar->min_bytes, "Smallest message")->check(positive())->capture_default_str();
+  a->add_option("--max-bytes", ar->max_bytes, "Largest message")->check(positive())->capture_default_str();
+  a->add_option("--factor", ar->factor, "Size step factor")->check(CLI::Range(2, 16))->capture_default_str();
+  a->add_option("--warmup", ar->warmup, "Warm-up iterations per size")->check(non_negative())->capture_default_str();
+  a->add_option("--iters", ar->iters, "Timed iterations per size")->check(positive())->capture_default_str();
+  a->add_option("--modes", ar->modes, "Algorithms")->check(CLI::IsMember({"ring", "mpi"}))->delimiter(',')->capture_default_str();
+  a->add_option("--segment-kb", ar->segment_kb, "Ring segment size in KiB")->check(positive())->capture_default_str();
+  a->add_option("--json", ar->json, "Write the records as a JSON list to FILE");
+  a->callback([ar] { run_allreduce(*ar); });
+
+  auto st = std::make_shared<StepBenchOptions>();
+  auto* s = bench->add_subcommand("step", "Time one training step (forward, backward, AdamW) and report GFLOP/s");
+  add_model_options(s, st->model);
+  s->add_option("--batch", st->batch, "Batch")->check(positive())->capture_default_str();
+  s->add_option("--seq", st->seq, "Sequence length")->check(positive())->capture_default_str();
+  s->add_option("--threads", st->threads, "Threads")->check(positive())->capture_default_str();
+  s->add_option("--steps", st->steps, "Timed steps")->check(positive())->capture_default_str();
+  s->add_option("--warmup", st->warmup, "Untimed steps first")->check(non_negative())->capture_default_str();
+  s->add_option("--json", st->json, "Write the result as JSON to FILE");
+  s->callback([st] { run_step(*st); });
+}
+
+}  // namespace tt::cli
