@@ -4,11 +4,14 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "comm/mpi_allreduce.h"
 #include "comm/mpi_transport.h"
 #include "comm/ring_allreduce.h"
+#include "comm/sealed_channel.h"
+#include "comm/secure_session.h"
 #include "data/token_loader.h"
 #include "engine/checkpoint.h"
 #include "engine/core/cpu/cpu_backend.h"
@@ -63,6 +66,13 @@ Data open_data(const TrainOptions& o, int rank) {
   return d;
 }
 
+std::string tee_label(const TeeOptions& o, const TeeSwitches& ts) {
+  if (!ts.on) return "tee off";
+  return "tee " + o.mode + " (" + o.cipher + ", pipeline " + (ts.pipeline ? "on" : "off") + ", forward-ag " +
+         (ts.forward_ag ? "on" : "off") + ", crypto threads " + std::to_string(ts.crypto_threads) + ", ingress " +
+         (ts.direct_ingress ? "direct" : "bounce") + ")";
+}
+
 TrainConfig trainer_config(const TrainOptions& o, bool have_val) {
   TrainConfig tc;
   tc.steps = o.steps;
@@ -80,17 +90,50 @@ TrainConfig trainer_config(const TrainOptions& o, bool have_val) {
   return tc;
 }
 
+// In TEE mode: attest ring neighbours, agree keys, and build the one sealed channel that carries
+// every message between ranks from then on (gradients, broadcasts, agreement, replica checks).
+struct TeeSession {
+  std::optional<comm::SessionKeys> keys;
+  std::unique_ptr<comm::SealedChannel> channel;
+};
+
+TeeSession start_tee(comm::Transport& transport, const TeeOptions& o, const TeeSwitches& ts, const std::string& run_config,
+                     Profiler& profiler) {
+  TeeSession s;
+  if (!ts.on) return s;
+  comm::AttestConfig ac;
+  ac.run_config = run_config;
+  ac.device_key_pem = o.device_key;
+  if (!o.allow_list.empty()) ac.allowed_device_keys = comm::load_allow_list(o.allow_list);
+  s.keys = comm::establish_keys(transport, ac);
+  comm::SealedChannelOptions so;
+  so.rank = transport.rank();
+  so.world_size = transport.size();
+  so.cipher = ts.cipher;
+  so.rekey = tee::RekeyPolicy::from_megabytes(o.rekey_mb);
+  so.run_id = s.keys->run_id();
+  so.crypto_threads = static_cast<std::size_t>(ts.crypto_threads);
+  s.channel = comm::make_sealed_channel(*s.keys, so, &profiler);
+  return s;
+}
+
 void run_train(const TrainOptions& o) {
   validate(o);
+  const TeeSwitches ts = resolve_tee(o.tee);
+  if (ts.on && o.allreduce == "mpi") {
+    throw InputError("--allreduce mpi sends gradients in plaintext through MPI_Allreduce; use --allreduce ring with --tee");
+  }
   comm::MpiSession mpi(nullptr, nullptr);
   comm::MpiTransport transport(MPI_COMM_WORLD,
                                std::chrono::milliseconds(static_cast<long>(o.timeout_s * 1000.0)));
   const int rank = transport.rank();
   const int world = transport.size();
   Profiler profiler;
-  comm::PlainChannel channel;
-  DistContext dist(transport, channel, &profiler);
   const nlohmann::json run_json = train_options_json(o);
+  TeeSession tee_session = start_tee(transport, o.tee, ts, run_json.dump(), profiler);
+  comm::PlainChannel plain;
+  comm::Channel& channel = tee_session.channel ? static_cast<comm::Channel&>(*tee_session.channel) : plain;
+  DistContext dist(transport, channel, &profiler);
   dist.agree_config(run_json.dump());
 
   Data data = open_data(o, rank);
@@ -142,9 +185,11 @@ void run_train(const TrainOptions& o) {
   }
 
   // Gradient reduction: our ring (or MPI_Allreduce) on the reducer's communication thread.
-  comm::RingAllreduce ring(transport, channel,
-                           comm::RingOptions{static_cast<std::size_t>(o.segment_kb) * 1024, {}, comm::AllGatherMode::PerHop},
-                           &profiler);
+  // cc seals each chunk whole (no pipelining) and re-seals at every all-gather hop, as H100 CC does.
+  comm::RingOptions ro;
+  ro.segment_bytes = (ts.on && !ts.pipeline) ? 0 : static_cast<std::size_t>(o.segment_kb) * 1024;
+  ro.all_gather = ts.forward_ag ? comm::AllGatherMode::ForwardWire : comm::AllGatherMode::PerHop;
+  comm::RingAllreduce ring(transport, channel, ro, &profiler);
   AllreduceFn allreduce;
   if (o.allreduce == "mpi") {
     allreduce = [&](float* g, std::size_t n, long, int) { comm::mpi_allreduce_sum(transport.comm(), g, n); };
@@ -171,7 +216,7 @@ void run_train(const TrainOptions& o) {
     std::fprintf(stderr,
                  "teetrain train: %s (%zu params, %.2f GiB/rank) | %d rank(s) x %d thread(s) | %s | %zu bucket(s), "
                  "allreduce %s, overlap %s\n  data %s\n  backend %s\n",
-                 model->name().c_str(), model->num_params(), mem_gib, world, threads, "tee off", buckets.size(),
+                 model->name().c_str(), model->num_params(), mem_gib, world, threads, tee_label(o.tee, ts).c_str(), buckets.size(),
                  o.allreduce.c_str(), o.overlap.c_str(), data.train.describe().c_str(), backend->describe().c_str());
   }
 
@@ -201,6 +246,8 @@ void run_train(const TrainOptions& o) {
                         {"bucket_mb", o.bucket_mb},
                         {"buckets", buckets.size()},
                         {"overlap", o.overlap},
+                        {"tee", tee_json(o.tee)},
+                        {"rekeys", tee_session.channel ? tee_session.channel->rekeys() : 0},
                         {"bytes_sent", report["counters"]["bytes_sent"]},
                         {"phases", report["phases"]},
                         {"counters", report["counters"]},

@@ -54,6 +54,7 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
       ->check(non_negative())->capture_default_str();
   dp->add_option("--timeout", o.timeout_s, "Seconds to wait for a peer before stopping with an error naming it")
       ->check(positive())->capture_default_str();
+  add_tee_options(cmd, o.tee);
 }
 
 nlohmann::json train_options_json(const TrainOptions& o) {
@@ -80,7 +81,8 @@ nlohmann::json train_options_json(const TrainOptions& o) {
           {"bucket_mb", o.bucket_mb},
           {"overlap", o.overlap},
           {"segment_kb", o.segment_kb},
-          {"check_replicas", o.check_replicas}};
+          {"check_replicas", o.check_replicas},
+          {"tee", tee_json(o.tee)}};
 }
 
 }  // namespace tt::cli

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "tools/cli/model_registry.h"
+#include "tools/cli/tee_options.h"
 
 namespace tt::cli {
 
@@ -45,6 +46,7 @@ struct TrainOptions {
   int segment_kb = 1024;
   long check_replicas = 0;
   double timeout_s = 30;
+  TeeOptions tee;
 };
 
 void add_train_options(CLI::App* cmd, TrainOptions& o);

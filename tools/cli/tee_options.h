@@ -1,0 +1,44 @@
+// TEE-mode flags of `teetrain train` and their resolution into switches. `cc` emulates H100
+// confidential computing as Lee et al. measured it; `fast` is our TEE-aware design. Every
+// optimization of fast is also a switch of its own so an ablation can add them one at a time.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tee/aead.h"
+
+namespace tt::cli {
+
+struct TeeOptions {
+  std::string mode = "off";  // off | cc | fast
+  std::string cipher = "aes-256-gcm";
+  uint64_t rekey_mb = 65536;  // rotate link keys after this many MiB sealed per stream
+  // Switches: "auto" takes the mode's default (cc: all off; fast: all on).
+  std::string pipeline = "auto";        // segment pipelining inside ring chunks
+  std::string forward_ag = "auto";      // forward-ciphertext all-gather (owner seals once)
+  int crypto_threads = 0;               // 0: mode default (cc 1, fast 2)
+  std::string direct_ingress = "auto";  // open batches once (fast) vs the bounce path (cc)
+  std::string device_key;               // Ed25519 PEM; empty: fresh per run
+  std::string allow_list;               // file of allowed device public keys (hex, one per line)
+  std::string key_file = "data-cache/teetrain.key";  // master key for sealed data and checkpoints
+  bool allow_plain_data = false;
+};
+
+// The switches in force after resolving "auto" against the mode.
+struct TeeSwitches {
+  bool on = false;
+  bool cc = false;
+  bool pipeline = false;
+  bool forward_ag = false;
+  int crypto_threads = 1;
+  bool direct_ingress = true;
+  tee::Cipher cipher = tee::Cipher::Aes256Gcm;
+};
+
+void add_tee_options(CLI::App* cmd, TeeOptions& o);
+TeeSwitches resolve_tee(const TeeOptions& o);
+nlohmann::json tee_json(const TeeOptions& o);  // the resolved mode and switches (summary, config agreement)
+
+}  // namespace tt::cli
