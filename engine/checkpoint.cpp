@@ -54,6 +54,17 @@ std::string slot_name(const Optimizer& opt, std::size_t s) {
   return "momentum";
 }
 
+// Removes a half-written temporary step directory when save() leaves by an exception (a codec or
+// disk failure), so failed saves leave no debris; the last complete checkpoint is never touched.
+struct TmpDirGuard {
+  fs::path path;
+  bool armed = true;
+  ~TmpDirGuard() {
+    std::error_code ignored;
+    if (armed) fs::remove_all(path, ignored);
+  }
+};
+
 }  // namespace
 
 std::unique_ptr<FileCodec> make_plain_codec() { return std::make_unique<PlainCodec>(); }
@@ -78,6 +89,7 @@ fs::path CheckpointStore::save(Backend& backend, Model& model, Optimizer* optimi
   const fs::path tmp = dir_ / ("." + step_name(meta.step) + ".tmp." + std::to_string(::getpid()));
   fs::remove_all(tmp);
   fs::create_directories(tmp);
+  TmpDirGuard guard{tmp};
   const std::string sfx = codec_.suffix();
 
   codec_.write(tmp / ("model.safetensors" + sfx), encode_params_safetensors(backend, model, {{"format", "pt"}}), "model");
@@ -108,6 +120,7 @@ fs::path CheckpointStore::save(Backend& backend, Model& model, Optimizer* optimi
 
   fs::remove_all(final_dir);  // re-saving the same step (e.g. after a resume) replaces it
   fs::rename(tmp, final_dir);
+  guard.armed = false;
   sync_directory(dir_);
 
   const auto steps = complete_steps(dir_);

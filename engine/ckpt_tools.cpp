@@ -75,17 +75,19 @@ std::vector<fs::path> files_of(const fs::path& dir) {
 
 // The safetensors JSON header and where the tensor data starts (8 + header length).
 struct StHeader {
-  nlohmann::json json;
+  nlohmann::ordered_json json;  // file order, so inspect lists tensors as stored
   std::uint64_t data_offset = 0;
 };
 StHeader parse_st_header(const unsigned char* data, std::size_t size, const std::string& what) {
   if (size < 8) throw InputError(what + ": not a valid safetensors file (too short)");
   std::uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | data[i];
-  if (n > size - 8) throw InputError(what + ": not a valid safetensors file (header length exceeds the file)");
+  if (n > size - 8)
+    throw InputError(what + ": not a valid safetensors file (header length exceeds the file)");
   StHeader h;
   try {
-    h.json = nlohmann::json::parse(reinterpret_cast<const char*>(data) + 8, reinterpret_cast<const char*>(data) + 8 + n);
+    h.json = nlohmann::ordered_json::parse(reinterpret_cast<const char*>(data) + 8,
+                                           reinterpret_cast<const char*>(data) + 8 + n);
   } catch (const nlohmann::json::exception& e) {
     throw InputError(what + ": not a valid safetensors file (" + e.what() + ")");
   }
@@ -97,10 +99,12 @@ StHeader parse_st_header(const unsigned char* data, std::size_t size, const std:
 StHeader read_st_header(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   unsigned char len[8] = {};
-  if (!in.read(reinterpret_cast<char*>(len), 8)) throw InputError(p.string() + ": not a valid safetensors file");
+  if (!in.read(reinterpret_cast<char*>(len), 8))
+    throw InputError(p.string() + ": not a valid safetensors file");
   std::uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | len[i];
-  if (n > (std::uint64_t{1} << 30)) throw InputError(p.string() + ": not a valid safetensors file (huge header)");
+  if (n > (std::uint64_t{1} << 30))
+    throw InputError(p.string() + ": not a valid safetensors file (huge header)");
   std::vector<unsigned char> buf(8 + n);
   std::copy_n(len, 8, buf.begin());
   if (!in.read(reinterpret_cast<char*>(buf.data() + 8), static_cast<std::streamsize>(n)))
@@ -108,7 +112,7 @@ StHeader read_st_header(const fs::path& p) {
   return parse_st_header(buf.data(), buf.size(), p.string());
 }
 
-std::string tensor_summary(const nlohmann::json& header) {
+std::string tensor_summary(const nlohmann::ordered_json& header) {
   std::size_t tensors = 0;
   std::uint64_t floats = 0;
   std::string first;
@@ -120,11 +124,15 @@ std::string tensor_summary(const nlohmann::json& header) {
     }
     std::uint64_t numel = 1;
     std::string shape;
-    for (const auto& d : v.value("shape", nlohmann::json::array())) {
+    for (const auto& d : v.value("shape", nlohmann::ordered_json::array())) {
       numel *= d.get<std::uint64_t>();
-      shape += (shape.empty() ? "" : ",") + std::to_string(d.get<std::int64_t>());
+      if (!shape.empty()) shape.push_back(',');  // appends only: GCC 12's -Wrestrict misfires on a + b
+      shape.append(std::to_string(d.get<std::int64_t>()));
     }
-    if (tensors < 6) first += "\n      " + name + " " + v.value("dtype", "?") + "[" + shape + "]";
+    if (tensors < 6) {
+      first.append("\n      ").append(name).append(" ").append(v.value("dtype", "?"));
+      first.append("[").append(shape).append("]");
+    }
     ++tensors;
     floats += numel;
   }
@@ -137,7 +145,8 @@ std::string tensor_summary(const nlohmann::json& header) {
 std::string bytes_text(std::uint64_t n) {
   char buf[48];
   if (n >= (1u << 20)) {
-    std::snprintf(buf, sizeof buf, "%llu B (%.1f MiB)", static_cast<unsigned long long>(n), static_cast<double>(n) / (1 << 20));
+    std::snprintf(buf, sizeof buf, "%llu B (%.1f MiB)", static_cast<unsigned long long>(n),
+                  static_cast<double>(n) / (1 << 20));
   } else {
     std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(n));
   }
@@ -145,9 +154,10 @@ std::string bytes_text(std::uint64_t n) {
 }
 
 std::string sealed_header_text(const tee::SealedHeader& h) {
-  return "sealed: TTSEAL01 v" + std::to_string(tee::SealedHeader::kVersion) + ", " + std::string(tee::cipher_name(h.cipher)) +
-         ", key fingerprint " + tee::to_hex(h.key_fingerprint) + ", chunk " + bytes_text(h.chunk_size) + " x " +
-         std::to_string(h.chunk_count()) + ", plaintext " + bytes_text(h.plaintext_size) + "\n      metadata " +
+  return "sealed: TTSEAL01 v" + std::to_string(tee::SealedHeader::kVersion) + ", " +
+         std::string(tee::cipher_name(h.cipher)) + ", key fingerprint " + tee::to_hex(h.key_fingerprint) +
+         " (checkpoint key), chunk " + bytes_text(h.chunk_size) + " x " + std::to_string(h.chunk_count()) +
+         ", plaintext " + bytes_text(h.plaintext_size) + "\n      metadata " +
          (h.metadata.empty() ? std::string("(none)") : h.metadata) + " (unauthenticated until verify)";
 }
 
@@ -162,7 +172,8 @@ nlohmann::json parse_state(const std::vector<std::uint8_t>& bytes, const std::st
 std::vector<std::uint8_t> read_plain(const fs::path& p) {
   const std::vector<std::byte> b = read_file_bytes(p);
   std::vector<std::uint8_t> out(b.size());
-  std::transform(b.begin(), b.end(), out.begin(), [](std::byte x) { return std::to_integer<std::uint8_t>(x); });
+  std::transform(b.begin(), b.end(), out.begin(),
+                 [](std::byte x) { return std::to_integer<std::uint8_t>(x); });
   return out;
 }
 
@@ -194,12 +205,13 @@ std::string inspect_step(const fs::path& dir, const tee::SecretBytes* key) {
           out << "      step " << j.value("step", -1L) << " (decrypted with the given key)\n";
         }
       } else if (ends_with(name, ".safetensors")) {
-        out << "plain safetensors, " << bytes_text(fs::file_size(f)) << ", " << tensor_summary(read_st_header(f).json)
-            << "\n";
+        out << "plain safetensors, " << bytes_text(fs::file_size(f)) << ", "
+            << tensor_summary(read_st_header(f).json) << "\n";
       } else if (name == "state.json") {
         const nlohmann::json j = parse_state(read_plain(f), f.string());
-        out << "plain, step " << j.value("step", -1L) << ", samples consumed " << j.value("samples_consumed", 0ULL)
-            << ", params_sha256 " << j.value("params_sha256", "") << "\n";
+        out << "plain, step " << j.value("step", -1L) << ", samples consumed "
+            << j.value("samples_consumed", 0ULL) << ", params_sha256 " << j.value("params_sha256", "")
+            << "\n";
       } else if (name == kMarker) {
         const auto b = read_plain(f);
         std::string text(b.begin(), b.end());
@@ -236,7 +248,8 @@ auto as_integrity(const std::string& what, F&& f) {
 
 StepCheck check_step(const fs::path& dir, const tee::SecretBytes* key) {
   if (!fs::exists(dir / kMarker)) {
-    throw tee::IntegrityError(dir.string() + ": incomplete checkpoint (no COMPLETE marker): a save was interrupted");
+    throw tee::IntegrityError(dir.string() +
+                              ": incomplete checkpoint (no COMPLETE marker): a save was interrupted");
   }
   StepCheck c;
   nlohmann::json state;
@@ -246,11 +259,13 @@ StepCheck check_step(const fs::path& dir, const tee::SecretBytes* key) {
     if (name == kMarker) continue;
     std::uint64_t chunks = 0;
     const std::vector<std::uint8_t> bytes = read_any(f, key, &chunks);  // throws on a bad chunk
-    std::string line = "  " + f.filename().string() + ": " +
-                       (chunks > 0 ? "sealed, " + std::to_string(chunks) + " chunks ok" : std::string("plain"));
+    std::string line =
+        "  " + f.filename().string() + ": " +
+        (chunks > 0 ? "sealed, " + std::to_string(chunks) + " chunks ok" : std::string("plain"));
     if (ends_with(name, ".safetensors")) {
       const auto span = std::as_bytes(std::span(bytes.data(), bytes.size()));
-      const DecodedSafetensors st = as_integrity("checkpoint file", [&] { return safetensors_decode(span, f.string()); });
+      const DecodedSafetensors st =
+          as_integrity("checkpoint file", [&] { return safetensors_decode(span, f.string()); });
       line += ", " + std::to_string(st.tensors.size()) + " tensors parse";
       if (name == "model.safetensors") c.model = bytes;
     } else if (name == "state.json") {
@@ -263,16 +278,16 @@ StepCheck check_step(const fs::path& dir, const tee::SecretBytes* key) {
     ++c.files;
   }
   if (c.model.empty() || !have_state) {
-    throw tee::IntegrityError(dir.string() + ": checkpoint is missing " + (c.model.empty() ? "model.safetensors" : "state.json") +
-                              " (plain or sealed)");
+    throw tee::IntegrityError(dir.string() + ": checkpoint is missing " +
+                              (c.model.empty() ? "model.safetensors" : "state.json") + " (plain or sealed)");
   }
   // The directory name and the sealed state must agree: a renamed or swapped directory fails.
   const std::string dname = dir.filename().string();
   char expect[32];
   std::snprintf(expect, sizeof expect, "step_%08ld", state.value("step", -1L));
   if (dname.rfind("step_", 0) == 0 && dname != expect) {
-    throw tee::IntegrityError(dir.string() + ": state.json says step " + std::to_string(state.value("step", -1L)) +
-                              " but the directory is " + dname);
+    throw tee::IntegrityError(dir.string() + ": state.json says step " +
+                              std::to_string(state.value("step", -1L)) + " but the directory is " + dname);
   }
   // params_sha256 is SHA-256 of the flat parameter buffer; the model file's data section is that
   // buffer (tensors in parameter-table order, contiguous), so the two digests must match. This ties
@@ -282,9 +297,12 @@ StepCheck check_step(const fs::path& dir, const tee::SecretBytes* key) {
   const std::string digest = tee::to_hex(tee::sha256(data));
   const std::string recorded = state.value("params_sha256", "");
   if (!recorded.empty() && digest != recorded) {
-    throw tee::IntegrityError(dir.string() + ": model parameters hash to " + digest + " but state.json records " + recorded);
+    throw tee::IntegrityError(dir.string() + ": model parameters hash to " + digest +
+                              " but state.json records " + recorded);
   }
-  c.lines += "  params_sha256 " + (recorded.empty() ? digest + " (not recorded in state.json)" : digest + " matches state.json") + "\n";
+  c.lines += "  params_sha256 " +
+             (recorded.empty() ? digest + " (not recorded in state.json)" : digest + " matches state.json") +
+             "\n";
   return c;
 }
 

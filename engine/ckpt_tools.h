@@ -20,9 +20,9 @@ namespace tt {
 std::string inspect_checkpoint(const std::filesystem::path& path, const tee::SecretBytes* key = nullptr);
 
 struct VerifyReport {
-  std::string text;         // one line per file checked, and a verdict per step
-  int steps = 0;            // step directories verified
-  int files = 0;            // files checked
+  std::string text;          // one line per file checked, and a verdict per step
+  int steps = 0;             // step directories verified
+  int files = 0;             // files checked
   std::uint64_t chunks = 0;  // sealed chunks opened
 };
 

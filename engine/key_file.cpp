@@ -40,11 +40,13 @@ std::string_view key_purpose_label(KeyPurpose p) {
 std::string create_key_file(const fs::path& path, bool force) {
   std::error_code ec;
   if (!force && fs::exists(path, ec)) {
-    throw InputError(quoted(path) + " already exists; refusing to overwrite a key (data sealed under it would " +
+    throw InputError(quoted(path) +
+                     " already exists; refusing to overwrite a key (data sealed under it would " +
                      "become unreadable). Pass --force to replace it");
   }
   const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
-  if (!fs::is_directory(dir, ec)) throw InputError(quoted(path) + ": directory '" + dir.string() + "' does not exist");
+  if (!fs::is_directory(dir, ec))
+    throw InputError(quoted(path) + ": directory '" + dir.string() + "' does not exist");
 
   const tee::SecretBytes key = tee::SecretBytes::random(kMasterKeySize);
   const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
@@ -78,12 +80,14 @@ tee::SecretBytes load_key_file(const fs::path& path, const KeyWarningFn& warn) {
   tee::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) {
     if (errno == ENOENT) {
-      throw InputError(quoted(path) + " not found; create one with `teetrain keygen --out " + path.string() + "`");
+      throw InputError(quoted(path) + " not found; create one with `teetrain keygen --out " + path.string() +
+                       "`");
     }
     throw InputError(quoted(path) + ": cannot open (" + std::strerror(errno) + ")");
   }
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) throw InputError(quoted(path) + ": cannot stat (" + std::strerror(errno) + ")");
+  if (::fstat(fd.get(), &st) != 0)
+    throw InputError(quoted(path) + ": cannot stat (" + std::strerror(errno) + ")");
   if (!S_ISREG(st.st_mode)) throw InputError(quoted(path) + " is not a regular file");
   if (st.st_size != static_cast<off_t>(kMasterKeySize)) {
     throw InputError(quoted(path) + " holds " + std::to_string(st.st_size) + " bytes, expected exactly " +
@@ -92,8 +96,8 @@ tee::SecretBytes load_key_file(const fs::path& path, const KeyWarningFn& warn) {
   if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0 && warn) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    warn(quoted(path) + " is accessible by group or others (mode " + mode + "); run `chmod 600 " + path.string() +
-         "`");
+    warn(quoted(path) + " is accessible by group or others (mode " + mode + "); run `chmod 600 " +
+         path.string() + "`");
   }
   // Read straight into the SecretBytes: no other copy of the key is ever made.
   tee::SecretBytes key(kMasterKeySize);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <filesystem>
 #include <optional>
 #include <thread>
 
@@ -12,7 +13,10 @@
 #include "comm/ring_allreduce.h"
 #include "comm/sealed_channel.h"
 #include "comm/secure_session.h"
+#include "data/sealed_tokens.h"
 #include "data/token_loader.h"
+#include "engine/key_file.h"
+#include "engine/sealed_codec.h"
 #include "engine/checkpoint.h"
 #include "engine/core/cpu/cpu_backend.h"
 #include "engine/core/error.h"
@@ -46,24 +50,85 @@ void validate(const TrainOptions& o) {
   }
 }
 
-struct Data {
-  TokenDataset train;
-  std::unique_ptr<TokenDataset> val;
+// The run's data: plain token shards, or sealed shards opened inside the rank (TEE mode).
+struct DataSource {
+  std::unique_ptr<TokenDataset> plain_train, plain_val;
+  std::unique_ptr<SealedTokenDataset> sealed_train, sealed_val;
+  std::unique_ptr<TokenLoader> plain_train_loader, plain_val_loader;
+  std::unique_ptr<SealedTokenLoader> sealed_train_loader, sealed_val_loader;
+  BatchFn train, val;
+  std::string describe;
+  int vocab = 0;
 };
 
-Data open_data(const TrainOptions& o, int rank) {
-  Data d{TokenDataset::open(o.data, "train"), nullptr};
-  const int vocab = model_vocab(o.model);
-  if (d.train.vocab() > vocab) {
-    throw InputError("--data " + o.data + " holds vocabulary " + std::to_string(d.train.vocab()) + " but the model's is " +
-                     std::to_string(vocab) + "; use --vocab " + std::to_string(d.train.vocab()));
+DataSource open_data(const TrainOptions& o, const TeeSwitches& ts, const tee::SecretBytes* dataset_key, int rank,
+                     Profiler& profiler) {
+  DataSource d;
+  if (dataset_key != nullptr) {
+    const IngressOptions ing{ts.direct_ingress ? IngressMode::Direct : IngressMode::Bounce, ts.cipher,
+                             static_cast<uint32_t>(rank), o.ingress_gbps};
+    d.sealed_train = std::make_unique<SealedTokenDataset>(SealedTokenDataset::open(o.data, "train", *dataset_key, &profiler));
+    d.sealed_train_loader = std::make_unique<SealedTokenLoader>(*d.sealed_train, o.seq, o.seed, true, ing, &profiler);
+    d.train = [&l = *d.sealed_train_loader](Batch& b, uint64_t g, int n) { l.fill(b, g, n); };
+    if (!find_sealed_shards(o.data, "val").empty()) {
+      d.sealed_val = std::make_unique<SealedTokenDataset>(SealedTokenDataset::open(o.data, "val", *dataset_key, &profiler));
+      d.sealed_val_loader = std::make_unique<SealedTokenLoader>(*d.sealed_val, o.seq, o.seed, false, ing, &profiler);
+      d.val = [&l = *d.sealed_val_loader](Batch& b, uint64_t g, int n) { l.fill(b, g, n); };
+    }
+    d.describe = d.sealed_train->describe() + (ts.direct_ingress ? ", direct ingress" : ", bounce ingress");
+    d.vocab = d.sealed_train->vocab();
+  } else {
+    d.plain_train = std::make_unique<TokenDataset>(TokenDataset::open(o.data, "train"));
+    d.plain_train_loader = std::make_unique<TokenLoader>(*d.plain_train, o.seq, o.seed, true);
+    d.train = [&l = *d.plain_train_loader](Batch& b, uint64_t g, int n) { l.fill(b, g, n); };
+    try {
+      d.plain_val = std::make_unique<TokenDataset>(TokenDataset::open(o.data, "val"));
+      d.plain_val_loader = std::make_unique<TokenLoader>(*d.plain_val, o.seq, o.seed, false);
+      d.val = [&l = *d.plain_val_loader](Batch& b, uint64_t g, int n) { l.fill(b, g, n); };
+    } catch (const InputError&) {
+    }
+    d.describe = d.plain_train->describe();
+    d.vocab = d.plain_train->vocab();
   }
-  try {
-    d.val = std::make_unique<TokenDataset>(TokenDataset::open(o.data, "val"));
-  } catch (const InputError&) {
-    if (rank == 0) std::fprintf(stderr, "note: no validation split for --data %s; reporting training loss only\n", o.data.c_str());
+  if (!d.val && rank == 0) std::fprintf(stderr, "note: no validation split for --data %s; reporting training loss only\n", o.data.c_str());
+  const int vocab = model_vocab(o.model);
+  if (d.vocab > vocab) {
+    throw InputError("--data " + o.data + " holds vocabulary " + std::to_string(d.vocab) + " but the model's is " +
+                     std::to_string(vocab) + "; use --vocab " + std::to_string(d.vocab));
   }
   return d;
+}
+
+// Keys at rest. Rank 0 stands in for the data owner: it reads the master key file and releases the
+// dataset and checkpoint keys to every rank over the attested, sealed links — never in clear.
+struct AtRestKeys {
+  std::optional<tee::SecretBytes> dataset;
+  std::optional<tee::SecretBytes> checkpoint;
+};
+
+AtRestKeys release_keys(comm::Transport& transport, comm::SessionKeys& keys, const TeeOptions& o, bool sealed_data,
+                        bool need_ckpt_key) {
+  AtRestKeys k;
+  if (!sealed_data && !need_ckpt_key) return k;
+  std::optional<tee::SecretBytes> master;
+  if (transport.rank() == 0) {
+    if (!std::filesystem::exists(o.key_file)) {
+      throw InputError("--key-file " + o.key_file + ": no such key file; sealed data and TEE checkpoints need one " +
+                       "(create it with `teetrain keygen --out " + o.key_file + "`)");
+    }
+    master = load_key_file(o.key_file, [](const std::string& w) { std::fprintf(stderr, "teetrain: warning: %s\n", w.c_str()); });
+  }
+  if (sealed_data) {
+    std::optional<tee::SecretBytes> mine;
+    if (master) mine = derive_dataset_key(*master);
+    k.dataset = comm::release_secret(transport, keys, mine ? &*mine : nullptr, kMasterKeySize, "dataset key");
+  }
+  if (need_ckpt_key) {
+    std::optional<tee::SecretBytes> mine;
+    if (master) mine = derive_checkpoint_key(*master);
+    k.checkpoint = comm::release_secret(transport, keys, mine ? &*mine : nullptr, kMasterKeySize, "checkpoint key");
+  }
+  return k;
 }
 
 std::string tee_label(const TeeOptions& o, const TeeSwitches& ts) {
@@ -136,21 +201,23 @@ void run_train(const TrainOptions& o) {
   DistContext dist(transport, channel, &profiler);
   dist.agree_config(run_json.dump());
 
-  Data data = open_data(o, rank);
-  TokenLoader train_loader(data.train, o.seq, o.seed, /*shuffle=*/true);
-  std::unique_ptr<TokenLoader> val_loader;
-  if (data.val) val_loader = std::make_unique<TokenLoader>(*data.val, o.seq, o.seed, /*shuffle=*/false);
+  const bool sealed_data = ts.on && require_sealed_data(o.data, "train", o.tee.allow_plain_data);
+  const bool need_ckpt_key = ts.on && (o.save_every > 0 || !o.resume.empty());
+  const AtRestKeys at_rest = ts.on ? release_keys(transport, *tee_session.keys, o.tee, sealed_data, need_ckpt_key) : AtRestKeys{};
+  DataSource data = open_data(o, ts, at_rest.dataset ? &*at_rest.dataset : nullptr, rank, profiler);
 
   const int threads = default_threads(o.threads);
   std::unique_ptr<Backend> backend = make_cpu_backend(threads);
   std::unique_ptr<Model> model = make_model(*backend, o.model);
   model->init_params(o.seed);
-  TrainConfig tc = trainer_config(o, val_loader != nullptr);
+  TrainConfig tc = trainer_config(o, static_cast<bool>(data.val));
   tc.metrics_path = rank == 0 ? o.metrics : "";
   std::unique_ptr<Optimizer> optimizer = make_optimizer(*backend, tc.opt, model->num_params());
 
   // Checkpoints: rank 0 writes them (replicas are identical); every rank reads them on resume.
-  std::unique_ptr<FileCodec> codec = make_plain_codec();
+  // Checkpoints are sealed in TEE mode (the model, optimizer state and run state never rest in clear).
+  std::unique_ptr<FileCodec> codec =
+      at_rest.checkpoint ? make_sealed_codec(*at_rest.checkpoint, ts.cipher) : make_plain_codec();
   std::unique_ptr<CheckpointStore> store;
   if (o.save_every > 0 && rank == 0) store = std::make_unique<CheckpointStore>(o.ckpt_dir, o.keep, *codec);
   tc.save_checkpoint = [&](long step, uint64_t samples) {
@@ -217,14 +284,11 @@ void run_train(const TrainOptions& o) {
                  "teetrain train: %s (%zu params, %.2f GiB/rank) | %d rank(s) x %d thread(s) | %s | %zu bucket(s), "
                  "allreduce %s, overlap %s\n  data %s\n  backend %s\n",
                  model->name().c_str(), model->num_params(), mem_gib, world, threads, tee_label(o.tee, ts).c_str(), buckets.size(),
-                 o.allreduce.c_str(), o.overlap.c_str(), data.train.describe().c_str(), backend->describe().c_str());
+                 o.allreduce.c_str(), o.overlap.c_str(), data.describe.c_str(), backend->describe().c_str());
   }
 
   RankInfo ranks{rank, world, [&](double x) { return dist.mean(x); }};
-  auto train_fn = [&](Batch& b, uint64_t first, int count) { train_loader.fill(b, first, count); };
-  BatchFn val_fn;
-  if (val_loader) val_fn = [&](Batch& b, uint64_t first, int count) { val_loader->fill(b, first, count); };
-  Trainer trainer(*backend, *model, *optimizer, profiler, ranks, reducer.get(), tc, train_fn, val_fn);
+  Trainer trainer(*backend, *model, *optimizer, profiler, ranks, reducer.get(), tc, data.train, data.val);
   const TrainResult r = trainer.run(start_step, samples);
 
   const nlohmann::json report = gather_phase_report(dist, profiler, r.steps - start_step);

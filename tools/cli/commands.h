@@ -9,5 +9,8 @@ void register_prepare_text(CLI::App& app);
 void register_train(CLI::App& app);
 void register_sample(CLI::App& app);
 void register_bench(CLI::App& app);
+void register_attest(CLI::App& app);
+void register_keys(CLI::App& app);
+void register_ckpt(CLI::App& app);
 
 }  // namespace tt::cli

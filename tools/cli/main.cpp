@@ -33,6 +33,9 @@ int main(int argc, char** argv) {
   tt::cli::register_train(app);
   tt::cli::register_sample(app);
   tt::cli::register_bench(app);
+  tt::cli::register_attest(app);
+  tt::cli::register_keys(app);
+  tt::cli::register_ckpt(app);
   // Commands that talk between ranks run inside one MPI session, opened before they start so that
   // an error can still abort every rank (a lone rank that merely exited would leave its peers waiting).
   std::optional<tt::comm::MpiSession> mpi;

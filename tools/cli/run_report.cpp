@@ -8,6 +8,10 @@ nlohmann::json gather_phase_report(DistContext& dist, const Profiler& profiler, 
   const auto totals = profiler.phase_totals();
   std::vector<double> per_step(totals.begin(), totals.end());
   for (double& v : per_step) v /= static_cast<double>(std::max(1L, steps));
+  // The trainer times the whole batch fetch as data; sealed loaders also time their ingress part
+  // (opening, bounce path), so data is reported net of it and the phases still add up.
+  auto& data = per_step[static_cast<std::size_t>(Phase::Data)];
+  data = std::max(0.0, data - per_step[static_cast<std::size_t>(Phase::Ingress)]);
   const auto [mx, mean] = dist.max_and_mean(per_step);
   nlohmann::json phases = nlohmann::json::object();
   for (int i = 0; i < Profiler::kPhases; ++i) {

@@ -54,6 +54,8 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
       ->check(non_negative())->capture_default_str();
   dp->add_option("--timeout", o.timeout_s, "Seconds to wait for a peer before stopping with an error naming it")
       ->check(positive())->capture_default_str();
+  g->add_option("--ingress-gbps", o.ingress_gbps, "Cap sealed batch ingress at this many GB/s (3 emulates H100 CC; 0 = none)")
+      ->check(non_negative())->capture_default_str();
   add_tee_options(cmd, o.tee);
 }
 
@@ -82,6 +84,7 @@ nlohmann::json train_options_json(const TrainOptions& o) {
           {"overlap", o.overlap},
           {"segment_kb", o.segment_kb},
           {"check_replicas", o.check_replicas},
+          {"ingress_gbps", o.ingress_gbps},
           {"tee", tee_json(o.tee)}};
 }
 

@@ -46,6 +46,7 @@ struct TrainOptions {
   int segment_kb = 1024;
   long check_replicas = 0;
   double timeout_s = 30;
+  double ingress_gbps = 0;  // cap on batch ingress (e.g. 3 to emulate H100 CC's bounce buffers)
   TeeOptions tee;
 };
 

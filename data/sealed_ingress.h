@@ -1,0 +1,84 @@
+// How a batch crosses into the rank in TEE mode (DESIGN.md §2, §6: the "ingress" crossing).
+//
+// - Direct (`--tee fast`, Fastrack-style): the dataset key is released to the rank after
+//   attestation, so the rank opens the sealed chunks a batch needs itself: one open per chunk.
+// - Bounce (`--tee cc`, H100 CC emulation): the "CPU" (the confidential VM, holding the dataset key)
+//   opens the chunks, re-seals the assembled batch under a per-rank link key into a staging buffer
+//   in "shared memory" (the bounce buffer), and the "device" opens it into the rank's buffer. Every
+//   batch is therefore sealed once and opened twice more than in direct mode, as on H100 CC.
+//
+// An optional throttle caps the ingress rate (GB/s = 1e9 bytes/s), to emulate H100 CC's ~3 GB/s
+// encrypted host-to-device bandwidth on hardware whose memory copies are far faster.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "engine/core/profiler.h"
+#include "tee/aead.h"
+#include "tee/nonce.h"
+
+namespace tt {
+
+enum class IngressMode { Direct, Bounce };
+std::string_view ingress_mode_name(IngressMode m);  // "direct", "bounce"
+
+struct IngressOptions {
+  IngressMode mode = IngressMode::Direct;
+  tee::Cipher link_cipher = tee::Cipher::Aes256Gcm;  // cipher of the bounce path's staging seals
+  std::uint32_t rank = 0;                            // nonce origin of the staging seals
+  double gbps = 0;                                   // ingress rate cap in GB/s; 0 = none
+};
+
+// Paces a byte stream to at most `gbps` GB/s: a token bucket with no burst allowance. Each batch
+// "arrives" when the link has had time to carry it, counted from when the previous one arrived or
+// from when this one started moving, whichever is later; pace() sleeps until then. So crypto time
+// already spent counts towards the transfer, and the rate over any interval never exceeds the cap.
+class IngressThrottle {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit IngressThrottle(double gbps) : bytes_per_s_(gbps * 1e9) {}
+  bool enabled() const { return bytes_per_s_ > 0; }
+  void pace(std::uint64_t bytes, Clock::time_point started);
+
+ private:
+  double bytes_per_s_;
+  Clock::time_point ready_{};  // when the link finished carrying the previous batch
+};
+
+// The bounce path between the "CPU" and the "device" of one rank. The link key is random, made
+// here and never leaves this object: it stands for the session key H100 CC sets up between the
+// driver and the GPU. Nonces are (rank, counter), deterministic and never reused under the key;
+// the device side rebuilds the nonce and associated data from its own counter and the batch it
+// asked for, never from the staging buffer.
+class BounceLink {
+ public:
+  // Called on the staging buffer (ciphertext || tag) between seal and open: lets a test play the
+  // adversary who owns shared memory (flip, truncate, replay bytes).
+  using StagingHook = std::function<void(std::vector<std::uint8_t>& staging)>;
+
+  BounceLink(tee::Cipher cipher, std::uint32_t rank, Profiler* profiler);
+
+  // Seals `batch` (CPU side) into the staging buffer, then opens it back into `batch` (device
+  // side). (first_sample, count) name the batch in the associated data. Throws
+  // tee::IntegrityError ("ingress bounce buffer ... failed to open") if the staging bytes changed.
+  void transfer(tee::MutableByteView batch, std::uint64_t first_sample, int count);
+
+  void set_staging_hook(StagingHook hook) { hook_ = std::move(hook); }
+  std::uint64_t messages() const { return device_counter_; }
+
+ private:
+  std::optional<tee::Aead> cpu_;     // seals with the link key
+  std::optional<tee::Aead> device_;  // opens with the same key (its own cipher contexts)
+  tee::NonceSequence cpu_nonces_;
+  std::uint32_t rank_;
+  std::uint64_t device_counter_ = 0;   // the nonce counter the device expects next
+  std::vector<std::uint8_t> staging_;  // (bytes + 16) ciphertext || tag: the bounce buffer
+  Profiler* profiler_;
+  StagingHook hook_;
+};
+
+}  // namespace tt

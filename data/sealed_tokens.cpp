@@ -1,0 +1,343 @@
+#include "data/sealed_tokens.h"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <numeric>
+#include <system_error>
+
+#include "data/token_shard.h"
+#include "engine/core/error.h"
+#include "engine/core/rng.h"
+
+namespace tt {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string quoted(const fs::path& p) {
+  std::string s(1, '\'');
+  s.append(p.string());
+  s.push_back('\'');
+  return s;
+}
+
+bool has_glob_chars(const std::string& s) {
+  return s.find_first_of("*?[") != std::string::npos;
+}
+
+// Sorted regular files in `dir` whose name matches the fnmatch pattern (as in token_loader.cpp).
+std::vector<fs::path> match_in_dir(const fs::path& dir, const std::string& pattern) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  const fs::path d = dir.empty() ? fs::path(".") : dir;
+  if (!fs::is_directory(d, ec)) return out;
+  for (const auto& e : fs::directory_iterator(d, ec)) {
+    if (!e.is_regular_file()) continue;
+    const auto name = e.path().filename().string();
+    if (fnmatch(pattern.c_str(), name.c_str(), 0) == 0)
+      out.push_back(dir.empty() ? e.path().filename() : e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// JSON string escaping for file names in the clear metadata (quotes, backslashes, control bytes).
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(ch);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out.push_back(ch);
+    }
+  }
+  return out + "\"";
+}
+
+std::vector<std::uint8_t> read_raw(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw InputError("cannot open token shard " + quoted(p));
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+int32_t get_le32(const std::uint8_t* p) {
+  uint32_t u = 0;
+  for (int i = 0; i < 4; ++i) u |= static_cast<uint32_t>(p[i]) << (8 * i);
+  return static_cast<int32_t>(u);
+}
+
+std::string human_count(uint64_t n) {
+  char buf[32];
+  if (n >= 1000000) {
+    std::snprintf(buf, sizeof buf, "%.1fM", static_cast<double>(n) / 1e6);
+  } else if (n >= 1000) {
+    std::snprintf(buf, sizeof buf, "%.1fk", static_cast<double>(n) / 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(n));
+  }
+  return buf;
+}
+
+}  // namespace
+
+// ---- sealing ----
+
+std::vector<fs::path> list_token_shards(const std::string& spec) {
+  const fs::path p(spec);
+  std::error_code ec;
+  std::vector<fs::path> files;
+  if (fs::is_regular_file(p, ec)) {
+    files.push_back(p);
+  } else if (has_glob_chars(p.filename().string())) {
+    files = match_in_dir(p.parent_path(), p.filename().string());
+  } else if (fs::is_directory(p, ec)) {
+    files = match_in_dir(p, "*.bin");
+  } else {
+    files = match_in_dir(p.parent_path(), p.filename().string() + "_*.bin");
+  }
+  if (files.empty()) {
+    throw InputError("no token shards found at '" + spec +
+                     "' (a .bin file, a directory, a glob or a prefix); run `teetrain prepare-text` first");
+  }
+  return files;
+}
+
+std::vector<SealedShardInfo> seal_token_shards(const std::vector<fs::path>& inputs, const fs::path& out_dir,
+                                               const tee::SecretBytes& dataset_key, tee::Cipher cipher,
+                                               std::uint32_t chunk_size) {
+  if (chunk_size == 0 || chunk_size > tee::kMaxSealChunkSize) {
+    throw InputError("--chunk-size must be 1 .. 2^30 bytes (got " + std::to_string(chunk_size) + ")");
+  }
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) throw InputError("--out " + quoted(out_dir) + ": cannot create (" + ec.message() + ")");
+  std::vector<SealedShardInfo> out;
+  for (const fs::path& in : inputs) {
+    const TokenShard shard = read_token_shard(in);  // refuse to seal a malformed shard
+    const std::vector<std::uint8_t> bytes = read_raw(in);
+    SealedShardInfo info{in, out_dir / (in.filename().string() + kSealedSuffix), shard.tokens.size(),
+                         shard.recorded_vocab, 0};
+    tee::SealOptions opts;
+    opts.cipher = cipher;
+    opts.chunk_size = chunk_size;
+    opts.metadata =
+        std::string("{\"kind\":\"") + kTokenShardKind + "\",\"name\":" + json_string(in.filename().string()) +
+        ",\"tokens\":" + std::to_string(info.tokens) + ",\"vocab\":" + std::to_string(info.vocab) + "}";
+    tee::SealedFileWriter writer(info.output, dataset_key, opts);
+    writer.write(bytes);
+    writer.finish();
+    info.chunks = writer.header().chunk_count();
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+// ---- finding sealed data ----
+
+bool is_sealed_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::array<char, 8> magic{};
+  if (!in || !in.read(magic.data(), magic.size())) return false;
+  return std::string_view(magic.data(), magic.size()) == "TTSEAL01";
+}
+
+std::vector<fs::path> find_sealed_shards(const std::string& spec, const std::string& split) {
+  const fs::path p(spec);
+  std::error_code ec;
+  const std::string sfx = std::string(".bin") + kSealedSuffix;
+  std::vector<fs::path> files;
+  if (fs::is_regular_file(p, ec)) {
+    if (is_sealed_file(p)) files.push_back(p);
+  } else if (has_glob_chars(p.filename().string())) {
+    for (auto& f : match_in_dir(p.parent_path(), p.filename().string()))
+      if (is_sealed_file(f)) files.push_back(f);
+  } else if (fs::is_directory(p, ec)) {
+    files = match_in_dir(p, "*_" + split + sfx);
+    auto numbered = match_in_dir(p, "*_" + split + "_*" + sfx);
+    files.insert(files.end(), numbered.begin(), numbered.end());
+    std::sort(files.begin(), files.end());
+  } else {
+    const fs::path exact = spec + "_" + split + sfx;
+    if (fs::is_regular_file(exact, ec)) {
+      files.push_back(exact);
+    } else {
+      files = match_in_dir(p.parent_path(), p.filename().string() + "_" + split + "_*" + sfx);
+    }
+  }
+  return files;
+}
+
+bool require_sealed_data(const std::string& spec, const std::string& split, bool allow_plain) {
+  if (!find_sealed_shards(spec, split).empty()) return true;
+  if (!allow_plain) {
+    throw InputError("--data '" + spec +
+                     "': plain shards refused in TEE mode; seal them with `teetrain seal-data` " +
+                     "or pass --allow-plain-data");
+  }
+  return false;
+}
+
+// ---- SealedTokenDataset ----
+
+SealedTokenDataset::SealedTokenDataset(const std::vector<fs::path>& files,
+                                       const tee::SecretBytes& dataset_key, Profiler* profiler) {
+  if (files.empty()) throw InputError("no sealed token shards given; run `teetrain seal-data` first");
+  shards_.reserve(files.size());
+  for (const fs::path& f : files) {
+    Shard s{std::make_unique<SealedBlobReader>(f, dataset_key, profiler), 0};
+    const std::string what = "sealed token shard " + quoted(f);
+    if (s.reader->size() < kShardHeaderBytes) {
+      throw InputError(what + " holds " + std::to_string(s.reader->size()) +
+                       " bytes, less than a shard header");
+    }
+    // Opening the header chunk also authenticates the clear header (its digest is in every chunk's
+    // associated data), so the metadata checked below is genuine.
+    std::array<std::uint8_t, kShardHeaderBytes> h{};
+    s.reader->read(0, h);
+    if (s.reader->header().metadata.find(std::string("\"kind\":\"") + kTokenShardKind + "\"") ==
+        std::string::npos) {
+      throw InputError(what + " is not a token shard (metadata " + s.reader->header().metadata + ")");
+    }
+    const int32_t magic = get_le32(&h[0]);
+    const int32_t version = get_le32(&h[4]);
+    const int32_t count = get_le32(&h[8]);
+    const int32_t vocab = get_le32(&h[12]);
+    if (magic != kShardMagic || version != kShardVersion || count < 0 || vocab < 0 || vocab > 65536 ||
+        s.reader->size() != kShardHeaderBytes + 2 * static_cast<uint64_t>(count)) {
+      throw InputError(what + " holds a malformed token shard (magic " + std::to_string(magic) +
+                       ", version " + std::to_string(version) + ", " + std::to_string(count) +
+                       " tokens); re-seal it");
+    }
+    s.tokens = static_cast<uint64_t>(count);
+    const int v = vocab > 0 ? vocab : kGpt2Vocab;
+    if (!shards_.empty() && v != vocab_) {
+      throw InputError(what + " has vocabulary " + std::to_string(v) + " but " + quoted(files.front()) +
+                       " has " + std::to_string(vocab_) + "; shards of one dataset must share a vocabulary");
+    }
+    vocab_ = v;
+    shards_.push_back(std::move(s));
+  }
+}
+
+SealedTokenDataset SealedTokenDataset::open(const std::string& spec, const std::string& split,
+                                            const tee::SecretBytes& dataset_key, Profiler* profiler) {
+  auto files = find_sealed_shards(spec, split);
+  if (files.empty()) {
+    throw InputError(
+        "no sealed " + split + " token shards found at '" + spec +
+        "' (a .bin.sealed file, a directory, a glob or a prefix); run `teetrain seal-data` first");
+  }
+  return SealedTokenDataset(files, dataset_key, profiler);
+}
+
+uint64_t SealedTokenDataset::num_tokens() const {
+  uint64_t n = 0;
+  for (const auto& s : shards_) n += s.tokens;
+  return n;
+}
+
+std::string SealedTokenDataset::describe() const {
+  const std::string what =
+      shards_.size() == 1 ? shards_[0].reader->path().string() : std::to_string(shards_.size()) + " shards";
+  return what + " (sealed, " + human_count(num_tokens()) + " tokens, vocab " + std::to_string(vocab_) + ")";
+}
+
+void SealedTokenDataset::read_token_bytes(std::size_t shard, std::uint64_t first, tee::MutableByteView out) {
+  shards_.at(shard).reader->read(kShardHeaderBytes + 2 * first, out);
+}
+
+// ---- SealedTokenLoader ----
+
+SealedTokenLoader::SealedTokenLoader(SealedTokenDataset& data, int T, uint64_t seed, bool shuffle,
+                                     IngressOptions ingress, Profiler* profiler)
+    : data_(data), T_(T), seed_(seed), shuffle_(shuffle), profiler_(profiler), throttle_(ingress.gbps) {
+  if (T < 1) throw InputError("--seq must be at least 1 (got " + std::to_string(T) + ")");
+  // The window layout of TokenLoader: floor((n_i - 1) / T) windows of T+1 tokens with stride T.
+  shard_first_window_.push_back(0);
+  for (std::size_t i = 0; i < data.num_shards(); ++i) {
+    const uint64_t n = data.shard_tokens(i);
+    num_windows_ += n > 0 ? (n - 1) / static_cast<uint64_t>(T) : 0;
+    shard_first_window_.push_back(num_windows_);
+  }
+  if (num_windows_ == 0) {
+    throw InputError("data too small for --seq " + std::to_string(T) + ": " + data.describe() +
+                     " has no shard with the " + std::to_string(T + 1) + " tokens one sample needs");
+  }
+  if (num_windows_ > std::numeric_limits<uint32_t>::max()) {
+    throw InputError("data too large: " + std::to_string(num_windows_) +
+                     " windows exceed 2^32; use a larger --seq");
+  }
+  if (ingress.mode == IngressMode::Bounce) bounce_.emplace(ingress.link_cipher, ingress.rank, profiler);
+}
+
+// Must stay identical to TokenLoader::permutation (a test compares the two loaders batch by batch).
+const std::vector<uint32_t>& SealedTokenLoader::permutation(uint64_t epoch) {
+  if (!perm_.empty() && perm_epoch_ == epoch) return perm_;
+  perm_.resize(num_windows_);
+  std::iota(perm_.begin(), perm_.end(), 0u);
+  Rng rng(derive_seed(seed_, kDataStream, epoch));
+  for (uint64_t i = num_windows_ - 1; i > 0; --i) std::swap(perm_[i], perm_[rng.below(i + 1)]);
+  perm_epoch_ = epoch;
+  return perm_;
+}
+
+uint64_t SealedTokenLoader::window_of(uint64_t g) {
+  const uint64_t j = g % num_windows_;
+  return shuffle_ ? permutation(g / num_windows_)[j] : j;
+}
+
+void SealedTokenLoader::fill(Batch& out, uint64_t first_sample, int count) {
+  if (count < 0) throw InputError("batch size must be >= 0 (got " + std::to_string(count) + ")");
+  ScopedPhase timer(profiler_, Phase::Ingress);
+  const auto started = IngressThrottle::Clock::now();
+  const auto T = static_cast<std::size_t>(T_);
+  const std::size_t row = 2 * (T + 1);                     // bytes of one window
+  staging_.resize(static_cast<std::size_t>(count) * row);  // (B, T+1) uint16 LE
+
+  // Gather: open the chunks each window lies in (the "CPU" in bounce mode, the rank in direct mode).
+  for (int b = 0; b < count; ++b) {
+    const uint64_t w = window_of(first_sample + static_cast<uint64_t>(b));
+    const auto it = std::upper_bound(shard_first_window_.begin(), shard_first_window_.end(), w);
+    const auto shard = static_cast<std::size_t>(it - shard_first_window_.begin() - 1);
+    const uint64_t local = w - shard_first_window_[shard];
+    data_.read_token_bytes(shard, local * T,
+                           tee::MutableByteView(staging_).subspan(static_cast<std::size_t>(b) * row, row));
+  }
+  if (bounce_) bounce_->transfer(staging_, first_sample, count);
+  throttle_.pace(staging_.size(), started);
+
+  out.B = count;
+  out.T = T_;
+  out.tokens.resize(static_cast<std::size_t>(count) * T);   // (B, T)
+  out.targets.resize(static_cast<std::size_t>(count) * T);  // (B, T)
+  const auto vocab = static_cast<uint32_t>(data_.vocab());
+  for (int b = 0; b < count; ++b) {
+    const std::uint8_t* w = staging_.data() + static_cast<std::size_t>(b) * row;
+    int32_t* x = out.tokens.data() + static_cast<std::size_t>(b) * T;
+    int32_t* y = out.targets.data() + static_cast<std::size_t>(b) * T;
+    for (std::size_t t = 0; t <= T; ++t) {
+      const uint32_t tok = static_cast<uint32_t>(w[2 * t]) | (static_cast<uint32_t>(w[2 * t + 1]) << 8);
+      if (tok >= vocab) {
+        throw InputError("sealed token data holds token " + std::to_string(tok) +
+                         " outside its vocabulary of " + std::to_string(vocab) +
+                         "; re-create and re-seal the shards");
+      }
+      if (t < T) x[t] = static_cast<int32_t>(tok);
+      if (t > 0) y[t - 1] = static_cast<int32_t>(tok);
+    }
+  }
+}
+
+}  // namespace tt

@@ -1,0 +1,141 @@
+// Sealed token datasets (DESIGN.md §7) and the loader that serves batches from them in TEE mode.
+//
+// At rest: `teetrain seal-data` turns each llm.c token shard "x.bin" into "x.bin.sealed", a sealed
+// file whose plaintext is the unchanged shard bytes (1024-byte header + uint16 tokens) and whose
+// clear metadata is {"kind":"token-shard","name":"x.bin","tokens":N,"vocab":V}. The files are sealed
+// under the dataset key (engine/key_file.h: derive_dataset_key), never under the master key.
+//
+// In training: SealedTokenLoader serves exactly the batches TokenLoader serves for the same data,
+// T and seed (same windows, same epoch permutations; see data/token_loader.h), but reads each
+// window's bytes out of the sealed file on demand, opening only the chunks the window touches, and
+// moves the batch into the rank by the ingress mode of data/sealed_ingress.h.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "data/sealed_blob.h"
+#include "data/sealed_ingress.h"
+#include "engine/core/model.h"
+#include "engine/core/profiler.h"
+#include "tee/sealed_file.h"
+
+namespace tt {
+
+inline constexpr const char* kSealedSuffix = ".sealed";
+inline constexpr const char* kTokenShardKind = "token-shard";
+
+// ---- sealing (teetrain seal-data) ----
+
+// The plain shards `spec` names, for sealing every split at once: an existing file; a glob on the
+// file name; a directory (all its *.bin); or a prefix ("data-cache/fortunes" -> fortunes_*.bin).
+// Throws InputError if nothing matches.
+std::vector<std::filesystem::path> list_token_shards(const std::string& spec);
+
+struct SealedShardInfo {
+  std::filesystem::path input;
+  std::filesystem::path output;  // <out_dir>/<input file name>.sealed
+  std::uint64_t tokens = 0;
+  int vocab = 0;  // recorded vocabulary (0 = not recorded: GPT-2's)
+  std::uint64_t chunks = 0;
+};
+
+// Validates each shard (read_token_shard: InputError on a malformed one) and seals its bytes,
+// unchanged, into out_dir (created if missing). Each output appears atomically.
+std::vector<SealedShardInfo> seal_token_shards(const std::vector<std::filesystem::path>& inputs,
+                                               const std::filesystem::path& out_dir,
+                                               const tee::SecretBytes& dataset_key, tee::Cipher cipher,
+                                               std::uint32_t chunk_size = tee::kDefaultSealChunkSize);
+
+// ---- finding sealed data, refusing plain data in TEE mode ----
+
+// Resolves `spec` like TokenDataset::open, but to sealed shards: an existing sealed file; a glob;
+// a directory (its *_<split>.bin.sealed and *_<split>_*.bin.sealed); or a prefix
+// ("<spec>_<split>.bin.sealed", "<spec>_<split>_*.bin.sealed"). Empty if none.
+std::vector<std::filesystem::path> find_sealed_shards(const std::string& spec, const std::string& split);
+
+// True iff `spec` names sealed shards for `split`. For TEE mode: when it names plain data and
+// allow_plain is false, throws InputError ("plain shards refused in TEE mode; ..."); with
+// allow_plain it returns false and the caller loads plain data with TokenDataset.
+bool require_sealed_data(const std::string& spec, const std::string& split, bool allow_plain);
+
+// True iff `path` is a regular file that starts with the sealed-file magic.
+bool is_sealed_file(const std::filesystem::path& path);
+
+// ---- reading ----
+
+// Sealed shards opened for reading. Construction opens every file (checks the key fingerprint) and
+// the chunk holding each shard's 1024-byte header; tokens are read on demand. Not thread-safe.
+class SealedTokenDataset {
+ public:
+  // Throws InputError (missing file, not a token shard, malformed shard, mixed vocabularies) or
+  // tee::IntegrityError (wrong key, tampered header chunk).
+  SealedTokenDataset(const std::vector<std::filesystem::path>& files, const tee::SecretBytes& dataset_key,
+                     Profiler* profiler = nullptr);
+  static SealedTokenDataset open(const std::string& spec, const std::string& split,
+                                 const tee::SecretBytes& dataset_key, Profiler* profiler = nullptr);
+
+  std::size_t num_shards() const { return shards_.size(); }
+  std::uint64_t shard_tokens(std::size_t i) const { return shards_[i].tokens; }
+  int vocab() const { return vocab_; }
+  std::uint64_t num_tokens() const;
+  std::string describe() const;  // "data/fortunes_train.bin.sealed (sealed, 2.3M tokens, vocab 256)"
+
+  // Copies the little-endian bytes of tokens [first, first + count) of shard `shard` into `out`
+  // (out.size() == 2 * count). Opens only the chunks they lie in.
+  void read_token_bytes(std::size_t shard, std::uint64_t first, tee::MutableByteView out);
+
+ private:
+  struct Shard {
+    std::unique_ptr<SealedBlobReader> reader;  // a reader is not movable; the dataset is
+    std::uint64_t tokens = 0;
+  };
+  std::vector<Shard> shards_;
+  int vocab_ = 0;
+};
+
+// TokenLoader's sample stream over a SealedTokenDataset, with sealed ingress. Keeps a reference to
+// the dataset (which must outlive it, and which it reads through: one loader per dataset).
+class SealedTokenLoader {
+ public:
+  static constexpr uint64_t kDataStream = 0x64617461;  // "data": must equal TokenLoader::kDataStream
+
+  // Throws InputError if T < 1 or the data holds no window of T+1 tokens.
+  SealedTokenLoader(SealedTokenDataset& data, int T, uint64_t seed, bool shuffle, IngressOptions ingress = {},
+                    Profiler* profiler = nullptr);
+  SealedTokenLoader(SealedTokenDataset&&, int, uint64_t, bool, IngressOptions = {},
+                    Profiler* = nullptr) = delete;
+
+  uint64_t num_windows() const { return num_windows_; }
+  int seq_len() const { return T_; }
+  uint64_t window_of(uint64_t g);
+
+  // As TokenLoader::fill: out.tokens (B, T), out.targets (B, T) for samples
+  // [first_sample, first_sample + count). Time goes to Phase::Ingress.
+  void fill(Batch& out, uint64_t first_sample, int count);
+
+  // The bounce path (null in direct mode), e.g. for a test's staging hook.
+  BounceLink* bounce_link() { return bounce_ ? &*bounce_ : nullptr; }
+
+ private:
+  const std::vector<uint32_t>& permutation(uint64_t epoch);
+
+  SealedTokenDataset& data_;
+  int T_;
+  uint64_t seed_;
+  bool shuffle_;
+  Profiler* profiler_;
+  uint64_t num_windows_ = 0;
+  std::vector<uint64_t> shard_first_window_;  // (num_shards + 1) prefix sums of windows per shard
+  uint64_t perm_epoch_ = 0;
+  std::vector<uint32_t> perm_;  // (W) window order of epoch perm_epoch_
+  std::optional<BounceLink> bounce_;
+  IngressThrottle throttle_;
+  std::vector<std::uint8_t> staging_;  // (B, T+1) uint16 little-endian: the windows as stored
+};
+
+}  // namespace tt

@@ -1,0 +1,123 @@
+// The scaling model's arithmetic (DESIGN.md §5) and its fit, on synthetic runs.
+#include <gtest/gtest.h>
+
+#include "engine/core/cpu/cpu_backend.h"
+#include "models/gpt2/gpt2.h"
+#include "tools/cli/scaling_model.h"
+
+namespace tt::cli {
+namespace {
+
+TEST(ScalingModel, RingArithmetic) {
+  // One 4 MiB bucket, P = 4, whole chunks: 2(P-1) = 6 sends of 1 MiB.
+  const double mb = 1 << 20;
+  RingTraffic t = ring_traffic(4, 4 * mb, 1, 0, true, false);
+  EXPECT_DOUBLE_EQ(t.messages, 6);
+  EXPECT_DOUBLE_EQ(t.wire_bytes, 6 * mb);  // 2(P-1)/P x bucket
+  EXPECT_DOUBLE_EQ(t.seals, 6);
+  EXPECT_DOUBLE_EQ(t.seal_bytes, 6 * mb);
+  EXPECT_DOUBLE_EQ(t.open_bytes, 6 * mb);
+  // Forward-ciphertext all-gather seals P chunks (P-1 scatter hops + the owner's one).
+  t = ring_traffic(4, 4 * mb, 1, 0, true, true);
+  EXPECT_DOUBLE_EQ(t.seals, 4);
+  EXPECT_DOUBLE_EQ(t.seal_bytes, 4 * mb);
+  EXPECT_DOUBLE_EQ(t.open_bytes, 6 * mb);
+  // Segments of 256 KiB: 4 per chunk; 2 buckets double everything; TEE off seals nothing.
+  t = ring_traffic(4, 8 * mb, 2, 256 * 1024, false, false);
+  EXPECT_DOUBLE_EQ(t.messages, 2 * 6 * 4);
+  EXPECT_DOUBLE_EQ(t.wire_bytes, 12 * mb);
+  EXPECT_DOUBLE_EQ(t.seal_bytes, 0);
+  EXPECT_DOUBLE_EQ(ring_traffic(1, 8 * mb, 2, 0, true, false).messages, 0);
+  // P = 1024: per-rank bytes approach 2 x bucket while messages grow linearly.
+  t = ring_traffic(1024, 1024 * mb, 1, 0, false, false);
+  EXPECT_DOUBLE_EQ(t.messages, 2046);
+  EXPECT_NEAR(t.wire_bytes / (1024 * mb), 2.0, 0.01);
+}
+
+TEST(ScalingModel, BucketCount) {
+  const double mb = 1 << 20;
+  EXPECT_EQ(bucket_count(100 * mb, 0), 1);
+  EXPECT_EQ(bucket_count(0.5 * mb, 25), 1);
+  EXPECT_EQ(bucket_count(100 * mb, 25), 1 + 4);  // 1 MiB first, then 99 MiB in 25 MiB buckets
+  EXPECT_EQ(bucket_count(100 * mb, 1), 100);
+}
+
+RunPoint point(int P, int buckets, bool overlap) {
+  // Designated initialisers construct the strings in place (GCC 12 warns falsely on assigning them).
+  return RunPoint{.model = "m",
+                  .variant = "cc",
+                  .P = P,
+                  .buckets = buckets,
+                  .model_bytes = 64.0 * (1 << 20),
+                  .tee_on = true,
+                  .overlap = overlap,
+                  .compute_s = 0.5,
+                  .backward_s = 0.3};
+}
+
+TEST(ScalingModel, FitRecoversCostsFromSyntheticRuns) {
+  const Costs truth{50e-6, 1.0 / 5e9, 1.0 / 1e9, 0};
+  std::vector<RunPoint> runs;
+  for (int P : {2, 3, 4}) {
+    for (int b : {1, 3, 16, 64}) {
+      RunPoint r = point(P, b, false);
+      r.step_s = predict_step(truth, r);
+      runs.push_back(r);
+    }
+  }
+  // Per-hop sealing: crypto bytes = 2 x wire bytes, so the link cost comes from TEE-off runs.
+  const Costs c = fit_costs(runs, truth.beta);
+  EXPECT_NEAR(c.alpha, truth.alpha, truth.alpha * 1e-3);
+  EXPECT_DOUBLE_EQ(c.beta, truth.beta);
+  EXPECT_NEAR(c.gamma, truth.gamma, truth.gamma * 1e-3);
+  std::vector<RunPoint> off = runs;
+  for (auto& r : off) {
+    r.tee_on = false;
+    r.step_s = predict_step(truth, r);
+  }
+  const Costs o = fit_costs(off);
+  EXPECT_NEAR(o.alpha, truth.alpha, truth.alpha * 1e-3);
+  EXPECT_NEAR(o.beta, truth.beta, truth.beta * 1e-3);
+  EXPECT_EQ(o.gamma, 0.0);
+  for (const auto& r : runs) EXPECT_NEAR(predict_step(c, r), r.step_s, 1e-9);
+  // Overlap hides all but the last bucket under backward.
+  RunPoint r = point(4, 8, true);
+  const double ring = predict_step(truth, point(4, 8, false)) - 0.5;
+  EXPECT_NEAR(predict_step(truth, r), 0.5 + std::max(ring / 8, ring - 0.3), 1e-12);
+  // No negative costs even when the data say "faster with more traffic".
+  for (auto& x : runs) x.step_s = 1.0 - 0.01 * x.P;
+  const Costs n = fit_costs(runs);
+  EXPECT_GE(n.alpha, 0);
+  EXPECT_GE(n.beta, 0);
+  EXPECT_GE(n.gamma, 0);
+}
+
+TEST(EmulatedGpt2, TableMatchesTheRealModelWithoutAllocating) {
+  auto backend = make_cpu_backend(1);
+  const Gpt2Config cfg = Gpt2Config::preset("gpt2-mini");
+  Gpt2 real(*backend, cfg, "gpt2-mini");
+  const nlohmann::json mc = {{"name", "gpt2-mini"}, {"n_layer", cfg.n_layer}, {"n_head", cfg.n_head},
+                             {"n_embd", cfg.n_embd}, {"vocab", cfg.vocab_size}, {"context", cfg.context}};
+  EmulatedGpu gpu{gpu_spec("h100"), "bf16"};
+  const EmulatedModelConfig e = emulated_model_config(mc, gpu);
+  EXPECT_EQ(e.num_params, real.num_params());
+  ASSERT_EQ(e.params.size(), real.params().size());
+  for (std::size_t i = 0; i < e.params.size(); ++i) {
+    EXPECT_EQ(e.params[i].name, real.params()[i].name);
+    EXPECT_EQ(e.params[i].offset, real.params()[i].offset);
+    EXPECT_EQ(e.params[i].numel, real.params()[i].numel);
+    EXPECT_EQ(e.params[i].decay, real.params()[i].decay);
+  }
+  EXPECT_DOUBLE_EQ(e.flops(4, 64).forward, real.flops(4, 64).forward);
+  EmulatedModel m(*backend, e);
+  EXPECT_EQ(m.groups().size(), static_cast<std::size_t>(2 + cfg.n_layer + 1));
+  // gpt2-large: 774M parameters, aliased gradients.
+  const Gpt2Config large = Gpt2Config::preset("gpt2-large");
+  const nlohmann::json lc = {{"n_layer", large.n_layer}, {"n_head", large.n_head}, {"n_embd", large.n_embd},
+                             {"vocab", large.vocab_size}, {"context", large.context}};
+  EXPECT_EQ(emulated_model_config(lc, gpu).num_params, 774030080u);
+  EXPECT_GT(emulated_model_config(lc, gpu).grad_backing_bytes, 0u);
+}
+
+}  // namespace
+}  // namespace tt::cli

@@ -1,0 +1,139 @@
+// Sealed checkpoints through CheckpointStore + make_sealed_codec: round trip with a real model,
+// tampering, wrong key, and a save that fails halfway leaving the last good checkpoint intact.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "engine/core/error.h"
+#include "engine/key_file.h"
+#include "engine/sealed_codec.h"
+#include "tee/errors.h"
+#include "tee/sealed_file.h"
+#include "tests/engine/engine_test_util.h"
+
+namespace tt {
+namespace {
+
+namespace fs = std::filesystem;
+using enginetest::TempDir;
+using enginetest::TinyRun;
+
+TEST(SealedCheckpoint, RoundTripGivesIdenticalParamsAndOptimizerState) {
+  TempDir dir;
+  const tee::SecretBytes key = derive_checkpoint_key(tee::SecretBytes::random(32));
+  auto codec = make_sealed_codec(key, tee::Cipher::Aes256Gcm, 4096);  // small chunks: many per file
+  TinyRun a(11);
+  CheckpointStore store(dir.path(), 2, *codec);
+  const fs::path step = store.save(*a.backend, a.model, a.opt.get(), a.meta(5));
+  EXPECT_EQ(step.filename(), "step_00000005");
+  for (const char* f : {"model.safetensors.sealed", "optimizer.safetensors.sealed", "state.json.sealed"}) {
+    SCOPED_TRACE(f);
+    ASSERT_TRUE(fs::exists(step / f));
+    const tee::SealedHeader h = tee::read_sealed_header(step / f);
+    EXPECT_EQ(h.key_fingerprint, tee::key_fingerprint(key.view()));
+    EXPECT_NE(h.metadata.find("\"kind\""), std::string::npos);
+  }
+  EXPECT_FALSE(fs::exists(step / "model.safetensors"));
+
+  TinyRun b(99, /*step=*/false);  // different params, zero optimizer state
+  ASSERT_NE(a.params(), b.params());
+  const CheckpointMeta m = CheckpointStore::load(step, *codec, *b.backend, b.model, b.opt.get());
+  EXPECT_EQ(m.step, 5);
+  EXPECT_EQ(m.samples_consumed, 80u);
+  EXPECT_EQ(a.params(), b.params());
+  EXPECT_EQ(a.opt_state(), b.opt_state());
+  EXPECT_EQ(m.params_sha256, params_sha256(*b.backend, b.model));
+}
+
+TEST(SealedCheckpoint, TamperedFileFailsNamingFileAndChunk) {
+  TempDir dir;
+  const tee::SecretBytes key = tee::SecretBytes::random(32);
+  auto codec = make_sealed_codec(key, tee::Cipher::ChaCha20Poly1305, 4096);
+  TinyRun a(3);
+  CheckpointStore store(dir.path(), 1, *codec);
+  const fs::path step = store.save(*a.backend, a.model, a.opt.get(), a.meta(1));
+  const fs::path f = step / "model.safetensors.sealed";
+  const tee::SealedHeader h = tee::read_sealed_header(f);
+  enginetest::flip_byte(f, h.chunk_offset(2) + 100);
+  TinyRun b(4, false);
+  try {
+    CheckpointStore::load(step, *codec, *b.backend, b.model, b.opt.get());
+    FAIL() << "tampered checkpoint loaded";
+  } catch (const tee::IntegrityError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("model.safetensors.sealed"), std::string::npos) << what;
+    EXPECT_NE(what.find("chunk 2"), std::string::npos) << what;
+  }
+}
+
+TEST(SealedCheckpoint, WrongKeyAndMissingFileAreRefused) {
+  TempDir dir;
+  auto codec = make_sealed_codec(tee::SecretBytes::random(32));
+  auto other = make_sealed_codec(tee::SecretBytes::random(32));
+  TinyRun a(3, false);
+  CheckpointStore store(dir.path(), 1, *codec);
+  const fs::path step = store.save(*a.backend, a.model, nullptr, a.meta(2));
+  try {
+    CheckpointStore::read_meta(step, *other);
+    FAIL();
+  } catch (const tee::IntegrityError& e) {
+    EXPECT_NE(std::string(e.what()).find("key fingerprint mismatch"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(other->read(step / "nope.sealed"), InputError);
+  // A plain codec does not see a sealed checkpoint's files.
+  auto plain = make_plain_codec();
+  EXPECT_THROW(CheckpointStore::read_meta(step, *plain), InputError);
+}
+
+// Wraps a codec and throws when asked to write one kind of file: a crash or a full disk mid-save.
+class FailingCodec final : public FileCodec {
+ public:
+  FailingCodec(FileCodec& inner, std::string fail_kind) : inner_(inner), fail_kind_(std::move(fail_kind)) {}
+  std::string suffix() const override { return inner_.suffix(); }
+  void write(const fs::path& path, std::span<const std::byte> bytes, const std::string& kind) override {
+    if (kind == fail_kind_) throw RunError("injected failure writing " + path.string());
+    inner_.write(path, bytes, kind);
+  }
+  std::vector<std::byte> read(const fs::path& path) override { return inner_.read(path); }
+
+ private:
+  FileCodec& inner_;
+  std::string fail_kind_;
+};
+
+TEST(SealedCheckpoint, FailedSaveLeavesLastGoodCheckpointIntact) {
+  TempDir dir;
+  auto codec = make_sealed_codec(tee::SecretBytes::random(32), tee::Cipher::Aes256Gcm, 4096);
+  TinyRun a(21);
+  {
+    CheckpointStore store(dir.path(), 1, *codec);  // keep 1: a successful save would prune step 10
+    store.save(*a.backend, a.model, a.opt.get(), a.meta(10));
+  }
+  const std::vector<float> good = a.params();
+  const std::vector<char> good_model =
+      enginetest::read_all(dir / "step_00000010" / "model.safetensors.sealed");
+
+  TinyRun changed(22);  // different parameters for the failing save
+  FailingCodec failing(*codec, "optimizer");
+  CheckpointStore store(dir.path(), 1, failing);
+  EXPECT_THROW(store.save(*changed.backend, changed.model, changed.opt.get(), changed.meta(20)), RunError);
+
+  const auto steps = CheckpointStore::complete_steps(dir.path());
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].filename(), "step_00000010");
+  EXPECT_EQ(CheckpointStore::resolve(dir.path()), steps[0]);
+  EXPECT_EQ(enginetest::read_all(steps[0] / "model.safetensors.sealed"), good_model);
+  int entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir.path())) ++entries;
+  EXPECT_EQ(entries, 1) << "the failed save left a temporary directory behind";
+
+  TinyRun b(5, false);
+  const CheckpointMeta m = CheckpointStore::load(steps[0], *codec, *b.backend, b.model, b.opt.get());
+  EXPECT_EQ(m.step, 10);
+  EXPECT_EQ(b.params(), good);
+}
+
+}  // namespace
+}  // namespace tt

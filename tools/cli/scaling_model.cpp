@@ -1,0 +1,415 @@
+#include "tools/cli/scaling_model.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "engine/core/error.h"
+#include "models/gpt2/gpt2.h"
+
+namespace tt::cli {
+
+std::vector<ParamInfo> gpt2_param_table(int n_layer, int n_embd, int padded_vocab, int context) {
+  // Mirrors the layout documented in models/gpt2/gpt2.h (forward order, PyTorch shapes).
+  std::vector<ParamInfo> t;
+  std::size_t offset = 0;
+  auto add = [&](std::string name, std::vector<int64_t> shape) {
+    ParamInfo p;
+    p.name = std::move(name);
+    p.numel = 1;
+    for (int64_t d : shape) p.numel *= static_cast<std::size_t>(d);
+    p.shape = std::move(shape);
+    p.offset = offset;
+    p.decay = p.shape.size() >= 2;
+    offset += p.numel;
+    t.push_back(std::move(p));
+  };
+  const int64_t C = n_embd;
+  add("wte", {padded_vocab, C});
+  add("wpe", {context, C});
+  for (int l = 0; l < n_layer; ++l) {
+    const std::string h = "h." + std::to_string(l) + ".";
+    add(h + "ln_1.weight", {C});
+    add(h + "ln_1.bias", {C});
+    add(h + "attn.c_attn.weight", {3 * C, C});
+    add(h + "attn.c_attn.bias", {3 * C});
+    add(h + "attn.c_proj.weight", {C, C});
+    add(h + "attn.c_proj.bias", {C});
+    add(h + "ln_2.weight", {C});
+    add(h + "ln_2.bias", {C});
+    add(h + "mlp.c_fc.weight", {4 * C, C});
+    add(h + "mlp.c_fc.bias", {4 * C});
+    add(h + "mlp.c_proj.weight", {C, 4 * C});
+    add(h + "mlp.c_proj.bias", {C});
+  }
+  add("ln_f.weight", {C});
+  add("ln_f.bias", {C});
+  return t;
+}
+
+EmulatedModelConfig emulated_model_config(const nlohmann::json& mc, const EmulatedGpu& gpu) {
+  Gpt2Config c;
+  c.n_layer = mc.at("n_layer").get<int>();
+  c.n_head = mc.at("n_head").get<int>();
+  c.n_embd = mc.at("n_embd").get<int>();
+  c.vocab_size = mc.at("vocab").get<int>();
+  c.context = mc.at("context").get<int>();
+  c.validate();
+  EmulatedModelConfig e;
+  e.name = mc.value("name", "gpt2");
+  e.params = gpt2_param_table(c.n_layer, c.n_embd, c.padded_vocab(), c.context);
+  e.num_params = c.num_params();
+  e.flops = [c](int B, int T) { return Gpt2::flops_for(c, B, T); };
+  e.gpu = gpu;
+  e.grad_backing_bytes = default_grad_backing_bytes(e.num_params);
+  return e;
+}
+
+RingTraffic ring_traffic(int P, double model_bytes, int buckets, double segment_bytes, bool tee_on, bool forward_ag) {
+  RingTraffic t;
+  if (P <= 1 || buckets <= 0 || model_bytes <= 0) return t;
+  const double p = P;
+  const double bucket = model_bytes / buckets;
+  const double chunk = bucket / p;
+  const double segs = segment_bytes > 0 ? std::max(1.0, std::ceil(chunk / segment_bytes)) : 1.0;
+  const double hops = 2.0 * (p - 1.0);  // P-1 scatter-reduce + P-1 all-gather sends
+  t.messages = buckets * hops * segs;
+  t.wire_bytes = buckets * hops * chunk;
+  if (tee_on) {
+    // Forward-ciphertext all-gather: each rank seals its P-1 scatter-reduce hops and its own finished
+    // chunk once; per-hop re-seals at every all-gather hop too.
+    const double sealed_chunks = forward_ag ? p : hops;
+    t.seals = buckets * sealed_chunks * segs;
+    t.seal_bytes = buckets * sealed_chunks * chunk;
+    t.open_bytes = buckets * hops * chunk;
+  }
+  return t;
+}
+
+int bucket_count(double model_bytes, double bucket_mb) {
+  constexpr double kMiB = 1024.0 * 1024.0;
+  if (bucket_mb <= 0 || model_bytes <= 0) return 1;
+  const double first = std::min(kMiB, bucket_mb * kMiB);
+  if (model_bytes <= first) return 1;
+  return 1 + static_cast<int>(std::ceil((model_bytes - first) / (bucket_mb * kMiB)));
+}
+
+namespace {
+
+const nlohmann::json& field(const nlohmann::json& j, const char* key) {
+  if (!j.contains(key)) throw InputError(std::string("run summary has no '") + key + "' field (not a --summary file?)");
+  return j.at(key);
+}
+
+double phase_mean(const nlohmann::json& phases, const char* name) {
+  return phases.contains(name) ? phases.at(name).value("mean", 0.0) : 0.0;
+}
+
+std::string variant_of(const nlohmann::json& s) {
+  if (s.contains("variant")) return s["variant"].get<std::string>();
+  const nlohmann::json& tee = field(s, "tee");
+  const std::string mode = tee.value("mode", "off");
+  if (mode == "off") return mode;
+  const bool fast = mode == "fast";
+  const bool pipe = tee.value("pipeline", fast);
+  const bool fwd = tee.value("forward_ag", fast);
+  const int thr = tee.value("crypto_threads", fast ? 2 : 1);
+  if (pipe == fast && fwd == fast && thr == (fast ? 2 : 1)) return mode;
+  return mode + "[pipe=" + (pipe ? "on" : "off") + ",fwd=" + (fwd ? "on" : "off") + ",thr=" + std::to_string(thr) + "]";
+}
+
+// Solves the k x k system M x = b by Gaussian elimination with partial pivoting (k <= 3).
+std::vector<double> solve(std::vector<std::vector<double>> M, std::vector<double> b) {
+  const std::size_t k = b.size();
+  double diag = 0;
+  for (std::size_t c = 0; c < k; ++c) diag = std::max(diag, std::abs(M[c][c]));
+  const double tiny = diag * 1e-10;  // relative: collinear columns end up here after elimination
+  for (std::size_t c = 0; c < k; ++c) {
+    std::size_t piv = c;
+    for (std::size_t r = c + 1; r < k; ++r) {
+      if (std::abs(M[r][c]) > std::abs(M[piv][c])) piv = r;
+    }
+    std::swap(M[c], M[piv]);
+    std::swap(b[c], b[piv]);
+    if (std::abs(M[c][c]) <= tiny) continue;  // collinear column: leave its coefficient at 0
+    for (std::size_t r = c + 1; r < k; ++r) {
+      const double f = M[r][c] / M[c][c];
+      for (std::size_t j = c; j < k; ++j) M[r][j] -= f * M[c][j];
+      b[r] -= f * b[c];
+    }
+  }
+  std::vector<double> x(k, 0.0);
+  for (std::size_t c = k; c-- > 0;) {
+    if (std::abs(M[c][c]) <= tiny) continue;
+    double s = b[c];
+    for (std::size_t j = c + 1; j < k; ++j) s -= M[c][j] * x[j];
+    x[c] = s / M[c][c];
+  }
+  return x;
+}
+
+std::array<double, 3> features(const RunPoint& r) {
+  const RingTraffic t = traffic_of(r);
+  return {t.messages, t.wire_bytes, t.seal_bytes + t.open_bytes};
+}
+
+}  // namespace
+
+RunPoint run_point(const nlohmann::json& s) {
+  RunPoint r;
+  const nlohmann::json& config = field(s, "config");
+  r.model = config.contains("model") ? config["model"].value("name", "?") : s.value("model", "?");
+  r.variant = variant_of(s);
+  r.P = field(s, "world_size").get<int>();
+  r.bucket_mb = s.value("bucket_mb", 0.0);
+  r.buckets = s.value("buckets", 1);
+  r.model_bytes = static_cast<double>(field(s, "num_params").get<double>()) * 4.0;
+  const nlohmann::json& tee = field(s, "tee");
+  r.tee_on = tee.value("mode", "off") != "off";
+  r.forward_ag = tee.value("forward_ag", false);
+  const bool pipeline = tee.value("pipeline", false);
+  r.segment_bytes = (r.tee_on && !pipeline) ? 0.0 : config.value("segment_kb", 1024.0) * 1024.0;
+  r.overlap = s.value("overlap", "on") == "on";
+  r.step_s = field(s, "step_s_mean").get<double>();
+  const nlohmann::json& ph = field(s, "phases");
+  r.backward_s = phase_mean(ph, "backward");
+  r.compute_s = phase_mean(ph, "data") + phase_mean(ph, "ingress") + phase_mean(ph, "forward") + r.backward_s +
+                phase_mean(ph, "optimizer");
+  r.seal_s = phase_mean(ph, "seal");
+  r.open_s = phase_mean(ph, "open");
+  return r;
+}
+
+RingTraffic traffic_of(const RunPoint& r) {
+  return ring_traffic(r.P, r.model_bytes, r.buckets, r.segment_bytes, r.tee_on, r.forward_ag);
+}
+
+Costs fit_costs(const std::vector<RunPoint>& runs, double fixed_beta) {
+  Costs c;
+  c.points = static_cast<int>(runs.size());
+  if (runs.empty()) return c;
+  // Columns are scaled to a maximum of 1 so messages (~1e3) and bytes (~1e9) condition alike.
+  std::array<double, 3> scale{};
+  for (const auto& r : runs) {
+    const auto f = features(r);
+    for (std::size_t j = 0; j < 3; ++j) scale[j] = std::max(scale[j], f[j]);
+  }
+  if (fixed_beta >= 0) scale[1] = 0;  // the link column is known, not fitted
+  std::vector<std::size_t> active;
+  for (std::size_t j = 0; j < 3; ++j) {
+    if (scale[j] > 0) active.push_back(j);
+  }
+  std::array<double, 3> coef{};
+  // Active-set NNLS for at most three unknowns: solve, drop the most negative, repeat.
+  while (!active.empty()) {
+    const std::size_t k = active.size();
+    std::vector<std::vector<double>> M(k, std::vector<double>(k, 0.0));
+    std::vector<double> b(k, 0.0);
+    for (const auto& r : runs) {
+      const auto f = features(r);
+      const double y = r.step_s - r.compute_s - (fixed_beta >= 0 ? fixed_beta * f[1] : 0.0);
+      for (std::size_t a = 0; a < k; ++a) {
+        const double fa = f[active[a]] / scale[active[a]];
+        b[a] += fa * y;
+        for (std::size_t bb = 0; bb < k; ++bb) M[a][bb] += fa * f[active[bb]] / scale[active[bb]];
+      }
+    }
+    const auto x = solve(M, b);
+    std::size_t worst = k;
+    for (std::size_t a = 0; a < k; ++a) {
+      if (x[a] < 0 && (worst == k || x[a] < x[worst])) worst = a;
+    }
+    if (worst == k) {
+      for (std::size_t a = 0; a < k; ++a) coef[active[a]] = x[a] / scale[active[a]];
+      break;
+    }
+    active.erase(active.begin() + static_cast<std::ptrdiff_t>(worst));
+  }
+  c.alpha = coef[0];
+  c.beta = fixed_beta >= 0 ? fixed_beta : coef[1];
+  c.gamma = coef[2];
+  return c;
+}
+
+double predict_step(const Costs& c, const RunPoint& r) {
+  const auto f = features(r);
+  const double ring = c.alpha * f[0] + c.beta * f[1] + c.gamma * f[2];
+  const double exposed = r.overlap ? std::max(ring / std::max(1, r.buckets), ring - r.backward_s) : ring;
+  return r.compute_s + std::max(0.0, exposed);
+}
+
+std::vector<nlohmann::json> load_runs(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> files;
+  if (fs::is_directory(path)) {
+    if (fs::exists(fs::path(path) / "runs.jsonl")) {
+      files.push_back(fs::path(path) / "runs.jsonl");
+    } else {
+      for (const auto& e : fs::directory_iterator(path)) {
+        if (e.path().extension() == ".json") files.push_back(e.path());
+      }
+      std::sort(files.begin(), files.end());
+    }
+  } else {
+    files.push_back(path);
+  }
+  std::vector<nlohmann::json> out;
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    if (!in) throw InputError("--runs " + f.string() + ": cannot open");
+    if (f.extension() == ".jsonl") {
+      std::string line;
+      while (std::getline(in, line)) {
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        out.push_back(nlohmann::json::parse(line));
+      }
+    } else {
+      out.push_back(nlohmann::json::parse(in));
+    }
+  }
+  if (out.empty()) throw InputError("--runs " + path + ": no run summaries found (expected runs.jsonl or *.json)");
+  return out;
+}
+
+nlohmann::json run_scaling_model(const ModelQuery& q, bool print) {
+  std::vector<RunPoint> runs;
+  for (const auto& s : load_runs(q.runs)) {
+    if (s.value("world_size", 1) >= 1 && s.contains("phases")) runs.push_back(run_point(s));
+  }
+  std::map<std::string, std::vector<RunPoint>> by_variant;
+  for (const auto& r : runs) by_variant[r.variant].push_back(r);
+
+  nlohmann::json report = {{"costs", nlohmann::json::object()}, {"points", nlohmann::json::array()}};
+  std::map<std::string, Costs> costs;
+  // The link is the same whatever is sealed: fit it on the TEE-off runs first, then hold it fixed.
+  double link_beta = -1;
+  if (by_variant.count("off")) {
+    std::vector<RunPoint> multi;
+    for (const auto& r : by_variant["off"]) {
+      if (r.P > 1) multi.push_back(r);
+    }
+    if (!multi.empty()) link_beta = fit_costs(multi).beta;
+  }
+  for (const auto& [v, rs] : by_variant) {
+    // Multi-rank runs carry the information; P = 1 runs only pin down compute.
+    std::vector<RunPoint> multi;
+    for (const auto& r : rs) {
+      if (r.P > 1) multi.push_back(r);
+    }
+    costs[v] = fit_costs(multi, v == "off" ? -1.0 : link_beta);
+    const Costs& c = costs[v];
+    double seal_b = 0, seal_s = 0, open_b = 0, open_s = 0;
+    for (const auto& r : multi) {
+      const RingTraffic t = traffic_of(r);
+      seal_b += t.seal_bytes, seal_s += r.seal_s, open_b += t.open_bytes, open_s += r.open_s;
+    }
+    report["costs"][v] = {{"alpha_us", c.alpha * 1e6},
+                          {"link_gbs", c.beta > 0 ? 1e-9 / c.beta : 0.0},
+                          {"crypto_gbs", c.gamma > 0 ? 1e-9 / c.gamma : 0.0},
+                          {"seal_gbs_measured", seal_s > 0 ? seal_b / seal_s / 1e9 : 0.0},
+                          {"open_gbs_measured", open_s > 0 ? open_b / open_s / 1e9 : 0.0},
+                          {"points", c.points}};
+  }
+  if (print) {
+    std::printf("calibrated costs per TEE variant (fitted on P > 1 runs; 0 = not identifiable from these runs)\n");
+    std::printf("  %-28s %6s %12s %12s %12s %12s %12s\n", "variant", "runs", "alpha us", "link GB/s", "crypto GB/s",
+                "seal GB/s*", "open GB/s*");
+    for (const auto& [v, c] : report["costs"].items()) {
+      std::printf("  %-28s %6d %12.2f %12.3f %12.3f %12.3f %12.3f\n", v.c_str(), c["points"].get<int>(),
+                  c["alpha_us"].get<double>(), c["link_gbs"].get<double>(), c["crypto_gbs"].get<double>(),
+                  c["seal_gbs_measured"].get<double>(), c["open_gbs_measured"].get<double>());
+    }
+    std::printf("  (* measured: bytes / phase seconds summed over crypto threads)\n\npredicted vs measured step time\n");
+    std::printf("  %-12s %-28s %3s %8s %7s %11s %11s %8s\n", "model", "variant", "P", "bucketMB", "overlap", "measured s",
+                "predicted s", "error");
+  }
+  double abs_err_sum = 0;
+  int n_err = 0;
+  for (const auto& r : runs) {
+    const double pred = predict_step(costs[r.variant], r);
+    const double err = r.step_s > 0 ? (pred - r.step_s) / r.step_s : 0.0;
+    abs_err_sum += std::abs(err);
+    ++n_err;
+    report["points"].push_back({{"model", r.model}, {"variant", r.variant}, {"P", r.P}, {"bucket_mb", r.bucket_mb},
+                                {"overlap", r.overlap}, {"measured_s", r.step_s}, {"predicted_s", pred}, {"error", err}});
+    if (print) {
+      std::printf("  %-12s %-28s %3d %8.1f %7s %11.4f %11.4f %+7.1f%%\n", r.model.c_str(), r.variant.c_str(), r.P,
+                  r.bucket_mb, r.overlap ? "on" : "off", r.step_s, pred, 100 * err);
+    }
+  }
+  report["mean_abs_error"] = n_err ? abs_err_sum / n_err : 0.0;
+  if (print) std::printf("  mean |error| %.1f%% over %d runs\n", 100 * report["mean_abs_error"].get<double>(), n_err);
+
+  // Projection: the chosen model (default: the largest measured), compute from its P = 1 run when
+  // there is one (no core sharing), otherwise its fastest compute.
+  std::string model = q.model;
+  double best_bytes = -1;
+  for (const auto& r : runs) {
+    if (model.empty() && r.model_bytes > best_bytes) best_bytes = r.model_bytes;
+  }
+  if (model.empty()) {
+    for (const auto& r : runs) {
+      if (r.model_bytes == best_bytes) model = r.model;
+    }
+  }
+  const RunPoint* base = nullptr;
+  for (const auto& r : runs) {
+    if (r.model != model) continue;
+    if (base == nullptr || (r.P == 1 && base->P != 1) || (r.P == base->P && r.compute_s < base->compute_s)) base = &r;
+  }
+  if (base == nullptr) throw InputError("--model " + model + ": no measured run of it in " + q.runs);
+  std::vector<std::string> variants = q.variants;
+  if (variants.empty()) {
+    for (const auto& [v, rs] : by_variant) variants.push_back(v);
+  }
+  nlohmann::json proj = nlohmann::json::array();
+  if (print) {
+    std::printf("\nprojection: %s, bucket %.0f MiB, overlap %s, compute %.4f s/step (measured at P=%d)\n", model.c_str(),
+                q.bucket_mb, q.overlap ? "on" : "off", base->compute_s, base->P);
+    std::printf("  %6s", "P");
+    for (const auto& v : variants) std::printf(" %14s", v.c_str());
+    std::printf("   (step seconds%s)\n", by_variant.count("off") ? "; xN = slowdown vs off" : "");
+  }
+  for (int P : q.ranks) {
+    nlohmann::json row = {{"P", P}};
+    double off = 0;
+    for (const auto& v : variants) {
+      auto it = by_variant.find(v);
+      if (it == by_variant.end()) throw InputError("--tee " + v + ": no measured runs of this variant");
+      RunPoint r = *base;
+      const RunPoint& like = it->second.front();  // the variant's switches and segment size
+      r.variant = v;
+      r.P = P;
+      r.bucket_mb = q.bucket_mb;
+      r.buckets = bucket_count(r.model_bytes, q.bucket_mb);
+      r.overlap = q.overlap;
+      r.tee_on = like.tee_on;
+      r.forward_ag = like.forward_ag;
+      r.segment_bytes = like.segment_bytes;
+      const double s = predict_step(costs[v], r);
+      row[v] = s;
+      if (v == "off") off = s;
+    }
+    proj.push_back(row);
+    if (print) {
+      std::printf("  %6d", P);
+      for (const auto& v : variants) {
+        const double s = row[v].get<double>();
+        if (off > 0 && v != "off") {
+          std::printf(" %7.3f (x%4.1f)", s, s / off);
+        } else {
+          std::printf(" %14.3f", s);
+        }
+      }
+      std::printf("\n");
+    }
+  }
+  report["projection"] = {{"model", model}, {"bucket_mb", q.bucket_mb}, {"overlap", q.overlap}, {"rows", proj}};
+  return report;
+}
+
+}  // namespace tt::cli

@@ -1,0 +1,105 @@
+// The scaling model behind `teetrain model`: predicts the step time of data-parallel training for a
+// model, P ranks, a bucket size and a TEE variant from a few calibrated costs, and checks itself
+// against measured runs (a reproduce directory of --summary JSON).
+//
+// Per rank and step:   step = compute + exposed
+//   compute  = data + ingress + forward + backward + optimizer   (measured; does not depend on P)
+//   T_ring   = alpha * messages + beta * wire_bytes + gamma * crypto_bytes   (all buckets)
+//   exposed  = T_ring                                  (overlap off)
+//            = max(T_ring / buckets, T_ring - backward) (overlap on: all but the last bucket can
+//                                                        hide under backward)
+// alpha is the fixed cost of one message (post, match, seal/open set-up), beta the inverse link
+// bandwidth, gamma the inverse crypto bandwidth (seal + open bytes; it absorbs crypto threads and
+// pipelining, which is why it is calibrated per TEE variant). Traffic comes from the ring arithmetic
+// of DESIGN.md §5 (ring_traffic below), not from the counters, because the counters also include the
+// start-up broadcast. (alpha, beta, gamma) are fitted per variant by non-negative least squares on
+// step - compute, the TEE variants with the link cost of the `off` runs held fixed.
+#pragma once
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/core/model.h"
+#include "engine/emulated_model.h"
+
+namespace tt::cli {
+
+// For `train --compute emulate`: the EmulatedModel configuration of a GPT-2 described by
+// model_config_json() (keys n_layer, n_head, n_embd, vocab, context, name) — the real parameter
+// table and FLOP count, computed without building a Gpt2 (whose constructor would allocate and zero
+// parameters and gradients: 6 GiB per rank for gpt2-large). grad_backing_bytes gets
+// default_grad_backing_bytes(). The table is the same as Gpt2's (a test checks it).
+std::vector<ParamInfo> gpt2_param_table(int n_layer, int n_embd, int padded_vocab, int context);
+EmulatedModelConfig emulated_model_config(const nlohmann::json& model_config, const EmulatedGpu& gpu);
+
+// Per rank, per step, summed over the buckets.
+struct RingTraffic {
+  double messages = 0;      // messages sent (each segment is a message)
+  double wire_bytes = 0;    // bytes sent
+  double seal_bytes = 0;    // plaintext bytes sealed (0 with TEE off)
+  double open_bytes = 0;    // bytes opened
+  double seals = 0;         // seal operations
+};
+
+// Ring all-reduce of `model_bytes` cut into `buckets` equal buckets over P ranks. Each of a bucket's
+// P chunks travels in segments of `segment_bytes` (0: whole chunks). Per bucket and rank: 2(P-1)
+// chunk sends of bucket/P bytes; seals 2(P-1) chunks per hop, or P (P-1 scatter-reduce + 1 owner
+// seal) with forward-ciphertext all-gather; opens 2(P-1) chunks.
+RingTraffic ring_traffic(int P, double model_bytes, int buckets, double segment_bytes, bool tee_on, bool forward_ag);
+
+// Buckets the DDP reducer makes for `model_bytes` with a cap of bucket_mb MiB (first bucket 1 MiB;
+// 0 = one bucket). Approximate: parameters are never split, so the real count can differ by one.
+int bucket_count(double model_bytes, double bucket_mb);
+
+// One measured run, reduced to what the model needs.
+struct RunPoint {
+  std::string model;
+  std::string variant;  // "off", "cc", "fast", or an ablation label
+  int P = 1;
+  double bucket_mb = 0;
+  int buckets = 1;
+  double model_bytes = 0;
+  double segment_bytes = 0;  // 0 when chunks are sealed whole
+  bool tee_on = false;
+  bool forward_ag = false;
+  bool overlap = true;
+  double step_s = 0;
+  double compute_s = 0;
+  double backward_s = 0;
+  double seal_s = 0;  // measured seal / open seconds per step (mean over ranks), for the rates
+  double open_s = 0;
+};
+// From a --summary JSON (optionally with reproduce.py's "variant" field). Throws InputError naming
+// the missing field.
+RunPoint run_point(const nlohmann::json& summary);
+
+struct Costs {
+  double alpha = 0;  // s per message
+  double beta = 0;   // s per wire byte
+  double gamma = 0;  // s per crypto byte (seal + open)
+  int points = 0;    // runs it was fitted on
+};
+
+// Non-negative least squares of (step - compute) on (messages, wire_bytes, crypto_bytes). Columns
+// that are all zero (crypto with TEE off) get 0. With per-hop sealing the crypto bytes are exactly
+// twice the wire bytes, so link and crypto cannot be told apart from step times alone: pass
+// fixed_beta >= 0 (the link cost fitted on the TEE-off runs) to fit only alpha and gamma.
+Costs fit_costs(const std::vector<RunPoint>& runs, double fixed_beta = -1);
+double predict_step(const Costs& c, const RunPoint& r);
+RingTraffic traffic_of(const RunPoint& r);
+
+// The whole command: reads runs, fits, compares, projects. Returns the report as JSON and prints it
+// as tables when `print` is set.
+struct ModelQuery {
+  std::string runs;                 // reproduce directory (runs.jsonl) or a .jsonl / .json file
+  std::string model;                // project this model (default: the largest measured one)
+  double bucket_mb = 25;            // bucket size of the projection
+  bool overlap = true;
+  std::vector<std::string> variants;  // default: every variant measured
+  std::vector<int> ranks{8, 16, 32, 64, 128, 256, 512, 1024};
+};
+nlohmann::json run_scaling_model(const ModelQuery& q, bool print);
+std::vector<nlohmann::json> load_runs(const std::string& path);
+
+}  // namespace tt::cli
