@@ -26,6 +26,6 @@ for np in 2 4; do
   # Every message between ranks was sealed and opened: counters are non-zero and balanced.
   grep -q '"messages_sealed": \[' "$WORK/np${np}___tee_cc_.json" && passes=$((passes + 1)) || { echo "FAIL: no seal counters"; fails=$((fails + 1)); }
 done
-expect_exit 2 "allow-plain-data|seal-data" -- "$TT" train --model gpt2-tiny --data "$WORK/data/tiny" --steps 1 --tee fast
-expect_exit 2 "allreduce mpi" -- "$TT" train --model gpt2-tiny --data "$WORK/data/tiny" --steps 1 --tee cc --allreduce mpi --allow-plain-data
+expect_exit 2 "allow-plain-data|seal-data" -- "$TT" train --model gpt2-tiny --data "$WORK/data/tiny" --steps 1 --seq 16 --tee fast
+expect_exit 2 "allreduce mpi" -- "$TT" train --model gpt2-tiny --data "$WORK/data/tiny" --steps 1 --seq 16 --tee cc --allreduce mpi --allow-plain-data
 finish

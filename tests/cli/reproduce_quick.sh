@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Smoke test of tools/reproduce.py: a 2-step slice of the quick grid (real-compute ranks group, P = 1
+# and 2 only via --only ranks) produces runs.jsonl, runs.csv and report.md; a failing run makes the
+# script exit non-zero and print the failing command. Usage: reproduce_quick.sh path/to/teetrain
+source "$(dirname "$0")/lib.sh" "$@"
+PY=/usr/bin/python3
+[[ -x $PY ]] || PY=python3
+REPRO="$(dirname "$0")/../../tools/reproduce.py"
+make_corpus
+
+out="$WORK/repro"
+if "$PY" "$REPRO" --quick --only ranks --no-emulate --steps 2 --batch 2 --seq 32 --bin "$TT" \
+    --data "$WORK/data/tiny" --out "$out" >"$WORK/log" 2>&1; then
+  n=$(wc -l <"$out/runs.jsonl")
+  if [[ $n -ne 9 ]]; then echo "FAIL: runs.jsonl has $n runs, expected 9"; fails=$((fails + 1)); else passes=$((passes + 1)); fi
+  for f in runs.csv report.md; do
+    if [[ -s $out/$f ]]; then passes=$((passes + 1)); else echo "FAIL: no $f"; fails=$((fails + 1)); fi
+  done
+  if grep -q "Slowdown vs ranks" "$out/report.md" && grep -q "8.68x" "$out/report.md"; then
+    passes=$((passes + 1))
+  else
+    echo "FAIL: report.md lacks the ranks table or the paper's figures"; fails=$((fails + 1))
+  fi
+else
+  echo "FAIL: reproduce.py exited non-zero"; tail -30 "$WORK/log"; fails=$((fails + 1))
+fi
+
+# A failing run (batch 0 is bad input) must stop the script loudly.
+rc=0
+"$PY" "$REPRO" --quick --only ranks --no-emulate --steps 2 --batch 0 --bin "$TT" --data "$WORK/data/tiny" \
+  --out "$WORK/bad" >"$WORK/badlog" 2>&1 || rc=$?
+if [[ $rc -ne 0 ]] && grep -q "RUN FAILED" "$WORK/badlog" && grep -q "command:" "$WORK/badlog"; then
+  passes=$((passes + 1))
+else
+  echo "FAIL: a failing run did not fail the script loudly (rc $rc)"; fails=$((fails + 1))
+fi
+
+echo "reproduce_quick: $passes passed, $fails failed"
+[[ $fails -eq 0 ]]
