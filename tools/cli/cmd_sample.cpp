@@ -7,6 +7,8 @@
 #include "engine/core/cpu/cpu_backend.h"
 #include "engine/core/error.h"
 #include "engine/core/rng.h"
+#include "engine/key_file.h"
+#include "engine/sealed_codec.h"
 #include "models/gpt2/gpt2.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/validators.h"
@@ -23,6 +25,7 @@ struct SampleOptions {
   int top_k = 40;
   uint64_t seed = 42;
   int threads = 0;
+  std::string key_file;  // for sealed (TEE-mode) checkpoints
 };
 
 ModelOptions model_from_checkpoint(const nlohmann::json& cfg, const std::string& where) {
@@ -61,6 +64,10 @@ int draw(const std::vector<float>& logits, float temperature, int top_k, Rng& rn
 
 void run_sample(const SampleOptions& o) {
   std::unique_ptr<FileCodec> codec = make_plain_codec();
+  if (!o.key_file.empty()) {
+    const tee::SecretBytes master = load_key_file(o.key_file);
+    codec = make_sealed_codec(derive_checkpoint_key(master));
+  }
   const auto dir = CheckpointStore::resolve(o.ckpt);
   const CheckpointMeta meta = CheckpointStore::read_meta(dir, *codec);
   const ModelOptions mo = model_from_checkpoint(meta.config, dir.string());
@@ -103,6 +110,7 @@ void register_sample(CLI::App& app) {
   cmd->add_option("--top-k", o->top_k, "Sample from the k most likely bytes")->check(positive())->capture_default_str();
   cmd->add_option("--seed", o->seed, "Sampling seed")->capture_default_str();
   cmd->add_option("--threads", o->threads, "Compute threads (0 = 2)")->check(non_negative());
+  cmd->add_option("--key-file", o->key_file, "Master key file, for a sealed (TEE-mode) checkpoint");
   cmd->callback([o] { run_sample(*o); });
 }
 
