@@ -10,6 +10,7 @@ PACKAGES=(
   libopenblas-dev                     # sgemm for the CPU backend
   libgtest-dev libbenchmark-dev       # tests and benchmarks
   libcli11-dev nlohmann-json3-dev     # command line and JSON
+  zlib1g-dev                          # gzipped idx image files
   fortunes                            # bundled English text corpus (/usr/share/games/fortunes)
   dataset-fashion-mnist               # image dataset (/usr/share/datasets/fashion-mnist)
 )

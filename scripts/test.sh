@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_pml=ob1
+# Idle OpenMP threads sleep: test binaries share 2 cores with MPI ranks and comm threads.
+export OMP_WAIT_POLICY=passive
 jobs="${TEETRAIN_JOBS:-$(nproc)}"
 
 echo "== release build and tests"

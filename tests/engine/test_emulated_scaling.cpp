@@ -96,7 +96,7 @@ TEST(EmulatedGpt2, TableMatchesTheRealModelWithoutAllocating) {
   auto backend = make_cpu_backend(1);
   const Gpt2Config cfg = Gpt2Config::preset("gpt2-mini");
   Gpt2 real(*backend, cfg, "gpt2-mini");
-  const nlohmann::json mc = {{"name", "gpt2-mini"}, {"n_layer", cfg.n_layer}, {"n_head", cfg.n_head},
+  const nlohmann::json mc = {{"name", "gpt2-mini"},  {"n_layer", cfg.n_layer},  {"n_head", cfg.n_head},
                              {"n_embd", cfg.n_embd}, {"vocab", cfg.vocab_size}, {"context", cfg.context}};
   EmulatedGpu gpu{gpu_spec("h100"), "bf16"};
   const EmulatedModelConfig e = emulated_model_config(mc, gpu);
@@ -113,8 +113,11 @@ TEST(EmulatedGpt2, TableMatchesTheRealModelWithoutAllocating) {
   EXPECT_EQ(m.groups().size(), static_cast<std::size_t>(2 + cfg.n_layer + 1));
   // gpt2-large: 774M parameters, aliased gradients.
   const Gpt2Config large = Gpt2Config::preset("gpt2-large");
-  const nlohmann::json lc = {{"n_layer", large.n_layer}, {"n_head", large.n_head}, {"n_embd", large.n_embd},
-                             {"vocab", large.vocab_size}, {"context", large.context}};
+  const nlohmann::json lc = {{"n_layer", large.n_layer},
+                             {"n_head", large.n_head},
+                             {"n_embd", large.n_embd},
+                             {"vocab", large.vocab_size},
+                             {"context", large.context}};
   EXPECT_EQ(emulated_model_config(lc, gpu).num_params, 774030080u);
   EXPECT_GT(emulated_model_config(lc, gpu).grad_backing_bytes, 0u);
 }

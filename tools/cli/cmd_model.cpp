@@ -18,8 +18,10 @@ void register_model_cmd(CLI::App& app) {
   auto q = std::make_shared<ModelQuery>();
   auto json_out = std::make_shared<std::string>();
   auto overlap = std::make_shared<std::string>("on");
-  auto* cmd = app.add_subcommand("model", "Scaling model: calibrate from measured runs, check, project to many ranks");
-  cmd->add_option("--runs", q->runs, "A reproduce directory (runs.jsonl), a .jsonl file or a --summary .json")->required();
+  auto* cmd = app.add_subcommand("model",
+                                 "Scaling model: calibrate from measured runs, check, project to many ranks");
+  cmd->add_option("--runs", q->runs, "A reproduce directory (runs.jsonl), a .jsonl file or a --summary .json")
+      ->required();
   cmd->add_option("--model", q->model, "Model to project (default: the largest measured)");
   cmd->add_option("--bucket-mb", q->bucket_mb, "Bucket cap of the projection in MiB (0 = whole model)")
       ->check(CLI::NonNegativeNumber)

@@ -22,6 +22,10 @@
 #include "engine/core/error.h"
 #include "engine/ddp_reducer.h"
 #include "engine/dist_context.h"
+#include "engine/emulated_model.h"
+#include "engine/trace_writer.h"
+#include "comm/throttled_transport.h"
+#include "tools/cli/scaling_model.h"
 #include "engine/trainer.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/run_report.h"
@@ -193,7 +197,7 @@ void run_train(const TrainOptions& o) {
                                std::chrono::milliseconds(static_cast<long>(o.timeout_s * 1000.0)));
   const int rank = transport.rank();
   const int world = transport.size();
-  Profiler profiler;
+  Profiler profiler(/*trace=*/!o.trace.empty());
   const nlohmann::json run_json = train_options_json(o);
   TeeSession tee_session = start_tee(transport, o.tee, ts, run_json.dump(), profiler);
   comm::PlainChannel plain;
@@ -208,11 +212,27 @@ void run_train(const TrainOptions& o) {
 
   const int threads = default_threads(o.threads);
   std::unique_ptr<Backend> backend = make_cpu_backend(threads);
-  std::unique_ptr<Model> model = make_model(*backend, o.model);
-  model->init_params(o.seed);
+  // Emulated compute: forward/backward become waits from the model's FLOPs on the chosen GPU, and
+  // the optimizer a wait at its memory bandwidth; gradients, buckets, ring, crypto and ingress stay real.
+  const bool emulate = o.compute == "emulate";
+  if (emulate && (o.save_every > 0 || !o.resume.empty())) {
+    throw InputError("--compute emulate has no real parameters or optimizer state; drop --save-every/--resume");
+  }
+  std::unique_ptr<Model> model;
+  std::optional<EmulatedGpu> gpu;
+  if (emulate) {
+    gpu = EmulatedGpu{gpu_spec(o.gpu), o.gpu_precision, o.gpu_tflops, o.gpu_efficiency};
+    auto emu = std::make_unique<EmulatedModel>(*backend, emulated_model_config(model_config_json(o.model), *gpu));
+    if (rank == 0) std::fprintf(stderr, "%s\n", emu->describe().c_str());
+    model = std::move(emu);
+  } else {
+    model = make_model(*backend, o.model);
+    model->init_params(o.seed);
+  }
   TrainConfig tc = trainer_config(o, static_cast<bool>(data.val));
   tc.metrics_path = rank == 0 ? o.metrics : "";
-  std::unique_ptr<Optimizer> optimizer = make_optimizer(*backend, tc.opt, model->num_params());
+  std::unique_ptr<Optimizer> optimizer = emulate ? std::make_unique<EmulatedOptimizer>(model->num_params(), *gpu)
+                                                 : make_optimizer(*backend, tc.opt, model->num_params());
 
   // Checkpoints: rank 0 writes them (replicas are identical); every rank reads them on resume.
   // Checkpoints are sealed in TEE mode (the model, optimizer state and run state never rest in clear).
@@ -242,7 +262,7 @@ void run_train(const TrainOptions& o) {
                        "; --steps must be larger to continue");
     }
     if (rank == 0) std::fprintf(stderr, "resumed from %s at step %ld\n", dir.c_str(), start_step);
-  } else {
+  } else if (!emulate) {
     dist.broadcast_params(*backend, *model);  // every replica starts from rank 0's parameters
   }
   if (o.check_replicas > 0) {
@@ -256,7 +276,10 @@ void run_train(const TrainOptions& o) {
   comm::RingOptions ro;
   ro.segment_bytes = (ts.on && !ts.pipeline) ? 0 : static_cast<std::size_t>(o.segment_kb) * 1024;
   ro.all_gather = ts.forward_ag ? comm::AllGatherMode::ForwardWire : comm::AllGatherMode::PerHop;
-  comm::RingAllreduce ring(transport, channel, ro, &profiler);
+  // --link-gbps throttles the ring's links (gradient traffic) to emulate NVLink, PCIe or a network.
+  std::optional<comm::ThrottledTransport> link;
+  if (o.link_gbps > 0) link.emplace(transport, comm::LinkLimit{o.link_gbps, {}});
+  comm::RingAllreduce ring(link ? static_cast<comm::Transport&>(*link) : transport, channel, ro, &profiler);
   AllreduceFn allreduce;
   if (o.allreduce == "mpi") {
     allreduce = [&](float* g, std::size_t n, long, int) { comm::mpi_allreduce_sum(transport.comm(), g, n); };
@@ -292,6 +315,14 @@ void run_train(const TrainOptions& o) {
   const TrainResult r = trainer.run(start_step, samples);
 
   const nlohmann::json report = gather_phase_report(dist, profiler, r.steps - start_step);
+  if (!o.trace.empty()) {
+    write_trace_part(o.trace, rank, profiler.trace_events());
+    dist.mean(0.0);  // barrier: every part is on disk before rank 0 merges
+    if (rank == 0) {
+      const int parts = merge_trace_parts(o.trace, world);
+      std::fprintf(stderr, "trace: %s (%d rank(s); open in https://ui.perfetto.dev or chrome://tracing)\n", o.trace.c_str(), parts);
+    }
+  }
   if (rank != 0) return;
   print_phase_table(report, r.step_seconds_mean);
   std::fprintf(stderr, "done: %ld steps, loss %.4f, val_loss %.4f, %.0f tok/s, %.3f s/step, params_sha256 %s\n", r.steps,
@@ -317,6 +348,8 @@ void run_train(const TrainOptions& o) {
                         {"counters", report["counters"]},
                         {"backend", backend->describe()},
                         {"threads", threads},
+                        {"compute", o.compute},
+                        {"gpu", gpu ? nlohmann::json(gpu->describe()) : nlohmann::json(nullptr)},
                         {"config", run_json}};
     std::ofstream f(o.summary);
     if (!f) throw InputError("--summary " + o.summary + ": cannot open for writing");

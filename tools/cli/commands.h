@@ -12,5 +12,6 @@ void register_bench(CLI::App& app);
 void register_attest(CLI::App& app);
 void register_keys(CLI::App& app);
 void register_ckpt(CLI::App& app);
+void register_model_cmd(CLI::App& app);
 
 }  // namespace tt::cli

@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -16,10 +18,15 @@
 #include "tools/cli/commands.h"
 
 int main(int argc, char** argv) {
-  // OpenMP threads sleep rather than spin when idle: ranks, the communication thread and crypto
-  // workers share few cores, and spinning workers starve them (8x slower steps measured on 2 cores
-  // under load). A user's own OMP_WAIT_POLICY wins.
-  ::setenv("OMP_WAIT_POLICY", "passive", 0);
+  // OpenMP threads must sleep rather than spin when idle: ranks, the communication thread and crypto
+  // workers share few cores, and spinning workers starve them (5-8x slower steps measured on 2 cores
+  // under load). libgomp reads OMP_WAIT_POLICY when it is loaded, before main, so we set it and
+  // re-execute ourselves once (MPI is not initialised yet, so this is safe under mpirun too).
+  // A user's own OMP_WAIT_POLICY wins.
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
+    ::setenv("OMP_WAIT_POLICY", "passive", 1);
+    ::execv("/proc/self/exe", argv);  // returns only on failure: then carry on with spinning threads
+  }
   CLI::App app{
       "teetrain: data-parallel training with a built-in TEE (confidential computing) mode.\n"
       "Run `teetrain <command> --help` for the options of each command. Exit codes: 0 ok, 1 run failure,\n"
@@ -36,6 +43,7 @@ int main(int argc, char** argv) {
   tt::cli::register_attest(app);
   tt::cli::register_keys(app);
   tt::cli::register_ckpt(app);
+  tt::cli::register_model_cmd(app);
   // Commands that talk between ranks run inside one MPI session, opened before they start so that
   // an error can still abort every rank (a lone rank that merely exited would leave its peers waiting).
   std::optional<tt::comm::MpiSession> mpi;

@@ -19,13 +19,22 @@ struct ModelOptions {
   int n_embd = 0;
   int vocab = 0;
   int context = 0;
+  // Image models: the input shape and classes, filled from the dataset (0 = keep the preset's).
+  int image_channels = 0;
+  int image_size = 0;
+  int num_classes = 0;
 };
 
 void add_model_options(CLI::App* cmd, ModelOptions& opts);
+// True for image classifiers (the resnet family): they read image data and have no context/vocab.
+bool is_image_model(const ModelOptions& opts);
 std::unique_ptr<Model> make_model(Backend& backend, const ModelOptions& opts);
 // The model's resolved configuration (preset plus overrides), for summaries and checkpoints.
 nlohmann::json model_config_json(const ModelOptions& opts);
-// The resolved context length (the longest --seq the model accepts) and vocabulary.
+// Rebuilds the options from model_config_json()'s output (a checkpoint's config["model"]).
+ModelOptions model_options_from_json(const nlohmann::json& model, const std::string& where);
+// The resolved context length (the longest --seq the model accepts) and vocabulary. Image models
+// have neither: context is INT_MAX (any --seq passes validation; it is unused) and vocab 0.
 int model_context(const ModelOptions& opts);
 int model_vocab(const ModelOptions& opts);
 

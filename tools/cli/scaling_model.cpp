@@ -69,7 +69,8 @@ EmulatedModelConfig emulated_model_config(const nlohmann::json& mc, const Emulat
   return e;
 }
 
-RingTraffic ring_traffic(int P, double model_bytes, int buckets, double segment_bytes, bool tee_on, bool forward_ag) {
+RingTraffic ring_traffic(int P, double model_bytes, int buckets, double segment_bytes, bool tee_on,
+                         bool forward_ag) {
   RingTraffic t;
   if (P <= 1 || buckets <= 0 || model_bytes <= 0) return t;
   const double p = P;
@@ -101,7 +102,8 @@ int bucket_count(double model_bytes, double bucket_mb) {
 namespace {
 
 const nlohmann::json& field(const nlohmann::json& j, const char* key) {
-  if (!j.contains(key)) throw InputError(std::string("run summary has no '") + key + "' field (not a --summary file?)");
+  if (!j.contains(key))
+    throw InputError(std::string("run summary has no '") + key + "' field (not a --summary file?)");
   return j.at(key);
 }
 
@@ -119,7 +121,8 @@ std::string variant_of(const nlohmann::json& s) {
   const bool fwd = tee.value("forward_ag", fast);
   const int thr = tee.value("crypto_threads", fast ? 2 : 1);
   if (pipe == fast && fwd == fast && thr == (fast ? 2 : 1)) return mode;
-  return mode + "[pipe=" + (pipe ? "on" : "off") + ",fwd=" + (fwd ? "on" : "off") + ",thr=" + std::to_string(thr) + "]";
+  return mode + "[pipe=" + (pipe ? "on" : "off") + ",fwd=" + (fwd ? "on" : "off") +
+         ",thr=" + std::to_string(thr) + "]";
 }
 
 // Solves the k x k system M x = b by Gaussian elimination with partial pivoting (k <= 3).
@@ -177,8 +180,8 @@ RunPoint run_point(const nlohmann::json& s) {
   r.step_s = field(s, "step_s_mean").get<double>();
   const nlohmann::json& ph = field(s, "phases");
   r.backward_s = phase_mean(ph, "backward");
-  r.compute_s = phase_mean(ph, "data") + phase_mean(ph, "ingress") + phase_mean(ph, "forward") + r.backward_s +
-                phase_mean(ph, "optimizer");
+  r.compute_s = phase_mean(ph, "data") + phase_mean(ph, "ingress") + phase_mean(ph, "forward") +
+                r.backward_s + phase_mean(ph, "optimizer");
   r.seal_s = phase_mean(ph, "seal");
   r.open_s = phase_mean(ph, "open");
   return r;
@@ -271,7 +274,8 @@ std::vector<nlohmann::json> load_runs(const std::string& path) {
       out.push_back(nlohmann::json::parse(in));
     }
   }
-  if (out.empty()) throw InputError("--runs " + path + ": no run summaries found (expected runs.jsonl or *.json)");
+  if (out.empty())
+    throw InputError("--runs " + path + ": no run summaries found (expected runs.jsonl or *.json)");
   return out;
 }
 
@@ -315,17 +319,20 @@ nlohmann::json run_scaling_model(const ModelQuery& q, bool print) {
                           {"points", c.points}};
   }
   if (print) {
-    std::printf("calibrated costs per TEE variant (fitted on P > 1 runs; 0 = not identifiable from these runs)\n");
-    std::printf("  %-28s %6s %12s %12s %12s %12s %12s\n", "variant", "runs", "alpha us", "link GB/s", "crypto GB/s",
-                "seal GB/s*", "open GB/s*");
+    std::printf(
+        "calibrated costs per TEE variant (fitted on P > 1 runs; 0 = not identifiable from these runs)\n");
+    std::printf("  %-28s %6s %12s %12s %12s %12s %12s\n", "variant", "runs", "alpha us", "link GB/s",
+                "crypto GB/s", "seal GB/s*", "open GB/s*");
     for (const auto& [v, c] : report["costs"].items()) {
       std::printf("  %-28s %6d %12.2f %12.3f %12.3f %12.3f %12.3f\n", v.c_str(), c["points"].get<int>(),
                   c["alpha_us"].get<double>(), c["link_gbs"].get<double>(), c["crypto_gbs"].get<double>(),
                   c["seal_gbs_measured"].get<double>(), c["open_gbs_measured"].get<double>());
     }
-    std::printf("  (* measured: bytes / phase seconds summed over crypto threads)\n\npredicted vs measured step time\n");
-    std::printf("  %-12s %-28s %3s %8s %7s %11s %11s %8s\n", "model", "variant", "P", "bucketMB", "overlap", "measured s",
-                "predicted s", "error");
+    std::printf(
+        "  (* measured: bytes / phase seconds summed over crypto threads)\n\npredicted vs measured step "
+        "time\n");
+    std::printf("  %-12s %-28s %3s %8s %7s %11s %11s %8s\n", "model", "variant", "P", "bucketMB", "overlap",
+                "measured s", "predicted s", "error");
   }
   double abs_err_sum = 0;
   int n_err = 0;
@@ -334,15 +341,22 @@ nlohmann::json run_scaling_model(const ModelQuery& q, bool print) {
     const double err = r.step_s > 0 ? (pred - r.step_s) / r.step_s : 0.0;
     abs_err_sum += std::abs(err);
     ++n_err;
-    report["points"].push_back({{"model", r.model}, {"variant", r.variant}, {"P", r.P}, {"bucket_mb", r.bucket_mb},
-                                {"overlap", r.overlap}, {"measured_s", r.step_s}, {"predicted_s", pred}, {"error", err}});
+    report["points"].push_back({{"model", r.model},
+                                {"variant", r.variant},
+                                {"P", r.P},
+                                {"bucket_mb", r.bucket_mb},
+                                {"overlap", r.overlap},
+                                {"measured_s", r.step_s},
+                                {"predicted_s", pred},
+                                {"error", err}});
     if (print) {
-      std::printf("  %-12s %-28s %3d %8.1f %7s %11.4f %11.4f %+7.1f%%\n", r.model.c_str(), r.variant.c_str(), r.P,
-                  r.bucket_mb, r.overlap ? "on" : "off", r.step_s, pred, 100 * err);
+      std::printf("  %-12s %-28s %3d %8.1f %7s %11.4f %11.4f %+7.1f%%\n", r.model.c_str(), r.variant.c_str(),
+                  r.P, r.bucket_mb, r.overlap ? "on" : "off", r.step_s, pred, 100 * err);
     }
   }
   report["mean_abs_error"] = n_err ? abs_err_sum / n_err : 0.0;
-  if (print) std::printf("  mean |error| %.1f%% over %d runs\n", 100 * report["mean_abs_error"].get<double>(), n_err);
+  if (print)
+    std::printf("  mean |error| %.1f%% over %d runs\n", 100 * report["mean_abs_error"].get<double>(), n_err);
 
   // Projection: the chosen model (default: the largest measured), compute from its P = 1 run when
   // there is one (no core sharing), otherwise its fastest compute.
@@ -359,7 +373,8 @@ nlohmann::json run_scaling_model(const ModelQuery& q, bool print) {
   const RunPoint* base = nullptr;
   for (const auto& r : runs) {
     if (r.model != model) continue;
-    if (base == nullptr || (r.P == 1 && base->P != 1) || (r.P == base->P && r.compute_s < base->compute_s)) base = &r;
+    if (base == nullptr || (r.P == 1 && base->P != 1) || (r.P == base->P && r.compute_s < base->compute_s))
+      base = &r;
   }
   if (base == nullptr) throw InputError("--model " + model + ": no measured run of it in " + q.runs);
   std::vector<std::string> variants = q.variants;
@@ -368,8 +383,8 @@ nlohmann::json run_scaling_model(const ModelQuery& q, bool print) {
   }
   nlohmann::json proj = nlohmann::json::array();
   if (print) {
-    std::printf("\nprojection: %s, bucket %.0f MiB, overlap %s, compute %.4f s/step (measured at P=%d)\n", model.c_str(),
-                q.bucket_mb, q.overlap ? "on" : "off", base->compute_s, base->P);
+    std::printf("\nprojection: %s, bucket %.0f MiB, overlap %s, compute %.4f s/step (measured at P=%d)\n",
+                model.c_str(), q.bucket_mb, q.overlap ? "on" : "off", base->compute_s, base->P);
     std::printf("  %6s", "P");
     for (const auto& v : variants) std::printf(" %14s", v.c_str());
     std::printf("   (step seconds%s)\n", by_variant.count("off") ? "; xN = slowdown vs off" : "");
@@ -408,7 +423,8 @@ nlohmann::json run_scaling_model(const ModelQuery& q, bool print) {
       std::printf("\n");
     }
   }
-  report["projection"] = {{"model", model}, {"bucket_mb", q.bucket_mb}, {"overlap", q.overlap}, {"rows", proj}};
+  report["projection"] = {
+      {"model", model}, {"bucket_mb", q.bucket_mb}, {"overlap", q.overlap}, {"rows", proj}};
   return report;
 }
 

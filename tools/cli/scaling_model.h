@@ -35,18 +35,19 @@ EmulatedModelConfig emulated_model_config(const nlohmann::json& model_config, co
 
 // Per rank, per step, summed over the buckets.
 struct RingTraffic {
-  double messages = 0;      // messages sent (each segment is a message)
-  double wire_bytes = 0;    // bytes sent
-  double seal_bytes = 0;    // plaintext bytes sealed (0 with TEE off)
-  double open_bytes = 0;    // bytes opened
-  double seals = 0;         // seal operations
+  double messages = 0;    // messages sent (each segment is a message)
+  double wire_bytes = 0;  // bytes sent
+  double seal_bytes = 0;  // plaintext bytes sealed (0 with TEE off)
+  double open_bytes = 0;  // bytes opened
+  double seals = 0;       // seal operations
 };
 
 // Ring all-reduce of `model_bytes` cut into `buckets` equal buckets over P ranks. Each of a bucket's
 // P chunks travels in segments of `segment_bytes` (0: whole chunks). Per bucket and rank: 2(P-1)
 // chunk sends of bucket/P bytes; seals 2(P-1) chunks per hop, or P (P-1 scatter-reduce + 1 owner
 // seal) with forward-ciphertext all-gather; opens 2(P-1) chunks.
-RingTraffic ring_traffic(int P, double model_bytes, int buckets, double segment_bytes, bool tee_on, bool forward_ag);
+RingTraffic ring_traffic(int P, double model_bytes, int buckets, double segment_bytes, bool tee_on,
+                         bool forward_ag);
 
 // Buckets the DDP reducer makes for `model_bytes` with a cap of bucket_mb MiB (first bucket 1 MiB;
 // 0 = one bucket). Approximate: parameters are never split, so the real count can differ by one.
@@ -92,9 +93,9 @@ RingTraffic traffic_of(const RunPoint& r);
 // The whole command: reads runs, fits, compares, projects. Returns the report as JSON and prints it
 // as tables when `print` is set.
 struct ModelQuery {
-  std::string runs;                 // reproduce directory (runs.jsonl) or a .jsonl / .json file
-  std::string model;                // project this model (default: the largest measured one)
-  double bucket_mb = 25;            // bucket size of the projection
+  std::string runs;       // reproduce directory (runs.jsonl) or a .jsonl / .json file
+  std::string model;      // project this model (default: the largest measured one)
+  double bucket_mb = 25;  // bucket size of the projection
   bool overlap = true;
   std::vector<std::string> variants;  // default: every variant measured
   std::vector<int> ranks{8, 16, 32, 64, 128, 256, 512, 1024};

@@ -57,6 +57,18 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
   g->add_option("--ingress-gbps", o.ingress_gbps, "Cap sealed batch ingress at this many GB/s (3 emulates H100 CC; 0 = none)")
       ->check(non_negative())->capture_default_str();
   add_tee_options(cmd, o.tee);
+  auto* em = cmd->add_option_group("emulation and tracing (overhead studies)");
+  em->add_option("--compute", o.compute,
+                 "real: run forward/backward; emulate: replace them by waits computed from the model's FLOPs on --gpu "
+                 "(gradients, buckets, ring, crypto and ingress stay real)")
+      ->check(CLI::IsMember({"real", "emulate"}))->capture_default_str();
+  em->add_option("--gpu", o.gpu, "GPU whose compute is emulated")->check(CLI::IsMember({"h100", "h200", "a100", "v100"}))->capture_default_str();
+  em->add_option("--gpu-precision", o.gpu_precision, "Precision whose peak is used")->check(CLI::IsMember({"fp32", "tf32", "bf16"}))->capture_default_str();
+  em->add_option("--gpu-tflops", o.gpu_tflops, "Override the GPU's peak TFLOP/s (0 = table)")->check(non_negative())->capture_default_str();
+  em->add_option("--gpu-efficiency", o.gpu_efficiency, "Override the achieved fraction of peak (0 = table)")->check(non_negative())->capture_default_str();
+  em->add_option("--link-gbps", o.link_gbps, "Throttle each ring link to this many GB/s (1e9 B/s; 0 = none): NVLink, PCIe, network")
+      ->check(non_negative())->capture_default_str();
+  em->add_option("--trace", o.trace, "Write a Chrome/Perfetto trace (one process per rank; compute, comm, crypto lanes)");
 }
 
 nlohmann::json train_options_json(const TrainOptions& o) {
@@ -85,6 +97,11 @@ nlohmann::json train_options_json(const TrainOptions& o) {
           {"segment_kb", o.segment_kb},
           {"check_replicas", o.check_replicas},
           {"ingress_gbps", o.ingress_gbps},
+          {"compute", o.compute},
+          {"gpu", o.compute == "emulate" ? nlohmann::json{{"name", o.gpu}, {"precision", o.gpu_precision},
+                                                          {"tflops", o.gpu_tflops}, {"efficiency", o.gpu_efficiency}}
+                                         : nlohmann::json(nullptr)},
+          {"link_gbps", o.link_gbps},
           {"tee", tee_json(o.tee)}};
 }
 

@@ -47,6 +47,14 @@ struct TrainOptions {
   long check_replicas = 0;
   double timeout_s = 30;
   double ingress_gbps = 0;  // cap on batch ingress (e.g. 3 to emulate H100 CC's bounce buffers)
+  // Emulated GPU compute and links (overhead studies of paper-scale models on a small machine).
+  std::string compute = "real";
+  std::string gpu = "h100";
+  std::string gpu_precision = "bf16";
+  double gpu_tflops = 0;
+  double gpu_efficiency = 0;
+  double link_gbps = 0;
+  std::string trace;
   TeeOptions tee;
 };
 

@@ -1,0 +1,404 @@
+#!/usr/bin/env python3
+"""Reproduce the shape of Lee et al.'s GPU-TEE DDP overhead study with teetrain.
+
+Runs a grid of `mpirun ... teetrain train` jobs (models, ranks, --tee off|cc|fast, bucket sizes,
+overlap, the ablation of fast's switches), collects every run's --summary into runs.jsonl and
+runs.csv, fits the scaling model (`teetrain model`), and writes report.md with tables and, when
+matplotlib is importable, PNG figures. Paper-scale models run with emulated GPU compute
+(`--compute emulate --gpu h100`): forward/backward are waits, gradients/buckets/ring/crypto are real.
+
+    /usr/bin/python3 tools/reproduce.py --quick --out runs/repro-quick    # < 15 min on 2 cores
+    /usr/bin/python3 tools/reproduce.py --out runs/repro-full             # overnight
+
+Any failing run stops the script with a non-zero exit, its command line and the tail of its log.
+Finished runs are kept and skipped on a re-run (use --force to redo them). See docs/reproducing.md.
+"""
+import argparse
+import csv
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+
+# Reference figures (../shared/reference/published-numbers.md).
+PAPER = {
+    "mean_4gpu": 8.68,        # Lee et al., arXiv 2501.11771: mean slowdown on 4 GPUs
+    "gpt2_xl_4gpu": 41.6,     # same, GPT-2-XL on 4 GPUs
+    "gpt2_xl_tuned": 3.03,    # same, GPT-2-XL after enlarging bucket_cap_mb
+}
+PAPER_SRC = "Lee et al., arXiv 2501.11771"
+
+TEE_MODES = ["off", "cc", "fast"]
+CONTEXT = {"gpt2-tiny": 32, "gpt2-mini": 256}  # presets' context lengths (--seq must not exceed them)
+# The ablation: cc plus one of fast's switches at a time, then fast (all of them).
+ABLATION = [
+    ("cc", ["--tee", "cc"]),
+    ("cc+pipeline", ["--tee", "cc", "--tee-pipeline", "on"]),
+    ("cc+forward-ag", ["--tee", "cc", "--tee-forward-ag", "on"]),
+    ("cc+crypto-threads", ["--tee", "cc", "--crypto-threads", "2"]),
+    ("cc+direct-ingress", ["--tee", "cc", "--tee-direct-ingress", "on"]),
+    ("fast", ["--tee", "fast"]),
+]
+
+
+def grid(quick, emulate_ok):
+    """Yields run specs: dict(id, group, model, P, variant, tee_args, bucket, overlap, emulate)."""
+    runs = []
+
+    def add(group, model, P, variant, tee_args, bucket=25, overlap="on", emulate=False):
+        rid = f"{model}-P{P}-{variant}-b{bucket:g}-ov{overlap}" + ("-emu" if emulate else "")
+        if any(r["id"] == rid for r in runs):
+            runs[[r["id"] for r in runs].index(rid)]["groups"].add(group)
+            return
+        runs.append(dict(id=rid, groups={group}, model=model, P=P, variant=variant, tee_args=tee_args,
+                         bucket=bucket, overlap=overlap, emulate=emulate))
+
+    tee = [(m, ["--tee", m]) for m in TEE_MODES]
+    # 1. Slowdown vs ranks, real compute on small models.
+    for model in (["gpt2-mini"] if quick else ["gpt2-tiny", "gpt2-mini"]):
+        for P in [1, 2, 4]:
+            for v, a in tee:
+                add("ranks", model, P, v, a)
+    if not emulate_ok:
+        return runs
+    big = "gpt2" if quick else "gpt2-large"
+    # 2. Slowdown vs ranks and vs model size, emulated H100 compute.
+    for P in ([2, 4] if quick else [1, 2, 4]):
+        for v, a in tee:
+            add("ranks-emu", big, P, v, a, emulate=True)
+    for model in (["gpt2", "gpt2-medium", "gpt2-large"] if quick else ["gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl"]):
+        for v, a in tee:
+            add("model-size", model, 4, v, a, emulate=True)
+    # 3. Bucket size (0 = one bucket for the whole model).
+    for b in [1, 5, 25, 100, 0]:
+        for v, a in tee:
+            add("buckets", "gpt2", 4, v, a, bucket=b, emulate=True)
+    # 4. Overlap on/off.
+    for ov in ["on", "off"]:
+        for v, a in tee:
+            add("overlap", "gpt2", 4, v, a, overlap=ov, emulate=True)
+    # 5. Ablation of fast's switches, on the model the issue names.
+    abl_model = "gpt2-large"
+    add("ablation", abl_model, 4, "off", ["--tee", "off"], emulate=True)
+    for v, a in ABLATION:
+        add("ablation", abl_model, 4, v, a, emulate=True)
+    return runs
+
+
+def mpirun_prefix(P):
+    exe = shutil.which("mpirun") or "mpirun"
+    cmd = [exe, "-np", str(P), "--oversubscribe", "-x", "OMPI_MCA_pml=ob1", "-x", "OMPI_MCA_btl=self,vader,tcp"]
+    if os.geteuid() == 0:
+        cmd.insert(1, "--allow-run-as-root")
+    return cmd
+
+
+def train_cmd(args, r, summary):
+    emu = r["emulate"]
+    batch, seq = (args.emu_batch, args.emu_seq) if emu else (args.batch, args.seq)
+    seq = min(seq, CONTEXT.get(r["model"], seq))
+    cmd = mpirun_prefix(r["P"]) + [args.bin, "train", "--model", r["model"], "--data", args.data,
+                                  "--steps", str(args.steps), "--batch", str(batch), "--seq", str(seq),
+                                  "--bucket-mb", str(r["bucket"]), "--overlap", r["overlap"],
+                                  "--val-batches", "0", "--no-progress", "--summary", summary]
+    cmd += r["tee_args"]
+    if r["variant"] != "off":
+        cmd += ["--allow-plain-data"]
+    if emu:
+        cmd += ["--compute", "emulate", "--gpu", args.gpu]
+    if args.link_gbps:
+        cmd += ["--link-gbps", str(args.link_gbps)]
+    if args.ingress_gbps:
+        cmd += ["--ingress-gbps", str(args.ingress_gbps)]
+    return cmd
+
+
+def run_one(args, r, out):
+    summary = os.path.join(out, "runs", r["id"] + ".json")
+    log = os.path.join(out, "logs", r["id"] + ".log")
+    cmd = train_cmd(args, r, summary)
+    if os.path.exists(summary) and not args.force:
+        return summary, cmd, 0.0
+    if args.dry_run:
+        print(" ".join(shlex.quote(c) for c in cmd))
+        return None, cmd, 0.0
+    t0 = time.time()
+    with open(log, "w") as f:
+        f.write("$ " + " ".join(shlex.quote(c) for c in cmd) + "\n")
+        f.flush()
+        rc = subprocess.call(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=args.run_timeout)
+    if rc != 0 or not os.path.exists(summary):
+        with open(log) as f:
+            tail = f.readlines()[-40:]
+        sys.stderr.write(f"\nreproduce: RUN FAILED (exit {rc}): {r['id']}\n  command: "
+                         + " ".join(shlex.quote(c) for c in cmd) + f"\n  log: {log}\n--- log tail ---\n"
+                         + "".join(tail) + "---\n")
+        sys.exit(1)
+    return summary, cmd, time.time() - t0
+
+
+def flat(rec):
+    """One CSV row: run metadata, step time, and every phase mean / counter total of rank 0."""
+    row = {k: rec["run"][k] for k in ("id", "model", "P", "variant", "bucket", "overlap", "emulate")}
+    row["groups"] = "+".join(sorted(rec["run"]["groups"]))
+    row["step_s"] = rec["step_s_mean"]
+    row["num_params"] = rec.get("num_params")
+    row["buckets"] = rec.get("buckets")
+    for name, v in rec.get("phases", {}).items():
+        row["phase_" + name] = v.get("mean")
+    for name, v in rec.get("counters", {}).items():
+        row["counter_" + name] = v[0] if isinstance(v, list) and v else v
+    return row
+
+
+def slowdowns(recs, group):
+    """{(model, P, bucket, overlap): {variant: step_s}} for one group, plus slowdown vs off."""
+    table = {}
+    for rec in recs:
+        r = rec["run"]
+        if group not in r["groups"]:
+            continue
+        table.setdefault((r["model"], r["P"], r["bucket"], r["overlap"]), {})[r["variant"]] = rec["step_s_mean"]
+    return table
+
+
+def md_table(headers, rows):
+    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+def fmt_x(step, base):
+    return f"{step / base:.2f}x" if base and step else "-"
+
+
+def slowdown_section(recs, group, title, key_name, key_fn, variants):
+    t = slowdowns(recs, group)
+    if not t:
+        return "", {}
+    rows, series = [], {v: [] for v in variants if v != "off"}
+    for key in sorted(t, key=key_fn):
+        d = t[key]
+        base = d.get("off")
+        row = [key_fn(key, label=True)] + [f"{d[v]:.3f}" if v in d else "-" for v in variants]
+        row += [fmt_x(d.get(v), base) for v in variants if v != "off"]
+        rows.append(row)
+        for v in series:
+            if v in d and base:
+                series[v].append((key_fn(key), d[v] / base))
+    headers = [key_name] + [f"{v} s/step" for v in variants] + [f"{v} slowdown" for v in variants if v != "off"]
+    return f"## {title}\n\n" + md_table(headers, rows) + "\n", series
+
+
+def figures(out, recs, sections):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return [], "matplotlib is not importable here (run with /usr/bin/python3 and python3-matplotlib): no figures."
+    made = []
+    for name, (title, xlabel, series, logx) in sections.items():
+        if not any(series.values()):
+            continue
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for v, pts in series.items():
+            if pts:
+                xs, ys = zip(*sorted(pts))
+                ax.plot(xs, ys, marker="o", label=v)
+        ax.axhline(PAPER["mean_4gpu"], ls="--", c="gray", lw=0.8, label=f"paper mean 4 GPUs ({PAPER['mean_4gpu']}x)")
+        ax.set_yscale("log")
+        if logx:
+            ax.set_xscale("symlog")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("step time / TEE off")
+        ax.set_title(title)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, name + ".png"), dpi=110)
+        plt.close(fig)
+        made.append(name)
+    # Stacked phase breakdown (mean over ranks, per step) of the model-size and ablation runs.
+    phases = ["data", "ingress", "forward", "backward", "comm_exposed", "optimizer"]
+    for name, group in (("fig_phases", "model-size"), ("fig_ablation", "ablation")):
+        sel = [r for r in recs if group in r["run"]["groups"]]
+        if not sel:
+            continue
+        sel.sort(key=lambda r: (r.get("num_params", 0), r["run"]["variant"]))
+        labels = [f"{r['run']['model']}\n{r['run']['variant']}" for r in sel]
+        fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(sel)), 4.5))
+        bottom = [0.0] * len(sel)
+        for ph in phases:
+            vals = [r["phases"].get(ph, {}).get("mean", 0.0) for r in sel]
+            ax.bar(range(len(sel)), vals, bottom=bottom, label=ph)
+            bottom = [b + v for b, v in zip(bottom, vals)]
+        ax.plot(range(len(sel)), [r["step_s_mean"] for r in sel], "k_", ms=18, label="measured step")
+        ax.set_xticks(range(len(sel)))
+        ax.set_xticklabels(labels, fontsize=6, rotation=60)
+        ax.set_ylabel("seconds per step (rank mean)")
+        ax.set_title("phase breakdown (P=4, emulated H100 compute)" if group == "model-size" else "ablation of fast (P=4)")
+        ax.legend(fontsize=6)
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, name + ".png"), dpi=110)
+        plt.close(fig)
+        made.append(name)
+    return made, ""
+
+
+def report(args, out, recs, model_text):
+    variants = TEE_MODES
+    parts = [f"# GPU-TEE DDP overhead study — teetrain reproduction\n",
+             f"Grid: {'quick' if args.quick else 'full'}, {len(recs)} runs, {args.steps} steps each; emulated "
+             f"compute: `--gpu {args.gpu}`. Step times are `step_s_mean` of each run's summary (mean over steps, "
+             f"rank 0's clock). Raw data: `runs.jsonl`, `runs.csv`. Guide: docs/reproducing.md.\n"]
+    by_p = lambda k, label=False: (f"{k[0]} P={k[1]}" if label else k[1])
+    by_model = lambda k, label=False: next((r.get("num_params", 0) for r in recs if r["run"]["model"] == k[0]), 0) \
+        if not label else k[0]
+    by_bucket = lambda k, label=False: (("whole model" if k[2] == 0 else f"{k[2]:g} MiB") if label
+                                        else (1e6 if k[2] == 0 else k[2]))
+    by_overlap = lambda k, label=False: (f"overlap {k[3]}" if label else k[3])
+    secs = {}
+    for group, title, kname, kfn, fig, xlabel, logx in [
+            ("ranks", "Slowdown vs ranks (real CPU compute)", "run", by_p, "fig_ranks", "ranks P", False),
+            ("ranks-emu", "Slowdown vs ranks (emulated GPU compute)", "run", by_p, "fig_ranks_emu", "ranks P", False),
+            ("model-size", "Slowdown vs model size (P=4, emulated GPU compute)", "model", by_model, "fig_model_size",
+             "parameters", True),
+            ("buckets", "Slowdown vs bucket size (gpt2, P=4, emulated)", "bucket", by_bucket, "fig_buckets",
+             "bucket MiB (rightmost: whole model)", True),
+            ("overlap", "Overlap of all-reduce with backward (gpt2, P=4, emulated)", "overlap", by_overlap, None, "", False)]:
+        text, series = slowdown_section(recs, group, title, kname, kfn, variants)
+        if text:
+            parts.append(text)
+            if fig:
+                secs[fig] = (title, xlabel, series, logx)
+    # Ablation.
+    abl = [r for r in recs if "ablation" in r["run"]["groups"]]
+    if abl:
+        off = next((r["step_s_mean"] for r in abl if r["run"]["variant"] == "off"), None)
+        cc = next((r["step_s_mean"] for r in abl if r["run"]["variant"] == "cc"), None)
+        rows = []
+        for v in ["off"] + [a for a, _ in ABLATION]:
+            r = next((x for x in abl if x["run"]["variant"] == v), None)
+            if r:
+                s = r["step_s_mean"]
+                removed = f"{100 * (cc - s) / (cc - off):.0f}%" if off and cc and cc > off else "-"
+                rows.append([v, f"{s:.3f}", fmt_x(s, off), removed])
+        parts.append(f"## Ablation of fast's switches ({abl[0]['run']['model']}, P=4, emulated)\n\n"
+                     + md_table(["variant", "s/step", "slowdown vs off", "share of cc overhead removed"], rows) + "\n")
+    # Beside the paper.
+    ms = slowdowns(recs, "model-size")
+    cc_x = [d["cc"] / d["off"] for d in ms.values() if "cc" in d and "off" in d]
+    fast_x = [d["fast"] / d["off"] for d in ms.values() if "fast" in d and "off" in d]
+    big = max(ms, key=lambda k: by_model(k), default=None)
+    bk = slowdowns(recs, "buckets")
+    best = min((d["cc"] / d["off"] for d in bk.values() if "cc" in d and "off" in d), default=None)
+    best_f = min((d["fast"] / d["off"] for d in bk.values() if "fast" in d and "off" in d), default=None)
+    g = lambda x: f"{x:.2f}x" if x else "-"
+    rows = [["mean slowdown, 4 ranks", f"{PAPER['mean_4gpu']}x", g(sum(cc_x) / len(cc_x) if cc_x else None),
+             g(sum(fast_x) / len(fast_x) if fast_x else None)],
+            [f"largest model, 4 ranks (paper: GPT-2-XL; ours: {big[0] if big else '-'})", f"{PAPER['gpt2_xl_4gpu']}x",
+             g(ms[big]["cc"] / ms[big]["off"] if big and "cc" in ms[big] and "off" in ms[big] else None),
+             g(ms[big]["fast"] / ms[big]["off"] if big and "fast" in ms[big] and "off" in ms[big] else None)],
+            ["after bucket tuning (best bucket)", f"{PAPER['gpt2_xl_tuned']}x", g(best), g(best_f)]]
+    parts.append("## Beside the paper\n\n" + md_table(["figure", f"paper ({PAPER_SRC})", "teetrain cc", "teetrain fast"],
+                                                    rows)
+                 + "\n\nOur absolute slowdowns depend on this machine's crypto speed and core count relative to the "
+                   "emulated GPU; compare the trends (growth with P and model size, shrinkage with bucket size) "
+                   "and the cc→fast gap, not the absolute numbers.\n")
+    made, note = figures(out, recs, secs)
+    if made:
+        parts.append("## Figures\n\n" + "\n".join(f"![{m}]({m}.png)" for m in made) + "\n")
+    elif note:
+        parts.append("## Figures\n\n" + note + "\n")
+    if model_text:
+        parts.append("## Scaling model (`teetrain model`)\n\n```\n" + model_text.rstrip() + "\n```\n")
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write("\n".join(parts))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default="runs/reproduce", help="output directory")
+    ap.add_argument("--quick", action="store_true", help="small grid, 3 steps per run (< 15 min on 2 cores)")
+    ap.add_argument("--bin", default="build/teetrain", help="the teetrain binary")
+    ap.add_argument("--data", default="data-cache/fortunes", help="token shards (prepared with `teetrain prepare-text`)")
+    ap.add_argument("--steps", type=int, default=None, help="steps per run (default 3 quick / 10 full)")
+    ap.add_argument("--batch", type=int, default=4, help="batch per rank for real-compute runs")
+    ap.add_argument("--seq", type=int, default=64, help="sequence length for real-compute runs")
+    ap.add_argument("--emu-batch", type=int, default=8, help="batch per rank for emulated runs")
+    ap.add_argument("--emu-seq", type=int, default=1024, help="sequence length for emulated runs")
+    ap.add_argument("--gpu", default="h100", help="emulated GPU (teetrain train --gpu)")
+    ap.add_argument("--link-gbps", type=float, default=0, help="throttle each ring link to this many GB/s (0 = off)")
+    ap.add_argument("--ingress-gbps", type=float, default=0, help="throttle ingress to this many GB/s (0 = off)")
+    ap.add_argument("--only", default="", help="comma-separated groups to run (ranks, ranks-emu, model-size, "
+                                               "buckets, overlap, ablation)")
+    ap.add_argument("--no-emulate", action="store_true", help="skip the emulated-compute groups")
+    ap.add_argument("--force", action="store_true", help="re-run runs whose summary already exists")
+    ap.add_argument("--dry-run", action="store_true", help="print the commands only")
+    ap.add_argument("--run-timeout", type=float, default=900, help="seconds before one run counts as failed")
+    args = ap.parse_args()
+    args.steps = args.steps or (3 if args.quick else 10)
+    out = args.out
+    for d in ("runs", "logs"):
+        os.makedirs(os.path.join(out, d), exist_ok=True)
+    if not os.path.exists(args.bin):
+        sys.exit(f"reproduce: {args.bin} not found; build it first (cmake --preset release && cmake --build --preset release)")
+    if not args.dry_run and not any(os.path.exists(p) for p in (args.data, args.data + "_train.bin")):
+        print(f"reproduce: preparing {args.data} with `teetrain prepare-text`", flush=True)
+        subprocess.check_call([args.bin, "prepare-text", "--out", os.path.dirname(args.data) or ".",
+                               "--name", os.path.basename(args.data)])
+    help_text = subprocess.run([args.bin, "train", "--help"], capture_output=True, text=True).stdout
+    emulate_ok = "--compute" in help_text and not args.no_emulate
+    if not emulate_ok and not args.no_emulate:
+        print("reproduce: WARNING: this teetrain has no --compute emulate; only the real-compute groups run",
+              file=sys.stderr)
+    runs = grid(args.quick, emulate_ok)
+    if args.only:
+        keep = set(args.only.split(","))
+        runs = [r for r in runs if r["groups"] & keep]
+    print(f"reproduce: {len(runs)} runs -> {out}", flush=True)
+    recs = []
+    t_start = time.time()
+    for i, r in enumerate(runs, 1):
+        summary, cmd, dt = run_one(args, r, out)
+        if summary is None:
+            continue
+        with open(summary) as f:
+            rec = json.load(f)
+        rec["variant"] = r["variant"]
+        rec["run"] = dict(r, groups=sorted(r["groups"]), cmd=" ".join(shlex.quote(c) for c in cmd))
+        recs.append(rec)
+        print(f"  [{i}/{len(runs)}] {r['id']}: {rec['step_s_mean']:.3f} s/step"
+              + (f" ({dt:.0f} s)" if dt else " (cached)"), flush=True)
+    if args.dry_run:
+        return
+    for rec in recs:
+        rec["run"]["groups"] = set(rec["run"]["groups"])
+    with open(os.path.join(out, "runs.jsonl"), "w") as f:
+        for rec in recs:
+            f.write(json.dumps(dict(rec, run=dict(rec["run"], groups=sorted(rec["run"]["groups"])))) + "\n")
+    rows = [flat(r) for r in recs]
+    cols = sorted({k for row in rows for k in row}, key=lambda k: (k.startswith(("phase_", "counter_")), k))
+    with open(os.path.join(out, "runs.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        w.writerows(rows)
+    model_text = ""
+    top_help = subprocess.run([args.bin, "--help"], capture_output=True, text=True).stdout
+    if re.search(r"^\s+model\s", top_help, re.M):
+        p = subprocess.run([args.bin, "model", "--runs", out, "--json", os.path.join(out, "model.json")],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            sys.stderr.write("reproduce: `teetrain model` FAILED:\n" + p.stdout[-2000:] + p.stderr[-2000:])
+            sys.exit(1)
+        model_text = p.stdout
+    report(args, out, recs, model_text)
+    print(f"reproduce: done in {time.time() - t_start:.0f} s; report: {os.path.join(out, 'report.md')}")
+
+
+if __name__ == "__main__":
+    main()
