@@ -32,7 +32,7 @@ std::string step_name(long step) {
 
 std::vector<float> to_host(Backend& backend, const float* src, std::size_t n) {
   std::vector<float> host(n);
-  backend.copy_to_host(host.data(), src, n * sizeof(float));
+  if (n > 0) backend.copy_to_host(host.data(), src, n * sizeof(float));  // models without state pass null
   return host;
 }
 
@@ -74,6 +74,11 @@ std::vector<std::byte> encode_params_safetensors(Backend& backend, Model& model,
   const std::vector<float> host = to_host(backend, model.param_data(), model.num_params());
   std::vector<SafeTensor> tensors;
   for (const ParamInfo& p : model.params()) tensors.push_back({p.name, p.shape, std::span(host).subspan(p.offset, p.numel)});
+  // Non-parameter state (batch-norm running statistics) rides along under its own names, as in a
+  // PyTorch state_dict, so an exported model.safetensors loads into torchvision unchanged.
+  const std::vector<ParamInfo> buffers = model.state_buffers();
+  const std::vector<float> state = to_host(backend, model.state_data(), model.num_state_floats());
+  for (const ParamInfo& b : buffers) tensors.push_back({b.name, b.shape, std::span(state).subspan(b.offset, b.numel)});
   return safetensors_encode(tensors, metadata);
 }
 
@@ -176,6 +181,7 @@ CheckpointMeta CheckpointStore::load(const fs::path& step_dir, FileCodec& codec,
   const fs::path mfile = step_dir / ("model.safetensors" + codec.suffix());
   const DecodedSafetensors st = safetensors_decode(codec.read(mfile), mfile.string());
   for (const ParamInfo& p : model.params()) load_tensor(backend, st, p.name, p, model.param_data() + p.offset, mfile);
+  for (const ParamInfo& b : model.state_buffers()) load_tensor(backend, st, b.name, b, model.state_data() + b.offset, mfile);
   if (optimizer != nullptr) {
     const fs::path ofile = step_dir / ("optimizer.safetensors" + codec.suffix());
     const DecodedSafetensors os = safetensors_decode(codec.read(ofile), ofile.string());

@@ -79,17 +79,30 @@ float Trainer::train_step(long step, uint64_t first_sample) {
   return static_cast<float>(loss_sum / K);
 }
 
-double Trainer::validate() {
-  if (!val_data_ || cfg_.val_batches <= 0) return -1;
-  double sum = 0;
+Trainer::Validation Trainer::validate() {
+  if (!val_data_ || cfg_.val_batches <= 0) return {};
+  // Mean of per-batch mean losses (as before evaluate() existed: token models keep their numbers
+  // bit for bit); accuracy from summed counts, which are exact in double.
+  double loss_sum = 0, correct = 0, count = 0;
+  bool classifier = true;
   const int B = cfg_.batch;
+  model_.set_training(false);
   for (int i = 0; i < cfg_.val_batches; ++i) {
     const uint64_t first = (static_cast<uint64_t>(i) * static_cast<uint64_t>(ranks_.world) + static_cast<uint64_t>(ranks_.rank)) *
                            static_cast<uint64_t>(B);
     val_data_(batch_, first, B);
-    sum += model_.forward(batch_);
+    const EvalResult e = model_.evaluate(batch_);
+    loss_sum += e.count > 0 ? e.loss_sum / e.count : 0.0;
+    classifier = classifier && e.correct >= 0;
+    correct += e.correct;
+    count += e.count;
   }
-  return ranks_.mean_across_ranks(sum / cfg_.val_batches);
+  model_.set_training(true);
+  Validation v;
+  v.loss = ranks_.mean_across_ranks(loss_sum / cfg_.val_batches);
+  // Every rank takes the same branch: the batch shapes and the model are the same on all of them.
+  if (classifier) v.accuracy = ranks_.mean_across_ranks(correct) / ranks_.mean_across_ranks(count);
+  return v;
 }
 
 void Trainer::print_progress(long step, double loss, double items_per_s, double eta_s, bool final_line) {
@@ -129,20 +142,26 @@ TrainResult Trainer::run(long start_step, uint64_t samples_consumed) {
     const double ips = items_per_step * static_cast<double>(done) / elapsed;
     const double eta = elapsed / static_cast<double>(done) * static_cast<double>(cfg_.steps - step - 1);
 
-    double val = -1;
+    Validation val;
     const bool last = step + 1 == cfg_.steps;
     if ((cfg_.val_every > 0 && (step + 1) % cfg_.val_every == 0) || last) {
       val = validate();
-      if (val >= 0) res.val_loss = val;
+      if (val.loss >= 0) {
+        res.val_loss = val.loss;
+        res.val_accuracy = val.accuracy;
+      }
     }
     print_progress(step + 1, loss, ips, eta, last);
-    if (val >= 0 && ranks_.rank == 0 && cfg_.progress && !last) {
-      std::fprintf(stderr, "%sstep %6ld | val_loss %.4f\n", ::isatty(STDERR_FILENO) ? "\n" : "", step + 1, val);
+    if (val.loss >= 0 && ranks_.rank == 0 && cfg_.progress && (!last || val.accuracy >= 0)) {
+      std::fprintf(stderr, "%sstep %6ld | val_loss %.4f", (::isatty(STDERR_FILENO) && !last) ? "\n" : "", step + 1, val.loss);
+      if (val.accuracy >= 0) std::fprintf(stderr, " | val_accuracy %.2f%%", 100.0 * val.accuracy);
+      std::fputc('\n', stderr);
     }
     if (metrics.is_open()) {
       nlohmann::json m = {{"step", step + 1},      {"loss", loss},         {"lr", cfg_.lr.at(step)},
                           {"grad_norm", last_grad_norm_}, {"step_s", dt}, {"items_per_s", items_per_step / dt}};
-      if (val >= 0) m["val_loss"] = val;
+      if (val.loss >= 0) m["val_loss"] = val.loss;
+      if (val.accuracy >= 0) m["val_accuracy"] = val.accuracy;
       metrics << m.dump() << '\n';
       metrics.flush();
     }

@@ -51,6 +51,7 @@ struct TrainResult {
   long steps = 0;
   double final_loss = 0;    // training loss of the last step (mean across ranks)
   double val_loss = -1;     // last validation loss (-1 if no validation data)
+  double val_accuracy = -1;  // last validation accuracy in [0, 1] (-1 if none or not a classifier)
   double items_per_s = 0;   // tokens/s (token models) or samples/s (image models), global
   double seconds = 0;       // wall time of the training steps
   double step_seconds_mean = 0;
@@ -64,8 +65,13 @@ class Trainer {
 
   // Runs steps [start_step, cfg.steps). samples_consumed is the run-wide data position at start_step.
   TrainResult run(long start_step = 0, uint64_t samples_consumed = 0);
-  // Mean loss over cfg.val_batches validation batches, shared out across ranks.
-  double validate();
+  struct Validation {
+    double loss = -1;      // mean loss per term (-1: no validation data)
+    double accuracy = -1;  // fraction correct (-1: not a classifier)
+  };
+  // Loss (and accuracy) over cfg.val_batches validation batches, shared out across ranks, with the
+  // model in evaluation mode (batch norm uses its running statistics).
+  Validation validate();
 
  private:
   float train_step(long step, uint64_t first_sample);

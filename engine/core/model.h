@@ -35,6 +35,13 @@ struct Batch {
 // DDP reducer can launch buckets (contiguous slices, highest offsets first) as they complete.
 using GradReadyFn = std::function<void(std::size_t from)>;
 
+// Result of Model::evaluate() on one batch: sums (not means), so batches and ranks combine exactly.
+struct EvalResult {
+  int count = 0;          // loss terms: images (classifiers) or tokens (language models)
+  int correct = -1;       // correct argmax predictions; -1 where accuracy does not apply
+  double loss_sum = 0.0;  // summed loss over the count terms
+};
+
 struct StepFlops {
   double forward = 0;   // FLOPs of one forward pass on the batch shape
   double backward = 0;  // FLOPs of one backward pass
@@ -64,6 +71,25 @@ class Model {
   virtual StepFlops flops(int B, int T) const = 0;
   // Bytes of activation memory for a batch of B x T (for `teetrain models`).
   virtual std::size_t activation_bytes(int B, int T) const = 0;
+
+  // Training vs evaluation mode (batch norm: batch or running statistics). Models whose forward
+  // does not depend on the mode (GPT-2: no dropout) keep the no-op default.
+  virtual void set_training(bool /*training*/) {}
+  // Non-parameter state that checkpoints must keep (batch-norm running statistics): a table of
+  // named tensors with offsets into state_data(), (num_state_floats) floats on the device. It is
+  // never reduced across ranks and has no gradient. Default: none.
+  virtual std::vector<ParamInfo> state_buffers() const { return {}; }
+  virtual float* state_data() { return nullptr; }
+  virtual std::size_t num_state_floats() const { return 0; }
+  // Forward in the current mode with labels. Default (no accuracy): the mean loss of forward()
+  // times its B*T terms, which recovers the mean exactly when divided back.
+  virtual EvalResult evaluate(const Batch& batch) {
+    const float mean = forward(batch);
+    EvalResult r;
+    r.count = batch.B * (batch.T > 0 ? batch.T : 1);
+    r.loss_sum = static_cast<double>(mean) * r.count;
+    return r;
+  }
 };
 
 }  // namespace tt

@@ -31,10 +31,12 @@ void run_eval(const EvalOptions& o) {
   if (!o.key_file.empty()) codec = make_sealed_codec(derive_checkpoint_key(load_key_file(o.key_file)));
   const auto dir = CheckpointStore::resolve(o.ckpt);
   const CheckpointMeta meta = CheckpointStore::read_meta(dir, *codec);
-  if (!meta.config.contains("model")) throw InputError(dir.string() + ": checkpoint has no model configuration");
+  if (!meta.config.contains("model"))
+    throw InputError(dir.string() + ": checkpoint has no model configuration");
   const ModelOptions mo = model_options_from_json(meta.config["model"], dir.string());
   if (!is_image_model(mo)) {
-    throw InputError("eval: the checkpoint holds " + mo.name + ", not an image classifier; eval takes resnet checkpoints");
+    throw InputError("eval: the checkpoint holds " + mo.name +
+                     ", not an image classifier; eval takes resnet checkpoints");
   }
   // The seed only orders the (unused) training stream; the test split is read in file order.
   const ImageSource img = open_image_source({o.data, meta.seed, false, false, false});
@@ -57,14 +59,20 @@ void run_eval(const EvalOptions& o) {
   }
   const double loss = loss_sum / static_cast<double>(n);
   const double acc = static_cast<double>(correct) / static_cast<double>(n);
-  std::printf("eval: %s step %ld on %s: %llu images, loss %.4f, accuracy %.2f%% (%ld correct)\n", mo.name.c_str(),
-              meta.step, img.test_set->source.c_str(), static_cast<unsigned long long>(n), loss, 100.0 * acc, correct);
+  std::printf("eval: %s step %ld on %s: %llu images, loss %.4f, accuracy %.2f%% (%ld correct)\n",
+              mo.name.c_str(), meta.step, img.test_set->source.c_str(), static_cast<unsigned long long>(n),
+              loss, 100.0 * acc, correct);
   if (!o.json.empty()) {
     std::ofstream f(o.json);
     if (!f) throw InputError("--json " + o.json + ": cannot open for writing");
-    const nlohmann::json j = {{"model", mo.name}, {"step", meta.step},  {"data", img.test_set->source},
-                              {"images", n},      {"loss", loss},       {"accuracy", acc},
-                              {"correct", correct}, {"checkpoint", dir.string()}};
+    const nlohmann::json j = {{"model", mo.name},
+                              {"step", meta.step},
+                              {"data", img.test_set->source},
+                              {"images", n},
+                              {"loss", loss},
+                              {"accuracy", acc},
+                              {"correct", correct},
+                              {"checkpoint", dir.string()}};
     f << j.dump(2) << '\n';
   }
 }
@@ -73,10 +81,13 @@ void run_eval(const EvalOptions& o) {
 
 void register_eval(CLI::App& app) {
   auto o = std::make_shared<EvalOptions>();
-  auto* cmd = app.add_subcommand("eval", "Test loss and accuracy of a saved image model over a dataset's test split");
-  cmd->add_option("--ckpt", o->ckpt, "Checkpoint: a step directory or a --ckpt-dir (newest is used)")->required();
+  auto* cmd =
+      app.add_subcommand("eval", "Test loss and accuracy of a saved image model over a dataset's test split");
+  cmd->add_option("--ckpt", o->ckpt, "Checkpoint: a step directory or a --ckpt-dir (newest is used)")
+      ->required();
   cmd->add_option("--key-file", o->key_file, "Master key file, for a sealed (TEE-mode) checkpoint");
-  cmd->add_option("--data", o->data, "Images: fashion-mnist, an MNIST-layout idx directory or a CIFAR-10 directory")
+  cmd->add_option("--data", o->data,
+                  "Images: fashion-mnist, an MNIST-layout idx directory or a CIFAR-10 directory")
       ->capture_default_str();
   cmd->add_option("--batch", o->batch, "Images per forward pass")->check(positive())->capture_default_str();
   cmd->add_option("--threads", o->threads, "Compute threads (0 = 2)")->check(non_negative());

@@ -28,6 +28,7 @@
 #include "tools/cli/scaling_model.h"
 #include "engine/trainer.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/image_source.h"
 #include "tools/cli/run_report.h"
 #include "tools/cli/train_options.h"
 
@@ -186,7 +187,18 @@ TeeSession start_tee(comm::Transport& transport, const TeeOptions& o, const TeeS
   return s;
 }
 
-void run_train(const TrainOptions& o) {
+void run_train(const TrainOptions& opts) {
+  // Image models take their input shape and classes from the data and have no sequence length:
+  // resolve both before the configuration is hashed for the cross-rank agreement.
+  TrainOptions o = opts;
+  std::optional<ImageSource> img;
+  if (is_image_model(o.model)) {
+    img.emplace(open_image_source({o.data, o.seed, /*augment=*/false, resolve_tee(o.tee).on, o.tee.allow_plain_data}));
+    o.model.image_channels = img->channels;
+    o.model.image_size = img->image_size;
+    o.model.num_classes = img->classes;
+    o.seq = 0;
+  }
   validate(o);
   const TeeSwitches ts = resolve_tee(o.tee);
   if (ts.on && o.allreduce == "mpi") {
@@ -205,10 +217,17 @@ void run_train(const TrainOptions& o) {
   DistContext dist(transport, channel, &profiler);
   dist.agree_config(run_json.dump());
 
-  const bool sealed_data = ts.on && require_sealed_data(o.data, "train", o.tee.allow_plain_data);
+  const bool sealed_data = ts.on && !img && require_sealed_data(o.data, "train", o.tee.allow_plain_data);
   const bool need_ckpt_key = ts.on && (o.save_every > 0 || !o.resume.empty());
   const AtRestKeys at_rest = ts.on ? release_keys(transport, *tee_session.keys, o.tee, sealed_data, need_ckpt_key) : AtRestKeys{};
-  DataSource data = open_data(o, ts, at_rest.dataset ? &*at_rest.dataset : nullptr, rank, profiler);
+  DataSource data;
+  if (img) {
+    data.train = img->train;
+    data.val = img->val;
+    data.describe = img->describe;
+  } else {
+    data = open_data(o, ts, at_rest.dataset ? &*at_rest.dataset : nullptr, rank, profiler);
+  }
 
   const int threads = default_threads(o.threads);
   std::unique_ptr<Backend> backend = make_cpu_backend(threads);
@@ -325,13 +344,18 @@ void run_train(const TrainOptions& o) {
   }
   if (rank != 0) return;
   print_phase_table(report, r.step_seconds_mean);
-  std::fprintf(stderr, "done: %ld steps, loss %.4f, val_loss %.4f, %.0f tok/s, %.3f s/step, params_sha256 %s\n", r.steps,
-               r.final_loss, r.val_loss, r.items_per_s, r.step_seconds_mean, r.params_sha256.c_str());
+  std::fprintf(stderr, "done: %ld steps, loss %.4f, val_loss %.4f, %.0f %s, %.3f s/step, params_sha256 %s\n", r.steps,
+               r.final_loss, r.val_loss, r.items_per_s, img ? "images/s" : "tok/s", r.step_seconds_mean,
+               r.params_sha256.c_str());
+  if (r.val_accuracy >= 0) std::fprintf(stderr, "val_accuracy %.2f%%\n", 100.0 * r.val_accuracy);
   if (!o.summary.empty()) {
     nlohmann::json s = {{"steps", r.steps},
                         {"final_loss", r.final_loss},
                         {"val_loss", r.val_loss},
+                        {"val_accuracy", r.val_accuracy},
                         {"tokens_per_s", r.items_per_s},
+                        {"items_per_s", r.items_per_s},
+                        {"items", img ? "images" : "tokens"},
                         {"step_s_mean", r.step_seconds_mean},
                         {"train_seconds", r.seconds},
                         {"params_sha256", r.params_sha256},

@@ -7,6 +7,7 @@ namespace tt::cli {
 void register_models(CLI::App& app);
 void register_prepare_text(CLI::App& app);
 void register_train(CLI::App& app);
+void register_eval(CLI::App& app);
 void register_sample(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_attest(CLI::App& app);

@@ -8,7 +8,8 @@ namespace tt::cli {
 
 ImageSource open_image_source(const ImageSourceOptions& o) {
   if (o.tee && !o.allow_plain_data) {
-    throw InputError("--data " + o.data + ": TEE mode has no sealed image shards yet; pass --allow-plain-data " +
+    throw InputError("--data " + o.data +
+                     ": TEE mode has no sealed image shards yet; pass --allow-plain-data " +
                      "to train on plaintext images (or use --tee off)");
   }
   ImageSource s;
@@ -18,8 +19,8 @@ ImageSource open_image_source(const ImageSourceOptions& o) {
   const ImageSet& te = *s.test_set;
   // The model is one square input shape: both splits must share it.
   if (tr.H != tr.W) {
-    throw InputError("--data " + o.data + ": images are " + std::to_string(tr.H) + "x" + std::to_string(tr.W) +
-                     "; the resnet models take square images");
+    throw InputError("--data " + o.data + ": images are " + std::to_string(tr.H) + "x" +
+                     std::to_string(tr.W) + "; the resnet models take square images");
   }
   if (te.C != tr.C || te.H != tr.H || te.W != tr.W || te.classes != tr.classes) {
     throw InputError("--data " + o.data + ": the test split's images (" + te.describe() +

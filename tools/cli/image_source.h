@@ -11,10 +11,10 @@
 namespace tt::cli {
 
 struct ImageSourceOptions {
-  std::string data;        // --data: fashion-mnist, an idx directory or a CIFAR-10 directory
-  uint64_t seed = 1337;    // data order and augmentation
-  bool augment = false;    // random crop (pad 4) and horizontal flip on the training split
-  bool tee = false;        // TEE mode: sealed image shards do not exist yet, so plain data must be
+  std::string data;               // --data: fashion-mnist, an idx directory or a CIFAR-10 directory
+  uint64_t seed = 1337;           // data order and augmentation
+  bool augment = false;           // random crop (pad 4) and horizontal flip on the training split
+  bool tee = false;               // TEE mode: sealed image shards do not exist yet, so plain data must be
   bool allow_plain_data = false;  // allowed explicitly with --allow-plain-data
 };
 

@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   tt::cli::register_models(app);
   tt::cli::register_prepare_text(app);
   tt::cli::register_train(app);
+  tt::cli::register_eval(app);
   tt::cli::register_sample(app);
   tt::cli::register_bench(app);
   tt::cli::register_attest(app);

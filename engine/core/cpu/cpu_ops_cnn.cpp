@@ -38,14 +38,15 @@ ConvDims conv_dims(const Conv2dShape& s) {
   if (s.B <= 0 || s.IC <= 0 || s.OC <= 0 || s.KH <= 0 || s.KW <= 0 || s.stride <= 0 || s.pad < 0 ||
       s.OH() <= 0 || s.OW() <= 0) {
     throw InputError("conv2d: invalid shape B=" + std::to_string(s.B) + " IC=" + std::to_string(s.IC) +
-                     " H=" + std::to_string(s.H) + " W=" + std::to_string(s.W) + " OC=" + std::to_string(s.OC) +
-                     " K=" + std::to_string(s.KH) + "x" + std::to_string(s.KW));
+                     " H=" + std::to_string(s.H) + " W=" + std::to_string(s.W) + " OC=" +
+                     std::to_string(s.OC) + " K=" + std::to_string(s.KH) + "x" + std::to_string(s.KW));
   }
   ConvDims d{};
   d.K = static_cast<std::ptrdiff_t>(s.IC) * s.KH * s.KW;
   d.OHW = static_cast<std::ptrdiff_t>(s.OH()) * s.OW();
   const auto per_image = static_cast<std::size_t>(d.OHW * (2 * d.K + s.OC));
-  d.Bc = static_cast<int>(std::clamp<std::size_t>(kChunkFloats / per_image, 1, static_cast<std::size_t>(s.B)));
+  d.Bc =
+      static_cast<int>(std::clamp<std::size_t>(kChunkFloats / per_image, 1, static_cast<std::size_t>(s.B)));
   return d;
 }
 
@@ -63,7 +64,7 @@ void im2col(float* col, const float* inp, const Conv2dShape& s, const ConvDims& 
     float* __restrict row = col + k * N;
     for (int bl = 0; bl < d.Bc; ++bl) {
       const float* __restrict x = inp + (static_cast<std::ptrdiff_t>(b0 + bl) * s.IC + ic) * plane;  // (H, W)
-      float* __restrict r = row + bl * d.OHW;                                                          // (OH, OW)
+      float* __restrict r = row + bl * d.OHW;  // (OH, OW)
       for (int oh = 0; oh < OH; ++oh) {
         const int ih = oh * s.stride - s.pad + kh;
         float* __restrict ro = r + static_cast<std::ptrdiff_t>(oh) * OW;
@@ -92,7 +93,8 @@ void im2col(float* col, const float* inp, const Conv2dShape& s, const ConvDims& 
 
 // dinp (B, IC, H, W) += col2im(dcol (K, Bc*OHW)) for images [b0, b0 + Bc). Each thread owns whole
 // (image, channel) planes and adds the KH*KW rows in a fixed order: no races, deterministic.
-void col2im_add(float* dinp, const float* dcol, const Conv2dShape& s, const ConvDims& d, int b0, int threads) {
+void col2im_add(float* dinp, const float* dcol, const Conv2dShape& s, const ConvDims& d, int b0,
+                int threads) {
   const int OH = s.OH();
   const int OW = s.OW();
   const std::ptrdiff_t N = d.N();
@@ -140,8 +142,8 @@ void CpuBackend::conv2d_forward(float* out, const float* inp, const float* weigh
                                 float* workspace, const Conv2dShape& s) {
   const ConvDims d = conv_dims(s);
   const std::ptrdiff_t N = d.N();
-  float* col = workspace;       // (K, N)
-  float* gat = col + d.K * N;   // (OC, N)
+  float* col = workspace;      // (K, N)
+  float* gat = col + d.K * N;  // (OC, N)
   for (int b0 = 0; b0 < s.B; b0 += d.Bc) {
     const int bc = std::min(d.Bc, s.B - b0);
     ConvDims dc = d;
@@ -150,14 +152,15 @@ void CpuBackend::conv2d_forward(float* out, const float* inp, const float* weigh
     im2col(col, inp, s, dc, b0, threads_);
     use_blas_threads();
     // gat (OC, n) = weight (OC, K) @ col (K, n)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s.OC, static_cast<int>(n), static_cast<int>(d.K), 1.0f,
-                weight, static_cast<int>(d.K), col, static_cast<int>(n), 0.0f, gat, static_cast<int>(n));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s.OC, static_cast<int>(n), static_cast<int>(d.K),
+                1.0f, weight, static_cast<int>(d.K), col, static_cast<int>(n), 0.0f, gat,
+                static_cast<int>(n));
     const std::ptrdiff_t rows = static_cast<std::ptrdiff_t>(bc) * s.OC;
 #pragma omp parallel for num_threads(threads_) schedule(static) if (rows * d.OHW >= kParallelMin)
     for (std::ptrdiff_t r = 0; r < rows; ++r) {
       const auto bl = r / s.OC;
       const auto oc = r % s.OC;
-      const float* __restrict g = gat + oc * n + bl * d.OHW;                          // (OHW)
+      const float* __restrict g = gat + oc * n + bl * d.OHW;                                     // (OHW)
       float* __restrict o = out + ((b0 + bl) * static_cast<std::ptrdiff_t>(s.OC) + oc) * d.OHW;  // (OHW)
       const float bv = bias != nullptr ? bias[oc] : 0.0f;
       for (std::ptrdiff_t i = 0; i < d.OHW; ++i) o[i] = g[i] + bv;
@@ -165,13 +168,14 @@ void CpuBackend::conv2d_forward(float* out, const float* inp, const float* weigh
   }
 }
 
-void CpuBackend::conv2d_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                                 const float* weight, float* workspace, const Conv2dShape& s) {
+void CpuBackend::conv2d_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                 const float* inp, const float* weight, float* workspace,
+                                 const Conv2dShape& s) {
   const ConvDims d = conv_dims(s);
   const std::ptrdiff_t N = d.N();
-  float* col = workspace;           // (K, N)
-  float* gat = col + d.K * N;       // (OC, N)
-  float* dcol = gat + s.OC * N;     // (K, N)
+  float* col = workspace;        // (K, N)
+  float* gat = col + d.K * N;    // (OC, N)
+  float* dcol = gat + s.OC * N;  // (K, N)
   for (int b0 = 0; b0 < s.B; b0 += d.Bc) {
     const int bc = std::min(d.Bc, s.B - b0);
     ConvDims dc = d;
@@ -183,7 +187,8 @@ void CpuBackend::conv2d_backward(float* dinp, float* dweight, float* dbias, cons
     for (std::ptrdiff_t r = 0; r < rows; ++r) {
       const auto bl = r / s.OC;
       const auto oc = r % s.OC;
-      std::memcpy(gat + oc * n + bl * d.OHW, dout + ((b0 + bl) * static_cast<std::ptrdiff_t>(s.OC) + oc) * d.OHW,
+      std::memcpy(gat + oc * n + bl * d.OHW,
+                  dout + ((b0 + bl) * static_cast<std::ptrdiff_t>(s.OC) + oc) * d.OHW,
                   static_cast<std::size_t>(d.OHW) * sizeof(float));
     }
     if (dbias != nullptr) {
@@ -201,13 +206,15 @@ void CpuBackend::conv2d_backward(float* dinp, float* dweight, float* dbias, cons
       im2col(col, inp, s, dc, b0, threads_);
       use_blas_threads();
       // dweight (OC, K) += gat (OC, n) @ col (K, n)^T
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s.OC, static_cast<int>(d.K), static_cast<int>(n), 1.0f,
-                  gat, static_cast<int>(n), col, static_cast<int>(n), 1.0f, dweight, static_cast<int>(d.K));
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s.OC, static_cast<int>(d.K), static_cast<int>(n),
+                  1.0f, gat, static_cast<int>(n), col, static_cast<int>(n), 1.0f, dweight,
+                  static_cast<int>(d.K));
     }
     if (dinp != nullptr) {
       // dcol (K, n) = weight (OC, K)^T @ gat (OC, n)
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(d.K), static_cast<int>(n), s.OC, 1.0f,
-                  weight, static_cast<int>(d.K), gat, static_cast<int>(n), 0.0f, dcol, static_cast<int>(n));
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(d.K), static_cast<int>(n), s.OC,
+                  1.0f, weight, static_cast<int>(d.K), gat, static_cast<int>(n), 0.0f, dcol,
+                  static_cast<int>(n));
       col2im_add(dinp, dcol, s, dc, b0, threads_);
     }
   }

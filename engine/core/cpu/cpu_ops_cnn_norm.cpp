@@ -16,13 +16,14 @@ using cpu::kParallelMin;
 
 // ---- batch normalization --------------------------------------------------------------------------
 
-void CpuBackend::batchnorm_forward(float* out, float* mean, float* rstd, float* running_mean, float* running_var,
-                                   const float* inp, const float* weight, const float* bias, int B, int C, int HW,
-                                   float momentum, float eps, bool training) {
+void CpuBackend::batchnorm_forward(float* out, float* mean, float* rstd, float* running_mean,
+                                   float* running_var, const float* inp, const float* weight,
+                                   const float* bias, int B, int C, int HW, float momentum, float eps,
+                                   bool training) {
   const std::ptrdiff_t M = static_cast<std::ptrdiff_t>(B) * HW;  // values per channel
   if (training && M < 2) {
-    throw InputError("batchnorm: training needs more than one value per channel (B*H*W = " + std::to_string(M) +
-                     "); use a larger batch");
+    throw InputError("batchnorm: training needs more than one value per channel (B*H*W = " +
+                     std::to_string(M) + "); use a larger batch");
   }
   const std::ptrdiff_t CHW = static_cast<std::ptrdiff_t>(C) * HW;
 #pragma omp parallel for num_threads(threads_) schedule(static) if (M * C >= kParallelMin)
@@ -57,7 +58,8 @@ void CpuBackend::batchnorm_forward(float* out, float* mean, float* rstd, float* 
       }
     } else {
       mf = running_mean[c];
-      rs = static_cast<float>(1.0 / std::sqrt(static_cast<double>(running_var[c]) + static_cast<double>(eps)));
+      rs =
+          static_cast<float>(1.0 / std::sqrt(static_cast<double>(running_var[c]) + static_cast<double>(eps)));
     }
     if (mean != nullptr) mean[c] = mf;
     if (rstd != nullptr) rstd[c] = rs;
@@ -75,8 +77,8 @@ void CpuBackend::batchnorm_forward(float* out, float* mean, float* rstd, float* 
 }
 
 void CpuBackend::batchnorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                                    const float* inp, const float* weight, const float* mean, const float* rstd,
-                                    int B, int C, int HW) {
+                                    const float* inp, const float* weight, const float* mean,
+                                    const float* rstd, int B, int C, int HW) {
   const std::ptrdiff_t M = static_cast<std::ptrdiff_t>(B) * HW;
   const std::ptrdiff_t CHW = static_cast<std::ptrdiff_t>(C) * HW;
 #pragma omp parallel for num_threads(threads_) schedule(static) if (M * C >= kParallelMin)
@@ -135,8 +137,8 @@ void check_pool(const Pool2dShape& s, const char* op) {
   if (s.B <= 0 || s.C <= 0 || s.k <= 0 || s.stride <= 0 || s.pad < 0 || 2 * s.pad > s.k || s.OH() <= 0 ||
       s.OW() <= 0) {
     throw InputError(std::string(op) + ": invalid pooling shape H=" + std::to_string(s.H) +
-                     " W=" + std::to_string(s.W) + " k=" + std::to_string(s.k) + " stride=" +
-                     std::to_string(s.stride) + " pad=" + std::to_string(s.pad));
+                     " W=" + std::to_string(s.W) + " k=" + std::to_string(s.k) +
+                     " stride=" + std::to_string(s.stride) + " pad=" + std::to_string(s.pad));
   }
 }
 
@@ -180,7 +182,8 @@ void CpuBackend::maxpool2d_forward(float* out, int32_t* argmax, const float* inp
   }
 }
 
-void CpuBackend::maxpool2d_backward(float* dinp, const float* dout, const int32_t* argmax, const Pool2dShape& s) {
+void CpuBackend::maxpool2d_backward(float* dinp, const float* dout, const int32_t* argmax,
+                                    const Pool2dShape& s) {
   check_pool(s, "maxpool2d");
   const std::ptrdiff_t planes = static_cast<std::ptrdiff_t>(s.B) * s.C;
   const std::ptrdiff_t in_plane = static_cast<std::ptrdiff_t>(s.H) * s.W;

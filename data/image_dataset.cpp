@@ -1,0 +1,298 @@
+#include "data/image_dataset.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <system_error>
+
+#include "engine/core/error.h"
+#include "engine/core/rng.h"
+
+namespace tt {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Reads a whole file, gunzipping it if it is gzip (gzread passes plain files through unchanged).
+std::vector<uint8_t> read_maybe_gz(const fs::path& p) {
+  std::error_code ec;
+  if (!fs::is_regular_file(p, ec)) throw InputError(p.string() + ": no such file");
+  gzFile f = gzopen(p.c_str(), "rb");
+  if (f == nullptr) throw InputError(p.string() + ": cannot open");
+  std::vector<uint8_t> out;
+  std::vector<uint8_t> buf(1 << 16);
+  for (;;) {
+    const int n = gzread(f, buf.data(), static_cast<unsigned>(buf.size()));
+    if (n < 0) {
+      int err = 0;
+      const std::string msg = gzerror(f, &err);
+      gzclose(f);
+      throw InputError(p.string() + ": corrupt or truncated gzip data (" + msg +
+                       "); re-download or re-install it");
+    }
+    if (n == 0) break;
+    out.insert(out.end(), buf.begin(), buf.begin() + n);
+  }
+  // A gzip stream cut short reads as a clean EOF in some zlib versions: gzclose reports it.
+  if (gzclose(f) != Z_OK) {
+    throw InputError(p.string() + ": truncated gzip data; re-download or re-install it");
+  }
+  return out;
+}
+
+uint32_t be32(const std::vector<uint8_t>& b, std::size_t at) {
+  return (uint32_t{b[at]} << 24) | (uint32_t{b[at + 1]} << 16) | (uint32_t{b[at + 2]} << 8) |
+         uint32_t{b[at + 3]};
+}
+
+std::string hex(uint32_t v) {
+  char s[16];
+  std::snprintf(s, sizeof s, "0x%08x", v);
+  return s;
+}
+
+}  // namespace
+
+std::string ImageSet::describe() const {
+  return source + ": " + std::to_string(size()) + " images " + std::to_string(C) + "x" + std::to_string(H) +
+         "x" + std::to_string(W) + ", " + std::to_string(classes) + " classes";
+}
+
+ImageSet read_idx(const fs::path& images, const fs::path& labels) {
+  const auto ib = read_maybe_gz(images);
+  const auto lb = read_maybe_gz(labels);
+  const std::string hint =
+      "; expected an MNIST/Fashion-MNIST *-images-idx3-ubyte[.gz] / *-labels-idx1-ubyte[.gz] pair";
+  if (ib.size() < 16 || be32(ib, 0) != 0x00000803u) {
+    throw InputError(images.string() + ": not an idx image file (magic " +
+                     (ib.size() >= 4 ? hex(be32(ib, 0)) : "missing") + ", want 0x00000803)" + hint);
+  }
+  if (lb.size() < 8 || be32(lb, 0) != 0x00000801u) {
+    throw InputError(labels.string() + ": not an idx label file (magic " +
+                     (lb.size() >= 4 ? hex(be32(lb, 0)) : "missing") + ", want 0x00000801)" + hint);
+  }
+  const uint64_t n = be32(ib, 4), rows = be32(ib, 8), cols = be32(ib, 12);
+  const uint64_t nl = be32(lb, 4);
+  if (rows == 0 || cols == 0 || rows > 4096 || cols > 4096) {
+    throw InputError(images.string() + ": implausible image size " + std::to_string(rows) + "x" +
+                     std::to_string(cols));
+  }
+  if (ib.size() - 16 < n * rows * cols) {
+    throw InputError(images.string() + ": truncated: header promises " + std::to_string(n) + " images of " +
+                     std::to_string(rows) + "x" + std::to_string(cols) + " but the file holds " +
+                     std::to_string(ib.size() - 16) + " pixel bytes; re-download or re-install it");
+  }
+  if (lb.size() - 8 < nl) {
+    throw InputError(labels.string() + ": truncated: header promises " + std::to_string(nl) +
+                     " labels but the file holds " + std::to_string(lb.size() - 8) +
+                     "; re-download or re-install it");
+  }
+  if (n != nl) {
+    throw InputError(images.string() + " has " + std::to_string(n) + " images but " + labels.string() +
+                     " has " + std::to_string(nl) + " labels; use the matching pair");
+  }
+  ImageSet s;
+  s.source = images.string();
+  s.C = 1;
+  s.H = static_cast<int>(rows);
+  s.W = static_cast<int>(cols);
+  s.pixels.assign(ib.begin() + 16, ib.begin() + 16 + static_cast<std::ptrdiff_t>(n * rows * cols));
+  s.labels.resize(n);
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint8_t y = lb[8 + i];
+    if (y >= s.classes) {
+      throw InputError(labels.string() + ": label " + std::to_string(y) + " of sample " + std::to_string(i) +
+                       " is outside [0, 10); the file is corrupt or not MNIST-style");
+    }
+    s.labels[i] = y;
+  }
+  return s;
+}
+
+ImageSet read_cifar10(const std::vector<fs::path>& batches) {
+  constexpr std::size_t kRecord = 1 + 3 * 32 * 32;
+  if (batches.empty()) throw InputError("no CIFAR-10 batch files given");
+  ImageSet s;
+  s.source = batches.size() == 1 ? batches[0].string() : batches[0].parent_path().string();
+  s.C = 3;
+  s.H = 32;
+  s.W = 32;
+  for (const auto& p : batches) {
+    const auto b = read_maybe_gz(p);
+    if (b.empty() || b.size() % kRecord != 0) {
+      throw InputError(p.string() + ": " + std::to_string(b.size()) +
+                       " bytes is not a whole number of CIFAR-10 records (" + std::to_string(kRecord) +
+                       " bytes each): truncated or not a CIFAR-10 binary batch");
+    }
+    for (std::size_t r = 0; r < b.size() / kRecord; ++r) {
+      const uint8_t y = b[r * kRecord];
+      if (y >= s.classes) {
+        throw InputError(p.string() + ": label " + std::to_string(y) + " of record " + std::to_string(r) +
+                         " is outside [0, 10); not a CIFAR-10 (binary version) batch");
+      }
+      s.labels.push_back(y);
+      s.pixels.insert(s.pixels.end(), b.begin() + static_cast<std::ptrdiff_t>(r * kRecord + 1),
+                      b.begin() + static_cast<std::ptrdiff_t>((r + 1) * kRecord));
+    }
+  }
+  return s;
+}
+
+ImageSet open_image_dataset(const std::string& spec, const std::string& split) {
+  if (split != "train" && split != "test")
+    throw InputError("image split must be train or test, got '" + split + "'");
+  fs::path dir = spec;
+  std::string name = spec;
+  if (spec == "fashion-mnist") dir = "/usr/share/datasets/fashion-mnist";
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    throw InputError("image dataset '" + spec +
+                     "' not found: give fashion-mnist (apt install dataset-fashion-mnist), " +
+                     "or a directory of MNIST idx files or CIFAR-10 binary batches");
+  }
+  const std::string pre = split == "train" ? "train" : "t10k";
+  for (const char* ext : {".gz", ""}) {
+    const fs::path im = dir / (pre + "-images-idx3-ubyte" + ext);
+    const fs::path lb = dir / (pre + "-labels-idx1-ubyte" + ext);
+    if (fs::exists(im, ec) && fs::exists(lb, ec)) {
+      ImageSet s = read_idx(im, lb);
+      s.source = name + " " + split;
+      return s;
+    }
+  }
+  for (const fs::path& d : {dir, dir / "cifar-10-batches-bin"}) {
+    std::vector<fs::path> files;
+    if (split == "train") {
+      for (int i = 1; i <= 5; ++i) files.push_back(d / ("data_batch_" + std::to_string(i) + ".bin"));
+    } else {
+      files.push_back(d / "test_batch.bin");
+    }
+    if (std::all_of(files.begin(), files.end(), [&](const fs::path& f) { return fs::exists(f, ec); })) {
+      ImageSet s = read_cifar10(files);
+      s.source = name + " " + split;
+      return s;
+    }
+  }
+  throw InputError("no " + split + " images in '" + dir.string() + "': expected " + pre +
+                   "-images-idx3-ubyte[.gz] + " + pre +
+                   "-labels-idx1-ubyte[.gz] (MNIST layout) or CIFAR-10 " +
+                   (split == "train" ? "data_batch_1..5.bin" : "test_batch.bin"));
+}
+
+ImageTransform ImageTransform::standard(const ImageSet& train) {
+  ImageTransform t;
+  const std::size_t plane = static_cast<std::size_t>(train.H) * static_cast<std::size_t>(train.W);
+  for (int c = 0; c < train.C; ++c) {
+    double s = 0, ss = 0;
+    for (std::size_t i = 0; i < train.size(); ++i) {
+      const uint8_t* p =
+          train.pixels.data() + (i * static_cast<std::size_t>(train.C) + static_cast<std::size_t>(c)) * plane;
+      for (std::size_t k = 0; k < plane; ++k) {
+        const double v = p[k] / 255.0;
+        s += v;
+        ss += v * v;
+      }
+    }
+    const double n = static_cast<double>(train.size() * plane);
+    const double m = n > 0 ? s / n : 0.0;
+    const double var = n > 0 ? ss / n - m * m : 1.0;
+    t.mean.push_back(static_cast<float>(m));
+    t.std.push_back(static_cast<float>(std::sqrt(std::max(var, 1e-12))));
+  }
+  return t;
+}
+
+ImageLoader::ImageLoader(const ImageSet& data, ImageTransform transform, uint64_t seed, bool shuffle)
+    : data_(data), tf_(std::move(transform)), seed_(seed), shuffle_(shuffle) {
+  if (data.size() == 0) throw InputError("image dataset " + data.source + " is empty");
+  if (data.size() > UINT32_MAX) throw InputError("image dataset " + data.source + " is too large");
+  const auto C = static_cast<std::size_t>(data.C);
+  if (!tf_.mean.empty() && (tf_.mean.size() != C || tf_.std.size() != C)) {
+    throw InputError("image normalization needs " + std::to_string(C) + " mean/std values for " +
+                     data.source);
+  }
+  if (tf_.crop_pad < 0) throw InputError("crop padding must be >= 0");
+  for (std::size_t c = 0; c < C; ++c) {
+    const float m = tf_.mean.empty() ? 0.0f : tf_.mean[c];
+    const float s = tf_.std.empty() ? 1.0f : tf_.std[c];
+    scale_.push_back(1.0f / (255.0f * s));
+    shift_.push_back(-m / s);
+  }
+}
+
+void ImageLoader::check_shape(int C, int H, int W, int classes) const {
+  if (C != data_.C || H != data_.H || W != data_.W) {
+    throw InputError(data_.source + " has " + std::to_string(data_.C) + "x" + std::to_string(data_.H) + "x" +
+                     std::to_string(data_.W) + " images but the model expects " + std::to_string(C) + "x" +
+                     std::to_string(H) + "x" + std::to_string(W) +
+                     "; configure the model's channels/image size from the data");
+  }
+  if (classes < data_.classes) {
+    throw InputError(data_.source + " has " + std::to_string(data_.classes) + " classes but the model only " +
+                     std::to_string(classes) + "; configure the model's class count from the data");
+  }
+}
+
+const std::vector<uint32_t>& ImageLoader::permutation(uint64_t epoch) {
+  if (!perm_.empty() && perm_epoch_ == epoch) return perm_;
+  const uint64_t n = data_.size();
+  perm_.resize(n);
+  std::iota(perm_.begin(), perm_.end(), 0u);
+  Rng rng(derive_seed(seed_, kDataStream, epoch));
+  for (uint64_t i = n - 1; i > 0; --i) std::swap(perm_[i], perm_[rng.below(i + 1)]);
+  perm_epoch_ = epoch;
+  return perm_;
+}
+
+uint64_t ImageLoader::image_of(uint64_t g) {
+  const uint64_t n = data_.size();
+  return shuffle_ ? permutation(g / n)[g % n] : g % n;
+}
+
+void ImageLoader::fill(Batch& out, uint64_t first_sample, int count) {
+  if (count < 0) throw InputError("batch size must be >= 0 (got " + std::to_string(count) + ")");
+  const int C = data_.C, H = data_.H, W = data_.W;
+  const std::size_t plane = static_cast<std::size_t>(H) * static_cast<std::size_t>(W);
+  const std::size_t per_image = static_cast<std::size_t>(C) * plane;
+  out.B = count;
+  out.T = 0;
+  out.tokens.clear();
+  out.images.resize(static_cast<std::size_t>(count) * per_image);  // (B, C, H, W)
+  out.targets.resize(static_cast<std::size_t>(count));             // (B)
+  for (int b = 0; b < count; ++b) {
+    const uint64_t g = first_sample + static_cast<uint64_t>(b);
+    const uint64_t idx = image_of(g);
+    int dy = 0, dx = 0;
+    bool flip = false;
+    if (tf_.random_crop || tf_.hflip) {
+      Rng rng(derive_seed(seed_, kAugStream, g));
+      const auto span = static_cast<uint64_t>(2 * tf_.crop_pad + 1);
+      if (tf_.random_crop) {
+        dy = static_cast<int>(rng.below(span)) - tf_.crop_pad;
+        dx = static_cast<int>(rng.below(span)) - tf_.crop_pad;
+      }
+      if (tf_.hflip) flip = (rng.next_u64() >> 63) != 0;
+    }
+    const uint8_t* src = data_.pixels.data() + idx * per_image;  // (C, H, W)
+    float* dst = out.images.data() + static_cast<std::size_t>(b) * per_image;
+    for (int c = 0; c < C; ++c) {
+      const float sc = scale_[static_cast<std::size_t>(c)], sh = shift_[static_cast<std::size_t>(c)];
+      const uint8_t* sp = src + static_cast<std::size_t>(c) * plane;
+      float* dp = dst + static_cast<std::size_t>(c) * plane;
+      for (int y = 0; y < H; ++y) {
+        const int sy = y + dy;
+        for (int x = 0; x < W; ++x) {
+          const int xx = flip ? W - 1 - x : x;  // flip the cropped image
+          const int sx = xx + dx;
+          const uint8_t v = (sy >= 0 && sy < H && sx >= 0 && sx < W) ? sp[sy * W + sx] : 0;
+          dp[y * W + x] = static_cast<float>(v) * sc + sh;
+        }
+      }
+    }
+    out.targets[static_cast<std::size_t>(b)] = data_.labels[idx];
+  }
+}
+
+}  // namespace tt
