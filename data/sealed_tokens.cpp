@@ -1,3 +1,4 @@
+#include "data/shard_files.h"
 #include "data/sealed_tokens.h"
 
 #include <fnmatch.h>
@@ -27,25 +28,6 @@ std::string quoted(const fs::path& p) {
   return s;
 }
 
-bool has_glob_chars(const std::string& s) {
-  return s.find_first_of("*?[") != std::string::npos;
-}
-
-// Sorted regular files in `dir` whose name matches the fnmatch pattern (as in token_loader.cpp).
-std::vector<fs::path> match_in_dir(const fs::path& dir, const std::string& pattern) {
-  std::vector<fs::path> out;
-  std::error_code ec;
-  const fs::path d = dir.empty() ? fs::path(".") : dir;
-  if (!fs::is_directory(d, ec)) return out;
-  for (const auto& e : fs::directory_iterator(d, ec)) {
-    if (!e.is_regular_file()) continue;
-    const auto name = e.path().filename().string();
-    if (fnmatch(pattern.c_str(), name.c_str(), 0) == 0)
-      out.push_back(dir.empty() ? e.path().filename() : e.path());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 // JSON string escaping for file names in the clear metadata (quotes, backslashes, control bytes).
 std::string json_string(const std::string& s) {
@@ -78,17 +60,6 @@ int32_t get_le32(const std::uint8_t* p) {
   return static_cast<int32_t>(u);
 }
 
-std::string human_count(uint64_t n) {
-  char buf[32];
-  if (n >= 1000000) {
-    std::snprintf(buf, sizeof buf, "%.1fM", static_cast<double>(n) / 1e6);
-  } else if (n >= 1000) {
-    std::snprintf(buf, sizeof buf, "%.1fk", static_cast<double>(n) / 1e3);
-  } else {
-    std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(n));
-  }
-  return buf;
-}
 
 }  // namespace
 
@@ -262,7 +233,7 @@ void SealedTokenDataset::read_token_bytes(std::size_t shard, std::uint64_t first
 
 SealedTokenLoader::SealedTokenLoader(SealedTokenDataset& data, int T, uint64_t seed, bool shuffle,
                                      IngressOptions ingress, Profiler* profiler)
-    : data_(data), T_(T), seed_(seed), shuffle_(shuffle), profiler_(profiler), throttle_(ingress.gbps) {
+    : data_(data), T_(T), profiler_(profiler), throttle_(ingress.gbps) {
   if (T < 1) throw InputError("--seq must be at least 1 (got " + std::to_string(T) + ")");
   // The window layout of TokenLoader: floor((n_i - 1) / T) windows of T+1 tokens with stride T.
   shard_first_window_.push_back(0);
@@ -279,24 +250,13 @@ SealedTokenLoader::SealedTokenLoader(SealedTokenDataset& data, int T, uint64_t s
     throw InputError("data too large: " + std::to_string(num_windows_) +
                      " windows exceed 2^32; use a larger --seq");
   }
+  order_ = WindowOrder(num_windows_, seed, shuffle);
   if (ingress.mode == IngressMode::Bounce) bounce_.emplace(ingress.link_cipher, ingress.rank, profiler);
 }
 
 // Must stay identical to TokenLoader::permutation (a test compares the two loaders batch by batch).
-const std::vector<uint32_t>& SealedTokenLoader::permutation(uint64_t epoch) {
-  if (!perm_.empty() && perm_epoch_ == epoch) return perm_;
-  perm_.resize(num_windows_);
-  std::iota(perm_.begin(), perm_.end(), 0u);
-  Rng rng(derive_seed(seed_, kDataStream, epoch));
-  for (uint64_t i = num_windows_ - 1; i > 0; --i) std::swap(perm_[i], perm_[rng.below(i + 1)]);
-  perm_epoch_ = epoch;
-  return perm_;
-}
 
-uint64_t SealedTokenLoader::window_of(uint64_t g) {
-  const uint64_t j = g % num_windows_;
-  return shuffle_ ? permutation(g / num_windows_)[j] : j;
-}
+uint64_t SealedTokenLoader::window_of(uint64_t g) { return order_.window_of(g); }
 
 void SealedTokenLoader::fill(Batch& out, uint64_t first_sample, int count) {
   if (count < 0) throw InputError("batch size must be >= 0 (got " + std::to_string(count) + ")");

@@ -20,6 +20,7 @@
 
 #include "data/sealed_blob.h"
 #include "data/sealed_ingress.h"
+#include "data/window_order.h"
 #include "engine/core/model.h"
 #include "engine/core/profiler.h"
 #include "tee/sealed_file.h"
@@ -102,7 +103,7 @@ class SealedTokenDataset {
 // the dataset (which must outlive it, and which it reads through: one loader per dataset).
 class SealedTokenLoader {
  public:
-  static constexpr uint64_t kDataStream = 0x64617461;  // "data": must equal TokenLoader::kDataStream
+  static constexpr uint64_t kDataStream = WindowOrder::kDataStream;  // "data": must equal TokenLoader::kDataStream
 
   // Throws InputError if T < 1 or the data holds no window of T+1 tokens.
   SealedTokenLoader(SealedTokenDataset& data, int T, uint64_t seed, bool shuffle, IngressOptions ingress = {},
@@ -122,17 +123,13 @@ class SealedTokenLoader {
   BounceLink* bounce_link() { return bounce_ ? &*bounce_ : nullptr; }
 
  private:
-  const std::vector<uint32_t>& permutation(uint64_t epoch);
 
   SealedTokenDataset& data_;
   int T_;
-  uint64_t seed_;
-  bool shuffle_;
   Profiler* profiler_;
   uint64_t num_windows_ = 0;
   std::vector<uint64_t> shard_first_window_;  // (num_shards + 1) prefix sums of windows per shard
-  uint64_t perm_epoch_ = 0;
-  std::vector<uint32_t> perm_;  // (W) window order of epoch perm_epoch_
+  WindowOrder order_{0, 0, false};  // set once num_windows_ is known
   std::optional<BounceLink> bounce_;
   IngressThrottle throttle_;
   std::vector<std::uint8_t> staging_;  // (B, T+1) uint16 little-endian: the windows as stored

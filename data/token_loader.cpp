@@ -1,3 +1,4 @@
+#include "data/shard_files.h"
 #include "data/token_loader.h"
 
 #include <fnmatch.h>
@@ -17,37 +18,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool has_glob_chars(const std::string& s) {
-  return s.find_first_of("*?[") != std::string::npos;
-}
 
-// Sorted regular files in `dir` whose name matches the fnmatch pattern.
-std::vector<fs::path> match_in_dir(const fs::path& dir, const std::string& pattern) {
-  std::vector<fs::path> out;
-  std::error_code ec;
-  const fs::path d = dir.empty() ? fs::path(".") : dir;
-  if (!fs::is_directory(d, ec)) return out;
-  for (const auto& e : fs::directory_iterator(d, ec)) {
-    if (!e.is_regular_file()) continue;
-    const auto name = e.path().filename().string();
-    if (fnmatch(pattern.c_str(), name.c_str(), 0) == 0)
-      out.push_back(dir.empty() ? e.path().filename() : e.path());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-std::string human_count(uint64_t n) {
-  char buf[32];
-  if (n >= 1000000) {
-    std::snprintf(buf, sizeof buf, "%.1fM", static_cast<double>(n) / 1e6);
-  } else if (n >= 1000) {
-    std::snprintf(buf, sizeof buf, "%.1fk", static_cast<double>(n) / 1e3);
-  } else {
-    std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(n));
-  }
-  return buf;
-}
 
 }  // namespace
 
@@ -107,7 +78,7 @@ std::string TokenDataset::describe() const {
 }
 
 TokenLoader::TokenLoader(const TokenDataset& data, int T, uint64_t seed, bool shuffle)
-    : data_(data), T_(T), seed_(seed), shuffle_(shuffle) {
+    : data_(data), T_(T) {
   if (T < 1) throw InputError("--seq must be at least 1 (got " + std::to_string(T) + ")");
   // Windows of shard i: floor((n_i - 1) / T), the number of stride-T starts with T+1 tokens left.
   shard_first_window_.reserve(data.shards().size() + 1);
@@ -126,24 +97,11 @@ TokenLoader::TokenLoader(const TokenDataset& data, int T, uint64_t seed, bool sh
     throw InputError("data too large: " + std::to_string(num_windows_) +
                      " windows exceed 2^32; use a larger --seq or fewer shards");
   }
+  order_ = WindowOrder(num_windows_, seed, shuffle);
 }
 
-const std::vector<uint32_t>& TokenLoader::permutation(uint64_t epoch) {
-  if (!perm_.empty() && perm_epoch_ == epoch) return perm_;
-  perm_.resize(num_windows_);
-  std::iota(perm_.begin(), perm_.end(), 0u);
-  Rng rng(derive_seed(seed_, kDataStream, epoch));
-  for (uint64_t i = num_windows_ - 1; i > 0; --i) {
-    std::swap(perm_[i], perm_[rng.below(i + 1)]);
-  }
-  perm_epoch_ = epoch;
-  return perm_;
-}
 
-uint64_t TokenLoader::window_of(uint64_t g) {
-  const uint64_t j = g % num_windows_;
-  return shuffle_ ? permutation(g / num_windows_)[j] : j;
-}
+uint64_t TokenLoader::window_of(uint64_t g) { return order_.window_of(g); }
 
 const uint16_t* TokenLoader::window_tokens(uint64_t window) const {
   // The shard holding `window`: the last one whose first window is <= window.

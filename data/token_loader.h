@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "data/token_shard.h"
+#include "data/window_order.h"
 #include "engine/core/model.h"
 
 namespace tt {
@@ -70,7 +71,7 @@ class TokenLoader {
  public:
   // Purpose tag for derive_seed, so the data order is independent of other streams drawn from the
   // same --seed (parameter init, dropout, sampling).
-  static constexpr uint64_t kDataStream = 0x64617461;  // "data"
+  static constexpr uint64_t kDataStream = WindowOrder::kDataStream;  // "data"
 
   // Throws InputError if T < 1 or the dataset holds no window of T+1 tokens ("too small for --seq").
   TokenLoader(const TokenDataset& data, int T, uint64_t seed, bool shuffle);
@@ -88,16 +89,12 @@ class TokenLoader {
 
  private:
   const uint16_t* window_tokens(uint64_t window) const;  // T+1 tokens
-  const std::vector<uint32_t>& permutation(uint64_t epoch);
 
   const TokenDataset& data_;
   int T_;
-  uint64_t seed_;
-  bool shuffle_;
   uint64_t num_windows_ = 0;
   std::vector<uint64_t> shard_first_window_;  // (num_shards + 1) prefix sums of windows per shard
-  uint64_t perm_epoch_ = 0;
-  std::vector<uint32_t> perm_;  // (W) window order of epoch perm_epoch_; empty until first use
+  WindowOrder order_{0, 0, false};  // set once num_windows_ is known
 };
 
 }  // namespace tt

@@ -41,11 +41,9 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 }  // namespace
 
-Gpt2::Gpt2(Backend& backend, Gpt2Config cfg, std::string name)
-    : backend_(backend), cfg_(cfg), name_(std::move(name)) {
-  cfg_.validate();
-  if (name_.empty()) name_ = "gpt2(" + cfg_.describe() + ")";
-  const int64_t C = cfg_.n_embd;
+std::vector<ParamInfo> Gpt2::param_table(const Gpt2Config& cfg) {
+  std::vector<ParamInfo> table;
+  const int64_t C = cfg.n_embd;
   std::size_t offset = 0;
   auto add = [&](std::string pname, std::vector<int64_t> shape) {
     ParamInfo p;
@@ -56,12 +54,11 @@ Gpt2::Gpt2(Backend& backend, Gpt2Config cfg, std::string name)
     p.offset = offset;
     p.decay = p.shape.size() >= 2;  // matrices (incl. wte, wpe as in nanoGPT); not biases or LayerNorm
     offset += p.numel;
-    params_.push_back(std::move(p));
+    table.push_back(std::move(p));
   };
-  add("wte", {cfg_.padded_vocab(), C});
-  add("wpe", {cfg_.context, C});
-  layer_offset0_ = offset;
-  for (int l = 0; l < cfg_.n_layer; ++l) {
+  add("wte", {cfg.padded_vocab(), C});
+  add("wpe", {cfg.context, C});
+  for (int l = 0; l < cfg.n_layer; ++l) {
     const std::string h = "h." + std::to_string(l) + ".";
     add(h + "ln_1.weight", {C});
     add(h + "ln_1.bias", {C});
@@ -75,11 +72,21 @@ Gpt2::Gpt2(Backend& backend, Gpt2Config cfg, std::string name)
     add(h + "mlp.c_fc.bias", {4 * C});
     add(h + "mlp.c_proj.weight", {C, 4 * C});
     add(h + "mlp.c_proj.bias", {C});
-    if (l == 0) layer_stride_ = offset - layer_offset0_;
   }
-  lnf_offset_ = offset;
   add("ln_f.weight", {C});
   add("ln_f.bias", {C});
+  return table;
+}
+
+Gpt2::Gpt2(Backend& backend, Gpt2Config cfg, std::string name)
+    : backend_(backend), cfg_(cfg), name_(std::move(name)) {
+  cfg_.validate();
+  if (name_.empty()) name_ = "gpt2(" + cfg_.describe() + ")";
+  params_ = param_table(cfg_);
+  layer_offset0_ = param("wpe").offset + param("wpe").numel;
+  lnf_offset_ = param("ln_f.weight").offset;
+  layer_stride_ = (lnf_offset_ - layer_offset0_) / static_cast<std::size_t>(cfg_.n_layer);
+  const std::size_t offset = params_.back().offset + params_.back().numel;
   num_params_ = offset;
   if (num_params_ != cfg_.num_params()) throw RunError("gpt2: parameter table disagrees with num_params()");
   params_buf_ = DeviceBuffer(backend_, num_params_ * sizeof(float));

@@ -81,6 +81,10 @@ class Gpt2 final : public Model {
 
   // Forward without targets; returns the logits at the last position of each row, (B, V) on the host
   // (padded columns dropped). tokens is (B, T). Invalidates the state kept for backward().
+  // The parameter table of `cfg` (names, PyTorch shapes, offsets in forward order) without
+  // allocating anything: emulated models and tools use it for paper-scale shapes.
+  static std::vector<ParamInfo> param_table(const Gpt2Config& cfg);
+
   std::vector<float> forward_logits(const std::vector<int32_t>& tokens, int B, int T);
 
   const Gpt2Config& config() const { return cfg_; }

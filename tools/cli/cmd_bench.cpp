@@ -2,9 +2,16 @@
 // tests/bench, never in timed tests). Every report prints the machine and settings it ran with.
 #include <sys/resource.h>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -12,18 +19,41 @@
 #include "comm/mpi_allreduce.h"
 #include "comm/mpi_transport.h"
 #include "comm/sealed_bench.h"
-#include "tee/aead.h"
+#include "comm/sealed_channel.h"
+#include "comm/secure_session.h"
 #include "data/token_loader.h"
 #include "engine/core/cpu/cpu_backend.h"
 #include "engine/core/error.h"
 #include "engine/core/rng.h"
 #include "engine/optimizer.h"
+#include "tee/aead.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/model_registry.h"
+#include "tools/cli/tee_options.h"
 #include "tools/cli/validators.h"
 
 namespace tt::cli {
 namespace {
+
+// One line naming the machine a report ran on: bandwidth and step times mean little without the core
+// count, the CPU and how busy the machine was (a loaded shared machine can halve them).
+std::string machine_line() {
+  std::string cpu = "unknown CPU";
+  std::ifstream info("/proc/cpuinfo");
+  for (std::string line; std::getline(info, line);) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) cpu = line.substr(line.find_first_not_of(' ', colon + 1));
+      break;
+    }
+  }
+  std::array<double, 3> load{-1, -1, -1};
+  if (getloadavg(load.data(), 3) != 3) load = {-1, -1, -1};
+  std::array<char, 512> buf{};
+  std::snprintf(buf.data(), buf.size(), "%u hardware threads, %s, load average %.2f %.2f %.2f",
+                std::thread::hardware_concurrency(), cpu.c_str(), load[0], load[1], load[2]);
+  return buf.data();
+}
 
 struct AllreduceBenchOptions {
   std::size_t min_bytes = std::size_t{1} << 10;
@@ -32,12 +62,59 @@ struct AllreduceBenchOptions {
   int warmup = 3;
   int iters = 10;
   std::vector<std::string> modes = {"ring", "mpi"};
+  bool modes_given = false;  // --modes on the command line (else the default depends on --tee)
   int segment_kb = 1024;
+  // The TEE flags that shape the ring's traffic, with train's names and defaults; ingress and
+  // at-rest keys do not apply to a benchmark of the ring alone.
+  TeeOptions tee;
   std::string json;
 };
 
-void run_allreduce(const AllreduceBenchOptions& o) {
+// The canonical form of the bench's settings: every rank attests it (a rank started with other flags
+// is refused before any key is agreed, as in train). nlohmann::json sorts keys, so dump() is canonical.
+nlohmann::json allreduce_config_json(const AllreduceBenchOptions& o) {
+  return {{"command", "bench allreduce"},
+          {"min_bytes", o.min_bytes},
+          {"max_bytes", o.max_bytes},
+          {"factor", o.factor},
+          {"warmup", o.warmup},
+          {"iters", o.iters},
+          {"modes", o.modes},
+          {"segment_kb", o.segment_kb},
+          {"tee", tee_json(o.tee)}};
+}
+
+void run_allreduce(AllreduceBenchOptions o) {
+  const TeeSwitches ts = resolve_tee(o.tee);
+  if (ts.on) {
+    // MPI_Allreduce moves plaintext through MPI's buffers: it has no sealed counterpart to compare.
+    if (!o.modes_given) o.modes = {"ring"};
+    for (const auto& m : o.modes) {
+      if (m == "mpi")
+        throw InputError("--modes mpi cannot be sealed; use --modes ring with --tee " + o.tee.mode);
+    }
+  }
   comm::MpiTransport transport(MPI_COMM_WORLD);
+  const bool root = transport.rank() == 0;
+
+  // TEE mode: the same attestation, key agreement and single sealed channel as `teetrain train`
+  // (cmd_train.cpp start_tee), so the bench measures exactly the ring that training runs.
+  std::optional<comm::SessionKeys> keys;
+  std::unique_ptr<comm::SealedChannel> channel;
+  if (ts.on) {
+    comm::AttestConfig ac;
+    ac.run_config = allreduce_config_json(o).dump();
+    keys = comm::establish_keys(transport, ac);
+    comm::SealedChannelOptions so;
+    so.rank = transport.rank();
+    so.world_size = transport.size();
+    so.cipher = ts.cipher;
+    so.rekey = tee::RekeyPolicy::from_megabytes(o.tee.rekey_mb);
+    so.run_id = keys->run_id();
+    so.crypto_threads = static_cast<std::size_t>(ts.crypto_threads);
+    channel = comm::make_sealed_channel(*keys, so);
+  }
+
   comm::BenchOptions bo;
   bo.min_bytes = o.min_bytes;
   bo.max_bytes = o.max_bytes;
@@ -45,38 +122,70 @@ void run_allreduce(const AllreduceBenchOptions& o) {
   bo.warmup = o.warmup;
   bo.iters = o.iters;
   bo.modes = o.modes;
-  bo.ring.segment_bytes = static_cast<std::size_t>(o.segment_kb) * 1024;
-  const bool root = transport.rank() == 0;
+  bo.check = true;  // sealing must never change the sum: every size is checked in every mode
+  // Ring options as train sets them for the mode: cc sends each chunk as one message (no pipeline)
+  // and re-seals per hop; fast cuts segments and forwards the owner's ciphertext in the all-gather.
+  bo.ring.segment_bytes = (ts.on && !ts.pipeline) ? 0 : static_cast<std::size_t>(o.segment_kb) * 1024;
+  bo.ring.all_gather = ts.forward_ag ? comm::AllGatherMode::ForwardWire : comm::AllGatherMode::PerHop;
+
   if (root) {
-    std::printf("# teetrain bench allreduce: %d ranks, sizes %zu..%zu B (x%zu), warmup %d, iters %d, ring segment %d KiB\n",
-                transport.size(), o.min_bytes, o.max_bytes, o.factor, o.warmup, o.iters, o.segment_kb);
-    std::printf("# busbw = algbw * 2(P-1)/P (nccl-tests convention); time = max over ranks, median over iterations\n");
+    std::string modes;
+    for (const auto& m : o.modes) modes += (modes.empty() ? "" : ",") + m;
+    std::printf(
+        "# teetrain bench allreduce: %d ranks, modes %s, sizes %zu..%zu B (x%zu), warmup %d, iters %d\n",
+        transport.size(), modes.c_str(), o.min_bytes, o.max_bytes, o.factor, o.warmup, o.iters);
+    if (ts.on) {
+      std::printf(
+          "# tee %s: cipher %s, pipeline %s (segment %s), all-gather %s, crypto threads %d, rekey %llu MiB\n",
+          o.tee.mode.c_str(), o.tee.cipher.c_str(), ts.pipeline ? "on" : "off",
+          ts.pipeline ? (std::to_string(o.segment_kb) + " KiB").c_str() : "whole chunk",
+          comm::all_gather_mode_name(bo.ring.all_gather), ts.crypto_threads,
+          static_cast<unsigned long long>(o.tee.rekey_mb));
+    } else {
+      std::printf("# tee off: plaintext, ring segment %d KiB\n", o.segment_kb);
+    }
+    std::printf("# machine: %s\n", machine_line().c_str());
+    std::printf(
+        "# busbw = algbw * 2(P-1)/P (nccl-tests convention); time = max over ranks, median over "
+        "iterations\n");
     std::printf("%s\n", comm::format_bench_header().c_str());
   }
-  const auto records = comm::run_allreduce_bench(transport, transport.comm(), bo, nullptr, nullptr,
+  const auto records = comm::run_allreduce_bench(transport, transport.comm(), bo, channel.get(), nullptr,
                                                  [&](const comm::BenchRecord& r) {
-                                                   if (root) std::printf("%s\n", comm::format_bench_row(r).c_str());
+                                                   if (root)
+                                                     std::printf("%s\n", comm::format_bench_row(r).c_str());
                                                    std::fflush(stdout);
                                                  });
-  if (!root || o.json.empty()) return;
-  nlohmann::json arr = nlohmann::json::array();
-  for (const auto& r : records) {
-    arr.push_back({{"mode", r.mode},
-                   {"ranks", r.ranks},
-                   {"bytes", r.bytes},
-                   {"iters", r.iters},
-                   {"time_us_median", r.time_us_median},
-                   {"time_us_min", r.time_us_min},
-                   {"time_us_max", r.time_us_max},
-                   {"time_us_p10", r.time_us_p10},
-                   {"time_us_p90", r.time_us_p90},
-                   {"algbw_gbps", r.algbw_gbps},
-                   {"busbw_gbps", r.busbw_gbps},
-                   {"correct", r.correct}});
+  if (root && !o.json.empty()) {
+    const nlohmann::json tee = tee_json(o.tee);
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto& r : records) {
+      arr.push_back({{"mode", r.mode},
+                     {"tee", o.tee.mode},
+                     {"tee_config", tee},
+                     {"ranks", r.ranks},
+                     {"bytes", r.bytes},
+                     {"iters", r.iters},
+                     {"time_us_median", r.time_us_median},
+                     {"time_us_min", r.time_us_min},
+                     {"time_us_max", r.time_us_max},
+                     {"time_us_p10", r.time_us_p10},
+                     {"time_us_p90", r.time_us_p90},
+                     {"algbw_gbps", r.algbw_gbps},
+                     {"busbw_gbps", r.busbw_gbps},
+                     {"correct", r.correct}});
+    }
+    std::ofstream f(o.json);
+    if (!f) throw InputError("--json " + o.json + ": cannot open for writing");
+    f << arr.dump(2) << '\n';
   }
-  std::ofstream f(o.json);
-  if (!f) throw InputError("--json " + o.json + ": cannot open for writing");
-  f << arr.dump(2) << '\n';
+  // A wrong sum is a failed run, not a data point: scripts and CI must see it in the exit code.
+  for (const auto& r : records) {
+    if (!r.correct) {
+      throw std::runtime_error("bench allreduce: " + r.mode + " gave a wrong sum at " +
+                               std::to_string(r.bytes) + " bytes (tee " + o.tee.mode + ")");
+    }
+  }
 }
 
 struct StepBenchOptions {
@@ -97,12 +206,14 @@ long peak_rss_mib() {
 
 // sgemm GFLOP/s of the backend at the model's largest square-ish matmul shape, as a ceiling.
 double sgemm_gflops(Backend& be, int N, int IC, int OC) {
-  DeviceBuffer a(be, sizeof(float) * static_cast<std::size_t>(N) * IC), w(be, sizeof(float) * static_cast<std::size_t>(OC) * IC),
+  DeviceBuffer a(be, sizeof(float) * static_cast<std::size_t>(N) * IC),
+      w(be, sizeof(float) * static_cast<std::size_t>(OC) * IC),
       out(be, sizeof(float) * static_cast<std::size_t>(N) * OC);
   be.matmul_forward(out.as<float>(), a.as<float>(), w.as<float>(), nullptr, N, IC, OC);
   const int reps = 5;
   const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < reps; ++i) be.matmul_forward(out.as<float>(), a.as<float>(), w.as<float>(), nullptr, N, IC, OC);
+  for (int i = 0; i < reps; ++i)
+    be.matmul_forward(out.as<float>(), a.as<float>(), w.as<float>(), nullptr, N, IC, OC);
   be.synchronize();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return 2.0 * N * IC * OC * reps / s * 1e-9;
@@ -151,20 +262,31 @@ void run_step(const StepBenchOptions& o) {
   const double gflops = (f.forward + f.backward) / step * 1e-9;
   const int C = mc["n_embd"].get<int>();
   const double peak = sgemm_gflops(*be, o.batch * o.seq, C, 4 * C);
-  std::printf("# teetrain bench step: %s (%zu params), batch %d, seq %d, %d threads, %d timed steps (median)\n",
-              o.model.name.c_str(), model->num_params(), o.batch, o.seq, o.threads, o.steps);
+  std::printf(
+      "# teetrain bench step: %s (%zu params), batch %d, seq %d, %d threads, %d timed steps (median)\n",
+      o.model.name.c_str(), model->num_params(), o.batch, o.seq, o.threads, o.steps);
   std::printf("# backend: %s\n", be->describe().c_str());
-  std::printf("step %.3f s (forward %.3f, backward %.3f, optimizer %.3f) | %.1f GFLOP/step | %.1f GFLOP/s | "
-              "sgemm (%dx%dx%d) %.1f GFLOP/s -> %.0f%% of sgemm | peak RSS %ld MiB\n",
-              step, median(fwd), median(bwd), median(upd), (f.forward + f.backward) * 1e-9, gflops, o.batch * o.seq, C,
-              4 * C, peak, 100.0 * gflops / peak, peak_rss_mib());
+  std::printf("# machine: %s\n", machine_line().c_str());
+  std::printf(
+      "step %.3f s (forward %.3f, backward %.3f, optimizer %.3f) | %.1f GFLOP/step | %.1f GFLOP/s | "
+      "sgemm (%dx%dx%d) %.1f GFLOP/s -> %.0f%% of sgemm | peak RSS %ld MiB\n",
+      step, median(fwd), median(bwd), median(upd), (f.forward + f.backward) * 1e-9, gflops, o.batch * o.seq,
+      C, 4 * C, peak, 100.0 * gflops / peak, peak_rss_mib());
   if (!o.json.empty()) {
     std::ofstream out(o.json);
     if (!out) throw InputError("--json " + o.json + ": cannot open for writing");
-    out << nlohmann::json{{"model", mc},          {"batch", o.batch},         {"seq", o.seq},
-                          {"threads", o.threads}, {"step_s", step},           {"forward_s", median(fwd)},
-                          {"backward_s", median(bwd)}, {"optimizer_s", median(upd)}, {"gflops", gflops},
-                          {"sgemm_gflops", peak}, {"peak_rss_mib", peak_rss_mib()}, {"backend", be->describe()}}
+    out << nlohmann::json{{"model", mc},
+                          {"batch", o.batch},
+                          {"seq", o.seq},
+                          {"threads", o.threads},
+                          {"step_s", step},
+                          {"forward_s", median(fwd)},
+                          {"backward_s", median(bwd)},
+                          {"optimizer_s", median(upd)},
+                          {"gflops", gflops},
+                          {"sgemm_gflops", peak},
+                          {"peak_rss_mib", peak_rss_mib()},
+                          {"backend", be->describe()}}
                .dump(2)
         << '\n';
   }
@@ -182,9 +304,10 @@ struct CryptoBenchOptions {
 void run_crypto(const CryptoBenchOptions& o) {
   std::vector<std::size_t> sizes;
   for (std::size_t b = o.min_bytes; b <= o.max_bytes; b *= 4) sizes.push_back(b);
-  std::printf("# teetrain bench crypto: seal/open through the sealed channel (context reuse, deterministic nonces),\n"
-              "# plaintext GB/s (1e9 B/s), wall time, >= %.2f s per point. Compare: openssl speed -evp aes-256-gcm\n",
-              o.min_seconds);
+  std::printf(
+      "# teetrain bench crypto: seal/open through the sealed channel (context reuse, deterministic nonces),\n"
+      "# plaintext GB/s (1e9 B/s), wall time, >= %.2f s per point. Compare: openssl speed -evp aes-256-gcm\n",
+      o.min_seconds);
   nlohmann::json arr = nlohmann::json::array();
   for (const std::string& name : o.ciphers) {
     const auto c = tee::parse_cipher(name);
@@ -194,8 +317,13 @@ void run_crypto(const CryptoBenchOptions& o) {
       std::printf("%s\n", comm::format_crypto_bench(recs).c_str());
       std::fflush(stdout);
       for (const auto& r : recs) {
-        arr.push_back({{"cipher", r.cipher}, {"mode", r.mode}, {"bytes", r.bytes}, {"threads", r.threads},
-                       {"messages", r.messages}, {"seconds", r.seconds}, {"gbps", r.gbps}});
+        arr.push_back({{"cipher", r.cipher},
+                       {"mode", r.mode},
+                       {"bytes", r.bytes},
+                       {"threads", r.threads},
+                       {"messages", r.messages},
+                       {"seconds", r.seconds},
+                       {"gbps", r.gbps}});
       }
     }
   }
@@ -209,23 +337,63 @@ void run_crypto(const CryptoBenchOptions& o) {
 }  // namespace
 
 void register_bench(CLI::App& app) {
-  auto* bench = app.add_subcommand("bench", "Benchmarks: allreduce (our ring vs MPI), step (one training step), crypto (seal/open GB/s)");
+  auto* bench = app.add_subcommand(
+      "bench", "Benchmarks: allreduce (our ring vs MPI), step (one training step), crypto (seal/open GB/s)");
   bench->require_subcommand(1);
 
   auto ar = std::make_shared<AllreduceBenchOptions>();
-  auto* a = bench->add_subcommand("allreduce", "All-reduce bus bandwidth, nccl-tests style (run under mpirun)");
+  auto* a =
+      bench->add_subcommand("allreduce", "All-reduce bus bandwidth, nccl-tests style (run under mpirun)");
   a->add_option("--min-bytes", ar->min_bytes, "Smallest message")->check(positive())->capture_default_str();
   a->add_option("--max-bytes", ar->max_bytes, "Largest message")->check(positive())->capture_default_str();
   a->add_option("--factor", ar->factor, "Size step factor")->check(CLI::Range(2, 16))->capture_default_str();
-  a->add_option("--warmup", ar->warmup, "Warm-up iterations per size")->check(non_negative())->capture_default_str();
+  a->add_option("--warmup", ar->warmup, "Warm-up iterations per size")
+      ->check(non_negative())
+      ->capture_default_str();
   a->add_option("--iters", ar->iters, "Timed iterations per size")->check(positive())->capture_default_str();
-  a->add_option("--modes", ar->modes, "Algorithms")->check(CLI::IsMember({"ring", "mpi"}))->delimiter(',')->capture_default_str();
-  a->add_option("--segment-kb", ar->segment_kb, "Ring segment size in KiB")->check(positive())->capture_default_str();
+  a->add_option("--modes", ar->modes, "Algorithms (default ring,mpi; ring only with --tee cc|fast)")
+      ->check(CLI::IsMember({"ring", "mpi"}))
+      ->delimiter(',')
+      ->capture_default_str();
+  a->add_option("--segment-kb", ar->segment_kb, "Ring segment size in KiB")
+      ->check(positive())
+      ->capture_default_str();
+  auto* tg = a->add_option_group("TEE mode (sealed ring, as `teetrain train --tee`)");
+  tg->add_option("--tee", ar->tee.mode,
+                 "off: plaintext; cc: whole-chunk seal, per-hop re-seal; fast: pipelined segments, "
+                 "forward-ciphertext all-gather, crypto threads")
+      ->check(CLI::IsMember({"off", "cc", "fast"}))
+      ->capture_default_str();
+  tg->add_option("--cipher", ar->tee.cipher, "AEAD cipher")
+      ->check(CLI::IsMember({"aes-256-gcm", "aes-128-gcm", "chacha20-poly1305"}))
+      ->capture_default_str();
+  tg->add_option("--rekey-mb", ar->tee.rekey_mb, "Rotate each key after this many MiB")
+      ->check(positive())
+      ->capture_default_str();
+  const auto onoff = CLI::IsMember({"auto", "on", "off"});
+  tg->add_option("--tee-pipeline", ar->tee.pipeline,
+                 "Cut ring chunks into --segment-kb segments (auto: on in fast)")
+      ->check(onoff)
+      ->capture_default_str();
+  tg->add_option("--tee-forward-ag", ar->tee.forward_ag,
+                 "All-gather forwards the owner's ciphertext (auto: on in fast)")
+      ->check(onoff)
+      ->capture_default_str();
+  tg->add_option("--crypto-threads", ar->tee.crypto_threads,
+                 "Threads sealing/opening segments (0 = mode default: cc 1, fast 2)")
+      ->check(non_negative())
+      ->capture_default_str();
   a->add_option("--json", ar->json, "Write the records as a JSON list to FILE");
-  a->callback([ar] { run_allreduce(*ar); });
+  auto* modes_opt = a->get_option("--modes");
+  a->callback([ar, modes_opt] {
+    AllreduceBenchOptions o = *ar;
+    o.modes_given = modes_opt->count() > 0;
+    run_allreduce(std::move(o));
+  });
 
   auto st = std::make_shared<StepBenchOptions>();
-  auto* s = bench->add_subcommand("step", "Time one training step (forward, backward, AdamW) and report GFLOP/s");
+  auto* s =
+      bench->add_subcommand("step", "Time one training step (forward, backward, AdamW) and report GFLOP/s");
   add_model_options(s, st->model);
   s->add_option("--batch", st->batch, "Batch")->check(positive())->capture_default_str();
   s->add_option("--seq", st->seq, "Sequence length")->check(positive())->capture_default_str();
@@ -239,7 +407,9 @@ void register_bench(CLI::App& app) {
   auto* c = bench->add_subcommand("crypto", "Seal and open GB/s per cipher, message size and thread count");
   c->add_option("--ciphers", cr->ciphers, "Ciphers")->delimiter(',')->capture_default_str();
   c->add_option("--threads", cr->threads, "Crypto thread counts")->delimiter(',')->capture_default_str();
-  c->add_option("--min-bytes", cr->min_bytes, "Smallest message (sizes grow x4)")->check(positive())->capture_default_str();
+  c->add_option("--min-bytes", cr->min_bytes, "Smallest message (sizes grow x4)")
+      ->check(positive())
+      ->capture_default_str();
   c->add_option("--max-bytes", cr->max_bytes, "Largest message")->check(positive())->capture_default_str();
   c->add_option("--min-seconds", cr->min_seconds, "Time per point")->check(positive())->capture_default_str();
   c->add_option("--json", cr->json, "Write the records as a JSON list to FILE");

@@ -250,6 +250,7 @@ void run_train(const TrainOptions& opts) {
   }
   TrainConfig tc = trainer_config(o, static_cast<bool>(data.val));
   tc.metrics_path = rank == 0 ? o.metrics : "";
+  tc.grad_norm = !emulate;
   std::unique_ptr<Optimizer> optimizer = emulate ? std::make_unique<EmulatedOptimizer>(model->num_params(), *gpu)
                                                  : make_optimizer(*backend, tc.opt, model->num_params());
 

@@ -13,44 +13,6 @@
 
 namespace tt::cli {
 
-std::vector<ParamInfo> gpt2_param_table(int n_layer, int n_embd, int padded_vocab, int context) {
-  // Mirrors the layout documented in models/gpt2/gpt2.h (forward order, PyTorch shapes).
-  std::vector<ParamInfo> t;
-  std::size_t offset = 0;
-  auto add = [&](std::string name, std::vector<int64_t> shape) {
-    ParamInfo p;
-    p.name = std::move(name);
-    p.numel = 1;
-    for (int64_t d : shape) p.numel *= static_cast<std::size_t>(d);
-    p.shape = std::move(shape);
-    p.offset = offset;
-    p.decay = p.shape.size() >= 2;
-    offset += p.numel;
-    t.push_back(std::move(p));
-  };
-  const int64_t C = n_embd;
-  add("wte", {padded_vocab, C});
-  add("wpe", {context, C});
-  for (int l = 0; l < n_layer; ++l) {
-    const std::string h = "h." + std::to_string(l) + ".";
-    add(h + "ln_1.weight", {C});
-    add(h + "ln_1.bias", {C});
-    add(h + "attn.c_attn.weight", {3 * C, C});
-    add(h + "attn.c_attn.bias", {3 * C});
-    add(h + "attn.c_proj.weight", {C, C});
-    add(h + "attn.c_proj.bias", {C});
-    add(h + "ln_2.weight", {C});
-    add(h + "ln_2.bias", {C});
-    add(h + "mlp.c_fc.weight", {4 * C, C});
-    add(h + "mlp.c_fc.bias", {4 * C});
-    add(h + "mlp.c_proj.weight", {C, 4 * C});
-    add(h + "mlp.c_proj.bias", {C});
-  }
-  add("ln_f.weight", {C});
-  add("ln_f.bias", {C});
-  return t;
-}
-
 EmulatedModelConfig emulated_model_config(const nlohmann::json& mc, const EmulatedGpu& gpu) {
   Gpt2Config c;
   c.n_layer = mc.at("n_layer").get<int>();
@@ -61,7 +23,7 @@ EmulatedModelConfig emulated_model_config(const nlohmann::json& mc, const Emulat
   c.validate();
   EmulatedModelConfig e;
   e.name = mc.value("name", "gpt2");
-  e.params = gpt2_param_table(c.n_layer, c.n_embd, c.padded_vocab(), c.context);
+  e.params = Gpt2::param_table(c);
   e.num_params = c.num_params();
   e.flops = [c](int B, int T) { return Gpt2::flops_for(c, B, T); };
   e.gpu = gpu;

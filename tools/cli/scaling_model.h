@@ -29,8 +29,7 @@ namespace tt::cli {
 // model_config_json() (keys n_layer, n_head, n_embd, vocab, context, name) — the real parameter
 // table and FLOP count, computed without building a Gpt2 (whose constructor would allocate and zero
 // parameters and gradients: 6 GiB per rank for gpt2-large). grad_backing_bytes gets
-// default_grad_backing_bytes(). The table is the same as Gpt2's (a test checks it).
-std::vector<ParamInfo> gpt2_param_table(int n_layer, int n_embd, int padded_vocab, int context);
+// default_grad_backing_bytes(). The table is Gpt2::param_table(), the one the real model uses.
 EmulatedModelConfig emulated_model_config(const nlohmann::json& model_config, const EmulatedGpu& gpu);
 
 // Per rank, per step, summed over the buckets.

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Smoke test of the bench commands (not a performance test: tiny sizes, a few iterations, < 30 s):
+# `bench allreduce` under mpirun -np 2 with --tee off, cc and fast writes JSON records that scripts can
+# read and whose checked run was exact; `bench crypto` and `bench step` run and report.
+source "$(dirname "$0")/lib.sh" "$@"
+MPI=(mpirun --allow-run-as-root --oversubscribe -np 2)
+export OMP_WAIT_POLICY=passive  # two ranks share the cores; busy-waiting OpenMP threads would starve them
+
+# has_fields FILE TEE: every record carries the fields scripts read, the tee mode, and correct = true.
+has_fields() {
+  local f="$1" tee="$2" key n
+  n=$(grep -c '"time_us_median"' "$f" || true)
+  if [[ $n -lt 1 ]]; then echo "FAIL: $f has no records"; fails=$((fails + 1)); return; fi
+  # "mode" also appears inside tee_config, so the algorithm's mode is counted by value.
+  expect_eq "$(grep -cE '"mode": "(ring|mpi)"' "$f" || true)" "$n" "$tee: every record has mode"
+  for key in ranks bytes time_us_median algbw_gbps busbw_gbps correct tee; do
+    expect_eq "$(grep -c "\"$key\":" "$f" || true)" "$n" "$tee: every record has $key"
+  done
+  expect_eq "$(grep -c '"correct": true' "$f" || true)" "$n" "$tee: every record is correct"
+  expect_eq "$(grep -c "\"tee\": \"$tee\"" "$f" || true)" "$n" "$tee: records name the tee mode"
+  expect_eq "$(grep -c '"ranks": 2' "$f" || true)" "$n" "$tee: records have ranks 2"
+}
+
+for tee in off cc fast; do
+  out="$WORK/ar_$tee.json"
+  if "${MPI[@]}" "$TT" bench allreduce --max-bytes 65536 --iters 2 --warmup 1 --tee "$tee" --json "$out" \
+      >"$WORK/ar_$tee.log" 2>&1; then
+    passes=$((passes + 1))
+    has_fields "$out" "$tee"
+    # With --tee on, MPI_Allreduce (plaintext) is not among the default modes.
+    if [[ $tee != off ]]; then expect_eq "$(grep -c '"mode": "mpi"' "$out" || true)" 0 "$tee: no mpi records"; fi
+    if ! grep -q "^# machine:" "$WORK/ar_$tee.log"; then echo "FAIL: $tee: no machine line"; fails=$((fails + 1)); fi
+  else
+    echo "FAIL: bench allreduce --tee $tee"; tail -5 "$WORK/ar_$tee.log"; fails=$((fails + 1))
+  fi
+done
+expect_eq "$(grep -c '"mode": "mpi"' "$WORK/ar_off.json" || true)" "$(grep -c '"mode": "ring"' "$WORK/ar_off.json" || true)" \
+  "off: ring and mpi at every size"
+# Sealing MPI_Allreduce is impossible: asking for it in TEE mode is bad input (exit 2).
+expect_exit 2 "mpi.*cannot be sealed" -- "$TT" bench allreduce --max-bytes 4096 --iters 1 --tee cc --modes ring,mpi
+
+if "$TT" bench crypto --ciphers aes-256-gcm --threads 1 --max-bytes 4096 --min-seconds 0.01 --json "$WORK/crypto.json" \
+    >"$WORK/crypto.log" 2>&1; then
+  passes=$((passes + 1))
+  expect_ne "$(grep -c '"gbps"' "$WORK/crypto.json" || true)" 0 "crypto: records with gbps"
+else
+  echo "FAIL: bench crypto"; tail -5 "$WORK/crypto.log"; fails=$((fails + 1))
+fi
+
+if "$TT" bench step --model gpt2-tiny --steps 1 --batch 2 --seq 16 --threads 1 >"$WORK/step.log" 2>&1; then
+  passes=$((passes + 1))
+  if ! grep -q "GFLOP/s" "$WORK/step.log"; then echo "FAIL: bench step prints no GFLOP/s"; fails=$((fails + 1)); fi
+else
+  echo "FAIL: bench step"; tail -5 "$WORK/step.log"; fails=$((fails + 1))
+fi
+finish
