@@ -46,7 +46,7 @@ class ChecksumChannel final : public Channel {
 
   void seal(const MessageContext& ctx, std::span<const std::byte> plain, std::span<std::byte> wire) override {
     if (wire.size() != plain.size() + kOverhead) throw RunError("checksum seal: bad wire size");
-    std::memcpy(wire.data(), plain.data(), plain.size());
+    if (!plain.empty()) std::memcpy(wire.data(), plain.data(), plain.size());
     const std::uint64_t h = hash(ctx, plain);
     std::memcpy(wire.data() + plain.size(), &h, kOverhead);
     seals.fetch_add(1);
@@ -58,7 +58,7 @@ class ChecksumChannel final : public Channel {
     std::uint64_t h = 0;
     std::memcpy(&h, wire.data() + plain.size(), kOverhead);
     if (h != hash(ctx, wire.first(plain.size()))) throw RunError("checksum open failed at " + to_string(ctx));
-    std::memcpy(plain.data(), wire.data(), plain.size());
+    if (!plain.empty()) std::memcpy(plain.data(), wire.data(), plain.size());
     opens.fetch_add(1);
   }
 
