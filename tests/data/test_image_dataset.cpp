@@ -8,7 +8,7 @@
 #include "data/image_dataset.h"
 #include "data/token_loader.h"
 #include "engine/core/error.h"
-#include "tests/data/temp_dir.h"
+#include "tests/common/temp_dir.h"
 
 namespace tt {
 namespace {

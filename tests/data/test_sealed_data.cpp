@@ -13,7 +13,7 @@
 #include "engine/core/error.h"
 #include "engine/core/rng.h"
 #include "tee/errors.h"
-#include "tests/data/temp_dir.h"
+#include "tests/common/temp_dir.h"
 
 namespace tt {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "data/token_shard.h"
 #include "engine/core/error.h"
-#include "tests/data/temp_dir.h"
+#include "tests/common/temp_dir.h"
 
 namespace tt {
 namespace {

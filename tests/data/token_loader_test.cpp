@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
-#include "tests/data/temp_dir.h"
+#include "tests/common/temp_dir.h"
 
 namespace tt {
 namespace {

@@ -1,5 +1,6 @@
 // Shared helpers for the engine tests: scratch directories, a small real model, byte flipping.
 #pragma once
+#include "tests/common/temp_dir.h"
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -18,27 +19,7 @@
 
 namespace tt::enginetest {
 
-class TempDir {
- public:
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    const std::string name = info ? std::string(info->test_suite_name()) + "." + info->name() : "tt";
-    path_ = std::filesystem::temp_directory_path() / ("tt_engine_" + name + "_" + std::to_string(::getpid()));
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
-};
+using ::tt::testing::TempDir;  // tests/common/temp_dir.h
 
 inline std::vector<char> read_all(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);

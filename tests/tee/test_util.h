@@ -1,5 +1,6 @@
 // Shared helpers for the tee/ tests.
 #pragma once
+#include "tests/common/temp_dir.h"
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,25 +36,6 @@ inline std::vector<std::uint8_t> pattern(std::size_t n, std::uint8_t seed = 0) {
   return v;
 }
 
-// A fresh directory under the system temp dir, removed on destruction.
-class TempDir {
- public:
-  TempDir() {
-    path_ = std::filesystem::temp_directory_path() /
-            ("tt_tee_test_" + std::to_string(::getpid()) + "_" + to_hex(random_array<4>()));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
-};
+using ::tt::testing::TempDir;  // tests/common/temp_dir.h
 
 }  // namespace tt::tee::test

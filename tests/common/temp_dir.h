@@ -15,7 +15,7 @@ class TempDir {
   TempDir() {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     const std::string name = info ? std::string(info->test_suite_name()) + "." + info->name() : "tt";
-    path_ = std::filesystem::temp_directory_path() / ("tt_data_" + name + "_" + std::to_string(::getpid()));
+    path_ = std::filesystem::temp_directory_path() / ("tt_test_" + name + "_" + std::to_string(::getpid()));
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }
