@@ -22,7 +22,8 @@ class CudaBuffer {
       TT_TEE_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
   }
   ~CudaBuffer() { reset(); }
-  CudaBuffer(CudaBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  CudaBuffer(CudaBuffer&& o) noexcept
+      : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
   CudaBuffer& operator=(CudaBuffer&& o) noexcept {
     if (this != &o) {
       reset();

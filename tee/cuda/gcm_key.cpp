@@ -12,7 +12,8 @@ namespace {
 constexpr AesTables kTables = make_aes_tables();
 
 std::uint32_t sub_word(std::uint32_t w) {
-  return (std::uint32_t{kTables.sbox[w >> 24]} << 24) | (std::uint32_t{kTables.sbox[(w >> 16) & 0xff]} << 16) |
+  return (std::uint32_t{kTables.sbox[w >> 24]} << 24) |
+         (std::uint32_t{kTables.sbox[(w >> 16) & 0xff]} << 16) |
          (std::uint32_t{kTables.sbox[(w >> 8) & 0xff]} << 8) | kTables.sbox[w & 0xff];
 }
 

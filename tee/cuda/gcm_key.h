@@ -13,11 +13,11 @@ namespace tt::tee::cuda::gcm {
 
 // The device-resident, read-only part of a key, uploaded as one allocation (about 66 KiB).
 struct DeviceKey {
-  std::uint32_t te0[256];              // AES table (public)
-  Block128 hpow[kLanes + 1];           // H^0 .. H^32
-  Block128 pow2[kPow2Count];           // H^(2^k)
-  Block128 h32_table[16 * 256];        // byte tables of H^32: [position][byte value]
-  Block128 h;                          // H itself
+  std::uint32_t te0[256];        // AES table (public)
+  Block128 hpow[kLanes + 1];     // H^0 .. H^32
+  Block128 pow2[kPow2Count];     // H^(2^k)
+  Block128 h32_table[16 * 256];  // byte tables of H^32: [position][byte value]
+  Block128 h;                    // H itself
 };
 
 // FIPS-197 key expansion; returns the number of rounds (10 or 14). Key must be 16 or 32 bytes.

@@ -184,7 +184,8 @@ constexpr AesTables make_aes_tables() {
     q = static_cast<std::uint8_t>(q ^ (q << 2));
     q = static_cast<std::uint8_t>(q ^ (q << 4));
     if (q & 0x80) q = static_cast<std::uint8_t>(q ^ 0x09);
-    const std::uint8_t x = static_cast<std::uint8_t>(q ^ rotl8(q, 1) ^ rotl8(q, 2) ^ rotl8(q, 3) ^ rotl8(q, 4));
+    const std::uint8_t x =
+        static_cast<std::uint8_t>(q ^ rotl8(q, 1) ^ rotl8(q, 2) ^ rotl8(q, 3) ^ rotl8(q, 4));
     t.sbox[p] = static_cast<std::uint8_t>(x ^ 0x63);
   } while (p != 1);
   t.sbox[0] = 0x63;
@@ -214,14 +215,14 @@ TT_HD void aes_encrypt(const RoundKeys& rk, const Te& te, std::uint32_t s[4]) {
 #pragma unroll
 #endif
   for (int r = 1; r < Nr; ++r) {
-    const std::uint32_t t0 = te(s0 >> 24) ^ rotr32(te((s1 >> 16) & 0xff), 8) ^ rotr32(te((s2 >> 8) & 0xff), 16) ^
-                             rotr32(te(s3 & 0xff), 24) ^ rk.w[4 * r];
-    const std::uint32_t t1 = te(s1 >> 24) ^ rotr32(te((s2 >> 16) & 0xff), 8) ^ rotr32(te((s3 >> 8) & 0xff), 16) ^
-                             rotr32(te(s0 & 0xff), 24) ^ rk.w[4 * r + 1];
-    const std::uint32_t t2 = te(s2 >> 24) ^ rotr32(te((s3 >> 16) & 0xff), 8) ^ rotr32(te((s0 >> 8) & 0xff), 16) ^
-                             rotr32(te(s1 & 0xff), 24) ^ rk.w[4 * r + 2];
-    const std::uint32_t t3 = te(s3 >> 24) ^ rotr32(te((s0 >> 16) & 0xff), 8) ^ rotr32(te((s1 >> 8) & 0xff), 16) ^
-                             rotr32(te(s2 & 0xff), 24) ^ rk.w[4 * r + 3];
+    const std::uint32_t t0 = te(s0 >> 24) ^ rotr32(te((s1 >> 16) & 0xff), 8) ^
+                             rotr32(te((s2 >> 8) & 0xff), 16) ^ rotr32(te(s3 & 0xff), 24) ^ rk.w[4 * r];
+    const std::uint32_t t1 = te(s1 >> 24) ^ rotr32(te((s2 >> 16) & 0xff), 8) ^
+                             rotr32(te((s3 >> 8) & 0xff), 16) ^ rotr32(te(s0 & 0xff), 24) ^ rk.w[4 * r + 1];
+    const std::uint32_t t2 = te(s2 >> 24) ^ rotr32(te((s3 >> 16) & 0xff), 8) ^
+                             rotr32(te((s0 >> 8) & 0xff), 16) ^ rotr32(te(s1 & 0xff), 24) ^ rk.w[4 * r + 2];
+    const std::uint32_t t3 = te(s3 >> 24) ^ rotr32(te((s0 >> 16) & 0xff), 8) ^
+                             rotr32(te((s1 >> 8) & 0xff), 16) ^ rotr32(te(s2 & 0xff), 24) ^ rk.w[4 * r + 3];
     s0 = t0;
     s1 = t1;
     s2 = t2;
@@ -229,19 +230,24 @@ TT_HD void aes_encrypt(const RoundKeys& rk, const Te& te, std::uint32_t s[4]) {
   }
   // Last round: SubBytes + ShiftRows only; S[x] is byte 1 (bits 8..15) of Te0[x].
   auto sb = [&te](std::uint32_t x) { return (te(x) >> 8) & 0xffu; };
-  s[0] = ((sb(s0 >> 24) << 24) | (sb((s1 >> 16) & 0xff) << 16) | (sb((s2 >> 8) & 0xff) << 8) | sb(s3 & 0xff)) ^
-         rk.w[4 * Nr];
-  s[1] = ((sb(s1 >> 24) << 24) | (sb((s2 >> 16) & 0xff) << 16) | (sb((s3 >> 8) & 0xff) << 8) | sb(s0 & 0xff)) ^
-         rk.w[4 * Nr + 1];
-  s[2] = ((sb(s2 >> 24) << 24) | (sb((s3 >> 16) & 0xff) << 16) | (sb((s0 >> 8) & 0xff) << 8) | sb(s1 & 0xff)) ^
-         rk.w[4 * Nr + 2];
-  s[3] = ((sb(s3 >> 24) << 24) | (sb((s0 >> 16) & 0xff) << 16) | (sb((s1 >> 8) & 0xff) << 8) | sb(s2 & 0xff)) ^
-         rk.w[4 * Nr + 3];
+  s[0] =
+      ((sb(s0 >> 24) << 24) | (sb((s1 >> 16) & 0xff) << 16) | (sb((s2 >> 8) & 0xff) << 8) | sb(s3 & 0xff)) ^
+      rk.w[4 * Nr];
+  s[1] =
+      ((sb(s1 >> 24) << 24) | (sb((s2 >> 16) & 0xff) << 16) | (sb((s3 >> 8) & 0xff) << 8) | sb(s0 & 0xff)) ^
+      rk.w[4 * Nr + 1];
+  s[2] =
+      ((sb(s2 >> 24) << 24) | (sb((s3 >> 16) & 0xff) << 16) | (sb((s0 >> 8) & 0xff) << 8) | sb(s1 & 0xff)) ^
+      rk.w[4 * Nr + 2];
+  s[3] =
+      ((sb(s3 >> 24) << 24) | (sb((s0 >> 16) & 0xff) << 16) | (sb((s1 >> 8) & 0xff) << 8) | sb(s2 & 0xff)) ^
+      rk.w[4 * Nr + 3];
 }
 
 // E_K(IV || ctr) as a block: the counter blocks of GCM with a 96-bit IV.
 template <int Nr, class Te>
-TT_HD Block128 aes_ctr_block(const RoundKeys& rk, const Te& te, const std::uint32_t iv[3], std::uint32_t ctr) {
+TT_HD Block128 aes_ctr_block(const RoundKeys& rk, const Te& te, const std::uint32_t iv[3],
+                             std::uint32_t ctr) {
   std::uint32_t s[4] = {iv[0], iv[1], iv[2], ctr};
   aes_encrypt<Nr>(rk, te, s);
   return Block128{(std::uint64_t{s[0]} << 32) | s[1], (std::uint64_t{s[2]} << 32) | s[3]};
@@ -282,7 +288,8 @@ inline MsgView make_msg_view(const std::uint8_t* in, std::uint8_t* out, std::uin
   v.out = out;
   v.n_blocks = layout.n_blocks;
   v.pad_blocks = layout.pad_blocks;
-  v.tail_bytes = static_cast<std::uint32_t>(length == 0 ? 0 : length - (std::uint64_t{layout.n_blocks} - 1) * 16);
+  v.tail_bytes =
+      static_cast<std::uint32_t>(length == 0 ? 0 : length - (std::uint64_t{layout.n_blocks} - 1) * 16);
   const auto bits = reinterpret_cast<std::uintptr_t>(in) | reinterpret_cast<std::uintptr_t>(out);
   v.aligned = (bits & 15) == 0 ? 1u : 0u;
   for (int w = 0; w < 3; ++w)
@@ -306,9 +313,9 @@ TT_HD Block128 load_block(const std::uint8_t* p, std::uint32_t bytes, bool align
 TT_HD void store_block(std::uint8_t* p, Block128 b, std::uint32_t bytes, bool aligned) {
 #if defined(__CUDA_ARCH__)
   if (aligned && bytes == 16) {
-    *reinterpret_cast<uint4*>(p) =
-        make_uint4(bswap32(static_cast<std::uint32_t>(b.hi >> 32)), bswap32(static_cast<std::uint32_t>(b.hi)),
-                   bswap32(static_cast<std::uint32_t>(b.lo >> 32)), bswap32(static_cast<std::uint32_t>(b.lo)));
+    *reinterpret_cast<uint4*>(p) = make_uint4(
+        bswap32(static_cast<std::uint32_t>(b.hi >> 32)), bswap32(static_cast<std::uint32_t>(b.hi)),
+        bswap32(static_cast<std::uint32_t>(b.lo >> 32)), bswap32(static_cast<std::uint32_t>(b.lo)));
     return;
   }
 #else
@@ -367,8 +374,8 @@ TT_HD Block128 finish_group(std::uint32_t thread, std::uint32_t nthreads, std::u
 }
 
 // S = (G_A * H^n xor G_C xor L) * H with L = [len(A)]_64 || [len(C)]_64 in bits.
-TT_HD Block128 ghash_finish(Block128 g_c, const std::uint8_t* aad, std::uint32_t aad_len, std::uint64_t length,
-                            std::uint32_t n_blocks, Block128 h, const Block128* pow2) {
+TT_HD Block128 ghash_finish(Block128 g_c, const std::uint8_t* aad, std::uint32_t aad_len,
+                            std::uint64_t length, std::uint32_t n_blocks, Block128 h, const Block128* pow2) {
   Block128 s = g_c;
   if (aad_len != 0) {
     Block128 g_a{0, 0};
@@ -385,7 +392,8 @@ TT_HD Block128 ghash_finish(Block128 g_c, const std::uint8_t* aad, std::uint32_t
 // The tag: E_K(J0) xor S, J0 = IV || 0^31 || 1, given the combined ciphertext sum G_C.
 template <int Nr, class Te>
 TT_HD Block128 final_tag(Block128 g_c, const MsgView& m, const std::uint8_t* aad, std::uint32_t aad_len,
-                         std::uint64_t length, const RoundKeys& rk, const Te& te, Block128 h, const Block128* pow2) {
+                         std::uint64_t length, const RoundKeys& rk, const Te& te, Block128 h,
+                         const Block128* pow2) {
   const Block128 s = ghash_finish(g_c, aad, aad_len, length, m.n_blocks, h, pow2);
   return bxor(s, aes_ctr_block<Nr>(rk, te, m.iv, 1u));
 }

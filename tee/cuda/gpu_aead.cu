@@ -1,6 +1,4 @@
 // GPU AES-GCM: kernels and the host driver. The arithmetic is in gcm_math.h (tested on the host).
-#include "tee/cuda/gpu_aead.h"
-
 #include <cuda_runtime.h>
 #include <openssl/crypto.h>
 
@@ -14,6 +12,7 @@
 #include "tee/cuda/device_buffer.h"
 #include "tee/cuda/gcm_key.h"
 #include "tee/cuda/gcm_math.h"
+#include "tee/cuda/gpu_aead.h"
 
 namespace tt::tee::cuda {
 
@@ -28,7 +27,7 @@ using gcm::RoundKeys;
 constexpr unsigned kCryptThreads = 256;
 constexpr unsigned kFinishThreads = 256;
 constexpr std::size_t kTeShared = 256 * kLanes * sizeof(std::uint32_t);  // 32 KiB: Te0 once per bank
-constexpr std::size_t kTabShared = 16 * 256 * sizeof(Block128);            // 64 KiB: byte tables of H^32
+constexpr std::size_t kTabShared = 16 * 256 * sizeof(Block128);          // 64 KiB: byte tables of H^32
 constexpr std::size_t kCryptShared = kTeShared + kTabShared;
 constexpr std::uint64_t kMaxLength = (std::uint64_t{1} << 36) - 32;  // SP 800-38D, as tee::Aead
 
@@ -98,7 +97,8 @@ __global__ void __launch_bounds__(kCryptThreads, 2) crypt_kernel(const __grid_co
   const SharedTe te{te_s, lane};
   const gcm::ByteTable h32{reinterpret_cast<const Block128*>(tab_s)};
   const std::uint32_t warps = gridDim.x * blockDim.x / kLanes;
-  for (std::uint32_t tile = (blockIdx.x * blockDim.x + threadIdx.x) / kLanes; tile < a.total_tiles; tile += warps) {
+  for (std::uint32_t tile = (blockIdx.x * blockDim.x + threadIdx.x) / kLanes; tile < a.total_tiles;
+       tile += warps) {
     const std::uint32_t m = find_message(a.msgs, a.num_msgs, tile);
     const MsgView view = a.msgs[m].view;
     const std::uint32_t local = tile - a.msgs[m].tile_begin;
@@ -230,22 +230,22 @@ struct GpuAesGcm::Impl {
   int sm_count = 0;
   int blocks_per_sm = 0;
   gcm::KeyMaterial km;
-  DeviceBuffer key_dev;         // DeviceKey
-  std::size_t capacity = 0;     // messages the buffers below hold
-  PinnedBuffer desc_host;       // MsgDesc[capacity], staging for the upload
-  DeviceBuffer desc_dev;        // MsgDesc[capacity]
-  Event staged;                 // recorded after the upload out of desc_host
-  DeviceBuffer partials;        // Block128[tiles]
-  DeviceBuffer ok_dev;          // uint32[capacity]
-  PinnedBuffer ok_host;         // uint32[capacity]
+  DeviceBuffer key_dev;      // DeviceKey
+  std::size_t capacity = 0;  // messages the buffers below hold
+  PinnedBuffer desc_host;    // MsgDesc[capacity], staging for the upload
+  DeviceBuffer desc_dev;     // MsgDesc[capacity]
+  Event staged;              // recorded after the upload out of desc_host
+  DeviceBuffer partials;     // Block128[tiles]
+  DeviceBuffer ok_dev;       // uint32[capacity]
+  PinnedBuffer ok_host;      // uint32[capacity]
 };
 
 std::uint32_t GpuAesGcm::Impl::stage(std::span<const GpuMessage> msgs, bool open) {
   std::uint64_t tiles = 0;
   for (const GpuMessage& m : msgs) {
     if (m.aad_len > kGpuMaxAad)
-      throw std::invalid_argument("GPU AES-GCM: associated data longer than 96 bytes (" + std::to_string(m.aad_len) +
-                                  ")");
+      throw std::invalid_argument("GPU AES-GCM: associated data longer than 96 bytes (" +
+                                  std::to_string(m.aad_len) + ")");
     if (m.length > kMaxLength) throw std::length_error("GPU AES-GCM: message longer than AES-GCM allows");
     if (!m.out && (m.length > 0 || !open)) throw std::invalid_argument("GPU AES-GCM: null output buffer");
     if (!m.in && (m.length > 0 || open)) throw std::invalid_argument("GPU AES-GCM: null input buffer");
@@ -265,7 +265,8 @@ std::uint32_t GpuAesGcm::Impl::stage(std::span<const GpuMessage> msgs, bool open
     ok_dev = DeviceBuffer(capacity * sizeof(std::uint32_t));
     ok_host = PinnedBuffer(capacity * sizeof(std::uint32_t));
   }
-  if (grow_tiles) partials = DeviceBuffer(std::max<std::size_t>(tiles * sizeof(Block128), 2 * partials.size()));
+  if (grow_tiles)
+    partials = DeviceBuffer(std::max<std::size_t>(tiles * sizeof(Block128), 2 * partials.size()));
 
   // The previous upload out of desc_host must be done before it is overwritten.
   TT_TEE_CUDA_CHECK(cudaEventSynchronize(staged.get()));
@@ -275,8 +276,8 @@ std::uint32_t GpuAesGcm::Impl::stage(std::span<const GpuMessage> msgs, bool open
     const GpuMessage& m = msgs[i];
     const gcm::TileLayout layout = gcm::tile_layout(m.length);
     MsgDesc d{};
-    d.view = gcm::make_msg_view(reinterpret_cast<const std::uint8_t*>(m.in), reinterpret_cast<std::uint8_t*>(m.out),
-                                m.length, m.nonce.data());
+    d.view = gcm::make_msg_view(reinterpret_cast<const std::uint8_t*>(m.in),
+                                reinterpret_cast<std::uint8_t*>(m.out), m.length, m.nonce.data());
     d.length = m.length;
     d.tile_begin = tile_begin;
     d.num_tiles = layout.num_tiles;
@@ -285,8 +286,8 @@ std::uint32_t GpuAesGcm::Impl::stage(std::span<const GpuMessage> msgs, bool open
     descs[i] = d;
     tile_begin += layout.num_tiles;
   }
-  TT_TEE_CUDA_CHECK(cudaMemcpyAsync(desc_dev.get(), descs, msgs.size() * sizeof(MsgDesc), cudaMemcpyHostToDevice,
-                                    stream));
+  TT_TEE_CUDA_CHECK(
+      cudaMemcpyAsync(desc_dev.get(), descs, msgs.size() * sizeof(MsgDesc), cudaMemcpyHostToDevice, stream));
   TT_TEE_CUDA_CHECK(cudaEventRecord(staged.get(), stream));
   return static_cast<std::uint32_t>(tiles);
 }
@@ -294,12 +295,16 @@ std::uint32_t GpuAesGcm::Impl::stage(std::span<const GpuMessage> msgs, bool open
 template <int Nr, bool kDecrypt>
 void GpuAesGcm::Impl::launch(std::uint32_t num_msgs, std::uint32_t total_tiles) {
   if (total_tiles > 0) {
-    CryptArgs a{km.round_keys(), desc_dev.as<const MsgDesc>(), key_dev.as<const DeviceKey>(),
-                partials.as<Block128>(), num_msgs, total_tiles};
+    CryptArgs a{km.round_keys(),
+                desc_dev.as<const MsgDesc>(),
+                key_dev.as<const DeviceKey>(),
+                partials.as<Block128>(),
+                num_msgs,
+                total_tiles};
     constexpr std::uint32_t kWarpsPerBlock = kCryptThreads / kLanes;
     const std::uint64_t wanted = (std::uint64_t{total_tiles} + kWarpsPerBlock - 1) / kWarpsPerBlock;
-    const auto grid = static_cast<unsigned>(
-        std::min<std::uint64_t>(wanted, static_cast<std::uint64_t>(sm_count) * static_cast<std::uint64_t>(blocks_per_sm)));
+    const auto grid = static_cast<unsigned>(std::min<std::uint64_t>(
+        wanted, static_cast<std::uint64_t>(sm_count) * static_cast<std::uint64_t>(blocks_per_sm)));
     crypt_kernel<Nr, kDecrypt><<<grid, kCryptThreads, kCryptShared, stream>>>(a);
     OPENSSL_cleanse(&a.rk, sizeof a.rk);  // the launch copied the arguments
     TT_TEE_CUDA_CHECK_LAUNCH();
@@ -341,8 +346,9 @@ std::vector<bool> GpuAesGcm::open(std::span<const GpuMessage> msgs) {
   if (msgs.empty()) return ok;
   impl_->run(msgs, true);
   const DeviceScope scope(impl_->device);
-  TT_TEE_CUDA_CHECK(cudaMemcpyAsync(impl_->ok_host.get(), impl_->ok_dev.get(), msgs.size() * sizeof(std::uint32_t),
-                                    cudaMemcpyDeviceToHost, impl_->stream));
+  TT_TEE_CUDA_CHECK(cudaMemcpyAsync(impl_->ok_host.get(), impl_->ok_dev.get(),
+                                    msgs.size() * sizeof(std::uint32_t), cudaMemcpyDeviceToHost,
+                                    impl_->stream));
   TT_TEE_CUDA_CHECK(cudaStreamSynchronize(impl_->stream));
   const auto* flags = impl_->ok_host.as<const std::uint32_t>();
   for (std::size_t i = 0; i < msgs.size(); ++i) ok[i] = flags[i] == 1;

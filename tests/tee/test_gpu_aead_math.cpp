@@ -37,7 +37,8 @@ bool same(Block128 a, Block128 b) {
 }
 
 std::array<std::uint8_t, 16> openssl_ecb(const std::vector<std::uint8_t>& key, const std::uint8_t* in) {
-  std::unique_ptr<EVP_CIPHER_CTX, decltype(&EVP_CIPHER_CTX_free)> ctx(EVP_CIPHER_CTX_new(), EVP_CIPHER_CTX_free);
+  std::unique_ptr<EVP_CIPHER_CTX, decltype(&EVP_CIPHER_CTX_free)> ctx(EVP_CIPHER_CTX_new(),
+                                                                      EVP_CIPHER_CTX_free);
   const EVP_CIPHER* c = key.size() == 16 ? EVP_aes_128_ecb() : EVP_aes_256_ecb();
   std::array<std::uint8_t, 16> out{};
   int outl = 0;
@@ -234,8 +235,8 @@ Block128 simulate(const KeyMaterial& km, const MsgView& v, const std::vector<std
   Block128 g_c{0, 0};
   for (std::uint32_t i = 0; i < finish_threads; ++i)
     g_c = bxor(g_c, finish_group(i, finish_threads, tiles, PartialArray{values.data()}, d.pow2));
-  return final_tag<Nr>(g_c, v, aad.data(), static_cast<std::uint32_t>(aad.size()), length, km.round_keys(), te,
-                       d.h, d.pow2);
+  return final_tag<Nr>(g_c, v, aad.data(), static_cast<std::uint32_t>(aad.size()), length, km.round_keys(),
+                       te, d.h, d.pow2);
 }
 
 struct SimCase {
@@ -286,8 +287,9 @@ std::vector<SimCase> sim_cases() {
   std::vector<SimCase> v;
   const std::size_t tile_bytes = std::size_t{kTileBlocks} * 16;
   for (std::size_t key : {16u, 32u})
-    for (std::size_t len : {std::size_t{0}, std::size_t{1}, std::size_t{15}, std::size_t{16}, std::size_t{17},
-                            std::size_t{4096}, tile_bytes - 1, tile_bytes, tile_bytes + 1, 2 * tile_bytes + 33})
+    for (std::size_t len :
+         {std::size_t{0}, std::size_t{1}, std::size_t{15}, std::size_t{16}, std::size_t{17},
+          std::size_t{4096}, tile_bytes - 1, tile_bytes, tile_bytes + 1, 2 * tile_bytes + 33})
       for (std::size_t aad : {0u, 75u, 96u}) v.push_back({key, len, aad});
   for (std::size_t aad : {0u, 75u, 96u}) v.push_back({32, (std::size_t{1} << 20) + 5, aad});
   v.push_back({16, (std::size_t{1} << 20) + 5, 75});
