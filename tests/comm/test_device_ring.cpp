@@ -1,0 +1,337 @@
+// comm/cuda under mpirun (CTest: P = 1, 2, 3, all ranks on one GPU): DeviceRingAllreduce over
+// StagedTransport(MpiTransport) compared BIT FOR BIT with the CPU RingAllreduce on the same inputs, a
+// sealing test codec (per-hop and forward-wire), the staged transport's semantics and buffer reuse, and
+// a codec that rejects one message (fatal RunError naming the context, no hang).
+//
+// Without a GPU every test reports GTEST_SKIP (CTest shows the entry as skipped). The skip is decided
+// from an MPI_Allreduce over every rank's answer, so all ranks skip together and none waits for a peer.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "comm/channel.h"
+#include "comm/cuda/cuda_util.h"
+#include "comm/cuda/device_codec.h"
+#include "comm/cuda/device_ring.h"
+#include "comm/cuda/nccl_comm.h"
+#include "comm/cuda/staged_transport.h"
+#include "comm/mpi_transport.h"
+#include "comm/ring_allreduce.h"
+#include "engine/core/error.h"
+#include "tests/comm/comm_test_util.h"
+
+namespace tt::comm::cuda {
+namespace {
+
+using comm::testing::first_wrong;
+using comm::testing::pattern_buffer;
+
+class MpiEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override { session_ = std::make_unique<MpiSession>(nullptr, nullptr); }
+  void TearDown() override { session_.reset(); }
+
+ private:
+  std::unique_ptr<MpiSession> session_;
+};
+// gtest takes ownership of the environment (it deletes it after RUN_ALL_TESTS).
+[[maybe_unused]] const ::testing::Environment* const kMpiEnv =
+    ::testing::AddGlobalTestEnvironment(std::make_unique<MpiEnvironment>().release());
+
+// True on every rank iff every rank sees a GPU; selects this rank's GPU when so.
+bool gpu_on_every_rank() {
+  int mine = device_count_or_zero() > 0 ? 1 : 0;
+  int all = 0;
+  check_mpi(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce (GPU check)");
+  if (all == 0) return false;
+  TT_COMM_CUDA_CHECK(cudaSetDevice(device_for_rank(MPI_COMM_WORLD)));
+  return true;
+}
+
+#define REQUIRE_GPU_ON_EVERY_RANK() \
+  if (!gpu_on_every_rank()) GTEST_SKIP() << "no CUDA device on every rank"
+
+// A device float buffer with host upload / download.
+class DeviceFloats {
+ public:
+  explicit DeviceFloats(const std::vector<float>& host)
+      : bytes_(host.size() * sizeof(float)), n_(host.size()) {
+    if (n_ > 0)
+      TT_COMM_CUDA_CHECK(cudaMemcpy(bytes_.data(), host.data(), n_ * sizeof(float), cudaMemcpyHostToDevice));
+  }
+  float* data() const { return bytes_.as<float>(); }
+  std::vector<float> download() const {
+    std::vector<float> out(n_);
+    if (n_ > 0)
+      TT_COMM_CUDA_CHECK(cudaMemcpy(out.data(), bytes_.data(), n_ * sizeof(float), cudaMemcpyDeviceToHost));
+    return out;
+  }
+
+ private:
+  DeviceBytes bytes_;
+  std::size_t n_;
+};
+
+// Floats whose sum depends on the order of the adds (mixed signs, exponents over 20 binades), so a
+// different reduction order would show in the bits.
+std::vector<float> random_buffer(std::size_t n, int rank) {
+  std::mt19937 gen(static_cast<std::uint32_t>(1234567 + 7919 * rank + n));
+  std::uniform_real_distribution<float> mant(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> exp(-10, 10);
+  std::vector<float> v(n);
+  for (auto& x : v) x = std::ldexp(mant(gen), exp(gen));
+  return v;
+}
+
+// Index of the first element whose bits differ, or -1.
+long first_bit_mismatch(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::bit_cast<std::uint32_t>(a[i]) != std::bit_cast<std::uint32_t>(b[i])) return static_cast<long>(i);
+  }
+  return -1;
+}
+
+std::vector<std::size_t> counts_for(int p) {
+  const auto P = static_cast<std::size_t>(p);
+  return {0, 1, P - 1, 1000003};
+}
+
+// A stand-in for the GPU AES-GCM codec: wire = plaintext + 8-byte FNV-1a over (context, plaintext),
+// computed on the host. Exercises the ring's sealing path (wire buffers, overhead, forward-wire) and
+// fails to open when sender and receiver disagree on any context field or byte. `reject` makes open
+// throw for chosen contexts (the fault test).
+class TagDeviceCodec final : public DeviceCodec {
+ public:
+  static constexpr std::size_t kOverhead = 8;
+  std::string name() const override { return "test-tag"; }
+  std::size_t overhead() const override { return kOverhead; }
+  bool pass_through() const override { return false; }
+  std::size_t parallelism() const override { return batch; }
+
+  void seal_batch(std::span<const Job> jobs) override {
+    for (const auto& j : jobs) {
+      std::vector<std::byte> wire(j.plain_bytes + kOverhead);  // (plain_bytes + 8,)
+      if (j.plain_bytes > 0)
+        TT_COMM_CUDA_CHECK(cudaMemcpy(wire.data(), j.in, j.plain_bytes, cudaMemcpyDeviceToHost));
+      const std::uint64_t h = hash(j.ctx, std::span(wire).first(j.plain_bytes));
+      std::memcpy(wire.data() + j.plain_bytes, &h, kOverhead);
+      TT_COMM_CUDA_CHECK(cudaMemcpy(j.out, wire.data(), wire.size(), cudaMemcpyHostToDevice));
+      ++seals;
+    }
+  }
+
+  void open_batch(std::span<const Job> jobs) override {
+    for (const auto& j : jobs) {
+      if (reject && reject(j.ctx)) {
+        rejected = to_string(j.ctx);
+        throw RunError("test codec: rejected message at " + to_string(j.ctx));
+      }
+      std::vector<std::byte> wire(j.plain_bytes + kOverhead);
+      TT_COMM_CUDA_CHECK(cudaMemcpy(wire.data(), j.in, wire.size(), cudaMemcpyDeviceToHost));
+      std::uint64_t h = 0;
+      std::memcpy(&h, wire.data() + j.plain_bytes, kOverhead);
+      if (h != hash(j.ctx, std::span(wire).first(j.plain_bytes))) {
+        throw RunError("test codec: tag mismatch at " + to_string(j.ctx));
+      }
+      if (j.plain_bytes > 0)
+        TT_COMM_CUDA_CHECK(cudaMemcpy(j.out, wire.data(), j.plain_bytes, cudaMemcpyHostToDevice));
+      ++opens;
+    }
+  }
+
+  std::size_t batch = 1;
+  std::function<bool(const MessageContext&)> reject;
+  std::string rejected;  // to_string of the context it rejected
+  int seals = 0;
+  int opens = 0;
+
+ private:
+  static std::uint64_t hash(const MessageContext& c, std::span<const std::byte> data) {
+    std::uint64_t h = 1469598103934665603ULL;
+    auto mix = [&h](std::uint64_t v) {
+      for (int i = 0; i < 8; ++i) {
+        h ^= (v >> (8 * i)) & 0xFF;
+        h *= 1099511628211ULL;
+      }
+    };
+    for (std::uint64_t v :
+         {c.step, std::uint64_t{c.bucket}, std::uint64_t{static_cast<std::uint8_t>(c.phase)},
+          std::uint64_t{c.hop}, std::uint64_t{c.chunk}, std::uint64_t{c.segment},
+          static_cast<std::uint64_t>(c.origin), static_cast<std::uint64_t>(c.sender),
+          static_cast<std::uint64_t>(c.receiver), c.length}) {
+      mix(v);
+    }
+    for (std::byte b : data) {
+      h ^= static_cast<std::uint64_t>(b);
+      h *= 1099511628211ULL;
+    }
+    return h;
+  }
+};
+
+// The CPU ring's answer for these inputs (plain channel, same options, same transport kind).
+std::vector<float> cpu_ring(MpiTransport& t, std::vector<float> v, const RingOptions& opt,
+                            const MessageContext& id) {
+  RingAllreduce ring(t, opt);
+  ring.allreduce_sum(v.data(), v.size(), id);
+  return v;
+}
+
+std::vector<float> device_ring(DeviceRingAllreduce& ring, const std::vector<float>& v,
+                               const MessageContext& id) {
+  DeviceFloats d(v);
+  ring.allreduce_sum(d.data(), v.size(), id);
+  return d.download();
+}
+
+TEST(DeviceRing, BitIdenticalToCpuRingForAllCountsAndSegmentSizes) {
+  REQUIRE_GPU_ON_EVERY_RANK();
+  MpiTransport host;
+  StagedTransport staged(host);
+  Stream stream;
+  const int p = host.size();
+  for (std::size_t seg : {std::size_t{64} << 10, std::size_t{0}}) {
+    RingOptions opt;
+    opt.segment_bytes = seg;
+    DeviceRingAllreduce ring(staged, stream.get(), opt);
+    for (std::size_t n : counts_for(p)) {
+      const MessageContext id{.step = 3, .bucket = static_cast<std::uint32_t>(n % 7)};
+      // Small integers: the exact sum is known.
+      const auto pat = pattern_buffer(n, host.rank());
+      const auto got_pat = device_ring(ring, pat, id);
+      EXPECT_EQ(first_wrong(got_pat, p), -1) << "P=" << p << " count=" << n << " segment_bytes=" << seg;
+      EXPECT_EQ(first_bit_mismatch(got_pat, cpu_ring(host, pat, opt, id)), -1) << "count=" << n;
+      // Order-sensitive floats: the same bits as the CPU ring means the same adds in the same order.
+      const auto rnd = random_buffer(n, host.rank());
+      const auto got_rnd = device_ring(ring, rnd, id);
+      EXPECT_EQ(first_bit_mismatch(got_rnd, cpu_ring(host, rnd, opt, id)), -1)
+          << "P=" << p << " count=" << n << " segment_bytes=" << seg;
+      // Warm: the same bucket again allocates no pinned staging memory.
+      const std::size_t allocs = staged.pool().allocations();
+      const auto again = device_ring(ring, rnd, id);
+      EXPECT_EQ(first_bit_mismatch(again, got_rnd), -1);
+      EXPECT_EQ(staged.pool().allocations(), allocs) << "count=" << n << " segment_bytes=" << seg;
+    }
+  }
+}
+
+TEST(DeviceRing, SealingCodecPerHopAndForwardWireMatchCpuRing) {
+  REQUIRE_GPU_ON_EVERY_RANK();
+  MpiTransport host;
+  StagedTransport staged(host);
+  Stream stream;
+  const int p = host.size();
+  for (AllGatherMode mode : {AllGatherMode::PerHop, AllGatherMode::ForwardWire}) {
+    for (std::size_t batch : {std::size_t{1}, std::size_t{3}}) {
+      TagDeviceCodec codec;
+      codec.batch = batch;
+      RingOptions opt;
+      opt.segment_bytes = 4096;
+      opt.all_gather = mode;
+      DeviceRingAllreduce ring(staged, codec, stream.get(), opt);
+      for (std::size_t n : {std::size_t{1}, static_cast<std::size_t>(p) + 1, std::size_t{100003}}) {
+        const MessageContext id{.step = 11, .bucket = 2};
+        const auto rnd = random_buffer(n, host.rank());
+        const auto got = device_ring(ring, rnd, id);
+        EXPECT_EQ(first_bit_mismatch(got, cpu_ring(host, rnd, RingOptions{.segment_bytes = 4096}, id)), -1)
+            << all_gather_mode_name(mode) << " batch=" << batch << " P=" << p << " count=" << n;
+      }
+      if (p > 1) {
+        EXPECT_GT(codec.seals, 0);
+        EXPECT_GT(codec.opens, 0);
+      }
+    }
+  }
+}
+
+TEST(StagedTransportTest, ShortReceiveCompletesWithTheBytesThatArrived) {
+  REQUIRE_GPU_ON_EVERY_RANK();
+  MpiTransport host;
+  StagedTransport staged(host);
+  EXPECT_EQ(staged.name(), "staged(mpi)");
+  const std::vector<float> src = {1.5f, -2.0f, 3.25f};
+  DeviceFloats from(src);
+  DeviceFloats to(std::vector<float>(8, 0.0f));
+  // A message to oneself: works at every P, through the same MPI path as a peer's.
+  Request r =
+      staged.irecv(host.rank(), {reinterpret_cast<std::byte*>(to.data()), 8 * sizeof(float)}, tags::kUser);
+  Request s = staged.isend(host.rank(), {reinterpret_cast<const std::byte*>(from.data()), 3 * sizeof(float)},
+                           tags::kUser);
+  EXPECT_EQ(staged.wait(r), 3 * sizeof(float));
+  EXPECT_EQ(staged.wait(s), 3 * sizeof(float));
+  const auto got = to.download();
+  EXPECT_EQ(got[0], 1.5f);
+  EXPECT_EQ(got[1], -2.0f);
+  EXPECT_EQ(got[2], 3.25f);
+  EXPECT_EQ(got[3], 0.0f);  // past the message: untouched
+  // A message longer than the receive buffer is an error, as on the host transport.
+  Request r2 =
+      staged.irecv(host.rank(), {reinterpret_cast<std::byte*>(to.data()), sizeof(float)}, tags::kUser + 1);
+  Request s2 = staged.isend(host.rank(), {reinterpret_cast<const std::byte*>(from.data()), 3 * sizeof(float)},
+                            tags::kUser + 1);
+  EXPECT_THROW(staged.wait(r2), RunError);
+  staged.wait(s2);
+}
+
+TEST(DeviceRing, RejectedMessageIsFatalOnEveryRankWithoutHanging) {
+  REQUIRE_GPU_ON_EVERY_RANK();
+  // Short timeout: the ranks that wait for the failed rank give up quickly. Small segments: every send
+  // is an eager MPI message, so the abandoned ones leave nothing pending at MPI_Finalize.
+  MpiTransport host(MPI_COMM_WORLD, std::chrono::milliseconds(3000));
+  const int p = host.size();
+  const int victim = p - 1;
+  {
+    StagedTransport staged(host);
+    Stream stream;
+    TagDeviceCodec codec;
+    codec.reject = [&](const MessageContext& c) {
+      return host.rank() == victim && c.phase == MessagePhase::ScatterReduce && c.hop == 0 && c.segment == 1;
+    };
+    RingOptions opt;
+    opt.segment_bytes = 1024;
+    DeviceRingAllreduce ring(staged, codec, stream.get(), opt);
+    const auto v = pattern_buffer(3000, host.rank());
+    DeviceFloats d(v);
+    const auto t0 = std::chrono::steady_clock::now();
+    if (p == 1) {
+      // Nothing crosses a link at P = 1, so nothing can be rejected: the call is a no-op.
+      ring.allreduce_sum(d.data(), v.size(), MessageContext{});
+      EXPECT_EQ(first_bit_mismatch(d.download(), v), -1);
+    } else {
+      try {
+        ring.allreduce_sum(d.data(), v.size(), MessageContext{.step = 5});
+        ADD_FAILURE() << "rank " << host.rank() << ": the ring completed despite a rejected message";
+      } catch (const RunError& e) {
+        const std::string what = e.what();
+        if (host.rank() == victim) {
+          ASSERT_FALSE(codec.rejected.empty());
+          EXPECT_NE(what.find("rejected message at " + codec.rejected), std::string::npos) << what;
+          EXPECT_NE(what.find("phase scatter_reduce"), std::string::npos) << what;
+        } else {
+          // The others starve: a timeout naming this rank and the message it waited for.
+          EXPECT_NE(what.find("device ring all-reduce on rank " + std::to_string(host.rank())),
+                    std::string::npos)
+              << what;
+          EXPECT_NE(what.find("did not complete"), std::string::npos) << what;
+        }
+      }
+      EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+    }
+  }
+  check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+}
+
+}  // namespace
+}  // namespace tt::comm::cuda
