@@ -89,6 +89,12 @@ class Channel {
   virtual void open_batch(std::span<const OpenJob> jobs) {
     for (const auto& j : jobs) open(j.ctx, j.wire, j.plain);
   }
+
+  // A pass-through channel may model crypto that runs elsewhere (the emulated GPU's AES-GCM, see
+  // emulated_device_channel.h): the ring calls these once per message it sends / receives through a
+  // pass-through channel, before the send and before the received bytes are used. Default: free.
+  virtual void charge_seal(const MessageContext& /*ctx*/, std::size_t /*bytes*/) {}
+  virtual void charge_open(const MessageContext& /*ctx*/, std::size_t /*bytes*/) {}
 };
 
 // TEE off: wire bytes are the plaintext. seal/open copy (callers normally skip them: pass_through()).

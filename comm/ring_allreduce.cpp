@@ -182,6 +182,10 @@ void RingAllreduce::send_segments(float* data, const Hop& h, std::size_t k0, std
                           std::span(wire_out_).subspan(wire_offset(k), plain.size() + channel_->overhead())});
   }
   if (!seal_jobs_.empty()) channel_->seal_batch(seal_jobs_);
+  for (std::size_t k = k0; k < k1 && pass; ++k) {
+    const std::size_t bytes = segment(out, k).count * sizeof(float);
+    channel_->charge_seal(context(h, h.send_chunk, k, rank_, next, bytes), bytes);
+  }
   for (std::size_t k = k0; k < k1; ++k) {
     const Range seg = segment(out, k);
     std::span<const std::byte> wire = bytes_of(data + seg.offset, seg.count);  // pass-through: user memory
@@ -215,6 +219,7 @@ void RingAllreduce::finish_receives(float* data, const Hop& h, std::size_t k0, s
       if (!pass) throw tee::IntegrityError(what);
       throw RunError(what);
     }
+    if (pass) channel_->charge_open(ctx, plain_bytes);
     if (!pass) {
       // Scatter-reduce opens into scratch (then adds); all-gather opens straight into user memory.
       float* plain = reduce ? reduce_buf_.data() + (seg.offset - in.offset) : data + seg.offset;

@@ -34,6 +34,7 @@ struct GpuSpec {
   double peak_tflops_bf16 = 0;  // BF16/FP16 tensor cores (mixed-precision training)
   double hbm_gbps = 0;          // memory bandwidth, GB/s (paces the emulated optimizer)
   double efficiency = 0.4;      // achieved fraction of peak (model FLOPs utilisation)
+  double aead_gbps = 0;         // AES-256-GCM seal throughput of our CUDA kernel (0 = not measured)
 };
 
 // The built-in table: h100, h200, a100, v100.
@@ -47,6 +48,10 @@ struct EmulatedGpu {
   std::string precision = "bf16";  // "fp32", "tf32" or "bf16": which peak column applies
   double tflops_override = 0;      // > 0: replaces the peak (--gpu-tflops)
   double efficiency_override = 0;  // > 0: replaces the efficiency (--gpu-efficiency)
+  double aead_override = 0;        // > 0: replaces the AES-GCM rate (--gpu-aead-gbps)
+
+  // GB/s of the GPU's AES-GCM (device crypto); throws InputError when the table has no measurement.
+  double aead_gbps() const;
 
   // Sustained FLOP/s = peak x efficiency. Throws InputError for an unknown precision or a
   // non-positive result.

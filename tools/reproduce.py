@@ -41,6 +41,7 @@ ABLATION = [
     ("cc+forward-ag", ["--tee", "cc", "--tee-forward-ag", "on"]),
     ("cc+crypto-threads", ["--tee", "cc", "--crypto-threads", "2"]),
     ("cc+direct-ingress", ["--tee", "cc", "--tee-direct-ingress", "on"]),
+    ("cc+device-crypto", ["--tee", "cc", "--tee-device-crypto", "on"]),
     ("fast", ["--tee", "fast"]),
 ]
 

@@ -4,7 +4,7 @@ namespace tt {
 
 std::string_view phase_name(Phase p) {
   static constexpr std::array<std::string_view, Profiler::kPhases> kNames = {
-      "data", "ingress", "forward", "backward", "comm_exposed", "seal", "open", "reduce", "optimizer", "checkpoint"};
+      "data", "ingress", "forward", "backward", "comm_exposed", "seal", "open", "reduce", "stage", "optimizer", "checkpoint"};
   return kNames[static_cast<std::size_t>(p)];
 }
 

@@ -21,6 +21,7 @@ enum class Phase : int {
   Seal,          // AEAD seal, summed over all threads
   Open,          // AEAD open, summed over all threads
   Reduce,        // adding received chunks
+  Stage,         // device <-> host copies of GPU gradient buckets for the host ring (H100 CC's bounce path)
   Optimizer,     // clipping + update
   Checkpoint,
   Count

@@ -22,6 +22,7 @@
 #include "comm/sealed_channel.h"
 #include "comm/secure_session.h"
 #include "data/token_loader.h"
+#include "engine/core/backend_factory.h"
 #include "engine/core/cpu/cpu_backend.h"
 #include "engine/core/error.h"
 #include "engine/core/rng.h"
@@ -193,6 +194,8 @@ struct StepBenchOptions {
   int batch = 4;
   int seq = 64;
   int threads = 2;
+  std::string device = "cpu";
+  bool tf32 = false;
   int steps = 5;
   int warmup = 1;
   std::string json;
@@ -210,6 +213,7 @@ double sgemm_gflops(Backend& be, int N, int IC, int OC) {
       w(be, sizeof(float) * static_cast<std::size_t>(OC) * IC),
       out(be, sizeof(float) * static_cast<std::size_t>(N) * OC);
   be.matmul_forward(out.as<float>(), a.as<float>(), w.as<float>(), nullptr, N, IC, OC);
+  be.synchronize();
   const int reps = 5;
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < reps; ++i)
@@ -220,7 +224,12 @@ double sgemm_gflops(Backend& be, int N, int IC, int OC) {
 }
 
 void run_step(const StepBenchOptions& o) {
-  std::unique_ptr<Backend> be = make_cpu_backend(o.threads);
+  BackendOptions bo;
+  bo.device = parse_device(o.device);
+  bo.threads = o.threads;
+  bo.tf32 = o.tf32;
+  if (o.tf32 && bo.device != DeviceKind::Cuda) throw InputError("--tf32 applies to --device cuda only");
+  std::unique_ptr<Backend> be = make_backend(bo);
   std::unique_ptr<Model> model = make_model(*be, o.model);
   model->init_params(1);
   model->reserve(o.batch, o.seq);
@@ -240,8 +249,10 @@ void run_step(const StepBenchOptions& o) {
     const auto t0 = std::chrono::steady_clock::now();
     model->zero_grad();
     model->forward(b);
+    be->synchronize();  // GPU ops are asynchronous: the split into phases needs the queue drained
     const auto t1 = std::chrono::steady_clock::now();
     model->backward({});
+    be->synchronize();
     const auto t2 = std::chrono::steady_clock::now();
     opt->step(*model, 1e-4f, 1.0f, s + 1);
     be->synchronize();
@@ -279,6 +290,8 @@ void run_step(const StepBenchOptions& o) {
                           {"batch", o.batch},
                           {"seq", o.seq},
                           {"threads", o.threads},
+                          {"device", o.device},
+                          {"tf32", o.tf32},
                           {"step_s", step},
                           {"forward_s", median(fwd)},
                           {"backward_s", median(bwd)},
@@ -398,6 +411,8 @@ void register_bench(CLI::App& app) {
   s->add_option("--batch", st->batch, "Batch")->check(positive())->capture_default_str();
   s->add_option("--seq", st->seq, "Sequence length")->check(positive())->capture_default_str();
   s->add_option("--threads", st->threads, "Threads")->check(positive())->capture_default_str();
+  s->add_option("--device", st->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  s->add_flag("--tf32", st->tf32, "CUDA: TF32 tensor-core matmuls (default exact FP32)");
   s->add_option("--steps", st->steps, "Timed steps")->check(positive())->capture_default_str();
   s->add_option("--warmup", st->warmup, "Untimed steps first")->check(non_negative())->capture_default_str();
   s->add_option("--json", st->json, "Write the result as JSON to FILE");

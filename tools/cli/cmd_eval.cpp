@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "engine/checkpoint.h"
-#include "engine/core/cpu/cpu_backend.h"
+#include "engine/core/backend_factory.h"
 #include "engine/core/error.h"
 #include "engine/key_file.h"
 #include "engine/sealed_codec.h"
@@ -23,6 +23,7 @@ struct EvalOptions {
   std::string data = "fashion-mnist";
   int batch = 256;
   int threads = 0;
+  std::string device = "cpu";
   std::string json;  // optional result file
 };
 
@@ -42,7 +43,7 @@ void run_eval(const EvalOptions& o) {
   const ImageSource img = open_image_source({o.data, meta.seed, false, false, false});
   img.check_model(mo.image_channels, mo.image_size, mo.num_classes);
 
-  std::unique_ptr<Backend> backend = make_cpu_backend(o.threads > 0 ? o.threads : 2);
+  std::unique_ptr<Backend> backend = make_backend({parse_device(o.device), o.threads > 0 ? o.threads : 2, 0, false});
   std::unique_ptr<Model> model = make_model(*backend, mo);
   CheckpointStore::load(dir, *codec, *backend, *model, nullptr);
   model->set_training(false);
@@ -91,6 +92,7 @@ void register_eval(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--batch", o->batch, "Images per forward pass")->check(positive())->capture_default_str();
   cmd->add_option("--threads", o->threads, "Compute threads (0 = 2)")->check(non_negative());
+  cmd->add_option("--device", o->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   cmd->add_option("--json", o->json, "Also write the result as JSON to this file");
   cmd->callback([o] { run_eval(*o); });
 }

@@ -8,6 +8,7 @@
 #include <optional>
 #include <thread>
 
+#include "comm/emulated_device_channel.h"
 #include "comm/mpi_allreduce.h"
 #include "comm/mpi_transport.h"
 #include "comm/ring_allreduce.h"
@@ -18,7 +19,7 @@
 #include "engine/key_file.h"
 #include "engine/sealed_codec.h"
 #include "engine/checkpoint.h"
-#include "engine/core/cpu/cpu_backend.h"
+#include "engine/core/backend_factory.h"
 #include "engine/core/error.h"
 #include "engine/ddp_reducer.h"
 #include "engine/dist_context.h"
@@ -47,7 +48,17 @@ int default_threads(int requested) {
   return std::max(1, cores / local_ranks);
 }
 
+// Where the gradients live decides whether "device crypto" means anything (tee_options.h).
+bool gpu_gradients(const TrainOptions& o) { return o.compute == "emulate"; }
+
 void validate(const TrainOptions& o) {
+  if (o.device == "cuda" && o.compute == "emulate") {
+    throw InputError("--device cuda runs real compute on the GPU; --compute emulate replaces it by waits: use one or the other");
+  }
+  if (o.allreduce == "nccl" && o.device != "cuda") {
+    throw InputError("--allreduce nccl reduces GPU buffers with NCCL; add --device cuda, or use --allreduce ring|mpi");
+  }
+  if (o.tf32 && o.device != "cuda") throw InputError("--tf32 applies to --device cuda only");
   const int context = model_context(o.model);
   if (o.seq > context) {
     throw InputError("--seq " + std::to_string(o.seq) + " is longer than the model's context (" + std::to_string(context) +
@@ -140,7 +151,7 @@ std::string tee_label(const TeeOptions& o, const TeeSwitches& ts) {
   if (!ts.on) return "tee off";
   return "tee " + o.mode + " (" + o.cipher + ", pipeline " + (ts.pipeline ? "on" : "off") + ", forward-ag " +
          (ts.forward_ag ? "on" : "off") + ", crypto threads " + std::to_string(ts.crypto_threads) + ", ingress " +
-         (ts.direct_ingress ? "direct" : "bounce") + ")";
+         (ts.direct_ingress ? "direct" : "bounce") + (ts.device_crypto ? ", gradients sealed on the GPU" : "") + ")";
 }
 
 TrainConfig trainer_config(const TrainOptions& o, bool have_val) {
@@ -159,6 +170,32 @@ TrainConfig trainer_config(const TrainOptions& o, bool have_val) {
   tc.save_every = o.save_every;
   return tc;
 }
+
+// Gradient buckets living on a GPU go through host memory for the host ring (or MPI_Allreduce). One
+// staging buffer, grown to the largest bucket, reused; only the reducer's communication thread uses it.
+class HostStaging {
+ public:
+  HostStaging(Backend& backend, AllreduceFn inner, Profiler& profiler)
+      : backend_(backend), inner_(std::move(inner)), profiler_(profiler) {}
+  AllreduceFn wrap() {
+    return [this](float* g, std::size_t n, long step, int bucket) {
+      if (host_.size() < n) host_.resize(n);
+      {
+        ScopedPhase p(&profiler_, Phase::Stage);
+        backend_.copy_to_host(host_.data(), g, n * sizeof(float));  // (n,) floats
+      }
+      inner_(host_.data(), n, step, bucket);
+      ScopedPhase p(&profiler_, Phase::Stage);
+      backend_.copy_to_device(g, host_.data(), n * sizeof(float));
+    };
+  }
+
+ private:
+  Backend& backend_;
+  AllreduceFn inner_;
+  Profiler& profiler_;
+  std::vector<float> host_;
+};
 
 // In TEE mode: attest ring neighbours, agree keys, and build the one sealed channel that carries
 // every message between ranks from then on (gradients, broadcasts, agreement, replica checks).
@@ -200,9 +237,9 @@ void run_train(const TrainOptions& opts) {
     o.seq = 0;
   }
   validate(o);
-  const TeeSwitches ts = resolve_tee(o.tee);
-  if (ts.on && o.allreduce == "mpi") {
-    throw InputError("--allreduce mpi sends gradients in plaintext through MPI_Allreduce; use --allreduce ring with --tee");
+  const TeeSwitches ts = resolve_tee(o.tee, gpu_gradients(o));
+  if (ts.on && o.allreduce != "ring") {
+    throw InputError("--allreduce " + o.allreduce + " sends gradients in plaintext; use --allreduce ring with --tee");
   }
   comm::MpiSession mpi(nullptr, nullptr);
   comm::MpiTransport transport(MPI_COMM_WORLD,
@@ -230,7 +267,12 @@ void run_train(const TrainOptions& opts) {
   }
 
   const int threads = default_threads(o.threads);
-  std::unique_ptr<Backend> backend = make_cpu_backend(threads);
+  BackendOptions bo;
+  bo.device = parse_device(o.device);
+  bo.threads = threads;
+  bo.tf32 = o.tf32;
+  if (bo.device == DeviceKind::Cuda) bo.cuda_device = rank % std::max(1, cuda_device_count());
+  std::unique_ptr<Backend> backend = make_backend(bo);
   // Emulated compute: forward/backward become waits from the model's FLOPs on the chosen GPU, and
   // the optimizer a wait at its memory bandwidth; gradients, buckets, ring, crypto and ingress stay real.
   const bool emulate = o.compute == "emulate";
@@ -240,7 +282,7 @@ void run_train(const TrainOptions& opts) {
   std::unique_ptr<Model> model;
   std::optional<EmulatedGpu> gpu;
   if (emulate) {
-    gpu = EmulatedGpu{gpu_spec(o.gpu), o.gpu_precision, o.gpu_tflops, o.gpu_efficiency};
+    gpu = EmulatedGpu{gpu_spec(o.gpu), o.gpu_precision, o.gpu_tflops, o.gpu_efficiency, o.gpu_aead_gbps};
     auto emu = std::make_unique<EmulatedModel>(*backend, emulated_model_config(model_config_json(o.model), *gpu));
     if (rank == 0) std::fprintf(stderr, "%s\n", emu->describe().c_str());
     model = std::move(emu);
@@ -299,7 +341,12 @@ void run_train(const TrainOptions& opts) {
   // --link-gbps throttles the ring's links (gradient traffic) to emulate NVLink, PCIe or a network.
   std::optional<comm::ThrottledTransport> link;
   if (o.link_gbps > 0) link.emplace(transport, comm::LinkLimit{o.link_gbps, {}});
-  comm::RingAllreduce ring(link ? static_cast<comm::Transport&>(*link) : transport, channel, ro, &profiler);
+  // fast with device crypto on an emulated GPU: the ring's messages are sealed "on the GPU", i.e. cost
+  // waits at the GPU's AES-GCM rate; everything else keeps the real sealed channel.
+  std::optional<comm::EmulatedDeviceChannel> gpu_crypto;
+  if (ts.device_crypto && emulate) gpu_crypto.emplace(gpu->aead_gbps(), ts.forward_ag, &profiler);
+  comm::Channel& ring_channel = gpu_crypto ? static_cast<comm::Channel&>(*gpu_crypto) : channel;
+  comm::RingAllreduce ring(link ? static_cast<comm::Transport&>(*link) : transport, ring_channel, ro, &profiler);
   AllreduceFn allreduce;
   if (o.allreduce == "mpi") {
     allreduce = [&](float* g, std::size_t n, long, int) { comm::mpi_allreduce_sum(transport.comm(), g, n); };
@@ -311,6 +358,10 @@ void run_train(const TrainOptions& opts) {
       ring.allreduce_sum(g, n, id);
     };
   }
+  // GPU gradients reach the host ring through a staging buffer, as H100 CC's bounce buffers do:
+  // device -> host copy, ring (sealed in TEE mode), host -> device copy, serialized per bucket.
+  HostStaging staging(*backend, allreduce, profiler);
+  if (backend->kind() == DeviceKind::Cuda) allreduce = staging.wrap();
   const std::size_t cap = static_cast<std::size_t>(o.bucket_mb * 1024.0 * 1024.0);
   const std::vector<Bucket> buckets =
       plan_buckets(model->params(), model->num_params(), std::min<std::size_t>(std::size_t{1} << 20, cap), cap);
@@ -366,7 +417,7 @@ void run_train(const TrainOptions& opts) {
                         {"bucket_mb", o.bucket_mb},
                         {"buckets", buckets.size()},
                         {"overlap", o.overlap},
-                        {"tee", tee_json(o.tee)},
+                        {"tee", tee_json(o.tee, gpu_gradients(o))},
                         {"rekeys", tee_session.channel ? tee_session.channel->rekeys() : 0},
                         {"bytes_sent", report["counters"]["bytes_sent"]},
                         {"phases", report["phases"]},

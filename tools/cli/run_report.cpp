@@ -35,7 +35,7 @@ void print_phase_table(const nlohmann::json& report, double step_seconds) {
     std::fprintf(stderr, "  %-18s %12.2f ms %14.2f ms %12.1f%%\n", name.c_str(), mx * 1e3, mean * 1e3,
                  step_seconds > 0 ? 100.0 * mean / step_seconds : 0.0);
   }
-  std::fprintf(stderr, "  %-18s %12.2f ms   (seal/open/reduce run on other threads and may overlap compute)\n",
+  std::fprintf(stderr, "  %-18s %12.2f ms   (seal/open/reduce/stage run on other threads and may overlap compute)\n",
                "step (measured)", step_seconds * 1e3);
   std::fprintf(stderr, "counters (per rank, whole run):\n");
   for (const auto& [name, v] : report["counters"].items()) {

@@ -20,6 +20,7 @@ struct TeeOptions {
   std::string forward_ag = "auto";      // forward-ciphertext all-gather (owner seals once)
   int crypto_threads = 0;               // 0: mode default (cc 1, fast 2)
   std::string direct_ingress = "auto";  // open batches once (fast) vs the bounce path (cc)
+  std::string device_crypto = "auto";   // seal/open gradients on the (emulated) GPU instead of the host
   std::string device_key;               // Ed25519 PEM; empty: fresh per run
   std::string allow_list;               // file of allowed device public keys (hex, one per line)
   std::string key_file = "data-cache/teetrain.key";  // master key for sealed data and checkpoints
@@ -34,11 +35,14 @@ struct TeeSwitches {
   bool forward_ag = false;
   int crypto_threads = 1;
   bool direct_ingress = true;
+  bool device_crypto = false;  // only where gradients live on a GPU: see resolve_tee
   tee::Cipher cipher = tee::Cipher::Aes256Gcm;
 };
 
 void add_tee_options(CLI::App* cmd, TeeOptions& o);
-TeeSwitches resolve_tee(const TeeOptions& o);
-nlohmann::json tee_json(const TeeOptions& o);  // the resolved mode and switches (summary, config agreement)
+// gpu_gradients: the gradients live on a GPU (--compute emulate; --device cuda). Device crypto
+// exists only there: with CPU compute the host IS the device, and the switch resolves to off.
+TeeSwitches resolve_tee(const TeeOptions& o, bool gpu_gradients = false);
+nlohmann::json tee_json(const TeeOptions& o, bool gpu_gradients = false);  // the resolved mode and switches (summary, config agreement)
 
 }  // namespace tt::cli

@@ -17,6 +17,9 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
       ->check(positive())->capture_default_str();
   g->add_option("--seed", o.seed, "Seed for initialisation and data order")->capture_default_str();
   g->add_option("--threads", o.threads, "Compute threads per rank (0 = cores / ranks on this host)")->check(non_negative())->capture_default_str();
+  g->add_option("--device", o.device, "Where forward/backward run: cpu, or cuda (one GPU per rank: rank modulo visible GPUs)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  g->add_flag("--tf32", o.tf32, "CUDA: allow TF32 tensor-core matmuls (default exact FP32, comparable with the CPU)");
 
   auto* opt = cmd->add_option_group("optimizer");
   opt->add_option("--optimizer", o.optimizer, "Optimizer")->check(CLI::IsMember({"adamw", "sgd"}))->capture_default_str();
@@ -42,8 +45,8 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
   out->add_option("--resume", o.resume, "Resume from a checkpoint directory (a step dir, or the newest in a --ckpt-dir)");
 
   auto* dp = cmd->add_option_group("data parallelism (under mpirun)");
-  dp->add_option("--allreduce", o.allreduce, "Gradient all-reduce: our ring, or MPI_Allreduce as a baseline")
-      ->check(CLI::IsMember({"ring", "mpi"}))->capture_default_str();
+  dp->add_option("--allreduce", o.allreduce, "Gradient all-reduce: our ring, or a vendor baseline: MPI_Allreduce (host) or ncclAllReduce (--device cuda, one GPU per rank)")
+      ->check(CLI::IsMember({"ring", "mpi", "nccl"}))->capture_default_str();
   dp->add_option("--bucket-mb", o.bucket_mb, "Gradient bucket cap in MiB (first bucket 1 MiB; 0 = one bucket for the whole model)")
       ->check(non_negative())->capture_default_str();
   dp->add_option("--overlap", o.overlap, "Launch bucket all-reduces while backward runs")
@@ -66,6 +69,9 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
   em->add_option("--gpu-precision", o.gpu_precision, "Precision whose peak is used")->check(CLI::IsMember({"fp32", "tf32", "bf16"}))->capture_default_str();
   em->add_option("--gpu-tflops", o.gpu_tflops, "Override the GPU's peak TFLOP/s (0 = table)")->check(non_negative())->capture_default_str();
   em->add_option("--gpu-efficiency", o.gpu_efficiency, "Override the achieved fraction of peak (0 = table)")->check(non_negative())->capture_default_str();
+  em->add_option("--gpu-aead-gbps", o.gpu_aead_gbps,
+                 "Override the emulated GPU's AES-GCM GB/s used by --tee-device-crypto (0 = table, measured with bench_gpu_aead)")
+      ->check(non_negative())->capture_default_str();
   em->add_option("--link-gbps", o.link_gbps, "Throttle each ring link to this many GB/s (1e9 B/s; 0 = none): NVLink, PCIe, network")
       ->check(non_negative())->capture_default_str();
   em->add_option("--trace", o.trace, "Write a Chrome/Perfetto trace (one process per rank; compute, comm, crypto lanes)");
@@ -98,11 +104,14 @@ nlohmann::json train_options_json(const TrainOptions& o) {
           {"check_replicas", o.check_replicas},
           {"ingress_gbps", o.ingress_gbps},
           {"compute", o.compute},
+          {"device", o.device},
+          {"tf32", o.tf32},
           {"gpu", o.compute == "emulate" ? nlohmann::json{{"name", o.gpu}, {"precision", o.gpu_precision},
-                                                          {"tflops", o.gpu_tflops}, {"efficiency", o.gpu_efficiency}}
+                                                          {"tflops", o.gpu_tflops}, {"efficiency", o.gpu_efficiency},
+                                                          {"aead_gbps", o.gpu_aead_gbps}}
                                          : nlohmann::json(nullptr)},
           {"link_gbps", o.link_gbps},
-          {"tee", tee_json(o.tee)}};
+          {"tee", tee_json(o.tee, o.compute == "emulate")}};
 }
 
 }  // namespace tt::cli

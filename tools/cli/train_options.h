@@ -30,6 +30,8 @@ struct TrainOptions {
   float beta2 = 0.95f;
   uint64_t seed = 1337;
   int threads = 0;
+  std::string device = "cpu";  // cpu | cuda (one GPU per rank: rank % visible GPUs)
+  bool tf32 = false;          // CUDA: TF32 tensor-core matmuls instead of exact FP32
   long val_every = 0;
   int val_batches = 8;
   std::string metrics;
@@ -53,6 +55,7 @@ struct TrainOptions {
   std::string gpu_precision = "bf16";
   double gpu_tflops = 0;
   double gpu_efficiency = 0;
+  double gpu_aead_gbps = 0;  // emulated GPU AES-GCM rate (0 = table)
   double link_gbps = 0;
   std::string trace;
   TeeOptions tee;

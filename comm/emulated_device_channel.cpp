@@ -1,0 +1,75 @@
+#include "comm/emulated_device_channel.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include "engine/core/error.h"
+
+namespace tt::comm {
+namespace {
+// Shorter waits are left queued (sleep granularity is ~50 us; a GPU queue absorbs them the same way).
+constexpr auto kMinWait = std::chrono::microseconds(50);
+}  // namespace
+
+EmulatedDeviceChannel::EmulatedDeviceChannel(double aead_gbps, bool forward_all_gather, Profiler* profiler)
+    : bytes_per_second_(aead_gbps * 1e9), forward_ag_(forward_all_gather), prof_(profiler) {
+  if (!(aead_gbps > 0)) throw InputError("emulated GPU AES-GCM rate must be > 0 GB/s (--gpu-aead-gbps)");
+}
+
+std::string EmulatedDeviceChannel::name() const {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "emulated-gpu-aead(%.0f GB/s)", bytes_per_second_ * 1e-9);
+  return buf;
+}
+
+// Direct seal/open (collectives other than the ring never get this channel, but keep it usable).
+void EmulatedDeviceChannel::seal(const MessageContext& ctx, std::span<const std::byte> plain,
+                                 std::span<std::byte> wire) {
+  if (!plain.empty()) std::memcpy(wire.data(), plain.data(), plain.size());
+  charge_seal(ctx, plain.size());
+}
+
+void EmulatedDeviceChannel::open(const MessageContext& ctx, std::span<const std::byte> wire,
+                                 std::span<std::byte> plain) {
+  if (!plain.empty()) std::memcpy(plain.data(), wire.data(), plain.size());
+  charge_open(ctx, plain.size());
+}
+
+void EmulatedDeviceChannel::charge_seal(const MessageContext& ctx, std::size_t bytes) {
+  // Forward-ciphertext all-gather: the owner seals its finished chunk once (hop 0); later hops
+  // forward that ciphertext unchanged.
+  if (forward_ag_ && ctx.phase == MessagePhase::AllGather && ctx.hop > 0) return;
+  if (prof_ != nullptr) {
+    prof_->add(Counter::MessagesSealed, 1);
+    prof_->add(Counter::BytesSealed, static_cast<int64_t>(bytes));
+  }
+  charge(Phase::Seal, bytes);
+}
+
+void EmulatedDeviceChannel::charge_open(const MessageContext& /*ctx*/, std::size_t bytes) {
+  if (prof_ != nullptr) {
+    prof_->add(Counter::MessagesOpened, 1);
+    prof_->add(Counter::BytesOpened, static_cast<int64_t>(bytes));
+  }
+  charge(Phase::Open, bytes);
+}
+
+void EmulatedDeviceChannel::charge(Phase phase, std::size_t bytes) {
+  const double s = static_cast<double>(bytes) / bytes_per_second_;
+  modeled_s_ += s;
+  const auto now = std::chrono::steady_clock::now();
+  const auto start = std::max(now, due_);
+  due_ = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+  if (prof_ != nullptr) {
+    prof_->add_time(phase, s);
+    if (prof_->tracing()) prof_->record(phase == Phase::Seal ? "seal (emulated GPU)" : "open (emulated GPU)",
+                                        Lane::Crypto, start, due_);
+  }
+  // The ring may send a segment only once it is sealed, and use a received one only once it is
+  // opened: wait for the queue, unless it is only a few microseconds ahead.
+  if (due_ - now > kMinWait) std::this_thread::sleep_until(due_);
+}
+
+}  // namespace tt::comm

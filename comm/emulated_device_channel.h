@@ -1,0 +1,49 @@
+// EmulatedDeviceChannel: the gradient ring's channel when `fast` seals on the GPU (--tee-device-crypto)
+// and the GPU itself is emulated (--compute emulate).
+//
+// Under emulation everything a GPU does is a wait computed from a rate: forward and backward from
+// FLOPs, the optimizer from memory bandwidth, and here the GPU's AES-GCM from its measured throughput
+// (`bench_gpu_aead` on an H200; GpuSpec::aead_gbps). The gradients of an emulated model are synthetic,
+// so this channel moves them as plaintext (pass-through, zero copies) and charges each message the
+// time the GPU would take to seal or open it: bytes / rate, queued like a stream of GPU kernels (a
+// wait only once the queue is ahead of the host by more than a few microseconds). Message and byte
+// counters and the seal/open phases are reported as for real sealing, so the message arithmetic of
+// DESIGN.md §5 still holds (with forward-ciphertext all-gather, only the owner's hop 0 seals).
+//
+// Never used with real data: cmd_train builds it only for --compute emulate. Attestation, key
+// agreement, sealed ingress and every other collective still use the real SealedChannel.
+#pragma once
+#include <chrono>
+#include <string>
+
+#include "comm/channel.h"
+#include "engine/core/profiler.h"
+
+namespace tt::comm {
+
+class EmulatedDeviceChannel final : public Channel {
+ public:
+  // aead_gbps: the emulated GPU's AES-GCM throughput in GB/s (1e9 bytes/s), > 0.
+  EmulatedDeviceChannel(double aead_gbps, bool forward_all_gather, Profiler* profiler);
+
+  std::string name() const override;  // "emulated-gpu-aead(150 GB/s)"
+  std::size_t overhead() const override { return 0; }
+  bool pass_through() const override { return true; }
+  void seal(const MessageContext& ctx, std::span<const std::byte> plain, std::span<std::byte> wire) override;
+  void open(const MessageContext& ctx, std::span<const std::byte> wire, std::span<std::byte> plain) override;
+  void charge_seal(const MessageContext& ctx, std::size_t bytes) override;
+  void charge_open(const MessageContext& ctx, std::size_t bytes) override;
+
+  double modeled_seconds() const { return modeled_s_; }
+
+ private:
+  void charge(Phase phase, std::size_t bytes);
+
+  double bytes_per_second_;
+  bool forward_ag_;
+  Profiler* prof_;
+  double modeled_s_ = 0;
+  std::chrono::steady_clock::time_point due_{};  // when the emulated GPU's crypto queue drains
+};
+
+}  // namespace tt::comm
