@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "tee/aead.h"
@@ -87,6 +88,20 @@ std::byte* at(const DeviceBuffer& d, std::size_t off) {
   return d.as<std::byte>() + off;
 }
 
+// "" when equal; otherwise where ciphertext||tag first differs (ciphertext vs tag), so one GPU run
+// tells counter mode and GHASH failures apart.
+std::string describe_mismatch(const std::vector<std::uint8_t>& got, const std::vector<std::uint8_t>& want) {
+  if (got == want) return "";
+  if (got.size() != want.size())
+    return "size " + std::to_string(got.size()) + " != " + std::to_string(want.size());
+  const std::size_t ct_len = want.size() - kTagSize;
+  const auto first =
+      static_cast<std::size_t>(std::mismatch(got.begin(), got.end(), want.begin()).first - got.begin());
+  const bool ct_ok = std::equal(got.begin(), got.begin() + static_cast<std::ptrdiff_t>(ct_len), want.begin());
+  return std::string(ct_ok ? "ciphertext ok, tag differs" : "ciphertext differs") +
+         " (first differing byte " + std::to_string(first) + " of " + std::to_string(want.size()) + ")";
+}
+
 const std::size_t kSizes[] = {0, 1, 15, 16, 17, 4096, 32767, 32768, 32769, (1u << 20) + 5};
 const std::size_t kAads[] = {0, 75, 96};
 
@@ -126,7 +141,7 @@ TEST_P(GpuAeadBatch, SealMatchesOpenSslByteForByte) {
   gpu.seal_async(batch);
   gpu.synchronize();
   for (std::size_t i = 0; i < msgs.size(); ++i)
-    EXPECT_EQ(download(out, out_off[i], out_sizes[i]), msgs[i].sealed)
+    EXPECT_EQ(describe_mismatch(download(out, out_off[i], out_sizes[i]), msgs[i].sealed), "")
         << "message " << i << ": length " << msgs[i].plain.size() << ", aad " << msgs[i].aad.size();
 }
 
@@ -174,8 +189,12 @@ INSTANTIATE_TEST_SUITE_P(Keys, GpuAeadBatch,
                          });
 
 // A batch mixing good messages and every kind of bad one: only the bad ones fail, and their
-// plaintext output is all zero; the good ones decrypt correctly.
-TEST_F(GpuAead, TamperedMessagesFailAloneAndAreZeroed) {
+// plaintext output is all zero; the good ones decrypt correctly. Packed (byte path) and aligned
+// (16-byte path) buffers both zero failed outputs.
+class GpuAeadTamper : public GpuAead, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(GpuAeadTamper, TamperedMessagesFailAloneAndAreZeroed) {
+  const bool aligned = GetParam();
   std::mt19937_64 rng(13);
   const auto key = random_vec(32, rng);
   Aead ssl(Cipher::Aes256Gcm, key);
@@ -204,8 +223,8 @@ TEST_F(GpuAead, TamperedMessagesFailAloneAndAreZeroed) {
     out_sizes.push_back(c.length);
   }
   std::size_t in_total = 0, out_total = 0;
-  const auto in_off = layout(in_sizes, false, in_total);
-  const auto out_off = layout(out_sizes, true, out_total);
+  const auto in_off = layout(in_sizes, aligned, in_total);
+  const auto out_off = layout(out_sizes, aligned, out_total);
   DeviceBuffer in(in_total), out(out_total);
   TT_TEE_CUDA_CHECK(cudaMemset(out.get(), 0xAA, out_total));
   std::vector<GpuMessage> batch;
@@ -249,6 +268,11 @@ TEST_F(GpuAead, TamperedMessagesFailAloneAndAreZeroed) {
           << "message " << i;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Layouts, GpuAeadTamper, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& i) {
+                           return i.param ? "aligned" : "packed";
+                         });
 
 TEST_F(GpuAead, InPlaceSealAndOpen) {
   std::mt19937_64 rng(14);
