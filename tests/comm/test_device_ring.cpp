@@ -276,13 +276,19 @@ TEST(StagedTransportTest, ShortReceiveCompletesWithTheBytesThatArrived) {
   EXPECT_EQ(got[1], -2.0f);
   EXPECT_EQ(got[2], 3.25f);
   EXPECT_EQ(got[3], 0.0f);  // past the message: untouched
-  // A message longer than the receive buffer is an error, as on the host transport.
-  Request r2 =
-      staged.irecv(host.rank(), {reinterpret_cast<std::byte*>(to.data()), sizeof(float)}, tags::kUser + 1);
-  Request s2 = staged.isend(host.rank(), {reinterpret_cast<const std::byte*>(from.data()), 3 * sizeof(float)},
-                            tags::kUser + 1);
-  EXPECT_THROW(staged.wait(r2), RunError);
-  staged.wait(s2);
+  // A message longer than the receive buffer is an error, as on the host transport. Between two ranks:
+  // Open MPI's self path does not report the truncation of a message to oneself.
+  if (host.size() >= 2 && host.rank() < 2) {
+    if (host.rank() == 1) {
+      Request s2 = staged.isend(0, {reinterpret_cast<const std::byte*>(from.data()), 3 * sizeof(float)},
+                                tags::kUser + 1);
+      staged.wait(s2);
+    } else {
+      Request r2 = staged.irecv(1, {reinterpret_cast<std::byte*>(to.data()), sizeof(float)}, tags::kUser + 1);
+      EXPECT_THROW(staged.wait(r2), RunError);
+    }
+  }
+  check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
 }
 
 TEST(DeviceRing, RejectedMessageIsFatalOnEveryRankWithoutHanging) {
