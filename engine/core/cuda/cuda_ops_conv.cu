@@ -63,17 +63,20 @@ bool not_supported(cudnnStatus_t st) {
 template <typename Algo, typename Run>
 void run_first_supported(std::vector<std::pair<Algo, std::size_t>>& cands, std::size_t& at, const char* what,
                          const Conv2dShape& s, Run run) {
+  cudnnStatus_t last = CUDNN_STATUS_SUCCESS;
   for (;;) {
     if (at >= cands.size()) {
       throw RunError(std::string("cudnn: no deterministic ") + what + " algorithm supports conv " +
-                     shape_string(s));
+                     shape_string(s) +
+                     (cands.empty() ? std::string(" (every workspace-size query failed)")
+                                    : std::string(" (last status: ") + cudnnGetErrorString(last) + ")"));
     }
-    const cudnnStatus_t st = run(cands[at].first, cands[at].second);
-    if (not_supported(st)) {
+    last = run(cands[at].first, cands[at].second);
+    if (not_supported(last)) {
       ++at;
       continue;
     }
-    check_cudnn(st, what, __FILE__, __LINE__);
+    check_cudnn(last, what, __FILE__, __LINE__);
     return;
   }
 }
