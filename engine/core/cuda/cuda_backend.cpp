@@ -132,8 +132,12 @@ CudaBackend::~CudaBackend() {
 
 // ---- memory ---------------------------------------------------------------------------------------
 
-void* CudaBackend::allocate(std::size_t bytes) {
+void CudaBackend::use_device() const {
   TT_CUDA_CHECK(cudaSetDevice(device_));
+}
+
+void* CudaBackend::allocate(std::size_t bytes) {
+  use_device();
   // cudaMalloc aligns to 256 bytes; a zero-byte request still gets a distinct, freeable pointer.
   const std::size_t n = std::max<std::size_t>(bytes, 256);
   void* p = nullptr;
@@ -159,14 +163,14 @@ void CudaBackend::deallocate(void* p) noexcept {
 // for the stream. They touch no backend state but the stream, so another thread may call them.
 void CudaBackend::copy_to_device(void* dst, const void* host_src, std::size_t bytes) {
   if (bytes == 0) return;
-  TT_CUDA_CHECK(cudaSetDevice(device_));  // the current device is per host thread
+  use_device();
   TT_CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream()));
   TT_CUDA_CHECK(cudaStreamSynchronize(stream()));
 }
 
 void CudaBackend::copy_to_host(void* host_dst, const void* src, std::size_t bytes) {
   if (bytes == 0) return;
-  TT_CUDA_CHECK(cudaSetDevice(device_));
+  use_device();
   TT_CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream()));
   TT_CUDA_CHECK(cudaStreamSynchronize(stream()));
 }

@@ -12,9 +12,10 @@
 //   cuda_ops_conv.cu          conv2d (cuDNN)
 //   cuda_ops_cnn_norm.cu      batch norm, pooling, global average pooling
 //
-// Threads: copy_to_device and copy_to_host may run on another thread (the DDP communication thread)
-// while this one enqueues ops. They touch nothing but the stream (CUDA calls are thread-safe); every
-// other member is used by the owning thread only.
+// Threads: copy_to_device, copy_to_host, fill, add, accumulate and scale may run on another thread
+// (the DDP communication thread) while this one enqueues ops. They touch nothing but the stream (CUDA
+// calls are thread-safe); every other op uses scratch buffers or caches and belongs to the owning
+// thread only.
 #pragma once
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -155,6 +156,9 @@ class CudaBackend final : public Backend {
 
  private:
   cudaStream_t stream() const { return stream_.get(); }
+  // The current device is per host thread: ops that another thread may call (the host copies, and
+  // fill/add/accumulate/scale, which a reducer might use on received data) make it ours first.
+  void use_device() const;
 
   // Column-major cuBLAS gemm / strided batched gemm in FP32 storage with the backend's compute type
   // (FP32, or TF32 tensor cores when enabled). Callers translate row-major shapes (see the op files).

@@ -116,24 +116,28 @@ __global__ void sgd_kernel(float* params, const float* grads, float* buf, std::s
 
 void CudaBackend::fill(float* x, float value, std::size_t n) {
   if (n == 0) return;
+  use_device();
   fill_kernel<<<grid_for(n), kThreads, 0, stream()>>>(x, value, n);
   TT_CUDA_CHECK_LAUNCH();
 }
 
 void CudaBackend::add(float* out, const float* a, const float* b, std::size_t n) {
   if (n == 0) return;
+  use_device();
   add_kernel<<<grid_for(n), kThreads, 0, stream()>>>(out, a, b, n);
   TT_CUDA_CHECK_LAUNCH();
 }
 
 void CudaBackend::accumulate(float* dst, const float* src, std::size_t n) {
   if (n == 0) return;
+  use_device();
   accumulate_kernel<<<grid_for(n), kThreads, 0, stream()>>>(dst, src, n);
   TT_CUDA_CHECK_LAUNCH();
 }
 
 void CudaBackend::scale(float* x, float alpha, std::size_t n) {
   if (n == 0) return;
+  use_device();
   scale_kernel<<<grid_for(n), kThreads, 0, stream()>>>(x, alpha, n);
   TT_CUDA_CHECK_LAUNCH();
 }
