@@ -107,8 +107,7 @@ CudaBackend::CudaBackend(int device_ordinal, bool tf32)
       tf32_(tf32),
       compute_type_(tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F),
       stream_(make_stream()),
-      cublas_(make_cublas(stream_.get(), tf32)),
-      cudnn_(make_cudnn(stream_.get())) {
+      cublas_(make_cublas(stream_.get(), tf32)) {
   cudaDeviceProp prop{};
   TT_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
   int cublas_version = 0;
@@ -131,6 +130,11 @@ CudaBackend::~CudaBackend() {
 }
 
 // ---- memory ---------------------------------------------------------------------------------------
+
+cudnnHandle_t CudaBackend::cudnn() {
+  if (cudnn_ == nullptr) cudnn_ = make_cudnn(stream());
+  return cudnn_.get();
+}
 
 void CudaBackend::use_device() const {
   TT_CUDA_CHECK(cudaSetDevice(device_));

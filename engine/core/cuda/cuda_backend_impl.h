@@ -172,6 +172,8 @@ class CudaBackend final : public Backend {
   // sum over i < n of x[i] (squared when `squares`) in double, deterministic; synchronizes.
   double reduce_to_host(const float* x, std::size_t n, bool squares);
   ConvPlan& conv_plan(const Conv2dShape& s);
+  // cuDNN is created on the first convolution: transformer-only runs never load its sub-libraries.
+  cudnnHandle_t cudnn();
 
   int device_;
   bool tf32_;

@@ -133,7 +133,7 @@ ConvPlan& CudaBackend::conv_plan(const Conv2dShape& s) {
                    shape_string(s));
   }
 
-  cudnnHandle_t hd = cudnn_.get();
+  cudnnHandle_t hd = cudnn();
   for (const auto algo : kFwdAlgos) {
     std::size_t bytes = 0;
     if (cudnnGetConvolutionForwardWorkspaceSize(hd, plan->x.get(), w, conv, plan->y.get(), algo, &bytes) ==
@@ -169,7 +169,7 @@ void CudaBackend::conv2d_forward(float* out, const float* inp, const float* weig
   run_first_supported(p.fwd, p.fwd_at, "cudnnConvolutionForward", s,
                       [&](cudnnConvolutionFwdAlgo_t algo, std::size_t bytes) {
                         void* ws = bytes > 0 ? conv_workspace_.get(bytes, stream()) : nullptr;
-                        return cudnnConvolutionForward(cudnn_.get(), &one, p.x.get(), inp, p.w.get(), weight,
+                        return cudnnConvolutionForward(cudnn(), &one, p.x.get(), inp, p.w.get(), weight,
                                                        p.conv.get(), algo, ws, bytes, &zero, p.y.get(), out);
                       });
   if (bias != nullptr) {
@@ -195,7 +195,7 @@ void CudaBackend::conv2d_backward(float* dinp, float* dweight, float* dbias, con
     run_first_supported(p.bwd_filter, p.bwd_filter_at, "cudnnConvolutionBackwardFilter", s,
                         [&](cudnnConvolutionBwdFilterAlgo_t algo, std::size_t bytes) {
                           void* ws = bytes > 0 ? conv_workspace_.get(bytes, stream()) : nullptr;
-                          return cudnnConvolutionBackwardFilter(cudnn_.get(), &one, p.x.get(), inp, p.y.get(),
+                          return cudnnConvolutionBackwardFilter(cudnn(), &one, p.x.get(), inp, p.y.get(),
                                                                 dout, p.conv.get(), algo, ws, bytes, &one,
                                                                 p.w.get(), dweight);
                         });
@@ -204,9 +204,9 @@ void CudaBackend::conv2d_backward(float* dinp, float* dweight, float* dbias, con
     run_first_supported(p.bwd_data, p.bwd_data_at, "cudnnConvolutionBackwardData", s,
                         [&](cudnnConvolutionBwdDataAlgo_t algo, std::size_t bytes) {
                           void* ws = bytes > 0 ? conv_workspace_.get(bytes, stream()) : nullptr;
-                          return cudnnConvolutionBackwardData(cudnn_.get(), &one, p.w.get(), weight,
-                                                              p.y.get(), dout, p.conv.get(), algo, ws, bytes,
-                                                              &one, p.x.get(), dinp);
+                          return cudnnConvolutionBackwardData(cudnn(), &one, p.w.get(), weight, p.y.get(),
+                                                              dout, p.conv.get(), algo, ws, bytes, &one,
+                                                              p.x.get(), dinp);
                         });
   }
 }
