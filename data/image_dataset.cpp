@@ -204,17 +204,33 @@ ImageTransform ImageTransform::standard(const ImageSet& train) {
   return t;
 }
 
-ImageLoader::ImageLoader(const ImageSet& data, ImageTransform transform, uint64_t seed, bool shuffle)
-    : data_(data), tf_(std::move(transform)), seed_(seed), shuffle_(shuffle) {
-  if (data.size() == 0) throw InputError("image dataset " + data.source + " is empty");
-  if (data.size() > UINT32_MAX) throw InputError("image dataset " + data.source + " is too large");
-  const auto C = static_cast<std::size_t>(data.C);
-  if (!tf_.mean.empty() && (tf_.mean.size() != C || tf_.std.size() != C)) {
-    throw InputError("image normalization needs " + std::to_string(C) + " mean/std values for " +
-                     data.source);
+void check_image_shape(const std::string& source, int C, int H, int W, int classes, int model_C, int model_H,
+                       int model_W, int model_classes) {
+  if (model_C != C || model_H != H || model_W != W) {
+    throw InputError(source + " has " + std::to_string(C) + "x" + std::to_string(H) + "x" +
+                     std::to_string(W) + " images but the model expects " + std::to_string(model_C) + "x" +
+                     std::to_string(model_H) + "x" + std::to_string(model_W) +
+                     "; configure the model's channels/image size from the data");
+  }
+  if (model_classes < classes) {
+    throw InputError(source + " has " + std::to_string(classes) + " classes but the model only " +
+                     std::to_string(model_classes) + "; configure the model's class count from the data");
+  }
+}
+
+// ---- ImageBatcher ----
+
+ImageBatcher::ImageBatcher(const std::string& source, int C, int H, int W, uint64_t n,
+                           ImageTransform transform, uint64_t seed, bool shuffle)
+    : C_(C), H_(H), W_(W), n_(n), tf_(std::move(transform)), seed_(seed), shuffle_(shuffle) {
+  if (n == 0) throw InputError("image dataset " + source + " is empty");
+  if (n > UINT32_MAX) throw InputError("image dataset " + source + " is too large");
+  const auto nc = static_cast<std::size_t>(C);
+  if (!tf_.mean.empty() && (tf_.mean.size() != nc || tf_.std.size() != nc)) {
+    throw InputError("image normalization needs " + std::to_string(C) + " mean/std values for " + source);
   }
   if (tf_.crop_pad < 0) throw InputError("crop padding must be >= 0");
-  for (std::size_t c = 0; c < C; ++c) {
+  for (std::size_t c = 0; c < nc; ++c) {
     const float m = tf_.mean.empty() ? 0.0f : tf_.mean[c];
     const float s = tf_.std.empty() ? 1.0f : tf_.std[c];
     scale_.push_back(1.0f / (255.0f * s));
@@ -222,76 +238,82 @@ ImageLoader::ImageLoader(const ImageSet& data, ImageTransform transform, uint64_
   }
 }
 
-void ImageLoader::check_shape(int C, int H, int W, int classes) const {
-  if (C != data_.C || H != data_.H || W != data_.W) {
-    throw InputError(data_.source + " has " + std::to_string(data_.C) + "x" + std::to_string(data_.H) + "x" +
-                     std::to_string(data_.W) + " images but the model expects " + std::to_string(C) + "x" +
-                     std::to_string(H) + "x" + std::to_string(W) +
-                     "; configure the model's channels/image size from the data");
-  }
-  if (classes < data_.classes) {
-    throw InputError(data_.source + " has " + std::to_string(data_.classes) + " classes but the model only " +
-                     std::to_string(classes) + "; configure the model's class count from the data");
-  }
-}
-
-const std::vector<uint32_t>& ImageLoader::permutation(uint64_t epoch) {
+const std::vector<uint32_t>& ImageBatcher::permutation(uint64_t epoch) {
   if (!perm_.empty() && perm_epoch_ == epoch) return perm_;
-  const uint64_t n = data_.size();
-  perm_.resize(n);
+  perm_.resize(n_);
   std::iota(perm_.begin(), perm_.end(), 0u);
   Rng rng(derive_seed(seed_, kDataStream, epoch));
-  for (uint64_t i = n - 1; i > 0; --i) std::swap(perm_[i], perm_[rng.below(i + 1)]);
+  for (uint64_t i = n_ - 1; i > 0; --i) std::swap(perm_[i], perm_[rng.below(i + 1)]);
   perm_epoch_ = epoch;
   return perm_;
 }
 
-uint64_t ImageLoader::image_of(uint64_t g) {
-  const uint64_t n = data_.size();
-  return shuffle_ ? permutation(g / n)[g % n] : g % n;
+uint64_t ImageBatcher::image_of(uint64_t g) {
+  return shuffle_ ? permutation(g / n_)[g % n_] : g % n_;
 }
 
-void ImageLoader::fill(Batch& out, uint64_t first_sample, int count) {
+void ImageBatcher::prepare(Batch& out, int count) const {
   if (count < 0) throw InputError("batch size must be >= 0 (got " + std::to_string(count) + ")");
-  const int C = data_.C, H = data_.H, W = data_.W;
-  const std::size_t plane = static_cast<std::size_t>(H) * static_cast<std::size_t>(W);
-  const std::size_t per_image = static_cast<std::size_t>(C) * plane;
+  const std::size_t per_image =
+      static_cast<std::size_t>(C_) * static_cast<std::size_t>(H_) * static_cast<std::size_t>(W_);
   out.B = count;
   out.T = 0;
   out.tokens.clear();
   out.images.resize(static_cast<std::size_t>(count) * per_image);  // (B, C, H, W)
   out.targets.resize(static_cast<std::size_t>(count));             // (B)
+}
+
+void ImageBatcher::put(Batch& out, int b, uint64_t g, const uint8_t* pixels, int32_t label) const {
+  const int C = C_, H = H_, W = W_;
+  const std::size_t plane = static_cast<std::size_t>(H) * static_cast<std::size_t>(W);
+  const std::size_t per_image = static_cast<std::size_t>(C) * plane;
+  int dy = 0, dx = 0;
+  bool flip = false;
+  if (tf_.random_crop || tf_.hflip) {
+    Rng rng(derive_seed(seed_, kAugStream, g));
+    const auto span = static_cast<uint64_t>(2 * tf_.crop_pad + 1);
+    if (tf_.random_crop) {
+      dy = static_cast<int>(rng.below(span)) - tf_.crop_pad;
+      dx = static_cast<int>(rng.below(span)) - tf_.crop_pad;
+    }
+    if (tf_.hflip) flip = (rng.next_u64() >> 63) != 0;
+  }
+  float* dst = out.images.data() + static_cast<std::size_t>(b) * per_image;  // (C, H, W)
+  for (int c = 0; c < C; ++c) {
+    const float sc = scale_[static_cast<std::size_t>(c)], sh = shift_[static_cast<std::size_t>(c)];
+    const uint8_t* sp = pixels + static_cast<std::size_t>(c) * plane;
+    float* dp = dst + static_cast<std::size_t>(c) * plane;
+    for (int y = 0; y < H; ++y) {
+      const int sy = y + dy;
+      for (int x = 0; x < W; ++x) {
+        const int xx = flip ? W - 1 - x : x;  // flip the cropped image
+        const int sx = xx + dx;
+        const uint8_t v = (sy >= 0 && sy < H && sx >= 0 && sx < W) ? sp[sy * W + sx] : 0;
+        dp[y * W + x] = static_cast<float>(v) * sc + sh;
+      }
+    }
+  }
+  out.targets[static_cast<std::size_t>(b)] = label;
+}
+
+// ---- ImageLoader ----
+
+ImageLoader::ImageLoader(const ImageSet& data, ImageTransform transform, uint64_t seed, bool shuffle)
+    : data_(data),
+      batcher_(data.source, data.C, data.H, data.W, data.size(), std::move(transform), seed, shuffle) {}
+
+void ImageLoader::check_shape(int C, int H, int W, int classes) const {
+  check_image_shape(data_.source, data_.C, data_.H, data_.W, data_.classes, C, H, W, classes);
+}
+
+void ImageLoader::fill(Batch& out, uint64_t first_sample, int count) {
+  batcher_.prepare(out, count);
+  const std::size_t per_image = static_cast<std::size_t>(data_.C) * static_cast<std::size_t>(data_.H) *
+                                static_cast<std::size_t>(data_.W);
   for (int b = 0; b < count; ++b) {
     const uint64_t g = first_sample + static_cast<uint64_t>(b);
     const uint64_t idx = image_of(g);
-    int dy = 0, dx = 0;
-    bool flip = false;
-    if (tf_.random_crop || tf_.hflip) {
-      Rng rng(derive_seed(seed_, kAugStream, g));
-      const auto span = static_cast<uint64_t>(2 * tf_.crop_pad + 1);
-      if (tf_.random_crop) {
-        dy = static_cast<int>(rng.below(span)) - tf_.crop_pad;
-        dx = static_cast<int>(rng.below(span)) - tf_.crop_pad;
-      }
-      if (tf_.hflip) flip = (rng.next_u64() >> 63) != 0;
-    }
-    const uint8_t* src = data_.pixels.data() + idx * per_image;  // (C, H, W)
-    float* dst = out.images.data() + static_cast<std::size_t>(b) * per_image;
-    for (int c = 0; c < C; ++c) {
-      const float sc = scale_[static_cast<std::size_t>(c)], sh = shift_[static_cast<std::size_t>(c)];
-      const uint8_t* sp = src + static_cast<std::size_t>(c) * plane;
-      float* dp = dst + static_cast<std::size_t>(c) * plane;
-      for (int y = 0; y < H; ++y) {
-        const int sy = y + dy;
-        for (int x = 0; x < W; ++x) {
-          const int xx = flip ? W - 1 - x : x;  // flip the cropped image
-          const int sx = xx + dx;
-          const uint8_t v = (sy >= 0 && sy < H && sx >= 0 && sx < W) ? sp[sy * W + sx] : 0;
-          dp[y * W + x] = static_cast<float>(v) * sc + sh;
-        }
-      }
-    }
-    out.targets[static_cast<std::size_t>(b)] = data_.labels[idx];
+    batcher_.put(out, b, g, data_.pixels.data() + idx * per_image, data_.labels[idx]);
   }
 }
 

@@ -58,10 +58,57 @@ struct ImageTransform {
   static ImageTransform standard(const ImageSet& train);
 };
 
-class ImageLoader {
+// Raw image records, as CIFAR-10 stores them and sealed image files hold them: 1 label byte, then
+// the C*H*W pixel bytes (channel-major).
+inline std::size_t image_record_bytes(int C, int H, int W) {
+  return 1 + static_cast<std::size_t>(C) * static_cast<std::size_t>(H) * static_cast<std::size_t>(W);
+}
+
+// Throws InputError if images of `source` (C x H x W, `classes`) do not fit a model taking
+// model_C x model_H x model_W images and model_classes classes (naming the dataset and the fix).
+void check_image_shape(const std::string& source, int C, int H, int W, int classes, int model_C, int model_H,
+                       int model_W, int model_classes);
+
+// What ImageLoader does that does not depend on where the pixels come from: the sample order
+// (epoch permutations), augmentation and normalization. ImageLoader (pixels in memory) and
+// SealedImageLoader (data/sealed_images.h: records opened out of a sealed file) both use it, so
+// both serve identical batches for the same data, transform and seed.
+class ImageBatcher {
  public:
   static constexpr uint64_t kDataStream = 0x64617461;  // "data", as TokenLoader
   static constexpr uint64_t kAugStream = 0x61756720;   // "aug "
+
+  // n images of C x H x W. Throws InputError (naming `source`) on n == 0, n >= 2^32, a transform
+  // whose mean/std do not have C entries, or a negative crop padding.
+  ImageBatcher(const std::string& source, int C, int H, int W, uint64_t n, ImageTransform transform,
+               uint64_t seed, bool shuffle);
+
+  uint64_t num_samples() const { return n_; }
+  uint64_t image_of(uint64_t g);  // index in [0, N) that global sample g reads
+  // Sets out.B = count, out.T = 0, clears out.tokens, sizes out.images (B, C, H, W) and out.targets
+  // (B). Reuses out's capacity. Throws InputError if count < 0.
+  void prepare(Batch& out, int count) const;
+  // Writes sample b of `out` (sized by prepare): the augmented, normalized image of global sample g
+  // from its raw pixels (C, H, W), and its label.
+  void put(Batch& out, int b, uint64_t g, const uint8_t* pixels, int32_t label) const;
+
+ private:
+  const std::vector<uint32_t>& permutation(uint64_t epoch);
+
+  int C_, H_, W_;
+  uint64_t n_;
+  ImageTransform tf_;
+  uint64_t seed_;
+  bool shuffle_;
+  std::vector<float> scale_, shift_;  // (C) x = pixel * scale + shift
+  uint64_t perm_epoch_ = 0;
+  std::vector<uint32_t> perm_;
+};
+
+class ImageLoader {
+ public:
+  static constexpr uint64_t kDataStream = ImageBatcher::kDataStream;
+  static constexpr uint64_t kAugStream = ImageBatcher::kAugStream;
 
   // Keeps a reference to `data`, which must outlive the loader. Throws InputError on an empty set or a
   // transform whose mean/std do not have C entries.
@@ -73,21 +120,14 @@ class ImageLoader {
   // Throws InputError if the images are not C x H x W (naming the dataset and the fix).
   void check_shape(int C, int H, int W, int classes) const;
 
-  uint64_t image_of(uint64_t g);  // index in [0, N) that global sample g reads
+  uint64_t image_of(uint64_t g) { return batcher_.image_of(g); }
   // Sets out.B = count, out.T = 0, out.images (B, C, H, W) and out.targets (B) for samples
   // [first_sample, first_sample + count). Reuses out's capacity.
   void fill(Batch& out, uint64_t first_sample, int count);
 
  private:
-  const std::vector<uint32_t>& permutation(uint64_t epoch);
-
   const ImageSet& data_;
-  ImageTransform tf_;
-  uint64_t seed_;
-  bool shuffle_;
-  std::vector<float> scale_, shift_;  // (C) x = pixel * scale + shift
-  uint64_t perm_epoch_ = 0;
-  std::vector<uint32_t> perm_;
+  ImageBatcher batcher_;
 };
 
 }  // namespace tt

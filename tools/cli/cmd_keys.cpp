@@ -2,7 +2,10 @@
 // (32 random bytes, mode 0600) seals datasets and checkpoints through purpose keys derived by HKDF;
 // a rank receives the dataset key only after attestation.
 #include <cstdio>
+#include <filesystem>
 
+#include "data/image_dataset.h"
+#include "data/sealed_images.h"
 #include "data/sealed_tokens.h"
 #include "engine/core/error.h"
 #include "engine/key_file.h"
@@ -20,52 +23,119 @@ struct KeygenOptions {
 
 struct SealDataOptions {
   std::string data = "data-cache/fortunes";
+  std::string images;  // --images: seal an image dataset (both splits) instead of token shards
+  std::string name;    // output prefix for --images (default: derived from the spec)
   std::string out = "data-cache/sealed";
   std::string key_file = "data-cache/teetrain.key";
   std::string cipher = "aes-256-gcm";
-  uint32_t chunk_kb = 64;  // small chunks: a random window opens little more than itself
+  // 0 = per kind: 64 KiB for token shards (a random window opens little more than itself), 4 KiB
+  // for images (kImageSealChunkSize: one chunk opened per shuffled image).
+  uint32_t chunk_kb = 0;
 };
 
-void warn(const std::string& w) { std::fprintf(stderr, "teetrain: warning: %s\n", w.c_str()); }
+void warn(const std::string& w) {
+  std::fprintf(stderr, "teetrain: warning: %s\n", w.c_str());
+}
+
+// "fashion-mnist" -> "fashion-mnist"; "data/cifar-10-batches-bin/" -> "cifar-10-batches-bin".
+std::string image_set_name(const std::string& spec) {
+  std::filesystem::path p(spec);
+  if (p.filename().empty()) p = p.parent_path();
+  const std::string n = p.filename().string();
+  return n.empty() || n == "." || n == ".." ? "images" : n;
+}
+
+void seal_images(const SealDataOptions& o, tee::Cipher cipher, const tee::SecretBytes& dataset_key) {
+  const uint32_t chunk = o.chunk_kb > 0 ? o.chunk_kb * 1024 : kImageSealChunkSize;
+  const std::string name = o.name.empty() ? image_set_name(o.images) : o.name;
+  const ImageSet train = open_image_dataset(o.images, "train");
+  const ImageSet test = open_image_dataset(o.images, "test");
+  // Both files record the training split's statistics: a run normalizes either split with them.
+  const ImageTransform norm = ImageTransform::standard(train);
+  for (const auto* s : {&train, &test}) {
+    const std::string split = s == &train ? "train" : "test";
+    const auto out = sealed_images_path(o.out, name, split);
+    seal_image_set(*s, split, norm, out, dataset_key, cipher, chunk);
+    std::printf("sealed %s -> %s (%zu images %dx%dx%d, %u-byte chunks)\n", s->source.c_str(), out.c_str(),
+                s->size(), s->C, s->H, s->W, chunk);
+  }
+  std::printf("train on it with: teetrain train --tee fast --key-file %s --data %s/%s\n", o.key_file.c_str(),
+              o.out.c_str(), name.c_str());
+}
 
 void run_seal_data(const SealDataOptions& o) {
   const auto cipher = tee::parse_cipher(o.cipher);
   if (!cipher) throw InputError("--cipher " + o.cipher + ": unknown");
+  if (!o.name.empty() && o.images.empty()) throw InputError("--name applies to --images only");
+  if (o.chunk_kb > (1u << 20))
+    throw InputError("--chunk-kb " + std::to_string(o.chunk_kb) + ": at most 1048576 (1 GiB)");
   const tee::SecretBytes master = load_key_file(o.key_file, warn);
+  if (!o.images.empty()) {
+    seal_images(o, *cipher, derive_dataset_key(master));
+    return;
+  }
+  const uint32_t chunk = (o.chunk_kb > 0 ? o.chunk_kb : 64) * 1024;
   const auto inputs = list_token_shards(o.data);
-  const auto infos = seal_token_shards(inputs, o.out, derive_dataset_key(master), *cipher, o.chunk_kb * 1024);
+  const auto infos = seal_token_shards(inputs, o.out, derive_dataset_key(master), *cipher, chunk);
   for (const auto& i : infos) {
     std::printf("sealed %s -> %s (%llu tokens, %llu chunks)\n", i.input.c_str(), i.output.c_str(),
                 static_cast<unsigned long long>(i.tokens), static_cast<unsigned long long>(i.chunks));
   }
-  std::printf("train on it with: teetrain train --tee fast --key-file %s --data %s/<name>\n", o.key_file.c_str(),
-              o.out.c_str());
+  std::printf("train on it with: teetrain train --tee fast --key-file %s --data %s/<name>\n",
+              o.key_file.c_str(), o.out.c_str());
 }
 
 }  // namespace
 
 void register_keys(CLI::App& app) {
   auto k = std::make_shared<KeygenOptions>();
-  auto* kg = app.add_subcommand("keygen", "Create a master key file for sealed datasets and checkpoints (32 bytes, 0600)");
+  auto* kg = app.add_subcommand(
+      "keygen", "Create a master key file for sealed datasets and checkpoints (32 bytes, 0600)");
   kg->add_option("--out", k->out, "Key file to create")->capture_default_str();
-  kg->add_flag("--force", k->force, "Overwrite an existing key file (everything sealed with it becomes unreadable)");
+  kg->add_flag("--force", k->force,
+               "Overwrite an existing key file (everything sealed with it becomes unreadable)");
   kg->callback([k] {
     const std::string fp = create_key_file(k->out, k->force);
     const tee::SecretBytes master = load_key_file(k->out, warn);
-    std::printf("created %s (fingerprint %s; dataset key %s, checkpoint key %s). Keep it secret; it is never printed.\n",
-                k->out.c_str(), fp.c_str(), derive_dataset_key(master).fingerprint().c_str(),
-                derive_checkpoint_key(master).fingerprint().c_str());
+    std::printf(
+        "created %s (fingerprint %s; dataset key %s, checkpoint key %s). Keep it secret; it is never "
+        "printed.\n",
+        k->out.c_str(), fp.c_str(), derive_dataset_key(master).fingerprint().c_str(),
+        derive_checkpoint_key(master).fingerprint().c_str());
   });
 
   auto s = std::make_shared<SealDataOptions>();
-  auto* sd = app.add_subcommand("seal-data", "Seal token shards at rest (sealed-file format) for TEE-mode training");
-  sd->add_option("--data", s->data, "Token shards to seal: a prefix, directory, file or glob (all splits)")->capture_default_str();
-  sd->add_option("--out", s->out, "Output directory (files keep their names plus .sealed)")->capture_default_str();
-  sd->add_option("--key-file", s->key_file, "Master key file (create with `teetrain keygen`)")->capture_default_str();
+  auto* sd = app.add_subcommand("seal-data",
+                                "Seal token shards, or an image dataset (--images), at rest (sealed-file "
+                                "format) for TEE-mode training");
+  sd->footer(
+      "Token shards: each <shard>.bin becomes <out>/<shard>.bin.sealed.\n"
+      "Images: --images fashion-mnist|<idx dir>|<CIFAR-10 dir> seals both splits into\n"
+      "  <out>/<name>_train.images.sealed and <out>/<name>_test.images.sealed (records of 1 label byte +\n"
+      "  C*H*W pixels; the clear, authenticated metadata holds the shape and the training split's "
+      "mean/std);\n"
+      "  train with --data <out>/<name> --tee cc|fast.\n"
+      "Both are sealed under the dataset key derived from --key-file.");
+  auto* data_opt = sd->add_option("--data", s->data,
+                                  "Token shards to seal: a prefix, directory, file or glob (all splits)")
+                       ->capture_default_str();
+  sd->add_option(
+        "--images", s->images,
+        "Seal an image dataset instead (both splits): fashion-mnist, an MNIST-layout idx directory or a "
+        "CIFAR-10 directory")
+      ->excludes(data_opt);
+  sd->add_option("--name", s->name,
+                 "Output prefix for --images (default: the dataset's name, e.g. fashion-mnist)");
+  sd->add_option("--out", s->out, "Output directory")->capture_default_str();
+  sd->add_option("--key-file", s->key_file, "Master key file (create with `teetrain keygen`)")
+      ->capture_default_str();
   sd->add_option("--cipher", s->cipher, "AEAD cipher")
       ->check(CLI::IsMember({"aes-256-gcm", "aes-128-gcm", "chacha20-poly1305"}))
       ->capture_default_str();
-  sd->add_option("--chunk-kb", s->chunk_kb, "Sealed chunk size in KiB")->check(positive())->capture_default_str();
+  sd->add_option("--chunk-kb", s->chunk_kb,
+                 "Sealed chunk size in KiB (0 = 64 for token shards, 4 for images)")
+      ->check(non_negative())
+      ->capture_default_str();
   sd->callback([s] { run_seal_data(*s); });
 }
 

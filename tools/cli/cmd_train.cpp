@@ -254,11 +254,16 @@ void run_train(const TrainOptions& opts) {
   DistContext dist(transport, channel, &profiler);
   dist.agree_config(run_json.dump());
 
-  const bool sealed_data = ts.on && !img && require_sealed_data(o.data, "train", o.tee.allow_plain_data);
+  const bool sealed_data = ts.on && (img ? img->sealed() : require_sealed_data(o.data, "train", o.tee.allow_plain_data));
   const bool need_ckpt_key = ts.on && (o.save_every > 0 || !o.resume.empty());
   const AtRestKeys at_rest = ts.on ? release_keys(transport, *tee_session.keys, o.tee, sealed_data, need_ckpt_key) : AtRestKeys{};
   DataSource data;
   if (img) {
+    // Sealed image sets open only now, with the released dataset key (their shape came from the clear metadata).
+    if (img->sealed()) {
+      img->open_sealed(*at_rest.dataset, {ts.direct_ingress ? IngressMode::Direct : IngressMode::Bounce, ts.cipher,
+                                          static_cast<uint32_t>(rank), o.ingress_gbps}, &profiler);
+    }
     data.train = img->train;
     data.val = img->val;
     data.describe = img->describe;

@@ -1,0 +1,405 @@
+#include "data/sealed_images.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <system_error>
+#include <variant>
+
+#include "data/sealed_tokens.h"
+#include "data/shard_files.h"
+#include "engine/core/error.h"
+#include "tee/errors.h"
+
+namespace tt {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string quoted(const fs::path& p) {
+  return "'" + p.string() + "'";
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(ch);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out.push_back(ch);
+    }
+  }
+  return out + "\"";
+}
+
+// 9 significant digits round-trip every float exactly (strtof gives back the same value).
+std::string json_floats(const std::vector<float>& v) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(v[i]));
+    if (i > 0) out.push_back(',');
+    out.append(buf);
+  }
+  return out + "]";
+}
+
+// The metadata is a flat JSON object written by seal_image_set: string, number and number-array
+// values only. This small parser accepts exactly that (the data layer has no JSON dependency).
+using MetaValue = std::variant<std::string, std::string /*number text*/, std::vector<std::string>>;
+using Meta = std::map<std::string, MetaValue>;
+
+class MetaParser {
+ public:
+  explicit MetaParser(const std::string& s) : s_(s) {}
+  std::optional<Meta> parse() {
+    Meta m;
+    if (!eat('{')) return std::nullopt;
+    if (eat('}')) return end() ? std::optional<Meta>(m) : std::nullopt;
+    do {
+      auto key = string();
+      if (!key || !eat(':')) return std::nullopt;
+      skip();
+      if (peek() == '"') {
+        auto v = string();
+        if (!v) return std::nullopt;
+        m[*key].emplace<0>(*v);
+      } else if (peek() == '[') {
+        ++i_;
+        std::vector<std::string> nums;
+        if (!eat(']')) {
+          do {
+            auto n = number();
+            if (!n) return std::nullopt;
+            nums.push_back(*n);
+          } while (eat(','));
+          if (!eat(']')) return std::nullopt;
+        }
+        m[*key].emplace<2>(std::move(nums));
+      } else {
+        auto n = number();
+        if (!n) return std::nullopt;
+        m[*key].emplace<1>(*n);
+      }
+    } while (eat(','));
+    if (!eat('}') || !end()) return std::nullopt;
+    return m;
+  }
+
+ private:
+  void skip() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r')) ++i_;
+  }
+  char peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
+  bool eat(char c) {
+    skip();
+    if (peek() != c) return false;
+    ++i_;
+    return true;
+  }
+  bool end() {
+    skip();
+    return i_ == s_.size();
+  }
+  std::optional<std::string> string() {
+    if (!eat('"')) return std::nullopt;
+    std::string out;
+    while (i_ < s_.size() && s_[i_] != '"') {
+      if (s_[i_] == '\\') {
+        if (++i_ >= s_.size()) return std::nullopt;
+        if (s_[i_] == 'u') {  // only \u00XX, as json_string writes for control bytes
+          if (i_ + 4 >= s_.size()) return std::nullopt;
+          out.push_back(static_cast<char>(std::strtol(s_.substr(i_ + 1, 4).c_str(), nullptr, 16)));
+          i_ += 5;
+          continue;
+        }
+      }
+      out.push_back(s_[i_++]);
+    }
+    if (i_ >= s_.size()) return std::nullopt;
+    ++i_;
+    return out;
+  }
+  std::optional<std::string> number() {
+    skip();
+    const std::size_t b = i_;
+    while (i_ < s_.size() && std::string_view("+-.0123456789eE").find(s_[i_]) != std::string_view::npos) ++i_;
+    if (i_ == b) return std::nullopt;
+    return s_.substr(b, i_ - b);
+  }
+
+  const std::string& s_;
+  std::size_t i_ = 0;
+};
+
+// Field accessors: InputError naming the file when a field is missing or of the wrong type.
+struct MetaReader {
+  const Meta& m;
+  const fs::path& file;
+  [[noreturn]] void bad(const std::string& key, const std::string& want) const {
+    throw InputError("sealed image set " + quoted(file) + ": metadata field \"" + key +
+                     "\" is missing or not " + want + "; re-seal it with `teetrain seal-data --images ...`");
+  }
+  const MetaValue* find(const std::string& key) const {
+    const auto it = m.find(key);
+    return it == m.end() ? nullptr : &it->second;
+  }
+  std::string str(const std::string& key) const {
+    const MetaValue* v = find(key);
+    if (v == nullptr || v->index() != 0) bad(key, "a string");
+    return std::get<0>(*v);
+  }
+  std::uint64_t count(const std::string& key, std::uint64_t max) const {
+    const MetaValue* v = find(key);
+    if (v == nullptr || v->index() != 1) bad(key, "a number");
+    const std::string& t = std::get<1>(*v);
+    char* e = nullptr;
+    errno = 0;
+    const unsigned long long x = std::strtoull(t.c_str(), &e, 10);
+    if (errno != 0 || *e != '\0' || t[0] == '-' || x > max)
+      bad(key, "an integer in [0, " + std::to_string(max) + "]");
+    return x;
+  }
+  std::vector<float> floats(const std::string& key, std::size_t n) const {
+    const MetaValue* v = find(key);
+    if (v == nullptr || v->index() != 2 || std::get<2>(*v).size() != n)
+      bad(key, std::to_string(n) + " numbers");
+    std::vector<float> out;
+    for (const std::string& t : std::get<2>(*v)) {
+      char* e = nullptr;
+      const float x = std::strtof(t.c_str(), &e);
+      if (*e != '\0' || !std::isfinite(x)) bad(key, std::to_string(n) + " finite numbers");
+      out.push_back(x);
+    }
+    return out;
+  }
+};
+
+SealedImageInfo parse_info(const tee::SealedHeader& h, const fs::path& file) {
+  const auto meta = MetaParser(h.metadata).parse();
+  if (!meta || meta->count("kind") == 0 || std::get_if<0>(&meta->at("kind")) == nullptr ||
+      std::get<0>(meta->at("kind")) != kImageSetKind) {
+    throw InputError(quoted(file) + " is not a sealed image set (metadata " + h.metadata.substr(0, 200) +
+                     "); seal images with `teetrain seal-data --images ...`");
+  }
+  const MetaReader r{*meta, file};
+  SealedImageInfo i;
+  i.file = file;
+  i.split = r.str("split");
+  i.source = r.str("source");
+  i.images = r.count("images", UINT32_MAX);
+  i.C = static_cast<int>(r.count("channels", 64));
+  i.H = static_cast<int>(r.count("height", 4096));
+  i.W = static_cast<int>(r.count("width", 4096));
+  i.classes = static_cast<int>(r.count("classes", 256));
+  if (i.C == 0 || i.H == 0 || i.W == 0 || i.classes == 0) r.bad("channels/height/width/classes", "positive");
+  i.mean = r.floats("mean", static_cast<std::size_t>(i.C));
+  i.std = r.floats("std", static_cast<std::size_t>(i.C));
+  return i;
+}
+
+}  // namespace
+
+ImageTransform SealedImageInfo::transform() const {
+  ImageTransform t;
+  t.mean = mean;
+  t.std = std;
+  return t;
+}
+
+std::string SealedImageInfo::describe() const {
+  return source + " (sealed: " + std::to_string(images) + " images " + std::to_string(C) + "x" +
+         std::to_string(H) + "x" + std::to_string(W) + ", " + std::to_string(classes) + " classes)";
+}
+
+// ---- sealing ----
+
+fs::path sealed_images_path(const fs::path& out_dir, const std::string& name, const std::string& split) {
+  return out_dir / (name + "_" + split + kSealedImagesSuffix);
+}
+
+SealedImageInfo seal_image_set(const ImageSet& set, const std::string& split, const ImageTransform& norm,
+                               const fs::path& output, const tee::SecretBytes& dataset_key,
+                               tee::Cipher cipher, std::uint32_t chunk_size) {
+  if (chunk_size == 0 || chunk_size > tee::kMaxSealChunkSize) {
+    throw InputError("--chunk-kb: chunk size must be 1 .. 2^30 bytes (got " + std::to_string(chunk_size) +
+                     ")");
+  }
+  if (set.size() == 0) throw InputError("image dataset " + set.source + " is empty; nothing to seal");
+  if (set.size() > UINT32_MAX) throw InputError("image dataset " + set.source + " is too large to seal");
+  const auto C = static_cast<std::size_t>(set.C);
+  if (norm.mean.size() != C || norm.std.size() != C) {
+    throw InputError("sealing " + set.source + " needs " + std::to_string(C) + " mean/std values");
+  }
+  if (set.classes < 1 || set.classes > 256) {
+    throw InputError(set.source + ": " + std::to_string(set.classes) + " classes do not fit a 1-byte label");
+  }
+  SealedImageInfo info;
+  info.file = output;
+  info.split = split;
+  info.source = set.source;
+  info.images = set.size();
+  info.C = set.C;
+  info.H = set.H;
+  info.W = set.W;
+  info.classes = set.classes;
+  info.mean = norm.mean;
+  info.std = norm.std;
+  std::error_code ec;
+  if (output.has_parent_path()) fs::create_directories(output.parent_path(), ec);
+  if (ec)
+    throw InputError("--out " + quoted(output.parent_path()) + ": cannot create (" + ec.message() + ")");
+
+  tee::SealOptions opts;
+  opts.cipher = cipher;
+  opts.chunk_size = chunk_size;
+  opts.metadata = std::string("{\"kind\":\"") + kImageSetKind + "\",\"split\":" + json_string(split) +
+                  ",\"images\":" + std::to_string(info.images) + ",\"channels\":" + std::to_string(info.C) +
+                  ",\"height\":" + std::to_string(info.H) + ",\"width\":" + std::to_string(info.W) +
+                  ",\"classes\":" + std::to_string(info.classes) + ",\"source\":" + json_string(set.source) +
+                  ",\"mean\":" + json_floats(info.mean) + ",\"std\":" + json_floats(info.std) + "}";
+  // The writer goes to a temporary file and renames on finish(): the output appears whole or not at all.
+  tee::SealedFileWriter writer(output, dataset_key, opts);
+  const std::size_t rec = info.record_bytes(), pixels = rec - 1;
+  constexpr std::size_t kBatch = 1024;  // records per write: bounded memory for any dataset size
+  std::vector<std::uint8_t> buf;        // (<= kBatch, rec) records
+  for (std::size_t first = 0; first < set.size(); first += kBatch) {
+    const std::size_t n = std::min(kBatch, set.size() - first);
+    buf.resize(n * rec);
+    for (std::size_t k = 0; k < n; ++k) {
+      const int32_t y = set.labels[first + k];
+      if (y < 0 || y >= set.classes) {
+        throw InputError(set.source + ": label " + std::to_string(y) + " of image " +
+                         std::to_string(first + k) + " is outside [0, " + std::to_string(set.classes) + ")");
+      }
+      buf[k * rec] = static_cast<std::uint8_t>(y);
+      std::copy_n(set.pixels.begin() + static_cast<std::ptrdiff_t>((first + k) * pixels), pixels,
+                  buf.begin() + static_cast<std::ptrdiff_t>(k * rec + 1));
+    }
+    writer.write(buf);
+  }
+  writer.finish();
+  return info;
+}
+
+// ---- finding ----
+
+std::optional<fs::path> find_sealed_images(const std::string& spec, const std::string& split) {
+  const std::string sfx = kSealedImagesSuffix;
+  std::error_code ec;
+  fs::path p(spec);
+  std::string name = p.filename().string();
+  // A sealed file: its prefix names the set (x_train.images.sealed -> x), so either split can be found.
+  if (name.size() > sfx.size() && name.ends_with(sfx) && fs::is_regular_file(p, ec)) {
+    const std::string stem = name.substr(0, name.size() - sfx.size());
+    const std::size_t us = stem.rfind('_');
+    if (us == std::string::npos) return std::nullopt;
+    p = p.parent_path() / stem.substr(0, us);
+    name = p.filename().string();
+  } else if (fs::is_directory(p, ec)) {
+    const auto files = match_in_dir(p, "*_" + split + sfx);
+    if (files.size() > 1) {
+      throw InputError("--data " + spec + " holds " + std::to_string(files.size()) + " sealed " + split +
+                       " image sets; name one by its prefix (e.g. " +
+                       quoted(files[0].parent_path() /
+                              files[0].filename().string().substr(
+                                  0, files[0].filename().string().size() - sfx.size() - split.size() - 1)) +
+                       ")");
+    }
+    if (files.empty()) return std::nullopt;
+    return files[0];
+  }
+  const fs::path f = p.parent_path() / (name + "_" + split + sfx);
+  if (fs::is_regular_file(f, ec) && is_sealed_file(f)) return f;
+  return std::nullopt;
+}
+
+SealedImageInfo read_sealed_image_info(const fs::path& file) {
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) {
+    throw InputError("sealed image set " + quoted(file) +
+                     " not found; seal images with `teetrain seal-data --images ...`");
+  }
+  return parse_info(tee::read_sealed_header(file), file);
+}
+
+// ---- SealedImageSet ----
+
+SealedImageSet::SealedImageSet(const fs::path& file, const tee::SecretBytes& dataset_key, Profiler* profiler)
+    : reader_(std::make_unique<SealedBlobReader>(file, dataset_key, profiler)) {
+  // Open chunk 0 first: that authenticates the clear header (its digest is in every chunk's
+  // associated data), so an edited header is an IntegrityError and the metadata parsed next is genuine.
+  if (reader_->size() == 0)
+    throw InputError("sealed image set " + quoted(file) + " holds no images; re-seal it");
+  std::uint8_t first = 0;
+  reader_->read(0, tee::MutableByteView(&first, 1));
+  info_ = parse_info(reader_->header(), file);
+  if (reader_->size() != info_.images * info_.record_bytes()) {
+    throw InputError("sealed image set " + quoted(file) + " holds " + std::to_string(reader_->size()) +
+                     " bytes, not the " + std::to_string(info_.images) + " records of " +
+                     std::to_string(info_.record_bytes()) + " bytes its metadata promises; re-seal it");
+  }
+}
+
+void SealedImageSet::read_record(std::uint64_t image, tee::MutableByteView out) {
+  reader_->read(image * record_bytes(), out.first(record_bytes()));
+}
+
+std::string SealedImageSet::describe() const {
+  return info_.describe();
+}
+
+// ---- SealedImageLoader ----
+
+SealedImageLoader::SealedImageLoader(SealedImageSet& data, ImageTransform transform, uint64_t seed,
+                                     bool shuffle, IngressOptions ingress, Profiler* profiler)
+    : data_(data),
+      batcher_(data.info().file.string(), data.info().C, data.info().H, data.info().W, data.size(),
+               std::move(transform), seed, shuffle),
+      profiler_(profiler),
+      throttle_(ingress.gbps) {
+  if (ingress.mode == IngressMode::Bounce) bounce_.emplace(ingress.link_cipher, ingress.rank, profiler);
+}
+
+void SealedImageLoader::check_shape(int C, int H, int W, int classes) const {
+  const SealedImageInfo& i = data_.info();
+  check_image_shape(i.source + " (" + i.file.string() + ")", i.C, i.H, i.W, i.classes, C, H, W, classes);
+}
+
+void SealedImageLoader::fill(Batch& out, uint64_t first_sample, int count) {
+  batcher_.prepare(out, count);
+  ScopedPhase timer(profiler_, Phase::Ingress);
+  const auto started = IngressThrottle::Clock::now();
+  const std::size_t rec = data_.record_bytes();
+  staging_.resize(static_cast<std::size_t>(count) * rec);  // (B, rec) records as stored
+
+  // Gather: open the chunk(s) each image lies in (the "CPU" in bounce mode, the rank in direct mode).
+  for (int b = 0; b < count; ++b) {
+    const uint64_t idx = image_of(first_sample + static_cast<uint64_t>(b));
+    data_.read_record(idx, tee::MutableByteView(staging_).subspan(static_cast<std::size_t>(b) * rec, rec));
+  }
+  if (bounce_) bounce_->transfer(staging_, first_sample, count);
+  throttle_.pace(staging_.size(), started);
+
+  const int classes = data_.info().classes;
+  for (int b = 0; b < count; ++b) {
+    const std::uint8_t* r = staging_.data() + static_cast<std::size_t>(b) * rec;
+    if (r[0] >= classes) {  // authentic, so sealed that way: a bad sealer, not an adversary
+      throw InputError("sealed image set " + quoted(data_.info().file) + " holds label " +
+                       std::to_string(r[0]) + " outside its " + std::to_string(classes) +
+                       " classes; re-seal it");
+    }
+    batcher_.put(out, b, first_sample + static_cast<uint64_t>(b), r + 1, r[0]);
+  }
+}
+
+}  // namespace tt
