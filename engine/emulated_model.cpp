@@ -17,9 +17,12 @@ std::vector<GpuSpec> gpu_specs() {
   // Dense peaks (the data sheets' starred figures are with 2:4 sparsity; halved here).
   return {
       // NVIDIA H100 SXM5 data sheet: FP32 67, TF32 989* / BF16 1979* TFLOPS (sparse), HBM3 3.35 TB/s.
-      {"h100", 67.0, 494.7, 989.4, 3350.0, 0.4},
+      // AES-GCM: our kernel (tee/cuda) sealed 148.8 GB/s on an H200 for 64 x 1 MiB messages, the ring's
+      // segment size (bench_gpu_aead, 2026-11-26). It is bound by SM integer throughput, not memory (it
+      // moves ~0.3 TB/s of HBM's 3-5), and an H100 SXM has the same 132 SMs: the H200 figure is used.
+      {"h100", 67.0, 494.7, 989.4, 3350.0, 0.4, 148.8},
       // NVIDIA H200 SXM data sheet: same Hopper compute as H100 SXM, HBM3e 4.8 TB/s.
-      {"h200", 67.0, 494.7, 989.4, 4800.0, 0.4},
+      {"h200", 67.0, 494.7, 989.4, 4800.0, 0.4, 148.8},
       // NVIDIA A100 80GB SXM data sheet: FP32 19.5, TF32 156, BF16 312 TFLOPS, HBM2e 2039 GB/s.
       {"a100", 19.5, 156.0, 312.0, 2039.0, 0.4},
       // NVIDIA V100 SXM2 data sheet: FP32 15.7 TFLOPS, FP16 tensor 125 TFLOPS (no TF32/BF16: the

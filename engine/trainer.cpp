@@ -132,13 +132,20 @@ TrainResult Trainer::run(long start_step, uint64_t samples_consumed) {
   const double items_per_step = static_cast<double>(global_batch) * (cfg_.seq > 0 ? cfg_.seq : 1);
 
   TrainResult res;
+  // Start the clock together on every rank, so that one rank's set-up time is not counted as another
+  // rank's exposed communication (phases then add up to the step time on every rank).
+  if (ranks_.world > 1) ranks_.mean_across_ranks(0.0f);
   const auto t0 = Clock::now();
   double loss = 0;
   for (long step = start_step; step < cfg_.steps; ++step) {
     const auto ts = Clock::now();
     const float local_loss = train_step(step, samples_consumed);
     samples_consumed += global_batch;
-    loss = ranks_.mean_across_ranks(local_loss);
+    {
+      // Averaging the loss is a blocking collective on this thread: exposed communication too.
+      ScopedPhase t(&profiler_, Phase::CommExposed, Lane::Compute, "loss mean");
+      loss = ranks_.mean_across_ranks(local_loss);
+    }
     const double dt = std::chrono::duration<double>(Clock::now() - ts).count();
     const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
     const long done = step + 1 - start_step;

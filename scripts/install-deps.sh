@@ -13,10 +13,11 @@ PACKAGES=(
   zlib1g-dev                          # gzipped idx image files
   fortunes                            # bundled English text corpus (/usr/share/games/fortunes)
   dataset-fashion-mnist               # image dataset (/usr/share/datasets/fashion-mnist)
+  python3 python3-matplotlib          # tools/reproduce.py (report and figures), JSON checks in CLI tests
 )
-# Optional extras for fixture generation, the PyTorch comparisons and figures (not needed by CI).
+# Optional extras for fixture generation and the PyTorch comparisons (not needed by CI).
 if [[ "${TEETRAIN_WITH_PYTHON:-0}" == "1" ]]; then
-  PACKAGES+=(python3-torch python3-matplotlib)
+  PACKAGES+=(python3-torch)
 fi
 
 missing=()

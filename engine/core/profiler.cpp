@@ -11,7 +11,8 @@ std::string_view phase_name(Phase p) {
 std::string_view counter_name(Counter c) {
   static constexpr std::array<std::string_view, Profiler::kCounters> kNames = {
       "buckets",         "messages_sent",   "bytes_sent",   "messages_received", "bytes_received",
-      "messages_sealed", "bytes_sealed",    "messages_opened", "bytes_opened",   "rekeys"};
+      "messages_sealed", "bytes_sealed",    "messages_opened", "bytes_opened",   "rekeys",
+      "ring_sealed",     "ring_opened"};
   return kNames[static_cast<std::size_t>(c)];
 }
 

@@ -39,6 +39,8 @@ enum class Counter : int {
   MessagesOpened,
   BytesOpened,
   Rekeys,
+  RingSealed,  // messages sealed / opened by the gradient ring alone (DESIGN.md §5's arithmetic),
+  RingOpened,  // a subset of MessagesSealed / MessagesOpened
   Count
 };
 std::string_view counter_name(Counter c);

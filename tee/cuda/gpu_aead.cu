@@ -209,6 +209,9 @@ struct GpuAesGcm::Impl {
     key_dev = DeviceBuffer(sizeof(DeviceKey));
     // Synchronous copy from pageable memory: the host image may be wiped as soon as this returns.
     TT_TEE_CUDA_CHECK(cudaMemcpy(key_dev.get(), &km.image(), sizeof(DeviceKey), cudaMemcpyHostToDevice));
+    // ... which may return before the DMA lands, and the legacy stream it ran on does not order a
+    // non-blocking `stream`: finish it before the first kernel reads the tables.
+    TT_TEE_CUDA_CHECK(cudaDeviceSynchronize());
   }
   ~Impl() {
     // Kernels may still read the key tables and descriptors: wait, then wipe the key tables.

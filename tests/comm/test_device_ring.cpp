@@ -34,6 +34,7 @@
 namespace tt::comm::cuda {
 namespace {
 
+using comm::testing::expected_sum;
 using comm::testing::first_wrong;
 using comm::testing::pattern_buffer;
 
@@ -67,8 +68,12 @@ class DeviceFloats {
  public:
   explicit DeviceFloats(const std::vector<float>& host)
       : bytes_(host.size() * sizeof(float)), n_(host.size()) {
-    if (n_ > 0)
+    if (n_ > 0) {
       TT_COMM_CUDA_CHECK(cudaMemcpy(bytes_.data(), host.data(), n_ * sizeof(float), cudaMemcpyHostToDevice));
+      // A pageable host-to-device cudaMemcpy may return before its DMA lands, and the legacy stream it
+      // runs on does not order the ring's non-blocking streams: finish it before the ring reads.
+      TT_COMM_CUDA_CHECK(cudaDeviceSynchronize());
+    }
   }
   float* data() const { return bytes_.as<float>(); }
   std::vector<float> download() const {
@@ -128,6 +133,9 @@ class TagDeviceCodec final : public DeviceCodec {
       const std::uint64_t h = hash(j.ctx, std::span(wire).first(j.plain_bytes));
       std::memcpy(wire.data() + j.plain_bytes, &h, kOverhead);
       TT_COMM_CUDA_CHECK(cudaMemcpy(j.out, wire.data(), wire.size(), cudaMemcpyHostToDevice));
+      // DeviceCodec's contract: output complete on return. A pageable cudaMemcpy to the device may
+      // return before its DMA lands (seen on an H200: the staged send then read stale wire bytes).
+      TT_COMM_CUDA_CHECK(cudaDeviceSynchronize());
       ++seals;
     }
   }
@@ -145,8 +153,10 @@ class TagDeviceCodec final : public DeviceCodec {
       if (h != hash(j.ctx, std::span(wire).first(j.plain_bytes))) {
         throw RunError("test codec: tag mismatch at " + to_string(j.ctx));
       }
-      if (j.plain_bytes > 0)
+      if (j.plain_bytes > 0) {
         TT_COMM_CUDA_CHECK(cudaMemcpy(j.out, wire.data(), j.plain_bytes, cudaMemcpyHostToDevice));
+        TT_COMM_CUDA_CHECK(cudaDeviceSynchronize());  // output complete on return (see seal_batch)
+      }
       ++opens;
     }
   }
@@ -211,7 +221,11 @@ TEST(DeviceRing, BitIdenticalToCpuRingForAllCountsAndSegmentSizes) {
       // Small integers: the exact sum is known.
       const auto pat = pattern_buffer(n, host.rank());
       const auto got_pat = device_ring(ring, pat, id);
-      EXPECT_EQ(first_wrong(got_pat, p), -1) << "P=" << p << " count=" << n << " segment_bytes=" << seg;
+      const long bad = first_wrong(got_pat, p);
+      EXPECT_EQ(bad, -1) << "P=" << p << " count=" << n << " segment_bytes=" << seg << " got "
+                         << (bad >= 0 ? got_pat[static_cast<std::size_t>(bad)] : 0.0f) << " want "
+                         << (bad >= 0 ? expected_sum(static_cast<std::size_t>(bad), p) : 0.0f) << " own "
+                         << (bad >= 0 ? pat[static_cast<std::size_t>(bad)] : 0.0f);
       EXPECT_EQ(first_bit_mismatch(got_pat, cpu_ring(host, pat, opt, id)), -1) << "count=" << n;
       // Order-sensitive floats: the same bits as the CPU ring means the same adds in the same order.
       const auto rnd = random_buffer(n, host.rank());

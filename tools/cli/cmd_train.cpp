@@ -30,6 +30,7 @@
 #include "engine/trainer.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/image_source.h"
+#include "tools/cli/nccl_allreduce.h"
 #include "tools/cli/run_report.h"
 #include "tools/cli/train_options.h"
 
@@ -367,6 +368,11 @@ void run_train(const TrainOptions& opts) {
   // device -> host copy, ring (sealed in TEE mode), host -> device copy, serialized per bucket.
   HostStaging staging(*backend, allreduce, profiler);
   if (backend->kind() == DeviceKind::Cuda) allreduce = staging.wrap();
+  std::unique_ptr<NcclAllreduce> nccl;  // the vendor baseline: GPU to GPU, no staging
+  if (o.allreduce == "nccl") {
+    nccl = make_nccl_allreduce(*backend, transport.comm(), std::chrono::milliseconds(static_cast<long>(o.timeout_s * 1000.0)));
+    allreduce = nccl->fn();
+  }
   const std::size_t cap = static_cast<std::size_t>(o.bucket_mb * 1024.0 * 1024.0);
   const std::vector<Bucket> buckets =
       plan_buckets(model->params(), model->num_params(), std::min<std::size_t>(std::size_t{1} << 20, cap), cap);
@@ -426,6 +432,7 @@ void run_train(const TrainOptions& opts) {
                         {"rekeys", tee_session.channel ? tee_session.channel->rekeys() : 0},
                         {"bytes_sent", report["counters"]["bytes_sent"]},
                         {"phases", report["phases"]},
+                        {"phases_accounted_s", main_thread_seconds(report)},
                         {"counters", report["counters"]},
                         {"backend", backend->describe()},
                         {"threads", threads},

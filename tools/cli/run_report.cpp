@@ -26,6 +26,15 @@ nlohmann::json gather_phase_report(DistContext& dist, const Profiler& profiler, 
   return {{"phases", phases}, {"counters", counters}};
 }
 
+double main_thread_seconds(const nlohmann::json& report) {
+  double s = 0;
+  for (const Phase p : {Phase::Data, Phase::Ingress, Phase::Forward, Phase::Backward, Phase::CommExposed,
+                        Phase::Optimizer, Phase::Checkpoint}) {
+    s += report["phases"][std::string(phase_name(p))]["mean"].get<double>();
+  }
+  return s;
+}
+
 void print_phase_table(const nlohmann::json& report, double step_seconds) {
   std::fprintf(stderr, "\nphase (per step)       max over ranks   mean over ranks   share of step\n");
   for (const auto& [name, v] : report["phases"].items()) {
@@ -37,6 +46,9 @@ void print_phase_table(const nlohmann::json& report, double step_seconds) {
   }
   std::fprintf(stderr, "  %-18s %12.2f ms   (seal/open/reduce/stage run on other threads and may overlap compute)\n",
                "step (measured)", step_seconds * 1e3);
+  const double accounted = main_thread_seconds(report);
+  std::fprintf(stderr, "  %-18s %12.2f ms   = %.1f%% of the step (data + ingress + forward + backward + comm_exposed + "
+               "optimizer + checkpoint)\n", "accounted", accounted * 1e3, step_seconds > 0 ? 100.0 * accounted / step_seconds : 0.0);
   std::fprintf(stderr, "counters (per rank, whole run):\n");
   for (const auto& [name, v] : report["counters"].items()) {
     bool any = false;
