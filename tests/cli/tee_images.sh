@@ -43,6 +43,15 @@ for mode in cc fast; do
   expect_eq "$(json_field "$WORK/$mode.json" params_sha256)" "$(json_field "$WORK/off.json" params_sha256)" "sealed images, --tee $mode == plain --tee off"
   expect_eq "$(json_field "$WORK/$mode.json" val_loss)" "$(json_field "$WORK/off.json" val_loss)" "sealed val split, --tee $mode"
 done
+# eval of a plain checkpoint on the plain and on the sealed test split: the same accuracy; the sealed
+# split without --key-file is refused.
+"$TT" "${base[@]}" --tee off --data "$WORK/img" --save-every 6 --ckpt-dir "$WORK/ckpt" >"$WORK/ck.log" 2>&1 ||
+  { echo "FAIL: checkpointed run"; tail -3 "$WORK/ck.log"; fails=$((fails + 1)); }
+"$TT" eval --ckpt "$WORK/ckpt" --data "$WORK/img" --json "$WORK/eval_plain.json" >/dev/null 2>&1 || true
+"$TT" eval --ckpt "$WORK/ckpt" --data "$WORK/sealed/tiny" --key-file "$WORK/k.key" --json "$WORK/eval_sealed.json" >/dev/null 2>&1 || true
+expect_ne "$(json_field "$WORK/eval_plain.json" accuracy)" "" "eval on plain test split"
+expect_eq "$(json_field "$WORK/eval_sealed.json" accuracy)" "$(json_field "$WORK/eval_plain.json" accuracy)" "eval on the sealed test split"
+expect_exit 2 "key-file" -- "$TT" eval --ckpt "$WORK/ckpt" --data "$WORK/sealed/tiny"
 grep -q "bounce ingress" "$WORK/cc.log" && passes=$((passes + 1)) || { echo "FAIL: cc should use the bounce path"; fails=$((fails + 1)); }
 grep -q "direct ingress" "$WORK/fast.log" && passes=$((passes + 1)) || { echo "FAIL: fast should use direct ingress"; fails=$((fails + 1)); }
 

@@ -40,14 +40,19 @@ void run_eval(const EvalOptions& o) {
                      ", not an image classifier; eval takes resnet checkpoints");
   }
   // The seed only orders the (unused) training stream; the test split is read in file order.
-  const ImageSource img = open_image_source({o.data, meta.seed, false, false, false});
+  // Sealed image sets (seal-data --images) open with the dataset key derived from --key-file.
+  ImageSource img = open_image_source({o.data, meta.seed, false, /*tee=*/!o.key_file.empty(), /*allow_plain=*/true});
+  if (img.sealed()) {
+    if (o.key_file.empty()) throw InputError("--data " + o.data + " is sealed: give --key-file");
+    img.open_sealed(derive_dataset_key(load_key_file(o.key_file)), {}, nullptr);
+  }
   img.check_model(mo.image_channels, mo.image_size, mo.num_classes);
 
   std::unique_ptr<Backend> backend = make_backend({parse_device(o.device), o.threads > 0 ? o.threads : 2, 0, false});
   std::unique_ptr<Model> model = make_model(*backend, mo);
   CheckpointStore::load(dir, *codec, *backend, *model, nullptr);
   model->set_training(false);
-  const auto n = static_cast<uint64_t>(img.test_set->size());
+  const auto n = img.test_size();
   model->reserve(static_cast<int>(std::min<uint64_t>(n, static_cast<uint64_t>(o.batch))), 0);
   Batch b;
   double loss_sum = 0;
@@ -61,14 +66,14 @@ void run_eval(const EvalOptions& o) {
   const double loss = loss_sum / static_cast<double>(n);
   const double acc = static_cast<double>(correct) / static_cast<double>(n);
   std::printf("eval: %s step %ld on %s: %llu images, loss %.4f, accuracy %.2f%% (%ld correct)\n",
-              mo.name.c_str(), meta.step, img.test_set->source.c_str(), static_cast<unsigned long long>(n),
+              mo.name.c_str(), meta.step, img.test_source().c_str(), static_cast<unsigned long long>(n),
               loss, 100.0 * acc, correct);
   if (!o.json.empty()) {
     std::ofstream f(o.json);
     if (!f) throw InputError("--json " + o.json + ": cannot open for writing");
     const nlohmann::json j = {{"model", mo.name},
                               {"step", meta.step},
-                              {"data", img.test_set->source},
+                              {"data", img.test_source()},
                               {"images", n},
                               {"loss", loss},
                               {"accuracy", acc},

@@ -38,15 +38,20 @@ namespace tt::cli {
 namespace {
 
 // Ranks sharing this host split its cores between them unless --threads says otherwise.
-int default_threads(int requested) {
-  if (requested > 0) return requested;
+int ranks_on_this_host() {
   MPI_Comm local = MPI_COMM_NULL;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
   int local_ranks = 1;
   MPI_Comm_size(local, &local_ranks);
   MPI_Comm_free(&local);
-  const int cores = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
-  return std::max(1, cores / local_ranks);
+  return local_ranks;
+}
+
+int host_cores() { return static_cast<int>(std::max(1U, std::thread::hardware_concurrency())); }
+
+int default_threads(int requested) {
+  if (requested > 0) return requested;
+  return std::max(1, host_cores() / ranks_on_this_host());
 }
 
 // Where the gradients live decides whether "device crypto" means anything (tee_options.h).
@@ -273,6 +278,7 @@ void run_train(const TrainOptions& opts) {
   }
 
   const int threads = default_threads(o.threads);
+  const int ranks_per_host = ranks_on_this_host();
   BackendOptions bo;
   bo.device = parse_device(o.device);
   bo.threads = threads;
@@ -436,6 +442,8 @@ void run_train(const TrainOptions& opts) {
                         {"counters", report["counters"]},
                         {"backend", backend->describe()},
                         {"threads", threads},
+                        {"host_cores", host_cores()},
+                        {"ranks_per_host", ranks_per_host},
                         {"compute", o.compute},
                         {"gpu", gpu ? nlohmann::json(gpu->describe()) : nlohmann::json(nullptr)},
                         {"config", run_json}};

@@ -119,7 +119,8 @@ std::vector<double> solve(std::vector<std::vector<double>> M, std::vector<double
 
 std::array<double, 3> features(const RunPoint& r) {
   const RingTraffic t = traffic_of(r);
-  return {t.messages, t.wire_bytes, t.seal_bytes + t.open_bytes};
+  const double k = r.oversubscription;
+  return {t.messages * k, t.wire_bytes * k, (t.seal_bytes + t.open_bytes) * k};
 }
 
 }  // namespace
@@ -144,6 +145,9 @@ RunPoint run_point(const nlohmann::json& s) {
   r.backward_s = phase_mean(ph, "backward");
   r.compute_s = phase_mean(ph, "data") + phase_mean(ph, "ingress") + phase_mean(ph, "forward") +
                 r.backward_s + phase_mean(ph, "optimizer");
+  if (s.contains("host_cores") && s.contains("ranks_per_host") && s["host_cores"].get<double>() > 0) {
+    r.oversubscription = std::max(1.0, s["ranks_per_host"].get<double>() / s["host_cores"].get<double>());
+  }
   r.seal_s = phase_mean(ph, "seal");
   r.open_s = phase_mean(ph, "open");
   return r;

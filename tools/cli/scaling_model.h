@@ -4,7 +4,8 @@
 //
 // Per rank and step:   step = compute + exposed
 //   compute  = data + ingress + forward + backward + optimizer   (measured; does not depend on P)
-//   T_ring   = alpha * messages + beta * wire_bytes + gamma * crypto_bytes   (all buckets)
+//   T_ring   = (alpha * messages + beta * wire_bytes + gamma * crypto_bytes) * oversubscription
+//              (all buckets; oversubscription = ranks per core of the measuring host, at least 1)
 //   exposed  = T_ring                                  (overlap off)
 //            = max(T_ring / buckets, T_ring - backward) (overlap on: all but the last bucket can
 //                                                        hide under backward)
@@ -69,6 +70,10 @@ struct RunPoint {
   double backward_s = 0;
   double seal_s = 0;  // measured seal / open seconds per step (mean over ranks), for the rates
   double open_s = 0;
+  // Ranks per core on the measuring host, at least 1 (summary: ranks_per_host / host_cores). The ring's
+  // copies and crypto are CPU work: 4 ranks on 2 cores each get half a core, so the ring's cost of
+  // such a run is scaled by this factor. Projections assume a rank has its own resources (1).
+  double oversubscription = 1;
 };
 // From a --summary JSON (optionally with reproduce.py's "variant" field). Throws InputError naming
 // the missing field.
