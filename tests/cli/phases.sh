@@ -54,4 +54,20 @@ assert pids == {0, 1, 2}, pids
 assert "allreduce" in names and "backward" in names and "seal" in names, names
 PY
 then passes=$((passes + 1)); else echo "FAIL: trace"; fails=$((fails + 1)); fi
+# gpt2-mini at P = 2 with overlap on: on each rank some bucket's all-reduce (comm lane) runs while
+# backward (compute lane) is still running — the overlap the trace is there to show.
+mpirun --oversubscribe -np 2 "$TT" train --model gpt2-mini --data "$WORK/data/tiny" --steps 4 --batch 4 --seq 64 \
+  --no-progress --val-batches 0 --bucket-mb 0.25 --overlap on --trace "$WORK/mini.json" >"$WORK/log" 2>&1 ||
+  { echo "FAIL: gpt2-mini trace run"; tail -5 "$WORK/log"; fails=$((fails + 1)); }
+if "$PY" - "$WORK/mini.json" <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+for pid in (0, 1):
+    x = [e for e in ev if e.get("ph") == "X" and e["pid"] == pid]
+    bwd = [(e["ts"], e["ts"] + e["dur"]) for e in x if e["name"] == "backward"]
+    ar = [(e["ts"], e["ts"] + e["dur"]) for e in x if e["name"] == "allreduce"]
+    assert bwd and ar, f"rank {pid}: no backward or allreduce events"
+    assert any(a0 < b1 and b0 < a1 for a0, a1 in ar for b0, b1 in bwd), f"rank {pid}: no all-reduce overlaps backward"
+PY
+then passes=$((passes + 1)); else echo "FAIL: overlap in the trace"; fails=$((fails + 1)); fi
 finish

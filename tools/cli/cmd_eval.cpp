@@ -2,6 +2,7 @@
 // split, in evaluation mode (batch norm with the checkpoint's running statistics).
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "engine/checkpoint.h"
@@ -28,9 +29,17 @@ struct EvalOptions {
 };
 
 void run_eval(const EvalOptions& o) {
-  std::unique_ptr<FileCodec> codec = make_plain_codec();
-  if (!o.key_file.empty()) codec = make_sealed_codec(derive_checkpoint_key(load_key_file(o.key_file)));
   const auto dir = CheckpointStore::resolve(o.ckpt);
+  // --key-file may serve the checkpoint (sealed in TEE mode), the test split (sealed images), or both:
+  // the checkpoint's own files say whether it is sealed.
+  std::unique_ptr<FileCodec> codec = make_plain_codec();
+  const bool sealed_ckpt = std::filesystem::exists(dir / "state.json.sealed");
+  if (sealed_ckpt && o.key_file.empty()) {
+    throw InputError("--ckpt " + dir.string() + " is sealed (a TEE-mode run): give --key-file");
+  }
+  if (sealed_ckpt) {
+    codec = make_sealed_codec(derive_checkpoint_key(load_key_file(o.key_file)));
+  }
   const CheckpointMeta meta = CheckpointStore::read_meta(dir, *codec);
   if (!meta.config.contains("model"))
     throw InputError(dir.string() + ": checkpoint has no model configuration");
