@@ -26,7 +26,9 @@ enum class MessagePhase : std::uint8_t {
   Allgather = 4,  // small-blob allgather (digests)
 };
 const char* phase_name(MessagePhase p);
-inline bool is_ring_phase(MessagePhase p) { return p == MessagePhase::ScatterReduce || p == MessagePhase::AllGather; }
+inline bool is_ring_phase(MessagePhase p) {
+  return p == MessagePhase::ScatterReduce || p == MessagePhase::AllGather;
+}
 
 inline constexpr int kAnyRank = -1;  // receiver of a group message (forward-wire all-gather)
 

@@ -63,11 +63,13 @@ void EmulatedDeviceChannel::charge(Phase phase, std::size_t bytes) {
   modeled_s_ += s;
   const auto now = std::chrono::steady_clock::now();
   const auto start = std::max(now, due_);
-  due_ = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+  due_ = start +
+         std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
   if (prof_ != nullptr) {
     prof_->add_time(phase, s);
-    if (prof_->tracing()) prof_->record(phase == Phase::Seal ? "seal (emulated GPU)" : "open (emulated GPU)",
-                                        Lane::Crypto, start, due_);
+    if (prof_->tracing())
+      prof_->record(phase == Phase::Seal ? "seal (emulated GPU)" : "open (emulated GPU)", Lane::Crypto, start,
+                    due_);
   }
   // The ring may send a segment only once it is sealed, and use a received one only once it is
   // opened: wait for the queue, unless it is only a few microseconds ahead.

@@ -357,7 +357,9 @@ void SealedChannel::seal_batch(std::span<const SealJob> jobs) {
   run(tasks_);
   if (prof_ != nullptr) {
     prof_->add(Counter::MessagesSealed, static_cast<int64_t>(jobs.size()));
-    prof_->add(Counter::RingSealed, std::count_if(jobs.begin(), jobs.end(), [](const SealJob& j) { return is_ring_phase(j.ctx.phase); }));
+    prof_->add(Counter::RingSealed, std::count_if(jobs.begin(), jobs.end(), [](const SealJob& j) {
+                 return is_ring_phase(j.ctx.phase);
+               }));
     prof_->add(Counter::BytesSealed, static_cast<int64_t>(bytes));
   }
 }
@@ -384,7 +386,9 @@ void SealedChannel::open_batch(std::span<const OpenJob> jobs) {
   run(tasks_);
   if (prof_ != nullptr) {
     prof_->add(Counter::MessagesOpened, static_cast<int64_t>(jobs.size()));
-    prof_->add(Counter::RingOpened, std::count_if(jobs.begin(), jobs.end(), [](const OpenJob& j) { return is_ring_phase(j.ctx.phase); }));
+    prof_->add(Counter::RingOpened, std::count_if(jobs.begin(), jobs.end(), [](const OpenJob& j) {
+                 return is_ring_phase(j.ctx.phase);
+               }));
     prof_->add(Counter::BytesOpened, static_cast<int64_t>(bytes));
   }
 }

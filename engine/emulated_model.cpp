@@ -43,7 +43,8 @@ GpuSpec gpu_spec(const std::string& name) {
 double EmulatedGpu::aead_gbps() const {
   const double r = aead_override > 0 ? aead_override : spec.aead_gbps;
   if (!(r > 0)) {
-    throw InputError("emulated GPU '" + spec.name + "' has no measured AES-GCM rate for --tee-device-crypto; give "
+    throw InputError("emulated GPU '" + spec.name +
+                     "' has no measured AES-GCM rate for --tee-device-crypto; give "
                      "--gpu-aead-gbps (measure it with build/tests/bench/bench_gpu_aead on that GPU), or "
                      "--tee-device-crypto off");
   }

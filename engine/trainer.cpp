@@ -38,7 +38,9 @@ float Trainer::train_step(long step, uint64_t first_sample) {
       ScopedPhase t(&profiler_, Phase::Data);
       // Rank r of micro-step k takes samples [first + k*B*P + r*B, +B): disjoint across ranks and
       // identical in union to a single-rank run with batch B*P*K.
-      train_data_(batch_, first_sample + static_cast<uint64_t>(k) * per_micro + static_cast<uint64_t>(ranks_.rank * B), B);
+      train_data_(
+          batch_,
+          first_sample + static_cast<uint64_t>(k) * per_micro + static_cast<uint64_t>(ranks_.rank * B), B);
     }
     float loss = 0;
     {
@@ -66,12 +68,13 @@ float Trainer::train_step(long step, uint64_t first_sample) {
   const float accum_scale = 1.0f / static_cast<float>(K);
   // The gradient norm (a full pass over the gradients) is skipped with emulated compute, whose
   // gradients are placeholders and whose optimizer time is part of the emulation.
-  const double norm =
-      cfg_.grad_norm ? clip_factor(backend_, model_.grad_data(), model_.num_params(), 0.0f).norm * static_cast<double>(accum_scale)
-                     : 0.0;
+  const double norm = cfg_.grad_norm
+                          ? clip_factor(backend_, model_.grad_data(), model_.num_params(), 0.0f).norm *
+                                static_cast<double>(accum_scale)
+                          : 0.0;
   if (!std::isfinite(norm)) {
-    throw RunError("step " + std::to_string(step + 1) + ": gradient norm is not finite (" + std::to_string(norm) +
-                   "); lower --lr or enable --grad-clip");
+    throw RunError("step " + std::to_string(step + 1) + ": gradient norm is not finite (" +
+                   std::to_string(norm) + "); lower --lr or enable --grad-clip");
   }
   float scale = accum_scale;
   if (cfg_.grad_clip > 0.0f && norm > static_cast<double>(cfg_.grad_clip)) {
@@ -91,7 +94,8 @@ Trainer::Validation Trainer::validate() {
   const int B = cfg_.batch;
   model_.set_training(false);
   for (int i = 0; i < cfg_.val_batches; ++i) {
-    const uint64_t first = (static_cast<uint64_t>(i) * static_cast<uint64_t>(ranks_.world) + static_cast<uint64_t>(ranks_.rank)) *
+    const uint64_t first = (static_cast<uint64_t>(i) * static_cast<uint64_t>(ranks_.world) +
+                            static_cast<uint64_t>(ranks_.rank)) *
                            static_cast<uint64_t>(B);
     val_data_(batch_, first, B);
     const EvalResult e = model_.evaluate(batch_);
@@ -114,8 +118,8 @@ void Trainer::print_progress(long step, double loss, double items_per_s, double 
   // On a terminal the line redraws in place; in a log it is printed every 10th step.
   if (!tty && !final_line && step % 10 != 0 && step != 1) return;
   const char* unit = cfg_.seq > 0 ? "tok/s" : "samples/s";
-  std::fprintf(stderr, "%sstep %6ld/%ld | loss %.4f | lr %.2e | %8.0f %s | ETA %4.0fs%s", tty ? "\r" : "", step,
-               cfg_.steps, loss, static_cast<double>(cfg_.lr.at(step - 1)), items_per_s, unit, eta_s,
+  std::fprintf(stderr, "%sstep %6ld/%ld | loss %.4f | lr %.2e | %8.0f %s | ETA %4.0fs%s", tty ? "\r" : "",
+               step, cfg_.steps, loss, static_cast<double>(cfg_.lr.at(step - 1)), items_per_s, unit, eta_s,
                (tty && !final_line) ? "" : "\n");
   std::fflush(stderr);
 }
@@ -127,8 +131,8 @@ TrainResult Trainer::run(long start_step, uint64_t samples_consumed) {
     metrics.open(cfg_.metrics_path, start_step > 0 ? std::ios::app : std::ios::trunc);
     if (!metrics) throw InputError("--metrics " + cfg_.metrics_path + ": cannot open for writing");
   }
-  const uint64_t global_batch =
-      static_cast<uint64_t>(cfg_.batch) * static_cast<uint64_t>(ranks_.world) * static_cast<uint64_t>(cfg_.grad_accum);
+  const uint64_t global_batch = static_cast<uint64_t>(cfg_.batch) * static_cast<uint64_t>(ranks_.world) *
+                                static_cast<uint64_t>(cfg_.grad_accum);
   const double items_per_step = static_cast<double>(global_batch) * (cfg_.seq > 0 ? cfg_.seq : 1);
 
   TrainResult res;
@@ -163,13 +167,15 @@ TrainResult Trainer::run(long start_step, uint64_t samples_consumed) {
     }
     print_progress(step + 1, loss, ips, eta, last);
     if (val.loss >= 0 && ranks_.rank == 0 && cfg_.progress && (!last || val.accuracy >= 0)) {
-      std::fprintf(stderr, "%sstep %6ld | val_loss %.4f", (::isatty(STDERR_FILENO) && !last) ? "\n" : "", step + 1, val.loss);
+      std::fprintf(stderr, "%sstep %6ld | val_loss %.4f", (::isatty(STDERR_FILENO) && !last) ? "\n" : "",
+                   step + 1, val.loss);
       if (val.accuracy >= 0) std::fprintf(stderr, " | val_accuracy %.2f%%", 100.0 * val.accuracy);
       std::fputc('\n', stderr);
     }
     if (metrics.is_open()) {
-      nlohmann::json m = {{"step", step + 1},      {"loss", loss},         {"lr", cfg_.lr.at(step)},
-                          {"grad_norm", last_grad_norm_}, {"step_s", dt}, {"items_per_s", items_per_step / dt}};
+      nlohmann::json m = {{"step", step + 1},       {"loss", loss},
+                          {"lr", cfg_.lr.at(step)}, {"grad_norm", last_grad_norm_},
+                          {"step_s", dt},           {"items_per_s", items_per_step / dt}};
       if (val.loss >= 0) m["val_loss"] = val.loss;
       if (val.accuracy >= 0) m["val_accuracy"] = val.accuracy;
       metrics << m.dump() << '\n';

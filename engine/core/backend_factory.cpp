@@ -14,7 +14,9 @@ DeviceKind parse_device(const std::string& name) {
   throw InputError("--device " + name + ": unknown device; use cpu or cuda");
 }
 
-const char* device_name(DeviceKind kind) { return kind == DeviceKind::Cuda ? "cuda" : "cpu"; }
+const char* device_name(DeviceKind kind) {
+  return kind == DeviceKind::Cuda ? "cuda" : "cpu";
+}
 
 bool cuda_compiled() {
 #ifdef TEETRAIN_HAVE_CUDA
@@ -35,12 +37,14 @@ int cuda_device_count() {
 std::unique_ptr<Backend> make_backend(const BackendOptions& o) {
   if (o.device == DeviceKind::Cpu) return make_cpu_backend(o.threads);
   if (!cuda_compiled()) {
-    throw InputError("--device cuda: this teetrain was built without the CUDA backend (nvcc was not found at "
-                     "configure time); install the CUDA toolkit and rebuild, or use --device cpu");
+    throw InputError(
+        "--device cuda: this teetrain was built without the CUDA backend (nvcc was not found at "
+        "configure time); install the CUDA toolkit and rebuild, or use --device cpu");
   }
   if (cuda_device_count() == 0) {
-    throw InputError("--device cuda: no CUDA GPU is visible (check nvidia-smi and CUDA_VISIBLE_DEVICES), or use "
-                     "--device cpu");
+    throw InputError(
+        "--device cuda: no CUDA GPU is visible (check nvidia-smi and CUDA_VISIBLE_DEVICES), or use "
+        "--device cpu");
   }
 #ifdef TEETRAIN_HAVE_CUDA
   return make_cuda_backend(o.cuda_device, o.tf32);

@@ -11,9 +11,9 @@ namespace tt {
 
 struct BackendOptions {
   DeviceKind device = DeviceKind::Cpu;
-  int threads = 1;        // CPU backend: OpenMP/OpenBLAS threads
-  int cuda_device = 0;    // CUDA backend: device ordinal (callers pass rank % cuda_device_count())
-  bool tf32 = false;      // CUDA backend: allow TF32 tensor-core matmuls (FP32 by default, for exact comparisons)
+  int threads = 1;      // CPU backend: OpenMP/OpenBLAS threads
+  int cuda_device = 0;  // CUDA backend: device ordinal (callers pass rank % cuda_device_count())
+  bool tf32 = false;  // CUDA backend: allow TF32 tensor-core matmuls (FP32 by default, for exact comparisons)
 };
 
 std::unique_ptr<Backend> make_backend(const BackendOptions& options);

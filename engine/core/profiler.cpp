@@ -4,15 +4,16 @@ namespace tt {
 
 std::string_view phase_name(Phase p) {
   static constexpr std::array<std::string_view, Profiler::kPhases> kNames = {
-      "data", "ingress", "forward", "backward", "comm_exposed", "seal", "open", "reduce", "stage", "optimizer", "checkpoint"};
+      "data", "ingress", "forward", "backward",  "comm_exposed", "seal",
+      "open", "reduce",  "stage",   "optimizer", "checkpoint"};
   return kNames[static_cast<std::size_t>(p)];
 }
 
 std::string_view counter_name(Counter c) {
   static constexpr std::array<std::string_view, Profiler::kCounters> kNames = {
-      "buckets",         "messages_sent",   "bytes_sent",   "messages_received", "bytes_received",
-      "messages_sealed", "bytes_sealed",    "messages_opened", "bytes_opened",   "rekeys",
-      "ring_sealed",     "ring_opened"};
+      "buckets",        "messages_sent",   "bytes_sent",   "messages_received",
+      "bytes_received", "messages_sealed", "bytes_sealed", "messages_opened",
+      "bytes_opened",   "rekeys",          "ring_sealed",  "ring_opened"};
   return kNames[static_cast<std::size_t>(c)];
 }
 
@@ -33,13 +34,16 @@ std::vector<TraceEvent> Profiler::trace_events() const {
 
 std::array<double, Profiler::kPhases> Profiler::phase_totals() const {
   std::array<double, kPhases> out{};
-  for (int i = 0; i < kPhases; ++i) out[static_cast<std::size_t>(i)] = static_cast<double>(phase_ns_[static_cast<std::size_t>(i)].load()) * 1e-9;
+  for (int i = 0; i < kPhases; ++i)
+    out[static_cast<std::size_t>(i)] =
+        static_cast<double>(phase_ns_[static_cast<std::size_t>(i)].load()) * 1e-9;
   return out;
 }
 
 std::array<int64_t, Profiler::kCounters> Profiler::counter_totals() const {
   std::array<int64_t, kCounters> out{};
-  for (int i = 0; i < kCounters; ++i) out[static_cast<std::size_t>(i)] = counters_[static_cast<std::size_t>(i)].load();
+  for (int i = 0; i < kCounters; ++i)
+    out[static_cast<std::size_t>(i)] = counters_[static_cast<std::size_t>(i)].load();
   return out;
 }
 
@@ -54,7 +58,8 @@ ScopedPhase::~ScopedPhase() {
   if (prof_ == nullptr) return;
   const auto end = Profiler::Clock::now();
   prof_->add_time(phase_, std::chrono::duration<double>(end - begin_).count());
-  if (prof_->tracing()) prof_->record(label_ != nullptr ? label_ : std::string(phase_name(phase_)), lane_, begin_, end);
+  if (prof_->tracing())
+    prof_->record(label_ != nullptr ? label_ : std::string(phase_name(phase_)), lane_, begin_, end);
 }
 
 }  // namespace tt

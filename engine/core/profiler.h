@@ -13,16 +13,16 @@
 namespace tt {
 
 enum class Phase : int {
-  Data,          // reading / assembling the batch
-  Ingress,       // moving the batch into the rank (opening sealed data, bounce path)
+  Data,     // reading / assembling the batch
+  Ingress,  // moving the batch into the rank (opening sealed data, bounce path)
   Forward,
   Backward,
-  CommExposed,   // waiting for all-reduce after backward has finished
-  Seal,          // AEAD seal, summed over all threads
-  Open,          // AEAD open, summed over all threads
-  Reduce,        // adding received chunks
-  Stage,         // device <-> host copies of GPU gradient buckets for the host ring (H100 CC's bounce path)
-  Optimizer,     // clipping + update
+  CommExposed,  // waiting for all-reduce after backward has finished
+  Seal,         // AEAD seal, summed over all threads
+  Open,         // AEAD open, summed over all threads
+  Reduce,       // adding received chunks
+  Stage,        // device <-> host copies of GPU gradient buckets for the host ring (H100 CC's bounce path)
+  Optimizer,    // clipping + update
   Checkpoint,
   Count
 };

@@ -411,7 +411,9 @@ void register_bench(CLI::App& app) {
   s->add_option("--batch", st->batch, "Batch")->check(positive())->capture_default_str();
   s->add_option("--seq", st->seq, "Sequence length")->check(positive())->capture_default_str();
   s->add_option("--threads", st->threads, "Threads")->check(positive())->capture_default_str();
-  s->add_option("--device", st->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  s->add_option("--device", st->device, "cpu or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
   s->add_flag("--tf32", st->tf32, "CUDA: TF32 tensor-core matmuls (default exact FP32)");
   s->add_option("--steps", st->steps, "Timed steps")->check(positive())->capture_default_str();
   s->add_option("--warmup", st->warmup, "Untimed steps first")->check(non_negative())->capture_default_str();

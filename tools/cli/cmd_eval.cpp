@@ -50,14 +50,16 @@ void run_eval(const EvalOptions& o) {
   }
   // The seed only orders the (unused) training stream; the test split is read in file order.
   // Sealed image sets (seal-data --images) open with the dataset key derived from --key-file.
-  ImageSource img = open_image_source({o.data, meta.seed, false, /*tee=*/!o.key_file.empty(), /*allow_plain=*/true});
+  ImageSource img =
+      open_image_source({o.data, meta.seed, false, /*tee=*/!o.key_file.empty(), /*allow_plain=*/true});
   if (img.sealed()) {
     if (o.key_file.empty()) throw InputError("--data " + o.data + " is sealed: give --key-file");
     img.open_sealed(derive_dataset_key(load_key_file(o.key_file)), {}, nullptr);
   }
   img.check_model(mo.image_channels, mo.image_size, mo.num_classes);
 
-  std::unique_ptr<Backend> backend = make_backend({parse_device(o.device), o.threads > 0 ? o.threads : 2, 0, false});
+  std::unique_ptr<Backend> backend =
+      make_backend({parse_device(o.device), o.threads > 0 ? o.threads : 2, 0, false});
   std::unique_ptr<Model> model = make_model(*backend, mo);
   CheckpointStore::load(dir, *codec, *backend, *model, nullptr);
   model->set_training(false);
@@ -75,19 +77,14 @@ void run_eval(const EvalOptions& o) {
   const double loss = loss_sum / static_cast<double>(n);
   const double acc = static_cast<double>(correct) / static_cast<double>(n);
   std::printf("eval: %s step %ld on %s: %llu images, loss %.4f, accuracy %.2f%% (%ld correct)\n",
-              mo.name.c_str(), meta.step, img.test_source().c_str(), static_cast<unsigned long long>(n),
-              loss, 100.0 * acc, correct);
+              mo.name.c_str(), meta.step, img.test_source().c_str(), static_cast<unsigned long long>(n), loss,
+              100.0 * acc, correct);
   if (!o.json.empty()) {
     std::ofstream f(o.json);
     if (!f) throw InputError("--json " + o.json + ": cannot open for writing");
-    const nlohmann::json j = {{"model", mo.name},
-                              {"step", meta.step},
-                              {"data", img.test_source()},
-                              {"images", n},
-                              {"loss", loss},
-                              {"accuracy", acc},
-                              {"correct", correct},
-                              {"checkpoint", dir.string()}};
+    const nlohmann::json j = {
+        {"model", mo.name}, {"step", meta.step}, {"data", img.test_source()}, {"images", n},
+        {"loss", loss},     {"accuracy", acc},   {"correct", correct},        {"checkpoint", dir.string()}};
     f << j.dump(2) << '\n';
   }
 }
@@ -106,7 +103,9 @@ void register_eval(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--batch", o->batch, "Images per forward pass")->check(positive())->capture_default_str();
   cmd->add_option("--threads", o->threads, "Compute threads (0 = 2)")->check(non_negative());
-  cmd->add_option("--device", o->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  cmd->add_option("--device", o->device, "cpu or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
   cmd->add_option("--json", o->json, "Also write the result as JSON to this file");
   cmd->callback([o] { run_eval(*o); });
 }

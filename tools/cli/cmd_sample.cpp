@@ -11,8 +11,8 @@
 #include "engine/sealed_codec.h"
 #include "models/gpt2/gpt2.h"
 #include "tools/cli/commands.h"
-#include "tools/cli/validators.h"
 #include "tools/cli/model_registry.h"
+#include "tools/cli/validators.h"
 
 namespace tt::cli {
 namespace {
@@ -47,13 +47,15 @@ int draw(const std::vector<float>& logits, float temperature, int top_k, Rng& rn
   std::vector<int> idx(logits.size());
   for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int>(i);
   const auto k = static_cast<std::size_t>(std::clamp(top_k, 1, static_cast<int>(idx.size())));
-  std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(),
-                    [&](int a, int b) { return logits[static_cast<std::size_t>(a)] > logits[static_cast<std::size_t>(b)]; });
+  std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(), [&](int a, int b) {
+    return logits[static_cast<std::size_t>(a)] > logits[static_cast<std::size_t>(b)];
+  });
   const double top = logits[static_cast<std::size_t>(idx[0])];
   std::vector<double> p(k);
   double sum = 0;
   for (std::size_t i = 0; i < k; ++i) {
-    p[i] = std::exp((logits[static_cast<std::size_t>(idx[i])] - top) / std::max(1e-4, static_cast<double>(temperature)));
+    p[i] = std::exp((logits[static_cast<std::size_t>(idx[i])] - top) /
+                    std::max(1e-4, static_cast<double>(temperature)));
     sum += p[i];
   }
   double u = rng.uniform() * sum;
@@ -76,7 +78,8 @@ void run_sample(const SampleOptions& o) {
     throw InputError("sample: the checkpoint's model has vocabulary " + std::to_string(mo.vocab) +
                      "; sampling prints bytes and needs a byte-level model (vocab 256)");
   }
-  std::unique_ptr<Backend> backend = make_backend({parse_device(o.device), o.threads > 0 ? o.threads : 2, 0, false});
+  std::unique_ptr<Backend> backend =
+      make_backend({parse_device(o.device), o.threads > 0 ? o.threads : 2, 0, false});
   std::unique_ptr<Model> model = make_model(*backend, mo);
   CheckpointStore::load(dir, *codec, *backend, *model, nullptr);
   auto& gpt = dynamic_cast<Gpt2&>(*model);
@@ -104,14 +107,21 @@ void run_sample(const SampleOptions& o) {
 void register_sample(CLI::App& app) {
   auto o = std::make_shared<SampleOptions>();
   auto* cmd = app.add_subcommand("sample", "Generate text from a saved byte-level model");
-  cmd->add_option("--ckpt", o->ckpt, "Checkpoint: a step directory or a --ckpt-dir (newest is used)")->required();
+  cmd->add_option("--ckpt", o->ckpt, "Checkpoint: a step directory or a --ckpt-dir (newest is used)")
+      ->required();
   cmd->add_option("--prompt", o->prompt, "Text to continue");
   cmd->add_option("--tokens", o->tokens, "Bytes to generate")->check(positive())->capture_default_str();
-  cmd->add_option("--temperature", o->temperature, "Softmax temperature")->check(positive())->capture_default_str();
-  cmd->add_option("--top-k", o->top_k, "Sample from the k most likely bytes")->check(positive())->capture_default_str();
+  cmd->add_option("--temperature", o->temperature, "Softmax temperature")
+      ->check(positive())
+      ->capture_default_str();
+  cmd->add_option("--top-k", o->top_k, "Sample from the k most likely bytes")
+      ->check(positive())
+      ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Sampling seed")->capture_default_str();
   cmd->add_option("--threads", o->threads, "Compute threads (0 = 2)")->check(non_negative());
-  cmd->add_option("--device", o->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  cmd->add_option("--device", o->device, "cpu or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
   cmd->add_option("--key-file", o->key_file, "Master key file, for a sealed (TEE-mode) checkpoint");
   cmd->callback([o] { run_sample(*o); });
 }

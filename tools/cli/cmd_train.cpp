@@ -2,9 +2,9 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
-#include <filesystem>
 #include <optional>
 #include <thread>
 
@@ -14,24 +14,24 @@
 #include "comm/ring_allreduce.h"
 #include "comm/sealed_channel.h"
 #include "comm/secure_session.h"
+#include "comm/throttled_transport.h"
 #include "data/sealed_tokens.h"
 #include "data/token_loader.h"
-#include "engine/key_file.h"
-#include "engine/sealed_codec.h"
 #include "engine/checkpoint.h"
 #include "engine/core/backend_factory.h"
 #include "engine/core/error.h"
 #include "engine/ddp_reducer.h"
 #include "engine/dist_context.h"
 #include "engine/emulated_model.h"
+#include "engine/key_file.h"
+#include "engine/sealed_codec.h"
 #include "engine/trace_writer.h"
-#include "comm/throttled_transport.h"
-#include "tools/cli/scaling_model.h"
 #include "engine/trainer.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/image_source.h"
 #include "tools/cli/nccl_allreduce.h"
 #include "tools/cli/run_report.h"
+#include "tools/cli/scaling_model.h"
 #include "tools/cli/train_options.h"
 
 namespace tt::cli {
@@ -47,7 +47,9 @@ int ranks_on_this_host() {
   return local_ranks;
 }
 
-int host_cores() { return static_cast<int>(std::max(1U, std::thread::hardware_concurrency())); }
+int host_cores() {
+  return static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+}
 
 int default_threads(int requested) {
   if (requested > 0) return requested;
@@ -55,20 +57,26 @@ int default_threads(int requested) {
 }
 
 // Where the gradients live decides whether "device crypto" means anything (tee_options.h).
-bool gpu_gradients(const TrainOptions& o) { return o.compute == "emulate"; }
+bool gpu_gradients(const TrainOptions& o) {
+  return o.compute == "emulate";
+}
 
 void validate(const TrainOptions& o) {
   if (o.device == "cuda" && o.compute == "emulate") {
-    throw InputError("--device cuda runs real compute on the GPU; --compute emulate replaces it by waits: use one or the other");
+    throw InputError(
+        "--device cuda runs real compute on the GPU; --compute emulate replaces it by waits: use one or the "
+        "other");
   }
   if (o.allreduce == "nccl" && o.device != "cuda") {
-    throw InputError("--allreduce nccl reduces GPU buffers with NCCL; add --device cuda, or use --allreduce ring|mpi");
+    throw InputError(
+        "--allreduce nccl reduces GPU buffers with NCCL; add --device cuda, or use --allreduce ring|mpi");
   }
   if (o.tf32 && o.device != "cuda") throw InputError("--tf32 applies to --device cuda only");
   const int context = model_context(o.model);
   if (o.seq > context) {
-    throw InputError("--seq " + std::to_string(o.seq) + " is longer than the model's context (" + std::to_string(context) +
-                     "); use --seq <= " + std::to_string(context) + " or raise --context");
+    throw InputError("--seq " + std::to_string(o.seq) + " is longer than the model's context (" +
+                     std::to_string(context) + "); use --seq <= " + std::to_string(context) +
+                     " or raise --context");
   }
 }
 
@@ -83,18 +91,22 @@ struct DataSource {
   int vocab = 0;
 };
 
-DataSource open_data(const TrainOptions& o, const TeeSwitches& ts, const tee::SecretBytes* dataset_key, int rank,
-                     Profiler& profiler) {
+DataSource open_data(const TrainOptions& o, const TeeSwitches& ts, const tee::SecretBytes* dataset_key,
+                     int rank, Profiler& profiler) {
   DataSource d;
   if (dataset_key != nullptr) {
     const IngressOptions ing{ts.direct_ingress ? IngressMode::Direct : IngressMode::Bounce, ts.cipher,
                              static_cast<uint32_t>(rank), o.ingress_gbps};
-    d.sealed_train = std::make_unique<SealedTokenDataset>(SealedTokenDataset::open(o.data, "train", *dataset_key, &profiler));
-    d.sealed_train_loader = std::make_unique<SealedTokenLoader>(*d.sealed_train, o.seq, o.seed, true, ing, &profiler);
+    d.sealed_train = std::make_unique<SealedTokenDataset>(
+        SealedTokenDataset::open(o.data, "train", *dataset_key, &profiler));
+    d.sealed_train_loader =
+        std::make_unique<SealedTokenLoader>(*d.sealed_train, o.seq, o.seed, true, ing, &profiler);
     d.train = [&l = *d.sealed_train_loader](Batch& b, uint64_t g, int n) { l.fill(b, g, n); };
     if (!find_sealed_shards(o.data, "val").empty()) {
-      d.sealed_val = std::make_unique<SealedTokenDataset>(SealedTokenDataset::open(o.data, "val", *dataset_key, &profiler));
-      d.sealed_val_loader = std::make_unique<SealedTokenLoader>(*d.sealed_val, o.seq, o.seed, false, ing, &profiler);
+      d.sealed_val = std::make_unique<SealedTokenDataset>(
+          SealedTokenDataset::open(o.data, "val", *dataset_key, &profiler));
+      d.sealed_val_loader =
+          std::make_unique<SealedTokenLoader>(*d.sealed_val, o.seq, o.seed, false, ing, &profiler);
       d.val = [&l = *d.sealed_val_loader](Batch& b, uint64_t g, int n) { l.fill(b, g, n); };
     }
     d.describe = d.sealed_train->describe() + (ts.direct_ingress ? ", direct ingress" : ", bounce ingress");
@@ -112,11 +124,14 @@ DataSource open_data(const TrainOptions& o, const TeeSwitches& ts, const tee::Se
     d.describe = d.plain_train->describe();
     d.vocab = d.plain_train->vocab();
   }
-  if (!d.val && rank == 0) std::fprintf(stderr, "note: no validation split for --data %s; reporting training loss only\n", o.data.c_str());
+  if (!d.val && rank == 0)
+    std::fprintf(stderr, "note: no validation split for --data %s; reporting training loss only\n",
+                 o.data.c_str());
   const int vocab = model_vocab(o.model);
   if (d.vocab > vocab) {
-    throw InputError("--data " + o.data + " holds vocabulary " + std::to_string(d.vocab) + " but the model's is " +
-                     std::to_string(vocab) + "; use --vocab " + std::to_string(d.vocab));
+    throw InputError("--data " + o.data + " holds vocabulary " + std::to_string(d.vocab) +
+                     " but the model's is " + std::to_string(vocab) + "; use --vocab " +
+                     std::to_string(d.vocab));
   }
   return d;
 }
@@ -128,17 +143,19 @@ struct AtRestKeys {
   std::optional<tee::SecretBytes> checkpoint;
 };
 
-AtRestKeys release_keys(comm::Transport& transport, comm::SessionKeys& keys, const TeeOptions& o, bool sealed_data,
-                        bool need_ckpt_key) {
+AtRestKeys release_keys(comm::Transport& transport, comm::SessionKeys& keys, const TeeOptions& o,
+                        bool sealed_data, bool need_ckpt_key) {
   AtRestKeys k;
   if (!sealed_data && !need_ckpt_key) return k;
   std::optional<tee::SecretBytes> master;
   if (transport.rank() == 0) {
     if (!std::filesystem::exists(o.key_file)) {
-      throw InputError("--key-file " + o.key_file + ": no such key file; sealed data and TEE checkpoints need one " +
+      throw InputError("--key-file " + o.key_file +
+                       ": no such key file; sealed data and TEE checkpoints need one " +
                        "(create it with `teetrain keygen --out " + o.key_file + "`)");
     }
-    master = load_key_file(o.key_file, [](const std::string& w) { std::fprintf(stderr, "teetrain: warning: %s\n", w.c_str()); });
+    master = load_key_file(
+        o.key_file, [](const std::string& w) { std::fprintf(stderr, "teetrain: warning: %s\n", w.c_str()); });
   }
   if (sealed_data) {
     std::optional<tee::SecretBytes> mine;
@@ -148,7 +165,8 @@ AtRestKeys release_keys(comm::Transport& transport, comm::SessionKeys& keys, con
   if (need_ckpt_key) {
     std::optional<tee::SecretBytes> mine;
     if (master) mine = derive_checkpoint_key(*master);
-    k.checkpoint = comm::release_secret(transport, keys, mine ? &*mine : nullptr, kMasterKeySize, "checkpoint key");
+    k.checkpoint =
+        comm::release_secret(transport, keys, mine ? &*mine : nullptr, kMasterKeySize, "checkpoint key");
   }
   return k;
 }
@@ -156,8 +174,9 @@ AtRestKeys release_keys(comm::Transport& transport, comm::SessionKeys& keys, con
 std::string tee_label(const TeeOptions& o, const TeeSwitches& ts) {
   if (!ts.on) return "tee off";
   return "tee " + o.mode + " (" + o.cipher + ", pipeline " + (ts.pipeline ? "on" : "off") + ", forward-ag " +
-         (ts.forward_ag ? "on" : "off") + ", crypto threads " + std::to_string(ts.crypto_threads) + ", ingress " +
-         (ts.direct_ingress ? "direct" : "bounce") + (ts.device_crypto ? ", gradients sealed on the GPU" : "") + ")";
+         (ts.forward_ag ? "on" : "off") + ", crypto threads " + std::to_string(ts.crypto_threads) +
+         ", ingress " + (ts.direct_ingress ? "direct" : "bounce") +
+         (ts.device_crypto ? ", gradients sealed on the GPU" : "") + ")";
 }
 
 TrainConfig trainer_config(const TrainOptions& o, bool have_val) {
@@ -166,7 +185,8 @@ TrainConfig trainer_config(const TrainOptions& o, bool have_val) {
   tc.batch = o.batch;
   tc.seq = o.seq;
   tc.grad_accum = o.grad_accum;
-  tc.lr = LrSchedule{o.lr, o.min_lr_frac, o.warmup, o.steps, o.schedule == "constant" ? "constant" : "cosine"};
+  tc.lr =
+      LrSchedule{o.lr, o.min_lr_frac, o.warmup, o.steps, o.schedule == "constant" ? "constant" : "cosine"};
   tc.grad_clip = o.grad_clip;
   tc.opt = OptimizerConfig{o.optimizer, o.beta1, o.beta2, 1e-8f, o.momentum, o.weight_decay};
   tc.seed = o.seed;
@@ -210,8 +230,8 @@ struct TeeSession {
   std::unique_ptr<comm::SealedChannel> channel;
 };
 
-TeeSession start_tee(comm::Transport& transport, const TeeOptions& o, const TeeSwitches& ts, const std::string& run_config,
-                     Profiler& profiler) {
+TeeSession start_tee(comm::Transport& transport, const TeeOptions& o, const TeeSwitches& ts,
+                     const std::string& run_config, Profiler& profiler) {
   TeeSession s;
   if (!ts.on) return s;
   comm::AttestConfig ac;
@@ -236,7 +256,8 @@ void run_train(const TrainOptions& opts) {
   TrainOptions o = opts;
   std::optional<ImageSource> img;
   if (is_image_model(o.model)) {
-    img.emplace(open_image_source({o.data, o.seed, /*augment=*/false, resolve_tee(o.tee).on, o.tee.allow_plain_data}));
+    img.emplace(open_image_source(
+        {o.data, o.seed, /*augment=*/false, resolve_tee(o.tee).on, o.tee.allow_plain_data}));
     o.model.image_channels = img->channels;
     o.model.image_size = img->image_size;
     o.model.num_classes = img->classes;
@@ -245,7 +266,8 @@ void run_train(const TrainOptions& opts) {
   validate(o);
   const TeeSwitches ts = resolve_tee(o.tee, gpu_gradients(o));
   if (ts.on && o.allreduce != "ring") {
-    throw InputError("--allreduce " + o.allreduce + " sends gradients in plaintext; use --allreduce ring with --tee");
+    throw InputError("--allreduce " + o.allreduce +
+                     " sends gradients in plaintext; use --allreduce ring with --tee");
   }
   comm::MpiSession mpi(nullptr, nullptr);
   comm::MpiTransport transport(MPI_COMM_WORLD,
@@ -260,15 +282,20 @@ void run_train(const TrainOptions& opts) {
   DistContext dist(transport, channel, &profiler);
   dist.agree_config(run_json.dump());
 
-  const bool sealed_data = ts.on && (img ? img->sealed() : require_sealed_data(o.data, "train", o.tee.allow_plain_data));
+  const bool sealed_data =
+      ts.on && (img ? img->sealed() : require_sealed_data(o.data, "train", o.tee.allow_plain_data));
   const bool need_ckpt_key = ts.on && (o.save_every > 0 || !o.resume.empty());
-  const AtRestKeys at_rest = ts.on ? release_keys(transport, *tee_session.keys, o.tee, sealed_data, need_ckpt_key) : AtRestKeys{};
+  const AtRestKeys at_rest =
+      ts.on ? release_keys(transport, *tee_session.keys, o.tee, sealed_data, need_ckpt_key) : AtRestKeys{};
   DataSource data;
   if (img) {
-    // Sealed image sets open only now, with the released dataset key (their shape came from the clear metadata).
+    // Sealed image sets open only now, with the released dataset key (their shape came from the clear
+    // metadata).
     if (img->sealed()) {
-      img->open_sealed(*at_rest.dataset, {ts.direct_ingress ? IngressMode::Direct : IngressMode::Bounce, ts.cipher,
-                                          static_cast<uint32_t>(rank), o.ingress_gbps}, &profiler);
+      img->open_sealed(*at_rest.dataset,
+                       {ts.direct_ingress ? IngressMode::Direct : IngressMode::Bounce, ts.cipher,
+                        static_cast<uint32_t>(rank), o.ingress_gbps},
+                       &profiler);
     }
     data.train = img->train;
     data.val = img->val;
@@ -289,13 +316,15 @@ void run_train(const TrainOptions& opts) {
   // the optimizer a wait at its memory bandwidth; gradients, buckets, ring, crypto and ingress stay real.
   const bool emulate = o.compute == "emulate";
   if (emulate && (o.save_every > 0 || !o.resume.empty())) {
-    throw InputError("--compute emulate has no real parameters or optimizer state; drop --save-every/--resume");
+    throw InputError(
+        "--compute emulate has no real parameters or optimizer state; drop --save-every/--resume");
   }
   std::unique_ptr<Model> model;
   std::optional<EmulatedGpu> gpu;
   if (emulate) {
     gpu = EmulatedGpu{gpu_spec(o.gpu), o.gpu_precision, o.gpu_tflops, o.gpu_efficiency, o.gpu_aead_gbps};
-    auto emu = std::make_unique<EmulatedModel>(*backend, emulated_model_config(model_config_json(o.model), *gpu));
+    auto emu =
+        std::make_unique<EmulatedModel>(*backend, emulated_model_config(model_config_json(o.model), *gpu));
     if (rank == 0) std::fprintf(stderr, "%s\n", emu->describe().c_str());
     model = std::move(emu);
   } else {
@@ -305,8 +334,9 @@ void run_train(const TrainOptions& opts) {
   TrainConfig tc = trainer_config(o, static_cast<bool>(data.val));
   tc.metrics_path = rank == 0 ? o.metrics : "";
   tc.grad_norm = !emulate;
-  std::unique_ptr<Optimizer> optimizer = emulate ? std::make_unique<EmulatedOptimizer>(model->num_params(), *gpu)
-                                                 : make_optimizer(*backend, tc.opt, model->num_params());
+  std::unique_ptr<Optimizer> optimizer = emulate
+                                             ? std::make_unique<EmulatedOptimizer>(model->num_params(), *gpu)
+                                             : make_optimizer(*backend, tc.opt, model->num_params());
 
   // Checkpoints: rank 0 writes them (replicas are identical); every rank reads them on resume.
   // Checkpoints are sealed in TEE mode (the model, optimizer state and run state never rest in clear).
@@ -358,7 +388,8 @@ void run_train(const TrainOptions& opts) {
   std::optional<comm::EmulatedDeviceChannel> gpu_crypto;
   if (ts.device_crypto && emulate) gpu_crypto.emplace(gpu->aead_gbps(), ts.forward_ag, &profiler);
   comm::Channel& ring_channel = gpu_crypto ? static_cast<comm::Channel&>(*gpu_crypto) : channel;
-  comm::RingAllreduce ring(link ? static_cast<comm::Transport&>(*link) : transport, ring_channel, ro, &profiler);
+  comm::RingAllreduce ring(link ? static_cast<comm::Transport&>(*link) : transport, ring_channel, ro,
+                           &profiler);
   AllreduceFn allreduce;
   if (o.allreduce == "mpi") {
     allreduce = [&](float* g, std::size_t n, long, int) { comm::mpi_allreduce_sum(transport.comm(), g, n); };
@@ -376,26 +407,30 @@ void run_train(const TrainOptions& opts) {
   if (backend->kind() == DeviceKind::Cuda) allreduce = staging.wrap();
   std::unique_ptr<NcclAllreduce> nccl;  // the vendor baseline: GPU to GPU, no staging
   if (o.allreduce == "nccl") {
-    nccl = make_nccl_allreduce(*backend, transport.comm(), std::chrono::milliseconds(static_cast<long>(o.timeout_s * 1000.0)));
+    nccl = make_nccl_allreduce(*backend, transport.comm(),
+                               std::chrono::milliseconds(static_cast<long>(o.timeout_s * 1000.0)));
     allreduce = nccl->fn();
   }
   const std::size_t cap = static_cast<std::size_t>(o.bucket_mb * 1024.0 * 1024.0);
-  const std::vector<Bucket> buckets =
-      plan_buckets(model->params(), model->num_params(), std::min<std::size_t>(std::size_t{1} << 20, cap), cap);
+  const std::vector<Bucket> buckets = plan_buckets(model->params(), model->num_params(),
+                                                   std::min<std::size_t>(std::size_t{1} << 20, cap), cap);
   std::unique_ptr<DdpReducer> reducer;
   if (world > 1) {
-    reducer = std::make_unique<DdpReducer>(*backend, *model, buckets, allreduce, DdpOptions{o.overlap == "on", world},
-                                           &profiler);
+    reducer = std::make_unique<DdpReducer>(*backend, *model, buckets, allreduce,
+                                           DdpOptions{o.overlap == "on", world}, &profiler);
   }
 
   if (rank == 0) {
     const double mem_gib = (static_cast<double>(model->num_params()) * 4.0 * 4.0 +
-                            static_cast<double>(model->activation_bytes(o.batch, o.seq))) / (1 << 30);
-    std::fprintf(stderr,
-                 "teetrain train: %s (%zu params, %.2f GiB/rank) | %d rank(s) x %d thread(s) | %s | %zu bucket(s), "
-                 "allreduce %s, overlap %s\n  data %s\n  backend %s\n",
-                 model->name().c_str(), model->num_params(), mem_gib, world, threads, tee_label(o.tee, ts).c_str(), buckets.size(),
-                 o.allreduce.c_str(), o.overlap.c_str(), data.describe.c_str(), backend->describe().c_str());
+                            static_cast<double>(model->activation_bytes(o.batch, o.seq))) /
+                           (1 << 30);
+    std::fprintf(
+        stderr,
+        "teetrain train: %s (%zu params, %.2f GiB/rank) | %d rank(s) x %d thread(s) | %s | %zu bucket(s), "
+        "allreduce %s, overlap %s\n  data %s\n  backend %s\n",
+        model->name().c_str(), model->num_params(), mem_gib, world, threads, tee_label(o.tee, ts).c_str(),
+        buckets.size(), o.allreduce.c_str(), o.overlap.c_str(), data.describe.c_str(),
+        backend->describe().c_str());
   }
 
   RankInfo ranks{rank, world, [&](double x) { return dist.mean(x); }};
@@ -408,14 +443,15 @@ void run_train(const TrainOptions& opts) {
     dist.mean(0.0);  // barrier: every part is on disk before rank 0 merges
     if (rank == 0) {
       const int parts = merge_trace_parts(o.trace, world);
-      std::fprintf(stderr, "trace: %s (%d rank(s); open in https://ui.perfetto.dev or chrome://tracing)\n", o.trace.c_str(), parts);
+      std::fprintf(stderr, "trace: %s (%d rank(s); open in https://ui.perfetto.dev or chrome://tracing)\n",
+                   o.trace.c_str(), parts);
     }
   }
   if (rank != 0) return;
   print_phase_table(report, r.step_seconds_mean);
-  std::fprintf(stderr, "done: %ld steps, loss %.4f, val_loss %.4f, %.0f %s, %.3f s/step, params_sha256 %s\n", r.steps,
-               r.final_loss, r.val_loss, r.items_per_s, img ? "images/s" : "tok/s", r.step_seconds_mean,
-               r.params_sha256.c_str());
+  std::fprintf(stderr, "done: %ld steps, loss %.4f, val_loss %.4f, %.0f %s, %.3f s/step, params_sha256 %s\n",
+               r.steps, r.final_loss, r.val_loss, r.items_per_s, img ? "images/s" : "tok/s",
+               r.step_seconds_mean, r.params_sha256.c_str());
   if (r.val_accuracy >= 0) std::fprintf(stderr, "val_accuracy %.2f%%\n", 100.0 * r.val_accuracy);
   if (!o.summary.empty()) {
     nlohmann::json s = {{"steps", r.steps},

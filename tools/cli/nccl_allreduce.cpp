@@ -26,7 +26,8 @@ class Impl final : public NcclAllreduce {
 #endif
 }  // namespace
 
-std::unique_ptr<NcclAllreduce> make_nccl_allreduce(Backend& backend, MPI_Comm comm, std::chrono::milliseconds timeout) {
+std::unique_ptr<NcclAllreduce> make_nccl_allreduce(Backend& backend, MPI_Comm comm,
+                                                   std::chrono::milliseconds timeout) {
 #ifdef TEETRAIN_HAVE_CUDA
   if (backend.kind() != DeviceKind::Cuda) throw InputError("--allreduce nccl needs --device cuda");
   return std::make_unique<Impl>(backend, comm, timeout);
@@ -34,7 +35,8 @@ std::unique_ptr<NcclAllreduce> make_nccl_allreduce(Backend& backend, MPI_Comm co
   (void)backend;
   (void)comm;
   (void)timeout;
-  throw InputError("--allreduce nccl: this teetrain was built without CUDA/NCCL; use --allreduce ring or mpi");
+  throw InputError(
+      "--allreduce nccl: this teetrain was built without CUDA/NCCL; use --allreduce ring or mpi");
 #endif
 }
 

@@ -21,6 +21,7 @@ class NcclAllreduce {
 };
 
 // Collective over `comm`. Throws InputError when this build has no CUDA, RunError when NCCL cannot start.
-std::unique_ptr<NcclAllreduce> make_nccl_allreduce(Backend& backend, MPI_Comm comm, std::chrono::milliseconds timeout);
+std::unique_ptr<NcclAllreduce> make_nccl_allreduce(Backend& backend, MPI_Comm comm,
+                                                   std::chrono::milliseconds timeout);
 
 }  // namespace tt::cli

@@ -21,7 +21,8 @@ nlohmann::json gather_phase_report(DistContext& dist, const Profiler& profiler, 
   const auto counts = profiler.counter_totals();
   nlohmann::json counters = nlohmann::json::object();
   for (int i = 0; i < Profiler::kCounters; ++i) {
-    counters[std::string(counter_name(static_cast<Counter>(i)))] = dist.gather(counts[static_cast<std::size_t>(i)]);
+    counters[std::string(counter_name(static_cast<Counter>(i)))] =
+        dist.gather(counts[static_cast<std::size_t>(i)]);
   }
   return {{"phases", phases}, {"counters", counters}};
 }
@@ -44,11 +45,15 @@ void print_phase_table(const nlohmann::json& report, double step_seconds) {
     std::fprintf(stderr, "  %-18s %12.2f ms %14.2f ms %12.1f%%\n", name.c_str(), mx * 1e3, mean * 1e3,
                  step_seconds > 0 ? 100.0 * mean / step_seconds : 0.0);
   }
-  std::fprintf(stderr, "  %-18s %12.2f ms   (seal/open/reduce/stage run on other threads and may overlap compute)\n",
+  std::fprintf(stderr,
+               "  %-18s %12.2f ms   (seal/open/reduce/stage run on other threads and may overlap compute)\n",
                "step (measured)", step_seconds * 1e3);
   const double accounted = main_thread_seconds(report);
-  std::fprintf(stderr, "  %-18s %12.2f ms   = %.1f%% of the step (data + ingress + forward + backward + comm_exposed + "
-               "optimizer + checkpoint)\n", "accounted", accounted * 1e3, step_seconds > 0 ? 100.0 * accounted / step_seconds : 0.0);
+  std::fprintf(
+      stderr,
+      "  %-18s %12.2f ms   = %.1f%% of the step (data + ingress + forward + backward + comm_exposed + "
+      "optimizer + checkpoint)\n",
+      "accounted", accounted * 1e3, step_seconds > 0 ? 100.0 * accounted / step_seconds : 0.0);
   std::fprintf(stderr, "counters (per rank, whole run):\n");
   for (const auto& [name, v] : report["counters"].items()) {
     bool any = false;

@@ -43,6 +43,8 @@ void add_tee_options(CLI::App* cmd, TeeOptions& o);
 // gpu_gradients: the gradients live on a GPU (--compute emulate; --device cuda). Device crypto
 // exists only there: with CPU compute the host IS the device, and the switch resolves to off.
 TeeSwitches resolve_tee(const TeeOptions& o, bool gpu_gradients = false);
-nlohmann::json tee_json(const TeeOptions& o, bool gpu_gradients = false);  // the resolved mode and switches (summary, config agreement)
+nlohmann::json tee_json(
+    const TeeOptions& o,
+    bool gpu_gradients = false);  // the resolved mode and switches (summary, config agreement)
 
 }  // namespace tt::cli

@@ -7,74 +7,138 @@ namespace tt::cli {
 void add_train_options(CLI::App* cmd, TrainOptions& o) {
   add_model_options(cmd, o.model);
   auto* g = cmd->add_option_group("data and steps");
-  g->add_option("--data", o.data, "Token shards: a prefix (<data>_train.bin/_val.bin), a directory of llm.c shards, a file or a glob")
+  g->add_option(
+       "--data", o.data,
+       "Token shards: a prefix (<data>_train.bin/_val.bin), a directory of llm.c shards, a file or a glob")
       ->capture_default_str();
-  g->add_option("--steps", o.steps, "Optimizer steps to run (in total, counting resumed ones)")->check(positive())->capture_default_str();
-  g->add_option("--batch", o.batch, "Sequences per rank and micro-step (global batch = batch x ranks x grad-accum)")
-      ->check(positive())->capture_default_str();
-  g->add_option("--seq", o.seq, "Tokens per sequence (at most the model's context)")->check(positive())->capture_default_str();
-  g->add_option("--grad-accum", o.grad_accum, "Micro-steps accumulated per optimizer step (communicates on the last)")
-      ->check(positive())->capture_default_str();
+  g->add_option("--steps", o.steps, "Optimizer steps to run (in total, counting resumed ones)")
+      ->check(positive())
+      ->capture_default_str();
+  g->add_option("--batch", o.batch,
+                "Sequences per rank and micro-step (global batch = batch x ranks x grad-accum)")
+      ->check(positive())
+      ->capture_default_str();
+  g->add_option("--seq", o.seq, "Tokens per sequence (at most the model's context)")
+      ->check(positive())
+      ->capture_default_str();
+  g->add_option("--grad-accum", o.grad_accum,
+                "Micro-steps accumulated per optimizer step (communicates on the last)")
+      ->check(positive())
+      ->capture_default_str();
   g->add_option("--seed", o.seed, "Seed for initialisation and data order")->capture_default_str();
-  g->add_option("--threads", o.threads, "Compute threads per rank (0 = cores / ranks on this host)")->check(non_negative())->capture_default_str();
-  g->add_option("--device", o.device, "Where forward/backward run: cpu, or cuda (one GPU per rank: rank modulo visible GPUs)")
-      ->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
-  g->add_flag("--tf32", o.tf32, "CUDA: allow TF32 tensor-core matmuls (default exact FP32, comparable with the CPU)");
+  g->add_option("--threads", o.threads, "Compute threads per rank (0 = cores / ranks on this host)")
+      ->check(non_negative())
+      ->capture_default_str();
+  g->add_option("--device", o.device,
+                "Where forward/backward run: cpu, or cuda (one GPU per rank: rank modulo visible GPUs)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  g->add_flag("--tf32", o.tf32,
+              "CUDA: allow TF32 tensor-core matmuls (default exact FP32, comparable with the CPU)");
 
   auto* opt = cmd->add_option_group("optimizer");
-  opt->add_option("--optimizer", o.optimizer, "Optimizer")->check(CLI::IsMember({"adamw", "sgd"}))->capture_default_str();
+  opt->add_option("--optimizer", o.optimizer, "Optimizer")
+      ->check(CLI::IsMember({"adamw", "sgd"}))
+      ->capture_default_str();
   opt->add_option("--lr", o.lr, "Peak learning rate")->check(positive())->capture_default_str();
-  opt->add_option("--min-lr-frac", o.min_lr_frac, "Final LR of the cosine schedule as a fraction of --lr")->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  opt->add_option("--min-lr-frac", o.min_lr_frac, "Final LR of the cosine schedule as a fraction of --lr")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   opt->add_option("--warmup", o.warmup, "Linear warmup steps")->check(non_negative())->capture_default_str();
-  opt->add_option("--schedule", o.schedule, "LR schedule")->check(CLI::IsMember({"cosine", "constant"}))->capture_default_str();
-  opt->add_option("--grad-clip", o.grad_clip, "Clip the global gradient norm to this (0 = off)")->check(non_negative())->capture_default_str();
-  opt->add_option("--weight-decay", o.weight_decay, "Weight decay on matrices (not biases or norms)")->check(non_negative())->capture_default_str();
-  opt->add_option("--momentum", o.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  opt->add_option("--schedule", o.schedule, "LR schedule")
+      ->check(CLI::IsMember({"cosine", "constant"}))
+      ->capture_default_str();
+  opt->add_option("--grad-clip", o.grad_clip, "Clip the global gradient norm to this (0 = off)")
+      ->check(non_negative())
+      ->capture_default_str();
+  opt->add_option("--weight-decay", o.weight_decay, "Weight decay on matrices (not biases or norms)")
+      ->check(non_negative())
+      ->capture_default_str();
+  opt->add_option("--momentum", o.momentum, "SGD momentum")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   opt->add_option("--beta1", o.beta1, "AdamW beta1")->check(CLI::Range(0.0, 1.0))->capture_default_str();
   opt->add_option("--beta2", o.beta2, "AdamW beta2")->check(CLI::Range(0.0, 1.0))->capture_default_str();
 
   auto* out = cmd->add_option_group("reporting and checkpoints");
-  out->add_option("--val-every", o.val_every, "Validate every N steps (0 = only at the end)")->check(non_negative())->capture_default_str();
-  out->add_option("--val-batches", o.val_batches, "Batches per validation (shared out across ranks)")->check(non_negative())->capture_default_str();
+  out->add_option("--val-every", o.val_every, "Validate every N steps (0 = only at the end)")
+      ->check(non_negative())
+      ->capture_default_str();
+  out->add_option("--val-batches", o.val_batches, "Batches per validation (shared out across ranks)")
+      ->check(non_negative())
+      ->capture_default_str();
   out->add_option("--metrics", o.metrics, "Write per-step metrics as JSON lines to FILE (rank 0)");
   out->add_option("--summary", o.summary, "Write the end-of-run summary as JSON to FILE (rank 0)");
   out->add_flag("--no-progress", o.no_progress, "No live progress line");
-  out->add_option("--save-every", o.save_every, "Checkpoint every N steps and at the end (0 = never)")->check(non_negative())->capture_default_str();
-  out->add_option("--ckpt-dir", o.ckpt_dir, "Checkpoint directory (one step_XXXXXXXX/ per checkpoint)")->capture_default_str();
+  out->add_option("--save-every", o.save_every, "Checkpoint every N steps and at the end (0 = never)")
+      ->check(non_negative())
+      ->capture_default_str();
+  out->add_option("--ckpt-dir", o.ckpt_dir, "Checkpoint directory (one step_XXXXXXXX/ per checkpoint)")
+      ->capture_default_str();
   out->add_option("--keep", o.keep, "Checkpoints to keep")->check(positive())->capture_default_str();
-  out->add_option("--resume", o.resume, "Resume from a checkpoint directory (a step dir, or the newest in a --ckpt-dir)");
+  out->add_option("--resume", o.resume,
+                  "Resume from a checkpoint directory (a step dir, or the newest in a --ckpt-dir)");
 
   auto* dp = cmd->add_option_group("data parallelism (under mpirun)");
-  dp->add_option("--allreduce", o.allreduce, "Gradient all-reduce: our ring, or a vendor baseline: MPI_Allreduce (host) or ncclAllReduce (--device cuda, one GPU per rank)")
-      ->check(CLI::IsMember({"ring", "mpi", "nccl"}))->capture_default_str();
-  dp->add_option("--bucket-mb", o.bucket_mb, "Gradient bucket cap in MiB (first bucket 1 MiB; 0 = one bucket for the whole model)")
-      ->check(non_negative())->capture_default_str();
+  dp->add_option("--allreduce", o.allreduce,
+                 "Gradient all-reduce: our ring, or a vendor baseline: MPI_Allreduce (host) or ncclAllReduce "
+                 "(--device cuda, one GPU per rank)")
+      ->check(CLI::IsMember({"ring", "mpi", "nccl"}))
+      ->capture_default_str();
+  dp->add_option("--bucket-mb", o.bucket_mb,
+                 "Gradient bucket cap in MiB (first bucket 1 MiB; 0 = one bucket for the whole model)")
+      ->check(non_negative())
+      ->capture_default_str();
   dp->add_option("--overlap", o.overlap, "Launch bucket all-reduces while backward runs")
-      ->check(CLI::IsMember({"on", "off"}))->capture_default_str();
-  dp->add_option("--segment-kb", o.segment_kb, "Ring segment size in KiB (chunks are cut into segments that pipeline)")
-      ->check(positive())->capture_default_str();
-  dp->add_option("--check-replicas", o.check_replicas, "Compare a parameter digest across ranks every N steps (0 = off)")
-      ->check(non_negative())->capture_default_str();
-  dp->add_option("--timeout", o.timeout_s, "Seconds to wait for a peer before stopping with an error naming it")
-      ->check(positive())->capture_default_str();
-  g->add_option("--ingress-gbps", o.ingress_gbps, "Cap sealed batch ingress at this many GB/s (3 emulates H100 CC; 0 = none)")
-      ->check(non_negative())->capture_default_str();
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
+  dp->add_option("--segment-kb", o.segment_kb,
+                 "Ring segment size in KiB (chunks are cut into segments that pipeline)")
+      ->check(positive())
+      ->capture_default_str();
+  dp->add_option("--check-replicas", o.check_replicas,
+                 "Compare a parameter digest across ranks every N steps (0 = off)")
+      ->check(non_negative())
+      ->capture_default_str();
+  dp->add_option("--timeout", o.timeout_s,
+                 "Seconds to wait for a peer before stopping with an error naming it")
+      ->check(positive())
+      ->capture_default_str();
+  g->add_option("--ingress-gbps", o.ingress_gbps,
+                "Cap sealed batch ingress at this many GB/s (3 emulates H100 CC; 0 = none)")
+      ->check(non_negative())
+      ->capture_default_str();
   add_tee_options(cmd, o.tee);
   auto* em = cmd->add_option_group("emulation and tracing (overhead studies)");
-  em->add_option("--compute", o.compute,
-                 "real: run forward/backward; emulate: replace them by waits computed from the model's FLOPs on --gpu "
-                 "(gradients, buckets, ring, crypto and ingress stay real)")
-      ->check(CLI::IsMember({"real", "emulate"}))->capture_default_str();
-  em->add_option("--gpu", o.gpu, "GPU whose compute is emulated")->check(CLI::IsMember({"h100", "h200", "a100", "v100"}))->capture_default_str();
-  em->add_option("--gpu-precision", o.gpu_precision, "Precision whose peak is used")->check(CLI::IsMember({"fp32", "tf32", "bf16"}))->capture_default_str();
-  em->add_option("--gpu-tflops", o.gpu_tflops, "Override the GPU's peak TFLOP/s (0 = table)")->check(non_negative())->capture_default_str();
-  em->add_option("--gpu-efficiency", o.gpu_efficiency, "Override the achieved fraction of peak (0 = table)")->check(non_negative())->capture_default_str();
+  em->add_option(
+        "--compute", o.compute,
+        "real: run forward/backward; emulate: replace them by waits computed from the model's FLOPs on --gpu "
+        "(gradients, buckets, ring, crypto and ingress stay real)")
+      ->check(CLI::IsMember({"real", "emulate"}))
+      ->capture_default_str();
+  em->add_option("--gpu", o.gpu, "GPU whose compute is emulated")
+      ->check(CLI::IsMember({"h100", "h200", "a100", "v100"}))
+      ->capture_default_str();
+  em->add_option("--gpu-precision", o.gpu_precision, "Precision whose peak is used")
+      ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
+      ->capture_default_str();
+  em->add_option("--gpu-tflops", o.gpu_tflops, "Override the GPU's peak TFLOP/s (0 = table)")
+      ->check(non_negative())
+      ->capture_default_str();
+  em->add_option("--gpu-efficiency", o.gpu_efficiency, "Override the achieved fraction of peak (0 = table)")
+      ->check(non_negative())
+      ->capture_default_str();
   em->add_option("--gpu-aead-gbps", o.gpu_aead_gbps,
-                 "Override the emulated GPU's AES-GCM GB/s used by --tee-device-crypto (0 = table, measured with bench_gpu_aead)")
-      ->check(non_negative())->capture_default_str();
-  em->add_option("--link-gbps", o.link_gbps, "Throttle each ring link to this many GB/s (1e9 B/s; 0 = none): NVLink, PCIe, network")
-      ->check(non_negative())->capture_default_str();
-  em->add_option("--trace", o.trace, "Write a Chrome/Perfetto trace (one process per rank; compute, comm, crypto lanes)");
+                 "Override the emulated GPU's AES-GCM GB/s used by --tee-device-crypto (0 = table, measured "
+                 "with bench_gpu_aead)")
+      ->check(non_negative())
+      ->capture_default_str();
+  em->add_option("--link-gbps", o.link_gbps,
+                 "Throttle each ring link to this many GB/s (1e9 B/s; 0 = none): NVLink, PCIe, network")
+      ->check(non_negative())
+      ->capture_default_str();
+  em->add_option("--trace", o.trace,
+                 "Write a Chrome/Perfetto trace (one process per rank; compute, comm, crypto lanes)");
 }
 
 nlohmann::json train_options_json(const TrainOptions& o) {
@@ -106,8 +170,10 @@ nlohmann::json train_options_json(const TrainOptions& o) {
           {"compute", o.compute},
           {"device", o.device},
           {"tf32", o.tf32},
-          {"gpu", o.compute == "emulate" ? nlohmann::json{{"name", o.gpu}, {"precision", o.gpu_precision},
-                                                          {"tflops", o.gpu_tflops}, {"efficiency", o.gpu_efficiency},
+          {"gpu", o.compute == "emulate" ? nlohmann::json{{"name", o.gpu},
+                                                          {"precision", o.gpu_precision},
+                                                          {"tflops", o.gpu_tflops},
+                                                          {"efficiency", o.gpu_efficiency},
                                                           {"aead_gbps", o.gpu_aead_gbps}}
                                          : nlohmann::json(nullptr)},
           {"link_gbps", o.link_gbps},

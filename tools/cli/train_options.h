@@ -31,7 +31,7 @@ struct TrainOptions {
   uint64_t seed = 1337;
   int threads = 0;
   std::string device = "cpu";  // cpu | cuda (one GPU per rank: rank % visible GPUs)
-  bool tf32 = false;          // CUDA: TF32 tensor-core matmuls instead of exact FP32
+  bool tf32 = false;           // CUDA: TF32 tensor-core matmuls instead of exact FP32
   long val_every = 0;
   int val_batches = 8;
   std::string metrics;
