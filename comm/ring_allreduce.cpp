@@ -41,69 +41,17 @@ std::size_t RingAllreduce::scratch_bytes() const {
   return reduce_buf_.size() * sizeof(float) + wire_out_.size() + wire_in_.size();
 }
 
-// Balanced partition: the first (count % P) chunks get one extra element.
-RingAllreduce::Range RingAllreduce::chunk(std::uint32_t c) const {
-  const std::size_t p = static_cast<std::size_t>(size_);
-  const std::size_t base = count_ / p;
-  const std::size_t rem = count_ % p;
-  return {c * base + std::min<std::size_t>(c, rem), base + (c < rem ? 1 : 0)};
-}
-
-std::size_t RingAllreduce::segments(const Range& ch) const {
-  return (ch.count + seg_elems_ - 1) / seg_elems_;
-}
-
-RingAllreduce::Range RingAllreduce::segment(const Range& ch, std::size_t k) const {
-  const std::size_t begin = k * seg_elems_;
-  return {ch.offset + begin, std::min(seg_elems_, ch.count - begin)};
-}
-
-std::size_t RingAllreduce::wire_offset(std::size_t k) const {
-  return k * (seg_elems_ * sizeof(float) + channel_->overhead());
-}
-
-bool RingAllreduce::forwarding(const Hop& h) const {
-  return !channel_->pass_through() && h.phase == MessagePhase::AllGather &&
-         opt_.all_gather == AllGatherMode::ForwardWire;
-}
-
-// The context of one message. Sender and receiver build it independently from their own ring
-// position; nothing comes from the wire.
-MessageContext RingAllreduce::context(const Hop& h, std::uint32_t chunk_index, std::size_t seg, int sender,
-                                      int receiver, std::size_t bytes) const {
-  MessageContext c = id_;
-  c.phase = h.phase;
-  c.hop = h.index;
-  c.chunk = chunk_index;
-  c.segment = static_cast<std::uint32_t>(seg);
-  c.length = bytes;
-  const int owner = (static_cast<int>(chunk_index) + size_ - 1) % size_;  // holds the finished chunk
-  if (forwarding(h)) {
-    // One sealed object travels every link unchanged: it belongs to the owner, not to a hop.
-    c.hop = 0;
-    c.origin = owner;
-    c.sender = owner;
-    c.receiver = kAnyRank;
-  } else {
-    c.origin = h.phase == MessagePhase::AllGather ? owner : sender;
-    c.sender = sender;
-    c.receiver = receiver;
-  }
-  return c;
-}
-
-void RingAllreduce::prepare(std::size_t count) {
+void RingAllreduce::prepare(std::size_t count, const MessageContext& id) {
   rank_ = t_.rank();
   size_ = t_.size();
-  count_ = count;
-  const std::size_t p = static_cast<std::size_t>(size_);
-  const std::size_t max_chunk = (count + p - 1) / p;
-  seg_elems_ = opt_.segment_bytes == 0 ? std::max<std::size_t>(max_chunk, 1)
-                                       : std::max<std::size_t>(opt_.segment_bytes / sizeof(float), 1);
+  const bool pass = channel_->pass_through();
+  geo_ = RingGeometry(rank_, size_, count, opt_.segment_bytes, id,
+                      !pass && opt_.all_gather == AllGatherMode::ForwardWire, channel_->overhead());
   // Grow once; later calls with smaller buckets reuse the memory.
+  const std::size_t max_chunk = geo_.max_chunk();
   if (reduce_buf_.size() < max_chunk) reduce_buf_.resize(max_chunk);
-  if (!channel_->pass_through()) {
-    const std::size_t wire = wire_offset((max_chunk + seg_elems_ - 1) / seg_elems_);
+  if (!pass) {
+    const std::size_t wire = geo_.wire_bytes();
     if (wire_out_.size() < wire) wire_out_.resize(wire);
     if (wire_in_.size() < wire) wire_in_.resize(wire);
   }
@@ -113,36 +61,31 @@ void RingAllreduce::allreduce_sum(float* data, std::size_t count, const MessageC
   if (t_.size() == 1 || count == 0) return;
   if (data == nullptr) throw RunError("ring all-reduce: null buffer");
   const auto begin = Profiler::Clock::now();
-  id_ = id;
-  prepare(count);
+  prepare(count, id);
   const auto p = static_cast<std::uint32_t>(size_);
-  const auto r = static_cast<std::uint32_t>(rank_);
-  for (std::uint32_t s = 0; s + 1 < p; ++s) {
-    run_hop(data, Hop{MessagePhase::ScatterReduce, s, (r + p - s) % p, (r + 2 * p - s - 1) % p});
-  }
-  for (std::uint32_t s = 0; s + 1 < p; ++s) {
-    run_hop(data, Hop{MessagePhase::AllGather, s, (r + 1 + p - s) % p, (r + p - s) % p});
-  }
+  for (std::uint32_t s = 0; s + 1 < p; ++s) run_hop(data, geo_.scatter_reduce_hop(s));
+  for (std::uint32_t s = 0; s + 1 < p; ++s) run_hop(data, geo_.all_gather_hop(s));
   if (prof_ != nullptr && prof_->tracing())
     prof_->record("allreduce", Lane::Comm, begin, Profiler::Clock::now());
 }
 
-void RingAllreduce::run_hop(float* data, const Hop& h) {
+void RingAllreduce::run_hop(float* data, const RingHop& h) {
   const bool pass = channel_->pass_through();
   const bool reduce = h.phase == MessagePhase::ScatterReduce;
   const int prev = (rank_ + size_ - 1) % size_;
-  const Range in = chunk(h.recv_chunk);
-  const std::size_t n_in = segments(in);
-  const std::size_t n_out = segments(chunk(h.send_chunk));
+  const RingRange in = geo_.chunk(h.recv_chunk);
+  const std::size_t n_in = geo_.segments(in);
+  const std::size_t n_out = geo_.segments(geo_.chunk(h.send_chunk));
   sends_.clear();
   recvs_.clear();
 
   // 1. Post every receive of the hop: the left neighbour may run ahead without unexpected-message copies.
   for (std::size_t k = 0; k < n_in; ++k) {
-    const Range seg = segment(in, k);
+    const RingRange seg = geo_.segment(in, k);
     std::span<std::byte> dst;
     if (!pass) {
-      dst = std::span(wire_in_).subspan(wire_offset(k), seg.count * sizeof(float) + channel_->overhead());
+      dst =
+          std::span(wire_in_).subspan(geo_.wire_offset(k), seg.count * sizeof(float) + channel_->overhead());
     } else if (reduce) {
       dst = bytes_of(reduce_buf_.data() + (seg.offset - in.offset), seg.count);
     } else {
@@ -160,36 +103,37 @@ void RingAllreduce::run_hop(float* data, const Hop& h) {
   // 3. Sends must complete before their memory (user data or wire_out_) is touched by the next hop.
   const int next = (rank_ + 1) % size_;
   for (std::size_t k = 0; k < sends_.size(); ++k) {
-    wait(sends_[k],
-         context(h, h.send_chunk, k, rank_, next, segment(chunk(h.send_chunk), k).count * sizeof(float)));
+    wait(sends_[k], geo_.context(h, h.send_chunk, k, rank_, next,
+                                 geo_.segment(geo_.chunk(h.send_chunk), k).count * sizeof(float)));
   }
   // Forward-wire: the ciphertext received in this hop is exactly what we send in the next one.
-  if (forwarding(h)) std::swap(wire_in_, wire_out_);
+  if (geo_.forwarding(h)) std::swap(wire_in_, wire_out_);
 }
 
 // Seals segments [k0, k1) of the outgoing chunk (one batch) and posts their sends.
-void RingAllreduce::send_segments(float* data, const Hop& h, std::size_t k0, std::size_t k1) {
+void RingAllreduce::send_segments(float* data, const RingHop& h, std::size_t k0, std::size_t k1) {
   const int next = (rank_ + 1) % size_;
-  const Range out = chunk(h.send_chunk);
+  const RingRange out = geo_.chunk(h.send_chunk);
   const bool pass = channel_->pass_through();
   // Forward-wire hops after the first resend the owner's sealed bytes, already in wire_out_.
-  const bool reseal = !pass && !(forwarding(h) && h.index > 0);
+  const bool reseal = !pass && !(geo_.forwarding(h) && h.index > 0);
   seal_jobs_.clear();
   for (std::size_t k = k0; k < k1 && reseal; ++k) {
-    const Range seg = segment(out, k);
+    const RingRange seg = geo_.segment(out, k);
     const auto plain = bytes_of(data + seg.offset, seg.count);
-    seal_jobs_.push_back({context(h, h.send_chunk, k, rank_, next, plain.size()), plain,
-                          std::span(wire_out_).subspan(wire_offset(k), plain.size() + channel_->overhead())});
+    seal_jobs_.push_back(
+        {geo_.context(h, h.send_chunk, k, rank_, next, plain.size()), plain,
+         std::span(wire_out_).subspan(geo_.wire_offset(k), plain.size() + channel_->overhead())});
   }
   if (!seal_jobs_.empty()) channel_->seal_batch(seal_jobs_);
   for (std::size_t k = k0; k < k1 && pass; ++k) {
-    const std::size_t bytes = segment(out, k).count * sizeof(float);
-    channel_->charge_seal(context(h, h.send_chunk, k, rank_, next, bytes), bytes);
+    const std::size_t bytes = geo_.segment(out, k).count * sizeof(float);
+    channel_->charge_seal(geo_.context(h, h.send_chunk, k, rank_, next, bytes), bytes);
   }
   for (std::size_t k = k0; k < k1; ++k) {
-    const Range seg = segment(out, k);
+    const RingRange seg = geo_.segment(out, k);
     std::span<const std::byte> wire = bytes_of(data + seg.offset, seg.count);  // pass-through: user memory
-    if (!pass) wire = std::span(wire_out_).subspan(wire_offset(k), wire.size() + channel_->overhead());
+    if (!pass) wire = std::span(wire_out_).subspan(geo_.wire_offset(k), wire.size() + channel_->overhead());
     sends_.push_back(t_.isend(next, wire, opt_.tag));
     count(prof_, Counter::MessagesSent, Counter::BytesSent, wire.size());
   }
@@ -197,16 +141,16 @@ void RingAllreduce::send_segments(float* data, const Hop& h, std::size_t k0, std
 
 // Waits for segments [k0, k1) of the incoming chunk, checks their lengths, opens them (one batch) and,
 // in scatter-reduce, adds them in.
-void RingAllreduce::finish_receives(float* data, const Hop& h, std::size_t k0, std::size_t k1) {
+void RingAllreduce::finish_receives(float* data, const RingHop& h, std::size_t k0, std::size_t k1) {
   const int prev = (rank_ + size_ - 1) % size_;
-  const Range in = chunk(h.recv_chunk);
+  const RingRange in = geo_.chunk(h.recv_chunk);
   const bool pass = channel_->pass_through();
   const bool reduce = h.phase == MessagePhase::ScatterReduce;
   open_jobs_.clear();
   for (std::size_t k = k0; k < k1; ++k) {
-    const Range seg = segment(in, k);
+    const RingRange seg = geo_.segment(in, k);
     const std::size_t plain_bytes = seg.count * sizeof(float);
-    const MessageContext ctx = context(h, h.recv_chunk, k, prev, rank_, plain_bytes);
+    const MessageContext ctx = geo_.context(h, h.recv_chunk, k, prev, rank_, plain_bytes);
     const std::size_t expected = plain_bytes + (pass ? 0 : channel_->overhead());
     const std::size_t got = wait(recvs_[k], ctx);
     count(prof_, Counter::MessagesReceived, Counter::BytesReceived, got);
@@ -223,7 +167,7 @@ void RingAllreduce::finish_receives(float* data, const Hop& h, std::size_t k0, s
     if (!pass) {
       // Scatter-reduce opens into scratch (then adds); all-gather opens straight into user memory.
       float* plain = reduce ? reduce_buf_.data() + (seg.offset - in.offset) : data + seg.offset;
-      open_jobs_.push_back({ctx, std::span<const std::byte>(wire_in_).subspan(wire_offset(k), got),
+      open_jobs_.push_back({ctx, std::span<const std::byte>(wire_in_).subspan(geo_.wire_offset(k), got),
                             bytes_of(plain, seg.count)});
     }
   }
@@ -231,7 +175,7 @@ void RingAllreduce::finish_receives(float* data, const Hop& h, std::size_t k0, s
   if (!reduce) return;
   ScopedPhase timer(prof_, Phase::Reduce, Lane::Comm);
   for (std::size_t k = k0; k < k1; ++k) {
-    const Range seg = segment(in, k);
+    const RingRange seg = geo_.segment(in, k);
     add_into(data + seg.offset, reduce_buf_.data() + (seg.offset - in.offset), seg.count);
   }
 }

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "comm/channel.h"
+#include "comm/ring_geometry.h"
 #include "comm/transport.h"
 #include "engine/core/profiler.h"
 
@@ -73,29 +74,10 @@ class RingAllreduce {
   std::size_t scratch_bytes() const;
 
  private:
-  struct Range {
-    std::size_t offset = 0;  // elements
-    std::size_t count = 0;
-  };
-  struct Hop {
-    MessagePhase phase;
-    std::uint32_t index;  // 0..P-2 within the phase
-    std::uint32_t send_chunk;
-    std::uint32_t recv_chunk;
-  };
-
-  Range chunk(std::uint32_t c) const;
-  Range segment(const Range& chunk, std::size_t k) const;
-  std::size_t segments(const Range& chunk) const;
-  std::size_t wire_offset(std::size_t k) const;  // byte offset of segment k's slot in a wire buffer
-  MessageContext context(const Hop& h, std::uint32_t chunk, std::size_t seg, int sender, int receiver,
-                         std::size_t bytes) const;
-  bool forwarding(const Hop& h) const;
-
-  void prepare(std::size_t count);
-  void run_hop(float* data, const Hop& h);
-  void send_segments(float* data, const Hop& h, std::size_t k0, std::size_t k1);
-  void finish_receives(float* data, const Hop& h, std::size_t k0, std::size_t k1);
+  void prepare(std::size_t count, const MessageContext& id);
+  void run_hop(float* data, const RingHop& h);
+  void send_segments(float* data, const RingHop& h, std::size_t k0, std::size_t k1);
+  void finish_receives(float* data, const RingHop& h, std::size_t k0, std::size_t k1);
   std::size_t wait(Request& r, const MessageContext& ctx);
 
   Transport& t_;
@@ -107,9 +89,7 @@ class RingAllreduce {
   // Geometry of the current call.
   int rank_ = 0;
   int size_ = 1;
-  std::size_t count_ = 0;
-  std::size_t seg_elems_ = 1;
-  MessageContext id_{};
+  RingGeometry geo_;
 
   // Persistent scratch and request lists (capacity kept between calls).
   std::vector<float> reduce_buf_;

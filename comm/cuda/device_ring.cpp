@@ -38,68 +38,16 @@ DeviceRingAllreduce::DeviceRingAllreduce(Transport& transport, DeviceCodec& code
       prof_(profiler) {}
 
 // Balanced partition: the first (count % P) chunks get one extra element (as the CPU ring).
-DeviceRingAllreduce::Range DeviceRingAllreduce::chunk(std::uint32_t c) const {
-  const std::size_t p = static_cast<std::size_t>(size_);
-  const std::size_t base = count_ / p;
-  const std::size_t rem = count_ % p;
-  return {c * base + std::min<std::size_t>(c, rem), base + (c < rem ? 1 : 0)};
-}
-
-std::size_t DeviceRingAllreduce::segments(const Range& ch) const {
-  return (ch.count + seg_elems_ - 1) / seg_elems_;
-}
-
-DeviceRingAllreduce::Range DeviceRingAllreduce::segment(const Range& ch, std::size_t k) const {
-  const std::size_t begin = k * seg_elems_;
-  return {ch.offset + begin, std::min(seg_elems_, ch.count - begin)};
-}
-
-std::size_t DeviceRingAllreduce::wire_offset(std::size_t k) const {
-  return k * (seg_elems_ * sizeof(float) + codec_->overhead());
-}
-
-bool DeviceRingAllreduce::forwarding(const Hop& h) const {
-  return !codec_->pass_through() && h.phase == MessagePhase::AllGather &&
-         opt_.all_gather == AllGatherMode::ForwardWire;
-}
-
-// Exactly RingAllreduce::context: sender and receiver build it from their own ring positions, so a
-// sealing codec binds the same associated data as the CPU ring.
-MessageContext DeviceRingAllreduce::context(const Hop& h, std::uint32_t chunk_index, std::size_t seg,
-                                            int sender, int receiver, std::size_t bytes) const {
-  MessageContext c = id_;
-  c.phase = h.phase;
-  c.hop = h.index;
-  c.chunk = chunk_index;
-  c.segment = static_cast<std::uint32_t>(seg);
-  c.length = bytes;
-  const int owner = (static_cast<int>(chunk_index) + size_ - 1) % size_;  // holds the finished chunk
-  if (forwarding(h)) {
-    c.hop = 0;
-    c.origin = owner;
-    c.sender = owner;
-    c.receiver = kAnyRank;
-  } else {
-    c.origin = h.phase == MessagePhase::AllGather ? owner : sender;
-    c.sender = sender;
-    c.receiver = receiver;
-  }
-  return c;
-}
-
-void DeviceRingAllreduce::prepare(std::size_t count) {
+void DeviceRingAllreduce::prepare(std::size_t count, const MessageContext& id) {
   rank_ = t_.rank();
   size_ = t_.size();
-  count_ = count;
-  const std::size_t p = static_cast<std::size_t>(size_);
-  const std::size_t max_chunk = (count + p - 1) / p;
-  seg_elems_ = opt_.segment_bytes == 0 ? std::max<std::size_t>(max_chunk, 1)
-                                       : std::max<std::size_t>(opt_.segment_bytes / sizeof(float), 1);
-  reduce_buf_.reserve(max_chunk * sizeof(float));
-  if (!codec_->pass_through()) {
-    const std::size_t wire = wire_offset((max_chunk + seg_elems_ - 1) / seg_elems_);
-    wire_out_.reserve(wire);
-    wire_in_.reserve(wire);
+  const bool pass = codec_->pass_through();
+  geo_ = RingGeometry(rank_, size_, count, opt_.segment_bytes, id,
+                      !pass && opt_.all_gather == AllGatherMode::ForwardWire, codec_->overhead());
+  reduce_buf_.reserve(geo_.max_chunk() * sizeof(float));
+  if (!pass) {
+    wire_out_.reserve(geo_.wire_bytes());
+    wire_in_.reserve(geo_.wire_bytes());
   }
 }
 
@@ -111,23 +59,17 @@ void DeviceRingAllreduce::allreduce_sum(float* data, std::size_t count, const Me
   if (t_.size() == 1 || count == 0) return;
   if (data == nullptr) throw RunError("device ring all-reduce: null buffer");
   DeviceGuard guard(device_);
-  id_ = id;
-  prepare(count);
+  prepare(count, id);
   // The first sends read `data`: whatever the caller queued on our stream must be done.
   sync_stream("device ring: cudaStreamSynchronize before the first send");
   const auto p = static_cast<std::uint32_t>(size_);
-  const auto r = static_cast<std::uint32_t>(rank_);
-  for (std::uint32_t s = 0; s + 1 < p; ++s) {
-    run_hop(data, Hop{MessagePhase::ScatterReduce, s, (r + p - s) % p, (r + 2 * p - s - 1) % p});
-  }
-  for (std::uint32_t s = 0; s + 1 < p; ++s) {
-    run_hop(data, Hop{MessagePhase::AllGather, s, (r + 1 + p - s) % p, (r + p - s) % p});
-  }
+  for (std::uint32_t s = 0; s + 1 < p; ++s) run_hop(data, geo_.scatter_reduce_hop(s));
+  for (std::uint32_t s = 0; s + 1 < p; ++s) run_hop(data, geo_.all_gather_hop(s));
 }
 
-void DeviceRingAllreduce::run_hop(float* data, const Hop& h) {
-  const std::size_t n_in = segments(chunk(h.recv_chunk));
-  const std::size_t n_out = segments(chunk(h.send_chunk));
+void DeviceRingAllreduce::run_hop(float* data, const RingHop& h) {
+  const std::size_t n_in = geo_.segments(geo_.chunk(h.recv_chunk));
+  const std::size_t n_out = geo_.segments(geo_.chunk(h.send_chunk));
   sends_.clear();
   recvs_.clear();
   // Windows of w segments: receive window, send window, finish the receives. Every rank forms the same
@@ -145,26 +87,26 @@ void DeviceRingAllreduce::run_hop(float* data, const Hop& h) {
   // Sends must complete before their memory (user data or wire_out_) is touched by the next hop.
   const int next = (rank_ + 1) % size_;
   for (std::size_t k = 0; k < sends_.size(); ++k) {
-    wait(sends_[k],
-         context(h, h.send_chunk, k, rank_, next, segment(chunk(h.send_chunk), k).count * sizeof(float)));
+    wait(sends_[k], geo_.context(h, h.send_chunk, k, rank_, next,
+                                 geo_.segment(geo_.chunk(h.send_chunk), k).count * sizeof(float)));
   }
   // The adds of this hop must finish before the next hop sends the reduced chunk and reuses reduce_buf_.
   sync_stream("device ring: cudaStreamSynchronize after a hop");
   // Forward-wire: the ciphertext received in this hop is exactly what we send in the next one.
-  if (forwarding(h)) std::swap(wire_in_, wire_out_);
+  if (geo_.forwarding(h)) std::swap(wire_in_, wire_out_);
 }
 
 // Posts the receives of segments [k0, k1) of the incoming chunk.
-void DeviceRingAllreduce::post_receives(float* data, const Hop& h, std::size_t k0, std::size_t k1) {
+void DeviceRingAllreduce::post_receives(float* data, const RingHop& h, std::size_t k0, std::size_t k1) {
   const int prev = (rank_ + size_ - 1) % size_;
-  const Range in = chunk(h.recv_chunk);
+  const RingRange in = geo_.chunk(h.recv_chunk);
   const bool pass = codec_->pass_through();
   const bool reduce = h.phase == MessagePhase::ScatterReduce;
   for (std::size_t k = k0; k < k1; ++k) {
-    const Range seg = segment(in, k);
+    const RingRange seg = geo_.segment(in, k);
     std::span<std::byte> dst;
     if (!pass) {
-      dst = {wire_in_.data() + wire_offset(k), seg.count * sizeof(float) + codec_->overhead()};
+      dst = {wire_in_.data() + geo_.wire_offset(k), seg.count * sizeof(float) + codec_->overhead()};
     } else if (reduce) {
       dst = bytes_of(reduce_buf_.as<float>() + (seg.offset - in.offset), seg.count);
     } else {
@@ -175,25 +117,25 @@ void DeviceRingAllreduce::post_receives(float* data, const Hop& h, std::size_t k
 }
 
 // Seals segments [k0, k1) of the outgoing chunk (one batch) and posts their sends.
-void DeviceRingAllreduce::send_segments(float* data, const Hop& h, std::size_t k0, std::size_t k1) {
+void DeviceRingAllreduce::send_segments(float* data, const RingHop& h, std::size_t k0, std::size_t k1) {
   const int next = (rank_ + 1) % size_;
-  const Range out = chunk(h.send_chunk);
+  const RingRange out = geo_.chunk(h.send_chunk);
   const bool pass = codec_->pass_through();
   // Forward-wire hops after the first resend the owner's sealed bytes, already in wire_out_.
-  const bool reseal = !pass && !(forwarding(h) && h.index > 0);
+  const bool reseal = !pass && !(geo_.forwarding(h) && h.index > 0);
   jobs_.clear();
   for (std::size_t k = k0; k < k1 && reseal; ++k) {
-    const Range seg = segment(out, k);
+    const RingRange seg = geo_.segment(out, k);
     const std::size_t plain = seg.count * sizeof(float);
-    jobs_.push_back({context(h, h.send_chunk, k, rank_, next, plain),
-                     reinterpret_cast<const std::byte*>(data + seg.offset), wire_out_.data() + wire_offset(k),
-                     plain});
+    jobs_.push_back({geo_.context(h, h.send_chunk, k, rank_, next, plain),
+                     reinterpret_cast<const std::byte*>(data + seg.offset),
+                     wire_out_.data() + geo_.wire_offset(k), plain});
   }
   if (!jobs_.empty()) codec_->seal_batch(jobs_);  // blocking: the wire bytes are complete on return
   for (std::size_t k = k0; k < k1; ++k) {
-    const Range seg = segment(out, k);
+    const RingRange seg = geo_.segment(out, k);
     std::span<const std::byte> wire = bytes_of(data + seg.offset, seg.count);  // pass-through: user memory
-    if (!pass) wire = {wire_out_.data() + wire_offset(k), wire.size() + codec_->overhead()};
+    if (!pass) wire = {wire_out_.data() + geo_.wire_offset(k), wire.size() + codec_->overhead()};
     sends_.push_back(t_.isend(next, wire, opt_.tag));
     count(prof_, Counter::MessagesSent, Counter::BytesSent, wire.size());
   }
@@ -201,17 +143,17 @@ void DeviceRingAllreduce::send_segments(float* data, const Hop& h, std::size_t k
 
 // Waits for segments [k0, k1) of the incoming chunk, checks their lengths, opens them (one batch) and,
 // in scatter-reduce, enqueues their adds on the ring's stream.
-void DeviceRingAllreduce::finish_receives(float* data, const Hop& h, std::size_t k0, std::size_t k1) {
+void DeviceRingAllreduce::finish_receives(float* data, const RingHop& h, std::size_t k0, std::size_t k1) {
   const int prev = (rank_ + size_ - 1) % size_;
-  const Range in = chunk(h.recv_chunk);
+  const RingRange in = geo_.chunk(h.recv_chunk);
   const bool pass = codec_->pass_through();
   const bool reduce = h.phase == MessagePhase::ScatterReduce;
   float* scratch = reduce_buf_.as<float>();
   jobs_.clear();
   for (std::size_t k = k0; k < k1; ++k) {
-    const Range seg = segment(in, k);
+    const RingRange seg = geo_.segment(in, k);
     const std::size_t plain_bytes = seg.count * sizeof(float);
-    const MessageContext ctx = context(h, h.recv_chunk, k, prev, rank_, plain_bytes);
+    const MessageContext ctx = geo_.context(h, h.recv_chunk, k, prev, rank_, plain_bytes);
     const std::size_t expected = plain_bytes + (pass ? 0 : codec_->overhead());
     const std::size_t got = wait(recvs_[k], ctx);
     count(prof_, Counter::MessagesReceived, Counter::BytesReceived, got);
@@ -228,13 +170,13 @@ void DeviceRingAllreduce::finish_receives(float* data, const Hop& h, std::size_t
       // Scatter-reduce opens into scratch (then adds); all-gather opens straight into user memory.
       float* plain = reduce ? scratch + (seg.offset - in.offset) : data + seg.offset;
       jobs_.push_back(
-          {ctx, wire_in_.data() + wire_offset(k), reinterpret_cast<std::byte*>(plain), plain_bytes});
+          {ctx, wire_in_.data() + geo_.wire_offset(k), reinterpret_cast<std::byte*>(plain), plain_bytes});
     }
   }
   if (!jobs_.empty()) codec_->open_batch(jobs_);  // blocking; throws naming the context on failure
   if (!reduce) return;
   for (std::size_t k = k0; k < k1; ++k) {
-    const Range seg = segment(in, k);
+    const RingRange seg = geo_.segment(in, k);
     launch_add_into(data + seg.offset, scratch + (seg.offset - in.offset), seg.count, stream_);
   }
 }
