@@ -1,13 +1,11 @@
 #include "data/sealed_images.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <map>
+#include <nlohmann/json.hpp>
 #include <system_error>
-#include <variant>
 
 #include "data/sealed_tokens.h"
 #include "data/shard_files.h"
@@ -23,175 +21,47 @@ std::string quoted(const fs::path& p) {
   return "'" + p.string() + "'";
 }
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(ch);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out.push_back(ch);
-    }
-  }
-  return out + "\"";
-}
-
-// 9 significant digits round-trip every float exactly (strtof gives back the same value).
-std::string json_floats(const std::vector<float>& v) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(v[i]));
-    if (i > 0) out.push_back(',');
-    out.append(buf);
-  }
-  return out + "]";
-}
-
-// The metadata is a flat JSON object written by seal_image_set: string, number and number-array
-// values only. This small parser accepts exactly that (the data layer has no JSON dependency).
-using MetaValue = std::variant<std::string, std::string /*number text*/, std::vector<std::string>>;
-using Meta = std::map<std::string, MetaValue>;
-
-class MetaParser {
+// Reads the clear metadata (a JSON object, authenticated by the sealed-file header digest); a field
+// that is missing or of the wrong type is an InputError naming the file, the field and the fix.
+class MetaReader {
  public:
-  explicit MetaParser(const std::string& s) : s_(s) {}
-  std::optional<Meta> parse() {
-    Meta m;
-    if (!eat('{')) return std::nullopt;
-    if (eat('}')) return end() ? std::optional<Meta>(m) : std::nullopt;
-    do {
-      auto key = string();
-      if (!key || !eat(':')) return std::nullopt;
-      skip();
-      if (peek() == '"') {
-        auto v = string();
-        if (!v) return std::nullopt;
-        m[*key].emplace<0>(*v);
-      } else if (peek() == '[') {
-        ++i_;
-        std::vector<std::string> nums;
-        if (!eat(']')) {
-          do {
-            auto n = number();
-            if (!n) return std::nullopt;
-            nums.push_back(*n);
-          } while (eat(','));
-          if (!eat(']')) return std::nullopt;
-        }
-        m[*key].emplace<2>(std::move(nums));
-      } else {
-        auto n = number();
-        if (!n) return std::nullopt;
-        m[*key].emplace<1>(*n);
-      }
-    } while (eat(','));
-    if (!eat('}') || !end()) return std::nullopt;
-    return m;
+  MetaReader(const nlohmann::json& m, const fs::path& file) : m_(m), file_(file) {}
+  [[noreturn]] void bad(const std::string& key, const std::string& want) const {
+    throw InputError("sealed image set " + quoted(file_) + ": metadata field \"" + key +
+                     "\" is missing or not " + want + "; re-seal it with `teetrain seal-data --images ...`");
+  }
+  std::string str(const std::string& key) const {
+    if (!m_.contains(key) || !m_[key].is_string()) bad(key, "a string");
+    return m_[key].get<std::string>();
+  }
+  std::uint64_t count(const std::string& key, std::uint64_t max) const {
+    if (!m_.contains(key) || !m_[key].is_number_unsigned() || m_[key].get<std::uint64_t>() > max)
+      bad(key, "an integer in [0, " + std::to_string(max) + "]");
+    return m_[key].get<std::uint64_t>();
+  }
+  std::vector<float> floats(const std::string& key, std::size_t n) const {
+    if (!m_.contains(key) || !m_[key].is_array() || m_[key].size() != n)
+      bad(key, std::to_string(n) + " numbers");
+    std::vector<float> out;
+    for (const auto& x : m_[key]) {
+      if (!x.is_number() || !std::isfinite(x.get<double>())) bad(key, std::to_string(n) + " finite numbers");
+      out.push_back(x.get<float>());
+    }
+    return out;
   }
 
  private:
-  void skip() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r')) ++i_;
-  }
-  char peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
-  bool eat(char c) {
-    skip();
-    if (peek() != c) return false;
-    ++i_;
-    return true;
-  }
-  bool end() {
-    skip();
-    return i_ == s_.size();
-  }
-  std::optional<std::string> string() {
-    if (!eat('"')) return std::nullopt;
-    std::string out;
-    while (i_ < s_.size() && s_[i_] != '"') {
-      if (s_[i_] == '\\') {
-        if (++i_ >= s_.size()) return std::nullopt;
-        if (s_[i_] == 'u') {  // only \u00XX, as json_string writes for control bytes
-          if (i_ + 4 >= s_.size()) return std::nullopt;
-          out.push_back(static_cast<char>(std::strtol(s_.substr(i_ + 1, 4).c_str(), nullptr, 16)));
-          i_ += 5;
-          continue;
-        }
-      }
-      out.push_back(s_[i_++]);
-    }
-    if (i_ >= s_.size()) return std::nullopt;
-    ++i_;
-    return out;
-  }
-  std::optional<std::string> number() {
-    skip();
-    const std::size_t b = i_;
-    while (i_ < s_.size() && std::string_view("+-.0123456789eE").find(s_[i_]) != std::string_view::npos) ++i_;
-    if (i_ == b) return std::nullopt;
-    return s_.substr(b, i_ - b);
-  }
-
-  const std::string& s_;
-  std::size_t i_ = 0;
-};
-
-// Field accessors: InputError naming the file when a field is missing or of the wrong type.
-struct MetaReader {
-  const Meta& m;
-  const fs::path& file;
-  [[noreturn]] void bad(const std::string& key, const std::string& want) const {
-    throw InputError("sealed image set " + quoted(file) + ": metadata field \"" + key +
-                     "\" is missing or not " + want + "; re-seal it with `teetrain seal-data --images ...`");
-  }
-  const MetaValue* find(const std::string& key) const {
-    const auto it = m.find(key);
-    return it == m.end() ? nullptr : &it->second;
-  }
-  std::string str(const std::string& key) const {
-    const MetaValue* v = find(key);
-    if (v == nullptr || v->index() != 0) bad(key, "a string");
-    return std::get<0>(*v);
-  }
-  std::uint64_t count(const std::string& key, std::uint64_t max) const {
-    const MetaValue* v = find(key);
-    if (v == nullptr || v->index() != 1) bad(key, "a number");
-    const std::string& t = std::get<1>(*v);
-    char* e = nullptr;
-    errno = 0;
-    const unsigned long long x = std::strtoull(t.c_str(), &e, 10);
-    if (errno != 0 || *e != '\0' || t[0] == '-' || x > max)
-      bad(key, "an integer in [0, " + std::to_string(max) + "]");
-    return x;
-  }
-  std::vector<float> floats(const std::string& key, std::size_t n) const {
-    const MetaValue* v = find(key);
-    if (v == nullptr || v->index() != 2 || std::get<2>(*v).size() != n)
-      bad(key, std::to_string(n) + " numbers");
-    std::vector<float> out;
-    for (const std::string& t : std::get<2>(*v)) {
-      char* e = nullptr;
-      const float x = std::strtof(t.c_str(), &e);
-      if (*e != '\0' || !std::isfinite(x)) bad(key, std::to_string(n) + " finite numbers");
-      out.push_back(x);
-    }
-    return out;
-  }
+  const nlohmann::json& m_;
+  const fs::path& file_;
 };
 
 SealedImageInfo parse_info(const tee::SealedHeader& h, const fs::path& file) {
-  const auto meta = MetaParser(h.metadata).parse();
-  if (!meta || meta->count("kind") == 0 || std::get_if<0>(&meta->at("kind")) == nullptr ||
-      std::get<0>(meta->at("kind")) != kImageSetKind) {
+  const nlohmann::json meta = nlohmann::json::parse(h.metadata, nullptr, /*allow_exceptions=*/false);
+  if (!meta.is_object() || !meta.contains("kind") || meta["kind"] != kImageSetKind) {
     throw InputError(quoted(file) + " is not a sealed image set (metadata " + h.metadata.substr(0, 200) +
                      "); seal images with `teetrain seal-data --images ...`");
   }
-  const MetaReader r{*meta, file};
+  const MetaReader r{meta, file};
   SealedImageInfo i;
   i.file = file;
   i.split = r.str("split");
@@ -262,11 +132,13 @@ SealedImageInfo seal_image_set(const ImageSet& set, const std::string& split, co
   tee::SealOptions opts;
   opts.cipher = cipher;
   opts.chunk_size = chunk_size;
-  opts.metadata = std::string("{\"kind\":\"") + kImageSetKind + "\",\"split\":" + json_string(split) +
-                  ",\"images\":" + std::to_string(info.images) + ",\"channels\":" + std::to_string(info.C) +
-                  ",\"height\":" + std::to_string(info.H) + ",\"width\":" + std::to_string(info.W) +
-                  ",\"classes\":" + std::to_string(info.classes) + ",\"source\":" + json_string(set.source) +
-                  ",\"mean\":" + json_floats(info.mean) + ",\"std\":" + json_floats(info.std) + "}";
+  // ordered_json keeps the fields in this order (kind first), so the clear header reads naturally.
+  opts.metadata =
+      nlohmann::ordered_json{{"kind", kImageSetKind},   {"split", split},       {"images", info.images},
+                             {"channels", info.C},      {"height", info.H},     {"width", info.W},
+                             {"classes", info.classes}, {"source", set.source}, {"mean", info.mean},
+                             {"std", info.std}}
+          .dump();
   // The writer goes to a temporary file and renames on finish(): the output appears whole or not at all.
   tee::SealedFileWriter writer(output, dataset_key, opts);
   const std::size_t rec = info.record_bytes(), pixels = rec - 1;

@@ -1,4 +1,3 @@
-#include "data/shard_files.h"
 #include "data/sealed_tokens.h"
 
 #include <fnmatch.h>
@@ -9,9 +8,11 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <system_error>
 
+#include "data/shard_files.h"
 #include "data/token_shard.h"
 #include "engine/core/error.h"
 #include "engine/core/rng.h"
@@ -28,26 +29,6 @@ std::string quoted(const fs::path& p) {
   return s;
 }
 
-
-// JSON string escaping for file names in the clear metadata (quotes, backslashes, control bytes).
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(ch);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out.push_back(ch);
-    }
-  }
-  return out + "\"";
-}
-
 std::vector<std::uint8_t> read_raw(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   if (!in) throw InputError("cannot open token shard " + quoted(p));
@@ -59,7 +40,6 @@ int32_t get_le32(const std::uint8_t* p) {
   for (int i = 0; i < 4; ++i) u |= static_cast<uint32_t>(p[i]) << (8 * i);
   return static_cast<int32_t>(u);
 }
-
 
 }  // namespace
 
@@ -103,9 +83,12 @@ std::vector<SealedShardInfo> seal_token_shards(const std::vector<fs::path>& inpu
     tee::SealOptions opts;
     opts.cipher = cipher;
     opts.chunk_size = chunk_size;
-    opts.metadata =
-        std::string("{\"kind\":\"") + kTokenShardKind + "\",\"name\":" + json_string(in.filename().string()) +
-        ",\"tokens\":" + std::to_string(info.tokens) + ",\"vocab\":" + std::to_string(info.vocab) + "}";
+    opts.metadata = nlohmann::ordered_json{
+        {"kind", kTokenShardKind},
+        {"name", in.filename().string()},
+        {"tokens", info.tokens},
+        {"vocab",
+         info.vocab}}.dump();
     tee::SealedFileWriter writer(info.output, dataset_key, opts);
     writer.write(bytes);
     writer.finish();
@@ -256,7 +239,9 @@ SealedTokenLoader::SealedTokenLoader(SealedTokenDataset& data, int T, uint64_t s
 
 // Must stay identical to TokenLoader::permutation (a test compares the two loaders batch by batch).
 
-uint64_t SealedTokenLoader::window_of(uint64_t g) { return order_.window_of(g); }
+uint64_t SealedTokenLoader::window_of(uint64_t g) {
+  return order_.window_of(g);
+}
 
 void SealedTokenLoader::fill(Batch& out, uint64_t first_sample, int count) {
   if (count < 0) throw InputError("batch size must be >= 0 (got " + std::to_string(count) + ")");
