@@ -18,6 +18,7 @@
 #include "engine/core/error.h"
 #include "engine/core/profiler.h"
 #include "tests/comm/comm_test_util.h"
+#include "tests/comm/mpi_test_env.h"
 
 namespace tt::comm {
 namespace {
@@ -25,18 +26,6 @@ namespace {
 using testing::ChecksumChannel;
 using testing::first_wrong;
 using testing::pattern_buffer;
-
-class MpiEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override { session_ = std::make_unique<MpiSession>(nullptr, nullptr); }
-  void TearDown() override { session_.reset(); }
-
- private:
-  std::unique_ptr<MpiSession> session_;
-};
-// gtest takes ownership of the environment (it deletes it after RUN_ALL_TESTS).
-[[maybe_unused]] const ::testing::Environment* const kMpiEnv =
-    ::testing::AddGlobalTestEnvironment(std::make_unique<MpiEnvironment>().release());
 
 std::vector<std::size_t> counts_for(int p) {
   const auto P = static_cast<std::size_t>(p);

@@ -30,6 +30,7 @@
 #include "comm/ring_allreduce.h"
 #include "engine/core/error.h"
 #include "tests/comm/comm_test_util.h"
+#include "tests/comm/mpi_test_env.h"
 
 namespace tt::comm::cuda {
 namespace {
@@ -37,18 +38,6 @@ namespace {
 using comm::testing::expected_sum;
 using comm::testing::first_wrong;
 using comm::testing::pattern_buffer;
-
-class MpiEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override { session_ = std::make_unique<MpiSession>(nullptr, nullptr); }
-  void TearDown() override { session_.reset(); }
-
- private:
-  std::unique_ptr<MpiSession> session_;
-};
-// gtest takes ownership of the environment (it deletes it after RUN_ALL_TESTS).
-[[maybe_unused]] const ::testing::Environment* const kMpiEnv =
-    ::testing::AddGlobalTestEnvironment(std::make_unique<MpiEnvironment>().release());
 
 // True on every rank iff every rank sees a GPU; selects this rank's GPU when so.
 bool gpu_on_every_rank() {

@@ -27,23 +27,13 @@
 #include "comm/ring_allreduce.h"
 #include "engine/core/error.h"
 #include "tests/comm/comm_test_util.h"
+#include "tests/comm/mpi_test_env.h"
 
 namespace tt::comm::cuda {
 namespace {
 
 using comm::testing::first_wrong;
 using comm::testing::pattern_buffer;
-
-class MpiEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override { session_ = std::make_unique<MpiSession>(nullptr, nullptr); }
-  void TearDown() override { session_.reset(); }
-
- private:
-  std::unique_ptr<MpiSession> session_;
-};
-[[maybe_unused]] const ::testing::Environment* const kMpiEnv =
-    ::testing::AddGlobalTestEnvironment(std::make_unique<MpiEnvironment>().release());
 
 // Every rank's GPU count (0 when it sees none); the minimum over ranks decides for all of them.
 int min_gpus_over_ranks() {
