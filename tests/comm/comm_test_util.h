@@ -34,6 +34,29 @@ inline long first_wrong(const std::vector<float>& v, int ranks) {
   return -1;
 }
 
+// FNV-1a over every MessageContext field and the bytes: the stand-in "tag" of the test channels
+// (host ChecksumChannel here, the device ring's TagDeviceCodec). Any changed byte or field shows.
+inline std::uint64_t context_checksum(const MessageContext& c, std::span<const std::byte> data) {
+  std::uint64_t h = 1469598103934665603ULL;
+  auto mix = [&h](std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (v >> (8 * i)) & 0xFF;
+      h *= 1099511628211ULL;
+    }
+  };
+  for (std::uint64_t v : {c.step, std::uint64_t{c.bucket}, std::uint64_t{static_cast<std::uint8_t>(c.phase)},
+                          std::uint64_t{c.hop}, std::uint64_t{c.chunk}, std::uint64_t{c.segment},
+                          static_cast<std::uint64_t>(c.origin), static_cast<std::uint64_t>(c.sender),
+                          static_cast<std::uint64_t>(c.receiver), c.length}) {
+    mix(v);
+  }
+  for (std::byte b : data) {
+    h ^= static_cast<std::uint64_t>(b);
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
 // A stand-in for the sealed channel: wire = plaintext + 8-byte FNV-1a hash over (context, plaintext).
 // Not security, but it exercises the whole non-pass-through path of the ring (seal/open, overhead,
 // forward-wire all-gather) and fails to open on any change of bytes or of context, like AEAD would.
@@ -47,7 +70,7 @@ class ChecksumChannel final : public Channel {
   void seal(const MessageContext& ctx, std::span<const std::byte> plain, std::span<std::byte> wire) override {
     if (wire.size() != plain.size() + kOverhead) throw RunError("checksum seal: bad wire size");
     if (!plain.empty()) std::memcpy(wire.data(), plain.data(), plain.size());
-    const std::uint64_t h = hash(ctx, plain);
+    const std::uint64_t h = context_checksum(ctx, plain);
     std::memcpy(wire.data() + plain.size(), &h, kOverhead);
     seals.fetch_add(1);
   }
@@ -57,7 +80,8 @@ class ChecksumChannel final : public Channel {
       throw RunError("checksum open: bad wire size at " + to_string(ctx));
     std::uint64_t h = 0;
     std::memcpy(&h, wire.data() + plain.size(), kOverhead);
-    if (h != hash(ctx, wire.first(plain.size()))) throw RunError("checksum open failed at " + to_string(ctx));
+    if (h != context_checksum(ctx, wire.first(plain.size())))
+      throw RunError("checksum open failed at " + to_string(ctx));
     if (!plain.empty()) std::memcpy(plain.data(), wire.data(), plain.size());
     opens.fetch_add(1);
   }
@@ -67,32 +91,6 @@ class ChecksumChannel final : public Channel {
   std::size_t batch = 1;
   std::atomic<int> seals{0};
   std::atomic<int> opens{0};
-
- private:
-  static std::uint64_t hash(const MessageContext& c, std::span<const std::byte> data) {
-    std::uint64_t h = 1469598103934665603ULL;
-    auto mix = [&h](std::uint64_t v) {
-      for (int i = 0; i < 8; ++i) {
-        h ^= (v >> (8 * i)) & 0xFF;
-        h *= 1099511628211ULL;
-      }
-    };
-    mix(c.step);
-    mix(c.bucket);
-    mix(static_cast<std::uint64_t>(c.phase));
-    mix(c.hop);
-    mix(c.chunk);
-    mix(c.segment);
-    mix(static_cast<std::uint64_t>(c.origin));
-    mix(static_cast<std::uint64_t>(c.sender));
-    mix(static_cast<std::uint64_t>(c.receiver));
-    mix(c.length);
-    for (std::byte b : data) {
-      h ^= static_cast<std::uint64_t>(b);
-      h *= 1099511628211ULL;
-    }
-    return h;
-  }
 };
 
 }  // namespace tt::comm::testing

@@ -35,6 +35,7 @@
 namespace tt::comm::cuda {
 namespace {
 
+using comm::testing::context_checksum;
 using comm::testing::expected_sum;
 using comm::testing::first_wrong;
 using comm::testing::pattern_buffer;
@@ -119,7 +120,7 @@ class TagDeviceCodec final : public DeviceCodec {
       std::vector<std::byte> wire(j.plain_bytes + kOverhead);  // (plain_bytes + 8,)
       if (j.plain_bytes > 0)
         TT_COMM_CUDA_CHECK(cudaMemcpy(wire.data(), j.in, j.plain_bytes, cudaMemcpyDeviceToHost));
-      const std::uint64_t h = hash(j.ctx, std::span(wire).first(j.plain_bytes));
+      const std::uint64_t h = context_checksum(j.ctx, std::span(wire).first(j.plain_bytes));
       std::memcpy(wire.data() + j.plain_bytes, &h, kOverhead);
       TT_COMM_CUDA_CHECK(cudaMemcpy(j.out, wire.data(), wire.size(), cudaMemcpyHostToDevice));
       // DeviceCodec's contract: output complete on return. A pageable cudaMemcpy to the device may
@@ -139,7 +140,7 @@ class TagDeviceCodec final : public DeviceCodec {
       TT_COMM_CUDA_CHECK(cudaMemcpy(wire.data(), j.in, wire.size(), cudaMemcpyDeviceToHost));
       std::uint64_t h = 0;
       std::memcpy(&h, wire.data() + j.plain_bytes, kOverhead);
-      if (h != hash(j.ctx, std::span(wire).first(j.plain_bytes))) {
+      if (h != context_checksum(j.ctx, std::span(wire).first(j.plain_bytes))) {
         throw RunError("test codec: tag mismatch at " + to_string(j.ctx));
       }
       if (j.plain_bytes > 0) {
@@ -155,29 +156,6 @@ class TagDeviceCodec final : public DeviceCodec {
   std::string rejected;  // to_string of the context it rejected
   int seals = 0;
   int opens = 0;
-
- private:
-  static std::uint64_t hash(const MessageContext& c, std::span<const std::byte> data) {
-    std::uint64_t h = 1469598103934665603ULL;
-    auto mix = [&h](std::uint64_t v) {
-      for (int i = 0; i < 8; ++i) {
-        h ^= (v >> (8 * i)) & 0xFF;
-        h *= 1099511628211ULL;
-      }
-    };
-    for (std::uint64_t v :
-         {c.step, std::uint64_t{c.bucket}, std::uint64_t{static_cast<std::uint8_t>(c.phase)},
-          std::uint64_t{c.hop}, std::uint64_t{c.chunk}, std::uint64_t{c.segment},
-          static_cast<std::uint64_t>(c.origin), static_cast<std::uint64_t>(c.sender),
-          static_cast<std::uint64_t>(c.receiver), c.length}) {
-      mix(v);
-    }
-    for (std::byte b : data) {
-      h ^= static_cast<std::uint64_t>(b);
-      h *= 1099511628211ULL;
-    }
-    return h;
-  }
 };
 
 // The CPU ring's answer for these inputs (plain channel, same options, same transport kind).

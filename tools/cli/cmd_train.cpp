@@ -56,11 +56,6 @@ int default_threads(int requested) {
   return std::max(1, host_cores() / ranks_on_this_host());
 }
 
-// Where the gradients live decides whether "device crypto" means anything (tee_options.h).
-bool gpu_gradients(const TrainOptions& o) {
-  return o.compute == "emulate";
-}
-
 void validate(const TrainOptions& o) {
   if (o.device == "cuda" && o.compute == "emulate") {
     throw InputError(

@@ -40,7 +40,7 @@ struct TeeSwitches {
 };
 
 void add_tee_options(CLI::App* cmd, TeeOptions& o);
-// gpu_gradients: the gradients live on a GPU (--compute emulate; --device cuda). Device crypto
+// gpu_gradients: the gradients live on a GPU (train_options.h: gpu_gradients()). Device crypto
 // exists only there: with CPU compute the host IS the device, and the switch resolves to off.
 TeeSwitches resolve_tee(const TeeOptions& o, bool gpu_gradients = false);
 nlohmann::json tee_json(

@@ -177,7 +177,7 @@ nlohmann::json train_options_json(const TrainOptions& o) {
                                                           {"aead_gbps", o.gpu_aead_gbps}}
                                          : nlohmann::json(nullptr)},
           {"link_gbps", o.link_gbps},
-          {"tee", tee_json(o.tee, o.compute == "emulate")}};
+          {"tee", tee_json(o.tee, gpu_gradients(o))}};
 }
 
 }  // namespace tt::cli

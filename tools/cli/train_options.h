@@ -63,6 +63,12 @@ struct TrainOptions {
 
 void add_train_options(CLI::App* cmd, TrainOptions& o);
 // The options that must agree across ranks (everything but per-rank paths), as JSON.
+// Where the gradients live decides whether "device crypto" means anything (tee_options.h): on an
+// emulated GPU. (--device cuda joins once its ring seals on the GPU.)
+inline bool gpu_gradients(const TrainOptions& o) {
+  return o.compute == "emulate";
+}
+
 nlohmann::json train_options_json(const TrainOptions& o);
 
 }  // namespace tt::cli

@@ -17,6 +17,7 @@
 #include "engine/core/cpu/cpu_backend.h"
 #include "engine/core/cpu/cpu_common.h"
 #include "engine/core/error.h"
+#include "engine/core/shape_checks.h"
 
 namespace tt {
 
@@ -35,12 +36,7 @@ struct ConvDims {
 };
 
 ConvDims conv_dims(const Conv2dShape& s) {
-  if (s.B <= 0 || s.IC <= 0 || s.OC <= 0 || s.KH <= 0 || s.KW <= 0 || s.stride <= 0 || s.pad < 0 ||
-      s.OH() <= 0 || s.OW() <= 0) {
-    throw InputError("conv2d: invalid shape B=" + std::to_string(s.B) + " IC=" + std::to_string(s.IC) +
-                     " H=" + std::to_string(s.H) + " W=" + std::to_string(s.W) + " OC=" +
-                     std::to_string(s.OC) + " K=" + std::to_string(s.KH) + "x" + std::to_string(s.KW));
-  }
+  check_conv_shape(s);
   ConvDims d{};
   d.K = static_cast<std::ptrdiff_t>(s.IC) * s.KH * s.KW;
   d.OHW = static_cast<std::ptrdiff_t>(s.OH()) * s.OW();

@@ -9,6 +9,7 @@
 #include "engine/core/cpu/cpu_backend.h"
 #include "engine/core/cpu/cpu_common.h"
 #include "engine/core/error.h"
+#include "engine/core/shape_checks.h"
 
 namespace tt {
 
@@ -131,21 +132,8 @@ void CpuBackend::relu_backward(float* dinp, const float* x, const float* dout, s
 
 // ---- pooling --------------------------------------------------------------------------------------
 
-namespace {
-
-void check_pool(const Pool2dShape& s, const char* op) {
-  if (s.B <= 0 || s.C <= 0 || s.k <= 0 || s.stride <= 0 || s.pad < 0 || 2 * s.pad > s.k || s.OH() <= 0 ||
-      s.OW() <= 0) {
-    throw InputError(std::string(op) + ": invalid pooling shape H=" + std::to_string(s.H) +
-                     " W=" + std::to_string(s.W) + " k=" + std::to_string(s.k) +
-                     " stride=" + std::to_string(s.stride) + " pad=" + std::to_string(s.pad));
-  }
-}
-
-}  // namespace
-
 void CpuBackend::maxpool2d_forward(float* out, int32_t* argmax, const float* inp, const Pool2dShape& s) {
-  check_pool(s, "maxpool2d");
+  check_pool_shape(s, "maxpool2d");
   const int OH = s.OH();
   const int OW = s.OW();
   const std::ptrdiff_t planes = static_cast<std::ptrdiff_t>(s.B) * s.C;
@@ -184,7 +172,7 @@ void CpuBackend::maxpool2d_forward(float* out, int32_t* argmax, const float* inp
 
 void CpuBackend::maxpool2d_backward(float* dinp, const float* dout, const int32_t* argmax,
                                     const Pool2dShape& s) {
-  check_pool(s, "maxpool2d");
+  check_pool_shape(s, "maxpool2d");
   const std::ptrdiff_t planes = static_cast<std::ptrdiff_t>(s.B) * s.C;
   const std::ptrdiff_t in_plane = static_cast<std::ptrdiff_t>(s.H) * s.W;
   const std::ptrdiff_t out_plane = static_cast<std::ptrdiff_t>(s.OH()) * s.OW();
@@ -199,7 +187,7 @@ void CpuBackend::maxpool2d_backward(float* dinp, const float* dout, const int32_
 }
 
 void CpuBackend::avgpool2d_forward(float* out, const float* inp, const Pool2dShape& s) {
-  check_pool(s, "avgpool2d");
+  check_pool_shape(s, "avgpool2d");
   const int OH = s.OH();
   const int OW = s.OW();
   const std::ptrdiff_t planes = static_cast<std::ptrdiff_t>(s.B) * s.C;
@@ -228,7 +216,7 @@ void CpuBackend::avgpool2d_forward(float* out, const float* inp, const Pool2dSha
 }
 
 void CpuBackend::avgpool2d_backward(float* dinp, const float* dout, const Pool2dShape& s) {
-  check_pool(s, "avgpool2d");
+  check_pool_shape(s, "avgpool2d");
   const int OH = s.OH();
   const int OW = s.OW();
   const std::ptrdiff_t planes = static_cast<std::ptrdiff_t>(s.B) * s.C;

@@ -12,6 +12,7 @@
 #include "engine/core/cuda/cuda_check.h"
 #include "engine/core/cuda/cuda_kernels.cuh"
 #include "engine/core/error.h"
+#include "engine/core/shape_checks.h"
 
 namespace tt::cuda {
 
@@ -243,15 +244,6 @@ __global__ void global_avgpool_backward_kernel(float* dinp, const float* __restr
   for (std::size_t i = global_index(); i < total; i += global_stride()) dinp[i] += dout[i / HW] * inv;
 }
 
-void check_pool(const Pool2dShape& s, const char* op) {
-  if (s.B <= 0 || s.C <= 0 || s.k <= 0 || s.stride <= 0 || s.pad < 0 || 2 * s.pad > s.k || s.OH() <= 0 ||
-      s.OW() <= 0) {
-    throw InputError(std::string(op) + ": invalid pooling shape H=" + std::to_string(s.H) +
-                     " W=" + std::to_string(s.W) + " k=" + std::to_string(s.k) +
-                     " stride=" + std::to_string(s.stride) + " pad=" + std::to_string(s.pad));
-  }
-}
-
 }  // namespace
 
 void CudaBackend::batchnorm_forward(float* out, float* mean, float* rstd, float* running_mean,
@@ -282,7 +274,7 @@ void CudaBackend::batchnorm_backward(float* dinp, float* dweight, float* dbias, 
 }
 
 void CudaBackend::maxpool2d_forward(float* out, int32_t* argmax, const float* inp, const Pool2dShape& s) {
-  check_pool(s, "maxpool2d");
+  check_pool_shape(s, "maxpool2d");
   const std::size_t total = static_cast<std::size_t>(s.B) * s.C * s.OH() * s.OW();
   maxpool_forward_kernel<<<grid_for(total), kThreads, 0, stream()>>>(out, argmax, inp, total, pool_dims(s));
   TT_CUDA_CHECK_LAUNCH();
@@ -290,7 +282,7 @@ void CudaBackend::maxpool2d_forward(float* out, int32_t* argmax, const float* in
 
 void CudaBackend::maxpool2d_backward(float* dinp, const float* dout, const int32_t* argmax,
                                      const Pool2dShape& s) {
-  check_pool(s, "maxpool2d");
+  check_pool_shape(s, "maxpool2d");
   const std::size_t total = static_cast<std::size_t>(s.B) * s.C * s.H * s.W;
   if (total == 0) return;
   maxpool_backward_kernel<<<grid_for(total), kThreads, 0, stream()>>>(dinp, dout, argmax, total,
@@ -299,14 +291,14 @@ void CudaBackend::maxpool2d_backward(float* dinp, const float* dout, const int32
 }
 
 void CudaBackend::avgpool2d_forward(float* out, const float* inp, const Pool2dShape& s) {
-  check_pool(s, "avgpool2d");
+  check_pool_shape(s, "avgpool2d");
   const std::size_t total = static_cast<std::size_t>(s.B) * s.C * s.OH() * s.OW();
   avgpool_forward_kernel<<<grid_for(total), kThreads, 0, stream()>>>(out, inp, total, pool_dims(s));
   TT_CUDA_CHECK_LAUNCH();
 }
 
 void CudaBackend::avgpool2d_backward(float* dinp, const float* dout, const Pool2dShape& s) {
-  check_pool(s, "avgpool2d");
+  check_pool_shape(s, "avgpool2d");
   const std::size_t total = static_cast<std::size_t>(s.B) * s.C * s.H * s.W;
   if (total == 0) return;
   avgpool_backward_kernel<<<grid_for(total), kThreads, 0, stream()>>>(dinp, dout, total, pool_dims(s));

@@ -14,6 +14,7 @@
 #include "engine/core/cuda/cuda_check.h"
 #include "engine/core/cuda/cuda_kernels.cuh"
 #include "engine/core/error.h"
+#include "engine/core/shape_checks.h"
 
 namespace tt::cuda {
 
@@ -33,19 +34,6 @@ constexpr cudnnConvolutionBwdDataAlgo_t kBwdDataAlgos[] = {
 constexpr cudnnConvolutionBwdFilterAlgo_t kBwdFilterAlgos[] = {
     CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED,
     CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT};
-
-std::string shape_string(const Conv2dShape& s) {
-  return "B=" + std::to_string(s.B) + " IC=" + std::to_string(s.IC) + " H=" + std::to_string(s.H) +
-         " W=" + std::to_string(s.W) + " OC=" + std::to_string(s.OC) + " K=" + std::to_string(s.KH) + "x" +
-         std::to_string(s.KW) + " stride=" + std::to_string(s.stride) + " pad=" + std::to_string(s.pad);
-}
-
-void check_conv(const Conv2dShape& s) {
-  if (s.B <= 0 || s.IC <= 0 || s.OC <= 0 || s.KH <= 0 || s.KW <= 0 || s.stride <= 0 || s.pad < 0 ||
-      s.OH() <= 0 || s.OW() <= 0) {
-    throw InputError("conv2d: invalid shape " + shape_string(s));
-  }
-}
 
 TensorDescPtr make_tensor(int n, int c, int h, int w) {
   cudnnTensorDescriptor_t d = nullptr;
@@ -156,13 +144,13 @@ ConvPlan& CudaBackend::conv_plan(const Conv2dShape& s) {
 }
 
 std::size_t CudaBackend::conv2d_workspace_floats(const Conv2dShape& s) const {
-  check_conv(s);
+  check_conv_shape(s);
   return 0;  // the backend keeps its own cuDNN workspace
 }
 
 void CudaBackend::conv2d_forward(float* out, const float* inp, const float* weight, const float* bias,
                                  float* /*workspace*/, const Conv2dShape& s) {
-  check_conv(s);
+  check_conv_shape(s);
   ConvPlan& p = conv_plan(s);
   const float one = 1.0f;
   const float zero = 0.0f;
@@ -183,7 +171,7 @@ void CudaBackend::conv2d_forward(float* out, const float* inp, const float* weig
 void CudaBackend::conv2d_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                                   const float* inp, const float* weight, float* /*workspace*/,
                                   const Conv2dShape& s) {
-  check_conv(s);
+  check_conv_shape(s);
   ConvPlan& p = conv_plan(s);
   const float one = 1.0f;  // alpha = beta = 1: every gradient accumulates (+=)
   if (dbias != nullptr) {
