@@ -39,8 +39,12 @@ RingRange RingGeometry::segment(const RingRange& ch, std::size_t k) const {
   return {ch.offset + begin, std::min(seg_elems_, ch.count - begin)};
 }
 
+// Slots are padded to 64 bytes so every segment's wire bytes start aligned: the GPU AES-GCM takes its
+// vectorised path only for 16-byte aligned buffers, and the CPU's AES-NI loads like cache-line starts.
 std::size_t RingGeometry::wire_offset(std::size_t k) const {
-  return k * (seg_elems_ * sizeof(float) + overhead_);
+  constexpr std::size_t kSlotAlign = 64;
+  const std::size_t slot = seg_elems_ * sizeof(float) + overhead_;
+  return k * ((slot + kSlotAlign - 1) / kSlotAlign * kSlotAlign);
 }
 
 MessageContext RingGeometry::context(const RingHop& h, std::uint32_t chunk_index, std::size_t seg, int sender,

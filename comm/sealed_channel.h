@@ -41,64 +41,15 @@
 #include <vector>
 
 #include "comm/channel.h"
+#include "comm/seal_streams.h"
 #include "engine/core/profiler.h"
-#include "tee/aead.h"
-#include "tee/errors.h"
-#include "tee/ratchet.h"
-#include "tee/secure_bytes.h"
 
 namespace tt::comm {
 
-// A sealed message that failed to open (tampered, replayed, reordered, truncated, wrong key or epoch).
-// An IntegrityError, so main maps it to exit code 3. what() is one line:
-//   "rank 1: sealed message from rank 0 failed to open (tag mismatch: tampered or wrong key) at step 3,
-//    bucket 0, phase scatter_reduce, hop 0, chunk 2, segment 0, origin 0, sender 0, receiver 1, 4096 bytes"
-class ChannelIntegrityError : public tee::IntegrityError {
- public:
-  ChannelIntegrityError(int rank, int peer, const MessageContext& ctx, const std::string& reason);
-  int rank() const { return rank_; }
-  int peer() const { return peer_; }
-  const MessageContext& context() const { return ctx_; }
-  const std::string& reason() const { return reason_; }
-
- private:
-  int rank_;
-  int peer_;
-  MessageContext ctx_;
-  std::string reason_;
-};
-
-// The secrets a SealedChannel starts from (32 bytes each; each is the epoch-0 secret of a ratchet).
-// SessionKeys::channel_keys() (secure_session.h) derives them from the attested handshake.
-struct ChannelKeys {
-  tee::SecretBytes send;   // ring link rank -> next
-  tee::SecretBytes recv;   // ring link prev -> rank
-  tee::SecretBytes group;  // shared by all ranks: group and off-ring pair streams
-};
-
-struct SealedChannelOptions {
-  int rank = 0;
-  int world_size = 1;
-  tee::Cipher cipher = tee::Cipher::Aes256Gcm;
-  tee::RekeyPolicy rekey{};
-  std::array<std::uint8_t, 16> run_id{};
-  std::size_t crypto_threads = 1;    // --crypto-threads; parallelism() of the channel
-  bool debug_record_nonces = false;  // keep every (key, nonce) sealed, for tests
-};
-
-// One sealed message, as recorded with debug_record_nonces.
-struct NonceRecord {
-  std::string key_fingerprint;  // SecretBytes::fingerprint() of the AEAD key that sealed it
-  std::uint64_t epoch = 0;
-  std::uint32_t origin = 0;
-  std::uint64_t counter = 0;
-  bool operator==(const NonceRecord&) const = default;
-};
-
 class SealedChannel final : public Channel {
  public:
-  static constexpr std::size_t kHeaderSize = 12;  // be32 epoch || be64 counter
-  static constexpr std::size_t kOverhead = tee::kTagSize + kHeaderSize;
+  static constexpr std::size_t kHeaderSize = kSealHeaderSize;
+  static constexpr std::size_t kOverhead = kSealOverhead;
 
   SealedChannel(SealedChannelOptions options, ChannelKeys keys, Profiler* profiler = nullptr);
   ~SealedChannel() override;
@@ -114,34 +65,28 @@ class SealedChannel final : public Channel {
   void seal_batch(std::span<const SealJob> jobs) override;
   void open_batch(std::span<const OpenJob> jobs) override;
 
-  const SealedChannelOptions& options() const { return opt_; }
+  const SealedChannelOptions& options() const { return streams_.options(); }
   // Key epochs moved past so far on this rank (all streams, sealing and opening).
-  std::uint64_t rekeys() const { return rekeys_; }
+  std::uint64_t rekeys() const { return streams_.rekeys(); }
   // Every message sealed so far (empty unless debug_record_nonces).
-  const std::vector<NonceRecord>& nonce_records() const { return nonces_; }
+  const std::vector<NonceRecord>& nonce_records() const { return streams_.nonce_records(); }
+  // The key streams and counters, shared with a GPU codec that seals ring messages of this rank
+  // (comm/cuda/gpu_sealing_codec.h); use from one thread at a time, as the channel itself.
+  SealStreams& streams() { return streams_; }
 
  private:
-  struct Stream;
-  struct EpochKey;
   struct Task;
+  struct AeadSlot;
   class Pool;
 
-  Stream& stream_for(const MessageContext& ctx, bool sealing);
-  // Assigns key, epoch and nonce of the next message on `s`, in the caller thread.
-  void assign(Stream& s, std::uint64_t length, Task& task, bool sealing);
   void run(std::vector<Task>& tasks);
   void run_one(Task& task, std::size_t thread);
 
-  SealedChannelOptions opt_;
-  ChannelKeys keys_;
+  SealStreams streams_;
   Profiler* prof_;
   std::size_t threads_;
-  std::vector<std::unique_ptr<Stream>> streams_;
-  std::uint64_t rekeys_ = 0;
-  std::vector<NonceRecord> nonces_;
   std::vector<Task> tasks_;  // scratch, reused between batches
   // Per thread (0 = the caller), per stream: the Aead of the epoch it last used.
-  struct AeadSlot;
   std::vector<std::vector<AeadSlot>> aeads_;
   std::unique_ptr<Pool> pool_;
 };

@@ -6,6 +6,9 @@
 #   scripts/gpu-check.sh [OUT_DIR]      (default: $OUT if set, else runs/gpu-check)
 #   PREBUILT=DIR scripts/gpu-check.sh   use binaries built elsewhere (cmake --preset gpu), copied into
 #                                       DIR: skips configure and build, saving most of a short lease
+#   BENCH=0                             skip the benchmarks (AES-GCM, step vs PyTorch, CPU-vs-GPU loss)
+#   GTESTS, RING_RANKS, NCCL_RANKS      which single-process tests / rank counts to run (see below)
+#   RING_LIMIT, DDP124_MODES            time limit of one device-ring test run; TEE modes of the gpt2 runs
 #
 # Needs: nvcc, cuBLAS, cuDNN, NCCL, OpenMPI, OpenBLAS, OpenSSL, CLI11, nlohmann-json, GTest (a CUDA
 # image, or scripts/install-deps.sh plus the CUDA toolkit), and token data in data-cache/fortunes
@@ -41,18 +44,18 @@ KEEP=(-- -k); [[ ${#GEN[@]} -gt 0 ]] && KEEP=(-- -k 0)
 [[ -z ${PREBUILT:-} ]] && stage configure 300 cmake -S . -B $B "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DTEETRAIN_CUDA=ON -DTEETRAIN_WERROR=OFF \
   -DTEETRAIN_BUILD_BENCHMARKS=OFF -DTEETRAIN_MARCH=native
 [[ -z ${PREBUILT:-} ]] && stage build 600 cmake --build $B -j"$(nproc)" --target teetrain test_cuda_backend test_tee_gpu_aead \
-  test_tee_gpu_aead_math bench_gpu_aead test_device_ring test_nccl_cuda "${KEEP[@]}"
+  test_tee_gpu_aead_math bench_gpu_aead test_device_ring test_nccl_cuda test_gpu_sealing_codec "${KEEP[@]}"
 row "build" "${PREBUILT:+prebuilt in $PREBUILT}$(tail -1 "$OUTDIR/stages.txt" 2>/dev/null)"
 
 # 1. CUDA tests (ops vs CPU, GPU AES-GCM vs OpenSSL, device ring vs CPU ring, NCCL), run directly so
 #    prebuilt binaries work too; GoogleTest's last line says passed / skipped / failed.
 gtest_row() { row "$1" "$(grep -E '^\[  (PASSED|SKIPPED|FAILED) ' "$OUTDIR/$2.log" | tr '\n' ' ' | cut -c1-300)"; }
-for t in ${GTESTS-test_tee_gpu_aead_math test_tee_gpu_aead test_cuda_backend}; do
+for t in ${GTESTS-test_tee_gpu_aead_math test_tee_gpu_aead test_gpu_sealing_codec test_cuda_backend}; do
   stage "$t" 300 "$(bin $t)"
   gtest_row "$t" "$t"
 done
 for np in ${RING_RANKS-1 2 3}; do
-  stage "test_device_ring_np$np" 300 mpirun --oversubscribe -np $np "$(bin test_device_ring)"
+  stage "test_device_ring_np$np" "${RING_LIMIT:-300}" mpirun --oversubscribe -np $np "$(bin test_device_ring)"
   gtest_row "test_device_ring (P=$np, one GPU)" "test_device_ring_np$np"
 done
 for np in ${NCCL_RANKS-1 2}; do
@@ -60,6 +63,7 @@ for np in ${NCCL_RANKS-1 2}; do
   gtest_row "test_nccl_cuda (P=$np)" "test_nccl_cuda_np$np"
 done
 
+if [[ ${BENCH:-1} != 0 ]]; then
 # 2. GPU AES-GCM throughput (target >= 100 GB/s seal on H100-class).
 AEAD=$(bin bench_gpu_aead)
 [[ -n $AEAD ]] && stage bench_gpu_aead 180 "$AEAD"
@@ -84,20 +88,24 @@ stage loss_cpu 300 $TT "${common[@]}" --device cpu --threads "$(nproc)" --metric
 stage loss_gpu 120 $TT "${common[@]}" --device cuda --metrics "$OUTDIR/loss_gpu.jsonl"
 row "gpt2 loss per step, cpu" "$(sed -n 's/.*"loss":\([0-9.]*\).*/\1/p' "$OUTDIR/loss_cpu.jsonl" | tr '\n' ' ')"
 row "gpt2 loss per step, cuda" "$(sed -n 's/.*"loss":\([0-9.]*\).*/\1/p' "$OUTDIR/loss_gpu.jsonl" | tr '\n' ' ')"
+fi
 
-# 5. Two ranks on the GPU, every TEE mode: parameters bit-identical; step-time ratios vs off.
+# 5. Two ranks on the GPU, every TEE mode: parameters bit-identical; step-time ratios vs off. off and
+#    fast take the device ring (fast sealing on the GPU), cc the host staging path.
 for m in off cc fast; do
   stage "ddp_$m" 180 mpirun --oversubscribe -np 2 $TT train --device cuda --model gpt2-mini --data data-cache/fortunes \
-    --steps 8 --batch 8 --seq 256 --val-batches 0 --no-progress --tee $m --allow-plain-data --summary "$OUTDIR/ddp_$m.json"
-  row "P=2 gpt2-mini --tee $m" "$(grep -o 'done: .*' "$OUTDIR/ddp_$m.log" | cut -c1-200)"
+    --steps 8 --batch 8 --seq 256 --val-batches 0 --no-progress --timeout 90 --tee $m --allow-plain-data --summary "$OUTDIR/ddp_$m.json"
+  row "P=2 gpt2-mini --tee $m" "$(grep -o 'done: .*' "$OUTDIR/ddp_$m.log" | cut -c1-200); $(grep -o 'gradients .*' "$OUTDIR/ddp_$m.log")"
 done
-for m in off fast; do
+sha() { sed -n 's/.*"params_sha256": "\([0-9a-f]*\)".*/\1/p' "$1" 2>/dev/null | cut -c1-16; }
+row "P=2 gpt2-mini params_sha256 off / cc / fast" "$(sha "$OUTDIR/ddp_off.json") / $(sha "$OUTDIR/ddp_cc.json") / $(sha "$OUTDIR/ddp_fast.json")"
+for m in ${DDP124_MODES-off fast cc}; do
   stage "ddp124_$m" 240 mpirun --oversubscribe -np 2 $TT train --device cuda --model gpt2 --data data-cache/fortunes \
-    --steps 6 --batch 4 --seq 1024 --val-batches 0 --no-progress --tee $m --allow-plain-data --summary "$OUTDIR/ddp124_$m.json"
+    --steps 6 --batch 4 --seq 1024 --val-batches 0 --no-progress --timeout 90 --tee $m --allow-plain-data --summary "$OUTDIR/ddp124_$m.json"
   row "P=2 gpt2 124M --tee $m" "$(grep -o 'done: .*' "$OUTDIR/ddp124_$m.log" | cut -c1-200)"
 done
 
-step_vs_torch tf32
+[[ ${BENCH:-1} != 0 ]] && step_vs_torch tf32
 
 echo
 cat "$OUTDIR/stages.txt"

@@ -24,11 +24,14 @@
 #include "comm/cuda/cuda_util.h"
 #include "comm/cuda/device_codec.h"
 #include "comm/cuda/device_ring.h"
+#include "comm/cuda/gpu_sealing_codec.h"
 #include "comm/cuda/nccl_comm.h"
 #include "comm/cuda/staged_transport.h"
 #include "comm/mpi_transport.h"
 #include "comm/ring_allreduce.h"
+#include "comm/sealed_channel.h"
 #include "engine/core/error.h"
+#include "tee/digest.h"
 #include "tests/comm/comm_test_util.h"
 #include "tests/comm/mpi_test_env.h"
 
@@ -233,6 +236,61 @@ TEST(DeviceRing, SealingCodecPerHopAndForwardWireMatchCpuRing) {
         EXPECT_GT(codec.seals, 0);
         EXPECT_GT(codec.opens, 0);
       }
+    }
+  }
+}
+
+// Test link and group secrets (the handshake is tested in test_secure_session).
+ChannelKeys ring_test_keys(int rank, int p) {
+  auto secret = [](const std::string& label) {
+    const auto d = tee::sha256(label);
+    return tee::SecretBytes(tee::ByteView(d));
+  };
+  ChannelKeys k;
+  k.send = secret("link " + std::to_string(rank));
+  k.recv = secret("link " + std::to_string((rank + p - 1) % p));
+  k.group = secret("group");
+  return k;
+}
+
+// TEE fast on a real GPU: the ring sealed by the GPU AES-GCM gives the plain CPU ring's bits, per hop
+// and forward-wire, across rekeys; and the GPU codec and the host ring take turns on ONE channel's key
+// streams (as the trainer's ring and its host collectives do) without the counters drifting apart.
+TEST(DeviceRing, GpuAesGcmRingMatchesCpuRingAndSharesKeyStreamsWithTheHostChannel) {
+  REQUIRE_GPU_ON_EVERY_RANK();
+  MpiTransport host;
+  StagedTransport staged(host);
+  Stream stream;
+  const int p = host.size();
+  for (AllGatherMode mode : {AllGatherMode::PerHop, AllGatherMode::ForwardWire}) {
+    SealedChannelOptions so;
+    so.rank = host.rank();
+    so.world_size = p;
+    so.run_id.fill(0x33);
+    so.rekey.max_bytes = 1 << 20;  // rekeys within every call below
+    SealedChannel channel(so, ring_test_keys(host.rank(), p));
+    GpuSealingCodec codec(channel.streams(), stream.get(), 8);
+    RingOptions opt;
+    opt.segment_bytes = 64 << 10;
+    opt.all_gather = mode;
+    DeviceRingAllreduce gpu_ring(staged, codec, stream.get(), opt);
+    RingAllreduce host_ring(host, channel, opt);
+    for (std::uint64_t step = 0; step < 4; ++step) {
+      const std::size_t n = 300007 + step;
+      const MessageContext id{.step = step, .bucket = 1};
+      const auto rnd = random_buffer(n, host.rank() + static_cast<int>(step));
+      const auto want = cpu_ring(host, rnd, RingOptions{.segment_bytes = 64 << 10}, id);
+      std::vector<float> got = rnd;
+      if (step % 2 == 0) {
+        got = device_ring(gpu_ring, rnd, id);
+      } else {
+        host_ring.allreduce_sum(got.data(), n, id);
+      }
+      EXPECT_EQ(first_bit_mismatch(got, want), -1) << all_gather_mode_name(mode) << " P=" << p << " step "
+                                                   << step << (step % 2 ? " (host)" : " (GPU)");
+    }
+    if (p > 1) {
+      EXPECT_GT(channel.rekeys(), 0u);
     }
   }
 }

@@ -28,6 +28,7 @@
 #include "engine/trace_writer.h"
 #include "engine/trainer.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/device_allreduce.h"
 #include "tools/cli/image_source.h"
 #include "tools/cli/nccl_allreduce.h"
 #include "tools/cli/run_report.h"
@@ -396,15 +397,35 @@ void run_train(const TrainOptions& opts) {
       ring.allreduce_sum(g, n, id);
     };
   }
-  // GPU gradients reach the host ring through a staging buffer, as H100 CC's bounce buffers do:
-  // device -> host copy, ring (sealed in TEE mode), host -> device copy, serialized per bucket.
+  // GPU gradients, three paths:
+  // - TEE off, or fast with device crypto: the device ring (GPU to GPU; fast seals on the GPU).
+  // - cc (or fast without device crypto): through a host staging buffer, as H100 CC's bounce buffers
+  //   do: device -> host copy, host ring sealed by the CPU, host -> device copy, serialized per bucket.
+  // - --allreduce nccl: NVIDIA's all-reduce, the vendor baseline. (--allreduce mpi stages too.)
+  const bool cuda = backend->kind() == DeviceKind::Cuda;
+  std::string gradient_path = cuda ? "host staging, " : "";
+  gradient_path += o.allreduce == "mpi"
+                       ? "MPI_Allreduce"
+                       : "ring over " + (link ? link->name() : transport.name()) + ", " + ring_channel.name();
   HostStaging staging(*backend, allreduce, profiler);
-  if (backend->kind() == DeviceKind::Cuda) allreduce = staging.wrap();
+  if (cuda) allreduce = staging.wrap();
+  std::unique_ptr<DeviceAllreduce> device_ring;
+  if (cuda && o.allreduce == "ring" && (!ts.on || ts.device_crypto) && world > 1) {
+    DeviceRingConfig dc;
+    dc.ring = ro;
+    dc.sealed = ts.on ? tee_session.channel.get() : nullptr;
+    if (o.link_gbps > 0) dc.link = comm::LinkLimit{o.link_gbps, {}};
+    dc.ranks_on_host = ranks_per_host;
+    device_ring = make_device_allreduce(*backend, transport, dc, profiler);
+    allreduce = device_ring->fn();
+    gradient_path = device_ring->describe();
+  }
   std::unique_ptr<NcclAllreduce> nccl;  // the vendor baseline: GPU to GPU, no staging
   if (o.allreduce == "nccl") {
     nccl = make_nccl_allreduce(*backend, transport.comm(),
                                std::chrono::milliseconds(static_cast<long>(o.timeout_s * 1000.0)));
     allreduce = nccl->fn();
+    gradient_path = "ncclAllReduce";
   }
   const std::size_t cap = static_cast<std::size_t>(o.bucket_mb * 1024.0 * 1024.0);
   const std::vector<Bucket> buckets = plan_buckets(model->params(), model->num_params(),
@@ -422,10 +443,10 @@ void run_train(const TrainOptions& opts) {
     std::fprintf(
         stderr,
         "teetrain train: %s (%zu params, %.2f GiB/rank) | %d rank(s) x %d thread(s) | %s | %zu bucket(s), "
-        "allreduce %s, overlap %s\n  data %s\n  backend %s\n",
+        "allreduce %s, overlap %s\n  data %s\n  backend %s\n  gradients %s\n",
         model->name().c_str(), model->num_params(), mem_gib, world, threads, tee_label(o.tee, ts).c_str(),
         buckets.size(), o.allreduce.c_str(), o.overlap.c_str(), data.describe.c_str(),
-        backend->describe().c_str());
+        backend->describe().c_str(), world > 1 ? gradient_path.c_str() : "not reduced (one rank)");
   }
 
   RankInfo ranks{rank, world, [&](double x) { return dist.mean(x); }};
@@ -462,6 +483,7 @@ void run_train(const TrainOptions& opts) {
                         {"num_params", model->num_params()},
                         {"world_size", world},
                         {"allreduce", o.allreduce},
+                        {"gradient_path", world > 1 ? gradient_path : "none"},
                         {"bucket_mb", o.bucket_mb},
                         {"buckets", buckets.size()},
                         {"overlap", o.overlap},

@@ -63,10 +63,10 @@ struct TrainOptions {
 
 void add_train_options(CLI::App* cmd, TrainOptions& o);
 // The options that must agree across ranks (everything but per-rank paths), as JSON.
-// Where the gradients live decides whether "device crypto" means anything (tee_options.h): on an
-// emulated GPU. (--device cuda joins once its ring seals on the GPU.)
+// Where the gradients live decides whether "device crypto" means anything (tee_options.h): on a real
+// GPU (--device cuda: the device ring seals with the GPU AES-GCM) or an emulated one.
 inline bool gpu_gradients(const TrainOptions& o) {
-  return o.compute == "emulate";
+  return o.compute == "emulate" || o.device == "cuda";
 }
 
 nlohmann::json train_options_json(const TrainOptions& o);

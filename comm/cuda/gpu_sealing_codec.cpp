@@ -1,0 +1,154 @@
+#include "comm/cuda/gpu_sealing_codec.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "comm/cuda/small_copies.h"
+
+namespace tt::comm::cuda {
+
+namespace {
+
+constexpr std::size_t kAlign = 16;
+
+std::size_t round_up(std::size_t n) {
+  return (n + kAlign - 1) / kAlign * kAlign;
+}
+
+// Byte offset of the header area in the staging buffers, for n messages.
+std::size_t header_offset(std::size_t n) {
+  return round_up(n * sizeof(SmallCopy));
+}
+
+}  // namespace
+
+GpuSealingCodec::GpuSealingCodec(SealStreams& streams, cudaStream_t stream, std::size_t parallelism,
+                                 Profiler* profiler)
+    : streams_(streams),
+      stream_(stream),
+      device_(current_device()),
+      parallelism_(std::max<std::size_t>(parallelism, 1)),
+      prof_(profiler) {}
+
+GpuSealingCodec::~GpuSealingCodec() = default;
+
+std::string GpuSealingCodec::name() const {
+  return "gpu-sealed(" + std::string(tee::cipher_name(streams_.options().cipher)) + ")";
+}
+
+// One GpuAesGcm per key stream, rebuilt when the stream moves to a new epoch (its key tables are
+// derived on the host and uploaded once per key).
+tee::cuda::GpuAesGcm& GpuSealingCodec::aead_for(const SealTicket& t) {
+  auto it = std::find_if(keys_.begin(), keys_.end(), [&](const KeySlot& k) { return k.stream == t.stream; });
+  if (it == keys_.end()) it = keys_.insert(keys_.end(), KeySlot{t.stream, 0, std::nullopt});
+  if (!it->aead || it->epoch != t.key->epoch) {
+    it->aead.reset();  // waits for the old key's work, wipes its tables
+    it->aead.emplace(t.key->key.view(), stream_);
+    it->epoch = t.key->epoch;
+  }
+  return *it->aead;
+}
+
+template <typename Fn>
+void GpuSealingCodec::for_each_key(std::span<const Job> jobs, Fn&& fn) {
+  messages_.clear();
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const SealTicket& t = tickets_[i];
+    tee::cuda::GpuMessage m{};
+    m.in = jobs[i].in;
+    m.out = jobs[i].out;
+    m.length = jobs[i].plain_bytes;
+    std::copy(t.nonce.bytes.begin(), t.nonce.bytes.end(), m.nonce.begin());
+    std::copy(t.aad.begin(), t.aad.end(), m.aad.begin());
+    m.aad_len = static_cast<std::uint32_t>(t.aad.size());
+    messages_.push_back(m);
+  }
+  std::size_t begin = 0;
+  for (std::size_t i = 1; i <= jobs.size(); ++i) {
+    if (i < jobs.size() && tickets_[i].key == tickets_[begin].key) continue;
+    fn(aead_for(tickets_[begin]), std::span(messages_).subspan(begin, i - begin));
+    begin = i;
+  }
+}
+
+void GpuSealingCodec::seal_batch(std::span<const Job> jobs) {
+  if (jobs.empty()) return;
+  DeviceGuard guard(device_);
+  ScopedPhase timer(prof_, Phase::Seal, Lane::Crypto, "seal");
+  const std::size_t n = jobs.size();
+  const std::size_t staging = header_offset(n) + n * kSealHeaderSize;
+  if (host_.size() < staging) host_ = PinnedBytes(staging);
+  dev_.reserve(staging);
+  auto* descs = reinterpret_cast<SmallCopy*>(host_.data());
+  std::byte* headers = host_.data() + header_offset(n);
+  tickets_.clear();
+  std::uint64_t bytes = 0;
+  std::size_t ring = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Job& j = jobs[i];
+    tickets_.push_back(streams_.next(j.ctx, j.plain_bytes, true));
+    std::memcpy(headers + i * kSealHeaderSize, tickets_.back().header.data(), kSealHeaderSize);
+    // The header goes after the tag: wire = ciphertext || tag || header.
+    descs[i] = {dev_.data() + header_offset(n) + i * kSealHeaderSize, j.out + j.plain_bytes + tee::kTagSize,
+                static_cast<std::uint32_t>(kSealHeaderSize)};
+    bytes += j.plain_bytes;
+    ring += is_ring_phase(j.ctx.phase) ? 1 : 0;
+  }
+  // Descriptors and headers in one upload; the kernel reads the headers from the device mirror.
+  TT_COMM_CUDA_CHECK(cudaMemcpyAsync(dev_.data(), host_.data(), staging, cudaMemcpyHostToDevice, stream_));
+  launch_small_copies(dev_.as<SmallCopy>(), n, stream_);
+  for_each_key(jobs, [](tee::cuda::GpuAesGcm& aead, std::span<const tee::cuda::GpuMessage> msgs) {
+    aead.seal_async(msgs);
+  });
+  TT_COMM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  streams_.count(true, n, ring, bytes);
+}
+
+void GpuSealingCodec::open_batch(std::span<const Job> jobs) {
+  if (jobs.empty()) return;
+  DeviceGuard guard(device_);
+  ScopedPhase timer(prof_, Phase::Open, Lane::Crypto, "open");
+  const std::size_t n = jobs.size();
+  const std::size_t staging = header_offset(n) + n * kSealHeaderSize;
+  if (host_.size() < staging) host_ = PinnedBytes(staging);
+  dev_.reserve(staging);
+  auto* descs = reinterpret_cast<SmallCopy*>(host_.data());
+  const std::byte* headers = host_.data() + header_offset(n);
+  tickets_.clear();
+  std::uint64_t bytes = 0;
+  std::size_t ring = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Job& j = jobs[i];
+    tickets_.push_back(streams_.next(j.ctx, j.plain_bytes, false));
+    descs[i] = {j.in + j.plain_bytes + tee::kTagSize, dev_.data() + header_offset(n) + i * kSealHeaderSize,
+                static_cast<std::uint32_t>(kSealHeaderSize)};
+    bytes += j.plain_bytes;
+    ring += is_ring_phase(j.ctx.phase) ? 1 : 0;
+  }
+  // Gather the clear headers for the host (read only to explain a failure, and checked after a good
+  // open so that no wire byte can change unnoticed), then open; open() waits for the stream.
+  TT_COMM_CUDA_CHECK(
+      cudaMemcpyAsync(dev_.data(), host_.data(), header_offset(n), cudaMemcpyHostToDevice, stream_));
+  launch_small_copies(dev_.as<SmallCopy>(), n, stream_);
+  TT_COMM_CUDA_CHECK(cudaMemcpyAsync(host_.data() + header_offset(n), dev_.data() + header_offset(n),
+                                     n * kSealHeaderSize, cudaMemcpyDeviceToHost, stream_));
+  ok_.clear();
+  for_each_key(jobs, [this](tee::cuda::GpuAesGcm& aead, std::span<const tee::cuda::GpuMessage> msgs) {
+    const std::vector<bool> ok = aead.open(msgs);
+    ok_.insert(ok_.end(), ok.begin(), ok.end());
+  });
+  TT_COMM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::string reason = SealStreams::open_failure(
+        ok_[i], reinterpret_cast<const std::uint8_t*>(headers + i * kSealHeaderSize), tickets_[i]);
+    if (reason.empty()) continue;
+    if (ok_[i]) {  // opened, but the clear header was changed: the plaintext must not be used either
+      TT_COMM_CUDA_CHECK(cudaMemsetAsync(jobs[i].out, 0, jobs[i].plain_bytes, stream_));
+      TT_COMM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    }
+    throw streams_.failure(tickets_[i].ctx, reason);
+  }
+  streams_.count(false, n, ring, bytes);
+}
+
+}  // namespace tt::comm::cuda

@@ -1,0 +1,78 @@
+// GpuSealingCodec: TEE `fast` on a real GPU — ring messages sealed and opened where the gradients are,
+// by the GPU AES-GCM (tee/cuda/gpu_aead.h), with the same key streams, nonces, associated data and wire
+// format as the CPU SealedChannel (comm/seal_streams.h). The codec draws its tickets from the rank's
+// SealedChannel's SealStreams, so the stream counters advance once per message whichever side seals
+// it: a message sealed here is byte-identical to the one the CPU channel would have sealed in its place,
+// and the host channel and this codec can take turns on one stream (the ring on the GPU, broadcasts and
+// loss averages on the host).
+//
+//   wire = AES-GCM(key of the stream's epoch, be32(origin) || be64(counter), aad, plain) || tag (16)
+//          || be32(epoch) || be64(counter)
+//
+// Per batch: one seal (or open) launch pair per key (a batch straddles a rekey at most once), one
+// small-copies launch for the clear headers, and one synchronisation (the DeviceCodec contract is
+// blocking). An open verifies every message before returning and throws ChannelIntegrityError for the
+// first failure in job order, with the same reasons as the CPU channel (tag mismatch, replayed or
+// reordered, wrong epoch, clear header tampered); the failed message's plaintext output is zeroed.
+//
+// One thread at a time (the ring's). Device memory: the key tables of the streams in use and a
+// descriptor scratch that grows to the largest batch.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "comm/cuda/cuda_util.h"
+#include "comm/cuda/device_codec.h"
+#include "comm/seal_streams.h"
+#include "engine/core/profiler.h"
+#include "tee/cuda/gpu_aead.h"
+
+namespace tt::comm::cuda {
+
+class GpuSealingCodec final : public DeviceCodec {
+ public:
+  // `streams` (usually SealedChannel::streams()) must outlive the codec. Kernels run on `stream` of the
+  // device current at construction. `parallelism`: segments handed over per batch (more segments per
+  // launch keep the GPU busy; fewer give finer overlap with the transport).
+  GpuSealingCodec(SealStreams& streams, cudaStream_t stream, std::size_t parallelism = 16,
+                  Profiler* profiler = nullptr);
+  ~GpuSealingCodec() override;
+
+  std::string name() const override;  // "gpu-sealed(aes-256-gcm)"
+  std::size_t overhead() const override { return kSealOverhead; }
+  bool pass_through() const override { return false; }
+  std::size_t parallelism() const override { return parallelism_; }
+  void seal_batch(std::span<const Job> jobs) override;
+  void open_batch(std::span<const Job> jobs) override;
+
+ private:
+  struct KeySlot {
+    std::size_t stream = 0;
+    std::uint64_t epoch = 0;
+    std::optional<tee::cuda::GpuAesGcm> aead;
+  };
+  tee::cuda::GpuAesGcm& aead_for(const SealTicket& t);
+  // Fills messages_ from jobs and tickets_, then runs fn(aead, messages) once per run of equal keys.
+  template <typename Fn>
+  void for_each_key(std::span<const Job> jobs, Fn&& fn);
+
+  SealStreams& streams_;
+  cudaStream_t stream_;
+  int device_;
+  std::size_t parallelism_;
+  Profiler* prof_;
+  std::vector<KeySlot> keys_;
+  std::vector<SealTicket> tickets_;
+  std::vector<tee::cuda::GpuMessage> messages_;
+  std::vector<bool> ok_;
+  // Pinned staging and its device mirror: (n,) SmallCopy descriptors, then (n, 12) header bytes.
+  PinnedBytes host_;
+  DeviceBytes dev_;
+};
+
+}  // namespace tt::comm::cuda

@@ -1,0 +1,142 @@
+// SealStreams: everything a sealed inter-rank message needs except the AEAD call itself — which key
+// stream it belongs to, that stream's key epoch (ratchet), its nonce, its associated data and its clear
+// header (DESIGN.md §5; the wire format and stream rules are in sealed_channel.h).
+//
+// SealedChannel runs the AEAD on the CPU (OpenSSL); the GPU codec (comm/cuda/gpu_sealing_codec.h) runs it
+// on the GPU from the same tickets. One SealStreams object per rank, shared by both, is what makes a CPU
+// and a GPU seal the same message identically: the stream counters advance once per message whichever
+// side seals it, in the order the collectives run.
+//
+// Threads: one thread at a time (the trainer serialises the main thread's collectives and the reducer's).
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "comm/channel.h"
+#include "engine/core/profiler.h"
+#include "tee/aead.h"
+#include "tee/errors.h"
+#include "tee/nonce.h"
+#include "tee/ratchet.h"
+#include "tee/secure_bytes.h"
+
+namespace tt::comm {
+
+// A sealed message that failed to open (tampered, replayed, reordered, truncated, wrong key or epoch).
+// An IntegrityError, so main maps it to exit code 3. what() is one line:
+//   "rank 1: sealed message from rank 0 failed to open (tag mismatch: tampered or wrong key) at step 3,
+//    bucket 0, phase scatter_reduce, hop 0, chunk 2, segment 0, origin 0, sender 0, receiver 1, 4096 bytes"
+class ChannelIntegrityError : public tee::IntegrityError {
+ public:
+  ChannelIntegrityError(int rank, int peer, const MessageContext& ctx, const std::string& reason);
+  int rank() const { return rank_; }
+  int peer() const { return peer_; }
+  const MessageContext& context() const { return ctx_; }
+  const std::string& reason() const { return reason_; }
+
+ private:
+  int rank_;
+  int peer_;
+  MessageContext ctx_;
+  std::string reason_;
+};
+
+// The secrets a sealing channel starts from (32 bytes each; each is the epoch-0 secret of a ratchet).
+// SessionKeys::channel_keys() (secure_session.h) derives them from the attested handshake.
+struct ChannelKeys {
+  tee::SecretBytes send;   // ring link rank -> next
+  tee::SecretBytes recv;   // ring link prev -> rank
+  tee::SecretBytes group;  // shared by all ranks: group and off-ring pair streams
+};
+
+struct SealedChannelOptions {
+  int rank = 0;
+  int world_size = 1;
+  tee::Cipher cipher = tee::Cipher::Aes256Gcm;
+  tee::RekeyPolicy rekey{};
+  std::array<std::uint8_t, 16> run_id{};
+  std::size_t crypto_threads = 1;    // --crypto-threads; parallelism() of the CPU channel
+  bool debug_record_nonces = false;  // keep every (key, nonce) sealed, for tests
+};
+
+// One sealed message, as recorded with debug_record_nonces.
+struct NonceRecord {
+  std::string key_fingerprint;  // SecretBytes::fingerprint() of the AEAD key that sealed it
+  std::uint64_t epoch = 0;
+  std::uint32_t origin = 0;
+  std::uint64_t counter = 0;
+  bool operator==(const NonceRecord&) const = default;
+};
+
+// One key of one stream for one epoch. Immutable once built; shared by the tickets that use it, so a
+// batch may straddle a rekey while the ratchet itself has already wiped the old secret.
+struct EpochKey {
+  std::uint64_t epoch = 0;
+  tee::SecretBytes key;
+  std::string fingerprint;  // only with debug_record_nonces
+};
+
+inline constexpr std::size_t kSealHeaderSize = 12;  // be32 epoch || be64 counter
+inline constexpr std::size_t kSealAadSize = 75;
+inline constexpr std::size_t kSealOverhead = tee::kTagSize + kSealHeaderSize;
+
+// What one message's AEAD call needs: wire = AEAD(key, nonce, aad, plain) || tag || header.
+struct SealTicket {
+  MessageContext ctx;
+  std::shared_ptr<const EpochKey> key;
+  std::size_t stream = 0;  // index of the key stream (stable: for per-stream AEAD caches)
+  std::uint64_t counter = 0;
+  tee::Nonce nonce;
+  std::array<std::uint8_t, kSealAadSize> aad{};
+  std::array<std::uint8_t, kSealHeaderSize> header{};
+};
+
+class SealStreams {
+ public:
+  SealStreams(SealedChannelOptions options, ChannelKeys keys, Profiler* profiler = nullptr);
+  ~SealStreams();
+  SealStreams(const SealStreams&) = delete;
+  SealStreams& operator=(const SealStreams&) = delete;
+
+  // The next message on ctx's stream, `length` plaintext bytes (the caller's buffer size: on the
+  // receiving side the size it expects). Sealing: ctx.sender must be this rank; opening: this rank
+  // must be the receiver (or a group member other than the sender). Rekeys when the epoch is spent.
+  SealTicket next(const MessageContext& ctx, std::uint64_t length, bool sealing);
+
+  // After an open: "" when the tag verified and the wire's clear header says what the receiver
+  // expected, otherwise why not (the header is read only to explain a failure, and checked after a
+  // good open so that no wire byte can change unnoticed).
+  static std::string open_failure(bool tag_ok, const std::uint8_t* wire_header, const SealTicket& t);
+  // The exception for a message that failed to open on this rank.
+  ChannelIntegrityError failure(const MessageContext& ctx, const std::string& reason) const;
+  // The exception for a wire buffer of the wrong size (`wire` bytes for `plain` plaintext bytes).
+  ChannelIntegrityError wrong_length(const MessageContext& ctx, std::size_t wire, std::size_t plain) const;
+
+  // Profiler counters of one batch: messages, ring messages, plaintext bytes.
+  void count(bool sealing, std::size_t messages, std::size_t ring_messages, std::uint64_t bytes) const;
+
+  const SealedChannelOptions& options() const { return opt_; }
+  std::size_t stream_count() const { return streams_.size(); }
+  // Key epochs moved past so far on this rank (all streams, sealing and opening).
+  std::uint64_t rekeys() const { return rekeys_; }
+  // Every message sealed so far (empty unless debug_record_nonces).
+  const std::vector<NonceRecord>& nonce_records() const { return nonces_; }
+
+ private:
+  struct Stream;
+  Stream& stream_for(const MessageContext& ctx, bool sealing);
+
+  SealedChannelOptions opt_;
+  ChannelKeys keys_;
+  Profiler* prof_;
+  std::vector<std::unique_ptr<Stream>> streams_;
+  std::uint64_t rekeys_ = 0;
+  std::vector<NonceRecord> nonces_;
+};
+
+}  // namespace tt::comm

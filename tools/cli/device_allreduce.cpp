@@ -1,0 +1,86 @@
+#include "tools/cli/device_allreduce.h"
+
+#include "engine/core/error.h"
+#ifdef TEETRAIN_HAVE_CUDA
+#include "comm/cuda/device_ring.h"
+#include "comm/cuda/gpu_sealing_codec.h"
+#include "comm/cuda/nccl_comm.h"
+#include "comm/cuda/nccl_transport.h"
+#include "comm/cuda/staged_transport.h"
+#include "engine/core/backend_factory.h"
+#endif
+
+namespace tt::cli {
+namespace {
+#ifdef TEETRAIN_HAVE_CUDA
+namespace cc = comm::cuda;
+
+// Segments per GPU seal/open launch: enough messages to fill the GPU's SMs with counter-mode tiles.
+constexpr std::size_t kGpuCryptoBatch = 16;
+
+class Impl final : public DeviceAllreduce {
+ public:
+  Impl(Backend& backend, comm::MpiTransport& host, const DeviceRingConfig& c, Profiler& profiler)
+      : backend_(backend) {
+    comm::Transport* wire = nullptr;
+    if (c.ranks_on_host <= cuda_device_count()) {
+      nccl_.emplace(host.comm(), cc::NcclComm::kCurrentDevice, host.timeout());
+      nccl_transport_.emplace(*nccl_);
+      wire = &*nccl_transport_;
+    } else {
+      staged_.emplace(host);
+      wire = &*staged_;
+    }
+    if (c.link) {
+      link_.emplace(*wire, *c.link);
+      wire = &*link_;
+    }
+    if (c.sealed != nullptr) {
+      codec_.emplace(c.sealed->streams(), stream_.get(), kGpuCryptoBatch, &profiler);
+      ring_.emplace(*wire, *codec_, stream_.get(), c.ring, &profiler);
+    } else {
+      ring_.emplace(*wire, stream_.get(), c.ring, &profiler);
+    }
+    describe_ = "device ring over " + wire->name() + (codec_ ? ", " + codec_->name() : ", plaintext");
+  }
+  AllreduceFn fn() override {
+    return [this](float* g, std::size_t n, long step, int bucket) {
+      backend_.synchronize();  // the bucket's gradients are produced on the backend's stream
+      comm::MessageContext id;
+      id.step = static_cast<uint64_t>(step);
+      id.bucket = static_cast<uint32_t>(bucket);
+      ring_->allreduce_sum(g, n, id);
+    };
+  }
+  std::string describe() const override { return describe_; }
+
+ private:
+  Backend& backend_;
+  // Declaration order is destruction order reversed: the ring goes before its codec and transports.
+  std::optional<cc::NcclComm> nccl_;
+  std::optional<cc::NcclTransport> nccl_transport_;
+  std::optional<cc::StagedTransport> staged_;
+  std::optional<comm::ThrottledTransport> link_;
+  cc::Stream stream_;
+  std::optional<cc::GpuSealingCodec> codec_;
+  std::optional<cc::DeviceRingAllreduce> ring_;
+  std::string describe_;
+};
+#endif
+}  // namespace
+
+std::unique_ptr<DeviceAllreduce> make_device_allreduce(Backend& backend, comm::MpiTransport& host,
+                                                       const DeviceRingConfig& config, Profiler& profiler) {
+#ifdef TEETRAIN_HAVE_CUDA
+  if (backend.kind() != DeviceKind::Cuda) throw InputError("the device ring needs --device cuda");
+  return std::make_unique<Impl>(backend, host, config, profiler);
+#else
+  (void)backend;
+  (void)host;
+  (void)config;
+  (void)profiler;
+  throw InputError("the device ring needs a teetrain built with CUDA");
+#endif
+}
+
+}  // namespace tt::cli

@@ -1,0 +1,49 @@
+// The ring on GPU gradient buckets (`--device cuda` with `--tee off`, or `--tee fast` with device
+// crypto): DeviceRingAllreduce from comm/cuda, so the buckets never leave the GPU for the reduction.
+//
+// - Messages move GPU to GPU over NCCL (ncclSend/ncclRecv) when every rank on this host has its own GPU,
+//   and through pinned host bounce buffers over MPI (StagedTransport) when ranks share a GPU, which NCCL
+//   refuses. --link-gbps throttles either.
+// - TEE fast: every ring message is sealed and opened on the GPU (GpuSealingCodec) with the rank's
+//   SealedChannel key streams, so the bytes on the wire are the ones the CPU channel would produce.
+// - TEE cc never comes here: H100 CC's path is the host staging in cmd_train (copy out, seal on the
+//   CPU, host ring, copy back).
+// Exists only in CUDA builds.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "comm/mpi_transport.h"
+#include "comm/ring_allreduce.h"
+#include "comm/sealed_channel.h"
+#include "comm/throttled_transport.h"
+#include "engine/core/backend.h"
+#include "engine/core/profiler.h"
+#include "engine/ddp_reducer.h"
+
+namespace tt::cli {
+
+struct DeviceRingConfig {
+  comm::RingOptions ring;
+  comm::SealedChannel* sealed = nullptr;  // non-null: seal on the GPU with this channel's key streams
+  std::optional<comm::LinkLimit> link;    // --link-gbps
+  int ranks_on_host = 1;                  // NCCL needs one GPU per rank on this host
+};
+
+class DeviceAllreduce {
+ public:
+  virtual ~DeviceAllreduce() = default;
+  // The reducer's all-reduce: waits for the backend's queued work (the bucket's gradients), then sums
+  // the bucket in place across ranks with the device ring.
+  virtual AllreduceFn fn() = 0;
+  // "nccl" or "staged(mpi)", and the codec, for the run banner.
+  virtual std::string describe() const = 0;
+};
+
+// `host` is the run's MPI transport (bootstrap for NCCL, or the wire of the staged transport); it must
+// outlive the result. Throws InputError when this build has no CUDA.
+std::unique_ptr<DeviceAllreduce> make_device_allreduce(Backend& backend, comm::MpiTransport& host,
+                                                       const DeviceRingConfig& config, Profiler& profiler);
+
+}  // namespace tt::cli
