@@ -77,7 +77,8 @@ struct Message {
   std::vector<std::byte> plain;
 };
 std::vector<Message> messages_of_rank0() {
-  const std::vector<std::size_t> lengths = {1, 15, 16, 17, 255, 4096, 65536 + 3, (std::size_t{1} << 20) + 5};
+  // The 1 MiB message comes early: with 512 KiB epochs its stream rekeys before the next message.
+  const std::vector<std::size_t> lengths = {1, 15, (std::size_t{1} << 20) + 5, 16, 17, 255, 4096, 65536 + 3};
   std::vector<Message> out;
   std::uint32_t seg = 0;
   for (int receiver : {1, kAnyRank, 2}) {
@@ -133,9 +134,9 @@ TEST(GpuSealingCodec, SealsTheCpuChannelsBytesAcrossStreamsLengthsAndRekeys) {
   REQUIRE_GPU();
   Stream stream;
   for (std::size_t batch : {std::size_t{1}, std::size_t{5}, std::size_t{64}}) {
-    // 1.5 MiB epochs: the 1 MiB messages force rekeys inside batches.
-    SealedChannel cpu(options_for(0, 3u << 19), keys_for(0));
-    SealedChannel gpu_side(options_for(0, 3u << 19), keys_for(0));
+    // 512 KiB epochs: each stream rekeys after its 1 MiB message, inside the larger batches.
+    SealedChannel cpu(options_for(0, 1u << 19), keys_for(0));
+    SealedChannel gpu_side(options_for(0, 1u << 19), keys_for(0));
     GpuSealingCodec codec(gpu_side.streams(), stream.get(), batch);
     EXPECT_EQ(codec.name(), "gpu-sealed(aes-256-gcm)");
     EXPECT_EQ(codec.overhead(), cpu.overhead());
@@ -157,7 +158,7 @@ struct Opener {
   SealedChannel channel;
   GpuSealingCodec codec;
   Opener(int rank, cudaStream_t s)
-      : channel(options_for(rank, 3u << 19), keys_for(rank)), codec(channel.streams(), s, 64) {}
+      : channel(options_for(rank, 1u << 19), keys_for(rank)), codec(channel.streams(), s, 64) {}
 };
 
 struct OpenBatch {
@@ -175,7 +176,7 @@ TEST(GpuSealingCodec, OpensWhatTheCpuSealedAndTheCpuOpensWhatTheGpuSealed) {
   REQUIRE_GPU();
   Stream stream;
   const auto msgs = messages_of_rank0();
-  SealedChannel cpu0(options_for(0, 3u << 19), keys_for(0));
+  SealedChannel cpu0(options_for(0, 1u << 19), keys_for(0));
   const auto wire = cpu_seal(cpu0, msgs);
   Opener r1(1, stream.get()), r2(2, stream.get());
   OpenBatch b1, b2;
@@ -189,10 +190,10 @@ TEST(GpuSealingCodec, OpensWhatTheCpuSealedAndTheCpuOpensWhatTheGpuSealed) {
     EXPECT_EQ(got, m.plain) << to_string(m.ctx);
   }
   // The other way: GPU seals, the CPU channel of the receiver opens.
-  SealedChannel gpu0(options_for(0, 3u << 19), keys_for(0));
+  SealedChannel gpu0(options_for(0, 1u << 19), keys_for(0));
   GpuSealingCodec codec0(gpu0.streams(), stream.get(), 64);
   const auto gwire = gpu_seal(codec0, msgs, 64);
-  SealedChannel cpu1(options_for(1, 3u << 19), keys_for(1)), cpu2(options_for(2, 3u << 19), keys_for(2));
+  SealedChannel cpu1(options_for(1, 1u << 19), keys_for(1)), cpu2(options_for(2, 1u << 19), keys_for(2));
   for (std::size_t i = 0; i < msgs.size(); ++i) {
     std::vector<std::byte> plain(msgs[i].plain.size());
     (msgs[i].ctx.receiver == 1 ? cpu1 : cpu2).open(msgs[i].ctx, gwire[i], plain);
@@ -223,7 +224,7 @@ TamperResult open_tampered(const std::function<void(std::vector<std::vector<std:
                      .length = 5000};
     msgs.push_back({c, random_bytes(5000, 100 + s)});
   }
-  SealedChannel cpu0(options_for(0, 3u << 19), keys_for(0));
+  SealedChannel cpu0(options_for(0, 1u << 19), keys_for(0));
   auto wire = cpu_seal(cpu0, msgs);
   tamper(wire);
   Opener r1(1, stream.get());
