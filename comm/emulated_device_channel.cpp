@@ -13,8 +13,23 @@ namespace {
 constexpr auto kMinWait = std::chrono::microseconds(50);
 }  // namespace
 
-EmulatedDeviceChannel::EmulatedDeviceChannel(double aead_gbps, bool forward_all_gather, Profiler* profiler)
-    : bytes_per_second_(aead_gbps * 1e9), forward_ag_(forward_all_gather), prof_(profiler) {
+EmulatedGpuQueue::Span EmulatedGpuQueue::run(double s) {
+  seconds_ += s;
+  const auto now = Clock::now();
+  const auto start = std::max(now, due_);
+  due_ = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+  // The caller may use the result only once the queue has run it: wait, unless only a few
+  // microseconds remain.
+  if (due_ - now > kMinWait) std::this_thread::sleep_until(due_);
+  return {start, due_};
+}
+
+EmulatedDeviceChannel::EmulatedDeviceChannel(double aead_gbps, bool forward_all_gather, Profiler* profiler,
+                                             EmulatedGpuQueue* queue)
+    : bytes_per_second_(aead_gbps * 1e9),
+      forward_ag_(forward_all_gather),
+      prof_(profiler),
+      queue_(queue != nullptr ? queue : &own_queue_) {
   if (!(aead_gbps > 0)) throw InputError("emulated GPU AES-GCM rate must be > 0 GB/s (--gpu-aead-gbps)");
 }
 
@@ -61,19 +76,14 @@ void EmulatedDeviceChannel::charge_open(const MessageContext& ctx, std::size_t b
 void EmulatedDeviceChannel::charge(Phase phase, std::size_t bytes) {
   const double s = static_cast<double>(bytes) / bytes_per_second_;
   modeled_s_ += s;
-  const auto now = std::chrono::steady_clock::now();
-  const auto start = std::max(now, due_);
-  due_ = start +
-         std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+  // The ring may send a segment only once it is sealed, and use a received one only once it is opened.
+  const EmulatedGpuQueue::Span span = queue_->run(s);
   if (prof_ != nullptr) {
     prof_->add_time(phase, s);
     if (prof_->tracing())
-      prof_->record(phase == Phase::Seal ? "seal (emulated GPU)" : "open (emulated GPU)", Lane::Crypto, start,
-                    due_);
+      prof_->record(phase == Phase::Seal ? "seal (emulated GPU)" : "open (emulated GPU)", Lane::Crypto,
+                    span.start, span.end);
   }
-  // The ring may send a segment only once it is sealed, and use a received one only once it is
-  // opened: wait for the queue, unless it is only a few microseconds ahead.
-  if (due_ - now > kMinWait) std::this_thread::sleep_until(due_);
 }
 
 }  // namespace tt::comm

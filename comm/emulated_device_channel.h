@@ -21,10 +21,32 @@
 
 namespace tt::comm {
 
+// The emulated GPU's work queue on the communication side (one stream): items run one after another;
+// the caller waits only when the queue is more than 50 us ahead of it (a GPU queue absorbs short
+// kernels the same way, and sleeping for less costs more than it models). Shared by the device crypto
+// and the ring's emulated adds (--link emulate), which run on the same GPU.
+class EmulatedGpuQueue {
+ public:
+  using Clock = std::chrono::steady_clock;
+  struct Span {
+    Clock::time_point start, end;
+  };
+  // Enqueues `seconds` of GPU work and returns when it was (or will be) done.
+  Span run(double seconds);
+  // Total work enqueued so far.
+  double seconds() const { return seconds_; }
+
+ private:
+  Clock::time_point due_{};
+  double seconds_ = 0;
+};
+
 class EmulatedDeviceChannel final : public Channel {
  public:
-  // aead_gbps: the emulated GPU's AES-GCM throughput in GB/s (1e9 bytes/s), > 0.
-  EmulatedDeviceChannel(double aead_gbps, bool forward_all_gather, Profiler* profiler);
+  // aead_gbps: the emulated GPU's AES-GCM throughput in GB/s (1e9 bytes/s), > 0. `queue`: the GPU's
+  // queue shared with other emulated GPU work (null: a queue of the channel's own).
+  EmulatedDeviceChannel(double aead_gbps, bool forward_all_gather, Profiler* profiler,
+                        EmulatedGpuQueue* queue = nullptr);
 
   std::string name() const override;  // "emulated-gpu-aead(150 GB/s)"
   std::size_t overhead() const override { return 0; }
@@ -43,7 +65,8 @@ class EmulatedDeviceChannel final : public Channel {
   bool forward_ag_;
   Profiler* prof_;
   double modeled_s_ = 0;
-  std::chrono::steady_clock::time_point due_{};  // when the emulated GPU's crypto queue drains
+  EmulatedGpuQueue own_queue_;
+  EmulatedGpuQueue* queue_;
 };
 
 }  // namespace tt::comm

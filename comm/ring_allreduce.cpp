@@ -176,7 +176,11 @@ void RingAllreduce::finish_receives(float* data, const RingHop& h, std::size_t k
   ScopedPhase timer(prof_, Phase::Reduce, Lane::Comm);
   for (std::size_t k = k0; k < k1; ++k) {
     const RingRange seg = geo_.segment(in, k);
-    add_into(data + seg.offset, reduce_buf_.data() + (seg.offset - in.offset), seg.count);
+    if (opt_.emulated_reduce) {
+      opt_.emulated_reduce(seg.count);
+    } else {
+      add_into(data + seg.offset, reduce_buf_.data() + (seg.offset - in.offset), seg.count);
+    }
   }
 }
 

@@ -26,6 +26,23 @@ struct LinkLimit {
   std::chrono::microseconds latency{0};  // fixed cost added to every message
 };
 
+// Per-peer serial links: a message of n bytes starts when its link is free (the end of the previous
+// message to that peer), occupies it for latency + n / rate, and is delivered then.
+class LinkPacer {
+ public:
+  LinkPacer(int peers, LinkLimit limit);
+  const LinkLimit& limit() const { return limit_; }
+  // Seconds a link needs for n bytes (latency included).
+  double link_seconds(std::size_t bytes) const;
+  // Books n bytes on the link to `peer` and returns when they will have crossed it. Thread-safe.
+  std::chrono::steady_clock::time_point reserve(int peer, std::size_t bytes);
+
+ private:
+  LinkLimit limit_;
+  std::mutex mu_;  // sends may be posted from more than one thread
+  std::vector<std::chrono::steady_clock::time_point> link_free_;  // per peer: when its link is idle
+};
+
 class ThrottledTransport final : public Transport {
  public:
   // `inner` must outlive this object. Timeout and wait policy are copied from it.
@@ -38,15 +55,13 @@ class ThrottledTransport final : public Transport {
   Request isend(int peer, std::span<const std::byte> data, int tag) override;
   Request irecv(int peer, std::span<std::byte> buffer, int tag) override;
 
-  const LinkLimit& limit() const { return limit_; }
+  const LinkLimit& limit() const { return pacer_.limit(); }
   // Seconds the link to `peer` needs for n bytes (latency included).
-  double link_seconds(std::size_t bytes) const;
+  double link_seconds(std::size_t bytes) const { return pacer_.link_seconds(bytes); }
 
  private:
   Transport& inner_;
-  LinkLimit limit_;
-  std::mutex mu_;  // sends may be posted from more than one thread
-  std::vector<std::chrono::steady_clock::time_point> link_free_;  // per peer: when its link is idle
+  LinkPacer pacer_;
 };
 
 }  // namespace tt::comm

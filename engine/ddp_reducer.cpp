@@ -12,7 +12,8 @@ std::vector<Bucket> plan_buckets(const std::vector<ParamInfo>& params, std::size
   // Parameters sorted by offset descending: backward finishes them in this order.
   std::vector<const ParamInfo*> order;
   for (const ParamInfo& p : params) order.push_back(&p);
-  std::sort(order.begin(), order.end(), [](const ParamInfo* a, const ParamInfo* b) { return a->offset > b->offset; });
+  std::sort(order.begin(), order.end(),
+            [](const ParamInfo* a, const ParamInfo* b) { return a->offset > b->offset; });
   std::size_t end = num_params;
   std::size_t cap = first_cap_bytes / sizeof(float);
   for (const ParamInfo* p : order) {
@@ -100,7 +101,11 @@ void DdpReducer::comm_loop() {
       allreduce_(g, bk.size(), step, static_cast<int>(b));
       {
         ScopedPhase t(profiler_, Phase::Reduce, Lane::Comm, "average");
-        backend_.scale(g, inv_world, bk.size());
+        if (opts_.emulated_average) {
+          opts_.emulated_average(bk.size());
+        } else {
+          backend_.scale(g, inv_world, bk.size());
+        }
       }
       if (profiler_ != nullptr && profiler_->tracing()) {
         profiler_->record("bucket " + std::to_string(b), Lane::Comm, t0, Profiler::Clock::now());

@@ -40,12 +40,15 @@ using AllreduceFn = std::function<void(float* data, std::size_t count, long step
 struct DdpOptions {
   bool overlap = true;  // launch buckets during backward (false: all after backward)
   int world = 1;
+  // When set, replaces the 1/world scaling of each reduced bucket (n floats): an emulated GPU's kernel,
+  // a wait (--link emulate; the gradients are synthetic).
+  std::function<void(std::size_t n)> emulated_average = {};
 };
 
 class DdpReducer final : public GradReducer {
  public:
-  DdpReducer(Backend& backend, Model& model, std::vector<Bucket> buckets, AllreduceFn allreduce, DdpOptions opts,
-             Profiler* profiler);
+  DdpReducer(Backend& backend, Model& model, std::vector<Bucket> buckets, AllreduceFn allreduce,
+             DdpOptions opts, Profiler* profiler);
   ~DdpReducer() override;
   DdpReducer(const DdpReducer&) = delete;
   DdpReducer& operator=(const DdpReducer&) = delete;

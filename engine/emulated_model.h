@@ -35,6 +35,7 @@ struct GpuSpec {
   double hbm_gbps = 0;          // memory bandwidth, GB/s (paces the emulated optimizer)
   double efficiency = 0.4;      // achieved fraction of peak (model FLOPs utilisation)
   double aead_gbps = 0;         // AES-256-GCM seal throughput of our CUDA kernel (0 = not measured)
+  double nvlink_gbps = 0;       // GPU-to-GPU bandwidth per direction, GB/s (paces --link emulate)
 };
 
 // The built-in table: h100, h200, a100, v100.

@@ -111,7 +111,7 @@ def train_cmd(args, r, summary):
     if r["variant"] != "off":
         cmd += ["--allow-plain-data"]
     if emu:
-        cmd += ["--compute", "emulate", "--gpu", args.gpu]
+        cmd += ["--compute", "emulate", "--gpu", args.gpu, "--link", args.link]
     if args.link_gbps:
         cmd += ["--link-gbps", str(args.link_gbps)]
     if args.ingress_gbps:
@@ -321,7 +321,13 @@ def report(args, out, recs, model_text):
              "With emulated compute every GPU-side cost is a wait: forward/backward from FLOPs, the optimizer from "
              "memory bandwidth, and in `fast` (device crypto) the sealing of gradients at the GPU AES-GCM rate of "
              "the `--gpu` table (measured with `bench_gpu_aead`). `cc` seals on the host CPU for real, as H100 CC's "
-             "bounce buffers do; the ring's transfers are real everywhere.\n"]
+             "bounce buffers do. " + (
+                 "Links: `--link emulate` — plaintext ring messages of the emulated GPUs carry no payload and cost a "
+                 "wait at the GPU's NVLink rate (or `--link-gbps`), the ring's adds and averaging are waits at its "
+                 "memory bandwidth; CPU-sealed messages (`cc`) move through host memory for real.\n"
+                 if args.link == "emulate" else
+                 "Links: `--link real` — every ring message moves through this host's memory, plaintext included "
+                 "(on a small machine that costs about as much as the crypto, which flattens the trends).\n")]
     by_p = lambda k, label=False: (f"{k[0]} P={k[1]}" if label else k[1])
     by_model = lambda k, label=False: next((r.get("num_params", 0) for r in recs if r["run"]["model"] == k[0]), 0) \
         if not label else k[0]
@@ -400,7 +406,12 @@ def main():
     ap.add_argument("--emu-batch", type=int, default=8, help="batch per rank for emulated runs")
     ap.add_argument("--emu-seq", type=int, default=1024, help="sequence length for emulated runs")
     ap.add_argument("--gpu", default="h100", help="emulated GPU (teetrain train --gpu)")
-    ap.add_argument("--link-gbps", type=float, default=0, help="throttle each ring link to this many GB/s (0 = off)")
+    ap.add_argument("--link-gbps", type=float, default=0, help="throttle each ring link to this many GB/s (0 = off; "
+                    "with --link emulate: the emulated GPU's NVLink)")
+    ap.add_argument("--link", choices=["emulate", "real"], default="emulate",
+                    help="emulated-compute runs: 'emulate' models the GPUs' plaintext transfers and adds as waits "
+                    "(NVLink, HBM) instead of moving synthetic gradients through this host's memory; CPU-sealed "
+                    "(cc) messages move for real either way (default: emulate)")
     ap.add_argument("--ingress-gbps", type=float, default=0, help="throttle ingress to this many GB/s (0 = off)")
     ap.add_argument("--only", default="", help="comma-separated groups to run (ranks, ranks-emu, model-size, "
                                                "buckets, overlap, ablation)")

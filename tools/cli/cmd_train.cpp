@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "comm/emulated_device_channel.h"
+#include "comm/emulated_link_transport.h"
 #include "comm/mpi_allreduce.h"
 #include "comm/mpi_transport.h"
 #include "comm/ring_allreduce.h"
@@ -68,6 +69,14 @@ void validate(const TrainOptions& o) {
         "--allreduce nccl reduces GPU buffers with NCCL; add --device cuda, or use --allreduce ring|mpi");
   }
   if (o.tf32 && o.device != "cuda") throw InputError("--tf32 applies to --device cuda only");
+  if (o.link == "emulate" && o.compute != "emulate") {
+    throw InputError(
+        "--link emulate moves no payload bytes, which only synthetic gradients allow: add --compute emulate, "
+        "or use --link real (with --link-gbps to throttle)");
+  }
+  if (o.link == "emulate" && o.allreduce != "ring") {
+    throw InputError("--link emulate applies to our ring; use --allreduce ring");
+  }
   const int context = model_context(o.model);
   if (o.seq > context) {
     throw InputError("--seq " + std::to_string(o.seq) + " is longer than the model's context (" +
@@ -376,16 +385,35 @@ void run_train(const TrainOptions& opts) {
   comm::RingOptions ro;
   ro.segment_bytes = (ts.on && !ts.pipeline) ? 0 : static_cast<std::size_t>(o.segment_kb) * 1024;
   ro.all_gather = ts.forward_ag ? comm::AllGatherMode::ForwardWire : comm::AllGatherMode::PerHop;
-  // --link-gbps throttles the ring's links (gradient traffic) to emulate NVLink, PCIe or a network.
-  std::optional<comm::ThrottledTransport> link;
-  if (o.link_gbps > 0) link.emplace(transport, comm::LinkLimit{o.link_gbps, {}});
   // fast with device crypto on an emulated GPU: the ring's messages are sealed "on the GPU", i.e. cost
   // waits at the GPU's AES-GCM rate; everything else keeps the real sealed channel.
+  comm::EmulatedGpuQueue gpu_queue;  // the emulated GPU's stream for device crypto and emulated adds
   std::optional<comm::EmulatedDeviceChannel> gpu_crypto;
-  if (ts.device_crypto && emulate) gpu_crypto.emplace(gpu->aead_gbps(), ts.forward_ag, &profiler);
+  if (ts.device_crypto && emulate) gpu_crypto.emplace(gpu->aead_gbps(), ts.forward_ag, &profiler, &gpu_queue);
   comm::Channel& ring_channel = gpu_crypto ? static_cast<comm::Channel&>(*gpu_crypto) : channel;
-  comm::RingAllreduce ring(link ? static_cast<comm::Transport&>(*link) : transport, ring_channel, ro,
-                           &profiler);
+  // --link-gbps throttles the ring's links (gradient traffic) to emulate NVLink, PCIe or a network.
+  // --link emulate: plaintext messages of the emulated GPUs carry no payload (a token and a wait at the
+  // link rate) and the ring's adds are waits at HBM speed; CPU-sealed messages still move for real.
+  const bool emulated_links = o.link == "emulate";
+  const double link_gbps = o.link_gbps > 0 ? o.link_gbps : emulated_links ? gpu->spec.nvlink_gbps : 0.0;
+  std::optional<comm::ThrottledTransport> link;
+  std::optional<comm::EmulatedLinkTransport> emulated_link;
+  if (emulated_links && ring_channel.pass_through()) {
+    emulated_link.emplace(transport, comm::LinkLimit{link_gbps, {}});
+  } else if (link_gbps > 0) {
+    link.emplace(transport, comm::LinkLimit{link_gbps, {}});
+  }
+  if (emulated_links) {
+    // dst += src reads two floats and writes one per element, at the GPU's memory bandwidth.
+    const double hbm = gpu->spec.hbm_gbps * 1e9;
+    ro.emulated_reduce = [&gpu_queue, hbm](std::size_t n) {
+      gpu_queue.run(12.0 * static_cast<double>(n) / hbm);
+    };
+  }
+  comm::Transport& ring_transport = emulated_link ? static_cast<comm::Transport&>(*emulated_link)
+                                    : link        ? static_cast<comm::Transport&>(*link)
+                                                  : transport;
+  comm::RingAllreduce ring(ring_transport, ring_channel, ro, &profiler);
   AllreduceFn allreduce;
   if (o.allreduce == "mpi") {
     allreduce = [&](float* g, std::size_t n, long, int) { comm::mpi_allreduce_sum(transport.comm(), g, n); };
@@ -404,9 +432,8 @@ void run_train(const TrainOptions& opts) {
   // - --allreduce nccl: NVIDIA's all-reduce, the vendor baseline. (--allreduce mpi stages too.)
   const bool cuda = backend->kind() == DeviceKind::Cuda;
   std::string gradient_path = cuda ? "host staging, " : "";
-  gradient_path += o.allreduce == "mpi"
-                       ? "MPI_Allreduce"
-                       : "ring over " + (link ? link->name() : transport.name()) + ", " + ring_channel.name();
+  gradient_path += o.allreduce == "mpi" ? "MPI_Allreduce"
+                                        : "ring over " + ring_transport.name() + ", " + ring_channel.name();
   HostStaging staging(*backend, allreduce, profiler);
   if (cuda) allreduce = staging.wrap();
   std::unique_ptr<DeviceAllreduce> device_ring;
@@ -432,8 +459,15 @@ void run_train(const TrainOptions& opts) {
                                                    std::min<std::size_t>(std::size_t{1} << 20, cap), cap);
   std::unique_ptr<DdpReducer> reducer;
   if (world > 1) {
-    reducer = std::make_unique<DdpReducer>(*backend, *model, buckets, allreduce,
-                                           DdpOptions{o.overlap == "on", world}, &profiler);
+    DdpOptions ddp{o.overlap == "on", world};
+    if (emulated_links) {
+      // g *= 1/P on the emulated GPU: one read and one write per float at its memory bandwidth.
+      const double hbm = gpu->spec.hbm_gbps * 1e9;
+      ddp.emulated_average = [&gpu_queue, hbm](std::size_t n) {
+        gpu_queue.run(8.0 * static_cast<double>(n) / hbm);
+      };
+    }
+    reducer = std::make_unique<DdpReducer>(*backend, *model, buckets, allreduce, ddp, &profiler);
   }
 
   if (rank == 0) {

@@ -45,9 +45,9 @@ void add_tee_options(CLI::App* cmd, TeeOptions& o) {
       ->capture_default_str();
   g->add_option(
        "--tee-device-crypto", o.device_crypto,
-       "Seal/open gradients where they live, on the GPU (with --compute emulate: waits at the GPU's AES-GCM "
-       "rate, --gpu-aead-gbps); off: the host seals them, as H100 CC's bounce buffers. No effect on CPU "
-       "compute")
+       "Seal/open gradients where they live, on the GPU: --device cuda runs our CUDA AES-GCM in the device "
+       "ring; --compute emulate waits at the GPU's AES-GCM rate (--gpu-aead-gbps). off: the host seals "
+       "them, as H100 CC's bounce buffers. No effect on CPU compute")
       ->check(onoff)
       ->capture_default_str();
   g->add_option("--device-key", o.device_key,

@@ -30,7 +30,9 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
       ->check(non_negative())
       ->capture_default_str();
   g->add_option("--device", o.device,
-                "Where forward/backward run: cpu, or cuda (one GPU per rank: rank modulo visible GPUs)")
+                "Where forward/backward run: cpu, or cuda (one GPU per rank: rank modulo visible GPUs). With "
+                "cuda, --tee off and fast reduce gradients in the device ring (NCCL, or host bounce buffers "
+                "when ranks share a GPU); cc stages them through the host")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   g->add_flag("--tf32", o.tf32,
@@ -137,6 +139,14 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
                  "Throttle each ring link to this many GB/s (1e9 B/s; 0 = none): NVLink, PCIe, network")
       ->check(non_negative())
       ->capture_default_str();
+  em->add_option(
+        "--link", o.link,
+        "real: ring messages move through host memory (throttled by --link-gbps). emulate (needs "
+        "--compute emulate): plaintext ring messages of the emulated GPUs carry no payload and cost a "
+        "wait at --link-gbps (default: the GPU's NVLink, 450 GB/s for h100), and the ring's adds are "
+        "waits at the GPU's memory bandwidth; CPU-sealed messages (cc) still move for real")
+      ->check(CLI::IsMember({"real", "emulate"}))
+      ->capture_default_str();
   em->add_option("--trace", o.trace,
                  "Write a Chrome/Perfetto trace (one process per rank; compute, comm, crypto lanes)");
 }
@@ -177,6 +187,7 @@ nlohmann::json train_options_json(const TrainOptions& o) {
                                                           {"aead_gbps", o.gpu_aead_gbps}}
                                          : nlohmann::json(nullptr)},
           {"link_gbps", o.link_gbps},
+          {"link", o.link},
           {"tee", tee_json(o.tee, gpu_gradients(o))}};
 }
 

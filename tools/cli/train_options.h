@@ -57,6 +57,7 @@ struct TrainOptions {
   double gpu_efficiency = 0;
   double gpu_aead_gbps = 0;  // emulated GPU AES-GCM rate (0 = table)
   double link_gbps = 0;
+  std::string link = "real";  // "emulate": plaintext ring payloads of an emulated GPU are not moved
   std::string trace;
   TeeOptions tee;
 };

@@ -1,0 +1,50 @@
+// EmulatedLinkTransport: a GPU-to-GPU link (NVLink) that carries no payload, for emulated-GPU studies
+// (`teetrain train --compute emulate --link emulate`).
+//
+// Why: under --compute emulate the gradients are synthetic and, on a real machine, would live in GPU
+// memory and cross NVLink at hundreds of GB/s without touching a CPU. Moving them through shared
+// memory instead costs these CPUs about as much as AES-GCM does, which hides the very effect the study
+// measures (TEE off would pay the CPU copies the GPUs never pay). So plaintext ring messages of an
+// emulated GPU are modelled here: each send transmits a 16-byte token (length, arrival time) and the
+// link is booked at its rate (LinkPacer, as ThrottledTransport); the send completes when the bytes
+// would have crossed, and the receive completes at the same moment, reporting the full length. The
+// receive buffer is NOT written: its bytes are whatever it held (synthetic gradients stay synthetic).
+//
+// Only for pass-through (plaintext) traffic of synthetic data: messages the CPU seals (TEE cc) are real
+// bytes in host memory, as H100 CC's bounce buffers are, and go through the real transport.
+// Arrival times use the monotonic clock, shared by the processes of one host; an arrival time that is
+// implausibly far off (ranks on different hosts) is ignored and the token's arrival counts instead.
+//
+// Same contract as the wrapped transport otherwise: ordering per (peer, tag), a message longer than the
+// receive buffer is a RunError, one thread at a time per request.
+#pragma once
+#include <string>
+
+#include "comm/throttled_transport.h"
+#include "comm/transport.h"
+
+namespace tt::comm {
+
+class EmulatedLinkTransport final : public Transport {
+ public:
+  static constexpr std::size_t kTokenBytes = 16;  // be64 length || be64 arrival (steady_clock ns)
+
+  // `inner` must outlive this object; timeout and wait policy are copied from it. limit.gbytes_per_s
+  // must be > 0 (an emulated link has a rate).
+  EmulatedLinkTransport(Transport& inner, LinkLimit limit);
+
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  std::string name() const override;  // "emulated-link(450 GB/s)"
+
+  Request isend(int peer, std::span<const std::byte> data, int tag) override;
+  Request irecv(int peer, std::span<std::byte> buffer, int tag) override;
+
+  double link_seconds(std::size_t bytes) const { return pacer_.link_seconds(bytes); }
+
+ private:
+  Transport& inner_;
+  LinkPacer pacer_;
+};
+
+}  // namespace tt::comm
