@@ -139,7 +139,8 @@ TrainResult Trainer::run(long start_step, uint64_t samples_consumed) {
   // Start the clock together on every rank, so that one rank's set-up time is not counted as another
   // rank's exposed communication (phases then add up to the step time on every rank).
   if (ranks_.world > 1) ranks_.mean_across_ranks(0.0f);
-  const auto t0 = Clock::now();
+  auto t0 = Clock::now();
+  long timed_from = start_step;  // first step whose time counts
   double loss = 0;
   for (long step = start_step; step < cfg_.steps; ++step) {
     const auto ts = Clock::now();
@@ -152,7 +153,7 @@ TrainResult Trainer::run(long start_step, uint64_t samples_consumed) {
     }
     const double dt = std::chrono::duration<double>(Clock::now() - ts).count();
     const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-    const long done = step + 1 - start_step;
+    const long done = step + 1 - timed_from;
     const double ips = items_per_step * static_cast<double>(done) / elapsed;
     const double eta = elapsed / static_cast<double>(done) * static_cast<double>(cfg_.steps - step - 1);
 
@@ -186,11 +187,19 @@ TrainResult Trainer::run(long start_step, uint64_t samples_consumed) {
       ScopedPhase t(&profiler_, Phase::Checkpoint);
       cfg_.save_checkpoint(step + 1, samples_consumed);
     }
+    if (cfg_.timing_warmup > 0 && step + 1 - start_step == cfg_.timing_warmup && !last) {
+      // End of the warm-up: every rank restarts its clock and phase times together.
+      if (ranks_.world > 1) ranks_.mean_across_ranks(0.0f);
+      profiler_.reset_times();
+      t0 = Clock::now();
+      timed_from = step + 1;
+    }
   }
   res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   res.steps = cfg_.steps;
   res.final_loss = loss;
-  const long ran = cfg_.steps - start_step;
+  const long ran = cfg_.steps - timed_from;
+  res.timed_steps = ran;
   res.step_seconds_mean = ran > 0 ? res.seconds / static_cast<double>(ran) : 0;
   res.items_per_s = ran > 0 ? items_per_step * static_cast<double>(ran) / res.seconds : 0;
   res.params_sha256 = params_sha256(backend_, model_);

@@ -33,9 +33,12 @@ struct TrainConfig {
   uint64_t seed = 1337;
   long val_every = 0;  // 0: validate only at the end
   int val_batches = 8;
-  bool progress = true;            // live progress line on stderr
-  std::string metrics_path;        // JSON lines, one per step
-  long save_every = 0;             // checkpoint every N steps (0: never)
+  bool progress = true;      // live progress line on stderr
+  std::string metrics_path;  // JSON lines, one per step
+  long save_every = 0;       // checkpoint every N steps (0: never)
+  // The first N steps of this run warm up (allocations, first touch of buffers, caches) and are left out
+  // of the step time and phase times (--timing-warmup); counters still count every step.
+  long timing_warmup = 0;
   std::function<void(long step, uint64_t samples_consumed)> save_checkpoint;  // set by the caller
   // Called after every optimizer step (1-based step), e.g. for replica checks. May throw to stop.
   std::function<void(long step)> after_step;
@@ -50,12 +53,13 @@ struct RankInfo {
 
 struct TrainResult {
   long steps = 0;
-  double final_loss = 0;    // training loss of the last step (mean across ranks)
-  double val_loss = -1;     // last validation loss (-1 if no validation data)
+  double final_loss = 0;     // training loss of the last step (mean across ranks)
+  double val_loss = -1;      // last validation loss (-1 if no validation data)
   double val_accuracy = -1;  // last validation accuracy in [0, 1] (-1 if none or not a classifier)
-  double items_per_s = 0;   // tokens/s (token models) or samples/s (image models), global
-  double seconds = 0;       // wall time of the training steps
+  double items_per_s = 0;    // tokens/s (token models) or samples/s (image models), global
+  double seconds = 0;        // wall time of the timed steps
   double step_seconds_mean = 0;
+  long timed_steps = 0;  // steps behind seconds and the profiler's phase times (warm-up excluded)
   std::string params_sha256;
 };
 

@@ -104,7 +104,8 @@ def train_cmd(args, r, summary):
     batch, seq = (args.emu_batch, args.emu_seq) if emu else (args.batch, args.seq)
     seq = min(seq, CONTEXT.get(r["model"], seq))
     cmd = mpirun_prefix(r["P"]) + [args.bin, "train", "--model", r["model"], "--data", args.data,
-                                  "--steps", str(args.steps), "--batch", str(batch), "--seq", str(seq),
+                                  "--steps", str(args.steps + args.warmup), "--timing-warmup", str(args.warmup),
+                                  "--batch", str(batch), "--seq", str(seq),
                                   "--bucket-mb", str(r["bucket"]), "--overlap", r["overlap"],
                                   "--val-batches", "0", "--no-progress", "--summary", summary]
     cmd += r["tee_args"]
@@ -315,8 +316,9 @@ def checks_section(recs, out):
 def report(args, out, recs, model_text):
     variants = TEE_MODES
     parts = [f"# GPU-TEE DDP overhead study — teetrain reproduction\n",
-             f"Grid: {'quick' if args.quick else 'full'}, {len(recs)} runs, {args.steps} steps each; emulated "
-             f"compute: `--gpu {args.gpu}`. Step times are `step_s_mean` of each run's summary (mean over steps, "
+             f"Grid: {'quick' if args.quick else 'full'}, {len(recs)} runs, {args.warmup} warm-up + {args.steps} timed "
+             f"steps each; emulated compute: `--gpu {args.gpu}`. Step times are `step_s_mean` of each run's summary "
+             f"(mean over the timed steps, "
              f"rank 0's clock). Raw data: `runs.jsonl`, `runs.csv`. Guide: docs/reproducing.md.\n",
              "With emulated compute every GPU-side cost is a wait: forward/backward from FLOPs, the optimizer from "
              "memory bandwidth, and in `fast` (device crypto) the sealing of gradients at the GPU AES-GCM rate of "
@@ -400,7 +402,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="small grid, 3 steps per run (< 15 min on 2 cores)")
     ap.add_argument("--bin", default="build/teetrain", help="the teetrain binary")
     ap.add_argument("--data", default="data-cache/fortunes", help="token shards (prepared with `teetrain prepare-text`)")
-    ap.add_argument("--steps", type=int, default=None, help="steps per run (default 3 quick / 10 full)")
+    ap.add_argument("--steps", type=int, default=None, help="timed steps per run (default 3 quick / 10 full)")
+    ap.add_argument("--warmup", type=int, default=1, help="warm-up steps before the timed ones (--timing-warmup)")
     ap.add_argument("--batch", type=int, default=4, help="batch per rank for real-compute runs")
     ap.add_argument("--seq", type=int, default=64, help="sequence length for real-compute runs")
     ap.add_argument("--emu-batch", type=int, default=8, help="batch per rank for emulated runs")

@@ -54,6 +54,10 @@ void Profiler::reset() {
   events_.clear();
 }
 
+void Profiler::reset_times() {
+  for (auto& p : phase_ns_) p.store(0);
+}
+
 ScopedPhase::~ScopedPhase() {
   if (prof_ == nullptr) return;
   const auto end = Profiler::Clock::now();

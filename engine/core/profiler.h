@@ -77,6 +77,8 @@ class Profiler {
   std::array<double, kPhases> phase_totals() const;
   std::array<int64_t, kCounters> counter_totals() const;
   void reset();
+  // Phase times only (counters and trace events stay): the end of a warm-up.
+  void reset_times();
 
  private:
   template <typename E>

@@ -70,4 +70,21 @@ for pid in (0, 1):
     assert any(a0 < b1 and b0 < a1 for a0, a1 in ar for b0, b1 in bwd), f"rank {pid}: no all-reduce overlaps backward"
 PY
 then passes=$((passes + 1)); else echo "FAIL: overlap in the trace"; fails=$((fails + 1)); fi
+# --link emulate (emulated GPUs): the same message arithmetic and phase accounting as real links, the
+# summary names the emulated transport; cc's sealed messages still take the real one. Refused without
+# synthetic gradients.
+run 2 off "$WORK/emu_off.json" --compute emulate --gpu h100 --link emulate
+check "$WORK/emu_off.json" 2 0 0 "off P=2 --link emulate"
+run 2 cc "$WORK/emu_cc.json" --compute emulate --gpu h100 --link emulate
+check "$WORK/emu_cc.json" 2 2 2 "cc P=2 --link emulate"
+if "$PY" - "$WORK/emu_off.json" "$WORK/emu_cc.json" <<'PY'
+import json, sys
+off, cc = (json.load(open(p)) for p in sys.argv[1:3])
+assert off["gradient_path"].startswith("ring over emulated-link(450 GB/s)"), off["gradient_path"]
+assert "throttled(mpi)" in cc["gradient_path"] and "sealed" in cc["gradient_path"], cc["gradient_path"]
+# Every message is still counted with its full length.
+assert all(b > 0 for b in off["counters"]["bytes_sent"]), off["counters"]["bytes_sent"]
+PY
+then passes=$((passes + 1)); else echo "FAIL: --link emulate summaries"; fails=$((fails + 1)); fi
+expect_exit 2 "add --compute emulate" -- "$TT" train --model gpt2-tiny --data "$WORK/data/tiny" --steps 1 --link emulate
 finish

@@ -49,7 +49,8 @@ void run_attest(const AttestOptions& o) {
   std::printf("%s\n", comm::describe(ev).c_str());
   if (!o.out.empty()) {
     comm::save_evidence(o.out, ev);
-    std::printf("saved to %s (verify with: teetrain attest --verify %s --config '...')\n", o.out.c_str(), o.out.c_str());
+    std::printf("saved to %s (verify with: teetrain attest --verify %s --config '...')\n", o.out.c_str(),
+                o.out.c_str());
   }
 }
 
@@ -57,17 +58,20 @@ void run_attest(const AttestOptions& o) {
 
 void register_attest(CLI::App& app) {
   auto o = std::make_shared<AttestOptions>();
-  auto* cmd = app.add_subcommand(
-      "attest",
-      "Emulated attestation: print this binary's signed evidence (measurement = SHA-256 of the binary and a run "
-      "configuration), or verify saved evidence");
-  cmd->add_option("--config", o->config, "Run configuration text that is measured with the binary")->capture_default_str();
+  auto* cmd = app.add_subcommand("attest",
+                                 "Emulated attestation: print this binary's signed evidence (measurement = "
+                                 "SHA-256 of the binary and a run "
+                                 "configuration), or verify saved evidence");
+  cmd->add_option("--config", o->config, "Run configuration text that is measured with the binary")
+      ->capture_default_str();
   cmd->add_option("--config-file", o->config_file, "Read the run configuration from FILE instead");
   cmd->add_option("--device-key", o->device_key, "Ed25519 device key (PEM); default: a fresh key");
-  cmd->add_option("--allow-list", o->allow_list, "With --verify: device public keys (hex, one per line) to accept");
+  cmd->add_option("--allow-list", o->allow_list,
+                  "With --verify: device public keys (hex, one per line) to accept");
   cmd->add_option("--rank", o->rank, "Rank to claim in the evidence")->capture_default_str();
   cmd->add_option("--out", o->out, "Save the evidence (204 bytes) to FILE");
-  cmd->add_option("--verify", o->verify, "Verify evidence in FILE against this binary and --config (exit 3 if rejected)");
+  cmd->add_option("--verify", o->verify,
+                  "Verify evidence in FILE against this binary and --config (exit 3 if rejected)");
   cmd->callback([o] { run_attest(*o); });
 }
 

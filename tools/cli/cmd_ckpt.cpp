@@ -18,8 +18,8 @@ struct CkptOptions {
 
 std::optional<tee::SecretBytes> checkpoint_key(const std::string& key_file) {
   if (key_file.empty()) return std::nullopt;
-  const tee::SecretBytes master =
-      load_key_file(key_file, [](const std::string& w) { std::fprintf(stderr, "teetrain: warning: %s\n", w.c_str()); });
+  const tee::SecretBytes master = load_key_file(
+      key_file, [](const std::string& w) { std::fprintf(stderr, "teetrain: warning: %s\n", w.c_str()); });
   return derive_checkpoint_key(master);
 }
 
@@ -30,7 +30,8 @@ void register_ckpt(CLI::App& app) {
   auto* ck = app.add_subcommand("ckpt", "Inspect, verify or export checkpoints (plain or sealed)");
   ck->require_subcommand(1);
   auto add_common = [&](CLI::App* c) {
-    c->add_option("path", o->path, "A step directory, or a checkpoint directory (its newest complete step)")->required();
+    c->add_option("path", o->path, "A step directory, or a checkpoint directory (its newest complete step)")
+        ->required();
     c->add_option("--key-file", o->key_file, "Master key file (needed for sealed checkpoints)");
   };
   auto* in = ck->add_subcommand("inspect", "Show each file's clear header (no key needed) and the run state");
@@ -39,13 +40,15 @@ void register_ckpt(CLI::App& app) {
     const auto key = checkpoint_key(o->key_file);
     std::printf("%s", inspect_checkpoint(o->path, key ? &*key : nullptr).c_str());
   });
-  auto* ve = ck->add_subcommand("verify", "Open every chunk of every file and check the parameter digest (exit 3 on failure)");
+  auto* ve = ck->add_subcommand(
+      "verify", "Open every chunk of every file and check the parameter digest (exit 3 on failure)");
   add_common(ve);
   ve->callback([o] {
     const auto key = checkpoint_key(o->key_file);
     std::printf("%s", verify_checkpoint(o->path, key ? &*key : nullptr).text.c_str());
   });
-  auto* ex = ck->add_subcommand("export", "Write the model as plaintext safetensors (loadable by PyTorch/safetensors)");
+  auto* ex = ck->add_subcommand("export",
+                                "Write the model as plaintext safetensors (loadable by PyTorch/safetensors)");
   add_common(ex);
   ex->add_option("--out", o->out, "Output file")->capture_default_str();
   ex->callback([o] {

@@ -97,7 +97,9 @@ void register_eval(CLI::App& app) {
       app.add_subcommand("eval", "Test loss and accuracy of a saved image model over a dataset's test split");
   cmd->add_option("--ckpt", o->ckpt, "Checkpoint: a step directory or a --ckpt-dir (newest is used)")
       ->required();
-  cmd->add_option("--key-file", o->key_file, "Master key file, for a sealed (TEE-mode) checkpoint and/or a sealed test split (seal-data --images)");
+  cmd->add_option(
+      "--key-file", o->key_file,
+      "Master key file, for a sealed (TEE-mode) checkpoint and/or a sealed test split (seal-data --images)");
   cmd->add_option("--data", o->data,
                   "Images: fashion-mnist, an MNIST-layout idx directory or a CIFAR-10 directory")
       ->capture_default_str();

@@ -13,10 +13,12 @@ void register_models(CLI::App& app) {
     for (const PresetRow& r : list_presets()) {
       // Parameters, gradients and AdamW's m and v: 4 float32 copies of the parameters.
       const double gib = static_cast<double>(r.params) * 4.0 * 4.0 / (1024.0 * 1024.0 * 1024.0);
-      std::printf("%-13s %-44s %14zu %9.2f GiB  %s\n", r.name.c_str(), r.shape.c_str(), r.params, gib, r.note.c_str());
+      std::printf("%-13s %-44s %14zu %9.2f GiB  %s\n", r.name.c_str(), r.shape.c_str(), r.params, gib,
+                  r.note.c_str());
     }
-    std::printf("* parameters + gradients + AdamW state (float32), before activations; "
-                "`teetrain train` prints the total with activations for its batch shape.\n");
+    std::printf(
+        "* parameters + gradients + AdamW state (float32), before activations; "
+        "`teetrain train` prints the total with activations for its batch shape.\n");
   });
 }
 

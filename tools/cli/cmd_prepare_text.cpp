@@ -10,8 +10,10 @@ void register_prepare_text(CLI::App& app) {
   auto opts = std::make_shared<PrepareTextOptions>();
   auto inputs = std::make_shared<std::vector<std::string>>();
   auto* cmd = app.add_subcommand(
-      "prepare-text", "Turn text files (default: the Debian fortunes corpus) into byte-level train/val token shards");
-  cmd->add_option("inputs", *inputs, "Text files or directories (default: " + std::string(kFortunesDir) + ")");
+      "prepare-text",
+      "Turn text files (default: the Debian fortunes corpus) into byte-level train/val token shards");
+  cmd->add_option("inputs", *inputs,
+                  "Text files or directories (default: " + std::string(kFortunesDir) + ")");
   cmd->add_option("--out", opts->out_dir, "Output directory")->capture_default_str();
   cmd->add_option("--name", opts->name, "Output name prefix: <out>/<name>_train.bin, <name>_val.bin")
       ->capture_default_str();

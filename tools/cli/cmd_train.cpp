@@ -74,6 +74,10 @@ void validate(const TrainOptions& o) {
         "--link emulate moves no payload bytes, which only synthetic gradients allow: add --compute emulate, "
         "or use --link real (with --link-gbps to throttle)");
   }
+  if (o.timing_warmup > 0 && o.timing_warmup >= o.steps) {
+    throw InputError("--timing-warmup " + std::to_string(o.timing_warmup) +
+                     " leaves no step to time; it must be smaller than --steps " + std::to_string(o.steps));
+  }
   if (o.link == "emulate" && o.allreduce != "ring") {
     throw InputError("--link emulate applies to our ring; use --allreduce ring");
   }
@@ -199,6 +203,7 @@ TrainConfig trainer_config(const TrainOptions& o, bool have_val) {
   tc.val_batches = have_val ? o.val_batches : 0;
   tc.progress = !o.no_progress;
   tc.save_every = o.save_every;
+  tc.timing_warmup = o.timing_warmup;
   return tc;
 }
 
@@ -487,7 +492,7 @@ void run_train(const TrainOptions& opts) {
   Trainer trainer(*backend, *model, *optimizer, profiler, ranks, reducer.get(), tc, data.train, data.val);
   const TrainResult r = trainer.run(start_step, samples);
 
-  const nlohmann::json report = gather_phase_report(dist, profiler, r.steps - start_step);
+  const nlohmann::json report = gather_phase_report(dist, profiler, r.timed_steps);
   if (!o.trace.empty()) {
     write_trace_part(o.trace, rank, profiler.trace_events());
     dist.mean(0.0);  // barrier: every part is on disk before rank 0 merges
@@ -512,6 +517,7 @@ void run_train(const TrainOptions& opts) {
                         {"items_per_s", r.items_per_s},
                         {"items", img ? "images" : "tokens"},
                         {"step_s_mean", r.step_seconds_mean},
+                        {"timed_steps", r.timed_steps},
                         {"train_seconds", r.seconds},
                         {"params_sha256", r.params_sha256},
                         {"num_params", model->num_params()},

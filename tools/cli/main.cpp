@@ -1,18 +1,16 @@
 // teetrain: the command-line entry point. Library code throws; this is the only place that turns
 // errors into exit codes: 2 = bad input, 3 = integrity failure (tampering), 1 = anything else.
 #include <mpi.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <unistd.h>
-
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <optional>
 
 #include "comm/mpi_transport.h"
-
 #include "engine/core/error.h"
 #include "tee/errors.h"
 #include "tools/cli/commands.h"
@@ -48,7 +46,8 @@ int main(int argc, char** argv) {
   // Commands that talk between ranks run inside one MPI session, opened before they start so that
   // an error can still abort every rank (a lone rank that merely exited would leave its peers waiting).
   std::optional<tt::comm::MpiSession> mpi;
-  if (argc > 1 && (std::strcmp(argv[1], "train") == 0 || std::strcmp(argv[1], "bench") == 0)) mpi.emplace(&argc, &argv);
+  if (argc > 1 && (std::strcmp(argv[1], "train") == 0 || std::strcmp(argv[1], "bench") == 0))
+    mpi.emplace(&argc, &argv);
   int code = 0;
   try {
     app.parse(argc, argv);

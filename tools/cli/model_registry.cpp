@@ -31,7 +31,9 @@ ResnetConfig resnet_config(const ModelOptions& o) {
   return c;
 }
 
-bool is_gpt2(const std::string& name) { return name.rfind("gpt2", 0) == 0; }
+bool is_gpt2(const std::string& name) {
+  return name.rfind("gpt2", 0) == 0;
+}
 
 void require_known(const ModelOptions& o) {
   if (!is_gpt2(o.name) && !ResnetConfig::is_preset(o.name)) {
@@ -48,12 +50,15 @@ void add_model_options(CLI::App* cmd, ModelOptions& opts) {
   cmd->add_option("--n-layer", opts.n_layer, "Override the preset's number of layers")->check(positive());
   cmd->add_option("--n-head", opts.n_head, "Override the number of attention heads")->check(positive());
   cmd->add_option("--n-embd", opts.n_embd, "Override the embedding width")->check(positive());
-  cmd->add_option("--vocab", opts.vocab, "Override the vocabulary size (256 for byte-level text, 50257 for GPT-2 BPE)")
+  cmd->add_option("--vocab", opts.vocab,
+                  "Override the vocabulary size (256 for byte-level text, 50257 for GPT-2 BPE)")
       ->check(positive());
   cmd->add_option("--context", opts.context, "Override the context length (max --seq)")->check(positive());
 }
 
-bool is_image_model(const ModelOptions& opts) { return ResnetConfig::is_preset(opts.name); }
+bool is_image_model(const ModelOptions& opts) {
+  return ResnetConfig::is_preset(opts.name);
+}
 
 std::unique_ptr<Model> make_model(Backend& backend, const ModelOptions& opts) {
   require_known(opts);
@@ -65,16 +70,12 @@ nlohmann::json model_config_json(const ModelOptions& opts) {
   require_known(opts);
   if (is_image_model(opts)) {
     const ResnetConfig c = resnet_config(opts);
-    return {{"name", opts.name},
-            {"family", "resnet"},
-            {"image_channels", c.in_channels},
-            {"image_size", c.image_size},
-            {"num_classes", c.num_classes},
-            {"shape", c.describe()},
+    return {{"name", opts.name},          {"family", "resnet"},           {"image_channels", c.in_channels},
+            {"image_size", c.image_size}, {"num_classes", c.num_classes}, {"shape", c.describe()},
             {"params", c.num_params()}};
   }
   const Gpt2Config c = gpt2_config(opts);
-  return {{"name", opts.name},  {"family", "gpt2"},      {"n_layer", c.n_layer},         {"n_head", c.n_head},
+  return {{"name", opts.name},  {"family", "gpt2"},      {"n_layer", c.n_layer}, {"n_head", c.n_head},
           {"n_embd", c.n_embd}, {"vocab", c.vocab_size}, {"context", c.context}, {"params", c.num_params()}};
 }
 
@@ -113,7 +114,8 @@ int model_vocab(const ModelOptions& opts) {
 
 std::vector<PresetRow> list_presets() {
   std::vector<PresetRow> rows;
-  for (const Gpt2Preset& p : Gpt2Config::presets()) rows.push_back({p.name, p.config.describe(), p.config.num_params(), p.note});
+  for (const Gpt2Preset& p : Gpt2Config::presets())
+    rows.push_back({p.name, p.config.describe(), p.config.num_params(), p.note});
   for (const ResnetPreset& p : ResnetConfig::presets()) {
     rows.push_back({p.name, p.config.describe(), p.config.num_params(), p.note});
   }

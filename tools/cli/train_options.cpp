@@ -147,6 +147,11 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
         "waits at the GPU's memory bandwidth; CPU-sealed messages (cc) still move for real")
       ->check(CLI::IsMember({"real", "emulate"}))
       ->capture_default_str();
+  em->add_option("--timing-warmup", o.timing_warmup,
+                 "Leave the first N steps (allocations, first touch of buffers) out of the step time and the "
+                 "phase times; counters still count every step")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   em->add_option("--trace", o.trace,
                  "Write a Chrome/Perfetto trace (one process per rank; compute, comm, crypto lanes)");
 }
@@ -171,6 +176,7 @@ nlohmann::json train_options_json(const TrainOptions& o) {
           {"val_every", o.val_every},
           {"val_batches", o.val_batches},
           {"save_every", o.save_every},
+          {"timing_warmup", o.timing_warmup},
           {"allreduce", o.allreduce},
           {"bucket_mb", o.bucket_mb},
           {"overlap", o.overlap},

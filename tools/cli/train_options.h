@@ -37,6 +37,7 @@ struct TrainOptions {
   std::string metrics;
   std::string summary;
   long save_every = 0;
+  long timing_warmup = 0;  // first steps left out of step and phase times
   std::string ckpt_dir = "runs/ckpt";
   int keep = 3;
   std::string resume;
