@@ -99,12 +99,21 @@ def mpirun_prefix(P):
     return cmd
 
 
+# Runs whose ring is not sealed by the CPU have steps 10-100x shorter than cc's, so a few ms of
+# scheduling noise (ranks sharing cores) would dominate a 3-step mean: they take 3x the timed steps.
+CHEAP_VARIANTS = {"off", "fast", "cc+device-crypto"}
+
+
+def timed_steps(args, r):
+    return args.steps * (3 if r["variant"] in CHEAP_VARIANTS else 1)
+
+
 def train_cmd(args, r, summary):
     emu = r["emulate"]
     batch, seq = (args.emu_batch, args.emu_seq) if emu else (args.batch, args.seq)
     seq = min(seq, CONTEXT.get(r["model"], seq))
     cmd = mpirun_prefix(r["P"]) + [args.bin, "train", "--model", r["model"], "--data", args.data,
-                                  "--steps", str(args.steps + args.warmup), "--timing-warmup", str(args.warmup),
+                                  "--steps", str(timed_steps(args, r) + args.warmup), "--timing-warmup", str(args.warmup),
                                   "--batch", str(batch), "--seq", str(seq),
                                   "--bucket-mb", str(r["bucket"]), "--overlap", r["overlap"],
                                   "--val-batches", "0", "--no-progress", "--summary", summary]
@@ -317,7 +326,7 @@ def report(args, out, recs, model_text):
     variants = TEE_MODES
     parts = [f"# GPU-TEE DDP overhead study — teetrain reproduction\n",
              f"Grid: {'quick' if args.quick else 'full'}, {len(recs)} runs, {args.warmup} warm-up + {args.steps} timed "
-             f"steps each; emulated compute: `--gpu {args.gpu}`. Step times are `step_s_mean` of each run's summary "
+             f"steps each ({3 * args.steps} for runs without CPU sealing in the ring); emulated compute: `--gpu {args.gpu}`. Step times are `step_s_mean` of each run's summary "
              f"(mean over the timed steps, "
              f"rank 0's clock). Raw data: `runs.jsonl`, `runs.csv`. Guide: docs/reproducing.md.\n",
              "With emulated compute every GPU-side cost is a wait: forward/backward from FLOPs, the optimizer from "

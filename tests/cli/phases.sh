@@ -13,7 +13,7 @@ run() {  # run P tee summary [extra args]
   local P=$1 tee=$2 out=$3
   shift 3
   mpirun --oversubscribe -np "$P" "$TT" train --model gpt2-tiny --data "$WORK/data/tiny" --steps $steps --batch 4 --seq 32 \
-    --no-progress --val-batches 0 --tee "$tee" --allow-plain-data --bucket-mb 0.05 --segment-kb 4096 \
+    --no-progress --val-batches 0 --tee "$tee" --allow-plain-data --bucket-mb 0.05 --segment-kb 4096 --timing-warmup 2 \
     --summary "$out" "$@" >"$WORK/log" 2>&1 || { echo "FAIL: run P=$P tee=$tee"; tail -5 "$WORK/log"; fails=$((fails + 1)); }
 }
 check() {  # check summary P seals_per_bucket opens_per_bucket label
@@ -84,7 +84,10 @@ assert off["gradient_path"].startswith("ring over emulated-link(450 GB/s)"), off
 assert "throttled(mpi)" in cc["gradient_path"] and "sealed" in cc["gradient_path"], cc["gradient_path"]
 # Every message is still counted with its full length.
 assert all(b > 0 for b in off["counters"]["bytes_sent"]), off["counters"]["bytes_sent"]
+# --timing-warmup 2: two of the steps are left out of the timing, none out of the counters.
+assert off["timed_steps"] == off["steps"] - 2, (off["timed_steps"], off["steps"])
 PY
 then passes=$((passes + 1)); else echo "FAIL: --link emulate summaries"; fails=$((fails + 1)); fi
 expect_exit 2 "add --compute emulate" -- "$TT" train --model gpt2-tiny --data "$WORK/data/tiny" --steps 1 --link emulate
+expect_exit 2 "leaves no step to time" -- "$TT" train --model gpt2-tiny --data "$WORK/data/tiny" --steps 3 --timing-warmup 3
 finish
