@@ -71,37 +71,45 @@ void GpuSealingCodec::for_each_key(std::span<const Job> jobs, Fn&& fn) {
   }
 }
 
+// Sizes the staging buffers for n messages and draws every job's ticket, in job order.
+GpuSealingCodec::Batch GpuSealingCodec::begin_batch(std::span<const Job> jobs, bool sealing) {
+  Batch b;
+  const std::size_t n = jobs.size();
+  b.staging = header_offset(n) + n * kSealHeaderSize;
+  if (host_.size() < b.staging) host_ = PinnedBytes(b.staging);
+  dev_.reserve(b.staging);
+  b.descs = reinterpret_cast<SmallCopy*>(host_.data());
+  b.host_headers = host_.data() + header_offset(n);
+  b.dev_headers = dev_.data() + header_offset(n);
+  tickets_.clear();
+  for (const Job& j : jobs) {
+    tickets_.push_back(streams_.next(j.ctx, j.plain_bytes, sealing));
+    b.bytes += j.plain_bytes;
+    b.ring += is_ring_phase(j.ctx.phase) ? 1 : 0;
+  }
+  return b;
+}
+
 void GpuSealingCodec::seal_batch(std::span<const Job> jobs) {
   if (jobs.empty()) return;
   DeviceGuard guard(device_);
   ScopedPhase timer(prof_, Phase::Seal, Lane::Crypto, "seal");
-  const std::size_t n = jobs.size();
-  const std::size_t staging = header_offset(n) + n * kSealHeaderSize;
-  if (host_.size() < staging) host_ = PinnedBytes(staging);
-  dev_.reserve(staging);
-  auto* descs = reinterpret_cast<SmallCopy*>(host_.data());
-  std::byte* headers = host_.data() + header_offset(n);
-  tickets_.clear();
-  std::uint64_t bytes = 0;
-  std::size_t ring = 0;
-  for (std::size_t i = 0; i < n; ++i) {
+  const Batch b = begin_batch(jobs, true);
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
     const Job& j = jobs[i];
-    tickets_.push_back(streams_.next(j.ctx, j.plain_bytes, true));
-    std::memcpy(headers + i * kSealHeaderSize, tickets_.back().header.data(), kSealHeaderSize);
+    std::memcpy(b.host_headers + i * kSealHeaderSize, tickets_[i].header.data(), kSealHeaderSize);
     // The header goes after the tag: wire = ciphertext || tag || header.
-    descs[i] = {dev_.data() + header_offset(n) + i * kSealHeaderSize, j.out + j.plain_bytes + tee::kTagSize,
-                static_cast<std::uint32_t>(kSealHeaderSize)};
-    bytes += j.plain_bytes;
-    ring += is_ring_phase(j.ctx.phase) ? 1 : 0;
+    b.descs[i] = {b.dev_headers + i * kSealHeaderSize, j.out + j.plain_bytes + tee::kTagSize,
+                  static_cast<std::uint32_t>(kSealHeaderSize)};
   }
   // Descriptors and headers in one upload; the kernel reads the headers from the device mirror.
-  TT_COMM_CUDA_CHECK(cudaMemcpyAsync(dev_.data(), host_.data(), staging, cudaMemcpyHostToDevice, stream_));
-  launch_small_copies(dev_.as<SmallCopy>(), n, stream_);
+  TT_COMM_CUDA_CHECK(cudaMemcpyAsync(dev_.data(), host_.data(), b.staging, cudaMemcpyHostToDevice, stream_));
+  launch_small_copies(dev_.as<SmallCopy>(), jobs.size(), stream_);
   for_each_key(jobs, [](tee::cuda::GpuAesGcm& aead, std::span<const tee::cuda::GpuMessage> msgs) {
     aead.seal_async(msgs);
   });
   TT_COMM_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  streams_.count(true, n, ring, bytes);
+  streams_.count(true, jobs.size(), b.ring, b.bytes);
 }
 
 void GpuSealingCodec::open_batch(std::span<const Job> jobs) {
@@ -109,29 +117,18 @@ void GpuSealingCodec::open_batch(std::span<const Job> jobs) {
   DeviceGuard guard(device_);
   ScopedPhase timer(prof_, Phase::Open, Lane::Crypto, "open");
   const std::size_t n = jobs.size();
-  const std::size_t staging = header_offset(n) + n * kSealHeaderSize;
-  if (host_.size() < staging) host_ = PinnedBytes(staging);
-  dev_.reserve(staging);
-  auto* descs = reinterpret_cast<SmallCopy*>(host_.data());
-  const std::byte* headers = host_.data() + header_offset(n);
-  tickets_.clear();
-  std::uint64_t bytes = 0;
-  std::size_t ring = 0;
+  const Batch b = begin_batch(jobs, false);
   for (std::size_t i = 0; i < n; ++i) {
-    const Job& j = jobs[i];
-    tickets_.push_back(streams_.next(j.ctx, j.plain_bytes, false));
-    descs[i] = {j.in + j.plain_bytes + tee::kTagSize, dev_.data() + header_offset(n) + i * kSealHeaderSize,
-                static_cast<std::uint32_t>(kSealHeaderSize)};
-    bytes += j.plain_bytes;
-    ring += is_ring_phase(j.ctx.phase) ? 1 : 0;
+    b.descs[i] = {jobs[i].in + jobs[i].plain_bytes + tee::kTagSize, b.dev_headers + i * kSealHeaderSize,
+                  static_cast<std::uint32_t>(kSealHeaderSize)};
   }
   // Gather the clear headers for the host (read only to explain a failure, and checked after a good
   // open so that no wire byte can change unnoticed), then open; open() waits for the stream.
   TT_COMM_CUDA_CHECK(
       cudaMemcpyAsync(dev_.data(), host_.data(), header_offset(n), cudaMemcpyHostToDevice, stream_));
   launch_small_copies(dev_.as<SmallCopy>(), n, stream_);
-  TT_COMM_CUDA_CHECK(cudaMemcpyAsync(host_.data() + header_offset(n), dev_.data() + header_offset(n),
-                                     n * kSealHeaderSize, cudaMemcpyDeviceToHost, stream_));
+  TT_COMM_CUDA_CHECK(
+      cudaMemcpyAsync(b.host_headers, b.dev_headers, n * kSealHeaderSize, cudaMemcpyDeviceToHost, stream_));
   ok_.clear();
   for_each_key(jobs, [this](tee::cuda::GpuAesGcm& aead, std::span<const tee::cuda::GpuMessage> msgs) {
     const std::vector<bool> ok = aead.open(msgs);
@@ -140,7 +137,7 @@ void GpuSealingCodec::open_batch(std::span<const Job> jobs) {
   TT_COMM_CUDA_CHECK(cudaStreamSynchronize(stream_));
   for (std::size_t i = 0; i < n; ++i) {
     const std::string reason = SealStreams::open_failure(
-        ok_[i], reinterpret_cast<const std::uint8_t*>(headers + i * kSealHeaderSize), tickets_[i]);
+        ok_[i], reinterpret_cast<const std::uint8_t*>(b.host_headers + i * kSealHeaderSize), tickets_[i]);
     if (reason.empty()) continue;
     if (ok_[i]) {  // opened, but the clear header was changed: the plaintext must not be used either
       TT_COMM_CUDA_CHECK(cudaMemsetAsync(jobs[i].out, 0, jobs[i].plain_bytes, stream_));
@@ -148,7 +145,7 @@ void GpuSealingCodec::open_batch(std::span<const Job> jobs) {
     }
     throw streams_.failure(tickets_[i].ctx, reason);
   }
-  streams_.count(false, n, ring, bytes);
+  streams_.count(false, n, b.ring, b.bytes);
 }
 
 }  // namespace tt::comm::cuda

@@ -28,6 +28,7 @@
 
 #include "comm/cuda/cuda_util.h"
 #include "comm/cuda/device_codec.h"
+#include "comm/cuda/small_copies.h"
 #include "comm/seal_streams.h"
 #include "engine/core/profiler.h"
 #include "tee/cuda/gpu_aead.h"
@@ -56,6 +57,16 @@ class GpuSealingCodec final : public DeviceCodec {
     std::uint64_t epoch = 0;
     std::optional<tee::cuda::GpuAesGcm> aead;
   };
+  // One batch's staging layout and totals (begin_batch draws the tickets into tickets_).
+  struct Batch {
+    std::size_t staging = 0;            // bytes of descriptors + headers
+    SmallCopy* descs = nullptr;         // host_: (n,) descriptors
+    std::byte* host_headers = nullptr;  // host_: (n, 12) header bytes
+    std::byte* dev_headers = nullptr;   // dev_: their device mirror
+    std::uint64_t bytes = 0;
+    std::size_t ring = 0;
+  };
+  Batch begin_batch(std::span<const Job> jobs, bool sealing);
   tee::cuda::GpuAesGcm& aead_for(const SealTicket& t);
   // Fills messages_ from jobs and tickets_, then runs fn(aead, messages) once per run of equal keys.
   template <typename Fn>
