@@ -157,34 +157,70 @@ RingTraffic traffic_of(const RunPoint& r) {
   return ring_traffic(r.P, r.model_bytes, r.buckets, r.segment_bytes, r.tee_on, r.forward_ag);
 }
 
-Costs fit_costs(const std::vector<RunPoint>& runs, double fixed_beta) {
-  Costs c;
-  c.points = static_cast<int>(runs.size());
-  if (runs.empty()) return c;
+namespace {
+
+double ring_seconds(const Costs& c, const RunPoint& r) {
+  const auto f = features(r);
+  return c.alpha * f[0] + c.beta * f[1] + c.gamma * f[2];
+}
+
+// Which side of predict_step's max() (or no overlap) a run is on: within one side the exposed time is
+// linear in the costs.
+enum class Branch { Whole, LastBucket, PastBackward };
+
+Branch branch_of(const Costs& c, const RunPoint& r) {
+  if (!r.overlap) return Branch::Whole;
+  const double ring = ring_seconds(c, r);
+  return ring / std::max(1, r.buckets) >= ring - r.backward_s ? Branch::LastBucket : Branch::PastBackward;
+}
+
+// One run as a linear row: exposed target y = x . g, columns (messages, wire bytes, crypto bytes, 1).
+struct Row {
+  std::array<double, 4> g{};
+  double y = 0;
+};
+
+Row row_of(const RunPoint& r, Branch br) {
+  const auto f = features(r);
+  const double div = br == Branch::LastBucket ? std::max(1, r.buckets) : 1;
+  Row row;
+  for (std::size_t j = 0; j < 3; ++j) row.g[j] = f[j] / div;
+  row.g[3] = r.P > 1 ? 1.0 : 0.0;  // the tail: exposed whatever the overlap (no ring at P = 1)
+  row.y = r.step_s - r.compute_s + (br == Branch::PastBackward ? r.backward_s : 0.0);
+  return row;
+}
+
+// Active-set NNLS over the columns with fixed[j] < 0 (fixed[j] >= 0: known coefficient), rows weighted
+// by 1 / step time: residuals relative to the step, since runs span 20 ms to 10 s and the model is
+// judged by its relative error (unweighted, the slowest runs alone would set the costs).
+std::array<double, 4> nnls(const std::vector<RunPoint>& runs, const std::vector<Row>& rows,
+                           const std::array<double, 4>& fixed) {
   // Columns are scaled to a maximum of 1 so messages (~1e3) and bytes (~1e9) condition alike.
-  std::array<double, 3> scale{};
-  for (const auto& r : runs) {
-    const auto f = features(r);
-    for (std::size_t j = 0; j < 3; ++j) scale[j] = std::max(scale[j], f[j]);
+  std::array<double, 4> scale{};
+  for (const auto& row : rows) {
+    for (std::size_t j = 0; j < 4; ++j) scale[j] = std::max(scale[j], row.g[j]);
   }
-  if (fixed_beta >= 0) scale[1] = 0;  // the link column is known, not fitted
   std::vector<std::size_t> active;
-  for (std::size_t j = 0; j < 3; ++j) {
-    if (scale[j] > 0) active.push_back(j);
+  for (std::size_t j = 0; j < 4; ++j) {
+    if (scale[j] > 0 && fixed[j] < 0) active.push_back(j);
   }
-  std::array<double, 3> coef{};
-  // Active-set NNLS for at most three unknowns: solve, drop the most negative, repeat.
+  std::array<double, 4> coef{};
+  for (std::size_t j = 0; j < 4; ++j) coef[j] = std::max(0.0, fixed[j]);
   while (!active.empty()) {
     const std::size_t k = active.size();
     std::vector<std::vector<double>> M(k, std::vector<double>(k, 0.0));
     std::vector<double> b(k, 0.0);
-    for (const auto& r : runs) {
-      const auto f = features(r);
-      const double y = r.step_s - r.compute_s - (fixed_beta >= 0 ? fixed_beta * f[1] : 0.0);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const Row& row = rows[i];
+      double y = row.y;
+      for (std::size_t j = 0; j < 4; ++j) {
+        if (fixed[j] >= 0) y -= fixed[j] * row.g[j];
+      }
+      const double w2 = runs[i].step_s > 0 ? 1.0 / (runs[i].step_s * runs[i].step_s) : 1.0;
       for (std::size_t a = 0; a < k; ++a) {
-        const double fa = f[active[a]] / scale[active[a]];
-        b[a] += fa * y;
-        for (std::size_t bb = 0; bb < k; ++bb) M[a][bb] += fa * f[active[bb]] / scale[active[bb]];
+        const double fa = row.g[active[a]] / scale[active[a]];
+        b[a] += w2 * fa * y;
+        for (std::size_t bb = 0; bb < k; ++bb) M[a][bb] += w2 * fa * row.g[active[bb]] / scale[active[bb]];
       }
     }
     const auto x = solve(M, b);
@@ -198,17 +234,43 @@ Costs fit_costs(const std::vector<RunPoint>& runs, double fixed_beta) {
     }
     active.erase(active.begin() + static_cast<std::ptrdiff_t>(worst));
   }
-  c.alpha = coef[0];
-  c.beta = fixed_beta >= 0 ? fixed_beta : coef[1];
-  c.gamma = coef[2];
+  return coef;
+}
+
+}  // namespace
+
+Costs fit_costs(const std::vector<RunPoint>& runs, double fixed_beta) {
+  Costs c;
+  c.points = static_cast<int>(runs.size());
+  if (runs.empty()) return c;
+  const std::array<double, 4> fixed{-1.0, fixed_beta >= 0 ? fixed_beta : -1.0, -1.0, -1.0};
+  // predict_step's max() makes the exposed time piecewise linear in the costs: start with every run's
+  // ring fully exposed, then alternate "which side of the max is each run on" and a linear fit of that
+  // side, until the sides stop changing.
+  std::vector<Branch> branches(runs.size(), Branch::Whole);
+  for (int iter = 0; iter < 12; ++iter) {
+    std::vector<Row> rows;
+    for (std::size_t i = 0; i < runs.size(); ++i) rows.push_back(row_of(runs[i], branches[i]));
+    const auto x = nnls(runs, rows, fixed);
+    c.alpha = x[0];
+    c.beta = x[1];
+    c.gamma = x[2];
+    c.tail = x[3];
+    bool changed = false;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      const Branch br = branch_of(c, runs[i]);
+      changed = changed || br != branches[i];
+      branches[i] = br;
+    }
+    if (!changed) break;
+  }
   return c;
 }
 
 double predict_step(const Costs& c, const RunPoint& r) {
-  const auto f = features(r);
-  const double ring = c.alpha * f[0] + c.beta * f[1] + c.gamma * f[2];
+  const double ring = ring_seconds(c, r);
   const double exposed = r.overlap ? std::max(ring / std::max(1, r.buckets), ring - r.backward_s) : ring;
-  return r.compute_s + std::max(0.0, exposed);
+  return r.compute_s + (r.P > 1 ? c.tail : 0.0) + std::max(0.0, exposed);
 }
 
 std::vector<nlohmann::json> load_runs(const std::string& path) {
@@ -278,6 +340,7 @@ nlohmann::json run_scaling_model(const ModelQuery& q, bool print) {
       seal_b += t.seal_bytes, seal_s += r.seal_s, open_b += t.open_bytes, open_s += r.open_s;
     }
     report["costs"][v] = {{"alpha_us", c.alpha * 1e6},
+                          {"tail_ms", c.tail * 1e3},
                           {"link_gbs", c.beta > 0 ? 1e-9 / c.beta : 0.0},
                           {"crypto_gbs", c.gamma > 0 ? 1e-9 / c.gamma : 0.0},
                           {"seal_gbs_measured", seal_s > 0 ? seal_b / seal_s / 1e9 : 0.0},
@@ -287,12 +350,13 @@ nlohmann::json run_scaling_model(const ModelQuery& q, bool print) {
   if (print) {
     std::printf(
         "calibrated costs per TEE variant (fitted on P > 1 runs; 0 = not identifiable from these runs)\n");
-    std::printf("  %-28s %6s %12s %12s %12s %12s %12s\n", "variant", "runs", "alpha us", "link GB/s",
-                "crypto GB/s", "seal GB/s*", "open GB/s*");
+    std::printf("  %-28s %6s %12s %9s %12s %12s %12s %12s\n", "variant", "runs", "alpha us", "tail ms",
+                "link GB/s", "crypto GB/s", "seal GB/s*", "open GB/s*");
     for (const auto& [v, c] : report["costs"].items()) {
-      std::printf("  %-28s %6d %12.2f %12.3f %12.3f %12.3f %12.3f\n", v.c_str(), c["points"].get<int>(),
-                  c["alpha_us"].get<double>(), c["link_gbs"].get<double>(), c["crypto_gbs"].get<double>(),
-                  c["seal_gbs_measured"].get<double>(), c["open_gbs_measured"].get<double>());
+      std::printf("  %-28s %6d %12.2f %9.2f %12.3f %12.3f %12.3f %12.3f\n", v.c_str(), c["points"].get<int>(),
+                  c["alpha_us"].get<double>(), c["tail_ms"].get<double>(), c["link_gbs"].get<double>(),
+                  c["crypto_gbs"].get<double>(), c["seal_gbs_measured"].get<double>(),
+                  c["open_gbs_measured"].get<double>());
     }
     std::printf(
         "  (* measured: bytes / phase seconds summed over crypto threads)\n\npredicted vs measured step "

@@ -2,7 +2,7 @@
 // model, P ranks, a bucket size and a TEE variant from a few calibrated costs, and checks itself
 // against measured runs (a reproduce directory of --summary JSON).
 //
-// Per rank and step:   step = compute + exposed
+// Per rank and step:   step = compute + tail + exposed
 //   compute  = data + ingress + forward + backward + optimizer   (measured; does not depend on P)
 //   T_ring   = (alpha * messages + beta * wire_bytes + gamma * crypto_bytes) * oversubscription
 //              (all buckets; oversubscription = ranks per core of the measuring host, at least 1)
@@ -13,8 +13,11 @@
 // bandwidth, gamma the inverse crypto bandwidth (seal + open bytes; it absorbs crypto threads and
 // pipelining, which is why it is calibrated per TEE variant). Traffic comes from the ring arithmetic
 // of DESIGN.md §5 (ring_traffic below), not from the counters, because the counters also include the
-// start-up broadcast. (alpha, beta, gamma) are fitted per variant by non-negative least squares on
-// step - compute, the TEE variants with the link cost of the `off` runs held fixed.
+// start-up broadcast. tail is a per-step constant: what stays exposed however well buckets overlap
+// (the end-of-step synchronisation, a last bucket larger than average). (alpha, beta, gamma, tail) are
+// fitted per variant by non-negative least squares on step - compute, relative to the step time, with
+// predict_step's max() resolved by iterating which side each run is on; the TEE variants hold the
+// link cost of the `off` runs fixed.
 #pragma once
 #include <cstddef>
 #include <nlohmann/json.hpp>
@@ -83,10 +86,12 @@ struct Costs {
   double alpha = 0;  // s per message
   double beta = 0;   // s per wire byte
   double gamma = 0;  // s per crypto byte (seal + open)
+  double tail = 0;   // s per step exposed whatever the overlap (the last bucket's completion, loss mean)
   int points = 0;    // runs it was fitted on
 };
 
-// Non-negative least squares of (step - compute) on (messages, wire_bytes, crypto_bytes). Columns
+// Non-negative least squares of (step - compute) on (messages, wire_bytes, crypto_bytes), each run's
+// residual divided by its step time (relative error, as the model is judged). Columns
 // that are all zero (crypto with TEE off) get 0. With per-hop sealing the crypto bytes are exactly
 // twice the wire bytes, so link and crypto cannot be told apart from step times alone: pass
 // fixed_beta >= 0 (the link cost fitted on the TEE-off runs) to fit only alpha and gamma.
