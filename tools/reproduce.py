@@ -415,7 +415,8 @@ def main():
     ap.add_argument("--data", default="data-cache/fortunes", help="token shards (prepared with `teetrain prepare-text`)")
     ap.add_argument("--steps", type=int, default=None, help="timed steps per run (default 3 quick / 10 full)")
     ap.add_argument("--warmup", type=int, default=1, help="warm-up steps before the timed ones (--timing-warmup)")
-    ap.add_argument("--batch", type=int, default=4, help="batch per rank for real-compute runs")
+    ap.add_argument("--batch", type=int, default=1, help="batch per rank for real-compute runs (default 1: CPU "
+                    "compute is slow, and a small batch keeps these runs communication-bound like DDP on GPUs)")
     ap.add_argument("--seq", type=int, default=64, help="sequence length for real-compute runs")
     ap.add_argument("--emu-batch", type=int, default=8, help="batch per rank for emulated runs")
     ap.add_argument("--emu-seq", type=int, default=1024, help="sequence length for emulated runs")
