@@ -13,7 +13,7 @@
 namespace tt::cli {
 namespace {
 #ifdef TEETRAIN_HAVE_CUDA
-namespace cc = comm::cuda;
+namespace cu = comm::cuda;
 
 // Segments per GPU seal/open launch: enough messages to fill the GPU's SMs with counter-mode tiles.
 constexpr std::size_t kGpuCryptoBatch = 16;
@@ -24,7 +24,7 @@ class Impl final : public DeviceAllreduce {
       : backend_(backend) {
     comm::Transport* wire = nullptr;
     if (c.ranks_on_host <= cuda_device_count()) {
-      nccl_.emplace(host.comm(), cc::NcclComm::kCurrentDevice, host.timeout());
+      nccl_.emplace(host.comm(), cu::NcclComm::kCurrentDevice, host.timeout());
       nccl_transport_.emplace(*nccl_);
       wire = &*nccl_transport_;
     } else {
@@ -57,13 +57,13 @@ class Impl final : public DeviceAllreduce {
  private:
   Backend& backend_;
   // Declaration order is destruction order reversed: the ring goes before its codec and transports.
-  std::optional<cc::NcclComm> nccl_;
-  std::optional<cc::NcclTransport> nccl_transport_;
-  std::optional<cc::StagedTransport> staged_;
+  std::optional<cu::NcclComm> nccl_;
+  std::optional<cu::NcclTransport> nccl_transport_;
+  std::optional<cu::StagedTransport> staged_;
   std::optional<comm::ThrottledTransport> link_;
-  cc::Stream stream_;
-  std::optional<cc::GpuSealingCodec> codec_;
-  std::optional<cc::DeviceRingAllreduce> ring_;
+  cu::Stream stream_;
+  std::optional<cu::GpuSealingCodec> codec_;
+  std::optional<cu::DeviceRingAllreduce> ring_;
   std::string describe_;
 };
 #endif
