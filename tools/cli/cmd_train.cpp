@@ -8,14 +8,9 @@
 #include <optional>
 #include <thread>
 
-#include "comm/emulated_device_channel.h"
-#include "comm/emulated_link_transport.h"
-#include "comm/mpi_allreduce.h"
 #include "comm/mpi_transport.h"
-#include "comm/ring_allreduce.h"
 #include "comm/sealed_channel.h"
 #include "comm/secure_session.h"
-#include "comm/throttled_transport.h"
 #include "data/sealed_tokens.h"
 #include "data/token_loader.h"
 #include "engine/checkpoint.h"
@@ -29,9 +24,8 @@
 #include "engine/trace_writer.h"
 #include "engine/trainer.h"
 #include "tools/cli/commands.h"
-#include "tools/cli/device_allreduce.h"
+#include "tools/cli/gradient_reduction.h"
 #include "tools/cli/image_source.h"
-#include "tools/cli/nccl_allreduce.h"
 #include "tools/cli/run_report.h"
 #include "tools/cli/scaling_model.h"
 #include "tools/cli/train_options.h"
@@ -207,32 +201,6 @@ TrainConfig trainer_config(const TrainOptions& o, bool have_val) {
   return tc;
 }
 
-// Gradient buckets living on a GPU go through host memory for the host ring (or MPI_Allreduce). One
-// staging buffer, grown to the largest bucket, reused; only the reducer's communication thread uses it.
-class HostStaging {
- public:
-  HostStaging(Backend& backend, AllreduceFn inner, Profiler& profiler)
-      : backend_(backend), inner_(std::move(inner)), profiler_(profiler) {}
-  AllreduceFn wrap() {
-    return [this](float* g, std::size_t n, long step, int bucket) {
-      if (host_.size() < n) host_.resize(n);
-      {
-        ScopedPhase p(&profiler_, Phase::Stage);
-        backend_.copy_to_host(host_.data(), g, n * sizeof(float));  // (n,) floats
-      }
-      inner_(host_.data(), n, step, bucket);
-      ScopedPhase p(&profiler_, Phase::Stage);
-      backend_.copy_to_device(g, host_.data(), n * sizeof(float));
-    };
-  }
-
- private:
-  Backend& backend_;
-  AllreduceFn inner_;
-  Profiler& profiler_;
-  std::vector<float> host_;
-};
-
 // In TEE mode: attest ring neighbours, agree keys, and build the one sealed channel that carries
 // every message between ranks from then on (gradients, broadcasts, agreement, replica checks).
 struct TeeSession {
@@ -385,94 +353,17 @@ void run_train(const TrainOptions& opts) {
     };
   }
 
-  // Gradient reduction: our ring (or MPI_Allreduce) on the reducer's communication thread.
-  // cc seals each chunk whole (no pipelining) and re-seals at every all-gather hop, as H100 CC does.
-  comm::RingOptions ro;
-  ro.segment_bytes = (ts.on && !ts.pipeline) ? 0 : static_cast<std::size_t>(o.segment_kb) * 1024;
-  ro.all_gather = ts.forward_ag ? comm::AllGatherMode::ForwardWire : comm::AllGatherMode::PerHop;
-  // fast with device crypto on an emulated GPU: the ring's messages are sealed "on the GPU", i.e. cost
-  // waits at the GPU's AES-GCM rate; everything else keeps the real sealed channel.
-  comm::EmulatedGpuQueue gpu_queue;  // the emulated GPU's stream for device crypto and emulated adds
-  std::optional<comm::EmulatedDeviceChannel> gpu_crypto;
-  if (ts.device_crypto && emulate) gpu_crypto.emplace(gpu->aead_gbps(), ts.forward_ag, &profiler, &gpu_queue);
-  comm::Channel& ring_channel = gpu_crypto ? static_cast<comm::Channel&>(*gpu_crypto) : channel;
-  // --link-gbps throttles the ring's links (gradient traffic) to emulate NVLink, PCIe or a network.
-  // --link emulate: plaintext messages of the emulated GPUs carry no payload (a token and a wait at the
-  // link rate) and the ring's adds are waits at HBM speed; CPU-sealed messages still move for real.
-  const bool emulated_links = o.link == "emulate";
-  const double link_gbps = o.link_gbps > 0 ? o.link_gbps : emulated_links ? gpu->spec.nvlink_gbps : 0.0;
-  std::optional<comm::ThrottledTransport> link;
-  std::optional<comm::EmulatedLinkTransport> emulated_link;
-  if (emulated_links && ring_channel.pass_through()) {
-    emulated_link.emplace(transport, comm::LinkLimit{link_gbps, {}});
-  } else if (link_gbps > 0) {
-    link.emplace(transport, comm::LinkLimit{link_gbps, {}});
-  }
-  if (emulated_links) {
-    // dst += src reads two floats and writes one per element, at the GPU's memory bandwidth.
-    const double hbm = gpu->spec.hbm_gbps * 1e9;
-    ro.emulated_reduce = [&gpu_queue, hbm](std::size_t n) {
-      gpu_queue.run(12.0 * static_cast<double>(n) / hbm);
-    };
-  }
-  comm::Transport& ring_transport = emulated_link ? static_cast<comm::Transport&>(*emulated_link)
-                                    : link        ? static_cast<comm::Transport&>(*link)
-                                                  : transport;
-  comm::RingAllreduce ring(ring_transport, ring_channel, ro, &profiler);
-  AllreduceFn allreduce;
-  if (o.allreduce == "mpi") {
-    allreduce = [&](float* g, std::size_t n, long, int) { comm::mpi_allreduce_sum(transport.comm(), g, n); };
-  } else {
-    allreduce = [&](float* g, std::size_t n, long step, int bucket) {
-      comm::MessageContext id;
-      id.step = static_cast<uint64_t>(step);
-      id.bucket = static_cast<uint32_t>(bucket);
-      ring.allreduce_sum(g, n, id);
-    };
-  }
-  // GPU gradients, three paths:
-  // - TEE off, or fast with device crypto: the device ring (GPU to GPU; fast seals on the GPU).
-  // - cc (or fast without device crypto): through a host staging buffer, as H100 CC's bounce buffers
-  //   do: device -> host copy, host ring sealed by the CPU, host -> device copy, serialized per bucket.
-  // - --allreduce nccl: NVIDIA's all-reduce, the vendor baseline. (--allreduce mpi stages too.)
-  const bool cuda = backend->kind() == DeviceKind::Cuda;
-  std::string gradient_path = cuda ? "host staging, " : "";
-  gradient_path += o.allreduce == "mpi" ? "MPI_Allreduce"
-                                        : "ring over " + ring_transport.name() + ", " + ring_channel.name();
-  HostStaging staging(*backend, allreduce, profiler);
-  if (cuda) allreduce = staging.wrap();
-  std::unique_ptr<DeviceAllreduce> device_ring;
-  if (cuda && o.allreduce == "ring" && (!ts.on || ts.device_crypto) && world > 1) {
-    DeviceRingConfig dc;
-    dc.ring = ro;
-    dc.sealed = ts.on ? tee_session.channel.get() : nullptr;
-    if (o.link_gbps > 0) dc.link = comm::LinkLimit{o.link_gbps, {}};
-    dc.ranks_on_host = ranks_per_host;
-    device_ring = make_device_allreduce(*backend, transport, dc, profiler);
-    allreduce = device_ring->fn();
-    gradient_path = device_ring->describe();
-  }
-  std::unique_ptr<NcclAllreduce> nccl;  // the vendor baseline: GPU to GPU, no staging
-  if (o.allreduce == "nccl") {
-    nccl = make_nccl_allreduce(*backend, transport.comm(),
-                               std::chrono::milliseconds(static_cast<long>(o.timeout_s * 1000.0)));
-    allreduce = nccl->fn();
-    gradient_path = "ncclAllReduce";
-  }
+  // Gradient reduction on the reducer's communication thread: one path, chosen from the options.
+  GradientReduction grads({o, ts, *backend, transport, channel, tee_session.channel.get(),
+                           gpu ? &*gpu : nullptr, ranks_per_host, profiler});
   const std::size_t cap = static_cast<std::size_t>(o.bucket_mb * 1024.0 * 1024.0);
   const std::vector<Bucket> buckets = plan_buckets(model->params(), model->num_params(),
                                                    std::min<std::size_t>(std::size_t{1} << 20, cap), cap);
   std::unique_ptr<DdpReducer> reducer;
   if (world > 1) {
     DdpOptions ddp{o.overlap == "on", world};
-    if (emulated_links) {
-      // g *= 1/P on the emulated GPU: one read and one write per float at its memory bandwidth.
-      const double hbm = gpu->spec.hbm_gbps * 1e9;
-      ddp.emulated_average = [&gpu_queue, hbm](std::size_t n) {
-        gpu_queue.run(8.0 * static_cast<double>(n) / hbm);
-      };
-    }
-    reducer = std::make_unique<DdpReducer>(*backend, *model, buckets, allreduce, ddp, &profiler);
+    ddp.emulated_average = grads.emulated_average();
+    reducer = std::make_unique<DdpReducer>(*backend, *model, buckets, grads.fn(), ddp, &profiler);
   }
 
   if (rank == 0) {
@@ -485,7 +376,7 @@ void run_train(const TrainOptions& opts) {
         "allreduce %s, overlap %s\n  data %s\n  backend %s\n  gradients %s\n",
         model->name().c_str(), model->num_params(), mem_gib, world, threads, tee_label(o.tee, ts).c_str(),
         buckets.size(), o.allreduce.c_str(), o.overlap.c_str(), data.describe.c_str(),
-        backend->describe().c_str(), world > 1 ? gradient_path.c_str() : "not reduced (one rank)");
+        backend->describe().c_str(), world > 1 ? grads.path().c_str() : "not reduced (one rank)");
   }
 
   RankInfo ranks{rank, world, [&](double x) { return dist.mean(x); }};
@@ -523,7 +414,7 @@ void run_train(const TrainOptions& opts) {
                         {"num_params", model->num_params()},
                         {"world_size", world},
                         {"allreduce", o.allreduce},
-                        {"gradient_path", world > 1 ? gradient_path : "none"},
+                        {"gradient_path", world > 1 ? grads.path() : "none"},
                         {"bucket_mb", o.bucket_mb},
                         {"buckets", buckets.size()},
                         {"overlap", o.overlap},

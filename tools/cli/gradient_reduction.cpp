@@ -1,0 +1,94 @@
+#include "tools/cli/gradient_reduction.h"
+
+#include "comm/mpi_allreduce.h"
+
+namespace tt::cli {
+
+GradientReduction::GradientReduction(const GradientSetup& s) : gpu_(s.gpu) {
+  const TrainOptions& o = s.options;
+  const TeeSwitches& ts = s.tee;
+  const bool cuda = s.backend.kind() == DeviceKind::Cuda;
+  // cc seals each chunk whole (no pipelining) and re-seals at every all-gather hop, as H100 CC does.
+  comm::RingOptions ro;
+  ro.segment_bytes = (ts.on && !ts.pipeline) ? 0 : static_cast<std::size_t>(o.segment_kb) * 1024;
+  ro.all_gather = ts.forward_ag ? comm::AllGatherMode::ForwardWire : comm::AllGatherMode::PerHop;
+
+  if (o.allreduce == "nccl") {
+    nccl_ = make_nccl_allreduce(s.backend, s.transport.comm(), s.transport.timeout());
+    fn_ = nccl_->fn();
+    path_ = "ncclAllReduce";
+    return;
+  }
+  if (cuda && o.allreduce == "ring" && (!ts.on || ts.device_crypto) && s.transport.size() > 1) {
+    DeviceRingConfig dc;
+    dc.ring = ro;
+    dc.sealed = ts.on ? s.sealed : nullptr;
+    if (o.link_gbps > 0) dc.link = comm::LinkLimit{o.link_gbps, {}};
+    dc.ranks_on_host = s.ranks_on_host;
+    device_ring_ = make_device_allreduce(s.backend, s.transport, dc, s.profiler);
+    fn_ = device_ring_->fn();
+    path_ = device_ring_->describe();
+    return;
+  }
+
+  if (o.allreduce == "mpi") {
+    fn_ = [&t = s.transport](float* g, std::size_t n, long, int) { comm::mpi_allreduce_sum(t.comm(), g, n); };
+    path_ = "MPI_Allreduce";
+  } else {
+    // fast with device crypto on an emulated GPU: the ring's messages are sealed "on the GPU", i.e.
+    // cost waits at the GPU's AES-GCM rate; every other collective keeps the real sealed channel.
+    if (ts.device_crypto && gpu_ != nullptr) {
+      gpu_crypto_.emplace(gpu_->aead_gbps(), ts.forward_ag, &s.profiler, &gpu_queue_);
+    }
+    comm::Channel& channel = gpu_crypto_ ? static_cast<comm::Channel&>(*gpu_crypto_) : s.channel;
+    // --link emulate: plaintext messages of the emulated GPUs carry no payload (a token and a wait at
+    // the link rate) and the adds are HBM waits; CPU-sealed messages still move, paced at that rate.
+    emulated_links_ = o.link == "emulate";
+    const double link_gbps = o.link_gbps > 0 ? o.link_gbps : emulated_links_ ? gpu_->spec.nvlink_gbps : 0.0;
+    if (emulated_links_ && channel.pass_through()) {
+      emulated_link_.emplace(s.transport, comm::LinkLimit{link_gbps, {}});
+    } else if (link_gbps > 0) {
+      link_.emplace(s.transport, comm::LinkLimit{link_gbps, {}});
+    }
+    if (emulated_links_)
+      ro.emulated_reduce = [this](std::size_t n) { hbm_kernel(n, 12.0); };  // 2 reads, 1 write
+    comm::Transport& wire = emulated_link_ ? static_cast<comm::Transport&>(*emulated_link_)
+                            : link_        ? static_cast<comm::Transport&>(*link_)
+                                           : s.transport;
+    ring_.emplace(wire, channel, ro, &s.profiler);
+    fn_ = [this](float* g, std::size_t n, long step, int bucket) {
+      comm::MessageContext id;
+      id.step = static_cast<uint64_t>(step);
+      id.bucket = static_cast<uint32_t>(bucket);
+      ring_->allreduce_sum(g, n, id);
+    };
+    path_ = "ring over " + wire.name() + ", " + channel.name();
+  }
+  if (cuda) {
+    // GPU buckets reach a host all-reduce through one staging buffer, as H100 CC's bounce buffers do:
+    // device -> host copy, host all-reduce, host -> device copy, serialized per bucket.
+    fn_ = [this, inner = std::move(fn_), &backend = s.backend, &prof = s.profiler](float* g, std::size_t n,
+                                                                                   long step, int bucket) {
+      if (staging_.size() < n) staging_.resize(n);
+      {
+        ScopedPhase p(&prof, Phase::Stage);
+        backend.copy_to_host(staging_.data(), g, n * sizeof(float));  // (n,) floats
+      }
+      inner(staging_.data(), n, step, bucket);
+      ScopedPhase p(&prof, Phase::Stage);
+      backend.copy_to_device(g, staging_.data(), n * sizeof(float));
+    };
+    path_ = "host staging, " + path_;
+  }
+}
+
+std::function<void(std::size_t)> GradientReduction::emulated_average() {
+  if (!emulated_links_) return {};
+  return [this](std::size_t n) { hbm_kernel(n, 8.0); };  // g *= 1/P: one read, one write
+}
+
+void GradientReduction::hbm_kernel(std::size_t n, double bytes_per_float) {
+  gpu_queue_.run(bytes_per_float * static_cast<double>(n) / (gpu_->spec.hbm_gbps * 1e9));
+}
+
+}  // namespace tt::cli

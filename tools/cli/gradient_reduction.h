@@ -1,0 +1,82 @@
+// How `teetrain train` sums a step's gradient buckets across ranks: one AllreduceFn for the reducer,
+// chosen once from the options, and a one-line description of the path it takes (the run banner's
+// `gradients` line, the summary's `gradient_path`).
+//
+//   --allreduce nccl                         ncclAllReduce on GPU buffers (vendor baseline)
+//   --device cuda, --tee off | fast+device   the device ring (device_allreduce.h): GPU to GPU, fast
+//                                            sealing with the GPU AES-GCM
+//   --allreduce mpi                          MPI_Allreduce on host buffers
+//   otherwise                                our ring on host buffers, through the sealed channel in
+//                                            TEE mode; GPU buckets are staged through host memory
+//                                            (H100 CC's bounce-buffer path, the `stage` phase)
+//
+// Emulated GPUs (--compute emulate): fast's device crypto is EmulatedDeviceChannel; with --link emulate
+// the ring's plaintext messages go over EmulatedLinkTransport and its adds and the 1/P averaging are
+// waits on the emulated GPU's queue (emulated_average() for DdpOptions). --link-gbps paces real links.
+#pragma once
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "comm/emulated_device_channel.h"
+#include "comm/emulated_link_transport.h"
+#include "comm/mpi_transport.h"
+#include "comm/ring_allreduce.h"
+#include "comm/sealed_channel.h"
+#include "comm/throttled_transport.h"
+#include "engine/core/backend.h"
+#include "engine/core/profiler.h"
+#include "engine/ddp_reducer.h"
+#include "engine/emulated_model.h"
+#include "tools/cli/device_allreduce.h"
+#include "tools/cli/nccl_allreduce.h"
+#include "tools/cli/tee_options.h"
+#include "tools/cli/train_options.h"
+
+namespace tt::cli {
+
+struct GradientSetup {
+  const TrainOptions& options;
+  const TeeSwitches& tee;
+  Backend& backend;
+  comm::MpiTransport& transport;
+  comm::Channel& channel;       // every inter-rank message's channel (sealed in TEE mode)
+  comm::SealedChannel* sealed;  // the same channel when sealed, else null
+  const EmulatedGpu* gpu;       // --compute emulate, else null
+  int ranks_on_host = 1;
+  Profiler& profiler;
+};
+
+class GradientReduction {
+ public:
+  // Every reference in `s` must outlive this object.
+  explicit GradientReduction(const GradientSetup& s);
+  GradientReduction(const GradientReduction&) = delete;
+  GradientReduction& operator=(const GradientReduction&) = delete;
+
+  const AllreduceFn& fn() const { return fn_; }
+  const std::string& path() const { return path_; }
+  // The reducer's 1/P scaling as an emulated GPU kernel (--link emulate), else empty.
+  std::function<void(std::size_t n)> emulated_average();
+
+ private:
+  // Enqueues an elementwise kernel over n floats touching `bytes_per_float` of GPU memory each.
+  void hbm_kernel(std::size_t n, double bytes_per_float);
+
+  const EmulatedGpu* gpu_;
+  bool emulated_links_ = false;
+  comm::EmulatedGpuQueue gpu_queue_;  // the emulated GPU's stream: device crypto and emulated adds
+  std::optional<comm::EmulatedDeviceChannel> gpu_crypto_;
+  std::optional<comm::ThrottledTransport> link_;
+  std::optional<comm::EmulatedLinkTransport> emulated_link_;
+  std::optional<comm::RingAllreduce> ring_;
+  std::unique_ptr<DeviceAllreduce> device_ring_;
+  std::unique_ptr<NcclAllreduce> nccl_;
+  std::vector<float> staging_;  // (largest bucket,) floats: GPU buckets on their way through the host ring
+  AllreduceFn fn_;
+  std::string path_;
+};
+
+}  // namespace tt::cli
