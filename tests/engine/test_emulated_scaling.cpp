@@ -92,6 +92,36 @@ TEST(ScalingModel, FitRecoversCostsFromSyntheticRuns) {
   EXPECT_GE(n.gamma, 0);
 }
 
+TEST(ScalingModel, KnownTransferCostIsChargedPerCrossingAndNotFitted) {
+  // --cc-transfer-us: one crossing per seal and per opened message. P = 4, 3 buckets, whole chunks,
+  // per-hop sealing: 3 x 6 seals + 3 x 6 opens = 36 crossings.
+  RunPoint r = point(4, 3, false);
+  r.transfer_s = 2e-3;
+  EXPECT_NEAR(transfer_seconds(r), 36 * 2e-3, 1e-12);
+  r.forward_ag = true;  // 3 x 4 seals + 18 opens
+  EXPECT_NEAR(transfer_seconds(r), 30 * 2e-3, 1e-12);
+  r.forward_ag = false;
+  const Costs truth{50e-6, 1.0 / 5e9, 1.0 / 1e9, 0};
+  EXPECT_NEAR(predict_step(truth, r) - predict_step(truth, point(4, 3, false)), 36 * 2e-3, 1e-12);
+  // Runs that paid a known toll: the fit recovers the same costs as without it (the toll is
+  // subtracted, not absorbed into alpha), whatever side of the overlap max() each run is on.
+  std::vector<RunPoint> runs;
+  for (int P : {2, 3, 4}) {
+    for (int b : {1, 3, 16, 64}) {
+      for (bool ov : {false, true}) {
+        RunPoint x = point(P, b, ov);
+        x.transfer_s = 1e-3;
+        x.step_s = predict_step(truth, x);
+        runs.push_back(x);
+      }
+    }
+  }
+  const Costs c = fit_costs(runs, truth.beta);
+  EXPECT_NEAR(c.alpha, truth.alpha, truth.alpha * 1e-3);
+  EXPECT_NEAR(c.gamma, truth.gamma, truth.gamma * 1e-3);
+  for (const auto& x : runs) EXPECT_NEAR(predict_step(c, x), x.step_s, 1e-9 + 1e-6 * x.step_s);
+}
+
 TEST(EmulatedGpt2, TableMatchesTheRealModelWithoutAllocating) {
   auto backend = make_cpu_backend(1);
   const Gpt2Config cfg = Gpt2Config::preset("gpt2-mini");

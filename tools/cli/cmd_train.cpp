@@ -68,6 +68,11 @@ void validate(const TrainOptions& o) {
         "--link emulate moves no payload bytes, which only synthetic gradients allow: add --compute emulate, "
         "or use --link real (with --link-gbps to throttle)");
   }
+  if (o.cc_transfer_us > 0 && o.compute != "emulate") {
+    throw InputError(
+        "--cc-transfer-us charges the bounce-buffer crossings of an emulated GPU's gradients: add --compute "
+        "emulate (a real GPU's copies cost what they cost)");
+  }
   if (o.timing_warmup > 0 && o.timing_warmup >= o.steps) {
     throw InputError("--timing-warmup " + std::to_string(o.timing_warmup) +
                      " leaves no step to time; it must be smaller than --steps " + std::to_string(o.steps));

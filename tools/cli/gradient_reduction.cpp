@@ -40,12 +40,18 @@ GradientReduction::GradientReduction(const GradientSetup& s) : gpu_(s.gpu) {
     if (ts.device_crypto && gpu_ != nullptr) {
       gpu_crypto_.emplace(gpu_->aead_gbps(), ts.forward_ag, &s.profiler, &gpu_queue_);
     }
-    comm::Channel& channel = gpu_crypto_ ? static_cast<comm::Channel&>(*gpu_crypto_) : s.channel;
+    comm::Channel* channel = gpu_crypto_ ? static_cast<comm::Channel*>(&*gpu_crypto_) : &s.channel;
+    // --cc-transfer-us: a ring sealed on the host pays H100 CC's fixed cost per bounce-buffer crossing
+    // of the emulated GPU's chunks (cc_transfer_channel.h). Plaintext and GPU-sealed rings never cross.
+    if (o.cc_transfer_us > 0 && !channel->pass_through()) {
+      cc_transfers_.emplace(*channel, o.cc_transfer_us, &s.profiler);
+      channel = &*cc_transfers_;
+    }
     // --link emulate: plaintext messages of the emulated GPUs carry no payload (a token and a wait at
     // the link rate) and the adds are HBM waits; CPU-sealed messages still move, paced at that rate.
     emulated_links_ = o.link == "emulate";
     const double link_gbps = o.link_gbps > 0 ? o.link_gbps : emulated_links_ ? gpu_->spec.nvlink_gbps : 0.0;
-    if (emulated_links_ && channel.pass_through()) {
+    if (emulated_links_ && channel->pass_through()) {
       emulated_link_.emplace(s.transport, comm::LinkLimit{link_gbps, {}});
     } else if (link_gbps > 0) {
       link_.emplace(s.transport, comm::LinkLimit{link_gbps, {}});
@@ -55,14 +61,14 @@ GradientReduction::GradientReduction(const GradientSetup& s) : gpu_(s.gpu) {
     comm::Transport& wire = emulated_link_ ? static_cast<comm::Transport&>(*emulated_link_)
                             : link_        ? static_cast<comm::Transport&>(*link_)
                                            : s.transport;
-    ring_.emplace(wire, channel, ro, &s.profiler);
+    ring_.emplace(wire, *channel, ro, &s.profiler);
     fn_ = [this](float* g, std::size_t n, long step, int bucket) {
       comm::MessageContext id;
       id.step = static_cast<uint64_t>(step);
       id.bucket = static_cast<uint32_t>(bucket);
       ring_->allreduce_sum(g, n, id);
     };
-    path_ = "ring over " + wire.name() + ", " + channel.name();
+    path_ = "ring over " + wire.name() + ", " + channel->name();
   }
   if (cuda) {
     // GPU buckets reach a host all-reduce through one staging buffer, as H100 CC's bounce buffers do:

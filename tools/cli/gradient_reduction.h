@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/cc_transfer_channel.h"
 #include "comm/emulated_device_channel.h"
 #include "comm/emulated_link_transport.h"
 #include "comm/mpi_transport.h"
@@ -69,6 +70,7 @@ class GradientReduction {
   bool emulated_links_ = false;
   comm::EmulatedGpuQueue gpu_queue_;  // the emulated GPU's stream: device crypto and emulated adds
   std::optional<comm::EmulatedDeviceChannel> gpu_crypto_;
+  std::optional<comm::CcTransferChannel> cc_transfers_;  // wraps the ring's host-sealing channel
   std::optional<comm::ThrottledTransport> link_;
   std::optional<comm::EmulatedLinkTransport> emulated_link_;
   std::optional<comm::RingAllreduce> ring_;

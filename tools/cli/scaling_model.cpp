@@ -150,6 +150,8 @@ RunPoint run_point(const nlohmann::json& s) {
   }
   r.seal_s = phase_mean(ph, "seal");
   r.open_s = phase_mean(ph, "open");
+  // Only a ring the host seals crosses the bounce buffers (GradientReduction wraps no other channel).
+  if (r.tee_on && !tee.value("device_crypto", false)) r.transfer_s = config.value("cc_transfer_us", 0.0) * 1e-6;
   return r;
 }
 
@@ -157,11 +159,17 @@ RingTraffic traffic_of(const RunPoint& r) {
   return ring_traffic(r.P, r.model_bytes, r.buckets, r.segment_bytes, r.tee_on, r.forward_ag);
 }
 
+double transfer_seconds(const RunPoint& r) {
+  if (r.transfer_s <= 0) return 0.0;
+  const RingTraffic t = traffic_of(r);
+  return r.transfer_s * (t.seals + t.messages);  // a crossing per seal, and per received (opened) message
+}
+
 namespace {
 
 double ring_seconds(const Costs& c, const RunPoint& r) {
   const auto f = features(r);
-  return c.alpha * f[0] + c.beta * f[1] + c.gamma * f[2];
+  return c.alpha * f[0] + c.beta * f[1] + c.gamma * f[2] + transfer_seconds(r);
 }
 
 // Which side of predict_step's max() (or no overlap) a run is on: within one side the exposed time is
@@ -186,7 +194,7 @@ Row row_of(const RunPoint& r, Branch br) {
   Row row;
   for (std::size_t j = 0; j < 3; ++j) row.g[j] = f[j] / div;
   row.g[3] = r.P > 1 ? 1.0 : 0.0;  // the tail: exposed whatever the overlap (no ring at P = 1)
-  row.y = r.step_s - r.compute_s + (br == Branch::PastBackward ? r.backward_s : 0.0);
+  row.y = r.step_s - r.compute_s + (br == Branch::PastBackward ? r.backward_s : 0.0) - transfer_seconds(r) / div;
   return row;
 }
 
@@ -334,8 +342,9 @@ nlohmann::json run_scaling_model(const ModelQuery& q, bool print) {
     }
     costs[v] = fit_costs(multi, v == "off" ? -1.0 : link_beta);
     const Costs& c = costs[v];
-    double seal_b = 0, seal_s = 0, open_b = 0, open_s = 0;
+    double seal_b = 0, seal_s = 0, open_b = 0, open_s = 0, transfer_s = 0;
     for (const auto& r : multi) {
+      transfer_s = std::max(transfer_s, r.transfer_s);
       const RingTraffic t = traffic_of(r);
       seal_b += t.seal_bytes, seal_s += r.seal_s, open_b += t.open_bytes, open_s += r.open_s;
     }
@@ -345,22 +354,23 @@ nlohmann::json run_scaling_model(const ModelQuery& q, bool print) {
                           {"crypto_gbs", c.gamma > 0 ? 1e-9 / c.gamma : 0.0},
                           {"seal_gbs_measured", seal_s > 0 ? seal_b / seal_s / 1e9 : 0.0},
                           {"open_gbs_measured", open_s > 0 ? open_b / open_s / 1e9 : 0.0},
+                          {"transfer_us", transfer_s * 1e6},
                           {"points", c.points}};
   }
   if (print) {
     std::printf(
         "calibrated costs per TEE variant (fitted on P > 1 runs; 0 = not identifiable from these runs)\n");
-    std::printf("  %-28s %6s %12s %9s %12s %12s %12s %12s\n", "variant", "runs", "alpha us", "tail ms",
-                "link GB/s", "crypto GB/s", "seal GB/s*", "open GB/s*");
+    std::printf("  %-28s %6s %12s %9s %12s %12s %12s %12s %10s\n", "variant", "runs", "alpha us", "tail ms",
+                "link GB/s", "crypto GB/s", "seal GB/s*", "open GB/s*", "xfer us**");
     for (const auto& [v, c] : report["costs"].items()) {
-      std::printf("  %-28s %6d %12.2f %9.2f %12.3f %12.3f %12.3f %12.3f\n", v.c_str(), c["points"].get<int>(),
-                  c["alpha_us"].get<double>(), c["tail_ms"].get<double>(), c["link_gbs"].get<double>(),
-                  c["crypto_gbs"].get<double>(), c["seal_gbs_measured"].get<double>(),
-                  c["open_gbs_measured"].get<double>());
+      std::printf("  %-28s %6d %12.2f %9.2f %12.3f %12.3f %12.3f %12.3f %10.0f\n", v.c_str(),
+                  c["points"].get<int>(), c["alpha_us"].get<double>(), c["tail_ms"].get<double>(),
+                  c["link_gbs"].get<double>(), c["crypto_gbs"].get<double>(), c["seal_gbs_measured"].get<double>(),
+                  c["open_gbs_measured"].get<double>(), c["transfer_us"].get<double>());
     }
     std::printf(
-        "  (* measured: bytes / phase seconds summed over crypto threads)\n\npredicted vs measured step "
-        "time\n");
+        "  (* measured: bytes / phase seconds summed over crypto threads; ** --cc-transfer-us of the runs, a "
+        "known cost per bounce-buffer crossing, not fitted)\n\npredicted vs measured step time\n");
     std::printf("  %-12s %-28s %3s %8s %7s %11s %11s %8s\n", "model", "variant", "P", "bucketMB", "overlap",
                 "measured s", "predicted s", "error");
   }
@@ -435,6 +445,7 @@ nlohmann::json run_scaling_model(const ModelQuery& q, bool print) {
       r.tee_on = like.tee_on;
       r.forward_ag = like.forward_ag;
       r.segment_bytes = like.segment_bytes;
+      r.transfer_s = like.transfer_s;
       const double s = predict_step(costs[v], r);
       row[v] = s;
       if (v == "off") off = s;

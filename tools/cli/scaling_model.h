@@ -5,7 +5,9 @@
 // Per rank and step:   step = compute + tail + exposed
 //   compute  = data + ingress + forward + backward + optimizer   (measured; does not depend on P)
 //   T_ring   = (alpha * messages + beta * wire_bytes + gamma * crypto_bytes) * oversubscription
-//              (all buckets; oversubscription = ranks per core of the measuring host, at least 1)
+//              + transfer * crossings
+//              (all buckets; oversubscription = ranks per core of the measuring host, at least 1;
+//              transfer = --cc-transfer-us of the run, a known wait per crossing, not fitted)
 //   exposed  = T_ring                                  (overlap off)
 //            = max(T_ring / buckets, T_ring - backward) (overlap on: all but the last bucket can
 //                                                        hide under backward)
@@ -77,6 +79,9 @@ struct RunPoint {
   // copies and crypto are CPU work: 4 ranks on 2 cores each get half a core, so the ring's cost of
   // such a run is scaled by this factor. Projections assume a rank has its own resources (1).
   double oversubscription = 1;
+  // Known emulated cost, not fitted: seconds per H100 CC bounce-buffer crossing (--cc-transfer-us) when
+  // the ring is sealed on the host, charged once per seal and once per open (crossings below).
+  double transfer_s = 0;
 };
 // From a --summary JSON (optionally with reproduce.py's "variant" field). Throws InputError naming
 // the missing field.
@@ -98,6 +103,8 @@ struct Costs {
 Costs fit_costs(const std::vector<RunPoint>& runs, double fixed_beta = -1);
 double predict_step(const Costs& c, const RunPoint& r);
 RingTraffic traffic_of(const RunPoint& r);
+// Seconds per step of the run's known bounce-buffer crossings (transfer_s x (seals + opens)).
+double transfer_seconds(const RunPoint& r);
 
 // The whole command: reads runs, fits, compares, projects. Returns the report as JSON and prints it
 // as tables when `print` is set.

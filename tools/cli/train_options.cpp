@@ -147,6 +147,14 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
         "waits at the GPU's memory bandwidth; CPU-sealed messages (cc) still move for real")
       ->check(CLI::IsMember({"real", "emulate"}))
       ->capture_default_str();
+  em->add_option(
+        "--cc-transfer-us", o.cc_transfer_us,
+        "Fixed cost in microseconds of one H100 CC bounce-buffer crossing of an emulated GPU's gradient "
+        "message (needs --compute emulate): charged before each host seal (device -> host) and after each "
+        "host open (host -> device) of a ring message, one crossing at a time per rank. Only rings the CPU "
+        "seals pay it (cc, or fast with --tee-device-crypto off). 0 = none: teetrain's own cost only")
+      ->check(non_negative())
+      ->capture_default_str();
   em->add_option("--timing-warmup", o.timing_warmup,
                  "Leave the first N steps (allocations, first touch of buffers) out of the step time and the "
                  "phase times; counters still count every step")
@@ -194,6 +202,7 @@ nlohmann::json train_options_json(const TrainOptions& o) {
                                          : nlohmann::json(nullptr)},
           {"link_gbps", o.link_gbps},
           {"link", o.link},
+          {"cc_transfer_us", o.cc_transfer_us},
           {"tee", tee_json(o.tee, gpu_gradients(o))}};
 }
 

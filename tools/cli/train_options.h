@@ -59,6 +59,7 @@ struct TrainOptions {
   double gpu_aead_gbps = 0;  // emulated GPU AES-GCM rate (0 = table)
   double link_gbps = 0;
   std::string link = "real";  // "emulate": plaintext ring payloads of an emulated GPU are not moved
+  double cc_transfer_us = 0;  // fixed cost of one H100 CC bounce-buffer crossing of a CPU-sealed message
   std::string trace;
   TeeOptions tee;
 };

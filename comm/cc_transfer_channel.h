@@ -1,0 +1,62 @@
+// CcTransferChannel: the fixed cost of H100 CC's bounce-buffer crossings, for gradient messages the
+// host seals on behalf of an emulated GPU (--cc-transfer-us, needs --compute emulate).
+//
+// Under H100 CC a GPU's gradients reach the host sealer only through encrypted bounce buffers: the
+// sender's chunk crosses device -> host before it is sealed for the link, and the receiver's opened
+// chunk crosses host -> device before the GPU adds it. The per-byte part of a crossing is CPU
+// AES-GCM (the measured ~3 GB/s CC copy rate is one core's OpenSSL rate), which `cc` already pays for
+// real in SealedChannel. What the emulation lacks is the fixed part: every secure copy is
+// synchronous, serialised per context and pays a set-up toll (bounce-buffer allocation, IV and
+// driver bookkeeping, synchronisation) whatever its size. Lee et al. (arXiv 2501.11771) put their
+// bucket-size finding down to exactly this: "the cost of securing and verifying many small
+// transmissions dominates", and larger buckets "cut round-trip counts".
+//
+// This channel wraps the real sealing channel and charges `toll` per crossing: before each seal (the
+// device -> host copy of the plaintext) and after each open (the host -> device copy), as a blocking
+// wait on one per-rank bridge, so crossings never overlap one another. Everything else (bytes, nonces,
+// tags, counters) is the inner channel's. The waits are reported as the `stage` phase (the same phase
+// a real GPU's staging copies use).
+#pragma once
+#include <chrono>
+#include <mutex>
+#include <string>
+
+#include "comm/channel.h"
+#include "engine/core/profiler.h"
+
+namespace tt::comm {
+
+class CcTransferChannel final : public Channel {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // toll_us: fixed cost of one crossing in microseconds, > 0. `inner` must outlive this channel.
+  CcTransferChannel(Channel& inner, double toll_us, Profiler* profiler);
+
+  std::string name() const override;  // "<inner>, cc transfers (3000 us each)"
+  std::size_t overhead() const override { return inner_.overhead(); }
+  bool pass_through() const override { return inner_.pass_through(); }
+  void seal(const MessageContext& ctx, std::span<const std::byte> plain, std::span<std::byte> wire) override;
+  void open(const MessageContext& ctx, std::span<const std::byte> wire, std::span<std::byte> plain) override;
+  std::size_t parallelism() const override { return inner_.parallelism(); }
+  void seal_batch(std::span<const SealJob> jobs) override;
+  void open_batch(std::span<const OpenJob> jobs) override;
+  void charge_seal(const MessageContext& ctx, std::size_t bytes) override { inner_.charge_seal(ctx, bytes); }
+  void charge_open(const MessageContext& ctx, std::size_t bytes) override { inner_.charge_open(ctx, bytes); }
+
+  // Crossings charged so far (two per message: one at the sender, one at the receiver).
+  long crossings() const { return crossings_; }
+
+ private:
+  // Blocks until `n` more crossings have gone over the bridge (after any still in flight).
+  void cross(std::size_t n);
+
+  Channel& inner_;
+  Clock::duration toll_;
+  double toll_us_;
+  Profiler* prof_;
+  std::mutex mu_;
+  Clock::time_point bridge_free_{};
+  long crossings_ = 0;
+};
+
+}  // namespace tt::comm
