@@ -72,10 +72,11 @@ PY
 then passes=$((passes + 1)); else echo "FAIL: overlap in the trace"; fails=$((fails + 1)); fi
 # --link emulate (emulated GPUs): the same message arithmetic and phase accounting as real links, the
 # summary names the emulated transport; cc's sealed messages still take the real one. Refused without
-# synthetic gradients.
-run 2 off "$WORK/emu_off.json" --compute emulate --gpu h100 --link emulate
+# synthetic gradients. --gpu-tflops 0.01 stretches gpt2-tiny's emulated step from ~40 us (where 5% is
+# 2 us of scheduling noise) to ~20 ms.
+run 2 off "$WORK/emu_off.json" --compute emulate --gpu h100 --gpu-tflops 0.01 --link emulate
 check "$WORK/emu_off.json" 2 0 0 "off P=2 --link emulate"
-run 2 cc "$WORK/emu_cc.json" --compute emulate --gpu h100 --link emulate
+run 2 cc "$WORK/emu_cc.json" --compute emulate --gpu h100 --gpu-tflops 0.01 --link emulate
 check "$WORK/emu_cc.json" 2 2 2 "cc P=2 --link emulate"
 if "$PY" - "$WORK/emu_off.json" "$WORK/emu_cc.json" <<'PY'
 import json, sys
@@ -91,9 +92,9 @@ then passes=$((passes + 1)); else echo "FAIL: --link emulate summaries"; fails=$
 expect_exit 2 "add --compute emulate" -- "$TT" train --model gpt2-tiny --data "$WORK/data/tiny" --steps 1 --link emulate
 # --cc-transfer-us: the same counters, the path names the cost, and each step waits at least one
 # toll per ring seal and per ring open (stage phase); fast seals on the (emulated) GPU and never crosses.
-run 2 cc "$WORK/emu_cct.json" --compute emulate --gpu h100 --link emulate --cc-transfer-us 2000
+run 2 cc "$WORK/emu_cct.json" --compute emulate --gpu h100 --gpu-tflops 0.01 --link emulate --cc-transfer-us 2000
 check "$WORK/emu_cct.json" 2 2 2 "cc P=2 --cc-transfer-us 2000"
-run 2 fast "$WORK/emu_fastt.json" --compute emulate --gpu h100 --link emulate --cc-transfer-us 2000
+run 2 fast "$WORK/emu_fastt.json" --compute emulate --gpu h100 --gpu-tflops 0.01 --link emulate --cc-transfer-us 2000
 if "$PY" - "$WORK/emu_cct.json" "$WORK/emu_fastt.json" <<'PY'
 import json, sys
 cc, fast = (json.load(open(p)) for p in sys.argv[1:3])
