@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "engine/core/error.h"
+#include "engine/param_chunks.h"
 #include "tee/bytes.h"
 #include "tee/digest.h"
 
@@ -25,17 +26,17 @@ void DistContext::agree_config(const std::string& config_text) {
     }
   }
   if (!differ.empty()) {
-    throw InputError("rank(s) " + differ + " were launched with a configuration that differs from rank 0's; " +
+    throw InputError("rank(s) " + differ +
+                     " were launched with a configuration that differs from rank 0's; " +
                      "start every rank with the same flags and files (config digest of this rank: " +
                      tee::to_hex(std::span(d)).substr(0, 16) + ")");
   }
 }
 
 void DistContext::broadcast_params(Backend& backend, Model& model) {
-  std::vector<float> host(model.num_params());
-  backend.copy_to_host(host.data(), model.param_data(), host.size() * sizeof(float));
-  coll_.broadcast(std::span<float>(host), 0, ++seq_);
-  backend.copy_to_device(model.param_data(), host.data(), host.size() * sizeof(float));
+  // One broadcast per chunk: every rank has the same parameter count (agree_config), so the chunks and
+  // their sequence numbers match across ranks.
+  for_param_chunks(backend, model, true, [&](std::span<float> c) { coll_.broadcast(c, 0, ++seq_); });
 }
 
 double DistContext::mean(double x) {
@@ -51,9 +52,10 @@ double DistContext::mean(double x) {
 }
 
 void DistContext::check_replicas(Backend& backend, Model& model, long step) {
-  std::vector<float> host(model.num_params());
-  backend.copy_to_host(host.data(), model.param_data(), host.size() * sizeof(float));
-  const tee::Sha256Digest d = tee::sha256(tee::bytes_of(std::span<const float>(host)));
+  tee::Sha256 h;
+  for_param_chunks(backend, model, false,
+                   [&](std::span<float> c) { h.update(tee::bytes_of(std::span<const float>(c))); });
+  const tee::Sha256Digest d = h.finish();
   const std::vector<std::byte> all = allgather_bytes(std::as_bytes(std::span(d)));
   const int bad = comm::first_mismatch(all, d.size());
   if (bad >= 0) {
@@ -75,7 +77,8 @@ std::pair<std::vector<double>, std::vector<double>> DistContext::max_and_mean(co
   for (int r = 0; r < world(); ++r) {
     for (std::size_t i = 0; i < v.size(); ++i) {
       double x = 0;
-      std::memcpy(&x, all.data() + (static_cast<std::size_t>(r) * v.size() + i) * sizeof(double), sizeof(double));
+      std::memcpy(&x, all.data() + (static_cast<std::size_t>(r) * v.size() + i) * sizeof(double),
+                  sizeof(double));
       mx[i] = r == 0 ? x : std::max(mx[i], x);
       mean[i] += x / world();
     }

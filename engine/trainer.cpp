@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "engine/core/error.h"
+#include "engine/param_chunks.h"
 #include "tee/bytes.h"
 #include "tee/digest.h"
 
@@ -207,9 +208,10 @@ TrainResult Trainer::run(long start_step, uint64_t samples_consumed) {
 }
 
 std::string params_sha256(Backend& backend, Model& model) {
-  std::vector<float> host(model.num_params());
-  backend.copy_to_host(host.data(), model.param_data(), host.size() * sizeof(float));
-  return tee::to_hex(tee::sha256(tee::bytes_of(std::span<const float>(host))));
+  tee::Sha256 h;
+  for_param_chunks(backend, model, false,
+                   [&](std::span<float> c) { h.update(tee::bytes_of(std::span<const float>(c))); });
+  return tee::to_hex(h.finish());
 }
 
 }  // namespace tt

@@ -101,16 +101,16 @@ def calibrate_transfer(args, out):
     with one bucket), with T_off our emulated gpt2-xl step at P = 4 with TEE off and, per bucket and
     rank, 2 x 2(P-1) crossings (a device -> host copy before each seal, a host -> device copy after each
     open). Assumes their tuned bucket held the whole model (the paper does not give its size; a
-    bucket of a tenth of the model would raise the toll by ~7%). T_off is measured at P = 1 (one rank of
-    gpt2-xl holds ~12 GB of host memory; four would not fit a 24 GB machine): emulated compute does not
-    depend on P, and the plaintext ring over emulated NVLink adds ~1% at P = 4 (it hides under backward)."""
+    bucket of a tenth of the model would raise the toll by ~7%). T_off is measured at P = 1: emulated
+    compute does not depend on P, the plaintext ring over emulated NVLink adds ~1% at P = 4 on GPUs (it
+    hides under backward), and one rank keeps this host's core sharing out of the figure."""
     path = os.path.join(out, "calibration.json")
     if os.path.exists(path) and not args.force:
         with open(path) as f:
             return json.load(f)
     r = dict(id="calibration-gpt2-xl-P1-off", groups={"calibration"}, model="gpt2-xl", P=1, variant="off",
              tee_args=["--tee", "off"], bucket=25, overlap="on", emulate=True)
-    print("reproduce: calibration run (gpt2-xl, TEE off, ~12 GB of memory; --cc-transfer-us N skips it)", flush=True)
+    print("reproduce: calibration run (gpt2-xl, TEE off, one rank; --cc-transfer-us N skips it)", flush=True)
     summary, _, _ = run_one(args, r, out)
     with open(summary) as f:
         rec = json.load(f)

@@ -18,7 +18,9 @@ namespace tt::comm {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // A stand-in for the sealing channel: not pass-through (so the ring calls seal/open), wire = plaintext
 // with every byte inverted, and a count of calls.
@@ -98,7 +100,8 @@ TEST(CcTransferChannel, RingGivesThePlainSumsAndChargesTwoCrossingsPerHop) {
     RingAllreduce ring(t, ch, RingOptions{}, nullptr);
     std::vector<float> v(kCount);
     for (int b = 0; b < kBuckets; ++b) {
-      for (std::size_t i = 0; i < kCount; ++i) v[i] = static_cast<float>(t.rank() + 1) * static_cast<float>(i % 7);
+      for (std::size_t i = 0; i < kCount; ++i)
+        v[i] = static_cast<float>(t.rank() + 1) * static_cast<float>(i % 7);
       ring.allreduce_sum(v.data(), v.size(), MessageContext{.step = 1, .bucket = static_cast<uint32_t>(b)});
     }
     crossings[static_cast<std::size_t>(t.rank())] = ch.crossings();
@@ -111,7 +114,8 @@ TEST(CcTransferChannel, RingGivesThePlainSumsAndChargesTwoCrossingsPerHop) {
     // receives, each opened and then crossing host -> device.
     EXPECT_EQ(crossings[static_cast<std::size_t>(r)], kBuckets * 2 * 2 * (kRanks - 1)) << "rank " << r;
     for (std::size_t i = 0; i < kCount; ++i)
-      ASSERT_EQ(out[static_cast<std::size_t>(r)][i], 6.0f * static_cast<float>(i % 7)) << "rank " << r << " i " << i;
+      ASSERT_EQ(out[static_cast<std::size_t>(r)][i], 6.0f * static_cast<float>(i % 7))
+          << "rank " << r << " i " << i;
   }
   // Every hop waits for its sender's crossing and its own: the ring takes at least 2 tolls per hop.
   EXPECT_GE(s, kBuckets * 2 * (kRanks - 1) * 2 * kTollUs * 1e-6);

@@ -151,7 +151,8 @@ RunPoint run_point(const nlohmann::json& s) {
   r.seal_s = phase_mean(ph, "seal");
   r.open_s = phase_mean(ph, "open");
   // Only a ring the host seals crosses the bounce buffers (GradientReduction wraps no other channel).
-  if (r.tee_on && !tee.value("device_crypto", false)) r.transfer_s = config.value("cc_transfer_us", 0.0) * 1e-6;
+  if (r.tee_on && !tee.value("device_crypto", false))
+    r.transfer_s = config.value("cc_transfer_us", 0.0) * 1e-6;
   return r;
 }
 
@@ -194,7 +195,8 @@ Row row_of(const RunPoint& r, Branch br) {
   Row row;
   for (std::size_t j = 0; j < 3; ++j) row.g[j] = f[j] / div;
   row.g[3] = r.P > 1 ? 1.0 : 0.0;  // the tail: exposed whatever the overlap (no ring at P = 1)
-  row.y = r.step_s - r.compute_s + (br == Branch::PastBackward ? r.backward_s : 0.0) - transfer_seconds(r) / div;
+  row.y =
+      r.step_s - r.compute_s + (br == Branch::PastBackward ? r.backward_s : 0.0) - transfer_seconds(r) / div;
   return row;
 }
 
@@ -365,8 +367,9 @@ nlohmann::json run_scaling_model(const ModelQuery& q, bool print) {
     for (const auto& [v, c] : report["costs"].items()) {
       std::printf("  %-28s %6d %12.2f %9.2f %12.3f %12.3f %12.3f %12.3f %10.0f\n", v.c_str(),
                   c["points"].get<int>(), c["alpha_us"].get<double>(), c["tail_ms"].get<double>(),
-                  c["link_gbs"].get<double>(), c["crypto_gbs"].get<double>(), c["seal_gbs_measured"].get<double>(),
-                  c["open_gbs_measured"].get<double>(), c["transfer_us"].get<double>());
+                  c["link_gbs"].get<double>(), c["crypto_gbs"].get<double>(),
+                  c["seal_gbs_measured"].get<double>(), c["open_gbs_measured"].get<double>(),
+                  c["transfer_us"].get<double>());
     }
     std::printf(
         "  (* measured: bytes / phase seconds summed over crypto threads; ** --cc-transfer-us of the runs, a "
