@@ -134,8 +134,9 @@ def mpirun_prefix(P):
 
 # Steps vary by about +-5% on a machine whose ranks share cores, and the trends are judged with a 5%
 # tolerance: every run takes 2x --steps timed steps, and runs whose steps are short (real compute, or
-# a ring not sealed by the CPU: 10-100x shorter than cc's, so a few ms of scheduling noise would
-# dominate) 3x.
+# a ring not sealed by the CPU: 20-200 ms, 10-100x shorter than cc's, so a few ms of scheduling noise
+# or one disturbed step would dominate a short mean) 10x — a second or two of timed steps, next to
+# the 4-8 s every run spends starting up.
 CHEAP_VARIANTS = {"off", "fast", "cc+device-crypto"}
 # Runs dominated by the emulated per-transfer cost (small buckets with the toll on) are sleeps, the same
 # every step: the quick grid times --steps of them, not 2x.
@@ -150,7 +151,7 @@ def toll_bound(args, r):
 def timed_steps(args, r):
     if toll_bound(args, r):
         return args.steps
-    return args.steps * (3 if r["variant"] in CHEAP_VARIANTS or not r["emulate"] else 2)
+    return args.steps * (10 if r["variant"] in CHEAP_VARIANTS or not r["emulate"] else 2)
 
 
 def train_cmd(args, r, summary):
@@ -273,7 +274,12 @@ def figures(out, recs, sections):
         ax.axhline(PAPER["mean_4gpu"], ls="--", c="gray", lw=0.8, label=f"paper mean 4 GPUs ({PAPER['mean_4gpu']}x)")
         ax.set_yscale("log")
         if logx:
-            ax.set_xscale("symlog")
+            ax.set_xscale("log")  # every x is > 0: parameters, or MiB with the whole model at 1e6
+        xs_all = sorted({x for pts in series.values() for x, _ in pts})
+        if name == "fig_buckets" and xs_all:
+            ax.set_xticks(xs_all)
+            ax.set_xticklabels(["whole" if x >= 1e6 else f"{x:g}" for x in xs_all])
+            ax.minorticks_off()
         ax.set_xlabel(xlabel)
         ax.set_ylabel("step time / TEE off")
         ax.set_title(title)
@@ -394,7 +400,9 @@ def report(args, out, recs, model_text):
         "H100 CC per-transfer cost: off (`--cc-transfer-us 0`): cc pays teetrain's own sealing only.\n")
     parts = [f"# GPU-TEE DDP overhead study — teetrain reproduction\n",
              f"Grid: {'quick' if args.quick else 'full'}, {len(recs)} runs, {args.warmup} warm-up + {2 * args.steps} timed "
-             f"steps each ({3 * args.steps} for real-compute runs and runs without CPU sealing in the ring); emulated compute: `--gpu {args.gpu}`. Step times are `step_s_mean` of each run's summary "
+             f"steps each ({10 * args.steps} for real-compute runs and runs without CPU sealing in the ring"
+             + (f"; {args.steps} for cc runs with 1 and 5 MiB buckets, whose steps are mostly the per-transfer waits"
+                if args.quick and args.cc_transfer_us > 0 else "") + f"); emulated compute: `--gpu {args.gpu}`. Step times are `step_s_mean` of each run's summary "
              f"(mean over the timed steps, "
              f"rank 0's clock). Raw data: `runs.jsonl`, `runs.csv`. Guide: docs/reproducing.md.\n",
              "With emulated compute every GPU-side cost is a wait: forward/backward from FLOPs, the optimizer from "
