@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <thread>
 
 #include "engine/core/error.h"
+#include "engine/core/precise_wait.h"
 
 namespace tt::comm {
 
@@ -34,7 +34,7 @@ void CcTransferChannel::cross(std::size_t n) {
     bridge_free_ = done;
     crossings_ += static_cast<long>(n);
   }
-  std::this_thread::sleep_until(done);
+  precise_wait_until(done);
 }
 
 // Device -> host before the host can seal.

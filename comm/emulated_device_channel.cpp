@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <thread>
 
 #include "engine/core/error.h"
+#include "engine/core/precise_wait.h"
 
 namespace tt::comm {
 namespace {
@@ -20,7 +20,7 @@ EmulatedGpuQueue::Span EmulatedGpuQueue::run(double s) {
   due_ = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
   // The caller may use the result only once the queue has run it: wait, unless only a few
   // microseconds remain.
-  if (due_ - now > kMinWait) std::this_thread::sleep_until(due_);
+  if (due_ - now > kMinWait) precise_wait_until(due_);
   return {start, due_};
 }
 

@@ -22,8 +22,8 @@
 namespace tt::comm {
 
 // The emulated GPU's work queue on the communication side (one stream): items run one after another;
-// the caller waits only when the queue is more than 50 us ahead of it (a GPU queue absorbs short
-// kernels the same way, and sleeping for less costs more than it models). Shared by the device crypto
+// the caller waits (precise_wait_until) only when the queue is more than 50 us ahead of it (a GPU
+// queue absorbs short kernels the same way, and waiting for less costs more than it models). Shared by the device crypto
 // and the ring's emulated adds (--link emulate), which run on the same GPU.
 class EmulatedGpuQueue {
  public:

@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <thread>
 
 #include "engine/core/error.h"
 
@@ -81,14 +80,6 @@ std::string EmulatedGpu::describe() const {
   std::snprintf(buf, sizeof buf, "%s %s %.1f TFLOP/s x %.2f", spec.name.c_str(),
                 tflops_override > 0 ? "custom" : precision.c_str(), peak, efficiency());
   return buf;
-}
-
-void precise_wait_until(std::chrono::steady_clock::time_point deadline) {
-  using namespace std::chrono;
-  // Linux timer slack plus scheduling usually wakes a sleeper 50-100 us late; spin the last 200 us.
-  constexpr auto kSpin = microseconds(200);
-  if (steady_clock::now() + kSpin < deadline) std::this_thread::sleep_until(deadline - kSpin);
-  while (steady_clock::now() < deadline) std::this_thread::yield();
 }
 
 namespace {

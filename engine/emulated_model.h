@@ -22,6 +22,7 @@
 #include "engine/core/backend.h"
 #include "engine/core/buffer.h"
 #include "engine/core/model.h"
+#include "engine/core/precise_wait.h"  // precise_wait_until, used by the emulated compute
 #include "engine/optimizer.h"
 
 namespace tt {
@@ -60,10 +61,6 @@ struct EmulatedGpu {
   double efficiency() const { return efficiency_override > 0 ? efficiency_override : spec.efficiency; }
   std::string describe() const;  // "h100 bf16 989.4 TFLOP/s x 0.40"
 };
-
-// Waits until `deadline` precisely: sleeps until shortly before it (freeing the core), then yields
-// in a short spin so the wake-up jitter of the OS timer does not add to every emulated kernel.
-void precise_wait_until(std::chrono::steady_clock::time_point deadline);
 
 // What an EmulatedModel needs to know about the model it stands in for.
 struct EmulatedModelConfig {

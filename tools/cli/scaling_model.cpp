@@ -150,6 +150,7 @@ RunPoint run_point(const nlohmann::json& s) {
   }
   r.seal_s = phase_mean(ph, "seal");
   r.open_s = phase_mean(ph, "open");
+  r.host_links = config.value("link", "real") != "emulate";
   // Only a ring the host seals crosses the bounce buffers (GradientReduction wraps no other channel).
   if (r.tee_on && !tee.value("device_crypto", false))
     r.transfer_s = config.value("cc_transfer_us", 0.0) * 1e-6;
@@ -322,19 +323,32 @@ nlohmann::json run_scaling_model(const ModelQuery& q, bool print) {
   for (const auto& s : load_runs(q.runs)) {
     if (s.value("world_size", 1) >= 1 && s.contains("phases")) runs.push_back(run_point(s));
   }
+  // Runs whose plaintext crossed this host's memory and runs over emulated links have different link
+  // costs: when both are present, the host-link runs are calibrated as variants of their own.
+  const bool mixed = std::any_of(runs.begin(), runs.end(), [](const RunPoint& r) { return r.host_links; }) &&
+                     std::any_of(runs.begin(), runs.end(), [](const RunPoint& r) { return !r.host_links; });
+  const std::string kHostSuffix = " (host links)";
+  const auto is_off = [&](const std::string& v) { return v == "off" || v == "off" + kHostSuffix; };
+  if (mixed) {
+    for (auto& r : runs) {
+      if (r.host_links) r.variant += kHostSuffix;
+    }
+  }
   std::map<std::string, std::vector<RunPoint>> by_variant;
   for (const auto& r : runs) by_variant[r.variant].push_back(r);
 
   nlohmann::json report = {{"costs", nlohmann::json::object()}, {"points", nlohmann::json::array()}};
   std::map<std::string, Costs> costs;
-  // The link is the same whatever is sealed: fit it on the TEE-off runs first, then hold it fixed.
-  double link_beta = -1;
-  if (by_variant.count("off")) {
+  // The link is the same whatever is sealed: fit it on the TEE-off runs first (per kind of link), then
+  // hold it fixed.
+  std::map<bool, double> link_beta;
+  for (const auto& [v, rs] : by_variant) {
+    if (!is_off(v)) continue;
     std::vector<RunPoint> multi;
-    for (const auto& r : by_variant["off"]) {
+    for (const auto& r : rs) {
       if (r.P > 1) multi.push_back(r);
     }
-    if (!multi.empty()) link_beta = fit_costs(multi).beta;
+    if (!multi.empty()) link_beta[rs.front().host_links] = fit_costs(multi).beta;
   }
   for (const auto& [v, rs] : by_variant) {
     // Multi-rank runs carry the information; P = 1 runs only pin down compute.
@@ -342,7 +356,8 @@ nlohmann::json run_scaling_model(const ModelQuery& q, bool print) {
     for (const auto& r : rs) {
       if (r.P > 1) multi.push_back(r);
     }
-    costs[v] = fit_costs(multi, v == "off" ? -1.0 : link_beta);
+    const auto beta = link_beta.find(rs.front().host_links);
+    costs[v] = fit_costs(multi, is_off(v) || beta == link_beta.end() ? -1.0 : beta->second);
     const Costs& c = costs[v];
     double seal_b = 0, seal_s = 0, open_b = 0, open_s = 0, transfer_s = 0;
     for (const auto& r : multi) {
@@ -422,7 +437,9 @@ nlohmann::json run_scaling_model(const ModelQuery& q, bool print) {
   if (base == nullptr) throw InputError("--model " + model + ": no measured run of it in " + q.runs);
   std::vector<std::string> variants = q.variants;
   if (variants.empty()) {
-    for (const auto& [v, rs] : by_variant) variants.push_back(v);
+    for (const auto& [v, rs] : by_variant) {
+      if (rs.front().host_links == base->host_links) variants.push_back(v);  // the base's kind of link
+    }
   }
   nlohmann::json proj = nlohmann::json::array();
   if (print) {
@@ -451,14 +468,14 @@ nlohmann::json run_scaling_model(const ModelQuery& q, bool print) {
       r.transfer_s = like.transfer_s;
       const double s = predict_step(costs[v], r);
       row[v] = s;
-      if (v == "off") off = s;
+      if (is_off(v)) off = s;
     }
     proj.push_back(row);
     if (print) {
       std::printf("  %6d", P);
       for (const auto& v : variants) {
         const double s = row[v].get<double>();
-        if (off > 0 && v != "off") {
+        if (off > 0 && !is_off(v)) {
           std::printf(" %7.3f (x%4.1f)", s, s / off);
         } else {
           std::printf(" %14.3f", s);

@@ -82,6 +82,10 @@ struct RunPoint {
   // Known emulated cost, not fitted: seconds per H100 CC bounce-buffer crossing (--cc-transfer-us) when
   // the ring is sealed on the host, charged once per seal and once per open (crossings below).
   double transfer_s = 0;
+  // Plaintext ring messages moved through this host's memory (--link real, the default; real compute
+  // always) rather than as emulated-link waits (--link emulate): different link physics, so the two
+  // are calibrated separately when a directory holds both.
+  bool host_links = true;
 };
 // From a --summary JSON (optionally with reproduce.py's "variant" field). Throws InputError naming
 // the missing field.
