@@ -1,8 +1,12 @@
 // The scaling model's arithmetic (DESIGN.md §5) and its fit, on synthetic runs.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <fstream>
+
 #include "engine/core/cpu/cpu_backend.h"
 #include "models/gpt2/gpt2.h"
+#include "tests/common/temp_dir.h"
 #include "tools/cli/scaling_model.h"
 
 namespace tt::cli {
@@ -120,6 +124,52 @@ TEST(ScalingModel, KnownTransferCostIsChargedPerCrossingAndNotFitted) {
   EXPECT_NEAR(c.alpha, truth.alpha, truth.alpha * 1e-3);
   EXPECT_NEAR(c.gamma, truth.gamma, truth.gamma * 1e-3);
   for (const auto& x : runs) EXPECT_NEAR(predict_step(c, x), x.step_s, 1e-9 + 1e-6 * x.step_s);
+}
+
+// A --summary as `teetrain train` writes it, reduced to what run_point reads.
+nlohmann::json summary(const std::string& link, int P, int buckets, double step_s) {
+  return {{"config", {{"model", {{"name", "m"}}}, {"segment_kb", 1024}, {"link", link}}},
+          {"world_size", P},
+          {"bucket_mb", 25.0},
+          {"buckets", buckets},
+          {"num_params", 16.0 * (1 << 20)},
+          {"tee", {{"mode", "off"}}},
+          {"overlap", "off"},
+          {"step_s_mean", step_s},
+          {"phases", {{"forward", {{"mean", 0.1}}}, {"backward", {{"mean", 0.2}}}}}};
+}
+
+TEST(ScalingModel, HostLinkAndEmulatedLinkRunsAreCalibratedApart) {
+  // TEE off, overlap off: step = 0.3 s compute + ring. Over emulated links every message costs 10 us;
+  // through host memory 1 ms. One fit over both would miss both; apart, each is exact.
+  ::tt::testing::TempDir dir;
+  {
+    // Messages per step and rank (TEE off, 1 MiB segments): buckets x 2(P-1) x ceil(chunk / 1 MiB).
+    const auto messages = [](int P, int b) {
+      const double chunk = 64.0 * (1 << 20) / b / P;
+      return b * 2.0 * (P - 1) * std::ceil(chunk / (1 << 20));
+    };
+    std::ofstream out(dir / "runs.jsonl");
+    for (int P : {2, 4}) {
+      for (int b : {1, 8}) {
+        out << summary("emulate", P, b, 0.3 + 10e-6 * messages(P, b)).dump() << "\n";
+        out << summary("real", P, b, 0.3 + 1e-3 * messages(P, b)).dump() << "\n";
+      }
+    }
+  }
+  ModelQuery q;
+  q.runs = dir.path().string();
+  q.ranks = {8};
+  const nlohmann::json rep = run_scaling_model(q, false);
+  ASSERT_TRUE(rep["costs"].contains("off"));
+  ASSERT_TRUE(rep["costs"].contains("off (host links)"));
+  EXPECT_NEAR(rep["costs"]["off"]["alpha_us"].get<double>(), 10.0, 0.01);
+  EXPECT_NEAR(rep["costs"]["off (host links)"]["alpha_us"].get<double>(), 1000.0, 1.0);
+  for (const auto& p : rep["points"]) EXPECT_LT(std::abs(p["error"].get<double>()), 1e-6) << p.dump();
+  // The projection keeps to one kind of link (the projected run's): "off" or "off (host links)".
+  ASSERT_EQ(rep["projection"]["rows"].size(), 1u);
+  EXPECT_EQ(rep["projection"]["rows"][0].size(), 2u)
+      << rep["projection"]["rows"][0].dump();  // P + one variant
 }
 
 TEST(EmulatedGpt2, TableMatchesTheRealModelWithoutAllocating) {
