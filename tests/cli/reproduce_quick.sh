@@ -35,5 +35,29 @@ else
   echo "FAIL: a failing run did not fail the script loudly (rc $rc)"; fails=$((fails + 1))
 fi
 
+# The emulated groups' commands (--dry-run: nothing runs): every emulated run carries the per-transfer
+# cost except cc-own, which turns it off; real-compute runs never get it; a bad value is refused.
+"$PY" "$REPRO" --quick --dry-run --cc-transfer-us 250 --bin "$TT" --data "$WORK/data/tiny" --out "$WORK/dry" \
+  >"$WORK/dry.log" 2>&1 || true
+if "$PY" - "$WORK/dry.log" <<'PY'
+import sys
+cmds = [l.split() for l in open(sys.argv[1]) if " train " in l]
+emu = [c for c in cmds if "--compute" in c]
+real = [c for c in cmds if "--compute" not in c]
+assert len(emu) >= 30 and len(real) == 9, (len(emu), len(real))
+def toll(c):
+    return c[c.index("--cc-transfer-us") + 1] if "--cc-transfer-us" in c else None
+own = [c for c in emu if any("cc-own" in x for x in c)]
+assert len(own) == 5 and all(toll(c) == "0" for c in own), [toll(c) for c in own]
+assert all(toll(c) == "250" for c in emu if c not in own), {toll(c) for c in emu}
+assert all(toll(c) is None for c in real)
+PY
+then passes=$((passes + 1)); else echo "FAIL: --cc-transfer-us in the grid's commands"; fails=$((fails + 1)); fi
+rc=0
+"$PY" "$REPRO" --quick --dry-run --cc-transfer-us fast --bin "$TT" --data "$WORK/data/tiny" --out "$WORK/dry2" \
+  >"$WORK/dry2.log" 2>&1 || rc=$?
+if [[ $rc -ne 0 ]] && grep -q "give 'paper' or a number" "$WORK/dry2.log"; then passes=$((passes + 1)); else
+  echo "FAIL: --cc-transfer-us fast was not refused (rc $rc)"; fails=$((fails + 1)); fi
+
 echo "reproduce_quick: $passes passed, $fails failed"
 [[ $fails -eq 0 ]]
