@@ -22,6 +22,11 @@ std::string CcTransferChannel::name() const {
   return inner_.name() + buf;
 }
 
+long CcTransferChannel::crossings() const {
+  std::lock_guard lock(mu_);
+  return crossings_;
+}
+
 void CcTransferChannel::cross(std::size_t n) {
   if (n == 0) return;
   ScopedPhase p(prof_, Phase::Stage, Lane::Comm, "cc transfer");

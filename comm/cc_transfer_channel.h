@@ -44,7 +44,8 @@ class CcTransferChannel final : public Channel {
   void charge_open(const MessageContext& ctx, std::size_t bytes) override { inner_.charge_open(ctx, bytes); }
 
   // Crossings charged so far (two per message: one at the sender, one at the receiver).
-  long crossings() const { return crossings_; }
+  long crossings() const;
+  double toll_us() const { return toll_us_; }
 
  private:
   // Blocks until `n` more crossings have gone over the bridge (after any still in flight).
@@ -54,7 +55,7 @@ class CcTransferChannel final : public Channel {
   Clock::duration toll_;
   double toll_us_;
   Profiler* prof_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   Clock::time_point bridge_free_{};
   long crossings_ = 0;
 };

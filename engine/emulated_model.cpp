@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "engine/core/error.h"
+#include "engine/core/precise_wait.h"
 
 namespace tt {
 

@@ -22,7 +22,6 @@
 #include "engine/core/backend.h"
 #include "engine/core/buffer.h"
 #include "engine/core/model.h"
-#include "engine/core/precise_wait.h"  // precise_wait_until, used by the emulated compute
 #include "engine/optimizer.h"
 
 namespace tt {

@@ -100,6 +100,8 @@ import json, sys
 cc, fast = (json.load(open(p)) for p in sys.argv[1:3])
 assert cc["gradient_path"].endswith("cc transfers (2000 us each)"), cc["gradient_path"]
 assert "cc transfers" not in fast["gradient_path"], fast["gradient_path"]
+# The summary records what was applied (the scaling model reads it): the toll for cc, none for fast.
+assert cc["cc_transfer_us"] == 2000 and fast["cc_transfer_us"] == 0, (cc["cc_transfer_us"], fast["cc_transfer_us"])
 crossings = cc["buckets"] * (2 + 2)  # per step and rank: 2 seals + 2 opens per bucket at P = 2
 assert cc["phases"]["stage"]["mean"] >= 0.95 * crossings * 2e-3, (cc["phases"]["stage"], crossings)
 assert cc["step_s_mean"] >= 0.95 * crossings * 2e-3, (cc["step_s_mean"], crossings)

@@ -420,6 +420,7 @@ void run_train(const TrainOptions& opts) {
                         {"world_size", world},
                         {"allreduce", o.allreduce},
                         {"gradient_path", world > 1 ? grads.path() : "none"},
+                        {"cc_transfer_us", grads.cc_transfer_us()},
                         {"bucket_mb", o.bucket_mb},
                         {"buckets", buckets.size()},
                         {"overlap", o.overlap},

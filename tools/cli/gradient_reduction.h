@@ -59,6 +59,8 @@ class GradientReduction {
 
   const AllreduceFn& fn() const { return fn_; }
   const std::string& path() const { return path_; }
+  // --cc-transfer-us as applied to the ring (0 when the ring is not sealed on the host).
+  double cc_transfer_us() const { return cc_transfers_ ? cc_transfers_->toll_us() : 0.0; }
   // The reducer's 1/P scaling as an emulated GPU kernel (--link emulate), else empty.
   std::function<void(std::size_t n)> emulated_average();
 

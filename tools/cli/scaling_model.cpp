@@ -151,9 +151,7 @@ RunPoint run_point(const nlohmann::json& s) {
   r.seal_s = phase_mean(ph, "seal");
   r.open_s = phase_mean(ph, "open");
   r.host_links = config.value("link", "real") != "emulate";
-  // Only a ring the host seals crosses the bounce buffers (GradientReduction wraps no other channel).
-  if (r.tee_on && !tee.value("device_crypto", false))
-    r.transfer_s = config.value("cc_transfer_us", 0.0) * 1e-6;
+  r.transfer_s = s.value("cc_transfer_us", 0.0) * 1e-6;  // as applied: 0 unless the host sealed the ring
   return r;
 }
 
@@ -328,7 +326,6 @@ nlohmann::json run_scaling_model(const ModelQuery& q, bool print) {
   const bool mixed = std::any_of(runs.begin(), runs.end(), [](const RunPoint& r) { return r.host_links; }) &&
                      std::any_of(runs.begin(), runs.end(), [](const RunPoint& r) { return !r.host_links; });
   const std::string kHostSuffix = " (host links)";
-  const auto is_off = [&](const std::string& v) { return v == "off" || v == "off" + kHostSuffix; };
   if (mixed) {
     for (auto& r : runs) {
       if (r.host_links) r.variant += kHostSuffix;
@@ -343,7 +340,7 @@ nlohmann::json run_scaling_model(const ModelQuery& q, bool print) {
   // hold it fixed.
   std::map<bool, double> link_beta;
   for (const auto& [v, rs] : by_variant) {
-    if (!is_off(v)) continue;
+    if (rs.front().tee_on) continue;
     std::vector<RunPoint> multi;
     for (const auto& r : rs) {
       if (r.P > 1) multi.push_back(r);
@@ -357,7 +354,7 @@ nlohmann::json run_scaling_model(const ModelQuery& q, bool print) {
       if (r.P > 1) multi.push_back(r);
     }
     const auto beta = link_beta.find(rs.front().host_links);
-    costs[v] = fit_costs(multi, is_off(v) || beta == link_beta.end() ? -1.0 : beta->second);
+    costs[v] = fit_costs(multi, !rs.front().tee_on || beta == link_beta.end() ? -1.0 : beta->second);
     const Costs& c = costs[v];
     double seal_b = 0, seal_s = 0, open_b = 0, open_s = 0, transfer_s = 0;
     for (const auto& r : multi) {
@@ -468,14 +465,14 @@ nlohmann::json run_scaling_model(const ModelQuery& q, bool print) {
       r.transfer_s = like.transfer_s;
       const double s = predict_step(costs[v], r);
       row[v] = s;
-      if (is_off(v)) off = s;
+      if (!like.tee_on) off = s;
     }
     proj.push_back(row);
     if (print) {
       std::printf("  %6d", P);
       for (const auto& v : variants) {
         const double s = row[v].get<double>();
-        if (off > 0 && !is_off(v)) {
+        if (off > 0 && by_variant.at(v).front().tee_on) {
           std::printf(" %7.3f (x%4.1f)", s, s / off);
         } else {
           std::printf(" %14.3f", s);

@@ -79,8 +79,9 @@ struct RunPoint {
   // copies and crypto are CPU work: 4 ranks on 2 cores each get half a core, so the ring's cost of
   // such a run is scaled by this factor. Projections assume a rank has its own resources (1).
   double oversubscription = 1;
-  // Known emulated cost, not fitted: seconds per H100 CC bounce-buffer crossing (--cc-transfer-us) when
-  // the ring is sealed on the host, charged once per seal and once per open (crossings below).
+  // Known emulated cost, not fitted: seconds per H100 CC bounce-buffer crossing, the summary's
+  // cc_transfer_us (what the run applied: 0 unless its ring was sealed on the host), charged once per
+  // seal and once per open (transfer_seconds below).
   double transfer_s = 0;
   // Plaintext ring messages moved through this host's memory (--link real, the default; real compute
   // always) rather than as emulated-link waits (--link emulate): different link physics, so the two
