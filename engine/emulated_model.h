@@ -1,6 +1,7 @@
 // Emulated GPU compute (`teetrain train --compute emulate --gpu h100`).
 //
-// Forward and backward are replaced by waits computed from the model's FLOPs and a GPU's peak rate,
+// Forward and backward are replaced by waits computed from the model's FLOPs and activation bytes
+// (a roofline: matmuls at a fraction of the GPU's peak, element-wise work at its memory bandwidth),
 // while everything the overhead study is about stays real: the gradient buffer, the buckets, the ring,
 // the sealing and the ingress. A small machine can then study the communication and crypto side of
 // paper-scale models (gpt2-large) with GPU-like compute/communication ratios.
@@ -32,10 +33,14 @@ struct GpuSpec {
   double peak_tflops_fp32 = 0;  // plain FP32 (CUDA cores)
   double peak_tflops_tf32 = 0;  // TF32 tensor cores (FP32 training with TF32 matmuls)
   double peak_tflops_bf16 = 0;  // BF16/FP16 tensor cores (mixed-precision training)
-  double hbm_gbps = 0;          // memory bandwidth, GB/s (paces the emulated optimizer)
-  double efficiency = 0.4;      // achieved fraction of peak (model FLOPs utilisation)
-  double aead_gbps = 0;         // AES-256-GCM seal throughput of our CUDA kernel (0 = not measured)
-  double nvlink_gbps = 0;       // GPU-to-GPU bandwidth per direction, GB/s (paces --link emulate)
+  double hbm_gbps = 0;          // memory bandwidth, GB/s (paces activations and the optimizer)
+  double efficiency = 0.76;     // achieved fraction of peak in the matmuls (cuBLAS at GPT-2 shapes)
+  // HBM bytes moved per byte of activations (and their gradients) in one forward; backward moves
+  // twice as many. A property of the kernels: ours (unfused element-wise ops, attention that writes
+  // its (B, NH, T, T) matrices) measured 5.0 on an H200 (tests/fixtures/gpu_size_sweep_h200).
+  double act_traffic = 5.0;
+  double aead_gbps = 0;    // AES-256-GCM seal throughput of our CUDA kernel (0 = not measured)
+  double nvlink_gbps = 0;  // GPU-to-GPU bandwidth per direction, GB/s (paces --link emulate)
 };
 
 // The built-in table: h100, h200, a100, v100.
@@ -46,10 +51,11 @@ GpuSpec gpu_spec(const std::string& name);
 // The GPU an emulated run pretends to have, with the user's overrides applied.
 struct EmulatedGpu {
   GpuSpec spec;
-  std::string precision = "bf16";  // "fp32", "tf32" or "bf16": which peak column applies
-  double tflops_override = 0;      // > 0: replaces the peak (--gpu-tflops)
-  double efficiency_override = 0;  // > 0: replaces the efficiency (--gpu-efficiency)
-  double aead_override = 0;        // > 0: replaces the AES-GCM rate (--gpu-aead-gbps)
+  std::string precision = "bf16";    // "fp32", "tf32" or "bf16": which peak column applies
+  double tflops_override = 0;        // > 0: replaces the peak (--gpu-tflops)
+  double efficiency_override = 0;    // > 0: replaces the efficiency (--gpu-efficiency)
+  double aead_override = 0;          // > 0: replaces the AES-GCM rate (--gpu-aead-gbps)
+  double act_traffic_override = -1;  // >= 0: replaces act_traffic (--gpu-act-traffic; 0 = FLOPs only)
 
   // GB/s of the GPU's AES-GCM (device crypto); throws InputError when the table has no measurement.
   double aead_gbps() const;
@@ -58,7 +64,11 @@ struct EmulatedGpu {
   // non-positive result.
   double flops_per_second() const;
   double efficiency() const { return efficiency_override > 0 ? efficiency_override : spec.efficiency; }
-  std::string describe() const;  // "h100 bf16 989.4 TFLOP/s x 0.40"
+  double act_traffic() const { return act_traffic_override >= 0 ? act_traffic_override : spec.act_traffic; }
+  // Seconds the element-wise work of one forward takes for `act_bytes` of FP32 activations: their
+  // traffic at 80% of HBM bandwidth (streaming kernels), halved for bf16 (2-byte activations).
+  double activation_seconds(double act_bytes) const;
+  std::string describe() const;  // "h100 tf32 494.7 TFLOP/s x 0.76 + activations x5.0 at 3350 GB/s"
 };
 
 // What an EmulatedModel needs to know about the model it stands in for.
@@ -67,6 +77,9 @@ struct EmulatedModelConfig {
   std::vector<ParamInfo> params;  // the real model's parameter table (forward order)
   std::size_t num_params = 0;
   std::function<StepFlops(int B, int T)> flops;  // FLOPs of the real model for a B x T batch
+  // Bytes of FP32 activations and activation gradients the real model keeps for a B x T batch
+  // (Model::activation_bytes); empty: compute is FLOPs alone.
+  std::function<double(int B, int T)> activation_bytes;
   EmulatedGpu gpu;
   // Physical bytes behind the gradient buffer. 0: a real buffer of num_params floats, filled with a
   // deterministic pattern. Otherwise (Linux only) the buffer's virtual range is made of repeated
@@ -108,7 +121,7 @@ class EmulatedModel final : public Model {
 
   void init_params(uint64_t /*seed*/) override {}
   void reserve(int /*B*/, int /*T*/) override {}
-  // Waits flops.forward / (peak x efficiency) and returns the constant loss.
+  // Waits forward_seconds() and returns the constant loss.
   float forward(const Batch& batch) override;
   // Walks the layer groups from the last to the first, waiting each group's share of the backward
   // time (proportional to its parameter count) and then calling on_ready(group.begin), as the real
@@ -120,9 +133,12 @@ class EmulatedModel final : public Model {
   StepFlops flops(int B, int T) const override { return cfg_.flops(B, T); }
   std::size_t activation_bytes(int /*B*/, int /*T*/) const override { return 0; }
 
-  // Seconds one forward / backward of a B x T batch is emulated to take.
+  // Seconds one forward / backward of a B x T batch is emulated to take: FLOPs / (peak x efficiency)
+  // plus activation_seconds(activation bytes), twice that in backward (it reads the activations and
+  // writes and reads their gradients). Measured against real CUDA runs in test_emulated_model.
   double forward_seconds(int B, int T) const;
   double backward_seconds(int B, int T) const;
+  double activation_seconds(int B, int T) const;  // the forward's element-wise share (0: no bytes given)
   const std::vector<ParamGroup>& groups() const { return groups_; }
   bool grads_aliased() const { return aliased_ != nullptr; }
   std::string describe() const;  // one line for the run banner: says plainly that compute is emulated

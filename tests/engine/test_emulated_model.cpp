@@ -57,9 +57,16 @@ Batch batch(int B, int T) {
 TEST(EmulatedGpu, TableAndOverrides) {
   EXPECT_EQ(gpu_specs().size(), 4u);
   EmulatedGpu g{gpu_spec("h100"), "bf16"};
-  EXPECT_NEAR(g.flops_per_second(), 989.4e12 * 0.4, 1e9);
+  EXPECT_NEAR(g.flops_per_second(), 989.4e12 * 0.76, 1e9);
+  // Activations: 5 bytes of traffic per byte at 80% of 3.35 TB/s, 2-byte activations in bf16.
+  EXPECT_NEAR(g.activation_seconds(1e9), 1e9 * 5.0 * 0.5 / (3350e9 * 0.8), 1e-12);
   g.precision = "tf32";
-  EXPECT_NEAR(g.flops_per_second(), 494.7e12 * 0.4, 1e9);
+  EXPECT_NEAR(g.flops_per_second(), 494.7e12 * 0.76, 1e9);
+  EXPECT_NEAR(g.activation_seconds(1e9), 1e9 * 5.0 / (3350e9 * 0.8), 1e-12);
+  g.act_traffic_override = 0;
+  EXPECT_EQ(g.activation_seconds(1e9), 0.0);
+  g.act_traffic_override = 2;
+  EXPECT_NEAR(g.activation_seconds(1e9), 1e9 * 2.0 / (3350e9 * 0.8), 1e-12);
   g.efficiency_override = 0.5;
   g.tflops_override = 100;
   EXPECT_NEAR(g.flops_per_second(), 50e12, 1.0);
@@ -85,6 +92,14 @@ TEST(EmulatedModel, WaitsAtLeastTheFormulaAndSignalsDownward) {
   EmulatedModel m(*backend, toy_config());
   EXPECT_DOUBLE_EQ(m.forward_seconds(2, 3), 6e-3);
   EXPECT_DOUBLE_EQ(m.backward_seconds(2, 3), 12e-3);
+  // Activation bytes add their HBM time: forward once, backward twice.
+  EmulatedModelConfig withacts = toy_config();
+  withacts.activation_bytes = [](int B, int T) { return 1e6 * B * T; };  // 6 MB for 2 x 3
+  EmulatedModel ma(*backend, withacts);
+  const double act = withacts.gpu.activation_seconds(6e6);
+  EXPECT_GT(act, 0.0);
+  EXPECT_DOUBLE_EQ(ma.forward_seconds(2, 3), 6e-3 + act);
+  EXPECT_DOUBLE_EQ(ma.backward_seconds(2, 3), 12e-3 + 2 * act);
 
   auto t0 = Clock::now();
   EXPECT_FLOAT_EQ(m.forward(batch(2, 3)), 10.0f);

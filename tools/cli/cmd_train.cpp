@@ -305,7 +305,8 @@ void run_train(const TrainOptions& opts) {
   std::unique_ptr<Model> model;
   std::optional<EmulatedGpu> gpu;
   if (emulate) {
-    gpu = EmulatedGpu{gpu_spec(o.gpu), o.gpu_precision, o.gpu_tflops, o.gpu_efficiency, o.gpu_aead_gbps};
+    gpu = EmulatedGpu{gpu_spec(o.gpu),  o.gpu_precision, o.gpu_tflops,
+                      o.gpu_efficiency, o.gpu_aead_gbps, o.gpu_act_traffic};
     auto emu =
         std::make_unique<EmulatedModel>(*backend, emulated_model_config(model_config_json(o.model), *gpu));
     if (rank == 0) std::fprintf(stderr, "%s\n", emu->describe().c_str());

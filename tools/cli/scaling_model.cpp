@@ -26,6 +26,7 @@ EmulatedModelConfig emulated_model_config(const nlohmann::json& mc, const Emulat
   e.params = Gpt2::param_table(c);
   e.num_params = c.num_params();
   e.flops = [c](int B, int T) { return Gpt2::flops_for(c, B, T); };
+  e.activation_bytes = [c](int B, int T) { return static_cast<double>(Gpt2::activation_bytes_for(c, B, T)); };
   e.gpu = gpu;
   e.grad_backing_bytes = default_grad_backing_bytes(e.num_params);
   return e;

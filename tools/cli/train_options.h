@@ -53,10 +53,11 @@ struct TrainOptions {
   // Emulated GPU compute and links (overhead studies of paper-scale models on a small machine).
   std::string compute = "real";
   std::string gpu = "h100";
-  std::string gpu_precision = "bf16";
+  std::string gpu_precision = "tf32";
   double gpu_tflops = 0;
   double gpu_efficiency = 0;
-  double gpu_aead_gbps = 0;  // emulated GPU AES-GCM rate (0 = table)
+  double gpu_act_traffic = -1;  // emulated activation traffic (< 0 = table)
+  double gpu_aead_gbps = 0;     // emulated GPU AES-GCM rate (0 = table)
   double link_gbps = 0;
   std::string link = "real";  // "emulate": plaintext ring payloads of an emulated GPU are not moved
   double cc_transfer_us = 0;  // fixed cost of one H100 CC bounce-buffer crossing of a CPU-sealed message
