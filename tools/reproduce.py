@@ -148,6 +148,8 @@ def toll_bound(args, r):
 def timed_steps(args, r):
     if toll_bound(args, r):
         return args.steps
+    if repeats(args, r) > 1:
+        return args.steps * 4  # x3 repeats: 12x in all, with the median run kept
     return args.steps * (10 if r["variant"] in CHEAP_VARIANTS or not r["emulate"] else 2)
 
 
@@ -204,6 +206,8 @@ def run_one(args, r, out, suffix=""):
     cmd = train_cmd(args, r, summary)
     if os.path.exists(summary) and not args.force:
         return summary, cmd, 0.0
+    if args.report_only:
+        return None, cmd, 0.0
     if args.dry_run:
         print(" ".join(shlex.quote(c) for c in cmd))
         return None, cmd, 0.0
@@ -423,6 +427,7 @@ def report(args, out, recs, model_text):
     parts = [f"# GPU-TEE DDP overhead study — teetrain reproduction\n",
              f"Grid: {'quick' if args.quick else 'full'}, {len(recs)} runs, {args.warmup} warm-up + {2 * args.steps} timed "
              f"steps each ({10 * args.steps} for real-compute runs and runs without CPU sealing in the ring"
+             + (f", {4 * args.steps} per repeat of the emulated ones" if args.repeats > 1 else "")
              + (f"; {args.steps} for emulated cc runs with the per-transfer cost, whose steps are mostly its waits"
                 if args.quick and args.cc_transfer_us > 0 else "") + f"); emulated compute: `--gpu {args.gpu}`, batch "
              f"{args.emu_batch} x {args.emu_seq}. Step times are `step_s_mean` of each run's summary "
@@ -541,6 +546,8 @@ def main():
                     "cc+device-crypto) this many times and keep the median (default 3)")
     ap.add_argument("--force", action="store_true", help="re-run runs whose summary already exists")
     ap.add_argument("--dry-run", action="store_true", help="print the commands only")
+    ap.add_argument("--report-only", action="store_true", help="run nothing: write runs.jsonl/csv, the model "
+                    "and report.md from the runs already in --out (e.g. a grid that was cut short)")
     ap.add_argument("--run-timeout", type=float, default=900, help="seconds before one run counts as failed")
     args = ap.parse_args()
     args.steps = args.steps or (3 if args.quick else 10)
@@ -567,7 +574,12 @@ def main():
     args.calibration = None
     if args.cc_transfer_us == "paper":
         args.cc_transfer_us = 0.0  # the calibration run itself has TEE off
-        if emulate_ok and any(r["emulate"] for r in runs) and not args.dry_run:
+        cal_path = os.path.join(out, "calibration.json")
+        if args.report_only and os.path.exists(cal_path):
+            with open(cal_path) as f:
+                args.calibration = json.load(f)
+            args.cc_transfer_us = args.calibration["cc_transfer_us"]
+        elif emulate_ok and any(r["emulate"] for r in runs) and not args.dry_run and not args.report_only:
             args.calibration = calibrate_transfer(args, out)
             args.cc_transfer_us = args.calibration["cc_transfer_us"]
             print(f"reproduce: H100 CC per-transfer cost {args.cc_transfer_us:g} us (from the paper's figures, "

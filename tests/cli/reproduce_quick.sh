@@ -25,6 +25,20 @@ else
   echo "FAIL: reproduce.py exited non-zero"; tail -30 "$WORK/log"; fails=$((fails + 1))
 fi
 
+# --report-only runs nothing: from a grid cut short (3 of its 9 summaries gone) it rebuilds runs.jsonl
+# and report.md from the 6 that are there.
+cp -r "$out" "$WORK/cut"
+rm -f "$WORK/cut"/runs/gpt2-mini-P4-*.json "$WORK/cut/report.md"
+nlogs=$(ls "$WORK/cut/logs" | wc -l)
+if "$PY" "$REPRO" --quick --only ranks --no-emulate --steps 2 --batch 2 --seq 32 --bin "$TT" --data "$WORK/data/tiny" \
+    --out "$WORK/cut" --report-only >"$WORK/cutlog" 2>&1 && [[ $(wc -l <"$WORK/cut/runs.jsonl") -eq 6 ]] &&
+  [[ -s $WORK/cut/report.md ]] && [[ $(ls "$WORK/cut/logs" | wc -l) -eq $nlogs ]] &&
+  ! ls "$WORK"/cut/runs/gpt2-mini-P4-*.json >/dev/null 2>&1; then
+  passes=$((passes + 1))
+else
+  echo "FAIL: --report-only"; tail -20 "$WORK/cutlog"; fails=$((fails + 1))
+fi
+
 # A failing run (batch 0 is bad input) must stop the script loudly.
 rc=0
 "$PY" "$REPRO" --quick --only ranks --no-emulate --steps 2 --batch 0 --bin "$TT" --data "$WORK/data/tiny" \
