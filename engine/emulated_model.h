@@ -51,7 +51,7 @@ GpuSpec gpu_spec(const std::string& name);
 // The GPU an emulated run pretends to have, with the user's overrides applied.
 struct EmulatedGpu {
   GpuSpec spec;
-  std::string precision = "bf16";    // "fp32", "tf32" or "bf16": which peak column applies
+  std::string precision = "tf32";    // "fp32", "tf32" or "bf16": which peak column applies
   double tflops_override = 0;        // > 0: replaces the peak (--gpu-tflops)
   double efficiency_override = 0;    // > 0: replaces the efficiency (--gpu-efficiency)
   double aead_override = 0;          // > 0: replaces the AES-GCM rate (--gpu-aead-gbps)
