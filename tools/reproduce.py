@@ -424,6 +424,7 @@ def report(args, out, recs, model_text):
           "cost to speak of and the bucket size hardly matters.\n"
         if toll > 0 else
         "H100 CC per-transfer cost: off (`--cc-transfer-us 0`): cc pays teetrain's own sealing only.\n")
+    emu_gpu = next((r.get("gpu") for r in recs if r.get("gpu")), f"--gpu {args.gpu}")
     parts = [f"# GPU-TEE DDP overhead study — teetrain reproduction\n",
              f"Grid: {'quick' if args.quick else 'full'}, {len(recs)} runs, {args.warmup} warm-up + {2 * args.steps} timed "
              f"steps each ({10 * args.steps} for real-compute runs and runs without CPU sealing in the ring"
@@ -435,8 +436,9 @@ def report(args, out, recs, model_text):
              + (f"; short emulated runs (off, fast, cc+device-crypto) were made {args.repeats} times and the median "
                 f"run is the one shown (every repeat's step time: `step_s_repeats` in runs.csv)" if args.repeats > 1 else "")
              + ". Raw data: `runs.jsonl`, `runs.csv`. Guide: docs/reproducing.md.\n",
-             "With emulated compute every GPU-side cost is a wait: forward/backward from FLOPs, the optimizer from "
-             "memory bandwidth, and in `fast` (device crypto) the sealing of gradients at the GPU AES-GCM rate of "
+             "With emulated compute every GPU-side cost is a wait: forward/backward from FLOPs and activation bytes "
+             f"(emulated GPU: {emu_gpu}; a roofline whose two figures were measured with teetrain's CUDA backend "
+             "on an H200, docs/reproducing.md), the optimizer from memory bandwidth, and in `fast` (device crypto) the sealing of gradients at the GPU AES-GCM rate of "
              "the `--gpu` table (measured with `bench_gpu_aead`). `cc` seals on the host CPU for real, as H100 CC's "
              "bounce buffers do. " + (
                  "Links: `--link emulate` — plaintext ring messages of the emulated GPUs carry no payload and cost a "
