@@ -23,7 +23,7 @@ std::vector<GpuSpec> gpu_specs() {
   // from 18% to 31% with size: small models spend more of their time in memory-bound element-wise
   // work). 0.76 matches cuBLAS alone at those shapes (71-80% of TF32 peak, 68-75% of FP32). Not
   // measured on the other GPUs: they use the same two figures.
-  constexpr double kEff = 0.76, kTraffic = 5.0;
+  constexpr double kEff = kMeasuredMatmulEfficiency, kTraffic = kMeasuredActTraffic;
   return {
       // NVIDIA H100 SXM5 data sheet: FP32 67, TF32 989* / BF16 1979* TFLOPS (sparse), HBM3 3.35 TB/s.
       // AES-GCM: our kernel (tee/cuda) sealed 148.8 GB/s on an H200 for 64 x 1 MiB messages, the ring's

@@ -27,6 +27,14 @@
 
 namespace tt {
 
+// Achieved fractions measured with teetrain's own CUDA backend on an H200 (tests/fixtures/
+// gpu_size_sweep_h200; the fit is described in gpu_specs()): the matmuls' share of peak, and the HBM
+// bytes moved per byte of activations (and their gradients) in one forward — backward moves twice as
+// many. The traffic is a property of the kernels: ours run unfused element-wise ops and an attention
+// that writes its (B, NH, T, T) matrices.
+inline constexpr double kMeasuredMatmulEfficiency = 0.76;
+inline constexpr double kMeasuredActTraffic = 5.0;
+
 // Peak dense throughput of one GPU (no structured sparsity), from the vendors' data sheets.
 struct GpuSpec {
   std::string name;
@@ -34,11 +42,8 @@ struct GpuSpec {
   double peak_tflops_tf32 = 0;  // TF32 tensor cores (FP32 training with TF32 matmuls)
   double peak_tflops_bf16 = 0;  // BF16/FP16 tensor cores (mixed-precision training)
   double hbm_gbps = 0;          // memory bandwidth, GB/s (paces activations and the optimizer)
-  double efficiency = 0.76;     // achieved fraction of peak in the matmuls (cuBLAS at GPT-2 shapes)
-  // HBM bytes moved per byte of activations (and their gradients) in one forward; backward moves
-  // twice as many. A property of the kernels: ours (unfused element-wise ops, attention that writes
-  // its (B, NH, T, T) matrices) measured 5.0 on an H200 (tests/fixtures/gpu_size_sweep_h200).
-  double act_traffic = 5.0;
+  double efficiency = kMeasuredMatmulEfficiency;  // achieved fraction of peak in the matmuls
+  double act_traffic = kMeasuredActTraffic;       // HBM bytes per activation byte in a forward
   double aead_gbps = 0;    // AES-256-GCM seal throughput of our CUDA kernel (0 = not measured)
   double nvlink_gbps = 0;  // GPU-to-GPU bandwidth per direction, GB/s (paces --link emulate)
 };

@@ -134,9 +134,9 @@ def mpirun_prefix(P):
 
 # Steps vary by about +-5% on a machine whose ranks share cores, and the trends are judged with a 5%
 # tolerance: every run takes 2x --steps timed steps, and runs whose steps are short (real compute, or
-# a ring not sealed by the CPU: 20-200 ms, 10-100x shorter than cc's, so a few ms of scheduling noise
+# a ring not sealed by the CPU: 50-300 ms, 10-100x shorter than cc's, so a few ms of scheduling noise
 # or one disturbed step would dominate a short mean) 10x — a second or two of timed steps, next to
-# the 4-8 s every run spends starting up.
+# the 3-6 s every run spends starting up; the emulated ones 4x per repeat (see repeats()).
 CHEAP_VARIANTS = {"off", "fast", "cc+device-crypto"}
 # Emulated runs whose ring the CPU seals with the per-transfer cost on are dominated by its waits (the
 # same every step) and by the CPU's sealing (steady): the quick grid times --steps of them, not 2x.
@@ -186,15 +186,18 @@ def train_cmd(args, r, summary):
 
 def run_repeated(args, r, out):
     """Makes the run repeats(args, r) times; returns (summary record of the median run, command, seconds
-    spent, every repeat's step time). Repeats 2.. are stored as <id>-r2.json, <id>-r3.json."""
+    spent, every repeat's step time), or a None record when no repeat is there (--dry-run, or
+    --report-only of a run never made). Repeats 2.. are stored as <id>-r2.json, <id>-r3.json."""
     recs, cmd, spent = [], None, 0.0
     for k in range(repeats(args, r)):
         summary, cmd, dt = run_one(args, r, out, suffix="" if k == 0 else f"-r{k + 1}")
         spent += dt
         if summary is None:
-            return None, cmd, spent, []
+            break
         with open(summary) as f:
             recs.append(json.load(f))
+    if not recs:
+        return None, cmd, spent, []
     steps = [x["step_s_mean"] for x in recs]
     median = sorted(recs, key=lambda x: x["step_s_mean"])[len(recs) // 2]
     return median, cmd, spent, steps
@@ -553,6 +556,8 @@ def main():
     ap.add_argument("--run-timeout", type=float, default=900, help="seconds before one run counts as failed")
     args = ap.parse_args()
     args.steps = args.steps or (3 if args.quick else 10)
+    if args.report_only:
+        args.force = False  # nothing is re-run: every summary that is there is used
     if args.repeats < 1:
         sys.exit("reproduce: --repeats must be at least 1")
     out = args.out
@@ -576,12 +581,10 @@ def main():
     args.calibration = None
     if args.cc_transfer_us == "paper":
         args.cc_transfer_us = 0.0  # the calibration run itself has TEE off
-        cal_path = os.path.join(out, "calibration.json")
-        if args.report_only and os.path.exists(cal_path):
-            with open(cal_path) as f:
-                args.calibration = json.load(f)
-            args.cc_transfer_us = args.calibration["cc_transfer_us"]
-        elif emulate_ok and any(r["emulate"] for r in runs) and not args.dry_run and not args.report_only:
+        # --report-only reads a calibration that is there (calibrate_transfer returns it) and makes none.
+        have_cal = os.path.exists(os.path.join(out, "calibration.json"))
+        if (emulate_ok and any(r["emulate"] for r in runs) and not args.dry_run
+                and (have_cal or not args.report_only)):
             args.calibration = calibrate_transfer(args, out)
             args.cc_transfer_us = args.calibration["cc_transfer_us"]
             print(f"reproduce: H100 CC per-transfer cost {args.cc_transfer_us:g} us (from the paper's figures, "

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 
 #include "engine/core/error.h"
@@ -317,6 +318,16 @@ std::vector<nlohmann::json> load_runs(const std::string& path) {
   return out;
 }
 
+namespace {
+// Multi-rank runs carry the ring's costs; P = 1 runs only pin down compute.
+std::vector<RunPoint> multi_rank(const std::vector<RunPoint>& runs) {
+  std::vector<RunPoint> multi;
+  std::copy_if(runs.begin(), runs.end(), std::back_inserter(multi),
+               [](const RunPoint& r) { return r.P > 1; });
+  return multi;
+}
+}  // namespace
+
 nlohmann::json run_scaling_model(const ModelQuery& q, bool print) {
   std::vector<RunPoint> runs;
   for (const auto& s : load_runs(q.runs)) {
@@ -342,18 +353,11 @@ nlohmann::json run_scaling_model(const ModelQuery& q, bool print) {
   std::map<bool, double> link_beta;
   for (const auto& [v, rs] : by_variant) {
     if (rs.front().tee_on) continue;
-    std::vector<RunPoint> multi;
-    for (const auto& r : rs) {
-      if (r.P > 1) multi.push_back(r);
-    }
+    const std::vector<RunPoint> multi = multi_rank(rs);
     if (!multi.empty()) link_beta[rs.front().host_links] = fit_costs(multi).beta;
   }
   for (const auto& [v, rs] : by_variant) {
-    // Multi-rank runs carry the information; P = 1 runs only pin down compute.
-    std::vector<RunPoint> multi;
-    for (const auto& r : rs) {
-      if (r.P > 1) multi.push_back(r);
-    }
+    const std::vector<RunPoint> multi = multi_rank(rs);
     const auto beta = link_beta.find(rs.front().host_links);
     costs[v] = fit_costs(multi, !rs.front().tee_on || beta == link_beta.end() ? -1.0 : beta->second);
     const Costs& c = costs[v];
