@@ -1,4 +1,4 @@
-// What a rank attests to, and the teaching helpers behind `teetrain attest` (DESIGN.md §5 "Keys").
+// What a rank attests to, and the teaching helpers behind `teetrain attest` (docs/design.md §5 "Keys").
 //
 // AttestConfig says what a rank runs (binary + canonical run configuration → measurement), which
 // device key it signs with, and which device keys it accepts. The handshake (secure_session.h) and the

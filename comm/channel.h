@@ -1,4 +1,4 @@
-// Channel: the message codec every inter-rank message goes through (DESIGN.md §4-5).
+// Channel: the message codec every inter-rank message goes through (docs/design.md §4-5).
 //
 // A channel turns a plaintext segment into wire bytes (seal) and wire bytes back into plaintext
 // (open), under a MessageContext that says exactly where the message belongs. With TEE off the

@@ -8,7 +8,7 @@
 // time the GPU would take to seal or open it: bytes / rate, queued like a stream of GPU kernels (a
 // wait only once the queue is ahead of the host by more than a few microseconds). Message and byte
 // counters and the seal/open phases are reported as for real sealing, so the message arithmetic of
-// DESIGN.md §5 still holds (with forward-ciphertext all-gather, only the owner's hop 0 seals).
+// docs/design.md §5 still holds (with forward-ciphertext all-gather, only the owner's hop 0 seals).
 //
 // Never used with real data: cmd_train builds it only for --compute emulate. Attestation, key
 // agreement, sealed ingress and every other collective still use the real SealedChannel.

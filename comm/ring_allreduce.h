@@ -25,7 +25,7 @@
 //   reduce_buf_ (max_chunk,) floats; wire_out_, wire_in_ (max_segments * (segment_bytes + overhead),)
 //   bytes, only for a sealing channel.
 //
-// Error policy (DESIGN.md §5): a message that does not arrive in time, arrives short, or fails to open
+// Error policy (docs/design.md §5): a message that does not arrive in time, arrives short, or fails to open
 // is fatal; the exception names this rank and the full MessageContext (peer, step, bucket, phase,
 // chunk). The buffer is then partly reduced and must not be used.
 #pragma once

@@ -1,4 +1,4 @@
-// The geometry of one ring all-reduce call (DESIGN.md §5), shared by the host ring
+// The geometry of one ring all-reduce call (docs/design.md §5), shared by the host ring
 // (comm/ring_allreduce) and the ring on device buffers (comm/cuda/device_ring): how a buffer of
 // `count` floats is cut into P chunks and each chunk into segments, which chunk each hop sends and
 // receives, where a segment sits in a wire buffer, and the MessageContext of every message. One

@@ -1,6 +1,6 @@
 // SealStreams: everything a sealed inter-rank message needs except the AEAD call itself — which key
 // stream it belongs to, that stream's key epoch (ratchet), its nonce, its associated data and its clear
-// header (DESIGN.md §5; the wire format and stream rules are in sealed_channel.h).
+// header (docs/design.md §5; the wire format and stream rules are in sealed_channel.h).
 //
 // SealedChannel runs the AEAD on the CPU (OpenSSL); the GPU codec (comm/cuda/gpu_sealing_codec.h) runs it
 // on the GPU from the same tickets. One SealStreams object per rank, shared by both, is what makes a CPU

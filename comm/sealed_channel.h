@@ -1,4 +1,4 @@
-// SealedChannel: the TEE-mode Channel (DESIGN.md §5). Every message is sealed with an AEAD under a
+// SealedChannel: the TEE-mode Channel (docs/design.md §5). Every message is sealed with an AEAD under a
 // key chosen by who sends it to whom, a deterministic nonce, and associated data that binds the
 // message to exactly one place in the run.
 //

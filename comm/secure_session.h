@@ -1,4 +1,4 @@
-// Secure session setup (DESIGN.md §5 "Keys"): the attested handshake every rank runs at start-up, the
+// Secure session setup (docs/design.md §5 "Keys"): the attested handshake every rank runs at start-up, the
 // group key, and the release of secrets (the dataset key) from rank 0 to attested ranks.
 //
 // establish_keys, on every rank, with each ring neighbour (prev and next; P = 2: the one peer; P = 1:

@@ -1,4 +1,4 @@
-// Sealed image sets (DESIGN.md §7) and the loader that serves image batches from them in TEE mode.
+// Sealed image sets (docs/design.md §7) and the loader that serves image batches from them in TEE mode.
 //
 // At rest: `teetrain seal-data --images SPEC` turns each split of an image dataset into
 // "<out>/<name>_<split>.images.sealed", a sealed file (tee/sealed_file.h) under the dataset key

@@ -1,4 +1,4 @@
-// How a batch crosses into the rank in TEE mode (DESIGN.md §2, §6: the "ingress" crossing).
+// How a batch crosses into the rank in TEE mode (docs/design.md §2, §6: the "ingress" crossing).
 //
 // - Direct (`--tee fast`, Fastrack-style): the dataset key is released to the rank after
 //   attestation, so the rank opens the sealed chunks a batch needs itself: one open per chunk.

@@ -1,4 +1,4 @@
-// Sealed token datasets (DESIGN.md §7) and the loader that serves batches from them in TEE mode.
+// Sealed token datasets (docs/design.md §7) and the loader that serves batches from them in TEE mode.
 //
 // At rest: `teetrain seal-data` turns each llm.c token shard "x.bin" into "x.bin.sealed", a sealed
 // file whose plaintext is the unchanged shard bytes (1024-byte header + uint16 tokens) and whose

@@ -1,4 +1,4 @@
-// Token shards in llm.c's on-disk format (DESIGN.md §7), so shards prepared for llm.c train here
+// Token shards in llm.c's on-disk format (docs/design.md §7), so shards prepared for llm.c train here
 // unchanged and ours load in llm.c.
 //
 // Layout (all little-endian):

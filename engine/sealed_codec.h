@@ -1,4 +1,4 @@
-// The FileCodec that makes checkpoints sealed (DESIGN.md §2 "checkpoint" crossing, §7 format):
+// The FileCodec that makes checkpoints sealed (docs/design.md §2 "checkpoint" crossing, §7 format):
 // every checkpoint file is written as a sealed file under the checkpoint key
 // (engine/key_file.h: derive_checkpoint_key), with ".sealed" appended to its name and clear
 // metadata {"kind":"<model|optimizer|state>","name":"<file name>"}.

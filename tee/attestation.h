@@ -1,4 +1,4 @@
-// Emulated remote attestation (DESIGN.md §5 "Keys").
+// Emulated remote attestation (docs/design.md §5 "Keys").
 //
 // Each rank holds a device key pair (Ed25519, the stand-in for a GPU's fused identity key). To join,
 // it answers a verifier's fresh 32-byte nonce with Evidence: its rank, a measurement of what it runs

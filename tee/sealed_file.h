@@ -1,4 +1,4 @@
-// The sealed-file format (DESIGN.md §7) for sealed datasets and checkpoints.
+// The sealed-file format (docs/design.md §7) for sealed datasets and checkpoints.
 //
 // Layout (all integers big-endian):
 //

@@ -20,7 +20,7 @@
 //   reduce_buf_ (max_chunk,) floats; wire_out_, wire_in_ (max_segments * (segment_bytes + overhead),)
 //   bytes, only for a sealing codec.
 //
-// Error policy (DESIGN.md §5): a message that does not arrive in time or arrives short is a RunError
+// Error policy (docs/design.md §5): a message that does not arrive in time or arrives short is a RunError
 // naming this rank and the full MessageContext (tee::IntegrityError for a short sealed message, as on
 // the CPU); a failed open propagates the codec's exception. The buffer is then partly reduced and must
 // not be used.

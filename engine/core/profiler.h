@@ -39,7 +39,7 @@ enum class Counter : int {
   MessagesOpened,
   BytesOpened,
   Rekeys,
-  RingSealed,  // messages sealed / opened by the gradient ring alone (DESIGN.md §5's arithmetic),
+  RingSealed,  // messages sealed / opened by the gradient ring alone (docs/design.md §5's arithmetic),
   RingOpened,  // a subset of MessagesSealed / MessagesOpened
   Count
 };

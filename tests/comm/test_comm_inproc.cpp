@@ -156,7 +156,7 @@ TEST(InprocRing, BatchedChannelGetsWindowsOfSegments) {
   }
 }
 
-// DESIGN.md §5: per rank and bucket, per-hop seals 2(P-1) messages, forward-wire seals P; both open 2(P-1).
+// docs/design.md §5: per rank and bucket, per-hop seals 2(P-1) messages, forward-wire seals P; both open 2(P-1).
 TEST(InprocRing, SealCountsMatchTheDesign) {
   for (int p = 2; p <= 4; ++p) {
     for (auto mode : {AllGatherMode::PerHop, AllGatherMode::ForwardWire}) {

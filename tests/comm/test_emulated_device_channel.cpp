@@ -1,5 +1,5 @@
 // fast's device crypto on an emulated GPU (comm/emulated_device_channel.h): the ring's result is the
-// plain sum, every message is charged exactly once as DESIGN.md §5's arithmetic says (per-hop vs
+// plain sum, every message is charged exactly once as docs/design.md §5's arithmetic says (per-hop vs
 // forward-ciphertext all-gather), and the charged time is bytes / rate.
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // SealedChannel over the in-process transport: the sealed ring gives the plain ring's bits, message
-// counts follow DESIGN.md §5, every fault of the adversary ends in the specified error, nonces never
+// counts follow docs/design.md §5, every fault of the adversary ends in the specified error, nonces never
 // repeat under one key, and rekeying is lock-step on both ends of every stream.
 #include <gtest/gtest.h>
 
@@ -211,7 +211,7 @@ TEST(SealedRing, MessageCountsMatchDesign) {
       s.buckets = 3;
       const auto o = run(s);
       expect_ok(o);
-      const std::int64_t seals = mode == AllGatherMode::PerHop ? 2 * (p - 1) : p;  // DESIGN.md §5
+      const std::int64_t seals = mode == AllGatherMode::PerHop ? 2 * (p - 1) : p;  // docs/design.md §5
       const std::int64_t opens = 2 * (p - 1);
       for (int r = 0; r < p; ++r) {
         EXPECT_EQ(counter(o, r, Counter::MessagesSealed), seals * s.buckets) << "P=" << p << " rank " << r;

@@ -1,4 +1,4 @@
-// The scaling model's arithmetic (DESIGN.md §5) and its fit, on synthetic runs.
+// The scaling model's arithmetic (docs/design.md §5) and its fit, on synthetic runs.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,5 +1,5 @@
 // The end-of-run report: per-phase time (mean per step; max and mean across ranks), counters, and
-// the summary JSON of DESIGN.md §8.
+// the summary JSON of docs/design.md §8.
 #pragma once
 #include <nlohmann/json.hpp>
 

@@ -14,7 +14,7 @@
 // alpha is the fixed cost of one message (post, match, seal/open set-up), beta the inverse link
 // bandwidth, gamma the inverse crypto bandwidth (seal + open bytes; it absorbs crypto threads and
 // pipelining, which is why it is calibrated per TEE variant). Traffic comes from the ring arithmetic
-// of DESIGN.md §5 (ring_traffic below), not from the counters, because the counters also include the
+// of docs/design.md §5 (ring_traffic below), not from the counters, because the counters also include the
 // start-up broadcast. tail is a per-step constant: what stays exposed however well buckets overlap
 // (the end-of-step synchronisation, a last bucket larger than average). (alpha, beta, gamma, tail) are
 // fitted per variant by non-negative least squares on step - compute, relative to the step time, with
