@@ -10,7 +10,11 @@
 
 namespace tt::comm {
 
-tee::Measurement expected_measurement(const AttestConfig& config) {
+const char* attestation_mode_name(AttestationMode m) {
+  return m == AttestationMode::Certified ? "certified" : "none";
+}
+
+tee::Measurements expected_measurement(const AttestConfig& config) {
   if (config.measurement_override) return *config.measurement_override;
   try {
     return tee::measure(config.binary, config.run_config);
@@ -19,59 +23,98 @@ tee::Measurement expected_measurement(const AttestConfig& config) {
   }
 }
 
-tee::Ed25519KeyPair load_device_key(const AttestConfig& config) {
-  if (config.device_key_pem.empty()) return tee::Ed25519KeyPair::generate();
+tee::VerifierPolicy effective_policy(const AttestConfig& config, const tee::Measurements& own) {
+  tee::VerifierPolicy p = config.policy;
+  if (p.binaries.empty()) p.binaries.push_back(own.binary);
+  if (p.configs.empty()) p.configs.push_back(own.config);
+  return p;
+}
+
+const tee::Ed25519KeyPair& signing_key(const AttestConfig& config, std::optional<tee::Ed25519KeyPair>& fresh) {
+  if (config.identity) return config.identity->key;
+  if (config.mode == AttestationMode::Certified)
+    throw InputError("certified attestation needs a device identity (--device-identity)");
+  fresh.emplace(tee::Ed25519KeyPair::generate());
+  return *fresh;
+}
+
+tee::VerifierPolicy load_policy(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError("policy '" + path.string() + "': cannot open for reading");
+  tee::VerifierPolicy policy;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (const auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    std::istringstream words(line);
+    std::string kind, hex, extra;
+    if (!(words >> kind)) continue;
+    std::vector<std::uint8_t> raw;
+    if (words >> hex) {
+      try {
+        raw = tee::from_hex(hex);
+      } catch (const std::invalid_argument&) {
+      }
+    }
+    if ((kind != "binary" && kind != "config") || raw.size() != 32 || (words >> extra))
+      throw InputError("policy '" + path.string() + "' line " + std::to_string(number) +
+                       ": expected 'binary <64 hex digits>' or 'config <64 hex digits>'");
+    tee::Sha256Digest d{};
+    std::copy(raw.begin(), raw.end(), d.begin());
+    (kind == "binary" ? policy.binaries : policy.configs).push_back(d);
+  }
+  if (policy.binaries.empty() && policy.configs.empty())
+    throw InputError("policy '" + path.string() + "': no reference measurement in it");
+  return policy;
+}
+
+std::string policy_text(const tee::Measurements& m) {
+  return "# teetrain verifier policy: reference measurements a peer's evidence must match.\n"
+         "# A kind with no line accepts only what the verifier itself runs.\n"
+         "binary " + tee::to_hex(m.binary) + "\nconfig " + tee::to_hex(m.config) + "\n";
+}
+
+std::shared_ptr<const tee::TrustAnchor> load_trust_anchor(const std::filesystem::path& root_pem) {
   try {
-    return tee::Ed25519KeyPair::load_pem(config.device_key_pem);
+    return std::make_shared<const tee::TrustAnchor>(
+        tee::TrustAnchor::load(root_pem, tee::TrustAnchor::crl_beside(root_pem)));
   } catch (const std::runtime_error& e) {
-    throw InputError(e.what());
+    throw InputError(std::string("--trust-root: ") + e.what());
   }
 }
 
-std::vector<tee::PublicKey> load_allow_list(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError("allow-list '" + path.string() + "': cannot open for reading");
-  std::vector<tee::PublicKey> keys;
-  std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
-    const auto hash = line.find('#');
-    if (hash != std::string::npos) line.resize(hash);
-    std::istringstream words(line);
-    std::string hex;
-    if (!(words >> hex)) continue;
-    std::string extra;
-    std::vector<std::uint8_t> raw;
-    try {
-      raw = tee::from_hex(hex);
-    } catch (const std::invalid_argument&) {
-      raw.clear();
-    }
-    if (raw.size() != 32 || (words >> extra))
-      throw InputError("allow-list '" + path.string() + "' line " + std::to_string(number) +
-                       ": expected one 64-hex-digit Ed25519 public key");
-    tee::PublicKey k{};
-    std::copy(raw.begin(), raw.end(), k.begin());
-    keys.push_back(k);
+std::shared_ptr<const tee::DeviceIdentity> load_identity(const std::filesystem::path& pem,
+                                                         const tee::TrustAnchor* anchor) {
+  std::shared_ptr<const tee::DeviceIdentity> id;
+  try {
+    id = std::make_shared<const tee::DeviceIdentity>(tee::DeviceIdentity::load_pem(pem));
+  } catch (const std::runtime_error& e) {
+    throw InputError(std::string("--device-identity: ") + e.what());
   }
-  return keys;
+  if (anchor != nullptr) {
+    if (const tee::ChainVerdict v = anchor->verify(id->certificate); !v)
+      throw InputError("--device-identity '" + pem.string() + "' is not accepted by the trust root: " + v.reason);
+  }
+  return id;
 }
 
 tee::Evidence make_local_evidence(const AttestConfig& config, std::uint32_t rank,
                                   const tee::VerifierNonce& nonce) {
-  const auto device = load_device_key(config);
+  std::optional<tee::Ed25519KeyPair> fresh;
+  const tee::Ed25519KeyPair& key = signing_key(config, fresh);
   const auto kx = tee::X25519KeyPair::generate();  // bound in, then forgotten: this evidence agrees no key
-  return tee::make_evidence(rank, expected_measurement(config), device, nonce, kx.public_key());
+  const std::vector<std::uint8_t> cert = config.identity ? config.identity->certificate.der() : std::vector<std::uint8_t>{};
+  return tee::make_evidence(rank, expected_measurement(config), key, cert, nonce, kx.public_key());
 }
 
 tee::VerifyResult verify_evidence(const tee::Evidence& evidence, const AttestConfig& expect,
-                                  std::optional<std::uint32_t> rank,
-                                  std::optional<tee::VerifierNonce> nonce) {
-  tee::EvidencePolicy policy;
-  policy.measurement = expected_measurement(expect);
-  policy.nonce = nonce.value_or(evidence.verifier_nonce);
-  policy.rank = rank;
-  policy.allowed_device_keys = expect.allowed_device_keys;
-  return tee::verify(evidence, policy);
+                                  std::optional<std::uint32_t> rank, std::optional<tee::VerifierNonce> nonce) {
+  const tee::VerifierPolicy policy = effective_policy(expect, expected_measurement(expect));
+  tee::EvidenceCheck check;
+  check.anchor = expect.anchor.get();
+  check.policy = &policy;
+  check.nonce = nonce.value_or(evidence.verifier_nonce);
+  check.rank = rank;
+  return tee::verify(evidence, check);
 }
 
 void save_evidence(const std::filesystem::path& path, const tee::Evidence& evidence) {
@@ -93,7 +136,7 @@ tee::Evidence load_evidence(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("evidence '" + path.string() + "': cannot open for reading");
   // One byte more than a valid file may hold, so an over-long file is caught as malformed.
-  std::vector<std::uint8_t> bytes(tee::Evidence::kSerializedSize + 1);
+  std::vector<std::uint8_t> bytes(tee::Evidence::kMaxSerializedSize + 1);
   in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   bytes.resize(static_cast<std::size_t>(in.gcount()));
   try {
@@ -103,18 +146,43 @@ tee::Evidence load_evidence(const std::filesystem::path& path) {
   }
 }
 
+namespace {
+
+std::string certificate_lines(const tee::Evidence& e) {
+  if (e.certificate.empty())
+    return "  certificate        none: NO ROOT OF TRUST. The device key below is self-asserted; anyone\n"
+           "                     can make such evidence, so it proves nothing about who signed it\n";
+  try {
+    const tee::Certificate c = tee::Certificate::from_der(e.certificate);
+    return "  certificate        " + c.describe() +
+           "\n                     (X.509, " + std::to_string(e.certificate.size()) +
+           " bytes DER: proves the device key belongs to a device the vendor made, once it chains to the "
+           "trusted root)\n";
+  } catch (const tee::IntegrityError& err) {
+    return std::string("  certificate        UNPARSABLE: ") + err.what() + "\n";
+  }
+}
+
+}  // namespace
+
 std::string describe(const tee::Evidence& e) {
   const bool signature_ok = tee::ed25519_verify(e.device_public_key, e.signed_bytes(), e.signature);
   std::ostringstream os;
-  os << "evidence (teetrain emulated attestation, " << tee::Evidence::kSerializedSize << " bytes)\n"
-     << "  rank               " << e.rank << "\n"
-     << "  measurement        " << tee::to_hex(e.measurement) << "  (SHA-256 of binary + run config)\n"
-     << "  device public key  " << tee::to_hex(e.device_public_key) << "  (Ed25519)\n"
-     << "  verifier nonce     " << tee::to_hex(e.verifier_nonce) << "  (freshness)\n"
+  os << "evidence (teetrain EMULATED attestation v2, " << e.serialize().size() << " bytes)\n"
+     << "  rank               " << e.rank << "  (claimed; bound by the signature)\n"
+     << "  binary measurement " << tee::to_hex(e.measurement.binary)
+     << "\n                     (SHA-256 of the executable: what code runs; `sha256sum` prints the same)\n"
+     << "  config measurement " << tee::to_hex(e.measurement.config)
+     << "\n                     (SHA-256 of the canonical run configuration: how it was started)\n"
+     << "  verifier nonce     " << tee::to_hex(e.verifier_nonce)
+     << "\n                     (the verifier's fresh challenge: proves the evidence is live, not replayed)\n"
      << "  key-exchange key   " << tee::to_hex(e.kx_public_key)
-     << "  (ephemeral X25519, bound by the signature)\n"
+     << "\n                     (ephemeral X25519: the link key is agreed with whoever holds its private half)\n"
+     << "  device public key  " << tee::to_hex(e.device_public_key) << "  (Ed25519)\n"
+     << certificate_lines(e)
      << "  signature          " << tee::to_hex(e.signature) << "\n"
-     << "  signature check    " << (signature_ok ? "valid" : "INVALID") << "\n";
+     << "  signature check    " << (signature_ok ? "valid" : "INVALID")
+     << " (by the device key over every field above)\n";
   return os.str();
 }
 

@@ -1,14 +1,17 @@
-// What a rank attests to, and the teaching helpers behind `teetrain attest` (docs/design.md §5 "Keys").
+// What a rank attests to, what it accepts of others, and the teaching helpers behind `teetrain attest`
+// (docs/design.md §5 "Keys").
 //
-// AttestConfig says what a rank runs (binary + canonical run configuration → measurement), which
-// device key it signs with, and which device keys it accepts. The handshake (secure_session.h) and the
-// offline tools below read the same struct, so `teetrain attest --verify` checks exactly what
-// start-up checks — except freshness: a saved evidence file carries the nonce it answered, and an
-// offline verifier has no way to know whether that nonce was fresh.
+// AttestConfig says what a rank runs (binary + canonical run configuration -> measurements), which
+// certified identity it signs with, which vendor root it trusts and which measurements it accepts
+// (the policy). The handshake (secure_session.h) and the offline tools below read the same struct,
+// so `teetrain attest --verify` checks exactly what start-up checks — except freshness: a saved
+// evidence file carries the nonce it answered, and an offline verifier cannot know whether that
+// nonce was fresh unless it is given the nonce it issued (--nonce).
 #pragma once
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +19,7 @@
 #include "tee/attestation.h"
 #include "tee/errors.h"
 #include "tee/keys.h"
+#include "tee/x509.h"
 
 namespace tt::comm {
 
@@ -25,47 +29,66 @@ class AttestationError : public tee::IntegrityError {
   using tee::IntegrityError::IntegrityError;
 };
 
+enum class AttestationMode {
+  Certified,  // identities certified by a vendor root, evidence verified against it (the default)
+  None,       // no root of trust: fresh self-asserted keys; an on-path adversary can read everything
+};
+const char* attestation_mode_name(AttestationMode m);
+
 struct AttestConfig {
-  std::filesystem::path binary = "/proc/self/exe";  // measured with the run configuration
-  std::string run_config;                           // canonical run configuration, same on every rank
-  std::filesystem::path device_key_pem;             // Ed25519 PKCS#8 PEM; empty: a fresh key per run
-  std::vector<tee::PublicKey> allowed_device_keys;  // empty: any device key
-  std::chrono::milliseconds timeout{0};             // per handshake message; 0: the transport's
+  AttestationMode mode = AttestationMode::Certified;
+  std::shared_ptr<const tee::TrustAnchor> anchor;      // Certified: the vendor root (+ CRL) trusted
+  std::shared_ptr<const tee::DeviceIdentity> identity;  // Certified: this rank's key + certificate
+  std::filesystem::path binary = "/proc/self/exe";     // measured with the run configuration
+  std::string run_config;                              // canonical run configuration, same on every rank
+  // Reference measurements; an empty list accepts only this rank's own binary / configuration.
+  tee::VerifierPolicy policy;
+  std::chrono::milliseconds timeout{0};  // per handshake message; 0: the transport's
 
   // Test hooks (never set by the CLI).
-  std::optional<tee::Measurement> measurement_override;  // claim this instead of measure(binary, config)
-  bool corrupt_evidence = false;                         // flip a signature bit in what this rank sends
+  std::optional<tee::Measurements> measurement_override;  // claim this instead of measure(binary, config)
+  bool corrupt_evidence = false;                          // flip a signature bit in what this rank sends
 };
 
 // measure(binary, run_config), or the override. Throws InputError if the binary cannot be read.
-tee::Measurement expected_measurement(const AttestConfig& config);
+tee::Measurements expected_measurement(const AttestConfig& config);
 
-// The device key of `config`: loaded from device_key_pem (InputError naming the file on failure), or
-// freshly generated.
-tee::Ed25519KeyPair load_device_key(const AttestConfig& config);
+// The policy a verifier applies: config.policy with empty lists filled by `own` measurements.
+tee::VerifierPolicy effective_policy(const AttestConfig& config, const tee::Measurements& own);
 
-// An allow-list file: one 64-hex-digit Ed25519 public key per line; blank lines and '#' comments
-// ignored. InputError naming the file and line on anything else.
-std::vector<tee::PublicKey> load_allow_list(const std::filesystem::path& path);
+// The key this rank signs evidence with: the identity's, or (mode None) a fresh one.
+// Throws InputError when a certified config has no identity.
+const tee::Ed25519KeyPair& signing_key(const AttestConfig& config, std::optional<tee::Ed25519KeyPair>& fresh);
+
+// Policy files: one reference measurement per line, "binary <64 hex>" or "config <64 hex>"; blank
+// lines and '#' comments ignored. InputError naming the file and line on anything else.
+tee::VerifierPolicy load_policy(const std::filesystem::path& path);
+std::string policy_text(const tee::Measurements& m);  // the policy accepting exactly `m`
+
+// Loads the certified parts of a config: the trust root (and its CRL beside it, if any) and the
+// identity. InputError naming the file when either is unusable, or when the identity does not chain
+// to the root (a configuration mistake: the run would be refused by every peer).
+std::shared_ptr<const tee::TrustAnchor> load_trust_anchor(const std::filesystem::path& root_pem);
+std::shared_ptr<const tee::DeviceIdentity> load_identity(const std::filesystem::path& pem,
+                                                         const tee::TrustAnchor* anchor);
 
 // Evidence of this process as `rank`, answering `nonce` (a throwaway X25519 key is bound in): what
 // `teetrain attest --out FILE` saves.
 tee::Evidence make_local_evidence(const AttestConfig& config, std::uint32_t rank,
                                   const tee::VerifierNonce& nonce);
 
-// Checks evidence against `expect` (measurement of its binary and run_config, its allow-list),
+// Checks evidence against `expect`'s anchor and policy (empty lists: `expect`'s own measurements),
 // optionally its rank and nonce. Without a nonce, the evidence's own nonce is accepted (offline use).
 tee::VerifyResult verify_evidence(const tee::Evidence& evidence, const AttestConfig& expect,
                                   std::optional<std::uint32_t> rank = std::nullopt,
                                   std::optional<tee::VerifierNonce> nonce = std::nullopt);
 
-// Evidence files are the 204 serialized bytes (tee::Evidence::serialize). save: written to a
-// temporary name and renamed. load: InputError if unreadable, IntegrityError if malformed.
+// Evidence files are the serialized bytes (tee::Evidence::serialize). save: written to a temporary
+// name and renamed. load: InputError if unreadable, IntegrityError if malformed.
 void save_evidence(const std::filesystem::path& path, const tee::Evidence& evidence);
 tee::Evidence load_evidence(const std::filesystem::path& path);
 
-// A multi-line, human-readable dump of every field in hex, and whether the signature verifies.
-// Evidence holds no secret, so all of it may be printed.
+// Every field of the evidence with what it proves, for a student to read. Evidence holds no secret.
 std::string describe(const tee::Evidence& evidence);
 
 }  // namespace tt::comm

@@ -18,7 +18,7 @@ namespace {
 
 // The status every rank contributes after a handshake round: its measurement, then its failures as
 // text lines "subject|reason" (subject = the rank found at fault), NUL-padded.
-constexpr std::size_t kStatusBytes = 512;
+constexpr std::size_t kStatusBytes = 1024;
 constexpr std::size_t kMeasurementBytes = 32;
 
 struct Failure {
@@ -35,7 +35,7 @@ std::vector<std::uint8_t> label_info(std::string_view prefix, int a, int b, std:
   return info;
 }
 
-std::vector<std::byte> encode_status(const tee::Measurement& m, const std::vector<Failure>& failures) {
+std::vector<std::byte> encode_status(const tee::Sha256Digest& m, const std::vector<Failure>& failures) {
   std::vector<std::byte> blob(kStatusBytes);
   std::transform(m.begin(), m.end(), blob.begin(), [](std::uint8_t b) { return std::byte{b}; });
   std::string text;
@@ -52,7 +52,7 @@ std::vector<std::byte> encode_status(const tee::Measurement& m, const std::vecto
 // Who is to blame is not always clear: a rank with the wrong configuration rejects its honest
 // neighbours just as they reject it. Reports are therefore trusted from ranks that hold the
 // measurement most ranks hold (ties: the lowest rank's), plus what each rank says about itself.
-void refuse_on_every_rank(Transport& t, const tee::Measurement& mine, const std::vector<Failure>& failures,
+void refuse_on_every_rank(Transport& t, const tee::Sha256Digest& mine, const std::vector<Failure>& failures,
                           const std::string& what) {
   const auto all = Collectives(t).allgather(encode_status(mine, failures));
   const int p = t.size();
@@ -148,33 +148,31 @@ std::string SessionKeys::describe() const {
          ", link prev fp " + fp(link_prev) + ", group fp " + fp(group);
 }
 
-SessionKeys establish_keys(Transport& t, const AttestConfig& config) {
-  SessionKeys keys;
-  keys.rank = t.rank();
-  keys.world_size = t.size();
-  const int r = keys.rank;
-  const int p = keys.world_size;
-  std::vector<Failure> failures;
+namespace {
 
-  std::optional<tee::Ed25519KeyPair> device;
-  try {
-    keys.measurement = expected_measurement(config);
-    device.emplace(load_device_key(config));
-    keys.device_public_key = device->public_key();
-  } catch (const std::exception& e) {
-    failures.push_back({r, e.what()});  // still take part, so the others learn why instead of timing out
-  }
+// One ring neighbour of the handshake: the challenge we sent, the one we answer, our ephemeral key
+// and evidence for it, what arrived, and the secret agreed once its evidence passed.
+struct Link {
+  int peer = 0;
+  tee::VerifierNonce mine{};    // our nonce: the peer's evidence must answer it
+  tee::VerifierNonce theirs{};  // the peer's nonce: our evidence answers it
+  bool nonce_ok = false;
+  std::optional<tee::X25519KeyPair> kx;
+  tee::Evidence my_evidence;
+  std::vector<std::uint8_t> out;
+  std::vector<std::uint8_t> in;
+  tee::SecretBytes secret;
+  tee::Sha256Digest confirm_in{};
+};
 
-  struct Link {
-    int peer = 0;
-    tee::VerifierNonce mine{};    // our nonce: the peer's evidence must answer it
-    tee::VerifierNonce theirs{};  // the peer's nonce: our evidence answers it
-    std::optional<tee::X25519KeyPair> kx;
-    tee::Evidence my_evidence;
-    std::vector<std::uint8_t> out;
-    std::vector<std::uint8_t> in;
-    tee::SecretBytes secret;
-  };
+// What this rank brings to the handshake.
+struct LocalParty {
+  std::optional<tee::Ed25519KeyPair> fresh;  // mode None: a key for this session only
+  const tee::Ed25519KeyPair* key = nullptr;  // null if it could not be loaded
+  tee::VerifierPolicy policy;
+};
+
+std::vector<Link> ring_links(int r, int p) {
   std::vector<Link> links;
   if (p > 1) {
     links.push_back({});
@@ -184,8 +182,10 @@ SessionKeys establish_keys(Transport& t, const AttestConfig& config) {
       links.back().peer = (r + p - 1) % p;
     }
   }
+  return links;
+}
 
-  // 1. Nonces.
+void exchange_nonces(Transport& t, std::vector<Link>& links, const AttestConfig& config) {
   std::vector<Request> reqs;
   for (auto& l : links)
     reqs.push_back(t.irecv(l.peer, std::as_writable_bytes(std::span(l.theirs)), tags::kAttestNonce));
@@ -193,64 +193,125 @@ SessionKeys establish_keys(Transport& t, const AttestConfig& config) {
     l.mine = tee::make_verifier_nonce();
     reqs.push_back(t.isend(l.peer, std::as_bytes(std::span(l.mine)), tags::kAttestNonce));
   }
-  std::vector<bool> nonce_ok(links.size());
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     const std::size_t got = wait_for(t, reqs[i], &config);
-    if (i < links.size()) nonce_ok[i] = got == sizeof(tee::VerifierNonce);
+    if (i < links.size()) links[i].nonce_ok = got == sizeof(tee::VerifierNonce);
   }
-  reqs.clear();
+}
 
-  // 2. Evidence, both ways, then verification and key agreement.
+// Our evidence answers each neighbour's nonce; theirs is verified against our anchor, policy and
+// nonce, and only then is a link secret derived from the transcript of both evidences.
+void exchange_evidence(Transport& t, std::vector<Link>& links, const LocalParty& me, const AttestConfig& config,
+                       const tee::Measurements& mine, std::vector<Failure>& failures) {
+  const int r = t.rank();
+  const std::vector<std::uint8_t> cert =
+      config.identity ? config.identity->certificate.der() : std::vector<std::uint8_t>{};
+  std::vector<Request> reqs;
   for (auto& l : links) {
     l.kx.emplace(tee::X25519KeyPair::generate());
-    l.out.assign(tee::Evidence::kSerializedSize, 0);  // zeros if we could not build evidence
-    if (device) {
-      l.my_evidence = tee::make_evidence(static_cast<std::uint32_t>(r), keys.measurement, *device, l.theirs,
-                                         l.kx->public_key());
+    l.out.assign(tee::Evidence::kFixedSize, 0);  // zeros if we could not build evidence
+    if (me.key != nullptr) {
+      l.my_evidence =
+          tee::make_evidence(static_cast<std::uint32_t>(r), mine, *me.key, cert, l.theirs, l.kx->public_key());
       l.out = l.my_evidence.serialize();
     }
     if (config.corrupt_evidence) l.out.back() ^= 0x01;  // last signature byte
-    l.in.assign(tee::Evidence::kSerializedSize, 0);
+    l.in.assign(tee::Evidence::kMaxSerializedSize, 0);
     reqs.push_back(t.irecv(l.peer, std::as_writable_bytes(std::span(l.in)), tags::kAttestEvidence));
   }
-  for (auto& l : links)
-    reqs.push_back(t.isend(l.peer, std::as_bytes(std::span(l.out)), tags::kAttestEvidence));
+  for (auto& l : links) reqs.push_back(t.isend(l.peer, std::as_bytes(std::span(l.out)), tags::kAttestEvidence));
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     const std::size_t got = wait_for(t, reqs[i], &config);
     if (i >= links.size()) continue;
     Link& l = links[i];
-    if (!nonce_ok[i] || got != tee::Evidence::kSerializedSize) {
+    l.in.resize(got);
+    if (!l.nonce_ok) {
       failures.push_back({l.peer, "malformed handshake message"});
       continue;
     }
     try {
       const auto peer = tee::Evidence::deserialize(l.in);
-      tee::EvidencePolicy policy;
-      policy.measurement = keys.measurement;
-      policy.nonce = l.mine;
-      policy.rank = static_cast<std::uint32_t>(l.peer);
-      policy.allowed_device_keys = config.allowed_device_keys;
-      const auto verdict = tee::verify(peer, policy);
-      if (!verdict) {
+      const tee::EvidenceCheck check{config.anchor.get(), &me.policy, l.mine, static_cast<std::uint32_t>(l.peer)};
+      if (const auto verdict = tee::verify(peer, check); !verdict) {
         failures.push_back({l.peer, verdict.reason});
-      } else if (device) {
+      } else if (me.key != nullptr) {
         l.secret = tee::derive_session_secret(*l.kx, l.my_evidence, peer, "teetrain link v1");
       }
     } catch (const tee::IntegrityError& e) {
       failures.push_back({l.peer, e.what()});
     }
   }
+}
 
-  // 3. Everyone refuses together, or nobody does.
+// Proof of the link key, one per direction: HKDF-Expand(link secret, "teetrain key confirm v1" ||
+// sender || receiver). Directional, so a reflected confirmation does not pass.
+tee::Sha256Digest confirmation(const tee::SecretBytes& secret, int from, int to) {
+  tee::Sha256Digest d{};
+  if (secret.empty()) return d;  // no key: send zeros, which never confirm
+  const auto k = expand(secret, label_info("teetrain key confirm v1", from, to), d.size());
+  std::copy(k.data(), k.data() + d.size(), d.begin());
+  return d;
+}
+
+// Every link, the closing one (P-1 -> 0) included, proves before any training traffic that both ends
+// derived the same secret. A mismatch is reported only by a rank that accepted the peer's evidence
+// (otherwise the evidence failure already names the cause).
+void confirm_keys(Transport& t, std::vector<Link>& links, const AttestConfig& config, std::vector<Failure>& failures) {
+  const int r = t.rank();
+  std::vector<tee::Sha256Digest> out(links.size());
+  std::vector<Request> reqs;
+  for (auto& l : links)
+    reqs.push_back(t.irecv(l.peer, std::as_writable_bytes(std::span(l.confirm_in)), tags::kKeyConfirm));
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    out[i] = confirmation(links[i].secret, r, links[i].peer);
+    reqs.push_back(t.isend(links[i].peer, std::as_bytes(std::span(out[i])), tags::kKeyConfirm));
+  }
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    const std::size_t got = wait_for(t, reqs[i], &config);
+    if (i >= links.size() || links[i].secret.empty()) continue;
+    const Link& l = links[i];
+    if (got != l.confirm_in.size() || !tee::equal_ct(l.confirm_in, confirmation(l.secret, l.peer, r)))
+      failures.push_back({l.peer, "key confirmation failed: the two ends of the link derived different keys "
+                                  "(evidence altered in transit?)"});
+  }
+}
+
+}  // namespace
+
+SessionKeys establish_keys(Transport& t, const AttestConfig& config) {
+  SessionKeys keys;
+  keys.rank = t.rank();
+  keys.world_size = t.size();
+  keys.attestation = config.mode;
+  std::vector<Failure> failures;
+  LocalParty me;
+  tee::Measurements mine;
+  try {
+    mine = expected_measurement(config);
+    keys.measurement = mine.combined();
+    me.policy = effective_policy(config, mine);
+    if (keys.world_size > 1) {  // one rank has nobody to prove itself to
+      me.key = &signing_key(config, me.fresh);
+      keys.device_public_key = me.key->public_key();
+    }
+  } catch (const std::exception& e) {
+    failures.push_back({keys.rank, e.what()});  // still take part, so the others learn why instead of timing out
+  }
+  std::vector<Link> links = ring_links(keys.rank, keys.world_size);
+  exchange_nonces(t, links, config);
+  exchange_evidence(t, links, me, config, mine, failures);
+  confirm_keys(t, links, config, failures);
+
+  // Everyone refuses together, or nobody does.
   refuse_on_every_rank(t, keys.measurement, failures, "attestation");
   if (!links.empty()) {
     keys.link_next = std::move(links.front().secret);
     keys.link_prev = links.size() > 1 ? std::move(links[1].secret) : keys.link_next.clone();
   }
 
-  // 4. The group key, from rank 0 around the ring.
-  const tee::SecretBytes group = r == 0 ? tee::SecretBytes::random(32) : tee::SecretBytes();
-  keys.group = release_secret(t, keys, r == 0 ? &group : nullptr, 32, "group key");
+  // The group key, from rank 0 around the ring.
+  const tee::SecretBytes group = keys.rank == 0 ? tee::SecretBytes::random(32) : tee::SecretBytes();
+  keys.group = release_secret(t, keys, keys.rank == 0 ? &group : nullptr, 32, "group key");
   return keys;
 }
 

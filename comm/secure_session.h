@@ -4,16 +4,21 @@
 // establish_keys, on every rank, with each ring neighbour (prev and next; P = 2: the one peer; P = 1:
 // nobody):
 //   1. send a fresh verifier nonce, receive the neighbour's;
-//   2. answer the neighbour's nonce with evidence (measurement of binary + run config, device key,
-//      a fresh X25519 key, signed), receive the neighbour's evidence and verify it against our own
-//      measurement (every rank runs the same binary and configuration), its rank, our nonce and the
-//      allow-list; on success derive the link secret (X25519 + HKDF over both evidences);
-//   3. allgather a status (plaintext: no key exists yet) so that a failure anywhere refuses on every
+//   2. answer the neighbour's nonce with evidence (tee/attestation.h: certificate, measurements, a fresh
+//      X25519 key, signed by the certified device key), receive the neighbour's evidence and verify it
+//      against our trust anchor (chain, revocation), its rank, our nonce and our policy (reference
+//      measurements; by default what we run ourselves); on success derive the link secret (X25519 +
+//      HKDF over both evidences: certificates, measurements, nonces and ephemeral keys);
+//   3. confirm the key on every link, the closing link P-1 -> 0 included, before any training traffic;
+//   4. allgather a status (plaintext: no key exists yet) so that a failure anywhere refuses on every
 //      rank, with one message naming each rejected rank, the reason and who reported it;
-//   4. rank 0 draws the group secret and passes it around the ring, sealed on every link
-//      (release_secret), again with a status allgather.
-// Local failures (unreadable device key or binary) are reported through the same status round, so the
-// other ranks refuse with the reason instead of timing out.
+//   5. rank 0 draws the group secret and passes it around the ring, sealed on every link
+//      (release_secret), again with a status allgather. Secrets released later (the dataset and
+//      checkpoint keys) travel the same way, so they reach only ranks whose evidence passed.
+// Local failures (unreadable identity or binary) are reported through the same status round, so the
+// other ranks refuse with the reason instead of timing out. With AttestationMode::None the evidence
+// carries no certificate and nothing ties a key to a device: the handshake then only protects
+// against passive eavesdroppers who do not take part in it.
 //
 // Every message of the handshake uses its own tags (below), distinct from the ring and collectives.
 #pragma once
@@ -34,6 +39,7 @@ namespace tags {
 inline constexpr int kAttestNonce = 110;
 inline constexpr int kAttestEvidence = 111;
 inline constexpr int kKeyRelease = 112;
+inline constexpr int kKeyConfirm = 113;
 }  // namespace tags
 
 // The secrets of one rank after the handshake. Never printed: describe() shows fingerprints only.
@@ -43,7 +49,8 @@ struct SessionKeys {
   tee::SecretBytes link_next;  // shared with rank+1 (empty for P = 1)
   tee::SecretBytes link_prev;  // shared with rank-1 (for P = 2 the same secret as link_next)
   tee::SecretBytes group;      // shared by all ranks, from rank 0
-  tee::Measurement measurement{};
+  tee::Sha256Digest measurement{};  // this rank's combined measurement (tee::Measurements::combined)
+  AttestationMode attestation = AttestationMode::Certified;
   tee::PublicKey device_public_key{};
   std::uint64_t releases = 0;  // release_secret calls so far: each one derives fresh link keys
 

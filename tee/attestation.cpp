@@ -1,6 +1,7 @@
 #include "tee/attestation.h"
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <stdexcept>
 
@@ -10,53 +11,68 @@
 namespace tt::tee {
 
 namespace {
-constexpr std::string_view kEvidenceMagic = "TTEVID01";
+constexpr std::string_view kEvidenceMagic = "TTEVID02";
 
+// resize + memcpy rather than insert(): GCC 12 misreports insert() of a span here (-Wstringop-overflow).
 void append(std::vector<std::uint8_t>& out, ByteView b) {
-  out.insert(out.end(), b.begin(), b.end());
+  const std::size_t at = out.size();
+  out.resize(at + b.size());
+  if (!b.empty()) std::memcpy(out.data() + at, b.data(), b.size());
 }
 
-void hash_be64(Sha256& h, std::uint64_t v) {
-  std::array<std::uint8_t, 8> b{};
-  store_be64(b.data(), v);
-  h.update(b);
+bool listed(const std::vector<Sha256Digest>& list, const Sha256Digest& d) {
+  return std::any_of(list.begin(), list.end(), [&](const Sha256Digest& x) { return equal_ct(x, d); });
+}
+
+std::string short_hex(const Sha256Digest& d) {
+  return to_hex(d).substr(0, 16) + "..";
+}
+
+std::string expected_text(const std::vector<Sha256Digest>& list) {
+  std::string s;
+  for (const auto& d : list) s += (s.empty() ? "" : ", ") + short_hex(d);
+  return list.size() == 1 ? "expected " + s : "expected one of " + s;
 }
 }  // namespace
 
-Measurement measure(const std::filesystem::path& binary_path, std::string_view config) {
-  std::ifstream in(binary_path, std::ios::binary);
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(binary_path, ec);
-  if (!in || ec) throw std::runtime_error("measure: cannot read binary '" + binary_path.string() + "'");
+Sha256Digest Measurements::combined() const {
   Sha256 h;
-  h.update(std::string_view("teetrain measurement v1"));
-  hash_be64(h, size);
+  h.update(std::string_view("teetrain measurement v2")).update(binary).update(config);
+  return h.finish();
+}
+
+Sha256Digest measure_binary(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("measure: cannot read binary '" + path.string() + "'");
+  Sha256 h;
   std::vector<char> buf(std::size_t{1} << 20);
-  std::uint64_t total = 0;
   while (in) {
     in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    const auto n = static_cast<std::size_t>(in.gcount());
-    h.update(ByteView(reinterpret_cast<const std::uint8_t*>(buf.data()), n));
-    total += n;
+    h.update(ByteView(reinterpret_cast<const std::uint8_t*>(buf.data()), static_cast<std::size_t>(in.gcount())));
   }
-  if (in.bad() || total != size)
-    throw std::runtime_error("measure: short read of binary '" + binary_path.string() + "'");
-  hash_be64(h, config.size());
-  h.update(config);
+  if (in.bad()) throw std::runtime_error("measure: read error on binary '" + path.string() + "'");
   return h.finish();
+}
+
+Measurements measure(const std::filesystem::path& binary_path, std::string_view config) {
+  return {measure_binary(binary_path), sha256(config)};
 }
 
 std::vector<std::uint8_t> Evidence::signed_bytes() const {
   std::vector<std::uint8_t> out;
-  out.reserve(kSerializedSize);
+  out.reserve(kFixedSize + certificate.size());
   append(out, bytes_of(kEvidenceMagic));
-  std::array<std::uint8_t, 4> r{};
-  store_be32(r.data(), rank);
-  append(out, r);
-  append(out, measurement);
-  append(out, device_public_key);
+  std::array<std::uint8_t, 4> be{};
+  store_be32(be.data(), rank);
+  append(out, be);
+  append(out, measurement.binary);
+  append(out, measurement.config);
   append(out, verifier_nonce);
   append(out, kx_public_key);
+  append(out, device_public_key);
+  store_be32(be.data(), static_cast<std::uint32_t>(certificate.size()));
+  append(out, be);
+  append(out, certificate);
   return out;
 }
 
@@ -67,11 +83,11 @@ std::vector<std::uint8_t> Evidence::serialize() const {
 }
 
 Evidence Evidence::deserialize(ByteView bytes) {
-  if (bytes.size() != kSerializedSize)
-    throw IntegrityError("malformed evidence: expected " + std::to_string(kSerializedSize) + " bytes, got " +
-                         std::to_string(bytes.size()));
+  if (bytes.size() < kFixedSize || bytes.size() > kMaxSerializedSize)
+    throw IntegrityError("malformed evidence: " + std::to_string(bytes.size()) + " bytes (expected " +
+                         std::to_string(kFixedSize) + " .. " + std::to_string(kMaxSerializedSize) + ")");
   if (!std::equal(kEvidenceMagic.begin(), kEvidenceMagic.end(), bytes.begin()))
-    throw IntegrityError("malformed evidence: bad magic (not teetrain evidence v1)");
+    throw IntegrityError("malformed evidence: bad magic (not teetrain evidence v2)");
   Evidence e;
   const std::uint8_t* p = bytes.data() + kEvidenceMagic.size();
   e.rank = load_be32(p);
@@ -80,36 +96,73 @@ Evidence Evidence::deserialize(ByteView bytes) {
     std::copy_n(p, field.size(), field.begin());
     p += field.size();
   };
-  take(e.measurement);
-  take(e.device_public_key);
+  take(e.measurement.binary);
+  take(e.measurement.config);
   take(e.verifier_nonce);
   take(e.kx_public_key);
+  take(e.device_public_key);
+  const std::uint32_t cert_len = load_be32(p);
+  p += 4;
+  if (cert_len != bytes.size() - kFixedSize)
+    throw IntegrityError("malformed evidence: certificate length " + std::to_string(cert_len) +
+                         " does not match the message size");
+  e.certificate.resize(cert_len);
+  if (cert_len > 0) std::memcpy(e.certificate.data(), p, cert_len);
+  p += cert_len;
   take(e.signature);
   return e;
 }
 
-Evidence make_evidence(std::uint32_t rank, const Measurement& measurement, const Ed25519KeyPair& device_key,
-                       const VerifierNonce& verifier_nonce, const PublicKey& kx_public_key) {
+Evidence make_evidence(std::uint32_t rank, const Measurements& measurement, const Ed25519KeyPair& device_key,
+                       const std::vector<std::uint8_t>& certificate, const VerifierNonce& verifier_nonce,
+                       const PublicKey& kx_public_key) {
   Evidence e;
   e.rank = rank;
   e.measurement = measurement;
-  e.device_public_key = device_key.public_key();
   e.verifier_nonce = verifier_nonce;
   e.kx_public_key = kx_public_key;
+  e.device_public_key = device_key.public_key();
+  e.certificate = certificate;
   e.signature = device_key.sign(e.signed_bytes());
   return e;
 }
 
-VerifyResult verify(const Evidence& evidence, const EvidencePolicy& policy) {
-  if (!ed25519_verify(evidence.device_public_key, evidence.signed_bytes(), evidence.signature))
-    return {false, "bad signature"};
-  if (policy.rank && *policy.rank != evidence.rank) return {false, "rank mismatch"};
-  if (!equal_ct(evidence.verifier_nonce, policy.nonce)) return {false, "stale nonce"};
-  if (!equal_ct(evidence.measurement, policy.measurement)) return {false, "measurement mismatch"};
-  if (!policy.allowed_device_keys.empty() &&
-      std::none_of(policy.allowed_device_keys.begin(), policy.allowed_device_keys.end(),
-                   [&](const PublicKey& k) { return equal_ct(k, evidence.device_public_key); }))
-    return {false, "device key not in allow-list"};
+namespace {
+
+// Who signed: the certified device key when there is an anchor.
+VerifyResult check_identity(const Evidence& e, const TrustAnchor* anchor) {
+  if (anchor == nullptr) return {true, "ok"};
+  if (e.certificate.empty()) return {false, "no device certificate (the peer runs without a root of trust)"};
+  try {
+    const Certificate cert = Certificate::from_der(e.certificate);
+    const ChainVerdict chain = anchor->verify(cert);
+    if (!chain) return {false, chain.reason};
+    if (!equal_ct(cert.ed25519_public_key(), e.device_public_key))
+      return {false, "evidence signed by a key that is not the certified device key"};
+  } catch (const IntegrityError& err) {
+    return {false, err.what()};
+  }
+  return {true, "ok"};
+}
+
+}  // namespace
+
+VerifyResult verify(const Evidence& e, const EvidenceCheck& check) {
+  if (VerifyResult id = check_identity(e, check.anchor); !id) return id;
+  if (!ed25519_verify(e.device_public_key, e.signed_bytes(), e.signature)) return {false, "bad signature"};
+  if (check.rank && *check.rank != e.rank)
+    return {false, "rank mismatch (claims rank " + std::to_string(e.rank) + ")"};
+  if (!equal_ct(e.verifier_nonce, check.nonce))
+    return {false, "stale nonce: the evidence does not answer this verifier's challenge (replayed?)"};
+  if (check.policy != nullptr) {
+    if (!listed(check.policy->binaries, e.measurement.binary))
+      return {false, "binary measurement " + short_hex(e.measurement.binary) + " is not in the policy (" +
+                         expected_text(check.policy->binaries) + ")"};
+    if (!listed(check.policy->configs, e.measurement.config))
+      return {false, "configuration measurement " + short_hex(e.measurement.config) +
+                         " is not in the policy (" + expected_text(check.policy->configs) +
+                         "; was the rank started with other flags?)"};
+  }
   return {true, "ok"};
 }
 

@@ -52,6 +52,8 @@ class Ed25519KeyPair {
 
   PublicKey public_key() const;
   Signature sign(ByteView message) const;
+  // The OpenSSL key, for X.509 signing (tee/vendor.cpp) and certificate checks (tee/x509.cpp).
+  evp_pkey_st* native() const { return key_.get(); }
 
  private:
   explicit Ed25519KeyPair(PkeyPtr k) : key_(std::move(k)) {}

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "comm/cuda/small_copies.h"
+#include "engine/core/error.h"
 
 namespace tt::comm::cuda {
 
@@ -28,7 +29,13 @@ GpuSealingCodec::GpuSealingCodec(SealStreams& streams, cudaStream_t stream, std:
       stream_(stream),
       device_(current_device()),
       parallelism_(std::max<std::size_t>(parallelism, 1)),
-      prof_(profiler) {}
+      prof_(profiler) {
+  // Our GPU kernels are AES-GCM only: a ChaCha20-Poly1305 stream key sealed here would be used with a
+  // second cipher (one key, two ciphers) and produce messages no CPU peer of that cipher can open.
+  if (streams_.options().cipher == tee::Cipher::ChaCha20Poly1305)
+    throw InputError("--cipher chacha20-poly1305 has no GPU implementation; use aes-256-gcm or aes-128-gcm, or "
+                     "--tee-device-crypto off to seal on the host");
+}
 
 GpuSealingCodec::~GpuSealingCodec() = default;
 

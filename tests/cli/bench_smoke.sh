@@ -4,6 +4,7 @@
 # read and whose checked run was exact; `bench crypto` and `bench step` run and report.
 source "$(dirname "$0")/lib.sh" "$@"
 MPI=(mpirun --allow-run-as-root --oversubscribe -np 2)
+provision_trust
 export OMP_WAIT_POLICY=passive  # two ranks share the cores; busy-waiting OpenMP threads would starve them
 
 # has_fields FILE TEE: every record carries the fields scripts read, the tee mode, and correct = true.
@@ -23,7 +24,7 @@ has_fields() {
 
 for tee in off cc fast; do
   out="$WORK/ar_$tee.json"
-  if "${MPI[@]}" "$TT" bench allreduce --max-bytes 65536 --iters 2 --warmup 1 --tee "$tee" --json "$out" \
+  if "${MPI[@]}" "$TT" bench allreduce --max-bytes 65536 --iters 2 --warmup 1 --tee "$tee" "${TRUST[@]}" --json "$out" \
       >"$WORK/ar_$tee.log" 2>&1; then
     passes=$((passes + 1))
     has_fields "$out" "$tee"

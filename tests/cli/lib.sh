@@ -13,6 +13,12 @@ make_corpus() {
   "$TT" prepare-text "$WORK/text" --out "$WORK/data" --name tiny >/dev/null
 }
 
+# An emulated vendor with 4 certified devices; TEE runs of several ranks pass "${TRUST[@]}".
+provision_trust() {
+  "$TT" provision --out "$WORK/vendor" --devices 4 >/dev/null
+  TRUST=(--trust-root "$WORK/vendor/vendor_root.crt" --device-identity "$WORK/vendor/device_{rank}.pem")
+}
+
 # expect_exit CODE PATTERN -- command...: the command exits with CODE and its stderr matches PATTERN.
 expect_exit() {
   local code="$1" pattern="$2"

@@ -8,13 +8,14 @@ source "$(dirname "$0")/lib.sh" "$@"
 PY=$(command -v python3 || true)
 if [[ -z $PY ]]; then echo "FAIL: python3 is needed (scripts/install-deps.sh installs it)"; exit 1; fi
 make_corpus
+provision_trust
 steps=12
 run() {  # run P tee summary [extra args]
   local P=$1 tee=$2 out=$3
   shift 3
   mpirun --oversubscribe -np "$P" "$TT" train --model gpt2-tiny --data "$WORK/data/tiny" --steps $steps --batch 4 --seq 32 \
     --no-progress --val-batches 0 --tee "$tee" --allow-plain-data --bucket-mb 0.05 --segment-kb 4096 --timing-warmup 2 \
-    --summary "$out" "$@" >"$WORK/log" 2>&1 || { echo "FAIL: run P=$P tee=$tee"; tail -5 "$WORK/log"; fails=$((fails + 1)); }
+    "${TRUST[@]}" --summary "$out" "$@" >"$WORK/log" 2>&1 || { echo "FAIL: run P=$P tee=$tee"; tail -5 "$WORK/log"; fails=$((fails + 1)); }
 }
 check() {  # check summary P seals_per_bucket opens_per_bucket label
   local msg

@@ -8,8 +8,9 @@ if [[ ! -d /usr/share/datasets/fashion-mnist ]]; then
   echo "SKIP: /usr/share/datasets/fashion-mnist missing (apt install dataset-fashion-mnist)"; exit 0
 fi
 MPI=(mpirun --allow-run-as-root --oversubscribe)
+provision_trust
 base=(train --model resnet-tiny --data fashion-mnist --batch 32 --optimizer sgd --lr 0.1 --weight-decay 5e-4
-      --warmup 0 --threads 1 --val-batches 2 --no-progress --seed 3)
+      --warmup 0 --threads 1 --val-batches 2 --no-progress --seed 3 "${TRUST[@]}")
 eval_line() { "$TT" eval --data fashion-mnist --threads 2 "$@" 2>&1 | grep '^eval:' | sed 's/ step [0-9]*//'; }
 
 # 1 rank: 120 steps, checkpoints at 60 and 120; eval well above chance (10%).

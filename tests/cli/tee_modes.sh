@@ -4,9 +4,10 @@
 # without --allow-plain-data, and refuses MPI_Allreduce (plaintext) as the reduction.
 source "$(dirname "$0")/lib.sh" "$@"
 make_corpus
+provision_trust
 MPI=(mpirun --allow-run-as-root --oversubscribe)
 base=(train --model gpt2-tiny --data "$WORK/data/tiny" --steps 20 --seq 16 --batch 2 --no-progress --threads 1
-      --seed 5 --val-batches 2 --bucket-mb 0.05 --allow-plain-data)
+      --seed 5 --val-batches 2 --bucket-mb 0.05 --allow-plain-data "${TRUST[@]}")
 sha_of() { # np name extra...
   local np="$1" name="$2"; shift 2
   if ! "${MPI[@]}" -np "$np" "$TT" "${base[@]}" --summary "$WORK/$name.json" "$@" >"$WORK/$name.log" 2>&1; then

@@ -2,11 +2,12 @@
 # TEE mode end to end: sealed data, sealed checkpoints, resume, tampering and attestation refusal.
 source "$(dirname "$0")/lib.sh" "$@"
 make_corpus
+provision_trust
 MPI=(mpirun --allow-run-as-root --oversubscribe)
 "$TT" keygen --out "$WORK/k.key" >/dev/null
 "$TT" seal-data --data "$WORK/data/tiny" --out "$WORK/sealed" --key-file "$WORK/k.key" --chunk-kb 1 >/dev/null
 base=(train --model gpt2-tiny --steps 10 --seq 16 --batch 2 --no-progress --threads 1 --seed 9 --val-batches 2
-      --key-file "$WORK/k.key")
+      --key-file "$WORK/k.key" "${TRUST[@]}")
 plain=$("${MPI[@]}" -np 2 "$TT" "${base[@]}" --data "$WORK/data/tiny" --summary "$WORK/plain.json" 2>/dev/null && json_field "$WORK/plain.json" params_sha256)
 for mode in cc fast; do
   "${MPI[@]}" -np 2 "$TT" "${base[@]}" --tee $mode --data "$WORK/sealed/tiny" --summary "$WORK/$mode.json" >"$WORK/$mode.log" 2>&1 ||
@@ -56,5 +57,5 @@ rc=0
 "${MPI[@]}" -np 1 "$TT" "${base[@]}" --tee fast --data "$WORK/sealed/tiny" : \
   -np 1 "$TT" "${base[@]}" --tee fast --data "$WORK/sealed/tiny" --lr 0.01 >"$WORK/att.log" 2>&1 || rc=$?
 expect_eq "$rc" 3 "attestation refusal exit code"
-grep -q "measurement mismatch" "$WORK/att.log" && passes=$((passes + 1)) || { echo "FAIL: no measurement mismatch"; cat "$WORK/att.log"; fails=$((fails + 1)); }
+grep -q "rank 1: configuration measurement" "$WORK/att.log" && passes=$((passes + 1)) || { echo "FAIL: no configuration refusal"; cat "$WORK/att.log"; fails=$((fails + 1)); }
 finish

@@ -1,10 +1,14 @@
-// The attested handshake over the in-process transport: keys agree for P = 1..4 and drive a sealed
-// ring; a wrong configuration, a bad signature, a device key off the allow-list, or a tampered group
-// key refuses on EVERY rank naming the culprit; evidence files round-trip for `teetrain attest`.
+// The attested handshake over the in-process transport: with certified identities, keys agree for
+// P = 1..4 and drive a sealed ring; a man in the middle (uncertified key, another vendor's genuine
+// certificate, a revoked device, replayed evidence) is refused on EVERY rank and receives no key; a
+// binary or configuration outside the policy, a bad signature, or a tampered group key refuses on
+// every rank naming the culprit; evidence files round-trip for `teetrain attest`.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 
@@ -13,12 +17,14 @@
 #include "comm/ring_allreduce.h"
 #include "comm/secure_session.h"
 #include "engine/core/error.h"
+#include "tee/vendor.h"
 #include "tests/comm/comm_test_util.h"
 
 namespace tt::comm {
 namespace {
 
 using namespace std::chrono_literals;
+namespace fs = std::filesystem;
 
 std::string message_of(const std::exception_ptr& e) {
   if (!e) return "";
@@ -29,49 +35,63 @@ std::string message_of(const std::exception_ptr& e) {
   }
 }
 
-// A small stand-in for the binary (measuring the real test executable on every rank is slow).
-class TempDir {
+// A vendor with 5 devices (device 4 revoked), a second vendor, and a small stand-in for the binary
+// (measuring the real test executable on every rank is slow).
+class Lab {
  public:
-  TempDir()
-      : path_(std::filesystem::temp_directory_path() /
-              ("tt_secure_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
+  Lab()
+      : path_(fs::temp_directory_path() /
+              ("tt_secure_" + std::to_string(::getpid()) + "_" +
                ::testing::UnitTest::GetInstance()->current_test_info()->name())) {
-    std::filesystem::create_directories(path_);
+    fs::create_directories(path_);
     std::ofstream(path_ / "binary") << "pretend this is teetrain";
+    tee::provision({path_ / "vendor", 5, {4}});
+    tee::provision({path_ / "other_vendor", 1, {}});
+    anchor_ = load_trust_anchor(tee::vendor_root_path(path_ / "vendor"));
   }
-  ~TempDir() {
+  ~Lab() {
     std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
+    fs::remove_all(path_, ec);
   }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
+  Lab(const Lab&) = delete;
+  Lab& operator=(const Lab&) = delete;
+  const fs::path& path() const { return path_; }
+
+  std::shared_ptr<const tee::DeviceIdentity> device(int i, const std::string& vendor = "vendor") const {
+    return load_identity(tee::device_identity_path(path_ / vendor, i), nullptr);
+  }
+  // Rank r's configuration: device r of the vendor, trusting the vendor's root.
+  AttestConfig config(int rank) const {
+    AttestConfig c;
+    c.binary = path_ / "binary";
+    c.run_config = "model=gpt2-tiny tee=fast cipher=aes-256-gcm";
+    c.anchor = anchor_;
+    c.identity = device(rank);
+    return c;
+  }
 
  private:
-  std::filesystem::path path_;
+  fs::path path_;
+  std::shared_ptr<const tee::TrustAnchor> anchor_;
 };
 
-AttestConfig base_config(const TempDir& dir) {
-  AttestConfig c;
-  c.binary = dir.path() / "binary";
-  c.run_config = "model=gpt2-tiny tee=fast cipher=aes-256-gcm";
-  return c;
-}
-
-// Runs establish_keys on every rank; `tweak` adjusts one rank's config.
+// Runs establish_keys on every rank; `tweak` adjusts one rank's config, `wrap` may put a transport
+// decorator (an adversary) between the rank and the wire.
 struct Result {
   std::vector<std::exception_ptr> errors;
   std::vector<SessionKeys> keys;
 };
-Result handshake(int p, const AttestConfig& base, const std::function<void(int, AttestConfig&)>& tweak = {},
-                 FaultPlan faults = {}, std::chrono::milliseconds timeout = 5000ms) {
-  InprocWorld world(p, std::move(faults), timeout);
+using Wrap = std::function<std::unique_ptr<Transport>(Transport&)>;
+Result handshake(int p, const Lab& lab, const std::function<void(int, AttestConfig&)>& tweak = {},
+                 FaultPlan faults = {}, const Wrap& wrap = {}) {
+  InprocWorld world(p, std::move(faults), 5000ms);
   Result res;
   res.keys.resize(static_cast<std::size_t>(p));
   res.errors = world.run([&](Transport& t) {
-    AttestConfig cfg = base;
+    AttestConfig cfg = lab.config(t.rank());
     if (tweak) tweak(t.rank(), cfg);
-    res.keys[static_cast<std::size_t>(t.rank())] = establish_keys(t, cfg);
+    std::unique_ptr<Transport> wrapped = wrap ? wrap(t) : nullptr;
+    res.keys[static_cast<std::size_t>(t.rank())] = establish_keys(wrapped ? *wrapped : t, cfg);
   });
   return res;
 }
@@ -91,7 +111,7 @@ void expect_refused_everywhere(const Result& r, const std::string& text) {
 }
 
 TEST(SecureSession, KeysAgreeAndDriveASealedRing) {
-  TempDir dir;
+  Lab lab;
   for (int p = 1; p <= 4; ++p) {
     InprocWorld world(p);
     std::mutex mu;
@@ -99,7 +119,7 @@ TEST(SecureSession, KeysAgreeAndDriveASealedRing) {
         group_fp(static_cast<std::size_t>(p)), dataset_fp(static_cast<std::size_t>(p));
     std::vector<std::array<std::uint8_t, 16>> run_ids(static_cast<std::size_t>(p));
     const auto errors = world.run([&](Transport& t) {
-      SessionKeys keys = establish_keys(t, base_config(dir));
+      SessionKeys keys = establish_keys(t, lab.config(t.rank()));
       const auto dataset = t.rank() == 0 ? tee::SecretBytes::random(32) : tee::SecretBytes();
       const auto released = release_secret(t, keys, t.rank() == 0 ? &dataset : nullptr, 32, "dataset key");
       {
@@ -139,76 +159,183 @@ TEST(SecureSession, KeysAgreeAndDriveASealedRing) {
   }
 }
 
-TEST(SecureSession, WrongConfigRefusesOnEveryRank) {
-  TempDir dir;
-  for (int p : {2, 3}) {
-    const auto r = handshake(p, base_config(dir), [](int rank, AttestConfig& c) {
-      if (rank == 1) c.run_config += " lr=0.1";
-    });
-    expect_refused_everywhere(
-        r, "attestation refused on every rank: rank 1: measurement mismatch (reported by rank");
+// ---- a man in the middle ----
+
+// What the relay between rank 0 and rank 1 does with the evidence each side sends.
+enum class Forgery { Record, FreshKey, OtherVendor, RevokedDevice, Replay };
+
+// The adversary on the wire: it sees every message (nonces, evidence, confirmations), replaces each
+// rank's evidence with its own answer to the other side's nonce, and records whether any key release
+// ever crossed (it must not: refusal comes before any secret is sent).
+class Relay {
+ public:
+  Relay(Forgery f, const Lab& lab, std::vector<std::vector<std::uint8_t>> replay = {})
+      : forgery_(f), lab_(lab), replay_(std::move(replay)) {}
+
+  // Called for every send; returns the bytes that go on the wire instead (empty: unchanged).
+  std::span<const std::byte> on_send(int src, int dst, std::span<const std::byte> data, int tag) {
+    std::lock_guard lk(mu_);
+    const auto* p = reinterpret_cast<const std::uint8_t*>(data.data());
+    if (tag == tags::kAttestNonce) nonce_from_[src].assign(p, p + data.size());
+    if (tag == tags::kKeyRelease) ++releases_seen;
+    if (tag != tags::kAttestEvidence) return data;
+    captured[src].assign(p, p + data.size());
+    if (forgery_ == Forgery::Record) return data;  // a passive eavesdropper
+    forged_[src] = forge(src, dst);
+    return std::as_bytes(std::span(forged_[src]));
+  }
+  int releases_seen = 0;
+  std::map<int, std::vector<std::uint8_t>> captured;  // genuine evidence, by sender
+
+ private:
+  std::vector<std::uint8_t> forge(int src, int dst) {
+    const tee::Evidence genuine = tee::Evidence::deserialize(captured[src]);
+    tee::VerifierNonce nonce{};
+    std::copy_n(nonce_from_[dst].begin(), nonce.size(), nonce.begin());  // answer the receiver's challenge
+    const auto kx = tee::X25519KeyPair::generate();  // the key the relay would agree with each side
+    switch (forgery_) {
+      case Forgery::FreshKey: {
+        const auto key = tee::Ed25519KeyPair::generate();
+        return tee::make_evidence(genuine.rank, genuine.measurement, key, {}, nonce, kx.public_key()).serialize();
+      }
+      case Forgery::OtherVendor:
+      case Forgery::RevokedDevice: {
+        const auto id = forgery_ == Forgery::OtherVendor ? lab_.device(0, "other_vendor") : lab_.device(4);
+        return tee::make_evidence(genuine.rank, genuine.measurement, id->key, id->certificate.der(), nonce,
+                                  kx.public_key())
+            .serialize();
+      }
+      case Forgery::Replay:
+        return replay_.at(static_cast<std::size_t>(src));
+      case Forgery::Record:
+        break;
+    }
+    return {};
+  }
+
+  Forgery forgery_;
+  const Lab& lab_;
+  std::vector<std::vector<std::uint8_t>> replay_;
+  std::mutex mu_;
+  std::map<int, std::vector<std::uint8_t>> nonce_from_;
+  std::map<int, std::vector<std::uint8_t>> forged_;  // kept alive until the send completes
+};
+
+class RelayTransport final : public Transport {
+ public:
+  RelayTransport(Transport& inner, Relay& relay) : inner_(inner), relay_(relay) {
+    set_timeout(inner.timeout());
+  }
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  std::string name() const override { return "relay(" + inner_.name() + ")"; }
+  Request isend(int peer, std::span<const std::byte> data, int tag) override {
+    return inner_.isend(peer, relay_.on_send(rank(), peer, data, tag), tag);
+  }
+  Request irecv(int peer, std::span<std::byte> buffer, int tag) override { return inner_.irecv(peer, buffer, tag); }
+
+ private:
+  Transport& inner_;
+  Relay& relay_;
+};
+
+Result through_relay(const Lab& lab, Relay& relay) {
+  return handshake(2, lab, {}, {}, [&](Transport& t) { return std::make_unique<RelayTransport>(t, relay); });
+}
+
+TEST(SecureSession, ManInTheMiddleIsRefusedOnEveryRankAndGetsNoKey) {
+  Lab lab;
+  const std::vector<std::pair<Forgery, std::string>> cases = {
+      {Forgery::FreshKey, "no device certificate"},
+      {Forgery::OtherVendor, "certificate not issued by the trusted vendor root"},
+      {Forgery::RevokedDevice, "device certificate revoked by the vendor"}};
+  for (const auto& [forgery, reason] : cases) {
+    Relay relay(forgery, lab);
+    const Result r = through_relay(lab, relay);
+    expect_refused_everywhere(r, "attestation refused on every rank: rank 0: " + reason);
+    expect_refused_everywhere(r, "rank 1: " + reason);
+    EXPECT_EQ(relay.releases_seen, 0) << reason;  // no key material reached the relay
   }
 }
 
-TEST(SecureSession, WrongMeasurementOverrideRefuses) {
-  TempDir dir;
-  const auto r = handshake(4, base_config(dir), [](int rank, AttestConfig& c) {
-    if (rank == 2) c.measurement_override = tee::Measurement{};
-  });
-  expect_refused_everywhere(r, "rank 2: measurement mismatch (reported by ranks 1, 3)");
+TEST(SecureSession, ReplayedEvidenceFromAnEarlierSessionIsRefused) {
+  Lab lab;
+  // Session 1: a passive relay records both ranks' genuine evidence.
+  Relay recorder(Forgery::Record, lab);
+  const Result first = through_relay(lab, recorder);
+  for (const auto& e : first.errors) ASSERT_FALSE(e) << message_of(e);
+  const std::vector<std::vector<std::uint8_t>> recorded = {recorder.captured.at(0), recorder.captured.at(1)};
+  EXPECT_EQ(recorder.releases_seen, 1);  // the group key went by, sealed (it cannot open it)
+  // Session 2: the relay replays them.
+  Relay relay(Forgery::Replay, lab, recorded);
+  const Result r = through_relay(lab, relay);
+  expect_refused_everywhere(r, "stale nonce");
+  EXPECT_EQ(relay.releases_seen, 0);
+}
+
+TEST(SecureSession, BinaryOrConfigurationOutsideThePolicyRefusesOnEveryRank) {
+  Lab lab;
+  for (int p : {2, 3}) {
+    const auto r = handshake(p, lab, [](int rank, AttestConfig& c) {
+      if (rank == 1) c.run_config += " lr=0.1";
+    });
+    expect_refused_everywhere(r, "attestation refused on every rank: rank 1: configuration measurement");
+  }
+  // A modified binary on rank 2 (a genuine device running other code).
+  {
+    std::ofstream(lab.path() / "modified") << "pretend this is teetrain, patched";
+    const auto r = handshake(4, lab, [&](int rank, AttestConfig& c) {
+      if (rank == 2) c.binary = lab.path() / "modified";
+    });
+    expect_refused_everywhere(r, "rank 2: binary measurement");
+    expect_refused_everywhere(r, "(reported by ranks 1, 3)");
+  }
+  // A policy that names another binary refuses every rank, even though they all agree.
+  const auto r = handshake(2, lab, [](int, AttestConfig& c) { c.policy.binaries = {tee::Sha256Digest{}}; });
+  expect_refused_everywhere(r, "binary measurement");
+  // A policy listing the binary actually run passes.
+  const tee::Sha256Digest real = tee::measure_binary(lab.path() / "binary");
+  const auto ok = handshake(2, lab, [&](int, AttestConfig& c) { c.policy.binaries = {tee::Sha256Digest{}, real}; });
+  for (const auto& e : ok.errors) EXPECT_FALSE(e) << message_of(e);
 }
 
 TEST(SecureSession, BadSignatureRefusesOnEveryRank) {
-  TempDir dir;
-  const auto r =
-      handshake(3, base_config(dir), [](int rank, AttestConfig& c) { c.corrupt_evidence = rank == 2; });
+  Lab lab;
+  const auto r = handshake(3, lab, [](int rank, AttestConfig& c) { c.corrupt_evidence = rank == 2; });
   expect_refused_everywhere(r, "rank 2: bad signature (reported by ranks 0, 1)");
 }
 
-TEST(SecureSession, DeviceKeyOffTheAllowListRefuses) {
-  TempDir dir;
-  std::vector<tee::PublicKey> pubs;
-  for (int i = 0; i < 3; ++i) {
-    const auto k = tee::Ed25519KeyPair::generate();
-    k.save_pem(dir.path() / ("device" + std::to_string(i) + ".pem"));
-    pubs.push_back(k.public_key());
-  }
-  {
-    std::ofstream list(dir.path() / "allow.txt");
-    list << "# allowed devices\n" << tee::to_hex(pubs[0]) << "\n\n" << tee::to_hex(pubs[2]) << "  # rank 2\n";
-  }
-  AttestConfig base = base_config(dir);
-  base.allowed_device_keys = load_allow_list(dir.path() / "allow.txt");
-  ASSERT_EQ(base.allowed_device_keys.size(), 2U);
-  const auto tweak = [&](int rank, AttestConfig& c) {
-    c.device_key_pem = dir.path() / ("device" + std::to_string(rank) + ".pem");
-  };
-  expect_refused_everywhere(handshake(3, base, tweak),
-                            "rank 1: device key not in allow-list (reported by ranks 0, 2)");
-  // With rank 1 on the list, the same keys are accepted.
-  {
-    std::ofstream list(dir.path() / "allow.txt", std::ios::app);
-    list << tee::to_hex(pubs[1]) << "\n";
-  }
-  base.allowed_device_keys = load_allow_list(dir.path() / "allow.txt");
-  const auto ok = handshake(3, base, tweak);
-  for (const auto& e : ok.errors) EXPECT_FALSE(e) << message_of(e);
-  EXPECT_EQ(ok.keys[1].device_public_key, pubs[1]);
-  // A malformed list is bad input.
-  std::ofstream(dir.path() / "bad.txt") << "abcd\n";
-  EXPECT_THROW(load_allow_list(dir.path() / "bad.txt"), InputError);
+TEST(SecureSession, RevokedRankRefusesOnEveryRank) {
+  Lab lab;
+  const auto r = handshake(3, lab, [&](int rank, AttestConfig& c) {
+    if (rank == 1) c.identity = lab.device(4);
+  });
+  expect_refused_everywhere(r, "rank 1: device certificate revoked by the vendor");
 }
 
-TEST(SecureSession, MissingDeviceKeyRefusesEverywhereWithTheReason) {
-  TempDir dir;
-  const auto r = handshake(3, base_config(dir), [&](int rank, AttestConfig& c) {
-    if (rank == 0) c.device_key_pem = dir.path() / "missing.pem";
+TEST(SecureSession, MissingIdentityRefusesEverywhereWithTheReason) {
+  Lab lab;
+  const auto r = handshake(3, lab, [&](int rank, AttestConfig& c) {
+    if (rank == 0) c.identity.reset();
   });
-  expect_refused_everywhere(r, "rank 0: device key");
+  expect_refused_everywhere(r, "rank 0: certified attestation needs a device identity");
+}
+
+TEST(SecureSession, WithoutARootOfTrustFreshKeysPass) {
+  // --attestation none: every rank signs with a fresh key and nobody checks a chain. It works — and
+  // the relay test above shows why it must be flagged: nothing would stop an impostor.
+  Lab lab;
+  const auto r = handshake(3, lab, [](int, AttestConfig& c) {
+    c.mode = AttestationMode::None;
+    c.anchor.reset();
+    c.identity.reset();
+  });
+  for (const auto& e : r.errors) EXPECT_FALSE(e) << message_of(e);
+  EXPECT_EQ(r.keys[0].attestation, AttestationMode::None);
 }
 
 TEST(SecureSession, TamperedGroupKeyRefusesOnEveryRank) {
-  TempDir dir;
+  Lab lab;
   FaultPlan plan;
   FaultRule rule{FaultKind::FlipBit};
   rule.src = 1;
@@ -216,40 +343,66 @@ TEST(SecureSession, TamperedGroupKeyRefusesOnEveryRank) {
   rule.tag = tags::kKeyRelease;
   rule.bit = 3;
   plan.add(rule);
-  const auto r = handshake(4, base_config(dir), {}, plan);
+  const auto r = handshake(4, lab, {}, plan);
   expect_refused_everywhere(
       r,
       "release of group key refused on every rank: rank 2: group key from rank 1 failed to "
       "open (tag mismatch");
 }
 
+TEST(SecureSession, TamperedKeyConfirmationOnTheClosingLinkRefuses) {
+  // The closing link P-1 -> 0 carries nothing else at start-up: key confirmation is what checks it.
+  Lab lab;
+  FaultPlan plan;
+  FaultRule rule{FaultKind::FlipBit};
+  rule.src = 2;
+  rule.dst = 0;
+  rule.tag = tags::kKeyConfirm;
+  rule.bit = 5;
+  plan.add(rule);
+  const auto r = handshake(3, lab, {}, plan);
+  expect_refused_everywhere(r, "rank 2: key confirmation failed");
+  expect_refused_everywhere(r, "(reported by rank 0)");
+}
+
 TEST(SecureSession, EvidenceFilesForTeaching) {
-  TempDir dir;
-  const AttestConfig cfg = base_config(dir);
+  Lab lab;
+  const AttestConfig cfg = lab.config(3);
   const auto nonce = tee::make_verifier_nonce();
   const auto ev = make_local_evidence(cfg, 3, nonce);
-  save_evidence(dir.path() / "ev.bin", ev);
-  const auto back = load_evidence(dir.path() / "ev.bin");
+  save_evidence(lab.path() / "ev.bin", ev);
+  const auto back = load_evidence(lab.path() / "ev.bin");
   EXPECT_EQ(back.serialize(), ev.serialize());
   const auto text = describe(back);
   EXPECT_NE(text.find("rank               3"), std::string::npos) << text;
-  EXPECT_NE(text.find(tee::to_hex(ev.measurement)), std::string::npos);
+  EXPECT_NE(text.find(tee::to_hex(ev.measurement.binary)), std::string::npos);
+  EXPECT_NE(text.find("EMULATED GPU device 3"), std::string::npos) << text;
   EXPECT_NE(text.find("signature check    valid"), std::string::npos);
   EXPECT_TRUE(verify_evidence(back, cfg, 3, nonce));
-  EXPECT_EQ(verify_evidence(back, cfg, 2).reason, "rank mismatch");
+  EXPECT_NE(verify_evidence(back, cfg, 3, tee::make_verifier_nonce()).reason.find("stale nonce"), std::string::npos);
+  EXPECT_NE(verify_evidence(back, cfg, 2).reason.find("rank mismatch"), std::string::npos);
   AttestConfig other = cfg;
   other.run_config += " seed=2";
-  EXPECT_EQ(verify_evidence(back, other).reason, "measurement mismatch");
+  EXPECT_NE(verify_evidence(back, other).reason.find("configuration measurement"), std::string::npos);
   // A flipped byte breaks the signature; a cut file is malformed.
   auto bytes = ev.serialize();
   bytes[20] ^= 1;
   const auto forged = tee::Evidence::deserialize(bytes);
   EXPECT_EQ(verify_evidence(forged, cfg).reason, "bad signature");
   EXPECT_NE(describe(forged).find("INVALID"), std::string::npos);
-  std::ofstream(dir.path() / "cut.bin", std::ios::binary)
-      .write(reinterpret_cast<const char*>(bytes.data()), 100);
-  EXPECT_THROW(load_evidence(dir.path() / "cut.bin"), tee::IntegrityError);
-  EXPECT_THROW(load_evidence(dir.path() / "none.bin"), InputError);
+  std::ofstream(lab.path() / "cut.bin", std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), 100);
+  EXPECT_THROW(load_evidence(lab.path() / "cut.bin"), tee::IntegrityError);
+  EXPECT_THROW(load_evidence(lab.path() / "none.bin"), InputError);
+  // Policy files: what attest --write-policy writes loads back; a malformed one is bad input.
+  std::ofstream(lab.path() / "policy.txt") << policy_text(expected_measurement(cfg));
+  const tee::VerifierPolicy p = load_policy(lab.path() / "policy.txt");
+  EXPECT_EQ(p.binaries.size(), 1u);
+  EXPECT_EQ(p.configs.size(), 1u);
+  std::ofstream(lab.path() / "bad.txt") << "binary abcd\n";
+  EXPECT_THROW(load_policy(lab.path() / "bad.txt"), InputError);
+  // An identity the trust root does not accept is a configuration error (exit 2), found before any peer.
+  EXPECT_THROW(load_identity(tee::device_identity_path(lab.path() / "other_vendor", 0), cfg.anchor.get()),
+               InputError);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -15,7 +16,10 @@ class TempDir {
   TempDir() {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     const std::string name = info ? std::string(info->test_suite_name()) + "." + info->name() : "tt";
-    path_ = std::filesystem::temp_directory_path() / ("tt_test_" + name + "_" + std::to_string(::getpid()));
+    // A counter too: one test may hold several TempDirs (two vendors, two datasets), each its own.
+    static std::atomic<int> serial{0};
+    path_ = std::filesystem::temp_directory_path() /
+            ("tt_test_" + name + "_" + std::to_string(::getpid()) + "_" + std::to_string(serial++));
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }

@@ -1,78 +1,160 @@
-// `teetrain attest`: the emulated attestation, for teaching. It prints (and optionally saves) this
-// binary's evidence for a run configuration, or verifies saved evidence against an expected one.
+// `teetrain provision` and `teetrain attest`: the emulated vendor root of trust and attestation, for
+// running TEE mode and for teaching. provision plays the GPU vendor (tee/vendor.h); attest prints
+// this binary's signed evidence field by field, verifies saved evidence, or writes a verifier policy.
 #include <cstdio>
+#include <fstream>
 
 #include "comm/attest_evidence.h"
 #include "engine/core/error.h"
+#include "engine/tee_session.h"
 #include "tee/attestation.h"
+#include "tee/vendor.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/tee_options.h"
+#include "tools/cli/validators.h"
 
 namespace tt::cli {
 namespace {
 
 struct AttestOptions {
+  TrustOptions trust;
   std::string config = "{}";
   std::string config_file;
-  std::string device_key;
-  std::string allow_list;
   std::string out;
   std::string verify;
+  std::string nonce;
+  std::string write_policy;
   uint32_t rank = 0;
 };
 
 std::string read_config(const AttestOptions& o) {
   if (o.config_file.empty()) return o.config;
-  std::FILE* f = std::fopen(o.config_file.c_str(), "rb");
-  if (f == nullptr) throw InputError("--config-file " + o.config_file + ": cannot open");
-  std::string s;
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
-  std::fclose(f);
-  return s;
+  std::ifstream in(o.config_file, std::ios::binary);
+  if (!in) throw InputError("--config-file " + o.config_file + ": cannot open");
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::optional<tee::VerifierNonce> parse_nonce(const std::string& hex) {
+  if (hex.empty()) return std::nullopt;
+  std::vector<std::uint8_t> raw;
+  try {
+    raw = tee::from_hex(hex);
+  } catch (const std::invalid_argument&) {
+  }
+  if (raw.size() != 32) throw InputError("--nonce: expected 64 hex digits (the 32-byte challenge you issued)");
+  tee::VerifierNonce n{};
+  std::copy(raw.begin(), raw.end(), n.begin());
+  return n;
+}
+
+void verify_file(const AttestOptions& o, const comm::AttestConfig& ac) {
+  if (!ac.anchor && ac.mode == comm::AttestationMode::Certified) {
+    throw InputError("--verify needs --trust-root (whom to trust), or --attestation none to check the signature "
+                     "only — which proves nothing about who signed");
+  }
+  const tee::Evidence ev = comm::load_evidence(o.verify);
+  std::printf("%s\n", comm::describe(ev).c_str());
+  const auto nonce = parse_nonce(o.nonce);
+  const tee::VerifyResult r = comm::verify_evidence(ev, ac, std::nullopt, nonce);
+  if (!r.ok) throw tee::IntegrityError(o.verify + ": evidence REJECTED: " + r.reason);
+  std::printf("evidence verified: %s; binary and configuration match the policy; %s\n",
+              ac.anchor ? "the device certificate chains to the trusted root and is not revoked"
+                        : "signature valid under the key it names (NO ROOT OF TRUST: proves nothing about who)",
+              nonce ? "it answers the given nonce (fresh)"
+                    : "freshness NOT checked (give --nonce with the challenge you issued)");
 }
 
 void run_attest(const AttestOptions& o) {
-  comm::AttestConfig ac;
-  ac.run_config = read_config(o);
-  ac.device_key_pem = o.device_key;
-  if (!o.allow_list.empty()) ac.allowed_device_keys = comm::load_allow_list(o.allow_list);
-  if (!o.verify.empty()) {
-    const tee::Evidence ev = comm::load_evidence(o.verify);
-    std::printf("%s\n", comm::describe(ev).c_str());
-    const tee::VerifyResult r = comm::verify_evidence(ev, ac);
-    if (!r.ok) throw tee::IntegrityError(o.verify + ": evidence REJECTED: " + r.reason);
-    std::printf("evidence verified: measurement matches this binary and configuration\n");
+  TrustOptions trust = o.trust;
+  trust.device_identity = expand_rank(trust.device_identity, static_cast<int>(o.rank));
+  // Verifying needs only the root: the identity is the prover's business.
+  if (!o.verify.empty() && trust.device_identity.empty() && !trust.trust_root.empty()) {
+    comm::AttestConfig ac;
+    ac.run_config = read_config(o);
+    ac.anchor = comm::load_trust_anchor(trust.trust_root);
+    if (!trust.policy.empty()) ac.policy = comm::load_policy(trust.policy);
+    return verify_file(o, ac);
+  }
+  const comm::AttestConfig ac = make_attest_config(trust, static_cast<int>(o.rank), 1, read_config(o));
+  if (!o.verify.empty()) return verify_file(o, ac);
+  if (!o.write_policy.empty()) {
+    const std::string text = comm::policy_text(comm::expected_measurement(ac));
+    std::ofstream(o.write_policy) << text;
+    std::printf("%swritten to %s (pass it to verifiers with --policy)\n", text.c_str(), o.write_policy.c_str());
     return;
   }
-  const tee::Evidence ev = comm::make_local_evidence(ac, o.rank, tee::make_verifier_nonce());
-  std::printf("%s\n", comm::describe(ev).c_str());
+  if (ac.mode == comm::AttestationMode::Certified && !ac.identity) {
+    throw InputError("attest needs a certified identity: --trust-root vendor/vendor_root.crt --device-identity "
+                     "vendor/device_0.pem (create them with `teetrain provision --out vendor --devices 1`), or "
+                     "--attestation none for uncertified evidence");
+  }
+  const tee::VerifierNonce nonce = parse_nonce(o.nonce).value_or(tee::make_verifier_nonce());
+  const tee::Evidence ev = comm::make_local_evidence(ac, o.rank, nonce);
+  std::printf("%s", comm::describe(ev).c_str());
+  if (ac.anchor) std::printf("  trusted root       %s\n", ac.anchor->describe().c_str());
   if (!o.out.empty()) {
     comm::save_evidence(o.out, ev);
-    std::printf("saved to %s (verify with: teetrain attest --verify %s --config '...')\n", o.out.c_str(),
-                o.out.c_str());
+    std::printf("saved to %s (verify with: teetrain attest --verify %s --trust-root ROOT --nonce %s)\n",
+                o.out.c_str(), o.out.c_str(), tee::to_hex(nonce).c_str());
   }
 }
+
+struct ProvisionCliOptions {
+  std::string out;
+  int devices = 0;
+  std::vector<int> revoke;
+};
 
 }  // namespace
 
 void register_attest(CLI::App& app) {
   auto o = std::make_shared<AttestOptions>();
-  auto* cmd = app.add_subcommand("attest",
-                                 "Emulated attestation: print this binary's signed evidence (measurement = "
-                                 "SHA-256 of the binary and a run "
-                                 "configuration), or verify saved evidence");
+  auto* cmd = app.add_subcommand(
+      "attest",
+      "Emulated attestation: print this binary's signed evidence field by field (certificate, measurements of "
+      "binary and configuration, nonce, key-exchange key), verify saved evidence (exit 3 if rejected), or "
+      "write a verifier policy");
+  add_trust_options(cmd, o->trust);
   cmd->add_option("--config", o->config, "Run configuration text that is measured with the binary")
       ->capture_default_str();
   cmd->add_option("--config-file", o->config_file, "Read the run configuration from FILE instead");
-  cmd->add_option("--device-key", o->device_key, "Ed25519 device key (PEM); default: a fresh key");
-  cmd->add_option("--allow-list", o->allow_list,
-                  "With --verify: device public keys (hex, one per line) to accept");
-  cmd->add_option("--rank", o->rank, "Rank to claim in the evidence")->capture_default_str();
-  cmd->add_option("--out", o->out, "Save the evidence (204 bytes) to FILE");
+  cmd->add_option("--rank", o->rank, "Rank to claim in the evidence ({rank} in --device-identity)")
+      ->capture_default_str();
+  cmd->add_option("--nonce", o->nonce,
+                  "The verifier's challenge (64 hex digits): answered when making evidence, required to match "
+                  "with --verify (default: a fresh random one / not checked)");
+  cmd->add_option("--out", o->out, "Save the evidence to FILE");
   cmd->add_option("--verify", o->verify,
-                  "Verify evidence in FILE against this binary and --config (exit 3 if rejected)");
+                  "Verify evidence in FILE against --trust-root and the policy (default: this binary and --config)");
+  cmd->add_option("--write-policy", o->write_policy,
+                  "Write the policy accepting exactly this binary and --config to FILE (for --policy)");
   cmd->callback([o] { run_attest(*o); });
+}
+
+void register_provision(CLI::App& app) {
+  auto o = std::make_shared<ProvisionCliOptions>();
+  auto* cmd = app.add_subcommand(
+      "provision",
+      "Play the GPU vendor (EMULATED): a root certificate, its revocation list and N certified device "
+      "identities, for TEE runs with --trust-root and --device-identity. Again on the same DIR: adds devices "
+      "and revocations under the same root");
+  cmd->add_option("--out", o->out, "Vendor directory (created if missing)")->required();
+  cmd->add_option("--devices", o->devices, "Device identities 0..N-1 that must exist afterwards (missing ones are issued)")
+      ->check(non_negative())
+      ->capture_default_str();
+  cmd->add_option("--revoke", o->revoke, "Revoke device I (repeatable): its certificate goes on the CRL");
+  cmd->callback([o] {
+    tee::ProvisionReport r;
+    try {
+      r = tee::provision({o->out, o->devices, o->revoke});
+    } catch (const std::invalid_argument& e) {
+      throw InputError(e.what());
+    } catch (const std::runtime_error& e) {
+      throw InputError(e.what());
+    }
+    std::printf("%s", r.text.c_str());
+    for (int i : r.revoked) std::printf("revoked device %d\n", i);
+  });
 }
 
 }  // namespace tt::cli

@@ -27,6 +27,7 @@
 #include "engine/core/error.h"
 #include "engine/core/rng.h"
 #include "engine/optimizer.h"
+#include "engine/tee_session.h"
 #include "tee/aead.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/model_registry.h"
@@ -99,22 +100,17 @@ void run_allreduce(AllreduceBenchOptions o) {
   const bool root = transport.rank() == 0;
 
   // TEE mode: the same attestation, key agreement and single sealed channel as `teetrain train`
-  // (cmd_train.cpp start_tee), so the bench measures exactly the ring that training runs.
-  std::optional<comm::SessionKeys> keys;
-  std::unique_ptr<comm::SealedChannel> channel;
+  // (engine/tee_session.h), so the bench measures exactly the ring that training runs.
+  std::optional<comm::AttestConfig> attest;
+  std::optional<TeeSession> session;
   if (ts.on) {
-    comm::AttestConfig ac;
-    ac.run_config = allreduce_config_json(o).dump();
-    keys = comm::establish_keys(transport, ac);
-    comm::SealedChannelOptions so;
-    so.rank = transport.rank();
-    so.world_size = transport.size();
-    so.cipher = ts.cipher;
-    so.rekey = tee::RekeyPolicy::from_megabytes(o.tee.rekey_mb);
-    so.run_id = keys->run_id();
-    so.crypto_threads = static_cast<std::size_t>(ts.crypto_threads);
-    channel = comm::make_sealed_channel(*keys, so);
+    attest = make_attest_config(o.tee.trust, transport.rank(), transport.size(), allreduce_config_json(o).dump());
+    session.emplace(transport, *attest,
+                    TeeChannelOptions{ts.cipher, o.tee.rekey_mb, static_cast<std::size_t>(ts.crypto_threads)},
+                    nullptr);
+    session->end_setup();  // the bench releases no secret: only the channel's ratchets keep key material
   }
+  comm::SealedChannel* channel = session ? &session->channel() : nullptr;
 
   comm::BenchOptions bo;
   bo.min_bytes = o.min_bytes;
@@ -142,6 +138,7 @@ void run_allreduce(AllreduceBenchOptions o) {
           ts.pipeline ? (std::to_string(o.segment_kb) + " KiB").c_str() : "whole chunk",
           comm::all_gather_mode_name(bo.ring.all_gather), ts.crypto_threads,
           static_cast<unsigned long long>(o.tee.rekey_mb));
+      std::printf("# attestation %s\n", attestation_banner(*attest, transport.size()).c_str());
     } else {
       std::printf("# tee off: plaintext, ring segment %d KiB\n", o.segment_kb);
     }
@@ -151,7 +148,7 @@ void run_allreduce(AllreduceBenchOptions o) {
         "iterations\n");
     std::printf("%s\n", comm::format_bench_header().c_str());
   }
-  const auto records = comm::run_allreduce_bench(transport, transport.comm(), bo, channel.get(), nullptr,
+  const auto records = comm::run_allreduce_bench(transport, transport.comm(), bo, channel, nullptr,
                                                  [&](const comm::BenchRecord& r) {
                                                    if (root)
                                                      std::printf("%s\n", comm::format_bench_row(r).c_str());
@@ -396,6 +393,7 @@ void register_bench(CLI::App& app) {
                  "Threads sealing/opening segments (0 = mode default: cc 1, fast 2)")
       ->check(non_negative())
       ->capture_default_str();
+  add_trust_options(tg, ar->tee.trust);
   a->add_option("--json", ar->json, "Write the records as a JSON list to FILE");
   auto* modes_opt = a->get_option("--modes");
   a->callback([ar, modes_opt] {

@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
   tt::cli::register_eval(app);
   tt::cli::register_sample(app);
   tt::cli::register_bench(app);
+  tt::cli::register_provision(app);
   tt::cli::register_attest(app);
   tt::cli::register_keys(app);
   tt::cli::register_ckpt(app);

@@ -1,5 +1,7 @@
 #include "tools/cli/tee_options.h"
 
+#include <map>
+
 #include "engine/core/error.h"
 #include "tools/cli/validators.h"
 
@@ -50,14 +52,31 @@ void add_tee_options(CLI::App* cmd, TeeOptions& o) {
        "them, as H100 CC's bounce buffers. No effect on CPU compute")
       ->check(onoff)
       ->capture_default_str();
-  g->add_option("--device-key", o.device_key,
-                "This rank's Ed25519 device key (PEM); default: a fresh key per run");
-  g->add_option("--allow-list", o.allow_list,
-                "File of device public keys (hex, one per line) peers must present");
+  add_trust_options(g, o.trust);
   g->add_option("--key-file", o.key_file,
                 "Master key for sealed data and checkpoints (create with `teetrain keygen`)")
       ->capture_default_str();
   g->add_flag("--allow-plain-data", o.allow_plain_data, "Accept plaintext token shards in TEE mode");
+}
+
+void add_trust_options(CLI::App* g, TrustOptions& t) {
+  const std::map<std::string, comm::AttestationMode> modes = {{"certified", comm::AttestationMode::Certified},
+                                                               {"none", comm::AttestationMode::None}};
+  g->add_option("--attestation", t.mode,
+                "certified: peers prove a vendor-certified device identity, a policy-approved binary and "
+                "configuration, and liveness before any key is agreed; none: no root of trust (flagged in every "
+                "report: an on-path adversary can read everything)")
+      ->transform(CLI::CheckedTransformer(modes, CLI::ignore_case))
+      ->default_str("certified");
+  g->add_option("--trust-root", t.trust_root,
+                "Vendor root certificate (PEM) that verifies peers' device certificates; its revocation list "
+                "is read beside it (ROOT.crl). Create with `teetrain provision`");
+  g->add_option("--device-identity", t.device_identity,
+                "This rank's device key and certificate (PEM); {rank} in the path becomes the rank, e.g. "
+                "vendor/device_{rank}.pem");
+  g->add_option("--policy", t.policy,
+                "Reference measurements peers must match (lines 'binary HEX' / 'config HEX', see `teetrain "
+                "attest --write-policy`); default: what this rank runs");
 }
 
 TeeSwitches resolve_tee(const TeeOptions& o, bool gpu_gradients) {
@@ -69,11 +88,16 @@ TeeSwitches resolve_tee(const TeeOptions& o, bool gpu_gradients) {
   s.forward_ag = s.on && resolve(o.forward_ag, fast);
   s.crypto_threads = o.crypto_threads > 0 ? o.crypto_threads : (fast ? 2 : 1);
   s.direct_ingress = !s.on || resolve(o.direct_ingress, fast);
-  s.device_crypto = s.on && gpu_gradients && resolve(o.device_crypto, fast);
   const auto c = tee::parse_cipher(o.cipher);
   if (!c)
     throw InputError("--cipher " + o.cipher + ": unknown; use aes-256-gcm, aes-128-gcm or chacha20-poly1305");
   s.cipher = *c;
+  // The GPU seals with AES-GCM only: with ChaCha the host seals (auto), and asking for both is an error.
+  const bool gpu_cipher = s.cipher != tee::Cipher::ChaCha20Poly1305;
+  if (s.on && gpu_gradients && o.device_crypto == "on" && !gpu_cipher)
+    throw InputError("--tee-device-crypto on: the GPU seals with AES-GCM only; use --cipher aes-256-gcm or "
+                     "aes-128-gcm, or --tee-device-crypto off for chacha20-poly1305");
+  s.device_crypto = s.on && gpu_gradients && gpu_cipher && resolve(o.device_crypto, fast);
   return s;
 }
 
@@ -88,7 +112,8 @@ nlohmann::json tee_json(const TeeOptions& o, bool gpu_gradients) {
           {"crypto_threads", s.crypto_threads},
           {"direct_ingress", s.direct_ingress},
           {"device_crypto", s.device_crypto},
-          {"allow_plain_data", o.allow_plain_data}};
+          {"allow_plain_data", o.allow_plain_data},
+          {"attestation", comm::attestation_mode_name(o.trust.mode)}};
 }
 
 }  // namespace tt::cli

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "engine/tee_session.h"
 #include "tee/aead.h"
 
 namespace tt::cli {
@@ -21,8 +22,7 @@ struct TeeOptions {
   int crypto_threads = 0;               // 0: mode default (cc 1, fast 2)
   std::string direct_ingress = "auto";  // open batches once (fast) vs the bounce path (cc)
   std::string device_crypto = "auto";   // seal/open gradients on the (emulated) GPU instead of the host
-  std::string device_key;               // Ed25519 PEM; empty: fresh per run
-  std::string allow_list;               // file of allowed device public keys (hex, one per line)
+  TrustOptions trust;                   // --attestation, --trust-root, --device-identity, --policy
   std::string key_file = "data-cache/teetrain.key";  // master key for sealed data and checkpoints
   bool allow_plain_data = false;
 };
@@ -40,6 +40,8 @@ struct TeeSwitches {
 };
 
 void add_tee_options(CLI::App* cmd, TeeOptions& o);
+// The attestation flags alone (train and bench allreduce add them with the TEE group; attest too).
+void add_trust_options(CLI::App* g, TrustOptions& t);
 // gpu_gradients: the gradients live on a GPU (train_options.h: gpu_gradients()). Device crypto
 // exists only there: with CPU compute the host IS the device, and the switch resolves to off.
 TeeSwitches resolve_tee(const TeeOptions& o, bool gpu_gradients = false);

@@ -1,0 +1,89 @@
+#include "engine/tee_session.h"
+
+#include "engine/core/error.h"
+
+namespace tt {
+
+namespace {
+
+constexpr const char* kNoTrustWarning = "no attestation: an on-path adversary can read everything";
+
+std::string provision_hint(int world) {
+  return "run `teetrain provision --out vendor --devices " + std::to_string(world) +
+         "` once, then pass --trust-root vendor/vendor_root.crt --device-identity vendor/device_{rank}.pem";
+}
+
+}  // namespace
+
+std::string expand_rank(const std::string& pattern, int rank) {
+  static constexpr std::string_view kToken = "{rank}";
+  std::string out;
+  std::size_t from = 0;
+  for (std::size_t at = pattern.find(kToken); at != std::string::npos; at = pattern.find(kToken, from)) {
+    out.append(pattern, from, at - from).append(std::to_string(rank));
+    from = at + kToken.size();
+  }
+  return out.append(pattern, from);
+}
+
+comm::AttestConfig make_attest_config(const TrustOptions& trust, int rank, int world, std::string run_config) {
+  comm::AttestConfig config;
+  config.mode = trust.mode;
+  config.run_config = std::move(run_config);
+  const bool any_trust_flag = !trust.trust_root.empty() || !trust.device_identity.empty();
+  if (trust.mode == comm::AttestationMode::None) {
+    if (any_trust_flag)
+      throw InputError("--attestation none runs without a root of trust; drop --trust-root/--device-identity, or "
+                       "drop --attestation none to use them");
+  } else if (trust.trust_root.empty() != trust.device_identity.empty()) {
+    throw InputError(trust.trust_root.empty()
+                         ? "--device-identity needs --trust-root (the vendor root that certified it)"
+                         : "--trust-root needs --device-identity (this rank's certified key: " + provision_hint(world) +
+                               ")");
+  } else if (trust.trust_root.empty() && world > 1) {
+    throw InputError("TEE mode with " + std::to_string(world) +
+                     " ranks needs a root of trust, or attestation proves nothing: " + provision_hint(world) +
+                     " (or --attestation none, flagged in every report: " + kNoTrustWarning + ")");
+  }
+  if (!trust.trust_root.empty()) {
+    config.anchor = comm::load_trust_anchor(trust.trust_root);
+    config.identity = comm::load_identity(expand_rank(trust.device_identity, rank), config.anchor.get());
+  }
+  if (!trust.policy.empty()) config.policy = comm::load_policy(trust.policy);
+  return config;
+}
+
+AttestationSummary attestation_summary(const comm::AttestConfig& config, int world) {
+  if (world == 1) return {"single rank", config.anchor != nullptr, ""};
+  if (config.mode == comm::AttestationMode::None) return {"none", false, kNoTrustWarning};
+  return {"certified", true, ""};
+}
+
+std::string attestation_banner(const comm::AttestConfig& config, int world) {
+  const AttestationSummary s = attestation_summary(config, world);
+  if (!s.warning.empty()) return "WARNING: " + s.warning + " (--attestation none)";
+  std::string policy = config.policy.binaries.empty() && config.policy.configs.empty()
+                           ? "policy: the verifier's own binary and configuration"
+                           : "policy: " + std::to_string(config.policy.binaries.size()) + " binary and " +
+                                 std::to_string(config.policy.configs.size()) + " configuration reference(s)";
+  if (world == 1) return "single rank: no peer to attest";
+  return "certified by " + config.anchor->describe() + "; this rank " + config.identity->certificate.subject() +
+         "; " + policy;
+}
+
+TeeSession::TeeSession(comm::Transport& transport, const comm::AttestConfig& config, const TeeChannelOptions& c,
+                       Profiler* profiler)
+    : keys_(comm::establish_keys(transport, config)) {
+  comm::SealedChannelOptions so;
+  so.cipher = c.cipher;
+  so.rekey = tee::RekeyPolicy::from_megabytes(c.rekey_mb);
+  so.crypto_threads = c.crypto_threads;
+  channel_ = comm::make_sealed_channel(*keys_, so, profiler);  // fills rank, world size and run id
+}
+
+comm::SessionKeys& TeeSession::keys() {
+  if (!keys_) throw RunError("TEE session: the session secrets were wiped at the end of setup");
+  return *keys_;
+}
+
+}  // namespace tt

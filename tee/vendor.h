@@ -1,0 +1,46 @@
+// The emulated GPU vendor: `teetrain provision` (docs/design.md §5 "Keys").
+//
+// A real vendor fuses an identity key into each GPU at manufacture and signs a certificate for it
+// with a root key kept in its own vault. provision() plays that role in a directory:
+//
+//   DIR/vendor_root.crt            root CA certificate: what verifiers trust (--trust-root)
+//   DIR/vendor_root.crl            revocation list signed by the root (verifiers load it beside the root)
+//   DIR/device_<i>.pem             device i: Ed25519 private key + its certificate (mode 0600)
+//   DIR/vendor_secret/root.key     the vendor's private root key (mode 0600, directory 0700): the
+//                                  one secret that can mint identities; a training run never reads it
+//
+// Running provision again on the same DIR keeps the root and every existing device, issues the
+// devices that are missing, and adds revocations. Everything is EMULATED and labelled so in the
+// certificates' subject names; the formats are real (PEM, X.509 v3, CRL v2), readable by
+// `openssl x509 -text` and `openssl crl -text`.
+#pragma once
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace tt::tee {
+
+struct ProvisionOptions {
+  std::filesystem::path dir;
+  int devices = 0;          // devices 0 .. devices-1 exist afterwards (missing ones are issued)
+  std::vector<int> revoke;  // device indices to add to the revocation list (must exist)
+  int valid_days = 3650;
+};
+
+struct ProvisionReport {
+  bool created_root = false;
+  std::vector<int> issued;   // device indices issued by this call
+  std::vector<int> revoked;  // device indices newly revoked by this call
+  int devices = 0;           // device files present afterwards
+  std::size_t revoked_total = 0;
+  std::string text;  // what a user reads: every file and what it is for
+};
+
+std::filesystem::path vendor_root_path(const std::filesystem::path& dir);       // DIR/vendor_root.crt
+std::filesystem::path device_identity_path(const std::filesystem::path& dir, int i);  // DIR/device_<i>.pem
+
+// Throws std::invalid_argument on bad options (negative counts, revoking a device that does not
+// exist) and std::runtime_error naming the file on I/O failures or a damaged vendor directory.
+ProvisionReport provision(const ProvisionOptions& options);
+
+}  // namespace tt::tee

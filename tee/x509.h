@@ -1,0 +1,107 @@
+// X.509 device identities and the emulated vendor root of trust (docs/design.md §5 "Keys").
+//
+// Real confidential GPUs carry an identity key fused at manufacture and a certificate the vendor
+// signed for it (NVIDIA's device identity certificates); a verifier trusts a device because its
+// certificate chains to the vendor's root, not because of anything the device says about itself.
+// teetrain emulates that with real X.509 (OpenSSL's X509 APIs, Ed25519 keys and signatures):
+//
+//   vendor root     a self-signed CA certificate ("teetrain EMULATED GPU vendor root"); its private
+//                   key is the vendor's secret and never needed to train (tee/vendor.h writes it apart)
+//   device identity an Ed25519 private key + a leaf certificate the root signed, one PEM file
+//   revocation list an X.509 CRL signed by the root, naming revoked device serial numbers
+//
+// Everything here is public except the private keys; nothing is trusted until verify_chain says so.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tee/bytes.h"
+#include "tee/keys.h"
+
+struct x509_st;      // OpenSSL's X509
+struct X509_crl_st;  // OpenSSL's X509_CRL
+
+namespace tt::tee {
+
+struct X509Free {
+  void operator()(x509_st* c) const noexcept;
+};
+struct X509CrlFree {
+  void operator()(X509_crl_st* c) const noexcept;
+};
+using X509Ptr = std::unique_ptr<x509_st, X509Free>;
+using X509CrlPtr = std::unique_ptr<X509_crl_st, X509CrlFree>;
+
+// Certificates and CRLs larger than this are refused when parsed from the wire or a file: real ones
+// are a few hundred bytes, and a bound keeps a hostile peer from making us allocate at will.
+inline constexpr std::size_t kMaxCertificateBytes = 16 * 1024;
+
+// One parsed certificate. Immutable, so copies share the parsed object.
+class Certificate {
+ public:
+  // Parses DER; throws IntegrityError("malformed certificate: ...") on anything else (untrusted input).
+  static Certificate from_der(ByteView der);
+  // Reads the first PEM certificate of `path`; throws std::runtime_error naming the path.
+  static Certificate load_pem(const std::filesystem::path& path);
+  explicit Certificate(X509Ptr cert);
+
+  const std::vector<std::uint8_t>& der() const { return der_; }
+  std::string subject() const;  // "CN=...,O=..." (one line)
+  std::string serial_hex() const;
+  bool is_ca() const;
+  // The subject's Ed25519 public key; throws IntegrityError if the key is not Ed25519.
+  PublicKey ed25519_public_key() const;
+  std::string describe() const;  // subject, serial, validity, issuer: for `teetrain attest`
+  x509_st* native() const { return cert_.get(); }
+
+ private:
+  std::shared_ptr<x509_st> cert_;
+  std::vector<std::uint8_t> der_;
+};
+
+struct ChainVerdict {
+  bool ok = false;
+  std::string reason;  // "ok", or why the chain does not lead to the trusted root
+  explicit operator bool() const { return ok; }
+};
+
+// What a verifier trusts: the vendor root certificate and, when present, its revocation list.
+class TrustAnchor {
+ public:
+  // Loads the root certificate (PEM) and, if `crl` is non-empty, the CRL (PEM), checking that the
+  // root is a self-signed CA and that the CRL is signed by it. Throws std::runtime_error naming the
+  // file on anything malformed or missing (a configuration error, exit 2 at the CLI).
+  static TrustAnchor load(const std::filesystem::path& root_pem, const std::filesystem::path& crl_pem = {});
+  // The CRL a provisioned directory keeps beside its root: "<dir>/vendor_root.crl" for
+  // "<dir>/vendor_root.crt" (same stem, .crl). Empty if there is none.
+  static std::filesystem::path crl_beside(const std::filesystem::path& root_pem);
+
+  // Checks that `leaf` was issued by the root (signature, validity period, CA constraints), is not
+  // a CA itself, carries an Ed25519 key, and is not revoked. Never throws on a bad certificate.
+  ChainVerdict verify(const Certificate& leaf) const;
+
+  const Certificate& root() const { return root_; }
+  std::size_t revoked_count() const;
+  std::string describe() const;  // "vendor root CN=... (serial ..), CRL with N revoked"
+
+ private:
+  TrustAnchor(Certificate root, X509CrlPtr crl);
+  Certificate root_;
+  std::shared_ptr<X509_crl_st> crl_;  // shared: an anchor is copied into each rank's config
+};
+
+// A device's identity: its private key and the certificate the vendor issued for it.
+struct DeviceIdentity {
+  Ed25519KeyPair key;
+  Certificate certificate;
+
+  // Reads one PEM file holding the Ed25519 private key and the certificate (as `teetrain provision`
+  // writes them). Throws std::runtime_error naming the path if either is missing or they do not
+  // belong together (the certificate's key is not the private key's public half).
+  static DeviceIdentity load_pem(const std::filesystem::path& path);
+};
+
+}  // namespace tt::tee
