@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: installs dependencies, builds, prepares the bundled text (Debian's fortunes corpus),
-# seals it, and trains gpt2-mini on 2 MPI ranks three times — TEE off, cc (H100 CC emulation) and
+# seals it, provisions emulated certified device identities, and trains gpt2-mini on 2 MPI ranks three times — TEE off, cc (H100 CC emulation) and
 # fast (our TEE-aware design) — then prints the step-time ratios and checks that all three runs
 # produced bit-identical parameters. Idempotent; safe to re-run.
 #   STEPS=200 RANKS=4 scripts/demo.sh     # longer / wider
@@ -18,9 +18,13 @@ mkdir -p "$out" data-cache
 [[ -f data-cache/fortunes_train.bin ]] || $TT prepare-text --out data-cache --name fortunes
 [[ -f data-cache/teetrain.key ]] || $TT keygen --out data-cache/teetrain.key
 [[ -f data-cache/sealed/fortunes_train.bin.sealed ]] || $TT seal-data --data data-cache/fortunes --out data-cache/sealed
+# The emulated GPU vendor certifies one device identity per rank (idempotent: issues only missing
+# ones); TEE ranks attest to each other with them before any key is agreed.
+$TT provision --out data-cache/vendor --devices "$ranks" >/dev/null
 
 common=(train --model gpt2-mini --steps "$steps" --batch 8 --seq 128 --lr 2e-3 --warmup 10 --seed 1
-        --val-batches 4 --no-progress --key-file data-cache/teetrain.key)
+        --val-batches 4 --no-progress --key-file data-cache/teetrain.key
+        --trust-root data-cache/vendor/vendor_root.crt --device-identity 'data-cache/vendor/device_{rank}.pem')
 run() { # mode data extra...
   local mode="$1" data="$2"; shift 2
   echo "== $ranks ranks, --tee $mode: mpirun -np $ranks $TT ${common[*]} --tee $mode --data $data $*"

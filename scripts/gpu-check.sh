@@ -90,18 +90,20 @@ row "gpt2 loss per step, cpu" "$(sed -n 's/.*"loss":\([0-9.]*\).*/\1/p' "$OUTDIR
 row "gpt2 loss per step, cuda" "$(sed -n 's/.*"loss":\([0-9.]*\).*/\1/p' "$OUTDIR/loss_gpu.jsonl" | tr '\n' ' ')"
 fi
 
-# 5. Two ranks on the GPU, every TEE mode: parameters bit-identical; step-time ratios vs off. off and
+# 5. Two ranks on the GPU, every TEE mode (certified identities of the emulated vendor): parameters bit-identical; step-time ratios vs off. off and
 #    fast take the device ring (fast sealing on the GPU), cc the host staging path.
+$TT provision --out "$OUTDIR/vendor" --devices 2 >/dev/null
+TRUST=(--trust-root "$OUTDIR/vendor/vendor_root.crt" --device-identity "$OUTDIR/vendor/device_{rank}.pem")
 for m in off cc fast; do
   stage "ddp_$m" 180 mpirun --oversubscribe -np 2 $TT train --device cuda --model gpt2-mini --data data-cache/fortunes \
-    --steps 8 --batch 8 --seq 256 --val-batches 0 --no-progress --timeout 90 --tee $m --allow-plain-data --summary "$OUTDIR/ddp_$m.json"
+    --steps 8 --batch 8 --seq 256 --val-batches 0 --no-progress --timeout 90 --tee $m --allow-plain-data "${TRUST[@]}" --summary "$OUTDIR/ddp_$m.json"
   row "P=2 gpt2-mini --tee $m" "$(grep -o 'done: .*' "$OUTDIR/ddp_$m.log" | cut -c1-200); $(grep -o 'gradients .*' "$OUTDIR/ddp_$m.log")"
 done
 sha() { sed -n 's/.*"params_sha256": "\([0-9a-f]*\)".*/\1/p' "$1" 2>/dev/null | cut -c1-16; }
 row "P=2 gpt2-mini params_sha256 off / cc / fast" "$(sha "$OUTDIR/ddp_off.json") / $(sha "$OUTDIR/ddp_cc.json") / $(sha "$OUTDIR/ddp_fast.json")"
 for m in ${DDP124_MODES-off fast cc}; do
   stage "ddp124_$m" 240 mpirun --oversubscribe -np 2 $TT train --device cuda --model gpt2 --data data-cache/fortunes \
-    --steps 6 --batch 4 --seq 1024 --val-batches 0 --no-progress --timeout 90 --tee $m --allow-plain-data --summary "$OUTDIR/ddp124_$m.json"
+    --steps 6 --batch 4 --seq 1024 --val-batches 0 --no-progress --timeout 90 --tee $m --allow-plain-data "${TRUST[@]}" --summary "$OUTDIR/ddp124_$m.json"
   row "P=2 gpt2 124M --tee $m" "$(grep -o 'done: .*' "$OUTDIR/ddp124_$m.log" | cut -c1-200)"
 done
 

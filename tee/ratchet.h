@@ -7,7 +7,10 @@
 // Both ends of a link (or every member of a group) start from the same secret and apply the same
 // policy to the same message sequence, so they advance in lock-step without talking; the epoch goes
 // into every message's associated data, so a message sealed in the wrong epoch fails to open.
-// The old secret is wiped on advance: a key compromised later does not reveal earlier traffic.
+// The old secret is wiped on advance, so a key compromised later does not reveal the traffic of
+// earlier epochs. That holds from the first advance on: until then the epoch-0 secret lives here, and
+// the session secrets it was derived from live until setup ends (engine/tee_session.h wipes them once
+// the dataset and checkpoint keys are released). A memory dump taken during epoch 0 reveals epoch 0.
 //
 // Default limits (NIST SP 800-38D): with deterministic 96-bit nonces the 2^32-invocation limit of
 // §8.3 (random IVs) does not apply; what remains is the per-message limit (2^36-32 bytes, enforced

@@ -172,7 +172,10 @@ def train_cmd(args, r, summary):
                                   "--val-batches", "0", "--no-progress", "--summary", summary]
     cmd += r["tee_args"]
     if r["variant"] != "off":
-        cmd += ["--allow-plain-data"]
+        # TEE ranks attest with certified identities of the emulated vendor (provisioned in main()).
+        vendor = os.path.join(args.out, "vendor")
+        cmd += ["--allow-plain-data", "--trust-root", os.path.join(vendor, "vendor_root.crt"),
+                "--device-identity", os.path.join(vendor, "device_{rank}.pem")]
     if emu:
         cmd += ["--compute", "emulate", "--gpu", args.gpu, "--link", args.link]
         if args.cc_transfer_us and "--cc-transfer-us" not in r["tee_args"]:
@@ -596,6 +599,10 @@ def main():
             sys.exit(f"reproduce: --cc-transfer-us {args.cc_transfer_us!r}: give 'paper' or a number of microseconds")
         if args.cc_transfer_us < 0:
             sys.exit("reproduce: --cc-transfer-us must be >= 0")
+    if runs and not args.dry_run and not args.report_only:
+        # One certified device identity per rank of the widest run (idempotent: issues missing ones).
+        subprocess.check_call([args.bin, "provision", "--out", os.path.join(out, "vendor"),
+                               "--devices", str(max(r["P"] for r in runs))], stdout=subprocess.DEVNULL)
     print(f"reproduce: {len(runs)} runs -> {out}", flush=True)
     recs = []
     t_start = time.time()
