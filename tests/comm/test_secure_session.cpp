@@ -334,16 +334,21 @@ TEST(SecureSession, WithoutARootOfTrustFreshKeysPass) {
   EXPECT_EQ(r.keys[0].attestation, AttestationMode::None);
 }
 
-TEST(SecureSession, TamperedGroupKeyRefusesOnEveryRank) {
-  Lab lab;
+// A fault plan that flips one bit of the first message src sends dst with `tag`.
+FaultPlan flip_one(int src, int dst, int tag, int bit) {
   FaultPlan plan;
   FaultRule rule{FaultKind::FlipBit};
-  rule.src = 1;
-  rule.dst = 2;
-  rule.tag = tags::kKeyRelease;
-  rule.bit = 3;
+  rule.src = src;
+  rule.dst = dst;
+  rule.tag = tag;
+  rule.bit = bit;
   plan.add(rule);
-  const auto r = handshake(4, lab, {}, plan);
+  return plan;
+}
+
+TEST(SecureSession, TamperedGroupKeyRefusesOnEveryRank) {
+  Lab lab;
+  const auto r = handshake(4, lab, {}, flip_one(1, 2, tags::kKeyRelease, 3));
   expect_refused_everywhere(
       r,
       "release of group key refused on every rank: rank 2: group key from rank 1 failed to "
@@ -353,14 +358,7 @@ TEST(SecureSession, TamperedGroupKeyRefusesOnEveryRank) {
 TEST(SecureSession, TamperedKeyConfirmationOnTheClosingLinkRefuses) {
   // The closing link P-1 -> 0 carries nothing else at start-up: key confirmation is what checks it.
   Lab lab;
-  FaultPlan plan;
-  FaultRule rule{FaultKind::FlipBit};
-  rule.src = 2;
-  rule.dst = 0;
-  rule.tag = tags::kKeyConfirm;
-  rule.bit = 5;
-  plan.add(rule);
-  const auto r = handshake(3, lab, {}, plan);
+  const auto r = handshake(3, lab, {}, flip_one(2, 0, tags::kKeyConfirm, 5));
   expect_refused_everywhere(r, "rank 2: key confirmation failed");
   expect_refused_everywhere(r, "(reported by rank 0)");
 }
