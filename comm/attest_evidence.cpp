@@ -82,19 +82,12 @@ std::shared_ptr<const tee::TrustAnchor> load_trust_anchor(const std::filesystem:
   }
 }
 
-std::shared_ptr<const tee::DeviceIdentity> load_identity(const std::filesystem::path& pem,
-                                                         const tee::TrustAnchor* anchor) {
-  std::shared_ptr<const tee::DeviceIdentity> id;
+std::shared_ptr<const tee::DeviceIdentity> load_identity(const std::filesystem::path& pem) {
   try {
-    id = std::make_shared<const tee::DeviceIdentity>(tee::DeviceIdentity::load_pem(pem));
+    return std::make_shared<const tee::DeviceIdentity>(tee::DeviceIdentity::load_pem(pem));
   } catch (const std::runtime_error& e) {
     throw InputError(std::string("--device-identity: ") + e.what());
   }
-  if (anchor != nullptr) {
-    if (const tee::ChainVerdict v = anchor->verify(id->certificate); !v)
-      throw InputError("--device-identity '" + pem.string() + "' is not accepted by the trust root: " + v.reason);
-  }
-  return id;
 }
 
 tee::Evidence make_local_evidence(const AttestConfig& config, std::uint32_t rank,

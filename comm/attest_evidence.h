@@ -66,11 +66,11 @@ tee::VerifierPolicy load_policy(const std::filesystem::path& path);
 std::string policy_text(const tee::Measurements& m);  // the policy accepting exactly `m`
 
 // Loads the certified parts of a config: the trust root (and its CRL beside it, if any) and the
-// identity. InputError naming the file when either is unusable, or when the identity does not chain
-// to the root (a configuration mistake: the run would be refused by every peer).
+// identity (a key and the certificate for it). InputError naming the file when either is unusable.
+// Whether the identity is trusted is for the verifiers to say: a revoked or foreign certificate is
+// refused by every peer in the handshake (exit 3), not by the rank that holds it.
 std::shared_ptr<const tee::TrustAnchor> load_trust_anchor(const std::filesystem::path& root_pem);
-std::shared_ptr<const tee::DeviceIdentity> load_identity(const std::filesystem::path& pem,
-                                                         const tee::TrustAnchor* anchor);
+std::shared_ptr<const tee::DeviceIdentity> load_identity(const std::filesystem::path& pem);
 
 // Evidence of this process as `rank`, answering `nonce` (a throwaway X25519 key is bound in): what
 // `teetrain attest --out FILE` saves.

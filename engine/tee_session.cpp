@@ -47,7 +47,7 @@ comm::AttestConfig make_attest_config(const TrustOptions& trust, int rank, int w
   }
   if (!trust.trust_root.empty()) {
     config.anchor = comm::load_trust_anchor(trust.trust_root);
-    config.identity = comm::load_identity(expand_rank(trust.device_identity, rank), config.anchor.get());
+    config.identity = comm::load_identity(expand_rank(trust.device_identity, rank));
   }
   if (!trust.policy.empty()) config.policy = comm::load_policy(trust.policy);
   return config;

@@ -36,7 +36,7 @@ std::string expand_rank(const std::string& pattern, int rank);
 // Checks the options against the world size and loads what they name. InputError (exit 2), with
 // what to do, on: TEE with several ranks and neither a trust root nor --attestation none; a trust
 // root without an identity or the reverse; --attestation none together with trust flags; any file
-// that cannot be used (including an identity the trust root does not accept).
+// that cannot be used. Whether the identity is trusted is checked by the peers (exit 3 everywhere).
 comm::AttestConfig make_attest_config(const TrustOptions& trust, int rank, int world, std::string run_config);
 
 // One line for banners: how the peers of this run were authenticated.

@@ -58,7 +58,7 @@ class Lab {
   const fs::path& path() const { return path_; }
 
   std::shared_ptr<const tee::DeviceIdentity> device(int i, const std::string& vendor = "vendor") const {
-    return load_identity(tee::device_identity_path(path_ / vendor, i), nullptr);
+    return load_identity(tee::device_identity_path(path_ / vendor, i));
   }
   // Rank r's configuration: device r of the vendor, trusting the vendor's root.
   AttestConfig config(int rank) const {
@@ -398,9 +398,8 @@ TEST(SecureSession, EvidenceFilesForTeaching) {
   EXPECT_EQ(p.configs.size(), 1u);
   std::ofstream(lab.path() / "bad.txt") << "binary abcd\n";
   EXPECT_THROW(load_policy(lab.path() / "bad.txt"), InputError);
-  // An identity the trust root does not accept is a configuration error (exit 2), found before any peer.
-  EXPECT_THROW(load_identity(tee::device_identity_path(lab.path() / "other_vendor", 0), cfg.anchor.get()),
-               InputError);
+  // An unusable identity file is a configuration error (exit 2), found before any peer.
+  EXPECT_THROW(load_identity(lab.path() / "policy.txt"), InputError);
 }
 
 }  // namespace
