@@ -1,12 +1,17 @@
 #include "engine/checkpoint.h"
 
-#include <algorithm>
-#include <cstdio>
 #include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
 
 #include "engine/core/error.h"
 #include "engine/file_util.h"
+#include "engine/freshness.h"
 #include "engine/safetensors.h"
+#include "engine/trainer.h"
+#include "tee/digest.h"
+#include "tee/errors.h"
 
 namespace tt {
 namespace fs = std::filesystem;
@@ -19,15 +24,24 @@ class PlainCodec final : public FileCodec {
   void write(const fs::path& path, std::span<const std::byte> bytes, const std::string&) override {
     write_file_atomic(path, bytes);
   }
-  std::vector<std::byte> read(const fs::path& path) override { return read_file_bytes(path); }
+  const tee::SecretBytes* key() const override { return nullptr; }
 };
 
-constexpr const char* kMarker = "COMPLETE";
+constexpr const char* kMarker = kCheckpointMarker;
 
-std::string step_name(long step) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "step_%08ld", step);
-  return buf;
+// Size and SHA-256 of a file as it lies on disk (streamed: a model file may be gigabytes).
+ManifestFile listed(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw RunError(path.string() + ": cannot read back what was just written");
+  tee::Sha256 h;
+  std::vector<char> buf(std::size_t{1} << 20);
+  std::uint64_t size = 0;
+  while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0) {
+    const auto n = static_cast<std::size_t>(in.gcount());
+    h.update(std::string_view(buf.data(), n));
+    size += n;
+  }
+  return {path.filename().string(), size, tee::to_hex(h.finish())};
 }
 
 std::vector<float> to_host(Backend& backend, const float* src, std::size_t n) {
@@ -67,59 +81,87 @@ struct TmpDirGuard {
 
 }  // namespace
 
-std::unique_ptr<FileCodec> make_plain_codec() { return std::make_unique<PlainCodec>(); }
+std::unique_ptr<FileCodec> make_plain_codec() {
+  return std::make_unique<PlainCodec>();
+}
 
 std::vector<std::byte> encode_params_safetensors(Backend& backend, Model& model,
                                                  const std::map<std::string, std::string>& metadata) {
   const std::vector<float> host = to_host(backend, model.param_data(), model.num_params());
   std::vector<SafeTensor> tensors;
-  for (const ParamInfo& p : model.params()) tensors.push_back({p.name, p.shape, std::span(host).subspan(p.offset, p.numel)});
+  for (const ParamInfo& p : model.params())
+    tensors.push_back({p.name, p.shape, std::span(host).subspan(p.offset, p.numel)});
   // Non-parameter state (batch-norm running statistics) rides along under its own names, as in a
   // PyTorch state_dict, so an exported model.safetensors loads into torchvision unchanged.
   const std::vector<ParamInfo> buffers = model.state_buffers();
   const std::vector<float> state = to_host(backend, model.state_data(), model.num_state_floats());
-  for (const ParamInfo& b : buffers) tensors.push_back({b.name, b.shape, std::span(state).subspan(b.offset, b.numel)});
+  for (const ParamInfo& b : buffers)
+    tensors.push_back({b.name, b.shape, std::span(state).subspan(b.offset, b.numel)});
   return safetensors_encode(tensors, metadata);
 }
 
-CheckpointStore::CheckpointStore(fs::path dir, int keep, FileCodec& codec)
-    : dir_(std::move(dir)), keep_(std::max(1, keep)), codec_(codec) {
+CheckpointStore::CheckpointStore(fs::path dir, int keep, FileCodec& codec, FreshnessRecord* freshness)
+    : dir_(std::move(dir)),
+      keep_(std::max(1, keep)),
+      codec_(codec),
+      freshness_(freshness),
+      run_id_(new_run_id()) {
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec) throw InputError("--ckpt-dir " + dir_.string() + ": cannot create (" + ec.message() + ")");
 }
 
-fs::path CheckpointStore::save(Backend& backend, Model& model, Optimizer* optimizer, const CheckpointMeta& meta) {
-  const fs::path final_dir = dir_ / step_name(meta.step);
-  const fs::path tmp = dir_ / ("." + step_name(meta.step) + ".tmp." + std::to_string(::getpid()));
+void CheckpointStore::continue_lineage(const VerifiedCheckpoint& from) {
+  run_id_ = from.manifest.run_id;
+  prev_step_ = from.manifest.step;
+  prev_manifest_sha256_ = from.manifest_sha256;
+}
+
+namespace {
+
+// Optimizer state as tensors named "<slot>.<param>", slot = m/v (AdamW) or momentum (SGD).
+std::vector<std::byte> encode_optimizer(Backend& backend, Model& model, Optimizer& optimizer) {
+  const std::vector<float> state = to_host(backend, optimizer.state_data(), optimizer.state_floats());
+  const std::size_t slots = optimizer.state_floats() / model.num_params();
+  std::vector<SafeTensor> tensors;
+  for (std::size_t s = 0; s < slots; ++s) {
+    const std::string slot = slot_name(optimizer, s);
+    for (const ParamInfo& p : model.params()) {
+      tensors.push_back({slot + "." + p.name, p.shape,
+                         std::span(state).subspan(s * model.num_params() + p.offset, p.numel)});
+    }
+  }
+  return safetensors_encode(tensors, {{"optimizer", optimizer.name()}});
+}
+
+}  // namespace
+
+fs::path CheckpointStore::save(Backend& backend, Model& model, Optimizer* optimizer,
+                               const CheckpointMeta& meta) {
+  const fs::path final_dir = dir_ / step_dir_name(meta.step);
+  std::string tmp_name = ".";  // appends only: GCC 12's -Wrestrict misfires on "." + string
+  tmp_name.append(step_dir_name(meta.step)).append(".tmp.").append(std::to_string(::getpid()));
+  const fs::path tmp = dir_ / tmp_name;
   fs::remove_all(tmp);
   fs::create_directories(tmp);
   TmpDirGuard guard{tmp};
   const std::string sfx = codec_.suffix();
-
-  codec_.write(tmp / ("model.safetensors" + sfx), encode_params_safetensors(backend, model, {{"format", "pt"}}), "model");
-  if (optimizer != nullptr) {
-    // Optimizer state as tensors named "<slot>.<param>", slot = m/v (AdamW) or momentum (SGD).
-    const std::vector<float> state = to_host(backend, optimizer->state_data(), optimizer->state_floats());
-    const std::size_t slots = optimizer->state_floats() / model.num_params();
-    std::vector<SafeTensor> tensors;
-    for (std::size_t s = 0; s < slots; ++s) {
-      const std::string slot = slot_name(*optimizer, s);
-      for (const ParamInfo& p : model.params()) {
-        tensors.push_back({slot + "." + p.name, p.shape,
-                           std::span(state).subspan(s * model.num_params() + p.offset, p.numel)});
-      }
-    }
-    codec_.write(tmp / ("optimizer.safetensors" + sfx), safetensors_encode(tensors, {{"optimizer", optimizer->name()}}),
-                 "optimizer");
-  }
-  nlohmann::json j = {{"step", meta.step},
-                      {"samples_consumed", meta.samples_consumed},
-                      {"seed", meta.seed},
-                      {"params_sha256", meta.params_sha256},
-                      {"config", meta.config}};
-  const std::string text = j.dump(2);
-  codec_.write(tmp / ("state.json" + sfx), std::as_bytes(std::span(text.data(), text.size())), "state");
+  CheckpointManifest manifest{run_id_, meta.step, step_dir_name(meta.step), prev_step_, prev_manifest_sha256_,
+                              {}};
+  auto put = [&](const std::string& name, std::span<const std::byte> bytes, const std::string& kind) {
+    codec_.write(tmp / (name + sfx), bytes, kind);
+    manifest.files.push_back(listed(tmp / (name + sfx)));
+  };
+  put(kModelFile, encode_params_safetensors(backend, model, {{"format", "pt"}}), "model");
+  if (optimizer != nullptr) put(kOptimizerFile, encode_optimizer(backend, model, *optimizer), "optimizer");
+  CheckpointMeta state = meta;
+  state.param_floats = model.num_params();
+  if (state.params_sha256.empty()) state.params_sha256 = params_sha256(backend, model);
+  const std::string text = encode_checkpoint_state(state);
+  put(kStateFile, std::as_bytes(std::span(text.data(), text.size())), "state");
+  const std::string mtext = encode_manifest(manifest);
+  codec_.write(tmp / (kManifestFile + sfx), std::as_bytes(std::span(mtext.data(), mtext.size())), "manifest");
+  const std::string manifest_sha256 = listed(tmp / (kManifestFile + sfx)).sha256;
   write_text_atomic(tmp / kMarker, "step " + std::to_string(meta.step) + "\n");
   sync_directory(tmp);
 
@@ -127,6 +169,11 @@ fs::path CheckpointStore::save(Backend& backend, Model& model, Optimizer* optimi
   fs::rename(tmp, final_dir);
   guard.armed = false;
   sync_directory(dir_);
+  // After the rename: a crash in between leaves the record one save behind, which accepts the newer
+  // checkpoint; the other order would leave a record that refuses the only checkpoint there is.
+  if (freshness_ != nullptr) freshness_->record(run_id_, meta.step, manifest_sha256);
+  prev_step_ = meta.step;
+  prev_manifest_sha256_ = manifest_sha256;
 
   const auto steps = complete_steps(dir_);
   for (std::size_t i = 0; i + static_cast<std::size_t>(keep_) < steps.size(); ++i) fs::remove_all(steps[i]);
@@ -138,7 +185,8 @@ std::vector<fs::path> CheckpointStore::complete_steps(const fs::path& root) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(root, ec)) {
     const std::string n = e.path().filename().string();
-    if (e.is_directory() && n.rfind("step_", 0) == 0 && fs::exists(e.path() / kMarker)) out.push_back(e.path());
+    if (e.is_directory() && n.rfind("step_", 0) == 0 && fs::exists(e.path() / kMarker))
+      out.push_back(e.path());
   }
   std::sort(out.begin(), out.end());  // zero-padded names sort by step
   return out;
@@ -149,55 +197,55 @@ fs::path CheckpointStore::resolve(const fs::path& path) {
   if (fs::exists(path / kMarker)) return path;
   const auto steps = complete_steps(path);
   if (steps.empty()) {
-    throw InputError("--resume " + path.string() + ": no complete checkpoint inside (looked for step_*/" + kMarker + ")");
+    throw InputError("--resume " + path.string() + ": no complete checkpoint inside (looked for step_*/" +
+                     kMarker + ")");
   }
   return steps.back();
 }
 
 CheckpointMeta CheckpointStore::read_meta(const fs::path& step_dir, FileCodec& codec) {
-  const fs::path file = step_dir / ("state.json" + codec.suffix());
-  if (!fs::exists(file)) {
-    throw InputError(file.string() + ": missing (a sealed checkpoint needs --tee, a plain one needs --tee off)");
-  }
-  const std::vector<std::byte> bytes = codec.read(file);
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(file.string() + ": not valid JSON (" + e.what() + ")");
-  }
-  CheckpointMeta m;
-  m.step = j.at("step").get<long>();
-  m.samples_consumed = j.at("samples_consumed").get<uint64_t>();
-  m.seed = j.at("seed").get<uint64_t>();
-  m.params_sha256 = j.value("params_sha256", "");
-  m.config = j.value("config", nlohmann::json::object());
-  return m;
+  return open_verified_checkpoint(step_dir, codec.key(), VerifyScope::State).meta;
 }
 
-CheckpointMeta CheckpointStore::load(const fs::path& step_dir, FileCodec& codec, Backend& backend, Model& model,
-                                     Optimizer* optimizer) {
-  CheckpointMeta meta = read_meta(step_dir, codec);
-  const fs::path mfile = step_dir / ("model.safetensors" + codec.suffix());
-  const DecodedSafetensors st = safetensors_decode(codec.read(mfile), mfile.string());
-  for (const ParamInfo& p : model.params()) load_tensor(backend, st, p.name, p, model.param_data() + p.offset, mfile);
-  for (const ParamInfo& b : model.state_buffers()) load_tensor(backend, st, b.name, b, model.state_data() + b.offset, mfile);
-  if (optimizer != nullptr) {
-    const fs::path ofile = step_dir / ("optimizer.safetensors" + codec.suffix());
-    const DecodedSafetensors os = safetensors_decode(codec.read(ofile), ofile.string());
-    const auto it = os.metadata.find("optimizer");
-    if (it == os.metadata.end() || it->second != optimizer->name()) {
-      throw InputError(ofile.string() + ": optimizer state is not " + optimizer->name() + "; resume with the same --optimizer");
-    }
-    const std::size_t slots = optimizer->state_floats() / model.num_params();
-    for (std::size_t s = 0; s < slots; ++s) {
-      const std::string slot = slot_name(*optimizer, s);
-      for (const ParamInfo& p : model.params()) {
-        load_tensor(backend, os, slot + "." + p.name, p, optimizer->state_data() + s * model.num_params() + p.offset, ofile);
-      }
+CheckpointMeta CheckpointStore::load(const fs::path& step_dir, FileCodec& codec, Backend& backend,
+                                     Model& model, Optimizer* optimizer, const FreshnessRecord* freshness) {
+  return load(open_verified_checkpoint(step_dir, codec.key()), backend, model, optimizer, freshness);
+}
+
+CheckpointMeta CheckpointStore::load(const VerifiedCheckpoint& ck, Backend& backend, Model& model,
+                                     Optimizer* optimizer, const FreshnessRecord* freshness) {
+  if (ck.model.empty()) throw std::logic_error("CheckpointStore::load needs a checkpoint verified in full");
+  if (freshness != nullptr) freshness->check(ck);
+  const fs::path mfile = ck.dir / (std::string(kModelFile) + (ck.sealed ? ".sealed" : ""));
+  const DecodedSafetensors st = safetensors_decode(std::as_bytes(std::span(ck.model)), mfile.string());
+  for (const ParamInfo& p : model.params())
+    load_tensor(backend, st, p.name, p, model.param_data() + p.offset, mfile);
+  for (const ParamInfo& b : model.state_buffers())
+    load_tensor(backend, st, b.name, b, model.state_data() + b.offset, mfile);
+  // Resume is bit-exact or refused: what landed in the model is what the run state recorded.
+  if (params_sha256(backend, model) != ck.meta.params_sha256) {
+    throw tee::IntegrityError(mfile.string() +
+                              ": the loaded parameters do not hash to state.json's params_sha256");
+  }
+  if (optimizer == nullptr) return ck.meta;
+  const fs::path ofile = ck.dir / (std::string(kOptimizerFile) + (ck.sealed ? ".sealed" : ""));
+  if (ck.optimizer.empty())
+    throw InputError(ofile.string() + ": missing (the checkpoint holds no optimizer state)");
+  const DecodedSafetensors os = safetensors_decode(std::as_bytes(std::span(ck.optimizer)), ofile.string());
+  const auto it = os.metadata.find("optimizer");
+  if (it == os.metadata.end() || it->second != optimizer->name()) {
+    throw InputError(ofile.string() + ": optimizer state is not " + optimizer->name() +
+                     "; resume with the same --optimizer");
+  }
+  const std::size_t slots = optimizer->state_floats() / model.num_params();
+  for (std::size_t s = 0; s < slots; ++s) {
+    const std::string slot = slot_name(*optimizer, s);
+    for (const ParamInfo& p : model.params()) {
+      load_tensor(backend, os, slot + "." + p.name, p,
+                  optimizer->state_data() + s * model.num_params() + p.offset, ofile);
     }
   }
-  return meta;
+  return ck.meta;
 }
 
 }  // namespace tt

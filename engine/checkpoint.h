@@ -1,8 +1,10 @@
 // Checkpoints: one directory per step holding the model (safetensors), the optimizer state
-// (safetensors) and the run state (JSON: step, data position, seed, configuration). A step
-// directory is written under a temporary name, every file fsynced, a COMPLETE marker written last,
-// then renamed into place: a crash leaves either the old set of checkpoints or the new one, never
-// a half checkpoint that looks whole. How bytes reach the disk (plain or sealed) is a FileCodec.
+// (safetensors), the run state (JSON: step, data position, seed, configuration) and the manifest
+// that binds them to each other, to the directory's name and to the lineage's previous checkpoint
+// (checkpoint_manifest.h). A step directory is written under a temporary name, every file fsynced,
+// a COMPLETE marker written last, then renamed into place: a crash leaves either the old set of
+// checkpoints or the new one, never a half checkpoint that looks whole. How bytes reach the disk
+// (plain or sealed) is a FileCodec; every read goes through open_verified_checkpoint.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -13,51 +15,70 @@
 #include <string>
 #include <vector>
 
+#include "engine/checkpoint_manifest.h"
 #include "engine/core/backend.h"
 #include "engine/core/model.h"
 #include "engine/optimizer.h"
+#include "engine/verified_checkpoint.h"
+#include "tee/secure_bytes.h"
 
 namespace tt {
 
-// Stores and loads whole files; TEE mode seals them (tee/sealed_file), plain mode writes them as is.
+class FreshnessRecord;
+
+// Writes whole files; TEE mode seals them (tee/sealed_file), plain mode writes them as is.
 class FileCodec {
  public:
   virtual ~FileCodec() = default;
   virtual std::string suffix() const = 0;  // appended to file names, e.g. ".sealed"
   // Writes `bytes` to `path` durably (fsync). `kind` is recorded in sealed headers (e.g. "model").
-  virtual void write(const std::filesystem::path& path, std::span<const std::byte> bytes, const std::string& kind) = 0;
-  virtual std::vector<std::byte> read(const std::filesystem::path& path) = 0;
+  virtual void write(const std::filesystem::path& path, std::span<const std::byte> bytes,
+                     const std::string& kind) = 0;
+  // The key reads open sealed files with (open_verified_checkpoint); null for plain checkpoints.
+  virtual const tee::SecretBytes* key() const = 0;
 };
 std::unique_ptr<FileCodec> make_plain_codec();
 
-struct CheckpointMeta {
-  long step = 0;
-  uint64_t samples_consumed = 0;  // run-wide data position (independent of the number of ranks)
-  uint64_t seed = 0;
-  std::string params_sha256;
-  nlohmann::json config;  // model and run configuration, for checks on resume
-};
-
 class CheckpointStore {
  public:
-  CheckpointStore(std::filesystem::path dir, int keep, FileCodec& codec);
+  // A fresh lineage (a new random run_id) unless continue_lineage() is called. `freshness`, when
+  // set (rank 0 in TEE mode: the holder of the master key), records every save (freshness.h).
+  CheckpointStore(std::filesystem::path dir, int keep, FileCodec& codec,
+                  FreshnessRecord* freshness = nullptr);
 
-  // Writes step_<step>/ atomically and prunes all but the newest `keep` complete checkpoints.
-  std::filesystem::path save(Backend& backend, Model& model, Optimizer* optimizer, const CheckpointMeta& meta);
+  // After a resume: keep the checkpoint's run_id and chain the next save to its manifest.
+  void continue_lineage(const VerifiedCheckpoint& from);
+  const std::string& run_id() const { return run_id_; }
+
+  // Writes step_<step>/ atomically (files, manifest, COMPLETE marker, rename), records it in the
+  // freshness record, then prunes all but the newest `keep` complete checkpoints.
+  std::filesystem::path save(Backend& backend, Model& model, Optimizer* optimizer,
+                             const CheckpointMeta& meta);
 
   // `path` is a step directory or a checkpoint root (then its newest complete step is used).
   static std::filesystem::path resolve(const std::filesystem::path& path);
   static std::vector<std::filesystem::path> complete_steps(const std::filesystem::path& root);
 
-  // Loads parameters (and optimizer state when `optimizer` is non-null) and returns the meta.
-  static CheckpointMeta load(const std::filesystem::path& step_dir, FileCodec& codec, Backend& backend, Model& model,
-                             Optimizer* optimizer);
+  // Loads parameters (and optimizer state when `optimizer` is non-null) from a verified checkpoint
+  // (VerifyScope::Full), checks that the loaded parameters hash to its params_sha256, returns the
+  // meta. With `freshness` (the key owner: rank 0 in TEE mode), a rollback past the freshness record
+  // is refused first (tee::IntegrityError), before anything is loaded.
+  static CheckpointMeta load(const VerifiedCheckpoint& ck, Backend& backend, Model& model,
+                             Optimizer* optimizer, const FreshnessRecord* freshness = nullptr);
+  // open_verified_checkpoint(step_dir, codec.key()) and the above: resume's whole read path.
+  static CheckpointMeta load(const std::filesystem::path& step_dir, FileCodec& codec, Backend& backend,
+                             Model& model, Optimizer* optimizer, const FreshnessRecord* freshness = nullptr);
+  // The verified run state alone (VerifyScope::State: manifest and state.json).
   static CheckpointMeta read_meta(const std::filesystem::path& step_dir, FileCodec& codec);
 
  private:
   std::filesystem::path dir_;
   int keep_;
   FileCodec& codec_;
+  FreshnessRecord* freshness_;
+  std::string run_id_;
+  std::optional<long> prev_step_;  // the lineage's last save, which the next one chains to
+  std::optional<std::string> prev_manifest_sha256_;
 };
 
 // Model parameters as safetensors bytes (names and shapes from the model's parameter table).

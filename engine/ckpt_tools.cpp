@@ -3,15 +3,15 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <vector>
 
 #include "engine/checkpoint.h"
 #include "engine/core/error.h"
 #include "engine/file_util.h"
+#include "engine/freshness.h"
 #include "engine/safetensors.h"
-#include "tee/digest.h"
 #include "tee/errors.h"
 #include "tee/sealed_file.h"
 
@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kMarker = "COMPLETE";  // as written by CheckpointStore
+constexpr const char* kMarker = kCheckpointMarker;
 constexpr const char* kSealedSuffix = ".sealed";
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -41,8 +41,9 @@ std::string plain_name(const fs::path& p) {
 }
 
 bool is_step_dir(const fs::path& p) {
-  return fs::exists(p / kMarker) || fs::exists(p / "model.safetensors") ||
-         fs::exists(p / (std::string("model.safetensors") + kSealedSuffix));
+  for (const char* f : {kMarker, kModelFile, kManifestFile})
+    if (fs::exists(p / f) || fs::exists(p / (std::string(f) + kSealedSuffix))) return true;
+  return false;
 }
 
 // Step directories of `path`: itself if it is one, else its step_* subdirectories (sorted).
@@ -161,14 +162,6 @@ std::string sealed_header_text(const tee::SealedHeader& h) {
          (h.metadata.empty() ? std::string("(none)") : h.metadata) + " (unauthenticated until verify)";
 }
 
-nlohmann::json parse_state(const std::vector<std::uint8_t>& bytes, const std::string& what) {
-  try {
-    return nlohmann::json::parse(bytes.begin(), bytes.end());
-  } catch (const nlohmann::json::exception& e) {
-    throw tee::IntegrityError(what + ": not valid JSON (" + e.what() + ")");
-  }
-}
-
 std::vector<std::uint8_t> read_plain(const fs::path& p) {
   const std::vector<std::byte> b = read_file_bytes(p);
   std::vector<std::uint8_t> out(b.size());
@@ -177,133 +170,69 @@ std::vector<std::uint8_t> read_plain(const fs::path& p) {
   return out;
 }
 
-// A file's plaintext: opened (every chunk verified) when sealed, read as is when plain.
-std::vector<std::uint8_t> read_any(const fs::path& p, const tee::SecretBytes* key, std::uint64_t* chunks) {
-  if (!is_sealed(p)) return read_plain(p);
-  if (key == nullptr) {
-    throw InputError(p.string() + " is sealed; this needs the key (--key FILE, the master key the run used)");
-  }
-  tee::SealedFileReader r(p, *key);
-  if (chunks != nullptr) *chunks += r.chunk_count();
+// A sealed file's plaintext, for display only (verify is open_verified_checkpoint's job).
+std::vector<std::uint8_t> read_sealed(const fs::path& p, const tee::SecretBytes& key) {
+  tee::SealedFileReader r(p, key);
   return r.read_all();
+}
+
+// What state.json or the manifest says, in one line; strict parsers (a malformed file is UNREADABLE).
+std::string json_summary(const std::vector<std::uint8_t>& bytes, const fs::path& f) {
+  if (plain_name(f) == kStateFile) {
+    const CheckpointMeta m = parse_checkpoint_state(bytes, f.string());
+    return "step " + std::to_string(m.step) + ", samples consumed " + std::to_string(m.samples_consumed) +
+           ", params_sha256 " + m.params_sha256;
+  }
+  const CheckpointManifest m = parse_manifest(bytes, f.string());
+  return "manifest of run " + m.run_id + ", step " + std::to_string(m.step) + " (" + m.dir + "), " +
+         std::to_string(m.files.size()) + " files listed, previous save " +
+         (m.prev_step ? step_dir_name(*m.prev_step) : std::string("none (first of its run)"));
+}
+
+bool is_json_file(const fs::path& f) {
+  const std::string n = plain_name(f);
+  return n == kStateFile || n == kManifestFile;
 }
 
 // ---- inspect ----
 
+std::string inspect_file(const fs::path& f, const tee::SecretBytes* key) {
+  const std::string name = f.filename().string();
+  if (is_sealed(f)) {
+    std::string s = sealed_header_text(tee::read_sealed_header(f)) + "\n";
+    if (key != nullptr && plain_name(f) == kStateFile) {
+      s += "      step " + std::to_string(parse_checkpoint_state(read_sealed(f, *key), f.string()).step) +
+           " (decrypted with the given key)\n";
+    } else if (key != nullptr && is_json_file(f)) {
+      s += "      " + json_summary(read_sealed(f, *key), f) + " (decrypted with the given key)\n";
+    }
+    return s;
+  }
+  if (ends_with(name, ".safetensors"))
+    return "plain safetensors, " + bytes_text(fs::file_size(f)) + ", " +
+           tensor_summary(read_st_header(f).json) + "\n";
+  if (is_json_file(f)) return "plain, " + json_summary(read_plain(f), f) + "\n";
+  if (name == kMarker) {
+    const auto b = read_plain(f);
+    std::string text(b.begin(), b.end());
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    return "completion marker (" + text + ")\n";
+  }
+  return bytes_text(fs::file_size(f)) + "\n";
+}
+
 std::string inspect_step(const fs::path& dir, const tee::SecretBytes* key) {
-  std::ostringstream out;
-  out << dir.string() << (fs::exists(dir / kMarker) ? "" : "  [INCOMPLETE: no COMPLETE marker]") << "\n";
+  std::string out =
+      dir.string() + (fs::exists(dir / kMarker) ? "" : "  [INCOMPLETE: no COMPLETE marker]") + "\n";
   for (const fs::path& f : files_of(dir)) {
-    const std::string name = f.filename().string();
-    out << "  " << name << ": ";
+    out += "  " + f.filename().string() + ": ";
     try {
-      if (is_sealed(f)) {
-        const tee::SealedHeader h = tee::read_sealed_header(f);
-        out << sealed_header_text(h) << "\n";
-        if (key != nullptr && plain_name(f) == "state.json") {
-          const nlohmann::json j = parse_state(read_any(f, key, nullptr), f.string());
-          out << "      step " << j.value("step", -1L) << " (decrypted with the given key)\n";
-        }
-      } else if (ends_with(name, ".safetensors")) {
-        out << "plain safetensors, " << bytes_text(fs::file_size(f)) << ", "
-            << tensor_summary(read_st_header(f).json) << "\n";
-      } else if (name == "state.json") {
-        const nlohmann::json j = parse_state(read_plain(f), f.string());
-        out << "plain, step " << j.value("step", -1L) << ", samples consumed "
-            << j.value("samples_consumed", 0ULL) << ", params_sha256 " << j.value("params_sha256", "")
-            << "\n";
-      } else if (name == kMarker) {
-        const auto b = read_plain(f);
-        std::string text(b.begin(), b.end());
-        while (!text.empty() && text.back() == '\n') text.pop_back();
-        out << "completion marker (" << text << ")\n";
-      } else {
-        out << bytes_text(fs::file_size(f)) << "\n";
-      }
+      out += inspect_file(f, key);
     } catch (const std::exception& e) {  // inspect describes broken files, it does not stop at them
-      out << "UNREADABLE: " << e.what() << "\n";
+      out += std::string("UNREADABLE: ") + e.what() + "\n";
     }
   }
-  return out.str();
-}
-
-// ---- verify ----
-
-struct StepCheck {
-  std::uint64_t chunks = 0;
-  int files = 0;
-  std::string lines;
-  std::vector<std::uint8_t> model;  // plaintext model.safetensors, for export
-};
-
-// `what`-named IntegrityError for content that opened (or was plain) but does not parse.
-template <typename F>
-auto as_integrity(const std::string& what, F&& f) {
-  try {
-    return f();
-  } catch (const InputError& e) {
-    throw tee::IntegrityError(std::string(e.what()) + " (" + what + ")");
-  }
-}
-
-StepCheck check_step(const fs::path& dir, const tee::SecretBytes* key) {
-  if (!fs::exists(dir / kMarker)) {
-    throw tee::IntegrityError(dir.string() +
-                              ": incomplete checkpoint (no COMPLETE marker): a save was interrupted");
-  }
-  StepCheck c;
-  nlohmann::json state;
-  bool have_state = false;
-  for (const fs::path& f : files_of(dir)) {
-    const std::string name = plain_name(f);
-    if (name == kMarker) continue;
-    std::uint64_t chunks = 0;
-    const std::vector<std::uint8_t> bytes = read_any(f, key, &chunks);  // throws on a bad chunk
-    std::string line =
-        "  " + f.filename().string() + ": " +
-        (chunks > 0 ? "sealed, " + std::to_string(chunks) + " chunks ok" : std::string("plain"));
-    if (ends_with(name, ".safetensors")) {
-      const auto span = std::as_bytes(std::span(bytes.data(), bytes.size()));
-      const DecodedSafetensors st =
-          as_integrity("checkpoint file", [&] { return safetensors_decode(span, f.string()); });
-      line += ", " + std::to_string(st.tensors.size()) + " tensors parse";
-      if (name == "model.safetensors") c.model = bytes;
-    } else if (name == "state.json") {
-      state = parse_state(bytes, f.string());
-      have_state = true;
-      line += ", step " + std::to_string(state.value("step", -1L));
-    }
-    c.lines += line + "\n";
-    c.chunks += chunks;
-    ++c.files;
-  }
-  if (c.model.empty() || !have_state) {
-    throw tee::IntegrityError(dir.string() + ": checkpoint is missing " +
-                              (c.model.empty() ? "model.safetensors" : "state.json") + " (plain or sealed)");
-  }
-  // The directory name and the sealed state must agree: a renamed or swapped directory fails.
-  const std::string dname = dir.filename().string();
-  char expect[32];
-  std::snprintf(expect, sizeof expect, "step_%08ld", state.value("step", -1L));
-  if (dname.rfind("step_", 0) == 0 && dname != expect) {
-    throw tee::IntegrityError(dir.string() + ": state.json says step " +
-                              std::to_string(state.value("step", -1L)) + " but the directory is " + dname);
-  }
-  // params_sha256 is SHA-256 of the flat parameter buffer; the model file's data section is that
-  // buffer (tensors in parameter-table order, contiguous), so the two digests must match. This ties
-  // the model file to the state file and catches edits to a plain model.
-  const StHeader h = parse_st_header(c.model.data(), c.model.size(), "model.safetensors");
-  const auto data = std::span(c.model).subspan(static_cast<std::size_t>(h.data_offset));
-  const std::string digest = tee::to_hex(tee::sha256(data));
-  const std::string recorded = state.value("params_sha256", "");
-  if (!recorded.empty() && digest != recorded) {
-    throw tee::IntegrityError(dir.string() + ": model parameters hash to " + digest +
-                              " but state.json records " + recorded);
-  }
-  c.lines += "  params_sha256 " +
-             (recorded.empty() ? digest + " (not recorded in state.json)" : digest + " matches state.json") +
-             "\n";
-  return c;
+  return out;
 }
 
 }  // namespace
@@ -314,27 +243,63 @@ std::string inspect_checkpoint(const fs::path& path, const tee::SecretBytes* key
   return out;
 }
 
-VerifyReport verify_checkpoint(const fs::path& path, const tee::SecretBytes* key) {
-  VerifyReport r;
+namespace {
+
+// The lineages in `cks` and the index of each one's newest checkpoint: what --resume would take.
+std::map<std::string, std::size_t> newest_per_run(const std::vector<VerifiedCheckpoint>& cks) {
+  std::map<std::string, std::size_t> newest;
+  for (std::size_t i = 0; i < cks.size(); ++i) {
+    const auto [it, fresh] = newest.emplace(cks[i].manifest.run_id, i);
+    if (!fresh && cks[it->second].manifest.step < cks[i].manifest.step) it->second = i;
+  }
+  return newest;
+}
+
+}  // namespace
+
+VerifyReport verify_checkpoint(const fs::path& path, const tee::SecretBytes* key,
+                               const FreshnessRecord* freshness) {
+  std::vector<VerifiedCheckpoint> cks;
   for (const fs::path& d : step_dirs(path, true)) {
-    const StepCheck c = check_step(d, key);
-    r.text += d.string() + "\n" + c.lines + "  OK\n";
-    r.files += c.files;
-    r.chunks += c.chunks;
+    cks.push_back(open_verified_checkpoint(d, key));
+    cks.back().model = {};  // only the report and the manifest are needed from here on
+    cks.back().optimizer = {};
+  }
+  const std::map<std::string, std::size_t> newest = newest_per_run(cks);
+  VerifyReport r;
+  for (std::size_t i = 0; i < cks.size(); ++i) {
+    const VerifiedCheckpoint& ck = cks[i];
+    std::string fresh;
+    if (freshness != nullptr) {
+      // The record speaks about the newest save of a run: older ones beside it are its history.
+      fresh = newest.at(ck.manifest.run_id) == i
+                  ? freshness->check(ck)
+                  : "  freshness: superseded by a newer save of this run here\n";
+    }
+    r.text += ck.dir.string() + "\n" + ck.report + fresh + "  OK\n";
+    r.files += ck.files;
+    r.chunks += ck.chunks;
     ++r.steps;
+  }
+  if (freshness == nullptr) {
+    r.text +=
+        "freshness: not checked (no --key-file): a rollback to an older genuine checkpoint is not "
+        "detectable\n";
   }
   return r;
 }
 
-ExportResult export_safetensors(const fs::path& path, const tee::SecretBytes* key, const fs::path& out_path) {
+ExportResult export_safetensors(const fs::path& path, const tee::SecretBytes* key, const fs::path& out_path,
+                                const FreshnessRecord* freshness) {
   ExportResult r;
   r.step_dir = step_dirs(path, true).back();
-  const StepCheck c = check_step(r.step_dir, key);
-  const DecodedSafetensors st =
-      safetensors_decode(std::as_bytes(std::span(c.model.data(), c.model.size())), "model.safetensors");
+  const VerifiedCheckpoint ck = open_verified_checkpoint(r.step_dir, key);
+  if (freshness != nullptr) freshness->check(ck);
+  const auto bytes = std::as_bytes(std::span(ck.model));
+  const DecodedSafetensors st = safetensors_decode(bytes, "model.safetensors");
   r.tensors = st.tensors.size();
   for (const auto& [name, t] : st.tensors) r.params += t.data.size();
-  write_file_atomic(out_path, std::as_bytes(std::span(c.model.data(), c.model.size())));
+  write_file_atomic(out_path, bytes);
   r.text = "exported " + r.step_dir.string() + " model (" + std::to_string(r.tensors) + " tensors, " +
            std::to_string(r.params) + " parameters) to " + out_path.string() + " (plaintext safetensors)";
   return r;

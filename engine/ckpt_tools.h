@@ -12,11 +12,14 @@
 
 namespace tt {
 
+class FreshnessRecord;
+
 // Human-readable description, no key needed: per file, plain or sealed; for sealed files the clear
 // header (magic, version, cipher, key fingerprint, chunk size and count, plaintext length, metadata:
 // unauthenticated until verified); for plain safetensors the tensor list summary; the step from
-// state.json (plain, or sealed when `key` is given) and from the COMPLETE marker. A root lists
-// every step directory in it, complete or not. Throws InputError if `path` does not exist.
+// state.json and the run, step and previous save from the manifest (plain, or sealed when `key` is
+// given) and the COMPLETE marker. A root lists every step directory in it, complete or not. Nothing
+// shown is verified. Throws InputError if `path` does not exist.
 std::string inspect_checkpoint(const std::filesystem::path& path, const tee::SecretBytes* key = nullptr);
 
 struct VerifyReport {
@@ -26,12 +29,15 @@ struct VerifyReport {
   std::uint64_t chunks = 0;  // sealed chunks opened
 };
 
-// Checks every complete step directory under `path` (or the one step directory `path`): the COMPLETE
-// marker, every chunk of every sealed file (needs `key`: InputError otherwise), that each
-// safetensors file parses, that state.json parses and names the directory's step, and that the
-// model's parameters hash to state.json's params_sha256. Throws tee::IntegrityError on the first
-// failure (naming the file, and the chunk for sealed files); returns the report when all pass.
-VerifyReport verify_checkpoint(const std::filesystem::path& path, const tee::SecretBytes* key = nullptr);
+// Checks every complete step directory under `path` (or the one step directory `path`) with
+// open_verified_checkpoint (verified_checkpoint.h: marker, manifest, names, sizes, digests, sealed
+// chunks, parses, params digest, chain to the previous save). A sealed checkpoint needs `key`
+// (InputError otherwise). With `freshness`, the newest checkpoint of each run found -- the one a
+// resume would take -- must not be older than the freshness record has seen (freshness.h); older
+// saves of the same run beside it are its history. Throws tee::IntegrityError on the first failure
+// (naming the file, and the chunk for sealed files); returns the report when all pass.
+VerifyReport verify_checkpoint(const std::filesystem::path& path, const tee::SecretBytes* key = nullptr,
+                               const FreshnessRecord* freshness = nullptr);
 
 struct ExportResult {
   std::filesystem::path step_dir;  // the step exported (the newest complete one for a root)
@@ -42,9 +48,10 @@ struct ExportResult {
 
 // Writes the model of a checkpoint as a plaintext safetensors file at `out_path` (atomically), byte
 // for byte the model.safetensors a plain checkpoint holds, loadable by safetensors/PyTorch
-// (safetensors.torch.load_file). A sealed model needs `key`. The file is verified (every chunk,
-// parse, params digest against state.json) before anything is written.
+// (safetensors.torch.load_file). A sealed model needs `key`. The checkpoint is verified as a resume
+// verifies it (open_verified_checkpoint, and `freshness` when given) before anything is written.
 ExportResult export_safetensors(const std::filesystem::path& path, const tee::SecretBytes* key,
-                                const std::filesystem::path& out_path);
+                                const std::filesystem::path& out_path,
+                                const FreshnessRecord* freshness = nullptr);
 
 }  // namespace tt

@@ -33,6 +33,8 @@ std::string_view key_purpose_label(KeyPurpose p) {
       return "teetrain dataset";
     case KeyPurpose::Checkpoint:
       return "teetrain checkpoint";
+    case KeyPurpose::Freshness:
+      return "teetrain freshness";
   }
   return "teetrain unknown";
 }

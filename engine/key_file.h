@@ -8,6 +8,8 @@
 //
 //   dataset key    = HKDF(master, salt = "", info = "teetrain dataset",    32 bytes)
 //   checkpoint key = HKDF(master, salt = "", info = "teetrain checkpoint", 32 bytes)
+//   freshness key  = HKDF(master, salt = "", info = "teetrain freshness",  32 bytes)
+//                    (the key owner's anti-rollback record, engine/freshness.h; never released)
 //
 // Keys are never printed; SecretBytes::fingerprint() is what messages may show.
 #pragma once
@@ -22,7 +24,7 @@ namespace tt {
 
 inline constexpr std::size_t kMasterKeySize = 32;
 
-enum class KeyPurpose { Dataset, Checkpoint };
+enum class KeyPurpose { Dataset, Checkpoint, Freshness };
 std::string_view key_purpose_label(KeyPurpose p);  // the HKDF info string above
 
 // Writes a fresh 32-byte random key to `path` with mode 0600 and returns its fingerprint (safe to

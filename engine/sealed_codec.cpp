@@ -1,8 +1,5 @@
 #include "engine/sealed_codec.h"
 
-#include <cstring>
-#include <system_error>
-
 #include "engine/core/error.h"
 
 namespace tt {
@@ -29,14 +26,7 @@ class SealedCodec final : public FileCodec {
     tee::write_sealed_file(path, key_, view, opts);  // temp file + fsync + rename + directory fsync
   }
 
-  std::vector<std::byte> read(const fs::path& path) override {
-    std::error_code ec;
-    if (!fs::is_regular_file(path, ec)) throw InputError(path.string() + ": missing");
-    const std::vector<std::uint8_t> plain = tee::read_sealed_file(path, key_);
-    std::vector<std::byte> out(plain.size());
-    if (!plain.empty()) std::memcpy(out.data(), plain.data(), plain.size());
-    return out;
-  }
+  const tee::SecretBytes* key() const override { return &key_; }
 
  private:
   tee::SecretBytes key_;

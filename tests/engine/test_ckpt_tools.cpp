@@ -9,6 +9,7 @@
 #include "engine/safetensors.h"
 #include "engine/sealed_codec.h"
 #include "tee/bytes.h"
+#include "tee/digest.h"
 #include "tee/errors.h"
 #include "tee/sealed_file.h"
 #include "tests/engine/engine_test_util.h"
@@ -52,6 +53,7 @@ TEST(CkptTools, InspectShowsSealedHeaderWithoutKeyAndNeverTheKey) {
   EXPECT_NE(text.find("\"kind\":\"optimizer\""), std::string::npos) << text;
   EXPECT_NE(text.find("chunk 8192 B"), std::string::npos) << text;
   EXPECT_NE(text.find("completion marker (step 4)"), std::string::npos) << text;
+  EXPECT_NE(text.find("manifest.json.sealed: sealed"), std::string::npos) << text;
   for (const tee::SecretBytes* k : {&s.master, &s.key}) {
     EXPECT_EQ(text.find(tee::to_hex(k->view())), std::string::npos);
     EXPECT_EQ(text.find(tee::to_hex(k->view().first(8))), std::string::npos);
@@ -59,6 +61,8 @@ TEST(CkptTools, InspectShowsSealedHeaderWithoutKeyAndNeverTheKey) {
   // With the key, the sealed state's step is shown too; the key still is not.
   const std::string keyed = inspect_checkpoint(s.sealed_step, &s.key);
   EXPECT_NE(keyed.find("step 4 (decrypted with the given key)"), std::string::npos) << keyed;
+  EXPECT_NE(keyed.find("manifest of run "), std::string::npos) << keyed;
+  EXPECT_NE(keyed.find("previous save step_00000003"), std::string::npos) << keyed;
   EXPECT_EQ(keyed.find(tee::to_hex(s.key.view())), std::string::npos);
   EXPECT_THROW(inspect_checkpoint(s.dir / "nothing"), InputError);
 }
@@ -72,13 +76,15 @@ TEST(CkptTools, InspectPlainShowsTensorsAndStep) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("state.json: plain, step 4"), std::string::npos) << text;
+  EXPECT_NE(text.find("manifest.json: plain, manifest of run"), std::string::npos) << text;
+  EXPECT_NE(text.find("previous save none (first of its run)"), std::string::npos) << text;
 }
 
 TEST(CkptTools, VerifyChecksEveryChunkAndCatchesAFlippedByte) {
   Saved s;
   const VerifyReport ok = verify_checkpoint(s.dir / "sealed", &s.key);
   EXPECT_EQ(ok.steps, 2);
-  EXPECT_EQ(ok.files, 6);
+  EXPECT_EQ(ok.files, 8);  // manifest, model, optimizer, state per step
   EXPECT_GT(ok.chunks, 6u);
   EXPECT_NE(ok.text.find("matches state.json"), std::string::npos) << ok.text;
   EXPECT_THROW(verify_checkpoint(s.sealed_step, nullptr), InputError);             // sealed needs the key
@@ -106,9 +112,34 @@ TEST(CkptTools, VerifyPlainCatchesAFlippedParameterByDigest) {
   try {
     verify_checkpoint(s.plain_step);
     FAIL();
+  } catch (const tee::IntegrityError& e) {  // the manifest's digest of the file catches it first
+    EXPECT_NE(std::string(e.what()).find("model.safetensors: SHA-256 differs"), std::string::npos)
+        << e.what();
+  }
+  // With the manifest re-listing the edited file (plain mode authenticates nothing), the parameter
+  // digest in state.json still ties the model to the run state.
+  const std::vector<char> mb = enginetest::read_all(f);
+  const std::vector<std::uint8_t> model(mb.begin(), mb.end());
+  const std::vector<char> text = enginetest::read_all(s.plain_step / "manifest.json");
+  CheckpointManifest m = parse_manifest(std::vector<std::uint8_t>(text.begin(), text.end()), "manifest.json");
+  for (ManifestFile& e : m.files) {
+    if (e.name == "model.safetensors") e.sha256 = tee::to_hex(tee::sha256(model));
+  }
+  testing::write_bytes(s.plain_step / "manifest.json", encode_manifest(m));
+  try {
+    verify_checkpoint(s.plain_step);
+    FAIL();
   } catch (const tee::IntegrityError& e) {
     EXPECT_NE(std::string(e.what()).find("state.json records"), std::string::npos) << e.what();
   }
+}
+
+TEST(CkptTools, CheckpointWithoutManifestIsRefused) {
+  Saved s;  // as a checkpoint written before manifests existed would be
+  fs::remove(s.plain_step / "manifest.json");
+  EXPECT_THROW(verify_checkpoint(s.plain_step), tee::IntegrityError);
+  EXPECT_THROW(export_safetensors(s.plain_step, nullptr, s.dir / "m.safetensors"), tee::IntegrityError);
+  EXPECT_THROW(verify_checkpoint(s.dir / "nothing"), InputError);
 }
 
 TEST(CkptTools, ExportWritesThePlainModelSafetensors) {

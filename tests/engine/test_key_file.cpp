@@ -90,6 +90,11 @@ TEST(KeyFile, PurposeKeysAreDistinctAndDeterministic) {
   EXPECT_FALSE(d1 == c);
   EXPECT_FALSE(d1 == master);
   EXPECT_FALSE(c == master);
+  const tee::SecretBytes f = derive_purpose_key(master, KeyPurpose::Freshness);
+  EXPECT_FALSE(f == c);
+  EXPECT_FALSE(f == d1);
+  EXPECT_FALSE(f == master);
+  EXPECT_EQ(key_purpose_label(KeyPurpose::Freshness), "teetrain freshness");
   EXPECT_THROW(derive_dataset_key(tee::SecretBytes{}), InputError);
 }
 

@@ -28,7 +28,8 @@ TEST(SealedCheckpoint, RoundTripGivesIdenticalParamsAndOptimizerState) {
   CheckpointStore store(dir.path(), 2, *codec);
   const fs::path step = store.save(*a.backend, a.model, a.opt.get(), a.meta(5));
   EXPECT_EQ(step.filename(), "step_00000005");
-  for (const char* f : {"model.safetensors.sealed", "optimizer.safetensors.sealed", "state.json.sealed"}) {
+  for (const char* f : {"model.safetensors.sealed", "optimizer.safetensors.sealed", "state.json.sealed",
+                        "manifest.json.sealed"}) {
     SCOPED_TRACE(f);
     ASSERT_TRUE(fs::exists(step / f));
     const tee::SealedHeader h = tee::read_sealed_header(step / f);
@@ -81,10 +82,12 @@ TEST(SealedCheckpoint, WrongKeyAndMissingFileAreRefused) {
   } catch (const tee::IntegrityError& e) {
     EXPECT_NE(std::string(e.what()).find("key fingerprint mismatch"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(other->read(step / "nope.sealed"), InputError);
-  // A plain codec does not see a sealed checkpoint's files.
+  // A plain codec (no key) cannot open a sealed checkpoint: it needs the key, an input problem.
   auto plain = make_plain_codec();
   EXPECT_THROW(CheckpointStore::read_meta(step, *plain), InputError);
+  EXPECT_THROW(CheckpointStore::load(step, *plain, *a.backend, a.model, nullptr), InputError);
+  // A missing step directory is an input problem too, not an integrity failure.
+  EXPECT_THROW(CheckpointStore::read_meta(dir / "step_00000099", *codec), InputError);
 }
 
 // Wraps a codec and throws when asked to write one kind of file: a crash or a full disk mid-save.
@@ -96,7 +99,7 @@ class FailingCodec final : public FileCodec {
     if (kind == fail_kind_) throw RunError("injected failure writing " + path.string());
     inner_.write(path, bytes, kind);
   }
-  std::vector<std::byte> read(const fs::path& path) override { return inner_.read(path); }
+  const tee::SecretBytes* key() const override { return inner_.key(); }
 
  private:
   FileCodec& inner_;

@@ -1,9 +1,11 @@
 // `teetrain ckpt inspect|verify|export`: look at checkpoints from outside a run. inspect needs no
-// key (it shows only clear headers); verify opens every chunk; export writes plaintext safetensors.
+// key (it shows only clear headers); verify runs resume's checks (manifest, digests, every chunk,
+// chain) and, with --key-file, the key owner's freshness record; export writes plaintext safetensors.
 #include <cstdio>
 #include <optional>
 
 #include "engine/ckpt_tools.h"
+#include "engine/freshness.h"
 #include "engine/key_file.h"
 #include "tools/cli/commands.h"
 
@@ -16,11 +18,22 @@ struct CkptOptions {
   std::string out = "model.safetensors";
 };
 
-std::optional<tee::SecretBytes> checkpoint_key(const std::string& key_file) {
-  if (key_file.empty()) return std::nullopt;
+// What --key-file gives: the checkpoint key, and the freshness record kept beside the key file.
+struct CkptKeys {
+  std::optional<tee::SecretBytes> checkpoint;
+  std::optional<FreshnessRecord> freshness;
+  const tee::SecretBytes* key() const { return checkpoint ? &*checkpoint : nullptr; }
+  const FreshnessRecord* record() const { return freshness ? &*freshness : nullptr; }
+};
+
+CkptKeys keys_of(const std::string& key_file) {
+  CkptKeys k;
+  if (key_file.empty()) return k;
   const tee::SecretBytes master = load_key_file(
       key_file, [](const std::string& w) { std::fprintf(stderr, "teetrain: warning: %s\n", w.c_str()); });
-  return derive_checkpoint_key(master);
+  k.checkpoint = derive_checkpoint_key(master);
+  k.freshness.emplace(freshness_record_path(key_file), master);
+  return k;
 }
 
 }  // namespace
@@ -32,28 +45,32 @@ void register_ckpt(CLI::App& app) {
   auto add_common = [&](CLI::App* c) {
     c->add_option("path", o->path, "A step directory, or a checkpoint directory (its newest complete step)")
         ->required();
-    c->add_option("--key-file", o->key_file, "Master key file (needed for sealed checkpoints)");
+    c->add_option("--key-file", o->key_file,
+                  "Master key file (needed for sealed checkpoints; verify and export also check its "
+                  "freshness record, FILE.freshness, against rollback)");
   };
   auto* in = ck->add_subcommand("inspect", "Show each file's clear header (no key needed) and the run state");
   add_common(in);
   in->callback([o] {
-    const auto key = checkpoint_key(o->key_file);
-    std::printf("%s", inspect_checkpoint(o->path, key ? &*key : nullptr).c_str());
+    const CkptKeys k = keys_of(o->key_file);
+    std::printf("%s", inspect_checkpoint(o->path, k.key()).c_str());
   });
   auto* ve = ck->add_subcommand(
-      "verify", "Open every chunk of every file and check the parameter digest (exit 3 on failure)");
+      "verify",
+      "Run resume's checks: manifest, sizes and digests, every chunk, parameter digest, chain, and the key "
+      "file's freshness record (exit 3 on failure)");
   add_common(ve);
   ve->callback([o] {
-    const auto key = checkpoint_key(o->key_file);
-    std::printf("%s", verify_checkpoint(o->path, key ? &*key : nullptr).text.c_str());
+    const CkptKeys k = keys_of(o->key_file);
+    std::printf("%s", verify_checkpoint(o->path, k.key(), k.record()).text.c_str());
   });
   auto* ex = ck->add_subcommand("export",
                                 "Write the model as plaintext safetensors (loadable by PyTorch/safetensors)");
   add_common(ex);
   ex->add_option("--out", o->out, "Output file")->capture_default_str();
   ex->callback([o] {
-    const auto key = checkpoint_key(o->key_file);
-    std::printf("%s\n", export_safetensors(o->path, key ? &*key : nullptr, o->out).text.c_str());
+    const CkptKeys k = keys_of(o->key_file);
+    std::printf("%s\n", export_safetensors(o->path, k.key(), o->out, k.record()).text.c_str());
   });
 }
 

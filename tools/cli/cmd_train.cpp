@@ -19,6 +19,7 @@
 #include "engine/ddp_reducer.h"
 #include "engine/dist_context.h"
 #include "engine/emulated_model.h"
+#include "engine/freshness.h"
 #include "engine/key_file.h"
 #include "engine/sealed_codec.h"
 #include "engine/trace_writer.h"
@@ -326,8 +327,14 @@ void run_train(const TrainOptions& opts) {
   // Checkpoints are sealed in TEE mode (the model, optimizer state and run state never rest in clear).
   std::unique_ptr<FileCodec> codec =
       at_rest.checkpoint ? make_sealed_codec(*at_rest.checkpoint, ts.cipher) : make_plain_codec();
+  // The key owner's anti-rollback record (engine/freshness.h) needs the master key, which only rank 0
+  // holds: rank 0 checks it on resume and updates it at every save; a refusal stops the job (exit 3).
+  std::optional<FreshnessRecord> freshness;
+  if (rank == 0 && at_rest.checkpoint)
+    freshness.emplace(freshness_record_path(o.tee.key_file), load_key_file(o.tee.key_file));
   std::unique_ptr<CheckpointStore> store;
-  if (o.save_every > 0 && rank == 0) store = std::make_unique<CheckpointStore>(o.ckpt_dir, o.keep, *codec);
+  if (o.save_every > 0 && rank == 0)
+    store = std::make_unique<CheckpointStore>(o.ckpt_dir, o.keep, *codec, freshness ? &*freshness : nullptr);
   tc.save_checkpoint = [&](long step, uint64_t samples) {
     if (rank != 0) return;
     const CheckpointMeta meta{step, samples, o.seed, params_sha256(*backend, *model), run_json};
@@ -338,7 +345,12 @@ void run_train(const TrainOptions& opts) {
   uint64_t samples = 0;
   if (!o.resume.empty()) {
     const auto dir = CheckpointStore::resolve(o.resume);
-    const CheckpointMeta meta = CheckpointStore::load(dir, *codec, *backend, *model, optimizer.get());
+    // Every rank runs the checks of `teetrain ckpt verify` (manifest, digests, chunks, chain).
+    const VerifiedCheckpoint ck = open_verified_checkpoint(dir, codec->key());
+    // Rank 0 also refuses a rollback past the freshness record (the others get no record: nullptr).
+    const CheckpointMeta meta =
+        CheckpointStore::load(ck, *backend, *model, optimizer.get(), freshness ? &*freshness : nullptr);
+    if (store) store->continue_lineage(ck);  // same run_id; the next save chains to this manifest
     if (meta.config.contains("model") && meta.config["model"] != run_json["model"]) {
       throw InputError("--resume " + dir.string() + ": checkpoint model " + meta.config["model"].dump() +
                        " differs from this run's; use the same --model and shape flags");
@@ -349,7 +361,10 @@ void run_train(const TrainOptions& opts) {
       throw InputError("--resume: the checkpoint is at step " + std::to_string(start_step) +
                        "; --steps must be larger to continue");
     }
-    if (rank == 0) std::fprintf(stderr, "resumed from %s at step %ld\n", dir.c_str(), start_step);
+    if (rank == 0) {
+      std::fprintf(stderr, "resumed from %s at step %ld%s\n", dir.c_str(), start_step,
+                   freshness && freshness->exists() ? " (not older than the freshness record)" : "");
+    }
   } else if (!emulate) {
     dist.broadcast_params(*backend, *model);  // every replica starts from rank 0's parameters
   }

@@ -1,0 +1,93 @@
+// The files of a checkpoint directory as formats: the manifest that binds them together and to
+// their place, and the run state (state.json). Both parsers read untrusted bytes: anything
+// malformed -- bad JSON, a missing field, a wrong type, a number out of range -- is a
+// tee::IntegrityError naming the file, never a crash or a raw JSON exception.
+//
+// manifest.json (plain mode) / manifest.json.sealed (TEE mode, sealed under the checkpoint key):
+//
+//   {"format": "teetrain-checkpoint-manifest/1",
+//    "run_id": "<32 hex: the lineage id, drawn at a fresh start, inherited on --resume>",
+//    "step": 10, "dir": "step_00000010",
+//    "prev_step": 5 | null,                       // the lineage's previous save (null: the first)
+//    "prev_manifest_sha256": "<64 hex>" | null,   // SHA-256 of that save's manifest file bytes
+//    "files": [{"name": "model.safetensors.sealed", "size": 123, "sha256": "<64 hex>"}, ...]}
+//
+// "files" lists every other file of the directory except the COMPLETE marker (model, optimizer
+// when present, state), with the size and SHA-256 of the bytes on disk (sealed bytes in TEE mode).
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace tt {
+
+inline constexpr const char* kCheckpointMarker = "COMPLETE";
+inline constexpr const char* kManifestFile = "manifest.json";
+inline constexpr const char* kModelFile = "model.safetensors";
+inline constexpr const char* kOptimizerFile = "optimizer.safetensors";
+inline constexpr const char* kStateFile = "state.json";
+inline constexpr const char* kManifestFormat = "teetrain-checkpoint-manifest/1";
+// No run gets near this; it keeps every step computation far from overflow.
+inline constexpr long kMaxCheckpointStep = 1'000'000'000'000L;
+
+struct CheckpointMeta {
+  long step = 0;
+  uint64_t samples_consumed = 0;  // run-wide data position (independent of the number of ranks)
+  uint64_t seed = 0;
+  std::string params_sha256;
+  nlohmann::json config;  // model and run configuration, for checks on resume
+  // Parameter floats at the start of the model file's data (buffers such as batch-norm statistics
+  // follow them): what params_sha256 covers. Filled in by CheckpointStore::save.
+  uint64_t param_floats = 0;
+};
+
+// "step_00000010": the directory name of a step (zero-padded, so names sort by step).
+std::string step_dir_name(long step);
+// The step a directory name stands for; nullopt unless it is step_<digits> within range.
+std::optional<long> parse_step_dir_name(const std::string& name);
+
+struct ManifestFile {
+  std::string name;  // a file name inside the step directory, never a path
+  std::uint64_t size = 0;
+  std::string sha256;  // hex, of the bytes on disk
+};
+
+struct CheckpointManifest {
+  std::string run_id;
+  long step = 0;
+  std::string dir;
+  std::optional<long> prev_step;
+  std::optional<std::string> prev_manifest_sha256;
+  std::vector<ManifestFile> files;
+
+  const ManifestFile* find(const std::string& name) const;
+};
+
+// 16 random bytes as 32 hex characters: a fresh lineage id.
+std::string new_run_id();
+
+std::string encode_manifest(const CheckpointManifest& m);
+// Checks the format tag, every field's type and range, that file names are the checkpoint's own
+// (model/optimizer/state, all with or all without ".sealed"), listed once, model and state present.
+CheckpointManifest parse_manifest(std::span<const std::uint8_t> bytes, const std::string& what);
+
+std::string encode_checkpoint_state(const CheckpointMeta& m);
+// state.json: step (0..kMaxCheckpointStep), samples_consumed, seed and param_floats (unsigned
+// 64-bit), params_sha256 (64 hex), config (an object).
+CheckpointMeta parse_checkpoint_state(std::span<const std::uint8_t> bytes, const std::string& what);
+
+// Strict readers of untrusted JSON (tee::IntegrityError naming `what`, never a JSON exception),
+// shared with the freshness record.
+namespace ckptjson {
+nlohmann::json parse_object(std::span<const std::uint8_t> bytes, const std::string& what);
+const nlohmann::json& field(const nlohmann::json& j, const char* key, const std::string& what);
+std::uint64_t get_u64(const nlohmann::json& j, const char* key, const std::string& what);
+long get_step(const nlohmann::json& j, const char* key, const std::string& what);  // 0..kMaxCheckpointStep
+std::string get_hex(const nlohmann::json& j, const char* key, std::size_t len, const std::string& what);
+bool is_hex(const std::string& s, std::size_t len);  // exactly `len` lowercase hex digits
+}  // namespace ckptjson
+
+}  // namespace tt
