@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <memory>
 #include <numeric>
 #include <system_error>
 
@@ -15,36 +17,77 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Reads a whole file, gunzipping it if it is gzip (gzread passes plain files through unchanged).
-std::vector<uint8_t> read_maybe_gz(const fs::path& p) {
-  std::error_code ec;
-  if (!fs::is_regular_file(p, ec)) throw InputError(p.string() + ": no such file");
-  gzFile f = gzopen(p.c_str(), "rb");
-  if (f == nullptr) throw InputError(p.string() + ": cannot open");
-  std::vector<uint8_t> out;
-  std::vector<uint8_t> buf(1 << 16);
-  for (;;) {
-    const int n = gzread(f, buf.data(), static_cast<unsigned>(buf.size()));
-    if (n < 0) {
-      int err = 0;
-      const std::string msg = gzerror(f, &err);
-      gzclose(f);
-      throw InputError(p.string() + ": corrupt or truncated gzip data (" + msg +
-                       "); re-download or re-install it");
-    }
-    if (n == 0) break;
-    out.insert(out.end(), buf.begin(), buf.begin() + n);
-  }
-  // A gzip stream cut short reads as a clean EOF in some zlib versions: gzclose reports it.
-  if (gzclose(f) != Z_OK) {
-    throw InputError(p.string() + ": truncated gzip data; re-download or re-install it");
-  }
-  return out;
-}
+// The most (decompressed) bytes one image file may hold: far above MNIST-style sets (Fashion-MNIST's
+// training images are 47 MB) and CIFAR-10 batches (30 MB each), low enough that a gzip bomb or a
+// header promising absurd sizes fails fast instead of exhausting memory.
+constexpr uint64_t kMaxImageFileBytes = uint64_t{1} << 31;  // 2 GiB
 
 uint32_t be32(const std::vector<uint8_t>& b, std::size_t at) {
   return (uint32_t{b[at]} << 24) | (uint32_t{b[at + 1]} << 16) | (uint32_t{b[at + 2]} << 8) |
          uint32_t{b[at + 3]};
+}
+
+// How many bytes an idx file may hold given its first bytes: its header's size plus what the header's
+// dimensions describe (`item_dims` of them after the count, each `item` bytes a piece), or the absolute
+// limit when the header is not one (the format check names the problem after reading).
+uint64_t idx_size_limit(const std::vector<uint8_t>& head, std::size_t item_dims) {
+  const std::size_t header = 8 + 4 * item_dims;
+  if (head.size() < header) return kMaxImageFileBytes;
+  uint64_t size = be32(head, 4);  // count: < 2^32, and each dimension below is <= 4096, so no overflow
+  for (std::size_t d = 0; d < item_dims; ++d) {
+    const uint32_t dim = be32(head, 8 + 4 * d);
+    if (dim > 4096) return kMaxImageFileBytes;  // implausible: read_idx refuses it
+    size *= dim;
+  }
+  return header + size;
+}
+
+// Reads a whole file, gunzipping it if it is gzip (gzread passes plain files through unchanged).
+// Decompression stops one byte past `limit(first head_bytes bytes)` (at most kMaxImageFileBytes):
+// a file holding more is refused with an InputError, so a small gzip file cannot expand without bound.
+std::vector<uint8_t> read_maybe_gz(const fs::path& p, std::size_t head_bytes,
+                                   const std::function<uint64_t(const std::vector<uint8_t>&)>& limit) {
+  std::error_code ec;
+  if (!fs::is_regular_file(p, ec)) throw InputError(p.string() + ": no such file");
+  std::unique_ptr<gzFile_s, int (*)(gzFile)> f(gzopen(p.c_str(), "rb"), gzclose);
+  if (f == nullptr) throw InputError(p.string() + ": cannot open");
+  std::vector<uint8_t> out;
+  std::vector<uint8_t> buf(1 << 16);
+  uint64_t cap = kMaxImageFileBytes;
+  bool capped = head_bytes == 0;
+  for (;;) {
+    if (!capped && out.size() >= head_bytes) {
+      cap = limit(out);
+      capped = true;
+      if (cap > kMaxImageFileBytes) {
+        throw InputError(p.string() + ": its header describes " + std::to_string(cap) +
+                         " bytes, more than the 2 GiB an image file may hold");
+      }
+    }
+    // Ask for the header's bytes alone first, so the cap applies before anything more is inflated.
+    const uint64_t goal = capped ? cap + 1 : head_bytes;
+    const auto want =
+        static_cast<unsigned>(std::min<uint64_t>(buf.size(), goal - std::min(goal, out.size())));
+    const int n = want == 0 ? 0 : gzread(f.get(), buf.data(), want);
+    if (n < 0) {
+      int err = 0;
+      throw InputError(p.string() + ": corrupt or truncated gzip data (" + gzerror(f.get(), &err) +
+                       "); re-download or re-install it");
+    }
+    if (n == 0 && (capped || want == 0)) break;
+    if (n == 0) capped = true;  // shorter than a header: the format check reports it
+    out.insert(out.end(), buf.begin(), buf.begin() + n);
+  }
+  if (out.size() > cap) {
+    throw InputError(
+        p.string() + ": holds more than the " + std::to_string(cap) +
+        " bytes its header describes (trailing data, or a gzip stream that expands without bound)");
+  }
+  // A gzip stream cut short reads as a clean EOF in some zlib versions: gzclose reports it.
+  if (gzclose(f.release()) != Z_OK) {
+    throw InputError(p.string() + ": truncated gzip data; re-download or re-install it");
+  }
+  return out;
 }
 
 std::string hex(uint32_t v) {
@@ -61,8 +104,10 @@ std::string ImageSet::describe() const {
 }
 
 ImageSet read_idx(const fs::path& images, const fs::path& labels) {
-  const auto ib = read_maybe_gz(images);
-  const auto lb = read_maybe_gz(labels);
+  const auto ib =
+      read_maybe_gz(images, 16, [](const std::vector<uint8_t>& h) { return idx_size_limit(h, 2); });
+  const auto lb =
+      read_maybe_gz(labels, 8, [](const std::vector<uint8_t>& h) { return idx_size_limit(h, 0); });
   const std::string hint =
       "; expected an MNIST/Fashion-MNIST *-images-idx3-ubyte[.gz] / *-labels-idx1-ubyte[.gz] pair";
   if (ib.size() < 16 || be32(ib, 0) != 0x00000803u) {
@@ -120,7 +165,7 @@ ImageSet read_cifar10(const std::vector<fs::path>& batches) {
   s.H = 32;
   s.W = 32;
   for (const auto& p : batches) {
-    const auto b = read_maybe_gz(p);
+    const auto b = read_maybe_gz(p, 0, nullptr);  // no header: the absolute limit
     if (b.empty() || b.size() % kRecord != 0) {
       throw InputError(p.string() + ": " + std::to_string(b.size()) +
                        " bytes is not a whole number of CIFAR-10 records (" + std::to_string(kRecord) +

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <system_error>
 
@@ -39,12 +40,16 @@ class MetaReader {
       bad(key, "an integer in [0, " + std::to_string(max) + "]");
     return m_[key].get<std::uint64_t>();
   }
-  std::vector<float> floats(const std::string& key, std::size_t n) const {
+  // n floats; `positive`: each > 0 (a standard deviation divides).
+  std::vector<float> floats(const std::string& key, std::size_t n, bool positive) const {
     if (!m_.contains(key) || !m_[key].is_array() || m_[key].size() != n)
       bad(key, std::to_string(n) + " numbers");
     std::vector<float> out;
     for (const auto& x : m_[key]) {
-      if (!x.is_number() || !std::isfinite(x.get<double>())) bad(key, std::to_string(n) + " finite numbers");
+      // Within float range before the narrowing conversion, which is undefined beyond it.
+      if (!x.is_number() || !(std::fabs(x.get<double>()) <= std::numeric_limits<float>::max()) ||
+          (positive && !(x.get<float>() > 0.0f)))
+        bad(key, std::to_string(n) + (positive ? " positive" : "") + " finite numbers");
       out.push_back(x.get<float>());
     }
     return out;
@@ -55,12 +60,17 @@ class MetaReader {
   const fs::path& file_;
 };
 
-SealedImageInfo parse_info(const tee::SealedHeader& h, const fs::path& file) {
-  const nlohmann::json meta = nlohmann::json::parse(h.metadata, nullptr, /*allow_exceptions=*/false);
+// The metadata of an image set (InputError if it is not JSON of kind image-set).
+nlohmann::json parse_meta(const tee::SealedHeader& h, const fs::path& file) {
+  nlohmann::json meta = nlohmann::json::parse(h.metadata, nullptr, /*allow_exceptions=*/false);
   if (!meta.is_object() || !meta.contains("kind") || meta["kind"] != kImageSetKind) {
     throw InputError(quoted(file) + " is not a sealed image set (metadata " + h.metadata.substr(0, 200) +
                      "); seal images with `teetrain seal-data --images ...`");
   }
+  return meta;
+}
+
+SealedImageInfo parse_info(const nlohmann::json& meta, const fs::path& file) {
   const MetaReader r{meta, file};
   SealedImageInfo i;
   i.file = file;
@@ -72,8 +82,8 @@ SealedImageInfo parse_info(const tee::SealedHeader& h, const fs::path& file) {
   i.W = static_cast<int>(r.count("width", 4096));
   i.classes = static_cast<int>(r.count("classes", 256));
   if (i.C == 0 || i.H == 0 || i.W == 0 || i.classes == 0) r.bad("channels/height/width/classes", "positive");
-  i.mean = r.floats("mean", static_cast<std::size_t>(i.C));
-  i.std = r.floats("std", static_cast<std::size_t>(i.C));
+  i.mean = r.floats("mean", static_cast<std::size_t>(i.C), false);
+  i.std = r.floats("std", static_cast<std::size_t>(i.C), true);
   return i;
 }
 
@@ -97,9 +107,34 @@ fs::path sealed_images_path(const fs::path& out_dir, const std::string& name, co
   return out_dir / (name + "_" + split + kSealedImagesSuffix);
 }
 
-SealedImageInfo seal_image_set(const ImageSet& set, const std::string& split, const ImageTransform& norm,
-                               const fs::path& output, const tee::SecretBytes& dataset_key,
-                               tee::Cipher cipher, std::uint32_t chunk_size) {
+namespace {
+
+// Calls fn(records) on the records of `set` (label byte, then pixels), at most kBatch at a time, so
+// memory stays bounded for any dataset size. Throws InputError on a label outside [0, classes).
+template <typename Fn>
+void for_each_record_batch(const ImageSet& set, Fn&& fn) {
+  const std::size_t rec = image_record_bytes(set.C, set.H, set.W), pixels = rec - 1;
+  constexpr std::size_t kBatch = 1024;
+  std::vector<std::uint8_t> buf;  // (<= kBatch, rec) records
+  for (std::size_t first = 0; first < set.size(); first += kBatch) {
+    const std::size_t n = std::min(kBatch, set.size() - first);
+    buf.resize(n * rec);
+    for (std::size_t k = 0; k < n; ++k) {
+      const int32_t y = set.labels[first + k];
+      if (y < 0 || y >= set.classes) {
+        throw InputError(set.source + ": label " + std::to_string(y) + " of image " +
+                         std::to_string(first + k) + " is outside [0, " + std::to_string(set.classes) + ")");
+      }
+      buf[k * rec] = static_cast<std::uint8_t>(y);
+      std::copy_n(set.pixels.begin() + static_cast<std::ptrdiff_t>((first + k) * pixels), pixels,
+                  buf.begin() + static_cast<std::ptrdiff_t>(k * rec + 1));
+    }
+    fn(tee::ByteView(buf));
+  }
+}
+
+// What seal_image_set refuses before writing anything.
+void check_sealable(const ImageSet& set, const ImageTransform& norm, std::uint32_t chunk_size) {
   if (chunk_size == 0 || chunk_size > tee::kMaxSealChunkSize) {
     throw InputError("--chunk-kb: chunk size must be 1 .. 2^30 bytes (got " + std::to_string(chunk_size) +
                      ")");
@@ -113,6 +148,28 @@ SealedImageInfo seal_image_set(const ImageSet& set, const std::string& split, co
   if (set.classes < 1 || set.classes > 256) {
     throw InputError(set.source + ": " + std::to_string(set.classes) + " classes do not fit a 1-byte label");
   }
+}
+
+}  // namespace
+
+RecordsDigest image_records_digest(const ImageSet& set) {
+  RecordsDigest d;
+  tee::Sha256 h;
+  for_each_record_batch(set, [&](tee::ByteView records) {
+    h.update(records);
+    d.bytes += records.size();
+  });
+  d.sha256 = h.finish();
+  return d;
+}
+
+SealedImageInfo seal_image_set(const ImageSet& set, const std::string& split, const ImageTransform& norm,
+                               const DatasetBinding& binding, const fs::path& output,
+                               const tee::SecretBytes& dataset_key, tee::Cipher cipher,
+                               std::uint32_t chunk_size) {
+  check_sealable(set, norm, chunk_size);
+  if (binding.split != split)
+    throw InputError("sealing " + set.source + ": binding of split " + binding.split);
   SealedImageInfo info;
   info.file = output;
   info.split = split;
@@ -133,34 +190,38 @@ SealedImageInfo seal_image_set(const ImageSet& set, const std::string& split, co
   opts.cipher = cipher;
   opts.chunk_size = chunk_size;
   // ordered_json keeps the fields in this order (kind first), so the clear header reads naturally.
-  opts.metadata =
-      nlohmann::ordered_json{{"kind", kImageSetKind},   {"split", split},       {"images", info.images},
-                             {"channels", info.C},      {"height", info.H},     {"width", info.W},
-                             {"classes", info.classes}, {"source", set.source}, {"mean", info.mean},
-                             {"std", info.std}}
-          .dump();
+  nlohmann::ordered_json meta{{"kind", kImageSetKind},   {"split", split},       {"images", info.images},
+                              {"channels", info.C},      {"height", info.H},     {"width", info.W},
+                              {"classes", info.classes}, {"source", set.source}, {"mean", info.mean},
+                              {"std", info.std}};
+  binding.add_to(meta);
+  opts.metadata = meta.dump();
   // The writer goes to a temporary file and renames on finish(): the output appears whole or not at all.
   tee::SealedFileWriter writer(output, dataset_key, opts);
-  const std::size_t rec = info.record_bytes(), pixels = rec - 1;
-  constexpr std::size_t kBatch = 1024;  // records per write: bounded memory for any dataset size
-  std::vector<std::uint8_t> buf;        // (<= kBatch, rec) records
-  for (std::size_t first = 0; first < set.size(); first += kBatch) {
-    const std::size_t n = std::min(kBatch, set.size() - first);
-    buf.resize(n * rec);
-    for (std::size_t k = 0; k < n; ++k) {
-      const int32_t y = set.labels[first + k];
-      if (y < 0 || y >= set.classes) {
-        throw InputError(set.source + ": label " + std::to_string(y) + " of image " +
-                         std::to_string(first + k) + " is outside [0, " + std::to_string(set.classes) + ")");
-      }
-      buf[k * rec] = static_cast<std::uint8_t>(y);
-      std::copy_n(set.pixels.begin() + static_cast<std::ptrdiff_t>((first + k) * pixels), pixels,
-                  buf.begin() + static_cast<std::ptrdiff_t>(k * rec + 1));
-    }
-    writer.write(buf);
-  }
+  for_each_record_batch(set, [&](tee::ByteView records) { writer.write(records); });
   writer.finish();
   return info;
+}
+
+SealedImageDataset seal_image_dataset(const ImageSet& train, const ImageSet& test, const fs::path& out_dir,
+                                      const std::string& name, const tee::SecretBytes& dataset_key,
+                                      tee::Cipher cipher, std::uint32_t chunk_size) {
+  // Both files record the training split's statistics: a run normalizes either split with them.
+  const ImageTransform norm = ImageTransform::standard(train);
+  check_sealable(train, norm, chunk_size);
+  check_sealable(test, norm, chunk_size);
+  // The manifest needs both record streams' digests before either file's metadata is written.
+  DatasetManifest manifest(kImageSetKind, new_dataset_id());
+  const RecordsDigest dtr = image_records_digest(train), dte = image_records_digest(test);
+  manifest.add("train", dtr.bytes, dtr.sha256);
+  manifest.add("test", dte.bytes, dte.sha256);
+  SealedImageDataset out;
+  out.binding = manifest.binding("train", 0);
+  out.train = seal_image_set(train, "train", norm, out.binding, sealed_images_path(out_dir, name, "train"),
+                             dataset_key, cipher, chunk_size);
+  out.test = seal_image_set(test, "test", norm, manifest.binding("test", 0),
+                            sealed_images_path(out_dir, name, "test"), dataset_key, cipher, chunk_size);
+  return out;
 }
 
 // ---- finding ----
@@ -201,12 +262,13 @@ SealedImageInfo read_sealed_image_info(const fs::path& file) {
     throw InputError("sealed image set " + quoted(file) +
                      " not found; seal images with `teetrain seal-data --images ...`");
   }
-  return parse_info(tee::read_sealed_header(file), file);
+  return parse_info(parse_meta(tee::read_sealed_header(file), file), file);
 }
 
 // ---- SealedImageSet ----
 
-SealedImageSet::SealedImageSet(const fs::path& file, const tee::SecretBytes& dataset_key, Profiler* profiler)
+SealedImageSet::SealedImageSet(const fs::path& file, const std::string& split,
+                               const tee::SecretBytes& dataset_key, Profiler* profiler)
     : reader_(std::make_unique<SealedBlobReader>(file, dataset_key, profiler)) {
   // Open chunk 0 first: that authenticates the clear header (its digest is in every chunk's
   // associated data), so an edited header is an IntegrityError and the metadata parsed next is genuine.
@@ -214,7 +276,10 @@ SealedImageSet::SealedImageSet(const fs::path& file, const tee::SecretBytes& dat
     throw InputError("sealed image set " + quoted(file) + " holds no images; re-seal it");
   std::uint8_t first = 0;
   reader_->read(0, tee::MutableByteView(&first, 1));
-  info_ = parse_info(reader_->header(), file);
+  const nlohmann::json meta = parse_meta(reader_->header(), file);
+  info_ = parse_info(meta, file);
+  binding_ = read_binding(meta, file);
+  check_split_files({{file, binding_}}, split);  // of `split`, and its only file
   if (reader_->size() != info_.images * info_.record_bytes()) {
     throw InputError("sealed image set " + quoted(file) + " holds " + std::to_string(reader_->size()) +
                      " bytes, not the " + std::to_string(info_.images) + " records of " +

@@ -6,14 +6,18 @@
 //   record i = label (1 byte) || pixels (C, H, W) uint8        -> image_record_bytes(C, H, W) bytes
 // and its clear, authenticated metadata is
 //   {"kind":"image-set","split":"train","images":N,"channels":C,"height":H,"width":W,"classes":K,
-//    "source":"fashion-mnist train","mean":[...],"std":[...]}
+//    "source":"fashion-mnist train","mean":[...],"std":[...],
+//    "dataset":...,"shard":0,"shards":1,"splits":{"test":1,"train":1},"manifest":...}
+// whose last fields are the dataset binding of data/dataset_binding.h (both splits of one seal-data
+// run are one dataset; each split is one file, shard 0 of 1),
 // where mean/std are the TRAINING split's per-channel statistics (ImageTransform::standard), in
 // both splits' files, printed with 9 significant digits so they read back as the very same floats:
 // a TEE run normalizes bit for bit like a plain run without decrypting the whole training set.
 //
 // Before the key is released (e.g. to agree the model's input shape across ranks), the metadata can
 // be read without the key (read_sealed_image_info) but is not yet authentic; SealedImageSet opens a
-// chunk, which authenticates the header, and callers compare the two.
+// chunk, which authenticates the header, then checks the binding (the split it is opened as, one
+// file per split), and callers compare the two views and the splits' datasets (check_same_dataset).
 //
 // In training: SealedImageLoader serves exactly ImageLoader's batches for the same images, transform
 // and seed (both use ImageBatcher: data/image_dataset.h), but reads each image's record out of the
@@ -27,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "data/dataset_binding.h"
 #include "data/image_dataset.h"
 #include "data/sealed_blob.h"
 #include "data/sealed_ingress.h"
@@ -66,12 +71,34 @@ struct SealedImageInfo {
 std::filesystem::path sealed_images_path(const std::filesystem::path& out_dir, const std::string& name,
                                          const std::string& split);
 
-// Seals `set` (one split) into `output` under dataset_key, atomically. `norm` is the training split's
-// normalization (mean/std with set.C entries) recorded in the metadata. Throws InputError on an
-// empty set, a label outside [0, min(classes, 256)) or a bad chunk size.
+// The plaintext a sealed file of `set` holds (its records) as the manifest lists it: size and SHA-256.
+// Throws InputError like seal_image_set.
+struct RecordsDigest {
+  std::uint64_t bytes = 0;
+  tee::Sha256Digest sha256{};
+};
+RecordsDigest image_records_digest(const ImageSet& set);
+
+// Seals `set` (one split, bound by `binding`: see seal_image_dataset) into `output` under dataset_key,
+// atomically. `norm` is the training split's normalization (mean/std with set.C entries) recorded in
+// the metadata. Throws InputError on an empty set, a label outside [0, min(classes, 256)), a bad
+// chunk size, or a binding of another split.
 SealedImageInfo seal_image_set(const ImageSet& set, const std::string& split, const ImageTransform& norm,
-                               const std::filesystem::path& output, const tee::SecretBytes& dataset_key,
-                               tee::Cipher cipher, std::uint32_t chunk_size = kImageSealChunkSize);
+                               const DatasetBinding& binding, const std::filesystem::path& output,
+                               const tee::SecretBytes& dataset_key, tee::Cipher cipher,
+                               std::uint32_t chunk_size = kImageSealChunkSize);
+
+// Seals both splits of one image dataset as one sealed dataset (a fresh dataset id; the manifest of
+// both record streams bound into both files) to sealed_images_path(out_dir, name, split), each with
+// the training split's normalization. Returns {train, test}.
+struct SealedImageDataset {
+  SealedImageInfo train, test;
+  DatasetBinding binding;  // the training file's (dataset id and manifest digest shared by both)
+};
+SealedImageDataset seal_image_dataset(const ImageSet& train, const ImageSet& test,
+                                      const std::filesystem::path& out_dir, const std::string& name,
+                                      const tee::SecretBytes& dataset_key, tee::Cipher cipher,
+                                      std::uint32_t chunk_size = kImageSealChunkSize);
 
 // ---- finding sealed image files ----
 
@@ -88,16 +115,19 @@ SealedImageInfo read_sealed_image_info(const std::filesystem::path& file);
 // ---- reading ----
 
 // One sealed image file opened for reading. Construction checks the key fingerprint, opens the first
-// chunk (which authenticates the header, hence the metadata) and checks the plaintext size against
-// the metadata. Records are read on demand. Not thread-safe.
+// chunk (which authenticates the header, hence the metadata), checks the binding (the file holds
+// `split`, as the only file of it) and the plaintext size against the metadata. Records are read on
+// demand. Not thread-safe.
 class SealedImageSet {
  public:
   // Throws InputError (missing file, not an image set, size not N records) or tee::IntegrityError
-  // (wrong key, tampered header or first chunk, truncated file), naming the file.
-  SealedImageSet(const std::filesystem::path& file, const tee::SecretBytes& dataset_key,
-                 Profiler* profiler = nullptr);
+  // (wrong key, tampered header or first chunk, truncated file; no binding, another split than
+  // `split`), naming the file.
+  SealedImageSet(const std::filesystem::path& file, const std::string& split,
+                 const tee::SecretBytes& dataset_key, Profiler* profiler = nullptr);
 
   const SealedImageInfo& info() const { return info_; }
+  const DatasetBinding& binding() const { return binding_; }
   std::uint64_t size() const { return info_.images; }
   std::size_t record_bytes() const { return info_.record_bytes(); }
   // Copies record `image` (record_bytes() bytes: label, then pixels) into out.
@@ -107,6 +137,7 @@ class SealedImageSet {
  private:
   std::unique_ptr<SealedBlobReader> reader_;  // a reader is not movable; the set is
   SealedImageInfo info_;
+  DatasetBinding binding_;
 };
 
 // ImageLoader's sample stream over a SealedImageSet, with sealed ingress. Keeps a reference to the

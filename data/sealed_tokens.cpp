@@ -16,6 +16,7 @@
 #include "data/token_shard.h"
 #include "engine/core/error.h"
 #include "engine/core/rng.h"
+#include "tee/errors.h"
 
 namespace tt {
 namespace fs = std::filesystem;
@@ -65,36 +66,99 @@ std::vector<fs::path> list_token_shards(const std::string& spec) {
   return files;
 }
 
+ShardName token_shard_name(const fs::path& file) {
+  const std::string n = file.filename().string();
+  std::vector<ShardName> hits;
+  for (const std::string split : {"train", "val"}) {
+    const std::string exact = "_" + split + ".bin";
+    const std::size_t numbered = n.find("_" + split + "_");
+    if (n.ends_with(exact)) {
+      hits.push_back({n.substr(0, n.size() - exact.size()), split});
+    } else if (numbered != std::string::npos && n.ends_with(".bin")) {
+      hits.push_back({n.substr(0, numbered), split});
+    }
+  }
+  if (hits.size() != 1) {
+    throw InputError("token shard " + quoted(file) + ": cannot tell its split from its name; name shards " +
+                     "<name>_train[_NNN].bin or <name>_val[_NNN].bin (as `teetrain prepare-text` does)");
+  }
+  return hits.front();
+}
+
+namespace {
+
+// One input shard, validated and digested before anything is sealed (every file's metadata holds the
+// digest of the whole dataset's manifest).
+struct PlannedShard {
+  fs::path input;
+  ShardName name;
+  std::uint64_t tokens = 0;
+  int vocab = 0;
+  tee::Sha256Digest sha256{};
+  std::uint64_t index = 0;
+};
+
+std::vector<PlannedShard> plan_shards(const std::vector<fs::path>& inputs, DatasetManifest& manifest) {
+  std::vector<PlannedShard> plan;
+  for (const fs::path& in : inputs) {
+    const TokenShard shard = read_token_shard(in);  // refuse to seal a malformed shard
+    PlannedShard p{in, token_shard_name(in), shard.tokens.size(), shard.recorded_vocab, {}, 0};
+    if (!plan.empty() && p.name.prefix != plan.front().name.prefix) {
+      throw InputError("the shards to seal hold several datasets ('" + plan.front().name.prefix + "', '" +
+                       p.name.prefix + "'); one seal-data run seals one dataset: give --data DIR/<name>");
+    }
+    const std::vector<std::uint8_t> bytes = read_raw(in);
+    p.sha256 = tee::sha256(bytes);
+    p.index = manifest.add(p.name.split, bytes.size(), p.sha256);
+    plan.push_back(std::move(p));
+  }
+  return plan;
+}
+
+SealedShardInfo seal_planned(const PlannedShard& p, const DatasetManifest& manifest, const fs::path& out_dir,
+                             const tee::SecretBytes& dataset_key, const tee::SealOptions& base) {
+  const std::vector<std::uint8_t> bytes = read_raw(p.input);
+  if (tee::sha256(bytes) != p.sha256) {  // the manifest would promise other bytes than the file holds
+    throw InputError("token shard " + quoted(p.input) + " changed while it was being sealed; seal it again");
+  }
+  SealedShardInfo info;
+  info.input = p.input;
+  info.output = out_dir / (p.input.filename().string() + kSealedSuffix);
+  info.tokens = p.tokens;
+  info.vocab = p.vocab;
+  info.binding = manifest.binding(p.name.split, p.index);
+  nlohmann::ordered_json meta{{"kind", kTokenShardKind},
+                              {"name", p.input.filename().string()},
+                              {"tokens", info.tokens},
+                              {"vocab", info.vocab}};
+  info.binding.add_to(meta);
+  tee::SealOptions opts = base;
+  opts.metadata = meta.dump();
+  tee::SealedFileWriter writer(info.output, dataset_key, opts);
+  writer.write(bytes);
+  writer.finish();
+  info.chunks = writer.header().chunk_count();
+  return info;
+}
+
+}  // namespace
+
 std::vector<SealedShardInfo> seal_token_shards(const std::vector<fs::path>& inputs, const fs::path& out_dir,
                                                const tee::SecretBytes& dataset_key, tee::Cipher cipher,
                                                std::uint32_t chunk_size) {
   if (chunk_size == 0 || chunk_size > tee::kMaxSealChunkSize) {
     throw InputError("--chunk-size must be 1 .. 2^30 bytes (got " + std::to_string(chunk_size) + ")");
   }
+  DatasetManifest manifest(kTokenShardKind, new_dataset_id());
+  const std::vector<PlannedShard> plan = plan_shards(inputs, manifest);
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) throw InputError("--out " + quoted(out_dir) + ": cannot create (" + ec.message() + ")");
+  tee::SealOptions opts;
+  opts.cipher = cipher;
+  opts.chunk_size = chunk_size;
   std::vector<SealedShardInfo> out;
-  for (const fs::path& in : inputs) {
-    const TokenShard shard = read_token_shard(in);  // refuse to seal a malformed shard
-    const std::vector<std::uint8_t> bytes = read_raw(in);
-    SealedShardInfo info{in, out_dir / (in.filename().string() + kSealedSuffix), shard.tokens.size(),
-                         shard.recorded_vocab, 0};
-    tee::SealOptions opts;
-    opts.cipher = cipher;
-    opts.chunk_size = chunk_size;
-    opts.metadata = nlohmann::ordered_json{
-        {"kind", kTokenShardKind},
-        {"name", in.filename().string()},
-        {"tokens", info.tokens},
-        {"vocab",
-         info.vocab}}.dump();
-    tee::SealedFileWriter writer(info.output, dataset_key, opts);
-    writer.write(bytes);
-    writer.finish();
-    info.chunks = writer.header().chunk_count();
-    out.push_back(std::move(info));
-  }
+  for (const PlannedShard& p : plan) out.push_back(seal_planned(p, manifest, out_dir, dataset_key, opts));
   return out;
 }
 
@@ -145,43 +209,67 @@ bool require_sealed_data(const std::string& spec, const std::string& split, bool
 
 // ---- SealedTokenDataset ----
 
-SealedTokenDataset::SealedTokenDataset(const std::vector<fs::path>& files,
+SealedTokenDataset::Shard SealedTokenDataset::open_shard(const fs::path& f,
+                                                         const tee::SecretBytes& dataset_key,
+                                                         Profiler* profiler) {
+  Shard s{std::make_unique<SealedBlobReader>(f, dataset_key, profiler), 0, 0, {}};
+  const std::string what = "sealed token shard " + quoted(f);
+  if (s.reader->size() < kShardHeaderBytes) {
+    throw InputError(what + " holds " + std::to_string(s.reader->size()) +
+                     " bytes, less than a shard header");
+  }
+  // Opening the header chunk also authenticates the clear header (its digest is in every chunk's
+  // associated data), so the metadata parsed below is genuine.
+  std::array<std::uint8_t, kShardHeaderBytes> h{};
+  s.reader->read(0, h);
+  const std::string& text = s.reader->header().metadata;
+  const nlohmann::json meta = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!meta.is_object() || !meta.contains("kind") || meta["kind"] != kTokenShardKind) {
+    throw InputError(what + " is not a token shard (metadata " + text.substr(0, 200) + ")");
+  }
+  s.binding = read_binding(meta, f);
+  const int32_t magic = get_le32(&h[0]);
+  const int32_t version = get_le32(&h[4]);
+  const int32_t count = get_le32(&h[8]);
+  const int32_t vocab = get_le32(&h[12]);
+  if (magic != kShardMagic || version != kShardVersion || count < 0 || vocab < 0 || vocab > 65536 ||
+      s.reader->size() != kShardHeaderBytes + 2 * static_cast<uint64_t>(count)) {
+    throw InputError(what + " holds a malformed token shard (magic " + std::to_string(magic) + ", version " +
+                     std::to_string(version) + ", " + std::to_string(count) + " tokens); re-seal it");
+  }
+  // Authentic, so a mismatch is a bad sealer, not an adversary: the metadata must describe the shard.
+  if (!meta.contains("name") || !meta["name"].is_string() || !meta.contains("tokens") ||
+      !meta["tokens"].is_number_unsigned() ||
+      meta["tokens"].get<std::uint64_t>() != static_cast<uint64_t>(count) || !meta.contains("vocab") ||
+      !meta["vocab"].is_number_unsigned() ||
+      meta["vocab"].get<std::uint64_t>() != static_cast<uint64_t>(vocab)) {
+    throw InputError(what + ": its metadata (name, tokens, vocab) does not describe the shard it holds (" +
+                     std::to_string(count) + " tokens, vocab " + std::to_string(vocab) + "); re-seal it");
+  }
+  s.tokens = static_cast<uint64_t>(count);
+  s.vocab = vocab > 0 ? vocab : kGpt2Vocab;
+  return s;
+}
+
+SealedTokenDataset::SealedTokenDataset(const std::vector<fs::path>& files, const std::string& split,
                                        const tee::SecretBytes& dataset_key, Profiler* profiler) {
   if (files.empty()) throw InputError("no sealed token shards given; run `teetrain seal-data` first");
-  shards_.reserve(files.size());
+  std::vector<Shard> opened;
+  std::vector<BoundFile> bound;
+  opened.reserve(files.size());
   for (const fs::path& f : files) {
-    Shard s{std::make_unique<SealedBlobReader>(f, dataset_key, profiler), 0};
-    const std::string what = "sealed token shard " + quoted(f);
-    if (s.reader->size() < kShardHeaderBytes) {
-      throw InputError(what + " holds " + std::to_string(s.reader->size()) +
-                       " bytes, less than a shard header");
+    opened.push_back(open_shard(f, dataset_key, profiler));
+    bound.push_back({f, opened.back().binding});
+  }
+  // Authenticated index order, not file-name order: renaming shards within a split changes nothing.
+  for (const std::size_t i : check_split_files(bound, split)) shards_.push_back(std::move(opened[i]));
+  vocab_ = shards_.front().vocab;
+  for (const Shard& s : shards_) {
+    if (s.vocab != vocab_) {
+      throw InputError("sealed token shard " + quoted(s.reader->path()) + " has vocabulary " +
+                       std::to_string(s.vocab) + " but " + quoted(shard_file(0)) + " has " +
+                       std::to_string(vocab_) + "; shards of one dataset must share a vocabulary");
     }
-    // Opening the header chunk also authenticates the clear header (its digest is in every chunk's
-    // associated data), so the metadata checked below is genuine.
-    std::array<std::uint8_t, kShardHeaderBytes> h{};
-    s.reader->read(0, h);
-    if (s.reader->header().metadata.find(std::string("\"kind\":\"") + kTokenShardKind + "\"") ==
-        std::string::npos) {
-      throw InputError(what + " is not a token shard (metadata " + s.reader->header().metadata + ")");
-    }
-    const int32_t magic = get_le32(&h[0]);
-    const int32_t version = get_le32(&h[4]);
-    const int32_t count = get_le32(&h[8]);
-    const int32_t vocab = get_le32(&h[12]);
-    if (magic != kShardMagic || version != kShardVersion || count < 0 || vocab < 0 || vocab > 65536 ||
-        s.reader->size() != kShardHeaderBytes + 2 * static_cast<uint64_t>(count)) {
-      throw InputError(what + " holds a malformed token shard (magic " + std::to_string(magic) +
-                       ", version " + std::to_string(version) + ", " + std::to_string(count) +
-                       " tokens); re-seal it");
-    }
-    s.tokens = static_cast<uint64_t>(count);
-    const int v = vocab > 0 ? vocab : kGpt2Vocab;
-    if (!shards_.empty() && v != vocab_) {
-      throw InputError(what + " has vocabulary " + std::to_string(v) + " but " + quoted(files.front()) +
-                       " has " + std::to_string(vocab_) + "; shards of one dataset must share a vocabulary");
-    }
-    vocab_ = v;
-    shards_.push_back(std::move(s));
   }
 }
 
@@ -193,7 +281,31 @@ SealedTokenDataset SealedTokenDataset::open(const std::string& spec, const std::
         "no sealed " + split + " token shards found at '" + spec +
         "' (a .bin.sealed file, a directory, a glob or a prefix); run `teetrain seal-data` first");
   }
-  return SealedTokenDataset(files, dataset_key, profiler);
+  return SealedTokenDataset(files, split, dataset_key, profiler);
+}
+
+std::unique_ptr<SealedTokenDataset> SealedTokenDataset::open_other_split(const std::string& spec,
+                                                                         const std::string& split,
+                                                                         const SealedTokenDataset& first,
+                                                                         const tee::SecretBytes& dataset_key,
+                                                                         Profiler* profiler) {
+  std::vector<fs::path> files = find_sealed_shards(spec, split);
+  std::vector<fs::path> mine;
+  for (std::size_t i = 0; i < first.num_shards(); ++i) mine.push_back(first.shard_file(i));
+  std::sort(files.begin(), files.end());
+  std::sort(mine.begin(), mine.end());
+  if (files == mine) return nullptr;  // a file or glob names the shards, not a split
+  if (files.empty()) {
+    const auto it = first.binding().splits.find(split);
+    if (it == first.binding().splits.end()) return nullptr;
+    throw tee::IntegrityError("--data '" + spec + "': the sealed dataset " + first.binding().dataset +
+                              " has " + std::to_string(it->second) + " " + split +
+                              " shard(s), but none was found next to " + quoted(first.shard_file(0)) +
+                              "; restore them or re-run `teetrain seal-data`");
+  }
+  auto other = std::make_unique<SealedTokenDataset>(files, split, dataset_key, profiler);
+  check_same_dataset({first.shard_file(0), first.binding()}, {other->shard_file(0), other->binding()});
+  return other;
 }
 
 uint64_t SealedTokenDataset::num_tokens() const {
@@ -205,7 +317,9 @@ uint64_t SealedTokenDataset::num_tokens() const {
 std::string SealedTokenDataset::describe() const {
   const std::string what =
       shards_.size() == 1 ? shards_[0].reader->path().string() : std::to_string(shards_.size()) + " shards";
-  return what + " (sealed, " + human_count(num_tokens()) + " tokens, vocab " + std::to_string(vocab_) + ")";
+  // The manifest digest identifies the sealed dataset (seal-data printed it for the data owner).
+  return what + " (sealed, " + human_count(num_tokens()) + " tokens, vocab " + std::to_string(vocab_) +
+         ", manifest " + binding().manifest + ")";
 }
 
 void SealedTokenDataset::read_token_bytes(std::size_t shard, std::uint64_t first, tee::MutableByteView out) {

@@ -29,7 +29,8 @@ struct DecodedSafetensors {
   std::map<std::string, DecodedTensor> tensors;
   std::map<std::string, std::string> metadata;
 };
-// Parses a safetensors buffer; throws tt::InputError (naming `what`) on a malformed file.
+// Parses a safetensors buffer; throws tt::InputError (naming `what`) on a malformed file, whatever
+// the bytes (shape arithmetic is checked and unsigned; no JSON library exception escapes).
 DecodedSafetensors safetensors_decode(std::span<const std::byte> bytes, const std::string& what);
 
 }  // namespace tt

@@ -139,7 +139,8 @@ TEST(SealedData, TamperedChunkFailsWhenABatchTouchesIt) {
     io.seekp(static_cast<std::streamoff>(h.chunk_offset(5) + 3));
     io.put(static_cast<char>(c ^ 0x01));
   }
-  SealedTokenDataset sealed({file}, f.key);  // chunk 0 (the shard header) is intact
+  // Chunk 0 (the shard header) is intact; the split's other shard comes along (both are needed).
+  SealedTokenDataset sealed({file, f.sealed_dir / "d_train_001.bin.sealed"}, "train", f.key);
   SealedTokenLoader loader(sealed, 16, 0, /*shuffle=*/false);
   Batch b;
   loader.fill(b, 0, 1);  // window 0: tokens 0..16, chunk 4 -- fine

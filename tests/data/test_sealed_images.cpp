@@ -48,8 +48,10 @@ struct Fixture {
   SealedImageInfo train_info, test_info;
 
   Fixture() {
-    train_info = seal_image_set(train, "train", norm, train_file, key, tee::Cipher::Aes256Gcm, 256);
-    test_info = seal_image_set(test, "test", norm, test_file, key, tee::Cipher::Aes256Gcm, 256);
+    const SealedImageDataset d =
+        seal_image_dataset(train, test, dir / "sealed", "syn", key, tee::Cipher::Aes256Gcm, 256);
+    train_info = d.train;
+    test_info = d.test;
   }
 };
 
@@ -120,7 +122,7 @@ TEST(SealedImages, BatchesEqualImageLoaderDirectAndBounce) {
                    std::to_string(c.first) + " count " + std::to_string(c.count) +
                    (c.shuffle ? " shuffled" : "") + (c.augment ? " augmented" : ""));
       Profiler prof;
-      SealedImageSet sealed(f.train_file, f.key, &prof);
+      SealedImageSet sealed(f.train_file, "train", f.key, &prof);
       ImageTransform tf = f.norm;
       ImageTransform stf = sealed.info().transform();
       tf.random_crop = tf.hflip = stf.random_crop = stf.hflip = c.augment;
@@ -144,7 +146,7 @@ TEST(SealedImages, BatchesEqualImageLoaderDirectAndBounce) {
     }
   }
   // The test split with the training statistics, as the val stream.
-  SealedImageSet sealed_test(f.test_file, f.key);
+  SealedImageSet sealed_test(f.test_file, "test", f.key);
   ImageLoader ref(f.test, f.norm, 5, false);
   SealedImageLoader got(sealed_test, sealed_test.info().transform(), 5, false);
   Batch a, b;
@@ -159,8 +161,8 @@ TEST(SealedImages, BatchesEqualImageLoaderDirectAndBounce) {
 TEST(SealedImages, TamperedRecordChunkFailsWhenABatchTouchesIt) {
   Fixture f;
   const tee::SealedHeader h = tee::read_sealed_header(f.train_file);
-  flip_byte(f.train_file, h.chunk_offset(5) + 7);  // plaintext 1280..1535: images 11..14
-  SealedImageSet sealed(f.train_file, f.key);      // chunk 0 is intact
+  flip_byte(f.train_file, h.chunk_offset(5) + 7);       // plaintext 1280..1535: images 11..14
+  SealedImageSet sealed(f.train_file, "train", f.key);  // chunk 0 is intact
   SealedImageLoader loader(sealed, {}, 0, /*shuffle=*/false);
   Batch b;
   loader.fill(b, 0, 8);  // images 0..7: chunks 0..3
@@ -175,36 +177,36 @@ TEST(SealedImages, TamperedMetadataFailsToOpen) {
   const std::size_t at = h.metadata.find("\"classes\":10") + 11;
   flip_byte(f.train_file, tee::SealedHeader::kFixedSize + at);
   EXPECT_EQ(read_sealed_image_info(f.train_file).classes, 11);  // the unauthenticated view changed...
-  expect_throw_naming<tee::IntegrityError>([&] { SealedImageSet s(f.train_file, f.key); },
+  expect_throw_naming<tee::IntegrityError>([&] { SealedImageSet s(f.train_file, "train", f.key); },
                                            {"syn_train.images.sealed"});  // ...and is refused with the key
 }
 
 TEST(SealedImages, TruncatedFileWrongKeyAndWrongKind) {
   Fixture f;
   fs::resize_file(f.test_file, fs::file_size(f.test_file) - 10);
-  expect_throw_naming<tee::IntegrityError>([&] { SealedImageSet s(f.test_file, f.key); },
+  expect_throw_naming<tee::IntegrityError>([&] { SealedImageSet s(f.test_file, "test", f.key); },
                                            {"syn_test.images.sealed"});
   const auto wrong = tee::SecretBytes::random(32);
-  expect_throw_naming<tee::IntegrityError>([&] { SealedImageSet s(f.train_file, wrong); },
+  expect_throw_naming<tee::IntegrityError>([&] { SealedImageSet s(f.train_file, "train", wrong); },
                                            {"syn_train.images.sealed", "key fingerprint mismatch"});
   // A sealed file of another kind (a token shard) under the right key.
   const fs::path other = f.dir / "tok_train.images.sealed";
   tee::SealOptions opts;
   opts.metadata = "{\"kind\":\"token-shard\",\"name\":\"x.bin\",\"tokens\":3,\"vocab\":256}";
   tee::write_sealed_file(other, f.key, std::vector<std::uint8_t>(1030, 0), opts);
-  expect_throw_naming<InputError>([&] { SealedImageSet s(other, f.key); },
+  expect_throw_naming<InputError>([&] { SealedImageSet s(other, "train", f.key); },
                                   {"tok_train.images.sealed", "not a sealed image set"});
   // An image set whose size does not match its metadata (a bad sealer): InputError.
   const fs::path bad = f.dir / "bad_train.images.sealed";
   opts.metadata = tee::read_sealed_header(f.train_file).metadata;
   tee::write_sealed_file(bad, f.key, std::vector<std::uint8_t>(100, 0), opts);
-  expect_throw_naming<InputError>([&] { SealedImageSet s(bad, f.key); },
+  expect_throw_naming<InputError>([&] { SealedImageSet s(bad, "train", f.key); },
                                   {"bad_train.images.sealed", "records"});
 }
 
 TEST(SealedImages, BounceStagingTamperingIsCaught) {
   Fixture f;
-  SealedImageSet sealed(f.train_file, f.key);
+  SealedImageSet sealed(f.train_file, "train", f.key);
   SealedImageLoader loader(sealed, f.norm, 3, true,
                            {IngressMode::Bounce, tee::Cipher::ChaCha20Poly1305, 2, 0});
   Batch b;
@@ -223,8 +225,7 @@ TEST(SealedImages, FindsFilesByPrefixDirectoryOrFile) {
   EXPECT_EQ(find_sealed_images(f.train_file.string(), "test"), f.test_file);
   EXPECT_FALSE(find_sealed_images((f.dir / "nothing").string(), "train"));
   EXPECT_FALSE(find_sealed_images("fashion-mnist", "train"));
-  seal_image_set(f.test, "train", f.norm, sealed_images_path(f.dir / "sealed", "two", "train"), f.key,
-                 tee::Cipher::Aes256Gcm);
+  seal_image_dataset(f.test, f.test, f.dir / "sealed", "two", f.key, tee::Cipher::Aes256Gcm);
   EXPECT_THROW(find_sealed_images((f.dir / "sealed").string(), "train"), InputError);  // ambiguous
   EXPECT_THROW(read_sealed_image_info(f.dir / "missing_train.images.sealed"), InputError);
 }
@@ -233,11 +234,17 @@ TEST(SealedImages, SealRefusesBadInput) {
   Fixture f;
   ImageSet empty = synthetic(0, 1, 4, 4, 3);
   const ImageTransform n1{{0.5f}, {0.2f}};
-  EXPECT_THROW(seal_image_set(empty, "train", n1, f.dir / "e", f.key, tee::Cipher::Aes256Gcm), InputError);
+  DatasetManifest m(kImageSetKind, new_dataset_id());
+  m.add("train", 1, {});
+  const DatasetBinding b = m.binding("train", 0);
+  EXPECT_THROW(seal_image_set(empty, "train", n1, b, f.dir / "e", f.key, tee::Cipher::Aes256Gcm), InputError);
   ImageSet one = synthetic(2, 1, 4, 4, 3);
-  EXPECT_THROW(seal_image_set(one, "train", f.norm, f.dir / "m", f.key, tee::Cipher::Aes256Gcm), InputError);
+  EXPECT_THROW(seal_image_set(one, "train", f.norm, b, f.dir / "m", f.key, tee::Cipher::Aes256Gcm),
+               InputError);
+  EXPECT_THROW(seal_image_set(one, "test", n1, b, f.dir / "s", f.key, tee::Cipher::Aes256Gcm), InputError);
   one.labels[1] = 10;
-  EXPECT_THROW(seal_image_set(one, "train", n1, f.dir / "l", f.key, tee::Cipher::Aes256Gcm), InputError);
+  EXPECT_THROW(seal_image_set(one, "train", n1, b, f.dir / "l", f.key, tee::Cipher::Aes256Gcm), InputError);
+  EXPECT_THROW(seal_image_dataset(one, one, f.dir.path(), "l2", f.key, tee::Cipher::Aes256Gcm), InputError);
   EXPECT_FALSE(fs::exists(f.dir / "l"));  // nothing half-written
 }
 

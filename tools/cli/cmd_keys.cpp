@@ -45,20 +45,28 @@ std::string image_set_name(const std::string& spec) {
   return n.empty() || n == "." || n == ".." ? "images" : n;
 }
 
+// The dataset binding every sealed file carries (data/dataset_binding.h): the data owner may record
+// the manifest digest to recognize the dataset later.
+void print_binding(const DatasetBinding& b) {
+  std::printf("sealed dataset %s (manifest sha256 %s):", b.dataset.c_str(), b.manifest.c_str());
+  for (const auto& [split, files] : b.splits)
+    std::printf(" %s %llu file(s)", split.c_str(), static_cast<unsigned long long>(files));
+  std::printf("\n");
+}
+
 void seal_images(const SealDataOptions& o, tee::Cipher cipher, const tee::SecretBytes& dataset_key) {
   const uint32_t chunk = o.chunk_kb > 0 ? o.chunk_kb * 1024 : kImageSealChunkSize;
   const std::string name = o.name.empty() ? image_set_name(o.images) : o.name;
   const ImageSet train = open_image_dataset(o.images, "train");
   const ImageSet test = open_image_dataset(o.images, "test");
-  // Both files record the training split's statistics: a run normalizes either split with them.
-  const ImageTransform norm = ImageTransform::standard(train);
+  // Both splits are one sealed dataset, bound together (and normalized with the training statistics).
+  const SealedImageDataset sealed = seal_image_dataset(train, test, o.out, name, dataset_key, cipher, chunk);
   for (const auto* s : {&train, &test}) {
-    const std::string split = s == &train ? "train" : "test";
-    const auto out = sealed_images_path(o.out, name, split);
-    seal_image_set(*s, split, norm, out, dataset_key, cipher, chunk);
-    std::printf("sealed %s -> %s (%zu images %dx%dx%d, %u-byte chunks)\n", s->source.c_str(), out.c_str(),
+    const SealedImageInfo& i = s == &train ? sealed.train : sealed.test;
+    std::printf("sealed %s -> %s (%zu images %dx%dx%d, %u-byte chunks)\n", s->source.c_str(), i.file.c_str(),
                 s->size(), s->C, s->H, s->W, chunk);
   }
+  print_binding(sealed.binding);
   std::printf("train on it with: teetrain train --tee fast --key-file %s --data %s/%s\n", o.key_file.c_str(),
               o.out.c_str(), name.c_str());
 }
@@ -81,6 +89,7 @@ void run_seal_data(const SealDataOptions& o) {
     std::printf("sealed %s -> %s (%llu tokens, %llu chunks)\n", i.input.c_str(), i.output.c_str(),
                 static_cast<unsigned long long>(i.tokens), static_cast<unsigned long long>(i.chunks));
   }
+  if (!infos.empty()) print_binding(infos.front().binding);
   std::printf("train on it with: teetrain train --tee fast --key-file %s --data %s/<name>\n",
               o.key_file.c_str(), o.out.c_str());
 }
@@ -109,13 +118,15 @@ void register_keys(CLI::App& app) {
                                 "Seal token shards, or an image dataset (--images), at rest (sealed-file "
                                 "format) for TEE-mode training");
   sd->footer(
-      "Token shards: each <shard>.bin becomes <out>/<shard>.bin.sealed.\n"
+      "Token shards: each <name>_<split>[_NNN].bin becomes <out>/<name>_<split>[_NNN].bin.sealed.\n"
       "Images: --images fashion-mnist|<idx dir>|<CIFAR-10 dir> seals both splits into\n"
       "  <out>/<name>_train.images.sealed and <out>/<name>_test.images.sealed (records of 1 label byte +\n"
       "  C*H*W pixels; the clear, authenticated metadata holds the shape and the training split's "
       "mean/std);\n"
       "  train with --data <out>/<name> --tee cc|fast.\n"
-      "Both are sealed under the dataset key derived from --key-file.");
+      "Both are sealed under the dataset key derived from --key-file. One run seals one dataset: every\n"
+      "  file's authenticated metadata binds a fresh dataset id, its split, shard index and count, and the\n"
+      "  digest of the run's manifest, so training refuses renamed, missing, duplicated or foreign files.");
   auto* data_opt = sd->add_option("--data", s->data,
                                   "Token shards to seal: a prefix, directory, file or glob (all splits)")
                        ->capture_default_str();

@@ -111,9 +111,10 @@ DataSource open_data(const TrainOptions& o, const TeeSwitches& ts, const tee::Se
     d.sealed_train_loader =
         std::make_unique<SealedTokenLoader>(*d.sealed_train, o.seq, o.seed, true, ing, &profiler);
     d.train = [&l = *d.sealed_train_loader](Batch& b, uint64_t g, int n) { l.fill(b, g, n); };
-    if (!find_sealed_shards(o.data, "val").empty()) {
-      d.sealed_val = std::make_unique<SealedTokenDataset>(
-          SealedTokenDataset::open(o.data, "val", *dataset_key, &profiler));
+    // The validation split must be of the training split's dataset (one seal-data run), and present
+    // when that dataset has one: data/dataset_binding.h.
+    d.sealed_val = SealedTokenDataset::open_other_split(o.data, "val", *d.sealed_train, *dataset_key, &profiler);
+    if (d.sealed_val) {
       d.sealed_val_loader =
           std::make_unique<SealedTokenLoader>(*d.sealed_val, o.seq, o.seed, false, ing, &profiler);
       d.val = [&l = *d.sealed_val_loader](Batch& b, uint64_t g, int n) { l.fill(b, g, n); };

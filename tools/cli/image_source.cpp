@@ -86,8 +86,12 @@ ImageSource open_image_source(const ImageSourceOptions& o) {
 void ImageSource::open_sealed(const tee::SecretBytes& dataset_key, const IngressOptions& ingress,
                               Profiler* profiler) {
   if (!sealed()) throw InputError("--data " + options.data + ": not sealed image data");
-  sealed_train = std::make_unique<SealedImageSet>(sealed_train_info->file, dataset_key, profiler);
-  sealed_test = std::make_unique<SealedImageSet>(sealed_test_file, dataset_key, profiler);
+  // Each file must hold the split it is opened as (a swapped or renamed split is refused), and both
+  // must come from one seal-data run (checked once both are authenticated).
+  sealed_train = std::make_unique<SealedImageSet>(sealed_train_info->file, "train", dataset_key, profiler);
+  sealed_test = std::make_unique<SealedImageSet>(sealed_test_file, "test", dataset_key, profiler);
+  check_same_dataset({sealed_train->info().file, sealed_train->binding()},
+                     {sealed_test->info().file, sealed_test->binding()});
   // The model was sized (and agreed across ranks) from metadata read before the key was released;
   // now that it is authenticated, it must be what was read then.
   const SealedImageInfo& tr = sealed_train->info();
@@ -96,10 +100,6 @@ void ImageSource::open_sealed(const tee::SecretBytes& dataset_key, const Ingress
     throw tee::IntegrityError("sealed image set " + tr.file.string() +
                               " changed since its metadata was first read (" + sealed_train_info->describe() +
                               " -> " + tr.describe() + ")");
-  }
-  if (tr.split != "train" || te.split != "test") {
-    throw InputError("--data " + options.data + ": " + tr.file.string() + " / " + te.file.string() +
-                     " hold splits '" + tr.split + "' / '" + te.split + "', not train / test");
   }
   if (te.C != tr.C || te.H != tr.H || te.W != tr.W || te.classes != tr.classes || te.mean != tr.mean ||
       te.std != tr.std) {
@@ -119,7 +119,8 @@ void ImageSource::open_sealed(const tee::SecretBytes& dataset_key, const Ingress
   train = [&l = *sealed_train_loader](Batch& b, uint64_t g, int n) { l.fill(b, g, n); };
   val = [&l = *sealed_test_loader](Batch& b, uint64_t g, int n) { l.fill(b, g, n); };
   describe = tr.describe() + (options.augment ? " + crop/flip" : "") + "; val: " + te.describe() +
-             (ingress.mode == IngressMode::Direct ? ", direct ingress" : ", bounce ingress");
+             (ingress.mode == IngressMode::Direct ? ", direct ingress" : ", bounce ingress") + "; manifest " +
+             sealed_train->binding().manifest;  // identifies the sealed dataset
 }
 
 uint64_t ImageSource::test_size() const {

@@ -52,8 +52,10 @@ struct ImageSource {
   std::string test_source() const;
 
   // Sealed data only: opens both sealed sets with the dataset key and sets train/val. Throws
-  // tee::IntegrityError on a wrong key, a tampered file, or metadata that changed since it was read;
-  // InputError if the (authentic) splits do not match each other.
+  // tee::IntegrityError on a wrong key, a tampered file, metadata that changed since it was read, a
+  // file of another split than it is opened as (e.g. the splits swapped), the splits of two datasets
+  // or a file without a dataset binding (data/dataset_binding.h); InputError if the (authentic)
+  // splits' shapes do not match each other.
   void open_sealed(const tee::SecretBytes& dataset_key, const IngressOptions& ingress, Profiler* profiler);
 
   // Throws InputError when the images do not fit a model of this shape (e.g. evaluating a
