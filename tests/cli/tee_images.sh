@@ -18,6 +18,7 @@ mkdir -p "$WORK/img"
 make_idx train 160
 make_idx t10k 40
 
+provision_trust
 "$TT" keygen --out "$WORK/k.key" >/dev/null
 "$TT" seal-data --help | grep -q -- "--images" && passes=$((passes + 1)) || { echo "FAIL: seal-data --help lacks --images"; fails=$((fails + 1)); }
 "$TT" seal-data --images "$WORK/img" --name tiny --out "$WORK/sealed" --key-file "$WORK/k.key" >"$WORK/seal.log" 2>&1 ||
@@ -30,7 +31,7 @@ grep -aq '"kind":"image-set","split":"train","images":160,"channels":1,"height":
   passes=$((passes + 1)) || { echo "FAIL: metadata"; fails=$((fails + 1)); }
 
 base=(train --model resnet-tiny --batch 8 --steps 6 --optimizer sgd --lr 0.05 --warmup 0 --threads 1 --val-batches 2
-      --no-progress --seed 5 --key-file "$WORK/k.key")
+      --no-progress --seed 5 --key-file "$WORK/k.key" "${TRUST[@]}")
 run2() { # name extra...
   local name="$1"; shift
   "${MPI[@]}" -np 2 "$TT" "${base[@]}" --summary "$WORK/$name.json" "$@" >"$WORK/$name.log" 2>&1 ||

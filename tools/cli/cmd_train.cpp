@@ -22,6 +22,7 @@
 #include "engine/freshness.h"
 #include "engine/key_file.h"
 #include "engine/sealed_codec.h"
+#include "engine/tee_session.h"
 #include "engine/trace_writer.h"
 #include "engine/trainer.h"
 #include "tools/cli/commands.h"
@@ -189,6 +190,16 @@ std::string tee_label(const TeeOptions& o, const TeeSwitches& ts) {
          (ts.device_crypto ? ", gradients sealed on the GPU" : "") + ")";
 }
 
+// The summary's "attestation" object (null with TEE off): how the peers were authenticated, and a
+// warning when nothing authenticated them.
+nlohmann::json attestation_json(const std::optional<comm::AttestConfig>& attest, int world) {
+  if (!attest) return nullptr;
+  const AttestationSummary s = attestation_summary(*attest, world);
+  nlohmann::json j = {{"mode", s.mode}, {"authenticated", s.authenticated}};
+  if (!s.warning.empty()) j["warning"] = s.warning;
+  return j;
+}
+
 TrainConfig trainer_config(const TrainOptions& o, bool have_val) {
   TrainConfig tc;
   tc.steps = o.steps;
@@ -206,33 +217,6 @@ TrainConfig trainer_config(const TrainOptions& o, bool have_val) {
   tc.save_every = o.save_every;
   tc.timing_warmup = o.timing_warmup;
   return tc;
-}
-
-// In TEE mode: attest ring neighbours, agree keys, and build the one sealed channel that carries
-// every message between ranks from then on (gradients, broadcasts, agreement, replica checks).
-struct TeeSession {
-  std::optional<comm::SessionKeys> keys;
-  std::unique_ptr<comm::SealedChannel> channel;
-};
-
-TeeSession start_tee(comm::Transport& transport, const TeeOptions& o, const TeeSwitches& ts,
-                     const std::string& run_config, Profiler& profiler) {
-  TeeSession s;
-  if (!ts.on) return s;
-  comm::AttestConfig ac;
-  ac.run_config = run_config;
-  ac.device_key_pem = o.device_key;
-  if (!o.allow_list.empty()) ac.allowed_device_keys = comm::load_allow_list(o.allow_list);
-  s.keys = comm::establish_keys(transport, ac);
-  comm::SealedChannelOptions so;
-  so.rank = transport.rank();
-  so.world_size = transport.size();
-  so.cipher = ts.cipher;
-  so.rekey = tee::RekeyPolicy::from_megabytes(o.rekey_mb);
-  so.run_id = s.keys->run_id();
-  so.crypto_threads = static_cast<std::size_t>(ts.crypto_threads);
-  s.channel = comm::make_sealed_channel(*s.keys, so, &profiler);
-  return s;
 }
 
 void run_train(const TrainOptions& opts) {
@@ -261,9 +245,18 @@ void run_train(const TrainOptions& opts) {
   const int world = transport.size();
   Profiler profiler(/*trace=*/!o.trace.empty());
   const nlohmann::json run_json = train_options_json(o);
-  TeeSession tee_session = start_tee(transport, o.tee, ts, run_json.dump(), profiler);
+  // In TEE mode: attest the ring neighbours, agree keys, and build the one sealed channel that carries
+  // every message between ranks from then on (gradients, broadcasts, agreement, replica checks).
+  std::optional<comm::AttestConfig> attest;
+  std::optional<TeeSession> tee_session;
+  if (ts.on) {
+    attest = make_attest_config(o.tee.trust, rank, world, run_json.dump());
+    tee_session.emplace(transport, *attest,
+                        TeeChannelOptions{ts.cipher, o.tee.rekey_mb, static_cast<std::size_t>(ts.crypto_threads)},
+                        &profiler);
+  }
   comm::PlainChannel plain;
-  comm::Channel& channel = tee_session.channel ? static_cast<comm::Channel&>(*tee_session.channel) : plain;
+  comm::Channel& channel = tee_session ? static_cast<comm::Channel&>(tee_session->channel()) : plain;
   DistContext dist(transport, channel, &profiler);
   dist.agree_config(run_json.dump());
 
@@ -271,7 +264,8 @@ void run_train(const TrainOptions& opts) {
       ts.on && (img ? img->sealed() : require_sealed_data(o.data, "train", o.tee.allow_plain_data));
   const bool need_ckpt_key = ts.on && (o.save_every > 0 || !o.resume.empty());
   const AtRestKeys at_rest =
-      ts.on ? release_keys(transport, *tee_session.keys, o.tee, sealed_data, need_ckpt_key) : AtRestKeys{};
+      ts.on ? release_keys(transport, tee_session->keys(), o.tee, sealed_data, need_ckpt_key) : AtRestKeys{};
+  if (tee_session) tee_session->end_setup();  // every secret is out: wipe the session's link and group secrets
   DataSource data;
   if (img) {
     // Sealed image sets open only now, with the released dataset key (their shape came from the clear
@@ -376,7 +370,7 @@ void run_train(const TrainOptions& opts) {
   }
 
   // Gradient reduction on the reducer's communication thread: one path, chosen from the options.
-  GradientReduction grads({o, ts, *backend, transport, channel, tee_session.channel.get(),
+  GradientReduction grads({o, ts, *backend, transport, channel, tee_session ? &tee_session->channel() : nullptr,
                            gpu ? &*gpu : nullptr, ranks_per_host, profiler});
   const std::size_t cap = static_cast<std::size_t>(o.bucket_mb * 1024.0 * 1024.0);
   const std::vector<Bucket> buckets = plan_buckets(model->params(), model->num_params(),
@@ -399,6 +393,7 @@ void run_train(const TrainOptions& opts) {
         model->name().c_str(), model->num_params(), mem_gib, world, threads, tee_label(o.tee, ts).c_str(),
         buckets.size(), o.allreduce.c_str(), o.overlap.c_str(), data.describe.c_str(),
         backend->describe().c_str(), world > 1 ? grads.path().c_str() : "not reduced (one rank)");
+    if (attest) std::fprintf(stderr, "  attestation %s\n", attestation_banner(*attest, world).c_str());
   }
 
   RankInfo ranks{rank, world, [&](double x) { return dist.mean(x); }};
@@ -421,6 +416,8 @@ void run_train(const TrainOptions& opts) {
                r.steps, r.final_loss, r.val_loss, r.items_per_s, img ? "images/s" : "tok/s",
                r.step_seconds_mean, r.params_sha256.c_str());
   if (r.val_accuracy >= 0) std::fprintf(stderr, "val_accuracy %.2f%%\n", 100.0 * r.val_accuracy);
+  if (attest && !attestation_summary(*attest, world).warning.empty())
+    std::fprintf(stderr, "%s\n", attestation_banner(*attest, world).c_str());
   if (!o.summary.empty()) {
     nlohmann::json s = {{"steps", r.steps},
                         {"final_loss", r.final_loss},
@@ -442,7 +439,8 @@ void run_train(const TrainOptions& opts) {
                         {"buckets", buckets.size()},
                         {"overlap", o.overlap},
                         {"tee", tee_json(o.tee, gpu_gradients(o))},
-                        {"rekeys", tee_session.channel ? tee_session.channel->rekeys() : 0},
+                        {"rekeys", tee_session ? tee_session->channel().rekeys() : 0},
+                        {"attestation", attestation_json(attest, world)},
                         {"bytes_sent", report["counters"]["bytes_sent"]},
                         {"phases", report["phases"]},
                         {"phases_accounted_s", main_thread_seconds(report)},
