@@ -30,7 +30,8 @@ tee::VerifierPolicy effective_policy(const AttestConfig& config, const tee::Meas
   return p;
 }
 
-const tee::Ed25519KeyPair& signing_key(const AttestConfig& config, std::optional<tee::Ed25519KeyPair>& fresh) {
+const tee::Ed25519KeyPair& signing_key(const AttestConfig& config,
+                                       std::optional<tee::Ed25519KeyPair>& fresh) {
   if (config.identity) return config.identity->key;
   if (config.mode == AttestationMode::Certified)
     throw InputError("certified attestation needs a device identity (--device-identity)");
@@ -70,7 +71,8 @@ tee::VerifierPolicy load_policy(const std::filesystem::path& path) {
 std::string policy_text(const tee::Measurements& m) {
   return "# teetrain verifier policy: reference measurements a peer's evidence must match.\n"
          "# A kind with no line accepts only what the verifier itself runs.\n"
-         "binary " + tee::to_hex(m.binary) + "\nconfig " + tee::to_hex(m.config) + "\n";
+         "binary " +
+         tee::to_hex(m.binary) + "\nconfig " + tee::to_hex(m.config) + "\n";
 }
 
 std::shared_ptr<const tee::TrustAnchor> load_trust_anchor(const std::filesystem::path& root_pem) {
@@ -95,12 +97,14 @@ tee::Evidence make_local_evidence(const AttestConfig& config, std::uint32_t rank
   std::optional<tee::Ed25519KeyPair> fresh;
   const tee::Ed25519KeyPair& key = signing_key(config, fresh);
   const auto kx = tee::X25519KeyPair::generate();  // bound in, then forgotten: this evidence agrees no key
-  const std::vector<std::uint8_t> cert = config.identity ? config.identity->certificate.der() : std::vector<std::uint8_t>{};
+  const std::vector<std::uint8_t> cert =
+      config.identity ? config.identity->certificate.der() : std::vector<std::uint8_t>{};
   return tee::make_evidence(rank, expected_measurement(config), key, cert, nonce, kx.public_key());
 }
 
 tee::VerifyResult verify_evidence(const tee::Evidence& evidence, const AttestConfig& expect,
-                                  std::optional<std::uint32_t> rank, std::optional<tee::VerifierNonce> nonce) {
+                                  std::optional<std::uint32_t> rank,
+                                  std::optional<tee::VerifierNonce> nonce) {
   const tee::VerifierPolicy policy = effective_policy(expect, expected_measurement(expect));
   tee::EvidenceCheck check;
   check.anchor = expect.anchor.get();
@@ -147,8 +151,8 @@ std::string certificate_lines(const tee::Evidence& e) {
            "                     can make such evidence, so it proves nothing about who signed it\n";
   try {
     const tee::Certificate c = tee::Certificate::from_der(e.certificate);
-    return "  certificate        " + c.describe() +
-           "\n                     (X.509, " + std::to_string(e.certificate.size()) +
+    return "  certificate        " + c.describe() + "\n                     (X.509, " +
+           std::to_string(e.certificate.size()) +
            " bytes DER: proves the device key belongs to a device the vendor made, once it chains to the "
            "trusted root)\n";
   } catch (const tee::IntegrityError& err) {
@@ -170,10 +174,10 @@ std::string describe(const tee::Evidence& e) {
      << "  verifier nonce     " << tee::to_hex(e.verifier_nonce)
      << "\n                     (the verifier's fresh challenge: proves the evidence is live, not replayed)\n"
      << "  key-exchange key   " << tee::to_hex(e.kx_public_key)
-     << "\n                     (ephemeral X25519: the link key is agreed with whoever holds its private half)\n"
+     << "\n                     (ephemeral X25519: the link key is agreed with whoever holds its private "
+        "half)\n"
      << "  device public key  " << tee::to_hex(e.device_public_key) << "  (Ed25519)\n"
-     << certificate_lines(e)
-     << "  signature          " << tee::to_hex(e.signature) << "\n"
+     << certificate_lines(e) << "  signature          " << tee::to_hex(e.signature) << "\n"
      << "  signature check    " << (signature_ok ? "valid" : "INVALID")
      << " (by the device key over every field above)\n";
   return os.str();

@@ -37,10 +37,10 @@ const char* attestation_mode_name(AttestationMode m);
 
 struct AttestConfig {
   AttestationMode mode = AttestationMode::Certified;
-  std::shared_ptr<const tee::TrustAnchor> anchor;      // Certified: the vendor root (+ CRL) trusted
+  std::shared_ptr<const tee::TrustAnchor> anchor;       // Certified: the vendor root (+ CRL) trusted
   std::shared_ptr<const tee::DeviceIdentity> identity;  // Certified: this rank's key + certificate
-  std::filesystem::path binary = "/proc/self/exe";     // measured with the run configuration
-  std::string run_config;                              // canonical run configuration, same on every rank
+  std::filesystem::path binary = "/proc/self/exe";      // measured with the run configuration
+  std::string run_config;                               // canonical run configuration, same on every rank
   // Reference measurements; an empty list accepts only this rank's own binary / configuration.
   tee::VerifierPolicy policy;
   std::chrono::milliseconds timeout{0};  // per handshake message; 0: the transport's

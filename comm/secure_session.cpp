@@ -201,8 +201,9 @@ void exchange_nonces(Transport& t, std::vector<Link>& links, const AttestConfig&
 
 // Our evidence answers each neighbour's nonce; theirs is verified against our anchor, policy and
 // nonce, and only then is a link secret derived from the transcript of both evidences.
-void exchange_evidence(Transport& t, std::vector<Link>& links, const LocalParty& me, const AttestConfig& config,
-                       const tee::Measurements& mine, std::vector<Failure>& failures) {
+void exchange_evidence(Transport& t, std::vector<Link>& links, const LocalParty& me,
+                       const AttestConfig& config, const tee::Measurements& mine,
+                       std::vector<Failure>& failures) {
   const int r = t.rank();
   const std::vector<std::uint8_t> cert =
       config.identity ? config.identity->certificate.der() : std::vector<std::uint8_t>{};
@@ -211,15 +212,16 @@ void exchange_evidence(Transport& t, std::vector<Link>& links, const LocalParty&
     l.kx.emplace(tee::X25519KeyPair::generate());
     l.out.assign(tee::Evidence::kFixedSize, 0);  // zeros if we could not build evidence
     if (me.key != nullptr) {
-      l.my_evidence =
-          tee::make_evidence(static_cast<std::uint32_t>(r), mine, *me.key, cert, l.theirs, l.kx->public_key());
+      l.my_evidence = tee::make_evidence(static_cast<std::uint32_t>(r), mine, *me.key, cert, l.theirs,
+                                         l.kx->public_key());
       l.out = l.my_evidence.serialize();
     }
     if (config.corrupt_evidence) l.out.back() ^= 0x01;  // last signature byte
     l.in.assign(tee::Evidence::kMaxSerializedSize, 0);
     reqs.push_back(t.irecv(l.peer, std::as_writable_bytes(std::span(l.in)), tags::kAttestEvidence));
   }
-  for (auto& l : links) reqs.push_back(t.isend(l.peer, std::as_bytes(std::span(l.out)), tags::kAttestEvidence));
+  for (auto& l : links)
+    reqs.push_back(t.isend(l.peer, std::as_bytes(std::span(l.out)), tags::kAttestEvidence));
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     const std::size_t got = wait_for(t, reqs[i], &config);
     if (i >= links.size()) continue;
@@ -231,7 +233,8 @@ void exchange_evidence(Transport& t, std::vector<Link>& links, const LocalParty&
     }
     try {
       const auto peer = tee::Evidence::deserialize(l.in);
-      const tee::EvidenceCheck check{config.anchor.get(), &me.policy, l.mine, static_cast<std::uint32_t>(l.peer)};
+      const tee::EvidenceCheck check{config.anchor.get(), &me.policy, l.mine,
+                                     static_cast<std::uint32_t>(l.peer)};
       if (const auto verdict = tee::verify(peer, check); !verdict) {
         failures.push_back({l.peer, verdict.reason});
       } else if (me.key != nullptr) {
@@ -256,7 +259,8 @@ tee::Sha256Digest confirmation(const tee::SecretBytes& secret, int from, int to)
 // Every link, the closing one (P-1 -> 0) included, proves before any training traffic that both ends
 // derived the same secret. A mismatch is reported only by a rank that accepted the peer's evidence
 // (otherwise the evidence failure already names the cause).
-void confirm_keys(Transport& t, std::vector<Link>& links, const AttestConfig& config, std::vector<Failure>& failures) {
+void confirm_keys(Transport& t, std::vector<Link>& links, const AttestConfig& config,
+                  std::vector<Failure>& failures) {
   const int r = t.rank();
   std::vector<tee::Sha256Digest> out(links.size());
   std::vector<Request> reqs;
@@ -271,8 +275,9 @@ void confirm_keys(Transport& t, std::vector<Link>& links, const AttestConfig& co
     if (i >= links.size() || links[i].secret.empty()) continue;
     const Link& l = links[i];
     if (got != l.confirm_in.size() || !tee::equal_ct(l.confirm_in, confirmation(l.secret, l.peer, r)))
-      failures.push_back({l.peer, "key confirmation failed: the two ends of the link derived different keys "
-                                  "(evidence altered in transit?)"});
+      failures.push_back({l.peer,
+                          "key confirmation failed: the two ends of the link derived different keys "
+                          "(evidence altered in transit?)"});
   }
 }
 
@@ -295,7 +300,8 @@ SessionKeys establish_keys(Transport& t, const AttestConfig& config) {
       keys.device_public_key = me.key->public_key();
     }
   } catch (const std::exception& e) {
-    failures.push_back({keys.rank, e.what()});  // still take part, so the others learn why instead of timing out
+    failures.push_back(
+        {keys.rank, e.what()});  // still take part, so the others learn why instead of timing out
   }
   std::vector<Link> links = ring_links(keys.rank, keys.world_size);
   exchange_nonces(t, links, config);

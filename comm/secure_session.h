@@ -46,9 +46,9 @@ inline constexpr int kKeyConfirm = 113;
 struct SessionKeys {
   int rank = 0;
   int world_size = 1;
-  tee::SecretBytes link_next;  // shared with rank+1 (empty for P = 1)
-  tee::SecretBytes link_prev;  // shared with rank-1 (for P = 2 the same secret as link_next)
-  tee::SecretBytes group;      // shared by all ranks, from rank 0
+  tee::SecretBytes link_next;       // shared with rank+1 (empty for P = 1)
+  tee::SecretBytes link_prev;       // shared with rank-1 (for P = 2 the same secret as link_next)
+  tee::SecretBytes group;           // shared by all ranks, from rank 0
   tee::Sha256Digest measurement{};  // this rank's combined measurement (tee::Measurements::combined)
   AttestationMode attestation = AttestationMode::Certified;
   tee::PublicKey device_public_key{};

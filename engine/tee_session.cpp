@@ -26,20 +26,22 @@ std::string expand_rank(const std::string& pattern, int rank) {
   return out.append(pattern, from);
 }
 
-comm::AttestConfig make_attest_config(const TrustOptions& trust, int rank, int world, std::string run_config) {
+comm::AttestConfig make_attest_config(const TrustOptions& trust, int rank, int world,
+                                      std::string run_config) {
   comm::AttestConfig config;
   config.mode = trust.mode;
   config.run_config = std::move(run_config);
   const bool any_trust_flag = !trust.trust_root.empty() || !trust.device_identity.empty();
   if (trust.mode == comm::AttestationMode::None) {
     if (any_trust_flag)
-      throw InputError("--attestation none runs without a root of trust; drop --trust-root/--device-identity, or "
-                       "drop --attestation none to use them");
+      throw InputError(
+          "--attestation none runs without a root of trust; drop --trust-root/--device-identity, or "
+          "drop --attestation none to use them");
   } else if (trust.trust_root.empty() != trust.device_identity.empty()) {
     throw InputError(trust.trust_root.empty()
                          ? "--device-identity needs --trust-root (the vendor root that certified it)"
-                         : "--trust-root needs --device-identity (this rank's certified key: " + provision_hint(world) +
-                               ")");
+                         : "--trust-root needs --device-identity (this rank's certified key: " +
+                               provision_hint(world) + ")");
   } else if (trust.trust_root.empty() && world > 1) {
     throw InputError("TEE mode with " + std::to_string(world) +
                      " ranks needs a root of trust, or attestation proves nothing: " + provision_hint(world) +
@@ -62,17 +64,18 @@ AttestationSummary attestation_summary(const comm::AttestConfig& config, int wor
 std::string attestation_banner(const comm::AttestConfig& config, int world) {
   const AttestationSummary s = attestation_summary(config, world);
   if (!s.warning.empty()) return "WARNING: " + s.warning + " (--attestation none)";
-  std::string policy = config.policy.binaries.empty() && config.policy.configs.empty()
-                           ? "policy: the verifier's own binary and configuration"
-                           : "policy: " + std::to_string(config.policy.binaries.size()) + " binary and " +
-                                 std::to_string(config.policy.configs.size()) + " configuration reference(s)";
   if (world == 1) return "single rank: no peer to attest";
-  return "certified by " + config.anchor->describe() + "; this rank " + config.identity->certificate.subject() +
-         "; " + policy;
+  const std::string policy = config.policy.binaries.empty() && config.policy.configs.empty()
+                                 ? "policy: the verifier's own binary and configuration"
+                                 : "policy: " + std::to_string(config.policy.binaries.size()) +
+                                       " binary and " + std::to_string(config.policy.configs.size()) +
+                                       " configuration reference(s)";
+  return "certified by " + config.anchor->describe() + "; this rank " +
+         config.identity->certificate.subject() + "; " + policy;
 }
 
-TeeSession::TeeSession(comm::Transport& transport, const comm::AttestConfig& config, const TeeChannelOptions& c,
-                       Profiler* profiler)
+TeeSession::TeeSession(comm::Transport& transport, const comm::AttestConfig& config,
+                       const TeeChannelOptions& c, Profiler* profiler)
     : keys_(comm::establish_keys(transport, config)) {
   comm::SealedChannelOptions so;
   so.cipher = c.cipher;

@@ -48,7 +48,8 @@ Sha256Digest measure_binary(const std::filesystem::path& path) {
   std::vector<char> buf(std::size_t{1} << 20);
   while (in) {
     in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    h.update(ByteView(reinterpret_cast<const std::uint8_t*>(buf.data()), static_cast<std::size_t>(in.gcount())));
+    h.update(
+        ByteView(reinterpret_cast<const std::uint8_t*>(buf.data()), static_cast<std::size_t>(in.gcount())));
   }
   if (in.bad()) throw std::runtime_error("measure: read error on binary '" + path.string() + "'");
   return h.finish();

@@ -47,9 +47,9 @@ struct Evidence {
   std::uint32_t rank = 0;
   Measurements measurement;
   VerifierNonce verifier_nonce{};
-  PublicKey kx_public_key{};               // X25519 ephemeral key for the handshake
-  PublicKey device_public_key{};           // Ed25519: must be the certificate's key when one is given
-  std::vector<std::uint8_t> certificate;   // DER device certificate; empty without a root of trust
+  PublicKey kx_public_key{};              // X25519 ephemeral key for the handshake
+  PublicKey device_public_key{};          // Ed25519: must be the certificate's key when one is given
+  std::vector<std::uint8_t> certificate;  // DER device certificate; empty without a root of trust
   Signature signature{};
 
   static constexpr std::size_t kFixedSize = 8 + 4 + 32 * 5 + 4 + 64;  // 240 + certificate

@@ -50,8 +50,8 @@ fs::path crl_path(const fs::path& dir) {
 void write_file(const fs::path& path, const std::string& text, mode_t mode) {
   const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
-  const bool ok = fd && pwrite_full(fd.get(), bytes_of(std::string_view(text)), 0) && ::fsync(fd.get()) == 0 &&
-                  fd.close() && ::rename(tmp.c_str(), path.c_str()) == 0;
+  const bool ok = fd && pwrite_full(fd.get(), bytes_of(std::string_view(text)), 0) &&
+                  ::fsync(fd.get()) == 0 && fd.close() && ::rename(tmp.c_str(), path.c_str()) == 0;
   if (!ok) {
     const std::string why = std::strerror(errno);
     ::unlink(tmp.c_str());
@@ -67,8 +67,8 @@ std::string pem_of(int (*write)(BIO*, const void*), const void* object, const ch
   return std::string(data, static_cast<std::size_t>(len));
 }
 int write_key(BIO* b, const void* k) {
-  return PEM_write_bio_PrivateKey(b, static_cast<EVP_PKEY*>(const_cast<void*>(k)), nullptr, nullptr, 0, nullptr,
-                                  nullptr);
+  return PEM_write_bio_PrivateKey(b, static_cast<EVP_PKEY*>(const_cast<void*>(k)), nullptr, nullptr, 0,
+                                  nullptr, nullptr);
 }
 int write_cert(BIO* b, const void* c) {
   return PEM_write_bio_X509(b, static_cast<X509*>(const_cast<void*>(c)));
@@ -111,14 +111,16 @@ X509Ptr make_certificate(const Ed25519KeyPair& subject_key, const std::string& c
   X509_gmtime_adj(X509_getm_notBefore(cert.get()), -3600);
   X509_gmtime_adj(X509_getm_notAfter(cert.get()), static_cast<long>(valid_days) * 86400L);
   X509_NAME* name = X509_get_subject_name(cert.get());
-  X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(kOrg), -1, -1, 0);
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(cn.c_str()), -1,
-                             -1, 0);
+  X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(kOrg), -1, -1,
+                             0);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(cn.c_str()),
+                             -1, -1, 0);
   X509_set_issuer_name(cert.get(), issuer != nullptr ? X509_get_subject_name(issuer) : name);
   if (X509_set_pubkey(cert.get(), subject_key.native()) != 1) throw_openssl_error("X509_set_pubkey");
   X509* signer = issuer != nullptr ? issuer : cert.get();
   add_ext(cert.get(), signer, NID_basic_constraints, ca ? "critical,CA:TRUE" : "critical,CA:FALSE");
-  add_ext(cert.get(), signer, NID_key_usage, ca ? "critical,keyCertSign,cRLSign" : "critical,digitalSignature");
+  add_ext(cert.get(), signer, NID_key_usage,
+          ca ? "critical,keyCertSign,cRLSign" : "critical,digitalSignature");
   add_ext(cert.get(), signer, NID_subject_key_identifier, "hash");
   if (issuer != nullptr) add_ext(cert.get(), signer, NID_authority_key_identifier, "keyid:always");
   // Ed25519 signs the whole message itself: no digest is named (md = null).
@@ -146,7 +148,8 @@ Vendor load_or_create_root(const ProvisionOptions& o, ProvisionReport& report) {
   if (have_cert) {
     Vendor v{Ed25519KeyPair::load_pem(key_file), Certificate::load_pem(cert_file)};
     if (!equal_ct(v.root.ed25519_public_key(), v.key.public_key()))
-      throw std::runtime_error("provision: '" + key_file.string() + "' is not the key of '" + cert_file.string() + "'");
+      throw std::runtime_error("provision: '" + key_file.string() + "' is not the key of '" +
+                               cert_file.string() + "'");
     return v;
   }
   fs::create_directories(key_file.parent_path());
@@ -163,9 +166,10 @@ void issue_device(const Vendor& v, const ProvisionOptions& o, int index) {
   const Ed25519KeyPair key = Ed25519KeyPair::generate();
   const X509Ptr cert = make_certificate(key, "teetrain EMULATED GPU device " + std::to_string(index),
                                         v.root.native(), v.key, false, o.valid_days);
-  write_file(device_identity_path(o.dir, index),
-             pem_of(write_key, key.native(), "device key") + pem_of(write_cert, cert.get(), "device certificate"),
-             0600);
+  write_file(
+      device_identity_path(o.dir, index),
+      pem_of(write_key, key.native(), "device key") + pem_of(write_cert, cert.get(), "device certificate"),
+      0600);
 }
 
 // Serials already revoked by the CRL in DIR (hex), so a later run adds to the list instead of replacing it.
@@ -191,15 +195,17 @@ std::set<std::string> revoked_serials(const fs::path& dir) {
 void write_crl_file(const Vendor& v, const ProvisionOptions& o, const std::set<std::string>& serials) {
   std::unique_ptr<X509_CRL, decltype(&X509_CRL_free)> crl(X509_CRL_new(), X509_CRL_free);
   std::unique_ptr<ASN1_TIME, Asn1TimeFree> now(X509_gmtime_adj(nullptr, 0));
-  std::unique_ptr<ASN1_TIME, Asn1TimeFree> next(X509_gmtime_adj(nullptr, static_cast<long>(o.valid_days) * 86400L));
+  std::unique_ptr<ASN1_TIME, Asn1TimeFree> next(
+      X509_gmtime_adj(nullptr, static_cast<long>(o.valid_days) * 86400L));
   if (!crl || !now || !next || X509_CRL_set_version(crl.get(), 1) != 1 ||
       X509_CRL_set_issuer_name(crl.get(), X509_get_subject_name(v.root.native())) != 1 ||
-      X509_CRL_set1_lastUpdate(crl.get(), now.get()) != 1 || X509_CRL_set1_nextUpdate(crl.get(), next.get()) != 1)
+      X509_CRL_set1_lastUpdate(crl.get(), now.get()) != 1 ||
+      X509_CRL_set1_nextUpdate(crl.get(), next.get()) != 1)
     throw_openssl_error("CRL setup");
   for (const std::string& hex : serials) {
     const std::vector<std::uint8_t> raw = from_hex(hex);
-    std::unique_ptr<BIGNUM, decltype(&BN_free)> bn(BN_bin2bn(raw.data(), static_cast<int>(raw.size()), nullptr),
-                                                   BN_free);
+    std::unique_ptr<BIGNUM, decltype(&BN_free)> bn(
+        BN_bin2bn(raw.data(), static_cast<int>(raw.size()), nullptr), BN_free);
     Asn1IntPtr serial(bn ? BN_to_ASN1_INTEGER(bn.get(), nullptr) : nullptr);
     X509_REVOKED* r = X509_REVOKED_new();
     if (!serial || r == nullptr || X509_REVOKED_set_serialNumber(r, serial.get()) != 1 ||
@@ -234,7 +240,8 @@ ProvisionReport provision(const ProvisionOptions& o) {
   if (o.devices < 0 || o.valid_days < 1) throw std::invalid_argument("provision: --devices must be >= 0");
   std::error_code ec;
   fs::create_directories(o.dir, ec);
-  if (ec) throw std::runtime_error("provision: cannot create '" + o.dir.string() + "' (" + ec.message() + ")");
+  if (ec)
+    throw std::runtime_error("provision: cannot create '" + o.dir.string() + "' (" + ec.message() + ")");
   ProvisionReport report;
   const Vendor v = load_or_create_root(o, report);
   for (int i = 0; i < o.devices; ++i) {
@@ -255,14 +262,18 @@ ProvisionReport provision(const ProvisionOptions& o) {
     write_crl_file(v, o, serials);
   report.revoked_total = serials.size();
 
-  report.text = "EMULATED vendor root of trust in " + o.dir.string() + (report.created_root ? " (new)" : "") +
-                "\n  " + vendor_root_path(o.dir).string() + "   root certificate: give it to verifiers (--trust-root)" +
-                "\n  " + crl_path(o.dir).string() + "   revocation list (" + std::to_string(serials.size()) +
-                " revoked), read beside the root" + "\n  " + root_key_path(o.dir).string() +
-                "   the vendor's secret root key: keep it away from training hosts" + "\n  " +
-                (o.dir / "device_{0..").string() + std::to_string(report.devices - 1) +
-                "}.pem   device identities (key + certificate), " + std::to_string(report.issued.size()) +
-                " issued now: one per rank (--device-identity " + (o.dir / "device_{rank}.pem").string() + ")\n";
+  report.text =
+      "EMULATED vendor root of trust in " + o.dir.string() + (report.created_root ? " (new)" : "") + "\n  " +
+      vendor_root_path(o.dir).string() + "   root certificate: give it to verifiers (--trust-root)" + "\n  " +
+      crl_path(o.dir).string() + "   revocation list (" + std::to_string(serials.size()) +
+      " revoked), read beside the root" + "\n  " + root_key_path(o.dir).string() +
+      "   the vendor's secret root key: keep it away from training hosts" + "\n  " +
+      (report.devices == 0 ? std::string("no device identities yet (--devices N issues them)")
+                           : (o.dir / "device_{0..").string() + std::to_string(report.devices - 1) +
+                                 "}.pem   device identities (key + certificate), " +
+                                 std::to_string(report.issued.size()) + " issued now: one per rank " +
+                                 "(--device-identity " + (o.dir / "device_{rank}.pem").string() + ")") +
+      "\n";
   return report;
 }
 

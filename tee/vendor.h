@@ -36,7 +36,7 @@ struct ProvisionReport {
   std::string text;  // what a user reads: every file and what it is for
 };
 
-std::filesystem::path vendor_root_path(const std::filesystem::path& dir);       // DIR/vendor_root.crt
+std::filesystem::path vendor_root_path(const std::filesystem::path& dir);             // DIR/vendor_root.crt
 std::filesystem::path device_identity_path(const std::filesystem::path& dir, int i);  // DIR/device_<i>.pem
 
 // Throws std::invalid_argument on bad options (negative counts, revoking a device that does not

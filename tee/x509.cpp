@@ -144,9 +144,10 @@ PublicKey Certificate::ed25519_public_key() const {
 }
 
 std::string Certificate::describe() const {
-  return subject() + " (serial " + serial_hex() + ", issued by " + name_text(X509_get_issuer_name(cert_.get())) +
-         ", valid " + time_text(X509_get0_notBefore(cert_.get())) + " .. " +
-         time_text(X509_get0_notAfter(cert_.get())) + ")";
+  return subject() + " (serial " + serial_hex() + ", issued by " +
+         name_text(X509_get_issuer_name(cert_.get())) + ", valid " +
+         time_text(X509_get0_notBefore(cert_.get())) + " .. " + time_text(X509_get0_notAfter(cert_.get())) +
+         ")";
 }
 
 // ---- TrustAnchor ----
@@ -211,7 +212,8 @@ std::size_t TrustAnchor::revoked_count() const {
 }
 
 std::string TrustAnchor::describe() const {
-  return "vendor root " + root_.subject() + " (serial " + root_.serial_hex().substr(0, 16) + ".., EMULATED), " +
+  return "vendor root " + root_.subject() + " (serial " + root_.serial_hex().substr(0, 16) +
+         ".., EMULATED), " +
          (crl_ ? "revocation list with " + std::to_string(revoked_count()) + " revoked device(s)"
                : std::string("no revocation list"));
 }

@@ -40,9 +40,8 @@ std::string message_of(const std::exception_ptr& e) {
 class Lab {
  public:
   Lab()
-      : path_(fs::temp_directory_path() /
-              ("tt_secure_" + std::to_string(::getpid()) + "_" +
-               ::testing::UnitTest::GetInstance()->current_test_info()->name())) {
+      : path_(fs::temp_directory_path() / ("tt_secure_" + std::to_string(::getpid()) + "_" +
+                                           ::testing::UnitTest::GetInstance()->current_test_info()->name())) {
     fs::create_directories(path_);
     std::ofstream(path_ / "binary") << "pretend this is teetrain";
     tee::provision({path_ / "vendor", 5, {4}});
@@ -196,7 +195,8 @@ class Relay {
     switch (forgery_) {
       case Forgery::FreshKey: {
         const auto key = tee::Ed25519KeyPair::generate();
-        return tee::make_evidence(genuine.rank, genuine.measurement, key, {}, nonce, kx.public_key()).serialize();
+        return tee::make_evidence(genuine.rank, genuine.measurement, key, {}, nonce, kx.public_key())
+            .serialize();
       }
       case Forgery::OtherVendor:
       case Forgery::RevokedDevice: {
@@ -232,7 +232,9 @@ class RelayTransport final : public Transport {
   Request isend(int peer, std::span<const std::byte> data, int tag) override {
     return inner_.isend(peer, relay_.on_send(rank(), peer, data, tag), tag);
   }
-  Request irecv(int peer, std::span<std::byte> buffer, int tag) override { return inner_.irecv(peer, buffer, tag); }
+  Request irecv(int peer, std::span<std::byte> buffer, int tag) override {
+    return inner_.irecv(peer, buffer, tag);
+  }
 
  private:
   Transport& inner_;
@@ -295,7 +297,9 @@ TEST(SecureSession, BinaryOrConfigurationOutsideThePolicyRefusesOnEveryRank) {
   expect_refused_everywhere(r, "binary measurement");
   // A policy listing the binary actually run passes.
   const tee::Sha256Digest real = tee::measure_binary(lab.path() / "binary");
-  const auto ok = handshake(2, lab, [&](int, AttestConfig& c) { c.policy.binaries = {tee::Sha256Digest{}, real}; });
+  const auto ok = handshake(2, lab, [&](int, AttestConfig& c) {
+    c.policy.binaries = {tee::Sha256Digest{}, real};
+  });
   for (const auto& e : ok.errors) EXPECT_FALSE(e) << message_of(e);
 }
 
@@ -377,7 +381,8 @@ TEST(SecureSession, EvidenceFilesForTeaching) {
   EXPECT_NE(text.find("EMULATED GPU device 3"), std::string::npos) << text;
   EXPECT_NE(text.find("signature check    valid"), std::string::npos);
   EXPECT_TRUE(verify_evidence(back, cfg, 3, nonce));
-  EXPECT_NE(verify_evidence(back, cfg, 3, tee::make_verifier_nonce()).reason.find("stale nonce"), std::string::npos);
+  EXPECT_NE(verify_evidence(back, cfg, 3, tee::make_verifier_nonce()).reason.find("stale nonce"),
+            std::string::npos);
   EXPECT_NE(verify_evidence(back, cfg, 2).reason.find("rank mismatch"), std::string::npos);
   AttestConfig other = cfg;
   other.run_config += " seed=2";
@@ -388,7 +393,8 @@ TEST(SecureSession, EvidenceFilesForTeaching) {
   const auto forged = tee::Evidence::deserialize(bytes);
   EXPECT_EQ(verify_evidence(forged, cfg).reason, "bad signature");
   EXPECT_NE(describe(forged).find("INVALID"), std::string::npos);
-  std::ofstream(lab.path() / "cut.bin", std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), 100);
+  std::ofstream(lab.path() / "cut.bin", std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), 100);
   EXPECT_THROW(load_evidence(lab.path() / "cut.bin"), tee::IntegrityError);
   EXPECT_THROW(load_evidence(lab.path() / "none.bin"), InputError);
   // Policy files: what attest --write-policy writes loads back; a malformed one is bad input.

@@ -18,9 +18,12 @@ class Vendor {
  public:
   Vendor() {
     provision({dir_.path(), 3, {2}});
-    anchor_.emplace(TrustAnchor::load(vendor_root_path(dir_.path()), TrustAnchor::crl_beside(vendor_root_path(dir_.path()))));
+    anchor_.emplace(TrustAnchor::load(vendor_root_path(dir_.path()),
+                                      TrustAnchor::crl_beside(vendor_root_path(dir_.path()))));
   }
-  DeviceIdentity device(int i) const { return DeviceIdentity::load_pem(device_identity_path(dir_.path(), i)); }
+  DeviceIdentity device(int i) const {
+    return DeviceIdentity::load_pem(device_identity_path(dir_.path(), i));
+  }
   const TrustAnchor& anchor() const { return *anchor_; }
   const std::filesystem::path& dir() const { return dir_.path(); }
 
@@ -112,8 +115,10 @@ TEST(Attestation, UncertifiedKeyIsRefused) {
   const Evidence none = make_evidence(1, f.measurement, fresh, {}, f.nonce, f.kx.public_key());
   EXPECT_EQ(verify(none, f.check()).reason, "no device certificate (the peer runs without a root of trust)");
   // A genuine certificate with a signature by another key (the certificate copied, the key not).
-  const Evidence stolen_cert = make_evidence(1, f.measurement, fresh, f.id.certificate.der(), f.nonce, f.kx.public_key());
-  EXPECT_EQ(verify(stolen_cert, f.check()).reason, "evidence signed by a key that is not the certified device key");
+  const Evidence stolen_cert =
+      make_evidence(1, f.measurement, fresh, f.id.certificate.der(), f.nonce, f.kx.public_key());
+  EXPECT_EQ(verify(stolen_cert, f.check()).reason,
+            "evidence signed by a key that is not the certified device key");
   // Without an anchor, the self-asserted key passes: that is what --attestation none means.
   EvidenceCheck no_anchor = f.check();
   no_anchor.anchor = nullptr;
@@ -124,10 +129,12 @@ TEST(Attestation, OtherRootAndRevokedDeviceAreRefused) {
   const Fixture f;
   const Vendor other;
   const DeviceIdentity foreign = other.device(0);
-  const Evidence e1 = make_evidence(1, f.measurement, foreign.key, foreign.certificate.der(), f.nonce, f.kx.public_key());
+  const Evidence e1 =
+      make_evidence(1, f.measurement, foreign.key, foreign.certificate.der(), f.nonce, f.kx.public_key());
   EXPECT_NE(verify(e1, f.check()).reason.find("not issued by the trusted vendor root"), std::string::npos);
   const DeviceIdentity revoked = f.vendor.device(2);
-  const Evidence e2 = make_evidence(1, f.measurement, revoked.key, revoked.certificate.der(), f.nonce, f.kx.public_key());
+  const Evidence e2 =
+      make_evidence(1, f.measurement, revoked.key, revoked.certificate.der(), f.nonce, f.kx.public_key());
   EXPECT_NE(verify(e2, f.check()).reason.find("revoked"), std::string::npos);
 }
 
@@ -181,7 +188,8 @@ TEST(Attestation, SessionSecretAgreesAndBindsTranscript) {
   const DeviceIdentity id_b = a.vendor.device(1);
   const X25519KeyPair kx_b = X25519KeyPair::generate();
   const Evidence ea = a.evidence(0);
-  const Evidence eb = make_evidence(1, a.measurement, id_b.key, id_b.certificate.der(), a.nonce, kx_b.public_key());
+  const Evidence eb =
+      make_evidence(1, a.measurement, id_b.key, id_b.certificate.der(), a.nonce, kx_b.public_key());
   const SecretBytes sa = derive_session_secret(a.kx, ea, eb, "teetrain link 0-1");
   const SecretBytes sb = derive_session_secret(kx_b, eb, ea, "teetrain link 0-1");
   EXPECT_TRUE(sa == sb);

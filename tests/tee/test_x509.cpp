@@ -40,7 +40,8 @@ TEST(Provision, WritesRootDevicesAndCrlThatVerify) {
   EXPECT_NE(read_text(dir / "vendor_root.crl").find("BEGIN X509 CRL"), std::string::npos);
   EXPECT_EQ(read_text(dir / "vendor_root.crt").find("PRIVATE KEY"), std::string::npos);
 
-  const TrustAnchor anchor = TrustAnchor::load(vendor_root_path(dir.path()), TrustAnchor::crl_beside(vendor_root_path(dir.path())));
+  const TrustAnchor anchor =
+      TrustAnchor::load(vendor_root_path(dir.path()), TrustAnchor::crl_beside(vendor_root_path(dir.path())));
   EXPECT_EQ(anchor.revoked_count(), 0u);
   EXPECT_NE(anchor.root().subject().find("EMULATED"), std::string::npos);
   for (int i = 0; i < 3; ++i) {
@@ -72,7 +73,8 @@ TEST(Provision, AgainAddsDevicesUnderTheSameRootAndRevokes) {
   const TrustAnchor anchor = TrustAnchor::load(root, TrustAnchor::crl_beside(root));
   EXPECT_EQ(anchor.revoked_count(), 1u);
   EXPECT_TRUE(anchor.verify(DeviceIdentity::load_pem(device_identity_path(dir.path(), 3)).certificate).ok);
-  const ChainVerdict revoked = anchor.verify(DeviceIdentity::load_pem(device_identity_path(dir.path(), 1)).certificate);
+  const ChainVerdict revoked =
+      anchor.verify(DeviceIdentity::load_pem(device_identity_path(dir.path(), 1)).certificate);
   EXPECT_FALSE(revoked.ok);
   EXPECT_NE(revoked.reason.find("revoked"), std::string::npos) << revoked.reason;
   // Revocations accumulate; revoking twice changes nothing; an unknown device is refused.
@@ -80,7 +82,9 @@ TEST(Provision, AgainAddsDevicesUnderTheSameRootAndRevokes) {
   EXPECT_EQ(provision({dir.path(), 0, {2}}).revoked_total, 2u);
   EXPECT_THROW(provision({dir.path(), 0, {9}}), std::invalid_argument);
   // Without the CRL, the revoked device would pass: the verifier must load it.
-  EXPECT_TRUE(TrustAnchor::load(root).verify(DeviceIdentity::load_pem(device_identity_path(dir.path(), 1)).certificate).ok);
+  EXPECT_TRUE(TrustAnchor::load(root)
+                  .verify(DeviceIdentity::load_pem(device_identity_path(dir.path(), 1)).certificate)
+                  .ok);
 }
 
 TEST(Provision, AnotherRootsDevicesAreNotTrusted) {
@@ -88,7 +92,8 @@ TEST(Provision, AnotherRootsDevicesAreNotTrusted) {
   provision({a.path(), 1, {}});
   provision({b.path(), 1, {}});
   const TrustAnchor anchor = TrustAnchor::load(vendor_root_path(a.path()));
-  const ChainVerdict v = anchor.verify(DeviceIdentity::load_pem(device_identity_path(b.path(), 0)).certificate);
+  const ChainVerdict v =
+      anchor.verify(DeviceIdentity::load_pem(device_identity_path(b.path(), 0)).certificate);
   EXPECT_FALSE(v.ok);
   EXPECT_NE(v.reason.find("not issued by the trusted vendor root"), std::string::npos) << v.reason;
   // The other root's own certificate is a CA, not a device, and not ours either.
@@ -120,7 +125,8 @@ TEST(Provision, DamagedFilesAreRefusedWithTheirName) {
   // A CRL signed by another root is refused.
   test::TempDir other;
   provision({other.path(), 0, {}});
-  EXPECT_THROW(TrustAnchor::load(vendor_root_path(dir.path()), other / "vendor_root.crl"), std::runtime_error);
+  EXPECT_THROW(TrustAnchor::load(vendor_root_path(dir.path()), other / "vendor_root.crl"),
+               std::runtime_error);
   // A vendor directory with a certificate but no key cannot mint.
   fs::remove(dir / "vendor_secret/root.key");
   EXPECT_THROW(provision({dir.path(), 3, {}}), std::runtime_error);

@@ -41,7 +41,8 @@ std::optional<tee::VerifierNonce> parse_nonce(const std::string& hex) {
     raw = tee::from_hex(hex);
   } catch (const std::invalid_argument&) {
   }
-  if (raw.size() != 32) throw InputError("--nonce: expected 64 hex digits (the 32-byte challenge you issued)");
+  if (raw.size() != 32)
+    throw InputError("--nonce: expected 64 hex digits (the 32-byte challenge you issued)");
   tee::VerifierNonce n{};
   std::copy(raw.begin(), raw.end(), n.begin());
   return n;
@@ -49,8 +50,9 @@ std::optional<tee::VerifierNonce> parse_nonce(const std::string& hex) {
 
 void verify_file(const AttestOptions& o, const comm::AttestConfig& ac) {
   if (!ac.anchor && ac.mode == comm::AttestationMode::Certified) {
-    throw InputError("--verify needs --trust-root (whom to trust), or --attestation none to check the signature "
-                     "only — which proves nothing about who signed");
+    throw InputError(
+        "--verify needs --trust-root (whom to trust), or --attestation none to check the signature "
+        "only — which proves nothing about who signed");
   }
   const tee::Evidence ev = comm::load_evidence(o.verify);
   std::printf("%s\n", comm::describe(ev).c_str());
@@ -58,8 +60,9 @@ void verify_file(const AttestOptions& o, const comm::AttestConfig& ac) {
   const tee::VerifyResult r = comm::verify_evidence(ev, ac, std::nullopt, nonce);
   if (!r.ok) throw tee::IntegrityError(o.verify + ": evidence REJECTED: " + r.reason);
   std::printf("evidence verified: %s; binary and configuration match the policy; %s\n",
-              ac.anchor ? "the device certificate chains to the trusted root and is not revoked"
-                        : "signature valid under the key it names (NO ROOT OF TRUST: proves nothing about who)",
+              ac.anchor
+                  ? "the device certificate chains to the trusted root and is not revoked"
+                  : "signature valid under the key it names (NO ROOT OF TRUST: proves nothing about who)",
               nonce ? "it answers the given nonce (fresh)"
                     : "freshness NOT checked (give --nonce with the challenge you issued)");
 }
@@ -79,14 +82,17 @@ void run_attest(const AttestOptions& o) {
   if (!o.verify.empty()) return verify_file(o, ac);
   if (!o.write_policy.empty()) {
     const std::string text = comm::policy_text(comm::expected_measurement(ac));
-    std::ofstream(o.write_policy) << text;
-    std::printf("%swritten to %s (pass it to verifiers with --policy)\n", text.c_str(), o.write_policy.c_str());
+    std::ofstream out(o.write_policy);
+    if (!(out << text).flush()) throw InputError("--write-policy " + o.write_policy + ": cannot write");
+    std::printf("%swritten to %s (pass it to verifiers with --policy)\n", text.c_str(),
+                o.write_policy.c_str());
     return;
   }
   if (ac.mode == comm::AttestationMode::Certified && !ac.identity) {
-    throw InputError("attest needs a certified identity: --trust-root vendor/vendor_root.crt --device-identity "
-                     "vendor/device_0.pem (create them with `teetrain provision --out vendor --devices 1`), or "
-                     "--attestation none for uncertified evidence");
+    throw InputError(
+        "attest needs a certified identity: --trust-root vendor/vendor_root.crt --device-identity "
+        "vendor/device_0.pem (create them with `teetrain provision --out vendor --devices 1`), or "
+        "--attestation none for uncertified evidence");
   }
   const tee::VerifierNonce nonce = parse_nonce(o.nonce).value_or(tee::make_verifier_nonce());
   const tee::Evidence ev = comm::make_local_evidence(ac, o.rank, nonce);
@@ -111,7 +117,8 @@ void register_attest(CLI::App& app) {
   auto o = std::make_shared<AttestOptions>();
   auto* cmd = app.add_subcommand(
       "attest",
-      "Emulated attestation: print this binary's signed evidence field by field (certificate, measurements of "
+      "Emulated attestation: print this binary's signed evidence field by field (certificate, measurements "
+      "of "
       "binary and configuration, nonce, key-exchange key), verify saved evidence (exit 3 if rejected), or "
       "write a verifier policy");
   add_trust_options(cmd, o->trust);
@@ -120,12 +127,14 @@ void register_attest(CLI::App& app) {
   cmd->add_option("--config-file", o->config_file, "Read the run configuration from FILE instead");
   cmd->add_option("--rank", o->rank, "Rank to claim in the evidence ({rank} in --device-identity)")
       ->capture_default_str();
-  cmd->add_option("--nonce", o->nonce,
-                  "The verifier's challenge (64 hex digits): answered when making evidence, required to match "
-                  "with --verify (default: a fresh random one / not checked)");
+  cmd->add_option(
+      "--nonce", o->nonce,
+      "The verifier's challenge (64 hex digits): answered when making evidence, required to match "
+      "with --verify (default: a fresh random one / not checked)");
   cmd->add_option("--out", o->out, "Save the evidence to FILE");
-  cmd->add_option("--verify", o->verify,
-                  "Verify evidence in FILE against --trust-root and the policy (default: this binary and --config)");
+  cmd->add_option(
+      "--verify", o->verify,
+      "Verify evidence in FILE against --trust-root and the policy (default: this binary and --config)");
   cmd->add_option("--write-policy", o->write_policy,
                   "Write the policy accepting exactly this binary and --config to FILE (for --policy)");
   cmd->callback([o] { run_attest(*o); });
@@ -139,7 +148,8 @@ void register_provision(CLI::App& app) {
       "identities, for TEE runs with --trust-root and --device-identity. Again on the same DIR: adds devices "
       "and revocations under the same root");
   cmd->add_option("--out", o->out, "Vendor directory (created if missing)")->required();
-  cmd->add_option("--devices", o->devices, "Device identities 0..N-1 that must exist afterwards (missing ones are issued)")
+  cmd->add_option("--devices", o->devices,
+                  "Device identities 0..N-1 that must exist afterwards (missing ones are issued)")
       ->check(non_negative())
       ->capture_default_str();
   cmd->add_option("--revoke", o->revoke, "Revoke device I (repeatable): its certificate goes on the CRL");

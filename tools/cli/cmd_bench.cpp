@@ -104,7 +104,8 @@ void run_allreduce(AllreduceBenchOptions o) {
   std::optional<comm::AttestConfig> attest;
   std::optional<TeeSession> session;
   if (ts.on) {
-    attest = make_attest_config(o.tee.trust, transport.rank(), transport.size(), allreduce_config_json(o).dump());
+    attest =
+        make_attest_config(o.tee.trust, transport.rank(), transport.size(), allreduce_config_json(o).dump());
     session.emplace(transport, *attest,
                     TeeChannelOptions{ts.cipher, o.tee.rekey_mb, static_cast<std::size_t>(ts.crypto_threads)},
                     nullptr);

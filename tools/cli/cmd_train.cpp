@@ -114,7 +114,8 @@ DataSource open_data(const TrainOptions& o, const TeeSwitches& ts, const tee::Se
     d.train = [&l = *d.sealed_train_loader](Batch& b, uint64_t g, int n) { l.fill(b, g, n); };
     // The validation split must be of the training split's dataset (one seal-data run), and present
     // when that dataset has one: data/dataset_binding.h.
-    d.sealed_val = SealedTokenDataset::open_other_split(o.data, "val", *d.sealed_train, *dataset_key, &profiler);
+    d.sealed_val =
+        SealedTokenDataset::open_other_split(o.data, "val", *d.sealed_train, *dataset_key, &profiler);
     if (d.sealed_val) {
       d.sealed_val_loader =
           std::make_unique<SealedTokenLoader>(*d.sealed_val, o.seq, o.seed, false, ing, &profiler);
@@ -251,9 +252,9 @@ void run_train(const TrainOptions& opts) {
   std::optional<TeeSession> tee_session;
   if (ts.on) {
     attest = make_attest_config(o.tee.trust, rank, world, run_json.dump());
-    tee_session.emplace(transport, *attest,
-                        TeeChannelOptions{ts.cipher, o.tee.rekey_mb, static_cast<std::size_t>(ts.crypto_threads)},
-                        &profiler);
+    tee_session.emplace(
+        transport, *attest,
+        TeeChannelOptions{ts.cipher, o.tee.rekey_mb, static_cast<std::size_t>(ts.crypto_threads)}, &profiler);
   }
   comm::PlainChannel plain;
   comm::Channel& channel = tee_session ? static_cast<comm::Channel&>(tee_session->channel()) : plain;
@@ -265,7 +266,8 @@ void run_train(const TrainOptions& opts) {
   const bool need_ckpt_key = ts.on && (o.save_every > 0 || !o.resume.empty());
   const AtRestKeys at_rest =
       ts.on ? release_keys(transport, tee_session->keys(), o.tee, sealed_data, need_ckpt_key) : AtRestKeys{};
-  if (tee_session) tee_session->end_setup();  // every secret is out: wipe the session's link and group secrets
+  if (tee_session)
+    tee_session->end_setup();  // every secret is out: wipe the session's link and group secrets
   DataSource data;
   if (img) {
     // Sealed image sets open only now, with the released dataset key (their shape came from the clear
@@ -370,8 +372,9 @@ void run_train(const TrainOptions& opts) {
   }
 
   // Gradient reduction on the reducer's communication thread: one path, chosen from the options.
-  GradientReduction grads({o, ts, *backend, transport, channel, tee_session ? &tee_session->channel() : nullptr,
-                           gpu ? &*gpu : nullptr, ranks_per_host, profiler});
+  GradientReduction grads({o, ts, *backend, transport, channel,
+                           tee_session ? &tee_session->channel() : nullptr, gpu ? &*gpu : nullptr,
+                           ranks_per_host, profiler});
   const std::size_t cap = static_cast<std::size_t>(o.bucket_mb * 1024.0 * 1024.0);
   const std::vector<Bucket> buckets = plan_buckets(model->params(), model->num_params(),
                                                    std::min<std::size_t>(std::size_t{1} << 20, cap), cap);

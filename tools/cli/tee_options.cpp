@@ -61,11 +61,12 @@ void add_tee_options(CLI::App* cmd, TeeOptions& o) {
 
 void add_trust_options(CLI::App* g, TrustOptions& t) {
   const std::map<std::string, comm::AttestationMode> modes = {{"certified", comm::AttestationMode::Certified},
-                                                               {"none", comm::AttestationMode::None}};
-  g->add_option("--attestation", t.mode,
-                "certified: peers prove a vendor-certified device identity, a policy-approved binary and "
-                "configuration, and liveness before any key is agreed; none: no root of trust (flagged in every "
-                "report: an on-path adversary can read everything)")
+                                                              {"none", comm::AttestationMode::None}};
+  g->add_option(
+       "--attestation", t.mode,
+       "certified: peers prove a vendor-certified device identity, a policy-approved binary and "
+       "configuration, and liveness before any key is agreed; none: no root of trust (flagged in every "
+       "report: an on-path adversary can read everything)")
       ->transform(CLI::CheckedTransformer(modes, CLI::ignore_case))
       ->default_str("certified");
   g->add_option("--trust-root", t.trust_root,
@@ -95,8 +96,9 @@ TeeSwitches resolve_tee(const TeeOptions& o, bool gpu_gradients) {
   // The GPU seals with AES-GCM only: with ChaCha the host seals (auto), and asking for both is an error.
   const bool gpu_cipher = s.cipher != tee::Cipher::ChaCha20Poly1305;
   if (s.on && gpu_gradients && o.device_crypto == "on" && !gpu_cipher)
-    throw InputError("--tee-device-crypto on: the GPU seals with AES-GCM only; use --cipher aes-256-gcm or "
-                     "aes-128-gcm, or --tee-device-crypto off for chacha20-poly1305");
+    throw InputError(
+        "--tee-device-crypto on: the GPU seals with AES-GCM only; use --cipher aes-256-gcm or "
+        "aes-128-gcm, or --tee-device-crypto off for chacha20-poly1305");
   s.device_crypto = s.on && gpu_gradients && gpu_cipher && resolve(o.device_crypto, fast);
   return s;
 }
