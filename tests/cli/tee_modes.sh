@@ -29,4 +29,8 @@ for np in 2 4; do
 done
 expect_exit 2 "allow-plain-data|seal-data" -- "$TT" train --model gpt2-tiny --data "$WORK/data/tiny" --steps 1 --seq 16 --tee fast
 expect_exit 2 "allreduce mpi" -- "$TT" train --model gpt2-tiny --data "$WORK/data/tiny" --steps 1 --seq 16 --tee cc --allreduce mpi --allow-plain-data
+# The GPU seals with AES-GCM only: ChaCha with device crypto asked for is bad input; left on auto,
+# the host seals (an emulated GPU's gradients here).
+expect_exit 2 "GPU seals with AES-GCM only" -- "$TT" train --model gpt2-tiny --data "$WORK/data/tiny" --steps 1 --seq 16 \
+  --tee fast --allow-plain-data --compute emulate --cipher chacha20-poly1305 --tee-device-crypto on
 finish

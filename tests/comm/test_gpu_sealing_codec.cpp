@@ -18,6 +18,7 @@
 #include "comm/cuda/cuda_util.h"
 #include "comm/cuda/gpu_sealing_codec.h"
 #include "comm/sealed_channel.h"
+#include "engine/core/error.h"
 #include "tee/digest.h"
 
 namespace tt::comm::cuda {
@@ -251,6 +252,15 @@ void expect_rejected(const TamperResult& r, const std::string& reason) {
   EXPECT_EQ(r.plain[0], r.msgs[0].plain);  // the good messages of the batch are opened
   EXPECT_EQ(r.plain[2], r.msgs[2].plain);
   EXPECT_EQ(r.plain[1], std::vector<std::byte>(5000, std::byte{0}));  // the bad one is zeroed
+}
+
+TEST(GpuSealingCodec, RefusesChaChaRatherThanUsingItsKeyWithAesGcm) {
+  REQUIRE_GPU();
+  Stream stream;
+  SealedChannelOptions o = options_for(0, 1u << 19);
+  o.cipher = tee::Cipher::ChaCha20Poly1305;
+  SealedChannel chacha(o, keys_for(0));
+  EXPECT_THROW(GpuSealingCodec(chacha.streams(), stream.get(), 1), InputError);
 }
 
 TEST(GpuSealingCodec, FlippedCiphertextBitIsATagMismatch) {
