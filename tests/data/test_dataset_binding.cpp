@@ -18,6 +18,7 @@
 #include "engine/core/rng.h"
 #include "tee/errors.h"
 #include "tests/common/temp_dir.h"
+#include "tests/data/data_test_util.h"
 
 namespace tt {
 namespace {
@@ -25,12 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 using tt::testing::TempDir;
 
-void write_random_shard(const fs::path& p, int n, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<uint16_t> t(static_cast<std::size_t>(n));
-  for (auto& x : t) x = static_cast<uint16_t>(rng.below(256));
-  write_token_shard(p, t, 256);
-}
+using datatest::write_random_shard;
 
 template <typename E, typename F>
 void expect_throw_naming(F f, const std::vector<std::string>& needles) {

@@ -14,6 +14,7 @@
 #include "engine/core/rng.h"
 #include "tee/errors.h"
 #include "tests/common/temp_dir.h"
+#include "tests/data/data_test_util.h"
 
 namespace tt {
 namespace {
@@ -21,13 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 using tt::testing::TempDir;
 
-// Random byte-level tokens (vocab 256), so windows are distinguishable.
-void write_random_shard(const fs::path& p, int n, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<uint16_t> t(static_cast<std::size_t>(n));
-  for (auto& x : t) x = static_cast<uint16_t>(rng.below(256));
-  write_token_shard(p, t, 256);
-}
+using datatest::write_random_shard;
 
 struct Fixture {
   TempDir dir;
