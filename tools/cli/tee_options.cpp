@@ -1,7 +1,5 @@
 #include "tools/cli/tee_options.h"
 
-#include <map>
-
 #include "engine/core/error.h"
 #include "tools/cli/validators.h"
 
@@ -60,14 +58,16 @@ void add_tee_options(CLI::App* cmd, TeeOptions& o) {
 }
 
 void add_trust_options(CLI::App* g, TrustOptions& t) {
-  const std::map<std::string, comm::AttestationMode> modes = {{"certified", comm::AttestationMode::Certified},
-                                                              {"none", comm::AttestationMode::None}};
-  g->add_option(
-       "--attestation", t.mode,
+  // A string checked against the two names (clear error text), stored as the enum.
+  g->add_option_function<std::string>(
+       "--attestation",
+       [&t](const std::string& v) {
+         t.mode = v == "none" ? comm::AttestationMode::None : comm::AttestationMode::Certified;
+       },
        "certified: peers prove a vendor-certified device identity, a policy-approved binary and "
        "configuration, and liveness before any key is agreed; none: no root of trust (flagged in every "
        "report: an on-path adversary can read everything)")
-      ->transform(CLI::CheckedTransformer(modes, CLI::ignore_case))
+      ->check(CLI::IsMember({"certified", "none"}))
       ->default_str("certified");
   g->add_option("--trust-root", t.trust_root,
                 "Vendor root certificate (PEM) that verifies peers' device certificates; its revocation list "
