@@ -74,71 +74,26 @@ std::vector<fs::path> files_of(const fs::path& dir) {
   return out;
 }
 
-// The safetensors JSON header and where the tensor data starts (8 + header length).
-struct StHeader {
-  nlohmann::ordered_json json;  // file order, so inspect lists tensors as stored
-  std::uint64_t data_offset = 0;
-};
-StHeader parse_st_header(const unsigned char* data, std::size_t size, const std::string& what) {
-  if (size < 8) throw InputError(what + ": not a valid safetensors file (too short)");
-  std::uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = (n << 8) | data[i];
-  if (n > size - 8)
-    throw InputError(what + ": not a valid safetensors file (header length exceeds the file)");
-  StHeader h;
-  try {
-    h.json = nlohmann::ordered_json::parse(reinterpret_cast<const char*>(data) + 8,
-                                           reinterpret_cast<const char*>(data) + 8 + n);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(what + ": not a valid safetensors file (" + e.what() + ")");
-  }
-  h.data_offset = 8 + n;
-  return h;
-}
-
-// Reads only the header of a plain safetensors file (a model file may be hundreds of MB).
-StHeader read_st_header(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  unsigned char len[8] = {};
-  if (!in.read(reinterpret_cast<char*>(len), 8))
-    throw InputError(p.string() + ": not a valid safetensors file");
-  std::uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = (n << 8) | len[i];
-  if (n > (std::uint64_t{1} << 30))
-    throw InputError(p.string() + ": not a valid safetensors file (huge header)");
-  std::vector<unsigned char> buf(8 + n);
-  std::copy_n(len, 8, buf.begin());
-  if (!in.read(reinterpret_cast<char*>(buf.data() + 8), static_cast<std::streamsize>(n)))
-    throw InputError(p.string() + ": not a valid safetensors file (truncated header)");
-  return parse_st_header(buf.data(), buf.size(), p.string());
-}
-
-std::string tensor_summary(const nlohmann::ordered_json& header) {
+// One line on a plain safetensors file, from its validated header (safetensors_read_header).
+std::string tensor_summary(const SafetensorsHeader& header) {
   std::size_t tensors = 0;
-  std::uint64_t floats = 0;
+  std::uint64_t floats = 0;  // cannot wrap: the header reader refuses overlapping tensors
   std::string first;
-  std::string meta;
-  for (const auto& [name, v] : header.items()) {
-    if (name == "__metadata__") {
-      meta = v.dump();
-      continue;
-    }
-    std::uint64_t numel = 1;
+  for (const SafetensorsEntry& t : header.tensors) {
     std::string shape;
-    for (const auto& d : v.value("shape", nlohmann::ordered_json::array())) {
-      numel *= d.get<std::uint64_t>();
+    for (const std::int64_t d : t.shape) {
       if (!shape.empty()) shape.push_back(',');  // appends only: GCC 12's -Wrestrict misfires on a + b
-      shape.append(std::to_string(d.get<std::int64_t>()));
+      shape.append(std::to_string(d));
     }
     if (tensors < 6) {
-      first.append("\n      ").append(name).append(" ").append(v.value("dtype", "?"));
+      first.append("\n      ").append(t.name).append(" ").append(t.dtype);
       first.append("[").append(shape).append("]");
     }
     ++tensors;
-    floats += numel;
+    floats += t.numel;
   }
   std::string s = std::to_string(tensors) + " tensors, " + std::to_string(floats) + " values";
-  if (!meta.empty()) s += ", metadata " + meta;
+  if (!header.metadata.empty()) s += ", metadata " + nlohmann::json(header.metadata).dump();
   if (tensors > 6) first += "\n      ... (" + std::to_string(tensors - 6) + " more)";
   return s + first;
 }
@@ -210,7 +165,7 @@ std::string inspect_file(const fs::path& f, const tee::SecretBytes* key) {
   }
   if (ends_with(name, ".safetensors"))
     return "plain safetensors, " + bytes_text(fs::file_size(f)) + ", " +
-           tensor_summary(read_st_header(f).json) + "\n";
+           tensor_summary(safetensors_read_header(f)) + "\n";
   if (is_json_file(f)) return "plain, " + json_summary(read_plain(f), f) + "\n";
   if (name == kMarker) {
     const auto b = read_plain(f);

@@ -1,8 +1,13 @@
 #include "engine/safetensors.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <string_view>
+#include <system_error>
 
 #include "engine/core/error.h"
 
@@ -39,12 +44,24 @@ namespace {
 
 // Every problem with the bytes is an InputError naming the file (exit 2), never a JSON library
 // exception, an overflow or an out-of-bounds read: a checkpoint file is input like any other.
+InputError malformed(const std::string& what, const std::string& why) {
+  return InputError(what + ": not a valid safetensors file (" + why + ")");
+}
+
+// Bytes per element of the dtypes the format defines; 0 for anything else.
+std::uint64_t dtype_size(const std::string& dtype) {
+  static const std::map<std::string, std::uint64_t> sizes = {
+      {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E5M2", 1}, {"F8_E4M3", 1}, {"F8_E8M0", 1},
+      {"I16", 2},  {"U16", 2}, {"F16", 2}, {"BF16", 2},    {"I32", 4},     {"U32", 4},
+      {"F32", 4},  {"F64", 8}, {"I64", 8}, {"U64", 8}};
+  const auto it = sizes.find(dtype);
+  return it == sizes.end() ? 0 : it->second;
+}
+
 class HeaderReader {
  public:
   explicit HeaderReader(const std::string& what) : what_(what) {}
-  InputError bad(const std::string& why) const {
-    return InputError(what_ + ": not a valid safetensors file (" + why + ")");
-  }
+  InputError bad(const std::string& why) const { return malformed(what_, why); }
 
   // Product of the dimensions in unsigned 64-bit, checked: a huge or negative dimension is refused
   // here instead of wrapping into a size that passes the byte-count check.
@@ -62,23 +79,29 @@ class HeaderReader {
     return numel;
   }
 
-  DecodedTensor tensor(const nlohmann::json& e, const std::string& name,
-                       std::span<const std::byte> body) const {
-    if (!e.is_object() || !e.contains("dtype") || e["dtype"] != "F32")
-      throw bad("tensor '" + name + "' is not F32");
-    DecodedTensor t;
-    const std::uint64_t numel = shape(e.contains("shape") ? e["shape"] : nlohmann::json(), name, t.shape);
-    const nlohmann::json offs = e.contains("data_offsets") ? e["data_offsets"] : nlohmann::json();
+  SafetensorsEntry tensor(const nlohmann::json& e, const std::string& name, std::uint64_t data_size) const {
+    if (!e.is_object()) throw bad("tensor '" + name + "' is not an object");
+    const auto field = [&](const char* key) {
+      const auto it = e.find(key);
+      return it == e.end() ? nlohmann::json() : *it;
+    };
+    const nlohmann::json dtype = field("dtype");
+    if (!dtype.is_string() || dtype_size(dtype.get<std::string>()) == 0)
+      throw bad("tensor '" + name + "' has no known dtype");
+    SafetensorsEntry t;
+    t.name = name;
+    t.dtype = dtype.get<std::string>();
+    t.numel = shape(field("shape"), name, t.shape);
+    const nlohmann::json offs = field("data_offsets");
     if (!offs.is_array() || offs.size() != 2 || !offs[0].is_number_unsigned() ||
         !offs[1].is_number_unsigned())
       throw bad("tensor '" + name + "' has bad offsets");
-    const auto begin = offs[0].get<std::uint64_t>(), end = offs[1].get<std::uint64_t>();
-    if (begin > end || end > body.size()) throw bad("tensor '" + name + "' has bad offsets");
-    if (numel > (end - begin) / sizeof(float) || numel * sizeof(float) != end - begin)
+    t.begin = offs[0].get<std::uint64_t>();
+    t.end = offs[1].get<std::uint64_t>();
+    if (t.begin > t.end || t.end > data_size) throw bad("tensor '" + name + "' has bad offsets");
+    const std::uint64_t esize = dtype_size(t.dtype);
+    if (t.numel > (t.end - t.begin) / esize || t.numel * esize != t.end - t.begin)
       throw bad("tensor '" + name + "' size mismatch");
-    t.data.resize(static_cast<std::size_t>(numel));
-    if (end > begin)
-      std::memcpy(t.data.data(), body.data() + begin, end - begin);  // no null pointers to memcpy
     return t;
   }
 
@@ -86,31 +109,112 @@ class HeaderReader {
   const std::string& what_;
 };
 
+// The one header parser: `text` is the JSON after the 8-byte length, `data_size` the bytes after it.
+SafetensorsHeader parse_header_text(std::string_view text, std::uint64_t data_size, const std::string& what) {
+  const HeaderReader r(what);
+  SafetensorsHeader out;
+  out.data_offset = 8 + text.size();
+  out.data_size = data_size;
+  try {
+    // A std::map-backed json (ordered_json's lookups are linear: a header of many keys would take
+    // quadratic time), with the top-level keys' file order recorded as the parser meets them.
+    std::vector<std::string> order;
+    const nlohmann::json::parser_callback_t keys = [&order](int depth, nlohmann::json::parse_event_t event,
+                                                            nlohmann::json& parsed) {
+      if (depth == 1 && event == nlohmann::json::parse_event_t::key && parsed.is_string())
+        order.push_back(parsed.get<std::string>());
+      return true;
+    };
+    const nlohmann::json header =
+        nlohmann::json::parse(text.data(), text.data() + text.size(), keys, /*allow_exceptions=*/false);
+    if (header.is_discarded()) throw r.bad("header is not JSON");
+    if (!header.is_object()) throw r.bad("header is not a JSON object");
+    std::set<std::string> seen;  // a repeated key holds its last value, listed once
+    for (const std::string& key : order) {
+      if (!seen.insert(key).second) continue;
+      const auto it = header.find(key);
+      if (it == header.end()) throw r.bad("header keys do not match its object");  // not expected
+      if (key == "__metadata__") {
+        if (!it->is_object()) throw r.bad("__metadata__ is not an object");
+        for (auto m = it->begin(); m != it->end(); ++m) {
+          if (!m->is_string()) throw r.bad("__metadata__ value '" + m.key() + "' is not a string");
+          out.metadata[m.key()] = m->get<std::string>();
+        }
+        continue;
+      }
+      out.tensors.push_back(r.tensor(*it, key, data_size));
+    }
+    if (seen.size() != header.size()) throw r.bad("header keys do not match its object");  // not expected
+  } catch (const nlohmann::json::exception& e) {  // not expected after the checks above; still input
+    throw r.bad(e.what());
+  }
+  // No two tensors share bytes: then the byte counts (and element counts) sum to at most data_size.
+  std::vector<const SafetensorsEntry*> by_begin;
+  for (const SafetensorsEntry& t : out.tensors)
+    if (t.end > t.begin) by_begin.push_back(&t);
+  std::sort(by_begin.begin(), by_begin.end(),
+            [](const SafetensorsEntry* a, const SafetensorsEntry* b) { return a->begin < b->begin; });
+  for (std::size_t i = 1; i < by_begin.size(); ++i) {
+    if (by_begin[i]->begin < by_begin[i - 1]->end)
+      throw r.bad("tensors '" + by_begin[i - 1]->name + "' and '" + by_begin[i]->name + "' overlap");
+  }
+  return out;
+}
+
+std::uint64_t header_length(const std::byte* p) {
+  std::uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | std::to_integer<std::uint64_t>(p[i]);
+  return n;
+}
+
+std::string too_long() {
+  return "header length exceeds " + std::to_string(kSafetensorsMaxHeaderBytes >> 30) + " GiB";
+}
+
 }  // namespace
 
+SafetensorsHeader safetensors_parse_header(std::span<const std::byte> bytes, const std::string& what) {
+  if (bytes.size() < 8) throw malformed(what, "shorter than its 8-byte header length");
+  const std::uint64_t hlen = header_length(bytes.data());
+  if (hlen > kSafetensorsMaxHeaderBytes) throw malformed(what, too_long());
+  if (hlen > bytes.size() - 8) throw malformed(what, "header length exceeds the file size");
+  const std::string_view text(reinterpret_cast<const char*>(bytes.data() + 8),
+                              static_cast<std::size_t>(hlen));
+  return parse_header_text(text, bytes.size() - 8 - hlen, what);
+}
+
+SafetensorsHeader safetensors_read_header(const std::filesystem::path& path) {
+  const std::string what = path.string();
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  std::ifstream in(path, std::ios::binary);
+  if (ec || !in) throw malformed(what, "cannot be read");
+  std::byte len[8] = {};
+  if (size < 8 || !in.read(reinterpret_cast<char*>(len), 8))
+    throw malformed(what, "shorter than its 8-byte header length");
+  const std::uint64_t hlen = header_length(len);
+  if (hlen > kSafetensorsMaxHeaderBytes) throw malformed(what, too_long());
+  if (hlen > size - 8) throw malformed(what, "header length exceeds the file size");
+  std::string text(static_cast<std::size_t>(hlen), '\0');
+  if (!in.read(text.data(), static_cast<std::streamsize>(hlen))) throw malformed(what, "truncated header");
+  return parse_header_text(text, size - 8 - hlen, what);
+}
+
 DecodedSafetensors safetensors_decode(std::span<const std::byte> bytes, const std::string& what) {
-  const HeaderReader r(what);
-  if (bytes.size() < 8) throw r.bad("shorter than its 8-byte header length");
-  uint64_t hlen = 0;
-  for (int i = 0; i < 8; ++i) hlen |= static_cast<uint64_t>(bytes[static_cast<std::size_t>(i)]) << (8 * i);
-  if (hlen > bytes.size() - 8) throw r.bad("header length exceeds the file size");
-  const std::string htext(reinterpret_cast<const char*>(bytes.data() + 8), hlen);
-  const nlohmann::json header = nlohmann::json::parse(htext, nullptr, /*allow_exceptions=*/false);
-  if (header.is_discarded()) throw r.bad("header is not JSON");
-  if (!header.is_object()) throw r.bad("header is not a JSON object");
-  const std::span<const std::byte> body = bytes.subspan(8 + hlen);
+  SafetensorsHeader h = safetensors_parse_header(bytes, what);
+  const std::span<const std::byte> body = bytes.subspan(static_cast<std::size_t>(h.data_offset));
   DecodedSafetensors out;
-  for (auto it = header.begin(); it != header.end(); ++it) {
-    if (it.key() == "__metadata__") {
-      if (!it->is_object()) throw r.bad("__metadata__ is not an object");
-      for (auto m = it->begin(); m != it->end(); ++m) {
-        if (!m->is_string()) throw r.bad("__metadata__ value '" + m.key() + "' is not a string");
-        out.metadata[m.key()] = m->get<std::string>();
-      }
-      continue;
-    }
-    out.tensors.emplace(it.key(), r.tensor(*it, it.key(), body));
+  for (SafetensorsEntry& t : h.tensors) {
+    if (t.dtype != "F32") throw malformed(what, "tensor '" + t.name + "' is not F32");
+    DecodedTensor d;
+    d.shape = std::move(t.shape);
+    d.data.resize(static_cast<std::size_t>(t.numel));
+    if (t.end > t.begin)  // no null pointers to memcpy
+      std::memcpy(d.data.data(), body.data() + t.begin, static_cast<std::size_t>(t.end - t.begin));
+    if (!out.tensors.emplace(t.name, std::move(d)).second)
+      throw malformed(what, "tensor '" + t.name + "' appears twice");
   }
+  out.metadata = std::move(h.metadata);
   return out;
 }
 
