@@ -181,10 +181,9 @@ std::size_t parse_tensors(const std::vector<std::uint8_t>& bytes, const fs::path
 // with (tensors in parameter-table order, contiguous; buffers follow): this ties model to state.
 std::string check_params_digest(const VerifiedCheckpoint& ck, const fs::path& p) {
   const std::span<const std::uint8_t> m(ck.model);
-  std::uint64_t hlen = 0;
-  for (int i = 7; i >= 0; --i)
-    hlen = (hlen << 8) | m[static_cast<std::size_t>(i)];  // parsed: 8 + hlen <= size
-  const std::span<const std::uint8_t> data = m.subspan(static_cast<std::size_t>(8 + hlen));
+  // The one safetensors header parser says where the data section starts (the file parsed already).
+  const std::uint64_t offset = safetensors_parse_header(std::as_bytes(m), p.string()).data_offset;
+  const std::span<const std::uint8_t> data = m.subspan(static_cast<std::size_t>(offset));
   if (ck.meta.param_floats > data.size() / sizeof(float))
     refuse(p, "holds fewer values than the " + std::to_string(ck.meta.param_floats) +
                   " parameters state.json records");
