@@ -6,7 +6,8 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake pkg-config git
   libopenmpi-dev openmpi-bin          # MPI: mpirun-launched ranks
-  libssl-dev                          # OpenSSL 3: AES-GCM, ChaCha20-Poly1305, HKDF, X25519, Ed25519
+  libssl-dev                          # OpenSSL 3: AES-GCM, ChaCha20-Poly1305, HKDF, X25519, Ed25519, X.509
+  openssl                             # the CLI: tests check that `openssl verify` reads our certificates
   libopenblas-dev                     # sgemm for the CPU backend
   libgtest-dev libbenchmark-dev       # tests and benchmarks
   libcli11-dev nlohmann-json3-dev     # command line and JSON

@@ -18,11 +18,10 @@ sha_root=$(sha256sum "$WORK/vendor/vendor_root.crt" | cut -c1-64)
 "$TT" provision --out "$WORK/vendor" --devices 4 --revoke 3 >/dev/null 2>&1 || bad "provision again"
 expect_eq "$(sha256sum "$WORK/vendor/vendor_root.crt" | cut -c1-64)" "$sha_root" "the root is kept"
 [[ -f "$WORK/vendor/device_3.pem" && $(stat -c %a "$WORK/vendor/device_3.pem") == 600 ]] && ok || bad "device_3.pem, mode 600"
-if command -v openssl >/dev/null; then
-  openssl verify -CAfile "$WORK/vendor/vendor_root.crt" "$WORK/vendor/device_1.pem" >/dev/null 2>&1 && ok || bad "openssl verifies device 1"
-  openssl verify -crl_check -CAfile "$WORK/vendor/vendor_root.crt" -CRLfile "$WORK/vendor/vendor_root.crl" \
-    "$WORK/vendor/device_3.pem" >/dev/null 2>&1 && bad "openssl should see device 3 revoked" || ok
-fi
+# Real formats: OpenSSL's own CLI (scripts/install-deps.sh installs it) verifies and revokes the same way.
+openssl verify -CAfile "$WORK/vendor/vendor_root.crt" "$WORK/vendor/device_1.pem" >/dev/null 2>&1 && ok || bad "openssl verifies device 1"
+openssl verify -crl_check -CAfile "$WORK/vendor/vendor_root.crt" -CRLfile "$WORK/vendor/vendor_root.crl" \
+  "$WORK/vendor/device_3.pem" >/dev/null 2>&1 && bad "openssl should see device 3 revoked" || ok
 "$TT" provision --out "$WORK/other" --devices 2 >/dev/null 2>&1 || bad "second vendor"
 expect_exit 2 "no such device" -- "$TT" provision --out "$WORK/vendor" --revoke 9
 
