@@ -79,13 +79,6 @@ rm "$WORK/no_val/tiny_val.bin.sealed"
 refused no_val "1 val shard\(s\), but none was found"
 
 # Images: both splits of one seal-data run are one dataset.
-be32() { printf "\\x$(printf %02x $(($1 >> 24 & 255)))\\x$(printf %02x $(($1 >> 16 & 255)))\\x$(printf %02x $(($1 >> 8 & 255)))\\x$(printf %02x $(($1 & 255)))"; }
-make_idx() { # PREFIX N: N random 28x28 images, labels 0..9, MNIST layout
-  local pre="$1" n="$2" i
-  { printf '\x00\x00\x08\x03'; be32 "$n"; be32 28; be32 28; head -c $((n * 784)) /dev/urandom; } >"$WORK/img/$pre-images-idx3-ubyte"
-  { printf '\x00\x00\x08\x01'; be32 "$n"; for ((i = 0; i < n; i++)); do printf "\\$(printf %03o $((i % 10)))"; done; } \
-    >"$WORK/img/$pre-labels-idx1-ubyte"
-}
 mkdir -p "$WORK/img"
 make_idx train 40
 make_idx t10k 20

@@ -13,6 +13,16 @@ make_corpus() {
   "$TT" prepare-text "$WORK/text" --out "$WORK/data" --name tiny >/dev/null
 }
 
+# make_idx PREFIX N: N random 28x28 images with labels 0..9 in the MNIST file layout, in $WORK/img.
+be32() { printf "\\x$(printf %02x $(($1 >> 24 & 255)))\\x$(printf %02x $(($1 >> 16 & 255)))\\x$(printf %02x $(($1 >> 8 & 255)))\\x$(printf %02x $(($1 & 255)))"; }
+make_idx() {
+  local pre="$1" n="$2" i
+  mkdir -p "$WORK/img"
+  { printf '\x00\x00\x08\x03'; be32 "$n"; be32 28; be32 28; head -c $((n * 784)) /dev/urandom; } >"$WORK/img/$pre-images-idx3-ubyte"
+  { printf '\x00\x00\x08\x01'; be32 "$n"; for ((i = 0; i < n; i++)); do printf "\\$(printf %03o $((i * 7 % 10)))"; done; } \
+    >"$WORK/img/$pre-labels-idx1-ubyte"
+}
+
 # An emulated vendor with 4 certified devices; TEE runs of several ranks pass "${TRUST[@]}".
 provision_trust() {
   "$TT" provision --out "$WORK/vendor" --devices 4 >/dev/null
