@@ -12,6 +12,7 @@
 #include <string>
 
 #include "tee/errors.h"
+#include "tee/unique_fd.h"
 
 namespace tt::tee {
 
@@ -117,33 +118,9 @@ void Ed25519KeyPair::save_pem(const std::filesystem::path& path) const {
   char* pem = nullptr;
   const long len = BIO_get_mem_data(mem.get(), &pem);
 
-  // Create the file with owner-only permissions from the start (no window where it is readable),
-  // write it whole, then rename over the destination so a reader never sees half a key.
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  auto fail = [&](const std::string& what) {
-    const std::string err = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("device key '" + path.string() + "': " + what + ": " + err);
-  };
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) fail("cannot create");
-  std::size_t done = 0;
-  const auto total = static_cast<std::size_t>(len);
-  while (done < total) {
-    const ssize_t n = ::write(fd, pem + done, total - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      ::close(fd);
-      fail("write failed");
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    ::close(fd);
-    fail("fsync failed");
-  }
-  if (::close(fd) != 0) fail("close failed");
-  if (::rename(tmp.c_str(), path.c_str()) != 0) fail("rename failed");
+  // Owner-only from the first byte, replaced whole: never readable by others, never half a key.
+  write_file_atomic(path, ByteView(reinterpret_cast<const std::uint8_t*>(pem), static_cast<std::size_t>(len)),
+                    0600, "device key");
 }
 
 PublicKey Ed25519KeyPair::public_key() const {

@@ -1,12 +1,17 @@
 // An owned POSIX file descriptor, closed on destruction, plus whole-buffer read/write helpers that
 // retry short transfers and EINTR. Used by the sealed-file reader and writer (pread/pwrite give
-// random access without a shared file position).
+// random access without a shared file position), and the one atomic whole-file writer of tee/ (keys,
+// certificates, revocation lists).
 #pragma once
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "tee/bytes.h"
@@ -70,6 +75,22 @@ inline bool pwrite_full(int fd, ByteView data, std::uint64_t offset) {
     done += static_cast<std::size_t>(n);
   }
   return true;
+}
+
+// Writes `data` to `path` with `mode` from the first byte (temporary file, fsync, rename): a key is
+// never readable by others, not even for an instant, and a reader never sees half a file. Throws
+// std::runtime_error("<what> '<path>': cannot write (<errno text>)").
+inline void write_file_atomic(const std::filesystem::path& path, ByteView data, mode_t mode,
+                              const std::string& what) {
+  const std::filesystem::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
+  const bool ok = fd && pwrite_full(fd.get(), data, 0) && ::fsync(fd.get()) == 0 && fd.close() &&
+                  ::rename(tmp.c_str(), path.c_str()) == 0;
+  if (!ok) {
+    const std::string why = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    throw std::runtime_error(what + " '" + path.string() + "': cannot write (" + why + ")");
+  }
 }
 
 }  // namespace tt::tee

@@ -45,18 +45,8 @@ fs::path crl_path(const fs::path& dir) {
   return dir / "vendor_root.crl";
 }
 
-// Writes `text` to `path` with `mode` from the first byte (temporary file, fsync, rename): a key is
-// never readable by others, and a reader never sees half a file.
 void write_file(const fs::path& path, const std::string& text, mode_t mode) {
-  const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
-  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
-  const bool ok = fd && pwrite_full(fd.get(), bytes_of(std::string_view(text)), 0) &&
-                  ::fsync(fd.get()) == 0 && fd.close() && ::rename(tmp.c_str(), path.c_str()) == 0;
-  if (!ok) {
-    const std::string why = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("provision: cannot write '" + path.string() + "' (" + why + ")");
-  }
+  write_file_atomic(path, bytes_of(std::string_view(text)), mode, "provision: file");
 }
 
 std::string pem_of(int (*write)(BIO*, const void*), const void* object, const char* what) {

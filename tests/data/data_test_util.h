@@ -1,10 +1,14 @@
 // Shared helpers for the data/ tests.
 #pragma once
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <filesystem>
+#include <string>
 #include <vector>
 
 #include "data/token_shard.h"
+#include "engine/core/error.h"
 #include "engine/core/rng.h"
 
 namespace tt::datatest {
@@ -15,6 +19,18 @@ inline void write_random_shard(const std::filesystem::path& p, int n, uint64_t s
   std::vector<uint16_t> t(static_cast<std::size_t>(n));
   for (auto& x : t) x = static_cast<uint16_t>(rng.below(256));
   write_token_shard(p, t, 256);
+}
+
+// `f` throws a one-line InputError whose message contains `needle`.
+template <typename F>
+void expect_input_error(F f, const std::string& needle) {
+  try {
+    f();
+    ADD_FAILURE() << "no InputError (wanted one mentioning '" << needle << "')";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << "one line: " << e.what();
+  }
 }
 
 }  // namespace tt::datatest

@@ -9,6 +9,7 @@
 #include "data/token_loader.h"
 #include "engine/core/error.h"
 #include "tests/common/temp_dir.h"
+#include "tests/data/data_test_util.h"
 
 namespace tt {
 namespace {
@@ -40,16 +41,7 @@ void write_gz(const std::filesystem::path& p, const std::string& bytes) {
   gzclose(f);
 }
 
-template <typename F>
-void expect_input_error(F f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "no InputError (wanted one mentioning '" << needle << "')";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << "one line: " << e.what();
-  }
-}
+using datatest::expect_input_error;
 
 TEST(ImageIdx, PlainAndGzipAgree) {
   TempDir d;

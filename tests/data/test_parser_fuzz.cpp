@@ -19,6 +19,7 @@
 #include "tee/errors.h"
 #include "tests/common/fuzz.h"
 #include "tests/common/temp_dir.h"
+#include "tests/data/data_test_util.h"
 
 namespace tt {
 namespace {
@@ -125,15 +126,7 @@ TEST(ParserFuzz, IdxAndCifarImages) {
   EXPECT_GT(o.at(2), 0);
 }
 
-template <typename F>
-void expect_input_error(F f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "no InputError (wanted one mentioning '" << needle << "')";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
+using datatest::expect_input_error;
 
 // A gzip file expanding far beyond what its idx header describes, and a header describing more than
 // any image file may hold: refused after reading about as much as the header describes.
