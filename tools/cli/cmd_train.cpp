@@ -201,6 +201,21 @@ nlohmann::json attestation_json(const std::optional<comm::AttestConfig>& attest,
   return j;
 }
 
+// What the trainer measured, as the summary's first fields.
+nlohmann::json result_json(const TrainResult& r, bool images) {
+  return {{"steps", r.steps},
+          {"final_loss", r.final_loss},
+          {"val_loss", r.val_loss},
+          {"val_accuracy", r.val_accuracy},
+          {"tokens_per_s", r.items_per_s},
+          {"items_per_s", r.items_per_s},
+          {"items", images ? "images" : "tokens"},
+          {"step_s_mean", r.step_seconds_mean},
+          {"timed_steps", r.timed_steps},
+          {"train_seconds", r.seconds},
+          {"params_sha256", r.params_sha256}};
+}
+
 TrainConfig trainer_config(const TrainOptions& o, bool have_val) {
   TrainConfig tc;
   tc.steps = o.steps;
@@ -422,39 +437,29 @@ void run_train(const TrainOptions& opts) {
   if (attest && !attestation_summary(*attest, world).warning.empty())
     std::fprintf(stderr, "%s\n", attestation_banner(*attest, world).c_str());
   if (!o.summary.empty()) {
-    nlohmann::json s = {{"steps", r.steps},
-                        {"final_loss", r.final_loss},
-                        {"val_loss", r.val_loss},
-                        {"val_accuracy", r.val_accuracy},
-                        {"tokens_per_s", r.items_per_s},
-                        {"items_per_s", r.items_per_s},
-                        {"items", img ? "images" : "tokens"},
-                        {"step_s_mean", r.step_seconds_mean},
-                        {"timed_steps", r.timed_steps},
-                        {"train_seconds", r.seconds},
-                        {"params_sha256", r.params_sha256},
-                        {"num_params", model->num_params()},
-                        {"world_size", world},
-                        {"allreduce", o.allreduce},
-                        {"gradient_path", world > 1 ? grads.path() : "none"},
-                        {"cc_transfer_us", grads.cc_transfer_us()},
-                        {"bucket_mb", o.bucket_mb},
-                        {"buckets", buckets.size()},
-                        {"overlap", o.overlap},
-                        {"tee", tee_json(o.tee, gpu_gradients(o))},
-                        {"rekeys", tee_session ? tee_session->channel().rekeys() : 0},
-                        {"attestation", attestation_json(attest, world)},
-                        {"bytes_sent", report["counters"]["bytes_sent"]},
-                        {"phases", report["phases"]},
-                        {"phases_accounted_s", main_thread_seconds(report)},
-                        {"counters", report["counters"]},
-                        {"backend", backend->describe()},
-                        {"threads", threads},
-                        {"host_cores", host_cores()},
-                        {"ranks_per_host", ranks_per_host},
-                        {"compute", o.compute},
-                        {"gpu", gpu ? nlohmann::json(gpu->describe()) : nlohmann::json(nullptr)},
-                        {"config", run_json}};
+    nlohmann::json s = result_json(r, img.has_value());
+    s.update({{"num_params", model->num_params()},
+              {"world_size", world},
+              {"allreduce", o.allreduce},
+              {"gradient_path", world > 1 ? grads.path() : "none"},
+              {"cc_transfer_us", grads.cc_transfer_us()},
+              {"bucket_mb", o.bucket_mb},
+              {"buckets", buckets.size()},
+              {"overlap", o.overlap},
+              {"tee", tee_json(o.tee, gpu_gradients(o))},
+              {"rekeys", tee_session ? tee_session->channel().rekeys() : 0},
+              {"attestation", attestation_json(attest, world)},
+              {"bytes_sent", report["counters"]["bytes_sent"]},
+              {"phases", report["phases"]},
+              {"phases_accounted_s", main_thread_seconds(report)},
+              {"counters", report["counters"]},
+              {"backend", backend->describe()},
+              {"threads", threads},
+              {"host_cores", host_cores()},
+              {"ranks_per_host", ranks_per_host},
+              {"compute", o.compute},
+              {"gpu", gpu ? nlohmann::json(gpu->describe()) : nlohmann::json(nullptr)},
+              {"config", run_json}});
     std::ofstream f(o.summary);
     if (!f) throw InputError("--summary " + o.summary + ": cannot open for writing");
     f << s.dump(2) << '\n';
