@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+"""Runs the checked commands of a teetrain lab (docs/labs/NN-*.md) and checks their output.
+
+Usage: run_lab.py TEETRAIN_BINARY LAB.md [LAB.md ...] [--keep] [--verbose] [--list]
+
+The convention (docs/labs/README.md, "How the labs are checked"), chosen to render as ordinary
+code blocks on GitHub:
+
+  ```bash lab                  a runnable block: run with bash, must exit 0
+  ```bash lab exit=3           ... must exit with status 3 exactly
+  ```bash lab timeout=90       ... is killed after 90 s (default 120 s)
+  ```text expect               the expected output of the runnable block just before it: every
+                               line (trimmed) must occur in the block's stdout+stderr; a line that
+                               is just `...` is ignored; `...` inside a line matches anything on
+                               one output line (e.g. `done: 4 steps, loss ... params_sha256`)
+
+Any other block (```bash without `lab`, ```text without `expect`) is shown to the reader and never
+run: that is where long or optional commands go. An `expect` block must follow a runnable block
+with no other code block between them (prose is fine).
+
+All runnable blocks of one lab run in order in one fresh temporary directory (files persist from
+block to block, as in a student's terminal); each block is its own `bash -e -o pipefail` process,
+and what it exports and its last working directory carry over to the next block. The environment:
+the binary's directory first on PATH (labs say `teetrain ...`), TEETRAIN_REPO (the repository
+root), TEETRAIN_BIN (the binary), and Open MPI's run-as-root settings and ob1 transport.
+
+Exit status: 0 if every block of every lab passed; 1 on the first failure, after printing the lab,
+the block's line, its command, what was wrong and the tail of its output; 2 on bad usage or a lab
+file that breaks the convention.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DEFAULT_TIMEOUT = 120.0
+TAIL_LINES = 40
+FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+
+
+class LabError(Exception):
+    """The lab file does not follow the convention (exit 2)."""
+
+
+@dataclass
+class Block:
+    line: int                      # 1-based line of the opening fence
+    lang: str
+    words: list[str]
+    body: str
+    exit_code: int = 0
+    timeout: float = DEFAULT_TIMEOUT
+    expect: list[str] = field(default_factory=list)
+    expect_line: int = 0
+
+    @property
+    def runnable(self) -> bool:
+        return "lab" in self.words
+
+
+def fenced_blocks(path: str) -> list[Block]:
+    """Every fenced code block of a Markdown file, with the line of its opening fence."""
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    blocks: list[Block] = []
+    i = 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        fence, info, start = m.group("fence"), m.group("info").strip(), i
+        body: list[str] = []
+        i += 1
+        while i < len(lines):
+            close = FENCE.match(lines[i])
+            if close and close.group("fence")[0] == fence[0] and len(close.group("fence")) >= len(fence) \
+                    and not close.group("info").strip():
+                break
+            body.append(lines[i])
+            i += 1
+        else:
+            raise LabError(f"{path}:{start + 1}: code block never closed")
+        i += 1
+        words = info.split()
+        blocks.append(Block(line=start + 1, lang=words[0] if words else "", words=words[1:],
+                            body="\n".join(body)))
+    return blocks
+
+
+def parse_lab(path: str) -> list[Block]:
+    """The runnable blocks of a lab, each with its options and expected lines."""
+    runnable: list[Block] = []
+    previous: Block | None = None
+    for b in fenced_blocks(path):
+        if b.lang == "text" and "expect" in b.words:
+            if previous is None or not previous.runnable:
+                raise LabError(f"{path}:{b.line}: an `expect` block must follow a ```bash lab block")
+            if previous.expect_line:
+                raise LabError(f"{path}:{b.line}: a second `expect` block for the command at line {previous.line}")
+            previous.expect = [ln.strip() for ln in b.body.split("\n") if ln.strip() and ln.strip() != "..."]
+            previous.expect_line = b.line
+        elif b.runnable:
+            if b.lang not in ("bash", "sh", "shell", "console"):
+                raise LabError(f"{path}:{b.line}: runnable blocks are ```bash lab (got ```{b.lang})")
+            for w in b.words:
+                if w == "lab":
+                    continue
+                key, _, value = w.partition("=")
+                try:
+                    if key == "exit":
+                        b.exit_code = int(value)
+                    elif key == "timeout":
+                        b.timeout = float(value)
+                    else:
+                        raise ValueError
+                except ValueError:
+                    raise LabError(f"{path}:{b.line}: unknown option {w!r} (lab, exit=N, timeout=S)") from None
+            runnable.append(b)
+        previous = b
+    return runnable
+
+
+def line_matches(expected: str, output_lines: list[str]) -> bool:
+    """`expected` occurs in one output line; `...` inside it matches anything on that line."""
+    parts = [p.strip() for p in expected.split("...")]
+    pattern = re.compile(".*".join(re.escape(p) for p in parts))
+    return any(pattern.search(ln) for ln in output_lines)
+
+
+def lab_env(binary: str, state_dir: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = os.path.dirname(binary) + os.pathsep + env.get("PATH", "")
+    env.update({
+        "TEETRAIN_REPO": REPO,
+        "TEETRAIN_BIN": binary,
+        "OMPI_ALLOW_RUN_AS_ROOT": "1",
+        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+        "OMPI_MCA_pml": "ob1",
+        "LAB_STATE": state_dir,
+    })
+    return env
+
+
+def block_script(b: Block, state_dir: str) -> str:
+    """The block's commands, wrapped so that exports and the working directory carry over."""
+    state = shlex.quote(os.path.join(state_dir, "env.sh"))
+    return (f"[ -f {state} ] && . {state}\n"
+            f"trap 'rc=$?; {{ export -p | grep -v -E \"^declare -x (PWD|OLDPWD|SHLVL|_)=\"; "
+            f"printf \"cd %q\\n\" \"$PWD\"; }} > {state}; exit $rc' EXIT\n"
+            "set -e -o pipefail\n"
+            f"{b.body}\n")
+
+
+def run_block(b: Block, cwd: str, env: dict[str, str], state_dir: str) -> tuple[int | None, str, float]:
+    """Runs one block; returns (exit status or None on timeout, combined output, seconds)."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen(["bash", "-c", block_script(b, state_dir)], cwd=cwd, env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=b.timeout)
+        rc: int | None = proc.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the block's whole process group (mpirun and its ranks)
+        out, _ = proc.communicate()
+        rc = None
+    return rc, out.decode("utf-8", errors="replace"), time.monotonic() - t0
+
+
+def fail(path: str, b: Block, what: str, output: str) -> None:
+    tail = output.rstrip("\n").split("\n")[-TAIL_LINES:]
+    print(f"\nLAB FAILED: {path}:{b.line}", file=sys.stderr)
+    print("command:", file=sys.stderr)
+    for ln in b.body.split("\n"):
+        print(f"    {ln}", file=sys.stderr)
+    print(what, file=sys.stderr)
+    print(f"last {len(tail)} line(s) of its output:", file=sys.stderr)
+    for ln in tail:
+        print(f"  | {ln}", file=sys.stderr)
+
+
+def run_lab(path: str, binary: str, keep: bool, verbose: bool) -> bool:
+    blocks = parse_lab(path)
+    if not blocks:
+        raise LabError(f"{path}: no runnable block (```bash lab)")
+    work = tempfile.mkdtemp(prefix="teetrain-lab-")
+    state = tempfile.mkdtemp(prefix="teetrain-lab-state-")
+    env = lab_env(binary, state)
+    print(f"== {path}: {len(blocks)} checked block(s) in {work}", flush=True)
+    t_lab = time.monotonic()
+    ok = True
+    try:
+        for b in blocks:
+            rc, out, secs = run_block(b, work, env, state)
+            first = b.body.strip().split("\n")[0] if b.body.strip() else "(empty)"
+            if verbose:
+                print(out, end="" if out.endswith("\n") or not out else "\n")
+            if rc is None:
+                fail(path, b, f"timed out after {b.timeout:g} s (raise it with `lab timeout=S`)", out)
+                ok = False
+                break
+            if rc != b.exit_code:
+                fail(path, b, f"exit status {rc}, expected {b.exit_code}", out)
+                ok = False
+                break
+            lines = out.split("\n")
+            missing = [e for e in b.expect if not line_matches(e, lines)]
+            if missing:
+                where = f" (expect block at line {b.expect_line})"
+                fail(path, b, f"expected line(s) not in the output{where}:\n" +
+                     "\n".join(f"    {m}" for m in missing), out)
+                ok = False
+                break
+            print(f"  ok  line {b.line:4d}  {secs:6.1f} s  exit {rc}  {len(b.expect)} expected line(s)  {first[:70]}",
+                  flush=True)
+    finally:
+        if keep:
+            print(f"  (working directory kept: {work})", flush=True)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+            if not ok:
+                print("  (run again with --keep to keep the working directory, --verbose to see every output)",
+                      flush=True)
+        shutil.rmtree(state, ignore_errors=True)
+    print(f"== {path}: {'passed' if ok else 'FAILED'} in {time.monotonic() - t_lab:.1f} s", flush=True)
+    return ok
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("binary", help="the teetrain binary (its directory goes first on PATH)")
+    ap.add_argument("labs", nargs="+", help="lab Markdown files")
+    ap.add_argument("--keep", action="store_true", help="keep each lab's working directory")
+    ap.add_argument("--verbose", "-v", action="store_true", help="print every block's output")
+    ap.add_argument("--list", action="store_true", help="list the checked blocks and exit")
+    args = ap.parse_args()
+    binary = os.path.abspath(args.binary)
+    if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
+        print(f"run_lab.py: {args.binary}: not an executable file", file=sys.stderr)
+        return 2
+    try:
+        if args.list:
+            for path in args.labs:
+                for b in parse_lab(path):
+                    opts = f"exit={b.exit_code} timeout={b.timeout:g}"
+                    first = (b.body.strip().splitlines() or ["(empty)"])[0]
+                    print(f"{path}:{b.line}  {opts}  {len(b.expect)} expected  {first}")
+            return 0
+        for path in args.labs:
+            if not run_lab(path, binary, args.keep, args.verbose):
+                return 1
+    except (LabError, OSError) as e:
+        print(f"run_lab.py: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Self-test of run_lab.py: a good lab passes, and every way of breaking it fails the runner.
+
+Usage: selftest.py TEETRAIN_BINARY
+
+fixtures/good.md exercises the convention (state carried across blocks, exports, `cd`, blocks
+that are shown but not run, `exit=3`, `...` wildcards, the environment the runner provides). Each
+mutation below breaks one command or one expected line of a copy of it, and the runner must then
+exit 1 (2 for a lab that breaks the convention) and say where. Finally every lab under docs/labs/
+must parse: at least one checked block, and no expect block without its command.
+"""
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RUNNER = os.path.join(HERE, "run_lab.py")
+REPO = os.path.dirname(os.path.dirname(HERE))
+GOOD = os.path.join(HERE, "fixtures", "good.md")
+
+# name, (old, new) replacements in good.md, expected runner exit, strings its output must contain
+MUTATIONS = [
+    ("wrong expected line", [("carried over in sub\n", "carried over in the wrong place\n")], 1,
+     ["expected line(s) not in the output", "carried over in the wrong place", ":22\n"]),
+    ("wrong wildcard line", [("step 4, loss ... s/step", "step 5, loss ... s/step")], 1,
+     ["step 5, loss ... s/step"]),
+    ("broken command", [("cat ../note.txt\n", "cat ../no-such-note.txt\n")], 1,
+     ["exit status 1, expected 0", "no-such-note.txt: No such file"]),
+    ("failure no longer fails", [("exit 3\n```", "exit 0\n```")], 1, ["exit status 0, expected 3"]),
+    ("fails with another code", [("exit 3\n```", "exit 2\n```")], 1, ["exit status 2, expected 3"]),
+    ("error in the middle of a block", [("mkdir -p sub && cd sub\n", "false\nmkdir -p sub && cd sub\n")], 1,
+     ["exit status 1, expected 0", ":5\n"]),
+    ("state not created", [('echo "hello from the lab" > note.txt\n', 'echo "hello from the lab"\n')], 1,
+     ["note.txt: No such file"]),
+    ("timeout", [("```bash lab timeout=30\nsleep 0.1", "```bash lab timeout=1\nsleep 30")], 1,
+     ["timed out after 1 s"]),
+    ("expect block after a shown block", [("exit 42\n```\n", "exit 42\n```\n\n```text expect\nhello\n```\n")], 2,
+     ["an `expect` block must follow"]),
+    ("unknown option", [("```bash lab exit=3", "```bash lab exit=3 retries=2")], 2, ["unknown option"]),
+]
+
+
+def run(binary, lab):
+    p = subprocess.run([sys.executable, RUNNER, binary, lab], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, timeout=120)
+    return p.returncode, p.stdout
+
+
+def main():
+    binary = sys.argv[1]
+    fails = 0
+    rc, out = run(binary, GOOD)
+    if rc != 0:
+        print(f"FAIL: the good fixture does not pass (exit {rc}):\n{out}")
+        fails += 1
+    elif out.count("  ok  line") != 4:
+        print(f"FAIL: the good fixture should run exactly its 4 checked blocks:\n{out}")
+        fails += 1
+    good = open(GOOD).read()
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, edits, want_rc, want_text in MUTATIONS:
+            text = good
+            for old, new in edits:
+                assert text.count(old) == 1, f"mutation {name!r}: {old!r} is not in good.md exactly once"
+                text = text.replace(old, new)
+            lab = os.path.join(tmp, name.replace(" ", "_") + ".md")
+            with open(lab, "w") as f:
+                f.write(text)
+            rc, out = run(binary, lab)
+            missing = [w for w in want_text if w not in out]
+            if rc != want_rc or missing:
+                print(f"FAIL: {name}: exit {rc} (want {want_rc}), missing {missing} in:\n{out}")
+                fails += 1
+            else:
+                print(f"ok: {name}: the runner exits {rc}")
+    labs = sorted(glob.glob(os.path.join(REPO, "docs", "labs", "[0-9][0-9]-*.md")))
+    for lab in labs:
+        p = subprocess.run([sys.executable, RUNNER, binary, lab, "--list"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+        if p.returncode != 0 or not p.stdout.strip():
+            print(f"FAIL: {lab} does not parse or has no checked block:\n{p.stdout}")
+            fails += 1
+    print(f"{len(MUTATIONS) + 1 + len(labs) - fails} passed, {fails} failed ({len(labs)} labs parsed)")
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
