@@ -181,14 +181,14 @@ def run_block(b: Block, cwd: str, env: dict[str, str], state_dir: str) -> tuple[
 
 def fail(path: str, b: Block, what: str, output: str) -> None:
     tail = output.rstrip("\n").split("\n")[-TAIL_LINES:]
-    print(f"\nLAB FAILED: {path}:{b.line}", file=sys.stderr)
-    print("command:", file=sys.stderr)
+    print(f"\nLAB FAILED: {path}:{b.line}", flush=True)
+    print("command:", flush=True)
     for ln in b.body.split("\n"):
-        print(f"    {ln}", file=sys.stderr)
-    print(what, file=sys.stderr)
-    print(f"last {len(tail)} line(s) of its output:", file=sys.stderr)
+        print(f"    {ln}", flush=True)
+    print(what, flush=True)
+    print(f"last {len(tail)} line(s) of its output:", flush=True)
     for ln in tail:
-        print(f"  | {ln}", file=sys.stderr)
+        print(f"  | {ln}", flush=True)
 
 
 def run_lab(path: str, binary: str, keep: bool, verbose: bool) -> bool:
