@@ -19,8 +19,10 @@ run: that is where long or optional commands go. An `expect` block must follow a
 with no other code block between them (prose is fine).
 
 All runnable blocks of one lab run in order in one fresh temporary directory (files persist from
-block to block, as in a student's terminal); each block is its own `bash -e -o pipefail` process,
-and what it exports and its last working directory carry over to the next block. The environment:
+block to block, as in a student's terminal); each block is its own `bash -e` process (a failing
+command ends the block; a pipeline's status is its last command's, as in a terminal, so
+`... | head` is safe), and what it exports and its last working directory carry over to the next
+block. The environment:
 the binary's directory first on PATH (labs say `teetrain ...`), TEETRAIN_REPO (the repository
 root), TEETRAIN_BIN (the binary), and Open MPI's run-as-root settings and ob1 transport.
 
@@ -159,7 +161,7 @@ def block_script(b: Block, state_dir: str) -> str:
     return (f"[ -f {state} ] && . {state}\n"
             f"trap 'rc=$?; {{ export -p | grep -v -E \"^declare -x (PWD|OLDPWD|SHLVL|_)=\"; "
             f"printf \"cd %q\\n\" \"$PWD\"; }} > {state}; exit $rc' EXIT\n"
-            "set -e -o pipefail\n"
+            "set -e\n"
             f"{b.body}\n")
 
 
