@@ -29,7 +29,11 @@ inline constexpr int kRing = 100;
 inline constexpr int kBroadcast = 101;
 inline constexpr int kBarrier = 102;
 inline constexpr int kAllgather = 103;
-inline constexpr int kUser = 1000;  // first tag free for tests and ad-hoc exchanges
+// 110 .. 119: attestation and key agreement (comm/secure_session.h)
+inline constexpr int kAttestFirst = 110;
+inline constexpr int kAttestLast = 119;
+inline constexpr int kAdversaryReport = 120;  // --adversary: gathering its view on rank 0 (not attacked)
+inline constexpr int kUser = 1000;            // first tag free for tests and ad-hoc exchanges
 }  // namespace tags
 
 enum class Op { Send, Recv };

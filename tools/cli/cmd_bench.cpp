@@ -22,6 +22,7 @@
 #include "comm/sealed_channel.h"
 #include "comm/secure_session.h"
 #include "data/token_loader.h"
+#include "engine/adversary_wire.h"
 #include "engine/core/backend_factory.h"
 #include "engine/core/cpu/cpu_backend.h"
 #include "engine/core/error.h"
@@ -96,8 +97,17 @@ void run_allreduce(AllreduceBenchOptions o) {
         throw InputError("--modes mpi cannot be sealed; use --modes ring with --tee " + o.tee.mode);
     }
   }
-  comm::MpiTransport transport(MPI_COMM_WORLD);
+  if (o.tee.adversary) {
+    // The adversary sits on our ring's transport: MPI_Allreduce bypasses it.
+    if (o.modes_given && o.modes != std::vector<std::string>{"ring"})
+      throw InputError("--adversary attacks our ring only; use --modes ring (MPI_Allreduce bypasses it)");
+    o.modes = {"ring"};
+  }
+  comm::MpiTransport mpi_transport(MPI_COMM_WORLD);
+  AdversaryWire wire(mpi_transport, o.tee.adversary, ts.on);
+  comm::Transport& transport = wire.transport();
   const bool root = transport.rank() == 0;
+  if (wire.active() && root) std::printf("# %s\n", wire.banner().c_str());
 
   // TEE mode: the same attestation, key agreement and single sealed channel as `teetrain train`
   // (engine/tee_session.h), so the bench measures exactly the ring that training runs.
@@ -149,12 +159,14 @@ void run_allreduce(AllreduceBenchOptions o) {
         "iterations\n");
     std::printf("%s\n", comm::format_bench_header().c_str());
   }
-  const auto records = comm::run_allreduce_bench(transport, transport.comm(), bo, channel, nullptr,
+  const auto records = comm::run_allreduce_bench(transport, mpi_transport.comm(), bo, channel, nullptr,
                                                  [&](const comm::BenchRecord& r) {
                                                    if (root)
                                                      std::printf("%s\n", comm::format_bench_row(r).c_str());
                                                    std::fflush(stdout);
                                                  });
+  const std::string adversary_view = wire.report();
+  if (root && !adversary_view.empty()) std::printf("%s", adversary_view.c_str());
   if (root && !o.json.empty()) {
     const nlohmann::json tee = tee_json(o.tee);
     nlohmann::json arr = nlohmann::json::array();
@@ -395,6 +407,7 @@ void register_bench(CLI::App& app) {
       ->check(non_negative())
       ->capture_default_str();
   add_trust_options(tg, ar->tee.trust);
+  add_adversary_option(tg, ar->tee.adversary);
   a->add_option("--json", ar->json, "Write the records as a JSON list to FILE");
   auto* modes_opt = a->get_option("--modes");
   a->callback([ar, modes_opt] {

@@ -13,6 +13,7 @@
 #include "comm/secure_session.h"
 #include "data/sealed_tokens.h"
 #include "data/token_loader.h"
+#include "engine/adversary_wire.h"
 #include "engine/checkpoint.h"
 #include "engine/core/backend_factory.h"
 #include "engine/core/error.h"
@@ -81,6 +82,15 @@ void validate(const TrainOptions& o) {
   }
   if (o.link == "emulate" && o.allreduce != "ring") {
     throw InputError("--link emulate applies to our ring; use --allreduce ring");
+  }
+  if (o.tee.adversary && (o.allreduce != "ring" || o.device == "cuda")) {
+    throw InputError(
+        "--adversary sits on teetrain's host ring; MPI_Allreduce, NCCL and the device ring bypass it: use "
+        "--allreduce ring on --device cpu (add --compute emulate for GPU-speed compute)");
+  }
+  if (o.tee.adversary && o.tee.adversary->kind == comm::AttackKind::Mitm && o.tee.mode == "off") {
+    throw InputError("--adversary mitm attacks the attestation handshake, which only TEE mode runs: add --tee "
+                     "cc or --tee fast");
   }
   const int context = model_context(o.model);
   if (o.seq > context) {
@@ -255,8 +265,12 @@ void run_train(const TrainOptions& opts) {
                      " sends gradients in plaintext; use --allreduce ring with --tee");
   }
   comm::MpiSession mpi(nullptr, nullptr);
-  comm::MpiTransport transport(MPI_COMM_WORLD,
-                               std::chrono::milliseconds(static_cast<long>(o.timeout_s * 1000.0)));
+  comm::MpiTransport mpi_transport(MPI_COMM_WORLD,
+                                   std::chrono::milliseconds(static_cast<long>(o.timeout_s * 1000.0)));
+  // Every message between ranks goes through `transport`: MPI, or --adversary's attacker on it.
+  AdversaryWire wire(mpi_transport, o.tee.adversary, ts.on);
+  comm::Transport& transport = wire.transport();
+  if (wire.active() && transport.rank() == 0) std::fprintf(stderr, "%s\n", wire.banner().c_str());
   const int rank = transport.rank();
   const int world = transport.size();
   Profiler profiler(/*trace=*/!o.trace.empty());
@@ -387,7 +401,7 @@ void run_train(const TrainOptions& opts) {
   }
 
   // Gradient reduction on the reducer's communication thread: one path, chosen from the options.
-  GradientReduction grads({o, ts, *backend, transport, channel,
+  GradientReduction grads({o, ts, *backend, mpi_transport, transport, channel,
                            tee_session ? &tee_session->channel() : nullptr, gpu ? &*gpu : nullptr,
                            ranks_per_host, profiler});
   const std::size_t cap = static_cast<std::size_t>(o.bucket_mb * 1024.0 * 1024.0);
@@ -419,6 +433,7 @@ void run_train(const TrainOptions& opts) {
   const TrainResult r = trainer.run(start_step, samples);
 
   const nlohmann::json report = gather_phase_report(dist, profiler, r.timed_steps);
+  const std::string adversary_view = wire.report();
   if (!o.trace.empty()) {
     write_trace_part(o.trace, rank, profiler.trace_events());
     dist.mean(0.0);  // barrier: every part is on disk before rank 0 merges
@@ -434,6 +449,7 @@ void run_train(const TrainOptions& opts) {
                r.steps, r.final_loss, r.val_loss, r.items_per_s, img ? "images/s" : "tok/s",
                r.step_seconds_mean, r.params_sha256.c_str());
   if (r.val_accuracy >= 0) std::fprintf(stderr, "val_accuracy %.2f%%\n", 100.0 * r.val_accuracy);
+  if (!adversary_view.empty()) std::fprintf(stderr, "%s", adversary_view.c_str());
   if (attest && !attestation_summary(*attest, world).warning.empty())
     std::fprintf(stderr, "%s\n", attestation_banner(*attest, world).c_str());
   if (!o.summary.empty()) {

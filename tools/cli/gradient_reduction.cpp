@@ -14,25 +14,25 @@ GradientReduction::GradientReduction(const GradientSetup& s) : gpu_(s.gpu) {
   ro.all_gather = ts.forward_ag ? comm::AllGatherMode::ForwardWire : comm::AllGatherMode::PerHop;
 
   if (o.allreduce == "nccl") {
-    nccl_ = make_nccl_allreduce(s.backend, s.transport.comm(), s.transport.timeout());
+    nccl_ = make_nccl_allreduce(s.backend, s.mpi.comm(), s.mpi.timeout());
     fn_ = nccl_->fn();
     path_ = "ncclAllReduce";
     return;
   }
-  if (cuda && o.allreduce == "ring" && (!ts.on || ts.device_crypto) && s.transport.size() > 1) {
+  if (cuda && o.allreduce == "ring" && (!ts.on || ts.device_crypto) && s.mpi.size() > 1) {
     DeviceRingConfig dc;
     dc.ring = ro;
     dc.sealed = ts.on ? s.sealed : nullptr;
     if (o.link_gbps > 0) dc.link = comm::LinkLimit{o.link_gbps, {}};
     dc.ranks_on_host = s.ranks_on_host;
-    device_ring_ = make_device_allreduce(s.backend, s.transport, dc, s.profiler);
+    device_ring_ = make_device_allreduce(s.backend, s.mpi, dc, s.profiler);
     fn_ = device_ring_->fn();
     path_ = device_ring_->describe();
     return;
   }
 
   if (o.allreduce == "mpi") {
-    fn_ = [&t = s.transport](float* g, std::size_t n, long, int) { comm::mpi_allreduce_sum(t.comm(), g, n); };
+    fn_ = [&t = s.mpi](float* g, std::size_t n, long, int) { comm::mpi_allreduce_sum(t.comm(), g, n); };
     path_ = "MPI_Allreduce";
   } else {
     // fast with device crypto on an emulated GPU: the ring's messages are sealed "on the GPU", i.e.

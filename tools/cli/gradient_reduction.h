@@ -42,7 +42,8 @@ struct GradientSetup {
   const TrainOptions& options;
   const TeeSwitches& tee;
   Backend& backend;
-  comm::MpiTransport& transport;
+  comm::MpiTransport& mpi;      // MPI_Allreduce, NCCL's bootstrap and the device ring
+  comm::Transport& transport;   // the host ring's wire: `mpi`, or --adversary's decorator on it
   comm::Channel& channel;       // every inter-rank message's channel (sealed in TEE mode)
   comm::SealedChannel* sealed;  // the same channel when sealed, else null
   const EmulatedGpu* gpu;       // --compute emulate, else null

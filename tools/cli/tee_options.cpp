@@ -12,6 +12,16 @@ bool resolve(const std::string& v, bool mode_default) {
 
 }  // namespace
 
+void add_adversary_option(CLI::App* g, std::optional<comm::AdversarySpec>& out) {
+  g->add_option_function<std::string>(
+       "--adversary", [&out](const std::string& spec) { out = comm::parse_adversary(spec); },
+       "Teaching: put an attacker on the links between ranks (docs/labs/). snoop[:DIR] records what "
+       "crosses each link and prints the adversary's view; flip:N, drop:N, replay:N, reorder:N, "
+       "truncate:N, delay:N:MS attack the N-th gradient message on a link (append @R for the link from "
+       "rank R, default @0); mitm[:cert] replaces rank R's attestation evidence with a relay's")
+      ->type_name("SPEC");
+}
+
 void add_tee_options(CLI::App* cmd, TeeOptions& o) {
   auto* g = cmd->add_option_group("TEE mode (confidential computing emulation)");
   g->add_option(
@@ -51,6 +61,7 @@ void add_tee_options(CLI::App* cmd, TeeOptions& o) {
       ->check(onoff)
       ->capture_default_str();
   add_trust_options(g, o.trust);
+  add_adversary_option(g, o.adversary);
   g->add_option("--key-file", o.key_file,
                 "Master key for sealed data and checkpoints (create with `teetrain keygen`)")
       ->capture_default_str();

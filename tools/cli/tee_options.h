@@ -5,8 +5,10 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
+#include "comm/adversary_spec.h"
 #include "engine/tee_session.h"
 #include "tee/aead.h"
 
@@ -25,6 +27,7 @@ struct TeeOptions {
   TrustOptions trust;                   // --attestation, --trust-root, --device-identity, --policy
   std::string key_file = "data-cache/teetrain.key";  // master key for sealed data and checkpoints
   bool allow_plain_data = false;
+  std::optional<comm::AdversarySpec> adversary;  // --adversary: an attacker on the links (teaching)
 };
 
 // The switches in force after resolving "auto" against the mode.
@@ -42,6 +45,8 @@ struct TeeSwitches {
 void add_tee_options(CLI::App* cmd, TeeOptions& o);
 // The attestation flags alone (train and bench allreduce add them with the TEE group; attest too).
 void add_trust_options(CLI::App* g, TrustOptions& t);
+// --adversary SPEC (comm/adversary_spec.h), parsed into `out` (a bad spec is an InputError: exit 2).
+void add_adversary_option(CLI::App* g, std::optional<comm::AdversarySpec>& out);
 // gpu_gradients: the gradients live on a GPU (train_options.h: gpu_gradients()). Device crypto
 // exists only there: with CPU compute the host IS the device, and the switch resolves to off.
 TeeSwitches resolve_tee(const TeeOptions& o, bool gpu_gradients = false);

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# --adversary: an attacker on the links between ranks. snoop shows gradients in clear with the TEE off
+# and only ciphertext with it on; every active attack on a sealed run stops it with exit 3 and one line
+# naming rank, peer, step, bucket, phase and chunk; with the TEE off a flip goes unnoticed and the
+# adversary's report says so; mitm is refused at attestation.
+source "$(dirname "$0")/lib.sh" "$@"
+make_corpus
+provision_trust
+"$TT" keygen --out "$WORK/k.key" >/dev/null
+"$TT" seal-data --data "$WORK/data/tiny" --out "$WORK/sealed" --key-file "$WORK/k.key" >/dev/null
+base=(train --model gpt2-tiny --steps 4 --batch 2 --seq 16 --threads 1 --no-progress --timeout 5)
+plain=("${base[@]}" --data "$WORK/data/tiny")
+sealed=("${base[@]}" --data "$WORK/sealed/tiny" --key-file "$WORK/k.key" --tee fast "${TRUST[@]}")
+run() { # np log args...: runs mpirun, returns its exit code in $rc
+  local np="$1" log="$2"
+  shift 2
+  rc=0
+  mpirun --oversubscribe -np "$np" "$TT" "$@" >"$log" 2>&1 || rc=$?
+}
+check() { # what expected_rc pattern log
+  if [[ $rc -ne $2 ]]; then
+    echo "FAIL: $1: exit $rc, expected $2"; tail -5 "$4"; fails=$((fails + 1)); return
+  fi
+  if grep -qE -- "$3" "$4"; then passes=$((passes + 1)); else
+    echo "FAIL: $1: no line matches /$3/"; tail -8 "$4"; fails=$((fails + 1)); fi
+}
+
+# snoop, TEE off: every link's gradients readable.
+run 2 "$WORK/snoop_off.log" "${plain[@]}" --adversary "snoop:$WORK/cap"
+check "snoop off" 0 "verdict: gradients READABLE" "$WORK/snoop_off.log"
+for link in "0 -> 1" "1 -> 0"; do
+  pct=$(awk -v l="$link" '$0 ~ "^"l" +gradients" {print $(NF-4)}' "$WORK/snoop_off.log" | tr -d '%')
+  if awk -v p="${pct:-0}" 'BEGIN{exit !(p >= 99)}'; then passes=$((passes + 1)); else
+    echo "FAIL: snoop off: link $link gradients plausible '$pct' < 99%"; fails=$((fails + 1)); fi
+done
+[[ -s "$WORK/cap/link_0_to_1.tsv" && -s "$WORK/cap/link_0_to_1_gradients_first.bin" ]] && passes=$((passes + 1)) ||
+  { echo "FAIL: snoop:DIR wrote no capture"; fails=$((fails + 1)); }
+
+# snoop, TEE fast: nothing readable, entropy >= 7.99 over the run, the clear header named.
+run 2 "$WORK/snoop_fast.log" "${sealed[@]}" --steps 12 --adversary snoop
+check "snoop fast" 0 "verdict: gradients unreadable" "$WORK/snoop_fast.log"
+check "snoop fast header" 0 "in clear: the last 12 bytes of every sealed message" "$WORK/snoop_fast.log"
+ent=$(sed -n 's/.*byte entropy \([0-9.]*\) bits\/byte over.*/\1/p' "$WORK/snoop_fast.log")
+if awk -v e="${ent:-0}" 'BEGIN{exit !(e >= 7.99)}'; then passes=$((passes + 1)); else
+  echo "FAIL: snoop fast: entropy '$ent' < 7.99"; fails=$((fails + 1)); fi
+max_pct=$(awk '$4 == "gradients" {gsub("%","",$(NF-4)); print $(NF-4)}' "$WORK/snoop_fast.log" | sort -n | tail -1)
+if awk -v p="${max_pct:-100}" 'BEGIN{exit !(p < 25)}'; then passes=$((passes + 1)); else
+  echo "FAIL: snoop fast: gradients plausible '$max_pct'% (ciphertext should look random, ~17%)"; fails=$((fails + 1)); fi
+
+# Every active attack on a sealed run: exit 3, one line with the full context, within the timeout.
+context="INTEGRITY FAILURE: .*rank [0-9]+.* (at )?step [0-9]+, bucket [0-9]+, phase [a-z_]+, hop [0-9]+, chunk [0-9]+"
+for np in 2 4; do
+  for attack in flip:3 drop:3 replay:3 reorder:3 truncate:3 "flip:2@$((np - 1))"; do
+    start=$(date +%s)
+    run "$np" "$WORK/a.log" "${sealed[@]}" --adversary "$attack"
+    check "fast P=$np $attack" 3 "$context" "$WORK/a.log"
+    check "fast P=$np $attack announced" 3 "^adversary: " "$WORK/a.log"
+    elapsed=$(($(date +%s) - start))
+    [[ $elapsed -le 25 ]] && passes=$((passes + 1)) || { echo "FAIL: $attack took ${elapsed}s"; fails=$((fails + 1)); }
+  done
+done
+
+# TEE off: a flip is not detected, and the adversary's report says so (the lesson of lab 2).
+run 2 "$WORK/flip_off.log" "${plain[@]}" --adversary flip:3
+check "off flip" 0 "NOTHING DETECTED THE ATTACK" "$WORK/flip_off.log"
+check "off flip value" 0 "value #[0-9]+ .* -> .*e\+" "$WORK/flip_off.log"
+# A delay longer than --timeout: the receiver gives up, naming the rank it waited for.
+run 2 "$WORK/delay.log" "${plain[@]}" --timeout 2 --adversary delay:2:5000
+check "delay past timeout" 1 "receive from rank 0 .*did not complete within 2 s" "$WORK/delay.log"
+# A delay within it changes nothing but time.
+run 2 "$WORK/delay_ok.log" "${sealed[@]}" --adversary delay:2:300
+check "short delay" 0 "a delay changes no bytes" "$WORK/delay_ok.log"
+# An attack numbered past the run's traffic says it did not fire.
+run 2 "$WORK/late.log" "${plain[@]}" --adversary flip:100000
+check "did not fire" 0 "the attack did not fire: .* carried [0-9]+ gradient message" "$WORK/late.log"
+
+# A man in the middle is refused at attestation, before any key exists.
+run 2 "$WORK/mitm.log" "${sealed[@]}" --adversary mitm
+check "mitm" 3 "certificate not issued by the trusted vendor root" "$WORK/mitm.log"
+run 2 "$WORK/mitm_cert.log" "${sealed[@]}" --adversary mitm:cert@1
+check "mitm:cert" 3 "rank 1: evidence signed by a key that is not the certified device key" "$WORK/mitm_cert.log"
+
+# The ring benchmark takes the same adversary.
+run 2 "$WORK/bench.log" bench allreduce --min-bytes 65536 --max-bytes 65536 --iters 2 --warmup 1 --tee fast \
+  "${TRUST[@]}" --adversary flip:2
+check "bench fast flip" 3 "$context" "$WORK/bench.log"
+run 2 "$WORK/bench_snoop.log" bench allreduce --min-bytes 65536 --max-bytes 262144 --iters 2 --adversary snoop
+check "bench snoop" 0 "verdict: gradients READABLE" "$WORK/bench_snoop.log"
+
+# Bad specs and combinations: exit 2 with one line.
+expect_exit 2 "unknown attack 'bogus'" -- "$TT" "${plain[@]}" --adversary bogus
+expect_exit 2 "message number '' is not a number" -- "$TT" "${plain[@]}" --adversary flip:
+expect_exit 2 "replay.*message number must be at least 2" -- "$TT" "${plain[@]}" --adversary replay:1
+expect_exit 2 "delay needs" -- "$TT" "${plain[@]}" --adversary delay:3
+expect_exit 2 "needs at least 2 ranks" -- "$TT" "${plain[@]}" --adversary flip:1
+run 2 "$WORK/at7.log" "${plain[@]}" --adversary flip:1@7
+check "@7" 2 "^teetrain: error: --adversary: @7 is not a rank of this 2-rank run" "$WORK/at7.log"
+expect_exit 2 "only TEE mode runs" -- "$TT" "${plain[@]}" --adversary mitm
+expect_exit 2 "bypass" -- "$TT" "${plain[@]}" --allreduce mpi --adversary snoop
+finish

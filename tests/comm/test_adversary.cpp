@@ -1,0 +1,208 @@
+// --adversary: the spec parser (including hostile input), the snoop statistics, and each attack of
+// AdversaryTransport over in-process ranks (what arrives, and that the caller's buffer is untouched).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "comm/adversary_transport.h"
+#include "comm/inproc_transport.h"
+#include "engine/core/error.h"
+
+namespace tt::comm {
+namespace {
+
+std::string error_of(std::string_view spec) {
+  try {
+    parse_adversary(spec);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(AdversarySpec, ParsesEveryForm) {
+  EXPECT_EQ(parse_adversary("snoop").kind, AttackKind::Snoop);
+  EXPECT_EQ(parse_adversary("snoop:/tmp/a@b:c").snoop_dir, "/tmp/a@b:c");  // no @RANK for snoop
+  const auto flip = parse_adversary("flip:7@3");
+  EXPECT_EQ(flip.kind, AttackKind::Flip);
+  EXPECT_EQ(flip.nth, 7u);
+  EXPECT_EQ(flip.link, 3);
+  EXPECT_EQ(parse_adversary("drop:1").link, 0);
+  EXPECT_EQ(parse_adversary("replay:2").kind, AttackKind::Replay);
+  EXPECT_EQ(parse_adversary("reorder:4").kind, AttackKind::Reorder);
+  EXPECT_EQ(parse_adversary("truncate:4").kind, AttackKind::Truncate);
+  const auto delay = parse_adversary("delay:2:150@1");
+  EXPECT_EQ(delay.delay.count(), 150);
+  EXPECT_EQ(delay.link, 1);
+  EXPECT_EQ(parse_adversary("mitm").forgery, MitmForgery::OwnVendor);
+  EXPECT_EQ(parse_adversary("mitm:cert@1").forgery, MitmForgery::StolenCertificate);
+}
+
+TEST(AdversarySpec, RefusesWithAReason) {
+  EXPECT_NE(error_of("bogus").find("unknown attack 'bogus'"), std::string::npos);
+  EXPECT_NE(error_of("flip").find("needs the message number"), std::string::npos);
+  EXPECT_NE(error_of("flip:x").find("'x' is not a number"), std::string::npos);
+  EXPECT_NE(error_of("flip:0").find("at least 1"), std::string::npos);
+  EXPECT_NE(error_of("replay:1").find("at least 2"), std::string::npos);
+  EXPECT_NE(error_of("delay:1").find("delay:N:MS"), std::string::npos);
+  EXPECT_NE(error_of("flip:1@-1").find("rank must be at least 0"), std::string::npos);
+  EXPECT_NE(error_of("mitm:key").find("only ':cert'"), std::string::npos);
+  EXPECT_NE(error_of("snoop:").find("empty directory"), std::string::npos);
+  EXPECT_THROW(check_adversary(parse_adversary("flip:1@2"), 2), InputError);
+  EXPECT_THROW(check_adversary(parse_adversary("snoop"), 1), InputError);
+  EXPECT_NO_THROW(check_adversary(parse_adversary("flip:1@1"), 2));
+}
+
+TEST(AdversarySpec, HostileSpecsNeverCrash) {
+  std::mt19937 rng(7);
+  const std::string alphabet = "snopflipdrmtc:@0123456789-x";
+  for (int i = 0; i < 5000; ++i) {
+    std::string s(rng() % 20, ' ');
+    for (char& c : s) c = alphabet[rng() % alphabet.size()];
+    try {
+      parse_adversary(s);
+    } catch (const InputError&) {
+    }
+  }
+}
+
+TEST(Snoop, RandomBytesLookRandomAndGradientsDoNot) {
+  std::mt19937 rng(1);
+  std::vector<std::byte> noise(1 << 16);
+  for (auto& b : noise) b = static_cast<std::byte>(rng());
+  TrafficStats r;
+  r.add(noise, WireFormat{});
+  EXPECT_GT(r.entropy_bits(), 7.99);
+  EXPECT_NEAR(r.plausible_fraction(), kRandomPlausible, 0.02);
+
+  std::normal_distribution<float> grad(0.0f, 1e-3f);
+  std::vector<float> g(1 << 14);
+  for (float& x : g) x = grad(rng);
+  TrafficStats c;
+  c.add(std::as_bytes(std::span(g)), WireFormat{});
+  EXPECT_GT(c.plausible_fraction(), 0.99);
+  EXPECT_LT(c.entropy_bits(), 7.9);
+  EXPECT_FLOAT_EQ(c.first_values[0], g[0]);
+}
+
+TEST(Snoop, SealedClearHeaderIsNotCountedAsCiphertext) {
+  const WireFormat sealed{true, 12, 16};
+  std::vector<std::byte> m(100 + 16 + 12, std::byte{0});
+  TrafficStats s;
+  s.add(m, sealed);
+  EXPECT_EQ(s.bytes, 128u);
+  EXPECT_EQ(s.body_bytes, 116u);  // ciphertext and tag
+  EXPECT_EQ(s.values, 25u);       // the ciphertext's words only
+  const auto back = SnoopLog::deserialize(SnoopLog::serialize({s}));
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].values, 25u);
+}
+
+// Rank 0 sends `messages` (tag kRing unless given) to rank 1 through the adversary; returns what
+// rank 1 received, each resized to its real length.
+std::vector<std::vector<float>> deliver(const std::string& spec,
+                                        const std::vector<std::vector<float>>& messages,
+                                        std::vector<std::vector<float>>* after_send = nullptr,
+                                        std::size_t receives = 0) {
+  InprocWorld world(2, {}, std::chrono::milliseconds(2000));
+  std::vector<std::vector<float>> got(receives ? receives : messages.size());
+  std::vector<std::vector<float>> sent = messages;
+  const auto errors = world.run([&](Transport& t) {
+    AdversaryTransport adv(t, parse_adversary(spec), WireFormat{});
+    if (t.rank() == 0) {
+      for (auto& m : sent) {
+        Request r = adv.isend(1, std::as_bytes(std::span(m)), tags::kRing);
+        adv.wait(r);
+      }
+    } else {
+      for (auto& g : got) {
+        g.assign(messages.front().size(), -1.0f);
+        Request r = adv.irecv(0, std::as_writable_bytes(std::span(g)), tags::kRing);
+        g.resize(adv.wait(r) / sizeof(float));
+      }
+    }
+  });
+  for (const auto& e : errors) EXPECT_FALSE(e);
+  if (after_send) *after_send = sent;
+  return got;
+}
+
+const std::vector<std::vector<float>> kThree = {{1e-3f, 2e-3f, 3e-3f, 4e-3f}, {5, 6, 7, 8}, {9, 10, 11, 12}};
+
+TEST(AdversaryTransport, FlipChangesOneBitOfTheCopyOnly) {
+  std::vector<std::vector<float>> caller;
+  const auto got = deliver("flip:1", kThree, &caller);
+  EXPECT_EQ(caller, kThree);  // the sender's own buffer is never touched
+  ASSERT_EQ(got[0].size(), 4u);
+  int differing_bits = 0;
+  for (std::size_t i = 0; i < 4; ++i) {
+    std::uint32_t a, b;
+    std::memcpy(&a, &got[0][i], 4);
+    std::memcpy(&b, &kThree[0][i], 4);
+    differing_bits += __builtin_popcount(a ^ b);
+  }
+  EXPECT_EQ(differing_bits, 1);
+  EXPECT_GT(got[0][2], 1e30f);  // the middle value's top exponent bit: a tiny gradient becomes huge
+  EXPECT_EQ(got[1], kThree[1]);
+}
+
+TEST(AdversaryTransport, DropReplayReorderTruncate) {
+  EXPECT_EQ(deliver("drop:2", kThree, nullptr, 2), (std::vector<std::vector<float>>{kThree[0], kThree[2]}));
+  EXPECT_EQ(deliver("replay:2", kThree), (std::vector<std::vector<float>>{kThree[0], kThree[0], kThree[2]}));
+  EXPECT_EQ(deliver("reorder:1", kThree), (std::vector<std::vector<float>>{kThree[1], kThree[0], kThree[2]}));
+  const auto cut = deliver("truncate:3", kThree);
+  EXPECT_EQ(cut[2], (std::vector<float>{9, 10}));
+}
+
+TEST(AdversaryTransport, CountsOnlyGradientMessagesOnTheAttackedLink) {
+  InprocWorld world(2, {}, std::chrono::milliseconds(2000));
+  std::vector<float> bcast = {1, 2}, grad = {1e-3f, 2e-3f}, got_b(2), got_g(2);
+  std::vector<std::string> events;
+  world.run([&](Transport& t) {
+    AdversaryTransport adv(t, parse_adversary("flip:1"), WireFormat{});
+    if (t.rank() == 0) {
+      Request a = adv.isend(1, std::as_bytes(std::span(bcast)), tags::kBroadcast);
+      Request b = adv.isend(1, std::as_bytes(std::span(grad)), tags::kRing);
+      adv.wait(a);
+      adv.wait(b);
+    } else {
+      Request a = adv.irecv(0, std::as_writable_bytes(std::span(got_b)), tags::kBroadcast);
+      Request b = adv.irecv(0, std::as_writable_bytes(std::span(got_g)), tags::kRing);
+      adv.wait(a);
+      adv.wait(b);
+    }
+    const std::string report = adv.report();  // collective
+    if (t.rank() == 0) events.push_back(report);
+  });
+  EXPECT_EQ(got_b, bcast);
+  EXPECT_NE(got_g, grad);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_NE(events[0].find("rank 0: flipped bit 6 of byte 7 of gradient message 1"), std::string::npos)
+      << events[0];
+  EXPECT_NE(events[0].find("NOTHING DETECTED"), std::string::npos) << events[0];
+}
+
+TEST(AdversaryTransport, SnoopReportCoversEveryLink) {
+  InprocWorld world(3, {}, std::chrono::milliseconds(2000));
+  std::string report;
+  world.run([&](Transport& t) {
+    AdversaryTransport adv(t, parse_adversary("snoop"), WireFormat{});
+    std::vector<float> out(64, 1e-3f), in(64);
+    const int next = (t.rank() + 1) % 3, prev = (t.rank() + 2) % 3;
+    Request r = adv.irecv(prev, std::as_writable_bytes(std::span(in)), tags::kRing);
+    Request s = adv.isend(next, std::as_bytes(std::span(out)), tags::kRing);
+    adv.wait(s);
+    adv.wait(r);
+    const std::string mine = adv.report();
+    if (t.rank() == 0) report = mine;
+  });
+  for (const char* link : {"0 -> 1", "1 -> 2", "2 -> 0"})
+    EXPECT_NE(report.find(link), std::string::npos) << report;
+  EXPECT_NE(report.find("gradients READABLE: 100.0% of 192 values"), std::string::npos) << report;
+}
+
+}  // namespace
+}  // namespace tt::comm
