@@ -97,4 +97,11 @@ run 2 "$WORK/at7.log" "${plain[@]}" --adversary flip:1@7
 check "@7" 2 "^teetrain: error: --adversary: @7 is not a rank of this 2-rank run" "$WORK/at7.log"
 expect_exit 2 "only TEE mode runs" -- "$TT" "${plain[@]}" --adversary mitm
 expect_exit 2 "bypass" -- "$TT" "${plain[@]}" --allreduce mpi --adversary snoop
+# The help points teachers to the labs and lists the option.
+grep -q "docs/labs/" <<<"$("$TT" --help)" && passes=$((passes + 1)) || { echo "FAIL: --help does not name docs/labs/"; fails=$((fails + 1)); }
+for cmd in train "bench allreduce"; do
+  # shellcheck disable=SC2086
+  grep -q -- "--adversary SPEC" <<<"$("$TT" $cmd --help)" && passes=$((passes + 1)) ||
+    { echo "FAIL: $cmd --help has no --adversary"; fails=$((fails + 1)); }
+done
 finish

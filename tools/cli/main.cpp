@@ -28,7 +28,9 @@ int main(int argc, char** argv) {
   CLI::App app{
       "teetrain: data-parallel training with a built-in TEE (confidential computing) mode.\n"
       "Run `teetrain <command> --help` for the options of each command. Exit codes: 0 ok, 1 run failure,\n"
-      "2 bad input (file, flag or number), 3 integrity failure (a sealed message or file failed to open)."};
+      "2 bad input (file, flag or number), 3 integrity failure (a sealed message or file failed to open).\n"
+      "Teaching: docs/labs/ has six hands-on labs (trust boundaries, tampering, attestation, cost, data at\n"
+      "rest, the paper); `--adversary SPEC` on train and bench allreduce puts an attacker on the links."};
   app.require_subcommand(1);
   // A later flag overrides an earlier one (scripts append overrides to a base command line).
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
