@@ -1,4 +1,4 @@
-// `teetrain model`: the scaling model (tools/cli/scaling_model.h). Calibrates per-message, link and
+// `teetrain model`: the scaling model (study/scaling_model.h). Calibrates per-message, link and
 // crypto costs from a reproduce directory, prints predicted versus measured step times, and projects
 // the step time of a model to P = 8 ... 1024 ranks.
 #include <cstdio>
@@ -6,16 +6,80 @@
 #include <memory>
 
 #include "engine/core/error.h"
+#include "study/scaling_model.h"
 #include "tools/cli/commands.h"
-#include "tools/cli/scaling_model.h"
 
 namespace tt::cli {
 
 // Declared here rather than in commands.h (owned by the CLI's wiring); main.cpp calls it.
 void register_model_cmd(CLI::App& app);
 
+namespace {
+
+void print_costs(const nlohmann::json& report) {
+  std::printf(
+      "calibrated costs per TEE variant (fitted on P > 1 runs; 0 = not identifiable from these runs)\n");
+  std::printf("  %-28s %6s %12s %9s %12s %12s %12s %12s %10s\n", "variant", "runs", "alpha us", "tail ms",
+              "link GB/s", "crypto GB/s", "seal GB/s*", "open GB/s*", "xfer us**");
+  for (const auto& [v, c] : report["costs"].items()) {
+    std::printf("  %-28s %6d %12.2f %9.2f %12.3f %12.3f %12.3f %12.3f %10.0f\n", v.c_str(),
+                c["points"].get<int>(), c["alpha_us"].get<double>(), c["tail_ms"].get<double>(),
+                c["link_gbs"].get<double>(), c["crypto_gbs"].get<double>(),
+                c["seal_gbs_measured"].get<double>(), c["open_gbs_measured"].get<double>(),
+                c["transfer_us"].get<double>());
+  }
+  std::printf(
+      "  (* measured: bytes / phase seconds summed over crypto threads; ** --cc-transfer-us of the runs, a "
+      "known cost per bounce-buffer crossing, not fitted)\n");
+}
+
+void print_points(const nlohmann::json& report) {
+  std::printf("\npredicted vs measured step time\n");
+  std::printf("  %-12s %-28s %3s %8s %7s %11s %11s %8s\n", "model", "variant", "P", "bucketMB", "overlap",
+              "measured s", "predicted s", "error");
+  for (const auto& p : report["points"]) {
+    std::printf("  %-12s %-28s %3d %8.1f %7s %11.4f %11.4f %+7.1f%%\n", p["model"].get<std::string>().c_str(),
+                p["variant"].get<std::string>().c_str(), p["P"].get<int>(), p["bucket_mb"].get<double>(),
+                p["overlap"].get<bool>() ? "on" : "off", p["measured_s"].get<double>(),
+                p["predicted_s"].get<double>(), 100 * p["error"].get<double>());
+  }
+  std::printf("  mean |error| %.1f%% over %zu runs\n", 100 * report["mean_abs_error"].get<double>(),
+              report["points"].size());
+}
+
+// Step seconds per P and variant; a TEE variant also shows its slowdown versus the plaintext one.
+void print_projection(const nlohmann::json& report) {
+  const nlohmann::json& pr = report["projection"];
+  std::printf("\nprojection: %s, bucket %.0f MiB, overlap %s, compute %.4f s/step (measured at P=%d)\n",
+              pr["model"].get<std::string>().c_str(), pr["bucket_mb"].get<double>(),
+              pr["overlap"].get<bool>() ? "on" : "off", pr["compute_s"].get<double>(),
+              pr["compute_P"].get<int>());
+  std::printf("  %6s", "P");
+  for (const auto& v : pr["variants"]) std::printf(" %14s", v.get<std::string>().c_str());
+  const bool have_off = report["costs"].contains("off");
+  std::printf("   (step seconds%s)\n", have_off ? "; xN = slowdown vs off" : "");
+  for (const auto& row : pr["rows"]) {
+    double off = 0;
+    for (const auto& v : pr["variants"]) {
+      if (!report["costs"][v.get<std::string>()]["tee_on"].get<bool>()) off = row[v.get<std::string>()];
+    }
+    std::printf("  %6d", row["P"].get<int>());
+    for (const auto& v : pr["variants"]) {
+      const double s = row[v.get<std::string>()].get<double>();
+      if (off > 0 && report["costs"][v.get<std::string>()]["tee_on"].get<bool>()) {
+        std::printf(" %7.3f (x%4.1f)", s, s / off);
+      } else {
+        std::printf(" %14.3f", s);
+      }
+    }
+    std::printf("\n");
+  }
+}
+
+}  // namespace
+
 void register_model_cmd(CLI::App& app) {
-  auto q = std::make_shared<ModelQuery>();
+  auto q = std::make_shared<study::ModelQuery>();
   auto json_out = std::make_shared<std::string>();
   auto overlap = std::make_shared<std::string>("on");
   auto* cmd = app.add_subcommand("model",
@@ -35,7 +99,10 @@ void register_model_cmd(CLI::App& app) {
   cmd->add_option("--json", *json_out, "Also write the report as JSON to FILE");
   cmd->callback([q, json_out, overlap] {
     q->overlap = *overlap == "on";
-    const nlohmann::json report = run_scaling_model(*q, /*print=*/true);
+    const nlohmann::json report = study::run_scaling_model(*q);
+    print_costs(report);
+    print_points(report);
+    print_projection(report);
     if (!json_out->empty()) {
       std::ofstream f(*json_out);
       if (!f) throw InputError("--json " + *json_out + ": cannot open for writing");

@@ -26,11 +26,11 @@
 #include "engine/tee_session.h"
 #include "engine/trace_writer.h"
 #include "engine/trainer.h"
+#include "study/emulated_gpt2.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/gradient_reduction.h"
 #include "tools/cli/image_source.h"
 #include "tools/cli/run_report.h"
-#include "tools/cli/scaling_model.h"
 #include "tools/cli/train_options.h"
 
 namespace tt::cli {
@@ -89,8 +89,9 @@ void validate(const TrainOptions& o) {
         "--allreduce ring on --device cpu (add --compute emulate for GPU-speed compute)");
   }
   if (o.tee.adversary && o.tee.adversary->kind == comm::AttackKind::Mitm && o.tee.mode == "off") {
-    throw InputError("--adversary mitm attacks the attestation handshake, which only TEE mode runs: add --tee "
-                     "cc or --tee fast");
+    throw InputError(
+        "--adversary mitm attacks the attestation handshake, which only TEE mode runs: add --tee "
+        "cc or --tee fast");
   }
   const int context = model_context(o.model);
   if (o.seq > context) {
@@ -334,8 +335,8 @@ void run_train(const TrainOptions& opts) {
   if (emulate) {
     gpu = EmulatedGpu{gpu_spec(o.gpu),  o.gpu_precision, o.gpu_tflops,
                       o.gpu_efficiency, o.gpu_aead_gbps, o.gpu_act_traffic};
-    auto emu =
-        std::make_unique<EmulatedModel>(*backend, emulated_model_config(model_config_json(o.model), *gpu));
+    auto emu = std::make_unique<EmulatedModel>(
+        *backend, study::emulated_model_config(model_config_json(o.model), *gpu));
     if (rank == 0) std::fprintf(stderr, "%s\n", emu->describe().c_str());
     model = std::move(emu);
   } else {

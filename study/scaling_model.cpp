@@ -1,37 +1,16 @@
-#include "tools/cli/scaling_model.h"
+#include "study/scaling_model.h"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
 
 #include "engine/core/error.h"
-#include "models/gpt2/gpt2.h"
 
-namespace tt::cli {
-
-EmulatedModelConfig emulated_model_config(const nlohmann::json& mc, const EmulatedGpu& gpu) {
-  Gpt2Config c;
-  c.n_layer = mc.at("n_layer").get<int>();
-  c.n_head = mc.at("n_head").get<int>();
-  c.n_embd = mc.at("n_embd").get<int>();
-  c.vocab_size = mc.at("vocab").get<int>();
-  c.context = mc.at("context").get<int>();
-  c.validate();
-  EmulatedModelConfig e;
-  e.name = mc.value("name", "gpt2");
-  e.params = Gpt2::param_table(c);
-  e.num_params = c.num_params();
-  e.flops = [c](int B, int T) { return Gpt2::flops_for(c, B, T); };
-  e.activation_bytes = [c](int B, int T) { return static_cast<double>(Gpt2::activation_bytes_for(c, B, T)); };
-  e.gpu = gpu;
-  e.grad_backing_bytes = default_grad_backing_bytes(e.num_params);
-  return e;
-}
+namespace tt::study {
 
 RingTraffic ring_traffic(int P, double model_bytes, int buckets, double segment_bytes, bool tee_on,
                          bool forward_ag) {
@@ -326,30 +305,11 @@ std::vector<RunPoint> multi_rank(const std::vector<RunPoint>& runs) {
                [](const RunPoint& r) { return r.P > 1; });
   return multi;
 }
-}  // namespace
-
-nlohmann::json run_scaling_model(const ModelQuery& q, bool print) {
-  std::vector<RunPoint> runs;
-  for (const auto& s : load_runs(q.runs)) {
-    if (s.value("world_size", 1) >= 1 && s.contains("phases")) runs.push_back(run_point(s));
-  }
-  // Runs whose plaintext crossed this host's memory and runs over emulated links have different link
-  // costs: when both are present, the host-link runs are calibrated as variants of their own.
-  const bool mixed = std::any_of(runs.begin(), runs.end(), [](const RunPoint& r) { return r.host_links; }) &&
-                     std::any_of(runs.begin(), runs.end(), [](const RunPoint& r) { return !r.host_links; });
-  const std::string kHostSuffix = " (host links)";
-  if (mixed) {
-    for (auto& r : runs) {
-      if (r.host_links) r.variant += kHostSuffix;
-    }
-  }
-  std::map<std::string, std::vector<RunPoint>> by_variant;
-  for (const auto& r : runs) by_variant[r.variant].push_back(r);
-
-  nlohmann::json report = {{"costs", nlohmann::json::object()}, {"points", nlohmann::json::array()}};
-  std::map<std::string, Costs> costs;
-  // The link is the same whatever is sealed: fit it on the TEE-off runs first (per kind of link), then
-  // hold it fixed.
+// Fits every variant's costs; the link cost of the TEE-off runs (per kind of link) is fitted first and
+// then held fixed for the TEE variants (the link is the same whatever is sealed).
+nlohmann::json fit_variants(const std::map<std::string, std::vector<RunPoint>>& by_variant,
+                            std::map<std::string, Costs>& costs) {
+  nlohmann::json out = nlohmann::json::object();
   std::map<bool, double> link_beta;
   for (const auto& [v, rs] : by_variant) {
     if (rs.front().tee_on) continue;
@@ -367,59 +327,22 @@ nlohmann::json run_scaling_model(const ModelQuery& q, bool print) {
       const RingTraffic t = traffic_of(r);
       seal_b += t.seal_bytes, seal_s += r.seal_s, open_b += t.open_bytes, open_s += r.open_s;
     }
-    report["costs"][v] = {{"alpha_us", c.alpha * 1e6},
-                          {"tail_ms", c.tail * 1e3},
-                          {"link_gbs", c.beta > 0 ? 1e-9 / c.beta : 0.0},
-                          {"crypto_gbs", c.gamma > 0 ? 1e-9 / c.gamma : 0.0},
-                          {"seal_gbs_measured", seal_s > 0 ? seal_b / seal_s / 1e9 : 0.0},
-                          {"open_gbs_measured", open_s > 0 ? open_b / open_s / 1e9 : 0.0},
-                          {"transfer_us", transfer_s * 1e6},
-                          {"points", c.points}};
+    out[v] = {{"alpha_us", c.alpha * 1e6},
+              {"tail_ms", c.tail * 1e3},
+              {"link_gbs", c.beta > 0 ? 1e-9 / c.beta : 0.0},
+              {"crypto_gbs", c.gamma > 0 ? 1e-9 / c.gamma : 0.0},
+              {"seal_gbs_measured", seal_s > 0 ? seal_b / seal_s / 1e9 : 0.0},
+              {"open_gbs_measured", open_s > 0 ? open_b / open_s / 1e9 : 0.0},
+              {"transfer_us", transfer_s * 1e6},
+              {"points", c.points},
+              {"tee_on", rs.front().tee_on}};
   }
-  if (print) {
-    std::printf(
-        "calibrated costs per TEE variant (fitted on P > 1 runs; 0 = not identifiable from these runs)\n");
-    std::printf("  %-28s %6s %12s %9s %12s %12s %12s %12s %10s\n", "variant", "runs", "alpha us", "tail ms",
-                "link GB/s", "crypto GB/s", "seal GB/s*", "open GB/s*", "xfer us**");
-    for (const auto& [v, c] : report["costs"].items()) {
-      std::printf("  %-28s %6d %12.2f %9.2f %12.3f %12.3f %12.3f %12.3f %10.0f\n", v.c_str(),
-                  c["points"].get<int>(), c["alpha_us"].get<double>(), c["tail_ms"].get<double>(),
-                  c["link_gbs"].get<double>(), c["crypto_gbs"].get<double>(),
-                  c["seal_gbs_measured"].get<double>(), c["open_gbs_measured"].get<double>(),
-                  c["transfer_us"].get<double>());
-    }
-    std::printf(
-        "  (* measured: bytes / phase seconds summed over crypto threads; ** --cc-transfer-us of the runs, a "
-        "known cost per bounce-buffer crossing, not fitted)\n\npredicted vs measured step time\n");
-    std::printf("  %-12s %-28s %3s %8s %7s %11s %11s %8s\n", "model", "variant", "P", "bucketMB", "overlap",
-                "measured s", "predicted s", "error");
-  }
-  double abs_err_sum = 0;
-  int n_err = 0;
-  for (const auto& r : runs) {
-    const double pred = predict_step(costs[r.variant], r);
-    const double err = r.step_s > 0 ? (pred - r.step_s) / r.step_s : 0.0;
-    abs_err_sum += std::abs(err);
-    ++n_err;
-    report["points"].push_back({{"model", r.model},
-                                {"variant", r.variant},
-                                {"P", r.P},
-                                {"bucket_mb", r.bucket_mb},
-                                {"overlap", r.overlap},
-                                {"measured_s", r.step_s},
-                                {"predicted_s", pred},
-                                {"error", err}});
-    if (print) {
-      std::printf("  %-12s %-28s %3d %8.1f %7s %11.4f %11.4f %+7.1f%%\n", r.model.c_str(), r.variant.c_str(),
-                  r.P, r.bucket_mb, r.overlap ? "on" : "off", r.step_s, pred, 100 * err);
-    }
-  }
-  report["mean_abs_error"] = n_err ? abs_err_sum / n_err : 0.0;
-  if (print)
-    std::printf("  mean |error| %.1f%% over %d runs\n", 100 * report["mean_abs_error"].get<double>(), n_err);
+  return out;
+}
 
-  // Projection: the chosen model (default: the largest measured), compute from its P = 1 run when
-  // there is one (no core sharing), otherwise its fastest compute.
+// The run a projection starts from: the chosen model (default: the largest measured), its P = 1 run
+// when there is one (no core sharing), otherwise its fastest compute.
+const RunPoint& projection_base(const std::vector<RunPoint>& runs, const ModelQuery& q) {
   std::string model = q.model;
   double best_bytes = -1;
   for (const auto& r : runs) {
@@ -437,27 +360,25 @@ nlohmann::json run_scaling_model(const ModelQuery& q, bool print) {
       base = &r;
   }
   if (base == nullptr) throw InputError("--model " + model + ": no measured run of it in " + q.runs);
+  return *base;
+}
+
+nlohmann::json project(const RunPoint& base, const ModelQuery& q,
+                       const std::map<std::string, std::vector<RunPoint>>& by_variant,
+                       std::map<std::string, Costs>& costs) {
   std::vector<std::string> variants = q.variants;
   if (variants.empty()) {
     for (const auto& [v, rs] : by_variant) {
-      if (rs.front().host_links == base->host_links) variants.push_back(v);  // the base's kind of link
+      if (rs.front().host_links == base.host_links) variants.push_back(v);  // the base's kind of link
     }
   }
-  nlohmann::json proj = nlohmann::json::array();
-  if (print) {
-    std::printf("\nprojection: %s, bucket %.0f MiB, overlap %s, compute %.4f s/step (measured at P=%d)\n",
-                model.c_str(), q.bucket_mb, q.overlap ? "on" : "off", base->compute_s, base->P);
-    std::printf("  %6s", "P");
-    for (const auto& v : variants) std::printf(" %14s", v.c_str());
-    std::printf("   (step seconds%s)\n", by_variant.count("off") ? "; xN = slowdown vs off" : "");
-  }
+  nlohmann::json rows = nlohmann::json::array();
   for (int P : q.ranks) {
     nlohmann::json row = {{"P", P}};
-    double off = 0;
     for (const auto& v : variants) {
       auto it = by_variant.find(v);
       if (it == by_variant.end()) throw InputError("--tee " + v + ": no measured runs of this variant");
-      RunPoint r = *base;
+      RunPoint r = base;
       const RunPoint& like = it->second.front();  // the variant's switches and segment size
       r.variant = v;
       r.P = P;
@@ -468,27 +389,54 @@ nlohmann::json run_scaling_model(const ModelQuery& q, bool print) {
       r.forward_ag = like.forward_ag;
       r.segment_bytes = like.segment_bytes;
       r.transfer_s = like.transfer_s;
-      const double s = predict_step(costs[v], r);
-      row[v] = s;
-      if (!like.tee_on) off = s;
+      row[v] = predict_step(costs[v], r);
     }
-    proj.push_back(row);
-    if (print) {
-      std::printf("  %6d", P);
-      for (const auto& v : variants) {
-        const double s = row[v].get<double>();
-        if (off > 0 && by_variant.at(v).front().tee_on) {
-          std::printf(" %7.3f (x%4.1f)", s, s / off);
-        } else {
-          std::printf(" %14.3f", s);
-        }
-      }
-      std::printf("\n");
+    rows.push_back(row);
+  }
+  return {{"model", base.model},  {"bucket_mb", q.bucket_mb},
+          {"overlap", q.overlap}, {"compute_s", base.compute_s},
+          {"compute_P", base.P},  {"variants", variants},
+          {"rows", rows}};
+}
+
+}  // namespace
+
+nlohmann::json run_scaling_model(const ModelQuery& q) {
+  std::vector<RunPoint> runs;
+  for (const auto& s : load_runs(q.runs)) {
+    if (s.value("world_size", 1) >= 1 && s.contains("phases")) runs.push_back(run_point(s));
+  }
+  // Runs whose plaintext crossed this host's memory and runs over emulated links have different link
+  // costs: when both are present, the host-link runs are calibrated as variants of their own.
+  const bool mixed = std::any_of(runs.begin(), runs.end(), [](const RunPoint& r) { return r.host_links; }) &&
+                     std::any_of(runs.begin(), runs.end(), [](const RunPoint& r) { return !r.host_links; });
+  if (mixed) {
+    for (auto& r : runs) {
+      if (r.host_links) r.variant += " (host links)";
     }
   }
-  report["projection"] = {
-      {"model", model}, {"bucket_mb", q.bucket_mb}, {"overlap", q.overlap}, {"rows", proj}};
+  std::map<std::string, std::vector<RunPoint>> by_variant;
+  for (const auto& r : runs) by_variant[r.variant].push_back(r);
+
+  std::map<std::string, Costs> costs;
+  nlohmann::json report = {{"costs", fit_variants(by_variant, costs)}, {"points", nlohmann::json::array()}};
+  double abs_err_sum = 0;
+  for (const auto& r : runs) {
+    const double pred = predict_step(costs[r.variant], r);
+    const double err = r.step_s > 0 ? (pred - r.step_s) / r.step_s : 0.0;
+    abs_err_sum += std::abs(err);
+    report["points"].push_back({{"model", r.model},
+                                {"variant", r.variant},
+                                {"P", r.P},
+                                {"bucket_mb", r.bucket_mb},
+                                {"overlap", r.overlap},
+                                {"measured_s", r.step_s},
+                                {"predicted_s", pred},
+                                {"error", err}});
+  }
+  report["mean_abs_error"] = runs.empty() ? 0.0 : abs_err_sum / static_cast<double>(runs.size());
+  report["projection"] = project(projection_base(runs, q), q, by_variant, costs);
   return report;
 }
 
-}  // namespace tt::cli
+}  // namespace tt::study

@@ -1,6 +1,6 @@
-// The scaling model behind `teetrain model`: predicts the step time of data-parallel training for a
-// model, P ranks, a bucket size and a TEE variant from a few calibrated costs, and checks itself
-// against measured runs (a reproduce directory of --summary JSON).
+// The scaling model behind `teetrain model` (a library: study/, tested in tests/study): predicts the step
+// time of data-parallel training for a model, P ranks, a bucket size and a TEE variant from a few calibrated
+// costs, and checks itself against measured runs (a reproduce directory of --summary JSON).
 //
 // Per rank and step:   step = compute + tail + exposed
 //   compute  = data + ingress + forward + backward + optimizer   (measured; does not depend on P)
@@ -27,16 +27,8 @@
 #include <vector>
 
 #include "engine/core/model.h"
-#include "engine/emulated_model.h"
 
-namespace tt::cli {
-
-// For `train --compute emulate`: the EmulatedModel configuration of a GPT-2 described by
-// model_config_json() (keys n_layer, n_head, n_embd, vocab, context, name) — the real parameter
-// table and FLOP count, computed without building a Gpt2 (whose constructor would allocate and zero
-// parameters and gradients: 6 GiB per rank for gpt2-large). grad_backing_bytes gets
-// default_grad_backing_bytes(). The table is Gpt2::param_table(), the one the real model uses.
-EmulatedModelConfig emulated_model_config(const nlohmann::json& model_config, const EmulatedGpu& gpu);
+namespace tt::study {
 
 // Per rank, per step, summed over the buckets.
 struct RingTraffic {
@@ -111,8 +103,10 @@ RingTraffic traffic_of(const RunPoint& r);
 // Seconds per step of the run's known bounce-buffer crossings (transfer_s x (seals + opens)).
 double transfer_seconds(const RunPoint& r);
 
-// The whole command: reads runs, fits, compares, projects. Returns the report as JSON and prints it
-// as tables when `print` is set.
+// The whole command: reads runs, fits, compares, projects. Returns the report as JSON (the CLI prints
+// it as tables: tools/cli/cmd_model.cpp): "costs" per variant (with "tee_on"), "points" (measured vs
+// predicted), "mean_abs_error", "projection" {model, bucket_mb, overlap, compute_s, compute_P,
+// variants, rows}.
 struct ModelQuery {
   std::string runs;       // reproduce directory (runs.jsonl) or a .jsonl / .json file
   std::string model;      // project this model (default: the largest measured one)
@@ -121,7 +115,7 @@ struct ModelQuery {
   std::vector<std::string> variants;  // default: every variant measured
   std::vector<int> ranks{8, 16, 32, 64, 128, 256, 512, 1024};
 };
-nlohmann::json run_scaling_model(const ModelQuery& q, bool print);
+nlohmann::json run_scaling_model(const ModelQuery& q);
 std::vector<nlohmann::json> load_runs(const std::string& path);
 
-}  // namespace tt::cli
+}  // namespace tt::study

@@ -6,10 +6,11 @@
 
 #include "engine/core/cpu/cpu_backend.h"
 #include "models/gpt2/gpt2.h"
+#include "study/emulated_gpt2.h"
+#include "study/scaling_model.h"
 #include "tests/common/temp_dir.h"
-#include "tools/cli/scaling_model.h"
 
-namespace tt::cli {
+namespace tt::study {
 namespace {
 
 TEST(ScalingModel, RingArithmetic) {
@@ -160,7 +161,7 @@ TEST(ScalingModel, HostLinkAndEmulatedLinkRunsAreCalibratedApart) {
   ModelQuery q;
   q.runs = dir.path().string();
   q.ranks = {8};
-  const nlohmann::json rep = run_scaling_model(q, false);
+  const nlohmann::json rep = run_scaling_model(q);
   ASSERT_TRUE(rep["costs"].contains("off"));
   ASSERT_TRUE(rep["costs"].contains("off (host links)"));
   EXPECT_NEAR(rep["costs"]["off"]["alpha_us"].get<double>(), 10.0, 0.01);
@@ -247,4 +248,4 @@ TEST(EmulatedGpt2, ReproducesMeasuredH200StepTimes) {
 }
 
 }  // namespace
-}  // namespace tt::cli
+}  // namespace tt::study
