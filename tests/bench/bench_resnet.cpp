@@ -5,8 +5,10 @@
 //
 //   build/tests/bench/bench_resnet                                   # resnet18 32x32 B=32, 2 threads
 //   build/tests/bench/bench_resnet --benchmark_filter=Small
+//   build/tests/bench/bench_resnet --benchmark_filter=/1$            # oneDNN convolutions only
 //
-// Arguments: batch, threads. "Imagenet" runs torchvision's resnet18 unchanged (7x7/2 stem + maxpool)
+// Arguments: batch, threads, conv (0 = the im2col + sgemm reference, 1 = oneDNN; cpu_conv.h).
+// "Imagenet" runs torchvision's resnet18 unchanged (7x7/2 stem + maxpool)
 // on 32x32 images; "Cifar" uses the small stem (3x3/1, no maxpool) that ResnetStem::Auto picks for
 // 32x32, which is ~15x more work per image.
 #include <benchmark/benchmark.h>
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "engine/core/cpu/cpu_backend.h"
+#include "engine/core/cpu/cpu_conv.h"
 #include "engine/core/rng.h"
 #include "models/resnet/resnet.h"
 
@@ -23,7 +26,12 @@ namespace {
 void train_steps(benchmark::State& state, tt::ResnetConfig cfg) {
   const int B = static_cast<int>(state.range(0));
   const int threads = static_cast<int>(state.range(1));
-  auto be = tt::make_cpu_backend(threads);
+  const auto conv = state.range(2) == 0 ? tt::CpuConv::Reference : tt::CpuConv::Dnnl;
+  if (conv == tt::CpuConv::Dnnl && !tt::cpu::dnnl_available()) {
+    state.SkipWithError("built without oneDNN");
+    return;
+  }
+  auto be = tt::make_cpu_backend(threads, conv);
   tt::Resnet model(*be, cfg);
   model.init_params(1);
   tt::Batch batch;
@@ -69,9 +77,24 @@ void BM_ResnetSmall28(benchmark::State& state) {
   train_steps(state, tt::ResnetConfig::preset("resnet-small"));
 }
 
-BENCHMARK(BM_Resnet18Imagenet32)->Args({32, 2})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(3.0);
-BENCHMARK(BM_Resnet18Cifar32)->Args({32, 2})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(3.0);
-BENCHMARK(BM_ResnetSmall28)->Args({128, 2})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(3.0);
+BENCHMARK(BM_Resnet18Imagenet32)
+    ->ArgsProduct({{32}, {2}, {0, 1}})
+    ->ArgNames({"B", "threads", "dnnl"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(3.0);
+BENCHMARK(BM_Resnet18Cifar32)
+    ->ArgsProduct({{32}, {2}, {0, 1}})
+    ->ArgNames({"B", "threads", "dnnl"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(3.0);
+BENCHMARK(BM_ResnetSmall28)
+    ->ArgsProduct({{128}, {2}, {0, 1}})
+    ->ArgNames({"B", "threads", "dnnl"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(3.0);
 
 }  // namespace
 

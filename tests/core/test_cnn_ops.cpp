@@ -1,12 +1,16 @@
 // CPU backend CNN ops: forward against naive references, every backward by finite differences (and
 // conv backward also against a naive reference on shapes too large to difference), accumulation,
-// and determinism (run to run, and across thread counts for everything but sgemm).
+// and determinism (run to run, and across thread counts for everything but sgemm and oneDNN).
+// The conv tests run for both implementations (cpu_conv.h): the im2col + sgemm reference and oneDNN
+// (skipped in a build without it); oneDNN is also checked against the reference on ResNet-18's shapes.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 
 #include "engine/core/cpu/cpu_backend.h"
+#include "engine/core/cpu/cpu_conv.h"
+#include "engine/core/shape_checks.h"
 #include "tests/core/cpu_test_util.h"
 
 namespace tt {
@@ -97,6 +101,13 @@ std::vector<ConvCase> conv_cases() {
   };
 }
 
+// The conv implementations this build has, with a name for failure messages.
+std::vector<std::pair<CpuConv, std::string>> conv_impls() {
+  std::vector<std::pair<CpuConv, std::string>> v{{CpuConv::Reference, "im2col"}};
+  if (cpu::dnnl_available()) v.emplace_back(CpuConv::Dnnl, "oneDNN");
+  return v;
+}
+
 Conv2dShape chunked_shape() {
   // (2K + OC) * OH * OW = (288 + 8) * 1024 floats per image: the 16 MiB chunk holds 13 images, so
   // this batch of 16 runs as two chunks (13 + 3).
@@ -104,71 +115,80 @@ Conv2dShape chunked_shape() {
 }
 
 TEST(CnnOps, Conv2dForwardMatchesNaive) {
-  auto be = make_cpu_backend(2);
-  auto cases = conv_cases();
-  cases.push_back({chunked_shape(), "chunked batch"});
-  for (const auto& c : cases) {
-    const auto& s = c.s;
-    auto x = random_vec(sz(1LL * s.B * s.IC * s.H * s.W), 1);
-    auto w = random_vec(sz(1LL * s.OC * s.IC * s.KH * s.KW), 2);
-    auto bias = random_vec(sz(s.OC), 3);
-    std::vector<float> ws(be->conv2d_workspace_floats(s));
-    std::vector<float> out(sz(1LL * s.B * s.OC * s.OH() * s.OW()), 123.0f);
-    be->conv2d_forward(out.data(), x.data(), w.data(), bias.data(), ws.data(), s);
-    EXPECT_LE(max_rel_err(out, conv_ref(x, w, bias.data(), s)), 1e-5) << c.what;
-    be->conv2d_forward(out.data(), x.data(), w.data(), nullptr, ws.data(), s);
-    EXPECT_LE(max_rel_err(out, conv_ref(x, w, nullptr, s)), 1e-5) << c.what << " (no bias)";
+  for (const auto& [impl, impl_name] : conv_impls()) {
+    SCOPED_TRACE(impl_name);
+    auto be = make_cpu_backend(2, impl);
+    auto cases = conv_cases();
+    cases.push_back({chunked_shape(), "chunked batch"});
+    for (const auto& c : cases) {
+      const auto& s = c.s;
+      auto x = random_vec(sz(1LL * s.B * s.IC * s.H * s.W), 1);
+      auto w = random_vec(sz(1LL * s.OC * s.IC * s.KH * s.KW), 2);
+      auto bias = random_vec(sz(s.OC), 3);
+      std::vector<float> ws(be->conv2d_workspace_floats(s));
+      std::vector<float> out(sz(1LL * s.B * s.OC * s.OH() * s.OW()), 123.0f);
+      be->conv2d_forward(out.data(), x.data(), w.data(), bias.data(), ws.data(), s);
+      EXPECT_LE(max_rel_err(out, conv_ref(x, w, bias.data(), s)), 1e-5) << c.what;
+      be->conv2d_forward(out.data(), x.data(), w.data(), nullptr, ws.data(), s);
+      EXPECT_LE(max_rel_err(out, conv_ref(x, w, nullptr, s)), 1e-5) << c.what << " (no bias)";
+    }
   }
 }
 
 TEST(CnnOps, Conv2dBackwardMatchesNaiveAndAccumulates) {
-  auto be = make_cpu_backend(2);
-  auto cases = conv_cases();
-  cases.push_back({chunked_shape(), "chunked batch"});
-  for (const auto& c : cases) {
-    const auto& s = c.s;
-    auto x = random_vec(sz(1LL * s.B * s.IC * s.H * s.W), 4);
-    auto w = random_vec(sz(1LL * s.OC * s.IC * s.KH * s.KW), 5);
-    auto g = random_vec(sz(1LL * s.B * s.OC * s.OH() * s.OW()), 6);
-    std::vector<float> ws(be->conv2d_workspace_floats(s));
-    auto dx0 = random_vec(x.size(), 7), dw0 = random_vec(w.size(), 8), db0 = random_vec(sz(s.OC), 9);
-    auto dx = dx0, dw = dw0, db = db0;
-    be->conv2d_backward(dx.data(), dw.data(), db.data(), g.data(), x.data(), w.data(), ws.data(), s);
-    std::vector<double> rdx, rdw;
-    conv_backward_ref(rdx, rdw, x, w, g, s);
-    EXPECT_LE(max_rel_err(delta(dx, dx0), rdx), 1e-5) << c.what << " dinp";
-    EXPECT_LE(max_rel_err(delta(dw, dw0), rdw), 1e-5) << c.what << " dweight";
-    std::vector<double> rdb(sz(s.OC), 0.0);
-    const int OHW = s.OH() * s.OW();
-    for (int b = 0; b < s.B; ++b)
-      for (int oc = 0; oc < s.OC; ++oc)
-        for (int i = 0; i < OHW; ++i) rdb[sz(oc)] += g[sz((1LL * b * s.OC + oc) * OHW + i)];
-    EXPECT_LE(max_rel_err(delta(db, db0), rdb), 1e-5) << c.what << " dbias";
+  for (const auto& [impl, impl_name] : conv_impls()) {
+    SCOPED_TRACE(impl_name);
+    auto be = make_cpu_backend(2, impl);
+    auto cases = conv_cases();
+    cases.push_back({chunked_shape(), "chunked batch"});
+    for (const auto& c : cases) {
+      const auto& s = c.s;
+      auto x = random_vec(sz(1LL * s.B * s.IC * s.H * s.W), 4);
+      auto w = random_vec(sz(1LL * s.OC * s.IC * s.KH * s.KW), 5);
+      auto g = random_vec(sz(1LL * s.B * s.OC * s.OH() * s.OW()), 6);
+      std::vector<float> ws(be->conv2d_workspace_floats(s));
+      auto dx0 = random_vec(x.size(), 7), dw0 = random_vec(w.size(), 8), db0 = random_vec(sz(s.OC), 9);
+      auto dx = dx0, dw = dw0, db = db0;
+      be->conv2d_backward(dx.data(), dw.data(), db.data(), g.data(), x.data(), w.data(), ws.data(), s);
+      std::vector<double> rdx, rdw;
+      conv_backward_ref(rdx, rdw, x, w, g, s);
+      EXPECT_LE(max_rel_err(delta(dx, dx0), rdx), 1e-5) << c.what << " dinp";
+      EXPECT_LE(max_rel_err(delta(dw, dw0), rdw), 1e-5) << c.what << " dweight";
+      std::vector<double> rdb(sz(s.OC), 0.0);
+      const int OHW = s.OH() * s.OW();
+      for (int b = 0; b < s.B; ++b)
+        for (int oc = 0; oc < s.OC; ++oc)
+          for (int i = 0; i < OHW; ++i) rdb[sz(oc)] += g[sz((1LL * b * s.OC + oc) * OHW + i)];
+      EXPECT_LE(max_rel_err(delta(db, db0), rdb), 1e-5) << c.what << " dbias";
+    }
   }
 }
 
 TEST(CnnOps, Conv2dGradCheck) {
-  auto be = make_cpu_backend(2);
-  for (const auto& c : conv_cases()) {
-    const auto& s = c.s;
-    auto x = random_vec(sz(1LL * s.B * s.IC * s.H * s.W), 11);
-    auto w = random_vec(sz(1LL * s.OC * s.IC * s.KH * s.KW), 12);
-    auto bias = random_vec(sz(s.OC), 13);
-    auto gw = random_vec(sz(1LL * s.B * s.OC * s.OH() * s.OW()), 14);
-    std::vector<float> ws(be->conv2d_workspace_floats(s));
-    std::vector<float> out(gw.size());
-    auto loss = [&] {
-      be->conv2d_forward(out.data(), x.data(), w.data(), bias.data(), ws.data(), s);
-      return weighted_sum(out, gw);
-    };
-    std::vector<float> dx(x.size()), dw(w.size()), db(bias.size());
-    be->conv2d_backward(dx.data(), dw.data(), db.data(), gw.data(), x.data(), w.data(), ws.data(), s);
-    GradCheck r = check_grad(x, dx, loss);
-    EXPECT_GRAD_OK(r, std::string(c.what) + " dinp");
-    r = check_grad(w, dw, loss);
-    EXPECT_GRAD_OK(r, std::string(c.what) + " dweight");
-    r = check_grad(bias, db, loss);
-    EXPECT_GRAD_OK(r, std::string(c.what) + " dbias");
+  for (const auto& [impl, impl_name] : conv_impls()) {
+    SCOPED_TRACE(impl_name);
+    auto be = make_cpu_backend(2, impl);
+    for (const auto& c : conv_cases()) {
+      const auto& s = c.s;
+      auto x = random_vec(sz(1LL * s.B * s.IC * s.H * s.W), 11);
+      auto w = random_vec(sz(1LL * s.OC * s.IC * s.KH * s.KW), 12);
+      auto bias = random_vec(sz(s.OC), 13);
+      auto gw = random_vec(sz(1LL * s.B * s.OC * s.OH() * s.OW()), 14);
+      std::vector<float> ws(be->conv2d_workspace_floats(s));
+      std::vector<float> out(gw.size());
+      auto loss = [&] {
+        be->conv2d_forward(out.data(), x.data(), w.data(), bias.data(), ws.data(), s);
+        return weighted_sum(out, gw);
+      };
+      std::vector<float> dx(x.size()), dw(w.size()), db(bias.size());
+      be->conv2d_backward(dx.data(), dw.data(), db.data(), gw.data(), x.data(), w.data(), ws.data(), s);
+      GradCheck r = check_grad(x, dx, loss);
+      EXPECT_GRAD_OK(r, std::string(c.what) + " dinp");
+      r = check_grad(w, dw, loss);
+      EXPECT_GRAD_OK(r, std::string(c.what) + " dweight");
+      r = check_grad(bias, db, loss);
+      EXPECT_GRAD_OK(r, std::string(c.what) + " dbias");
+    }
   }
 }
 
@@ -364,6 +384,86 @@ TEST(CnnOps, DeterministicAcrossRunsAndThreads) {
     return out;
   };
   EXPECT_TRUE(bit_equal(bn(*be1), bn(*be2)));
+}
+
+// ---- oneDNN against the reference -----------------------------------------------------------------
+
+// Every distinct conv of ResNet-18 at 32x32 (both stems), and its last stage at 2x2 and 1x1.
+std::vector<Conv2dShape> resnet18_shapes(int B) {
+  return {
+      {B, 3, 32, 32, 64, 3, 3, 1, 1},    {B, 3, 32, 32, 64, 7, 7, 2, 3},    {B, 64, 32, 32, 64, 3, 3, 1, 1},
+      {B, 64, 32, 32, 128, 3, 3, 2, 1},  {B, 64, 32, 32, 128, 1, 1, 2, 0},  {B, 128, 16, 16, 128, 3, 3, 1, 1},
+      {B, 128, 16, 16, 256, 3, 3, 2, 1}, {B, 128, 16, 16, 256, 1, 1, 2, 0}, {B, 256, 8, 8, 256, 3, 3, 1, 1},
+      {B, 256, 8, 8, 512, 3, 3, 2, 1},   {B, 256, 8, 8, 512, 1, 1, 2, 0},   {B, 512, 4, 4, 512, 3, 3, 1, 1},
+      {B, 256, 2, 2, 512, 3, 3, 2, 1},   {B, 512, 1, 1, 512, 3, 3, 1, 1},   {B, 1, 28, 28, 16, 3, 3, 1, 1},
+  };
+}
+
+// out, dinp, dweight, dbias of one forward + backward (gradients accumulated onto fixed values).
+std::vector<std::vector<float>> conv_run(Backend& be, const Conv2dShape& s, bool bias) {
+  auto x = random_vec(sz(1LL * s.B * s.IC * s.H * s.W), 81);
+  auto w = random_vec(sz(1LL * s.OC * s.IC * s.KH * s.KW), 82, -0.2f, 0.2f);
+  auto b = random_vec(sz(s.OC), 83);
+  auto g = random_vec(sz(1LL * s.B * s.OC * s.OH() * s.OW()), 84);
+  std::vector<float> ws(be.conv2d_workspace_floats(s)), out(g.size());
+  auto dx = random_vec(x.size(), 85), dw = random_vec(w.size(), 86), db = random_vec(b.size(), 87);
+  be.conv2d_forward(out.data(), x.data(), w.data(), bias ? b.data() : nullptr, ws.data(), s);
+  be.conv2d_backward(dx.data(), dw.data(), bias ? db.data() : nullptr, g.data(), x.data(), w.data(),
+                     ws.data(), s);
+  return {out, dx, dw, db};
+}
+
+TEST(CnnOps, DnnlMatchesReferenceOnResnet18Shapes) {
+  if (!cpu::dnnl_available()) GTEST_SKIP() << "built without oneDNN";
+  auto ref = make_cpu_backend(2, CpuConv::Reference);
+  auto dnnl = make_cpu_backend(2, CpuConv::Dnnl);
+  const char* names[] = {"out", "dinp", "dweight", "dbias"};
+  for (const Conv2dShape& s : resnet18_shapes(3)) {
+    const auto want = conv_run(*ref, s, true);
+    const auto got = conv_run(*dnnl, s, true);
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      // Both are FP32 with different summation orders: compare relative to the tensor's largest value.
+      EXPECT_LE(max_rel_err(got[i], want[i]), 1e-5) << shape_string(s) << " " << names[i];
+    }
+  }
+}
+
+TEST(CnnOps, DnnlBitIdenticalAcrossRunsAndInstances) {
+  if (!cpu::dnnl_available()) GTEST_SKIP() << "built without oneDNN";
+  // Same thread count -> same bits: the same backend twice (cached primitives) and a fresh backend
+  // (primitives created again), for 1 and 2 threads, on shapes where oneDNN's backward-weights
+  // reduction is split across threads.
+  for (int threads : {1, 2}) {
+    auto a = make_cpu_backend(threads, CpuConv::Dnnl);
+    auto b = make_cpu_backend(threads, CpuConv::Dnnl);
+    for (const Conv2dShape& s :
+         {Conv2dShape{8, 64, 16, 16, 64, 3, 3, 1, 1}, Conv2dShape{8, 64, 16, 16, 128, 1, 1, 2, 0},
+          Conv2dShape{8, 3, 32, 32, 64, 7, 7, 2, 3}}) {
+      const auto first = conv_run(*a, s, false);
+      const auto again = conv_run(*a, s, false);
+      const auto fresh = conv_run(*b, s, false);
+      for (std::size_t i = 0; i < first.size(); ++i) {
+        EXPECT_TRUE(bit_equal(first[i], again[i])) << threads << " threads, " << shape_string(s) << " #" << i;
+        EXPECT_TRUE(bit_equal(first[i], fresh[i])) << threads << " threads, " << shape_string(s) << " #" << i;
+      }
+    }
+  }
+}
+
+TEST(CnnOps, DnnlPinsDirectAlgorithm) {
+  if (!cpu::dnnl_available()) GTEST_SKIP() << "built without oneDNN";
+  auto be = make_cpu_backend(2, CpuConv::Dnnl);
+  auto& cpu = dynamic_cast<CpuBackend&>(*be);
+  EXPECT_EQ(cpu.conv_impl(), CpuConv::Dnnl);
+  EXPECT_NE(be->describe().find("oneDNN"), std::string::npos) << be->describe();
+  for (const Conv2dShape& s : resnet18_shapes(32)) {
+    const std::string impl = cpu.conv_implementations(s);
+    EXPECT_EQ(impl.find("wino"), std::string::npos) << impl;
+    EXPECT_NE(impl.find("bwd_w"), std::string::npos) << impl;
+  }
+  EXPECT_EQ(dynamic_cast<CpuBackend&>(*make_cpu_backend(2, CpuConv::Reference))
+                .conv_implementations(resnet18_shapes(1)[0]),
+            "");
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/core/cpu/cpu_common.h"
+#include "engine/core/cpu/cpu_conv.h"
 #include "engine/core/error.h"
 
 namespace tt {
@@ -17,14 +18,19 @@ namespace tt {
 using cpu::kParallelMin;
 using cpu::kReduceChunk;
 
-std::unique_ptr<Backend> make_cpu_backend(int threads) {
-  return std::make_unique<CpuBackend>(threads);
+std::unique_ptr<Backend> make_cpu_backend(int threads, CpuConv conv) {
+  return std::make_unique<CpuBackend>(threads, conv);
 }
 
-CpuBackend::CpuBackend(int threads) : threads_(threads) {
+CpuBackend::CpuBackend(int threads, CpuConv conv) : threads_(threads) {
   if (threads < 1) throw InputError("cpu backend: thread count must be >= 1, got " + std::to_string(threads));
   openblas_set_num_threads(threads_);
+  if (conv == CpuConv::Dnnl || (conv == CpuConv::Auto && cpu::dnnl_available())) {
+    dnnl_ = std::make_unique<cpu::DnnlConv>(threads_);
+  }
 }
+
+CpuBackend::~CpuBackend() = default;
 
 void CpuBackend::use_blas_threads() const {
   if (openblas_get_num_threads() != threads_) openblas_set_num_threads(threads_);
@@ -36,7 +42,8 @@ std::string CpuBackend::describe() const {
   std::string config = openblas_get_config();
   while (!config.empty() && config.back() == ' ') config.pop_back();
   return "cpu: " + config + ", core " + openblas_get_corename() + ", " + std::to_string(threads_) +
-         (threads_ == 1 ? " thread" : " threads");
+         (threads_ == 1 ? " thread" : " threads") + ", conv " +
+         (dnnl_ ? cpu::dnnl_describe() : "im2col+sgemm");
 }
 
 // ---- memory ---------------------------------------------------------------------------------------

@@ -18,17 +18,34 @@
 
 namespace tt {
 
-// Creates the CPU backend. threads >= 1 is used for OpenMP loops and for OpenBLAS.
-std::unique_ptr<Backend> make_cpu_backend(int threads);
+namespace cpu {
+class DnnlConv;
+}
+
+// Which implementation runs the CPU backend's convolutions (engine/core/cpu/cpu_conv.h).
+enum class CpuConv {
+  Auto,       // oneDNN when this build has it, else the reference
+  Reference,  // im2col + OpenBLAS sgemm (what the tests check oneDNN against)
+  Dnnl,       // oneDNN; RunError at construction in a build without it
+};
+
+// Creates the CPU backend. threads >= 1 is used for OpenMP loops, OpenBLAS and oneDNN.
+std::unique_ptr<Backend> make_cpu_backend(int threads, CpuConv conv = CpuConv::Auto);
 
 // Declared here (rather than hidden in a .cpp) so the op groups can live in separate files:
 // cpu_backend.cpp (memory, elementwise, reductions), cpu_ops_transformer.cpp (encoder, layernorm,
-// matmul, GELU, softmax-cross-entropy), cpu_ops_attention.cpp, cpu_ops_optim.cpp.
+// matmul, GELU, softmax-cross-entropy), cpu_ops_attention.cpp, cpu_ops_optim.cpp, cpu_ops_cnn.cpp
+// (convolution, dispatching to cpu_conv_dnnl.cpp or cpu_conv_im2col.cpp), cpu_ops_cnn_norm.cpp.
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(int threads);
+  explicit CpuBackend(int threads, CpuConv conv = CpuConv::Auto);
+  ~CpuBackend() override;
 
   int threads() const { return threads_; }
+  // The convolution implementation in use (Auto resolved): Reference or Dnnl.
+  CpuConv conv_impl() const { return dnnl_ ? CpuConv::Dnnl : CpuConv::Reference; }
+  // oneDNN's implementation names for a conv shape ("" on the reference path), for benchmarks.
+  std::string conv_implementations(const Conv2dShape& s) const;
 
   DeviceKind kind() const override { return DeviceKind::Cpu; }
   std::string describe() const override;
@@ -89,7 +106,8 @@ class CpuBackend final : public Backend {
   void relu_forward(float* out, const float* inp, std::size_t n) override;
   void relu_backward(float* dinp, const float* x, const float* dout, std::size_t n) override;
   void maxpool2d_forward(float* out, int32_t* argmax, const float* inp, const Pool2dShape& s) override;
-  void maxpool2d_backward(float* dinp, const float* dout, const int32_t* argmax, const Pool2dShape& s) override;
+  void maxpool2d_backward(float* dinp, const float* dout, const int32_t* argmax,
+                          const Pool2dShape& s) override;
   void avgpool2d_forward(float* out, const float* inp, const Pool2dShape& s) override;
   void avgpool2d_backward(float* dinp, const float* dout, const Pool2dShape& s) override;
   void global_avgpool_forward(float* out, const float* inp, int B, int C, int HW) override;
@@ -101,6 +119,10 @@ class CpuBackend final : public Backend {
   void use_blas_threads() const;
 
   int threads_;
+  // oneDNN convolutions with their per-shape primitive cache; null on the reference path. Held by
+  // pointer so that conv2d_workspace_floats (const) can fill the cache: creating a shape's primitives
+  // is what tells how much workspace it needs.
+  std::unique_ptr<cpu::DnnlConv> dnnl_;
 };
 
 }  // namespace tt
