@@ -3,7 +3,7 @@
 // A channel turns a plaintext segment into wire bytes (seal) and wire bytes back into plaintext
 // (open), under a MessageContext that says exactly where the message belongs. With TEE off the
 // channel is PlainChannel (wire == plaintext, and the ring sends straight from / receives straight into
-// user memory); with TEE on a sealing channel (tee/) adds an AEAD tag of overhead() bytes and binds the
+// user memory); with TEE on a sealing channel (comm/sealed_channel.h) adds overhead() bytes and binds the
 // context as associated data. The collectives are the same code in both cases.
 //
 // The receiver builds the context it EXPECTS from its own state (step, bucket, its ring position) and
@@ -58,7 +58,8 @@ class Channel {
   Channel& operator=(const Channel&) = delete;
 
   virtual std::string name() const = 0;
-  // Wire bytes per message beyond the plaintext (0 for plaintext, 16 for an AES-GCM tag).
+  // Wire bytes per message beyond the plaintext (0 for plaintext; 28 for SealedChannel: a 16-byte AEAD
+  // tag and its 12-byte clear header).
   virtual std::size_t overhead() const = 0;
   // True when wire == plaintext, byte for byte: callers then skip seal/open and move user memory
   // directly (zero copies).

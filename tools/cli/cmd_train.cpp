@@ -218,7 +218,7 @@ nlohmann::json result_json(const TrainResult& r, bool images) {
           {"final_loss", r.final_loss},
           {"val_loss", r.val_loss},
           {"val_accuracy", r.val_accuracy},
-          {"tokens_per_s", r.items_per_s},
+          {images ? "images_per_s" : "tokens_per_s", r.items_per_s},
           {"items_per_s", r.items_per_s},
           {"items", images ? "images" : "tokens"},
           {"step_s_mean", r.step_seconds_mean},
@@ -265,7 +265,6 @@ void run_train(const TrainOptions& opts) {
     throw InputError("--allreduce " + o.allreduce +
                      " sends gradients in plaintext; use --allreduce ring with --tee");
   }
-  comm::MpiSession mpi(nullptr, nullptr);
   comm::MpiTransport mpi_transport(MPI_COMM_WORLD,
                                    std::chrono::milliseconds(static_cast<long>(o.timeout_s * 1000.0)));
   // Every message between ranks goes through `transport`: MPI, or --adversary's attacker on it.
@@ -274,6 +273,7 @@ void run_train(const TrainOptions& opts) {
   if (wire.active() && transport.rank() == 0) std::fprintf(stderr, "%s\n", wire.banner().c_str());
   const int rank = transport.rank();
   const int world = transport.size();
+  o.steps = steps_for_epochs(o, img ? &*img : nullptr, world);  // --epochs N -> steps
   Profiler profiler(/*trace=*/!o.trace.empty());
   const nlohmann::json run_json = train_options_json(o);
   // In TEE mode: attest the ring neighbours, agree keys, and build the one sealed channel that carries
