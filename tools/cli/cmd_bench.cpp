@@ -202,7 +202,7 @@ void run_allreduce(AllreduceBenchOptions o) {
 struct StepBenchOptions {
   ModelOptions model{"gpt2"};
   int batch = 4;
-  int seq = 64;
+  int seq = 64;  // language models only
   int threads = 2;
   std::string device = "cpu";
   bool tf32 = false;
@@ -217,7 +217,7 @@ long peak_rss_mib() {
   return ru.ru_maxrss / 1024;
 }
 
-// sgemm GFLOP/s of the backend at the model's largest square-ish matmul shape, as a ceiling.
+// sgemm GFLOP/s of the backend at one (N, IC) @ (IC, OC) shape, as a ceiling.
 double sgemm_gflops(Backend& be, int N, int IC, int OC) {
   DeviceBuffer a(be, sizeof(float) * static_cast<std::size_t>(N) * IC),
       w(be, sizeof(float) * static_cast<std::size_t>(OC) * IC),
@@ -233,6 +233,63 @@ double sgemm_gflops(Backend& be, int N, int IC, int OC) {
   return 2.0 * N * IC * OC * reps / s * 1e-9;
 }
 
+// A random batch of the model's input: tokens and next-token targets (B, T) for a language model,
+// normal images (B, C, H, W) and labels (B) for an image classifier.
+Batch bench_batch(const StepBenchOptions& o, const nlohmann::json& mc, bool image) {
+  Batch b;
+  b.B = o.batch;
+  Rng rng(7);
+  if (image) {
+    const auto per_image = mc["image_channels"].get<std::size_t>() * mc["image_size"].get<std::size_t>() *
+                           mc["image_size"].get<std::size_t>();
+    b.images.resize(static_cast<std::size_t>(o.batch) * per_image);
+    for (float& x : b.images) x = static_cast<float>(rng.normal());
+    for (int i = 0; i < o.batch; ++i)
+      b.targets.push_back(static_cast<int32_t>(rng.below(mc["num_classes"].get<uint64_t>())));
+    return b;
+  }
+  const auto vocab = mc["vocab"].get<uint64_t>();
+  b.T = o.seq;
+  for (int i = 0; i < o.batch * o.seq; ++i) {
+    b.tokens.push_back(static_cast<int32_t>(rng.below(vocab)));
+    b.targets.push_back(static_cast<int32_t>(rng.below(vocab)));
+  }
+  return b;
+}
+
+struct StepTimes {
+  std::vector<double> step, fwd, bwd, upd;  // seconds per timed step
+};
+
+StepTimes time_steps(const StepBenchOptions& o, Backend& be, Model& model, Optimizer& opt, const Batch& b) {
+  StepTimes t;
+  for (int s = 0; s < o.warmup + o.steps; ++s) {
+    const auto t0 = std::chrono::steady_clock::now();
+    model.zero_grad();
+    model.forward(b);
+    be.synchronize();  // GPU ops are asynchronous: the split into phases needs the queue drained
+    const auto t1 = std::chrono::steady_clock::now();
+    model.backward({});
+    be.synchronize();
+    const auto t2 = std::chrono::steady_clock::now();
+    opt.step(model, 1e-4f, 1.0f, s + 1);
+    be.synchronize();
+    const auto t3 = std::chrono::steady_clock::now();
+    if (s < o.warmup) continue;
+    auto sec = [](auto a, auto c) { return std::chrono::duration<double>(c - a).count(); };
+    t.step.push_back(sec(t0, t3));
+    t.fwd.push_back(sec(t0, t1));
+    t.bwd.push_back(sec(t1, t2));
+    t.upd.push_back(sec(t2, t3));
+  }
+  return t;
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 void run_step(const StepBenchOptions& o) {
   BackendOptions bo;
   bo.device = parse_device(o.device);
@@ -241,77 +298,57 @@ void run_step(const StepBenchOptions& o) {
   if (o.tf32 && bo.device != DeviceKind::Cuda) throw InputError("--tf32 applies to --device cuda only");
   std::unique_ptr<Backend> be = make_backend(bo);
   std::unique_ptr<Model> model = make_model(*be, o.model);
+  const bool image = is_image_model(o.model);
   model->init_params(1);
   model->reserve(o.batch, o.seq);
-  std::unique_ptr<Optimizer> opt = make_optimizer(*be, OptimizerConfig{}, model->num_params());
+  // Image models train with SGD + momentum, as their PyTorch peer (tools/bench/compare_resnet18_torch.py).
+  OptimizerConfig oc;
+  if (image) oc.kind = "sgd";
+  std::unique_ptr<Optimizer> opt = make_optimizer(*be, oc, model->num_params());
   const nlohmann::json mc = model_config_json(o.model);
-  const int vocab = mc["vocab"].get<int>();
-  Batch b;
-  b.B = o.batch;
-  b.T = o.seq;
-  Rng rng(7);
-  for (int i = 0; i < o.batch * o.seq; ++i) {
-    b.tokens.push_back(static_cast<int32_t>(rng.below(static_cast<uint64_t>(vocab))));
-    b.targets.push_back(static_cast<int32_t>(rng.below(static_cast<uint64_t>(vocab))));
-  }
-  std::vector<double> times, fwd, bwd, upd;
-  for (int s = 0; s < o.warmup + o.steps; ++s) {
-    const auto t0 = std::chrono::steady_clock::now();
-    model->zero_grad();
-    model->forward(b);
-    be->synchronize();  // GPU ops are asynchronous: the split into phases needs the queue drained
-    const auto t1 = std::chrono::steady_clock::now();
-    model->backward({});
-    be->synchronize();
-    const auto t2 = std::chrono::steady_clock::now();
-    opt->step(*model, 1e-4f, 1.0f, s + 1);
-    be->synchronize();
-    const auto t3 = std::chrono::steady_clock::now();
-    if (s < o.warmup) continue;
-    auto sec = [](auto a, auto c) { return std::chrono::duration<double>(c - a).count(); };
-    times.push_back(sec(t0, t3));
-    fwd.push_back(sec(t0, t1));
-    bwd.push_back(sec(t1, t2));
-    upd.push_back(sec(t2, t3));
-  }
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
-  const StepFlops f = model->flops(o.batch, o.seq);
-  const double step = median(times);
+  const StepTimes t = time_steps(o, *be, *model, *opt, bench_batch(o, mc, image));
+  const int seq = image ? 1 : o.seq;
+  const StepFlops f = model->flops(o.batch, seq);
+  const double step = median_of(t.step);
   const double gflops = (f.forward + f.backward) / step * 1e-9;
-  const int C = mc["n_embd"].get<int>();
-  const double peak = sgemm_gflops(*be, o.batch * o.seq, C, 4 * C);
-  std::printf(
-      "# teetrain bench step: %s (%zu params), batch %d, seq %d, %d threads, %d timed steps (median)\n",
-      o.model.name.c_str(), model->num_params(), o.batch, o.seq, o.threads, o.steps);
+  // The ceiling: sgemm at the model's MLP shape (GPT-2), or a large square one (images: a conv is a
+  // gemm of the same order once im2col'd or blocked).
+  const int C = image ? 1024 : mc["n_embd"].get<int>();
+  const int N = image ? 1024 : o.batch * o.seq;
+  const double peak = sgemm_gflops(*be, N, C, image ? C : 4 * C);
+  const double rate = static_cast<double>(o.batch) * seq / step;
+  const char* unit = image ? "images/s" : "tokens/s";
+  const std::string shape = image ? mc["shape"].get<std::string>() : "seq " + std::to_string(o.seq);
+  std::printf("# teetrain bench step: %s (%zu params, %s), batch %d, %d threads, %d timed steps (median)\n",
+              o.model.name.c_str(), model->num_params(), shape.c_str(), o.batch, o.threads, o.steps);
   std::printf("# backend: %s\n", be->describe().c_str());
   std::printf("# machine: %s\n", machine_line().c_str());
   std::printf(
-      "step %.3f s (forward %.3f, backward %.3f, optimizer %.3f) | %.1f GFLOP/step | %.1f GFLOP/s | "
+      "step %.3f s (forward %.3f, backward %.3f, optimizer %.3f) | %.1f %s | %.1f GFLOP/step | %.1f GFLOP/s "
+      "| "
       "sgemm (%dx%dx%d) %.1f GFLOP/s -> %.0f%% of sgemm | peak RSS %ld MiB\n",
-      step, median(fwd), median(bwd), median(upd), (f.forward + f.backward) * 1e-9, gflops, o.batch * o.seq,
-      C, 4 * C, peak, 100.0 * gflops / peak, peak_rss_mib());
+      step, median_of(t.fwd), median_of(t.bwd), median_of(t.upd), rate, unit, (f.forward + f.backward) * 1e-9,
+      gflops, N, C, image ? C : 4 * C, peak, 100.0 * gflops / peak, peak_rss_mib());
   if (!o.json.empty()) {
     std::ofstream out(o.json);
     if (!out) throw InputError("--json " + o.json + ": cannot open for writing");
-    out << nlohmann::json{{"model", mc},
-                          {"batch", o.batch},
-                          {"seq", o.seq},
-                          {"threads", o.threads},
-                          {"device", o.device},
-                          {"tf32", o.tf32},
-                          {"step_s", step},
-                          {"forward_s", median(fwd)},
-                          {"backward_s", median(bwd)},
-                          {"optimizer_s", median(upd)},
-                          {"gflops", gflops},
-                          {"sgemm_gflops", peak},
-                          {"peak_rss_mib", peak_rss_mib()},
-                          {"backend", be->describe()}}
-               .dump(2)
-        << '\n';
+    nlohmann::json j{{"model", mc},
+                     {"batch", o.batch},
+                     {"threads", o.threads},
+                     {"device", o.device},
+                     {"tf32", o.tf32},
+                     {"step_s", step},
+                     {"forward_s", median_of(t.fwd)},
+                     {"backward_s", median_of(t.bwd)},
+                     {"optimizer_s", median_of(t.upd)},
+                     {"optimizer", oc.kind},
+                     {image ? "images_per_s" : "tokens_per_s", rate},
+                     {"gflops", gflops},
+                     {"sgemm_gflops", peak},
+                     {"peak_rss_mib", peak_rss_mib()},
+                     {"backend", be->describe()}};
+    if (!image) j["seq"] = o.seq;
+    out << j.dump(2) << '\n';
   }
 }
 
@@ -417,11 +454,22 @@ void register_bench(CLI::App& app) {
   });
 
   auto st = std::make_shared<StepBenchOptions>();
-  auto* s =
-      bench->add_subcommand("step", "Time one training step (forward, backward, AdamW) and report GFLOP/s");
+  auto* s = bench->add_subcommand(
+      "step",
+      "Time one training step (forward, backward, optimizer: AdamW, SGD for image models) and report "
+      "tokens/s or images/s and GFLOP/s next to sgemm's");
   add_model_options(s, st->model);
   s->add_option("--batch", st->batch, "Batch")->check(positive())->capture_default_str();
-  s->add_option("--seq", st->seq, "Sequence length")->check(positive())->capture_default_str();
+  s->add_option("--seq", st->seq, "Sequence length (language models)")
+      ->check(positive())
+      ->capture_default_str();
+  s->add_option("--image-size", st->model.image_size,
+                "Image models: H = W of the input (default the preset's)")
+      ->check(positive());
+  s->add_option("--channels", st->model.image_channels, "Image models: input channels (default the preset's)")
+      ->check(positive());
+  s->add_option("--classes", st->model.num_classes, "Image models: classes (default the preset's)")
+      ->check(positive());
   s->add_option("--threads", st->threads, "Threads")->check(positive())->capture_default_str();
   s->add_option("--device", st->device, "cpu or cuda")
       ->check(CLI::IsMember({"cpu", "cuda"}))

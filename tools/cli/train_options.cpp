@@ -1,5 +1,7 @@
 #include "tools/cli/train_options.h"
 
+#include "engine/core/error.h"
+#include "tools/cli/image_source.h"
 #include "tools/cli/validators.h"
 
 namespace tt::cli {
@@ -11,9 +13,14 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
        "--data", o.data,
        "Token shards: a prefix (<data>_train.bin/_val.bin), a directory of llm.c shards, a file or a glob")
       ->capture_default_str();
-  g->add_option("--steps", o.steps, "Optimizer steps to run (in total, counting resumed ones)")
+  auto* steps = g->add_option("--steps", o.steps, "Optimizer steps to run (in total, counting resumed ones)")
+                    ->check(positive())
+                    ->capture_default_str();
+  g->add_option("--epochs", o.epochs,
+                "Image data: train this many passes over the training split instead of --steps (steps = "
+                "epochs x ceil(images / global batch))")
       ->check(positive())
-      ->capture_default_str();
+      ->excludes(steps);
   g->add_option("--batch", o.batch,
                 "Sequences per rank and micro-step (global batch = batch x ranks x grad-accum)")
       ->check(positive())
@@ -170,6 +177,22 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
       ->capture_default_str();
   em->add_option("--trace", o.trace,
                  "Write a Chrome/Perfetto trace (one process per rank; compute, comm, crypto lanes)");
+}
+
+long steps_for_epochs(const TrainOptions& o, const ImageSource* images, int world) {
+  if (o.epochs <= 0) return o.steps;
+  if (images == nullptr) {
+    throw InputError("--epochs counts passes over image data; for token data give --steps");
+  }
+  const uint64_t n = images->sealed() ? images->sealed_train_info->images : images->train_set->size();
+  const auto global =
+      static_cast<uint64_t>(o.batch) * static_cast<uint64_t>(world) * static_cast<uint64_t>(o.grad_accum);
+  const auto steps = static_cast<long>((n + global - 1) / global) * o.epochs;
+  if (o.timing_warmup >= steps) {
+    throw InputError("--timing-warmup " + std::to_string(o.timing_warmup) + " leaves no step to time in " +
+                     std::to_string(steps) + " steps (--epochs " + std::to_string(o.epochs) + ")");
+  }
+  return steps;
 }
 
 nlohmann::json train_options_json(const TrainOptions& o) {

@@ -15,6 +15,7 @@ struct TrainOptions {
   ModelOptions model;
   std::string data = "data-cache/fortunes";
   long steps = 200;
+  long epochs = 0;  // > 0: steps = epochs x ceil(training images / global batch) (steps_for_epochs)
   int batch = 8;
   int seq = 128;
   int grad_accum = 1;
@@ -74,5 +75,13 @@ inline bool gpu_gradients(const TrainOptions& o) {
 }
 
 nlohmann::json train_options_json(const TrainOptions& o);
+
+struct ImageSource;
+// The optimizer steps the run takes: --steps, or with --epochs N, N passes over the training images
+// at the global batch (batch x ranks x grad-accum), the last batch of an epoch rounding up: 5 epochs
+// of Fashion-MNIST (60,000 images) at a global batch of 128 are 5 x 469 = 2,345 steps. `images` is
+// the run's image data (null for token data, which --epochs refuses). Throws InputError when --epochs
+// leaves no step for --timing-warmup.
+long steps_for_epochs(const TrainOptions& o, const ImageSource* images, int world);
 
 }  // namespace tt::cli
