@@ -113,6 +113,7 @@ class Mailbox {
 
   void cancel(int src, int dst, int tag, const std::shared_ptr<PendingRecv>& r) {
     std::lock_guard lock(mu_);
+    if (r->matched) return;
     auto& rs = queues_[{src, dst, tag}].receives;
     rs.erase(std::remove(rs.begin(), rs.end(), r), rs.end());
   }
@@ -233,9 +234,9 @@ class RecvState final : public RequestState {
       : box_(box), src_(src), dst_(dst), tag_(tag), r_(std::move(r)) {}
   RecvState(const RecvState&) = delete;
   RecvState& operator=(const RecvState&) = delete;
-  ~RecvState() override {
-    if (!r_->matched) box_.cancel(src_, dst_, tag_, r_);  // as MPI_Cancel: the message stays for others
-  }
+  // As MPI_Cancel: an unmatched receive leaves the queue and the message stays for others. Whether it
+  // matched is read under the mailbox's lock (a sender's thread sets it).
+  ~RecvState() override { box_.cancel(src_, dst_, tag_, r_); }
   std::optional<std::size_t> poll() override { return box_.poll(src_, dst_, tag_, *r_); }
 
  private:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The test command: installs dependencies, builds the release and the ASan/UBSan presets, and runs
-# the whole CTest suite under both. Idempotent; safe to re-run.
-#   TEETRAIN_SKIP_ASAN=1 scripts/test.sh   # release suite only (faster local iteration)
+# The test command: installs dependencies, builds the release and the ASan/UBSan presets and runs the
+# whole CTest suite under both, and the communication tests under ThreadSanitizer. Idempotent; safe to
+# re-run.
+#   TEETRAIN_SKIP_ASAN=1 TEETRAIN_SKIP_TSAN=1 scripts/test.sh   # release suite only (faster iteration)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -13,6 +14,15 @@ jobs="${TEETRAIN_JOBS:-$(nproc)}"
 echo "== release build and tests"
 scripts/build.sh release
 ctest --preset release -j "$jobs"
+
+if [[ "${TEETRAIN_SKIP_TSAN:-0}" != "1" ]]; then
+  # The communication code is threaded (the reducer's comm thread, crypto pools, in-process ranks):
+  # its tests run under ThreadSanitizer too (Open MPI's own reports: tests/tsan.supp).
+  echo "== ThreadSanitizer build and comm tests"
+  cmake --preset tsan >/dev/null
+  cmake --build --preset tsan -j "$jobs" --target comm_tests
+  ctest --preset tsan -j "$jobs"
+fi
 
 if [[ "${TEETRAIN_SKIP_ASAN:-0}" != "1" ]]; then
   echo "== ASan/UBSan build and tests"

@@ -4,6 +4,7 @@
 // 2 x 2(P-1) crossings per rank and bucket. Timing checks are lower bounds only.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -37,7 +38,7 @@ class InvertingChannel final : public Channel {
     for (std::size_t i = 0; i < wire.size(); ++i) plain[i] = ~wire[i];
     ++opens;
   }
-  int seals = 0, opens = 0;
+  std::atomic<int> seals = 0, opens = 0;  // two threads seal at once in the batch test
 };
 
 TEST(CcTransferChannel, ForwardsBytesAndChargesOneCrossingPerSealAndOpen) {
@@ -65,14 +66,19 @@ TEST(CcTransferChannel, ForwardsBytesAndChargesOneCrossingPerSealAndOpen) {
 TEST(CcTransferChannel, BatchesChargeEveryMessageAndThreadsShareOneBridge) {
   InvertingChannel inner;
   CcTransferChannel ch(inner, 1000.0, nullptr);
-  std::vector<std::byte> plain(8), wire(8 * 5);
-  std::vector<Channel::SealJob> jobs;
-  for (int i = 0; i < 5; ++i)
-    jobs.push_back({MessageContext{}, plain, std::span(wire).subspan(static_cast<std::size_t>(i) * 8, 8)});
+  const std::vector<std::byte> plain(8);
+  // Each thread seals into its own wire buffer, as two ranks' rings would.
+  std::vector<std::byte> wire_a(8 * 5), wire_b(8 * 5);
+  std::vector<Channel::SealJob> jobs_a, jobs_b;
+  for (int i = 0; i < 5; ++i) {
+    const auto at = static_cast<std::size_t>(i) * 8;
+    jobs_a.push_back({MessageContext{}, plain, std::span(wire_a).subspan(at, 8)});
+    jobs_b.push_back({MessageContext{}, plain, std::span(wire_b).subspan(at, 8)});
+  }
   const auto t0 = Clock::now();
   // Two threads each seal a batch of 5: 10 crossings in a row on the one bridge, >= 10 ms in all.
-  std::thread other([&] { ch.seal_batch(jobs); });
-  ch.seal_batch(jobs);
+  std::thread other([&] { ch.seal_batch(jobs_a); });
+  ch.seal_batch(jobs_b);
   other.join();
   EXPECT_GE(since(t0), 10e-3);
   EXPECT_EQ(ch.crossings(), 10);
