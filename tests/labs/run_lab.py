@@ -22,9 +22,9 @@ All runnable blocks of one lab run in order in one fresh temporary directory (fi
 block to block, as in a student's terminal); each block is its own `bash -e` process (a failing
 command ends the block; a pipeline's status is its last command's, as in a terminal, so
 `... | head` is safe), and what it exports and its last working directory carry over to the next
-block. The environment:
-the binary's directory first on PATH (labs say `teetrain ...`), TEETRAIN_REPO (the repository
-root), TEETRAIN_BIN (the binary), and Open MPI's run-as-root settings and ob1 transport.
+block. The environment: the binary's directory first on PATH (labs say `teetrain ...`),
+TEETRAIN_REPO (the repository root), TEETRAIN_BIN (the binary), and Open MPI's run-as-root
+settings and ob1 transport.
 
 Exit status: 0 if every block of every lab passed; 1 on the first failure, after printing the lab,
 the block's line, its command, what was wrong and the tail of its output; 2 on bad usage or a lab
