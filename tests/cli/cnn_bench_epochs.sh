@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 18's CLI surface: `bench step` for image models (resnet-small, resnet18 at 32x32) prints
 # images/s and GFLOP/s next to sgemm's and writes JSON; `train --epochs N` derives the steps from the
-# training images and the global batch (batch x ranks), and refuses --steps with it and token data.
+# training images and the global batch (batch x ranks), and refuses --steps with it and token data;
+# two runs with the same seed end with the same parameters (oneDNN convolutions are deterministic).
 source "$(dirname "$0")/lib.sh" "$@"
 export OMP_WAIT_POLICY=passive
 
@@ -25,6 +26,10 @@ base=(train --model resnet-tiny --data "$WORK/img" --optimizer sgd --lr 0.05 --w
 "$TT" "${base[@]}" --batch 16 --epochs 2 --summary "$WORK/e1.json" >"$WORK/e1.log" 2>&1 ||
   { echo "FAIL: train --epochs"; tail -3 "$WORK/e1.log"; fails=$((fails + 1)); }
 expect_eq "$(json_field "$WORK/e1.json" steps)" 14 "--epochs 2 at batch 16 over 100 images"
+# Determinism with oneDNN convolutions: the same seed and thread count give the same parameters.
+"$TT" "${base[@]}" --batch 16 --epochs 2 --summary "$WORK/e1b.json" >"$WORK/e1b.log" 2>&1 ||
+  { echo "FAIL: train --epochs (again)"; tail -3 "$WORK/e1b.log"; fails=$((fails + 1)); }
+expect_eq "$(json_field "$WORK/e1b.json" params_sha256)" "$(json_field "$WORK/e1.json" params_sha256)" "same seed, same bits"
 mpirun --allow-run-as-root --oversubscribe -np 2 "$TT" "${base[@]}" --batch 8 --epochs 2 \
   --summary "$WORK/e2.json" >"$WORK/e2.log" 2>&1 || { echo "FAIL: 2-rank train --epochs"; tail -3 "$WORK/e2.log"; fails=$((fails + 1)); }
 expect_eq "$(json_field "$WORK/e2.json" steps)" 14 "--epochs 2 at 2 ranks x batch 8"
