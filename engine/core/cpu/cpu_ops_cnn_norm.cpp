@@ -17,18 +17,17 @@ using cpu::kParallelMin;
 
 namespace {
 
-// sum f(x[i]) and sum g(x[i], y[i]) over n values in double with 8 independent lanes combined in a
-// fixed order: the lanes let the compiler vectorise the loop (a single double accumulator is one long
-// add-latency chain, which made batch norm's statistics cost as much as a memory pass 4x over) while
-// the result stays a fixed function of the input.
+// acc[lane] += f(x[i]) over n values in double, in 8 independent lanes that lanes_total() combines in
+// a fixed order: the lanes let the compiler vectorise the loop (one double accumulator is a single
+// add-latency chain, ~4 cycles an element) while the result stays a fixed function of the input.
 constexpr int kLanes = 8;
 template <typename F>
 void lane_sum(double (&acc)[kLanes], const float* __restrict x, int n, F f) {
   int i = 0;
   for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) acc[l] += f(static_cast<double>(x[i + l]), i + l);
+    for (int l = 0; l < kLanes; ++l) acc[l] += f(static_cast<double>(x[i + l]));
   }
-  for (; i < n; ++i) acc[0] += f(static_cast<double>(x[i]), i);
+  for (; i < n; ++i) acc[0] += f(static_cast<double>(x[i]));
 }
 double lanes_total(const double (&acc)[kLanes]) {
   return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
@@ -57,13 +56,13 @@ void CpuBackend::batchnorm_forward(float* out, float* mean, float* rstd, float* 
       double acc[kLanes] = {};
       for (int b = 0; b < B; ++b) {
         const float* __restrict x = inp + b * CHW + static_cast<std::ptrdiff_t>(c) * HW;  // (HW)
-        lane_sum(acc, x, HW, [](double v, int) { return v; });
+        lane_sum(acc, x, HW, [](double v) { return v; });
       }
       const double m = lanes_total(acc) / static_cast<double>(M);
       double acc2[kLanes] = {};
       for (int b = 0; b < B; ++b) {
         const float* __restrict x = inp + b * CHW + static_cast<std::ptrdiff_t>(c) * HW;
-        lane_sum(acc2, x, HW, [m](double v, int) { return (v - m) * (v - m); });
+        lane_sum(acc2, x, HW, [m](double v) { return (v - m) * (v - m); });
       }
       const double ss = lanes_total(acc2);
       const double var = ss / static_cast<double>(M);
@@ -106,15 +105,25 @@ void CpuBackend::batchnorm_backward(float* dinp, float* dweight, float* dbias, c
     const float mn = mean[c];
     const float rs = rstd[c];
     // sum_g = sum dout, sum_gn = sum dout * norm over the channel's M values, norm = (x - mean) * rstd.
+    // Both sums in one pass over (dout, inp), each in kLanes fixed lanes.
     double acc_g[kLanes] = {};
     double acc_gn[kLanes] = {};
     for (int b = 0; b < B; ++b) {
       const std::ptrdiff_t off = b * CHW + static_cast<std::ptrdiff_t>(c) * HW;
-      const float* __restrict x = inp + off;
-      const float* __restrict g = dout + off;
-      lane_sum(acc_g, g, HW, [](double v, int) { return v; });
-      lane_sum(acc_gn, g, HW,
-               [x, mn, rs](double v, int i) { return v * static_cast<double>((x[i] - mn) * rs); });
+      const float* __restrict x = inp + off;   // (HW)
+      const float* __restrict g = dout + off;  // (HW)
+      int i = 0;
+      for (; i + kLanes <= HW; i += kLanes) {
+        for (int l = 0; l < kLanes; ++l) {
+          const double gv = static_cast<double>(g[i + l]);
+          acc_g[l] += gv;
+          acc_gn[l] += gv * static_cast<double>((x[i + l] - mn) * rs);
+        }
+      }
+      for (; i < HW; ++i) {
+        acc_g[0] += static_cast<double>(g[i]);
+        acc_gn[0] += static_cast<double>(g[i]) * static_cast<double>((x[i] - mn) * rs);
+      }
     }
     const double sum_g = lanes_total(acc_g);
     const double sum_gn = lanes_total(acc_gn);
