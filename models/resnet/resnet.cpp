@@ -334,17 +334,25 @@ void Resnet::reserve(int B, int /*T*/) {
   if (static_cast<long long>(B) * static_cast<long long>(lay_.max_act) > (1LL << 31) - 1) {
     throw InputError("resnet: batch of " + std::to_string(B) + " images is too large for this model");
   }
-  if (B <= res_B_) return;
-  acts_buf_.reset();
-  dacts_buf_.reset();
-  ints_buf_.reset();
-  ws_buf_.reset();
-  const ArenaSizes sz = carve(cfg_, lay_, v_, nullptr, nullptr, nullptr, B);
-  acts_buf_ = DeviceBuffer(backend_, sz.acts * sizeof(float));
-  dacts_buf_ = DeviceBuffer(backend_, sz.dacts * sizeof(float));
-  ints_buf_ = DeviceBuffer(backend_, sz.ints * sizeof(int32_t));
-  carve(cfg_, lay_, v_, acts_buf_.as<float>(), dacts_buf_.as<float>(), ints_buf_.as<int32_t>(), B);
-  // One conv workspace for the largest need of any conv at this batch size.
+  if (B > res_B_) {
+    acts_buf_.reset();
+    dacts_buf_.reset();
+    ints_buf_.reset();
+    const ArenaSizes sz = carve(cfg_, lay_, v_, nullptr, nullptr, nullptr, B);
+    acts_buf_ = DeviceBuffer(backend_, sz.acts * sizeof(float));
+    dacts_buf_ = DeviceBuffer(backend_, sz.dacts * sizeof(float));
+    ints_buf_ = DeviceBuffer(backend_, sz.ints * sizeof(int32_t));
+    carve(cfg_, lay_, v_, acts_buf_.as<float>(), dacts_buf_.as<float>(), ints_buf_.as<int32_t>(), B);
+    res_B_ = B;
+    have_forward_ = false;
+  }
+  reserve_workspace(B);
+}
+
+void Resnet::reserve_workspace(int B) {
+  // One conv workspace for the largest need of any conv at this batch size. Checked for every batch
+  // size, not only the largest: a backend may pick another algorithm for a smaller batch (oneDNN does,
+  // by shape), and its need need not shrink with B. The sizes are cached by the backend per shape.
   std::size_t ws = 0;
   auto need = [&](const ResnetConvBn& u) {
     Conv2dShape s = u.conv;
@@ -356,9 +364,10 @@ void Resnet::reserve(int B, int /*T*/) {
     for (const ResnetConvBn& u : blk.units) need(u);
     if (blk.has_down) need(blk.down);
   }
+  if (ws <= ws_floats_ && ws_buf_.as<float>() != nullptr) return;
+  ws_buf_.reset();
   ws_buf_ = DeviceBuffer(backend_, ws * sizeof(float));
-  res_B_ = B;
-  have_forward_ = false;
+  ws_floats_ = ws;
 }
 
 StepFlops Resnet::flops_for(const ResnetConfig& cfg, int B) {

@@ -203,6 +203,8 @@ class Resnet final : public Model {
   };
   static ArenaSizes carve(const ResnetConfig& cfg, ResnetLayout& lay, Views& v, float* acts, float* dacts,
                           int32_t* ints, int B);
+  // Grows the conv workspace to what every conv needs at batch B (see reserve()).
+  void reserve_workspace(int B);
   void run_forward(const Batch& batch, bool with_loss);
   void convbn_forward(ResnetConvBn& u, float* bn_out, bool relu, int B);
   void convbn_backward(ResnetConvBn& u, float* dinp, float* dconv, const float* dbn_out, int B);
@@ -220,7 +222,8 @@ class Resnet final : public Model {
   DeviceBuffer acts_buf_;
   DeviceBuffer dacts_buf_;
   DeviceBuffer ints_buf_;  // int32 labels and maxpool argmax
-  DeviceBuffer ws_buf_;    // conv workspace
+  DeviceBuffer ws_buf_;    // conv workspace, (ws_floats_)
+  std::size_t ws_floats_ = 0;
   Views v_;
 
   int cur_B_ = 0;

@@ -69,6 +69,30 @@ TEST(Resnet, NamesDecayAndReadiness) {
   EXPECT_EQ(froms.size(), 2u + 8u);  // fc, 8 blocks, stem
 }
 
+TEST(Resnet, SmallerBatchesAfterALargerOneMatch) {
+  // A batch smaller than the reserved one may run other conv algorithms (oneDNN picks by shape) with
+  // their own workspace needs; in evaluation mode each image's logits do not depend on the batch.
+  auto be = make_cpu_backend(2);
+  ResnetConfig cfg = ResnetConfig::preset("resnet-small");
+  cfg.image_size = 16;
+  Resnet model(*be, cfg);
+  model.init_params(3);
+  model.set_training(false);
+  const Batch big = random_batch(cfg, 16, 5);
+  model.evaluate(big);
+  const std::vector<float> want(model.logits(), model.logits() + 16 * cfg.num_classes);  // (16, classes)
+  for (int B : {1, 3}) {
+    Batch small = big;
+    small.B = B;
+    small.images.resize(static_cast<std::size_t>(B * cfg.in_channels * cfg.image_size * cfg.image_size));
+    small.targets.resize(static_cast<std::size_t>(B));
+    model.evaluate(small);
+    for (int i = 0; i < B * cfg.num_classes; ++i) {
+      EXPECT_NEAR(model.logits()[i], want[static_cast<std::size_t>(i)], 1e-4) << "B=" << B << " logit " << i;
+    }
+  }
+}
+
 TEST(Resnet, DeterministicTrainingAndEval) {
   auto run = [] {
     auto be = make_cpu_backend(2);
