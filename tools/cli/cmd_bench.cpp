@@ -88,13 +88,15 @@ nlohmann::json allreduce_config_json(const AllreduceBenchOptions& o) {
 }
 
 void run_allreduce(AllreduceBenchOptions o) {
-  const TeeSwitches ts = resolve_tee(o.tee);
+  const TeeSwitches ts = resolve_tee(o.tee.settings, /*gpu_gradients=*/false);
+  const char* tee_mode = name(o.tee.settings.mode);
   if (ts.on) {
     // MPI_Allreduce moves plaintext through MPI's buffers: it has no sealed counterpart to compare.
     if (!o.modes_given) o.modes = {"ring"};
     for (const auto& m : o.modes) {
       if (m == "mpi")
-        throw InputError("--modes mpi cannot be sealed; use --modes ring with --tee " + o.tee.mode);
+        throw InputError(std::string("--modes mpi cannot be sealed; use --modes ring with --tee ") +
+                         tee_mode);
     }
   }
   if (o.tee.adversary) {
@@ -116,9 +118,10 @@ void run_allreduce(AllreduceBenchOptions o) {
   if (ts.on) {
     attest =
         make_attest_config(o.tee.trust, transport.rank(), transport.size(), allreduce_config_json(o).dump());
-    session.emplace(transport, *attest,
-                    TeeChannelOptions{ts.cipher, o.tee.rekey_mb, static_cast<std::size_t>(ts.crypto_threads)},
-                    nullptr);
+    session.emplace(
+        transport, *attest,
+        TeeChannelOptions{ts.cipher, o.tee.settings.rekey_mb, static_cast<std::size_t>(ts.crypto_threads)},
+        nullptr);
     session->end_setup();  // the bench releases no secret: only the channel's ratchets keep key material
   }
   comm::SealedChannel* channel = session ? &session->channel() : nullptr;
@@ -145,10 +148,10 @@ void run_allreduce(AllreduceBenchOptions o) {
     if (ts.on) {
       std::printf(
           "# tee %s: cipher %s, pipeline %s (segment %s), all-gather %s, crypto threads %d, rekey %llu MiB\n",
-          o.tee.mode.c_str(), o.tee.cipher.c_str(), ts.pipeline ? "on" : "off",
+          tee_mode, enum_name(ts.cipher), ts.pipeline ? "on" : "off",
           ts.pipeline ? (std::to_string(o.segment_kb) + " KiB").c_str() : "whole chunk",
           comm::all_gather_mode_name(bo.ring.all_gather), ts.crypto_threads,
-          static_cast<unsigned long long>(o.tee.rekey_mb));
+          static_cast<unsigned long long>(o.tee.settings.rekey_mb));
       std::printf("# attestation %s\n", attestation_banner(*attest, transport.size()).c_str());
     } else {
       std::printf("# tee off: plaintext, ring segment %d KiB\n", o.segment_kb);
@@ -172,7 +175,7 @@ void run_allreduce(AllreduceBenchOptions o) {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& r : records) {
       arr.push_back({{"mode", r.mode},
-                     {"tee", o.tee.mode},
+                     {"tee", tee_mode},
                      {"tee_config", tee},
                      {"ranks", r.ranks},
                      {"bytes", r.bytes},
@@ -194,7 +197,7 @@ void run_allreduce(AllreduceBenchOptions o) {
   for (const auto& r : records) {
     if (!r.correct) {
       throw std::runtime_error("bench allreduce: " + r.mode + " gave a wrong sum at " +
-                               std::to_string(r.bytes) + " bytes (tee " + o.tee.mode + ")");
+                               std::to_string(r.bytes) + " bytes (tee " + tee_mode + ")");
     }
   }
 }
@@ -419,27 +422,19 @@ void register_bench(CLI::App& app) {
       ->check(positive())
       ->capture_default_str();
   auto* tg = a->add_option_group("TEE mode (sealed ring, as `teetrain train --tee`)");
-  tg->add_option("--tee", ar->tee.mode,
-                 "off: plaintext; cc: whole-chunk seal, per-hop re-seal; fast: pipelined segments, "
-                 "forward-ciphertext all-gather, crypto threads")
-      ->check(CLI::IsMember({"off", "cc", "fast"}))
-      ->capture_default_str();
-  tg->add_option("--cipher", ar->tee.cipher, "AEAD cipher")
-      ->check(CLI::IsMember({"aes-256-gcm", "aes-128-gcm", "chacha20-poly1305"}))
-      ->capture_default_str();
-  tg->add_option("--rekey-mb", ar->tee.rekey_mb, "Rotate each key after this many MiB")
+  TeeSettings& t = ar->tee.settings;
+  add_enum_option(tg, "--tee", t.mode,
+                  "off: plaintext; cc: whole-chunk seal, per-hop re-seal; fast: pipelined segments, "
+                  "forward-ciphertext all-gather, crypto threads");
+  add_enum_option(tg, "--cipher", t.cipher, "AEAD cipher");
+  tg->add_option("--rekey-mb", t.rekey_mb, "Rotate each key after this many MiB")
       ->check(positive())
       ->capture_default_str();
-  const auto onoff = CLI::IsMember({"auto", "on", "off"});
-  tg->add_option("--tee-pipeline", ar->tee.pipeline,
-                 "Cut ring chunks into --segment-kb segments (auto: on in fast)")
-      ->check(onoff)
-      ->capture_default_str();
-  tg->add_option("--tee-forward-ag", ar->tee.forward_ag,
-                 "All-gather forwards the owner's ciphertext (auto: on in fast)")
-      ->check(onoff)
-      ->capture_default_str();
-  tg->add_option("--crypto-threads", ar->tee.crypto_threads,
+  add_enum_option(tg, "--tee-pipeline", t.pipeline,
+                  "Cut ring chunks into --segment-kb segments (auto: on in fast)");
+  add_enum_option(tg, "--tee-forward-ag", t.forward_ag,
+                  "All-gather forwards the owner's ciphertext (auto: on in fast)");
+  tg->add_option("--crypto-threads", t.crypto_threads,
                  "Threads sealing/opening segments (0 = mode default: cc 1, fast 2)")
       ->check(non_negative())
       ->capture_default_str();

@@ -55,52 +55,6 @@ int default_threads(int requested) {
   return std::max(1, host_cores() / ranks_on_this_host());
 }
 
-void validate(const TrainOptions& o) {
-  if (o.device == "cuda" && o.compute == "emulate") {
-    throw InputError(
-        "--device cuda runs real compute on the GPU; --compute emulate replaces it by waits: use one or the "
-        "other");
-  }
-  if (o.allreduce == "nccl" && o.device != "cuda") {
-    throw InputError(
-        "--allreduce nccl reduces GPU buffers with NCCL; add --device cuda, or use --allreduce ring|mpi");
-  }
-  if (o.tf32 && o.device != "cuda") throw InputError("--tf32 applies to --device cuda only");
-  if (o.link == "emulate" && o.compute != "emulate") {
-    throw InputError(
-        "--link emulate moves no payload bytes, which only synthetic gradients allow: add --compute emulate, "
-        "or use --link real (with --link-gbps to throttle)");
-  }
-  if (o.cc_transfer_us > 0 && o.compute != "emulate") {
-    throw InputError(
-        "--cc-transfer-us charges the bounce-buffer crossings of an emulated GPU's gradients: add --compute "
-        "emulate (a real GPU's copies cost what they cost)");
-  }
-  if (o.timing_warmup > 0 && o.timing_warmup >= o.steps) {
-    throw InputError("--timing-warmup " + std::to_string(o.timing_warmup) +
-                     " leaves no step to time; it must be smaller than --steps " + std::to_string(o.steps));
-  }
-  if (o.link == "emulate" && o.allreduce != "ring") {
-    throw InputError("--link emulate applies to our ring; use --allreduce ring");
-  }
-  if (o.tee.adversary && (o.allreduce != "ring" || o.device == "cuda")) {
-    throw InputError(
-        "--adversary sits on teetrain's host ring; MPI_Allreduce, NCCL and the device ring bypass it: use "
-        "--allreduce ring on --device cpu (add --compute emulate for GPU-speed compute)");
-  }
-  if (o.tee.adversary && o.tee.adversary->kind == comm::AttackKind::Mitm && o.tee.mode == "off") {
-    throw InputError(
-        "--adversary mitm attacks the attestation handshake, which only TEE mode runs: add --tee "
-        "cc or --tee fast");
-  }
-  const int context = model_context(o.model);
-  if (o.seq > context) {
-    throw InputError("--seq " + std::to_string(o.seq) + " is longer than the model's context (" +
-                     std::to_string(context) + "); use --seq <= " + std::to_string(context) +
-                     " or raise --context");
-  }
-}
-
 // The run's data: plain token shards, or sealed shards opened inside the rank (TEE mode).
 struct DataSource {
   std::unique_ptr<TokenDataset> plain_train, plain_val;
@@ -196,9 +150,10 @@ AtRestKeys release_keys(comm::Transport& transport, comm::SessionKeys& keys, con
 
 std::string tee_label(const TeeOptions& o, const TeeSwitches& ts) {
   if (!ts.on) return "tee off";
-  return "tee " + o.mode + " (" + o.cipher + ", pipeline " + (ts.pipeline ? "on" : "off") + ", forward-ag " +
-         (ts.forward_ag ? "on" : "off") + ", crypto threads " + std::to_string(ts.crypto_threads) +
-         ", ingress " + (ts.direct_ingress ? "direct" : "bounce") +
+  return std::string("tee ") + name(o.settings.mode) + " (" + enum_name(ts.cipher) + ", pipeline " +
+         (ts.pipeline ? "on" : "off") + ", forward-ag " + (ts.forward_ag ? "on" : "off") +
+         ", crypto threads " + std::to_string(ts.crypto_threads) + ", ingress " +
+         (ts.direct_ingress ? "direct" : "bounce") +
          (ts.device_crypto ? ", gradients sealed on the GPU" : "") + ")";
 }
 
@@ -253,18 +208,15 @@ void run_train(const TrainOptions& opts) {
   std::optional<ImageSource> img;
   if (is_image_model(o.model)) {
     img.emplace(open_image_source(
-        {o.data, o.seed, /*augment=*/false, resolve_tee(o.tee).on, o.tee.allow_plain_data}));
+        {o.data, o.seed, /*augment=*/false, o.tee.settings.mode != TeeMode::Off, o.tee.allow_plain_data}));
     o.model.image_channels = img->channels;
     o.model.image_size = img->image_size;
     o.model.num_classes = img->classes;
     o.seq = 0;
   }
-  validate(o);
-  const TeeSwitches ts = resolve_tee(o.tee, gpu_gradients(o));
-  if (ts.on && o.allreduce != "ring") {
-    throw InputError("--allreduce " + o.allreduce +
-                     " sends gradients in plaintext; use --allreduce ring with --tee");
-  }
+  const RunPlan plan = run_plan(o);
+  validate(plan);  // every conflicting choice in one message (exit 2)
+  const TeeSwitches ts = plan.switches();
   comm::MpiTransport mpi_transport(MPI_COMM_WORLD,
                                    std::chrono::milliseconds(static_cast<long>(o.timeout_s * 1000.0)));
   // Every message between ranks goes through `transport`: MPI, or --adversary's attacker on it.
@@ -284,7 +236,8 @@ void run_train(const TrainOptions& opts) {
     attest = make_attest_config(o.tee.trust, rank, world, run_json.dump());
     tee_session.emplace(
         transport, *attest,
-        TeeChannelOptions{ts.cipher, o.tee.rekey_mb, static_cast<std::size_t>(ts.crypto_threads)}, &profiler);
+        TeeChannelOptions{ts.cipher, o.tee.settings.rekey_mb, static_cast<std::size_t>(ts.crypto_threads)},
+        &profiler);
   }
   comm::PlainChannel plain;
   comm::Channel& channel = tee_session ? static_cast<comm::Channel&>(tee_session->channel()) : plain;
@@ -318,18 +271,14 @@ void run_train(const TrainOptions& opts) {
   const int threads = default_threads(o.threads);
   const int ranks_per_host = ranks_on_this_host();
   BackendOptions bo;
-  bo.device = parse_device(o.device);
+  bo.device = o.device;
   bo.threads = threads;
   bo.tf32 = o.tf32;
   if (bo.device == DeviceKind::Cuda) bo.cuda_device = rank % std::max(1, cuda_device_count());
   std::unique_ptr<Backend> backend = make_backend(bo);
   // Emulated compute: forward/backward become waits from the model's FLOPs on the chosen GPU, and
   // the optimizer a wait at its memory bandwidth; gradients, buckets, ring, crypto and ingress stay real.
-  const bool emulate = o.compute == "emulate";
-  if (emulate && (o.save_every > 0 || !o.resume.empty())) {
-    throw InputError(
-        "--compute emulate has no real parameters or optimizer state; drop --save-every/--resume");
-  }
+  const bool emulate = o.compute == ComputeMode::Emulate;
   std::unique_ptr<Model> model;
   std::optional<EmulatedGpu> gpu;
   if (emulate) {
@@ -410,7 +359,7 @@ void run_train(const TrainOptions& opts) {
                                                    std::min<std::size_t>(std::size_t{1} << 20, cap), cap);
   std::unique_ptr<DdpReducer> reducer;
   if (world > 1) {
-    DdpOptions ddp{o.overlap == "on", world};
+    DdpOptions ddp{o.overlap, world};
     ddp.emulated_average = grads.emulated_average();
     reducer = std::make_unique<DdpReducer>(*backend, *model, buckets, grads.fn(), ddp, &profiler);
   }
@@ -424,7 +373,7 @@ void run_train(const TrainOptions& opts) {
         "teetrain train: %s (%zu params, %.2f GiB/rank) | %d rank(s) x %d thread(s) | %s | %zu bucket(s), "
         "allreduce %s, overlap %s\n  data %s\n  backend %s\n  gradients %s\n",
         model->name().c_str(), model->num_params(), mem_gib, world, threads, tee_label(o.tee, ts).c_str(),
-        buckets.size(), o.allreduce.c_str(), o.overlap.c_str(), data.describe.c_str(),
+        buckets.size(), name(o.allreduce), o.overlap ? "on" : "off", data.describe.c_str(),
         backend->describe().c_str(), world > 1 ? grads.path().c_str() : "not reduced (one rank)");
     if (attest) std::fprintf(stderr, "  attestation %s\n", attestation_banner(*attest, world).c_str());
   }
@@ -457,12 +406,12 @@ void run_train(const TrainOptions& opts) {
     nlohmann::json s = result_json(r, img.has_value());
     s.update({{"num_params", model->num_params()},
               {"world_size", world},
-              {"allreduce", o.allreduce},
+              {"allreduce", name(o.allreduce)},
               {"gradient_path", world > 1 ? grads.path() : "none"},
               {"cc_transfer_us", grads.cc_transfer_us()},
               {"bucket_mb", o.bucket_mb},
               {"buckets", buckets.size()},
-              {"overlap", o.overlap},
+              {"overlap", o.overlap ? "on" : "off"},
               {"tee", tee_json(o.tee, gpu_gradients(o))},
               {"rekeys", tee_session ? tee_session->channel().rekeys() : 0},
               {"attestation", attestation_json(attest, world)},
@@ -474,7 +423,7 @@ void run_train(const TrainOptions& opts) {
               {"threads", threads},
               {"host_cores", host_cores()},
               {"ranks_per_host", ranks_per_host},
-              {"compute", o.compute},
+              {"compute", name(o.compute)},
               {"gpu", gpu ? nlohmann::json(gpu->describe()) : nlohmann::json(nullptr)},
               {"config", run_json}});
     std::ofstream f(o.summary);

@@ -13,13 +13,13 @@ GradientReduction::GradientReduction(const GradientSetup& s) : gpu_(s.gpu) {
   ro.segment_bytes = (ts.on && !ts.pipeline) ? 0 : static_cast<std::size_t>(o.segment_kb) * 1024;
   ro.all_gather = ts.forward_ag ? comm::AllGatherMode::ForwardWire : comm::AllGatherMode::PerHop;
 
-  if (o.allreduce == "nccl") {
+  if (o.allreduce == AllreduceAlgo::Nccl) {
     nccl_ = make_nccl_allreduce(s.backend, s.mpi.comm(), s.mpi.timeout());
     fn_ = nccl_->fn();
     path_ = "ncclAllReduce";
     return;
   }
-  if (cuda && o.allreduce == "ring" && (!ts.on || ts.device_crypto) && s.mpi.size() > 1) {
+  if (cuda && o.allreduce == AllreduceAlgo::Ring && (!ts.on || ts.device_crypto) && s.mpi.size() > 1) {
     DeviceRingConfig dc;
     dc.ring = ro;
     dc.sealed = ts.on ? s.sealed : nullptr;
@@ -31,7 +31,7 @@ GradientReduction::GradientReduction(const GradientSetup& s) : gpu_(s.gpu) {
     return;
   }
 
-  if (o.allreduce == "mpi") {
+  if (o.allreduce == AllreduceAlgo::Mpi) {
     fn_ = [&t = s.mpi](float* g, std::size_t n, long, int) { comm::mpi_allreduce_sum(t.comm(), g, n); };
     path_ = "MPI_Allreduce";
   } else {
@@ -49,7 +49,7 @@ GradientReduction::GradientReduction(const GradientSetup& s) : gpu_(s.gpu) {
     }
     // --link emulate: plaintext messages of the emulated GPUs carry no payload (a token and a wait at
     // the link rate) and the adds are HBM waits; CPU-sealed messages still move, paced at that rate.
-    emulated_links_ = o.link == "emulate";
+    emulated_links_ = o.link == LinkModel::Emulate;
     const double link_gbps = o.link_gbps > 0 ? o.link_gbps : emulated_links_ ? gpu_->spec.nvlink_gbps : 0.0;
     if (emulated_links_ && channel->pass_through()) {
       emulated_link_.emplace(s.transport, comm::LinkLimit{link_gbps, {}});

@@ -71,5 +71,15 @@ int main(int argc, char** argv) {
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, code);
   }
+  if (code != 0 && mpi) {
+    // A single process (an MPI singleton, started without mpirun) that failed: leave without
+    // MPI_Finalize. Open MPI 4.1's singleton finalize can deadlock joining its progress thread, or
+    // crash unwinding it, when it follows init closely (seen under load: a refused run then hangs
+    // instead of exiting 2). Nothing of ours needs finalizing after a failure: outputs are written
+    // atomically or not at all.
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(code);
+  }
   return code;
 }

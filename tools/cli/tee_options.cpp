@@ -4,13 +4,6 @@
 #include "tools/cli/validators.h"
 
 namespace tt::cli {
-namespace {
-
-bool resolve(const std::string& v, bool mode_default) {
-  return v == "auto" ? mode_default : v == "on";
-}
-
-}  // namespace
 
 void add_adversary_option(CLI::App* g, std::optional<comm::AdversarySpec>& out) {
   g->add_option_function<std::string>(
@@ -24,42 +17,30 @@ void add_adversary_option(CLI::App* g, std::optional<comm::AdversarySpec>& out) 
 
 void add_tee_options(CLI::App* cmd, TeeOptions& o) {
   auto* g = cmd->add_option_group("TEE mode (confidential computing emulation)");
-  g->add_option(
-       "--tee", o.mode,
-       "off: plaintext; cc: H100 CC as measured by Lee et al. (whole-chunk seal, per-hop re-seal, bounce "
-       "ingress); fast: pipelined segments, forward-ciphertext all-gather, crypto threads, direct ingress")
-      ->check(CLI::IsMember({"off", "cc", "fast"}))
-      ->capture_default_str();
-  g->add_option("--cipher", o.cipher, "AEAD cipher")
-      ->check(CLI::IsMember({"aes-256-gcm", "aes-128-gcm", "chacha20-poly1305"}))
-      ->capture_default_str();
-  g->add_option("--rekey-mb", o.rekey_mb, "Rotate each key after this many MiB (HKDF ratchet)")
+  TeeSettings& t = o.settings;
+  add_enum_option(
+      g, "--tee", t.mode,
+      "off: plaintext; cc: H100 CC as measured by Lee et al. (whole-chunk seal, per-hop re-seal, bounce "
+      "ingress); fast: pipelined segments, forward-ciphertext all-gather, crypto threads, direct ingress");
+  add_enum_option(g, "--cipher", t.cipher, "AEAD cipher");
+  g->add_option("--rekey-mb", t.rekey_mb, "Rotate each key after this many MiB (HKDF ratchet)")
       ->check(positive())
       ->capture_default_str();
-  const auto onoff = CLI::IsMember({"auto", "on", "off"});
-  g->add_option("--tee-pipeline", o.pipeline,
-                "Cut ring chunks into segments that seal/send/open in a pipeline")
-      ->check(onoff)
-      ->capture_default_str();
-  g->add_option("--tee-forward-ag", o.forward_ag,
-                "All-gather forwards the owner's ciphertext instead of re-sealing per hop")
-      ->check(onoff)
-      ->capture_default_str();
-  g->add_option("--crypto-threads", o.crypto_threads,
+  add_enum_option(g, "--tee-pipeline", t.pipeline,
+                  "Cut ring chunks into segments that seal/send/open in a pipeline");
+  add_enum_option(g, "--tee-forward-ag", t.forward_ag,
+                  "All-gather forwards the owner's ciphertext instead of re-sealing per hop");
+  g->add_option("--crypto-threads", t.crypto_threads,
                 "Threads sealing/opening segments in parallel (0 = mode default)")
       ->check(non_negative())
       ->capture_default_str();
-  g->add_option("--tee-direct-ingress", o.direct_ingress,
-                "Open each batch once with the released dataset key (off: bounce path)")
-      ->check(onoff)
-      ->capture_default_str();
-  g->add_option(
-       "--tee-device-crypto", o.device_crypto,
-       "Seal/open gradients where they live, on the GPU: --device cuda runs our CUDA AES-GCM in the device "
-       "ring; --compute emulate waits at the GPU's AES-GCM rate (--gpu-aead-gbps). off: the host seals "
-       "them, as H100 CC's bounce buffers. No effect on CPU compute")
-      ->check(onoff)
-      ->capture_default_str();
+  add_enum_option(g, "--tee-direct-ingress", t.direct_ingress,
+                  "Open each batch once with the released dataset key (off: bounce path)");
+  add_enum_option(
+      g, "--tee-device-crypto", t.device_crypto,
+      "Seal/open gradients where they live, on the GPU: --device cuda runs our CUDA AES-GCM in the device "
+      "ring; --compute emulate waits at the GPU's AES-GCM rate (--gpu-aead-gbps). off: the host seals "
+      "them, as H100 CC's bounce buffers. No effect on CPU compute");
   add_trust_options(g, o.trust);
   add_adversary_option(g, o.adversary);
   g->add_option("--key-file", o.key_file,
@@ -91,35 +72,12 @@ void add_trust_options(CLI::App* g, TrustOptions& t) {
                 "attest --write-policy`); default: what this rank runs");
 }
 
-TeeSwitches resolve_tee(const TeeOptions& o, bool gpu_gradients) {
-  TeeSwitches s;
-  s.on = o.mode != "off";
-  s.cc = o.mode == "cc";
-  const bool fast = o.mode == "fast";
-  s.pipeline = s.on && resolve(o.pipeline, fast);
-  s.forward_ag = s.on && resolve(o.forward_ag, fast);
-  s.crypto_threads = o.crypto_threads > 0 ? o.crypto_threads : (fast ? 2 : 1);
-  s.direct_ingress = !s.on || resolve(o.direct_ingress, fast);
-  const auto c = tee::parse_cipher(o.cipher);
-  if (!c)
-    throw InputError("--cipher " + o.cipher + ": unknown; use aes-256-gcm, aes-128-gcm or chacha20-poly1305");
-  s.cipher = *c;
-  // The GPU seals with AES-GCM only: with ChaCha the host seals (auto), and asking for both is an error.
-  const bool gpu_cipher = s.cipher != tee::Cipher::ChaCha20Poly1305;
-  if (s.on && gpu_gradients && o.device_crypto == "on" && !gpu_cipher)
-    throw InputError(
-        "--tee-device-crypto on: the GPU seals with AES-GCM only; use --cipher aes-256-gcm or "
-        "aes-128-gcm, or --tee-device-crypto off for chacha20-poly1305");
-  s.device_crypto = s.on && gpu_gradients && gpu_cipher && resolve(o.device_crypto, fast);
-  return s;
-}
-
 nlohmann::json tee_json(const TeeOptions& o, bool gpu_gradients) {
-  const TeeSwitches s = resolve_tee(o, gpu_gradients);
+  const TeeSwitches s = resolve_tee(o.settings, gpu_gradients);
   if (!s.on) return {{"mode", "off"}};
-  return {{"mode", o.mode},
-          {"cipher", o.cipher},
-          {"rekey_mb", o.rekey_mb},
+  return {{"mode", name(o.settings.mode)},
+          {"cipher", enum_name(o.settings.cipher)},
+          {"rekey_mb", o.settings.rekey_mb},
           {"pipeline", s.pipeline},
           {"forward_ag", s.forward_ag},
           {"crypto_threads", s.crypto_threads},

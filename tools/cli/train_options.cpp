@@ -36,12 +36,11 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
   g->add_option("--threads", o.threads, "Compute threads per rank (0 = cores / ranks on this host)")
       ->check(non_negative())
       ->capture_default_str();
-  g->add_option("--device", o.device,
-                "Where forward/backward run: cpu, or cuda (one GPU per rank: rank modulo visible GPUs). With "
-                "cuda, --tee off and fast reduce gradients in the device ring (NCCL, or host bounce buffers "
-                "when ranks share a GPU); cc stages them through the host")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
-      ->capture_default_str();
+  add_enum_option(
+      g, "--device", o.device,
+      "Where forward/backward run: cpu, or cuda (one GPU per rank: rank modulo visible GPUs). With "
+      "cuda, --tee off and fast reduce gradients in the device ring (NCCL, or host bounce buffers "
+      "when ranks share a GPU); cc stages them through the host");
   g->add_flag("--tf32", o.tf32,
               "CUDA: allow TF32 tensor-core matmuls (default exact FP32, comparable with the CPU)");
 
@@ -89,18 +88,15 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
                   "Resume from a checkpoint directory (a step dir, or the newest in a --ckpt-dir)");
 
   auto* dp = cmd->add_option_group("data parallelism (under mpirun)");
-  dp->add_option("--allreduce", o.allreduce,
-                 "Gradient all-reduce: our ring, or a vendor baseline: MPI_Allreduce (host) or ncclAllReduce "
-                 "(--device cuda, one GPU per rank)")
-      ->check(CLI::IsMember({"ring", "mpi", "nccl"}))
-      ->capture_default_str();
+  add_enum_option(
+      dp, "--allreduce", o.allreduce,
+      "Gradient all-reduce: our ring, or a vendor baseline: MPI_Allreduce (host) or ncclAllReduce "
+      "(--device cuda, one GPU per rank)");
   dp->add_option("--bucket-mb", o.bucket_mb,
                  "Gradient bucket cap in MiB (first bucket 1 MiB; 0 = one bucket for the whole model)")
       ->check(non_negative())
       ->capture_default_str();
-  dp->add_option("--overlap", o.overlap, "Launch bucket all-reduces while backward runs")
-      ->check(CLI::IsMember({"on", "off"}))
-      ->capture_default_str();
+  add_on_off_option(dp, "--overlap", o.overlap, "Launch bucket all-reduces while backward runs");
   dp->add_option("--segment-kb", o.segment_kb,
                  "Ring segment size in KiB (chunks are cut into segments that pipeline)")
       ->check(positive())
@@ -119,12 +115,10 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
       ->capture_default_str();
   add_tee_options(cmd, o.tee);
   auto* em = cmd->add_option_group("emulation and tracing (overhead studies)");
-  em->add_option(
-        "--compute", o.compute,
-        "real: run forward/backward; emulate: replace them by waits computed from the model's FLOPs on --gpu "
-        "(gradients, buckets, ring, crypto and ingress stay real)")
-      ->check(CLI::IsMember({"real", "emulate"}))
-      ->capture_default_str();
+  add_enum_option(
+      em, "--compute", o.compute,
+      "real: run forward/backward; emulate: replace them by waits computed from the model's FLOPs on --gpu "
+      "(gradients, buckets, ring, crypto and ingress stay real)");
   em->add_option("--gpu", o.gpu, "GPU whose compute is emulated")
       ->check(CLI::IsMember({"h100", "h200", "a100", "v100"}))
       ->capture_default_str();
@@ -154,14 +148,12 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
                  "Throttle each ring link to this many GB/s (1e9 B/s; 0 = none): NVLink, PCIe, network")
       ->check(non_negative())
       ->capture_default_str();
-  em->add_option(
-        "--link", o.link,
-        "real: ring messages move through host memory (throttled by --link-gbps). emulate (needs "
-        "--compute emulate): plaintext ring messages of the emulated GPUs carry no payload and cost a "
-        "wait at --link-gbps (default: the GPU's NVLink, 450 GB/s for h100), and the ring's adds are "
-        "waits at the GPU's memory bandwidth; CPU-sealed messages (cc) still move for real")
-      ->check(CLI::IsMember({"real", "emulate"}))
-      ->capture_default_str();
+  add_enum_option(
+      em, "--link", o.link,
+      "real: ring messages move through host memory (throttled by --link-gbps). emulate (needs "
+      "--compute emulate): plaintext ring messages of the emulated GPUs carry no payload and cost a "
+      "wait at --link-gbps (default: the GPU's NVLink, 450 GB/s for h100), and the ring's adds are "
+      "waits at the GPU's memory bandwidth; CPU-sealed messages (cc) still move for real");
   em->add_option(
         "--cc-transfer-us", o.cc_transfer_us,
         "Fixed cost in microseconds of one H100 CC bounce-buffer crossing of an emulated GPU's gradient "
@@ -195,6 +187,25 @@ long steps_for_epochs(const TrainOptions& o, const ImageSource* images, int worl
   return steps;
 }
 
+RunPlan run_plan(const TrainOptions& o) {
+  RunPlan p;
+  p.device = o.device;
+  p.compute = o.compute;
+  p.allreduce = o.allreduce;
+  p.link = o.link;
+  p.overlap = o.overlap;
+  p.tf32 = o.tf32;
+  p.cc_transfer_us = o.cc_transfer_us;
+  p.steps = o.steps;
+  p.timing_warmup = o.timing_warmup;
+  p.checkpoints = o.save_every > 0 || !o.resume.empty();
+  p.seq = o.seq;
+  p.context = o.seq > 0 ? model_context(o.model) : 0;
+  p.tee = o.tee.settings;
+  p.adversary = o.tee.adversary;
+  return p;
+}
+
 nlohmann::json train_options_json(const TrainOptions& o) {
   return {{"model", model_config_json(o.model)},
           {"data", o.data},
@@ -216,24 +227,24 @@ nlohmann::json train_options_json(const TrainOptions& o) {
           {"val_batches", o.val_batches},
           {"save_every", o.save_every},
           {"timing_warmup", o.timing_warmup},
-          {"allreduce", o.allreduce},
+          {"allreduce", name(o.allreduce)},
           {"bucket_mb", o.bucket_mb},
-          {"overlap", o.overlap},
+          {"overlap", o.overlap ? "on" : "off"},
           {"segment_kb", o.segment_kb},
           {"check_replicas", o.check_replicas},
           {"ingress_gbps", o.ingress_gbps},
-          {"compute", o.compute},
-          {"device", o.device},
+          {"compute", name(o.compute)},
+          {"device", enum_name(o.device)},
           {"tf32", o.tf32},
-          {"gpu", o.compute == "emulate" ? nlohmann::json{{"name", o.gpu},
-                                                          {"precision", o.gpu_precision},
-                                                          {"tflops", o.gpu_tflops},
-                                                          {"efficiency", o.gpu_efficiency},
-                                                          {"act_traffic", o.gpu_act_traffic},
-                                                          {"aead_gbps", o.gpu_aead_gbps}}
-                                         : nlohmann::json(nullptr)},
+          {"gpu", o.compute == ComputeMode::Emulate ? nlohmann::json{{"name", o.gpu},
+                                                                     {"precision", o.gpu_precision},
+                                                                     {"tflops", o.gpu_tflops},
+                                                                     {"efficiency", o.gpu_efficiency},
+                                                                     {"act_traffic", o.gpu_act_traffic},
+                                                                     {"aead_gbps", o.gpu_aead_gbps}}
+                                                    : nlohmann::json(nullptr)},
           {"link_gbps", o.link_gbps},
-          {"link", o.link},
+          {"link", name(o.link)},
           {"cc_transfer_us", o.cc_transfer_us},
           {"tee", tee_json(o.tee, gpu_gradients(o))}};
 }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "engine/run_plan.h"
 #include "tools/cli/model_registry.h"
 #include "tools/cli/tee_options.h"
 
@@ -31,8 +32,8 @@ struct TrainOptions {
   float beta2 = 0.95f;
   uint64_t seed = 1337;
   int threads = 0;
-  std::string device = "cpu";  // cpu | cuda (one GPU per rank: rank % visible GPUs)
-  bool tf32 = false;           // CUDA: TF32 tensor-core matmuls instead of exact FP32
+  DeviceKind device = DeviceKind::Cpu;  // cuda: one GPU per rank, rank % visible GPUs
+  bool tf32 = false;                    // CUDA: TF32 tensor-core matmuls instead of exact FP32
   long val_every = 0;
   int val_batches = 8;
   std::string metrics;
@@ -44,15 +45,15 @@ struct TrainOptions {
   std::string resume;
   bool no_progress = false;
   // Data parallelism.
-  std::string allreduce = "ring";
+  AllreduceAlgo allreduce = AllreduceAlgo::Ring;
   double bucket_mb = 25;
-  std::string overlap = "on";
+  bool overlap = true;  // bucket all-reduces run while backward does
   int segment_kb = 1024;
   long check_replicas = 0;
   double timeout_s = 30;
   double ingress_gbps = 0;  // cap on batch ingress (e.g. 3 to emulate H100 CC's bounce buffers)
   // Emulated GPU compute and links (overhead studies of paper-scale models on a small machine).
-  std::string compute = "real";
+  ComputeMode compute = ComputeMode::Real;
   std::string gpu = "h100";
   std::string gpu_precision = "tf32";
   double gpu_tflops = 0;
@@ -60,20 +61,19 @@ struct TrainOptions {
   double gpu_act_traffic = -1;  // emulated activation traffic (< 0 = table)
   double gpu_aead_gbps = 0;     // emulated GPU AES-GCM rate (0 = table)
   double link_gbps = 0;
-  std::string link = "real";  // "emulate": plaintext ring payloads of an emulated GPU are not moved
+  LinkModel link = LinkModel::Real;  // Emulate: plaintext ring payloads of an emulated GPU are not moved
   double cc_transfer_us = 0;  // fixed cost of one H100 CC bounce-buffer crossing of a CPU-sealed message
   std::string trace;
   TeeOptions tee;
 };
 
 void add_train_options(CLI::App* cmd, TrainOptions& o);
-// The options that must agree across ranks (everything but per-rank paths), as JSON.
-// Where the gradients live decides whether "device crypto" means anything (tee_options.h): on a real
-// GPU (--device cuda: the device ring seals with the GPU AES-GCM) or an emulated one.
+// The typed plan the engine validates and assembles the run from (engine/run_plan.h).
+RunPlan run_plan(const TrainOptions& o);
 inline bool gpu_gradients(const TrainOptions& o) {
-  return o.compute == "emulate" || o.device == "cuda";
+  return o.compute == ComputeMode::Emulate || o.device == DeviceKind::Cuda;
 }
-
+// The options that must agree across ranks (everything but per-rank paths), as JSON.
 nlohmann::json train_options_json(const TrainOptions& o);
 
 struct ImageSource;

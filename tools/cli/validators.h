@@ -2,6 +2,9 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
+
+#include "engine/run_plan.h"
 
 namespace tt::cli {
 
@@ -35,6 +38,30 @@ inline CLI::Validator non_negative() {
         return {};
       },
       "NON-NEGATIVE");
+}
+
+// An option spelled as one of an enum's names (engine/run_plan.h EnumNames), stored as the enum: the
+// help lists the names and shows the default's; anything else is refused naming the choices.
+template <typename E>
+CLI::Option* add_enum_option(CLI::App* g, const std::string& flag, E& target,
+                             const std::string& description) {
+  std::vector<std::string> names;
+  for (const auto& [n, e] : EnumNames<E>::all) names.emplace_back(n);
+  return g
+      ->add_option_function<std::string>(
+          flag, [&target](const std::string& v) { target = *parse_enum<E>(v); }, description)
+      ->check(CLI::IsMember(names))
+      ->default_str(enum_name(target));
+}
+
+// on|off as a bool.
+inline CLI::Option* add_on_off_option(CLI::App* g, const std::string& flag, bool& target,
+                                      const std::string& description) {
+  return g
+      ->add_option_function<std::string>(
+          flag, [&target](const std::string& v) { target = v == "on"; }, description)
+      ->check(CLI::IsMember({"on", "off"}))
+      ->default_str(target ? "on" : "off");
 }
 
 }  // namespace tt::cli

@@ -1,0 +1,115 @@
+#include "engine/run_plan.h"
+
+#include "engine/core/error.h"
+
+namespace tt {
+
+namespace {
+
+bool resolve(Toggle t, bool mode_default) {
+  return t == Toggle::Auto ? mode_default : t == Toggle::On;
+}
+
+// The choices of the emulated GPU and its links.
+void emulation_conflicts(const RunPlan& p, std::vector<std::string>& out) {
+  const bool emulate = p.compute == ComputeMode::Emulate;
+  if (p.device == DeviceKind::Cuda && emulate)
+    out.push_back(
+        "--device cuda runs real compute on the GPU; --compute emulate replaces it by waits: use one "
+        "or the other");
+  if (p.link == LinkModel::Emulate && !emulate)
+    out.push_back(
+        "--link emulate moves no payload bytes, which only synthetic gradients allow: add --compute "
+        "emulate, or use --link real (with --link-gbps to throttle)");
+  if (p.link == LinkModel::Emulate && p.allreduce != AllreduceAlgo::Ring)
+    out.push_back("--link emulate applies to our ring; use --allreduce ring");
+  if (p.cc_transfer_us > 0 && !emulate)
+    out.push_back(
+        "--cc-transfer-us charges the bounce-buffer crossings of an emulated GPU's gradients: add "
+        "--compute emulate (a real GPU's copies cost what they cost)");
+  if (emulate && p.checkpoints)
+    out.push_back("--compute emulate has no real parameters or optimizer state; drop --save-every/--resume");
+}
+
+// The choices of the gradient path, the TEE and the adversary on its links.
+void path_conflicts(const RunPlan& p, std::vector<std::string>& out) {
+  if (p.allreduce == AllreduceAlgo::Nccl && p.device != DeviceKind::Cuda)
+    out.push_back(
+        "--allreduce nccl reduces GPU buffers with NCCL; add --device cuda, or use --allreduce ring|mpi");
+  if (p.tf32 && p.device != DeviceKind::Cuda) out.push_back("--tf32 applies to --device cuda only");
+  if (p.tee.mode != TeeMode::Off && p.allreduce != AllreduceAlgo::Ring)
+    out.push_back(std::string("--allreduce ") + name(p.allreduce) +
+                  " sends gradients in plaintext; use --allreduce ring with --tee");
+  if (p.adversary && (p.allreduce != AllreduceAlgo::Ring || p.device == DeviceKind::Cuda))
+    out.push_back(
+        "--adversary sits on teetrain's host ring; MPI_Allreduce, NCCL and the device ring bypass "
+        "it: use --allreduce ring on --device cpu (add --compute emulate for GPU-speed compute)");
+  if (p.adversary && p.adversary->kind == comm::AttackKind::Mitm && p.tee.mode == TeeMode::Off)
+    out.push_back(
+        "--adversary mitm attacks the attestation handshake, which only TEE mode runs: add --tee cc "
+        "or --tee fast");
+}
+
+}  // namespace
+
+const char* name(ComputeMode m) {
+  return enum_name(m);
+}
+const char* name(AllreduceAlgo a) {
+  return enum_name(a);
+}
+const char* name(LinkModel l) {
+  return enum_name(l);
+}
+const char* name(TeeMode m) {
+  return enum_name(m);
+}
+const char* name(Toggle t) {
+  return enum_name(t);
+}
+
+TeeSwitches resolve_tee(const TeeSettings& o, bool gpu_gradients) {
+  TeeSwitches s;
+  s.on = o.mode != TeeMode::Off;
+  s.cc = o.mode == TeeMode::Cc;
+  const bool fast = o.mode == TeeMode::Fast;
+  s.pipeline = s.on && resolve(o.pipeline, fast);
+  s.forward_ag = s.on && resolve(o.forward_ag, fast);
+  s.crypto_threads = o.crypto_threads > 0 ? o.crypto_threads : (fast ? 2 : 1);
+  s.direct_ingress = !s.on || resolve(o.direct_ingress, fast);
+  s.cipher = o.cipher;
+  // The GPU seals with AES-GCM only: with ChaCha the host seals (auto), and asking for both is an error.
+  const bool gpu_cipher = s.cipher != tee::Cipher::ChaCha20Poly1305;
+  if (s.on && gpu_gradients && o.device_crypto == Toggle::On && !gpu_cipher)
+    throw InputError(
+        "--tee-device-crypto on: the GPU seals with AES-GCM only; use --cipher aes-256-gcm or "
+        "aes-128-gcm, or --tee-device-crypto off for chacha20-poly1305");
+  s.device_crypto = s.on && gpu_gradients && gpu_cipher && resolve(o.device_crypto, fast);
+  return s;
+}
+
+std::vector<std::string> plan_conflicts(const RunPlan& p) {
+  std::vector<std::string> out;
+  emulation_conflicts(p, out);
+  path_conflicts(p, out);
+  if (p.timing_warmup > 0 && p.timing_warmup >= p.steps)
+    out.push_back("--timing-warmup " + std::to_string(p.timing_warmup) +
+                  " leaves no step to time; it must be smaller than --steps " + std::to_string(p.steps));
+  if (p.context > 0 && p.seq > p.context)
+    out.push_back("--seq " + std::to_string(p.seq) + " is longer than the model's context (" +
+                  std::to_string(p.context) + "); use --seq <= " + std::to_string(p.context) +
+                  " or raise --context");
+  return out;
+}
+
+void validate(const RunPlan& p) {
+  const std::vector<std::string> conflicts = plan_conflicts(p);
+  if (conflicts.empty()) return;
+  if (conflicts.size() == 1) throw InputError(conflicts.front());
+  std::string all = std::to_string(conflicts.size()) + " conflicting options:";
+  for (std::size_t i = 0; i < conflicts.size(); ++i)
+    all += " (" + std::to_string(i + 1) + ") " + conflicts[i];
+  throw InputError(all);
+}
+
+}  // namespace tt

@@ -1,0 +1,145 @@
+// The typed plan of a training run: every choice that decides how the run is put together, as enums
+// (the CLI parses names into them once; nothing downstream compares strings), the TEE policy that
+// resolves fast's and cc's switches, and one validate() that reports every conflicting choice at once.
+//
+// Names (name()/parse_*) are the command line's spellings; summaries and the configuration agreement
+// print them, so a run's JSON reads as its command line.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "comm/adversary_spec.h"
+#include "engine/core/backend.h"
+#include "tee/aead.h"
+
+namespace tt {
+
+enum class ComputeMode { Real, Emulate };      // emulate: forward/backward are waits on an emulated GPU
+enum class AllreduceAlgo { Ring, Mpi, Nccl };  // our ring, or a vendor baseline
+enum class LinkModel { Real, Emulate };        // emulate: plaintext ring payloads are not moved
+enum class TeeMode { Off, Cc, Fast };
+enum class Toggle { Auto, On, Off };  // Auto: the TEE mode's default
+
+const char* name(ComputeMode m);
+const char* name(AllreduceAlgo a);
+const char* name(LinkModel l);
+const char* name(TeeMode m);
+const char* name(Toggle t);
+
+// The spellings each enum accepts, in the order help texts list them.
+template <typename E>
+struct EnumNames;
+template <>
+struct EnumNames<ComputeMode> {
+  static constexpr std::pair<const char*, ComputeMode> all[] = {{"real", ComputeMode::Real},
+                                                                {"emulate", ComputeMode::Emulate}};
+};
+template <>
+struct EnumNames<AllreduceAlgo> {
+  static constexpr std::pair<const char*, AllreduceAlgo> all[] = {
+      {"ring", AllreduceAlgo::Ring}, {"mpi", AllreduceAlgo::Mpi}, {"nccl", AllreduceAlgo::Nccl}};
+};
+template <>
+struct EnumNames<LinkModel> {
+  static constexpr std::pair<const char*, LinkModel> all[] = {{"real", LinkModel::Real},
+                                                              {"emulate", LinkModel::Emulate}};
+};
+template <>
+struct EnumNames<TeeMode> {
+  static constexpr std::pair<const char*, TeeMode> all[] = {
+      {"off", TeeMode::Off}, {"cc", TeeMode::Cc}, {"fast", TeeMode::Fast}};
+};
+template <>
+struct EnumNames<Toggle> {
+  static constexpr std::pair<const char*, Toggle> all[] = {
+      {"auto", Toggle::Auto}, {"on", Toggle::On}, {"off", Toggle::Off}};
+};
+template <>
+struct EnumNames<DeviceKind> {
+  static constexpr std::pair<const char*, DeviceKind> all[] = {{"cpu", DeviceKind::Cpu},
+                                                               {"cuda", DeviceKind::Cuda}};
+};
+template <>
+struct EnumNames<tee::Cipher> {
+  static constexpr std::pair<const char*, tee::Cipher> all[] = {
+      {"aes-256-gcm", tee::Cipher::Aes256Gcm},
+      {"aes-128-gcm", tee::Cipher::Aes128Gcm},
+      {"chacha20-poly1305", tee::Cipher::ChaCha20Poly1305}};
+};
+
+template <typename E>
+const char* enum_name(E v) {
+  for (const auto& [n, e] : EnumNames<E>::all) {
+    if (e == v) return n;
+  }
+  return "?";
+}
+template <typename E>
+std::optional<E> parse_enum(std::string_view text) {
+  for (const auto& [n, e] : EnumNames<E>::all) {
+    if (text == n) return e;
+  }
+  return std::nullopt;
+}
+
+// The TEE flags as given (Toggle::Auto: the mode's default).
+struct TeeSettings {
+  TeeMode mode = TeeMode::Off;
+  tee::Cipher cipher = tee::Cipher::Aes256Gcm;
+  std::uint64_t rekey_mb = 65536;        // rotate link keys after this many MiB sealed per stream
+  Toggle pipeline = Toggle::Auto;        // segment pipelining inside ring chunks
+  Toggle forward_ag = Toggle::Auto;      // forward-ciphertext all-gather (owner seals once)
+  int crypto_threads = 0;                // 0: mode default (cc 1, fast 2)
+  Toggle direct_ingress = Toggle::Auto;  // open batches once (fast) vs the bounce path (cc)
+  Toggle device_crypto = Toggle::Auto;   // seal/open gradients on the (emulated) GPU
+};
+
+// The switches in force after resolving Auto against the mode. cc emulates H100 CC as Lee et al.
+// measured it (all off); fast is our TEE-aware design (all on).
+struct TeeSwitches {
+  bool on = false;
+  bool cc = false;
+  bool pipeline = false;
+  bool forward_ag = false;
+  int crypto_threads = 1;
+  bool direct_ingress = true;
+  bool device_crypto = false;  // only where gradients live on a GPU
+  tee::Cipher cipher = tee::Cipher::Aes256Gcm;
+};
+
+// gpu_gradients: the gradients live on a GPU (real or emulated). Device crypto exists only there: with
+// CPU compute the host IS the device, and the switch resolves to off. Throws InputError for device
+// crypto asked of a cipher the GPU does not run.
+TeeSwitches resolve_tee(const TeeSettings& s, bool gpu_gradients);
+
+// Every choice that decides how a training run is assembled.
+struct RunPlan {
+  DeviceKind device = DeviceKind::Cpu;
+  ComputeMode compute = ComputeMode::Real;
+  AllreduceAlgo allreduce = AllreduceAlgo::Ring;
+  LinkModel link = LinkModel::Real;
+  bool overlap = true;
+  bool tf32 = false;
+  double cc_transfer_us = 0;
+  long steps = 0;
+  long timing_warmup = 0;
+  bool checkpoints = false;  // --save-every or --resume
+  int seq = 0;               // 0 for image models
+  int context = 0;           // the model's longest sequence (0: no limit)
+  TeeSettings tee;
+  std::optional<comm::AdversarySpec> adversary;
+
+  bool gpu_gradients() const { return compute == ComputeMode::Emulate || device == DeviceKind::Cuda; }
+  TeeSwitches switches() const { return resolve_tee(tee, gpu_gradients()); }
+};
+
+// Each conflicting choice, as one sentence saying what to do; empty when the plan is consistent.
+std::vector<std::string> plan_conflicts(const RunPlan& p);
+// Throws one InputError naming every conflict (exit 2), or returns.
+void validate(const RunPlan& p);
+
+}  // namespace tt

@@ -1,0 +1,114 @@
+// engine/run_plan: the TEE policy (every mode's defaults, every switch on its own) and validate(), which
+// reports every conflicting choice of a run at once.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "engine/core/error.h"
+#include "engine/run_plan.h"
+
+namespace tt {
+namespace {
+
+std::string error_of(const RunPlan& p) {
+  try {
+    validate(p);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(RunPlan, NamesRoundTrip) {
+  for (const auto& [n, e] : EnumNames<TeeMode>::all) EXPECT_EQ(parse_enum<TeeMode>(n), e);
+  for (const auto& [n, e] : EnumNames<tee::Cipher>::all) EXPECT_EQ(std::string(enum_name(e)), n);
+  EXPECT_EQ(parse_enum<AllreduceAlgo>("bogus"), std::nullopt);
+  EXPECT_STREQ(name(ComputeMode::Emulate), "emulate");
+  EXPECT_STREQ(name(LinkModel::Real), "real");
+}
+
+TEST(RunPlan, ModesResolveTheirSwitches) {
+  TeeSettings s;
+  EXPECT_FALSE(resolve_tee(s, false).on);
+  s.mode = TeeMode::Cc;
+  TeeSwitches cc = resolve_tee(s, true);
+  EXPECT_TRUE(cc.on && cc.cc);
+  EXPECT_FALSE(cc.pipeline || cc.forward_ag || cc.direct_ingress || cc.device_crypto);
+  EXPECT_EQ(cc.crypto_threads, 1);
+  s.mode = TeeMode::Fast;
+  TeeSwitches fast = resolve_tee(s, true);
+  EXPECT_TRUE(fast.pipeline && fast.forward_ag && fast.direct_ingress && fast.device_crypto);
+  EXPECT_EQ(fast.crypto_threads, 2);
+  // Device crypto exists only where gradients live on a GPU.
+  EXPECT_FALSE(resolve_tee(s, false).device_crypto);
+  // One switch at a time on cc, for the ablation.
+  s.mode = TeeMode::Cc;
+  s.forward_ag = Toggle::On;
+  cc = resolve_tee(s, false);
+  EXPECT_TRUE(cc.forward_ag);
+  EXPECT_FALSE(cc.pipeline);
+}
+
+TEST(RunPlan, DeviceCryptoNeedsAnAesCipher) {
+  TeeSettings s;
+  s.mode = TeeMode::Fast;
+  s.cipher = tee::Cipher::ChaCha20Poly1305;
+  EXPECT_FALSE(resolve_tee(s, true).device_crypto);  // auto: the host seals
+  s.device_crypto = Toggle::On;
+  EXPECT_THROW(resolve_tee(s, true), InputError);
+}
+
+TEST(RunPlan, ConsistentPlansPass) {
+  RunPlan p;
+  p.steps = 10;
+  EXPECT_TRUE(plan_conflicts(p).empty());
+  p.compute = ComputeMode::Emulate;
+  p.link = LinkModel::Emulate;
+  p.cc_transfer_us = 5;
+  p.tee.mode = TeeMode::Cc;
+  EXPECT_TRUE(plan_conflicts(p).empty());
+}
+
+TEST(RunPlan, EachConflictIsNamed) {
+  RunPlan p;
+  p.steps = 10;
+  auto one = [&](auto tweak, const std::string& expect) {
+    RunPlan q = p;
+    tweak(q);
+    const std::string e = error_of(q);
+    EXPECT_NE(e.find(expect), std::string::npos) << e;
+  };
+  one([](RunPlan& q) { q.device = DeviceKind::Cuda, q.compute = ComputeMode::Emulate; },
+      "use one or the other");
+  one([](RunPlan& q) { q.allreduce = AllreduceAlgo::Nccl; }, "add --device cuda");
+  one([](RunPlan& q) { q.tf32 = true; }, "--tf32 applies to --device cuda only");
+  one([](RunPlan& q) { q.link = LinkModel::Emulate; }, "add --compute emulate");
+  one([](RunPlan& q) { q.cc_transfer_us = 1; }, "--cc-transfer-us");
+  one([](RunPlan& q) { q.compute = ComputeMode::Emulate, q.checkpoints = true; },
+      "drop --save-every/--resume");
+  one([](RunPlan& q) { q.tee.mode = TeeMode::Fast, q.allreduce = AllreduceAlgo::Mpi; },
+      "--allreduce mpi sends gradients in plaintext");
+  one([](RunPlan& q) { q.adversary = comm::parse_adversary("mitm"); }, "only TEE mode runs");
+  one([](RunPlan& q) { q.adversary = comm::parse_adversary("snoop"), q.allreduce = AllreduceAlgo::Mpi; },
+      "bypass");
+  one([](RunPlan& q) { q.timing_warmup = 10; }, "leaves no step to time");
+  one([](RunPlan& q) { q.seq = 64, q.context = 32; }, "--seq <= 32");
+}
+
+TEST(RunPlan, EveryConflictInOneMessage) {
+  RunPlan p;
+  p.steps = 10;
+  p.device = DeviceKind::Cuda;
+  p.compute = ComputeMode::Emulate;
+  p.link = LinkModel::Emulate;
+  p.allreduce = AllreduceAlgo::Mpi;
+  p.timing_warmup = 20;
+  EXPECT_EQ(plan_conflicts(p).size(), 3u);
+  const std::string e = error_of(p);
+  EXPECT_EQ(e.rfind("3 conflicting options: (1) ", 0), 0u) << e;
+  EXPECT_NE(e.find("(3) --timing-warmup 20"), std::string::npos) << e;
+  EXPECT_EQ(e.find('\n'), std::string::npos);  // one line
+}
+
+}  // namespace
+}  // namespace tt
