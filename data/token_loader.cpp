@@ -58,6 +58,11 @@ TokenDataset TokenDataset::open(const std::string& spec, const std::string& spli
       files = match_in_dir(p.parent_path(), p.filename().string() + "_" + split + "_*.bin");
     }
   }
+  if (files.empty() && fs::is_regular_file(spec + "_" + split + ".bin.sealed", ec)) {
+    throw InputError("--data " + spec + " holds sealed shards (" + spec + "_" + split +
+                     ".bin.sealed), which only TEE mode opens: add --tee cc or --tee fast with the data "
+                     "owner's --key-file");
+  }
   if (files.empty()) {
     throw InputError("no " + split + " token shards found at '" + spec +
                      "' (a .bin file, a directory, a glob or a prefix); run `teetrain prepare-text` first");

@@ -17,6 +17,9 @@ done
 grep -q "bounce ingress" "$WORK/cc.log" && passes=$((passes + 1)) || { echo "FAIL: cc should use the bounce path"; fails=$((fails + 1)); }
 grep -q "direct ingress" "$WORK/fast.log" && passes=$((passes + 1)) || { echo "FAIL: fast should use direct ingress"; fails=$((fails + 1)); }
 
+# Sealed shards with the TEE off: refused, saying why and what to add (not "run prepare-text").
+expect_exit 2 "holds sealed shards .*add --tee cc or --tee fast" -- "$TT" "${base[@]}" --data "$WORK/sealed/tiny"
+
 # Resume in TEE mode: 5 + 5 steps == 10 steps, bit for bit, from a sealed checkpoint.
 "${MPI[@]}" -np 2 "$TT" "${base[@]}" --tee fast --data "$WORK/sealed/tiny" --save-every 5 --ckpt-dir "$WORK/ck" \
   --summary "$WORK/first.json" >/dev/null 2>&1

@@ -395,9 +395,11 @@ void run_train(const TrainOptions& opts) {
   }
   if (rank != 0) return;
   print_phase_table(report, r.step_seconds_mean);
-  std::fprintf(stderr, "done: %ld steps, loss %.4f, val_loss %.4f, %.0f %s, %.3f s/step, params_sha256 %s\n",
-               r.steps, r.final_loss, r.val_loss, r.items_per_s, img ? "images/s" : "tok/s",
-               r.step_seconds_mean, r.params_sha256.c_str());
+  char val[32] = "none";  // no validation split, or --val-batches 0
+  if (r.val_loss >= 0) std::snprintf(val, sizeof val, "%.4f", r.val_loss);
+  std::fprintf(stderr, "done: %ld steps, loss %.4f, val_loss %s, %.0f %s, %.3f s/step, params_sha256 %s\n",
+               r.steps, r.final_loss, val, r.items_per_s, img ? "images/s" : "tok/s", r.step_seconds_mean,
+               r.params_sha256.c_str());
   if (r.val_accuracy >= 0) std::fprintf(stderr, "val_accuracy %.2f%%\n", 100.0 * r.val_accuracy);
   if (!adversary_view.empty()) std::fprintf(stderr, "%s", adversary_view.c_str());
   if (attest && !attestation_summary(*attest, world).warning.empty())
