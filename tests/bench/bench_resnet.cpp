@@ -5,9 +5,10 @@
 //
 //   build/tests/bench/bench_resnet                                   # resnet18 32x32 B=32, 2 threads
 //   build/tests/bench/bench_resnet --benchmark_filter=Small
-//   build/tests/bench/bench_resnet --benchmark_filter=/1$            # oneDNN convolutions only
+//   build/tests/bench/bench_resnet --benchmark_filter=dnnl:2          # what teetrain runs
 //
-// Arguments: batch, threads, conv (0 = the im2col + sgemm reference, 1 = oneDNN; cpu_conv.h).
+// Arguments: batch, threads, conv (0 = the im2col + sgemm reference, 1 = oneDNN for every conv, 2 = what
+// teetrain runs: oneDNN, im2col for outputs <= 4x4; cpu_backend.h, CpuConv).
 // "Imagenet" runs torchvision's resnet18 unchanged (7x7/2 stem + maxpool)
 // on 32x32 images; "Cifar" uses the small stem (3x3/1, no maxpool) that ResnetStem::Auto picks for
 // 32x32, which is ~15x more work per image.
@@ -26,8 +27,9 @@ namespace {
 void train_steps(benchmark::State& state, tt::ResnetConfig cfg) {
   const int B = static_cast<int>(state.range(0));
   const int threads = static_cast<int>(state.range(1));
-  const auto conv = state.range(2) == 0 ? tt::CpuConv::Reference : tt::CpuConv::Dnnl;
-  if (conv == tt::CpuConv::Dnnl && !tt::cpu::dnnl_available()) {
+  const tt::CpuConv modes[] = {tt::CpuConv::Reference, tt::CpuConv::Dnnl, tt::CpuConv::Auto};
+  const tt::CpuConv conv = modes[state.range(2)];
+  if (conv != tt::CpuConv::Reference && !tt::cpu::dnnl_available()) {
     state.SkipWithError("built without oneDNN");
     return;
   }
@@ -78,19 +80,19 @@ void BM_ResnetSmall28(benchmark::State& state) {
 }
 
 BENCHMARK(BM_Resnet18Imagenet32)
-    ->ArgsProduct({{32}, {2}, {0, 1}})
+    ->ArgsProduct({{32}, {2}, {0, 1, 2}})
     ->ArgNames({"B", "threads", "dnnl"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->MinTime(3.0);
 BENCHMARK(BM_Resnet18Cifar32)
-    ->ArgsProduct({{32}, {2}, {0, 1}})
+    ->ArgsProduct({{32}, {2}, {0, 1, 2}})
     ->ArgNames({"B", "threads", "dnnl"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->MinTime(3.0);
 BENCHMARK(BM_ResnetSmall28)
-    ->ArgsProduct({{128}, {2}, {0, 1}})
+    ->ArgsProduct({{128}, {2}, {0, 1, 2}})
     ->ArgNames({"B", "threads", "dnnl"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()

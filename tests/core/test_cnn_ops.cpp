@@ -461,6 +461,15 @@ TEST(CnnOps, DnnlPinsDirectAlgorithm) {
     EXPECT_EQ(impl.find("wino"), std::string::npos) << impl;
     EXPECT_NE(impl.find("bwd_w"), std::string::npos) << impl;
   }
+  // Auto (what training runs): oneDNN, but im2col + sgemm for outputs of 4x4 and smaller.
+  auto autob = make_cpu_backend(2);
+  auto& a = dynamic_cast<CpuBackend&>(*autob);
+  EXPECT_EQ(a.conv_impl(), CpuConv::Auto);
+  EXPECT_TRUE(a.conv_on_dnnl({32, 64, 32, 32, 64, 3, 3, 1, 1}));
+  EXPECT_TRUE(a.conv_on_dnnl({32, 256, 8, 8, 256, 3, 3, 1, 1}));
+  EXPECT_FALSE(a.conv_on_dnnl({32, 256, 8, 8, 512, 3, 3, 2, 1}));
+  EXPECT_FALSE(a.conv_on_dnnl({32, 512, 1, 1, 512, 3, 3, 1, 1}));
+  EXPECT_TRUE(cpu.conv_on_dnnl({32, 512, 1, 1, 512, 3, 3, 1, 1}));  // Dnnl: every shape
   EXPECT_EQ(dynamic_cast<CpuBackend&>(*make_cpu_backend(2, CpuConv::Reference))
                 .conv_implementations(resnet18_shapes(1)[0]),
             "");

@@ -27,6 +27,7 @@ CpuBackend::CpuBackend(int threads, CpuConv conv) : threads_(threads) {
   openblas_set_num_threads(threads_);
   if (conv == CpuConv::Dnnl || (conv == CpuConv::Auto && cpu::dnnl_available())) {
     dnnl_ = std::make_unique<cpu::DnnlConv>(threads_);
+    conv_ = conv;
   }
 }
 

@@ -24,9 +24,9 @@ class DnnlConv;
 
 // Which implementation runs the CPU backend's convolutions (engine/core/cpu/cpu_conv.h).
 enum class CpuConv {
-  Auto,       // oneDNN when this build has it, else the reference
+  Auto,       // oneDNN when this build has it, except small outputs (cpu_conv.h); else the reference
   Reference,  // im2col + OpenBLAS sgemm (what the tests check oneDNN against)
-  Dnnl,       // oneDNN; RunError at construction in a build without it
+  Dnnl,       // oneDNN for every shape; RunError at construction in a build without it
 };
 
 // Creates the CPU backend. threads >= 1 is used for OpenMP loops, OpenBLAS and oneDNN.
@@ -42,8 +42,10 @@ class CpuBackend final : public Backend {
   ~CpuBackend() override;
 
   int threads() const { return threads_; }
-  // The convolution implementation in use (Auto resolved): Reference or Dnnl.
-  CpuConv conv_impl() const { return dnnl_ ? CpuConv::Dnnl : CpuConv::Reference; }
+  // The convolution mode in use: Reference (also Auto in a build without oneDNN), Dnnl or Auto.
+  CpuConv conv_impl() const { return conv_; }
+  // Whether shape s runs on oneDNN (else im2col + sgemm).
+  bool conv_on_dnnl(const Conv2dShape& s) const;
   // oneDNN's implementation names for a conv shape ("" on the reference path), for benchmarks.
   std::string conv_implementations(const Conv2dShape& s) const;
 
@@ -119,6 +121,7 @@ class CpuBackend final : public Backend {
   void use_blas_threads() const;
 
   int threads_;
+  CpuConv conv_ = CpuConv::Reference;
   // oneDNN convolutions with their per-shape primitive cache; null on the reference path. Held by
   // pointer so that conv2d_workspace_floats (const) can fill the cache: creating a shape's primitives
   // is what tells how much workspace it needs.
