@@ -125,6 +125,8 @@ struct RunPlan {
   bool overlap = true;
   bool tf32 = false;
   double cc_transfer_us = 0;
+  int segment_kb = 1024;  // ring segment size (pipelining)
+  double link_gbps = 0;   // throttle each ring link (0: none; --link emulate: the GPU's NVLink)
   long steps = 0;
   long timing_warmup = 0;
   bool checkpoints = false;  // --save-every or --resume

@@ -14,6 +14,7 @@
 #include "data/sealed_tokens.h"
 #include "data/token_loader.h"
 #include "engine/adversary_wire.h"
+#include "engine/at_rest_keys.h"
 #include "engine/checkpoint.h"
 #include "engine/core/backend_factory.h"
 #include "engine/core/error.h"
@@ -21,14 +22,15 @@
 #include "engine/dist_context.h"
 #include "engine/emulated_model.h"
 #include "engine/freshness.h"
+#include "engine/gradient_reduction.h"
 #include "engine/key_file.h"
 #include "engine/sealed_codec.h"
 #include "engine/tee_session.h"
+#include "engine/token_source.h"
 #include "engine/trace_writer.h"
 #include "engine/trainer.h"
 #include "study/emulated_gpt2.h"
 #include "tools/cli/commands.h"
-#include "tools/cli/gradient_reduction.h"
 #include "tools/cli/image_source.h"
 #include "tools/cli/run_report.h"
 #include "tools/cli/train_options.h"
@@ -53,99 +55,6 @@ int host_cores() {
 int default_threads(int requested) {
   if (requested > 0) return requested;
   return std::max(1, host_cores() / ranks_on_this_host());
-}
-
-// The run's data: plain token shards, or sealed shards opened inside the rank (TEE mode).
-struct DataSource {
-  std::unique_ptr<TokenDataset> plain_train, plain_val;
-  std::unique_ptr<SealedTokenDataset> sealed_train, sealed_val;
-  std::unique_ptr<TokenLoader> plain_train_loader, plain_val_loader;
-  std::unique_ptr<SealedTokenLoader> sealed_train_loader, sealed_val_loader;
-  BatchFn train, val;
-  std::string describe;
-  int vocab = 0;
-};
-
-DataSource open_data(const TrainOptions& o, const TeeSwitches& ts, const tee::SecretBytes* dataset_key,
-                     int rank, Profiler& profiler) {
-  DataSource d;
-  if (dataset_key != nullptr) {
-    const IngressOptions ing{ts.direct_ingress ? IngressMode::Direct : IngressMode::Bounce, ts.cipher,
-                             static_cast<uint32_t>(rank), o.ingress_gbps};
-    d.sealed_train = std::make_unique<SealedTokenDataset>(
-        SealedTokenDataset::open(o.data, "train", *dataset_key, &profiler));
-    d.sealed_train_loader =
-        std::make_unique<SealedTokenLoader>(*d.sealed_train, o.seq, o.seed, true, ing, &profiler);
-    d.train = [&l = *d.sealed_train_loader](Batch& b, uint64_t g, int n) { l.fill(b, g, n); };
-    // The validation split must be of the training split's dataset (one seal-data run), and present
-    // when that dataset has one: data/dataset_binding.h.
-    d.sealed_val =
-        SealedTokenDataset::open_other_split(o.data, "val", *d.sealed_train, *dataset_key, &profiler);
-    if (d.sealed_val) {
-      d.sealed_val_loader =
-          std::make_unique<SealedTokenLoader>(*d.sealed_val, o.seq, o.seed, false, ing, &profiler);
-      d.val = [&l = *d.sealed_val_loader](Batch& b, uint64_t g, int n) { l.fill(b, g, n); };
-    }
-    d.describe = d.sealed_train->describe() + (ts.direct_ingress ? ", direct ingress" : ", bounce ingress");
-    d.vocab = d.sealed_train->vocab();
-  } else {
-    d.plain_train = std::make_unique<TokenDataset>(TokenDataset::open(o.data, "train"));
-    d.plain_train_loader = std::make_unique<TokenLoader>(*d.plain_train, o.seq, o.seed, true);
-    d.train = [&l = *d.plain_train_loader](Batch& b, uint64_t g, int n) { l.fill(b, g, n); };
-    try {
-      d.plain_val = std::make_unique<TokenDataset>(TokenDataset::open(o.data, "val"));
-      d.plain_val_loader = std::make_unique<TokenLoader>(*d.plain_val, o.seq, o.seed, false);
-      d.val = [&l = *d.plain_val_loader](Batch& b, uint64_t g, int n) { l.fill(b, g, n); };
-    } catch (const InputError&) {
-    }
-    d.describe = d.plain_train->describe();
-    d.vocab = d.plain_train->vocab();
-  }
-  if (!d.val && rank == 0)
-    std::fprintf(stderr, "note: no validation split for --data %s; reporting training loss only\n",
-                 o.data.c_str());
-  const int vocab = model_vocab(o.model);
-  if (d.vocab > vocab) {
-    throw InputError("--data " + o.data + " holds vocabulary " + std::to_string(d.vocab) +
-                     " but the model's is " + std::to_string(vocab) + "; use --vocab " +
-                     std::to_string(d.vocab));
-  }
-  return d;
-}
-
-// Keys at rest. Rank 0 stands in for the data owner: it reads the master key file and releases the
-// dataset and checkpoint keys to every rank over the attested, sealed links — never in clear.
-struct AtRestKeys {
-  std::optional<tee::SecretBytes> dataset;
-  std::optional<tee::SecretBytes> checkpoint;
-};
-
-AtRestKeys release_keys(comm::Transport& transport, comm::SessionKeys& keys, const TeeOptions& o,
-                        bool sealed_data, bool need_ckpt_key) {
-  AtRestKeys k;
-  if (!sealed_data && !need_ckpt_key) return k;
-  std::optional<tee::SecretBytes> master;
-  if (transport.rank() == 0) {
-    if (!std::filesystem::exists(o.key_file)) {
-      throw InputError("--key-file " + o.key_file +
-                       ": no such key file; sealed data and TEE checkpoints need one " +
-                       "(create it with `teetrain keygen --out " + o.key_file + "`)");
-    }
-    master = load_key_file(
-        o.key_file, [](const std::string& w) { std::fprintf(stderr, "teetrain: warning: %s\n", w.c_str()); });
-  }
-  if (sealed_data) {
-    std::optional<tee::SecretBytes> mine;
-    if (master) mine = derive_dataset_key(*master);
-    k.dataset = comm::release_secret(transport, keys, mine ? &*mine : nullptr, kMasterKeySize, "dataset key");
-  }
-  if (need_ckpt_key) {
-    std::optional<tee::SecretBytes> mine;
-    if (master) mine = derive_checkpoint_key(*master);
-    k.checkpoint =
-        comm::release_secret(transport, keys, mine ? &*mine : nullptr, kMasterKeySize, "checkpoint key");
-  }
-  return k;
 }
 
 std::string tee_label(const TeeOptions& o, const TeeSwitches& ts) {
@@ -248,7 +157,10 @@ void run_train(const TrainOptions& opts) {
       ts.on && (img ? img->sealed() : require_sealed_data(o.data, "train", o.tee.allow_plain_data));
   const bool need_ckpt_key = ts.on && (o.save_every > 0 || !o.resume.empty());
   const AtRestKeys at_rest =
-      ts.on ? release_keys(transport, tee_session->keys(), o.tee, sealed_data, need_ckpt_key) : AtRestKeys{};
+      ts.on ? release_at_rest_keys(
+                  transport, tee_session->keys(), o.tee.key_file, sealed_data, need_ckpt_key,
+                  [](const std::string& w) { std::fprintf(stderr, "teetrain: warning: %s\n", w.c_str()); })
+            : AtRestKeys{};
   if (tee_session)
     tee_session->end_setup();  // every secret is out: wipe the session's link and group secrets
   DataSource data;
@@ -265,7 +177,11 @@ void run_train(const TrainOptions& opts) {
     data.val = img->val;
     data.describe = img->describe;
   } else {
-    data = open_data(o, ts, at_rest.dataset ? &*at_rest.dataset : nullptr, rank, profiler);
+    data = open_token_data({o.data, o.seq, o.seed, o.ingress_gbps, model_vocab(o.model)}, ts,
+                           at_rest.dataset ? &*at_rest.dataset : nullptr, rank, profiler);
+    if (!data.val && rank == 0)
+      std::fprintf(stderr, "note: no validation split for --data %s; reporting training loss only\n",
+                   o.data.c_str());
   }
 
   const int threads = default_threads(o.threads);
@@ -351,7 +267,7 @@ void run_train(const TrainOptions& opts) {
   }
 
   // Gradient reduction on the reducer's communication thread: one path, chosen from the options.
-  GradientReduction grads({o, ts, *backend, mpi_transport, transport, channel,
+  GradientReduction grads({plan, ts, *backend, mpi_transport, transport, channel,
                            tee_session ? &tee_session->channel() : nullptr, gpu ? &*gpu : nullptr,
                            ranks_per_host, profiler});
   const std::size_t cap = static_cast<std::size_t>(o.bucket_mb * 1024.0 * 1024.0);

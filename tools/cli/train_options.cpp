@@ -196,6 +196,8 @@ RunPlan run_plan(const TrainOptions& o) {
   p.overlap = o.overlap;
   p.tf32 = o.tf32;
   p.cc_transfer_us = o.cc_transfer_us;
+  p.segment_kb = o.segment_kb;
+  p.link_gbps = o.link_gbps;
   p.steps = o.steps;
   p.timing_warmup = o.timing_warmup;
   p.checkpoints = o.save_every > 0 || !o.resume.empty();

@@ -22,7 +22,7 @@
 #include "engine/core/profiler.h"
 #include "engine/ddp_reducer.h"
 
-namespace tt::cli {
+namespace tt {
 
 struct DeviceRingConfig {
   comm::RingOptions ring;
@@ -46,4 +46,4 @@ class DeviceAllreduce {
 std::unique_ptr<DeviceAllreduce> make_device_allreduce(Backend& backend, comm::MpiTransport& host,
                                                        const DeviceRingConfig& config, Profiler& profiler);
 
-}  // namespace tt::cli
+}  // namespace tt

@@ -1,4 +1,4 @@
-#include "tools/cli/device_allreduce.h"
+#include "engine/device_allreduce.h"
 
 #include "engine/core/error.h"
 #ifdef TEETRAIN_HAVE_CUDA
@@ -10,7 +10,7 @@
 #include "engine/core/backend_factory.h"
 #endif
 
-namespace tt::cli {
+namespace tt {
 namespace {
 #ifdef TEETRAIN_HAVE_CUDA
 namespace cu = comm::cuda;
@@ -83,4 +83,4 @@ std::unique_ptr<DeviceAllreduce> make_device_allreduce(Backend& backend, comm::M
 #endif
 }
 
-}  // namespace tt::cli
+}  // namespace tt

@@ -10,7 +10,7 @@
 #include "engine/core/backend.h"
 #include "engine/ddp_reducer.h"
 
-namespace tt::cli {
+namespace tt {
 
 class NcclAllreduce {
  public:
@@ -24,4 +24,4 @@ class NcclAllreduce {
 std::unique_ptr<NcclAllreduce> make_nccl_allreduce(Backend& backend, MPI_Comm comm,
                                                    std::chrono::milliseconds timeout);
 
-}  // namespace tt::cli
+}  // namespace tt

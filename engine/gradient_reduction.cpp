@@ -1,11 +1,11 @@
-#include "tools/cli/gradient_reduction.h"
+#include "engine/gradient_reduction.h"
 
 #include "comm/mpi_allreduce.h"
 
-namespace tt::cli {
+namespace tt {
 
 GradientReduction::GradientReduction(const GradientSetup& s) : gpu_(s.gpu) {
-  const TrainOptions& o = s.options;
+  const RunPlan& o = s.plan;
   const TeeSwitches& ts = s.tee;
   const bool cuda = s.backend.kind() == DeviceKind::Cuda;
   // cc seals each chunk whole (no pipelining) and re-seals at every all-gather hop, as H100 CC does.
@@ -97,4 +97,4 @@ void GradientReduction::hbm_kernel(std::size_t n, double bytes_per_float) {
   gpu_queue_.run(bytes_per_float * static_cast<double>(n) / (gpu_->spec.hbm_gbps * 1e9));
 }
 
-}  // namespace tt::cli
+}  // namespace tt

@@ -1,11 +1,11 @@
-#include "tools/cli/nccl_allreduce.h"
+#include "engine/nccl_allreduce.h"
 
 #include "engine/core/error.h"
 #ifdef TEETRAIN_HAVE_CUDA
 #include "comm/cuda/nccl_comm.h"
 #endif
 
-namespace tt::cli {
+namespace tt {
 namespace {
 #ifdef TEETRAIN_HAVE_CUDA
 class Impl final : public NcclAllreduce {
@@ -40,4 +40,4 @@ std::unique_ptr<NcclAllreduce> make_nccl_allreduce(Backend& backend, MPI_Comm co
 #endif
 }
 
-}  // namespace tt::cli
+}  // namespace tt

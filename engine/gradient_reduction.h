@@ -1,6 +1,6 @@
-// How `teetrain train` sums a step's gradient buckets across ranks: one AllreduceFn for the reducer,
-// chosen once from the options, and a one-line description of the path it takes (the run banner's
-// `gradients` line, the summary's `gradient_path`).
+// How a training run sums a step's gradient buckets across ranks (engine/run_plan.h decides): one AllreduceFn
+// for the reducer, chosen once from the options, and a one-line description of the path it takes (the run
+// banner's `gradients` line, the summary's `gradient_path`).
 //
 //   --allreduce nccl                         ncclAllReduce on GPU buffers (vendor baseline)
 //   --device cuda, --tee off | fast+device   the device ring (device_allreduce.h): GPU to GPU, fast
@@ -30,16 +30,15 @@
 #include "engine/core/backend.h"
 #include "engine/core/profiler.h"
 #include "engine/ddp_reducer.h"
+#include "engine/device_allreduce.h"
 #include "engine/emulated_model.h"
-#include "tools/cli/device_allreduce.h"
-#include "tools/cli/nccl_allreduce.h"
-#include "tools/cli/tee_options.h"
-#include "tools/cli/train_options.h"
+#include "engine/nccl_allreduce.h"
+#include "engine/run_plan.h"
 
-namespace tt::cli {
+namespace tt {
 
 struct GradientSetup {
-  const TrainOptions& options;
+  const RunPlan& plan;
   const TeeSwitches& tee;
   Backend& backend;
   comm::MpiTransport& mpi;      // MPI_Allreduce, NCCL's bootstrap and the device ring
@@ -84,4 +83,4 @@ class GradientReduction {
   std::string path_;
 };
 
-}  // namespace tt::cli
+}  // namespace tt
