@@ -87,10 +87,10 @@ nlohmann::json allreduce_config_json(const AllreduceBenchOptions& o) {
           {"tee", tee_json(o.tee)}};
 }
 
-void run_allreduce(AllreduceBenchOptions o) {
-  const TeeSwitches ts = resolve_tee(o.tee.settings, /*gpu_gradients=*/false);
+// Which algorithms run: a sealed bench and the adversary both have only our ring to act on.
+void choose_modes(AllreduceBenchOptions& o, bool tee_on) {
   const char* tee_mode = name(o.tee.settings.mode);
-  if (ts.on) {
+  if (tee_on) {
     // MPI_Allreduce moves plaintext through MPI's buffers: it has no sealed counterpart to compare.
     if (!o.modes_given) o.modes = {"ring"};
     for (const auto& m : o.modes) {
@@ -105,12 +105,82 @@ void run_allreduce(AllreduceBenchOptions o) {
       throw InputError("--adversary attacks our ring only; use --modes ring (MPI_Allreduce bypasses it)");
     o.modes = {"ring"};
   }
+}
+
+// Ring options as train sets them for the mode: cc sends each chunk as one message (no pipeline) and
+// re-seals per hop; fast cuts segments and forwards the owner's ciphertext in the all-gather.
+comm::BenchOptions bench_options(const AllreduceBenchOptions& o, const TeeSwitches& ts) {
+  comm::BenchOptions bo;
+  bo.min_bytes = o.min_bytes;
+  bo.max_bytes = o.max_bytes;
+  bo.step_factor = o.factor;
+  bo.warmup = o.warmup;
+  bo.iters = o.iters;
+  bo.modes = o.modes;
+  bo.check = true;  // sealing must never change the sum: every size is checked in every mode
+  bo.ring.segment_bytes = (ts.on && !ts.pipeline) ? 0 : static_cast<std::size_t>(o.segment_kb) * 1024;
+  bo.ring.all_gather = ts.forward_ag ? comm::AllGatherMode::ForwardWire : comm::AllGatherMode::PerHop;
+  return bo;
+}
+
+void print_allreduce_header(const AllreduceBenchOptions& o, const TeeSwitches& ts,
+                            const comm::BenchOptions& bo, const std::optional<comm::AttestConfig>& attest,
+                            int world) {
+  std::string modes;
+  for (const auto& m : o.modes) modes += (modes.empty() ? "" : ",") + m;
+  std::printf(
+      "# teetrain bench allreduce: %d ranks, modes %s, sizes %zu..%zu B (x%zu), warmup %d, iters %d\n", world,
+      modes.c_str(), o.min_bytes, o.max_bytes, o.factor, o.warmup, o.iters);
+  if (ts.on) {
+    std::printf(
+        "# tee %s: cipher %s, pipeline %s (segment %s), all-gather %s, crypto threads %d, rekey %llu MiB\n",
+        name(o.tee.settings.mode), enum_name(ts.cipher), ts.pipeline ? "on" : "off",
+        ts.pipeline ? (std::to_string(o.segment_kb) + " KiB").c_str() : "whole chunk",
+        comm::all_gather_mode_name(bo.ring.all_gather), ts.crypto_threads,
+        static_cast<unsigned long long>(o.tee.settings.rekey_mb));
+    std::printf("# attestation %s\n", attestation_banner(*attest, world).c_str());
+  } else {
+    std::printf("# tee off: plaintext, ring segment %d KiB\n", o.segment_kb);
+  }
+  std::printf("# machine: %s\n", machine_line().c_str());
+  std::printf(
+      "# busbw = algbw * 2(P-1)/P (nccl-tests convention); time = max over ranks, median over "
+      "iterations\n");
+  std::printf("%s\n", comm::format_bench_header().c_str());
+}
+
+void write_allreduce_json(const AllreduceBenchOptions& o, const std::vector<comm::BenchRecord>& records) {
+  const nlohmann::json tee = tee_json(o.tee);
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& r : records) {
+    arr.push_back({{"mode", r.mode},
+                   {"tee", name(o.tee.settings.mode)},
+                   {"tee_config", tee},
+                   {"ranks", r.ranks},
+                   {"bytes", r.bytes},
+                   {"iters", r.iters},
+                   {"time_us_median", r.time_us_median},
+                   {"time_us_min", r.time_us_min},
+                   {"time_us_max", r.time_us_max},
+                   {"time_us_p10", r.time_us_p10},
+                   {"time_us_p90", r.time_us_p90},
+                   {"algbw_gbps", r.algbw_gbps},
+                   {"busbw_gbps", r.busbw_gbps},
+                   {"correct", r.correct}});
+  }
+  std::ofstream f(o.json);
+  if (!f) throw InputError("--json " + o.json + ": cannot open for writing");
+  f << arr.dump(2) << '\n';
+}
+
+void run_allreduce(AllreduceBenchOptions o) {
+  const TeeSwitches ts = resolve_tee(o.tee.settings, /*gpu_gradients=*/false);
+  choose_modes(o, ts.on);
   comm::MpiTransport mpi_transport(MPI_COMM_WORLD);
   AdversaryWire wire(mpi_transport, o.tee.adversary, ts.on);
   comm::Transport& transport = wire.transport();
   const bool root = transport.rank() == 0;
   if (wire.active() && root) std::printf("# %s\n", wire.banner().c_str());
-
   // TEE mode: the same attestation, key agreement and single sealed channel as `teetrain train`
   // (engine/tee_session.h), so the bench measures exactly the ring that training runs.
   std::optional<comm::AttestConfig> attest;
@@ -124,80 +194,22 @@ void run_allreduce(AllreduceBenchOptions o) {
         nullptr);
     session->end_setup();  // the bench releases no secret: only the channel's ratchets keep key material
   }
-  comm::SealedChannel* channel = session ? &session->channel() : nullptr;
-
-  comm::BenchOptions bo;
-  bo.min_bytes = o.min_bytes;
-  bo.max_bytes = o.max_bytes;
-  bo.step_factor = o.factor;
-  bo.warmup = o.warmup;
-  bo.iters = o.iters;
-  bo.modes = o.modes;
-  bo.check = true;  // sealing must never change the sum: every size is checked in every mode
-  // Ring options as train sets them for the mode: cc sends each chunk as one message (no pipeline)
-  // and re-seals per hop; fast cuts segments and forwards the owner's ciphertext in the all-gather.
-  bo.ring.segment_bytes = (ts.on && !ts.pipeline) ? 0 : static_cast<std::size_t>(o.segment_kb) * 1024;
-  bo.ring.all_gather = ts.forward_ag ? comm::AllGatherMode::ForwardWire : comm::AllGatherMode::PerHop;
-
-  if (root) {
-    std::string modes;
-    for (const auto& m : o.modes) modes += (modes.empty() ? "" : ",") + m;
-    std::printf(
-        "# teetrain bench allreduce: %d ranks, modes %s, sizes %zu..%zu B (x%zu), warmup %d, iters %d\n",
-        transport.size(), modes.c_str(), o.min_bytes, o.max_bytes, o.factor, o.warmup, o.iters);
-    if (ts.on) {
-      std::printf(
-          "# tee %s: cipher %s, pipeline %s (segment %s), all-gather %s, crypto threads %d, rekey %llu MiB\n",
-          tee_mode, enum_name(ts.cipher), ts.pipeline ? "on" : "off",
-          ts.pipeline ? (std::to_string(o.segment_kb) + " KiB").c_str() : "whole chunk",
-          comm::all_gather_mode_name(bo.ring.all_gather), ts.crypto_threads,
-          static_cast<unsigned long long>(o.tee.settings.rekey_mb));
-      std::printf("# attestation %s\n", attestation_banner(*attest, transport.size()).c_str());
-    } else {
-      std::printf("# tee off: plaintext, ring segment %d KiB\n", o.segment_kb);
-    }
-    std::printf("# machine: %s\n", machine_line().c_str());
-    std::printf(
-        "# busbw = algbw * 2(P-1)/P (nccl-tests convention); time = max over ranks, median over "
-        "iterations\n");
-    std::printf("%s\n", comm::format_bench_header().c_str());
-  }
-  const auto records = comm::run_allreduce_bench(transport, mpi_transport.comm(), bo, channel, nullptr,
-                                                 [&](const comm::BenchRecord& r) {
-                                                   if (root)
-                                                     std::printf("%s\n", comm::format_bench_row(r).c_str());
-                                                   std::fflush(stdout);
-                                                 });
+  const comm::BenchOptions bo = bench_options(o, ts);
+  if (root) print_allreduce_header(o, ts, bo, attest, transport.size());
+  const auto records =
+      comm::run_allreduce_bench(transport, mpi_transport.comm(), bo, session ? &session->channel() : nullptr,
+                                nullptr, [&](const comm::BenchRecord& r) {
+                                  if (root) std::printf("%s\n", comm::format_bench_row(r).c_str());
+                                  std::fflush(stdout);
+                                });
   const std::string adversary_view = wire.report();
   if (root && !adversary_view.empty()) std::printf("%s", adversary_view.c_str());
-  if (root && !o.json.empty()) {
-    const nlohmann::json tee = tee_json(o.tee);
-    nlohmann::json arr = nlohmann::json::array();
-    for (const auto& r : records) {
-      arr.push_back({{"mode", r.mode},
-                     {"tee", tee_mode},
-                     {"tee_config", tee},
-                     {"ranks", r.ranks},
-                     {"bytes", r.bytes},
-                     {"iters", r.iters},
-                     {"time_us_median", r.time_us_median},
-                     {"time_us_min", r.time_us_min},
-                     {"time_us_max", r.time_us_max},
-                     {"time_us_p10", r.time_us_p10},
-                     {"time_us_p90", r.time_us_p90},
-                     {"algbw_gbps", r.algbw_gbps},
-                     {"busbw_gbps", r.busbw_gbps},
-                     {"correct", r.correct}});
-    }
-    std::ofstream f(o.json);
-    if (!f) throw InputError("--json " + o.json + ": cannot open for writing");
-    f << arr.dump(2) << '\n';
-  }
+  if (root && !o.json.empty()) write_allreduce_json(o, records);
   // A wrong sum is a failed run, not a data point: scripts and CI must see it in the exit code.
   for (const auto& r : records) {
     if (!r.correct) {
       throw std::runtime_error("bench allreduce: " + r.mode + " gave a wrong sum at " +
-                               std::to_string(r.bytes) + " bytes (tee " + tee_mode + ")");
+                               std::to_string(r.bytes) + " bytes (tee " + name(o.tee.settings.mode) + ")");
     }
   }
 }
@@ -397,13 +409,7 @@ void run_crypto(const CryptoBenchOptions& o) {
   }
 }
 
-}  // namespace
-
-void register_bench(CLI::App& app) {
-  auto* bench = app.add_subcommand(
-      "bench", "Benchmarks: allreduce (our ring vs MPI), step (one training step), crypto (seal/open GB/s)");
-  bench->require_subcommand(1);
-
+void register_bench_allreduce(CLI::App* bench) {
   auto ar = std::make_shared<AllreduceBenchOptions>();
   auto* a =
       bench->add_subcommand("allreduce", "All-reduce bus bandwidth, nccl-tests style (run under mpirun)");
@@ -447,7 +453,9 @@ void register_bench(CLI::App& app) {
     o.modes_given = modes_opt->count() > 0;
     run_allreduce(std::move(o));
   });
+}
 
+void register_bench_step(CLI::App* bench) {
   auto st = std::make_shared<StepBenchOptions>();
   auto* s = bench->add_subcommand(
       "step",
@@ -474,7 +482,9 @@ void register_bench(CLI::App& app) {
   s->add_option("--warmup", st->warmup, "Untimed steps first")->check(non_negative())->capture_default_str();
   s->add_option("--json", st->json, "Write the result as JSON to FILE");
   s->callback([st] { run_step(*st); });
+}
 
+void register_bench_crypto(CLI::App* bench) {
   auto cr = std::make_shared<CryptoBenchOptions>();
   auto* c = bench->add_subcommand("crypto", "Seal and open GB/s per cipher, message size and thread count");
   c->add_option("--ciphers", cr->ciphers, "Ciphers")->delimiter(',')->capture_default_str();
@@ -486,6 +496,17 @@ void register_bench(CLI::App& app) {
   c->add_option("--min-seconds", cr->min_seconds, "Time per point")->check(positive())->capture_default_str();
   c->add_option("--json", cr->json, "Write the records as a JSON list to FILE");
   c->callback([cr] { run_crypto(*cr); });
+}
+
+}  // namespace
+
+void register_bench(CLI::App& app) {
+  auto* bench = app.add_subcommand(
+      "bench", "Benchmarks: allreduce (our ring vs MPI), step (one training step), crypto (seal/open GB/s)");
+  bench->require_subcommand(1);
+  register_bench_allreduce(bench);
+  register_bench_step(bench);
+  register_bench_crypto(bench);
 }
 
 }  // namespace tt::cli

@@ -6,8 +6,9 @@
 
 namespace tt::cli {
 
-void add_train_options(CLI::App* cmd, TrainOptions& o) {
-  add_model_options(cmd, o.model);
+namespace {
+
+void add_data_options(CLI::App* cmd, TrainOptions& o) {
   auto* g = cmd->add_option_group("data and steps");
   g->add_option(
        "--data", o.data,
@@ -43,7 +44,13 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
       "when ranks share a GPU); cc stages them through the host");
   g->add_flag("--tf32", o.tf32,
               "CUDA: allow TF32 tensor-core matmuls (default exact FP32, comparable with the CPU)");
+  g->add_option("--ingress-gbps", o.ingress_gbps,
+                "Cap sealed batch ingress at this many GB/s (3 emulates H100 CC; 0 = none)")
+      ->check(non_negative())
+      ->capture_default_str();
+}
 
+void add_optimizer_options(CLI::App* cmd, TrainOptions& o) {
   auto* opt = cmd->add_option_group("optimizer");
   opt->add_option("--optimizer", o.optimizer, "Optimizer")
       ->check(CLI::IsMember({"adamw", "sgd"}))
@@ -67,7 +74,9 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
       ->capture_default_str();
   opt->add_option("--beta1", o.beta1, "AdamW beta1")->check(CLI::Range(0.0, 1.0))->capture_default_str();
   opt->add_option("--beta2", o.beta2, "AdamW beta2")->check(CLI::Range(0.0, 1.0))->capture_default_str();
+}
 
+void add_reporting_options(CLI::App* cmd, TrainOptions& o) {
   auto* out = cmd->add_option_group("reporting and checkpoints");
   out->add_option("--val-every", o.val_every, "Validate every N steps (0 = only at the end)")
       ->check(non_negative())
@@ -86,7 +95,9 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
   out->add_option("--keep", o.keep, "Checkpoints to keep")->check(positive())->capture_default_str();
   out->add_option("--resume", o.resume,
                   "Resume from a checkpoint directory (a step dir, or the newest in a --ckpt-dir)");
+}
 
+void add_parallel_options(CLI::App* cmd, TrainOptions& o) {
   auto* dp = cmd->add_option_group("data parallelism (under mpirun)");
   add_enum_option(
       dp, "--allreduce", o.allreduce,
@@ -109,11 +120,9 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
                  "Seconds to wait for a peer before stopping with an error naming it")
       ->check(positive())
       ->capture_default_str();
-  g->add_option("--ingress-gbps", o.ingress_gbps,
-                "Cap sealed batch ingress at this many GB/s (3 emulates H100 CC; 0 = none)")
-      ->check(non_negative())
-      ->capture_default_str();
-  add_tee_options(cmd, o.tee);
+}
+
+void add_emulation_options(CLI::App* cmd, TrainOptions& o) {
   auto* em = cmd->add_option_group("emulation and tracing (overhead studies)");
   add_enum_option(
       em, "--compute", o.compute,
@@ -169,6 +178,18 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
       ->capture_default_str();
   em->add_option("--trace", o.trace,
                  "Write a Chrome/Perfetto trace (one process per rank; compute, comm, crypto lanes)");
+}
+
+}  // namespace
+
+void add_train_options(CLI::App* cmd, TrainOptions& o) {
+  add_model_options(cmd, o.model);
+  add_data_options(cmd, o);
+  add_optimizer_options(cmd, o);
+  add_reporting_options(cmd, o);
+  add_parallel_options(cmd, o);
+  add_tee_options(cmd, o.tee);
+  add_emulation_options(cmd, o);
 }
 
 long steps_for_epochs(const TrainOptions& o, const ImageSource* images, int world) {
