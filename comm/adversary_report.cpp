@@ -12,12 +12,12 @@ namespace {
 
 std::vector<std::byte> text_bytes(const std::string& s) {
   std::vector<std::byte> out(s.size());
-  std::memcpy(out.data(), s.data(), s.size());
+  if (!s.empty()) std::memcpy(out.data(), s.data(), s.size());
   return out;
 }
 
 std::string bytes_text(const std::vector<std::byte>& b) {
-  return {reinterpret_cast<const char*>(b.data()), b.size()};
+  return b.empty() ? std::string() : std::string(reinterpret_cast<const char*>(b.data()), b.size());
 }
 
 }  // namespace

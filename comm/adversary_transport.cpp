@@ -157,18 +157,24 @@ Request AdversaryTransport::attack(int peer, std::span<const std::byte> data, in
   std::vector<std::byte> bytes = copy_of(data);
   switch (spec_.kind) {
     case AttackKind::Flip: {
-      // The exponent's top bit of the middle float32: in clear, a tiny gradient becomes ~1e35.
-      const std::size_t word = data.size() / 8;
-      const std::size_t at = 4 * word + 3;
+      // The exponent's top bit of the middle float32: in clear, a tiny gradient becomes ~1e35. (An
+      // empty chunk, count < P, has nothing to flip; a message under 4 bytes gets its last byte's.)
+      if (data.empty()) {
+        fired("found nothing to flip in " + where + "; it went through unchanged");
+        return inner_.isend(peer, data, tag);
+      }
+      const std::size_t word = data.size() >= 4 ? data.size() / 8 : 0;
+      const std::size_t at = data.size() >= 4 ? 4 * word + 3 : data.size() - 1;
       float before = 0, after = 0;
-      std::memcpy(&before, bytes.data() + 4 * word, sizeof before);
+      const bool whole_float = data.size() >= 4;
+      if (whole_float) std::memcpy(&before, bytes.data() + 4 * word, sizeof before);
       bytes[at] ^= std::byte{0x40};
-      std::memcpy(&after, bytes.data() + 4 * word, sizeof after);
+      if (whole_float) std::memcpy(&after, bytes.data() + 4 * word, sizeof after);
       char what[160];
       std::snprintf(what, sizeof what, "flipped bit 6 of byte %zu%s", at,
                     wire_.sealed ? " (ciphertext)" : "");
       std::string text = std::string(what) + " of " + where;
-      if (!wire_.sealed) {
+      if (!wire_.sealed && whole_float) {
         std::snprintf(what, sizeof what, ": value #%zu %.6g -> %.6g", word, static_cast<double>(before),
                       static_cast<double>(after));
         text += what;

@@ -46,9 +46,9 @@ void TrafficStats::add(std::span<const std::byte> m, const WireFormat& wire) {
   const std::span<const std::byte> body = m.first(m.size() - trailer);
   if (messages == 0) {
     head_len = static_cast<std::uint32_t>(std::min<std::size_t>(head.size(), m.size()));
-    std::memcpy(head.data(), m.data(), head_len);
+    if (head_len > 0) std::memcpy(head.data(), m.data(), head_len);
     first_count = static_cast<std::uint32_t>(std::min<std::size_t>(first_values.size(), body.size() / 4));
-    std::memcpy(first_values.data(), body.data(), first_count * sizeof(float));
+    if (first_count > 0) std::memcpy(first_values.data(), body.data(), first_count * sizeof(float));
   }
   ++messages;
   bytes += m.size();

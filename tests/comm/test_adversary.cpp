@@ -149,6 +149,43 @@ TEST(AdversaryTransport, FlipChangesOneBitOfTheCopyOnly) {
   EXPECT_EQ(got[1], kThree[1]);
 }
 
+TEST(AdversaryTransport, FlipCopesWithEmptyAndTinyMessages) {
+  InprocWorld world(2, {}, std::chrono::milliseconds(2000));
+  const std::vector<std::byte> tiny{std::byte{0x01}, std::byte{0x02}};
+  std::vector<std::byte> got_empty(4), got_tiny(4);
+  std::size_t n_empty = 99, n_tiny = 99;
+  std::string report;
+  const auto errors = world.run([&](Transport& t) {
+    AdversaryTransport adv(t, parse_adversary("flip:1"), WireFormat{});
+    if (t.rank() == 0) {
+      Request a = adv.isend(1, {}, tags::kRing);  // an empty chunk (count < P)
+      adv.wait(a);
+    } else {
+      Request a = adv.irecv(0, got_empty, tags::kRing);
+      n_empty = adv.wait(a);
+    }
+    const std::string r = adv.report();  // collective, with an event on rank 0 only
+    if (t.rank() == 0) report = r;
+  });
+  for (const auto& e : errors) EXPECT_FALSE(e);
+  EXPECT_EQ(n_empty, 0u);
+  EXPECT_NE(report.find("found nothing to flip"), std::string::npos) << report;
+  InprocWorld world2(2, {}, std::chrono::milliseconds(2000));
+  world2.run([&](Transport& t) {
+    AdversaryTransport adv(t, parse_adversary("flip:1"), WireFormat{});
+    if (t.rank() == 0) {
+      Request a = adv.isend(1, tiny, tags::kRing);
+      adv.wait(a);
+    } else {
+      Request a = adv.irecv(0, got_tiny, tags::kRing);
+      n_tiny = adv.wait(a);
+    }
+  });
+  ASSERT_EQ(n_tiny, 2u);
+  EXPECT_EQ(got_tiny[0], tiny[0]);
+  EXPECT_EQ(got_tiny[1], tiny[1] ^ std::byte{0x40});  // the last byte's bit 6
+}
+
 TEST(AdversaryTransport, DropReplayReorderTruncate) {
   EXPECT_EQ(deliver("drop:2", kThree, nullptr, 2), (std::vector<std::vector<float>>{kThree[0], kThree[2]}));
   EXPECT_EQ(deliver("replay:2", kThree), (std::vector<std::vector<float>>{kThree[0], kThree[0], kThree[2]}));
