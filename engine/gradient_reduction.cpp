@@ -4,14 +4,18 @@
 
 namespace tt {
 
+comm::RingOptions ring_options(const TeeSwitches& ts, int segment_kb) {
+  comm::RingOptions ro;
+  ro.segment_bytes = (ts.on && !ts.pipeline) ? 0 : static_cast<std::size_t>(segment_kb) * 1024;
+  ro.all_gather = ts.forward_ag ? comm::AllGatherMode::ForwardWire : comm::AllGatherMode::PerHop;
+  return ro;
+}
+
 GradientReduction::GradientReduction(const GradientSetup& s) : gpu_(s.gpu) {
   const RunPlan& o = s.plan;
   const TeeSwitches& ts = s.tee;
   const bool cuda = s.backend.kind() == DeviceKind::Cuda;
-  // cc seals each chunk whole (no pipelining) and re-seals at every all-gather hop, as H100 CC does.
-  comm::RingOptions ro;
-  ro.segment_bytes = (ts.on && !ts.pipeline) ? 0 : static_cast<std::size_t>(o.segment_kb) * 1024;
-  ro.all_gather = ts.forward_ag ? comm::AllGatherMode::ForwardWire : comm::AllGatherMode::PerHop;
+  const comm::RingOptions ro = ring_options(ts, o.segment_kb);
 
   if (o.allreduce == AllreduceAlgo::Nccl) {
     nccl_ = make_nccl_allreduce(s.backend, s.mpi.comm(), s.mpi.timeout());
@@ -35,40 +39,7 @@ GradientReduction::GradientReduction(const GradientSetup& s) : gpu_(s.gpu) {
     fn_ = [&t = s.mpi](float* g, std::size_t n, long, int) { comm::mpi_allreduce_sum(t.comm(), g, n); };
     path_ = "MPI_Allreduce";
   } else {
-    // fast with device crypto on an emulated GPU: the ring's messages are sealed "on the GPU", i.e.
-    // cost waits at the GPU's AES-GCM rate; every other collective keeps the real sealed channel.
-    if (ts.device_crypto && gpu_ != nullptr) {
-      gpu_crypto_.emplace(gpu_->aead_gbps(), ts.forward_ag, &s.profiler, &gpu_queue_);
-    }
-    comm::Channel* channel = gpu_crypto_ ? static_cast<comm::Channel*>(&*gpu_crypto_) : &s.channel;
-    // --cc-transfer-us: a ring sealed on the host pays H100 CC's fixed cost per bounce-buffer crossing
-    // of the emulated GPU's chunks (cc_transfer_channel.h). Plaintext and GPU-sealed rings never cross.
-    if (o.cc_transfer_us > 0 && !channel->pass_through()) {
-      cc_transfers_.emplace(*channel, o.cc_transfer_us, &s.profiler);
-      channel = &*cc_transfers_;
-    }
-    // --link emulate: plaintext messages of the emulated GPUs carry no payload (a token and a wait at
-    // the link rate) and the adds are HBM waits; CPU-sealed messages still move, paced at that rate.
-    emulated_links_ = o.link == LinkModel::Emulate;
-    const double link_gbps = o.link_gbps > 0 ? o.link_gbps : emulated_links_ ? gpu_->spec.nvlink_gbps : 0.0;
-    if (emulated_links_ && channel->pass_through()) {
-      emulated_link_.emplace(s.transport, comm::LinkLimit{link_gbps, {}});
-    } else if (link_gbps > 0) {
-      link_.emplace(s.transport, comm::LinkLimit{link_gbps, {}});
-    }
-    if (emulated_links_)
-      ro.emulated_reduce = [this](std::size_t n) { hbm_kernel(n, 12.0); };  // 2 reads, 1 write
-    comm::Transport& wire = emulated_link_ ? static_cast<comm::Transport&>(*emulated_link_)
-                            : link_        ? static_cast<comm::Transport&>(*link_)
-                                           : s.transport;
-    ring_.emplace(wire, *channel, ro, &s.profiler);
-    fn_ = [this](float* g, std::size_t n, long step, int bucket) {
-      comm::MessageContext id;
-      id.step = static_cast<uint64_t>(step);
-      id.bucket = static_cast<uint32_t>(bucket);
-      ring_->allreduce_sum(g, n, id);
-    };
-    path_ = "ring over " + wire.name() + ", " + channel->name();
+    host_ring(s, ro);
   }
   if (cuda) {
     // GPU buckets reach a host all-reduce through one staging buffer, as H100 CC's bounce buffers do:
@@ -86,6 +57,47 @@ GradientReduction::GradientReduction(const GradientSetup& s) : gpu_(s.gpu) {
     };
     path_ = "host staging, " + path_;
   }
+}
+
+// Our ring on host buffers, through the sealed channel in TEE mode, with the emulated GPU's crypto,
+// bounce-buffer crossings and links layered on as the plan asks.
+void GradientReduction::host_ring(const GradientSetup& s, comm::RingOptions ro) {
+  const RunPlan& o = s.plan;
+  const TeeSwitches& ts = s.tee;
+  // fast with device crypto on an emulated GPU: the ring's messages are sealed "on the GPU", i.e.
+  // cost waits at the GPU's AES-GCM rate; every other collective keeps the real sealed channel.
+  if (ts.device_crypto && gpu_ != nullptr) {
+    gpu_crypto_.emplace(gpu_->aead_gbps(), ts.forward_ag, &s.profiler, &gpu_queue_);
+  }
+  comm::Channel* channel = gpu_crypto_ ? static_cast<comm::Channel*>(&*gpu_crypto_) : &s.channel;
+  // --cc-transfer-us: a ring sealed on the host pays H100 CC's fixed cost per bounce-buffer crossing
+  // of the emulated GPU's chunks (cc_transfer_channel.h). Plaintext and GPU-sealed rings never cross.
+  if (o.cc_transfer_us > 0 && !channel->pass_through()) {
+    cc_transfers_.emplace(*channel, o.cc_transfer_us, &s.profiler);
+    channel = &*cc_transfers_;
+  }
+  // --link emulate: plaintext messages of the emulated GPUs carry no payload (a token and a wait at
+  // the link rate) and the adds are HBM waits; CPU-sealed messages still move, paced at that rate.
+  emulated_links_ = o.link == LinkModel::Emulate;
+  const double link_gbps = o.link_gbps > 0 ? o.link_gbps : emulated_links_ ? gpu_->spec.nvlink_gbps : 0.0;
+  if (emulated_links_ && channel->pass_through()) {
+    emulated_link_.emplace(s.transport, comm::LinkLimit{link_gbps, {}});
+  } else if (link_gbps > 0) {
+    link_.emplace(s.transport, comm::LinkLimit{link_gbps, {}});
+  }
+  if (emulated_links_)
+    ro.emulated_reduce = [this](std::size_t n) { hbm_kernel(n, 12.0); };  // 2 reads, 1 write
+  comm::Transport& wire = emulated_link_ ? static_cast<comm::Transport&>(*emulated_link_)
+                          : link_        ? static_cast<comm::Transport&>(*link_)
+                                         : s.transport;
+  ring_.emplace(wire, *channel, ro, &s.profiler);
+  fn_ = [this](float* g, std::size_t n, long step, int bucket) {
+    comm::MessageContext id;
+    id.step = static_cast<uint64_t>(step);
+    id.bucket = static_cast<uint32_t>(bucket);
+    ring_->allreduce_sum(g, n, id);
+  };
+  path_ = "ring over " + wire.name() + ", " + channel->name();
 }
 
 std::function<void(std::size_t)> GradientReduction::emulated_average() {

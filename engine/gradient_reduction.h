@@ -37,6 +37,11 @@
 
 namespace tt {
 
+// The ring's options for a TEE mode: cc seals each chunk whole (no pipelining) and re-seals at every
+// all-gather hop, as H100 CC does; fast cuts segments and forwards the owner's ciphertext. `train`
+// and `bench allreduce` both take their ring from here.
+comm::RingOptions ring_options(const TeeSwitches& ts, int segment_kb);
+
 struct GradientSetup {
   const RunPlan& plan;
   const TeeSwitches& tee;
@@ -67,6 +72,7 @@ class GradientReduction {
  private:
   // Enqueues an elementwise kernel over n floats touching `bytes_per_float` of GPU memory each.
   void hbm_kernel(std::size_t n, double bytes_per_float);
+  void host_ring(const GradientSetup& s, comm::RingOptions ro);
 
   const EmulatedGpu* gpu_;
   bool emulated_links_ = false;

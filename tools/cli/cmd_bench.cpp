@@ -27,6 +27,7 @@
 #include "engine/core/cpu/cpu_backend.h"
 #include "engine/core/error.h"
 #include "engine/core/rng.h"
+#include "engine/gradient_reduction.h"
 #include "engine/optimizer.h"
 #include "engine/tee_session.h"
 #include "tee/aead.h"
@@ -107,8 +108,7 @@ void choose_modes(AllreduceBenchOptions& o, bool tee_on) {
   }
 }
 
-// Ring options as train sets them for the mode: cc sends each chunk as one message (no pipeline) and
-// re-seals per hop; fast cuts segments and forwards the owner's ciphertext in the all-gather.
+// The ring exactly as train runs it for the mode (engine/gradient_reduction.h: ring_options).
 comm::BenchOptions bench_options(const AllreduceBenchOptions& o, const TeeSwitches& ts) {
   comm::BenchOptions bo;
   bo.min_bytes = o.min_bytes;
@@ -118,8 +118,7 @@ comm::BenchOptions bench_options(const AllreduceBenchOptions& o, const TeeSwitch
   bo.iters = o.iters;
   bo.modes = o.modes;
   bo.check = true;  // sealing must never change the sum: every size is checked in every mode
-  bo.ring.segment_bytes = (ts.on && !ts.pipeline) ? 0 : static_cast<std::size_t>(o.segment_kb) * 1024;
-  bo.ring.all_gather = ts.forward_ag ? comm::AllGatherMode::ForwardWire : comm::AllGatherMode::PerHop;
+  bo.ring = ring_options(ts, o.segment_kb);
   return bo;
 }
 
