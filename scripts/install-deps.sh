@@ -16,6 +16,7 @@ PACKAGES=(
   fortunes                            # bundled English text corpus (/usr/share/games/fortunes)
   dataset-fashion-mnist               # image dataset (/usr/share/datasets/fashion-mnist)
   python3 python3-matplotlib          # tools/reproduce.py (report and figures), JSON checks in CLI tests
+  iproute2 procps                     # tests/multihost: emulated hosts (ip netns, tc), sysctl
 )
 # Optional extras for fixture generation and the PyTorch comparisons (not needed by CI).
 if [[ "${TEETRAIN_WITH_PYTHON:-0}" == "1" ]]; then

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The ring's bus bandwidth follows the link between hosts. Two emulated hosts, one rank each, so
+# every byte of `teetrain bench allreduce` crosses host 2's cable; the cable is limited with tc tbf
+# (both directions) to 100 and then 400 Mbit/s, then unlimited (veth: CPU-bound, GB/s). At P = 2
+# busbw = bytes / time and each direction carries `bytes`, so busbw cannot beat the link:
+#  - at each limit busbw lies in [0.35, 1.1] x the configured rate (below 1: TCP/IP headers and the
+#    MPI rendezvous handshakes of the ring's 1 MiB segments, measured 0.55-0.75 here);
+#  - 4x the rate gives at least 2x the busbw, and the unlimited link at least 2x the 400 Mbit/s one.
+source "$(dirname "$0")/rig.sh" "$@"
+rig_up 2 --slots 1
+BYTES=$((2 << 20))
+bench() { # name: one size, ring only, few iterations (the slow link makes each one ~0.3 s)
+  timeout -k 5 60 "$RIG" mpirun -np 2 "$TT" bench allreduce --min-bytes $BYTES --max-bytes $BYTES --modes ring \
+    --warmup 1 --iters 5 --json "$WORK/$1.json" >"$WORK/$1.log" 2>&1 || { fail "bench $1: exit $?"; cat "$WORK/$1.log"; }
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))[0]; assert r["correct"]; print(r["busbw_gbps"])' \
+    "$WORK/$1.json" 2>/dev/null || echo 0
+}
+declare -A busbw
+for mbit in 100 400; do
+  "$RIG" shape 2 ${mbit}mbit
+  busbw[$mbit]=$(bench "l$mbit")
+done
+"$RIG" shape 2 off
+busbw[unlimited]=$(bench unlimited)
+for k in 100 400 unlimited; do echo "link $k: ring busbw ${busbw[$k]} GB/s"; done
+
+within() { awk -v x="$1" -v lo="$2" -v hi="$3" 'BEGIN{exit !(x >= lo && x <= hi)}'; }
+for mbit in 100 400; do
+  rate=$(awk -v m=$mbit 'BEGIN{print m / 8000}')  # GB/s
+  within "${busbw[$mbit]}" "$(awk -v r="$rate" 'BEGIN{print 0.35*r}')" "$(awk -v r="$rate" 'BEGIN{print 1.1*r}')" \
+    && ok "busbw at $mbit Mbit/s (${busbw[$mbit]} GB/s) is 0.35-1.1x the link's $rate GB/s" \
+    || fail "busbw at $mbit Mbit/s is ${busbw[$mbit]} GB/s, not 0.35-1.1x $rate GB/s"
+done
+within "${busbw[400]}" "$(awk -v b="${busbw[100]}" 'BEGIN{print 2*b}')" 1e9 \
+  && ok "4x the rate gives >= 2x the busbw" || fail "400 Mbit/s gives ${busbw[400]}, 100 Mbit/s ${busbw[100]}"
+within "${busbw[unlimited]}" "$(awk -v b="${busbw[400]}" 'BEGIN{print 2*b}')" 1e9 \
+  && ok "the unlimited link is >= 2x faster than 400 Mbit/s" || fail "unlimited ${busbw[unlimited]} vs ${busbw[400]}"
+finish
