@@ -15,6 +15,8 @@
 #include <span>
 #include <string>
 
+#include "comm/memory_space.h"
+
 namespace tt::comm {
 
 // Which part of which collective a message belongs to.
@@ -64,6 +66,9 @@ class Channel {
   // True when wire == plaintext, byte for byte: callers then skip seal/open and move user memory
   // directly (zero copies).
   virtual bool pass_through() const = 0;
+  // Where seal/open read and write: host memory (the CPU channels) or device memory (the GPU sealing
+  // codec, comm/cuda/gpu_sealing_codec.h). A pass-through channel is never called, so fits any memory.
+  virtual MemorySpace memory() const { return MemorySpace::Host; }
 
   // Encodes `plain` into `wire` (wire.size() == plain.size() + overhead()). Called once per message;
   // a sealing channel draws its nonce here, so never call it twice for one message.
@@ -75,7 +80,8 @@ class Channel {
                     std::span<std::byte> plain) = 0;
 
   // Batches: the ring hands over up to parallelism() independent messages at once, so a channel with
-  // a crypto thread pool (--crypto-threads) can seal/open them concurrently. Defaults: one by one.
+  // a crypto thread pool (--crypto-threads) or a GPU can seal/open them concurrently. Defaults: one by
+  // one. A batch is blocking: when it returns, its outputs are complete (the ring sends them next).
   struct SealJob {
     MessageContext ctx;
     std::span<const std::byte> plain;

@@ -11,19 +11,22 @@
 // Each chunk travels as segments of `segment_bytes` (0: one message per chunk). Within a hop every
 // receive is posted first, then "send segment k, finish receive k" runs for k = 0, 1, ...: sealing
 // our segment k+1 overlaps the wire time of segment k, and opening/adding segment k overlaps the
-// neighbour's segment k+1 in flight. A channel with a crypto pool (parallelism() = w > 1) gets
-// windows of w segments to seal or open at once.
+// neighbour's segment k+1 in flight. A channel with a crypto pool or a GPU (parallelism() = w > 1)
+// gets windows of w segments to seal or open at once.
+//
+// This is the ONE ring: host buffers and device buffers run the same code. What depends on the memory
+// (scratch, the add, stream synchronisation, how receives are posted) is a RingMemory
+// (comm/ring_memory.h): HostRingMemory by default, DeviceRingMemory for GPU buffers
+// (comm/cuda/device_ring.h, with NCCL or a host-staged transport under it). For equal inputs both give
+// bit-identical results: every chunk is summed once, in ring order, one IEEE add per element.
 //
 // The channel decides what goes on the wire:
 // - pass-through (PlainChannel): zero copies — sends read user memory, all-gather receives land in user
 //   memory, scatter-reduce receives land in a scratch chunk and are added in.
-// - sealing (tee/): seal into a wire scratch, open into a plaintext scratch (or straight into user
-//   memory in all-gather). AllGatherMode::ForwardWire makes the all-gather seal each finished chunk once
-//   (by its owner) and forward the received wire bytes unchanged; PerHop re-seals at every hop.
-//
-// Persistent scratch (grows to the largest bucket seen, then reused):
-//   reduce_buf_ (max_chunk,) floats; wire_out_, wire_in_ (max_segments * (segment_bytes + overhead),)
-//   bytes, only for a sealing channel.
+// - sealing (tee/, or the GPU codec for device memory): seal into a wire scratch, open into the reduce
+//   scratch (or straight into user memory in all-gather). AllGatherMode::ForwardWire makes the all-gather
+//   seal each finished chunk once (by its owner) and forward the received wire bytes unchanged; PerHop
+//   re-seals at every hop. A sealing channel must work on the memory the ring's buffers live in.
 //
 // Error policy (docs/design.md §5): a message that does not arrive in time, arrives short, or fails to open
 // is fatal; the exception names this rank and the full MessageContext (peer, step, bucket, phase,
@@ -37,6 +40,7 @@
 
 #include "comm/channel.h"
 #include "comm/ring_geometry.h"
+#include "comm/ring_memory.h"
 #include "comm/transport.h"
 #include "engine/core/profiler.h"
 
@@ -60,45 +64,53 @@ struct RingOptions {
 
 class RingAllreduce {
  public:
-  // Plaintext ring (an internal PlainChannel).
+  // Plaintext ring on host memory (an internal PlainChannel and HostRingMemory).
   explicit RingAllreduce(Transport& transport, RingOptions options = {}, Profiler* profiler = nullptr);
-  // Ring whose messages go through `channel` (which must outlive the ring).
+  // Ring on host memory whose messages go through `channel` (which must outlive the ring).
   RingAllreduce(Transport& transport, Channel& channel, RingOptions options = {},
+                Profiler* profiler = nullptr);
+  // Ring on the buffers `memory` describes (both must outlive the ring). Throws InputError when a
+  // sealing channel works on another memory than the ring's.
+  RingAllreduce(Transport& transport, Channel& channel, RingMemory& memory, RingOptions options = {},
                 Profiler* profiler = nullptr);
   RingAllreduce(const RingAllreduce&) = delete;
   RingAllreduce& operator=(const RingAllreduce&) = delete;
 
-  // In-place sum over all ranks of data[0, count). Every rank must call it with the same count and id.
-  // Only id.step and id.bucket are read; the ring fills in the rest of each message's context.
-  // The result is bit-identical on every rank (each chunk is summed once, in ring order, then copied).
+  // In-place sum over all ranks of data[0, count) (in the ring's memory). Every rank must call it with
+  // the same count and id. Only id.step and id.bucket are read; the ring fills in the rest of each
+  // message's context. The result is bit-identical on every rank (each chunk is summed once, in ring
+  // order, then copied). Device memory: work producing `data` must be complete or queued where
+  // memory.wait_queued() waits for it; on return the result is complete.
   void allreduce_sum(float* data, std::size_t count, const MessageContext& id);
 
   const RingOptions& options() const { return opt_; }
   Channel& channel() { return *channel_; }
-  std::size_t scratch_bytes() const;
+  std::size_t scratch_bytes() const { return memory_->scratch_bytes(); }
 
  private:
   void prepare(std::size_t count, const MessageContext& id);
   void run_hop(float* data, const RingHop& h);
+  void post_receives(float* data, const RingHop& h, std::size_t k0, std::size_t k1);
   void send_segments(float* data, const RingHop& h, std::size_t k0, std::size_t k1);
   void finish_receives(float* data, const RingHop& h, std::size_t k0, std::size_t k1);
+  void check_length(std::size_t got, std::size_t expected, int prev, const MessageContext& ctx) const;
   std::size_t wait(Request& r, const MessageContext& ctx);
 
   Transport& t_;
   PlainChannel plain_;
+  HostRingMemory host_;
   Channel* channel_;
+  RingMemory* memory_;
   RingOptions opt_;
   Profiler* prof_;
 
-  // Geometry of the current call.
+  // Geometry and scratch of the current call.
   int rank_ = 0;
   int size_ = 1;
   RingGeometry geo_;
+  RingScratch scratch_;
 
-  // Persistent scratch and request lists (capacity kept between calls).
-  std::vector<float> reduce_buf_;
-  std::vector<std::byte> wire_out_;
-  std::vector<std::byte> wire_in_;
+  // Request and job lists (capacity kept between calls). recvs_[k] is segment k of the current hop.
   std::vector<Request> sends_;
   std::vector<Request> recvs_;
   std::vector<Channel::SealJob> seal_jobs_;

@@ -33,8 +33,9 @@ GpuSealingCodec::GpuSealingCodec(SealStreams& streams, cudaStream_t stream, std:
   // Our GPU kernels are AES-GCM only: a ChaCha20-Poly1305 stream key sealed here would be used with a
   // second cipher (one key, two ciphers) and produce messages no CPU peer of that cipher can open.
   if (streams_.options().cipher == tee::Cipher::ChaCha20Poly1305)
-    throw InputError("--cipher chacha20-poly1305 has no GPU implementation; use aes-256-gcm or aes-128-gcm, or "
-                     "--tee-device-crypto off to seal on the host");
+    throw InputError(
+        "--cipher chacha20-poly1305 has no GPU implementation; use aes-256-gcm or aes-128-gcm, or "
+        "--tee-device-crypto off to seal on the host");
 }
 
 GpuSealingCodec::~GpuSealingCodec() = default;
@@ -97,7 +98,41 @@ GpuSealingCodec::Batch GpuSealingCodec::begin_batch(std::span<const Job> jobs, b
   return b;
 }
 
-void GpuSealingCodec::seal_batch(std::span<const Job> jobs) {
+void GpuSealingCodec::seal(const MessageContext& ctx, std::span<const std::byte> plain,
+                           std::span<std::byte> wire) {
+  const SealJob job{ctx, plain, wire};
+  seal_batch(std::span(&job, 1));
+}
+
+void GpuSealingCodec::open(const MessageContext& ctx, std::span<const std::byte> wire,
+                           std::span<std::byte> plain) {
+  const OpenJob job{ctx, wire, plain};
+  open_batch(std::span(&job, 1));
+}
+
+void GpuSealingCodec::seal_batch(std::span<const SealJob> jobs) {
+  jobs_.clear();
+  for (const SealJob& j : jobs) {
+    if (j.wire.size() != j.plain.size() + kSealOverhead)
+      throw RunError("gpu seal: wire buffer of " + std::to_string(j.wire.size()) + " bytes for " +
+                     std::to_string(j.plain.size()) + " plaintext bytes at " + to_string(j.ctx));
+    jobs_.push_back({j.ctx, j.plain.data(), j.wire.data(), j.plain.size()});
+  }
+  seal_jobs(jobs_);
+}
+
+void GpuSealingCodec::open_batch(std::span<const OpenJob> jobs) {
+  jobs_.clear();
+  for (const OpenJob& j : jobs) {
+    if (j.wire.size() != j.plain.size() + kSealOverhead)
+      throw RunError("gpu open: wire message of " + std::to_string(j.wire.size()) + " bytes for " +
+                     std::to_string(j.plain.size()) + " plaintext bytes at " + to_string(j.ctx));
+    jobs_.push_back({j.ctx, j.wire.data(), j.plain.data(), j.plain.size()});
+  }
+  open_jobs(jobs_);
+}
+
+void GpuSealingCodec::seal_jobs(std::span<const Job> jobs) {
   if (jobs.empty()) return;
   DeviceGuard guard(device_);
   ScopedPhase timer(prof_, Phase::Seal, Lane::Crypto, "seal");
@@ -119,7 +154,7 @@ void GpuSealingCodec::seal_batch(std::span<const Job> jobs) {
   streams_.count(true, jobs.size(), b.ring, b.bytes);
 }
 
-void GpuSealingCodec::open_batch(std::span<const Job> jobs) {
+void GpuSealingCodec::open_jobs(std::span<const Job> jobs) {
   if (jobs.empty()) return;
   DeviceGuard guard(device_);
   ScopedPhase timer(prof_, Phase::Open, Lane::Crypto, "open");

@@ -10,10 +10,11 @@
 //          || be32(epoch) || be64(counter)
 //
 // Per batch: one seal (or open) launch pair per key (a batch straddles a rekey at most once), one
-// small-copies launch for the clear headers, and one synchronisation (the DeviceCodec contract is
-// blocking). An open verifies every message before returning and throws ChannelIntegrityError for the
-// first failure in job order, with the same reasons as the CPU channel (tag mismatch, replayed or
-// reordered, wrong epoch, clear header tampered); the failed message's plaintext output is zeroed.
+// small-copies launch for the clear headers, and one synchronisation (the Channel batch contract is
+// blocking: a batch's outputs are complete on return). An open verifies every message before returning and
+// throws ChannelIntegrityError for the first failure in job order, with the same reasons as the CPU channel
+// (tag mismatch, replayed or reordered, wrong epoch, clear header tampered); the failed message's plaintext
+// output is zeroed.
 //
 // One thread at a time (the ring's). Device memory: the key tables of the streams in use and a
 // descriptor scratch that grows to the largest batch.
@@ -26,8 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "comm/channel.h"
 #include "comm/cuda/cuda_util.h"
-#include "comm/cuda/device_codec.h"
 #include "comm/cuda/small_copies.h"
 #include "comm/seal_streams.h"
 #include "engine/core/profiler.h"
@@ -35,7 +36,8 @@
 
 namespace tt::comm::cuda {
 
-class GpuSealingCodec final : public DeviceCodec {
+// A Channel over DEVICE memory (memory() == Device): every span it is handed holds device pointers.
+class GpuSealingCodec final : public Channel {
  public:
   // `streams` (usually SealedChannel::streams()) must outlive the codec. Kernels run on `stream` of the
   // device current at construction. `parallelism`: segments handed over per batch (more segments per
@@ -47,11 +49,23 @@ class GpuSealingCodec final : public DeviceCodec {
   std::string name() const override;  // "gpu-sealed(aes-256-gcm)"
   std::size_t overhead() const override { return kSealOverhead; }
   bool pass_through() const override { return false; }
+  MemorySpace memory() const override { return MemorySpace::Device; }
   std::size_t parallelism() const override { return parallelism_; }
-  void seal_batch(std::span<const Job> jobs) override;
-  void open_batch(std::span<const Job> jobs) override;
+  void seal(const MessageContext& ctx, std::span<const std::byte> plain, std::span<std::byte> wire) override;
+  void open(const MessageContext& ctx, std::span<const std::byte> wire, std::span<std::byte> plain) override;
+  void seal_batch(std::span<const SealJob> jobs) override;
+  void open_batch(std::span<const OpenJob> jobs) override;
 
  private:
+  // One message of a batch, as the kernels see it (device pointers).
+  struct Job {
+    MessageContext ctx;
+    const std::byte* in;  // plaintext (seal) or wire (open)
+    std::byte* out;       // wire (seal) or plaintext (open)
+    std::size_t plain_bytes;
+  };
+  void seal_jobs(std::span<const Job> jobs);
+  void open_jobs(std::span<const Job> jobs);
   struct KeySlot {
     std::size_t stream = 0;
     std::uint64_t epoch = 0;
@@ -78,6 +92,7 @@ class GpuSealingCodec final : public DeviceCodec {
   std::size_t parallelism_;
   Profiler* prof_;
   std::vector<KeySlot> keys_;
+  std::vector<Job> jobs_;
   std::vector<SealTicket> tickets_;
   std::vector<tee::cuda::GpuMessage> messages_;
   std::vector<bool> ok_;

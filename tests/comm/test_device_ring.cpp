@@ -22,7 +22,6 @@
 
 #include "comm/channel.h"
 #include "comm/cuda/cuda_util.h"
-#include "comm/cuda/device_codec.h"
 #include "comm/cuda/device_ring.h"
 #include "comm/cuda/gpu_sealing_codec.h"
 #include "comm/cuda/nccl_comm.h"
@@ -110,48 +109,46 @@ std::vector<std::size_t> counts_for(int p) {
 // computed on the host. Exercises the ring's sealing path (wire buffers, overhead, forward-wire) and
 // fails to open when sender and receiver disagree on any context field or byte. `reject` makes open
 // throw for chosen contexts (the fault test).
-class TagDeviceCodec final : public DeviceCodec {
+class TagDeviceCodec final : public Channel {
  public:
   static constexpr std::size_t kOverhead = 8;
   std::string name() const override { return "test-tag"; }
   std::size_t overhead() const override { return kOverhead; }
   bool pass_through() const override { return false; }
+  MemorySpace memory() const override { return MemorySpace::Device; }
   std::size_t parallelism() const override { return batch; }
 
-  void seal_batch(std::span<const Job> jobs) override {
-    for (const auto& j : jobs) {
-      std::vector<std::byte> wire(j.plain_bytes + kOverhead);  // (plain_bytes + 8,)
-      if (j.plain_bytes > 0)
-        TT_COMM_CUDA_CHECK(cudaMemcpy(wire.data(), j.in, j.plain_bytes, cudaMemcpyDeviceToHost));
-      const std::uint64_t h = context_checksum(j.ctx, std::span(wire).first(j.plain_bytes));
-      std::memcpy(wire.data() + j.plain_bytes, &h, kOverhead);
-      TT_COMM_CUDA_CHECK(cudaMemcpy(j.out, wire.data(), wire.size(), cudaMemcpyHostToDevice));
-      // DeviceCodec's contract: output complete on return. A pageable cudaMemcpy to the device may
-      // return before its DMA lands (seen on an H200: the staged send then read stale wire bytes).
-      TT_COMM_CUDA_CHECK(cudaDeviceSynchronize());
-      ++seals;
-    }
+  // Spans hold device pointers.
+  void seal(const MessageContext& ctx, std::span<const std::byte> plain, std::span<std::byte> out) override {
+    std::vector<std::byte> wire(plain.size() + kOverhead);  // (plain bytes + 8,)
+    if (!plain.empty())
+      TT_COMM_CUDA_CHECK(cudaMemcpy(wire.data(), plain.data(), plain.size(), cudaMemcpyDeviceToHost));
+    const std::uint64_t h = context_checksum(ctx, std::span(wire).first(plain.size()));
+    std::memcpy(wire.data() + plain.size(), &h, kOverhead);
+    TT_COMM_CUDA_CHECK(cudaMemcpy(out.data(), wire.data(), wire.size(), cudaMemcpyHostToDevice));
+    // Channel's batch contract: output complete on return. A pageable cudaMemcpy to the device may
+    // return before its DMA lands (seen on an H200: the staged send then read stale wire bytes).
+    TT_COMM_CUDA_CHECK(cudaDeviceSynchronize());
+    ++seals;
   }
 
-  void open_batch(std::span<const Job> jobs) override {
-    for (const auto& j : jobs) {
-      if (reject && reject(j.ctx)) {
-        rejected = to_string(j.ctx);
-        throw RunError("test codec: rejected message at " + to_string(j.ctx));
-      }
-      std::vector<std::byte> wire(j.plain_bytes + kOverhead);
-      TT_COMM_CUDA_CHECK(cudaMemcpy(wire.data(), j.in, wire.size(), cudaMemcpyDeviceToHost));
-      std::uint64_t h = 0;
-      std::memcpy(&h, wire.data() + j.plain_bytes, kOverhead);
-      if (h != context_checksum(j.ctx, std::span(wire).first(j.plain_bytes))) {
-        throw RunError("test codec: tag mismatch at " + to_string(j.ctx));
-      }
-      if (j.plain_bytes > 0) {
-        TT_COMM_CUDA_CHECK(cudaMemcpy(j.out, wire.data(), j.plain_bytes, cudaMemcpyHostToDevice));
-        TT_COMM_CUDA_CHECK(cudaDeviceSynchronize());  // output complete on return (see seal_batch)
-      }
-      ++opens;
+  void open(const MessageContext& ctx, std::span<const std::byte> in, std::span<std::byte> plain) override {
+    if (reject && reject(ctx)) {
+      rejected = to_string(ctx);
+      throw RunError("test codec: rejected message at " + to_string(ctx));
     }
+    std::vector<std::byte> wire(plain.size() + kOverhead);
+    TT_COMM_CUDA_CHECK(cudaMemcpy(wire.data(), in.data(), wire.size(), cudaMemcpyDeviceToHost));
+    std::uint64_t h = 0;
+    std::memcpy(&h, wire.data() + plain.size(), kOverhead);
+    if (h != context_checksum(ctx, std::span(wire).first(plain.size()))) {
+      throw RunError("test codec: tag mismatch at " + to_string(ctx));
+    }
+    if (!plain.empty()) {
+      TT_COMM_CUDA_CHECK(cudaMemcpy(plain.data(), wire.data(), plain.size(), cudaMemcpyHostToDevice));
+      TT_COMM_CUDA_CHECK(cudaDeviceSynchronize());  // output complete on return (see seal)
+    }
+    ++opens;
   }
 
   std::size_t batch = 1;

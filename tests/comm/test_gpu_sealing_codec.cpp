@@ -105,13 +105,13 @@ std::vector<Message> messages_of_rank0() {
 std::vector<std::vector<std::byte>> gpu_seal(GpuSealingCodec& codec, const std::vector<Message>& msgs,
                                              std::size_t batch) {
   std::vector<DeviceBytes> in, out;
-  std::vector<DeviceCodec::Job> jobs;
+  std::vector<Channel::SealJob> jobs;  // spans of device memory
   for (const auto& m : msgs) {
     in.push_back(upload(m.plain));
     out.emplace_back(m.plain.size() + codec.overhead());
   }
   for (std::size_t i = 0; i < msgs.size(); ++i) {
-    jobs.push_back({msgs[i].ctx, in[i].data(), out[i].data(), msgs[i].plain.size()});
+    jobs.push_back({msgs[i].ctx, {in[i].data(), msgs[i].plain.size()}, {out[i].data(), out[i].size()}});
   }
   for (std::size_t i = 0; i < jobs.size(); i += batch) {
     codec.seal_batch(std::span(jobs).subspan(i, std::min(batch, jobs.size() - i)));
@@ -164,13 +164,13 @@ struct Opener {
 
 struct OpenBatch {
   std::vector<DeviceBytes> in, out;
-  std::vector<DeviceCodec::Job> jobs;
+  std::vector<Channel::OpenJob> jobs;  // spans of device memory
   void add(const MessageContext& ctx, const std::vector<std::byte>& wire) {
     in.push_back(upload(wire));
     out.emplace_back(wire.size() - kSealOverhead);
-    jobs.push_back({ctx, in.back().data(), out.back().data(), wire.size() - kSealOverhead});
+    jobs.push_back({ctx, {in.back().data(), wire.size()}, {out.back().data(), wire.size() - kSealOverhead}});
   }
-  std::vector<std::byte> plain(std::size_t i) const { return download(out[i], jobs[i].plain_bytes); }
+  std::vector<std::byte> plain(std::size_t i) const { return download(out[i], jobs[i].plain.size()); }
 };
 
 TEST(GpuSealingCodec, OpensWhatTheCpuSealedAndTheCpuOpensWhatTheGpuSealed) {

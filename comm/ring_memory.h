@@ -1,0 +1,67 @@
+// RingMemory: where the ring's buffers live — the one thing the host ring and the device ring differ in.
+//
+// The ring algorithm (comm/ring_allreduce.h) is written once. What depends on the memory is asked of
+// a RingMemory, in the way gloo separates algorithms from workspaces:
+// - its persistent scratch (grown to the largest bucket seen, then reused),
+// - how a received scatter-reduce segment is added in (a host loop, or a kernel on a stream),
+// - when queued work must be finished (never on the host; a stream synchronisation on a GPU),
+// - how receives are posted (a whole hop up front on the host; per window of segments where the
+//   transport needs matching groups on both ends, as NCCL does).
+// HostRingMemory is below; DeviceRingMemory is in comm/cuda/device_ring.h.
+#pragma once
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "comm/memory_space.h"
+
+namespace tt::comm {
+
+// The ring's scratch for one call. reduce: (max_chunk,) floats that scatter-reduce receives land in;
+// wire_out, wire_in: (max_segments * (segment_bytes + overhead),) bytes, empty for a pass-through channel.
+struct RingScratch {
+  float* reduce = nullptr;
+  std::span<std::byte> wire_out;
+  std::span<std::byte> wire_in;
+};
+
+class RingMemory {
+ public:
+  RingMemory() = default;
+  virtual ~RingMemory() = default;
+  RingMemory(const RingMemory&) = delete;
+  RingMemory& operator=(const RingMemory&) = delete;
+
+  virtual MemorySpace space() const = 0;
+  // Grows the scratch to at least these sizes (contents need not survive) and returns it.
+  virtual RingScratch scratch(std::size_t reduce_floats, std::size_t wire_bytes) = 0;
+  virtual std::size_t scratch_bytes() const = 0;
+  // dst[i] += src[i] for i in [0, n): one IEEE add per element, so host and device rings agree bit for
+  // bit. May be queued; wait_queued() finishes it.
+  virtual void add_into(float* dst, const float* src, std::size_t n) = 0;
+  // Returns once every add queued so far, and whatever the caller queued before the call, is complete:
+  // the ring calls it before its first send and after every hop, so no buffer is handed to a send or
+  // a receive while a kernel still uses it.
+  virtual void wait_queued() {}
+  // True: post a hop's receives per window of segments, right before that window's sends, so every
+  // rank hands the transport the same "receive window i, send window i" groups (NCCL needs this to be
+  // deadlock-free). False: post the whole hop's receives first (the neighbour may run ahead without
+  // unexpected-message copies).
+  virtual bool windowed_receives() const { return false; }
+};
+
+// Host memory: vectors, a vectorised loop, nothing queued.
+class HostRingMemory final : public RingMemory {
+ public:
+  MemorySpace space() const override { return MemorySpace::Host; }
+  RingScratch scratch(std::size_t reduce_floats, std::size_t wire_bytes) override;
+  std::size_t scratch_bytes() const override;
+  void add_into(float* dst, const float* src, std::size_t n) override;
+
+ private:
+  std::vector<float> reduce_;
+  std::vector<std::byte> wire_out_;
+  std::vector<std::byte> wire_in_;
+};
+
+}  // namespace tt::comm
