@@ -32,7 +32,12 @@ float Trainer::train_step(long step, uint64_t first_sample) {
   const int B = cfg_.batch;
   const int K = cfg_.grad_accum;
   const uint64_t per_micro = static_cast<uint64_t>(B) * static_cast<uint64_t>(ranks_.world);
-  model_.zero_grad();
+  {
+    // A pass over every gradient, like the update: timed with the optimizer (as PyTorch's
+    // optimizer.zero_grad()), so that the scaling model's compute time includes it.
+    ScopedPhase t(&profiler_, Phase::Optimizer, Lane::Compute, "zero grad");
+    model_.zero_grad();
+  }
   double loss_sum = 0;
   for (int k = 0; k < K; ++k) {
     {
@@ -125,6 +130,41 @@ void Trainer::print_progress(long step, double loss, double items_per_s, double 
   std::fflush(stderr);
 }
 
+Trainer::Validation Trainer::validate_if_due(long step, bool last, TrainResult& res) {
+  if (!((cfg_.val_every > 0 && (step + 1) % cfg_.val_every == 0) || last)) return {};
+  // Its own phase: at the default 8 batches it is a tenth of a short run's timed steps.
+  ScopedPhase t(&profiler_, Phase::Validation);
+  const Validation val = validate();
+  if (val.loss >= 0) {
+    res.val_loss = val.loss;
+    res.val_accuracy = val.accuracy;
+  }
+  return val;
+}
+
+void Trainer::report_step(const StepLog& s, const Validation& val, std::ofstream& metrics) {
+  const double ips = s.items_per_step / s.mean_s;
+  const double eta = s.mean_s * static_cast<double>(cfg_.steps - s.step);
+  print_progress(s.step, s.loss, ips, eta, s.last);
+  if (val.loss >= 0 && ranks_.rank == 0 && cfg_.progress && (!s.last || val.accuracy >= 0)) {
+    std::fprintf(stderr, "%sstep %6ld | val_loss %.4f", (::isatty(STDERR_FILENO) && !s.last) ? "\n" : "",
+                 s.step, val.loss);
+    if (val.accuracy >= 0) std::fprintf(stderr, " | val_accuracy %.2f%%", 100.0 * val.accuracy);
+    std::fputc('\n', stderr);
+  }
+  if (!metrics.is_open()) return;
+  nlohmann::json m = {{"step", s.step},
+                      {"loss", s.loss},
+                      {"lr", cfg_.lr.at(s.step - 1)},
+                      {"grad_norm", last_grad_norm_},
+                      {"step_s", s.step_s},
+                      {"items_per_s", s.items_per_step / s.step_s}};
+  if (val.loss >= 0) m["val_loss"] = val.loss;
+  if (val.accuracy >= 0) m["val_accuracy"] = val.accuracy;
+  metrics << m.dump() << '\n';
+  metrics.flush();
+}
+
 TrainResult Trainer::run(long start_step, uint64_t samples_consumed) {
   using Clock = std::chrono::steady_clock;
   std::ofstream metrics;
@@ -153,37 +193,17 @@ TrainResult Trainer::run(long start_step, uint64_t samples_consumed) {
       loss = ranks_.mean_across_ranks(local_loss);
     }
     const double dt = std::chrono::duration<double>(Clock::now() - ts).count();
-    const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-    const long done = step + 1 - timed_from;
-    const double ips = items_per_step * static_cast<double>(done) / elapsed;
-    const double eta = elapsed / static_cast<double>(done) * static_cast<double>(cfg_.steps - step - 1);
-
-    Validation val;
     const bool last = step + 1 == cfg_.steps;
-    if ((cfg_.val_every > 0 && (step + 1) % cfg_.val_every == 0) || last) {
-      val = validate();
-      if (val.loss >= 0) {
-        res.val_loss = val.loss;
-        res.val_accuracy = val.accuracy;
-      }
+    const Validation val = validate_if_due(step, last, res);
+    {
+      // Inside the timed steps too: the progress line, the metrics record and the replica check.
+      ScopedPhase t(&profiler_, Phase::Bookkeeping);
+      const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+      const long done = step + 1 - timed_from;
+      const StepLog log{step + 1, loss, dt, items_per_step, elapsed / static_cast<double>(done), last};
+      report_step(log, val, metrics);
+      if (cfg_.after_step) cfg_.after_step(step + 1);
     }
-    print_progress(step + 1, loss, ips, eta, last);
-    if (val.loss >= 0 && ranks_.rank == 0 && cfg_.progress && (!last || val.accuracy >= 0)) {
-      std::fprintf(stderr, "%sstep %6ld | val_loss %.4f", (::isatty(STDERR_FILENO) && !last) ? "\n" : "",
-                   step + 1, val.loss);
-      if (val.accuracy >= 0) std::fprintf(stderr, " | val_accuracy %.2f%%", 100.0 * val.accuracy);
-      std::fputc('\n', stderr);
-    }
-    if (metrics.is_open()) {
-      nlohmann::json m = {{"step", step + 1},       {"loss", loss},
-                          {"lr", cfg_.lr.at(step)}, {"grad_norm", last_grad_norm_},
-                          {"step_s", dt},           {"items_per_s", items_per_step / dt}};
-      if (val.loss >= 0) m["val_loss"] = val.loss;
-      if (val.accuracy >= 0) m["val_accuracy"] = val.accuracy;
-      metrics << m.dump() << '\n';
-      metrics.flush();
-    }
-    if (cfg_.after_step) cfg_.after_step(step + 1);
     if (cfg_.save_every > 0 && cfg_.save_checkpoint && ((step + 1) % cfg_.save_every == 0 || last)) {
       ScopedPhase t(&profiler_, Phase::Checkpoint);
       cfg_.save_checkpoint(step + 1, samples_consumed);

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -81,6 +82,17 @@ class Trainer {
  private:
   float train_step(long step, uint64_t first_sample);
   void print_progress(long step, double loss, double items_per_s, double eta_s, bool final_line);
+  // What one step's report needs: the progress line and the --metrics record.
+  struct StepLog {
+    long step;              // 1-based
+    double loss;            // mean across ranks
+    double step_s;          // this step's train_step and loss mean
+    double items_per_step;  // tokens (or samples), global
+    double mean_s;          // mean time per timed step so far (throughput and ETA)
+    bool last;
+  };
+  Validation validate_if_due(long step, bool last, TrainResult& res);
+  void report_step(const StepLog& s, const Validation& val, std::ofstream& metrics);
 
   Backend& backend_;
   Model& model_;

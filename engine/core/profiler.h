@@ -22,8 +22,10 @@ enum class Phase : int {
   Open,         // AEAD open, summed over all threads
   Reduce,       // adding received chunks
   Stage,        // device <-> host copies of GPU gradient buckets for the host ring (H100 CC's bounce path)
-  Optimizer,    // clipping + update
+  Optimizer,    // zeroing the gradients (start of the step), norm, clipping, update
   Checkpoint,
+  Validation,   // the validation batches (--val-every, and at the end): inside the timed steps
+  Bookkeeping,  // the loop's own work between steps: progress line, --metrics record, --check-replicas
   Count
 };
 std::string_view phase_name(Phase p);

@@ -30,7 +30,7 @@ nlohmann::json gather_phase_report(DistContext& dist, const Profiler& profiler, 
 double main_thread_seconds(const nlohmann::json& report) {
   double s = 0;
   for (const Phase p : {Phase::Data, Phase::Ingress, Phase::Forward, Phase::Backward, Phase::CommExposed,
-                        Phase::Optimizer, Phase::Checkpoint}) {
+                        Phase::Optimizer, Phase::Checkpoint, Phase::Validation, Phase::Bookkeeping}) {
     s += report["phases"][std::string(phase_name(p))]["mean"].get<double>();
   }
   return s;
@@ -52,7 +52,7 @@ void print_phase_table(const nlohmann::json& report, double step_seconds) {
   std::fprintf(
       stderr,
       "  %-18s %12.2f ms   = %.1f%% of the step (data + ingress + forward + backward + comm_exposed + "
-      "optimizer + checkpoint)\n",
+      "optimizer + checkpoint + validation + bookkeeping)\n",
       "accounted", accounted * 1e3, step_seconds > 0 ? 100.0 * accounted / step_seconds : 0.0);
   std::fprintf(stderr, "counters (per rank, whole run):\n");
   for (const auto& [name, v] : report["counters"].items()) {
