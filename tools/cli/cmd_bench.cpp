@@ -30,11 +30,21 @@
 #include "engine/gradient_reduction.h"
 #include "engine/optimizer.h"
 #include "engine/tee_session.h"
+#include "models/resnet/resnet.h"
 #include "tee/aead.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/model_registry.h"
 #include "tools/cli/tee_options.h"
 #include "tools/cli/validators.h"
+
+namespace tt {
+// bench step's --stem spellings (cifar: the 3x3/1 stem without max-pool, ResnetStem::Small).
+template <>
+struct EnumNames<ResnetStem> {
+  static constexpr std::pair<const char*, ResnetStem> all[] = {
+      {"auto", ResnetStem::Auto}, {"imagenet", ResnetStem::ImageNet}, {"cifar", ResnetStem::Small}};
+};
+}  // namespace tt
 
 namespace tt::cli {
 namespace {
@@ -68,6 +78,8 @@ struct AllreduceBenchOptions {
   std::vector<std::string> modes = {"ring", "mpi"};
   bool modes_given = false;  // --modes on the command line (else the default depends on --tee)
   int segment_kb = 1024;
+  // Both algorithms poll as MPI_Allreduce does by default: a fair race (comm/transport.h WaitPolicy).
+  comm::WaitMode comm_wait = comm::WaitMode::Busy;
   // The TEE flags that shape the ring's traffic, with train's names and defaults; ingress and
   // at-rest keys do not apply to a benchmark of the ring alone.
   TeeOptions tee;
@@ -85,6 +97,7 @@ nlohmann::json allreduce_config_json(const AllreduceBenchOptions& o) {
           {"iters", o.iters},
           {"modes", o.modes},
           {"segment_kb", o.segment_kb},
+          {"comm_wait", enum_name(o.comm_wait)},
           {"tee", tee_json(o.tee)}};
 }
 
@@ -143,6 +156,9 @@ void print_allreduce_header(const AllreduceBenchOptions& o, const TeeSwitches& t
   }
   std::printf("# machine: %s\n", machine_line().c_str());
   std::printf(
+      "# ring waits: %s (--comm-wait); vs_mpi = MPI_Allreduce's time / this one's, iterations interleaved\n",
+      enum_name(o.comm_wait));
+  std::printf(
       "# busbw = algbw * 2(P-1)/P (nccl-tests convention); time = max over ranks, median over "
       "iterations\n");
   std::printf("%s\n", comm::format_bench_header().c_str());
@@ -165,6 +181,8 @@ void write_allreduce_json(const AllreduceBenchOptions& o, const std::vector<comm
                    {"time_us_p90", r.time_us_p90},
                    {"algbw_gbps", r.algbw_gbps},
                    {"busbw_gbps", r.busbw_gbps},
+                   {"speedup_vs_mpi", r.speedup_vs_mpi},
+                   {"comm_wait", enum_name(o.comm_wait)},
                    {"correct", r.correct}});
   }
   std::ofstream f(o.json);
@@ -176,6 +194,7 @@ void run_allreduce(AllreduceBenchOptions o) {
   const TeeSwitches ts = resolve_tee(o.tee.settings, /*gpu_gradients=*/false);
   choose_modes(o, ts.on);
   comm::MpiTransport mpi_transport(MPI_COMM_WORLD);
+  mpi_transport.set_wait_policy({.mode = o.comm_wait});  // before the adversary's decorator copies it
   AdversaryWire wire(mpi_transport, o.tee.adversary, ts.on);
   comm::Transport& transport = wire.transport();
   const bool root = transport.rank() == 0;
@@ -222,6 +241,9 @@ struct StepBenchOptions {
   bool tf32 = false;
   int steps = 5;
   int warmup = 1;
+  // Image models: the stem (auto: the preset's rule, the CIFAR stem for inputs of 64 px and less),
+  // so both layouts of issue 18's table run at 32x32.
+  ResnetStem stem = ResnetStem::Auto;
   std::string json;
 };
 
@@ -304,6 +326,26 @@ double median_of(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// The model to time: make_model's, or for an image model with --stem the preset (with the image
+// overrides) on that stem. Also returns the model's configuration for the report.
+std::unique_ptr<Model> bench_model(Backend& be, const StepBenchOptions& o, nlohmann::json& mc) {
+  mc = model_config_json(o.model);
+  if (!is_image_model(o.model)) {
+    if (o.stem != ResnetStem::Auto) throw InputError("--stem applies to image models (resnet*) only");
+    return make_model(be, o.model);
+  }
+  ResnetConfig c = ResnetConfig::preset(o.model.name);
+  c.in_channels = mc["image_channels"].get<int>();
+  c.image_size = mc["image_size"].get<int>();
+  c.num_classes = mc["num_classes"].get<int>();
+  c.stem = o.stem;
+  c.validate();
+  mc["shape"] = c.describe();
+  mc["params"] = c.num_params();
+  mc["stem"] = c.small_stem() ? "cifar" : "imagenet";
+  return std::make_unique<Resnet>(be, c, o.model.name);
+}
+
 void run_step(const StepBenchOptions& o) {
   BackendOptions bo;
   bo.device = parse_device(o.device);
@@ -311,7 +353,8 @@ void run_step(const StepBenchOptions& o) {
   bo.tf32 = o.tf32;
   if (o.tf32 && bo.device != DeviceKind::Cuda) throw InputError("--tf32 applies to --device cuda only");
   std::unique_ptr<Backend> be = make_backend(bo);
-  std::unique_ptr<Model> model = make_model(*be, o.model);
+  nlohmann::json mc;
+  std::unique_ptr<Model> model = bench_model(*be, o, mc);
   const bool image = is_image_model(o.model);
   model->init_params(1);
   model->reserve(o.batch, o.seq);
@@ -319,7 +362,6 @@ void run_step(const StepBenchOptions& o) {
   OptimizerConfig oc;
   if (image) oc.kind = "sgd";
   std::unique_ptr<Optimizer> opt = make_optimizer(*be, oc, model->num_params());
-  const nlohmann::json mc = model_config_json(o.model);
   const StepTimes t = time_steps(o, *be, *model, *opt, bench_batch(o, mc, image));
   const int seq = image ? 1 : o.seq;
   const StepFlops f = model->flops(o.batch, seq);
@@ -426,6 +468,9 @@ void register_bench_allreduce(CLI::App* bench) {
   a->add_option("--segment-kb", ar->segment_kb, "Ring segment size in KiB")
       ->check(positive())
       ->capture_default_str();
+  add_enum_option(a, "--comm-wait", ar->comm_wait,
+                  "How the ring waits for a message: busy polls like MPI_Allreduce (a core per rank); "
+                  "adaptive yields, then naps (train's default: leaves cores to compute)");
   auto* tg = a->add_option_group("TEE mode (sealed ring, as `teetrain train --tee`)");
   TeeSettings& t = ar->tee.settings;
   add_enum_option(tg, "--tee", t.mode,
@@ -472,6 +517,9 @@ void register_bench_step(CLI::App* bench) {
       ->check(positive());
   s->add_option("--classes", st->model.num_classes, "Image models: classes (default the preset's)")
       ->check(positive());
+  add_enum_option(s, "--stem", st->stem,
+                  "Image models: imagenet (7x7/2 conv + max-pool, torchvision's), cifar (3x3/1 conv, no "
+                  "pool), auto (cifar for images of 64 px and less)");
   s->add_option("--threads", st->threads, "Threads")->check(positive())->capture_default_str();
   s->add_option("--device", st->device, "cpu or cuda")
       ->check(CLI::IsMember({"cpu", "cuda"}))

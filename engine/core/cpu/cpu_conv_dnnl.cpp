@@ -9,6 +9,18 @@
 //                dweight += wdw                                                        (reorder with sum)
 // A bracketed reorder is skipped when oneDNN chose the user's own layout (the stem's 3-channel input is
 // read as nchw). The accumulating reorders implement backend.h's "+=" contract without a temporary.
+//
+// Why the reorders stay per op (measured 2026-11-26, 2 threads, AVX2 EPYC, load 5-8):
+//  - They are 6% of the oneDNN time of a CIFAR-stem ResNet-18 step (ONEDNN_VERBOSE=1, 3 steps: 533 of
+//    8,970 ms), 88% of that activations; only a model kept in blocked layout end to end (batch norm,
+//    ReLU, adds and pools too) would avoid those.
+//  - Weights change at every optimizer step and each is read once per step by forward and once by
+//    backward data, in different blocked layouts: a cache kept until the next update would save
+//    nothing in training (weight reorders are 12% of the reorder time, under 1% of the step).
+//  - Plain layouts instead (src/dst nchw: oneDNN then picks its gemm convolution, no reorders) won
+//    some single-conv runs of bench_conv but lost in the step: forward 0.62-0.69 s vs 0.52-0.58 s
+//    (CIFAR stem, 3 interleaved runs each), and its backward is 5x slower at 32x32; not kept.
+//
 // dbias is our own per-channel sum (conv_bias_backward), so one primitive set serves convs with and
 // without bias; ResNet's convs have none.
 //
@@ -126,6 +138,13 @@ void set_handle(memory& m, const float* p) {
 
 }  // namespace
 
+// The descriptors of one conv shape: the three primitive descriptors.
+struct ConvDescs {
+  dnnl::convolution_forward::primitive_desc fwd;
+  dnnl::convolution_backward_data::primitive_desc bwd_data;
+  dnnl::convolution_backward_weights::primitive_desc bwd_weights;
+};
+
 struct DnnlConv::Impl {
   explicit Impl(int n) : threads(n) {}
   int threads;
@@ -134,7 +153,11 @@ struct DnnlConv::Impl {
   std::map<std::array<int, 9>, Entry> cache;
 
   Entry& entry(const Conv2dShape& s);
+  ConvDescs descs(const Conv2dShape& s) const;
   void build(Entry& e, const Conv2dShape& s) const;
+  void build_forward(Entry& e, const dnnl::convolution_forward::primitive_desc& fpd) const;
+  void build_backward(Entry& e, const dnnl::convolution_backward_data::primitive_desc& dpd,
+                      const dnnl::convolution_backward_weights::primitive_desc& wpd) const;
   // A reorder src -> dst (accumulating into dst when sum); inactive when the layouts agree and !sum.
   Step reorder(const memory& src, const memory& dst, bool sum) const;
 };
@@ -169,7 +192,7 @@ Entry& DnnlConv::Impl::entry(const Conv2dShape& s) {
   return cache.emplace(key, std::move(e)).first->second;
 }
 
-void DnnlConv::Impl::build(Entry& e, const Conv2dShape& s) const {
+ConvDescs DnnlConv::Impl::descs(const Conv2dShape& s) const {
   const memory::dims src_dims{s.B, s.IC, s.H, s.W};
   const memory::dims wei_dims{s.OC, s.IC, s.KH, s.KW};
   const memory::dims dst_dims{s.B, s.OC, s.OH(), s.OW()};
@@ -179,19 +202,11 @@ void DnnlConv::Impl::build(Entry& e, const Conv2dShape& s) const {
   const memory::dims pad_r{(s.OH() - 1) * s.stride + s.KH - s.H - s.pad,
                            (s.OW() - 1) * s.stride + s.KW - s.W - s.pad};
   const auto f32 = memory::data_type::f32;
-  auto user = [&](const memory::dims& d, Tag t) { return memory({d, f32, t}, eng, DNNL_MEMORY_NONE); };
-  e.inp = user(src_dims, Tag::nchw);
-  e.dinp = user(src_dims, Tag::nchw);
-  e.wei = user(wei_dims, Tag::oihw);
-  e.dwei = user(wei_dims, Tag::oihw);
-  e.out = user(dst_dims, Tag::nchw);
-  e.dout = user(dst_dims, Tag::nchw);
   const memory::desc any_src(src_dims, f32, Tag::any), any_wei(wei_dims, f32, Tag::any),
       any_dst(dst_dims, f32, Tag::any);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const auto algo = dnnl::algorithm::convolution_direct;  // pinned: never Winograd
-
   using Fwd = dnnl::convolution_forward;
   using BwdD = dnnl::convolution_backward_data;
   using BwdW = dnnl::convolution_backward_weights;
@@ -202,9 +217,28 @@ void DnnlConv::Impl::build(Entry& e, const Conv2dShape& s) const {
                                  eng, fpd);
   const BwdW::primitive_desc wpd(BwdW::desc(algo, any_src, any_wei, any_dst, strides, pad_l, pad_r), attr,
                                  eng, fpd);
-  e.impl = std::string("fwd ") + fpd.impl_info_str() + ", bwd_d " + dpd.impl_info_str() + ", bwd_w " +
-           wpd.impl_info_str();
+  return {fpd, dpd, wpd};
+}
 
+void DnnlConv::Impl::build(Entry& e, const Conv2dShape& s) const {
+  const auto f32 = memory::data_type::f32;
+  auto user = [&](const memory::dims& d, Tag t) { return memory({d, f32, t}, eng, DNNL_MEMORY_NONE); };
+  const memory::dims src_dims{s.B, s.IC, s.H, s.W}, wei_dims{s.OC, s.IC, s.KH, s.KW},
+      dst_dims{s.B, s.OC, s.OH(), s.OW()};
+  e.inp = user(src_dims, Tag::nchw);
+  e.dinp = user(src_dims, Tag::nchw);
+  e.wei = user(wei_dims, Tag::oihw);
+  e.dwei = user(wei_dims, Tag::oihw);
+  e.out = user(dst_dims, Tag::nchw);
+  e.dout = user(dst_dims, Tag::nchw);
+  const ConvDescs d = descs(s);
+  e.impl = std::string("fwd ") + d.fwd.impl_info_str() + ", bwd_d " + d.bwd_data.impl_info_str() +
+           ", bwd_w " + d.bwd_weights.impl_info_str();
+  build_forward(e, d.fwd);
+  build_backward(e, d.bwd_data, d.bwd_weights);
+}
+
+void DnnlConv::Impl::build_forward(Entry& e, const dnnl::convolution_forward::primitive_desc& fpd) const {
   Layout f(eng, e.fwd_ws);
   const memory fx = f.place(fpd.src_desc(), e.inp, false);
   const memory fw = f.place(fpd.weights_desc(), e.wei, false);
@@ -213,11 +247,14 @@ void DnnlConv::Impl::build(Entry& e, const Conv2dShape& s) const {
   e.fwd_floats = f.floats();
   e.r_fx = reorder(e.inp, fx, false);
   e.r_fw = reorder(e.wei, fw, false);
-  e.fwd = {Fwd(fpd),
+  e.fwd = {dnnl::convolution_forward(fpd),
            {{DNNL_ARG_SRC, fx}, {DNNL_ARG_WEIGHTS, fw}, {DNNL_ARG_DST, fy}, {DNNL_ARG_SCRATCHPAD, fpad}},
            true};
   e.r_fy = reorder(fy, e.out, false);
+}
 
+void DnnlConv::Impl::build_backward(Entry& e, const dnnl::convolution_backward_data::primitive_desc& dpd,
+                                    const dnnl::convolution_backward_weights::primitive_desc& wpd) const {
   Layout b(eng, e.bwd_ws);
   const memory by = b.place(dpd.diff_dst_desc(), e.dout, false);
   const memory bw = b.place(dpd.weights_desc(), e.wei, false);
@@ -227,26 +264,27 @@ void DnnlConv::Impl::build(Entry& e, const Conv2dShape& s) const {
   const bool share_dy = wpd.diff_dst_desc() == dpd.diff_dst_desc();
   const memory wy = share_dy ? by : b.place(wpd.diff_dst_desc(), e.dout, false);
   const memory wdw = b.place(wpd.diff_weights_desc(), e.dwei, true);
-  const std::size_t pad_at =
-      b.take(dpd.scratchpad_desc().get_size() > wpd.scratchpad_desc().get_size() ? dpd.scratchpad_desc()
-                                                                                 : wpd.scratchpad_desc());
+  // The two primitives run one after the other: one scratchpad region, the larger of their needs.
+  const memory::desc& dpad = dpd.scratchpad_desc();
+  const memory::desc& wpad = wpd.scratchpad_desc();
+  const std::size_t pad_at = b.take(dpad.get_size() > wpad.get_size() ? dpad : wpad);
   e.bwd_floats = b.floats();
   e.r_by = reorder(e.dout, by, false);
   e.r_bw = reorder(e.wei, bw, false);
-  e.bwd_data = {BwdD(dpd),
+  e.bwd_data = {dnnl::convolution_backward_data(dpd),
                 {{DNNL_ARG_DIFF_DST, by},
                  {DNNL_ARG_WEIGHTS, bw},
                  {DNNL_ARG_DIFF_SRC, bx},
-                 {DNNL_ARG_SCRATCHPAD, b.at(dpd.scratchpad_desc(), pad_at)}},
+                 {DNNL_ARG_SCRATCHPAD, b.at(dpad, pad_at)}},
                 true};
   e.r_bx = reorder(bx, e.dinp, true);
   e.r_wx = reorder(e.inp, wx, false);
   if (!share_dy) e.r_wy = reorder(e.dout, wy, false);
-  e.bwd_weights = {BwdW(wpd),
+  e.bwd_weights = {dnnl::convolution_backward_weights(wpd),
                    {{DNNL_ARG_SRC, wx},
                     {DNNL_ARG_DIFF_DST, wy},
                     {DNNL_ARG_DIFF_WEIGHTS, wdw},
-                    {DNNL_ARG_SCRATCHPAD, b.at(wpd.scratchpad_desc(), pad_at)}},
+                    {DNNL_ARG_SCRATCHPAD, b.at(wpad, pad_at)}},
                    true};
   e.r_wdw = reorder(wdw, e.dwei, true);
 }
