@@ -58,6 +58,71 @@ std::vector<double> slowest_rank_times(Collectives& coll, const std::vector<doub
 
 }  // namespace
 
+namespace {
+
+// One checked run on the test pattern: true when every rank got the exact sum.
+bool check_algo(const Transport& t, Collectives& coll, const BenchAlgo& algo, std::vector<float>& buf,
+                std::size_t count, std::uint64_t& seq) {
+  fill(buf.data(), count, t.rank());
+  algo.allreduce(buf.data(), count);
+  const std::byte ok{static_cast<unsigned char>(verify(buf.data(), count, t.size()) ? 1 : 0)};
+  const auto oks = coll.allgather(std::span(&ok, 1), seq++);
+  return std::all_of(oks.begin(), oks.end(), [](std::byte b) { return b == std::byte{1}; });
+}
+
+// The statistics of one algorithm's slowest-rank times (microseconds, sorted in place).
+void summarise(BenchRecord& rec, std::vector<double>& times) {
+  std::sort(times.begin(), times.end());
+  rec.time_us_min = times.front();
+  rec.time_us_max = times.back();
+  rec.time_us_median = percentile(times, 0.5);
+  rec.time_us_p10 = percentile(times, 0.1);
+  rec.time_us_p90 = percentile(times, 0.9);
+  rec.algbw_gbps = static_cast<double>(rec.bytes) / (rec.time_us_median * 1e3);  // bytes/us /1e3 = GB/s
+  rec.busbw_gbps = rec.algbw_gbps * 2.0 * (rec.ranks - 1) / rec.ranks;
+}
+
+// Every algorithm at one size. The timed iterations are interleaved (A B A B ...), each after a
+// barrier, so a burst of load on a shared machine hits every algorithm alike and the ratio stays fair.
+std::vector<BenchRecord> bench_size(const Transport& t, Collectives& coll,
+                                    const std::vector<BenchAlgo>& algos, const BenchOptions& opt,
+                                    std::vector<float>& buf, std::size_t count, std::uint64_t& seq) {
+  const int p = t.size();
+  std::vector<BenchRecord> recs(algos.size());
+  for (std::size_t a = 0; a < algos.size(); ++a) {
+    recs[a] = {.mode = algos[a].mode,
+               .ranks = p,
+               .bytes = count * sizeof(float),
+               .count = count,
+               .iters = opt.iters};
+    if (opt.check) recs[a].correct = check_algo(t, coll, algos[a], buf, count, seq);
+    // Timed runs reuse whatever the buffer holds: values only grow, and float adds take the same time.
+    for (int i = 0; i < opt.warmup; ++i) algos[a].allreduce(buf.data(), count);
+  }
+  std::vector<std::vector<double>> mine(algos.size(),
+                                        std::vector<double>(static_cast<std::size_t>(opt.iters)));
+  for (std::size_t i = 0; i < static_cast<std::size_t>(opt.iters); ++i) {
+    for (std::size_t a = 0; a < algos.size(); ++a) {
+      coll.barrier(seq++);
+      const auto t0 = std::chrono::steady_clock::now();
+      algos[a].allreduce(buf.data(), count);
+      mine[a][i] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    }
+  }
+  for (std::size_t a = 0; a < algos.size(); ++a) {
+    auto times = slowest_rank_times(coll, mine[a], p, seq++);
+    summarise(recs[a], times);
+  }
+  const auto mpi =
+      std::find_if(recs.begin(), recs.end(), [](const BenchRecord& r) { return r.mode == "mpi"; });
+  for (auto& r : recs) {
+    if (mpi != recs.end()) r.speedup_vs_mpi = mpi->time_us_median / r.time_us_median;
+  }
+  return recs;
+}
+
+}  // namespace
+
 std::vector<BenchRecord> run_allreduce_bench(Transport& t, const std::vector<BenchAlgo>& algos,
                                              const BenchOptions& opt,
                                              const std::function<void(const BenchRecord&)>& on_record) {
@@ -66,44 +131,11 @@ std::vector<BenchRecord> run_allreduce_bench(Transport& t, const std::vector<Ben
     throw InputError("bench allreduce: need 4 <= min_bytes <= max_bytes, step factor >= 2, iters >= 1");
   }
   Collectives coll(t);  // plaintext control traffic, outside the timed region
-  const int p = t.size();
   std::vector<float> buf(opt.max_bytes / sizeof(float));  // (max_count,) reused at every size
   std::vector<BenchRecord> records;
   std::uint64_t seq = 0;
   for (std::size_t bytes = opt.min_bytes; bytes <= opt.max_bytes; bytes *= opt.step_factor) {
-    const std::size_t count = bytes / sizeof(float);
-    for (const auto& algo : algos) {
-      BenchRecord rec;
-      rec.mode = algo.mode;
-      rec.ranks = p;
-      rec.count = count;
-      rec.bytes = count * sizeof(float);
-      rec.iters = opt.iters;
-      if (opt.check) {
-        fill(buf.data(), count, t.rank());
-        algo.allreduce(buf.data(), count);
-        const std::byte ok{static_cast<unsigned char>(verify(buf.data(), count, p) ? 1 : 0)};
-        const auto oks = coll.allgather(std::span(&ok, 1), seq++);
-        rec.correct = std::all_of(oks.begin(), oks.end(), [](std::byte b) { return b == std::byte{1}; });
-      }
-      // Timed runs reuse whatever the buffer holds: values only grow, and float adds take the same time.
-      for (int i = 0; i < opt.warmup; ++i) algo.allreduce(buf.data(), count);
-      std::vector<double> mine(static_cast<std::size_t>(opt.iters));
-      for (auto& us : mine) {
-        coll.barrier(seq++);
-        const auto t0 = std::chrono::steady_clock::now();
-        algo.allreduce(buf.data(), count);
-        us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-      }
-      auto times = slowest_rank_times(coll, mine, p, seq++);
-      std::sort(times.begin(), times.end());
-      rec.time_us_min = times.front();
-      rec.time_us_max = times.back();
-      rec.time_us_median = percentile(times, 0.5);
-      rec.time_us_p10 = percentile(times, 0.1);
-      rec.time_us_p90 = percentile(times, 0.9);
-      rec.algbw_gbps = static_cast<double>(rec.bytes) / (rec.time_us_median * 1e3);  // bytes/us /1e3 = GB/s
-      rec.busbw_gbps = rec.algbw_gbps * 2.0 * (p - 1) / p;
+    for (auto& rec : bench_size(t, coll, algos, opt, buf, bytes / sizeof(float), seq)) {
       if (on_record) on_record(rec);
       records.push_back(std::move(rec));
     }
@@ -137,16 +169,23 @@ std::vector<BenchRecord> run_allreduce_bench(Transport& t, MPI_Comm comm, const 
 
 std::string format_bench_header() {
   std::array<char, 256> line{};
-  std::snprintf(line.data(), line.size(), "%-6s %5s %12s %11s %12s %10s %10s %11s %11s %5s", "mode", "ranks",
-                "bytes", "count", "time_us(med)", "min", "max", "algbw(GB/s)", "busbw(GB/s)", "check");
+  std::snprintf(line.data(), line.size(), "%-6s %5s %12s %11s %12s %10s %10s %11s %11s %6s %5s", "mode",
+                "ranks", "bytes", "count", "time_us(med)", "min", "max", "algbw(GB/s)", "busbw(GB/s)",
+                "vs_mpi", "check");
   return line.data();
 }
 
 std::string format_bench_row(const BenchRecord& r) {
   std::array<char, 256> line{};
-  std::snprintf(line.data(), line.size(), "%-6s %5d %12zu %11zu %12.1f %10.1f %10.1f %11.3f %11.3f %5s",
+  std::array<char, 16> vs{};
+  if (r.speedup_vs_mpi > 0) {
+    std::snprintf(vs.data(), vs.size(), "%.2fx", r.speedup_vs_mpi);
+  } else {
+    std::snprintf(vs.data(), vs.size(), "-");
+  }
+  std::snprintf(line.data(), line.size(), "%-6s %5d %12zu %11zu %12.1f %10.1f %10.1f %11.3f %11.3f %6s %5s",
                 r.mode.c_str(), r.ranks, r.bytes, r.count, r.time_us_median, r.time_us_min, r.time_us_max,
-                r.algbw_gbps, r.busbw_gbps, r.correct ? "ok" : "FAIL");
+                r.algbw_gbps, r.busbw_gbps, vs.data(), r.correct ? "ok" : "FAIL");
   return line.data();
 }
 

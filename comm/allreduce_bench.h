@@ -1,9 +1,10 @@
 // All-reduce benchmark in the style of nccl-tests (`teetrain bench allreduce`).
 //
 // For each message size (min..max, times step_factor) and each algorithm: one checked run on
-// integer-valued floats (the sum is exact, so the check is equality), `warmup` untimed runs, then
-// `iters` timed runs, each preceded by a barrier. An iteration's time is the slowest rank's; the record
-// gives the median and spread over iterations and
+// integer-valued floats (the sum is exact, so the check is equality) and `warmup` untimed runs; then
+// `iters` rounds in which every algorithm runs once, each run preceded by a barrier (interleaved, so
+// load on a shared machine hits every algorithm alike). An iteration's time is the slowest rank's; the
+// record gives the median and spread over iterations and
 //   algbw = bytes / time,   busbw = algbw * 2 (P-1) / P   (GB = 1e9 bytes, as nccl-tests)
 // busbw is the per-link rate a ring needs, so it is comparable across P and with the link's bandwidth.
 #pragma once
@@ -51,7 +52,8 @@ struct BenchRecord {
   double time_us_p90 = 0;
   double algbw_gbps = 0;  // from the median time
   double busbw_gbps = 0;
-  bool correct = true;  // the checked run gave the exact sum on every rank
+  bool correct = true;        // the checked run gave the exact sum on every rank
+  double speedup_vs_mpi = 0;  // MPI_Allreduce's median time / this one's at the same size; 0: no mpi run
 };
 
 // Runs every algorithm at every size. `t` carries the barriers and the gathering of timings (outside

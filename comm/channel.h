@@ -105,6 +105,9 @@ class Channel {
   // pass-through channel, before the send and before the received bytes are used. Default: free.
   virtual void charge_seal(const MessageContext& /*ctx*/, std::size_t /*bytes*/) {}
   virtual void charge_open(const MessageContext& /*ctx*/, std::size_t /*bytes*/) {}
+  // True when charge_seal/charge_open model work: the ring then keeps each charge next to its send, as
+  // the modelled device would, instead of posting a hop's sends all at once.
+  virtual bool charges() const { return false; }
 };
 
 // TEE off: wire bytes are the plaintext. seal/open copy (callers normally skip them: pass_through()).

@@ -10,8 +10,8 @@
 // counters and the seal/open phases are reported as for real sealing, so the message arithmetic of
 // docs/design.md §5 still holds (with forward-ciphertext all-gather, only the owner's hop 0 seals).
 //
-// Never used with real data: engine/gradient_reduction.cpp builds it only for --compute emulate. Attestation, key
-// agreement, sealed ingress and every other collective still use the real SealedChannel.
+// Never used with real data: engine/gradient_reduction.cpp builds it only for --compute emulate. Attestation,
+// key agreement, sealed ingress and every other collective still use the real SealedChannel.
 #pragma once
 #include <chrono>
 #include <string>
@@ -23,8 +23,8 @@ namespace tt::comm {
 
 // The emulated GPU's work queue on the communication side (one stream): items run one after another;
 // the caller waits (precise_wait_until) only when the queue is more than 50 us ahead of it (a GPU
-// queue absorbs short kernels the same way, and waiting for less costs more than it models). Shared by the device crypto
-// and the ring's emulated adds (--link emulate), which run on the same GPU.
+// queue absorbs short kernels the same way, and waiting for less costs more than it models). Shared by the
+// device crypto and the ring's emulated adds (--link emulate), which run on the same GPU.
 class EmulatedGpuQueue {
  public:
   using Clock = std::chrono::steady_clock;
@@ -55,6 +55,7 @@ class EmulatedDeviceChannel final : public Channel {
   void open(const MessageContext& ctx, std::span<const std::byte> wire, std::span<std::byte> plain) override;
   void charge_seal(const MessageContext& ctx, std::size_t bytes) override;
   void charge_open(const MessageContext& ctx, std::size_t bytes) override;
+  bool charges() const override { return true; }
 
   double modeled_seconds() const { return modeled_s_; }
 

@@ -11,6 +11,9 @@ namespace tt::comm {
 
 namespace {
 
+// Plaintext scatter-reduce receives land in slots of this many bytes in all (see prepare()).
+constexpr std::size_t kReduceSlotBytes = std::size_t{1} << 20;
+
 std::span<std::byte> bytes_of(float* p, std::size_t n) {
   return {reinterpret_cast<std::byte*>(p), n * sizeof(float)};
 }
@@ -54,7 +57,24 @@ void RingAllreduce::prepare(std::size_t count, const MessageContext& id) {
   const bool pass = channel_->pass_through();
   geo_ = RingGeometry(rank_, size_, count, opt_.segment_bytes, id,
                       !pass && opt_.all_gather == AllGatherMode::ForwardWire, channel_->overhead());
-  scratch_ = memory_->scratch(geo_.max_chunk(), pass ? 0 : geo_.wire_bytes());
+  // Plaintext scatter-reduce receives cycle through a few segment-sized slots instead of a whole
+  // chunk of scratch: a slot is added in right after it lands, while it is still in cache, and the
+  // scratch stays small enough to stay there (a chunk-sized one streams through memory at 16 MiB).
+  const std::size_t segs = geo_.segments(RingRange{0, geo_.max_chunk()});
+  reduce_slots_ = 0;
+  if (eager_sends() && segs > 2) {
+    reduce_slots_ =
+        std::clamp<std::size_t>(kReduceSlotBytes / (geo_.segment_elems() * sizeof(float)), 2, segs);
+  }
+  const std::size_t reduce_floats =
+      reduce_slots_ > 0 ? reduce_slots_ * geo_.segment_elems() : geo_.max_chunk();
+  scratch_ = memory_->scratch(reduce_floats, pass ? 0 : geo_.wire_bytes());
+}
+
+// Where segment k of incoming chunk `in` lands in the reduce scratch.
+float* RingAllreduce::reduce_slot(const RingRange& in, std::size_t k) const {
+  if (reduce_slots_ == 0) return scratch_.reduce + (geo_.segment(in, k).offset - in.offset);
+  return scratch_.reduce + (k % reduce_slots_) * geo_.segment_elems();
 }
 
 void RingAllreduce::allreduce_sum(float* data, std::size_t count, const MessageContext& id) {
@@ -74,17 +94,22 @@ void RingAllreduce::run_hop(float* data, const RingHop& h) {
   const std::size_t n_in = geo_.segments(geo_.chunk(h.recv_chunk));
   const std::size_t n_out = geo_.segments(geo_.chunk(h.send_chunk));
   const bool windowed = memory_->windowed_receives();
+  const bool eager = eager_sends();
   sends_.clear();
   recvs_.clear();
-  // Post every receive of the hop first, unless the memory's transport needs matched windows.
-  if (!windowed) post_receives(data, h, 0, n_in);
+  // Post every receive of the hop first, unless the memory's transport needs matched windows; then,
+  // when nothing has to be sealed first, every send: the neighbour pulls our segments at its own pace
+  // while we pull and add its segments (no lock-step between the two).
+  const bool slotted = reduce_slots_ > 0 && h.phase == MessagePhase::ScatterReduce;
+  if (!windowed) post_receives(data, h, 0, slotted ? std::min(n_in, reduce_slots_) : n_in);
+  if (eager) send_segments(data, h, 0, n_out);
   // Pipeline, in windows of w segments (w = the channel's crypto parallelism, 1 by default): our
-  // segments [k, k+w) go out, then the neighbour's segments [k, k+w) are finished. Every rank forms the
-  // same windows.
+  // segments [k, k+w) are sealed and go out, then the neighbour's segments [k, k+w) are finished.
+  // Every rank forms the same windows.
   const std::size_t w = std::max<std::size_t>(channel_->parallelism(), 1);
   for (std::size_t k = 0; k < std::max(n_in, n_out); k += w) {
     if (windowed && k < n_in) post_receives(data, h, k, std::min(n_in, k + w));
-    if (k < n_out) send_segments(data, h, k, std::min(n_out, k + w));
+    if (!eager && k < n_out) send_segments(data, h, k, std::min(n_out, k + w));
     if (k < n_in) {
       finish_receives(data, h, k, std::min(n_in, k + w));
     } else if (windowed) {
@@ -103,6 +128,14 @@ void RingAllreduce::run_hop(float* data, const RingHop& h) {
   if (geo_.forwarding(h)) std::swap(scratch_.wire_in, scratch_.wire_out);
 }
 
+// True when a hop's outgoing segments are ready as the hop starts: user memory goes on the wire as it
+// is (pass-through), no modelled device work must precede each send (charges, an emulated reduce), and
+// the transport takes sends in any grouping (not windowed).
+bool RingAllreduce::eager_sends() const {
+  return channel_->pass_through() && !channel_->charges() && !opt_.emulated_reduce &&
+         !memory_->windowed_receives();
+}
+
 // Posts the receives of segments [k0, k1) of the incoming chunk.
 void RingAllreduce::post_receives(float* data, const RingHop& h, std::size_t k0, std::size_t k1) {
   const int prev = (rank_ + size_ - 1) % size_;
@@ -115,7 +148,7 @@ void RingAllreduce::post_receives(float* data, const RingHop& h, std::size_t k0,
     if (!pass) {
       dst = scratch_.wire_in.subspan(geo_.wire_offset(k), seg.count * sizeof(float) + channel_->overhead());
     } else if (reduce) {
-      dst = bytes_of(scratch_.reduce + (seg.offset - in.offset), seg.count);
+      dst = bytes_of(reduce_slot(in, k), seg.count);
     } else {
       dst = bytes_of(data + seg.offset, seg.count);  // all-gather lands in user memory: zero copies
     }
@@ -172,7 +205,7 @@ void RingAllreduce::finish_receives(float* data, const RingHop& h, std::size_t k
       continue;
     }
     // Scatter-reduce opens into scratch (then adds); all-gather opens straight into user memory.
-    float* plain = reduce ? scratch_.reduce + (seg.offset - in.offset) : data + seg.offset;
+    float* plain = reduce ? reduce_slot(in, k) : data + seg.offset;
     open_jobs_.push_back({ctx, std::span<const std::byte>(scratch_.wire_in).subspan(geo_.wire_offset(k), got),
                           bytes_of(plain, seg.count)});
   }
@@ -184,9 +217,13 @@ void RingAllreduce::finish_receives(float* data, const RingHop& h, std::size_t k
     if (opt_.emulated_reduce) {
       opt_.emulated_reduce(seg.count);
     } else {
-      memory_->add_into(data + seg.offset, scratch_.reduce + (seg.offset - in.offset), seg.count);
+      memory_->add_into(data + seg.offset, reduce_slot(in, k), seg.count);
     }
   }
+  // Slots: the ones just added in are free for the segments `reduce_slots_` further on.
+  if (reduce_slots_ > 0)
+    post_receives(data, h, std::min(k0 + reduce_slots_, geo_.segments(in)),
+                  std::min(k1 + reduce_slots_, geo_.segments(in)));
 }
 
 void RingAllreduce::check_length(std::size_t got, std::size_t expected, int prev,

@@ -9,10 +9,11 @@
 //   all-gather,     hop s = 0..P-2: send chunk (r + 1 - s), receive chunk (r - s) and store it.
 //
 // Each chunk travels as segments of `segment_bytes` (0: one message per chunk). Within a hop every
-// receive is posted first, then "send segment k, finish receive k" runs for k = 0, 1, ...: sealing
-// our segment k+1 overlaps the wire time of segment k, and opening/adding segment k overlaps the
-// neighbour's segment k+1 in flight. A channel with a crypto pool or a GPU (parallelism() = w > 1)
-// gets windows of w segments to seal or open at once.
+// receive is posted first. Plaintext: every send is posted next, then receives are finished (and added
+// in) in order, so the neighbour pulls our segments while we add its own. Sealed: "seal and send
+// segment k, finish receive k" runs for k = 0, 1, ...: sealing our segment k+1 overlaps the wire time
+// of segment k, and opening/adding segment k overlaps the neighbour's segment k+1 in flight. A channel with a
+// crypto pool or a GPU (parallelism() = w > 1) gets windows of w segments to seal or open at once.
 //
 // This is the ONE ring: host buffers and device buffers run the same code. What depends on the memory
 // (scratch, the add, stream synchronisation, how receives are posted) is a RingMemory
@@ -90,6 +91,8 @@ class RingAllreduce {
  private:
   void prepare(std::size_t count, const MessageContext& id);
   void run_hop(float* data, const RingHop& h);
+  bool eager_sends() const;
+  float* reduce_slot(const RingRange& in, std::size_t k) const;
   void post_receives(float* data, const RingHop& h, std::size_t k0, std::size_t k1);
   void send_segments(float* data, const RingHop& h, std::size_t k0, std::size_t k1);
   void finish_receives(float* data, const RingHop& h, std::size_t k0, std::size_t k1);
@@ -109,6 +112,7 @@ class RingAllreduce {
   int size_ = 1;
   RingGeometry geo_;
   RingScratch scratch_;
+  std::size_t reduce_slots_ = 0;  // 0: scatter-reduce receives land at their chunk offset in scratch
 
   // Request and job lists (capacity kept between calls). recvs_[k] is segment k of the current hop.
   std::vector<Request> sends_;

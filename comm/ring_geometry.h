@@ -47,6 +47,7 @@ class RingGeometry {
   RingRange chunk(std::uint32_t c) const;
   std::size_t segments(const RingRange& chunk) const;
   RingRange segment(const RingRange& chunk, std::size_t k) const;
+  std::size_t segment_elems() const { return seg_elems_; }  // a full segment (the last may be shorter)
   std::size_t wire_offset(std::size_t k) const;  // byte offset of segment k's slot in a wire buffer
   std::size_t wire_bytes() const { return wire_offset(segments(RingRange{0, max_chunk()})); }
   bool forwarding(const RingHop& h) const { return forward_wire_ && h.phase == MessagePhase::AllGather; }

@@ -46,6 +46,7 @@ std::size_t Transport::wait(Request& r, std::chrono::milliseconds timeout) {
   while (!test(r)) {
     const auto now = Clock::now();
     if (now >= deadline) throw RunError(describe_timeout(rank(), r, timeout));
+    if (policy_.mode == WaitMode::Busy) continue;
     if (now - start < policy_.spin) {
       std::this_thread::yield();
     } else {

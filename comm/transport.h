@@ -15,6 +15,7 @@
 #pragma once
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
@@ -82,11 +83,17 @@ class Request {
   bool done_ = false;
 };
 
-// How a waiting thread polls. It first yields for `spin` (low latency when the peer is about to
-// answer), then sleeps with growing naps up to `max_sleep` so a waiting communication thread does not
-// steal a core from compute threads, and oversubscribed ranks (more ranks than cores) do not starve
-// the very peer they wait for.
+// How a waiting thread polls (--comm-wait).
+// - Adaptive: it first yields for `spin` (low latency when the peer is about to answer), then sleeps
+//   with growing naps up to `max_sleep`, so a waiting communication thread does not steal a core from
+//   compute threads, and oversubscribed ranks (more ranks than cores) do not starve the very peer they
+//   wait for. The default for training, where the comm thread shares cores with backward.
+// - Busy: polls without pause, as MPI's own progress loop does inside MPI_Allreduce: the lowest latency
+//   (every poll also moves MPI's rendezvous and copies forward), at the price of a whole core. The
+//   default of `bench allreduce`, so the ring and MPI_Allreduce wait the same way.
+enum class WaitMode : std::uint8_t { Adaptive, Busy };
 struct WaitPolicy {
+  WaitMode mode = WaitMode::Adaptive;
   std::chrono::microseconds spin{200};
   std::chrono::microseconds max_sleep{100};
 };

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "comm/adversary_spec.h"
+#include "comm/transport.h"
 #include "engine/core/backend.h"
 #include "tee/aead.h"
 
@@ -57,6 +58,11 @@ template <>
 struct EnumNames<Toggle> {
   static constexpr std::pair<const char*, Toggle> all[] = {
       {"auto", Toggle::Auto}, {"on", Toggle::On}, {"off", Toggle::Off}};
+};
+template <>
+struct EnumNames<comm::WaitMode> {
+  static constexpr std::pair<const char*, comm::WaitMode> all[] = {{"adaptive", comm::WaitMode::Adaptive},
+                                                                   {"busy", comm::WaitMode::Busy}};
 };
 template <>
 struct EnumNames<DeviceKind> {
