@@ -37,6 +37,23 @@ for tee in off cc fast; do
 done
 expect_eq "$(grep -c '"mode": "mpi"' "$WORK/ar_off.json" || true)" "$(grep -c '"mode": "ring"' "$WORK/ar_off.json" || true)" \
   "off: ring and mpi at every size"
+# Side by side: every record of the plaintext run carries its speed relative to MPI_Allreduce at the same
+# size (exactly 1 for mpi itself, positive for the ring) and the wait policy, busy by default.
+expect_eq "$(grep -c '"speedup_vs_mpi": 1.0' "$WORK/ar_off.json" || true)" "$(grep -c '"mode": "mpi"' "$WORK/ar_off.json" || true)" \
+  "off: mpi's speedup over itself is 1"
+expect_eq "$(python3 -c 'import json,sys; print(all(r["speedup_vs_mpi"] > 0 for r in json.load(open(sys.argv[1]))))' "$WORK/ar_off.json")" \
+  True "off: every record has a positive speedup_vs_mpi"
+expect_eq "$(grep -c '"comm_wait": "busy"' "$WORK/ar_off.json" || true)" "$(grep -c '"time_us_median"' "$WORK/ar_off.json" || true)" \
+  "off: records name the wait policy (busy)"
+if "${MPI[@]}" "$TT" bench allreduce --max-bytes 65536 --iters 2 --warmup 1 --comm-wait adaptive >"$WORK/ar_adaptive.log" 2>&1; then
+  passes=$((passes + 1))
+  if ! grep -q "^# ring waits: adaptive" "$WORK/ar_adaptive.log"; then
+    echo "FAIL: --comm-wait adaptive not in the header"; fails=$((fails + 1))
+  fi
+else
+  echo "FAIL: bench allreduce --comm-wait adaptive"; tail -5 "$WORK/ar_adaptive.log"; fails=$((fails + 1))
+fi
+expect_exit 2 "comm-wait" -- "$TT" bench allreduce --comm-wait sometimes
 # Sealing MPI_Allreduce is impossible: asking for it in TEE mode is bad input (exit 2).
 expect_exit 2 "mpi.*cannot be sealed" -- "$TT" bench allreduce --max-bytes 4096 --iters 1 --tee cc --modes ring,mpi
 

@@ -172,6 +172,7 @@ TrainRun::TrainRun(const TrainOptions& opts) : profiler_(/*trace=*/!opts.trace.e
   validate(plan_);  // every conflicting choice in one message (exit 2)
   ts_ = plan_.switches();
   mpi_.emplace(MPI_COMM_WORLD, std::chrono::milliseconds(static_cast<long>(o_.timeout_s * 1000.0)));
+  mpi_->set_wait_policy({.mode = o_.comm_wait});  // before the adversary's decorator copies it
   wire_.emplace(*mpi_, o_.tee.adversary, ts_.on);
   rank_ = mpi_->rank();
   world_ = mpi_->size();

@@ -120,6 +120,9 @@ void add_parallel_options(CLI::App* cmd, TrainOptions& o) {
                  "Seconds to wait for a peer before stopping with an error naming it")
       ->check(positive())
       ->capture_default_str();
+  add_enum_option(dp, "--comm-wait", o.comm_wait,
+                  "How the ring waits for a message: adaptive yields, then naps (leaves cores to backward); "
+                  "busy polls like MPI_Allreduce (a core per rank)");
 }
 
 void add_emulation_options(CLI::App* cmd, TrainOptions& o) {
@@ -254,6 +257,7 @@ nlohmann::json train_options_json(const TrainOptions& o) {
           {"bucket_mb", o.bucket_mb},
           {"overlap", o.overlap ? "on" : "off"},
           {"segment_kb", o.segment_kb},
+          {"comm_wait", enum_name(o.comm_wait)},
           {"check_replicas", o.check_replicas},
           {"ingress_gbps", o.ingress_gbps},
           {"compute", name(o.compute)},

@@ -51,6 +51,7 @@ struct TrainOptions {
   int segment_kb = 1024;
   long check_replicas = 0;
   double timeout_s = 30;
+  comm::WaitMode comm_wait = comm::WaitMode::Adaptive;  // how the ring's thread waits for messages
   double ingress_gbps = 0;  // cap on batch ingress (e.g. 3 to emulate H100 CC's bounce buffers)
   // Emulated GPU compute and links (overhead studies of paper-scale models on a small machine).
   ComputeMode compute = ComputeMode::Real;
