@@ -82,6 +82,8 @@ void RingAllreduce::allreduce_sum(float* data, std::size_t count, const MessageC
   if (data == nullptr) throw RunError(ring_name(*memory_) + ": null buffer");
   const auto begin = Profiler::Clock::now();
   prepare(count, id);
+  fuse_ = eager_sends();
+  early_sends_.clear();
   memory_->wait_queued();  // the first sends read `data`: whatever produced it must be done
   const auto p = static_cast<std::uint32_t>(size_);
   for (std::uint32_t s = 0; s + 1 < p; ++s) run_hop(data, geo_.scatter_reduce_hop(s));
@@ -102,14 +104,18 @@ void RingAllreduce::run_hop(float* data, const RingHop& h) {
   // while we pull and add its segments (no lock-step between the two).
   const bool slotted = reduce_slots_ > 0 && h.phase == MessagePhase::ScatterReduce;
   if (!windowed) post_receives(data, h, 0, slotted ? std::min(n_in, reduce_slots_) : n_in);
-  if (eager) send_segments(data, h, 0, n_out);
+  if (fused_gather(h)) {
+    std::swap(sends_, early_sends_);  // sent segment by segment as the last scatter-reduce hop added them
+  } else if (eager) {
+    send_segments(data, h, 0, n_out, sends_);
+  }
   // Pipeline, in windows of w segments (w = the channel's crypto parallelism, 1 by default): our
   // segments [k, k+w) are sealed and go out, then the neighbour's segments [k, k+w) are finished.
   // Every rank forms the same windows.
   const std::size_t w = std::max<std::size_t>(channel_->parallelism(), 1);
   for (std::size_t k = 0; k < std::max(n_in, n_out); k += w) {
     if (windowed && k < n_in) post_receives(data, h, k, std::min(n_in, k + w));
-    if (!eager && k < n_out) send_segments(data, h, k, std::min(n_out, k + w));
+    if (!eager && k < n_out) send_segments(data, h, k, std::min(n_out, k + w), sends_);
     if (k < n_in) {
       finish_receives(data, h, k, std::min(n_in, k + w));
     } else if (windowed) {
@@ -136,6 +142,13 @@ bool RingAllreduce::eager_sends() const {
          !memory_->windowed_receives();
 }
 
+// True for the first all-gather hop of a fused call: its segments went out during the last
+// scatter-reduce hop, each as soon as it was added in (still in cache, and without waiting for the
+// hop's end). Its chunk is the one that hop finished, so only timing changes, never a byte or context.
+bool RingAllreduce::fused_gather(const RingHop& h) const {
+  return fuse_ && h.phase == MessagePhase::AllGather && h.index == 0;
+}
+
 // Posts the receives of segments [k0, k1) of the incoming chunk.
 void RingAllreduce::post_receives(float* data, const RingHop& h, std::size_t k0, std::size_t k1) {
   const int prev = (rank_ + size_ - 1) % size_;
@@ -156,8 +169,9 @@ void RingAllreduce::post_receives(float* data, const RingHop& h, std::size_t k0,
   }
 }
 
-// Seals segments [k0, k1) of the outgoing chunk (one batch) and posts their sends.
-void RingAllreduce::send_segments(float* data, const RingHop& h, std::size_t k0, std::size_t k1) {
+// Seals segments [k0, k1) of the outgoing chunk (one batch) and posts their sends, appended to `sent`.
+void RingAllreduce::send_segments(float* data, const RingHop& h, std::size_t k0, std::size_t k1,
+                                  std::vector<Request>& sent) {
   const int next = (rank_ + 1) % size_;
   const RingRange out = geo_.chunk(h.send_chunk);
   const bool pass = channel_->pass_through();
@@ -180,7 +194,7 @@ void RingAllreduce::send_segments(float* data, const RingHop& h, std::size_t k0,
     const RingRange seg = geo_.segment(out, k);
     std::span<const std::byte> wire = bytes_of(data + seg.offset, seg.count);  // pass-through: user memory
     if (!pass) wire = scratch_.wire_out.subspan(geo_.wire_offset(k), wire.size() + channel_->overhead());
-    sends_.push_back(t_.isend(next, wire, opt_.tag));
+    sent.push_back(t_.isend(next, wire, opt_.tag));
     count(prof_, Counter::MessagesSent, Counter::BytesSent, wire.size());
   }
 }
@@ -211,15 +225,20 @@ void RingAllreduce::finish_receives(float* data, const RingHop& h, std::size_t k
   }
   if (!open_jobs_.empty()) channel_->open_batch(open_jobs_);  // throws naming the context on failure
   if (!reduce) return;
-  ScopedPhase timer(prof_, Phase::Reduce, Lane::Comm);
-  for (std::size_t k = k0; k < k1; ++k) {
-    const RingRange seg = geo_.segment(in, k);
-    if (opt_.emulated_reduce) {
-      opt_.emulated_reduce(seg.count);
-    } else {
-      memory_->add_into(data + seg.offset, reduce_slot(in, k), seg.count);
+  {
+    ScopedPhase timer(prof_, Phase::Reduce, Lane::Comm);
+    for (std::size_t k = k0; k < k1; ++k) {
+      const RingRange seg = geo_.segment(in, k);
+      if (opt_.emulated_reduce) {
+        opt_.emulated_reduce(seg.count);
+      } else {
+        memory_->add_into(data + seg.offset, reduce_slot(in, k), seg.count);
+      }
     }
   }
+  // Fused: the last scatter-reduce hop finished these segments of our chunk; they open the all-gather.
+  if (fuse_ && h.index + 2 == static_cast<std::uint32_t>(size_))
+    send_segments(data, geo_.all_gather_hop(0), k0, k1, early_sends_);
   // Slots: the ones just added in are free for the segments `reduce_slots_` further on.
   if (reduce_slots_ > 0)
     post_receives(data, h, std::min(k0 + reduce_slots_, geo_.segments(in)),

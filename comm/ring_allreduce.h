@@ -94,7 +94,9 @@ class RingAllreduce {
   bool eager_sends() const;
   float* reduce_slot(const RingRange& in, std::size_t k) const;
   void post_receives(float* data, const RingHop& h, std::size_t k0, std::size_t k1);
-  void send_segments(float* data, const RingHop& h, std::size_t k0, std::size_t k1);
+  void send_segments(float* data, const RingHop& h, std::size_t k0, std::size_t k1,
+                     std::vector<Request>& sent);
+  bool fused_gather(const RingHop& h) const;
   void finish_receives(float* data, const RingHop& h, std::size_t k0, std::size_t k1);
   void check_length(std::size_t got, std::size_t expected, int prev, const MessageContext& ctx) const;
   std::size_t wait(Request& r, const MessageContext& ctx);
@@ -116,6 +118,8 @@ class RingAllreduce {
 
   // Request and job lists (capacity kept between calls). recvs_[k] is segment k of the current hop.
   std::vector<Request> sends_;
+  std::vector<Request> early_sends_;  // the first all-gather hop's, posted during the last scatter-reduce hop
+  bool fuse_ = false;  // this call fuses the last scatter-reduce hop with the first all-gather hop
   std::vector<Request> recvs_;
   std::vector<Channel::SealJob> seal_jobs_;
   std::vector<Channel::OpenJob> open_jobs_;

@@ -28,6 +28,7 @@
 #include "engine/core/error.h"
 #include "engine/core/rng.h"
 #include "engine/gradient_reduction.h"
+#include "engine/host_layout.h"
 #include "engine/optimizer.h"
 #include "engine/tee_session.h"
 #include "models/resnet/resnet.h"
@@ -78,8 +79,9 @@ struct AllreduceBenchOptions {
   std::vector<std::string> modes = {"ring", "mpi"};
   bool modes_given = false;  // --modes on the command line (else the default depends on --tee)
   int segment_kb = 1024;
-  // Both algorithms poll as MPI_Allreduce does by default: a fair race (comm/transport.h WaitPolicy).
-  comm::WaitMode comm_wait = comm::WaitMode::Busy;
+  // Unset: poll as Open MPI's MPI_Allreduce does (busy, adaptive when ranks outnumber cores), a fair
+  // race (engine/host_layout.h fair_wait_mode).
+  std::optional<comm::WaitMode> comm_wait;
   // The TEE flags that shape the ring's traffic, with train's names and defaults; ingress and
   // at-rest keys do not apply to a benchmark of the ring alone.
   TeeOptions tee;
@@ -97,7 +99,7 @@ nlohmann::json allreduce_config_json(const AllreduceBenchOptions& o) {
           {"iters", o.iters},
           {"modes", o.modes},
           {"segment_kb", o.segment_kb},
-          {"comm_wait", enum_name(o.comm_wait)},
+          {"comm_wait", enum_name(*o.comm_wait)},
           {"tee", tee_json(o.tee)}};
 }
 
@@ -157,7 +159,7 @@ void print_allreduce_header(const AllreduceBenchOptions& o, const TeeSwitches& t
   std::printf("# machine: %s\n", machine_line().c_str());
   std::printf(
       "# ring waits: %s (--comm-wait); vs_mpi = MPI_Allreduce's time / this one's, iterations interleaved\n",
-      enum_name(o.comm_wait));
+      enum_name(*o.comm_wait));
   std::printf(
       "# busbw = algbw * 2(P-1)/P (nccl-tests convention); time = max over ranks, median over "
       "iterations\n");
@@ -182,7 +184,7 @@ void write_allreduce_json(const AllreduceBenchOptions& o, const std::vector<comm
                    {"algbw_gbps", r.algbw_gbps},
                    {"busbw_gbps", r.busbw_gbps},
                    {"speedup_vs_mpi", r.speedup_vs_mpi},
-                   {"comm_wait", enum_name(o.comm_wait)},
+                   {"comm_wait", enum_name(*o.comm_wait)},
                    {"correct", r.correct}});
   }
   std::ofstream f(o.json);
@@ -194,7 +196,8 @@ void run_allreduce(AllreduceBenchOptions o) {
   const TeeSwitches ts = resolve_tee(o.tee.settings, /*gpu_gradients=*/false);
   choose_modes(o, ts.on);
   comm::MpiTransport mpi_transport(MPI_COMM_WORLD);
-  mpi_transport.set_wait_policy({.mode = o.comm_wait});  // before the adversary's decorator copies it
+  if (!o.comm_wait) o.comm_wait = fair_wait_mode();
+  mpi_transport.set_wait_policy({.mode = *o.comm_wait});  // before the adversary's decorator copies it
   AdversaryWire wire(mpi_transport, o.tee.adversary, ts.on);
   comm::Transport& transport = wire.transport();
   const bool root = transport.rank() == 0;
@@ -470,7 +473,8 @@ void register_bench_allreduce(CLI::App* bench) {
       ->capture_default_str();
   add_enum_option(a, "--comm-wait", ar->comm_wait,
                   "How the ring waits for a message: busy polls like MPI_Allreduce (a core per rank); "
-                  "adaptive yields, then naps (train's default: leaves cores to compute)");
+                  "adaptive yields, then naps (train's default). Default: busy, adaptive when ranks "
+                  "outnumber the host's cores (as Open MPI yields when oversubscribed)");
   auto* tg = a->add_option_group("TEE mode (sealed ring, as `teetrain train --tee`)");
   TeeSettings& t = ar->tee.settings;
   add_enum_option(tg, "--tee", t.mode,

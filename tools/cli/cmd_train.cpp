@@ -23,6 +23,7 @@
 #include "engine/emulated_model.h"
 #include "engine/freshness.h"
 #include "engine/gradient_reduction.h"
+#include "engine/host_layout.h"
 #include "engine/key_file.h"
 #include "engine/sealed_codec.h"
 #include "engine/tee_session.h"
@@ -39,19 +40,6 @@ namespace tt::cli {
 namespace {
 
 // Ranks sharing this host split its cores between them unless --threads says otherwise.
-int ranks_on_this_host() {
-  MPI_Comm local = MPI_COMM_NULL;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
-  int local_ranks = 1;
-  MPI_Comm_size(local, &local_ranks);
-  MPI_Comm_free(&local);
-  return local_ranks;
-}
-
-int host_cores() {
-  return static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
-}
-
 int default_threads(int requested) {
   if (requested > 0) return requested;
   return std::max(1, host_cores() / ranks_on_this_host());

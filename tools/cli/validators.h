@@ -1,6 +1,7 @@
 // Number validators with messages a user can act on (CLI11's own range checks print DBL_MAX).
 #pragma once
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,19 @@ CLI::Option* add_enum_option(CLI::App* g, const std::string& flag, E& target,
           flag, [&target](const std::string& v) { target = *parse_enum<E>(v); }, description)
       ->check(CLI::IsMember(names))
       ->default_str(enum_name(target));
+}
+
+// The same for a choice whose default is decided later (std::nullopt until given; the help says "auto").
+template <typename E>
+CLI::Option* add_enum_option(CLI::App* g, const std::string& flag, std::optional<E>& target,
+                             const std::string& description) {
+  std::vector<std::string> names;
+  for (const auto& [n, e] : EnumNames<E>::all) names.emplace_back(n);
+  return g
+      ->add_option_function<std::string>(
+          flag, [&target](const std::string& v) { target = *parse_enum<E>(v); }, description)
+      ->check(CLI::IsMember(names))
+      ->default_str("auto");
 }
 
 // on|off as a bool.

@@ -1,0 +1,17 @@
+// How the ranks of a run sit on this host: its cores, and how many ranks share them. Decides default
+// thread counts and how a waiting communication thread may poll.
+#pragma once
+#include "comm/transport.h"
+
+namespace tt {
+
+// Hardware threads of this host (at least 1).
+int host_cores();
+// Ranks of MPI_COMM_WORLD on this host (MPI_COMM_TYPE_SHARED), 1 without MPI peers. Collective.
+int ranks_on_this_host();
+// Busy polling, as MPI_Allreduce does, while each rank has a core of its own; adaptive (yield, then
+// nap) once ranks outnumber cores — a spinning rank would then hold the core its peer needs, which is
+// why Open MPI itself yields when oversubscribed. Collective (it counts the ranks on the host).
+comm::WaitMode fair_wait_mode();
+
+}  // namespace tt
