@@ -61,8 +61,9 @@ void RingAllreduce::prepare(std::size_t count, const MessageContext& id) {
   // chunk of scratch: a slot is added in right after it lands, while it is still in cache, and the
   // scratch stays small enough to stay there (a chunk-sized one streams through memory at 16 MiB).
   const std::size_t segs = geo_.segments(RingRange{0, geo_.max_chunk()});
+  eager_ = eager_sends();
   reduce_slots_ = 0;
-  if (eager_sends() && segs > 2) {
+  if (eager_ && segs > 2) {
     reduce_slots_ =
         std::clamp<std::size_t>(kReduceSlotBytes / (geo_.segment_elems() * sizeof(float)), 2, segs);
   }
@@ -82,7 +83,6 @@ void RingAllreduce::allreduce_sum(float* data, std::size_t count, const MessageC
   if (data == nullptr) throw RunError(ring_name(*memory_) + ": null buffer");
   const auto begin = Profiler::Clock::now();
   prepare(count, id);
-  fuse_ = eager_sends();
   early_sends_.clear();
   memory_->wait_queued();  // the first sends read `data`: whatever produced it must be done
   const auto p = static_cast<std::uint32_t>(size_);
@@ -96,7 +96,6 @@ void RingAllreduce::run_hop(float* data, const RingHop& h) {
   const std::size_t n_in = geo_.segments(geo_.chunk(h.recv_chunk));
   const std::size_t n_out = geo_.segments(geo_.chunk(h.send_chunk));
   const bool windowed = memory_->windowed_receives();
-  const bool eager = eager_sends();
   sends_.clear();
   recvs_.clear();
   // Post every receive of the hop first, unless the memory's transport needs matched windows; then,
@@ -106,7 +105,7 @@ void RingAllreduce::run_hop(float* data, const RingHop& h) {
   if (!windowed) post_receives(data, h, 0, slotted ? std::min(n_in, reduce_slots_) : n_in);
   if (fused_gather(h)) {
     std::swap(sends_, early_sends_);  // sent segment by segment as the last scatter-reduce hop added them
-  } else if (eager) {
+  } else if (eager_) {
     send_segments(data, h, 0, n_out, sends_);
   }
   // Pipeline, in windows of w segments (w = the channel's crypto parallelism, 1 by default): our
@@ -115,7 +114,7 @@ void RingAllreduce::run_hop(float* data, const RingHop& h) {
   const std::size_t w = std::max<std::size_t>(channel_->parallelism(), 1);
   for (std::size_t k = 0; k < std::max(n_in, n_out); k += w) {
     if (windowed && k < n_in) post_receives(data, h, k, std::min(n_in, k + w));
-    if (!eager && k < n_out) send_segments(data, h, k, std::min(n_out, k + w), sends_);
+    if (!eager_ && k < n_out) send_segments(data, h, k, std::min(n_out, k + w), sends_);
     if (k < n_in) {
       finish_receives(data, h, k, std::min(n_in, k + w));
     } else if (windowed) {
@@ -146,7 +145,7 @@ bool RingAllreduce::eager_sends() const {
 // scatter-reduce hop, each as soon as it was added in (still in cache, and without waiting for the
 // hop's end). Its chunk is the one that hop finished, so only timing changes, never a byte or context.
 bool RingAllreduce::fused_gather(const RingHop& h) const {
-  return fuse_ && h.phase == MessagePhase::AllGather && h.index == 0;
+  return eager_ && h.phase == MessagePhase::AllGather && h.index == 0;
 }
 
 // Posts the receives of segments [k0, k1) of the incoming chunk.
@@ -237,7 +236,7 @@ void RingAllreduce::finish_receives(float* data, const RingHop& h, std::size_t k
     }
   }
   // Fused: the last scatter-reduce hop finished these segments of our chunk; they open the all-gather.
-  if (fuse_ && h.index + 2 == static_cast<std::uint32_t>(size_))
+  if (eager_ && h.index + 2 == static_cast<std::uint32_t>(size_))
     send_segments(data, geo_.all_gather_hop(0), k0, k1, early_sends_);
   // Slots: the ones just added in are free for the segments `reduce_slots_` further on.
   if (reduce_slots_ > 0)

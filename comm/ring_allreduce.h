@@ -10,7 +10,9 @@
 //
 // Each chunk travels as segments of `segment_bytes` (0: one message per chunk). Within a hop every
 // receive is posted first. Plaintext: every send is posted next, then receives are finished (and added
-// in) in order, so the neighbour pulls our segments while we add its own. Sealed: "seal and send
+// in) in order, so the neighbour pulls our segments while we add its own; scatter-reduce receives cycle
+// through 1 MiB of segment slots (added in while still in cache), and each segment the last
+// scatter-reduce hop finishes goes out at once as the first all-gather hop's message. Sealed: "seal and send
 // segment k, finish receive k" runs for k = 0, 1, ...: sealing our segment k+1 overlaps the wire time
 // of segment k, and opening/adding segment k overlaps the neighbour's segment k+1 in flight. A channel with a
 // crypto pool or a GPU (parallelism() = w > 1) gets windows of w segments to seal or open at once.
@@ -23,7 +25,8 @@
 //
 // The channel decides what goes on the wire:
 // - pass-through (PlainChannel): zero copies — sends read user memory, all-gather receives land in user
-//   memory, scatter-reduce receives land in a scratch chunk and are added in.
+//   memory, scatter-reduce receives land in reduce scratch (segment slots on the host, a chunk on a
+//   GPU) and are added in.
 // - sealing (tee/, or the GPU codec for device memory): seal into a wire scratch, open into the reduce
 //   scratch (or straight into user memory in all-gather). AllGatherMode::ForwardWire makes the all-gather
 //   seal each finished chunk once (by its owner) and forward the received wire bytes unchanged; PerHop
@@ -119,7 +122,9 @@ class RingAllreduce {
   // Request and job lists (capacity kept between calls). recvs_[k] is segment k of the current hop.
   std::vector<Request> sends_;
   std::vector<Request> early_sends_;  // the first all-gather hop's, posted during the last scatter-reduce hop
-  bool fuse_ = false;  // this call fuses the last scatter-reduce hop with the first all-gather hop
+  // This call's eager_sends(): sends posted up front, reduce slots, and the last scatter-reduce hop
+  // fused with the first all-gather hop.
+  bool eager_ = false;
   std::vector<Request> recvs_;
   std::vector<Channel::SealJob> seal_jobs_;
   std::vector<Channel::OpenJob> open_jobs_;

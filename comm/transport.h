@@ -89,8 +89,9 @@ class Request {
 //   compute threads, and oversubscribed ranks (more ranks than cores) do not starve the very peer they
 //   wait for. The default for training, where the comm thread shares cores with backward.
 // - Busy: polls without pause, as MPI's own progress loop does inside MPI_Allreduce: the lowest latency
-//   (every poll also moves MPI's rendezvous and copies forward), at the price of a whole core. The
-//   default of `bench allreduce`, so the ring and MPI_Allreduce wait the same way.
+//   (every poll also moves MPI's rendezvous and copies forward), at the price of a whole core.
+//   `bench allreduce` uses it while every rank has a core (engine/host_layout.h fair_wait_mode), so
+//   the ring and MPI_Allreduce wait the same way.
 enum class WaitMode : std::uint8_t { Adaptive, Busy };
 struct WaitPolicy {
   WaitMode mode = WaitMode::Adaptive;

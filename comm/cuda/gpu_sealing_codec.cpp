@@ -110,12 +110,17 @@ void GpuSealingCodec::open(const MessageContext& ctx, std::span<const std::byte>
   open_batch(std::span(&job, 1));
 }
 
+// Every wire span is its plaintext plus the seal overhead: the kernels read and write exactly that.
+void GpuSealingCodec::check_sizes(const MessageContext& ctx, std::size_t plain, std::size_t wire) {
+  if (wire != plain + kSealOverhead)
+    throw RunError("gpu sealing codec: " + std::to_string(wire) + " wire bytes for " + std::to_string(plain) +
+                   " plaintext bytes at " + to_string(ctx));
+}
+
 void GpuSealingCodec::seal_batch(std::span<const SealJob> jobs) {
   jobs_.clear();
   for (const SealJob& j : jobs) {
-    if (j.wire.size() != j.plain.size() + kSealOverhead)
-      throw RunError("gpu seal: wire buffer of " + std::to_string(j.wire.size()) + " bytes for " +
-                     std::to_string(j.plain.size()) + " plaintext bytes at " + to_string(j.ctx));
+    check_sizes(j.ctx, j.plain.size(), j.wire.size());
     jobs_.push_back({j.ctx, j.plain.data(), j.wire.data(), j.plain.size()});
   }
   seal_jobs(jobs_);
@@ -124,9 +129,7 @@ void GpuSealingCodec::seal_batch(std::span<const SealJob> jobs) {
 void GpuSealingCodec::open_batch(std::span<const OpenJob> jobs) {
   jobs_.clear();
   for (const OpenJob& j : jobs) {
-    if (j.wire.size() != j.plain.size() + kSealOverhead)
-      throw RunError("gpu open: wire message of " + std::to_string(j.wire.size()) + " bytes for " +
-                     std::to_string(j.plain.size()) + " plaintext bytes at " + to_string(j.ctx));
+    check_sizes(j.ctx, j.plain.size(), j.wire.size());
     jobs_.push_back({j.ctx, j.wire.data(), j.plain.data(), j.plain.size()});
   }
   open_jobs(jobs_);

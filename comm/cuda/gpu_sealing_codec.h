@@ -64,6 +64,7 @@ class GpuSealingCodec final : public Channel {
     std::byte* out;       // wire (seal) or plaintext (open)
     std::size_t plain_bytes;
   };
+  static void check_sizes(const MessageContext& ctx, std::size_t plain, std::size_t wire);
   void seal_jobs(std::span<const Job> jobs);
   void open_jobs(std::span<const Job> jobs);
   struct KeySlot {

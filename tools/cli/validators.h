@@ -41,31 +41,32 @@ inline CLI::Validator non_negative() {
       "NON-NEGATIVE");
 }
 
-// An option spelled as one of an enum's names (engine/run_plan.h EnumNames), stored as the enum: the
-// help lists the names and shows the default's; anything else is refused naming the choices.
-template <typename E>
-CLI::Option* add_enum_option(CLI::App* g, const std::string& flag, E& target,
-                             const std::string& description) {
+// An option spelled as one of an enum's names (engine/run_plan.h EnumNames), stored in `target` (the
+// enum, or a std::optional of it whose default is decided later): the help lists the names and shows
+// `default_name`; anything else is refused naming the choices.
+template <typename E, typename Target>
+CLI::Option* add_enum_choice(CLI::App* g, const std::string& flag, Target& target,
+                             const std::string& description, const std::string& default_name) {
   std::vector<std::string> names;
   for (const auto& [n, e] : EnumNames<E>::all) names.emplace_back(n);
   return g
       ->add_option_function<std::string>(
           flag, [&target](const std::string& v) { target = *parse_enum<E>(v); }, description)
       ->check(CLI::IsMember(names))
-      ->default_str(enum_name(target));
+      ->default_str(default_name);
+}
+
+template <typename E>
+CLI::Option* add_enum_option(CLI::App* g, const std::string& flag, E& target,
+                             const std::string& description) {
+  return add_enum_choice<E>(g, flag, target, description, enum_name(target));
 }
 
 // The same for a choice whose default is decided later (std::nullopt until given; the help says "auto").
 template <typename E>
 CLI::Option* add_enum_option(CLI::App* g, const std::string& flag, std::optional<E>& target,
                              const std::string& description) {
-  std::vector<std::string> names;
-  for (const auto& [n, e] : EnumNames<E>::all) names.emplace_back(n);
-  return g
-      ->add_option_function<std::string>(
-          flag, [&target](const std::string& v) { target = *parse_enum<E>(v); }, description)
-      ->check(CLI::IsMember(names))
-      ->default_str("auto");
+  return add_enum_choice<E>(g, flag, target, description, "auto");
 }
 
 // on|off as a bool.
