@@ -17,6 +17,8 @@ set -uo pipefail
 OUTDIR="${1:-${OUT:-runs/gpu-check}}"
 mkdir -p "$OUTDIR"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp
+# mpirun gives its ranks a terminal: without this GoogleTest colours its summary and the table's rows stay empty.
+export GTEST_COLOR=no
 B=${PREBUILT:-build-gpu}
 TT="$B/teetrain"
 bin() { find "$B" -name "$1" -type f -perm -u+x | head -1; }
