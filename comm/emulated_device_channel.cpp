@@ -5,25 +5,8 @@
 #include <cstring>
 
 #include "engine/core/error.h"
-#include "engine/core/precise_wait.h"
 
 namespace tt::comm {
-namespace {
-// Shorter waits are left queued (sleep granularity is ~50 us; a GPU queue absorbs them the same way).
-constexpr auto kMinWait = std::chrono::microseconds(50);
-}  // namespace
-
-EmulatedGpuQueue::Span EmulatedGpuQueue::run(double s) {
-  seconds_ += s;
-  const auto now = Clock::now();
-  const auto start = std::max(now, due_);
-  due_ = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
-  // The caller may use the result only once the queue has run it: wait, unless only a few
-  // microseconds remain.
-  if (due_ - now > kMinWait) precise_wait_until(due_);
-  return {start, due_};
-}
-
 EmulatedDeviceChannel::EmulatedDeviceChannel(double aead_gbps, bool forward_all_gather, Profiler* profiler,
                                              EmulatedGpuQueue* queue)
     : bytes_per_second_(aead_gbps * 1e9),

@@ -13,38 +13,19 @@
 // Never used with real data: engine/gradient_reduction.cpp builds it only for --compute emulate. Attestation,
 // key agreement, sealed ingress and every other collective still use the real SealedChannel.
 #pragma once
-#include <chrono>
 #include <string>
 
 #include "comm/channel.h"
+#include "engine/core/emulated/gpu_queue.h"
 #include "engine/core/profiler.h"
 
 namespace tt::comm {
 
-// The emulated GPU's work queue on the communication side (one stream): items run one after another;
-// the caller waits (precise_wait_until) only when the queue is more than 50 us ahead of it (a GPU
-// queue absorbs short kernels the same way, and waiting for less costs more than it models). Shared by the
-// device crypto and the ring's emulated adds (--link emulate), which run on the same GPU.
-class EmulatedGpuQueue {
- public:
-  using Clock = std::chrono::steady_clock;
-  struct Span {
-    Clock::time_point start, end;
-  };
-  // Enqueues `seconds` of GPU work and returns when it was (or will be) done.
-  Span run(double seconds);
-  // Total work enqueued so far.
-  double seconds() const { return seconds_; }
-
- private:
-  Clock::time_point due_{};
-  double seconds_ = 0;
-};
-
 class EmulatedDeviceChannel final : public Channel {
  public:
-  // aead_gbps: the emulated GPU's AES-GCM throughput in GB/s (1e9 bytes/s), > 0. `queue`: the GPU's
-  // queue shared with other emulated GPU work (null: a queue of the channel's own).
+  // aead_gbps: the emulated GPU's AES-GCM throughput in GB/s (1e9 bytes/s), > 0. `queue`: the GPU
+  // stream it runs on, shared with the ring's adds (EmulatedBackend::comm_stream(); null: a stream of
+  // the channel's own).
   EmulatedDeviceChannel(double aead_gbps, bool forward_all_gather, Profiler* profiler,
                         EmulatedGpuQueue* queue = nullptr);
 

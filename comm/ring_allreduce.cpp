@@ -134,10 +134,10 @@ void RingAllreduce::run_hop(float* data, const RingHop& h) {
 }
 
 // True when a hop's outgoing segments are ready as the hop starts: user memory goes on the wire as it
-// is (pass-through), no modelled device work must precede each send (charges, an emulated reduce), and
-// the transport takes sends in any grouping (not windowed).
+// is (pass-through), no modelled device work must precede each send (charges, an emulated GPU's adds),
+// and the transport takes sends in any grouping (not windowed).
 bool RingAllreduce::eager_sends() const {
-  return channel_->pass_through() && !channel_->charges() && !opt_.emulated_reduce &&
+  return channel_->pass_through() && !channel_->charges() && !memory_->modelled() &&
          !memory_->windowed_receives();
 }
 
@@ -228,11 +228,7 @@ void RingAllreduce::finish_receives(float* data, const RingHop& h, std::size_t k
     ScopedPhase timer(prof_, Phase::Reduce, Lane::Comm);
     for (std::size_t k = k0; k < k1; ++k) {
       const RingRange seg = geo_.segment(in, k);
-      if (opt_.emulated_reduce) {
-        opt_.emulated_reduce(seg.count);
-      } else {
-        memory_->add_into(data + seg.offset, reduce_slot(in, k), seg.count);
-      }
+      memory_->add_into(data + seg.offset, reduce_slot(in, k), seg.count);
     }
   }
   // Fused: the last scatter-reduce hop finished these segments of our chunk; they open the all-gather.

@@ -39,7 +39,6 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <vector>
 
 #include "comm/channel.h"
@@ -61,9 +60,6 @@ struct RingOptions {
   std::chrono::milliseconds timeout{0};              // per message; 0: the transport's timeout()
   AllGatherMode all_gather = AllGatherMode::PerHop;  // no effect with a pass-through channel
   int tag = tags::kRing;
-  // When set, replaces the add of each received scatter-reduce segment (n floats) into the buffer: the
-  // reduce kernel of an emulated GPU, a wait (--link emulate; the gradients are synthetic).
-  std::function<void(std::size_t n)> emulated_reduce = {};
 };
 
 class RingAllreduce {

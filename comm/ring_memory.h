@@ -7,7 +7,8 @@
 // - when queued work must be finished (never on the host; a stream synchronisation on a GPU),
 // - how receives are posted (a whole hop up front on the host; per window of segments where the
 //   transport needs matching groups on both ends, as NCCL does).
-// HostRingMemory is below; DeviceRingMemory is in comm/cuda/device_ring.h.
+// HostRingMemory is below; DeviceRingMemory is in comm/cuda/device_ring.h; EmulatedRingMemory (an
+// emulated GPU's adds as waits) in comm/emulated_ring_memory.h.
 #pragma once
 #include <cstddef>
 #include <span>
@@ -48,6 +49,9 @@ class RingMemory {
   // deadlock-free). False: post the whole hop's receives first (the neighbour may run ahead without
   // unexpected-message copies).
   virtual bool windowed_receives() const { return false; }
+  // True when add_into stands for device work that is modelled rather than done (an emulated GPU's
+  // kernel: a wait): each send must then follow its adds, so the ring never posts a hop's sends early.
+  virtual bool modelled() const { return false; }
 };
 
 // Host memory: vectors, a vectorised loop, nothing queued.

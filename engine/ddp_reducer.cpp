@@ -59,6 +59,7 @@ void DdpReducer::on_grad_ready(std::size_t from) {
 }
 
 void DdpReducer::launch_ready(std::size_t from) {
+  backend_.publish();  // the communication thread may read [from, num_params) once this returns
   std::lock_guard lock(mu_);
   bool any = false;
   // Buckets are in launch order with decreasing offsets: launch each one whose slice is final.
@@ -101,11 +102,7 @@ void DdpReducer::comm_loop() {
       allreduce_(g, bk.size(), step, static_cast<int>(b));
       {
         ScopedPhase t(profiler_, Phase::Reduce, Lane::Comm, "average");
-        if (opts_.emulated_average) {
-          opts_.emulated_average(bk.size());
-        } else {
-          backend_.scale(g, inv_world, bk.size());
-        }
+        backend_.scale(g, inv_world, bk.size());
       }
       if (profiler_ != nullptr && profiler_->tracing()) {
         profiler_->record("bucket " + std::to_string(b), Lane::Comm, t0, Profiler::Clock::now());

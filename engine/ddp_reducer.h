@@ -40,9 +40,6 @@ using AllreduceFn = std::function<void(float* data, std::size_t count, long step
 struct DdpOptions {
   bool overlap = true;  // launch buckets during backward (false: all after backward)
   int world = 1;
-  // When set, replaces the 1/world scaling of each reduced bucket (n floats): an emulated GPU's kernel,
-  // a wait (--link emulate; the gradients are synthetic).
-  std::function<void(std::size_t n)> emulated_average = {};
 };
 
 class DdpReducer final : public GradReducer {

@@ -11,7 +11,8 @@ comm::RingOptions ring_options(const TeeSwitches& ts, int segment_kb) {
   return ro;
 }
 
-GradientReduction::GradientReduction(const GradientSetup& s) : gpu_(s.gpu) {
+GradientReduction::GradientReduction(const GradientSetup& s)
+    : gpu_(dynamic_cast<EmulatedBackend*>(&s.backend)) {
   const RunPlan& o = s.plan;
   const TeeSwitches& ts = s.tee;
   const bool cuda = s.backend.kind() == DeviceKind::Cuda;
@@ -67,7 +68,7 @@ void GradientReduction::host_ring(const GradientSetup& s, comm::RingOptions ro) 
   // fast with device crypto on an emulated GPU: the ring's messages are sealed "on the GPU", i.e.
   // cost waits at the GPU's AES-GCM rate; every other collective keeps the real sealed channel.
   if (ts.device_crypto && gpu_ != nullptr) {
-    gpu_crypto_.emplace(gpu_->aead_gbps(), ts.forward_ag, &s.profiler, &gpu_queue_);
+    gpu_crypto_.emplace(gpu_->gpu().aead_gbps(), ts.forward_ag, &s.profiler, &gpu_->comm_stream());
   }
   comm::Channel* channel = gpu_crypto_ ? static_cast<comm::Channel*>(&*gpu_crypto_) : &s.channel;
   // --cc-transfer-us: a ring sealed on the host pays H100 CC's fixed cost per bounce-buffer crossing
@@ -78,19 +79,24 @@ void GradientReduction::host_ring(const GradientSetup& s, comm::RingOptions ro) 
   }
   // --link emulate: plaintext messages of the emulated GPUs carry no payload (a token and a wait at
   // the link rate) and the adds are HBM waits; CPU-sealed messages still move, paced at that rate.
-  emulated_links_ = o.link == LinkModel::Emulate;
-  const double link_gbps = o.link_gbps > 0 ? o.link_gbps : emulated_links_ ? gpu_->spec.nvlink_gbps : 0.0;
-  if (emulated_links_ && channel->pass_through()) {
+  const bool emulated_links = o.link == LinkModel::Emulate;
+  const double link_gbps = o.link_gbps > 0  ? o.link_gbps
+                           : emulated_links ? gpu_->gpu().spec.nvlink_gbps
+                                            : 0.0;
+  if (emulated_links && channel->pass_through()) {
     emulated_link_.emplace(s.transport, comm::LinkLimit{link_gbps, {}});
   } else if (link_gbps > 0) {
     link_.emplace(s.transport, comm::LinkLimit{link_gbps, {}});
   }
-  if (emulated_links_)
-    ro.emulated_reduce = [this](std::size_t n) { hbm_kernel(n, 12.0); };  // 2 reads, 1 write
   comm::Transport& wire = emulated_link_ ? static_cast<comm::Transport&>(*emulated_link_)
                           : link_        ? static_cast<comm::Transport&>(*link_)
                                          : s.transport;
-  ring_.emplace(wire, *channel, ro, &s.profiler);
+  if (emulated_links) {
+    gpu_memory_.emplace(*gpu_);
+    ring_.emplace(wire, *channel, *gpu_memory_, ro, &s.profiler);
+  } else {
+    ring_.emplace(wire, *channel, ro, &s.profiler);
+  }
   fn_ = [this](float* g, std::size_t n, long step, int bucket) {
     comm::MessageContext id;
     id.step = static_cast<uint64_t>(step);
@@ -98,15 +104,6 @@ void GradientReduction::host_ring(const GradientSetup& s, comm::RingOptions ro) 
     ring_->allreduce_sum(g, n, id);
   };
   path_ = "ring over " + wire.name() + ", " + channel->name();
-}
-
-std::function<void(std::size_t)> GradientReduction::emulated_average() {
-  if (!emulated_links_) return {};
-  return [this](std::size_t n) { hbm_kernel(n, 8.0); };  // g *= 1/P: one read, one write
-}
-
-void GradientReduction::hbm_kernel(std::size_t n, double bytes_per_float) {
-  gpu_queue_.run(bytes_per_float * static_cast<double>(n) / (gpu_->spec.hbm_gbps * 1e9));
 }
 
 }  // namespace tt

@@ -10,9 +10,10 @@
 //                                            TEE mode; GPU buckets are staged through host memory
 //                                            (H100 CC's bounce-buffer path, the `stage` phase)
 //
-// Emulated GPUs (--compute emulate): fast's device crypto is EmulatedDeviceChannel; with --link emulate
-// the ring's plaintext messages go over EmulatedLinkTransport and its adds and the 1/P averaging are
-// waits on the emulated GPU's queue (emulated_average() for DdpOptions). --link-gbps paces real links.
+// Emulated GPUs (--compute emulate, an EmulatedBackend): fast's device crypto is EmulatedDeviceChannel;
+// with --link emulate the ring's plaintext messages go over EmulatedLinkTransport and its adds are
+// waits on the emulated GPU (EmulatedRingMemory); both run on the backend's communication stream.
+// --link-gbps paces real links.
 #pragma once
 #include <functional>
 #include <memory>
@@ -23,15 +24,16 @@
 #include "comm/cc_transfer_channel.h"
 #include "comm/emulated_device_channel.h"
 #include "comm/emulated_link_transport.h"
+#include "comm/emulated_ring_memory.h"
 #include "comm/mpi_transport.h"
 #include "comm/ring_allreduce.h"
 #include "comm/sealed_channel.h"
 #include "comm/throttled_transport.h"
 #include "engine/core/backend.h"
+#include "engine/core/emulated/emulated_backend.h"
 #include "engine/core/profiler.h"
 #include "engine/ddp_reducer.h"
 #include "engine/device_allreduce.h"
-#include "engine/emulated_model.h"
 #include "engine/nccl_allreduce.h"
 #include "engine/run_plan.h"
 
@@ -50,7 +52,6 @@ struct GradientSetup {
   comm::Transport& transport;   // the host ring's wire: `mpi`, or --adversary's decorator on it
   comm::Channel& channel;       // every inter-rank message's channel (sealed in TEE mode)
   comm::SealedChannel* sealed;  // the same channel when sealed, else null
-  const EmulatedGpu* gpu;       // --compute emulate, else null
   int ranks_on_host = 1;
   Profiler& profiler;
 };
@@ -66,17 +67,12 @@ class GradientReduction {
   const std::string& path() const { return path_; }
   // --cc-transfer-us as applied to the ring (0 when the ring is not sealed on the host).
   double cc_transfer_us() const { return cc_transfers_ ? cc_transfers_->toll_us() : 0.0; }
-  // The reducer's 1/P scaling as an emulated GPU kernel (--link emulate), else empty.
-  std::function<void(std::size_t n)> emulated_average();
 
  private:
-  // Enqueues an elementwise kernel over n floats touching `bytes_per_float` of GPU memory each.
-  void hbm_kernel(std::size_t n, double bytes_per_float);
   void host_ring(const GradientSetup& s, comm::RingOptions ro);
 
-  const EmulatedGpu* gpu_;
-  bool emulated_links_ = false;
-  comm::EmulatedGpuQueue gpu_queue_;  // the emulated GPU's stream: device crypto and emulated adds
+  EmulatedBackend* gpu_;                                // --compute emulate, else null
+  std::optional<comm::EmulatedRingMemory> gpu_memory_;  // --link emulate: the ring's adds on the GPU
   std::optional<comm::EmulatedDeviceChannel> gpu_crypto_;
   std::optional<comm::CcTransferChannel> cc_transfers_;  // wraps the ring's host-sealing channel
   std::optional<comm::ThrottledTransport> link_;

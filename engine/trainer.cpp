@@ -72,12 +72,8 @@ float Trainer::train_step(long step, uint64_t first_sample) {
   ScopedPhase t(&profiler_, Phase::Optimizer);
   // Each micro-step's loss is a mean, so the accumulated gradient is K times the mean gradient.
   const float accum_scale = 1.0f / static_cast<float>(K);
-  // The gradient norm (a full pass over the gradients) is skipped with emulated compute, whose
-  // gradients are placeholders and whose optimizer time is part of the emulation.
-  const double norm = cfg_.grad_norm
-                          ? clip_factor(backend_, model_.grad_data(), model_.num_params(), 0.0f).norm *
-                                static_cast<double>(accum_scale)
-                          : 0.0;
+  const double norm = clip_factor(backend_, model_.grad_data(), model_.num_params(), 0.0f).norm *
+                      static_cast<double>(accum_scale);
   if (!std::isfinite(norm)) {
     throw RunError("step " + std::to_string(step + 1) + ": gradient norm is not finite (" +
                    std::to_string(norm) + "); lower --lr or enable --grad-clip");
@@ -88,6 +84,7 @@ float Trainer::train_step(long step, uint64_t first_sample) {
   }
   last_grad_norm_ = norm;
   optimizer_.step(model_, cfg_.lr.at(step), scale, step + 1);
+  backend_.synchronize();  // a queued optimizer (GPU) belongs to this phase, not the next step's forward
   return static_cast<float>(loss_sum / K);
 }
 

@@ -29,7 +29,6 @@ struct TrainConfig {
   int grad_accum = 1;
   LrSchedule lr;
   float grad_clip = 1.0f;  // max global gradient norm; <= 0 disables clipping
-  bool grad_norm = true;   // compute the gradient norm each step (needed for clipping and metrics)
   OptimizerConfig opt;
   uint64_t seed = 1337;
   long val_every = 0;  // 0: validate only at the end

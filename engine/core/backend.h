@@ -17,7 +17,8 @@
 
 namespace tt {
 
-enum class DeviceKind { Cpu, Cuda };
+// Emulated: a GPU that exists only as time (engine/core/emulated/emulated_backend.h, --compute emulate).
+enum class DeviceKind { Cpu, Cuda, Emulated };
 
 struct AdamWConfig {
   float lr = 3e-4f;
@@ -69,6 +70,11 @@ class Backend {
   virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;  // device to device
   virtual void fill(float* x, float value, std::size_t n) = 0;
   virtual void synchronize() = 0;  // wait for all queued work
+  // Called on the thread that queued work right before it hands results to another thread (DDP's
+  // communication thread takes a finished gradient slice). CPU: nothing is queued. CUDA: the device
+  // ring synchronises with the stream itself. Emulated: waits for its stream, so the other thread
+  // never starts before the emulated GPU has finished the slice.
+  virtual void publish() {}
 
   // ---- elementwise and reductions ---------------------------------------------------------------
   virtual void add(float* out, const float* a, const float* b, std::size_t n) = 0;  // out = a + b
@@ -83,18 +89,19 @@ class Backend {
   // out (B,T,C) = wte[tokens] + wpe[0..T)      tokens (B,T) int32, wte (V,C), wpe (maxT,C)
   virtual void encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B,
                                int T, int C) = 0;
-  virtual void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B, int T,
-                                int C) = 0;
+  virtual void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B,
+                                int T, int C) = 0;
 
   // out (N,C) = (inp - mean) * rstd * weight + bias; mean (N), rstd (N) saved for backward. eps = 1e-5.
   virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
                                  const float* bias, int N, int C) = 0;
-  virtual void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                                  const float* weight, const float* mean, const float* rstd, int N, int C) = 0;
+  virtual void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                  const float* inp, const float* weight, const float* mean, const float* rstd,
+                                  int N, int C) = 0;
 
   // out (N,OC) = inp (N,IC) @ weight (OC,IC)^T + bias (OC)
-  virtual void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int IC,
-                              int OC) = 0;
+  virtual void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N,
+                              int IC, int OC) = 0;
   // dinp (N,IC) += dout @ weight; dweight (OC,IC) += dout^T @ inp; dbias (OC) += sum_n dout
   virtual void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                                const float* weight, int N, int IC, int OC) = 0;
@@ -147,14 +154,14 @@ class Backend {
   //   (B*HW / (B*HW - 1)) for running_var. Needs B*HW > 1.
   // !training: normalizes with running_mean/running_var; mean/rstd (may be null) receive those.
   // Under data parallelism each rank uses its local batch (PyTorch DDP without SyncBatchNorm).
-  virtual void batchnorm_forward(float* out, float* mean, float* rstd, float* running_mean, float* running_var,
-                                 const float* inp, const float* weight, const float* bias, int B, int C, int HW,
-                                 float momentum, float eps, bool training) = 0;
+  virtual void batchnorm_forward(float* out, float* mean, float* rstd, float* running_mean,
+                                 float* running_var, const float* inp, const float* weight, const float* bias,
+                                 int B, int C, int HW, float momentum, float eps, bool training) = 0;
   // Backward of the training-mode forward (batch statistics): dinp (B, C, HW) +=, dweight (C) +=,
   // dbias (C) +=.
-  virtual void batchnorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                                  const float* weight, const float* mean, const float* rstd, int B, int C,
-                                  int HW) = 0;
+  virtual void batchnorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                  const float* inp, const float* weight, const float* mean, const float* rstd,
+                                  int B, int C, int HW) = 0;
 
   // out = max(inp, 0); out may equal inp (in place).
   virtual void relu_forward(float* out, const float* inp, std::size_t n) = 0;
@@ -166,7 +173,8 @@ class Backend {
   // PyTorch's CPU kernel).
   virtual void maxpool2d_forward(float* out, int32_t* argmax, const float* inp, const Pool2dShape& s) = 0;
   // dinp (B, C, H, W) += dout routed through argmax.
-  virtual void maxpool2d_backward(float* dinp, const float* dout, const int32_t* argmax, const Pool2dShape& s) = 0;
+  virtual void maxpool2d_backward(float* dinp, const float* dout, const int32_t* argmax,
+                                  const Pool2dShape& s) = 0;
 
   // Average pooling, padding zeros counted in the divisor k*k (PyTorch's count_include_pad=True).
   virtual void avgpool2d_forward(float* out, const float* inp, const Pool2dShape& s) = 0;

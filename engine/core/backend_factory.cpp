@@ -1,6 +1,7 @@
 #include "engine/core/backend_factory.h"
 
 #include "engine/core/cpu/cpu_backend.h"
+#include "engine/core/emulated/emulated_backend.h"
 #include "engine/core/error.h"
 #ifdef TEETRAIN_HAVE_CUDA
 #include "engine/core/cuda/cuda_backend.h"
@@ -15,7 +16,15 @@ DeviceKind parse_device(const std::string& name) {
 }
 
 const char* device_name(DeviceKind kind) {
-  return kind == DeviceKind::Cuda ? "cuda" : "cpu";
+  switch (kind) {
+    case DeviceKind::Cuda:
+      return "cuda";
+    case DeviceKind::Emulated:
+      return "emulated";
+    case DeviceKind::Cpu:
+      break;
+  }
+  return "cpu";
 }
 
 bool cuda_compiled() {
@@ -35,6 +44,7 @@ int cuda_device_count() {
 }
 
 std::unique_ptr<Backend> make_backend(const BackendOptions& o) {
+  if (o.emulate) return std::make_unique<EmulatedBackend>(*o.emulate);
   if (o.device == DeviceKind::Cpu) return make_cpu_backend(o.threads);
   if (!cuda_compiled()) {
     throw InputError(

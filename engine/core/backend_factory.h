@@ -3,9 +3,11 @@
 // is a clear InputError, never a crash.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "engine/core/backend.h"
+#include "engine/core/emulated/emulated_gpu.h"
 
 namespace tt {
 
@@ -14,11 +16,21 @@ struct BackendOptions {
   int threads = 1;      // CPU backend: OpenMP/OpenBLAS threads
   int cuda_device = 0;  // CUDA backend: device ordinal (callers pass rank % cuda_device_count())
   bool tf32 = false;  // CUDA backend: allow TF32 tensor-core matmuls (FP32 by default, for exact comparisons)
+  std::optional<EmulatedGpu>
+      emulate;  // set: an EmulatedBackend of this GPU (--compute emulate), `device` unused
 };
 
 std::unique_ptr<Backend> make_backend(const BackendOptions& options);
+// Options for a plain backend of `device` with `threads` CPU threads (the rest at their defaults).
+inline BackendOptions backend_options(DeviceKind device, int threads) {
+  BackendOptions o;
+  o.device = device;
+  o.threads = threads;
+  return o;
+}
 
-// "cpu" -> Cpu, "cuda" -> Cuda; anything else is an InputError naming the accepted values.
+// "cpu" -> Cpu, "cuda" -> Cuda (Emulated is chosen by --compute emulate, not by name); anything else is an
+// InputError naming the accepted values.
 DeviceKind parse_device(const std::string& name);
 const char* device_name(DeviceKind kind);
 

@@ -88,6 +88,23 @@ TEST(EmulatedLink, NeedsARate) {
   EXPECT_THROW(EmulatedLinkTransport(world.transport(0), {0.0, {}}), InputError);
 }
 
+// An emulated GPU's ring memory as the ring sees it (comm/emulated_ring_memory.h): adds are modelled,
+// here only counted.
+class CountingMemory final : public RingMemory {
+ public:
+  MemorySpace space() const override { return MemorySpace::Host; }
+  RingScratch scratch(std::size_t reduce_floats, std::size_t wire_bytes) override {
+    return host_.scratch(reduce_floats, wire_bytes);
+  }
+  std::size_t scratch_bytes() const override { return host_.scratch_bytes(); }
+  void add_into(float* /*dst*/, const float* /*src*/, std::size_t n) override { added += n; }
+  bool modelled() const override { return true; }
+  std::size_t added = 0;
+
+ private:
+  HostRingMemory host_;
+};
+
 TEST(EmulatedLink, RingCompletesWithRealCountsAndEmulatedReduce) {
   constexpr int kRanks = 3;
   constexpr std::size_t kCount = 300001;
@@ -99,10 +116,12 @@ TEST(EmulatedLink, RingCompletesWithRealCountsAndEmulatedReduce) {
     Profiler prof(false);
     RingOptions opt;
     opt.segment_bytes = 64 << 10;
-    opt.emulated_reduce = [&, r = t.rank()](std::size_t n) { reduced[static_cast<std::size_t>(r)] += n; };
-    RingAllreduce ring(link, opt, &prof);
+    CountingMemory memory;
+    PlainChannel plain;
+    RingAllreduce ring(link, plain, memory, opt, &prof);
     std::vector<float> v(kCount, 1.0f);
     ring.allreduce_sum(v.data(), v.size(), MessageContext{.step = 1});
+    reduced[static_cast<std::size_t>(t.rank())] = memory.added;
     sent[static_cast<std::size_t>(t.rank())] = prof.count(Counter::BytesSent);
   });
   for (const auto& e : errors) EXPECT_EQ(e, nullptr);

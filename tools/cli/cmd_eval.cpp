@@ -59,7 +59,7 @@ void run_eval(const EvalOptions& o) {
   img.check_model(mo.image_channels, mo.image_size, mo.num_classes);
 
   std::unique_ptr<Backend> backend =
-      make_backend({parse_device(o.device), o.threads > 0 ? o.threads : 2, 0, false});
+      make_backend(backend_options(parse_device(o.device), o.threads > 0 ? o.threads : 2));
   std::unique_ptr<Model> model = make_model(*backend, mo);
   CheckpointStore::load(dir, *codec, *backend, *model, nullptr);
   model->set_training(false);

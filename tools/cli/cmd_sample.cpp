@@ -79,7 +79,7 @@ void run_sample(const SampleOptions& o) {
                      "; sampling prints bytes and needs a byte-level model (vocab 256)");
   }
   std::unique_ptr<Backend> backend =
-      make_backend({parse_device(o.device), o.threads > 0 ? o.threads : 2, 0, false});
+      make_backend(backend_options(parse_device(o.device), o.threads > 0 ? o.threads : 2));
   std::unique_ptr<Model> model = make_model(*backend, mo);
   CheckpointStore::load(dir, *codec, *backend, *model, nullptr);
   auto& gpt = dynamic_cast<Gpt2&>(*model);

@@ -20,7 +20,6 @@
 #include "engine/core/error.h"
 #include "engine/ddp_reducer.h"
 #include "engine/dist_context.h"
-#include "engine/emulated_model.h"
 #include "engine/freshness.h"
 #include "engine/gradient_reduction.h"
 #include "engine/host_layout.h"
@@ -30,7 +29,6 @@
 #include "engine/token_source.h"
 #include "engine/trace_writer.h"
 #include "engine/trainer.h"
-#include "study/emulated_gpt2.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/image_source.h"
 #include "tools/cli/run_report.h"
@@ -235,8 +233,8 @@ void TrainRun::open_data() {
   data_.describe = img_->describe;
 }
 
-// Emulated compute: forward/backward become waits from the model's FLOPs on the chosen GPU, and the
-// optimizer a wait at its memory bandwidth; gradients, buckets, ring, crypto and ingress stay real.
+// Emulated compute: the real model and optimizer run on an EmulatedBackend, whose ops are waits on the
+// chosen GPU; gradients' bytes, buckets, ring, crypto and ingress stay real.
 void TrainRun::build_model() {
   threads_ = default_threads(o_.threads);
   ranks_per_host_ = ranks_on_this_host();
@@ -245,24 +243,23 @@ void TrainRun::build_model() {
   bo.threads = threads_;
   bo.tf32 = o_.tf32;
   if (bo.device == DeviceKind::Cuda) bo.cuda_device = rank_ % std::max(1, cuda_device_count());
-  backend_ = make_backend(bo);
   const bool emulate = o_.compute == ComputeMode::Emulate;
   if (emulate) {
     gpu_ = EmulatedGpu{gpu_spec(o_.gpu),  o_.gpu_precision, o_.gpu_tflops,
                        o_.gpu_efficiency, o_.gpu_aead_gbps, o_.gpu_act_traffic};
-    auto emu = std::make_unique<EmulatedModel>(
-        *backend_, study::emulated_model_config(model_config_json(o_.model), *gpu_));
-    if (rank_ == 0) std::fprintf(stderr, "%s\n", emu->describe().c_str());
-    model_ = std::move(emu);
-  } else {
-    model_ = make_model(*backend_, o_.model);
-    model_->init_params(o_.seed);
+    bo.emulate = *gpu_;
   }
+  backend_ = make_backend(bo);
+  model_ = make_model(*backend_, o_.model);
+  // An emulated GPU's parameters are placeholders (its memory holds zeros): drawing 1.5B random
+  // numbers on the host for gpt2-xl would only cost time and memory.
+  if (!emulate) model_->init_params(o_.seed);
+  if (emulate && rank_ == 0)
+    std::fprintf(stderr, "COMPUTE EMULATED: %s runs on an %s; buckets, ring, crypto and ingress are real\n",
+                 model_->name().c_str(), backend_->describe().c_str());
   tc_ = trainer_config(o_, static_cast<bool>(data_.val));
   tc_.metrics_path = rank_ == 0 ? o_.metrics : "";
-  tc_.grad_norm = !emulate;
-  optimizer_ = emulate ? std::make_unique<EmulatedOptimizer>(model_->num_params(), *gpu_)
-                       : make_optimizer(*backend_, tc_.opt, model_->num_params());
+  optimizer_ = make_optimizer(*backend_, tc_.opt, model_->num_params());
   if (o_.check_replicas > 0) {
     tc_.after_step = [this](long step) {
       if (step % o_.check_replicas == 0) dist_->check_replicas(*backend_, *model_, step);
@@ -319,14 +316,13 @@ void TrainRun::restore_or_broadcast() {
 // Gradient reduction on the reducer's communication thread: one path, chosen by the engine from the plan.
 void TrainRun::build_reducer() {
   grads_.emplace(GradientSetup{plan_, ts_, *backend_, *mpi_, wire_->transport(), *channel_,
-                               tee_session_ ? &tee_session_->channel() : nullptr, gpu_ ? &*gpu_ : nullptr,
-                               ranks_per_host_, profiler_});
+                               tee_session_ ? &tee_session_->channel() : nullptr, ranks_per_host_,
+                               profiler_});
   const std::size_t cap = static_cast<std::size_t>(o_.bucket_mb * 1024.0 * 1024.0);
   buckets_ = plan_buckets(model_->params(), model_->num_params(),
                           std::min<std::size_t>(std::size_t{1} << 20, cap), cap);
   if (world_ == 1) return;
   DdpOptions ddp{o_.overlap, world_};
-  ddp.emulated_average = grads_->emulated_average();
   reducer_ = std::make_unique<DdpReducer>(*backend_, *model_, buckets_, grads_->fn(), ddp, &profiler_);
 }
 

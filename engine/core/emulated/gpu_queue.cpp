@@ -1,0 +1,41 @@
+#include "engine/core/emulated/gpu_queue.h"
+
+#include <algorithm>
+
+#include "engine/core/precise_wait.h"
+
+namespace tt {
+
+EmulatedGpuQueue::Span EmulatedGpuQueue::run(double s) {
+  Span span;
+  const auto now = Clock::now();
+  {
+    std::lock_guard lock(mu_);
+    seconds_ += s;
+    span.start = std::max(now, due_);
+    due_ = span.start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+    span.end = due_;
+  }
+  // Past the slack the caller catches up completely: few long waits (mostly asleep) rather than many
+  // short ones (mostly spinning), which would take the cores the host's own threads need.
+  if (span.end - now > slack_) wait_until(span.end);
+  return span;
+}
+
+void EmulatedGpuQueue::wait() { wait_until(due()); }
+
+void EmulatedGpuQueue::wait_until(Clock::time_point t) {
+  if (Clock::now() < t) precise_wait_until(t);
+}
+
+EmulatedGpuQueue::Clock::time_point EmulatedGpuQueue::due() const {
+  std::lock_guard lock(mu_);
+  return due_;
+}
+
+double EmulatedGpuQueue::seconds() const {
+  std::lock_guard lock(mu_);
+  return seconds_;
+}
+
+}  // namespace tt

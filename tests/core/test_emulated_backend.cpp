@@ -1,0 +1,150 @@
+// The emulated GPU backend: the GPU table, op costs from shapes, waits on its streams, aliased
+// memory that keeps holding zeros. Timing checks are lower bounds only (a busy machine may wake
+// late, never early), so they cannot flake.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "engine/core/backend_factory.h"
+#include "engine/core/buffer.h"
+#include "engine/core/emulated/emulated_backend.h"
+#include "engine/core/error.h"
+
+namespace tt {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// 1 TFLOP/s x 1.0: a matmul of N x IC x OC costs 2 N IC OC ps, plus the transformer kernel's fixed cost.
+EmulatedGpu slow_gpu() {
+  EmulatedGpu g{gpu_spec("h100"), "tf32"};
+  g.tflops_override = 1.0;
+  g.efficiency_override = 1.0;
+  return g;
+}
+
+TEST(EmulatedGpu, TableAndOverrides) {
+  EXPECT_EQ(gpu_specs().size(), 4u);
+  EmulatedGpu g{gpu_spec("h100"), "bf16"};
+  EXPECT_NEAR(g.flops_per_second(), 989.4e12 * kMeasuredMatmulEfficiency, 1e9);
+  EXPECT_NEAR(g.conv_flops_per_second(), 989.4e12 * kMeasuredConvEfficiency, 1e9);
+  // Element-wise: the measured traffic factor at 80% of 3.35 TB/s, 2-byte activations in bf16.
+  EXPECT_NEAR(g.elementwise_seconds(1e9), 1e9 * kMeasuredActTraffic * 0.5 / (3350e9 * 0.8), 1e-12);
+  g.precision = "tf32";
+  EXPECT_NEAR(g.flops_per_second(), 494.7e12 * 0.76, 1e9);
+  EXPECT_NEAR(g.elementwise_seconds(1e9), 1e9 * kMeasuredActTraffic / (3350e9 * 0.8), 1e-12);
+  g.precision = "fp32";
+  EXPECT_NEAR(g.conv_flops_per_second(), 67e12 * kMeasuredConvEfficiencyFp32, 1e9);
+  g.act_traffic_override = 0;
+  EXPECT_EQ(g.elementwise_seconds(1e9), 0.0);
+  g.act_traffic_override = 2;
+  EXPECT_NEAR(g.elementwise_seconds(1e9), 1e9 * 2.0 / (3350e9 * 0.8), 1e-12);
+  EXPECT_NEAR(g.optimizer_seconds(1e9), 1e9 / (3350e9 * 0.6), 1e-12);
+  g.efficiency_override = 0.5;
+  g.tflops_override = 100;
+  EXPECT_NEAR(g.flops_per_second(), 50e12, 1.0);
+  EXPECT_THROW(gpu_spec("tpu"), InputError);
+  g.precision = "int4";
+  g.tflops_override = 0;
+  EXPECT_THROW((void)g.flops_per_second(), InputError);
+  EXPECT_THROW({ EmulatedBackend b(g); }, InputError);  // refused when built, not in the middle of a run
+}
+
+TEST(EmulatedBackend, OpsCostWhatTheirShapesSay) {
+  EmulatedBackend be(slow_gpu(), EmulatedBackend::Timing::Account);
+  EXPECT_EQ(be.kind(), DeviceKind::Emulated);
+  be.matmul_forward(nullptr, nullptr, nullptr, nullptr, 1000, 500, 100);  // 1e8 FLOPs: 100 us
+  EXPECT_NEAR(be.seconds(EmulatedWork::Matmul), 1e-4 + kMeasuredRowKernelSeconds, 1e-9);
+  be.matmul_backward(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1000, 500, 100);  // no grads asked
+  EXPECT_NEAR(be.seconds(EmulatedWork::Matmul), 1e-4 + 2 * kMeasuredRowKernelSeconds, 1e-9);
+  float g = 0;
+  be.reset_seconds();
+  be.matmul_backward(&g, &g, nullptr, nullptr, nullptr, nullptr, 1000, 500, 100);  // dinp and dweight
+  EXPECT_NEAR(be.seconds(EmulatedWork::Matmul), 2e-4 + kMeasuredRowKernelSeconds, 1e-9);
+  EXPECT_EQ(be.kernels(), 1);
+  // Element-wise: floats read + written; a conv at the conv efficiency; AdamW 28 bytes per parameter.
+  be.reset_seconds();
+  be.relu_forward(nullptr, nullptr, 1000000);
+  EXPECT_NEAR(be.seconds(), be.gpu().elementwise_seconds(8e6), 1e-12);
+  be.reset_seconds();
+  Conv2dShape s{8, 16, 32, 32, 32, 3, 3, 1, 1};
+  be.conv2d_forward(nullptr, nullptr, nullptr, nullptr, nullptr, s);
+  EXPECT_NEAR(be.seconds(), 2.0 * 8 * 32 * 32 * 32 * 16 * 9 / be.gpu().conv_flops_per_second(), 1e-12);
+  be.reset_seconds();
+  be.adamw_update(nullptr, nullptr, nullptr, nullptr, 1000, AdamWConfig{}, 1.0f, 1);
+  EXPECT_NEAR(be.seconds(EmulatedWork::Optimizer), be.gpu().optimizer_seconds(28e3), 1e-15);
+  // Batch norm with fewer channels than SMs runs on fewer SMs (one block per channel in our kernel).
+  be.reset_seconds();
+  be.batchnorm_forward(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 4, 66, 100, 0.1f,
+                       1e-5f, true);
+  EXPECT_NEAR(be.seconds(), be.gpu().elementwise_seconds(3.0 * 4 * 66 * 100 * 4) * 2.0, 1e-12);
+}
+
+TEST(EmulatedBackend, WaitModeWaitsAndSynchronisesAtTheHost) {
+  EmulatedBackend be(slow_gpu());
+  // 20 ms of matmul: the host may run ahead by up to 2 ms, so the call itself has waited >= 18 ms,
+  // and synchronize() (and any result returned to the host) waits for the rest.
+  const auto t0 = Clock::now();
+  be.matmul_forward(nullptr, nullptr, nullptr, nullptr, 1000, 1000, 10000);
+  EXPECT_GE(since(t0), 0.018);
+  be.synchronize();
+  EXPECT_GE(since(t0), 0.020);
+  const auto t1 = Clock::now();
+  for (int i = 0; i < 10; ++i) be.matmul_forward(nullptr, nullptr, nullptr, nullptr, 100, 100, 100);  // tiny
+  EXPECT_EQ(be.sum_squares(nullptr, 10), 0.0);  // placeholders read 0 ...
+  EXPECT_GE(since(t1), 10 * kMeasuredRowKernelSeconds);  // ... once the queued kernels have run
+}
+
+TEST(EmulatedBackend, OtherThreadsRunOnTheCommunicationStream) {
+  EmulatedBackend be(slow_gpu());
+  // 30 ms queued on the compute stream by this thread (it returns up to 2 ms early) ...
+  be.matmul_forward(nullptr, nullptr, nullptr, nullptr, 1000, 1500, 10000);
+  // ... does not delay a short kernel that the communication thread runs meanwhile.
+  double comm_s = 1.0;
+  std::thread t([&] {
+    const auto t0 = Clock::now();
+    be.scale(nullptr, 0.5f, 1000);
+    comm_s = since(t0);
+  });
+  t.join();
+  EXPECT_LT(comm_s, 0.025);
+  EXPECT_GT(be.comm_stream().seconds(), 0.0);
+}
+
+TEST(EmulatedBackend, MemoryIsAliasedAndKeepsHoldingZeros) {
+  EmulatedBackend be(slow_gpu(), EmulatedBackend::Timing::Account, std::size_t{1} << 20);
+  // 1 GiB of address space on a 1 MiB block: every MiB is the same memory.
+  DeviceBuffer big(be, std::size_t{1} << 30);
+  auto* f = big.as<float>();
+  EXPECT_EQ(f[(std::size_t{1} << 28) - 1], 0.0f);
+  // Host values never reach it: copies to the device and fills are costs only.
+  std::vector<float> ones(1000, 1.0f);
+  be.copy_to_device(f, ones.data(), ones.size() * sizeof(float));
+  be.fill(f, 2.0f, 1000);
+  EXPECT_EQ(f[0], 0.0f);
+  EXPECT_GT(be.seconds(EmulatedWork::Transfer), 0.0);
+  // Copies to the host are real (the digest of an emulated run's parameters reads them).
+  std::vector<float> back(1000, 7.0f);
+  be.copy_to_host(back.data(), f + 5, back.size() * sizeof(float));
+  EXPECT_EQ(back[999], 0.0f);
+  f[5] = 3.0f;  // a write through the ring lands in the one block ...
+  EXPECT_EQ(f[5 + (std::size_t{1} << 18)], 3.0f);
+  DeviceBuffer other(be, 4096);
+  EXPECT_EQ(other.as<float>()[5], 3.0f);  // ... which every allocation aliases
+  f[5] = 0.0f;
+}
+
+TEST(EmulatedBackend, MadeByTheFactory) {
+  BackendOptions o;
+  o.emulate = EmulatedGpu{gpu_spec("h200"), "bf16"};
+  auto be = make_backend(o);
+  EXPECT_EQ(be->kind(), DeviceKind::Emulated);
+  EXPECT_NE(be->describe().find("h200 bf16"), std::string::npos);
+  EXPECT_STREQ(device_name(be->kind()), "emulated");
+}
+
+}  // namespace
+}  // namespace tt
