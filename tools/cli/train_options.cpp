@@ -129,14 +129,14 @@ void add_emulation_options(CLI::App* cmd, TrainOptions& o) {
   auto* em = cmd->add_option_group("emulation and tracing (overhead studies)");
   add_enum_option(
       em, "--compute", o.compute,
-      "real: run forward/backward; emulate: replace them by waits computed from the model's FLOPs on --gpu "
-      "(gradients, buckets, ring, crypto and ingress stay real)");
+      "real: run forward/backward; emulate: run the model on an emulated --gpu whose every op is a wait "
+      "computed from its shape (gradients' bytes, buckets, ring, crypto and ingress stay real)");
   em->add_option("--gpu", o.gpu, "GPU whose compute is emulated")
       ->check(CLI::IsMember({"h100", "h200", "a100", "v100"}))
       ->capture_default_str();
   em->add_option("--gpu-precision", o.gpu_precision,
                  "Precision whose peak is used (tf32: what teetrain's CUDA backend runs with --tf32, the "
-                 "measured default; bf16 also halves the activation bytes)")
+                 "default; bf16 also halves the element-wise bytes)")
       ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
       ->capture_default_str();
   em->add_option("--gpu-tflops", o.gpu_tflops, "Override the GPU's peak TFLOP/s (0 = table)")
@@ -147,9 +147,9 @@ void add_emulation_options(CLI::App* cmd, TrainOptions& o) {
       ->check(non_negative())
       ->capture_default_str();
   em->add_option("--gpu-act-traffic", o.gpu_act_traffic,
-                 "Override the HBM bytes moved per activation byte in a forward (backward: twice), paced at "
-                 "80% of the GPU's memory bandwidth (default: table, 5.0 measured for teetrain's CUDA "
-                 "kernels; 0 = compute from FLOPs alone)")
+                 "Override the HBM traffic of element-wise ops per byte they read and write, paced at 80% of "
+                 "the GPU's memory bandwidth (default: table, 1.19 measured for teetrain's CUDA kernels; 0 = "
+                 "no element-wise cost)")
       ->check(non_negative());
   em->add_option("--gpu-aead-gbps", o.gpu_aead_gbps,
                  "Override the emulated GPU's AES-GCM GB/s used by --tee-device-crypto (0 = table, measured "
