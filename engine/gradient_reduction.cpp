@@ -1,8 +1,15 @@
 #include "engine/gradient_reduction.h"
 
 #include "comm/mpi_allreduce.h"
+#include "engine/core/error.h"
 
 namespace tt {
+
+namespace {
+int ranks(const GradientSetup& s) {
+  return s.transport.size();
+}
+}  // namespace
 
 comm::RingOptions ring_options(const TeeSwitches& ts, int segment_kb) {
   comm::RingOptions ro;
@@ -18,26 +25,31 @@ GradientReduction::GradientReduction(const GradientSetup& s)
   const bool cuda = s.backend.kind() == DeviceKind::Cuda;
   const comm::RingOptions ro = ring_options(ts, o.segment_kb);
 
+  const bool device_ring =
+      cuda && o.allreduce == AllreduceAlgo::Ring && (!ts.on || ts.device_crypto) && ranks(s) > 1;
+  if ((o.allreduce != AllreduceAlgo::Ring || device_ring) && s.mpi == nullptr)
+    throw InputError(std::string("--allreduce ") + name(o.allreduce) +
+                     " on this device needs ranks started by mpirun");
   if (o.allreduce == AllreduceAlgo::Nccl) {
-    nccl_ = make_nccl_allreduce(s.backend, s.mpi.comm(), s.mpi.timeout());
+    nccl_ = make_nccl_allreduce(s.backend, s.mpi->comm(), s.mpi->timeout());
     fn_ = nccl_->fn();
     path_ = "ncclAllReduce";
     return;
   }
-  if (cuda && o.allreduce == AllreduceAlgo::Ring && (!ts.on || ts.device_crypto) && s.mpi.size() > 1) {
+  if (device_ring) {
     DeviceRingConfig dc;
     dc.ring = ro;
     dc.sealed = ts.on ? s.sealed : nullptr;
     if (o.link_gbps > 0) dc.link = comm::LinkLimit{o.link_gbps, {}};
     dc.ranks_on_host = s.ranks_on_host;
-    device_ring_ = make_device_allreduce(s.backend, s.mpi, dc, s.profiler);
+    device_ring_ = make_device_allreduce(s.backend, *s.mpi, dc, s.profiler);
     fn_ = device_ring_->fn();
     path_ = device_ring_->describe();
     return;
   }
 
   if (o.allreduce == AllreduceAlgo::Mpi) {
-    fn_ = [&t = s.mpi](float* g, std::size_t n, long, int) { comm::mpi_allreduce_sum(t.comm(), g, n); };
+    fn_ = [&t = *s.mpi](float* g, std::size_t n, long, int) { comm::mpi_allreduce_sum(t.comm(), g, n); };
     path_ = "MPI_Allreduce";
   } else {
     host_ring(s, ro);

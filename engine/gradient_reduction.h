@@ -48,7 +48,7 @@ struct GradientSetup {
   const RunPlan& plan;
   const TeeSwitches& tee;
   Backend& backend;
-  comm::MpiTransport& mpi;      // MPI_Allreduce, NCCL's bootstrap and the device ring
+  comm::MpiTransport* mpi;      // MPI_Allreduce, NCCL's bootstrap and the device ring (null: host ring only)
   comm::Transport& transport;   // the host ring's wire: `mpi`, or --adversary's decorator on it
   comm::Channel& channel;       // every inter-rank message's channel (sealed in TEE mode)
   comm::SealedChannel* sealed;  // the same channel when sealed, else null
@@ -58,7 +58,8 @@ struct GradientSetup {
 
 class GradientReduction {
  public:
-  // Every reference in `s` must outlive this object.
+  // Every reference in `s` must outlive this object. Throws InputError when the plan needs MPI and
+  // `s.mpi` is null (in-process ranks).
   explicit GradientReduction(const GradientSetup& s);
   GradientReduction(const GradientReduction&) = delete;
   GradientReduction& operator=(const GradientReduction&) = delete;

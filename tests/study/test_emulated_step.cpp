@@ -8,10 +8,9 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/core/emulated/emulated_backend.h"
 #include "models/gpt2/gpt2.h"
@@ -88,7 +87,8 @@ EmulatedStep resnet_step(const EmulatedGpu& gpu, const std::string& name, int B,
 }
 
 double measured_step(const nlohmann::json& m) {
-  return m.at("forward_s").get<double>() + m.at("backward_s").get<double>() + m.at("optimizer_s").get<double>();
+  return m.at("forward_s").get<double>() + m.at("backward_s").get<double>() +
+         m.at("optimizer_s").get<double>();
 }
 
 // The step-level model the emulation used before it ran the real model op by op (an EmulatedModel:
@@ -113,10 +113,11 @@ TEST(EmulatedStep, Gpt2MatchesTheMeasuredH200StepsAndTheEarlierEmulation) {
       const EmulatedGpu gpu{gpu_spec("h200"), precision};
       const EmulatedStep e = gpt2_step(gpu, name, B, T);
       const double measured = measured_step(m), before = step_level_model(gpu, name, B, T);
-      std::printf("%-12s %s  emulated %.4f s (fwd %.4f bwd %.4f opt %.4f)  measured %.4f s (x%.3f)  "
-                  "earlier emulation %.4f s (x%.3f)\n",
-                  name, precision, e.total(), e.forward, e.backward, e.optimizer, measured, e.total() / measured,
-                  before, e.total() / before);
+      std::printf(
+          "%-12s %s  emulated %.4f s (fwd %.4f bwd %.4f opt %.4f)  measured %.4f s (x%.3f)  "
+          "earlier emulation %.4f s (x%.3f)\n",
+          name, precision, e.total(), e.forward, e.backward, e.optimizer, measured, e.total() / measured,
+          before, e.total() / before);
       EXPECT_NEAR(e.total() / measured, 1.0, 0.06) << name << " " << precision;
       EXPECT_NEAR(e.total() / before, 1.0, 0.05) << name << " " << precision;
       const StepFlops fl = Gpt2::flops_for(Gpt2Config::preset(name), B, T);
@@ -138,8 +139,9 @@ TEST(EmulatedStep, Gpt2MatchesTheMeasuredH100Steps) {
     const EmulatedGpu gpu{gpu_spec("h100"), "tf32"};
     const EmulatedStep e = gpt2_step(gpu, name, B, T);
     const double measured = measured_step(m), before = step_level_model(gpu, name, B, T);
-    std::printf("%-12s h100 tf32  emulated %.4f s  measured %.4f s (x%.3f)  earlier emulation %.4f s (x%.3f)\n",
-                name, e.total(), measured, e.total() / measured, before, before / measured);
+    std::printf(
+        "%-12s h100 tf32  emulated %.4f s  measured %.4f s (x%.3f)  earlier emulation %.4f s (x%.3f)\n", name,
+        e.total(), measured, e.total() / measured, before, before / measured);
     EXPECT_NEAR(e.total() / measured, 1.0, 0.10) << name;
     EXPECT_LT(std::abs(e.total() / measured - 1.0), std::abs(before / measured - 1.0)) << name;
   }
@@ -151,9 +153,11 @@ TEST(EmulatedStep, ResnetFollowsTheMeasuredH100Steps) {
   for (const char* precision : {"tf32", "fp32"}) {
     double last = 0;
     for (const char* name : {"resnet18", "resnet50", "resnet152"}) {
-      const nlohmann::json m = fixture(std::string("tests/fixtures/step_h100/") + name + "-" + precision + ".json");
+      const nlohmann::json m =
+          fixture(std::string("tests/fixtures/step_h100/") + name + "-" + precision + ".json");
       ASSERT_FALSE(m.empty());
-      const EmulatedStep e = resnet_step(EmulatedGpu{gpu_spec("h100"), precision}, name, m.at("batch").get<int>(), 224);
+      const EmulatedStep e =
+          resnet_step(EmulatedGpu{gpu_spec("h100"), precision}, name, m.at("batch").get<int>(), 224);
       const double measured = measured_step(m);
       std::printf("%-12s %s  emulated %.4f s (fwd %.4f bwd %.4f opt %.4f)  measured %.4f s (x%.3f)\n", name,
                   precision, e.total(), e.forward, e.backward, e.optimizer, measured, e.total() / measured);

@@ -315,7 +315,7 @@ void TrainRun::restore_or_broadcast() {
 
 // Gradient reduction on the reducer's communication thread: one path, chosen by the engine from the plan.
 void TrainRun::build_reducer() {
-  grads_.emplace(GradientSetup{plan_, ts_, *backend_, *mpi_, wire_->transport(), *channel_,
+  grads_.emplace(GradientSetup{plan_, ts_, *backend_, &*mpi_, wire_->transport(), *channel_,
                                tee_session_ ? &tee_session_->channel() : nullptr, ranks_per_host_,
                                profiler_});
   const std::size_t cap = static_cast<std::size_t>(o_.bucket_mb * 1024.0 * 1024.0);

@@ -1,0 +1,171 @@
+// The run plan -> gradient path matrix: every combination of compute, TEE mode, all-reduce and link
+// model on the CPU (CUDA's paths need a GPU and are checked by scripts/gpu-check.sh), each either
+// refused by validate() with a sentence naming the conflict, or built by GradientReduction — the one
+// function `train` takes its gradient path from — on three in-process ranks, where it must name the
+// path it took and, wherever payloads move, leave every rank with the exact sum.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/inproc_transport.h"
+#include "comm/sealed_channel.h"
+#include "engine/core/cpu/cpu_backend.h"
+#include "engine/core/emulated/emulated_backend.h"
+#include "engine/core/error.h"
+#include "engine/gradient_reduction.h"
+#include "tee/digest.h"
+#include "tests/comm/comm_test_util.h"
+
+namespace tt {
+namespace {
+
+using comm::testing::first_wrong;
+using comm::testing::pattern_buffer;
+
+constexpr int kRanks = 3;
+constexpr std::size_t kCount = 100003;  // not a multiple of the ranks or of a segment
+
+tee::SecretBytes secret(const std::string& label) {
+  const auto d = tee::sha256(label);
+  return tee::SecretBytes(tee::ByteView(d));
+}
+
+comm::ChannelKeys keys(int rank) {
+  comm::ChannelKeys k;
+  k.send = secret("link " + std::to_string(rank));
+  k.recv = secret("link " + std::to_string((rank + kRanks - 1) % kRanks));
+  k.group = secret("group");
+  return k;
+}
+
+// The rule the plan follows, written out independently of engine/run_plan.cpp.
+bool refused(const RunPlan& p) {
+  return (p.link == LinkModel::Emulate && p.compute == ComputeMode::Real) ||
+         (p.link == LinkModel::Emulate && p.allreduce != AllreduceAlgo::Ring) ||
+         p.allreduce == AllreduceAlgo::Nccl ||  // needs --device cuda
+         (p.tee.mode != TeeMode::Off && p.allreduce != AllreduceAlgo::Ring);
+}
+
+// What the path must say: the wire, then the channel.
+std::string expected_path(const RunPlan& p, const TeeSwitches& ts) {
+  const bool emulate = p.compute == ComputeMode::Emulate;
+  const bool gpu_sealed = ts.on && ts.device_crypto && emulate;
+  const bool pass_through = !ts.on || gpu_sealed;
+  std::string wire = "inproc";
+  if (p.link == LinkModel::Emulate) wire = pass_through ? "emulated-link(450 GB/s)" : "throttled(inproc)";
+  const std::string channel = !ts.on       ? "plain"
+                              : gpu_sealed ? "emulated-gpu-aead(149 GB/s)"
+                                           : "sealed(aes-256-gcm";
+  return "ring over " + wire + ", " + channel;
+}
+
+struct Outcome {
+  std::string path;
+  long wrong = -1;  // first wrong element on any rank (-1: all exact)
+};
+
+Outcome run_path(const RunPlan& plan) {
+  const TeeSwitches ts = plan.switches();
+  comm::InprocWorld world(kRanks);
+  std::vector<Outcome> out(kRanks);
+  const auto errors = world.run([&](comm::Transport& t) {
+    const int r = t.rank();
+    std::unique_ptr<Backend> backend;
+    if (plan.compute == ComputeMode::Emulate) {
+      backend = std::make_unique<EmulatedBackend>(EmulatedGpu{gpu_spec("h100"), "tf32"});
+    } else {
+      backend = make_cpu_backend(1);
+    }
+    Profiler prof(false);
+    comm::PlainChannel plain;
+    std::unique_ptr<comm::SealedChannel> sealed;
+    if (ts.on)
+      sealed = std::make_unique<comm::SealedChannel>(comm::SealedChannelOptions{r, kRanks}, keys(r), &prof);
+    comm::Channel& channel = sealed ? static_cast<comm::Channel&>(*sealed) : plain;
+    GradientReduction g(GradientSetup{plan, ts, *backend, nullptr, t, channel, sealed.get(), kRanks, prof});
+    std::vector<float> v = pattern_buffer(kCount, r);
+    g.fn()(v.data(), v.size(), 7, 2);
+    out[static_cast<std::size_t>(r)] = {g.path(), first_wrong(v, kRanks)};
+  });
+  for (const auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+  Outcome o = out[0];
+  for (const Outcome& x : out) {
+    EXPECT_EQ(x.path, o.path);
+    if (x.wrong >= 0) o.wrong = x.wrong;
+  }
+  return o;
+}
+
+TEST(GradientPath, EveryCombinationIsRefusedOrBuiltAndSums) {
+  int built = 0, refusals = 0, need_mpi = 0;
+  for (ComputeMode compute : {ComputeMode::Real, ComputeMode::Emulate}) {
+    for (TeeMode tee : {TeeMode::Off, TeeMode::Cc, TeeMode::Fast}) {
+      for (AllreduceAlgo algo : {AllreduceAlgo::Ring, AllreduceAlgo::Mpi, AllreduceAlgo::Nccl}) {
+        for (LinkModel link : {LinkModel::Real, LinkModel::Emulate}) {
+          RunPlan p;
+          p.compute = compute;
+          p.tee.mode = tee;
+          p.allreduce = algo;
+          p.link = link;
+          p.segment_kb = 64;
+          const std::string what =
+              std::string(name(compute)) + "/" + name(tee) + "/" + name(algo) + "/" + name(link);
+          const std::vector<std::string> conflicts = plan_conflicts(p);
+          ASSERT_EQ(!conflicts.empty(), refused(p)) << what;
+          if (!conflicts.empty()) {
+            ++refusals;
+            for (const std::string& c : conflicts) EXPECT_EQ(c.find('\n'), std::string::npos) << what;
+            EXPECT_THROW(validate(p), InputError) << what;
+            continue;
+          }
+          if (algo == AllreduceAlgo::Mpi) {  // in-process ranks have no MPI communicator
+            ++need_mpi;
+            comm::InprocWorld world(1);
+            auto be = make_cpu_backend(1);
+            Profiler prof(false);
+            comm::PlainChannel plain;
+            try {
+              GradientReduction g(
+                  GradientSetup{p, p.switches(), *be, nullptr, world.transport(0), plain, nullptr, 1, prof});
+              ADD_FAILURE() << what << ": built without MPI";
+            } catch (const InputError& e) {
+              EXPECT_NE(std::string(e.what()).find("mpirun"), std::string::npos) << e.what();
+            }
+            continue;
+          }
+          ++built;
+          const Outcome o = run_path(p);
+          EXPECT_EQ(o.path.rfind(expected_path(p, p.switches()), 0), 0u) << what << ": " << o.path;
+          // Emulated links carry no payload and an emulated GPU's ring adds are waits: nothing to sum.
+          if (link == LinkModel::Real) {
+            EXPECT_EQ(o.wrong, -1) << what << ": " << o.path;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(built, 9);      // real: off/cc/fast; emulated: off/cc/fast over real and emulated links
+  EXPECT_EQ(need_mpi, 2);   // MPI_Allreduce: TEE off over real links, real or emulated compute
+  EXPECT_EQ(refusals, 25);  // the other 36 - 9 - 2 combinations
+}
+
+// cc's per-crossing cost applies to a ring sealed on the host, only with emulated GPUs.
+TEST(GradientPath, CcTransferCostWrapsOnlyAHostSealedRing) {
+  RunPlan p;
+  p.compute = ComputeMode::Emulate;
+  p.tee.mode = TeeMode::Cc;
+  p.cc_transfer_us = 100;
+  EXPECT_TRUE(plan_conflicts(p).empty());
+  EXPECT_NE(run_path(p).path.find("cc transfers"), std::string::npos) << run_path(p).path;
+  p.tee.mode = TeeMode::Fast;  // sealed on the (emulated) GPU: no bounce buffer to cross
+  EXPECT_EQ(run_path(p).path.find("cc transfers"), std::string::npos);
+  p.compute = ComputeMode::Real;
+  EXPECT_FALSE(plan_conflicts(p).empty());
+}
+
+}  // namespace
+}  // namespace tt
