@@ -15,6 +15,7 @@
 #include "comm/adversary_spec.h"
 #include "comm/transport.h"
 #include "engine/core/backend.h"
+#include "engine/core/emulated/emulated_gpu.h"
 #include "tee/aead.h"
 
 namespace tt {
@@ -63,6 +64,11 @@ template <>
 struct EnumNames<comm::WaitMode> {
   static constexpr std::pair<const char*, comm::WaitMode> all[] = {{"adaptive", comm::WaitMode::Adaptive},
                                                                    {"busy", comm::WaitMode::Busy}};
+};
+template <>
+struct EnumNames<GpuPrecision> {
+  static constexpr std::pair<const char*, GpuPrecision> all[] = {
+      {"fp32", GpuPrecision::Fp32}, {"tf32", GpuPrecision::Tf32}, {"bf16", GpuPrecision::Bf16}};
 };
 template <>
 struct EnumNames<DeviceKind> {

@@ -16,11 +16,13 @@ namespace tt {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // 1 TFLOP/s x 1.0: a matmul of N x IC x OC costs 2 N IC OC ps, plus the transformer kernel's fixed cost.
 EmulatedGpu slow_gpu() {
-  EmulatedGpu g{gpu_spec("h100"), "tf32"};
+  EmulatedGpu g{gpu_spec("h100"), GpuPrecision::Tf32};
   g.tflops_override = 1.0;
   g.efficiency_override = 1.0;
   return g;
@@ -28,15 +30,15 @@ EmulatedGpu slow_gpu() {
 
 TEST(EmulatedGpu, TableAndOverrides) {
   EXPECT_EQ(gpu_specs().size(), 4u);
-  EmulatedGpu g{gpu_spec("h100"), "bf16"};
+  EmulatedGpu g{gpu_spec("h100"), GpuPrecision::Bf16};
   EXPECT_NEAR(g.flops_per_second(), 989.4e12 * kMeasuredMatmulEfficiency, 1e9);
   EXPECT_NEAR(g.conv_flops_per_second(), 989.4e12 * kMeasuredConvEfficiency, 1e9);
   // Element-wise: the measured traffic factor at 80% of 3.35 TB/s, 2-byte activations in bf16.
   EXPECT_NEAR(g.elementwise_seconds(1e9), 1e9 * kMeasuredActTraffic * 0.5 / (3350e9 * 0.8), 1e-12);
-  g.precision = "tf32";
+  g.precision = GpuPrecision::Tf32;
   EXPECT_NEAR(g.flops_per_second(), 494.7e12 * 0.76, 1e9);
   EXPECT_NEAR(g.elementwise_seconds(1e9), 1e9 * kMeasuredActTraffic / (3350e9 * 0.8), 1e-12);
-  g.precision = "fp32";
+  g.precision = GpuPrecision::Fp32;
   EXPECT_NEAR(g.conv_flops_per_second(), 67e12 * kMeasuredConvEfficiencyFp32, 1e9);
   g.act_traffic_override = 0;
   EXPECT_EQ(g.elementwise_seconds(1e9), 0.0);
@@ -47,8 +49,8 @@ TEST(EmulatedGpu, TableAndOverrides) {
   g.tflops_override = 100;
   EXPECT_NEAR(g.flops_per_second(), 50e12, 1.0);
   EXPECT_THROW(gpu_spec("tpu"), InputError);
-  g.precision = "int4";
   g.tflops_override = 0;
+  g.efficiency_override = 1.5;  // more than the peak
   EXPECT_THROW((void)g.flops_per_second(), InputError);
   EXPECT_THROW({ EmulatedBackend b(g); }, InputError);  // refused when built, not in the middle of a run
 }
@@ -78,8 +80,8 @@ TEST(EmulatedBackend, OpsCostWhatTheirShapesSay) {
   EXPECT_NEAR(be.seconds(EmulatedWork::Optimizer), be.gpu().optimizer_seconds(28e3), 1e-15);
   // Batch norm with fewer channels than SMs runs on fewer SMs (one block per channel in our kernel).
   be.reset_seconds();
-  be.batchnorm_forward(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 4, 66, 100, 0.1f,
-                       1e-5f, true);
+  be.batchnorm_forward(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 4, 66, 100,
+                       0.1f, 1e-5f, true);
   EXPECT_NEAR(be.seconds(), be.gpu().elementwise_seconds(3.0 * 4 * 66 * 100 * 4) * 2.0, 1e-12);
 }
 
@@ -94,7 +96,7 @@ TEST(EmulatedBackend, WaitModeWaitsAndSynchronisesAtTheHost) {
   EXPECT_GE(since(t0), 0.020);
   const auto t1 = Clock::now();
   for (int i = 0; i < 10; ++i) be.matmul_forward(nullptr, nullptr, nullptr, nullptr, 100, 100, 100);  // tiny
-  EXPECT_EQ(be.sum_squares(nullptr, 10), 0.0);  // placeholders read 0 ...
+  EXPECT_EQ(be.sum_squares(nullptr, 10), 0.0);           // placeholders read 0 ...
   EXPECT_GE(since(t1), 10 * kMeasuredRowKernelSeconds);  // ... once the queued kernels have run
 }
 
@@ -139,7 +141,7 @@ TEST(EmulatedBackend, MemoryIsAliasedAndKeepsHoldingZeros) {
 
 TEST(EmulatedBackend, MadeByTheFactory) {
   BackendOptions o;
-  o.emulate = EmulatedGpu{gpu_spec("h200"), "bf16"};
+  o.emulate = EmulatedGpu{gpu_spec("h200"), GpuPrecision::Bf16};
   auto be = make_backend(o);
   EXPECT_EQ(be->kind(), DeviceKind::Emulated);
   EXPECT_NE(be->describe().find("h200 bf16"), std::string::npos);

@@ -74,7 +74,7 @@ Outcome run_path(const RunPlan& plan) {
     const int r = t.rank();
     std::unique_ptr<Backend> backend;
     if (plan.compute == ComputeMode::Emulate) {
-      backend = std::make_unique<EmulatedBackend>(EmulatedGpu{gpu_spec("h100"), "tf32"});
+      backend = std::make_unique<EmulatedBackend>(EmulatedGpu{gpu_spec("h100"), GpuPrecision::Tf32});
     } else {
       backend = make_cpu_backend(1);
     }

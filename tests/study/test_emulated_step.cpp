@@ -86,6 +86,11 @@ EmulatedStep resnet_step(const EmulatedGpu& gpu, const std::string& name, int B,
   return cost_step(be, model, batch, false);
 }
 
+// The fixtures' file names spell the precision.
+GpuPrecision precision_of(const std::string& p) {
+  return p == "fp32" ? GpuPrecision::Fp32 : GpuPrecision::Tf32;
+}
+
 double measured_step(const nlohmann::json& m) {
   return m.at("forward_s").get<double>() + m.at("backward_s").get<double>() +
          m.at("optimizer_s").get<double>();
@@ -110,7 +115,7 @@ TEST(EmulatedStep, Gpt2MatchesTheMeasuredH200StepsAndTheEarlierEmulation) {
           fixture(std::string("tests/fixtures/gpu_size_sweep_h200/") + name + "-" + precision + ".json");
       ASSERT_FALSE(m.empty());
       const int B = m.at("batch").get<int>(), T = m.at("seq").get<int>();
-      const EmulatedGpu gpu{gpu_spec("h200"), precision};
+      const EmulatedGpu gpu{gpu_spec("h200"), precision_of(precision)};
       const EmulatedStep e = gpt2_step(gpu, name, B, T);
       const double measured = measured_step(m), before = step_level_model(gpu, name, B, T);
       std::printf(
@@ -136,7 +141,7 @@ TEST(EmulatedStep, Gpt2MatchesTheMeasuredH100Steps) {
     const nlohmann::json m = fixture(std::string("tests/fixtures/step_h100/") + name + "-tf32.json");
     ASSERT_FALSE(m.empty());
     const int B = m.at("batch").get<int>(), T = m.at("seq").get<int>();
-    const EmulatedGpu gpu{gpu_spec("h100"), "tf32"};
+    const EmulatedGpu gpu{gpu_spec("h100"), GpuPrecision::Tf32};
     const EmulatedStep e = gpt2_step(gpu, name, B, T);
     const double measured = measured_step(m), before = step_level_model(gpu, name, B, T);
     std::printf(
@@ -156,8 +161,8 @@ TEST(EmulatedStep, ResnetFollowsTheMeasuredH100Steps) {
       const nlohmann::json m =
           fixture(std::string("tests/fixtures/step_h100/") + name + "-" + precision + ".json");
       ASSERT_FALSE(m.empty());
-      const EmulatedStep e =
-          resnet_step(EmulatedGpu{gpu_spec("h100"), precision}, name, m.at("batch").get<int>(), 224);
+      const EmulatedStep e = resnet_step(EmulatedGpu{gpu_spec("h100"), precision_of(precision)}, name,
+                                         m.at("batch").get<int>(), 224);
       const double measured = measured_step(m);
       std::printf("%-12s %s  emulated %.4f s (fwd %.4f bwd %.4f opt %.4f)  measured %.4f s (x%.3f)\n", name,
                   precision, e.total(), e.forward, e.backward, e.optimizer, measured, e.total() / measured);
@@ -165,7 +170,8 @@ TEST(EmulatedStep, ResnetFollowsTheMeasuredH100Steps) {
       EXPECT_GT(e.total(), last) << name;
       last = e.total();
       if (std::string(precision) == "tf32") {
-        const EmulatedStep exact = resnet_step(EmulatedGpu{gpu_spec("h100"), "fp32"}, name, 32, 224);
+        const EmulatedStep exact =
+            resnet_step(EmulatedGpu{gpu_spec("h100"), GpuPrecision::Fp32}, name, 32, 224);
         EXPECT_LT(e.total(), exact.total()) << name;
       }
     }

@@ -134,11 +134,9 @@ void add_emulation_options(CLI::App* cmd, TrainOptions& o) {
   em->add_option("--gpu", o.gpu, "GPU whose compute is emulated")
       ->check(CLI::IsMember({"h100", "h200", "a100", "v100"}))
       ->capture_default_str();
-  em->add_option("--gpu-precision", o.gpu_precision,
-                 "Precision whose peak is used (tf32: what teetrain's CUDA backend runs with --tf32, the "
-                 "default; bf16 also halves the element-wise bytes)")
-      ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
-      ->capture_default_str();
+  add_enum_option(em, "--gpu-precision", o.gpu_precision,
+                  "Precision whose peak is used (tf32: what teetrain's CUDA backend runs with --tf32, the "
+                  "default; bf16 also halves the element-wise bytes)");
   em->add_option("--gpu-tflops", o.gpu_tflops, "Override the GPU's peak TFLOP/s (0 = table)")
       ->check(non_negative())
       ->capture_default_str();
@@ -233,47 +231,48 @@ RunPlan run_plan(const TrainOptions& o) {
 }
 
 nlohmann::json train_options_json(const TrainOptions& o) {
-  return {{"model", model_config_json(o.model)},
-          {"data", o.data},
-          {"steps", o.steps},
-          {"batch", o.batch},
-          {"seq", o.seq},
-          {"grad_accum", o.grad_accum},
-          {"lr", o.lr},
-          {"min_lr_frac", o.min_lr_frac},
-          {"warmup", o.warmup},
-          {"schedule", o.schedule},
-          {"grad_clip", o.grad_clip},
-          {"weight_decay", o.weight_decay},
-          {"optimizer", o.optimizer},
-          {"momentum", o.momentum},
-          {"betas", {o.beta1, o.beta2}},
-          {"seed", o.seed},
-          {"val_every", o.val_every},
-          {"val_batches", o.val_batches},
-          {"save_every", o.save_every},
-          {"timing_warmup", o.timing_warmup},
-          {"allreduce", name(o.allreduce)},
-          {"bucket_mb", o.bucket_mb},
-          {"overlap", o.overlap ? "on" : "off"},
-          {"segment_kb", o.segment_kb},
-          {"comm_wait", enum_name(o.comm_wait)},
-          {"check_replicas", o.check_replicas},
-          {"ingress_gbps", o.ingress_gbps},
-          {"compute", name(o.compute)},
-          {"device", enum_name(o.device)},
-          {"tf32", o.tf32},
-          {"gpu", o.compute == ComputeMode::Emulate ? nlohmann::json{{"name", o.gpu},
-                                                                     {"precision", o.gpu_precision},
-                                                                     {"tflops", o.gpu_tflops},
-                                                                     {"efficiency", o.gpu_efficiency},
-                                                                     {"act_traffic", o.gpu_act_traffic},
-                                                                     {"aead_gbps", o.gpu_aead_gbps}}
-                                                    : nlohmann::json(nullptr)},
-          {"link_gbps", o.link_gbps},
-          {"link", name(o.link)},
-          {"cc_transfer_us", o.cc_transfer_us},
-          {"tee", tee_json(o.tee, gpu_gradients(o))}};
+  return {
+      {"model", model_config_json(o.model)},
+      {"data", o.data},
+      {"steps", o.steps},
+      {"batch", o.batch},
+      {"seq", o.seq},
+      {"grad_accum", o.grad_accum},
+      {"lr", o.lr},
+      {"min_lr_frac", o.min_lr_frac},
+      {"warmup", o.warmup},
+      {"schedule", o.schedule},
+      {"grad_clip", o.grad_clip},
+      {"weight_decay", o.weight_decay},
+      {"optimizer", o.optimizer},
+      {"momentum", o.momentum},
+      {"betas", {o.beta1, o.beta2}},
+      {"seed", o.seed},
+      {"val_every", o.val_every},
+      {"val_batches", o.val_batches},
+      {"save_every", o.save_every},
+      {"timing_warmup", o.timing_warmup},
+      {"allreduce", name(o.allreduce)},
+      {"bucket_mb", o.bucket_mb},
+      {"overlap", o.overlap ? "on" : "off"},
+      {"segment_kb", o.segment_kb},
+      {"comm_wait", enum_name(o.comm_wait)},
+      {"check_replicas", o.check_replicas},
+      {"ingress_gbps", o.ingress_gbps},
+      {"compute", name(o.compute)},
+      {"device", enum_name(o.device)},
+      {"tf32", o.tf32},
+      {"gpu", o.compute == ComputeMode::Emulate ? nlohmann::json{{"name", o.gpu},
+                                                                 {"precision", enum_name(o.gpu_precision)},
+                                                                 {"tflops", o.gpu_tflops},
+                                                                 {"efficiency", o.gpu_efficiency},
+                                                                 {"act_traffic", o.gpu_act_traffic},
+                                                                 {"aead_gbps", o.gpu_aead_gbps}}
+                                                : nlohmann::json(nullptr)},
+      {"link_gbps", o.link_gbps},
+      {"link", name(o.link)},
+      {"cc_transfer_us", o.cc_transfer_us},
+      {"tee", tee_json(o.tee, gpu_gradients(o))}};
 }
 
 }  // namespace tt::cli

@@ -56,7 +56,7 @@ struct TrainOptions {
   // Emulated GPU compute and links (overhead studies of paper-scale models on a small machine).
   ComputeMode compute = ComputeMode::Real;
   std::string gpu = "h100";
-  std::string gpu_precision = "tf32";
+  GpuPrecision gpu_precision = GpuPrecision::Tf32;
   double gpu_tflops = 0;
   double gpu_efficiency = 0;
   double gpu_act_traffic = -1;  // emulated activation traffic (< 0 = table)

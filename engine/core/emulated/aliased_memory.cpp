@@ -12,7 +12,8 @@
 
 namespace tt {
 
-AliasedMemory::AliasedMemory(std::size_t block_bytes) : page_(static_cast<std::size_t>(::sysconf(_SC_PAGESIZE))) {
+AliasedMemory::AliasedMemory(std::size_t block_bytes)
+    : page_(static_cast<std::size_t>(::sysconf(_SC_PAGESIZE))) {
   block_ = std::max(page_, (block_bytes + page_ - 1) / page_ * page_);
   fd_ = ::memfd_create("teetrain-emulated-gpu", MFD_CLOEXEC);
   if (fd_ < 0 || ::ftruncate(fd_, static_cast<off_t>(block_)) != 0) {

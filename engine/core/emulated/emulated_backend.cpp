@@ -10,8 +10,12 @@ namespace {
 constexpr double kPcieBytesPerSecond = 25e9;
 constexpr double kFloat = sizeof(float);
 
-double d(std::size_t n) { return static_cast<double>(n); }
-double d(int n) { return static_cast<double>(n); }
+double d(std::size_t n) {
+  return static_cast<double>(n);
+}
+double d(int n) {
+  return static_cast<double>(n);
+}
 }  // namespace
 
 EmulatedBackend::EmulatedBackend(EmulatedGpu gpu, Timing timing, std::size_t block_bytes)
@@ -41,11 +45,21 @@ void EmulatedBackend::reset_seconds() {
 void EmulatedBackend::charge(EmulatedWork w, double amount, Launch launch) {
   double s = launch == Launch::RowKernel ? kMeasuredRowKernelSeconds : 0.0;
   switch (w) {
-    case EmulatedWork::Matmul: s += amount / matmul_flops_per_s_; break;
-    case EmulatedWork::Conv: s += amount / conv_flops_per_s_; break;
-    case EmulatedWork::Elementwise: s += gpu_.elementwise_seconds(amount); break;
-    case EmulatedWork::Optimizer: s += gpu_.optimizer_seconds(amount); break;
-    case EmulatedWork::Transfer: s += amount / kPcieBytesPerSecond; break;
+    case EmulatedWork::Matmul:
+      s += amount / matmul_flops_per_s_;
+      break;
+    case EmulatedWork::Conv:
+      s += amount / conv_flops_per_s_;
+      break;
+    case EmulatedWork::Elementwise:
+      s += gpu_.elementwise_seconds(amount);
+      break;
+    case EmulatedWork::Optimizer:
+      s += gpu_.optimizer_seconds(amount);
+      break;
+    case EmulatedWork::Transfer:
+      s += amount / kPcieBytesPerSecond;
+      break;
   }
   seconds_[static_cast<std::size_t>(w)].fetch_add(s);
   if (launch == Launch::RowKernel) kernels_.fetch_add(1);
@@ -74,12 +88,20 @@ void EmulatedBackend::copy_to_host(void* host_dst, const void* src, std::size_t 
 void EmulatedBackend::copy(void* /*dst*/, const void* /*src*/, std::size_t bytes) {
   charge(EmulatedWork::Elementwise, 2.0 * d(bytes));
 }
-void EmulatedBackend::fill(float* /*x*/, float /*value*/, std::size_t n) { charge_elementwise_floats(d(n)); }
+void EmulatedBackend::fill(float* /*x*/, float /*value*/, std::size_t n) {
+  charge_elementwise_floats(d(n));
+}
 
 // ---- element-wise and reductions: floats read plus floats written.
-void EmulatedBackend::add(float*, const float*, const float*, std::size_t n) { charge_elementwise_floats(3.0 * d(n)); }
-void EmulatedBackend::accumulate(float*, const float*, std::size_t n) { charge_elementwise_floats(3.0 * d(n)); }
-void EmulatedBackend::scale(float*, float, std::size_t n) { charge_elementwise_floats(2.0 * d(n)); }
+void EmulatedBackend::add(float*, const float*, const float*, std::size_t n) {
+  charge_elementwise_floats(3.0 * d(n));
+}
+void EmulatedBackend::accumulate(float*, const float*, std::size_t n) {
+  charge_elementwise_floats(3.0 * d(n));
+}
+void EmulatedBackend::scale(float*, float, std::size_t n) {
+  charge_elementwise_floats(2.0 * d(n));
+}
 double EmulatedBackend::sum_squares(const float*, std::size_t n) {
   charge_elementwise_floats(d(n));
   synchronize();
@@ -92,28 +114,31 @@ double EmulatedBackend::mean(const float*, std::size_t n) {
 }
 
 // ---- transformer ops (N = B*T rows of C).
-void EmulatedBackend::encoder_forward(float*, const int32_t*, const float*, const float*, int B, int T, int C) {
+void EmulatedBackend::encoder_forward(float*, const int32_t*, const float*, const float*, int B, int T,
+                                      int C) {
   charge_row_floats(3.0 * d(B) * d(T) * d(C));  // two rows gathered, one written
 }
 void EmulatedBackend::encoder_backward(float*, float*, const float*, const int32_t*, int B, int T, int C) {
   charge_row_floats(5.0 * d(B) * d(T) * d(C));  // dout read, two rows read-modify-written
 }
-void EmulatedBackend::layernorm_forward(float*, float*, float*, const float*, const float*, const float*, int N,
-                                        int C) {
+void EmulatedBackend::layernorm_forward(float*, float*, float*, const float*, const float*, const float*,
+                                        int N, int C) {
   charge_row_floats(2.0 * d(N) * d(C) + 2.0 * d(N));
 }
 void EmulatedBackend::layernorm_backward(float*, float*, float*, const float*, const float*, const float*,
                                          const float*, const float*, int N, int C) {
   charge_row_floats(4.0 * d(N) * d(C));  // dout and inp read, dinp read-modify-written
 }
-void EmulatedBackend::matmul_forward(float*, const float*, const float*, const float* bias, int N, int IC, int OC) {
+void EmulatedBackend::matmul_forward(float*, const float*, const float*, const float* bias, int N, int IC,
+                                     int OC) {
   charge(EmulatedWork::Matmul, 2.0 * d(N) * d(IC) * d(OC), Launch::RowKernel);
   if (bias != nullptr) charge_row_floats(2.0 * d(N) * d(OC));
 }
 void EmulatedBackend::matmul_backward(float* dinp, float* dweight, float* dbias, const float*, const float*,
                                       const float*, int N, int IC, int OC) {
   const double one = 2.0 * d(N) * d(IC) * d(OC);
-  charge(EmulatedWork::Matmul, (dinp != nullptr ? one : 0.0) + (dweight != nullptr ? one : 0.0), Launch::RowKernel);
+  charge(EmulatedWork::Matmul, (dinp != nullptr ? one : 0.0) + (dweight != nullptr ? one : 0.0),
+         Launch::RowKernel);
   if (dbias != nullptr) charge_row_floats(d(N) * d(OC));
 }
 // Our CUDA attention runs Q K^T and att V as batched gemms and materialises the (B, NH, T, T)
@@ -125,30 +150,35 @@ void EmulatedBackend::attention_forward(float*, float*, const float*, int B, int
   charge(EmulatedWork::Matmul, 4.0 * N * d(T) * d(C), Launch::RowKernel);
   charge_row_floats(4.0 * d(B) * d(NH) * d(T) * d(T) + 4.0 * N * d(C));
 }
-void EmulatedBackend::attention_backward(float*, float*, const float*, const float*, const float*, int B, int T,
-                                         int C, int NH) {
+void EmulatedBackend::attention_backward(float*, float*, const float*, const float*, const float*, int B,
+                                         int T, int C, int NH) {
   const double N = d(B) * d(T);
   charge(EmulatedWork::Matmul, 8.0 * N * d(T) * d(C), Launch::RowKernel);
   charge_row_floats(7.0 * d(B) * d(NH) * d(T) * d(T) + 10.0 * N * d(C));
 }
-void EmulatedBackend::gelu_forward(float*, const float*, std::size_t n) { charge_row_floats(2.0 * d(n)); }
+void EmulatedBackend::gelu_forward(float*, const float*, std::size_t n) {
+  charge_row_floats(2.0 * d(n));
+}
 void EmulatedBackend::gelu_backward(float*, const float*, const float*, std::size_t n) {
   charge_row_floats(4.0 * d(n));
 }
-void EmulatedBackend::softmax_xent_forward(float*, float*, const float*, const int32_t*, int N, int /*V*/, int Vp) {
+void EmulatedBackend::softmax_xent_forward(float*, float*, const float*, const int32_t*, int N, int /*V*/,
+                                           int Vp) {
   charge_row_floats(2.0 * d(N) * d(Vp));
 }
-void EmulatedBackend::softmax_xent_backward(float*, const float*, const int32_t*, int N, int /*V*/, int Vp, float) {
+void EmulatedBackend::softmax_xent_backward(float*, const float*, const int32_t*, int N, int /*V*/, int Vp,
+                                            float) {
   charge_row_floats(3.0 * d(N) * d(Vp));
 }
 
 // ---- optimizers: fused kernels streaming their state in FP32.
-void EmulatedBackend::adamw_update(float*, const float*, float*, float*, std::size_t n, const AdamWConfig&, float,
-                                   long) {
+void EmulatedBackend::adamw_update(float*, const float*, float*, float*, std::size_t n, const AdamWConfig&,
+                                   float, long) {
   charge(EmulatedWork::Optimizer, 28.0 * d(n));  // reads p, g, m, v; writes p, m, v
 }
 void EmulatedBackend::sgd_update(float*, const float*, float*, std::size_t n, const SgdConfig& cfg, float) {
-  charge(EmulatedWork::Optimizer, (cfg.momentum != 0.0f ? 20.0 : 12.0) * d(n));  // p, g (, buf) read; p (, buf) written
+  charge(EmulatedWork::Optimizer,
+         (cfg.momentum != 0.0f ? 20.0 : 12.0) * d(n));  // p, g (, buf) read; p (, buf) written
 }
 
 // ---- CNN ops.
@@ -179,7 +209,9 @@ void EmulatedBackend::batchnorm_backward(float*, float*, float*, const float*, c
   // Two passes: the per-channel sums read dout and inp; then dinp reads both again and is updated.
   charge_elementwise_floats(6.0 * d(B) * d(C) * d(HW) / channel_parallel(C));
 }
-void EmulatedBackend::relu_forward(float*, const float*, std::size_t n) { charge_elementwise_floats(2.0 * d(n)); }
+void EmulatedBackend::relu_forward(float*, const float*, std::size_t n) {
+  charge_elementwise_floats(2.0 * d(n));
+}
 void EmulatedBackend::relu_backward(float*, const float*, const float*, std::size_t n) {
   charge_elementwise_floats(4.0 * d(n));
 }

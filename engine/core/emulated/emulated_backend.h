@@ -87,17 +87,17 @@ class EmulatedBackend final : public Backend {
   void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                        const float* weight, int N, int IC, int OC) override;
   void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) override;
-  void attention_backward(float* dqkv, float* datt_scratch, const float* dout, const float* qkv, const float* att,
-                          int B, int T, int C, int NH) override;
+  void attention_backward(float* dqkv, float* datt_scratch, const float* dout, const float* qkv,
+                          const float* att, int B, int T, int C, int NH) override;
   void gelu_forward(float* out, const float* inp, std::size_t n) override;
   void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t n) override;
-  void softmax_xent_forward(float* losses, float* probs, const float* logits, const int32_t* targets, int N, int V,
-                            int Vp) override;
+  void softmax_xent_forward(float* losses, float* probs, const float* logits, const int32_t* targets, int N,
+                            int V, int Vp) override;
   void softmax_xent_backward(float* dlogits, const float* probs, const int32_t* targets, int N, int V, int Vp,
                              float dloss) override;
 
-  void adamw_update(float* params, const float* grads, float* m, float* v, std::size_t n, const AdamWConfig& cfg,
-                    float grad_scale, long step) override;
+  void adamw_update(float* params, const float* grads, float* m, float* v, std::size_t n,
+                    const AdamWConfig& cfg, float grad_scale, long step) override;
   void sgd_update(float* params, const float* grads, float* momentum_buf, std::size_t n, const SgdConfig& cfg,
                   float grad_scale) override;
 
@@ -115,7 +115,8 @@ class EmulatedBackend final : public Backend {
   void relu_forward(float* out, const float* inp, std::size_t n) override;
   void relu_backward(float* dinp, const float* x, const float* dout, std::size_t n) override;
   void maxpool2d_forward(float* out, int32_t* argmax, const float* inp, const Pool2dShape& s) override;
-  void maxpool2d_backward(float* dinp, const float* dout, const int32_t* argmax, const Pool2dShape& s) override;
+  void maxpool2d_backward(float* dinp, const float* dout, const int32_t* argmax,
+                          const Pool2dShape& s) override;
   void avgpool2d_forward(float* out, const float* inp, const Pool2dShape& s) override;
   void avgpool2d_backward(float* dinp, const float* dout, const Pool2dShape& s) override;
   void global_avgpool_forward(float* out, const float* inp, int B, int C, int HW) override;

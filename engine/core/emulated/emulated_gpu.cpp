@@ -6,6 +6,18 @@
 
 namespace tt {
 
+const char* name(GpuPrecision p) {
+  switch (p) {
+    case GpuPrecision::Fp32:
+      return "fp32";
+    case GpuPrecision::Bf16:
+      return "bf16";
+    case GpuPrecision::Tf32:
+      break;
+  }
+  return "tf32";
+}
+
 std::vector<GpuSpec> gpu_specs() {
   // Dense peaks (the data sheets' starred figures are with 2:4 sparsity; halved here).
   //
@@ -67,14 +79,18 @@ double EmulatedGpu::flops_per_second() const {
   double peak = 0;
   if (tflops_override > 0) {
     peak = tflops_override;
-  } else if (precision == "fp32") {
-    peak = spec.peak_tflops_fp32;
-  } else if (precision == "tf32") {
-    peak = spec.peak_tflops_tf32;
-  } else if (precision == "bf16") {
-    peak = spec.peak_tflops_bf16;
   } else {
-    throw InputError("unknown GPU precision '" + precision + "': choose fp32, tf32 or bf16");
+    switch (precision) {
+      case GpuPrecision::Fp32:
+        peak = spec.peak_tflops_fp32;
+        break;
+      case GpuPrecision::Tf32:
+        peak = spec.peak_tflops_tf32;
+        break;
+      case GpuPrecision::Bf16:
+        peak = spec.peak_tflops_bf16;
+        break;
+    }
   }
   const double eff = efficiency();
   if (!(peak > 0) || !(eff > 0) || eff > 1.0) {
@@ -86,12 +102,14 @@ double EmulatedGpu::flops_per_second() const {
 
 double EmulatedGpu::conv_flops_per_second() const {
   return flops_per_second() / efficiency() *
-         (precision == "fp32" && tflops_override <= 0 ? spec.conv_efficiency_fp32 : spec.conv_efficiency);
+         (precision == GpuPrecision::Fp32 && tflops_override <= 0 ? spec.conv_efficiency_fp32
+                                                                  : spec.conv_efficiency);
 }
 
 double EmulatedGpu::elementwise_seconds(double bytes) const {
   constexpr double kHbmEfficiency = 0.8;  // streaming kernels reach ~80% of HBM bandwidth
-  return bytes * act_traffic() * (precision == "bf16" ? 0.5 : 1.0) / (spec.hbm_gbps * 1e9 * kHbmEfficiency);
+  return bytes * act_traffic() * (precision == GpuPrecision::Bf16 ? 0.5 : 1.0) /
+         (spec.hbm_gbps * 1e9 * kHbmEfficiency);
 }
 
 double EmulatedGpu::optimizer_seconds(double bytes) const {
@@ -105,7 +123,7 @@ std::string EmulatedGpu::describe() const {
   char buf[200];
   const double peak = flops_per_second() / efficiency() / 1e12;
   std::snprintf(buf, sizeof buf, "%s %s %.1f TFLOP/s x %.2f (conv x %.2f) + element-wise x%.2f at %.0f GB/s",
-                spec.name.c_str(), tflops_override > 0 ? "custom" : precision.c_str(), peak, efficiency(),
+                spec.name.c_str(), tflops_override > 0 ? "custom" : name(precision), peak, efficiency(),
                 spec.conv_efficiency, act_traffic(), spec.hbm_gbps);
   return buf;
 }

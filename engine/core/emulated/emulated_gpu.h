@@ -19,6 +19,11 @@ inline constexpr double kMeasuredConvEfficiencyFp32 = 0.21;  // CUDA cores (exac
 inline constexpr double kMeasuredActTraffic = 1.19;
 inline constexpr double kMeasuredRowKernelSeconds = 40e-6;
 
+// Which peak applies: exact FP32 on CUDA cores, TF32 tensor cores (what teetrain's CUDA backend runs
+// with --tf32), or BF16 mixed precision (which also halves the element-wise bytes).
+enum class GpuPrecision { Fp32, Tf32, Bf16 };
+const char* name(GpuPrecision p);  // "fp32", "tf32", "bf16"
+
 // Peak dense throughput of one GPU (no structured sparsity), from the vendors' data sheets.
 struct GpuSpec {
   std::string name;
@@ -30,7 +35,7 @@ struct GpuSpec {
   double act_traffic = kMeasuredActTraffic;       // HBM traffic per operand byte of element-wise ops
   double aead_gbps = 0;    // AES-256-GCM seal throughput of our CUDA kernel (0 = not measured)
   double nvlink_gbps = 0;  // GPU-to-GPU bandwidth per direction, GB/s (paces --link emulate)
-  double conv_efficiency = kMeasuredConvEfficiency;  // achieved fraction of peak in convolutions
+  double conv_efficiency = kMeasuredConvEfficiency;           // achieved fraction of peak in convolutions
   double conv_efficiency_fp32 = kMeasuredConvEfficiencyFp32;  // the same in exact FP32
   int sms = 132;  // streaming multiprocessors (kernels with fewer blocks than this leave some idle)
 };
@@ -43,17 +48,17 @@ GpuSpec gpu_spec(const std::string& name);
 // The GPU an emulated run pretends to have, with the user's overrides applied.
 struct EmulatedGpu {
   GpuSpec spec;
-  std::string precision = "tf32";    // "fp32", "tf32" or "bf16": which peak column applies
-  double tflops_override = 0;        // > 0: replaces the peak (--gpu-tflops)
-  double efficiency_override = 0;    // > 0: replaces the matmul efficiency (--gpu-efficiency)
-  double aead_override = 0;          // > 0: replaces the AES-GCM rate (--gpu-aead-gbps)
+  GpuPrecision precision = GpuPrecision::Tf32;  // which peak column applies
+  double tflops_override = 0;                   // > 0: replaces the peak (--gpu-tflops)
+  double efficiency_override = 0;               // > 0: replaces the matmul efficiency (--gpu-efficiency)
+  double aead_override = 0;                     // > 0: replaces the AES-GCM rate (--gpu-aead-gbps)
   double act_traffic_override = -1;  // >= 0: replaces act_traffic (--gpu-act-traffic; 0 = FLOPs only)
 
   // GB/s of the GPU's AES-GCM (device crypto); throws InputError when the table has no measurement.
   double aead_gbps() const;
 
-  // Sustained matmul FLOP/s = peak x efficiency. Throws InputError for an unknown precision or a
-  // non-positive result.
+  // Sustained matmul FLOP/s = peak x efficiency. Throws InputError for a non-positive result or an
+  // efficiency above 1.
   double flops_per_second() const;
   // Sustained convolution FLOP/s = peak x conv efficiency (the matmul override scales it alike).
   double conv_flops_per_second() const;

@@ -22,7 +22,9 @@ EmulatedGpuQueue::Span EmulatedGpuQueue::run(double s) {
   return span;
 }
 
-void EmulatedGpuQueue::wait() { wait_until(due()); }
+void EmulatedGpuQueue::wait() {
+  wait_until(due());
+}
 
 void EmulatedGpuQueue::wait_until(Clock::time_point t) {
   if (Clock::now() < t) precise_wait_until(t);

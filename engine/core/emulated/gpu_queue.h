@@ -3,8 +3,9 @@
 //
 // The caller may run ahead of the queue by up to `slack` (a GPU's launch queue absorbs short kernels
 // the same way, and a wait shorter than the sleep granularity costs more than it models); once it is
-// further ahead, run() waits (precise_wait_until) until the queue has caught up. wait() waits for everything enqueued so far, which is
-// what a synchronising call (a copy to the host, a reduction returned to the host) costs.
+// further ahead, run() waits (precise_wait_until) until the queue has caught up. wait() waits for everything
+// enqueued so far, which is what a synchronising call (a copy to the host, a reduction returned to the host)
+// costs.
 //
 // Thread-safe: the compute thread and the communication thread may share one stream.
 #pragma once
