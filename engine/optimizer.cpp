@@ -59,10 +59,10 @@ class Sgd final : public Optimizer {
 
 }  // namespace
 
-std::unique_ptr<Optimizer> make_optimizer(Backend& backend, const OptimizerConfig& cfg, std::size_t num_params) {
-  if (cfg.kind == "adamw") return std::make_unique<AdamW>(backend, cfg, num_params);
-  if (cfg.kind == "sgd") return std::make_unique<Sgd>(backend, cfg, num_params);
-  throw InputError("unknown optimizer '" + cfg.kind + "': use adamw or sgd");
+std::unique_ptr<Optimizer> make_optimizer(Backend& backend, const OptimizerConfig& cfg,
+                                          std::size_t num_params) {
+  if (cfg.kind == OptimizerKind::Sgd) return std::make_unique<Sgd>(backend, cfg, num_params);
+  return std::make_unique<AdamW>(backend, cfg, num_params);
 }
 
 ClipResult clip_factor(Backend& backend, const float* grads, std::size_t n, float max_norm) {

@@ -11,8 +11,10 @@
 
 namespace tt {
 
+enum class OptimizerKind { AdamW, Sgd };
+
 struct OptimizerConfig {
-  std::string kind = "adamw";  // "adamw" or "sgd"
+  OptimizerKind kind = OptimizerKind::AdamW;
   float beta1 = 0.9f;
   float beta2 = 0.95f;
   float eps = 1e-8f;
@@ -32,7 +34,8 @@ class Optimizer {
   virtual std::string name() const = 0;
 };
 
-std::unique_ptr<Optimizer> make_optimizer(Backend& backend, const OptimizerConfig& cfg, std::size_t num_params);
+std::unique_ptr<Optimizer> make_optimizer(Backend& backend, const OptimizerConfig& cfg,
+                                          std::size_t num_params);
 
 // Global L2 norm of the gradient buffer, and the factor that clips it to max_norm (1 if max_norm <= 0).
 struct ClipResult {

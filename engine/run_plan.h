@@ -16,6 +16,8 @@
 #include "comm/transport.h"
 #include "engine/core/backend.h"
 #include "engine/core/emulated/emulated_gpu.h"
+#include "engine/lr_schedule.h"
+#include "engine/optimizer.h"
 #include "tee/aead.h"
 
 namespace tt {
@@ -64,6 +66,16 @@ template <>
 struct EnumNames<comm::WaitMode> {
   static constexpr std::pair<const char*, comm::WaitMode> all[] = {{"adaptive", comm::WaitMode::Adaptive},
                                                                    {"busy", comm::WaitMode::Busy}};
+};
+template <>
+struct EnumNames<OptimizerKind> {
+  static constexpr std::pair<const char*, OptimizerKind> all[] = {{"adamw", OptimizerKind::AdamW},
+                                                                  {"sgd", OptimizerKind::Sgd}};
+};
+template <>
+struct EnumNames<ScheduleKind> {
+  static constexpr std::pair<const char*, ScheduleKind> all[] = {{"cosine", ScheduleKind::Cosine},
+                                                                 {"constant", ScheduleKind::Constant}};
 };
 template <>
 struct EnumNames<GpuPrecision> {

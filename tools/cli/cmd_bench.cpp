@@ -363,7 +363,7 @@ void run_step(const StepBenchOptions& o) {
   model->reserve(o.batch, o.seq);
   // Image models train with SGD + momentum, as their PyTorch peer (tools/bench/compare_resnet18_torch.py).
   OptimizerConfig oc;
-  if (image) oc.kind = "sgd";
+  if (image) oc.kind = OptimizerKind::Sgd;
   std::unique_ptr<Optimizer> opt = make_optimizer(*be, oc, model->num_params());
   const StepTimes t = time_steps(o, *be, *model, *opt, bench_batch(o, mc, image));
   const int seq = image ? 1 : o.seq;
@@ -400,7 +400,7 @@ void run_step(const StepBenchOptions& o) {
                      {"forward_s", median_of(t.fwd)},
                      {"backward_s", median_of(t.bwd)},
                      {"optimizer_s", median_of(t.upd)},
-                     {"optimizer", oc.kind},
+                     {"optimizer", enum_name(oc.kind)},
                      {image ? "images_per_s" : "tokens_per_s", rate},
                      {"gflops", gflops},
                      {"sgemm_gflops", peak},

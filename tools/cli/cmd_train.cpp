@@ -83,8 +83,7 @@ TrainConfig trainer_config(const TrainOptions& o, bool have_val) {
   tc.batch = o.batch;
   tc.seq = o.seq;
   tc.grad_accum = o.grad_accum;
-  tc.lr =
-      LrSchedule{o.lr, o.min_lr_frac, o.warmup, o.steps, o.schedule == "constant" ? "constant" : "cosine"};
+  tc.lr = LrSchedule{o.lr, o.min_lr_frac, o.warmup, o.steps, o.schedule};
   tc.grad_clip = o.grad_clip;
   tc.opt = OptimizerConfig{o.optimizer, o.beta1, o.beta2, 1e-8f, o.momentum, o.weight_decay};
   tc.seed = o.seed;

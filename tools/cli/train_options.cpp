@@ -52,17 +52,13 @@ void add_data_options(CLI::App* cmd, TrainOptions& o) {
 
 void add_optimizer_options(CLI::App* cmd, TrainOptions& o) {
   auto* opt = cmd->add_option_group("optimizer");
-  opt->add_option("--optimizer", o.optimizer, "Optimizer")
-      ->check(CLI::IsMember({"adamw", "sgd"}))
-      ->capture_default_str();
+  add_enum_option(opt, "--optimizer", o.optimizer, "Optimizer");
   opt->add_option("--lr", o.lr, "Peak learning rate")->check(positive())->capture_default_str();
   opt->add_option("--min-lr-frac", o.min_lr_frac, "Final LR of the cosine schedule as a fraction of --lr")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   opt->add_option("--warmup", o.warmup, "Linear warmup steps")->check(non_negative())->capture_default_str();
-  opt->add_option("--schedule", o.schedule, "LR schedule")
-      ->check(CLI::IsMember({"cosine", "constant"}))
-      ->capture_default_str();
+  add_enum_option(opt, "--schedule", o.schedule, "LR schedule");
   opt->add_option("--grad-clip", o.grad_clip, "Clip the global gradient norm to this (0 = off)")
       ->check(non_negative())
       ->capture_default_str();
@@ -241,10 +237,10 @@ nlohmann::json train_options_json(const TrainOptions& o) {
       {"lr", o.lr},
       {"min_lr_frac", o.min_lr_frac},
       {"warmup", o.warmup},
-      {"schedule", o.schedule},
+      {"schedule", enum_name(o.schedule)},
       {"grad_clip", o.grad_clip},
       {"weight_decay", o.weight_decay},
-      {"optimizer", o.optimizer},
+      {"optimizer", enum_name(o.optimizer)},
       {"momentum", o.momentum},
       {"betas", {o.beta1, o.beta2}},
       {"seed", o.seed},

@@ -23,10 +23,10 @@ struct TrainOptions {
   float lr = 1e-3f;
   float min_lr_frac = 0.1f;
   long warmup = 20;
-  std::string schedule = "cosine";
+  ScheduleKind schedule = ScheduleKind::Cosine;
   float grad_clip = 1.0f;
   float weight_decay = 0.1f;
-  std::string optimizer = "adamw";
+  OptimizerKind optimizer = OptimizerKind::AdamW;
   float momentum = 0.9f;
   float beta1 = 0.9f;
   float beta2 = 0.95f;
