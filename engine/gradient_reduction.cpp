@@ -5,12 +5,6 @@
 
 namespace tt {
 
-namespace {
-int ranks(const GradientSetup& s) {
-  return s.transport.size();
-}
-}  // namespace
-
 comm::RingOptions ring_options(const TeeSwitches& ts, int segment_kb) {
   comm::RingOptions ro;
   ro.segment_bytes = (ts.on && !ts.pipeline) ? 0 : static_cast<std::size_t>(segment_kb) * 1024;
@@ -26,7 +20,7 @@ GradientReduction::GradientReduction(const GradientSetup& s)
   const comm::RingOptions ro = ring_options(ts, o.segment_kb);
 
   const bool device_ring =
-      cuda && o.allreduce == AllreduceAlgo::Ring && (!ts.on || ts.device_crypto) && ranks(s) > 1;
+      cuda && o.allreduce == AllreduceAlgo::Ring && (!ts.on || ts.device_crypto) && s.transport.size() > 1;
   if ((o.allreduce != AllreduceAlgo::Ring || device_ring) && s.mpi == nullptr)
     throw InputError(std::string("--allreduce ") + name(o.allreduce) +
                      " on this device needs ranks started by mpirun");

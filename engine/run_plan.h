@@ -16,6 +16,7 @@
 #include "comm/transport.h"
 #include "engine/core/backend.h"
 #include "engine/core/emulated/emulated_gpu.h"
+#include "engine/core/enum_names.h"
 #include "engine/lr_schedule.h"
 #include "engine/optimizer.h"
 #include "tee/aead.h"
@@ -34,9 +35,7 @@ const char* name(LinkModel l);
 const char* name(TeeMode m);
 const char* name(Toggle t);
 
-// The spellings each enum accepts, in the order help texts list them.
-template <typename E>
-struct EnumNames;
+// The spellings each enum accepts (engine/core/enum_names.h), in the order help texts list them.
 template <>
 struct EnumNames<ComputeMode> {
   static constexpr std::pair<const char*, ComputeMode> all[] = {{"real", ComputeMode::Real},
@@ -78,11 +77,6 @@ struct EnumNames<ScheduleKind> {
                                                                  {"constant", ScheduleKind::Constant}};
 };
 template <>
-struct EnumNames<GpuPrecision> {
-  static constexpr std::pair<const char*, GpuPrecision> all[] = {
-      {"fp32", GpuPrecision::Fp32}, {"tf32", GpuPrecision::Tf32}, {"bf16", GpuPrecision::Bf16}};
-};
-template <>
 struct EnumNames<DeviceKind> {
   static constexpr std::pair<const char*, DeviceKind> all[] = {{"cpu", DeviceKind::Cpu},
                                                                {"cuda", DeviceKind::Cuda}};
@@ -94,21 +88,6 @@ struct EnumNames<tee::Cipher> {
       {"aes-128-gcm", tee::Cipher::Aes128Gcm},
       {"chacha20-poly1305", tee::Cipher::ChaCha20Poly1305}};
 };
-
-template <typename E>
-const char* enum_name(E v) {
-  for (const auto& [n, e] : EnumNames<E>::all) {
-    if (e == v) return n;
-  }
-  return "?";
-}
-template <typename E>
-std::optional<E> parse_enum(std::string_view text) {
-  for (const auto& [n, e] : EnumNames<E>::all) {
-    if (text == n) return e;
-  }
-  return std::nullopt;
-}
 
 // The TEE flags as given (Toggle::Auto: the mode's default).
 struct TeeSettings {

@@ -27,8 +27,6 @@ nlohmann::json fixture(const std::string& path) {
 
 struct EmulatedStep {
   double forward = 0, backward = 0, optimizer = 0;
-  double matmul = 0, conv = 0, elementwise = 0;  // forward + backward, by kind of work
-  long kernels = 0;
   double total() const { return forward + backward + optimizer; }
 };
 
@@ -38,20 +36,10 @@ EmulatedStep cost_step(EmulatedBackend& be, Model& model, const Batch& batch, bo
   be.reset_seconds();
   model.forward(batch);
   s.forward = be.seconds();
-  s.kernels = be.kernels();
-  const double fm = be.seconds(EmulatedWork::Matmul), fc = be.seconds(EmulatedWork::Conv),
-               fe = be.seconds(EmulatedWork::Elementwise);
   be.reset_seconds();
   model.zero_grad();
   model.backward({});
   s.backward = be.seconds();
-  s.kernels += be.kernels();
-  s.matmul = be.seconds(EmulatedWork::Matmul);
-  s.conv = be.seconds(EmulatedWork::Conv);
-  s.elementwise = be.seconds(EmulatedWork::Elementwise);
-  s.matmul += fm;
-  s.conv += fc;
-  s.elementwise += fe;
   be.reset_seconds();
   const std::size_t n = model.num_params();
   if (adamw) {

@@ -17,6 +17,7 @@
 #include "engine/at_rest_keys.h"
 #include "engine/checkpoint.h"
 #include "engine/core/backend_factory.h"
+#include "engine/core/emulated/emulated_backend.h"
 #include "engine/core/error.h"
 #include "engine/ddp_reducer.h"
 #include "engine/dist_context.h"
@@ -137,7 +138,6 @@ class TrainRun {
   int threads_ = 1;
   int ranks_per_host_ = 1;
   std::unique_ptr<Backend> backend_;
-  std::optional<EmulatedGpu> gpu_;
   std::unique_ptr<Model> model_;
   TrainConfig tc_;
   std::unique_ptr<Optimizer> optimizer_;
@@ -244,9 +244,8 @@ void TrainRun::build_model() {
   if (bo.device == DeviceKind::Cuda) bo.cuda_device = rank_ % std::max(1, cuda_device_count());
   const bool emulate = o_.compute == ComputeMode::Emulate;
   if (emulate) {
-    gpu_ = EmulatedGpu{gpu_spec(o_.gpu),  o_.gpu_precision, o_.gpu_tflops,
-                       o_.gpu_efficiency, o_.gpu_aead_gbps, o_.gpu_act_traffic};
-    bo.emulate = *gpu_;
+    bo.emulate = EmulatedGpu{gpu_spec(o_.gpu),  o_.gpu_precision, o_.gpu_tflops,
+                             o_.gpu_efficiency, o_.gpu_aead_gbps, o_.gpu_act_traffic};
   }
   backend_ = make_backend(bo);
   model_ = make_model(*backend_, o_.model);
@@ -286,7 +285,8 @@ void TrainRun::setup_checkpoints() {
 
 void TrainRun::restore_or_broadcast() {
   if (o_.resume.empty()) {
-    if (!gpu_) dist_->broadcast_params(*backend_, *model_);  // every replica starts from rank 0's parameters
+    if (backend_->kind() != DeviceKind::Emulated)
+      dist_->broadcast_params(*backend_, *model_);  // every replica starts from rank 0's parameters
     return;
   }
   const auto dir = CheckpointStore::resolve(o_.resume);
@@ -377,6 +377,7 @@ void TrainRun::print_result(const TrainResult& r, const std::string& adversary_v
 }
 
 void TrainRun::write_summary(const TrainResult& r, const nlohmann::json& report) {
+  const auto* emulated = dynamic_cast<const EmulatedBackend*>(backend_.get());
   nlohmann::json s = result_json(r, img_.has_value());
   s.update({{"num_params", model_->num_params()},
             {"world_size", world_},
@@ -398,7 +399,7 @@ void TrainRun::write_summary(const TrainResult& r, const nlohmann::json& report)
             {"host_cores", host_cores()},
             {"ranks_per_host", ranks_per_host_},
             {"compute", name(o_.compute)},
-            {"gpu", gpu_ ? nlohmann::json(gpu_->describe()) : nlohmann::json(nullptr)},
+            {"gpu", emulated ? nlohmann::json(emulated->gpu().describe()) : nlohmann::json(nullptr)},
             {"config", run_json_}});
   std::ofstream f(o_.summary);
   if (!f) throw InputError("--summary " + o_.summary + ": cannot open for writing");

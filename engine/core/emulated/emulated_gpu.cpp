@@ -6,18 +6,6 @@
 
 namespace tt {
 
-const char* name(GpuPrecision p) {
-  switch (p) {
-    case GpuPrecision::Fp32:
-      return "fp32";
-    case GpuPrecision::Bf16:
-      return "bf16";
-    case GpuPrecision::Tf32:
-      break;
-  }
-  return "tf32";
-}
-
 std::vector<GpuSpec> gpu_specs() {
   // Dense peaks (the data sheets' starred figures are with 2:4 sparsity; halved here).
   //
@@ -123,7 +111,7 @@ std::string EmulatedGpu::describe() const {
   char buf[200];
   const double peak = flops_per_second() / efficiency() / 1e12;
   std::snprintf(buf, sizeof buf, "%s %s %.1f TFLOP/s x %.2f (conv x %.2f) + element-wise x%.2f at %.0f GB/s",
-                spec.name.c_str(), tflops_override > 0 ? "custom" : name(precision), peak, efficiency(),
+                spec.name.c_str(), tflops_override > 0 ? "custom" : enum_name(precision), peak, efficiency(),
                 spec.conv_efficiency, act_traffic(), spec.hbm_gbps);
   return buf;
 }

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/core/enum_names.h"
+
 namespace tt {
 
 // What teetrain's own CUDA kernels reach, measured (the fits are described in gpu_specs()):
@@ -22,7 +24,11 @@ inline constexpr double kMeasuredRowKernelSeconds = 40e-6;
 // Which peak applies: exact FP32 on CUDA cores, TF32 tensor cores (what teetrain's CUDA backend runs
 // with --tf32), or BF16 mixed precision (which also halves the element-wise bytes).
 enum class GpuPrecision { Fp32, Tf32, Bf16 };
-const char* name(GpuPrecision p);  // "fp32", "tf32", "bf16"
+template <>
+struct EnumNames<GpuPrecision> {
+  static constexpr std::pair<const char*, GpuPrecision> all[] = {
+      {"fp32", GpuPrecision::Fp32}, {"tf32", GpuPrecision::Tf32}, {"bf16", GpuPrecision::Bf16}};
+};
 
 // Peak dense throughput of one GPU (no structured sparsity), from the vendors' data sheets.
 struct GpuSpec {

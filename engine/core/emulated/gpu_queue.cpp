@@ -23,16 +23,16 @@ EmulatedGpuQueue::Span EmulatedGpuQueue::run(double s) {
 }
 
 void EmulatedGpuQueue::wait() {
-  wait_until(due());
+  Clock::time_point due;
+  {
+    std::lock_guard lock(mu_);
+    due = due_;
+  }
+  wait_until(due);
 }
 
 void EmulatedGpuQueue::wait_until(Clock::time_point t) {
   if (Clock::now() < t) precise_wait_until(t);
-}
-
-EmulatedGpuQueue::Clock::time_point EmulatedGpuQueue::due() const {
-  std::lock_guard lock(mu_);
-  return due_;
 }
 
 double EmulatedGpuQueue::seconds() const {

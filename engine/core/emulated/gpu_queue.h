@@ -31,8 +31,6 @@ class EmulatedGpuQueue {
   void wait();
   // Returns once the queue has reached `t` (a Span's end).
   static void wait_until(Clock::time_point t);
-  // When everything enqueued so far will have run.
-  Clock::time_point due() const;
   // Total work enqueued so far, seconds.
   double seconds() const;
 
