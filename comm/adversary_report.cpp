@@ -3,8 +3,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "base/error.h"
 #include "comm/adversary_transport.h"
-#include "engine/core/error.h"
 
 namespace tt::comm {
 

@@ -3,7 +3,7 @@
 #include <charconv>
 #include <vector>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 
 namespace tt::comm {
 

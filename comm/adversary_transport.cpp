@@ -7,8 +7,8 @@
 #include <sstream>
 #include <thread>
 
+#include "base/error.h"
 #include "comm/secure_session.h"
-#include "engine/core/error.h"
 #include "tee/attestation.h"
 #include "tee/vendor.h"
 #include "tee/x509.h"

@@ -7,9 +7,9 @@
 #include <cstring>
 #include <memory>
 
+#include "base/error.h"
 #include "comm/collectives.h"
 #include "comm/mpi_allreduce.h"
-#include "engine/core/error.h"
 
 namespace tt::comm {
 
@@ -151,17 +151,15 @@ std::vector<BenchRecord> run_allreduce_bench(Transport& t, MPI_Comm comm, const 
   RingAllreduce ring(t, channel != nullptr ? *channel : plain, opt.ring, profiler);
   std::uint64_t step = 0;
   std::vector<BenchAlgo> algos;
-  for (const auto& mode : opt.modes) {
-    if (mode == "ring") {
-      algos.push_back({"ring", [&](float* d, std::size_t n) {
+  for (const BenchAlgorithm mode : opt.modes) {
+    if (mode == BenchAlgorithm::Ring) {
+      algos.push_back({enum_name(mode), [&](float* d, std::size_t n) {
                          MessageContext id;
                          id.step = step++;
                          ring.allreduce_sum(d, n, id);
                        }});
-    } else if (mode == "mpi") {
-      algos.push_back({"mpi", [comm](float* d, std::size_t n) { mpi_allreduce_sum(comm, d, n); }});
     } else {
-      throw InputError("bench allreduce: unknown mode '" + mode + "' (ring, mpi)");
+      algos.push_back({enum_name(mode), [comm](float* d, std::size_t n) { mpi_allreduce_sum(comm, d, n); }});
     }
   }
   return run_allreduce_bench(t, algos, opt, on_record);

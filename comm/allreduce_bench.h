@@ -18,7 +18,23 @@
 #include "comm/channel.h"
 #include "comm/ring_allreduce.h"
 #include "comm/transport.h"
+#include "engine/core/enum_names.h"
 #include "engine/core/profiler.h"
+
+namespace tt::comm {
+
+// The algorithms `bench allreduce --modes` compares: our ring, and the MPI library's MPI_Allreduce.
+enum class BenchAlgorithm { Ring, Mpi };
+
+}  // namespace tt::comm
+
+namespace tt {
+template <>
+struct EnumNames<comm::BenchAlgorithm> {
+  static constexpr std::pair<const char*, comm::BenchAlgorithm> all[] = {{"ring", comm::BenchAlgorithm::Ring},
+                                                                         {"mpi", comm::BenchAlgorithm::Mpi}};
+};
+}  // namespace tt
 
 namespace tt::comm {
 
@@ -35,8 +51,8 @@ struct BenchOptions {
   int warmup = 5;
   int iters = 20;
   bool check = true;
-  std::vector<std::string> modes = {"ring", "mpi"};  // used by the MPI_Comm overload
-  RingOptions ring{};                                // ditto
+  std::vector<BenchAlgorithm> modes = {BenchAlgorithm::Ring, BenchAlgorithm::Mpi};  // the MPI_Comm overload
+  RingOptions ring{};                                                               // ditto
 };
 
 struct BenchRecord {
@@ -62,8 +78,7 @@ std::vector<BenchRecord> run_allreduce_bench(Transport& t, const std::vector<Ben
                                              const BenchOptions& opt,
                                              const std::function<void(const BenchRecord&)>& on_record = {});
 
-// Convenience: opt.modes from {"ring" (our ring over t and channel), "mpi" (MPI_Allreduce on comm)}.
-// Throws InputError for an unknown mode.
+// Convenience: opt.modes, our ring over t and channel, and MPI_Allreduce on comm.
 std::vector<BenchRecord> run_allreduce_bench(Transport& t, MPI_Comm comm, const BenchOptions& opt,
                                              Channel* channel = nullptr, Profiler* profiler = nullptr,
                                              const std::function<void(const BenchRecord&)>& on_record = {});

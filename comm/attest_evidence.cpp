@@ -5,7 +5,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 #include "tee/bytes.h"
 
 namespace tt::comm {
@@ -16,11 +16,7 @@ const char* attestation_mode_name(AttestationMode m) {
 
 tee::Measurements expected_measurement(const AttestConfig& config) {
   if (config.measurement_override) return *config.measurement_override;
-  try {
-    return tee::measure(config.binary, config.run_config);
-  } catch (const std::runtime_error& e) {
-    throw InputError(e.what());
-  }
+  return tee::measure(config.binary, config.run_config);  // InputError for an unreadable binary
 }
 
 tee::VerifierPolicy effective_policy(const AttestConfig& config, const tee::Measurements& own) {
@@ -138,8 +134,8 @@ tee::Evidence load_evidence(const std::filesystem::path& path) {
   bytes.resize(static_cast<std::size_t>(in.gcount()));
   try {
     return tee::Evidence::deserialize(bytes);
-  } catch (const tee::IntegrityError& e) {
-    throw tee::IntegrityError("evidence '" + path.string() + "': " + e.what());
+  } catch (const IntegrityError& e) {
+    throw IntegrityError("evidence '" + path.string() + "': " + e.what());
   }
 }
 
@@ -155,7 +151,7 @@ std::string certificate_lines(const tee::Evidence& e) {
            std::to_string(e.certificate.size()) +
            " bytes DER: proves the device key belongs to a device the vendor made, once it chains to the "
            "trusted root)\n";
-  } catch (const tee::IntegrityError& err) {
+  } catch (const IntegrityError& err) {
     return std::string("  certificate        UNPARSABLE: ") + err.what() + "\n";
   }
 }

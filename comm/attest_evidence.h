@@ -24,9 +24,9 @@
 namespace tt::comm {
 
 // Attestation refused (on every rank: see establish_keys). An IntegrityError: exit code 3.
-class AttestationError : public tee::IntegrityError {
+class AttestationError : public IntegrityError {
  public:
-  using tee::IntegrityError::IntegrityError;
+  using IntegrityError::IntegrityError;
 };
 
 enum class AttestationMode {

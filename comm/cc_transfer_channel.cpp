@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 #include "engine/core/precise_wait.h"
 
 namespace tt::comm {

@@ -4,7 +4,7 @@
 #include <array>
 #include <string>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 #include "tee/errors.h"
 
 namespace tt::comm {
@@ -79,7 +79,7 @@ void Collectives::recv_opened(int peer, int tag, const MessageContext& ctx, std:
                              std::to_string(got) + " of " + std::to_string(expected) + " bytes) at " +
                              to_string(ctx);
     // Sealed traffic cut short is an attack signal like a bad tag (exit 3), not a transport failure.
-    if (!pass) throw tee::IntegrityError(what);
+    if (!pass) throw IntegrityError(what);
     throw RunError(what);
   }
   if (!pass) channel_->open(ctx, dst, plain);

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 
 namespace tt::comm {
 EmulatedDeviceChannel::EmulatedDeviceChannel(double aead_gbps, bool forward_all_gather, Profiler* profiler,

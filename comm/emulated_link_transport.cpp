@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <optional>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 #include "tee/bytes.h"
 
 namespace tt::comm {

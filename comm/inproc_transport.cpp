@@ -8,7 +8,7 @@
 #include <thread>
 #include <tuple>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 
 namespace tt::comm {
 

@@ -3,7 +3,7 @@
 #include <climits>
 #include <thread>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 
 namespace tt::comm {
 

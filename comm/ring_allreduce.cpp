@@ -4,7 +4,7 @@
 #include <string>
 #include <utility>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 #include "tee/errors.h"
 
 namespace tt::comm {
@@ -248,7 +248,7 @@ void RingAllreduce::check_length(std::size_t got, std::size_t expected, int prev
                            std::to_string(got) + " of " + std::to_string(expected) + " bytes) at " +
                            to_string(ctx);
   // Sealed traffic cut short is an attack signal like a bad tag (exit 3), not a transport failure.
-  if (!channel_->pass_through()) throw tee::IntegrityError(what);
+  if (!channel_->pass_through()) throw IntegrityError(what);
   throw RunError(what);
 }
 

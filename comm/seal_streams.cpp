@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string_view>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 #include "tee/bytes.h"
 #include "tee/hkdf.h"
 
@@ -64,8 +64,8 @@ std::shared_ptr<const EpochKey> epoch_key(const tee::KeyRatchet& r, bool fingerp
 
 ChannelIntegrityError::ChannelIntegrityError(int rank, int peer, const MessageContext& ctx,
                                              const std::string& reason)
-    : tee::IntegrityError("rank " + std::to_string(rank) + ": sealed message from rank " +
-                          std::to_string(peer) + " failed to open (" + reason + ") at " + to_string(ctx)),
+    : IntegrityError("rank " + std::to_string(rank) + ": sealed message from rank " + std::to_string(peer) +
+                     " failed to open (" + reason + ") at " + to_string(ctx)),
       rank_(rank),
       peer_(peer),
       ctx_(ctx),

@@ -31,7 +31,7 @@ namespace tt::comm {
 // An IntegrityError, so main maps it to exit code 3. what() is one line:
 //   "rank 1: sealed message from rank 0 failed to open (tag mismatch: tampered or wrong key) at step 3,
 //    bucket 0, phase scatter_reduce, hop 0, chunk 2, segment 0, origin 0, sender 0, receiver 1, 4096 bytes"
-class ChannelIntegrityError : public tee::IntegrityError {
+class ChannelIntegrityError : public IntegrityError {
  public:
   ChannelIntegrityError(int rank, int peer, const MessageContext& ctx, const std::string& reason);
   int rank() const { return rank_; }

@@ -9,7 +9,7 @@
 #include <optional>
 #include <thread>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 #include "tee/bytes.h"
 #include "tee/nonce.h"
 

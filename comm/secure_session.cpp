@@ -6,8 +6,8 @@
 #include <sstream>
 #include <vector>
 
+#include "base/error.h"
 #include "comm/collectives.h"
-#include "engine/core/error.h"
 #include "tee/aead.h"
 #include "tee/bytes.h"
 #include "tee/hkdf.h"
@@ -240,7 +240,7 @@ void exchange_evidence(Transport& t, std::vector<Link>& links, const LocalParty&
       } else if (me.key != nullptr) {
         l.secret = tee::derive_session_secret(*l.kx, l.my_evidence, peer, "teetrain link v1");
       }
-    } catch (const tee::IntegrityError& e) {
+    } catch (const IntegrityError& e) {
       failures.push_back({l.peer, e.what()});
     }
   }

@@ -7,8 +7,8 @@
 #include <sstream>
 #include <type_traits>
 
+#include "base/error.h"
 #include "comm/transport.h"
-#include "engine/core/error.h"
 
 namespace tt::comm {
 

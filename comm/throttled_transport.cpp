@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <optional>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 
 namespace tt::comm {
 namespace {

@@ -4,7 +4,7 @@
 #include <sstream>
 #include <thread>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 
 namespace tt::comm {
 

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 #include "tee/bytes.h"
 #include "tee/errors.h"
 
@@ -46,8 +46,8 @@ class BindingReader {
  public:
   BindingReader(const nlohmann::json& m, const fs::path& file) : m_(m), file_(file) {}
   [[noreturn]] void bad(const std::string& key, const std::string& want) const {
-    throw tee::IntegrityError(quoted(file_) + ": dataset binding field \"" + key + "\" is missing or not " +
-                              want + "; " + kReseal);
+    throw IntegrityError(quoted(file_) + ": dataset binding field \"" + key + "\" is missing or not " + want +
+                         "; " + kReseal);
   }
   std::string hex(const std::string& key, std::size_t n) const {
     if (!m_.contains(key) || !m_[key].is_string() || !is_hex(m_[key].get<std::string>(), n))
@@ -155,10 +155,10 @@ DatasetBinding DatasetManifest::binding(const std::string& split, std::uint64_t 
 
 DatasetBinding read_binding(const nlohmann::json& meta, const fs::path& file) {
   if (!meta.is_object() || !meta.contains("dataset")) {
-    throw tee::IntegrityError(quoted(file) +
-                              " carries no dataset binding (dataset id, split, shard index and count; "
-                              "sealed by an older teetrain?); " +
-                              kReseal);
+    throw IntegrityError(quoted(file) +
+                         " carries no dataset binding (dataset id, split, shard index and count; "
+                         "sealed by an older teetrain?); " +
+                         kReseal);
   }
   const BindingReader r{meta, file};
   DatasetBinding b;
@@ -179,8 +179,8 @@ std::vector<std::size_t> check_split_files(const std::vector<BoundFile>& files, 
   if (files.empty()) throw InputError("no sealed " + split + " files given");
   for (const BoundFile& f : files) {
     if (f.binding.split != split) {
-      throw tee::IntegrityError(quoted(f.file) + " holds the " + f.binding.split +
-                                " split but is loaded as " + split + " (renamed?); refusing it");
+      throw IntegrityError(quoted(f.file) + " holds the " + f.binding.split + " split but is loaded as " +
+                           split + " (renamed?); refusing it");
     }
     check_same_dataset(files.front(), f);
   }
@@ -189,19 +189,18 @@ std::vector<std::size_t> check_split_files(const std::vector<BoundFile>& files, 
   for (std::size_t i = 0; i < files.size(); ++i) {
     const std::uint64_t s = files[i].binding.shard;
     if (order[s] != files.size()) {
-      throw tee::IntegrityError(quoted(files[i].file) + " is " + split + " shard " + std::to_string(s) +
-                                " of " + std::to_string(n) + " again (a copy of '" +
-                                files[order[s]].file.string() + "'); refusing the duplicate");
+      throw IntegrityError(quoted(files[i].file) + " is " + split + " shard " + std::to_string(s) + " of " +
+                           std::to_string(n) + " again (a copy of '" + files[order[s]].file.string() +
+                           "'); refusing the duplicate");
     }
     order[s] = i;
   }
   const auto missing = std::find(order.begin(), order.end(), files.size());
   if (missing != order.end()) {
-    throw tee::IntegrityError("sealed " + split + " split next to '" + files.front().file.string() +
-                              "': shard " + std::to_string(missing - order.begin()) + " of " +
-                              std::to_string(n) + " (dataset " + short_hex(files.front().binding.dataset) +
-                              ") is missing (" + std::to_string(files.size()) +
-                              " of its files found); restore it or " + kReseal);
+    throw IntegrityError("sealed " + split + " split next to '" + files.front().file.string() + "': shard " +
+                         std::to_string(missing - order.begin()) + " of " + std::to_string(n) + " (dataset " +
+                         short_hex(files.front().binding.dataset) + ") is missing (" +
+                         std::to_string(files.size()) + " of its files found); restore it or " + kReseal);
   }
   return order;
 }
@@ -210,11 +209,10 @@ void check_same_dataset(const BoundFile& a, const BoundFile& b) {
   const DatasetBinding& x = a.binding;
   const DatasetBinding& y = b.binding;
   if (x.dataset != y.dataset || x.manifest != y.manifest || x.splits != y.splits) {
-    throw tee::IntegrityError(quoted(b.file) + " belongs to another sealed dataset (dataset " +
-                              short_hex(y.dataset) + ", manifest " + short_hex(y.manifest) + ") than '" +
-                              a.file.string() + "' (dataset " + short_hex(x.dataset) + ", manifest " +
-                              short_hex(x.manifest) +
-                              "); all files must come from one `teetrain seal-data` run");
+    throw IntegrityError(quoted(b.file) + " belongs to another sealed dataset (dataset " +
+                         short_hex(y.dataset) + ", manifest " + short_hex(y.manifest) + ") than '" +
+                         a.file.string() + "' (dataset " + short_hex(x.dataset) + ", manifest " +
+                         short_hex(x.manifest) + "); all files must come from one `teetrain seal-data` run");
   }
 }
 

@@ -24,7 +24,7 @@
 // Readers check the binding only after the file's header is authenticated (a chunk opened): each
 // file is of the split it is loaded as; the files of a split come from one dataset (id and manifest)
 // and are shards 0..n-1 exactly once each; the splits of one run come from one dataset. Every
-// failure is a tee::IntegrityError (exit 3) naming the file; a file without a binding (sealed by an
+// failure is a IntegrityError (exit 3) naming the file; a file without a binding (sealed by an
 // older teetrain) is refused with a pointer to `teetrain seal-data`.
 #pragma once
 #include <cstdint>
@@ -86,7 +86,7 @@ class DatasetManifest {
 };
 
 // Reads the binding out of a file's metadata, which the caller has authenticated (opened a chunk).
-// Throws tee::IntegrityError naming `file`: no binding at all ("sealed by an older teetrain; re-run
+// Throws IntegrityError naming `file`: no binding at all ("sealed by an older teetrain; re-run
 // `teetrain seal-data`"), or a field missing, of the wrong type or out of range.
 DatasetBinding read_binding(const nlohmann::json& meta, const std::filesystem::path& file);
 
@@ -98,10 +98,10 @@ struct BoundFile {
 // Checks the (authenticated) files loaded as `split`: each is of that split, all are of one dataset
 // (id and manifest), each shard index appears once and none of 0..n-1 is missing. Returns the
 // positions of `files` in shard order (so renaming shards within a split cannot reorder the data).
-// Throws tee::IntegrityError naming the offending file (or, for a missing shard, the split's place).
+// Throws IntegrityError naming the offending file (or, for a missing shard, the split's place).
 std::vector<std::size_t> check_split_files(const std::vector<BoundFile>& files, const std::string& split);
 
-// Refuses (tee::IntegrityError naming b's file) two splits of one run that come from different
+// Refuses (IntegrityError naming b's file) two splits of one run that come from different
 // datasets, e.g. a validation split sealed by another seal-data run than the training split.
 void check_same_dataset(const BoundFile& a, const BoundFile& b);
 

@@ -9,7 +9,7 @@
 #include <numeric>
 #include <system_error>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 #include "engine/core/rng.h"
 
 namespace tt {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 
 namespace tt {
 namespace fs = std::filesystem;

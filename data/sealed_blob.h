@@ -21,7 +21,7 @@ namespace tt {
 
 class SealedBlobReader {
  public:
-  // Checks the header and the key fingerprint (tee::IntegrityError "key fingerprint mismatch").
+  // Checks the header and the key fingerprint (IntegrityError "key fingerprint mismatch").
   // Throws InputError if `path` does not exist. `profiler` may be null; it must outlive the reader.
   SealedBlobReader(const std::filesystem::path& path, const tee::SecretBytes& key,
                    Profiler* profiler = nullptr);
@@ -30,7 +30,7 @@ class SealedBlobReader {
   const tee::SealedHeader& header() const { return file_.header(); }
   std::uint64_t size() const { return file_.size(); }  // plaintext bytes
 
-  // Copies plaintext [offset, offset + out.size()) into `out`. Throws tee::IntegrityError naming
+  // Copies plaintext [offset, offset + out.size()) into `out`. Throws IntegrityError naming
   // the file and chunk when a touched chunk fails to open, std::out_of_range past the end.
   void read(std::uint64_t offset, tee::MutableByteView out);
 

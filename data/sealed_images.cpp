@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 #include <system_error>
 
+#include "base/error.h"
 #include "data/sealed_tokens.h"
 #include "data/shard_files.h"
-#include "engine/core/error.h"
 #include "tee/errors.h"
 
 namespace tt {

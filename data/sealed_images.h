@@ -108,7 +108,7 @@ SealedImageDataset seal_image_dataset(const ImageSet& train, const ImageSet& tes
 std::optional<std::filesystem::path> find_sealed_images(const std::string& spec, const std::string& split);
 
 // Reads the clear metadata without the key: NOT authentic until the file's chunks open. Throws
-// InputError if it is not a sealed image set (or its metadata is malformed), tee::IntegrityError if
+// InputError if it is not a sealed image set (or its metadata is malformed), IntegrityError if
 // the header is damaged.
 SealedImageInfo read_sealed_image_info(const std::filesystem::path& file);
 
@@ -120,7 +120,7 @@ SealedImageInfo read_sealed_image_info(const std::filesystem::path& file);
 // demand. Not thread-safe.
 class SealedImageSet {
  public:
-  // Throws InputError (missing file, not an image set, size not N records) or tee::IntegrityError
+  // Throws InputError (missing file, not an image set, size not N records) or IntegrityError
   // (wrong key, tampered header or first chunk, truncated file; no binding, another split than
   // `split`), naming the file.
   SealedImageSet(const std::filesystem::path& file, const std::string& split,
@@ -157,7 +157,7 @@ class SealedImageLoader {
   void check_shape(int C, int H, int W, int classes) const;
 
   // As ImageLoader::fill: out.images (B, C, H, W), out.targets (B) for samples
-  // [first_sample, first_sample + count). Time goes to Phase::Ingress. Throws tee::IntegrityError
+  // [first_sample, first_sample + count). Time goes to Phase::Ingress. Throws IntegrityError
   // when a chunk or the bounce buffer fails to open, InputError on a label outside the classes.
   void fill(Batch& out, uint64_t first_sample, int count);
 

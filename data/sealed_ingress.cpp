@@ -60,10 +60,9 @@ void BounceLink::transfer(tee::MutableByteView batch, std::uint64_t first_sample
         staging_.size() == batch.size() + tee::kTagSize &&
         device_->try_open_with_tag(nonce, ingress_aad(first_sample, count, counter), staging_, batch);
     if (!ok) {
-      throw tee::IntegrityError("ingress bounce buffer of rank " + std::to_string(rank_) + ", message " +
-                                std::to_string(counter) + " (samples " + std::to_string(first_sample) +
-                                " + " + std::to_string(count) +
-                                ") failed to open (tampered, replayed or truncated)");
+      throw IntegrityError("ingress bounce buffer of rank " + std::to_string(rank_) + ", message " +
+                           std::to_string(counter) + " (samples " + std::to_string(first_sample) + " + " +
+                           std::to_string(count) + ") failed to open (tampered, replayed or truncated)");
     }
   }
   if (profiler_ != nullptr) {

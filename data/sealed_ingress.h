@@ -64,7 +64,7 @@ class BounceLink {
 
   // Seals `batch` (CPU side) into the staging buffer, then opens it back into `batch` (device
   // side). (first_sample, count) name the batch in the associated data. Throws
-  // tee::IntegrityError ("ingress bounce buffer ... failed to open") if the staging bytes changed.
+  // IntegrityError ("ingress bounce buffer ... failed to open") if the staging bytes changed.
   void transfer(tee::MutableByteView batch, std::uint64_t first_sample, int count);
 
   void set_staging_hook(StagingHook hook) { hook_ = std::move(hook); }

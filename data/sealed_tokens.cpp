@@ -12,9 +12,9 @@
 #include <numeric>
 #include <system_error>
 
+#include "base/error.h"
 #include "data/shard_files.h"
 #include "data/token_shard.h"
-#include "engine/core/error.h"
 #include "engine/core/rng.h"
 #include "tee/errors.h"
 
@@ -298,10 +298,9 @@ std::unique_ptr<SealedTokenDataset> SealedTokenDataset::open_other_split(const s
   if (files.empty()) {
     const auto it = first.binding().splits.find(split);
     if (it == first.binding().splits.end()) return nullptr;
-    throw tee::IntegrityError("--data '" + spec + "': the sealed dataset " + first.binding().dataset +
-                              " has " + std::to_string(it->second) + " " + split +
-                              " shard(s), but none was found next to " + quoted(first.shard_file(0)) +
-                              "; restore them or re-run `teetrain seal-data`");
+    throw IntegrityError("--data '" + spec + "': the sealed dataset " + first.binding().dataset + " has " +
+                         std::to_string(it->second) + " " + split + " shard(s), but none was found next to " +
+                         quoted(first.shard_file(0)) + "; restore them or re-run `teetrain seal-data`");
   }
   auto other = std::make_unique<SealedTokenDataset>(files, split, dataset_key, profiler);
   check_same_dataset({first.shard_file(0), first.binding()}, {other->shard_file(0), other->binding()});

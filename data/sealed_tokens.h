@@ -92,7 +92,7 @@ bool is_sealed_file(const std::filesystem::path& path);
 class SealedTokenDataset {
  public:
   // Throws InputError (missing file, not a token shard, malformed shard, mixed vocabularies) or
-  // tee::IntegrityError (wrong key, tampered header chunk; a file of another split, dataset or
+  // IntegrityError (wrong key, tampered header chunk; a file of another split, dataset or
   // without a binding, a duplicated or missing shard), naming the file.
   SealedTokenDataset(const std::vector<std::filesystem::path>& files, const std::string& split,
                      const tee::SecretBytes& dataset_key, Profiler* profiler = nullptr);
@@ -101,7 +101,7 @@ class SealedTokenDataset {
   // Another split of `first`'s dataset at `spec` (e.g. "val" next to the training split), checked to
   // be of the same dataset. Null when `spec` finds no such files and the dataset has no such split,
   // or when it finds exactly `first`'s files (`spec` names files, not a split). Throws
-  // tee::IntegrityError when the dataset has the split but no file of it is found.
+  // IntegrityError when the dataset has the split but no file of it is found.
   static std::unique_ptr<SealedTokenDataset> open_other_split(const std::string& spec,
                                                               const std::string& split,
                                                               const SealedTokenDataset& first,

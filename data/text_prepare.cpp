@@ -8,8 +8,8 @@
 #include <sstream>
 #include <system_error>
 
+#include "base/error.h"
 #include "data/token_shard.h"
-#include "engine/core/error.h"
 
 namespace tt {
 namespace fs = std::filesystem;

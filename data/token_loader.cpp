@@ -1,4 +1,3 @@
-#include "data/shard_files.h"
 #include "data/token_loader.h"
 
 #include <fnmatch.h>
@@ -10,17 +9,14 @@
 #include <system_error>
 #include <utility>
 
-#include "engine/core/error.h"
+#include "base/error.h"
+#include "data/shard_files.h"
 #include "engine/core/rng.h"
 
 namespace tt {
 namespace fs = std::filesystem;
 
-namespace {
-
-
-
-}  // namespace
+namespace {}  // namespace
 
 TokenDataset::TokenDataset(const std::vector<fs::path>& files) {
   if (files.empty()) throw InputError("no token shards given; run `teetrain prepare-text` first");
@@ -82,8 +78,7 @@ std::string TokenDataset::describe() const {
   return what + " (" + human_count(num_tokens()) + " tokens, vocab " + std::to_string(vocab_) + ")";
 }
 
-TokenLoader::TokenLoader(const TokenDataset& data, int T, uint64_t seed, bool shuffle)
-    : data_(data), T_(T) {
+TokenLoader::TokenLoader(const TokenDataset& data, int T, uint64_t seed, bool shuffle) : data_(data), T_(T) {
   if (T < 1) throw InputError("--seq must be at least 1 (got " + std::to_string(T) + ")");
   // Windows of shard i: floor((n_i - 1) / T), the number of stride-T starts with T+1 tokens left.
   shard_first_window_.reserve(data.shards().size() + 1);
@@ -105,8 +100,9 @@ TokenLoader::TokenLoader(const TokenDataset& data, int T, uint64_t seed, bool sh
   order_ = WindowOrder(num_windows_, seed, shuffle);
 }
 
-
-uint64_t TokenLoader::window_of(uint64_t g) { return order_.window_of(g); }
+uint64_t TokenLoader::window_of(uint64_t g) {
+  return order_.window_of(g);
+}
 
 const uint16_t* TokenLoader::window_tokens(uint64_t window) const {
   // The shard holding `window`: the last one whose first window is <= window.

@@ -11,7 +11,7 @@
 #include <limits>
 #include <system_error>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 
 namespace tt {
 namespace fs = std::filesystem;

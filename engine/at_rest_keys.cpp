@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 #include "engine/key_file.h"
 
 namespace tt {

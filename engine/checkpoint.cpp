@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <fstream>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 #include "engine/file_util.h"
 #include "engine/freshness.h"
 #include "engine/safetensors.h"
@@ -224,8 +224,8 @@ CheckpointMeta CheckpointStore::load(const VerifiedCheckpoint& ck, Backend& back
     load_tensor(backend, st, b.name, b, model.state_data() + b.offset, mfile);
   // Resume is bit-exact or refused: what landed in the model is what the run state recorded.
   if (params_sha256(backend, model) != ck.meta.params_sha256) {
-    throw tee::IntegrityError(mfile.string() +
-                              ": the loaded parameters do not hash to state.json's params_sha256");
+    throw IntegrityError(mfile.string() +
+                         ": the loaded parameters do not hash to state.json's params_sha256");
   }
   if (optimizer == nullptr) return ck.meta;
   const fs::path ofile = ck.dir / (std::string(kOptimizerFile) + (ck.sealed ? ".sealed" : ""));

@@ -62,7 +62,7 @@ class CheckpointStore {
   // Loads parameters (and optimizer state when `optimizer` is non-null) from a verified checkpoint
   // (VerifyScope::Full), checks that the loaded parameters hash to its params_sha256, returns the
   // meta. With `freshness` (the key owner: rank 0 in TEE mode), a rollback past the freshness record
-  // is refused first (tee::IntegrityError), before anything is loaded.
+  // is refused first (IntegrityError), before anything is loaded.
   static CheckpointMeta load(const VerifiedCheckpoint& ck, Backend& backend, Model& model,
                              Optimizer* optimizer, const FreshnessRecord* freshness = nullptr);
   // open_verified_checkpoint(step_dir, codec.key()) and the above: resume's whole read path.

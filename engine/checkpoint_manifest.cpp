@@ -14,7 +14,7 @@ namespace ckptjson {
 namespace {
 
 [[noreturn]] void malformed(const std::string& what, const std::string& why) {
-  throw tee::IntegrityError(what + ": " + why);
+  throw IntegrityError(what + ": " + why);
 }
 
 }  // namespace
@@ -73,7 +73,7 @@ using ckptjson::get_u64;
 namespace {
 
 [[noreturn]] void malformed(const std::string& what, const std::string& why) {
-  throw tee::IntegrityError(what + ": " + why);
+  throw IntegrityError(what + ": " + why);
 }
 
 bool is_sealed_name(const std::string& n) {

@@ -1,7 +1,7 @@
 // The files of a checkpoint directory as formats: the manifest that binds them together and to
 // their place, and the run state (state.json). Both parsers read untrusted bytes: anything
 // malformed -- bad JSON, a missing field, a wrong type, a number out of range -- is a
-// tee::IntegrityError naming the file, never a crash or a raw JSON exception.
+// IntegrityError naming the file, never a crash or a raw JSON exception.
 //
 // manifest.json (plain mode) / manifest.json.sealed (TEE mode, sealed under the checkpoint key):
 //
@@ -79,7 +79,7 @@ std::string encode_checkpoint_state(const CheckpointMeta& m);
 // 64-bit), params_sha256 (64 hex), config (an object).
 CheckpointMeta parse_checkpoint_state(std::span<const std::uint8_t> bytes, const std::string& what);
 
-// Strict readers of untrusted JSON (tee::IntegrityError naming `what`, never a JSON exception),
+// Strict readers of untrusted JSON (IntegrityError naming `what`, never a JSON exception),
 // shared with the freshness record.
 namespace ckptjson {
 nlohmann::json parse_object(std::span<const std::uint8_t> bytes, const std::string& what);

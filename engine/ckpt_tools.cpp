@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "base/error.h"
 #include "engine/checkpoint.h"
-#include "engine/core/error.h"
 #include "engine/file_util.h"
 #include "engine/freshness.h"
 #include "engine/safetensors.h"

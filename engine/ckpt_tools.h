@@ -34,7 +34,7 @@ struct VerifyReport {
 // chunks, parses, params digest, chain to the previous save). A sealed checkpoint needs `key`
 // (InputError otherwise). With `freshness`, the newest checkpoint of each run found -- the one a
 // resume would take -- must not be older than the freshness record has seen (freshness.h); older
-// saves of the same run beside it are its history. Throws tee::IntegrityError on the first failure
+// saves of the same run beside it are its history. Throws IntegrityError on the first failure
 // (naming the file, and the chunk for sealed files); returns the report when all pass.
 VerifyReport verify_checkpoint(const std::filesystem::path& path, const tee::SecretBytes* key = nullptr,
                                const FreshnessRecord* freshness = nullptr);

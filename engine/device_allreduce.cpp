@@ -1,6 +1,6 @@
 #include "engine/device_allreduce.h"
 
-#include "engine/core/error.h"
+#include "base/error.h"
 #ifdef TEETRAIN_HAVE_CUDA
 #include "comm/cuda/device_ring.h"
 #include "comm/cuda/gpu_sealing_codec.h"

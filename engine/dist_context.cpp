@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 #include "engine/param_chunks.h"
 #include "tee/bytes.h"
 #include "tee/digest.h"

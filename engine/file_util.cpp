@@ -7,7 +7,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 
 namespace tt {
 namespace fs = std::filesystem;

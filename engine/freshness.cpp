@@ -9,7 +9,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 #include "engine/key_file.h"
 #include "tee/errors.h"
 #include "tee/sealed_file.h"
@@ -29,13 +29,13 @@ Runs parse_record(const std::vector<std::uint8_t>& bytes, const std::string& wha
   const nlohmann::json j = ckptjson::parse_object(bytes, what);
   const nlohmann::json& format = ckptjson::field(j, "format", what);
   if (!format.is_string() || format.get<std::string>() != kFormat)
-    throw tee::IntegrityError(what + ": not a freshness record (format is not " + kFormat + ")");
+    throw IntegrityError(what + ": not a freshness record (format is not " + kFormat + ")");
   const nlohmann::json& runs = ckptjson::field(j, "runs", what);
-  if (!runs.is_object()) throw tee::IntegrityError(what + ": field 'runs' is not an object");
+  if (!runs.is_object()) throw IntegrityError(what + ": field 'runs' is not an object");
   Runs out;
   for (const auto& [run_id, e] : runs.items()) {
-    if (!ckptjson::is_hex(run_id, 32)) throw tee::IntegrityError(what + ": a run id is not 32 hex digits");
-    if (!e.is_object()) throw tee::IntegrityError(what + ": run " + run_id + " is not an object");
+    if (!ckptjson::is_hex(run_id, 32)) throw IntegrityError(what + ": a run id is not 32 hex digits");
+    if (!e.is_object()) throw IntegrityError(what + ": run " + run_id + " is not an object");
     out[run_id] = {ckptjson::get_step(e, "step", what), ckptjson::get_hex(e, "manifest_sha256", 64, what)};
   }
   return out;
@@ -82,8 +82,7 @@ std::optional<FreshnessEntry> FreshnessRecord::newest(const std::string& run_id)
   if (!exists()) return std::nullopt;
   std::error_code ec;
   const auto size = fs::file_size(path_, ec);
-  if (ec || size > kMaxRecordBytes)
-    throw tee::IntegrityError(path_.string() + ": not a freshness record (size)");
+  if (ec || size > kMaxRecordBytes) throw IntegrityError(path_.string() + ": not a freshness record (size)");
   const Runs runs = parse_record(tee::read_sealed_file(path_, key_), path_.string());
   const auto it = runs.find(run_id);
   if (it == runs.end()) return std::nullopt;
@@ -98,13 +97,12 @@ std::string FreshnessRecord::check(const VerifiedCheckpoint& ck) const {
     return "  freshness: run " + ck.manifest.run_id + " unknown to " + path_.string() + " (accepted)\n";
   const std::string steps = "step " + std::to_string(ck.manifest.step);
   if (ck.manifest.step < seen->step) {
-    throw tee::IntegrityError("rollback: " + dir + " is " + steps + " but the freshness record (" +
-                              path_.string() + ") has seen step " + std::to_string(seen->step) +
-                              " of this run");
+    throw IntegrityError("rollback: " + dir + " is " + steps + " but the freshness record (" +
+                         path_.string() + ") has seen step " + std::to_string(seen->step) + " of this run");
   }
   if (ck.manifest.step == seen->step && ck.manifest_sha256 != seen->manifest_sha256) {
-    throw tee::IntegrityError("rollback: " + dir + " is " + steps + " of this run, but not the " + steps +
-                              " the freshness record (" + path_.string() + ") has seen (different manifest)");
+    throw IntegrityError("rollback: " + dir + " is " + steps + " of this run, but not the " + steps +
+                         " the freshness record (" + path_.string() + ") has seen (different manifest)");
   }
   if (ck.manifest.step > seen->step)
     return "  freshness: " + steps + " is newer than the record's step " + std::to_string(seen->step) +
@@ -118,9 +116,9 @@ void FreshnessRecord::record(const std::string& run_id, long step, const std::st
   if (exists()) runs = parse_record(tee::read_sealed_file(path_, key_), path_.string());
   const auto it = runs.find(run_id);
   if (it != runs.end() && it->second.step > step) {
-    throw tee::IntegrityError("rollback: saving step " + std::to_string(step) +
-                              " but the freshness record (" + path_.string() + ") has seen step " +
-                              std::to_string(it->second.step) + " of this run");
+    throw IntegrityError("rollback: saving step " + std::to_string(step) + " but the freshness record (" +
+                         path_.string() + ") has seen step " + std::to_string(it->second.step) +
+                         " of this run");
   }
   runs[run_id] = {step, manifest_sha256};
   tee::SealOptions opts;

@@ -52,14 +52,14 @@ class FreshnessRecord {
   bool exists() const;
 
   // The newest save of `run_id` the record has seen; nullopt for an unknown lineage or no record.
-  // Throws tee::IntegrityError when the record exists but does not open or parse.
+  // Throws IntegrityError when the record exists but does not open or parse.
   std::optional<FreshnessEntry> newest(const std::string& run_id) const;
 
-  // Refuses (tee::IntegrityError) a checkpoint older than what the record has seen of its lineage,
+  // Refuses (IntegrityError) a checkpoint older than what the record has seen of its lineage,
   // or the same step with another manifest; returns one report line otherwise.
   std::string check(const VerifiedCheckpoint& ck) const;
 
-  // Records a save as its lineage's newest. Refuses (tee::IntegrityError) to move a lineage back.
+  // Records a save as its lineage's newest. Refuses (IntegrityError) to move a lineage back.
   void record(const std::string& run_id, long step, const std::string& manifest_sha256);
 
  private:

@@ -1,7 +1,7 @@
 #include "engine/gradient_reduction.h"
 
+#include "base/error.h"
 #include "comm/mpi_allreduce.h"
-#include "engine/core/error.h"
 
 namespace tt {
 

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 #include "tee/bytes.h"
 #include "tee/hkdf.h"
 #include "tee/unique_fd.h"

@@ -1,6 +1,6 @@
 #include "engine/nccl_allreduce.h"
 
-#include "engine/core/error.h"
+#include "base/error.h"
 #ifdef TEETRAIN_HAVE_CUDA
 #include "comm/cuda/nccl_comm.h"
 #endif

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 
 namespace tt {
 namespace {

@@ -1,6 +1,6 @@
 #include "engine/run_plan.h"
 
-#include "engine/core/error.h"
+#include "base/error.h"
 
 namespace tt {
 

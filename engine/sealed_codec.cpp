@@ -1,6 +1,6 @@
 #include "engine/sealed_codec.h"
 
-#include "engine/core/error.h"
+#include "base/error.h"
 
 namespace tt {
 namespace fs = std::filesystem;

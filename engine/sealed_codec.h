@@ -20,7 +20,7 @@ namespace tt {
 inline constexpr const char* kSealedCodecSuffix = ".sealed";
 
 // The codec keeps its own copy of the key (wiped when the codec is destroyed) and hands it to the
-// verified read path (open_verified_checkpoint), which throws tee::IntegrityError naming the file
+// verified read path (open_verified_checkpoint), which throws IntegrityError naming the file
 // and chunk if any chunk fails to open (tampered, truncated, reordered) or the key is wrong.
 std::unique_ptr<FileCodec> make_sealed_codec(const tee::SecretBytes& checkpoint_key,
                                              tee::Cipher cipher = tee::Cipher::Aes256Gcm,

@@ -1,6 +1,6 @@
 #include "engine/tee_session.h"
 
-#include "engine/core/error.h"
+#include "base/error.h"
 
 namespace tt {
 

@@ -1,6 +1,6 @@
 #include "engine/token_source.h"
 
-#include "engine/core/error.h"
+#include "base/error.h"
 
 namespace tt {
 

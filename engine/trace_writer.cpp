@@ -4,7 +4,7 @@
 #include <fstream>
 #include <string>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 
 namespace tt {
 namespace {

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <fstream>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 #include "engine/param_chunks.h"
 #include "tee/bytes.h"
 #include "tee/digest.h"

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <span>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 #include "engine/safetensors.h"
 #include "tee/digest.h"
 #include "tee/errors.h"
@@ -27,7 +27,7 @@ constexpr std::string_view kSealedMagic = "TTSEAL01";
 constexpr std::string_view kSealedSuffix = ".sealed";
 
 [[noreturn]] void refuse(const fs::path& p, const std::string& why) {
-  throw tee::IntegrityError(p.string() + ": " + why);
+  throw IntegrityError(p.string() + ": " + why);
 }
 
 bool ends_with_sealed(const std::string& n) {
@@ -74,12 +74,12 @@ void open_sealed_copy(std::vector<std::uint8_t>& raw, const fs::path& path, cons
     out.chunks = r.chunk_count();
     out.sealed_metadata = r.header().metadata;
     out.plain = r.read_all();
-  } catch (const tee::IntegrityError& e) {
+  } catch (const IntegrityError& e) {
     std::string what = e.what();
     for (std::size_t at = what.find(proc); at != std::string::npos;
          at = what.find(proc, at + path.string().size()))
       what.replace(at, proc.size(), path.string());
-    throw tee::IntegrityError(what);
+    throw IntegrityError(what);
   }
 }
 
@@ -173,7 +173,7 @@ std::size_t parse_tensors(const std::vector<std::uint8_t>& bytes, const fs::path
   try {
     return safetensors_decode(std::as_bytes(std::span(bytes)), p.string()).tensors.size();
   } catch (const InputError& e) {
-    throw tee::IntegrityError(e.what());  // it opened (or is plain) and matched, yet does not parse
+    throw IntegrityError(e.what());  // it opened (or is plain) and matched, yet does not parse
   }
 }
 

@@ -2,7 +2,7 @@
 // `ckpt export` all open a step directory through open_verified_checkpoint, so what one accepts
 // the others accept, and what one refuses the others refuse.
 //
-// Checks, in order (any failure is a tee::IntegrityError naming the file, and the chunk for a
+// Checks, in order (any failure is a IntegrityError naming the file, and the chunk for a
 // sealed chunk; a missing or unusable directory is an InputError):
 //   - the COMPLETE marker is present;
 //   - the manifest is present (manifest.json.sealed when a key is given, else manifest.json),

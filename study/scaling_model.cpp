@@ -8,7 +8,7 @@
 #include <iterator>
 #include <map>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 
 namespace tt::study {
 

@@ -43,7 +43,7 @@ Sha256Digest Measurements::combined() const {
 
 Sha256Digest measure_binary(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("measure: cannot read binary '" + path.string() + "'");
+  if (!in) throw InputError("measure: cannot read binary '" + path.string() + "'");
   Sha256 h;
   std::vector<char> buf(std::size_t{1} << 20);
   while (in) {
@@ -51,7 +51,7 @@ Sha256Digest measure_binary(const std::filesystem::path& path) {
     h.update(
         ByteView(reinterpret_cast<const std::uint8_t*>(buf.data()), static_cast<std::size_t>(in.gcount())));
   }
-  if (in.bad()) throw std::runtime_error("measure: read error on binary '" + path.string() + "'");
+  if (in.bad()) throw InputError("measure: read error on binary '" + path.string() + "'");
   return h.finish();
 }
 

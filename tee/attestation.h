@@ -39,7 +39,7 @@ struct Measurements {
   Sha256Digest combined() const;
 };
 
-// SHA-256 of the file at `path` (throws std::runtime_error naming it if unreadable).
+// SHA-256 of the file at `path` (throws InputError naming it if unreadable).
 Sha256Digest measure_binary(const std::filesystem::path& path);
 Measurements measure(const std::filesystem::path& binary_path, std::string_view config);
 

@@ -99,15 +99,15 @@ Ed25519KeyPair Ed25519KeyPair::load_pem(const std::filesystem::path& path) {
   std::unique_ptr<BIO, BioFree> bio(BIO_new_file(path.c_str(), "r"));
   if (!bio) {
     clear_openssl_errors();
-    throw std::runtime_error("device key '" + path.string() + "': cannot open for reading");
+    throw InputError("device key '" + path.string() + "': cannot open for reading");
   }
   PkeyPtr k(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
   if (!k) {
     clear_openssl_errors();
-    throw std::runtime_error("device key '" + path.string() + "': not a PEM private key");
+    throw InputError("device key '" + path.string() + "': not a PEM private key");
   }
   if (EVP_PKEY_get_id(k.get()) != EVP_PKEY_ED25519)
-    throw std::runtime_error("device key '" + path.string() + "': not an Ed25519 key");
+    throw InputError("device key '" + path.string() + "': not an Ed25519 key");
   return Ed25519KeyPair(std::move(k));
 }
 

@@ -44,7 +44,7 @@ class Ed25519KeyPair {
   static Ed25519KeyPair generate();
   static Ed25519KeyPair from_private(ByteView private_key);  // raw 32-byte seed
   // Loads a PKCS#8 PEM private key (as written by save_pem or `openssl genpkey -algorithm ed25519`).
-  // Throws std::runtime_error naming the path if it is missing, unreadable or not Ed25519.
+  // Throws InputError naming the path if it is missing, unreadable or not Ed25519.
   static Ed25519KeyPair load_pem(const std::filesystem::path& path);
   // Writes the private key as unencrypted PKCS#8 PEM, readable by the owner only (mode 0600),
   // created fresh: an existing file is replaced atomically (temporary file + rename).

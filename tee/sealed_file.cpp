@@ -29,7 +29,7 @@ std::string quoted(const std::filesystem::path& p) {
 }
 
 [[noreturn]] void io_fail(const std::filesystem::path& p, const std::string& what) {
-  throw std::runtime_error(quoted(p) + ": " + what + ": " + std::strerror(errno));
+  throw RunError(quoted(p) + ": " + what + ": " + std::strerror(errno));
 }
 
 bool known_cipher(std::uint8_t id) {

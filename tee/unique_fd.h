@@ -14,6 +14,7 @@
 #include <string>
 #include <utility>
 
+#include "base/error.h"
 #include "tee/bytes.h"
 
 namespace tt::tee {
@@ -79,7 +80,7 @@ inline bool pwrite_full(int fd, ByteView data, std::uint64_t offset) {
 
 // Writes `data` to `path` with `mode` from the first byte (temporary file, fsync, rename): a key is
 // never readable by others, not even for an instant, and a reader never sees half a file. Throws
-// std::runtime_error("<what> '<path>': cannot write (<errno text>)").
+// RunError("<what> '<path>': cannot write (<errno text>)").
 inline void write_file_atomic(const std::filesystem::path& path, ByteView data, mode_t mode,
                               const std::string& what) {
   const std::filesystem::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
@@ -89,7 +90,7 @@ inline void write_file_atomic(const std::filesystem::path& path, ByteView data, 
   if (!ok) {
     const std::string why = std::strerror(errno);
     ::unlink(tmp.c_str());
-    throw std::runtime_error(what + " '" + path.string() + "': cannot write (" + why + ")");
+    throw RunError(what + " '" + path.string() + "': cannot write (" + why + ")");
   }
 }
 

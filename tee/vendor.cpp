@@ -130,16 +130,16 @@ Vendor load_or_create_root(const ProvisionOptions& o, ProvisionReport& report) {
   const bool have_cert = fs::exists(cert_file, ec);
   const bool have_key = fs::exists(key_file, ec);
   if (have_cert != have_key) {
-    throw std::runtime_error("provision: '" + o.dir.string() + "' holds " +
-                             (have_cert ? "a root certificate without its key (" + key_file.string() + ")"
-                                        : "a root key without its certificate (" + cert_file.string() + ")") +
-                             "; use a new directory");
+    throw InputError("provision: '" + o.dir.string() + "' holds " +
+                     (have_cert ? "a root certificate without its key (" + key_file.string() + ")"
+                                : "a root key without its certificate (" + cert_file.string() + ")") +
+                     "; use a new directory");
   }
   if (have_cert) {
     Vendor v{Ed25519KeyPair::load_pem(key_file), Certificate::load_pem(cert_file)};
     if (!equal_ct(v.root.ed25519_public_key(), v.key.public_key()))
-      throw std::runtime_error("provision: '" + key_file.string() + "' is not the key of '" +
-                               cert_file.string() + "'");
+      throw InputError("provision: '" + key_file.string() + "' is not the key of '" + cert_file.string() +
+                       "'");
     return v;
   }
   fs::create_directories(key_file.parent_path());
@@ -172,7 +172,7 @@ std::set<std::string> revoked_serials(const fs::path& dir) {
       bio ? PEM_read_bio_X509_CRL(bio.get(), nullptr, nullptr, nullptr) : nullptr, X509_CRL_free);
   if (!crl) {
     clear_openssl_errors();
-    throw std::runtime_error("provision: '" + crl_path(dir).string() + "' is not a PEM revocation list");
+    throw InputError("provision: '" + crl_path(dir).string() + "' is not a PEM revocation list");
   }
   const STACK_OF(X509_REVOKED)* list = X509_CRL_get_REVOKED(crl.get());
   for (int i = 0; list != nullptr && i < sk_X509_REVOKED_num(list); ++i) {
@@ -227,11 +227,10 @@ fs::path device_identity_path(const fs::path& dir, int i) {
 }
 
 ProvisionReport provision(const ProvisionOptions& o) {
-  if (o.devices < 0 || o.valid_days < 1) throw std::invalid_argument("provision: --devices must be >= 0");
+  if (o.devices < 0 || o.valid_days < 1) throw InputError("provision: --devices must be >= 0");
   std::error_code ec;
   fs::create_directories(o.dir, ec);
-  if (ec)
-    throw std::runtime_error("provision: cannot create '" + o.dir.string() + "' (" + ec.message() + ")");
+  if (ec) throw InputError("provision: cannot create '" + o.dir.string() + "' (" + ec.message() + ")");
   ProvisionReport report;
   const Vendor v = load_or_create_root(o, report);
   for (int i = 0; i < o.devices; ++i) {
@@ -243,8 +242,8 @@ ProvisionReport provision(const ProvisionOptions& o) {
   std::set<std::string> serials = revoked_serials(o.dir);
   for (int i : o.revoke) {
     if (i < 0 || !fs::exists(device_identity_path(o.dir, i), ec))
-      throw std::invalid_argument("provision: --revoke " + std::to_string(i) + ": no such device in '" +
-                                  o.dir.string() + "'");
+      throw InputError("provision: --revoke " + std::to_string(i) + ": no such device in '" + o.dir.string() +
+                       "'");
     if (serials.insert(Certificate::load_pem(device_identity_path(o.dir, i)).serial_hex()).second)
       report.revoked.push_back(i);
   }

@@ -39,8 +39,9 @@ struct ProvisionReport {
 std::filesystem::path vendor_root_path(const std::filesystem::path& dir);             // DIR/vendor_root.crt
 std::filesystem::path device_identity_path(const std::filesystem::path& dir, int i);  // DIR/device_<i>.pem
 
-// Throws std::invalid_argument on bad options (negative counts, revoking a device that does not
-// exist) and std::runtime_error naming the file on I/O failures or a damaged vendor directory.
+// Throws InputError on bad options (negative counts, revoking a device that does not
+// exist, a damaged vendor directory, a path that cannot be created) and RunError naming the file
+// when writing fails.
 ProvisionReport provision(const ProvisionOptions& options);
 
 }  // namespace tt::tee

@@ -37,7 +37,7 @@ BioPtr open_file(const fs::path& path, const std::string& what) {
   BioPtr bio(BIO_new_file(path.c_str(), "r"));
   if (!bio) {
     clear_openssl_errors();
-    throw std::runtime_error(what + " '" + path.string() + "': cannot open for reading");
+    throw InputError(what + " '" + path.string() + "': cannot open for reading");
   }
   return bio;
 }
@@ -113,7 +113,7 @@ Certificate Certificate::load_pem(const fs::path& path) {
   X509Ptr cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
   if (!cert) {
     clear_openssl_errors();
-    throw std::runtime_error("certificate '" + path.string() + "': no PEM certificate in the file");
+    throw InputError("certificate '" + path.string() + "': no PEM certificate in the file");
   }
   return Certificate(std::move(cert));
 }
@@ -166,7 +166,7 @@ TrustAnchor TrustAnchor::load(const fs::path& root_pem, const fs::path& crl_pem)
   EVP_PKEY* root_key = X509_get0_pubkey(root.native());
   if (!root.is_ca() || root_key == nullptr || X509_verify(root.native(), root_key) != 1) {
     clear_openssl_errors();
-    throw std::runtime_error("trust root '" + root_pem.string() + "': not a self-signed CA certificate");
+    throw InputError("trust root '" + root_pem.string() + "': not a self-signed CA certificate");
   }
   X509CrlPtr crl;
   if (!crl_pem.empty()) {
@@ -174,8 +174,8 @@ TrustAnchor TrustAnchor::load(const fs::path& root_pem, const fs::path& crl_pem)
     crl.reset(PEM_read_bio_X509_CRL(bio.get(), nullptr, nullptr, nullptr));
     if (!crl || X509_CRL_verify(crl.get(), root_key) != 1) {
       clear_openssl_errors();
-      throw std::runtime_error("revocation list '" + crl_pem.string() +
-                               "': not a PEM CRL signed by the trust root '" + root_pem.string() + "'");
+      throw InputError("revocation list '" + crl_pem.string() +
+                       "': not a PEM CRL signed by the trust root '" + root_pem.string() + "'");
     }
   }
   return TrustAnchor(std::move(root), std::move(crl));
@@ -227,11 +227,11 @@ DeviceIdentity DeviceIdentity::load_pem(const fs::path& path) {
   try {
     cert_key = cert.ed25519_public_key();
   } catch (const IntegrityError& e) {
-    throw std::runtime_error("device identity '" + path.string() + "': " + e.what());
+    throw InputError("device identity '" + path.string() + "': " + e.what());
   }
   if (!equal_ct(cert_key, key.public_key())) {
-    throw std::runtime_error("device identity '" + path.string() +
-                             "': the certificate is not for this private key (files mixed up?)");
+    throw InputError("device identity '" + path.string() +
+                     "': the certificate is not for this private key (files mixed up?)");
   }
   return DeviceIdentity{std::move(key), std::move(cert)};
 }

@@ -44,7 +44,7 @@ class Certificate {
  public:
   // Parses DER; throws IntegrityError("malformed certificate: ...") on anything else (untrusted input).
   static Certificate from_der(ByteView der);
-  // Reads the first PEM certificate of `path`; throws std::runtime_error naming the path.
+  // Reads the first PEM certificate of `path`; throws InputError naming the path.
   static Certificate load_pem(const std::filesystem::path& path);
   explicit Certificate(X509Ptr cert);
 
@@ -72,7 +72,7 @@ struct ChainVerdict {
 class TrustAnchor {
  public:
   // Loads the root certificate (PEM) and, if `crl` is non-empty, the CRL (PEM), checking that the
-  // root is a self-signed CA and that the CRL is signed by it. Throws std::runtime_error naming the
+  // root is a self-signed CA and that the CRL is signed by it. Throws InputError naming the
   // file on anything malformed or missing (a configuration error, exit 2 at the CLI).
   static TrustAnchor load(const std::filesystem::path& root_pem, const std::filesystem::path& crl_pem = {});
   // The CRL a provisioned directory keeps beside its root: "<dir>/vendor_root.crl" for
@@ -99,7 +99,7 @@ struct DeviceIdentity {
   Certificate certificate;
 
   // Reads one PEM file holding the Ed25519 private key and the certificate (as `teetrain provision`
-  // writes them). Throws std::runtime_error naming the path if either is missing or they do not
+  // writes them). Throws InputError naming the path if either is missing or they do not
   // belong together (the certificate's key is not the private key's public half).
   static DeviceIdentity load_pem(const std::filesystem::path& path);
 };

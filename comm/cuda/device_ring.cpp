@@ -18,7 +18,8 @@ void DeviceRingMemory::add_into(float* dst, const float* src, std::size_t n) {
 }
 
 void DeviceRingMemory::wait_queued() {
-  check_cuda(cudaStreamSynchronize(stream_), "device ring: cudaStreamSynchronize", __FILE__, __LINE__);
+  ::tt::cuda::check_cuda(cudaStreamSynchronize(stream_), "device ring: cudaStreamSynchronize", __FILE__,
+                         __LINE__);
 }
 
 DeviceRingAllreduce::DeviceRingAllreduce(Transport& transport, cudaStream_t stream, RingOptions options,

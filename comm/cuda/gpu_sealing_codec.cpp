@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/error.h"
 #include "comm/cuda/small_copies.h"
-#include "engine/core/error.h"
 
 namespace tt::comm::cuda {
 
@@ -148,12 +148,12 @@ void GpuSealingCodec::seal_jobs(std::span<const Job> jobs) {
                   static_cast<std::uint32_t>(kSealHeaderSize)};
   }
   // Descriptors and headers in one upload; the kernel reads the headers from the device mirror.
-  TT_COMM_CUDA_CHECK(cudaMemcpyAsync(dev_.data(), host_.data(), b.staging, cudaMemcpyHostToDevice, stream_));
+  TT_CUDA_CHECK(cudaMemcpyAsync(dev_.data(), host_.data(), b.staging, cudaMemcpyHostToDevice, stream_));
   launch_small_copies(dev_.as<SmallCopy>(), jobs.size(), stream_);
   for_each_key(jobs, [](tee::cuda::GpuAesGcm& aead, std::span<const tee::cuda::GpuMessage> msgs) {
     aead.seal_async(msgs);
   });
-  TT_COMM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  TT_CUDA_CHECK(cudaStreamSynchronize(stream_));
   streams_.count(true, jobs.size(), b.ring, b.bytes);
 }
 
@@ -169,24 +169,24 @@ void GpuSealingCodec::open_jobs(std::span<const Job> jobs) {
   }
   // Gather the clear headers for the host (read only to explain a failure, and checked after a good
   // open so that no wire byte can change unnoticed), then open; open() waits for the stream.
-  TT_COMM_CUDA_CHECK(
+  TT_CUDA_CHECK(
       cudaMemcpyAsync(dev_.data(), host_.data(), header_offset(n), cudaMemcpyHostToDevice, stream_));
   launch_small_copies(dev_.as<SmallCopy>(), n, stream_);
-  TT_COMM_CUDA_CHECK(
+  TT_CUDA_CHECK(
       cudaMemcpyAsync(b.host_headers, b.dev_headers, n * kSealHeaderSize, cudaMemcpyDeviceToHost, stream_));
   ok_.clear();
   for_each_key(jobs, [this](tee::cuda::GpuAesGcm& aead, std::span<const tee::cuda::GpuMessage> msgs) {
     const std::vector<bool> ok = aead.open(msgs);
     ok_.insert(ok_.end(), ok.begin(), ok.end());
   });
-  TT_COMM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  TT_CUDA_CHECK(cudaStreamSynchronize(stream_));
   for (std::size_t i = 0; i < n; ++i) {
     const std::string reason = SealStreams::open_failure(
         ok_[i], reinterpret_cast<const std::uint8_t*>(b.host_headers + i * kSealHeaderSize), tickets_[i]);
     if (reason.empty()) continue;
     if (ok_[i]) {  // opened, but the clear header was changed: the plaintext must not be used either
-      TT_COMM_CUDA_CHECK(cudaMemsetAsync(jobs[i].out, 0, jobs[i].plain_bytes, stream_));
-      TT_COMM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      TT_CUDA_CHECK(cudaMemsetAsync(jobs[i].out, 0, jobs[i].plain_bytes, stream_));
+      TT_CUDA_CHECK(cudaStreamSynchronize(stream_));
     }
     throw streams_.failure(tickets_[i].ctx, reason);
   }

@@ -7,8 +7,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/error.h"
 #include "comm/mpi_transport.h"
-#include "engine/core/error.h"
 
 namespace tt::comm::cuda {
 
@@ -42,7 +42,7 @@ namespace {
 // same whatever CUDA_VISIBLE_DEVICES renumbering each rank sees).
 int distinct_gpus(MPI_Comm comm, int device, int size) {
   cudaDeviceProp prop{};
-  TT_COMM_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  TT_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   std::array<char, sizeof prop.uuid.bytes> mine{};
   std::memcpy(mine.data(), prop.uuid.bytes, mine.size());
   std::vector<char> all(mine.size() * static_cast<std::size_t>(size));  // (size, 16) UUIDs
@@ -132,7 +132,7 @@ void NcclComm::wait_stream(const std::string& what) {
     if (rc == cudaSuccess) return;
     if (rc != cudaErrorNotReady) {
       failed_ = true;
-      check_cuda(rc, (what + " (NCCL stream)").c_str(), __FILE__, __LINE__);
+      ::tt::cuda::check_cuda(rc, (what + " (NCCL stream)").c_str(), __FILE__, __LINE__);
     }
     check_async(what);
     const auto waited = Clock::now() - start;

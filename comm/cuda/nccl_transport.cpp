@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <string>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 
 namespace tt::comm::cuda {
 

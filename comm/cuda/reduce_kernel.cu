@@ -23,7 +23,7 @@ void launch_add_into(float* dst, const float* src, std::size_t n, cudaStream_t s
   constexpr std::size_t kMaxBlocks = 4096;  // enough to fill an H100/H200 many times over
   const auto blocks = static_cast<unsigned>(std::min<std::size_t>((n + kThreads - 1) / kThreads, kMaxBlocks));
   add_into_kernel<<<blocks, kThreads, 0, stream>>>(dst, src, n);
-  TT_COMM_CUDA_CHECK_LAUNCH("add_into_kernel");
+  TT_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace tt::comm::cuda

@@ -19,7 +19,7 @@ void launch_small_copies(const SmallCopy* descs, std::size_t n, cudaStream_t str
   constexpr unsigned kThreads = 128;
   const auto blocks = static_cast<unsigned>((n + kThreads - 1) / kThreads);
   small_copies_kernel<<<blocks, kThreads, 0, stream>>>(descs, n);
-  TT_COMM_CUDA_CHECK_LAUNCH("small_copies_kernel");
+  TT_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace tt::comm::cuda

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 
 namespace tt::comm::cuda {
 
@@ -98,8 +98,8 @@ class StagedRecvState final : public RequestState {
     const std::size_t got = inner_.bytes();
     if (got > 0) {
       DeviceGuard guard(device_);
-      TT_COMM_CUDA_CHECK(cudaMemcpyAsync(dst_, lease_->data(), got, cudaMemcpyHostToDevice, stream_));
-      TT_COMM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      TT_CUDA_CHECK(cudaMemcpyAsync(dst_, lease_->data(), got, cudaMemcpyHostToDevice, stream_));
+      TT_CUDA_CHECK(cudaStreamSynchronize(stream_));
     }
     return got;
   }
@@ -129,9 +129,9 @@ Request StagedTransport::isend(int peer, std::span<const std::byte> device_data,
     DeviceGuard guard(device_);
     // Synchronous on purpose: the caller may overwrite the device buffer once isend returns, and the
     // host transport reads staging right away.
-    TT_COMM_CUDA_CHECK(cudaMemcpyAsync(lease->data(), device_data.data(), device_data.size(),
-                                       cudaMemcpyDeviceToHost, stream_->get()));
-    TT_COMM_CUDA_CHECK(cudaStreamSynchronize(stream_->get()));
+    TT_CUDA_CHECK(cudaMemcpyAsync(lease->data(), device_data.data(), device_data.size(),
+                                  cudaMemcpyDeviceToHost, stream_->get()));
+    TT_CUDA_CHECK(cudaStreamSynchronize(stream_->get()));
   }
   const std::span<const std::byte> staged(lease->data(), device_data.size());
   auto state = std::make_unique<StagedSendState>(host_, std::move(lease));

@@ -1,9 +1,10 @@
 #include "engine/core/backend_factory.h"
 
+#include "base/error.h"
 #include "engine/core/cpu/cpu_backend.h"
 #include "engine/core/emulated/emulated_backend.h"
-#include "engine/core/error.h"
 #ifdef TEETRAIN_HAVE_CUDA
+#include "base/cuda/device.h"
 #include "engine/core/cuda/cuda_backend.h"
 #endif
 
@@ -37,7 +38,7 @@ bool cuda_compiled() {
 
 int cuda_device_count() {
 #ifdef TEETRAIN_HAVE_CUDA
-  return cuda_visible_devices();
+  return cuda::device_count_or_zero();
 #else
   return 0;
 #endif

@@ -3,8 +3,8 @@
 #pragma once
 #include <string>
 
+#include "base/error.h"
 #include "engine/core/backend.h"
-#include "engine/core/error.h"
 
 namespace tt {
 

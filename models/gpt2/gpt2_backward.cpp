@@ -8,7 +8,7 @@
 // Gradient readiness: parameters are laid out in forward order, so walking backward finalises them
 // from the highest offset down. on_ready(from) is called after ln_f, after each layer, and with 0 after
 // the encoder (wte is tied to the lm head, so its gradient is final only at the very end).
-#include "engine/core/error.h"
+#include "base/error.h"
 #include "models/gpt2/gpt2.h"
 
 namespace tt {

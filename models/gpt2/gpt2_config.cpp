@@ -1,7 +1,7 @@
 // Gpt2Config: validation, parameter counting and the named presets.
 #include <sstream>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 #include "models/gpt2/gpt2.h"
 
 namespace tt {

@@ -2,7 +2,7 @@
 // Every activation that backward needs is kept in the arena (see Gpt2::Views for shapes).
 #include <algorithm>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 #include "models/gpt2/gpt2.h"
 
 namespace tt {

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 #include "engine/core/rng.h"
 
 namespace tt {

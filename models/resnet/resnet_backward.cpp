@@ -10,7 +10,7 @@
 //
 // Gradient readiness: parameters are in forward order, so on_ready(from) is called after the classifier
 // (fc), after each block (its first parameter), and with 0 after the stem.
-#include "engine/core/error.h"
+#include "base/error.h"
 #include "models/resnet/resnet.h"
 
 namespace tt {

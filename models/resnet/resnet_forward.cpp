@@ -1,7 +1,7 @@
 // ResNet forward pass, prediction and evaluation.
 #include <algorithm>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 #include "models/resnet/resnet.h"
 
 namespace tt {

@@ -8,8 +8,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "tee/cuda/cuda_check.h"
-#include "tee/cuda/device_buffer.h"
+#include "base/cuda/cuda_check.h"
+#include "base/cuda/device.h"
+#include "base/cuda/device_memory.h"
 #include "tee/cuda/gcm_key.h"
 #include "tee/cuda/gcm_math.h"
 #include "tee/cuda/gpu_aead.h"
@@ -23,6 +24,9 @@ using gcm::DeviceKey;
 using gcm::kLanes;
 using gcm::MsgView;
 using gcm::RoundKeys;
+using ::tt::cuda::DeviceBytes;
+using ::tt::cuda::DeviceGuard;
+using ::tt::cuda::PinnedBytes;
 
 constexpr unsigned kCryptThreads = 256;
 constexpr unsigned kFinishThreads = 256;
@@ -153,7 +157,7 @@ __global__ void __launch_bounds__(kFinishThreads) finish_kernel(const __grid_con
 
 class Event {
  public:
-  Event() { TT_TEE_CUDA_CHECK(cudaEventCreateWithFlags(&e_, cudaEventDisableTiming)); }
+  Event() { TT_CUDA_CHECK(cudaEventCreateWithFlags(&e_, cudaEventDisableTiming)); }
   ~Event() { (void)cudaEventDestroy(e_); }
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
@@ -163,39 +167,19 @@ class Event {
   cudaEvent_t e_ = nullptr;
 };
 
-// Makes `device` current for a scope (the object may be used from a thread whose current device
-// differs from the one it was built on).
-class DeviceScope {
- public:
-  explicit DeviceScope(int device) {
-    TT_TEE_CUDA_CHECK(cudaGetDevice(&prev_));
-    if (prev_ != device) TT_TEE_CUDA_CHECK(cudaSetDevice(device));
-    set_ = prev_ != device;
-  }
-  ~DeviceScope() {
-    if (set_) (void)cudaSetDevice(prev_);
-  }
-  DeviceScope(const DeviceScope&) = delete;
-  DeviceScope& operator=(const DeviceScope&) = delete;
-
- private:
-  int prev_ = 0;
-  bool set_ = false;
-};
-
 template <int Nr>
 int crypt_blocks_per_sm() {
   int fit = std::numeric_limits<int>::max();
   auto query = [&fit](const void* kernel) {
-    TT_TEE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(kCryptShared)));
+    TT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(kCryptShared)));
     int n = 0;
-    TT_TEE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kCryptThreads, kCryptShared));
+    TT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kCryptThreads, kCryptShared));
     fit = std::min(fit, n);
   };
   query(reinterpret_cast<const void*>(&crypt_kernel<Nr, false>));
   query(reinterpret_cast<const void*>(&crypt_kernel<Nr, true>));
-  if (fit <= 0) throw CudaError("GPU AES-GCM: the counter-mode kernel does not fit on this GPU");
+  if (fit <= 0) throw RunError("GPU AES-GCM: the counter-mode kernel does not fit on this GPU");
   return fit;
 }
 
@@ -203,15 +187,15 @@ int crypt_blocks_per_sm() {
 
 struct GpuAesGcm::Impl {
   Impl(std::span<const std::uint8_t> key, void* s) : stream(static_cast<cudaStream_t>(s)), km(key) {
-    TT_TEE_CUDA_CHECK(cudaGetDevice(&device));
-    TT_TEE_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
+    TT_CUDA_CHECK(cudaGetDevice(&device));
+    TT_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
     blocks_per_sm = km.rounds() == 10 ? crypt_blocks_per_sm<10>() : crypt_blocks_per_sm<14>();
-    key_dev = DeviceBuffer(sizeof(DeviceKey));
+    key_dev = DeviceBytes(sizeof(DeviceKey));
     // Synchronous copy from pageable memory: the host image may be wiped as soon as this returns.
-    TT_TEE_CUDA_CHECK(cudaMemcpy(key_dev.get(), &km.image(), sizeof(DeviceKey), cudaMemcpyHostToDevice));
+    TT_CUDA_CHECK(cudaMemcpy(key_dev.get(), &km.image(), sizeof(DeviceKey), cudaMemcpyHostToDevice));
     // ... which may return before the DMA lands, and the legacy stream it ran on does not order a
     // non-blocking `stream`: finish it before the first kernel reads the tables.
-    TT_TEE_CUDA_CHECK(cudaDeviceSynchronize());
+    TT_CUDA_CHECK(cudaDeviceSynchronize());
   }
   ~Impl() {
     // Kernels may still read the key tables and descriptors: wait, then wipe the key tables.
@@ -233,14 +217,14 @@ struct GpuAesGcm::Impl {
   int sm_count = 0;
   int blocks_per_sm = 0;
   gcm::KeyMaterial km;
-  DeviceBuffer key_dev;      // DeviceKey
+  DeviceBytes key_dev;       // DeviceKey
   std::size_t capacity = 0;  // messages the buffers below hold
-  PinnedBuffer desc_host;    // MsgDesc[capacity], staging for the upload
-  DeviceBuffer desc_dev;     // MsgDesc[capacity]
+  PinnedBytes desc_host;     // MsgDesc[capacity], staging for the upload
+  DeviceBytes desc_dev;      // MsgDesc[capacity]
   Event staged;              // recorded after the upload out of desc_host
-  DeviceBuffer partials;     // Block128[tiles]
-  DeviceBuffer ok_dev;       // uint32[capacity]
-  PinnedBuffer ok_host;      // uint32[capacity]
+  DeviceBytes partials;      // Block128[tiles]
+  DeviceBytes ok_dev;        // uint32[capacity]
+  PinnedBytes ok_host;       // uint32[capacity]
 };
 
 std::uint32_t GpuAesGcm::Impl::stage(std::span<const GpuMessage> msgs, bool open) {
@@ -260,19 +244,19 @@ std::uint32_t GpuAesGcm::Impl::stage(std::span<const GpuMessage> msgs, bool open
   // Growing frees buffers that enqueued work may still use: wait for the stream first.
   const bool grow_msgs = msgs.size() > capacity;
   const bool grow_tiles = tiles * sizeof(Block128) > partials.size();
-  if (grow_msgs || grow_tiles) TT_TEE_CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (grow_msgs || grow_tiles) TT_CUDA_CHECK(cudaStreamSynchronize(stream));
   if (grow_msgs) {
     capacity = std::max(msgs.size(), 2 * capacity);
-    desc_host = PinnedBuffer(capacity * sizeof(MsgDesc));
-    desc_dev = DeviceBuffer(capacity * sizeof(MsgDesc));
-    ok_dev = DeviceBuffer(capacity * sizeof(std::uint32_t));
-    ok_host = PinnedBuffer(capacity * sizeof(std::uint32_t));
+    desc_host = PinnedBytes(capacity * sizeof(MsgDesc));
+    desc_dev = DeviceBytes(capacity * sizeof(MsgDesc));
+    ok_dev = DeviceBytes(capacity * sizeof(std::uint32_t));
+    ok_host = PinnedBytes(capacity * sizeof(std::uint32_t));
   }
   if (grow_tiles)
-    partials = DeviceBuffer(std::max<std::size_t>(tiles * sizeof(Block128), 2 * partials.size()));
+    partials = DeviceBytes(std::max<std::size_t>(tiles * sizeof(Block128), 2 * partials.size()));
 
   // The previous upload out of desc_host must be done before it is overwritten.
-  TT_TEE_CUDA_CHECK(cudaEventSynchronize(staged.get()));
+  TT_CUDA_CHECK(cudaEventSynchronize(staged.get()));
   auto* descs = desc_host.as<MsgDesc>();
   std::uint32_t tile_begin = 0;
   for (std::size_t i = 0; i < msgs.size(); ++i) {
@@ -289,9 +273,9 @@ std::uint32_t GpuAesGcm::Impl::stage(std::span<const GpuMessage> msgs, bool open
     descs[i] = d;
     tile_begin += layout.num_tiles;
   }
-  TT_TEE_CUDA_CHECK(
+  TT_CUDA_CHECK(
       cudaMemcpyAsync(desc_dev.get(), descs, msgs.size() * sizeof(MsgDesc), cudaMemcpyHostToDevice, stream));
-  TT_TEE_CUDA_CHECK(cudaEventRecord(staged.get(), stream));
+  TT_CUDA_CHECK(cudaEventRecord(staged.get(), stream));
   return static_cast<std::uint32_t>(tiles);
 }
 
@@ -310,20 +294,20 @@ void GpuAesGcm::Impl::launch(std::uint32_t num_msgs, std::uint32_t total_tiles) 
         wanted, static_cast<std::uint64_t>(sm_count) * static_cast<std::uint64_t>(blocks_per_sm)));
     crypt_kernel<Nr, kDecrypt><<<grid, kCryptThreads, kCryptShared, stream>>>(a);
     OPENSSL_cleanse(&a.rk, sizeof a.rk);  // the launch copied the arguments
-    TT_TEE_CUDA_CHECK_LAUNCH();
+    TT_CUDA_CHECK_LAUNCH();
   }
   FinishArgs f{km.round_keys(), desc_dev.as<const MsgDesc>(), key_dev.as<const DeviceKey>(),
                partials.as<const Block128>(), ok_dev.as<std::uint32_t>()};
   finish_kernel<Nr, kDecrypt><<<num_msgs, kFinishThreads, 0, stream>>>(f);
   OPENSSL_cleanse(&f.rk, sizeof f.rk);
-  TT_TEE_CUDA_CHECK_LAUNCH();
+  TT_CUDA_CHECK_LAUNCH();
 }
 
 void GpuAesGcm::Impl::run(std::span<const GpuMessage> msgs, bool open) {
   if (msgs.empty()) return;
   if (msgs.size() > std::numeric_limits<std::int32_t>::max())
     throw std::length_error("GPU AES-GCM: too many messages in one batch");
-  const DeviceScope scope(device);
+  const DeviceGuard scope(device);
   const std::uint32_t tiles = stage(msgs, open);
   const auto n = static_cast<std::uint32_t>(msgs.size());
   if (km.rounds() == 10)
@@ -348,11 +332,10 @@ std::vector<bool> GpuAesGcm::open(std::span<const GpuMessage> msgs) {
   std::vector<bool> ok(msgs.size(), false);
   if (msgs.empty()) return ok;
   impl_->run(msgs, true);
-  const DeviceScope scope(impl_->device);
-  TT_TEE_CUDA_CHECK(cudaMemcpyAsync(impl_->ok_host.get(), impl_->ok_dev.get(),
-                                    msgs.size() * sizeof(std::uint32_t), cudaMemcpyDeviceToHost,
-                                    impl_->stream));
-  TT_TEE_CUDA_CHECK(cudaStreamSynchronize(impl_->stream));
+  const DeviceGuard scope(impl_->device);
+  TT_CUDA_CHECK(cudaMemcpyAsync(impl_->ok_host.get(), impl_->ok_dev.get(),
+                                msgs.size() * sizeof(std::uint32_t), cudaMemcpyDeviceToHost, impl_->stream));
+  TT_CUDA_CHECK(cudaStreamSynchronize(impl_->stream));
   const auto* flags = impl_->ok_host.as<const std::uint32_t>();
   for (std::size_t i = 0; i < msgs.size(); ++i) ok[i] = flags[i] == 1;
   return ok;
@@ -360,17 +343,8 @@ std::vector<bool> GpuAesGcm::open(std::span<const GpuMessage> msgs) {
 
 void GpuAesGcm::synchronize() {
   if (!impl_) return;
-  const DeviceScope scope(impl_->device);
-  TT_TEE_CUDA_CHECK(cudaStreamSynchronize(impl_->stream));
-}
-
-int gpu_count() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    (void)cudaGetLastError();  // clear the error so it does not surface in an unrelated later check
-    return 0;
-  }
-  return n;
+  const DeviceGuard scope(impl_->device);
+  TT_CUDA_CHECK(cudaStreamSynchronize(impl_->stream));
 }
 
 }  // namespace tt::tee::cuda

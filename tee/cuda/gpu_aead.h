@@ -9,7 +9,7 @@
 // from the host. In place (in == out) is supported; a shifted overlap is not. Any alignment works;
 // 16-byte aligned in/out take the fast path.
 //
-// Errors: CUDA failures throw CudaError (cuda_check.h) naming the call; bad arguments throw
+// Errors: CUDA failures throw RunError (base/cuda/cuda_check.h) naming the call; bad arguments throw
 // std::invalid_argument or std::length_error. A GpuAesGcm is not thread-safe (one per stream).
 #pragma once
 #include <array>
@@ -60,8 +60,5 @@ class GpuAesGcm {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-// Number of usable CUDA devices; 0 on any error (no driver, no device).
-int gpu_count();
 
 }  // namespace tt::tee::cuda

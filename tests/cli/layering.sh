@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The layering of docs/architecture.md, checked on the includes: every folder includes only the
-# folders below it. Runs from the repository root (CTest's working directory).
+# folders below it; and the length of every function (tools/dev/function_lengths.py). Runs from the
+# repository root (CTest's working directory).
 source "$(dirname "$0")/lib.sh" "$@"
 layer() { # what pattern folders...: no file in the folders may include a path matching pattern
   local what="$1" pattern="$2"
@@ -10,11 +11,26 @@ layer() { # what pattern folders...: no file in the folders may include a path m
   if [[ -z "$hits" ]]; then passes=$((passes + 1)); else
     echo "FAIL: $what:"; echo "$hits"; fails=$((fails + 1)); fi
 }
-layer "nothing below tools/ includes the CLI" "tools/" tee engine models data comm study
-layer "tee/ includes only tee/" "comm|data|models|engine|study/" tee
+layer "nothing below tools/ includes the CLI" "tools/" base tee engine models data comm study
+layer "base/ includes only base/" "comm|data|models|engine|study|tee/" base
+layer "tee/ includes only tee/ and base/" "comm|data|models|engine|study/" tee
 layer "engine/core includes only itself" "comm|data|models|study|tee/|engine/[a-z_]+\.h" engine/core
 layer "models/ use only engine/core" "comm|data|study|tee/|engine/[a-z_]+\.h" models
 layer "data/ uses engine/core and tee" "comm|models|study|engine/[a-z_]+\.h" data
 layer "comm/ uses engine/core and tee" "data|models|study|engine/[a-z_]+\.h" comm
 layer "engine/ does not include models or study" "models|study/" engine
+
+# DEVELOPERS.md: functions under ~80 lines, in every folder of our code (tests excepted). The checker
+# must also see a long function when there is one: a made-up 85-line body.
+if out=$(python3 tools/dev/function_lengths.py --max 80 base tee engine comm models data study tools); then
+  passes=$((passes + 1))
+else
+  echo "FAIL: functions over 80 lines:"; echo "$out"; fails=$((fails + 1))
+fi
+mkdir -p "$WORK/long"
+{ echo "int long_one(int x) {"; for i in $(seq 85); do echo "  x += $i;  // {"; done; echo "  return x;"; echo "}"; } \
+  >"$WORK/long/long.cpp"
+out=$(python3 tools/dev/function_lengths.py --max 80 "$WORK/long") && rc=0 || rc=$?
+[[ $rc -eq 1 && "$out" == *"long.cpp:1 int long_one"* ]] && passes=$((passes + 1)) ||
+  { echo "FAIL: function_lengths.py missed an 87-line function (rc $rc): $out"; fails=$((fails + 1)); }
 finish

@@ -19,6 +19,8 @@ eval_line() { "$TT" eval --data fashion-mnist --threads 2 "$@" 2>&1 | grep '^eva
 grep -q 'val_accuracy' "$WORK/t1.log" && passes=$((passes + 1)) || { echo "FAIL: no val_accuracy"; fails=$((fails + 1)); }
 acc=$("$TT" eval --ckpt "$WORK/c1" --data fashion-mnist --json "$WORK/e1.json" | sed -n 's/.*accuracy \([0-9.]*\)%.*/\1/p')
 echo "eval accuracy after 120 steps: $acc%"
+# The registry knows what a checkpoint holds: sampling text from an image classifier is refused.
+expect_exit 2 "image classifier; sample takes GPT-2" -- "$TT" sample --ckpt "$WORK/c1" --tokens 4
 awk -v a="${acc:-0}" 'BEGIN { exit !(a > 30) }' && passes=$((passes + 1)) || { echo "FAIL: accuracy $acc% not above chance"; fails=$((fails + 1)); }
 grep -aq 'bn1.running_mean' "$WORK/c1/step_00000120/model.safetensors" && passes=$((passes + 1)) ||
   { echo "FAIL: running stats not in model.safetensors"; fails=$((fails + 1)); }

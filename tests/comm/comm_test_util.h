@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "comm/channel.h"
-#include "engine/core/error.h"
 
 namespace tt::comm::testing {
 
@@ -35,7 +35,8 @@ inline long first_wrong(const std::vector<float>& v, int ranks) {
 }
 
 // FNV-1a over every MessageContext field and the bytes: the stand-in "tag" of the test channels
-// (host ChecksumChannel here, the device ring's TagDeviceCodec, a device-memory Channel). Any changed byte or field shows.
+// (host ChecksumChannel here, the device ring's TagDeviceCodec, a device-memory Channel). Any changed byte or
+// field shows.
 inline std::uint64_t context_checksum(const MessageContext& c, std::span<const std::byte> data) {
   std::uint64_t h = 1469598103934665603ULL;
   auto mix = [&h](std::uint64_t v) {

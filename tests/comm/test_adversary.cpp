@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "comm/adversary_transport.h"
 #include "comm/inproc_transport.h"
-#include "engine/core/error.h"
 
 namespace tt::comm {
 namespace {

@@ -9,10 +9,10 @@
 #include <thread>
 #include <vector>
 
+#include "base/error.h"
 #include "comm/cc_transfer_channel.h"
 #include "comm/inproc_transport.h"
 #include "comm/ring_allreduce.h"
-#include "engine/core/error.h"
 #include "engine/core/profiler.h"
 
 namespace tt::comm {

@@ -6,10 +6,10 @@
 #include <mutex>
 #include <string>
 
+#include "base/error.h"
 #include "comm/collectives.h"
 #include "comm/inproc_transport.h"
 #include "comm/ring_allreduce.h"
-#include "engine/core/error.h"
 #include "engine/core/profiler.h"
 #include "tests/comm/comm_test_util.h"
 
@@ -156,7 +156,8 @@ TEST(InprocRing, BatchedChannelGetsWindowsOfSegments) {
   }
 }
 
-// docs/design.md §5: per rank and bucket, per-hop seals 2(P-1) messages, forward-wire seals P; both open 2(P-1).
+// docs/design.md §5: per rank and bucket, per-hop seals 2(P-1) messages, forward-wire seals P; both open
+// 2(P-1).
 TEST(InprocRing, SealCountsMatchTheDesign) {
   for (int p = 2; p <= 4; ++p) {
     for (auto mode : {AllGatherMode::PerHop, AllGatherMode::ForwardWire}) {

@@ -10,12 +10,12 @@
 #include <memory>
 #include <thread>
 
+#include "base/error.h"
 #include "comm/allreduce_bench.h"
 #include "comm/collectives.h"
 #include "comm/mpi_allreduce.h"
 #include "comm/mpi_transport.h"
 #include "comm/ring_allreduce.h"
-#include "engine/core/error.h"
 #include "engine/core/profiler.h"
 #include "tests/comm/comm_test_util.h"
 #include "tests/comm/mpi_test_env.h"

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "comm/channel.h"
 #include "comm/cuda/cuda_util.h"
 #include "comm/cuda/device_ring.h"
@@ -29,7 +30,6 @@
 #include "comm/mpi_transport.h"
 #include "comm/ring_allreduce.h"
 #include "comm/sealed_channel.h"
-#include "engine/core/error.h"
 #include "tee/digest.h"
 #include "tests/comm/comm_test_util.h"
 #include "tests/comm/mpi_test_env.h"
@@ -48,7 +48,7 @@ bool gpu_on_every_rank() {
   int all = 0;
   check_mpi(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce (GPU check)");
   if (all == 0) return false;
-  TT_COMM_CUDA_CHECK(cudaSetDevice(device_for_rank(MPI_COMM_WORLD)));
+  TT_CUDA_CHECK(cudaSetDevice(device_for_rank(MPI_COMM_WORLD)));
   return true;
 }
 
@@ -61,17 +61,17 @@ class DeviceFloats {
   explicit DeviceFloats(const std::vector<float>& host)
       : bytes_(host.size() * sizeof(float)), n_(host.size()) {
     if (n_ > 0) {
-      TT_COMM_CUDA_CHECK(cudaMemcpy(bytes_.data(), host.data(), n_ * sizeof(float), cudaMemcpyHostToDevice));
+      TT_CUDA_CHECK(cudaMemcpy(bytes_.data(), host.data(), n_ * sizeof(float), cudaMemcpyHostToDevice));
       // A pageable host-to-device cudaMemcpy may return before its DMA lands, and the legacy stream it
       // runs on does not order the ring's non-blocking streams: finish it before the ring reads.
-      TT_COMM_CUDA_CHECK(cudaDeviceSynchronize());
+      TT_CUDA_CHECK(cudaDeviceSynchronize());
     }
   }
   float* data() const { return bytes_.as<float>(); }
   std::vector<float> download() const {
     std::vector<float> out(n_);
     if (n_ > 0)
-      TT_COMM_CUDA_CHECK(cudaMemcpy(out.data(), bytes_.data(), n_ * sizeof(float), cudaMemcpyDeviceToHost));
+      TT_CUDA_CHECK(cudaMemcpy(out.data(), bytes_.data(), n_ * sizeof(float), cudaMemcpyDeviceToHost));
     return out;
   }
 
@@ -122,13 +122,13 @@ class TagDeviceCodec final : public Channel {
   void seal(const MessageContext& ctx, std::span<const std::byte> plain, std::span<std::byte> out) override {
     std::vector<std::byte> wire(plain.size() + kOverhead);  // (plain bytes + 8,)
     if (!plain.empty())
-      TT_COMM_CUDA_CHECK(cudaMemcpy(wire.data(), plain.data(), plain.size(), cudaMemcpyDeviceToHost));
+      TT_CUDA_CHECK(cudaMemcpy(wire.data(), plain.data(), plain.size(), cudaMemcpyDeviceToHost));
     const std::uint64_t h = context_checksum(ctx, std::span(wire).first(plain.size()));
     std::memcpy(wire.data() + plain.size(), &h, kOverhead);
-    TT_COMM_CUDA_CHECK(cudaMemcpy(out.data(), wire.data(), wire.size(), cudaMemcpyHostToDevice));
+    TT_CUDA_CHECK(cudaMemcpy(out.data(), wire.data(), wire.size(), cudaMemcpyHostToDevice));
     // Channel's batch contract: output complete on return. A pageable cudaMemcpy to the device may
     // return before its DMA lands (seen on an H200: the staged send then read stale wire bytes).
-    TT_COMM_CUDA_CHECK(cudaDeviceSynchronize());
+    TT_CUDA_CHECK(cudaDeviceSynchronize());
     ++seals;
   }
 
@@ -138,15 +138,15 @@ class TagDeviceCodec final : public Channel {
       throw RunError("test codec: rejected message at " + to_string(ctx));
     }
     std::vector<std::byte> wire(plain.size() + kOverhead);
-    TT_COMM_CUDA_CHECK(cudaMemcpy(wire.data(), in.data(), wire.size(), cudaMemcpyDeviceToHost));
+    TT_CUDA_CHECK(cudaMemcpy(wire.data(), in.data(), wire.size(), cudaMemcpyDeviceToHost));
     std::uint64_t h = 0;
     std::memcpy(&h, wire.data() + plain.size(), kOverhead);
     if (h != context_checksum(ctx, std::span(wire).first(plain.size()))) {
       throw RunError("test codec: tag mismatch at " + to_string(ctx));
     }
     if (!plain.empty()) {
-      TT_COMM_CUDA_CHECK(cudaMemcpy(plain.data(), wire.data(), plain.size(), cudaMemcpyHostToDevice));
-      TT_COMM_CUDA_CHECK(cudaDeviceSynchronize());  // output complete on return (see seal)
+      TT_CUDA_CHECK(cudaMemcpy(plain.data(), wire.data(), plain.size(), cudaMemcpyHostToDevice));
+      TT_CUDA_CHECK(cudaDeviceSynchronize());  // output complete on return (see seal)
     }
     ++opens;
   }

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "comm/emulated_link_transport.h"
 #include "comm/inproc_transport.h"
 #include "comm/ring_allreduce.h"
-#include "engine/core/error.h"
 #include "engine/core/profiler.h"
 
 namespace tt::comm {

@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "comm/cuda/cuda_util.h"
 #include "comm/cuda/gpu_sealing_codec.h"
 #include "comm/sealed_channel.h"
-#include "engine/core/error.h"
 #include "tee/digest.h"
 
 namespace tt::comm::cuda {
@@ -61,14 +61,14 @@ std::vector<std::byte> random_bytes(std::size_t n, std::uint32_t seed) {
 DeviceBytes upload(const std::vector<std::byte>& v) {
   DeviceBytes d(v.size());
   if (!v.empty()) {
-    TT_COMM_CUDA_CHECK(cudaMemcpy(d.data(), v.data(), v.size(), cudaMemcpyHostToDevice));
-    TT_COMM_CUDA_CHECK(cudaDeviceSynchronize());
+    TT_CUDA_CHECK(cudaMemcpy(d.data(), v.data(), v.size(), cudaMemcpyHostToDevice));
+    TT_CUDA_CHECK(cudaDeviceSynchronize());
   }
   return d;
 }
 std::vector<std::byte> download(const DeviceBytes& d, std::size_t n) {
   std::vector<std::byte> v(n);
-  if (n > 0) TT_COMM_CUDA_CHECK(cudaMemcpy(v.data(), d.data(), n, cudaMemcpyDeviceToHost));
+  if (n > 0) TT_CUDA_CHECK(cudaMemcpy(v.data(), d.data(), n, cudaMemcpyDeviceToHost));
   return v;
 }
 

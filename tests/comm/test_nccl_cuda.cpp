@@ -19,13 +19,13 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "comm/cuda/cuda_util.h"
 #include "comm/cuda/device_ring.h"
 #include "comm/cuda/nccl_comm.h"
 #include "comm/cuda/nccl_transport.h"
 #include "comm/mpi_transport.h"
 #include "comm/ring_allreduce.h"
-#include "engine/core/error.h"
 #include "tests/comm/comm_test_util.h"
 #include "tests/comm/mpi_test_env.h"
 
@@ -51,12 +51,12 @@ int world_size() {
 
 std::vector<std::byte> download(const DeviceBytes& d, std::size_t n) {
   std::vector<std::byte> out(n);
-  if (n > 0) TT_COMM_CUDA_CHECK(cudaMemcpy(out.data(), d.data(), n, cudaMemcpyDeviceToHost));
+  if (n > 0) TT_CUDA_CHECK(cudaMemcpy(out.data(), d.data(), n, cudaMemcpyDeviceToHost));
   return out;
 }
 
 void upload(const DeviceBytes& d, const void* src, std::size_t n) {
-  if (n > 0) TT_COMM_CUDA_CHECK(cudaMemcpy(d.data(), src, n, cudaMemcpyHostToDevice));
+  if (n > 0) TT_CUDA_CHECK(cudaMemcpy(d.data(), src, n, cudaMemcpyHostToDevice));
 }
 
 // Single node (the CTest machines): more ranks than GPUs means two ranks share one.
@@ -67,7 +67,7 @@ bool enough_gpus_for_nccl(int gpus) {
 TEST(NcclComm, RefusesTwoRanksOnOneGpuWithAClearError) {
   const int gpus = min_gpus_over_ranks();
   if (gpus == 0) GTEST_SKIP() << "no CUDA device on every rank";
-  TT_COMM_CUDA_CHECK(cudaSetDevice(device_for_rank(MPI_COMM_WORLD)));
+  TT_CUDA_CHECK(cudaSetDevice(device_for_rank(MPI_COMM_WORLD)));
   if (enough_gpus_for_nccl(gpus)) {
     // Nothing to refuse here (P = 1, or one GPU per rank): construction must succeed. Not a skip, so
     // CTest does not report the whole binary as skipped.
@@ -90,7 +90,7 @@ TEST(NcclComm, VendorAllreduceSumsExactly) {
   const int gpus = min_gpus_over_ranks();
   if (gpus == 0) GTEST_SKIP() << "no CUDA device on every rank";
   if (!enough_gpus_for_nccl(gpus)) return;  // covered by RefusesTwoRanksOnOneGpuWithAClearError
-  TT_COMM_CUDA_CHECK(cudaSetDevice(device_for_rank(MPI_COMM_WORLD)));
+  TT_CUDA_CHECK(cudaSetDevice(device_for_rank(MPI_COMM_WORLD)));
   NcclComm comm(MPI_COMM_WORLD);
   EXPECT_EQ(comm.size(), world_size());
   for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{1000003}}) {
@@ -109,7 +109,7 @@ TEST(NcclTransportTest, SelfSendReceiveAndSizeChecks) {
   const int gpus = min_gpus_over_ranks();
   if (gpus == 0) GTEST_SKIP() << "no CUDA device on every rank";
   if (!enough_gpus_for_nccl(gpus)) return;
-  TT_COMM_CUDA_CHECK(cudaSetDevice(device_for_rank(MPI_COMM_WORLD)));
+  TT_CUDA_CHECK(cudaSetDevice(device_for_rank(MPI_COMM_WORLD)));
   {
     NcclComm comm(MPI_COMM_WORLD);
     NcclTransport t(comm);
@@ -144,7 +144,7 @@ TEST(NcclTransportTest, DeviceRingOverNcclMatchesCpuRing) {
   const int gpus = min_gpus_over_ranks();
   if (gpus == 0) GTEST_SKIP() << "no CUDA device on every rank";
   if (!enough_gpus_for_nccl(gpus)) return;  // P ranks on fewer GPUs: test_device_ring (staged) covers it
-  TT_COMM_CUDA_CHECK(cudaSetDevice(device_for_rank(MPI_COMM_WORLD)));
+  TT_CUDA_CHECK(cudaSetDevice(device_for_rank(MPI_COMM_WORLD)));
   NcclComm comm(MPI_COMM_WORLD);
   NcclTransport t(comm);
   MpiTransport host;

@@ -10,11 +10,11 @@
 #include <string>
 #include <tuple>
 
+#include "base/error.h"
 #include "comm/collectives.h"
 #include "comm/inproc_transport.h"
 #include "comm/ring_allreduce.h"
 #include "comm/sealed_channel.h"
-#include "engine/core/error.h"
 #include "engine/core/profiler.h"
 #include "tee/digest.h"
 #include "tests/comm/comm_test_util.h"
@@ -289,7 +289,7 @@ TEST(SealedFaults, TruncationIsAnIntegrityFailure) {
   rule.keep_bytes = 100;
   const auto o = run(fault_setup(rule));
   ASSERT_EQ(o.fired.size(), 1U);
-  EXPECT_TRUE(is<tee::IntegrityError>(o.errors[1])) << message_of(o.errors[1]);
+  EXPECT_TRUE(is<IntegrityError>(o.errors[1])) << message_of(o.errors[1]);
   const auto e = message_of(o.errors[1]);
   EXPECT_NE(e.find("rank 1 got a short message from rank 0 (100 of 1052 bytes)"), std::string::npos) << e;
   EXPECT_NE(e.find("step 5, bucket 2, phase scatter_reduce, hop 0, chunk 0"), std::string::npos) << e;

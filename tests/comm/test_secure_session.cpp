@@ -12,11 +12,11 @@
 #include <mutex>
 #include <string>
 
+#include "base/error.h"
 #include "comm/attest_evidence.h"
 #include "comm/inproc_transport.h"
 #include "comm/ring_allreduce.h"
 #include "comm/secure_session.h"
-#include "engine/core/error.h"
 #include "tee/vendor.h"
 #include "tests/comm/comm_test_util.h"
 
@@ -395,7 +395,7 @@ TEST(SecureSession, EvidenceFilesForTeaching) {
   EXPECT_NE(describe(forged).find("INVALID"), std::string::npos);
   std::ofstream(lab.path() / "cut.bin", std::ios::binary)
       .write(reinterpret_cast<const char*>(bytes.data()), 100);
-  EXPECT_THROW(load_evidence(lab.path() / "cut.bin"), tee::IntegrityError);
+  EXPECT_THROW(load_evidence(lab.path() / "cut.bin"), IntegrityError);
   EXPECT_THROW(load_evidence(lab.path() / "none.bin"), InputError);
   // Policy files: what attest --write-policy writes loads back; a malformed one is bad input.
   std::ofstream(lab.path() / "policy.txt") << policy_text(expected_measurement(cfg));

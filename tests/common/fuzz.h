@@ -15,7 +15,7 @@
 #include <typeinfo>
 #include <vector>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 #include "tee/errors.h"
 
 namespace tt::testing {
@@ -110,7 +110,7 @@ int run_parser(F&& parse, const std::string& what) {
     return 0;
   } catch (const tt::InputError&) {
     return 2;
-  } catch (const tt::tee::IntegrityError&) {
+  } catch (const tt::IntegrityError&) {
     return 3;
   } catch (const std::exception& e) {
     ADD_FAILURE() << what << ": unexpected exception " << typeid(e).name() << ": " << e.what();

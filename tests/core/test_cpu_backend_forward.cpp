@@ -7,8 +7,8 @@
 #include <limits>
 #include <vector>
 
+#include "base/error.h"
 #include "engine/core/cpu/cpu_backend.h"
-#include "engine/core/error.h"
 #include "tests/core/cpu_test_util.h"
 
 namespace tt {

@@ -18,11 +18,12 @@
 #include <thread>
 #include <vector>
 
+#include "base/cuda/device.h"
+#include "base/error.h"
 #include "engine/core/backend.h"
 #include "engine/core/buffer.h"
 #include "engine/core/cpu/cpu_backend.h"
 #include "engine/core/cuda/cuda_backend.h"
-#include "engine/core/error.h"
 #include "tests/core/cpu_test_util.h"
 
 namespace tt {
@@ -100,7 +101,8 @@ class Mirror {
 class CudaBackendTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (cuda_visible_devices() == 0) GTEST_SKIP() << "no CUDA GPU visible: the CUDA backend tests need one";
+    if (cuda::device_count_or_zero() == 0)
+      GTEST_SKIP() << "no CUDA GPU visible: the CUDA backend tests need one";
     cpu_ = make_cpu_backend(2);
     gpu_ = make_cuda_backend(0, false);
   }
@@ -131,7 +133,7 @@ class CudaBackendTest : public ::testing::Test {
 // ---- factory (no GPU needed) ----------------------------------------------------------------------
 
 TEST(CudaBackendFactory, InvalidOrdinalIsInputError) {
-  const int n = cuda_visible_devices();  // must not throw, with or without a driver
+  const int n = cuda::device_count_or_zero();  // must not throw, with or without a driver
   EXPECT_GE(n, 0);
   EXPECT_THROW(make_cuda_backend(n, false), InputError);
   EXPECT_THROW(make_cuda_backend(-1, false), InputError);

@@ -7,10 +7,10 @@
 #include <thread>
 #include <vector>
 
+#include "base/error.h"
 #include "engine/core/backend_factory.h"
 #include "engine/core/buffer.h"
 #include "engine/core/emulated/emulated_backend.h"
-#include "engine/core/error.h"
 
 namespace tt {
 namespace {

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "data/token_shard.h"
-#include "engine/core/error.h"
 #include "engine/core/rng.h"
 
 namespace tt::datatest {

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "data/dataset_binding.h"
 #include "data/sealed_images.h"
 #include "data/sealed_tokens.h"
 #include "data/token_loader.h"
-#include "engine/core/error.h"
 #include "engine/core/rng.h"
 #include "tee/errors.h"
 #include "tests/common/temp_dir.h"
@@ -105,13 +105,13 @@ TEST(DatasetBinding, MalformedOrMissingBindingIsAnIntegrityError) {
   nlohmann::ordered_json good{{"kind", "image-set"}};
   m.binding("train", 0).add_to(good);
   const nlohmann::json base = nlohmann::json::parse(good.dump());
-  expect_throw_naming<tee::IntegrityError>(
+  expect_throw_naming<IntegrityError>(
       [] {
         read_binding(nlohmann::json{{"kind", "token-shard"}}, "old.sealed");
       },
       {"old.sealed", "no dataset binding", "teetrain seal-data"});
-  expect_throw_naming<tee::IntegrityError>([] { read_binding(nlohmann::json::array(), "x.sealed"); },
-                                           {"x.sealed"});
+  expect_throw_naming<IntegrityError>([] { read_binding(nlohmann::json::array(), "x.sealed"); },
+                                      {"x.sealed"});
   const std::vector<std::pair<std::string, nlohmann::json>> mangled = {{"dataset", 5},
                                                                        {"dataset", "ABCDEF"},
                                                                        {"split", ""},
@@ -131,12 +131,12 @@ TEST(DatasetBinding, MalformedOrMissingBindingIsAnIntegrityError) {
     nlohmann::json j = base;
     j[key] = value;
     SCOPED_TRACE(j.dump());
-    expect_throw_naming<tee::IntegrityError>([&] { read_binding(j, "f.sealed"); }, {"f.sealed", key});
+    expect_throw_naming<IntegrityError>([&] { read_binding(j, "f.sealed"); }, {"f.sealed", key});
   }
   for (const char* key : {"split", "shard", "shards", "splits", "manifest"}) {
     nlohmann::json j = base;
     j.erase(key);
-    expect_throw_naming<tee::IntegrityError>([&] { read_binding(j, "f.sealed"); }, {key});
+    expect_throw_naming<IntegrityError>([&] { read_binding(j, "f.sealed"); }, {key});
   }
 }
 
@@ -188,39 +188,39 @@ TEST(DatasetBinding, ValRenamedToTrainIsRefused) {
   for (const char* victim : {"d_train_000", "d_train_001"}) {  // one fixture at a time: they share a TempDir
     TokenFixture g;
     fs::rename(g.file("d_val"), g.file(victim));
-    expect_throw_naming<tee::IntegrityError>([&] { g.train(); },
-                                             {victim, "holds the val split but is loaded as train"});
+    expect_throw_naming<IntegrityError>([&] { g.train(); },
+                                        {victim, "holds the val split but is loaded as train"});
   }
   // The whole training split replaced by the validation file under the exact train name.
   TokenFixture f;
   for (const char* n : {"d_train_000", "d_train_001", "d_train_002"}) fs::remove(f.file(n));
   fs::rename(f.file("d_val"), f.file("d_train"));
-  expect_throw_naming<tee::IntegrityError>([&] { f.train(); }, {"d_train.bin.sealed", "val split"});
+  expect_throw_naming<IntegrityError>([&] { f.train(); }, {"d_train.bin.sealed", "val split"});
 }
 
 TEST(DatasetBinding, MissingDuplicatedAndForeignShardsAreRefused) {
   {
     TokenFixture f;
     fs::remove(f.file("d_train_001"));
-    expect_throw_naming<tee::IntegrityError>([&] { f.train(); },
-                                             {"shard 1 of 3 (dataset", "is missing", "d_train_000"});
+    expect_throw_naming<IntegrityError>([&] { f.train(); },
+                                        {"shard 1 of 3 (dataset", "is missing", "d_train_000"});
   }
   {
     TokenFixture f;
     fs::copy_file(f.file("d_train_000"), f.file("d_train_003"));
-    expect_throw_naming<tee::IntegrityError>(
+    expect_throw_naming<IntegrityError>(
         [&] { f.train(); }, {"d_train_003.bin.sealed", "train shard 0 of 3 again", "d_train_000"});
   }
   {
     TokenFixture f;  // a copy replacing another shard: a duplicate and a missing shard at once
     fs::copy_file(f.file("d_train_000"), f.file("d_train_002"), fs::copy_options::overwrite_existing);
-    expect_throw_naming<tee::IntegrityError>([&] { f.train(); }, {"d_train_002.bin.sealed", "again"});
+    expect_throw_naming<IntegrityError>([&] { f.train(); }, {"d_train_002.bin.sealed", "again"});
   }
   {
     TokenFixture f;  // the same bytes, sealed by another seal-data run under the same key
     fs::copy_file(f.other / "d_train_001.bin.sealed", f.file("d_train_001"),
                   fs::copy_options::overwrite_existing);
-    expect_throw_naming<tee::IntegrityError>(
+    expect_throw_naming<IntegrityError>(
         [&] { f.train(); }, {"d_train_001.bin.sealed", "another sealed dataset", "seal-data` run"});
   }
 }
@@ -254,11 +254,11 @@ TEST(DatasetBinding, ValidationSplitMustBeOfTheSameDatasetAndPresent) {
     const SealedTokenDataset one = SealedTokenDataset::open(f.file("d_val").string(), "val", f.key);
     EXPECT_EQ(SealedTokenDataset::open_other_split(f.file("d_val").string(), "val", one, f.key), nullptr);
     fs::copy_file(f.other / "d_val.bin.sealed", f.file("d_val"), fs::copy_options::overwrite_existing);
-    expect_throw_naming<tee::IntegrityError>(
+    expect_throw_naming<IntegrityError>(
         [&] { SealedTokenDataset::open_other_split(f.prefix(), "val", train, f.key); },
         {"d_val.bin.sealed", "another sealed dataset"});
     fs::remove(f.file("d_val"));
-    expect_throw_naming<tee::IntegrityError>(
+    expect_throw_naming<IntegrityError>(
         [&] { SealedTokenDataset::open_other_split(f.prefix(), "val", train, f.key); },
         {"1 val shard(s)", "none was found", "seal-data"});
   }
@@ -278,7 +278,7 @@ TEST(DatasetBinding, FilesWithoutBindingAreRefusedWithAPointerToSealData) {
   opts.metadata = R"({"kind":"token-shard","name":"d_train_000.bin","tokens":300,"vocab":256})";
   tee::write_sealed_file(f.dir / "old_train.bin.sealed", f.key,
                          std::vector<std::uint8_t>(raw.begin(), raw.end()), opts);
-  expect_throw_naming<tee::IntegrityError>(
+  expect_throw_naming<IntegrityError>(
       [&] { SealedTokenDataset::open((f.dir / "old").string(), "train", f.key); },
       {"old_train.bin.sealed", "no dataset binding", "re-run `teetrain seal-data`"});
 }
@@ -293,8 +293,8 @@ TEST(DatasetBinding, BindingIsCheckedOnlyOnceAuthenticated) {
   ASSERT_NE(at, std::string::npos);
   bytes.replace(at, 13, "\"split\":\"trn\"");
   tt::testing::write_bytes(v, bytes);
-  expect_throw_naming<tee::IntegrityError>([&] { SealedTokenDataset({v}, "trn", f.key); },
-                                           {"d_val.bin.sealed", "chunk 0", "failed to open"});
+  expect_throw_naming<IntegrityError>([&] { SealedTokenDataset({v}, "trn", f.key); },
+                                      {"d_val.bin.sealed", "chunk 0", "failed to open"});
 }
 
 // ---- images ----
@@ -335,7 +335,7 @@ TEST(DatasetBinding, ImageSplitsAreBoundTogether) {
   check_same_dataset({f.train_file, tr.binding()}, {f.test_file, te.binding()});
   // The test split of another seal-data run of the very same images is refused.
   SealedImageSet foreign(sealed_images_path(f.dir / "o", "syn", "test"), "test", f.key);
-  expect_throw_naming<tee::IntegrityError>(
+  expect_throw_naming<IntegrityError>(
       [&] {
         check_same_dataset({f.train_file, tr.binding()}, {foreign.info().file, foreign.binding()});
       },
@@ -347,11 +347,11 @@ TEST(DatasetBinding, SwappedImageSplitsAreRefused) {
   fs::rename(f.train_file, f.dir / "tmp");
   fs::rename(f.test_file, f.train_file);
   fs::rename(f.dir / "tmp", f.test_file);
-  expect_throw_naming<tee::IntegrityError>(
+  expect_throw_naming<IntegrityError>(
       [&] { SealedImageSet s(f.train_file, "train", f.key); },
       {"syn_train.images.sealed", "holds the test split but is loaded as train"});
-  expect_throw_naming<tee::IntegrityError>([&] { SealedImageSet s(f.test_file, "test", f.key); },
-                                           {"syn_test.images.sealed", "holds the train split"});
+  expect_throw_naming<IntegrityError>([&] { SealedImageSet s(f.test_file, "test", f.key); },
+                                      {"syn_test.images.sealed", "holds the train split"});
 }
 
 TEST(DatasetBinding, ImageFileWithoutBindingIsRefused) {
@@ -363,8 +363,8 @@ TEST(DatasetBinding, ImageFileWithoutBindingIsRefused) {
   const fs::path old = f.dir / "old_train.images.sealed";
   tee::write_sealed_file(old, f.key, tee::read_sealed_file(f.train_file, f.key), opts);
   EXPECT_EQ(read_sealed_image_info(old).images, 30u);  // the clear view still reads...
-  expect_throw_naming<tee::IntegrityError>([&] { SealedImageSet s(old, "train", f.key); },
-                                           {"old_train.images.sealed", "no dataset binding", "seal-data"});
+  expect_throw_naming<IntegrityError>([&] { SealedImageSet s(old, "train", f.key); },
+                                      {"old_train.images.sealed", "no dataset binding", "seal-data"});
 }
 
 }  // namespace

@@ -5,9 +5,9 @@
 
 #include <set>
 
+#include "base/error.h"
 #include "data/image_dataset.h"
 #include "data/token_loader.h"
-#include "engine/core/error.h"
 #include "tests/common/temp_dir.h"
 #include "tests/data/data_test_util.h"
 

@@ -1,7 +1,7 @@
 // Fuzz-style tests of the data parsers of untrusted bytes: token shard headers (plain and inside a
 // sealed file), idx and CIFAR-10 image files (plain and gzip, with the decompression cap), and the
 // sealed metadata JSON of token shards and image sets. Every input ends in success, InputError or
-// tee::IntegrityError: never a crash, a hang, a sanitizer report or another exception type.
+// IntegrityError: never a crash, a hang, a sanitizer report or another exception type.
 // Deterministic seeds; each test runs in well under 10 s (also under ASan/UBSan).
 #include <gtest/gtest.h>
 #include <zlib.h>
@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "data/image_dataset.h"
 #include "data/sealed_images.h"
 #include "data/sealed_tokens.h"
 #include "data/token_shard.h"
-#include "engine/core/error.h"
 #include "tee/errors.h"
 #include "tests/common/fuzz.h"
 #include "tests/common/temp_dir.h"

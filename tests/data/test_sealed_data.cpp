@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "data/sealed_tokens.h"
 #include "data/token_loader.h"
-#include "engine/core/error.h"
 #include "engine/core/rng.h"
 #include "tee/errors.h"
 #include "tests/common/temp_dir.h"
@@ -142,7 +142,7 @@ TEST(SealedData, TamperedChunkFailsWhenABatchTouchesIt) {
   try {
     loader.fill(b, 8, 1);  // window 8: tokens 128..144, chunk 5
     FAIL() << "tampered chunk opened";
-  } catch (const tee::IntegrityError& e) {
+  } catch (const IntegrityError& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("d_train_000.bin.sealed"), std::string::npos) << what;
     EXPECT_NE(what.find("chunk 5"), std::string::npos) << what;
@@ -155,7 +155,7 @@ TEST(SealedData, WrongKeyIsAFingerprintMismatch) {
   try {
     SealedTokenDataset::open((f.sealed_dir / "d").string(), "train", wrong);
     FAIL() << "opened with the wrong key";
-  } catch (const tee::IntegrityError& e) {
+  } catch (const IntegrityError& e) {
     EXPECT_NE(std::string(e.what()).find("key fingerprint mismatch"), std::string::npos) << e.what();
   }
 }
@@ -190,7 +190,7 @@ TEST(SealedData, BounceBufferTamperingIsCaught) {
   try {
     loader.fill(b, 2, 2);
     FAIL() << "tampered bounce buffer opened";
-  } catch (const tee::IntegrityError& e) {
+  } catch (const IntegrityError& e) {
     EXPECT_NE(std::string(e.what()).find("ingress bounce buffer of rank 2, message 1"), std::string::npos)
         << e.what();
   }

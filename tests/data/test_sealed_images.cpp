@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "data/image_dataset.h"
 #include "data/sealed_images.h"
-#include "engine/core/error.h"
 #include "engine/core/rng.h"
 #include "tee/errors.h"
 #include "tests/common/temp_dir.h"
@@ -166,8 +166,7 @@ TEST(SealedImages, TamperedRecordChunkFailsWhenABatchTouchesIt) {
   SealedImageLoader loader(sealed, {}, 0, /*shuffle=*/false);
   Batch b;
   loader.fill(b, 0, 8);  // images 0..7: chunks 0..3
-  expect_throw_naming<tee::IntegrityError>([&] { loader.fill(b, 12, 1); },
-                                           {"syn_train.images.sealed", "chunk 5"});
+  expect_throw_naming<IntegrityError>([&] { loader.fill(b, 12, 1); }, {"syn_train.images.sealed", "chunk 5"});
 }
 
 TEST(SealedImages, TamperedMetadataFailsToOpen) {
@@ -177,18 +176,18 @@ TEST(SealedImages, TamperedMetadataFailsToOpen) {
   const std::size_t at = h.metadata.find("\"classes\":10") + 11;
   flip_byte(f.train_file, tee::SealedHeader::kFixedSize + at);
   EXPECT_EQ(read_sealed_image_info(f.train_file).classes, 11);  // the unauthenticated view changed...
-  expect_throw_naming<tee::IntegrityError>([&] { SealedImageSet s(f.train_file, "train", f.key); },
-                                           {"syn_train.images.sealed"});  // ...and is refused with the key
+  expect_throw_naming<IntegrityError>([&] { SealedImageSet s(f.train_file, "train", f.key); },
+                                      {"syn_train.images.sealed"});  // ...and is refused with the key
 }
 
 TEST(SealedImages, TruncatedFileWrongKeyAndWrongKind) {
   Fixture f;
   fs::resize_file(f.test_file, fs::file_size(f.test_file) - 10);
-  expect_throw_naming<tee::IntegrityError>([&] { SealedImageSet s(f.test_file, "test", f.key); },
-                                           {"syn_test.images.sealed"});
+  expect_throw_naming<IntegrityError>([&] { SealedImageSet s(f.test_file, "test", f.key); },
+                                      {"syn_test.images.sealed"});
   const auto wrong = tee::SecretBytes::random(32);
-  expect_throw_naming<tee::IntegrityError>([&] { SealedImageSet s(f.train_file, "train", wrong); },
-                                           {"syn_train.images.sealed", "key fingerprint mismatch"});
+  expect_throw_naming<IntegrityError>([&] { SealedImageSet s(f.train_file, "train", wrong); },
+                                      {"syn_train.images.sealed", "key fingerprint mismatch"});
   // A sealed file of another kind (a token shard) under the right key.
   const fs::path other = f.dir / "tok_train.images.sealed";
   tee::SealOptions opts;
@@ -212,8 +211,8 @@ TEST(SealedImages, BounceStagingTamperingIsCaught) {
   Batch b;
   loader.fill(b, 0, 4);
   loader.bounce_link()->set_staging_hook([](std::vector<std::uint8_t>& s) { s[5] ^= 0x80; });
-  expect_throw_naming<tee::IntegrityError>([&] { loader.fill(b, 4, 4); },
-                                           {"ingress bounce buffer of rank 2, message 1"});
+  expect_throw_naming<IntegrityError>([&] { loader.fill(b, 4, 4); },
+                                      {"ingress bounce buffer of rank 2, message 1"});
 }
 
 TEST(SealedImages, FindsFilesByPrefixDirectoryOrFile) {

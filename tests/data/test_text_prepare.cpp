@@ -1,14 +1,13 @@
 // prepare-text: document split, cleaning, outputs, idempotence, errors, and the real fortunes corpus.
-#include "data/text_prepare.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
+#include "base/error.h"
+#include "data/text_prepare.h"
 #include "data/token_shard.h"
-#include "engine/core/error.h"
 #include "tests/common/temp_dir.h"
 
 namespace tt {

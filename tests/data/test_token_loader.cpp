@@ -1,6 +1,4 @@
 // TokenDataset resolution and TokenLoader: windows, shuffling, determinism, rank split, resume.
-#include "data/token_loader.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,7 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/error.h"
+#include "base/error.h"
+#include "data/token_loader.h"
 #include "tests/common/temp_dir.h"
 
 namespace tt {

@@ -1,13 +1,12 @@
 // llm.c-compatible token shards: round trip, hand-written llm.c layout, and every rejection.
-#include "data/token_shard.h"
-
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "engine/core/error.h"
+#include "base/error.h"
+#include "data/token_shard.h"
 #include "tests/common/temp_dir.h"
 
 namespace tt {

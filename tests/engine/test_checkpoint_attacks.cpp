@@ -1,14 +1,14 @@
 // An attacker who controls the checkpoint directory: every manipulation is refused by BOTH the
 // resume path (CheckpointStore::load) and `ckpt verify` (verify_checkpoint) with a
-// tee::IntegrityError naming the file; an untouched checkpoint resumes bit for bit.
+// IntegrityError naming the file; an untouched checkpoint resumes bit for bit.
 #include <gtest/gtest.h>
 
 #include <functional>
 #include <string>
 
+#include "base/error.h"
 #include "engine/checkpoint.h"
 #include "engine/ckpt_tools.h"
-#include "engine/core/error.h"
 #include "engine/freshness.h"
 #include "engine/key_file.h"
 #include "engine/sealed_codec.h"
@@ -50,12 +50,12 @@ struct Saved {
   fs::path plain_step(long n) const { return plain_root / step_dir_name(n); }
 };
 
-// The message of the tee::IntegrityError `f` throws; a test failure if it throws anything else or
+// The message of the IntegrityError `f` throws; a test failure if it throws anything else or
 // nothing.
 std::string integrity_error(const std::function<void()>& f) {
   try {
     f();
-  } catch (const tee::IntegrityError& e) {
+  } catch (const IntegrityError& e) {
     return e.what();
   } catch (const std::exception& e) {
     ADD_FAILURE() << "not an IntegrityError: " << e.what();
@@ -270,7 +270,7 @@ TEST(CheckpointAttacks, ResumedLineageKeepsItsRunIdAndChains) {
   EXPECT_FALSE(fs::exists(s.step(1)));  // pruned to --keep 2
   EXPECT_EQ(verify_checkpoint(s.root, &s.key, &s.record).steps, 2);
   // The record never moves a lineage back.
-  EXPECT_THROW(s.record.record(ck.manifest.run_id, 3, ck.manifest_sha256), tee::IntegrityError);
+  EXPECT_THROW(s.record.record(ck.manifest.run_id, 3, ck.manifest_sha256), IntegrityError);
 }
 
 // Batch-norm running statistics follow the parameters in model.safetensors: params_sha256 covers

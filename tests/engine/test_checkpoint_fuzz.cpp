@@ -1,6 +1,6 @@
 // The JSON files of a checkpoint (state.json, the manifest) and the freshness record are parsed from
 // untrusted bytes: random bytes, truncations, flipped bytes and type-mangled fields must give
-// tee::IntegrityError or InputError -- never another exception, a crash or undefined behaviour
+// IntegrityError or InputError -- never another exception, a crash or undefined behaviour
 // (this test is meant to run under the asan preset too).
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "engine/checkpoint.h"
-#include "engine/core/error.h"
 #include "engine/freshness.h"
 #include "engine/key_file.h"
 #include "tee/digest.h"
@@ -34,7 +34,7 @@ Bytes bytes_of(const std::string& s) {
 void expect_clean(const std::function<void()>& f, const std::string& what) {
   try {
     f();
-  } catch (const tee::IntegrityError&) {
+  } catch (const IntegrityError&) {
   } catch (const InputError&) {
   } catch (const std::exception& e) {
     ADD_FAILURE() << what << ": unexpected exception: " << e.what();
@@ -157,7 +157,7 @@ TEST(CheckpointFuzz, MangledFilesThroughTheVerifiedReadPath) {
   }
   // Huge files never get read whole: a manifest over its bound is refused by its size.
   testing::write_bytes(c.dir / "manifest.json", std::string((1 << 20) + 1, ' '));
-  EXPECT_THROW(open_verified_checkpoint(c.dir, nullptr), tee::IntegrityError);
+  EXPECT_THROW(open_verified_checkpoint(c.dir, nullptr), IntegrityError);
 }
 
 TEST(CheckpointFuzz, FreshnessRecordParserOnlyThrowsOurErrors) {

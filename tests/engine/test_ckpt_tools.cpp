@@ -3,8 +3,8 @@
 
 #include <string>
 
+#include "base/error.h"
 #include "engine/ckpt_tools.h"
-#include "engine/core/error.h"
 #include "engine/key_file.h"
 #include "engine/safetensors.h"
 #include "engine/sealed_codec.h"
@@ -87,8 +87,8 @@ TEST(CkptTools, VerifyChecksEveryChunkAndCatchesAFlippedByte) {
   EXPECT_EQ(ok.files, 8);  // manifest, model, optimizer, state per step
   EXPECT_GT(ok.chunks, 6u);
   EXPECT_NE(ok.text.find("matches state.json"), std::string::npos) << ok.text;
-  EXPECT_THROW(verify_checkpoint(s.sealed_step, nullptr), InputError);             // sealed needs the key
-  EXPECT_THROW(verify_checkpoint(s.sealed_step, &s.master), tee::IntegrityError);  // master != checkpoint key
+  EXPECT_THROW(verify_checkpoint(s.sealed_step, nullptr), InputError);        // sealed needs the key
+  EXPECT_THROW(verify_checkpoint(s.sealed_step, &s.master), IntegrityError);  // master != checkpoint key
 
   const fs::path f = s.sealed_step / "optimizer.safetensors.sealed";
   const tee::SealedHeader h = tee::read_sealed_header(f);
@@ -97,7 +97,7 @@ TEST(CkptTools, VerifyChecksEveryChunkAndCatchesAFlippedByte) {
   try {
     verify_checkpoint(s.dir / "sealed", &s.key);
     FAIL() << "verify passed a flipped byte";
-  } catch (const tee::IntegrityError& e) {
+  } catch (const IntegrityError& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("optimizer.safetensors.sealed"), std::string::npos) << what;
     EXPECT_NE(what.find("chunk 3"), std::string::npos) << what;
@@ -112,7 +112,7 @@ TEST(CkptTools, VerifyPlainCatchesAFlippedParameterByDigest) {
   try {
     verify_checkpoint(s.plain_step);
     FAIL();
-  } catch (const tee::IntegrityError& e) {  // the manifest's digest of the file catches it first
+  } catch (const IntegrityError& e) {  // the manifest's digest of the file catches it first
     EXPECT_NE(std::string(e.what()).find("model.safetensors: SHA-256 differs"), std::string::npos)
         << e.what();
   }
@@ -129,7 +129,7 @@ TEST(CkptTools, VerifyPlainCatchesAFlippedParameterByDigest) {
   try {
     verify_checkpoint(s.plain_step);
     FAIL();
-  } catch (const tee::IntegrityError& e) {
+  } catch (const IntegrityError& e) {
     EXPECT_NE(std::string(e.what()).find("state.json records"), std::string::npos) << e.what();
   }
 }
@@ -137,8 +137,8 @@ TEST(CkptTools, VerifyPlainCatchesAFlippedParameterByDigest) {
 TEST(CkptTools, CheckpointWithoutManifestIsRefused) {
   Saved s;  // as a checkpoint written before manifests existed would be
   fs::remove(s.plain_step / "manifest.json");
-  EXPECT_THROW(verify_checkpoint(s.plain_step), tee::IntegrityError);
-  EXPECT_THROW(export_safetensors(s.plain_step, nullptr, s.dir / "m.safetensors"), tee::IntegrityError);
+  EXPECT_THROW(verify_checkpoint(s.plain_step), IntegrityError);
+  EXPECT_THROW(export_safetensors(s.plain_step, nullptr, s.dir / "m.safetensors"), IntegrityError);
   EXPECT_THROW(verify_checkpoint(s.dir / "nothing"), InputError);
 }
 

@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "comm/inproc_transport.h"
 #include "comm/sealed_channel.h"
 #include "engine/core/cpu/cpu_backend.h"
 #include "engine/core/emulated/emulated_backend.h"
-#include "engine/core/error.h"
 #include "engine/gradient_reduction.h"
 #include "tee/digest.h"
 #include "tests/comm/comm_test_util.h"

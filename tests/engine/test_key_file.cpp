@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 #include "engine/key_file.h"
 #include "tee/bytes.h"
 #include "tests/engine/engine_test_util.h"

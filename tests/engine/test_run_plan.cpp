@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 #include "engine/run_plan.h"
 
 namespace tt {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 #include "engine/safetensors.h"
 #include "tests/common/fuzz.h"
 

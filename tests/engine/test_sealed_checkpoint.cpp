@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 #include "engine/key_file.h"
 #include "engine/sealed_codec.h"
 #include "tee/errors.h"
@@ -62,7 +62,7 @@ TEST(SealedCheckpoint, TamperedFileFailsNamingFileAndChunk) {
   try {
     CheckpointStore::load(step, *codec, *b.backend, b.model, b.opt.get());
     FAIL() << "tampered checkpoint loaded";
-  } catch (const tee::IntegrityError& e) {
+  } catch (const IntegrityError& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("model.safetensors.sealed"), std::string::npos) << what;
     EXPECT_NE(what.find("chunk 2"), std::string::npos) << what;
@@ -79,7 +79,7 @@ TEST(SealedCheckpoint, WrongKeyAndMissingFileAreRefused) {
   try {
     CheckpointStore::read_meta(step, *other);
     FAIL();
-  } catch (const tee::IntegrityError& e) {
+  } catch (const IntegrityError& e) {
     EXPECT_NE(std::string(e.what()).find("key fingerprint mismatch"), std::string::npos) << e.what();
   }
   // A plain codec (no key) cannot open a sealed checkpoint: it needs the key, an input problem.

@@ -3,8 +3,8 @@
 
 #include <set>
 
+#include "base/error.h"
 #include "engine/core/cpu/cpu_backend.h"
-#include "engine/core/error.h"
 #include "models/gpt2/gpt2.h"
 
 namespace tt {

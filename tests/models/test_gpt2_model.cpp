@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/error.h"
 #include "engine/core/cpu/cpu_backend.h"
-#include "engine/core/error.h"
 #include "engine/core/rng.h"
 #include "models/gpt2/gpt2.h"
 #include "tests/models/gpt2_test_util.h"

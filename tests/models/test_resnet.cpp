@@ -4,8 +4,8 @@
 
 #include <cstring>
 
+#include "base/error.h"
 #include "engine/core/cpu/cpu_backend.h"
-#include "engine/core/error.h"
 #include "engine/core/rng.h"
 #include "models/resnet/resnet.h"
 

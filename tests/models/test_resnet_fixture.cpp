@@ -18,8 +18,8 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
 #include "engine/core/cpu/cpu_backend.h"
-#include "engine/core/error.h"
 #include "models/resnet/resnet.h"
 
 namespace tt {

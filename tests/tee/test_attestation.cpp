@@ -180,7 +180,7 @@ TEST(Attestation, MeasureHashesBinaryAndConfigApart) {
   EXPECT_NE(m1.combined(), measure(bin, "model=gpt2-tiny tee=cc").combined());
   { std::ofstream(bin, std::ios::binary | std::ios::app) << "X"; }
   EXPECT_NE(m1.binary, measure_binary(bin));
-  EXPECT_THROW(measure(dir / "missing", "x"), std::runtime_error);
+  EXPECT_THROW(measure(dir / "missing", "x"), InputError);
 }
 
 TEST(Attestation, SessionSecretAgreesAndBindsTranscript) {

@@ -11,18 +11,21 @@
 #include <string>
 #include <vector>
 
+#include "base/cuda/cuda_check.h"
+#include "base/cuda/device.h"
+#include "base/cuda/device_memory.h"
 #include "tee/aead.h"
-#include "tee/cuda/cuda_check.h"
-#include "tee/cuda/device_buffer.h"
 #include "tee/cuda/gpu_aead.h"
 
 namespace tt::tee::cuda {
 namespace {
 
+using ::tt::cuda::DeviceBytes;
+
 class GpuAead : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (gpu_count() == 0) GTEST_SKIP() << "no CUDA device";
+    if (::tt::cuda::device_count_or_zero() == 0) GTEST_SKIP() << "no CUDA device";
   }
 };
 
@@ -75,16 +78,16 @@ std::vector<std::size_t> layout(const std::vector<std::size_t>& sizes, bool alig
   return off;
 }
 
-void upload(const DeviceBuffer& d, std::size_t off, const std::vector<std::uint8_t>& v) {
+void upload(const DeviceBytes& d, std::size_t off, const std::vector<std::uint8_t>& v) {
   if (!v.empty())
-    TT_TEE_CUDA_CHECK(cudaMemcpy(d.as<std::uint8_t>() + off, v.data(), v.size(), cudaMemcpyHostToDevice));
+    TT_CUDA_CHECK(cudaMemcpy(d.as<std::uint8_t>() + off, v.data(), v.size(), cudaMemcpyHostToDevice));
 }
-std::vector<std::uint8_t> download(const DeviceBuffer& d, std::size_t off, std::size_t n) {
+std::vector<std::uint8_t> download(const DeviceBytes& d, std::size_t off, std::size_t n) {
   std::vector<std::uint8_t> v(n);
-  if (n) TT_TEE_CUDA_CHECK(cudaMemcpy(v.data(), d.as<std::uint8_t>() + off, n, cudaMemcpyDeviceToHost));
+  if (n) TT_CUDA_CHECK(cudaMemcpy(v.data(), d.as<std::uint8_t>() + off, n, cudaMemcpyDeviceToHost));
   return v;
 }
-std::byte* at(const DeviceBuffer& d, std::size_t off) {
+std::byte* at(const DeviceBytes& d, std::size_t off) {
   return d.as<std::byte>() + off;
 }
 
@@ -129,8 +132,8 @@ TEST_P(GpuAeadBatch, SealMatchesOpenSslByteForByte) {
   std::size_t in_total = 0, out_total = 0;
   const auto in_off = layout(in_sizes, kc.aligned, in_total);
   const auto out_off = layout(out_sizes, kc.aligned, out_total);
-  DeviceBuffer in(in_total), out(out_total);
-  TT_TEE_CUDA_CHECK(cudaMemset(out.get(), 0xAA, out_total));
+  DeviceBytes in(in_total), out(out_total);
+  TT_CUDA_CHECK(cudaMemset(out.get(), 0xAA, out_total));
   std::vector<GpuMessage> batch;
   for (std::size_t i = 0; i < msgs.size(); ++i) {
     upload(in, in_off[i], msgs[i].plain);
@@ -162,7 +165,7 @@ TEST_P(GpuAeadBatch, OpensOpenSslSealedMessages) {
   std::size_t in_total = 0, out_total = 0;
   const auto in_off = layout(in_sizes, kc.aligned, in_total);
   const auto out_off = layout(out_sizes, kc.aligned, out_total);
-  DeviceBuffer in(in_total), out(out_total);
+  DeviceBytes in(in_total), out(out_total);
   std::vector<GpuMessage> batch;
   for (std::size_t i = 0; i < msgs.size(); ++i) {
     upload(in, in_off[i], msgs[i].sealed);
@@ -225,8 +228,8 @@ TEST_P(GpuAeadTamper, TamperedMessagesFailAloneAndAreZeroed) {
   std::size_t in_total = 0, out_total = 0;
   const auto in_off = layout(in_sizes, aligned, in_total);
   const auto out_off = layout(out_sizes, aligned, out_total);
-  DeviceBuffer in(in_total), out(out_total);
-  TT_TEE_CUDA_CHECK(cudaMemset(out.get(), 0xAA, out_total));
+  DeviceBytes in(in_total), out(out_total);
+  TT_CUDA_CHECK(cudaMemset(out.get(), 0xAA, out_total));
   std::vector<GpuMessage> batch;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     std::vector<std::uint8_t> wire = msgs[i].sealed;
@@ -279,7 +282,7 @@ TEST_F(GpuAead, InPlaceSealAndOpen) {
   const auto key = random_vec(32, rng);
   Aead ssl(Cipher::Aes256Gcm, key);
   const HostMsg m = make_host_msg(ssl, (1u << 18) + 3, 75, rng);
-  DeviceBuffer buf(m.sealed.size());
+  DeviceBytes buf(m.sealed.size());
   upload(buf, 0, m.plain);
   GpuAesGcm gpu(key, nullptr);
   const GpuMessage g = gpu_msg(m, at(buf, 0), at(buf, 0));
@@ -297,13 +300,13 @@ TEST_F(GpuAead, BackToBackCallsOnAStreamWithGrowingBatches) {
   const auto key = random_vec(16, rng);
   Aead ssl(Cipher::Aes128Gcm, key);
   cudaStream_t stream = nullptr;
-  TT_TEE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  TT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   {
     GpuAesGcm gpu(key, stream);
     struct Call {
       std::vector<HostMsg> msgs;
       std::vector<std::size_t> in_off, out_off;
-      DeviceBuffer in, out;
+      DeviceBytes in, out;
     };
     std::vector<Call> calls(4);
     for (std::size_t c = 0; c < calls.size(); ++c) {
@@ -318,8 +321,8 @@ TEST_F(GpuAead, BackToBackCallsOnAStreamWithGrowingBatches) {
       std::size_t in_total = 0, out_total = 0;
       call.in_off = layout(in_sizes, false, in_total);
       call.out_off = layout(out_sizes, false, out_total);
-      call.in = DeviceBuffer(in_total);
-      call.out = DeviceBuffer(out_total);
+      call.in = DeviceBytes(in_total);
+      call.out = DeviceBytes(out_total);
       std::vector<GpuMessage> batch;
       for (std::size_t i = 0; i < count; ++i) {
         upload(call.in, call.in_off[i], call.msgs[i].plain);
@@ -332,7 +335,7 @@ TEST_F(GpuAead, BackToBackCallsOnAStreamWithGrowingBatches) {
       for (std::size_t i = 0; i < call.msgs.size(); ++i)
         EXPECT_EQ(download(call.out, call.out_off[i], call.msgs[i].sealed.size()), call.msgs[i].sealed);
   }
-  TT_TEE_CUDA_CHECK(cudaStreamDestroy(stream));
+  TT_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
 TEST_F(GpuAead, RejectsBadArgumentsAndHandlesEmptyBatches) {
@@ -341,7 +344,7 @@ TEST_F(GpuAead, RejectsBadArgumentsAndHandlesEmptyBatches) {
   GpuAesGcm gpu(k32, nullptr);
   gpu.seal_async({});
   EXPECT_TRUE(gpu.open({}).empty());
-  DeviceBuffer buf(64);
+  DeviceBytes buf(64);
   GpuMessage g{};
   g.in = at(buf, 0);
   g.out = at(buf, 0);

@@ -106,7 +106,7 @@ TEST(Ed25519, LoadErrorsNameThePath) {
     EXPECT_NE(std::string(e.what()).find("missing.pem"), std::string::npos);
   }
   std::ofstream(dir / "junk.pem") << "not a key\n";
-  EXPECT_THROW(Ed25519KeyPair::load_pem(dir / "junk.pem"), std::runtime_error);
+  EXPECT_THROW(Ed25519KeyPair::load_pem(dir / "junk.pem"), InputError);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // Fuzz-style test of the sealed-file parsers (tee/sealed_file.h): read_sealed_header and
 // SealedFileReader on random bytes, every truncation, bit flips and byte overwrites of a valid file.
-// Each input is refused with tee::IntegrityError or, for read_sealed_header, may parse; nothing else
+// Each input is refused with IntegrityError or, for read_sealed_header, may parse; nothing else
 // (no crash, hang, sanitizer report or other exception). And since every byte of a sealed file is
 // authenticated, no changed byte and no truncation may ever open. Deterministic; a second or two.
 #include <gtest/gtest.h>

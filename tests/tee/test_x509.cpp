@@ -80,7 +80,7 @@ TEST(Provision, AgainAddsDevicesUnderTheSameRootAndRevokes) {
   // Revocations accumulate; revoking twice changes nothing; an unknown device is refused.
   EXPECT_TRUE(provision({dir.path(), 0, {1}}).revoked.empty());
   EXPECT_EQ(provision({dir.path(), 0, {2}}).revoked_total, 2u);
-  EXPECT_THROW(provision({dir.path(), 0, {9}}), std::invalid_argument);
+  EXPECT_THROW(provision({dir.path(), 0, {9}}), InputError);
   // Without the CRL, the revoked device would pass: the verifier must load it.
   EXPECT_TRUE(TrustAnchor::load(root)
                   .verify(DeviceIdentity::load_pem(device_identity_path(dir.path(), 1)).certificate)
@@ -118,18 +118,17 @@ TEST(Provision, DamagedFilesAreRefusedWithTheirName) {
     EXPECT_NE(std::string(e.what()).find("mixed.pem"), std::string::npos);
   }
   std::ofstream(dir / "garbage.crt") << "not a certificate";
-  EXPECT_THROW(TrustAnchor::load(dir / "garbage.crt"), std::runtime_error);
-  EXPECT_THROW(TrustAnchor::load(dir / "missing.crt"), std::runtime_error);
+  EXPECT_THROW(TrustAnchor::load(dir / "garbage.crt"), InputError);
+  EXPECT_THROW(TrustAnchor::load(dir / "missing.crt"), InputError);
   // A device certificate is not a root.
-  EXPECT_THROW(TrustAnchor::load(device_identity_path(dir.path(), 0)), std::runtime_error);
+  EXPECT_THROW(TrustAnchor::load(device_identity_path(dir.path(), 0)), InputError);
   // A CRL signed by another root is refused.
   test::TempDir other;
   provision({other.path(), 0, {}});
-  EXPECT_THROW(TrustAnchor::load(vendor_root_path(dir.path()), other / "vendor_root.crl"),
-               std::runtime_error);
+  EXPECT_THROW(TrustAnchor::load(vendor_root_path(dir.path()), other / "vendor_root.crl"), InputError);
   // A vendor directory with a certificate but no key cannot mint.
   fs::remove(dir / "vendor_secret/root.key");
-  EXPECT_THROW(provision({dir.path(), 3, {}}), std::runtime_error);
+  EXPECT_THROW(provision({dir.path(), 3, {}}), InputError);
 }
 
 TEST(Certificate, FromDerRefusesAnythingButOneCertificate) {

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <fstream>
 
+#include "base/error.h"
 #include "comm/attest_evidence.h"
-#include "engine/core/error.h"
 #include "engine/tee_session.h"
 #include "tee/attestation.h"
 #include "tee/vendor.h"
@@ -58,7 +58,7 @@ void verify_file(const AttestOptions& o, const comm::AttestConfig& ac) {
   std::printf("%s\n", comm::describe(ev).c_str());
   const auto nonce = parse_nonce(o.nonce);
   const tee::VerifyResult r = comm::verify_evidence(ev, ac, std::nullopt, nonce);
-  if (!r.ok) throw tee::IntegrityError(o.verify + ": evidence REJECTED: " + r.reason);
+  if (!r.ok) throw IntegrityError(o.verify + ": evidence REJECTED: " + r.reason);
   std::printf("evidence verified: %s; binary and configuration match the policy; %s\n",
               ac.anchor
                   ? "the device certificate chains to the trusted root and is not revoked"
@@ -154,14 +154,7 @@ void register_provision(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--revoke", o->revoke, "Revoke device I (repeatable): its certificate goes on the CRL");
   cmd->callback([o] {
-    tee::ProvisionReport r;
-    try {
-      r = tee::provision({o->out, o->devices, o->revoke});
-    } catch (const std::invalid_argument& e) {
-      throw InputError(e.what());
-    } catch (const std::runtime_error& e) {
-      throw InputError(e.what());
-    }
+    const tee::ProvisionReport r = tee::provision({o->out, o->devices, o->revoke});  // InputError: exit 2
     std::printf("%s", r.text.c_str());
     for (int i : r.revoked) std::printf("revoked device %d\n", i);
   });

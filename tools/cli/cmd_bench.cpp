@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/error.h"
 #include "comm/allreduce_bench.h"
 #include "comm/mpi_allreduce.h"
 #include "comm/mpi_transport.h"
@@ -25,7 +26,6 @@
 #include "engine/adversary_wire.h"
 #include "engine/core/backend_factory.h"
 #include "engine/core/cpu/cpu_backend.h"
-#include "engine/core/error.h"
 #include "engine/core/rng.h"
 #include "engine/gradient_reduction.h"
 #include "engine/host_layout.h"
@@ -34,7 +34,7 @@
 #include "models/resnet/resnet.h"
 #include "tee/aead.h"
 #include "tools/cli/commands.h"
-#include "tools/cli/model_registry.h"
+#include "tools/cli/model_flags.h"
 #include "tools/cli/tee_options.h"
 #include "tools/cli/validators.h"
 
@@ -76,7 +76,7 @@ struct AllreduceBenchOptions {
   std::size_t factor = 4;
   int warmup = 3;
   int iters = 10;
-  std::vector<std::string> modes = {"ring", "mpi"};
+  std::vector<comm::BenchAlgorithm> modes = {comm::BenchAlgorithm::Ring, comm::BenchAlgorithm::Mpi};
   bool modes_given = false;  // --modes on the command line (else the default depends on --tee)
   int segment_kb = 1024;
   // Unset: poll as Open MPI's MPI_Allreduce does (busy, adaptive when ranks outnumber cores), a fair
@@ -91,13 +91,15 @@ struct AllreduceBenchOptions {
 // The canonical form of the bench's settings: every rank attests it (a rank started with other flags
 // is refused before any key is agreed, as in train). nlohmann::json sorts keys, so dump() is canonical.
 nlohmann::json allreduce_config_json(const AllreduceBenchOptions& o) {
+  std::vector<std::string> modes;
+  for (const comm::BenchAlgorithm m : o.modes) modes.emplace_back(enum_name(m));
   return {{"command", "bench allreduce"},
           {"min_bytes", o.min_bytes},
           {"max_bytes", o.max_bytes},
           {"factor", o.factor},
           {"warmup", o.warmup},
           {"iters", o.iters},
-          {"modes", o.modes},
+          {"modes", modes},
           {"segment_kb", o.segment_kb},
           {"comm_wait", enum_name(*o.comm_wait)},
           {"tee", tee_json(o.tee)}};
@@ -108,18 +110,18 @@ void choose_modes(AllreduceBenchOptions& o, bool tee_on) {
   const char* tee_mode = name(o.tee.settings.mode);
   if (tee_on) {
     // MPI_Allreduce moves plaintext through MPI's buffers: it has no sealed counterpart to compare.
-    if (!o.modes_given) o.modes = {"ring"};
-    for (const auto& m : o.modes) {
-      if (m == "mpi")
+    if (!o.modes_given) o.modes = {comm::BenchAlgorithm::Ring};
+    for (const comm::BenchAlgorithm m : o.modes) {
+      if (m == comm::BenchAlgorithm::Mpi)
         throw InputError(std::string("--modes mpi cannot be sealed; use --modes ring with --tee ") +
                          tee_mode);
     }
   }
   if (o.tee.adversary) {
     // The adversary sits on our ring's transport: MPI_Allreduce bypasses it.
-    if (o.modes_given && o.modes != std::vector<std::string>{"ring"})
+    if (o.modes_given && o.modes != std::vector{comm::BenchAlgorithm::Ring})
       throw InputError("--adversary attacks our ring only; use --modes ring (MPI_Allreduce bypasses it)");
-    o.modes = {"ring"};
+    o.modes = {comm::BenchAlgorithm::Ring};
   }
 }
 
@@ -141,7 +143,7 @@ void print_allreduce_header(const AllreduceBenchOptions& o, const TeeSwitches& t
                             const comm::BenchOptions& bo, const std::optional<comm::AttestConfig>& attest,
                             int world) {
   std::string modes;
-  for (const auto& m : o.modes) modes += (modes.empty() ? "" : ",") + m;
+  for (const comm::BenchAlgorithm m : o.modes) modes += std::string(modes.empty() ? "" : ",") + enum_name(m);
   std::printf(
       "# teetrain bench allreduce: %d ranks, modes %s, sizes %zu..%zu B (x%zu), warmup %d, iters %d\n", world,
       modes.c_str(), o.min_bytes, o.max_bytes, o.factor, o.warmup, o.iters);
@@ -464,10 +466,16 @@ void register_bench_allreduce(CLI::App* bench) {
       ->check(non_negative())
       ->capture_default_str();
   a->add_option("--iters", ar->iters, "Timed iterations per size")->check(positive())->capture_default_str();
-  a->add_option("--modes", ar->modes, "Algorithms (default ring,mpi; ring only with --tee cc|fast)")
+  a->add_option_function<std::vector<std::string>>(
+       "--modes",
+       [ar](const std::vector<std::string>& names) {
+         ar->modes.clear();
+         for (const auto& n : names) ar->modes.push_back(*parse_enum<comm::BenchAlgorithm>(n));
+       },
+       "Algorithms (default ring,mpi; ring only with --tee cc|fast)")
       ->check(CLI::IsMember({"ring", "mpi"}))
       ->delimiter(',')
-      ->capture_default_str();
+      ->default_str("ring,mpi");
   a->add_option("--segment-kb", ar->segment_kb, "Ring segment size in KiB")
       ->check(positive())
       ->capture_default_str();

@@ -5,14 +5,14 @@
 #include <filesystem>
 #include <fstream>
 
+#include "base/error.h"
 #include "engine/checkpoint.h"
 #include "engine/core/backend_factory.h"
-#include "engine/core/error.h"
+#include "engine/image_source.h"
 #include "engine/key_file.h"
 #include "engine/sealed_codec.h"
 #include "tools/cli/commands.h"
-#include "tools/cli/image_source.h"
-#include "tools/cli/model_registry.h"
+#include "tools/cli/model_flags.h"
 #include "tools/cli/validators.h"
 
 namespace tt::cli {
@@ -41,9 +41,7 @@ void run_eval(const EvalOptions& o) {
     codec = make_sealed_codec(derive_checkpoint_key(load_key_file(o.key_file)));
   }
   const CheckpointMeta meta = CheckpointStore::read_meta(dir, *codec);
-  if (!meta.config.contains("model"))
-    throw InputError(dir.string() + ": checkpoint has no model configuration");
-  const ModelOptions mo = model_options_from_json(meta.config["model"], dir.string());
+  const ModelOptions mo = model_options_from_checkpoint(meta.config, dir.string());
   if (!is_image_model(mo)) {
     throw InputError("eval: the checkpoint holds " + mo.name +
                      ", not an image classifier; eval takes resnet checkpoints");

@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "base/error.h"
 #include "data/image_dataset.h"
 #include "data/sealed_images.h"
 #include "data/sealed_tokens.h"
-#include "engine/core/error.h"
 #include "engine/key_file.h"
 #include "tee/aead.h"
 #include "tools/cli/commands.h"

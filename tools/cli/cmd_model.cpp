@@ -5,9 +5,10 @@
 #include <fstream>
 #include <memory>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 #include "study/scaling_model.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/validators.h"
 
 namespace tt::cli {
 
@@ -81,7 +82,6 @@ void print_projection(const nlohmann::json& report) {
 void register_model_cmd(CLI::App& app) {
   auto q = std::make_shared<study::ModelQuery>();
   auto json_out = std::make_shared<std::string>();
-  auto overlap = std::make_shared<std::string>("on");
   auto* cmd = app.add_subcommand("model",
                                  "Scaling model: calibrate from measured runs, check, project to many ranks");
   cmd->add_option("--runs", q->runs, "A reproduce directory (runs.jsonl), a .jsonl file or a --summary .json")
@@ -90,15 +90,12 @@ void register_model_cmd(CLI::App& app) {
   cmd->add_option("--bucket-mb", q->bucket_mb, "Bucket cap of the projection in MiB (0 = whole model)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  cmd->add_option("--overlap", *overlap, "Overlap all-reduce with backward in the projection")
-      ->check(CLI::IsMember({"on", "off"}))
-      ->capture_default_str();
+  add_on_off_option(cmd, "--overlap", q->overlap, "Overlap all-reduce with backward in the projection");
   cmd->add_option("--tee", q->variants, "TEE variants to project (default: all measured), e.g. off,cc,fast")
       ->delimiter(',');
   cmd->add_option("--ranks", q->ranks, "Rank counts to project")->delimiter(',')->check(CLI::PositiveNumber);
   cmd->add_option("--json", *json_out, "Also write the report as JSON to FILE");
-  cmd->callback([q, json_out, overlap] {
-    q->overlap = *overlap == "on";
+  cmd->callback([q, json_out] {
     const nlohmann::json report = study::run_scaling_model(*q);
     print_costs(report);
     print_points(report);

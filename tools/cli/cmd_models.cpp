@@ -2,7 +2,7 @@
 #include <cstdio>
 
 #include "tools/cli/commands.h"
-#include "tools/cli/model_registry.h"
+#include "tools/cli/model_flags.h"
 
 namespace tt::cli {
 

@@ -3,15 +3,15 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/error.h"
 #include "engine/checkpoint.h"
 #include "engine/core/backend_factory.h"
-#include "engine/core/error.h"
 #include "engine/core/rng.h"
 #include "engine/key_file.h"
 #include "engine/sealed_codec.h"
 #include "models/gpt2/gpt2.h"
 #include "tools/cli/commands.h"
-#include "tools/cli/model_registry.h"
+#include "tools/cli/model_flags.h"
 #include "tools/cli/validators.h"
 
 namespace tt::cli {
@@ -28,19 +28,6 @@ struct SampleOptions {
   std::string device = "cpu";
   std::string key_file;  // for sealed (TEE-mode) checkpoints
 };
-
-ModelOptions model_from_checkpoint(const nlohmann::json& cfg, const std::string& where) {
-  if (!cfg.contains("model")) throw InputError(where + ": checkpoint has no model configuration");
-  const auto& m = cfg["model"];
-  ModelOptions o;
-  o.name = m.at("name").get<std::string>();
-  o.n_layer = m.at("n_layer").get<int>();
-  o.n_head = m.at("n_head").get<int>();
-  o.n_embd = m.at("n_embd").get<int>();
-  o.vocab = m.at("vocab").get<int>();
-  o.context = m.at("context").get<int>();
-  return o;
-}
 
 // Draws a token from the top-k of softmax(logits / temperature).
 int draw(const std::vector<float>& logits, float temperature, int top_k, Rng& rng) {
@@ -73,7 +60,11 @@ void run_sample(const SampleOptions& o) {
   }
   const auto dir = CheckpointStore::resolve(o.ckpt);
   const CheckpointMeta meta = CheckpointStore::read_meta(dir, *codec);
-  const ModelOptions mo = model_from_checkpoint(meta.config, dir.string());
+  const ModelOptions mo = model_options_from_checkpoint(meta.config, dir.string());
+  if (is_image_model(mo)) {
+    throw InputError("sample: the checkpoint holds " + mo.name +
+                     ", an image classifier; sample takes GPT-2 checkpoints");
+  }
   if (mo.vocab != 256) {
     throw InputError("sample: the checkpoint's model has vocabulary " + std::to_string(mo.vocab) +
                      "; sampling prints bytes and needs a byte-level model (vocab 256)");

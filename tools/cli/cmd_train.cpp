@@ -8,6 +8,7 @@
 #include <optional>
 #include <thread>
 
+#include "base/error.h"
 #include "comm/mpi_transport.h"
 #include "comm/sealed_channel.h"
 #include "comm/secure_session.h"
@@ -18,12 +19,12 @@
 #include "engine/checkpoint.h"
 #include "engine/core/backend_factory.h"
 #include "engine/core/emulated/emulated_backend.h"
-#include "engine/core/error.h"
 #include "engine/ddp_reducer.h"
 #include "engine/dist_context.h"
 #include "engine/freshness.h"
 #include "engine/gradient_reduction.h"
 #include "engine/host_layout.h"
+#include "engine/image_source.h"
 #include "engine/key_file.h"
 #include "engine/sealed_codec.h"
 #include "engine/tee_session.h"
@@ -31,7 +32,6 @@
 #include "engine/trace_writer.h"
 #include "engine/trainer.h"
 #include "tools/cli/commands.h"
-#include "tools/cli/image_source.h"
 #include "tools/cli/run_report.h"
 #include "tools/cli/train_options.h"
 

@@ -1,5 +1,5 @@
 // teetrain: the command-line entry point. Library code throws; this is the only place that turns
-// errors into exit codes: 2 = bad input, 3 = integrity failure (tampering), 1 = anything else.
+// errors into exit codes (base/error.h): 2 = bad input, 3 = integrity failure (tampering), 1 = anything else.
 #include <mpi.h>
 #include <unistd.h>
 
@@ -10,9 +10,8 @@
 #include <exception>
 #include <optional>
 
+#include "base/error.h"
 #include "comm/mpi_transport.h"
-#include "engine/core/error.h"
-#include "tee/errors.h"
 #include "tools/cli/commands.h"
 
 int main(int argc, char** argv) {
@@ -56,15 +55,12 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     code = app.exit(e) == 0 ? 0 : 2;
-  } catch (const tt::InputError& e) {
-    std::fprintf(stderr, "teetrain: error: %s\n", e.what());
-    code = 2;
-  } catch (const tt::tee::IntegrityError& e) {
-    std::fprintf(stderr, "teetrain: INTEGRITY FAILURE: %s\n", e.what());
-    code = 3;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "teetrain: error: %s\n", e.what());
-    code = 1;
+    // base/error.h gives each error its category; an attack is announced as such on its one line.
+    const tt::ExitCode category = tt::exit_code_of(e);
+    std::fprintf(stderr, "teetrain: %s: %s\n",
+                 category == tt::ExitCode::kIntegrity ? "INTEGRITY FAILURE" : "error", e.what());
+    code = static_cast<int>(category);
   }
   if (code != 0 && mpi && mpi->world_size() > 1) {
     // Stop every rank now with this exit code: no rank applies an update after a failed step.

@@ -1,6 +1,6 @@
 #include "tools/cli/tee_options.h"
 
-#include "engine/core/error.h"
+#include "base/error.h"
 #include "tools/cli/validators.h"
 
 namespace tt::cli {

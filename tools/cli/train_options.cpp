@@ -1,7 +1,7 @@
 #include "tools/cli/train_options.h"
 
-#include "engine/core/error.h"
-#include "tools/cli/image_source.h"
+#include "base/error.h"
+#include "engine/image_source.h"
 #include "tools/cli/validators.h"
 
 namespace tt::cli {

@@ -7,8 +7,12 @@
 #include <string>
 
 #include "engine/run_plan.h"
-#include "tools/cli/model_registry.h"
+#include "tools/cli/model_flags.h"
 #include "tools/cli/tee_options.h"
+
+namespace tt {
+struct ImageSource;  // engine/image_source.h
+}  // namespace tt
 
 namespace tt::cli {
 
@@ -77,7 +81,6 @@ inline bool gpu_gradients(const TrainOptions& o) {
 // The options that must agree across ranks (everything but per-rank paths), as JSON.
 nlohmann::json train_options_json(const TrainOptions& o);
 
-struct ImageSource;
 // The optimizer steps the run takes: --steps, or with --epochs N, N passes over the training images
 // at the global batch (batch x ranks x grad-accum), the last batch of an epoch rounding up: 5 epochs
 // of Fashion-MNIST (60,000 images) at a global batch of 128 are 5 x 469 = 2,345 steps. `images` is

@@ -20,17 +20,18 @@
 #include <string>
 #include <vector>
 
+#include "base/cuda/cuda_check.h"
+#include "base/cuda/device.h"
+#include "base/cuda/device_memory.h"
 #include "tee/aead.h"
-#include "tee/cuda/cuda_check.h"
-#include "tee/cuda/device_buffer.h"
 #include "tee/cuda/gpu_aead.h"
 
 namespace {
 
+using tt::cuda::DeviceBytes;
 using tt::tee::Aead;
 using tt::tee::Cipher;
 using tt::tee::Nonce;
-using tt::tee::cuda::DeviceBuffer;
 using tt::tee::cuda::GpuAesGcm;
 using tt::tee::cuda::GpuMessage;
 
@@ -70,22 +71,22 @@ GpuMessage message(const std::byte* in, std::byte* out, std::size_t length, std:
 template <class Fn>
 double time_gpu(cudaStream_t stream, int warm, int reps, Fn&& fn) {
   cudaEvent_t start = nullptr, stop = nullptr;
-  TT_TEE_CUDA_CHECK(cudaEventCreate(&start));
-  TT_TEE_CUDA_CHECK(cudaEventCreate(&stop));
+  TT_CUDA_CHECK(cudaEventCreate(&start));
+  TT_CUDA_CHECK(cudaEventCreate(&stop));
   for (int i = 0; i < warm; ++i) fn();
-  TT_TEE_CUDA_CHECK(cudaStreamSynchronize(stream));
+  TT_CUDA_CHECK(cudaStreamSynchronize(stream));
   std::vector<double> ms;
   for (int i = 0; i < reps; ++i) {
-    TT_TEE_CUDA_CHECK(cudaEventRecord(start, stream));
+    TT_CUDA_CHECK(cudaEventRecord(start, stream));
     fn();
-    TT_TEE_CUDA_CHECK(cudaEventRecord(stop, stream));
-    TT_TEE_CUDA_CHECK(cudaEventSynchronize(stop));
+    TT_CUDA_CHECK(cudaEventRecord(stop, stream));
+    TT_CUDA_CHECK(cudaEventSynchronize(stop));
     float t = 0;
-    TT_TEE_CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
+    TT_CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
     ms.push_back(t);
   }
-  TT_TEE_CUDA_CHECK(cudaEventDestroy(start));
-  TT_TEE_CUDA_CHECK(cudaEventDestroy(stop));
+  TT_CUDA_CHECK(cudaEventDestroy(start));
+  TT_CUDA_CHECK(cudaEventDestroy(stop));
   return median(ms);
 }
 
@@ -107,18 +108,96 @@ double gbps(std::size_t bytes, double ms) {
 
 std::vector<std::uint8_t> download(const std::byte* p, std::size_t n) {
   std::vector<std::uint8_t> v(n);
-  TT_TEE_CUDA_CHECK(cudaMemcpy(v.data(), p, n, cudaMemcpyDeviceToHost));
+  TT_CUDA_CHECK(cudaMemcpy(v.data(), p, n, cudaMemcpyDeviceToHost));
   return v;
 }
 
+// The first and last message of a batch against OpenSSL, and the plaintext the GPU opened.
+bool spot_check(const Case& c, Aead& ssl, const std::vector<std::uint8_t>& plain, const DeviceBytes& d_sealed,
+                const DeviceBytes& d_opened) {
+  const std::size_t sealed_len = c.length + tt::tee::kTagSize;
+  bool all_ok = true;
+  for (std::size_t i : {std::size_t{0}, c.count - 1}) {
+    std::vector<std::uint8_t> expected(sealed_len);
+    const Nonce n = Nonce::make(static_cast<std::uint32_t>(i), 7);
+    ssl.seal_append_tag(n, aad_of(i), {plain.data() + i * c.length, c.length}, expected);
+    if (download(d_sealed.as<std::byte>() + i * sealed_len, sealed_len) != expected) {
+      std::printf("MISMATCH: %s message %zu: GPU ciphertext||tag differs from OpenSSL\n", c.name, i);
+      all_ok = false;
+    }
+    const auto got = download(d_opened.as<std::byte>() + i * c.length, c.length);
+    if (!std::equal(got.begin(), got.end(), plain.begin() + static_cast<std::ptrdiff_t>(i * c.length))) {
+      std::printf("MISMATCH: %s message %zu: GPU-opened plaintext differs\n", c.name, i);
+      all_ok = false;
+    }
+  }
+  return all_ok;
+}
+
+// Seals and opens one batch shape on the GPU and with OpenSSL on one CPU thread, prints a row and
+// returns whether every output matched.
+bool bench_case(const Case& c, GpuAesGcm& gpu, Aead& ssl, cudaStream_t stream, std::mt19937_64& rng, int reps,
+                int cpu_reps) {
+  bool all_ok = true;
+  const std::size_t total = c.count * c.length;
+  const std::size_t sealed_len = c.length + tt::tee::kTagSize;
+  std::vector<std::uint8_t> plain(total);
+  for (std::size_t i = 0; i < total; i += 8) {
+    const std::uint64_t r = rng();
+    std::memcpy(plain.data() + i, &r, std::min<std::size_t>(8, total - i));
+  }
+  DeviceBytes d_plain(total), d_sealed(c.count * sealed_len), d_opened(total);
+  TT_CUDA_CHECK(cudaMemcpy(d_plain.get(), plain.data(), total, cudaMemcpyHostToDevice));
+  std::vector<GpuMessage> seal_msgs, open_msgs;
+  for (std::size_t i = 0; i < c.count; ++i) {
+    seal_msgs.push_back(message(d_plain.as<std::byte>() + i * c.length,
+                                d_sealed.as<std::byte>() + i * sealed_len, c.length, i));
+    open_msgs.push_back(message(d_sealed.as<std::byte>() + i * sealed_len,
+                                d_opened.as<std::byte>() + i * c.length, c.length, i));
+  }
+
+  const double seal_ms = time_gpu(stream, 3, reps, [&] { gpu.seal_async(seal_msgs); });
+  bool opened = true;
+  const double open_ms = time_gpu(stream, 2, reps, [&] {
+    const std::vector<bool> ok = gpu.open(open_msgs);
+    opened = opened && std::all_of(ok.begin(), ok.end(), [](bool b) { return b; });
+  });
+
+  all_ok = spot_check(c, ssl, plain, d_sealed, d_opened) && all_ok;
+  if (!opened) {
+    std::printf("MISMATCH: %s: GPU open rejected a GPU-sealed message\n", c.name);
+    all_ok = false;
+  }
+
+  std::vector<std::uint8_t> cpu_sealed(c.count * sealed_len), cpu_plain(total);
+  const double cpu_seal_ms = time_cpu(cpu_reps, [&] {
+    for (std::size_t i = 0; i < c.count; ++i)
+      ssl.seal_append_tag(Nonce::make(static_cast<std::uint32_t>(i), 7), aad_of(i),
+                          {plain.data() + i * c.length, c.length},
+                          {cpu_sealed.data() + i * sealed_len, sealed_len});
+  });
+  const double cpu_open_ms = time_cpu(cpu_reps, [&] {
+    for (std::size_t i = 0; i < c.count; ++i)
+      if (!ssl.try_open_with_tag(Nonce::make(static_cast<std::uint32_t>(i), 7), aad_of(i),
+                                 {cpu_sealed.data() + i * sealed_len, sealed_len},
+                                 {cpu_plain.data() + i * c.length, c.length}))
+        all_ok = false;
+  });
+  std::printf("%-16s %14.1f %14.1f %14.2f %14.2f %10.1f\n", c.name, gbps(total, seal_ms),
+              gbps(total, open_ms), gbps(total, cpu_seal_ms), gbps(total, cpu_open_ms),
+              cpu_seal_ms / seal_ms);
+  std::fflush(stdout);
+  return all_ok;
+}
+
 int run(int reps, int cpu_reps) {
-  const int devices = tt::tee::cuda::gpu_count();
+  const int devices = tt::cuda::device_count_or_zero();
   if (devices == 0) {
     std::printf("bench_gpu_aead: no CUDA device\n");
     return 2;
   }
   cudaDeviceProp prop{};
-  TT_TEE_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  TT_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("GPU: %s (%d SMs, sm_%d%d); cipher AES-256-GCM, AAD %zu bytes per message\n", prop.name,
               prop.multiProcessorCount, prop.major, prop.minor, kAadLen);
 
@@ -126,7 +205,7 @@ int run(int reps, int cpu_reps) {
   std::vector<std::uint8_t> key(32);
   for (auto& b : key) b = static_cast<std::uint8_t>(rng());
   cudaStream_t stream = nullptr;
-  TT_TEE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  TT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   bool all_ok = true;
   {
     GpuAesGcm gpu(key, stream);
@@ -137,71 +216,10 @@ int run(int reps, int cpu_reps) {
     std::printf("%-16s %14s %14s %14s %14s %10s\n", "batch", "GPU seal GB/s", "GPU open GB/s",
                 "CPU seal GB/s", "CPU open GB/s", "seal x CPU");
     for (const Case& c : cases) {
-      const std::size_t total = c.count * c.length;
-      const std::size_t sealed_len = c.length + tt::tee::kTagSize;
-      std::vector<std::uint8_t> plain(total);
-      for (std::size_t i = 0; i < total; i += 8) {
-        const std::uint64_t r = rng();
-        std::memcpy(plain.data() + i, &r, std::min<std::size_t>(8, total - i));
-      }
-      DeviceBuffer d_plain(total), d_sealed(c.count * sealed_len), d_opened(total);
-      TT_TEE_CUDA_CHECK(cudaMemcpy(d_plain.get(), plain.data(), total, cudaMemcpyHostToDevice));
-      std::vector<GpuMessage> seal_msgs, open_msgs;
-      for (std::size_t i = 0; i < c.count; ++i) {
-        seal_msgs.push_back(message(d_plain.as<std::byte>() + i * c.length,
-                                    d_sealed.as<std::byte>() + i * sealed_len, c.length, i));
-        open_msgs.push_back(message(d_sealed.as<std::byte>() + i * sealed_len,
-                                    d_opened.as<std::byte>() + i * c.length, c.length, i));
-      }
-
-      const double seal_ms = time_gpu(stream, 3, reps, [&] { gpu.seal_async(seal_msgs); });
-      bool opened = true;
-      const double open_ms = time_gpu(stream, 2, reps, [&] {
-        const std::vector<bool> ok = gpu.open(open_msgs);
-        opened = opened && std::all_of(ok.begin(), ok.end(), [](bool b) { return b; });
-      });
-
-      // Spot check: first and last message against OpenSSL, and the opened plaintext.
-      for (std::size_t i : {std::size_t{0}, c.count - 1}) {
-        std::vector<std::uint8_t> expected(sealed_len);
-        const Nonce n = Nonce::make(static_cast<std::uint32_t>(i), 7);
-        ssl.seal_append_tag(n, aad_of(i), {plain.data() + i * c.length, c.length}, expected);
-        if (download(d_sealed.as<std::byte>() + i * sealed_len, sealed_len) != expected) {
-          std::printf("MISMATCH: %s message %zu: GPU ciphertext||tag differs from OpenSSL\n", c.name, i);
-          all_ok = false;
-        }
-        const auto got = download(d_opened.as<std::byte>() + i * c.length, c.length);
-        if (!std::equal(got.begin(), got.end(), plain.begin() + static_cast<std::ptrdiff_t>(i * c.length))) {
-          std::printf("MISMATCH: %s message %zu: GPU-opened plaintext differs\n", c.name, i);
-          all_ok = false;
-        }
-      }
-      if (!opened) {
-        std::printf("MISMATCH: %s: GPU open rejected a GPU-sealed message\n", c.name);
-        all_ok = false;
-      }
-
-      std::vector<std::uint8_t> cpu_sealed(c.count * sealed_len), cpu_plain(total);
-      const double cpu_seal_ms = time_cpu(cpu_reps, [&] {
-        for (std::size_t i = 0; i < c.count; ++i)
-          ssl.seal_append_tag(Nonce::make(static_cast<std::uint32_t>(i), 7), aad_of(i),
-                              {plain.data() + i * c.length, c.length},
-                              {cpu_sealed.data() + i * sealed_len, sealed_len});
-      });
-      const double cpu_open_ms = time_cpu(cpu_reps, [&] {
-        for (std::size_t i = 0; i < c.count; ++i)
-          if (!ssl.try_open_with_tag(Nonce::make(static_cast<std::uint32_t>(i), 7), aad_of(i),
-                                     {cpu_sealed.data() + i * sealed_len, sealed_len},
-                                     {cpu_plain.data() + i * c.length, c.length}))
-            all_ok = false;
-      });
-      std::printf("%-16s %14.1f %14.1f %14.2f %14.2f %10.1f\n", c.name, gbps(total, seal_ms),
-                  gbps(total, open_ms), gbps(total, cpu_seal_ms), gbps(total, cpu_open_ms),
-                  cpu_seal_ms / seal_ms);
-      std::fflush(stdout);
+      all_ok = bench_case(c, gpu, ssl, stream, rng, reps, cpu_reps) && all_ok;
     }
   }
-  TT_TEE_CUDA_CHECK(cudaStreamDestroy(stream));
+  TT_CUDA_CHECK(cudaStreamDestroy(stream));
   std::printf("%s\n", all_ok ? "bench_gpu_aead: GPU output matches OpenSSL" : "bench_gpu_aead: FAILED");
   return all_ok ? 0 : 1;
 }

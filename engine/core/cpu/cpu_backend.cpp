@@ -9,9 +9,9 @@
 #include <new>
 #include <vector>
 
+#include "base/error.h"
 #include "engine/core/cpu/cpu_common.h"
 #include "engine/core/cpu/cpu_conv.h"
-#include "engine/core/error.h"
 
 namespace tt {
 

@@ -36,8 +36,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/error.h"
 #include "engine/core/cpu/cpu_conv.h"
-#include "engine/core/error.h"
 #include "engine/core/shape_checks.h"
 
 #ifdef TEETRAIN_HAVE_DNNL

@@ -14,9 +14,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/error.h"
 #include "engine/core/cpu/cpu_common.h"
 #include "engine/core/cpu/cpu_conv.h"
-#include "engine/core/error.h"
 #include "engine/core/shape_checks.h"
 
 namespace tt::cpu {

@@ -6,9 +6,9 @@
 #include <cmath>
 #include <limits>
 
+#include "base/error.h"
 #include "engine/core/cpu/cpu_backend.h"
 #include "engine/core/cpu/cpu_common.h"
-#include "engine/core/error.h"
 #include "engine/core/shape_checks.h"
 
 namespace tt {

@@ -6,10 +6,10 @@
 #include <cmath>
 #include <string>
 
+#include "base/error.h"
 #include "engine/core/cpu/cpu_backend.h"
 #include "engine/core/cpu/cpu_common.h"
 #include "engine/core/cpu/cpu_math.h"
-#include "engine/core/error.h"
 
 namespace tt {
 

@@ -5,9 +5,10 @@
 #include <cstdint>
 #include <string>
 
+#include "base/cuda/device.h"
+#include "base/error.h"
 #include "engine/core/cuda/cuda_backend_impl.h"
 #include "engine/core/cuda/cuda_check.h"
-#include "engine/core/error.h"
 
 namespace tt {
 
@@ -21,14 +22,6 @@ std::string where(const char* call, const char* file, int line) {
 
 }  // namespace
 
-void throw_cuda_error(cudaError_t err, const char* call, const char* file, int line) {
-  // A launch error stays queryable through cudaGetLastError; reset it so that the next check does
-  // not report this failure a second time (sticky errors survive the reset anyway).
-  static_cast<void>(cudaGetLastError());
-  throw RunError("cuda: " + where(call, file, line) + " failed: " + cudaGetErrorName(err) + ": " +
-                 cudaGetErrorString(err));
-}
-
 void throw_cublas_error(cublasStatus_t st, const char* call, const char* file, int line) {
   throw RunError("cublas: " + where(call, file, line) + " failed: " + cublasGetStatusName(st) + ": " +
                  cublasGetStatusString(st));
@@ -40,21 +33,12 @@ void throw_cudnn_error(cudnnStatus_t st, const char* call, const char* file, int
 
 // ---- scratch --------------------------------------------------------------------------------------
 
-Scratch::~Scratch() {
-  if (ptr_ != nullptr) static_cast<void>(cudaFree(ptr_));
-}
-
 void* Scratch::get(std::size_t bytes, cudaStream_t stream) {
-  if (bytes <= bytes_ && ptr_ != nullptr) return ptr_;
+  if (bytes <= memory_.size() && memory_.get() != nullptr) return memory_.get();
   TT_CUDA_CHECK(cudaStreamSynchronize(stream));
-  if (ptr_ != nullptr) TT_CUDA_CHECK(cudaFree(ptr_));
-  ptr_ = nullptr;
-  bytes_ = 0;
   // Round up to 1 MiB steps (at least 256 bytes) so a slowly growing need does not reallocate every call.
-  const std::size_t rounded = std::max<std::size_t>(256, (bytes + (1u << 20) - 1) / (1u << 20) * (1u << 20));
-  TT_CUDA_CHECK(cudaMalloc(&ptr_, rounded));
-  bytes_ = rounded;
-  return ptr_;
+  memory_.reserve(std::max<std::size_t>(256, (bytes + (1u << 20) - 1) / (1u << 20) * (1u << 20)));
+  return memory_.get();
 }
 
 // ---- construction ---------------------------------------------------------------------------------
@@ -62,7 +46,7 @@ void* Scratch::get(std::size_t bytes, cudaStream_t stream) {
 namespace {
 
 int checked_device(int ordinal) {
-  const int count = cuda_visible_devices();
+  const int count = ::tt::cuda::device_count_or_zero();
   if (ordinal < 0 || ordinal >= count) {
     throw InputError("cuda backend: device " + std::to_string(ordinal) + " is not visible (" +
                      std::to_string(count) + " CUDA device(s); check CUDA_VISIBLE_DEVICES)");
@@ -223,15 +207,6 @@ void CudaBackend::gemm_batched(cublasOperation_t ta, cublasOperation_t tb, int m
 
 std::unique_ptr<Backend> make_cuda_backend(int device_ordinal, bool tf32) {
   return std::make_unique<cuda::CudaBackend>(device_ordinal, tf32);
-}
-
-int cuda_visible_devices() noexcept {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    static_cast<void>(cudaGetLastError());  // clear it: later launch checks must not report it
-    return 0;
-  }
-  return count;
 }
 
 }  // namespace tt

@@ -14,7 +14,4 @@ namespace tt {
 // Throws InputError for an ordinal that is not visible, RunError when CUDA itself fails.
 std::unique_ptr<Backend> make_cuda_backend(int device_ordinal, bool tf32);
 
-// cudaGetDeviceCount, but 0 on ANY error (no driver, no device, a broken installation); never throws.
-int cuda_visible_devices() noexcept;
-
 }  // namespace tt

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cuda/device_memory.h"
 #include "engine/core/backend.h"
 
 namespace tt::cuda {
@@ -53,11 +54,6 @@ using ConvDescPtr = std::unique_ptr<cudnnConvolutionStruct,
 // buffers, the cuDNN workspace). Contents are undefined on every get().
 class Scratch {
  public:
-  Scratch() = default;
-  ~Scratch();
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-
   // At least `bytes` of device memory. Growing first waits for `stream`: kernels queued earlier may
   // still use the old buffer.
   void* get(std::size_t bytes, cudaStream_t stream);
@@ -67,8 +63,7 @@ class Scratch {
   }
 
  private:
-  void* ptr_ = nullptr;
-  std::size_t bytes_ = 0;
+  DeviceBytes memory_;
 };
 
 // cuDNN descriptors and the chosen algorithms for one convolution shape, built on first use.

@@ -8,10 +8,10 @@
 #include <cmath>
 #include <string>
 
+#include "base/error.h"
 #include "engine/core/cuda/cuda_backend_impl.h"
 #include "engine/core/cuda/cuda_check.h"
 #include "engine/core/cuda/cuda_kernels.cuh"
-#include "engine/core/error.h"
 #include "engine/core/shape_checks.h"
 
 namespace tt::cuda {

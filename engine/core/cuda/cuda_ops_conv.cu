@@ -10,10 +10,10 @@
 // returns 0 and the caller's workspace argument is unused.
 #include <string>
 
+#include "base/error.h"
 #include "engine/core/cuda/cuda_backend_impl.h"
 #include "engine/core/cuda/cuda_check.h"
 #include "engine/core/cuda/cuda_kernels.cuh"
-#include "engine/core/error.h"
 #include "engine/core/shape_checks.h"
 
 namespace tt::cuda {

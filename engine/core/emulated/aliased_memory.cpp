@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 
 namespace tt {
 

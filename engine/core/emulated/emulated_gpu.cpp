@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 
 namespace tt {
 

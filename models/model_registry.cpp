@@ -1,13 +1,12 @@
-#include "tools/cli/model_registry.h"
+#include "models/model_registry.h"
 
 #include <climits>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 #include "models/gpt2/gpt2.h"
 #include "models/resnet/resnet.h"
-#include "tools/cli/validators.h"
 
-namespace tt::cli {
+namespace tt {
 namespace {
 
 Gpt2Config gpt2_config(const ModelOptions& o) {
@@ -31,44 +30,28 @@ ResnetConfig resnet_config(const ModelOptions& o) {
   return c;
 }
 
-bool is_gpt2(const std::string& name) {
-  return name.rfind("gpt2", 0) == 0;
-}
-
-void require_known(const ModelOptions& o) {
-  if (!is_gpt2(o.name) && !ResnetConfig::is_preset(o.name)) {
-    std::string names;
-    for (const auto& r : list_presets()) names += (names.empty() ? "" : ", ") + r.name;
-    throw InputError("unknown model '" + o.name + "': choose one of " + names + " (see `teetrain models`)");
-  }
-}
-
 }  // namespace
 
-void add_model_options(CLI::App* cmd, ModelOptions& opts) {
-  cmd->add_option("--model", opts.name, "Model preset (see `teetrain models`)")->capture_default_str();
-  cmd->add_option("--n-layer", opts.n_layer, "Override the preset's number of layers")->check(positive());
-  cmd->add_option("--n-head", opts.n_head, "Override the number of attention heads")->check(positive());
-  cmd->add_option("--n-embd", opts.n_embd, "Override the embedding width")->check(positive());
-  cmd->add_option("--vocab", opts.vocab,
-                  "Override the vocabulary size (256 for byte-level text, 50257 for GPT-2 BPE)")
-      ->check(positive());
-  cmd->add_option("--context", opts.context, "Override the context length (max --seq)")->check(positive());
+ModelFamily model_family(const ModelOptions& o) {
+  if (o.name.rfind("gpt2", 0) == 0) return ModelFamily::Gpt2;
+  if (ResnetConfig::is_preset(o.name)) return ModelFamily::Resnet;
+  std::string names;
+  for (const auto& r : list_presets()) names += (names.empty() ? "" : ", ") + r.name;
+  throw InputError("unknown model '" + o.name + "': choose one of " + names + " (see `teetrain models`)");
 }
 
 bool is_image_model(const ModelOptions& opts) {
-  return ResnetConfig::is_preset(opts.name);
+  return ResnetConfig::is_preset(opts.name);  // no throw: an unknown name is reported where it is built
 }
 
 std::unique_ptr<Model> make_model(Backend& backend, const ModelOptions& opts) {
-  require_known(opts);
-  if (is_image_model(opts)) return std::make_unique<Resnet>(backend, resnet_config(opts), opts.name);
+  if (model_family(opts) == ModelFamily::Resnet)
+    return std::make_unique<Resnet>(backend, resnet_config(opts), opts.name);
   return std::make_unique<Gpt2>(backend, gpt2_config(opts), opts.name);
 }
 
 nlohmann::json model_config_json(const ModelOptions& opts) {
-  require_known(opts);
-  if (is_image_model(opts)) {
+  if (model_family(opts) == ModelFamily::Resnet) {
     const ResnetConfig c = resnet_config(opts);
     return {{"name", opts.name},          {"family", "resnet"},           {"image_channels", c.in_channels},
             {"image_size", c.image_size}, {"num_classes", c.num_classes}, {"shape", c.describe()},
@@ -100,15 +83,18 @@ ModelOptions model_options_from_json(const nlohmann::json& m, const std::string&
   }
 }
 
+ModelOptions model_options_from_checkpoint(const nlohmann::json& config, const std::string& where) {
+  if (!config.contains("model")) throw InputError(where + ": checkpoint has no model configuration");
+  return model_options_from_json(config["model"], where);
+}
+
 int model_context(const ModelOptions& opts) {
-  require_known(opts);
-  if (is_image_model(opts)) return INT_MAX;
+  if (model_family(opts) == ModelFamily::Resnet) return INT_MAX;
   return gpt2_config(opts).context;
 }
 
 int model_vocab(const ModelOptions& opts) {
-  require_known(opts);
-  if (is_image_model(opts)) return 0;
+  if (model_family(opts) == ModelFamily::Resnet) return 0;
   return gpt2_config(opts).vocab_size;
 }
 
@@ -122,4 +108,4 @@ std::vector<PresetRow> list_presets() {
   return rows;
 }
 
-}  // namespace tt::cli
+}  // namespace tt

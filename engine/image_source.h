@@ -1,5 +1,5 @@
-// Image data for `teetrain train` and `teetrain eval`: opens a dataset's train and test splits,
-// normalizes with the training split's statistics and serves both as BatchFns.
+// Image data for a training or evaluation run (token_source.h is the text counterpart): opens a dataset's
+// train and test splits, normalizes with the training split's statistics and serves both as BatchFns.
 //
 // Plain data (fashion-mnist, an idx or a CIFAR-10 directory) is read whole into memory. In TEE mode
 // --data names sealed image sets instead ("<dir>/<name>", from `teetrain seal-data --images`): their
@@ -18,7 +18,7 @@
 #include "data/sealed_images.h"
 #include "engine/trainer.h"
 
-namespace tt::cli {
+namespace tt {
 
 struct ImageSourceOptions {
   std::string data;               // --data: fashion-mnist, an idx or CIFAR-10 directory, or sealed image sets
@@ -52,7 +52,7 @@ struct ImageSource {
   std::string test_source() const;
 
   // Sealed data only: opens both sealed sets with the dataset key and sets train/val. Throws
-  // tee::IntegrityError on a wrong key, a tampered file, metadata that changed since it was read, a
+  // IntegrityError on a wrong key, a tampered file, metadata that changed since it was read, a
   // file of another split than it is opened as (e.g. the splits swapped), the splits of two datasets
   // or a file without a dataset binding (data/dataset_binding.h); InputError if the (authentic)
   // splits' shapes do not match each other.
@@ -67,4 +67,4 @@ struct ImageSource {
 // without --allow-plain-data, or sealed data outside TEE mode.
 ImageSource open_image_source(const ImageSourceOptions& o);
 
-}  // namespace tt::cli
+}  // namespace tt

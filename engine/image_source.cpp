@@ -1,11 +1,11 @@
-#include "tools/cli/image_source.h"
+#include "engine/image_source.h"
 
 #include <utility>
 
-#include "engine/core/error.h"
+#include "base/error.h"
 #include "tee/errors.h"
 
-namespace tt::cli {
+namespace tt {
 namespace {
 
 void check_square(const std::string& data, int H, int W) {
@@ -97,9 +97,9 @@ void ImageSource::open_sealed(const tee::SecretBytes& dataset_key, const Ingress
   const SealedImageInfo& tr = sealed_train->info();
   const SealedImageInfo& te = sealed_test->info();
   if (!same_info(tr, *sealed_train_info)) {
-    throw tee::IntegrityError("sealed image set " + tr.file.string() +
-                              " changed since its metadata was first read (" + sealed_train_info->describe() +
-                              " -> " + tr.describe() + ")");
+    throw IntegrityError("sealed image set " + tr.file.string() +
+                         " changed since its metadata was first read (" + sealed_train_info->describe() +
+                         " -> " + tr.describe() + ")");
   }
   if (te.C != tr.C || te.H != tr.H || te.W != tr.W || te.classes != tr.classes || te.mean != tr.mean ||
       te.std != tr.std) {
@@ -144,4 +144,4 @@ void ImageSource::check_model(int model_channels, int model_size, int model_clas
   test_loader->check_shape(model_channels, model_size, model_size, model_classes);
 }
 
-}  // namespace tt::cli
+}  // namespace tt

@@ -1,6 +1,7 @@
-// Wires model names to implementations: the only place that names concrete models.
+// The model families and their presets, by name: the only place that names concrete models. The
+// trainer sees a Model; the CLI, the benchmarks and the tests build one here from a name and overrides,
+// and a checkpoint's configuration (model_config_json) builds the same model again.
 #pragma once
-#include <CLI/CLI.hpp>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -9,7 +10,10 @@
 #include "engine/core/backend.h"
 #include "engine/core/model.h"
 
-namespace tt::cli {
+namespace tt {
+
+// The families a preset belongs to (a checkpoint's config["model"]["family"] names it).
+enum class ModelFamily { Gpt2, Resnet };
 
 struct ModelOptions {
   std::string name = "gpt2-mini";
@@ -25,7 +29,8 @@ struct ModelOptions {
   int num_classes = 0;
 };
 
-void add_model_options(CLI::App* cmd, ModelOptions& opts);
+// Throws InputError naming the presets for a name that is none of them.
+ModelFamily model_family(const ModelOptions& opts);
 // True for image classifiers (the resnet family): they read image data and have no context/vocab.
 bool is_image_model(const ModelOptions& opts);
 std::unique_ptr<Model> make_model(Backend& backend, const ModelOptions& opts);
@@ -33,6 +38,8 @@ std::unique_ptr<Model> make_model(Backend& backend, const ModelOptions& opts);
 nlohmann::json model_config_json(const ModelOptions& opts);
 // Rebuilds the options from model_config_json()'s output (a checkpoint's config["model"]).
 ModelOptions model_options_from_json(const nlohmann::json& model, const std::string& where);
+// The same from a checkpoint's whole configuration; InputError naming `where` when it has no model.
+ModelOptions model_options_from_checkpoint(const nlohmann::json& config, const std::string& where);
 // The resolved context length (the longest --seq the model accepts) and vocabulary. Image models
 // have neither: context is INT_MAX (any --seq passes validation; it is unused) and vocab 0.
 int model_context(const ModelOptions& opts);
@@ -46,4 +53,4 @@ struct PresetRow {
 };
 std::vector<PresetRow> list_presets();
 
-}  // namespace tt::cli
+}  // namespace tt

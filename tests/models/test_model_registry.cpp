@@ -1,0 +1,97 @@
+// models/model_registry.h: names to families, every preset builds, the unknown name is an InputError
+// that lists the presets, and a checkpoint's model configuration builds the same model again.
+#include <gtest/gtest.h>
+
+#include <climits>
+#include <memory>
+#include <string>
+
+#include "base/error.h"
+#include "engine/core/cpu/cpu_backend.h"
+#include "models/model_registry.h"
+
+namespace tt {
+namespace {
+
+ModelOptions named(const std::string& name) {
+  ModelOptions o;
+  o.name = name;
+  return o;
+}
+
+TEST(ModelRegistry, FamiliesByName) {
+  EXPECT_EQ(model_family(named("gpt2-tiny")), ModelFamily::Gpt2);
+  EXPECT_EQ(model_family(named("gpt2-xl")), ModelFamily::Gpt2);
+  EXPECT_EQ(model_family(named("resnet18")), ModelFamily::Resnet);
+  EXPECT_TRUE(is_image_model(named("resnet-small")));
+  EXPECT_FALSE(is_image_model(named("gpt2-mini")));
+  EXPECT_FALSE(is_image_model(named("no-such-model")));  // never throws: the build reports it
+}
+
+TEST(ModelRegistry, UnknownNameListsThePresets) {
+  try {
+    make_model(*make_cpu_backend(1), named("gpt3"));
+    FAIL() << "an unknown model was built";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("unknown model 'gpt3'"), std::string::npos) << what;
+    EXPECT_NE(what.find("resnet18"), std::string::npos) << what;
+    EXPECT_NE(what.find("gpt2-xl"), std::string::npos) << what;
+  }
+  EXPECT_THROW(model_config_json(named("gpt3")), InputError);
+  EXPECT_THROW(model_context(named("gpt3")), InputError);
+}
+
+TEST(ModelRegistry, EveryPresetHasItsParameterCount) {
+  // Building the big presets would allocate gigabytes: the registry's rows and configurations must
+  // agree without it, and the small ones are built for real.
+  for (const PresetRow& row : list_presets()) {
+    const nlohmann::json config = model_config_json(named(row.name));
+    EXPECT_EQ(config.at("params").get<std::size_t>(), row.params) << row.name;
+    EXPECT_EQ(config.at("name"), row.name);
+  }
+  auto backend = make_cpu_backend(1);
+  for (const char* small : {"gpt2-tiny", "resnet-tiny"}) {
+    const auto model = make_model(*backend, named(small));
+    EXPECT_EQ(model->num_params(), model_config_json(named(small)).at("params").get<std::size_t>()) << small;
+  }
+}
+
+TEST(ModelRegistry, CheckpointConfigurationRebuildsTheModel) {
+  ModelOptions gpt = named("gpt2-tiny");
+  gpt.n_layer = 3;
+  gpt.vocab = 300;
+  const nlohmann::json saved = model_config_json(gpt);
+  const ModelOptions back = model_options_from_json(saved, "ckpt.json");
+  EXPECT_EQ(model_config_json(back), saved);
+  EXPECT_EQ(model_vocab(back), 300);
+
+  ModelOptions cnn = named("resnet-tiny");
+  cnn.image_channels = 3;
+  cnn.image_size = 32;
+  cnn.num_classes = 7;
+  const ModelOptions cnn_back = model_options_from_json(model_config_json(cnn), "ckpt.json");
+  EXPECT_EQ(model_config_json(cnn_back), model_config_json(cnn));
+  EXPECT_EQ(model_context(cnn_back), INT_MAX);  // image models have no sequence length
+  EXPECT_EQ(model_vocab(cnn_back), 0);
+}
+
+TEST(ModelRegistry, CheckpointWithoutModelIsInputError) {
+  const nlohmann::json config{{"model", model_config_json(named("gpt2-tiny"))}, {"seed", 1}};
+  EXPECT_EQ(model_options_from_checkpoint(config, "ckpt").name, "gpt2-tiny");
+  try {
+    model_options_from_checkpoint(nlohmann::json{{"seed", 1}}, "runs/ckpt/step_00000010");
+    FAIL() << "a checkpoint without a model configuration was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("runs/ckpt/step_00000010: checkpoint has no model"), std::string::npos);
+  }
+}
+
+TEST(ModelRegistry, MalformedConfigurationIsInputError) {
+  EXPECT_THROW(model_options_from_json(nlohmann::json{{"name", "gpt2-tiny"}}, "ckpt.json"), InputError);
+  EXPECT_THROW(model_options_from_json(nlohmann::json{{"family", "resnet"}, {"name", 3}}, "ckpt.json"),
+               InputError);
+}
+
+}  // namespace
+}  // namespace tt
