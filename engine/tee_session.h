@@ -62,6 +62,7 @@ class TeeSession {
              Profiler* profiler);
 
   comm::SealedChannel& channel() { return *channel_; }
+  const comm::SealedChannel& channel() const { return *channel_; }
   comm::SessionKeys& keys();  // for release_secret; throws RunError after end_setup()
   // Wipes the session's link and group secrets once every secret has been released: from here on
   // only the channel's ratchets hold key material, and they wipe each epoch's secret when they move on.

@@ -72,19 +72,4 @@ void add_trust_options(CLI::App* g, TrustOptions& t) {
                 "attest --write-policy`); default: what this rank runs");
 }
 
-nlohmann::json tee_json(const TeeOptions& o, bool gpu_gradients) {
-  const TeeSwitches s = resolve_tee(o.settings, gpu_gradients);
-  if (!s.on) return {{"mode", "off"}};
-  return {{"mode", name(o.settings.mode)},
-          {"cipher", enum_name(o.settings.cipher)},
-          {"rekey_mb", o.settings.rekey_mb},
-          {"pipeline", s.pipeline},
-          {"forward_ag", s.forward_ag},
-          {"crypto_threads", s.crypto_threads},
-          {"direct_ingress", s.direct_ingress},
-          {"device_crypto", s.device_crypto},
-          {"allow_plain_data", o.allow_plain_data},
-          {"attestation", comm::attestation_mode_name(o.trust.mode)}};
-}
-
 }  // namespace tt::cli

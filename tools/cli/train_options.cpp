@@ -1,7 +1,8 @@
 #include "tools/cli/train_options.h"
 
 #include "base/error.h"
-#include "engine/image_source.h"
+#include "tools/cli/model_flags.h"
+#include "tools/cli/tee_options.h"
 #include "tools/cli/validators.h"
 
 namespace tt::cli {
@@ -187,88 +188,6 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
   add_parallel_options(cmd, o);
   add_tee_options(cmd, o.tee);
   add_emulation_options(cmd, o);
-}
-
-long steps_for_epochs(const TrainOptions& o, const ImageSource* images, int world) {
-  if (o.epochs <= 0) return o.steps;
-  if (images == nullptr) {
-    throw InputError("--epochs counts passes over image data; for token data give --steps");
-  }
-  const uint64_t n = images->sealed() ? images->sealed_train_info->images : images->train_set->size();
-  const auto global =
-      static_cast<uint64_t>(o.batch) * static_cast<uint64_t>(world) * static_cast<uint64_t>(o.grad_accum);
-  const auto steps = static_cast<long>((n + global - 1) / global) * o.epochs;
-  if (o.timing_warmup >= steps) {
-    throw InputError("--timing-warmup " + std::to_string(o.timing_warmup) + " leaves no step to time in " +
-                     std::to_string(steps) + " steps (--epochs " + std::to_string(o.epochs) + ")");
-  }
-  return steps;
-}
-
-RunPlan run_plan(const TrainOptions& o) {
-  RunPlan p;
-  p.device = o.device;
-  p.compute = o.compute;
-  p.allreduce = o.allreduce;
-  p.link = o.link;
-  p.overlap = o.overlap;
-  p.tf32 = o.tf32;
-  p.cc_transfer_us = o.cc_transfer_us;
-  p.segment_kb = o.segment_kb;
-  p.link_gbps = o.link_gbps;
-  p.steps = o.steps;
-  p.timing_warmup = o.timing_warmup;
-  p.checkpoints = o.save_every > 0 || !o.resume.empty();
-  p.seq = o.seq;
-  p.context = o.seq > 0 ? model_context(o.model) : 0;
-  p.tee = o.tee.settings;
-  p.adversary = o.tee.adversary;
-  return p;
-}
-
-nlohmann::json train_options_json(const TrainOptions& o) {
-  return {
-      {"model", model_config_json(o.model)},
-      {"data", o.data},
-      {"steps", o.steps},
-      {"batch", o.batch},
-      {"seq", o.seq},
-      {"grad_accum", o.grad_accum},
-      {"lr", o.lr},
-      {"min_lr_frac", o.min_lr_frac},
-      {"warmup", o.warmup},
-      {"schedule", enum_name(o.schedule)},
-      {"grad_clip", o.grad_clip},
-      {"weight_decay", o.weight_decay},
-      {"optimizer", enum_name(o.optimizer)},
-      {"momentum", o.momentum},
-      {"betas", {o.beta1, o.beta2}},
-      {"seed", o.seed},
-      {"val_every", o.val_every},
-      {"val_batches", o.val_batches},
-      {"save_every", o.save_every},
-      {"timing_warmup", o.timing_warmup},
-      {"allreduce", name(o.allreduce)},
-      {"bucket_mb", o.bucket_mb},
-      {"overlap", o.overlap ? "on" : "off"},
-      {"segment_kb", o.segment_kb},
-      {"comm_wait", enum_name(o.comm_wait)},
-      {"check_replicas", o.check_replicas},
-      {"ingress_gbps", o.ingress_gbps},
-      {"compute", name(o.compute)},
-      {"device", enum_name(o.device)},
-      {"tf32", o.tf32},
-      {"gpu", o.compute == ComputeMode::Emulate ? nlohmann::json{{"name", o.gpu},
-                                                                 {"precision", enum_name(o.gpu_precision)},
-                                                                 {"tflops", o.gpu_tflops},
-                                                                 {"efficiency", o.gpu_efficiency},
-                                                                 {"act_traffic", o.gpu_act_traffic},
-                                                                 {"aead_gbps", o.gpu_aead_gbps}}
-                                                : nlohmann::json(nullptr)},
-      {"link_gbps", o.link_gbps},
-      {"link", name(o.link)},
-      {"cc_transfer_us", o.cc_transfer_us},
-      {"tee", tee_json(o.tee, gpu_gradients(o))}};
 }
 
 }  // namespace tt::cli

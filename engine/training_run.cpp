@@ -1,0 +1,338 @@
+#include "engine/training_run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "base/error.h"
+#include "comm/secure_session.h"
+#include "engine/core/backend_factory.h"
+#include "engine/core/emulated/emulated_backend.h"
+#include "engine/host_layout.h"
+#include "engine/key_file.h"
+#include "engine/sealed_codec.h"
+#include "engine/trace_writer.h"
+#include "models/model_registry.h"
+
+namespace tt {
+namespace {
+
+// Ranks sharing this host split its cores between them unless --threads says otherwise.
+int default_threads(int requested) {
+  if (requested > 0) return requested;
+  return std::max(1, host_cores() / ranks_on_this_host());
+}
+
+// The banner's TEE field: the mode and the switches it resolved to.
+std::string tee_label(const TeeOptions& o, const TeeSwitches& ts) {
+  if (!ts.on) return "tee off";
+  return std::string("tee ") + name(o.settings.mode) + " (" + enum_name(ts.cipher) + ", pipeline " +
+         (ts.pipeline ? "on" : "off") + ", forward-ag " + (ts.forward_ag ? "on" : "off") +
+         ", crypto threads " + std::to_string(ts.crypto_threads) + ", ingress " +
+         (ts.direct_ingress ? "direct" : "bounce") +
+         (ts.device_crypto ? ", gradients sealed on the GPU" : "") + ")";
+}
+
+// The summary's "attestation" object (null with TEE off): how the peers were authenticated, and a
+// warning when nothing authenticated them.
+nlohmann::json attestation_json(const std::optional<comm::AttestConfig>& attest, int world) {
+  if (!attest) return nullptr;
+  const AttestationSummary s = attestation_summary(*attest, world);
+  nlohmann::json j = {{"mode", s.mode}, {"authenticated", s.authenticated}};
+  if (!s.warning.empty()) j["warning"] = s.warning;
+  return j;
+}
+
+// What the trainer measured, as the summary's first fields.
+nlohmann::json result_json(const TrainResult& r, bool images) {
+  return {{"steps", r.steps},
+          {"final_loss", r.final_loss},
+          {"val_loss", r.val_loss},
+          {"val_accuracy", r.val_accuracy},
+          {images ? "images_per_s" : "tokens_per_s", r.items_per_s},
+          {"items_per_s", r.items_per_s},
+          {"items", images ? "images" : "tokens"},
+          {"step_s_mean", r.step_seconds_mean},
+          {"timed_steps", r.timed_steps},
+          {"train_seconds", r.seconds},
+          {"params_sha256", r.params_sha256}};
+}
+
+}  // namespace
+
+nlohmann::json gather_phase_report(DistContext& dist, const Profiler& profiler, long steps) {
+  const auto totals = profiler.phase_totals();
+  std::vector<double> per_step(totals.begin(), totals.end());
+  for (double& v : per_step) v /= static_cast<double>(std::max(1L, steps));
+  // The trainer times the whole batch fetch as data; sealed loaders also time their ingress part
+  // (opening, bounce path), so data is reported net of it and the phases still add up.
+  auto& data = per_step[static_cast<std::size_t>(Phase::Data)];
+  data = std::max(0.0, data - per_step[static_cast<std::size_t>(Phase::Ingress)]);
+  const auto [mx, mean] = dist.max_and_mean(per_step);
+  nlohmann::json phases = nlohmann::json::object();
+  for (int i = 0; i < Profiler::kPhases; ++i) {
+    const auto idx = static_cast<std::size_t>(i);
+    phases[std::string(phase_name(static_cast<Phase>(i)))] = {{"max", mx[idx]}, {"mean", mean[idx]}};
+  }
+  const auto counts = profiler.counter_totals();
+  nlohmann::json counters = nlohmann::json::object();
+  for (int i = 0; i < Profiler::kCounters; ++i) {
+    counters[std::string(counter_name(static_cast<Counter>(i)))] =
+        dist.gather(counts[static_cast<std::size_t>(i)]);
+  }
+  return {{"phases", phases}, {"counters", counters}};
+}
+
+double main_thread_seconds(const nlohmann::json& report) {
+  double s = 0;
+  for (const Phase p : {Phase::Data, Phase::Ingress, Phase::Forward, Phase::Backward, Phase::CommExposed,
+                        Phase::Optimizer, Phase::Checkpoint, Phase::Validation, Phase::Bookkeeping}) {
+    s += report["phases"][std::string(phase_name(p))]["mean"].get<double>();
+  }
+  return s;
+}
+
+TrainingRun::TrainingRun(const TrainOptions& opts) : profiler_(/*trace=*/!opts.trace.empty()), o_(opts) {
+  resolve_images();
+  plan_ = run_plan(o_);
+  validate(plan_);  // every conflicting choice in one message (exit 2)
+  ts_ = plan_.switches();
+  mpi_.emplace(MPI_COMM_WORLD, std::chrono::milliseconds(static_cast<long>(o_.timeout_s * 1000.0)));
+  mpi_->set_wait_policy({.mode = o_.comm_wait});  // before the adversary's decorator copies it
+  wire_.emplace(*mpi_, o_.tee.adversary, ts_.on);
+  rank_ = mpi_->rank();
+  world_ = mpi_->size();
+  if (wire_->active() && rank_ == 0) std::fprintf(stderr, "%s\n", wire_->banner().c_str());
+  o_.steps = steps_for_epochs(o_, img_ ? &*img_ : nullptr, world_);  // --epochs N -> steps
+  run_json_ = train_options_json(o_);
+  start_links();
+  open_data();
+  build_model();
+  setup_checkpoints();
+  restore_or_broadcast();
+  build_reducer();
+}
+
+// Image models take their input shape and classes from the data and have no sequence length: both
+// are resolved before the plan is validated and the configuration hashed for the agreement.
+void TrainingRun::resolve_images() {
+  if (!is_image_model(o_.model)) return;
+  img_.emplace(open_image_source(
+      {o_.data, o_.seed, /*augment=*/false, o_.tee.settings.mode != TeeMode::Off, o_.tee.allow_plain_data}));
+  o_.model.image_channels = img_->channels;
+  o_.model.image_size = img_->image_size;
+  o_.model.num_classes = img_->classes;
+  o_.seq = 0;
+}
+
+// In TEE mode: attest the ring neighbours, agree keys, and build the one sealed channel that carries
+// every message between ranks from then on (gradients, broadcasts, agreement, replica checks); then
+// check every rank runs this configuration, and release the keys at rest.
+void TrainingRun::start_links() {
+  comm::Transport& transport = wire_->transport();
+  if (ts_.on) {
+    attest_ = make_attest_config(o_.tee.trust, rank_, world_, run_json_.dump());
+    tee_session_.emplace(
+        transport, *attest_,
+        TeeChannelOptions{ts_.cipher, o_.tee.settings.rekey_mb, static_cast<std::size_t>(ts_.crypto_threads)},
+        &profiler_);
+  }
+  if (tee_session_) channel_ = &tee_session_->channel();
+  dist_.emplace(transport, *channel_, &profiler_);
+  dist_->agree_config(run_json_.dump());
+  if (!ts_.on) return;
+  const bool sealed_data =
+      img_ ? img_->sealed() : require_sealed_data(o_.data, "train", o_.tee.allow_plain_data);
+  const bool need_ckpt_key = o_.save_every > 0 || !o_.resume.empty();
+  at_rest_ = release_at_rest_keys(
+      transport, tee_session_->keys(), o_.tee.key_file, sealed_data, need_ckpt_key,
+      [](const std::string& w) { std::fprintf(stderr, "teetrain: warning: %s\n", w.c_str()); });
+  tee_session_->end_setup();  // every secret is out: wipe the session's link and group secrets
+}
+
+void TrainingRun::open_data() {
+  if (!img_) {
+    data_ = open_token_data({o_.data, o_.seq, o_.seed, o_.ingress_gbps, model_vocab(o_.model)}, ts_,
+                            at_rest_.dataset ? &*at_rest_.dataset : nullptr, rank_, profiler_);
+    if (!data_.val && rank_ == 0)
+      std::fprintf(stderr, "note: no validation split for --data %s; reporting training loss only\n",
+                   o_.data.c_str());
+    return;
+  }
+  // Sealed image sets open only now, with the released dataset key (their shape came from the clear
+  // metadata).
+  if (img_->sealed()) {
+    img_->open_sealed(*at_rest_.dataset,
+                      {ts_.direct_ingress ? IngressMode::Direct : IngressMode::Bounce, ts_.cipher,
+                       static_cast<uint32_t>(rank_), o_.ingress_gbps},
+                      &profiler_);
+  }
+  data_.train = img_->train;
+  data_.val = img_->val;
+  data_.describe = img_->describe;
+}
+
+// Emulated compute: the real model and optimizer run on an EmulatedBackend, whose ops are waits on the
+// chosen GPU; gradients' bytes, buckets, ring, crypto and ingress stay real.
+void TrainingRun::build_model() {
+  threads_ = default_threads(o_.threads);
+  ranks_per_host_ = ranks_on_this_host();
+  BackendOptions bo;
+  bo.device = o_.device;
+  bo.threads = threads_;
+  bo.tf32 = o_.tf32;
+  if (bo.device == DeviceKind::Cuda) bo.cuda_device = rank_ % std::max(1, cuda_device_count());
+  const bool emulate = o_.compute == ComputeMode::Emulate;
+  if (emulate) {
+    bo.emulate = EmulatedGpu{gpu_spec(o_.gpu),  o_.gpu_precision, o_.gpu_tflops,
+                             o_.gpu_efficiency, o_.gpu_aead_gbps, o_.gpu_act_traffic};
+  }
+  backend_ = make_backend(bo);
+  model_ = make_model(*backend_, o_.model);
+  // An emulated GPU's parameters are placeholders (its memory holds zeros): drawing 1.5B random
+  // numbers on the host for gpt2-xl would only cost time and memory.
+  if (!emulate) model_->init_params(o_.seed);
+  if (emulate && rank_ == 0)
+    std::fprintf(stderr, "COMPUTE EMULATED: %s runs on an %s; buckets, ring, crypto and ingress are real\n",
+                 model_->name().c_str(), backend_->describe().c_str());
+  tc_ = trainer_config(o_, static_cast<bool>(data_.val));
+  tc_.metrics_path = rank_ == 0 ? o_.metrics : "";
+  optimizer_ = make_optimizer(*backend_, tc_.opt, model_->num_params());
+  if (o_.check_replicas > 0) {
+    tc_.after_step = [this](long step) {
+      if (step % o_.check_replicas == 0) dist_->check_replicas(*backend_, *model_, step);
+    };
+  }
+}
+
+// Checkpoints: rank 0 writes them (replicas are identical); every rank reads them on resume. They
+// are sealed in TEE mode (the model, optimizer state and run state never rest in clear). The key
+// owner's anti-rollback record (engine/freshness.h) needs the master key, which only rank 0 holds.
+void TrainingRun::setup_checkpoints() {
+  codec_ = at_rest_.checkpoint ? make_sealed_codec(*at_rest_.checkpoint, ts_.cipher) : make_plain_codec();
+  if (rank_ == 0 && at_rest_.checkpoint)
+    freshness_.emplace(freshness_record_path(o_.tee.key_file), load_key_file(o_.tee.key_file));
+  if (o_.save_every > 0 && rank_ == 0)
+    store_ =
+        std::make_unique<CheckpointStore>(o_.ckpt_dir, o_.keep, *codec_, freshness_ ? &*freshness_ : nullptr);
+  tc_.save_checkpoint = [this](long step, uint64_t samples) {
+    if (rank_ != 0) return;
+    const CheckpointMeta meta{step, samples, o_.seed, params_sha256(*backend_, *model_), run_json_};
+    const auto dir = store_->save(*backend_, *model_, optimizer_.get(), meta);
+    if (tc_.progress) std::fprintf(stderr, "\ncheckpoint: %s\n", dir.c_str());
+  };
+}
+
+void TrainingRun::restore_or_broadcast() {
+  if (o_.resume.empty()) {
+    if (backend_->kind() != DeviceKind::Emulated)
+      dist_->broadcast_params(*backend_, *model_);  // every replica starts from rank 0's parameters
+    return;
+  }
+  const auto dir = CheckpointStore::resolve(o_.resume);
+  // Every rank runs the checks of `teetrain ckpt verify` (manifest, digests, chunks, chain); rank 0
+  // also refuses a rollback past the freshness record (the others get no record: nullptr).
+  const VerifiedCheckpoint ck = open_verified_checkpoint(dir, codec_->key());
+  const CheckpointMeta meta =
+      CheckpointStore::load(ck, *backend_, *model_, optimizer_.get(), freshness_ ? &*freshness_ : nullptr);
+  if (store_) store_->continue_lineage(ck);  // same run_id; the next save chains to this manifest
+  if (meta.config.contains("model") && meta.config["model"] != run_json_["model"]) {
+    throw InputError("--resume " + dir.string() + ": checkpoint model " + meta.config["model"].dump() +
+                     " differs from this run's; use the same --model and shape flags");
+  }
+  start_step_ = meta.step;
+  samples_ = meta.samples_consumed;
+  if (start_step_ >= o_.steps) {
+    throw InputError("--resume: the checkpoint is at step " + std::to_string(start_step_) +
+                     "; --steps must be larger to continue");
+  }
+  if (rank_ == 0) {
+    std::fprintf(stderr, "resumed from %s at step %ld%s\n", dir.c_str(), start_step_,
+                 freshness_ && freshness_->exists() ? " (not older than the freshness record)" : "");
+  }
+}
+
+// Gradient reduction on the reducer's communication thread: one path, chosen by the engine from the plan.
+void TrainingRun::build_reducer() {
+  grads_.emplace(GradientSetup{plan_, ts_, *backend_, &*mpi_, wire_->transport(), *channel_,
+                               tee_session_ ? &tee_session_->channel() : nullptr, ranks_per_host_,
+                               profiler_});
+  const std::size_t cap = static_cast<std::size_t>(o_.bucket_mb * 1024.0 * 1024.0);
+  buckets_ = plan_buckets(model_->params(), model_->num_params(),
+                          std::min<std::size_t>(std::size_t{1} << 20, cap), cap);
+  if (world_ == 1) return;
+  DdpOptions ddp{o_.overlap, world_};
+  reducer_ = std::make_unique<DdpReducer>(*backend_, *model_, buckets_, grads_->fn(), ddp, &profiler_);
+}
+
+TrainResult TrainingRun::run() {
+  RankInfo ranks{rank_, world_, [this](double x) { return dist_->mean(x); }};
+  Trainer trainer(*backend_, *model_, *optimizer_, profiler_, ranks, reducer_.get(), tc_, data_.train,
+                  data_.val);
+  return trainer.run(start_step_, samples_);
+}
+
+RunReport TrainingRun::finish(const TrainResult& r) {
+  RunReport out;
+  out.phases = gather_phase_report(*dist_, profiler_, r.timed_steps);
+  out.adversary_view = wire_->report();
+  if (!o_.trace.empty()) {
+    write_trace_part(o_.trace, rank_, profiler_.trace_events());
+    dist_->mean(0.0);  // barrier: every part is on disk before rank 0 merges
+    if (rank_ == 0) out.trace_parts = merge_trace_parts(o_.trace, world_);
+  }
+  return out;
+}
+
+RunDescription TrainingRun::describe() const {
+  RunDescription d;
+  d.model = model_->name();
+  d.params = model_->num_params();
+  d.memory_gib = (static_cast<double>(model_->num_params()) * 4.0 * 4.0 +
+                  static_cast<double>(model_->activation_bytes(o_.batch, o_.seq))) /
+                 (1 << 30);
+  d.world = world_;
+  d.threads = threads_;
+  d.tee = tee_label(o_.tee, ts_);
+  d.buckets = buckets_.size();
+  d.data = data_.describe;
+  d.backend = backend_->describe();
+  d.gradients = world_ > 1 ? grads_->path() : "not reduced (one rank)";
+  if (attest_) {
+    d.attestation = attestation_banner(*attest_, world_);
+    if (!attestation_summary(*attest_, world_).warning.empty()) d.attestation_warning = d.attestation;
+  }
+  d.images = img_.has_value();
+  return d;
+}
+
+nlohmann::json TrainingRun::summary(const TrainResult& r, const RunReport& report) const {
+  const auto* emulated = dynamic_cast<const EmulatedBackend*>(backend_.get());
+  const nlohmann::json& phases = report.phases;
+  nlohmann::json s = result_json(r, img_.has_value());
+  s.update({{"num_params", model_->num_params()},
+            {"world_size", world_},
+            {"allreduce", name(o_.allreduce)},
+            {"gradient_path", world_ > 1 ? grads_->path() : "none"},
+            {"cc_transfer_us", grads_->cc_transfer_us()},
+            {"bucket_mb", o_.bucket_mb},
+            {"buckets", buckets_.size()},
+            {"overlap", o_.overlap ? "on" : "off"},
+            {"tee", tee_json(o_.tee, gpu_gradients(o_))},
+            {"rekeys", tee_session_ ? tee_session_->channel().rekeys() : 0},
+            {"attestation", attestation_json(attest_, world_)},
+            {"bytes_sent", phases["counters"]["bytes_sent"]},
+            {"phases", phases["phases"]},
+            {"phases_accounted_s", main_thread_seconds(phases)},
+            {"counters", phases["counters"]},
+            {"backend", backend_->describe()},
+            {"threads", threads_},
+            {"host_cores", host_cores()},
+            {"ranks_per_host", ranks_per_host_},
+            {"compute", name(o_.compute)},
+            {"gpu", emulated ? nlohmann::json(emulated->gpu().describe()) : nlohmann::json(nullptr)},
+            {"config", run_json_}});
+  return s;
+}
+
+}  // namespace tt

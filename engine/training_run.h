@@ -1,0 +1,129 @@
+// One rank's training run, put together by the engine from a TrainOptions: links and keys (TEE
+// session, attestation, keys at rest), data (tokens or images, plain or sealed), backend, model (by
+// name, from models/model_registry.h), optimizer, checkpoints (resume, freshness), and the gradient
+// path and DDP reducer the run plan chooses. `teetrain train` parses into TrainOptions, builds one of
+// these, runs it and prints what describe(), finish() and summary() return.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "comm/channel.h"
+#include "comm/mpi_transport.h"
+#include "engine/adversary_wire.h"
+#include "engine/at_rest_keys.h"
+#include "engine/checkpoint.h"
+#include "engine/core/backend.h"
+#include "engine/core/profiler.h"
+#include "engine/ddp_reducer.h"
+#include "engine/dist_context.h"
+#include "engine/freshness.h"
+#include "engine/gradient_reduction.h"
+#include "engine/image_source.h"
+#include "engine/optimizer.h"
+#include "engine/tee_session.h"
+#include "engine/token_source.h"
+#include "engine/train_options.h"
+#include "engine/trainer.h"
+
+namespace tt {
+
+// The run as a banner shows it.
+struct RunDescription {
+  std::string model;
+  std::size_t params = 0;
+  double memory_gib = 0;  // parameters, gradients and two optimizer moments, plus activations
+  int world = 1;
+  int threads = 1;
+  std::string tee;  // "tee off", or the mode and its switches
+  std::size_t buckets = 0;
+  std::string data, backend, gradients;
+  std::string attestation;          // empty with TEE off
+  std::string attestation_warning;  // non-empty when no root of trust authenticated the peers
+  bool images = false;              // rates are images/s, else tokens/s
+};
+
+// What finish() gathers.
+struct RunReport {
+  nlohmann::json phases;       // {"phases": {...}, "counters": {...}}: see gather_phase_report
+  std::string adversary_view;  // the teaching adversary's report (empty without --adversary)
+  int trace_parts = 0;         // rank 0: parts merged into --trace
+};
+
+// Collective: every rank must call it. Returns the "phases" (mean per step; max and mean over ranks)
+// and "counters" (per rank) objects.
+nlohmann::json gather_phase_report(DistContext& dist, const Profiler& profiler, long steps);
+// Seconds per step of the phases the training thread runs one after another (data, ingress, forward,
+// backward, exposed communication, optimizer, checkpoint, validation, bookkeeping; mean over ranks):
+// what should add up to the step time. Seal, open, reduce and stage run on other threads and overlap
+// these.
+double main_thread_seconds(const nlohmann::json& report);
+
+// One rank's training run, assembled stage by stage. Members are declared in the order the stages
+// build them, so they are destroyed in reverse: the reducer's communication thread stops before the
+// channel and the transport it uses go away, and the profiler outlives everything that records.
+class TrainingRun {
+ public:
+  // Builds every stage; throws InputError (exit 2) for conflicting options or bad input,
+  // IntegrityError (exit 3) when a peer, the data or a checkpoint fails its checks.
+  explicit TrainingRun(const TrainOptions& opts);
+  TrainingRun(const TrainingRun&) = delete;
+  TrainingRun& operator=(const TrainingRun&) = delete;
+
+  TrainResult run();
+  // Collective (every rank calls it): the phase report averaged over ranks, the adversary's view, and
+  // the merged trace (--trace).
+  RunReport finish(const TrainResult& r);
+
+  // What a front end shows and records (rank 0 prints them).
+  RunDescription describe() const;
+  nlohmann::json summary(const TrainResult& r, const RunReport& report) const;
+  int rank() const { return rank_; }
+  const TrainOptions& options() const { return o_; }  // as resolved: --epochs as steps, image shapes
+
+ private:
+  void resolve_images();
+  void start_links();
+  void open_data();
+  void build_model();
+  void setup_checkpoints();
+  void restore_or_broadcast();
+  void build_reducer();
+
+  Profiler profiler_;
+  TrainOptions o_;
+  std::optional<ImageSource> img_;
+  RunPlan plan_;
+  TeeSwitches ts_;
+  std::optional<comm::MpiTransport> mpi_;
+  std::optional<AdversaryWire> wire_;  // every message between ranks goes through wire_->transport()
+  int rank_ = 0;
+  int world_ = 1;
+  nlohmann::json run_json_;
+  std::optional<comm::AttestConfig> attest_;
+  std::optional<TeeSession> tee_session_;
+  comm::PlainChannel plain_;
+  comm::Channel* channel_ = &plain_;  // every message's channel: plain_, or the TEE session's sealed one
+  std::optional<DistContext> dist_;
+  AtRestKeys at_rest_;
+  DataSource data_;
+  int threads_ = 1;
+  int ranks_per_host_ = 1;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Model> model_;
+  TrainConfig tc_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<FileCodec> codec_;
+  std::optional<FreshnessRecord> freshness_;
+  std::unique_ptr<CheckpointStore> store_;
+  long start_step_ = 0;
+  uint64_t samples_ = 0;
+  std::optional<GradientReduction> grads_;
+  std::vector<Bucket> buckets_;
+  std::unique_ptr<DdpReducer> reducer_;
+};
+
+}  // namespace tt
