@@ -10,12 +10,6 @@
 
 namespace tt {
 
-DeviceKind parse_device(const std::string& name) {
-  if (name == "cpu") return DeviceKind::Cpu;
-  if (name == "cuda") return DeviceKind::Cuda;
-  throw InputError("--device " + name + ": unknown device; use cpu or cuda");
-}
-
 const char* device_name(DeviceKind kind) {
   switch (kind) {
     case DeviceKind::Cuda:

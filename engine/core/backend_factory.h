@@ -29,9 +29,6 @@ inline BackendOptions backend_options(DeviceKind device, int threads) {
   return o;
 }
 
-// "cpu" -> Cpu, "cuda" -> Cuda (Emulated is chosen by --compute emulate, not by name); anything else is an
-// InputError naming the accepted values.
-DeviceKind parse_device(const std::string& name);
 const char* device_name(DeviceKind kind);
 
 // True when this binary was built with the CUDA backend.

@@ -231,8 +231,8 @@ void run_allreduce(AllreduceBenchOptions o) {
   // A wrong sum is a failed run, not a data point: scripts and CI must see it in the exit code.
   for (const auto& r : records) {
     if (!r.correct) {
-      throw std::runtime_error("bench allreduce: " + r.mode + " gave a wrong sum at " +
-                               std::to_string(r.bytes) + " bytes (tee " + name(o.tee.settings.mode) + ")");
+      throw RunError("bench allreduce: " + r.mode + " gave a wrong sum at " + std::to_string(r.bytes) +
+                     " bytes (tee " + name(o.tee.settings.mode) + ")");
     }
   }
 }
@@ -242,7 +242,7 @@ struct StepBenchOptions {
   int batch = 4;
   int seq = 64;  // language models only
   int threads = 2;
-  std::string device = "cpu";
+  DeviceKind device = DeviceKind::Cpu;
   bool tf32 = false;
   int steps = 5;
   int warmup = 1;
@@ -353,7 +353,7 @@ std::unique_ptr<Model> bench_model(Backend& be, const StepBenchOptions& o, nlohm
 
 void run_step(const StepBenchOptions& o) {
   BackendOptions bo;
-  bo.device = parse_device(o.device);
+  bo.device = o.device;
   bo.threads = o.threads;
   bo.tf32 = o.tf32;
   if (o.tf32 && bo.device != DeviceKind::Cuda) throw InputError("--tf32 applies to --device cuda only");
@@ -533,9 +533,7 @@ void register_bench_step(CLI::App* bench) {
                   "Image models: imagenet (7x7/2 conv + max-pool, torchvision's), cifar (3x3/1 conv, no "
                   "pool), auto (cifar for images of 64 px and less)");
   s->add_option("--threads", st->threads, "Threads")->check(positive())->capture_default_str();
-  s->add_option("--device", st->device, "cpu or cuda")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
-      ->capture_default_str();
+  add_enum_option(s, "--device", st->device, "Where the model runs");
   s->add_flag("--tf32", st->tf32, "CUDA: TF32 tensor-core matmuls (default exact FP32)");
   s->add_option("--steps", st->steps, "Timed steps")->check(positive())->capture_default_str();
   s->add_option("--warmup", st->warmup, "Untimed steps first")->check(non_negative())->capture_default_str();

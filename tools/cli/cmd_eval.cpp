@@ -24,7 +24,7 @@ struct EvalOptions {
   std::string data = "fashion-mnist";
   int batch = 256;
   int threads = 0;
-  std::string device = "cpu";
+  DeviceKind device = DeviceKind::Cpu;
   std::string json;  // optional result file
 };
 
@@ -56,8 +56,7 @@ void run_eval(const EvalOptions& o) {
   }
   img.check_model(mo.image_channels, mo.image_size, mo.num_classes);
 
-  std::unique_ptr<Backend> backend =
-      make_backend(backend_options(parse_device(o.device), o.threads > 0 ? o.threads : 2));
+  std::unique_ptr<Backend> backend = make_backend(backend_options(o.device, o.threads > 0 ? o.threads : 2));
   std::unique_ptr<Model> model = make_model(*backend, mo);
   CheckpointStore::load(dir, *codec, *backend, *model, nullptr);
   model->set_training(false);
@@ -103,9 +102,7 @@ void register_eval(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--batch", o->batch, "Images per forward pass")->check(positive())->capture_default_str();
   cmd->add_option("--threads", o->threads, "Compute threads (0 = 2)")->check(non_negative());
-  cmd->add_option("--device", o->device, "cpu or cuda")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
-      ->capture_default_str();
+  add_enum_option(cmd, "--device", o->device, "Where the model runs");
   cmd->add_option("--json", o->json, "Also write the result as JSON to this file");
   cmd->callback([o] { run_eval(*o); });
 }

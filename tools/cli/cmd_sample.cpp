@@ -25,7 +25,7 @@ struct SampleOptions {
   int top_k = 40;
   uint64_t seed = 42;
   int threads = 0;
-  std::string device = "cpu";
+  DeviceKind device = DeviceKind::Cpu;
   std::string key_file;  // for sealed (TEE-mode) checkpoints
 };
 
@@ -69,8 +69,7 @@ void run_sample(const SampleOptions& o) {
     throw InputError("sample: the checkpoint's model has vocabulary " + std::to_string(mo.vocab) +
                      "; sampling prints bytes and needs a byte-level model (vocab 256)");
   }
-  std::unique_ptr<Backend> backend =
-      make_backend(backend_options(parse_device(o.device), o.threads > 0 ? o.threads : 2));
+  std::unique_ptr<Backend> backend = make_backend(backend_options(o.device, o.threads > 0 ? o.threads : 2));
   std::unique_ptr<Model> model = make_model(*backend, mo);
   CheckpointStore::load(dir, *codec, *backend, *model, nullptr);
   auto& gpt = dynamic_cast<Gpt2&>(*model);
@@ -110,9 +109,7 @@ void register_sample(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Sampling seed")->capture_default_str();
   cmd->add_option("--threads", o->threads, "Compute threads (0 = 2)")->check(non_negative());
-  cmd->add_option("--device", o->device, "cpu or cuda")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
-      ->capture_default_str();
+  add_enum_option(cmd, "--device", o->device, "Where the model runs");
   cmd->add_option("--key-file", o->key_file, "Master key file, for a sealed (TEE-mode) checkpoint");
   cmd->callback([o] { run_sample(*o); });
 }
