@@ -24,6 +24,10 @@ import subprocess
 import sys
 import time
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import predict_paper  # noqa: E402  (tools/predict_paper.py: the independent H100 CC figures)
+
 # Reference figures (../shared/reference/published-numbers.md).
 PAPER = {
     "mean_4gpu": 8.68,        # Lee et al., arXiv 2501.11771: mean slowdown on 4 GPUs
@@ -411,6 +415,22 @@ def checks_section(recs, out):
               f"(run-to-run noise on a shared machine).\n")
 
 
+def prediction_section(out):
+    """The paper's GPT-2-XL figures predicted from independent hardware figures (tools/predict_paper.py),
+    from the calibration run's TEE-off step; empty without that run."""
+    summary = os.path.join(out, "runs", "calibration-gpt2-xl-P1-off.json")
+    if not os.path.exists(summary):
+        return ""
+    p = subprocess.run([sys.executable, os.path.join(HERE, "predict_paper.py"), "--summary", summary,
+                        "--json", os.path.join(out, "prediction.json")], capture_output=True, text=True)
+    if p.returncode != 0:
+        return "## Predicted from independent figures\n\npredict_paper.py failed: " + p.stderr[-500:] + "\n"
+    return ("## Predicted from independent figures\n\n"
+            "`tools/predict_paper.py`: H100 CC copy costs from the ISPASS 2025 artifact, one core's AES-256-GCM "
+            "rate, and our emulated GPT-2-XL TEE-off step; no figure comes from the paper's results "
+            "(docs/reproducing.md, \"Predicting the paper\").\n\n```\n" + p.stdout.rstrip() + "\n```\n")
+
+
 def report(args, out, recs, model_text):
     variants = TEE_MODES
     toll = args.cc_transfer_us
@@ -420,12 +440,16 @@ def report(args, out, recs, model_text):
         "message waits this long for its device → host bounce-buffer crossing before it is sealed and its "
         "host → device crossing after it is opened, one crossing at a time per rank (secure copies are "
         "synchronous and serialised). "
+        + ("Independent of the paper: what H100 CC adds to one synchronous host↔device copy, mean of the two "
+           "directions, fitted to the ISPASS 2025 artifact's bandwidthTest sweeps (tools/calibration/, "
+           "`tools/predict_paper.py`). " if args.toll_source == "ispass" else "")
         + (f"Derived from the paper's own figures ({PAPER_SRC}: GPT-2-XL on 4 GPUs, 41.6x with 25 MB buckets, "
            f"3.03x with larger ones, put down to the number of round trips): (41.6 − 3.03) × our emulated "
            f"gpt2-xl TEE-off step ({cal['gpt2_xl_off_step_s']:.3f} s, measured at P=1) / ({cal['crossings_per_bucket']} "
            f"crossings per bucket × ({cal['buckets_25mib']} − 1) buckets), assuming the tuned run used one "
            f"bucket; `calibration.json`. That is far more than a copy's set-up on the hardware, so it stands for "
-           "every per-message cost of the paper's set-up, not for H100 CC alone. " if cal else "")
+           "every per-message cost of the paper's set-up, not for H100 CC alone. "
+           if cal and args.toll_source == "paper" else "")
         + "Without it (`cc-own` in the bucket table, `--cc-transfer-us 0`) teetrain's sealing has no per-message "
           "cost to speak of and the bucket size hardly matters.\n"
         if toll > 0 else
@@ -509,6 +533,7 @@ def report(args, out, recs, model_text):
                  + "\n\nOur absolute slowdowns depend on this machine's crypto speed and core count relative to the "
                    "emulated GPU; compare the trends (growth with P and model size, shrinkage with bucket size) "
                    "and the cc→fast gap, not the absolute numbers.\n")
+    parts.append(prediction_section(out))
     parts.append(checks_section(recs, out))
     made, note = figures(out, recs, secs)
     if made:
@@ -546,7 +571,9 @@ def main():
     ap.add_argument("--cc-transfer-us", default="paper",
                     help="emulated runs: fixed cost of one H100 CC bounce-buffer crossing of a CPU-sealed ring "
                     "message (teetrain train --cc-transfer-us). 'paper' (default): derived from Lee et al.'s "
-                    "41.6x -> 3.03x with one calibration run of gpt2-xl; a number: that many us; 0: none")
+                    "41.6x -> 3.03x with one calibration run of gpt2-xl; 'ispass': independent, what CC adds to "
+                    "one synchronous copy on an H100 (ISPASS 2025 artifact, tools/calibration/); a number: that "
+                    "many us; 0: none")
     ap.add_argument("--only", default="", help="comma-separated groups to run (ranks, ranks-emu, model-size, "
                                                "buckets, overlap, ablation)")
     ap.add_argument("--no-emulate", action="store_true", help="skip the emulated-compute groups")
@@ -582,7 +609,8 @@ def main():
         keep = set(args.only.split(","))
         runs = [r for r in runs if r["groups"] & keep]
     args.calibration = None
-    if args.cc_transfer_us == "paper":
+    args.toll_source = args.cc_transfer_us if args.cc_transfer_us in ("paper", "ispass") else "given"
+    if args.cc_transfer_us in ("paper", "ispass"):
         args.cc_transfer_us = 0.0  # the calibration run itself has TEE off
         # --report-only reads a calibration that is there (calibrate_transfer returns it) and makes none.
         have_cal = os.path.exists(os.path.join(out, "calibration.json"))
@@ -590,13 +618,18 @@ def main():
                 and (have_cal or not args.report_only)):
             args.calibration = calibrate_transfer(args, out)
             args.cc_transfer_us = args.calibration["cc_transfer_us"]
-            print(f"reproduce: H100 CC per-transfer cost {args.cc_transfer_us:g} us (from the paper's figures, "
-                  f"calibration.json)", flush=True)
+        if args.toll_source == "ispass":
+            args.cc_transfer_us = round(predict_paper.independent_crossing_us(), 1)
+        if args.cc_transfer_us > 0:
+            print(f"reproduce: H100 CC per-transfer cost {args.cc_transfer_us:g} us ("
+                  + ("from the paper's figures, calibration.json" if args.toll_source == "paper" else
+                     "independent: ISPASS 2025 artifact, tools/calibration/") + ")", flush=True)
     else:
         try:
             args.cc_transfer_us = float(args.cc_transfer_us)
         except ValueError:
-            sys.exit(f"reproduce: --cc-transfer-us {args.cc_transfer_us!r}: give 'paper' or a number of microseconds")
+            sys.exit(f"reproduce: --cc-transfer-us {args.cc_transfer_us!r}: give 'paper', 'ispass' or a number of "
+                     "microseconds")
         if args.cc_transfer_us < 0:
             sys.exit("reproduce: --cc-transfer-us must be >= 0")
     if runs and not args.dry_run and not args.report_only:
