@@ -300,7 +300,7 @@ RunDescription TrainingRun::describe() const {
   d.gradients = world_ > 1 ? grads_->path() : "not reduced (one rank)";
   if (attest_) {
     d.attestation = attestation_banner(*attest_, world_);
-    if (!attestation_summary(*attest_, world_).warning.empty()) d.attestation_warning = d.attestation;
+    d.unauthenticated = !attestation_summary(*attest_, world_).warning.empty();
   }
   d.images = img_.has_value();
   return d;

@@ -41,9 +41,9 @@ struct RunDescription {
   std::string tee;  // "tee off", or the mode and its switches
   std::size_t buckets = 0;
   std::string data, backend, gradients;
-  std::string attestation;          // empty with TEE off
-  std::string attestation_warning;  // non-empty when no root of trust authenticated the peers
-  bool images = false;              // rates are images/s, else tokens/s
+  std::string attestation;       // empty with TEE off
+  bool unauthenticated = false;  // no root of trust authenticated the peers: repeat the banner at the end
+  bool images = false;           // rates are images/s, else tokens/s
 };
 
 // What finish() gathers.

@@ -68,13 +68,18 @@ def copy_costs(sweep):
     return out
 
 
+def load_sources():
+    """The sourced figures (h100_cc_sources.json) and the copy costs fitted to the sweep beside them."""
+    with open(SOURCES) as f:
+        src = json.load(f)
+    return src, copy_costs(load_sweep(os.path.join(HERE, "calibration", src["bandwidth_sweep"]["file"])))
+
+
 def independent_crossing_us():
     """What H100 CC adds to one synchronous host<->device copy's fixed cost, mean of the two directions:
     the per-crossing toll tools/reproduce.py --cc-transfer-us ispass charges (the per-byte part is the
     CPU sealing cc already does for real)."""
-    with open(SOURCES) as f:
-        src = json.load(f)
-    costs = copy_costs(load_sweep(os.path.join(HERE, "calibration", src["bandwidth_sweep"]["file"])))
+    _, costs = load_sources()
     return (costs["page_h2d"]["added_fixed_us"] + costs["page_d2h"]["added_fixed_us"]) / 2
 
 
@@ -115,17 +120,25 @@ def scenarios(run, src, costs):
     return rows
 
 
+def run_from_summary(path):
+    """The step figures of a `teetrain train --summary`; ValueError unless it is a one-rank, TEE-off,
+    emulated run."""
+    with open(path) as f:
+        s = json.load(f)
+    if s.get("world_size", 1) != 1 or s.get("tee", {}).get("mode") != "off" or s.get("compute") != "emulate":
+        raise ValueError(f"{path} is not a one-rank, TEE-off, emulated run (tools/reproduce.py's calibration run is)")
+    return {"t_off": s["step_s_mean"], "t_backward": s["phases"]["backward"]["mean"],
+            "grad_bytes": 4 * s["num_params"], "buckets": s["buckets"], "model": s["config"]["model"]["name"],
+            "batch": s["config"]["batch"], "seq": s["config"]["seq"], "gpu": s.get("gpu")}
+
+
 def run_figures(args):
     run = {}
     if args.summary:
-        with open(args.summary) as f:
-            s = json.load(f)
-        if s.get("world_size", 1) != 1 or s.get("tee", {}).get("mode") != "off" or s.get("compute") != "emulate":
-            sys.exit(f"predict_paper: {args.summary} is not a one-rank, TEE-off, emulated run "
-                     "(tools/reproduce.py's calibration run is)")
-        run = {"t_off": s["step_s_mean"], "t_backward": s["phases"]["backward"]["mean"],
-               "grad_bytes": 4 * s["num_params"], "buckets": s["buckets"], "model": s["config"]["model"]["name"],
-               "batch": s["config"]["batch"], "seq": s["config"]["seq"], "gpu": s.get("gpu")}
+        try:
+            run = run_from_summary(args.summary)
+        except ValueError as e:
+            sys.exit(f"predict_paper: {e}")
     for k in ("t_off", "t_backward", "buckets"):
         if getattr(args, k) is not None:
             run[k] = getattr(args, k)
@@ -173,6 +186,15 @@ def report(run, src, costs, rows):
     return "\n".join(lines)
 
 
+def prediction(run):
+    """The report text and its JSON record for one run's figures."""
+    src, costs = load_sources()
+    rows = scenarios(run, src, costs)
+    record = {"run": run, "copy_costs": costs, "scenarios": rows,
+              "published": {k: v for k, v in src["paper_setup"].items() if k.startswith("published")}}
+    return report(run, src, costs, rows), record
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--summary", help="teetrain --summary of gpt2-xl, TEE off, one rank, --compute emulate")
@@ -182,18 +204,11 @@ def main():
     ap.add_argument("--buckets", type=int, help="DDP buckets at 25 MiB")
     ap.add_argument("--json", help="also write the prediction as JSON")
     args = ap.parse_args()
-    with open(SOURCES) as f:
-        src = json.load(f)
-    sweep = load_sweep(os.path.join(HERE, "calibration", src["bandwidth_sweep"]["file"]))
-    costs = copy_costs(sweep)
-    run = run_figures(args)
-    rows = scenarios(run, src, costs)
-    print(report(run, src, costs, rows))
+    text, record = prediction(run_figures(args))
+    print(text)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"run": run, "copy_costs": costs, "scenarios": rows,
-                       "published": {k: v for k, v in src["paper_setup"].items() if k.startswith("published")}},
-                      f, indent=1)
+            json.dump(record, f, indent=1)
 
 
 if __name__ == "__main__":

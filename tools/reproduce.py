@@ -421,14 +421,16 @@ def prediction_section(out):
     summary = os.path.join(out, "runs", "calibration-gpt2-xl-P1-off.json")
     if not os.path.exists(summary):
         return ""
-    p = subprocess.run([sys.executable, os.path.join(HERE, "predict_paper.py"), "--summary", summary,
-                        "--json", os.path.join(out, "prediction.json")], capture_output=True, text=True)
-    if p.returncode != 0:
-        return "## Predicted from independent figures\n\npredict_paper.py failed: " + p.stderr[-500:] + "\n"
+    try:
+        text, record = predict_paper.prediction(predict_paper.run_from_summary(summary))
+    except (ValueError, KeyError) as e:
+        return f"## Predicted from independent figures\n\npredict_paper could not read {summary}: {e}\n"
+    with open(os.path.join(out, "prediction.json"), "w") as f:
+        json.dump(record, f, indent=1)
     return ("## Predicted from independent figures\n\n"
             "`tools/predict_paper.py`: H100 CC copy costs from the ISPASS 2025 artifact, one core's AES-256-GCM "
             "rate, and our emulated GPT-2-XL TEE-off step; no figure comes from the paper's results "
-            "(docs/reproducing.md, \"Predicting the paper\").\n\n```\n" + p.stdout.rstrip() + "\n```\n")
+            "(docs/reproducing.md, \"Predicting the paper\").\n\n```\n" + text + "\n```\n")
 
 
 def report(args, out, recs, model_text):

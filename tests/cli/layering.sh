@@ -21,9 +21,9 @@ layer "comm/ uses engine/core and tee" "data|models|study|engine/[a-z_]+\.h" com
 layer "engine/ names no concrete model (models/ only through its registry) and no study" \
   "models/(gpt2|resnet)|study/" engine
 
-# DEVELOPERS.md: functions under ~80 lines, in every folder of our code (tests excepted). The checker
+# DEVELOPERS.md: functions under ~80 lines, in every folder of our code, tests included. The checker
 # must also see a long function when there is one: a made-up 85-line body.
-if out=$(python3 tools/dev/function_lengths.py --max 80 base tee engine comm models data study tools); then
+if out=$(python3 tools/dev/function_lengths.py --max 80 base tee engine comm models data study tools tests); then
   passes=$((passes + 1))
 else
   echo "FAIL: functions over 80 lines:"; echo "$out"; fails=$((fails + 1))

@@ -711,108 +711,118 @@ class Repeat {
   std::vector<DeviceBuffer> bufs_;
 };
 
-TEST_F(CudaBackendTest, ReductionsAreBitIdenticalRunToRun) {
+// Reductions (atomics-free partial sums in a fixed order) give the same bits on every run, op by op.
+TEST_F(CudaBackendTest, EncoderBackwardIsBitIdenticalRunToRun) {
   Backend& g = *gpu_;
-  {
-    const int B = 4, T = 64, C = 48, V = 7;
-    Mirror<int32_t> tok(*cpu_, g, random_tokens(sz(B) * T, V, 131));
-    Repeat r(g);
-    float* dwte = r.buffer(random_vec(sz(V) * C, 132));
-    float* dwpe = r.buffer(random_vec(sz(T) * C, 133));
-    float* dout = r.buffer(random_vec(sz(B) * T * C, 134));
-    r.expect_bit_identical([&] { g.encoder_backward(dwte, dwpe, dout, tok.g(), B, T, C); },
-                           "encoder_backward");
-  }
-  {
-    const int N = 1000, C = 96;
-    Repeat r(g);
-    float* inp = r.buffer(random_vec(sz(N) * C, 141));
-    float* w = r.buffer(random_vec(sz(C), 142));
-    float* out = r.buffer(nan_vec(sz(N) * C));
-    float* mean = r.buffer(nan_vec(sz(N)));
-    float* rstd = r.buffer(nan_vec(sz(N)));
-    float* dout = r.buffer(random_vec(sz(N) * C, 143));
-    float* dinp = r.buffer(random_vec(sz(N) * C, 144));
-    float* dw = r.buffer(random_vec(sz(C), 145));
-    float* db = r.buffer(random_vec(sz(C), 146));
-    r.expect_bit_identical(
-        [&] {
-          g.layernorm_forward(out, mean, rstd, inp, w, w, N, C);
-          g.layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
-        },
-        "layernorm");
-  }
-  {
-    const int N = 777, IC = 96, OC = 130;
-    Repeat r(g);
-    float* inp = r.buffer(random_vec(sz(N) * IC, 151));
-    float* w = r.buffer(random_vec(sz(OC) * IC, 152));
-    float* dout = r.buffer(random_vec(sz(N) * OC, 153));
-    float* dinp = r.buffer(random_vec(sz(N) * IC, 154));
-    float* dw = r.buffer(random_vec(sz(OC) * IC, 155));
-    float* db = r.buffer(random_vec(sz(OC), 156));
-    r.expect_bit_identical([&] { g.matmul_backward(dinp, dw, db, dout, inp, w, N, IC, OC); },
-                           "matmul_backward");
-  }
-  {
-    const int B = 2, T = 37, C = 48, NH = 3;
-    Repeat r(g);
-    float* qkv = r.buffer(random_vec(sz(B) * T * 3 * C, 161));
-    float* out = r.buffer(nan_vec(sz(B) * T * C));
-    float* att = r.buffer(nan_vec(sz(B) * NH * T * T));
-    float* dout = r.buffer(random_vec(sz(B) * T * C, 162));
-    float* dqkv = r.buffer(random_vec(sz(B) * T * 3 * C, 163));
-    float* scratch = r.buffer(nan_vec(sz(B) * NH * T * T));
-    r.expect_bit_identical(
-        [&] {
-          g.attention_forward(out, att, qkv, B, T, C, NH);
-          g.attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, NH);
-        },
-        "attention");
-  }
-  {
-    const Conv2dShape s = conv(2, 8, 9, 11, 12, 3, 2, 1);
-    Repeat r(g);
-    float* inp = r.buffer(random_vec(sz(s.B) * s.IC * s.H * s.W, 171));
-    float* w = r.buffer(random_vec(sz(s.OC) * s.IC * 9, 172));
-    float* dout = r.buffer(random_vec(sz(s.B) * s.OC * s.OH() * s.OW(), 173));
-    float* dinp = r.buffer(random_vec(sz(s.B) * s.IC * s.H * s.W, 174));
-    float* dw = r.buffer(random_vec(sz(s.OC) * s.IC * 9, 175));
-    float* db = r.buffer(random_vec(sz(s.OC), 176));
-    r.expect_bit_identical([&] { g.conv2d_backward(dinp, dw, db, dout, inp, w, nullptr, s); },
-                           "conv2d_backward");
-  }
-  {
-    const int B = 4, C = 16, HW = 100;
-    Repeat r(g);
-    float* inp = r.buffer(random_vec(sz(B) * C * HW, 181));
-    float* w = r.buffer(random_vec(sz(C), 182));
-    float* out = r.buffer(nan_vec(sz(B) * C * HW));
-    float* mean = r.buffer(nan_vec(sz(C)));
-    float* rstd = r.buffer(nan_vec(sz(C)));
-    float* rm = r.buffer(random_vec(sz(C), 183));
-    float* rv = r.buffer(random_vec(sz(C), 184, 0.5f, 1.5f));
-    float* dout = r.buffer(random_vec(sz(B) * C * HW, 185));
-    float* dinp = r.buffer(random_vec(sz(B) * C * HW, 186));
-    float* dw = r.buffer(random_vec(sz(C), 187));
-    float* db = r.buffer(random_vec(sz(C), 188));
-    r.expect_bit_identical(
-        [&] {
-          g.batchnorm_forward(out, mean, rstd, rm, rv, inp, w, w, B, C, HW, 0.1f, 1e-5f, true);
-          g.batchnorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, B, C, HW);
-        },
-        "batchnorm");
-  }
-  {
-    const int N = 9, V = 50257, Vp = 50304;
-    Mirror<int32_t> targets(*cpu_, g, random_tokens(sz(N), V, 191));
-    Repeat r(g);
-    float* logits = r.buffer(random_vec(sz(N) * Vp, 192, -4.0f, 4.0f));
-    float* losses = r.buffer(nan_vec(sz(N)));
-    float* probs = r.buffer(nan_vec(sz(N) * Vp));
-    r.expect_bit_identical([&] { g.softmax_xent_forward(losses, probs, logits, targets.g(), N, V, Vp); },
-                           "softmax_xent_forward");
-  }
+  const int B = 4, T = 64, C = 48, V = 7;
+  Mirror<int32_t> tok(*cpu_, g, random_tokens(sz(B) * T, V, 131));
+  Repeat r(g);
+  float* dwte = r.buffer(random_vec(sz(V) * C, 132));
+  float* dwpe = r.buffer(random_vec(sz(T) * C, 133));
+  float* dout = r.buffer(random_vec(sz(B) * T * C, 134));
+  r.expect_bit_identical([&] { g.encoder_backward(dwte, dwpe, dout, tok.g(), B, T, C); }, "encoder_backward");
+}
+
+TEST_F(CudaBackendTest, LayernormIsBitIdenticalRunToRun) {
+  Backend& g = *gpu_;
+  const int N = 1000, C = 96;
+  Repeat r(g);
+  float* inp = r.buffer(random_vec(sz(N) * C, 141));
+  float* w = r.buffer(random_vec(sz(C), 142));
+  float* out = r.buffer(nan_vec(sz(N) * C));
+  float* mean = r.buffer(nan_vec(sz(N)));
+  float* rstd = r.buffer(nan_vec(sz(N)));
+  float* dout = r.buffer(random_vec(sz(N) * C, 143));
+  float* dinp = r.buffer(random_vec(sz(N) * C, 144));
+  float* dw = r.buffer(random_vec(sz(C), 145));
+  float* db = r.buffer(random_vec(sz(C), 146));
+  r.expect_bit_identical(
+      [&] {
+        g.layernorm_forward(out, mean, rstd, inp, w, w, N, C);
+        g.layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+      },
+      "layernorm");
+}
+
+TEST_F(CudaBackendTest, MatmulBackwardIsBitIdenticalRunToRun) {
+  Backend& g = *gpu_;
+  const int N = 777, IC = 96, OC = 130;
+  Repeat r(g);
+  float* inp = r.buffer(random_vec(sz(N) * IC, 151));
+  float* w = r.buffer(random_vec(sz(OC) * IC, 152));
+  float* dout = r.buffer(random_vec(sz(N) * OC, 153));
+  float* dinp = r.buffer(random_vec(sz(N) * IC, 154));
+  float* dw = r.buffer(random_vec(sz(OC) * IC, 155));
+  float* db = r.buffer(random_vec(sz(OC), 156));
+  r.expect_bit_identical([&] { g.matmul_backward(dinp, dw, db, dout, inp, w, N, IC, OC); },
+                         "matmul_backward");
+}
+
+TEST_F(CudaBackendTest, AttentionIsBitIdenticalRunToRun) {
+  Backend& g = *gpu_;
+  const int B = 2, T = 37, C = 48, NH = 3;
+  Repeat r(g);
+  float* qkv = r.buffer(random_vec(sz(B) * T * 3 * C, 161));
+  float* out = r.buffer(nan_vec(sz(B) * T * C));
+  float* att = r.buffer(nan_vec(sz(B) * NH * T * T));
+  float* dout = r.buffer(random_vec(sz(B) * T * C, 162));
+  float* dqkv = r.buffer(random_vec(sz(B) * T * 3 * C, 163));
+  float* scratch = r.buffer(nan_vec(sz(B) * NH * T * T));
+  r.expect_bit_identical(
+      [&] {
+        g.attention_forward(out, att, qkv, B, T, C, NH);
+        g.attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, NH);
+      },
+      "attention");
+}
+
+TEST_F(CudaBackendTest, Conv2dBackwardIsBitIdenticalRunToRun) {
+  Backend& g = *gpu_;
+  const Conv2dShape s = conv(2, 8, 9, 11, 12, 3, 2, 1);
+  Repeat r(g);
+  float* inp = r.buffer(random_vec(sz(s.B) * s.IC * s.H * s.W, 171));
+  float* w = r.buffer(random_vec(sz(s.OC) * s.IC * 9, 172));
+  float* dout = r.buffer(random_vec(sz(s.B) * s.OC * s.OH() * s.OW(), 173));
+  float* dinp = r.buffer(random_vec(sz(s.B) * s.IC * s.H * s.W, 174));
+  float* dw = r.buffer(random_vec(sz(s.OC) * s.IC * 9, 175));
+  float* db = r.buffer(random_vec(sz(s.OC), 176));
+  r.expect_bit_identical([&] { g.conv2d_backward(dinp, dw, db, dout, inp, w, nullptr, s); },
+                         "conv2d_backward");
+}
+
+TEST_F(CudaBackendTest, BatchnormIsBitIdenticalRunToRun) {
+  Backend& g = *gpu_;
+  const int B = 4, C = 16, HW = 100;
+  Repeat r(g);
+  float* inp = r.buffer(random_vec(sz(B) * C * HW, 181));
+  float* w = r.buffer(random_vec(sz(C), 182));
+  float* out = r.buffer(nan_vec(sz(B) * C * HW));
+  float* mean = r.buffer(nan_vec(sz(C)));
+  float* rstd = r.buffer(nan_vec(sz(C)));
+  float* rm = r.buffer(random_vec(sz(C), 183));
+  float* rv = r.buffer(random_vec(sz(C), 184, 0.5f, 1.5f));
+  float* dout = r.buffer(random_vec(sz(B) * C * HW, 185));
+  float* dinp = r.buffer(random_vec(sz(B) * C * HW, 186));
+  float* dw = r.buffer(random_vec(sz(C), 187));
+  float* db = r.buffer(random_vec(sz(C), 188));
+  r.expect_bit_identical(
+      [&] {
+        g.batchnorm_forward(out, mean, rstd, rm, rv, inp, w, w, B, C, HW, 0.1f, 1e-5f, true);
+        g.batchnorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, B, C, HW);
+      },
+      "batchnorm");
+}
+
+TEST_F(CudaBackendTest, SoftmaxXentForwardIsBitIdenticalRunToRun) {
+  Backend& g = *gpu_;
+  const int N = 9, V = 50257, Vp = 50304;
+  Mirror<int32_t> targets(*cpu_, g, random_tokens(sz(N), V, 191));
+  Repeat r(g);
+  float* logits = r.buffer(random_vec(sz(N) * Vp, 192, -4.0f, 4.0f));
+  float* losses = r.buffer(nan_vec(sz(N)));
+  float* probs = r.buffer(nan_vec(sz(N) * Vp));
+  r.expect_bit_identical([&] { g.softmax_xent_forward(losses, probs, logits, targets.g(), N, V, Vp); },
+                         "softmax_xent_forward");
 }
 
 // ---- threads --------------------------------------------------------------------------------------

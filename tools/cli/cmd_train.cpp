@@ -32,7 +32,7 @@ void print_result(const RunDescription& d, const TrainResult& r, const RunReport
                r.step_seconds_mean, r.params_sha256.c_str());
   if (r.val_accuracy >= 0) std::fprintf(stderr, "val_accuracy %.2f%%\n", 100.0 * r.val_accuracy);
   if (!report.adversary_view.empty()) std::fprintf(stderr, "%s", report.adversary_view.c_str());
-  if (!d.attestation_warning.empty()) std::fprintf(stderr, "%s\n", d.attestation_warning.c_str());
+  if (d.unauthenticated) std::fprintf(stderr, "%s\n", d.attestation.c_str());
 }
 
 void write_summary(const std::string& path, const nlohmann::json& summary) {
@@ -44,7 +44,8 @@ void write_summary(const std::string& path, const nlohmann::json& summary) {
 // The CLI's part: let the engine build the run, train, report.
 void run_train(const TrainOptions& opts) {
   TrainingRun run(opts);
-  if (run.rank() == 0) print_banner(run.describe(), run.options());
+  const RunDescription d = run.describe();
+  if (run.rank() == 0) print_banner(d, run.options());
   const TrainResult r = run.run();
   const RunReport report = run.finish(r);
   if (run.rank() != 0) return;
@@ -52,7 +53,6 @@ void run_train(const TrainOptions& opts) {
   if (report.trace_parts > 0)
     std::fprintf(stderr, "trace: %s (%d rank(s); open in https://ui.perfetto.dev or chrome://tracing)\n",
                  o.trace.c_str(), report.trace_parts);
-  const RunDescription d = run.describe();
   print_phase_table(report.phases, r.step_seconds_mean);
   print_result(d, r, report);
   if (!o.summary.empty()) write_summary(o.summary, run.summary(r, report));
