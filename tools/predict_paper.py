@@ -3,6 +3,7 @@
 
     /usr/bin/python3 tools/predict_paper.py --summary runs/repro-quick/runs/calibration-gpt2-xl-P1-off.json
     /usr/bin/python3 tools/predict_paper.py --summary S.json --json prediction.json
+    /usr/bin/python3 tools/predict_paper.py --summary S.json --platform h100-ppcie
 
 Inputs, none derived from the paper's results (tools/calibration/h100_cc_sources.json names each source):
 - H100 CC copy costs: the ISPASS 2025 artifact's bandwidthTest sweeps with CC on and off
@@ -22,12 +23,18 @@ with one whole-model bucket:
     step(25 MiB) = T_off - T_backward + max(T_backward, T_comm)      step(whole) = T_off + T_comm
 The paper's batch, sequence length and precision are not known: T_off scales with the tokens of a
 step, so the sensitivity table shows the prediction at other batches.
+
+--platform (tools/predict_platforms.py, figures in tools/calibration/platforms.json) also predicts the run on
+the platforms after this emulation: H100 Protected PCIe and Blackwell's multi-GPU CC. --summary may be given
+more than once (e.g. the gpt2 sizes): the H100 CC analysis is printed for the first, the platform table for all.
 """
 import argparse
 import csv
 import json
 import os
 import sys
+
+import predict_platforms
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCES = os.path.join(HERE, "calibration", "h100_cc_sources.json")
@@ -129,14 +136,23 @@ def run_from_summary(path):
         raise ValueError(f"{path} is not a one-rank, TEE-off, emulated run (tools/reproduce.py's calibration run is)")
     return {"t_off": s["step_s_mean"], "t_backward": s["phases"]["backward"]["mean"],
             "grad_bytes": 4 * s["num_params"], "buckets": s["buckets"], "model": s["config"]["model"]["name"],
-            "batch": s["config"]["batch"], "seq": s["config"]["seq"], "gpu": s.get("gpu")}
+            "batch": s["config"]["batch"], "seq": s["config"]["seq"], "gpu": s.get("gpu"),
+            "n_layer": s["config"]["model"].get("n_layer")}
 
 
 def run_figures(args):
+    """The runs to predict, one per --summary; the overrides need at most one (which run would they change?)."""
+    paths = args.summary or [None]
+    if len(paths) > 1 and any(getattr(args, k) is not None for k in ("t_off", "t_backward", "buckets", "params")):
+        sys.exit("predict_paper: --t-off, --t-backward, --params and --buckets take at most one --summary")
+    return [one_run(args, p) for p in paths]
+
+
+def one_run(args, path):
     run = {}
-    if args.summary:
+    if path:
         try:
-            run = run_from_summary(args.summary)
+            run = run_from_summary(path)
         except ValueError as e:
             sys.exit(f"predict_paper: {e}")
     for k in ("t_off", "t_backward", "buckets"):
@@ -186,25 +202,48 @@ def report(run, src, costs, rows):
     return "\n".join(lines)
 
 
-def prediction(run):
-    """The report text and its JSON record for one run's figures."""
+def prediction(run, selected=None):
+    """The report text and its JSON record for one run's figures (tools/reproduce.py's prediction_section)."""
+    return predictions([run], selected)
+
+
+def predictions(runs, selected=None):
+    """The H100 CC analysis of the first run (when h100-cc is selected), then the platform table for every
+    run. The JSON record keeps the first run's keys as before and adds every run's platform rows."""
     src, costs = load_sources()
-    rows = scenarios(run, src, costs)
-    record = {"run": run, "copy_costs": costs, "scenarios": rows,
+    plat = predict_platforms.load_platforms()
+    selected = selected or predict_platforms.names(plat)
+    P = src["paper_setup"]["gpus"]
+    rows = [scenarios(r, src, costs) for r in runs]
+    runs_rows = [predict_platforms.platform_rows(r, selected, rs[0], plat, src, costs, P) for r, rs in zip(runs, rows)]
+    text = report(runs[0], src, costs, rows[0]) + "\n\n" if "h100-cc" in selected else ""
+    text += "\n".join(predict_platforms.report_lines(runs_rows, runs[0], selected, plat, src, costs, P))
+    platforms = {"selected": selected, "gpus": P, "runs": [{"run": r, "rows": rr} for r, rr in zip(runs, runs_rows)],
+                 "figures": plat}
+    if "blackwell-cc" in selected:
+        platforms["blackwell_bounds"] = predict_platforms.blackwell_bounds(runs[0], plat, src, costs, P)
+    record = {"run": runs[0], "copy_costs": costs, "scenarios": rows[0], "platforms": platforms,
               "published": {k: v for k, v in src["paper_setup"].items() if k.startswith("published")}}
-    return report(run, src, costs, rows), record
+    return text, record
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--summary", help="teetrain --summary of gpt2-xl, TEE off, one rank, --compute emulate")
+    ap.add_argument("--summary", action="append",
+                    help="teetrain --summary of gpt2-xl, TEE off, one rank, --compute emulate (repeatable)")
     ap.add_argument("--t-off", type=float, help="TEE-off step seconds (overrides the summary)")
     ap.add_argument("--t-backward", type=float, help="backward seconds of that step")
     ap.add_argument("--params", type=int, help="parameters (FP32 gradients: 4 bytes each)")
     ap.add_argument("--buckets", type=int, help="DDP buckets at 25 MiB")
     ap.add_argument("--json", help="also write the prediction as JSON")
+    ap.add_argument("--platform", default="all", help="all (default) or one of tools/calibration/platforms.json's "
+                    "presets: h100-cc (the paper's emulated CC), h100-ppcie, blackwell-cc")
     args = ap.parse_args()
-    text, record = prediction(run_figures(args))
+    valid = predict_platforms.names(predict_platforms.load_platforms())
+    if args.platform != "all" and args.platform not in valid:
+        print(f"predict_paper: unknown --platform {args.platform}; valid: all, {', '.join(valid)}", file=sys.stderr)
+        sys.exit(2)
+    text, record = predictions(run_figures(args), None if args.platform == "all" else [args.platform])
     print(text)
     if args.json:
         with open(args.json, "w") as f:

@@ -417,7 +417,8 @@ def checks_section(recs, out):
 
 def prediction_section(out):
     """The paper's GPT-2-XL figures predicted from independent hardware figures (tools/predict_paper.py),
-    from the calibration run's TEE-off step; empty without that run."""
+    from the calibration run's TEE-off step, then the same run on every platform preset (H100 Protected
+    PCIe, Blackwell CC: tools/predict_platforms.py); empty without that run."""
     summary = os.path.join(out, "runs", "calibration-gpt2-xl-P1-off.json")
     if not os.path.exists(summary):
         return ""
@@ -430,7 +431,9 @@ def prediction_section(out):
     return ("## Predicted from independent figures\n\n"
             "`tools/predict_paper.py`: H100 CC copy costs from the ISPASS 2025 artifact, one core's AES-256-GCM "
             "rate, and our emulated GPT-2-XL TEE-off step; no figure comes from the paper's results "
-            "(docs/reproducing.md, \"Predicting the paper\").\n\n```\n" + text + "\n```\n")
+            "(docs/reproducing.md, \"Predicting the paper\"). The platform table predicts the same run on the "
+            "modes NVIDIA ships, from tools/calibration/platforms.json (\"Platforms after H100\").\n\n```\n"
+            + text + "\n```\n")
 
 
 def report(args, out, recs, model_text):
