@@ -1,6 +1,7 @@
 #include "engine/token_source.h"
 
 #include "base/error.h"
+#include "engine/mlm_masking.h"
 
 namespace tt {
 
@@ -39,11 +40,18 @@ DataSource open_token_data(const TokenSourceOptions& o, const TeeSwitches& ts,
     d.describe = d.plain_train->describe();
     d.vocab = d.plain_train->vocab();
   }
-  const int vocab = o.model_vocab;
+  // A masked LM keeps its last id for [MASK], so the data must fit below it.
+  const int vocab = o.masked_lm ? o.model_vocab - 1 : o.model_vocab;
   if (d.vocab > vocab) {
     throw InputError("--data " + o.data + " holds vocabulary " + std::to_string(d.vocab) +
-                     " but the model's is " + std::to_string(vocab) + "; use --vocab " +
-                     std::to_string(d.vocab));
+                     " but the model's is " + std::to_string(vocab) + (o.masked_lm ? " (plus [MASK])" : "") +
+                     "; use --vocab " + std::to_string(o.masked_lm ? d.vocab + 1 : d.vocab));
+  }
+  if (o.masked_lm) {
+    const MlmMasking mlm{o.seed, o.model_vocab - 1, d.vocab};
+    d.train = mlm.wrap(std::move(d.train));
+    if (d.val) d.val = mlm.wrap(std::move(d.val));
+    d.describe += ", masked LM (15% of positions)";
   }
   return d;
 }

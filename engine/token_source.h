@@ -32,6 +32,7 @@ struct TokenSourceOptions {
   std::uint64_t seed = 0;
   double ingress_gbps = 0;  // cap on sealed ingress (0: none)
   int model_vocab = 0;      // the data's vocabulary must fit in it
+  bool masked_lm = false;   // BERT: mask the windows (engine/mlm_masking.h); [MASK] is model_vocab - 1
 };
 
 // dataset_key null: plain shards. Throws InputError naming --data when the shards are missing,

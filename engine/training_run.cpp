@@ -152,8 +152,9 @@ void TrainingRun::start_links() {
 
 void TrainingRun::open_data() {
   if (!img_) {
-    data_ = open_token_data({o_.data, o_.seq, o_.seed, o_.ingress_gbps, model_vocab(o_.model)}, ts_,
-                            at_rest_.dataset ? &*at_rest_.dataset : nullptr, rank_, profiler_);
+    data_ = open_token_data(
+        {o_.data, o_.seq, o_.seed, o_.ingress_gbps, model_vocab(o_.model), is_masked_lm(o_.model)}, ts_,
+        at_rest_.dataset ? &*at_rest_.dataset : nullptr, rank_, profiler_);
     if (!data_.val && rank_ == 0)
       std::fprintf(stderr, "note: no validation split for --data %s; reporting training loss only\n",
                    o_.data.c_str());

@@ -3,6 +3,7 @@
 #include <climits>
 
 #include "base/error.h"
+#include "models/bert/bert.h"
 #include "models/gpt2/gpt2.h"
 #include "models/resnet/resnet.h"
 
@@ -11,6 +12,17 @@ namespace {
 
 Gpt2Config gpt2_config(const ModelOptions& o) {
   Gpt2Config c = Gpt2Config::preset(o.name);
+  if (o.n_layer > 0) c.n_layer = o.n_layer;
+  if (o.n_head > 0) c.n_head = o.n_head;
+  if (o.n_embd > 0) c.n_embd = o.n_embd;
+  if (o.vocab > 0) c.vocab_size = o.vocab;
+  if (o.context > 0) c.context = o.context;
+  c.validate();
+  return c;
+}
+
+BertConfig bert_config(const ModelOptions& o) {
+  BertConfig c = BertConfig::preset(o.name);
   if (o.n_layer > 0) c.n_layer = o.n_layer;
   if (o.n_head > 0) c.n_head = o.n_head;
   if (o.n_embd > 0) c.n_embd = o.n_embd;
@@ -34,6 +46,7 @@ ResnetConfig resnet_config(const ModelOptions& o) {
 
 ModelFamily model_family(const ModelOptions& o) {
   if (o.name.rfind("gpt2", 0) == 0) return ModelFamily::Gpt2;
+  if (BertConfig::is_preset(o.name)) return ModelFamily::Bert;
   if (ResnetConfig::is_preset(o.name)) return ModelFamily::Resnet;
   std::string names;
   for (const auto& r : list_presets()) names += (names.empty() ? "" : ", ") + r.name;
@@ -44,9 +57,19 @@ bool is_image_model(const ModelOptions& opts) {
   return ResnetConfig::is_preset(opts.name);  // no throw: an unknown name is reported where it is built
 }
 
+bool is_masked_lm(const ModelOptions& opts) {
+  return BertConfig::is_preset(opts.name);
+}
+
 std::unique_ptr<Model> make_model(Backend& backend, const ModelOptions& opts) {
-  if (model_family(opts) == ModelFamily::Resnet)
-    return std::make_unique<Resnet>(backend, resnet_config(opts), opts.name);
+  switch (model_family(opts)) {
+    case ModelFamily::Resnet:
+      return std::make_unique<Resnet>(backend, resnet_config(opts), opts.name);
+    case ModelFamily::Bert:
+      return std::make_unique<Bert>(backend, bert_config(opts), opts.name);
+    case ModelFamily::Gpt2:
+      break;
+  }
   return std::make_unique<Gpt2>(backend, gpt2_config(opts), opts.name);
 }
 
@@ -56,6 +79,12 @@ nlohmann::json model_config_json(const ModelOptions& opts) {
     return {{"name", opts.name},          {"family", "resnet"},           {"image_channels", c.in_channels},
             {"image_size", c.image_size}, {"num_classes", c.num_classes}, {"shape", c.describe()},
             {"params", c.num_params()}};
+  }
+  if (model_family(opts) == ModelFamily::Bert) {
+    const BertConfig c = bert_config(opts);
+    return {{"name", opts.name},    {"family", "bert"},        {"n_layer", c.n_layer},
+            {"n_head", c.n_head},   {"n_embd", c.n_embd},      {"vocab", c.vocab_size},
+            {"context", c.context}, {"params", c.num_params()}};
   }
   const Gpt2Config c = gpt2_config(opts);
   return {{"name", opts.name},  {"family", "gpt2"},      {"n_layer", c.n_layer}, {"n_head", c.n_head},
@@ -89,18 +118,34 @@ ModelOptions model_options_from_checkpoint(const nlohmann::json& config, const s
 }
 
 int model_context(const ModelOptions& opts) {
-  if (model_family(opts) == ModelFamily::Resnet) return INT_MAX;
+  switch (model_family(opts)) {
+    case ModelFamily::Resnet:
+      return INT_MAX;
+    case ModelFamily::Bert:
+      return bert_config(opts).context;
+    case ModelFamily::Gpt2:
+      break;
+  }
   return gpt2_config(opts).context;
 }
 
 int model_vocab(const ModelOptions& opts) {
-  if (model_family(opts) == ModelFamily::Resnet) return 0;
+  switch (model_family(opts)) {
+    case ModelFamily::Resnet:
+      return 0;
+    case ModelFamily::Bert:
+      return bert_config(opts).vocab_size;
+    case ModelFamily::Gpt2:
+      break;
+  }
   return gpt2_config(opts).vocab_size;
 }
 
 std::vector<PresetRow> list_presets() {
   std::vector<PresetRow> rows;
   for (const Gpt2Preset& p : Gpt2Config::presets())
+    rows.push_back({p.name, p.config.describe(), p.config.num_params(), p.note});
+  for (const BertPreset& p : BertConfig::presets())
     rows.push_back({p.name, p.config.describe(), p.config.num_params(), p.note});
   for (const ResnetPreset& p : ResnetConfig::presets()) {
     rows.push_back({p.name, p.config.describe(), p.config.num_params(), p.note});

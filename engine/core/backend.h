@@ -17,6 +17,14 @@
 
 namespace tt {
 
+// Which keys a query may attend to: GPT-2's causal mask (keys j <= i) or BERT's full bidirectional
+// attention (every key of the row; the windows carry no padding, so no key mask is needed).
+enum class AttentionMask { Causal, Bidirectional };
+
+// A target that contributes no loss and no gradient (PyTorch's ignore_index): the positions a masked
+// language model does not predict.
+inline constexpr int32_t kIgnoreTarget = -1;
+
 // Emulated: a GPU that exists only as time (engine/core/emulated/emulated_backend.h, --compute emulate).
 enum class DeviceKind { Cpu, Cuda, Emulated };
 
@@ -106,23 +114,30 @@ class Backend {
   virtual void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                                const float* weight, int N, int IC, int OC) = 0;
 
-  // Causal multi-head self-attention. qkv (B,T,3C) holds q, k, v side by side; out (B,T,C);
-  // att (B,NH,T,T) receives the softmax probabilities (saved for backward; entries above the
-  // diagonal are zero). Scale 1/sqrt(C/NH).
-  virtual void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) = 0;
+  // Multi-head self-attention. qkv (B,T,3C) holds q, k, v side by side; out (B,T,C);
+  // att (B,NH,T,T) receives the softmax probabilities (saved for backward; with the causal mask the
+  // entries above the diagonal are zero). Scale 1/sqrt(C/NH).
+  virtual void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
+                                 AttentionMask mask) = 0;
   // dqkv (B,T,3C) +=; datt_scratch (B,NH,T,T) is workspace, its contents on entry are ignored.
   virtual void attention_backward(float* dqkv, float* datt_scratch, const float* dout, const float* qkv,
-                                  const float* att, int B, int T, int C, int NH) = 0;
+                                  const float* att, int B, int T, int C, int NH, AttentionMask mask) = 0;
+
+  // x (N,C) += bias (C) on every row (BERT's token-type embedding). Its gradient, dbias (C) += the
+  // column sums of dout (N,C), is matmul_backward with null dinp and dweight.
+  virtual void add_bias(float* x, const float* bias, int N, int C) = 0;
 
   // GELU, tanh approximation (as GPT-2 and PyTorch's approximate="tanh").
   virtual void gelu_forward(float* out, const float* inp, std::size_t n) = 0;
   virtual void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t n) = 0;
 
   // Softmax + cross-entropy over the first V columns of logits (N, Vp) where Vp >= V is the row
-  // stride (padded vocabulary). probs (N, Vp), losses (N) = -log probs[n, targets[n]].
+  // stride (padded vocabulary). probs (N, Vp), losses (N) = -log probs[n, targets[n]], and 0 where
+  // targets[n] == kIgnoreTarget.
   virtual void softmax_xent_forward(float* losses, float* probs, const float* logits, const int32_t* targets,
                                     int N, int V, int Vp) = 0;
-  // dlogits (N, Vp) += (probs - onehot(targets)) * dloss; columns >= V untouched.
+  // dlogits (N, Vp) += (probs - onehot(targets)) * dloss; columns >= V and rows whose target is
+  // kIgnoreTarget untouched.
   virtual void softmax_xent_backward(float* dlogits, const float* probs, const int32_t* targets, int N, int V,
                                      int Vp, float dloss) = 0;
 

@@ -7,54 +7,16 @@
 
 #include "base/error.h"
 #include "engine/core/rng.h"
+#include "models/common/model_layout.h"
 
 namespace tt {
 
-namespace {
-
-// Views inside an arena start on 64-byte boundaries (16 floats) so that vector loads and device
-// kernels see aligned rows.
-constexpr std::size_t kAlignFloats = 16;
-std::size_t round_up(std::size_t n) {
-  return (n + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
-}
-
-// Hands out consecutive aligned views of an arena (or just counts them when base is null).
-class Carver {
- public:
-  explicit Carver(float* base) : base_(base) {}
-  float* take(std::size_t n) {
-    float* p = base_ ? base_ + used_ : nullptr;
-    used_ += round_up(n);
-    return p;
-  }
-  std::size_t used() const { return used_; }
-
- private:
-  float* base_;
-  std::size_t used_ = 0;
-};
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-}  // namespace
-
 std::vector<ParamInfo> Gpt2::param_table(const Gpt2Config& cfg) {
-  std::vector<ParamInfo> table;
+  // Decay on every matrix, wte and wpe included (as nanoGPT); not on biases or LayerNorm.
+  ParamTableBuilder t;
   const int64_t C = cfg.n_embd;
-  std::size_t offset = 0;
-  auto add = [&](std::string pname, std::vector<int64_t> shape) {
-    ParamInfo p;
-    p.name = std::move(pname);
-    p.numel = 1;
-    for (int64_t d : shape) p.numel *= static_cast<std::size_t>(d);
-    p.shape = std::move(shape);
-    p.offset = offset;
-    p.decay = p.shape.size() >= 2;  // matrices (incl. wte, wpe as in nanoGPT); not biases or LayerNorm
-    offset += p.numel;
-    table.push_back(std::move(p));
+  auto add = [&t](std::string pname, std::vector<int64_t> shape) {
+    t.add(std::move(pname), std::move(shape));
   };
   add("wte", {cfg.padded_vocab(), C});
   add("wpe", {cfg.context, C});
@@ -75,7 +37,7 @@ std::vector<ParamInfo> Gpt2::param_table(const Gpt2Config& cfg) {
   }
   add("ln_f.weight", {C});
   add("ln_f.bias", {C});
-  return table;
+  return t.take();
 }
 
 Gpt2::Gpt2(Backend& backend, Gpt2Config cfg, std::string name)
@@ -135,12 +97,12 @@ void Gpt2::init_params(uint64_t seed) {
     const ParamInfo& p = params_[i];
     float* dst = host.data() + p.offset;
     if (p.shape.size() == 1) {
-      const bool gain = ends_with(p.name, "ln_1.weight") || ends_with(p.name, "ln_2.weight") ||
-                        ends_with(p.name, "ln_f.weight");
+      const bool gain = name_ends_with(p.name, "ln_1.weight") || name_ends_with(p.name, "ln_2.weight") ||
+                        name_ends_with(p.name, "ln_f.weight");
       std::fill(dst, dst + p.numel, gain ? 1.0f : 0.0f);
       continue;
     }
-    const double stddev = ends_with(p.name, "c_proj.weight") ? proj_std : 0.02;
+    const double stddev = name_ends_with(p.name, "c_proj.weight") ? proj_std : 0.02;
     // Padded vocabulary rows of wte stay zero.
     const std::size_t n =
         p.name == "wte" ? static_cast<std::size_t>(cfg_.vocab_size) * static_cast<std::size_t>(cfg_.n_embd)
@@ -163,7 +125,7 @@ Gpt2::Views Gpt2::carve(const Gpt2Config& cfg, float* acts, float* dacts, int B,
   const std::size_t att = static_cast<std::size_t>(B) * static_cast<std::size_t>(cfg.n_head) *
                           static_cast<std::size_t>(T) * static_cast<std::size_t>(T);
   Views v;
-  Carver a(acts);
+  ArenaCarver<float> a(acts);
   v.encoded = a.take(N * C);
   v.scratch = a.take(N * C);
   v.layers.assign(static_cast<std::size_t>(cfg.n_layer), LayerActs{});
@@ -189,7 +151,7 @@ Gpt2::Views Gpt2::carve(const Gpt2Config& cfg, float* acts, float* dacts, int B,
   v.probs = a.take(N * Vp);
   v.losses = a.take(N);
   v.acts_floats = a.used();
-  Carver g(dacts);
+  ArenaCarver<float> g(dacts);
   v.dresidual = g.take(N * C);
   v.dbtc = g.take(N * C);
   v.dbt4c_a = g.take(4 * N * C);

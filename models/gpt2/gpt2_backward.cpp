@@ -73,7 +73,7 @@ void Gpt2::backward(const GradReadyFn& on_ready) {
     backend_.fill(dbtc, 0.0f, NC);  // datty
     backend_.matmul_backward(dbtc, g.attprojw, g.attprojb, v_.dresidual, a.atty, p.attprojw, N, C, C);
     backend_.fill(dqkv, 0.0f, 3 * NC);
-    backend_.attention_backward(dqkv, v_.datt, dbtc, a.qkv, a.att, B, T, C, NH);
+    backend_.attention_backward(dqkv, v_.datt, dbtc, a.qkv, a.att, B, T, C, NH, AttentionMask::Causal);
     backend_.fill(dbtc, 0.0f, NC);  // dln1
     backend_.matmul_backward(dbtc, g.qkvw, g.qkvb, dqkv, a.ln1, p.qkvw, N, C, 3 * C);
     backend_.layernorm_backward(v_.dresidual, g.ln1w, g.ln1b, dbtc, residual, p.ln1w, a.ln1_mean, a.ln1_rstd,

@@ -42,7 +42,7 @@ void Gpt2::forward_trunk(int B, int T) {
     // Attention sub-block: res2 = residual + c_proj(attn(c_attn(ln_1(residual))))
     backend_.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, residual, p.ln1w, p.ln1b, N, C);
     backend_.matmul_forward(a.qkv, a.ln1, p.qkvw, p.qkvb, N, C, 3 * C);
-    backend_.attention_forward(a.atty, a.att, a.qkv, B, T, C, NH);
+    backend_.attention_forward(a.atty, a.att, a.qkv, B, T, C, NH, AttentionMask::Causal);
     backend_.matmul_forward(v_.scratch, a.atty, p.attprojw, p.attprojb, N, C, C);
     backend_.add(a.res2, residual, v_.scratch, NC);
     // MLP sub-block: res3 = res2 + c_proj(gelu(c_fc(ln_2(res2))))

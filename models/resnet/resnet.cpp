@@ -7,44 +7,24 @@
 
 #include "base/error.h"
 #include "engine/core/rng.h"
+#include "models/common/model_layout.h"
 
 namespace tt {
 
 namespace {
-
-constexpr std::size_t kAlignFloats = 16;  // views start on 64-byte boundaries
-std::size_t round_up(std::size_t n) {
-  return (n + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
-}
-
-// Hands out consecutive aligned views of an arena (or just counts them when base is null).
-template <typename T>
-class Carver {
- public:
-  explicit Carver(T* base) : base_(base) {}
-  T* take(std::size_t n) {
-    T* p = base_ ? base_ + used_ : nullptr;
-    used_ += round_up(n);
-    return p;
-  }
-  std::size_t used() const { return used_; }
-
- private:
-  T* base_;
-  std::size_t used_ = 0;
-};
 
 // Builds the parameter and state tables while the layout is walked in forward order.
 class TableBuilder {
  public:
   explicit TableBuilder(ResnetLayout& lay) : lay_(lay) {}
   std::size_t param(const std::string& name, std::vector<int64_t> shape, bool decay) {
-    lay_.params.push_back(make(name, std::move(shape), lay_.num_params));
-    lay_.params.back().decay = decay;
+    lay_.params.push_back(make_param_info(name, std::move(shape), lay_.num_params, decay));
+    lay_.num_params += lay_.params.back().numel;
     return lay_.params.back().offset;
   }
   std::size_t buffer(const std::string& name, int64_t n) {
-    lay_.buffers.push_back(make(name, {n}, lay_.num_buffers));
+    lay_.buffers.push_back(make_param_info(name, {n}, lay_.num_buffers, false));
+    lay_.num_buffers += lay_.buffers.back().numel;
     return lay_.buffers.back().offset;
   }
   // conv `cname` (no bias) + bn `bname` mapping (IC, H, W) -> (OC, OH, OW).
@@ -62,16 +42,6 @@ class TableBuilder {
   }
 
  private:
-  static ParamInfo make(const std::string& name, std::vector<int64_t> shape, std::size_t& offset) {
-    ParamInfo p;
-    p.name = name;
-    p.numel = 1;
-    for (int64_t d : shape) p.numel *= static_cast<std::size_t>(d);
-    p.shape = std::move(shape);
-    p.offset = offset;
-    offset += p.numel;
-    return p;
-  }
   ResnetLayout& lay_;
 };
 
@@ -285,9 +255,9 @@ void Resnet::zero_grad() {
 Resnet::ArenaSizes Resnet::carve(const ResnetConfig& cfg, ResnetLayout& lay, Views& v, float* acts,
                                  float* dacts, int32_t* ints, int B) {
   const auto nB = static_cast<std::size_t>(B);
-  Carver<float> a(acts);
-  Carver<float> g(dacts);
-  Carver<int32_t> n(ints);
+  ArenaCarver<float> a(acts);
+  ArenaCarver<float> g(dacts);
+  ArenaCarver<int32_t> n(ints);
   auto unit = [&](ResnetConvBn& u, const float* in, bool own_out) {
     u.in = in;
     u.conv_out = a.take(nB * u.out_numel());

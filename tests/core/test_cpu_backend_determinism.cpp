@@ -103,9 +103,10 @@ TEST(CpuBackendDeterminism, AttentionAcrossThreads) {
                random_vec(B * T * 3 * AC, 17), std::vector<float>(B * NH * T * T)};
   expect_deterministic(init,
                        [&](Backend& be, Outputs& o) {
-                         be.attention_forward(o[0].data(), o[1].data(), qkv.data(), B, T, AC, NH);
+                         be.attention_forward(o[0].data(), o[1].data(), qkv.data(), B, T, AC, NH,
+                                              AttentionMask::Causal);
                          be.attention_backward(o[2].data(), o[3].data(), g.data(), qkv.data(), o[1].data(), B,
-                                               T, AC, NH);
+                                               T, AC, NH, AttentionMask::Causal);
                        },
                        {1, 2, 3});
 }

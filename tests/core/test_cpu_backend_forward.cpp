@@ -188,9 +188,9 @@ TEST(CpuBackend, MatmulForward) {
   }
 }
 
-// Naive causal attention: out (B,T,C), att (B,NH,T,T).
-void ref_attention(const std::vector<float>& qkv, int B, int T, int C, int NH, std::vector<double>& out,
-                   std::vector<double>& att) {
+// Naive attention: out (B,T,C), att (B,NH,T,T); query i reads keys [0, i] (causal) or all of them.
+void ref_attention(const std::vector<float>& qkv, int B, int T, int C, int NH, AttentionMask mask,
+                   std::vector<double>& out, std::vector<double>& att) {
   const int hs = C / NH;
   const double scale = 1.0 / std::sqrt(static_cast<double>(hs));
   out.assign(static_cast<std::size_t>(B) * T * C, 0.0);
@@ -198,9 +198,10 @@ void ref_attention(const std::vector<float>& qkv, int B, int T, int C, int NH, s
   for (int b = 0; b < B; ++b)
     for (int h = 0; h < NH; ++h)
       for (int i = 0; i < T; ++i) {
-        std::vector<double> s(i + 1);
+        const int kn = mask == AttentionMask::Causal ? i + 1 : T;
+        std::vector<double> s(static_cast<std::size_t>(kn));
         double mx = -1e300;
-        for (int j = 0; j <= i; ++j) {
+        for (int j = 0; j < kn; ++j) {
           double d = 0;
           for (int e = 0; e < hs; ++e)
             d += static_cast<double>(qkv[(b * T + i) * 3 * C + h * hs + e]) *
@@ -209,8 +210,8 @@ void ref_attention(const std::vector<float>& qkv, int B, int T, int C, int NH, s
           mx = std::max(mx, s[j]);
         }
         double sum = 0;
-        for (int j = 0; j <= i; ++j) sum += s[j] = std::exp(s[j] - mx);
-        for (int j = 0; j <= i; ++j) {
+        for (int j = 0; j < kn; ++j) sum += s[j] = std::exp(s[j] - mx);
+        for (int j = 0; j < kn; ++j) {
           const double p = s[j] / sum;
           att[((static_cast<std::size_t>(b) * NH + h) * T + i) * T + j] = p;
           for (int e = 0; e < hs; ++e)
@@ -221,16 +222,21 @@ void ref_attention(const std::vector<float>& qkv, int B, int T, int C, int NH, s
 
 TEST(CpuBackend, AttentionForward) {
   auto be = make_cpu_backend(2);
-  // T = 150 spans two of the backend's causal row blocks (128 rows each).
-  for (auto [B, T, C, NH] : {std::tuple{2, 5, 8, 2}, std::tuple{1, 150, 16, 2}}) {
-    auto qkv = random_vec(static_cast<std::size_t>(B) * T * 3 * C, 13, -2.0f, 2.0f);
-    std::vector<float> out(static_cast<std::size_t>(B) * T * C);
-    std::vector<float> att(static_cast<std::size_t>(B) * NH * T * T, std::numeric_limits<float>::quiet_NaN());
-    be->attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
-    std::vector<double> want_out, want_att;
-    ref_attention(qkv, B, T, C, NH, want_out, want_att);
-    expect_close(out, want_out, 1e-5, 1e-4, "attention out");
-    expect_close(att, want_att, 1e-6, 1e-4, "attention att");  // includes exact zeros above the diagonal
+  // T = 150 spans two of the backend's row blocks (128 rows each).
+  for (const AttentionMask mask : {AttentionMask::Causal, AttentionMask::Bidirectional}) {
+    for (auto [B, T, C, NH] : {std::tuple{2, 5, 8, 2}, std::tuple{1, 150, 16, 2}}) {
+      auto qkv = random_vec(static_cast<std::size_t>(B) * T * 3 * C, 13, -2.0f, 2.0f);
+      std::vector<float> out(static_cast<std::size_t>(B) * T * C);
+      std::vector<float> att(static_cast<std::size_t>(B) * NH * T * T,
+                             std::numeric_limits<float>::quiet_NaN());
+      be->attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH, mask);
+      std::vector<double> want_out, want_att;
+      ref_attention(qkv, B, T, C, NH, mask, want_out, want_att);
+      const std::string what = mask == AttentionMask::Causal ? "causal" : "bidirectional";
+      expect_close(out, want_out, 1e-5, 1e-4, ("attention out " + what).c_str());
+      // Includes the exact zeros above the diagonal (causal) and their absence (bidirectional).
+      expect_close(att, want_att, 1e-6, 1e-4, ("attention att " + what).c_str());
+    }
   }
 }
 
@@ -271,9 +277,30 @@ TEST(CpuBackend, SoftmaxXentForward) {
   expect_close(probs, wp, 1e-7, 1e-5, "xent probs");  // padded columns are 0
   EXPECT_GT(losses[3], 70.0f);                        // finite and large, not inf
 
+  // An ignored target costs nothing; every other row keeps its loss.
+  targets[1] = kIgnoreTarget;
+  be->softmax_xent_forward(losses.data(), probs.data(), logits.data(), targets.data(), N, V, Vp);
+  EXPECT_EQ(losses[1], 0.0f);
+  EXPECT_NEAR(losses[2], wl[2], 1e-5 * std::abs(wl[2]) + 1e-5);
+
   targets[0] = V;
   EXPECT_THROW(be->softmax_xent_forward(losses.data(), probs.data(), logits.data(), targets.data(), N, V, Vp),
                InputError);
+  targets[0] = -2;  // only kIgnoreTarget is a valid negative target
+  EXPECT_THROW(be->softmax_xent_forward(losses.data(), probs.data(), logits.data(), targets.data(), N, V, Vp),
+               InputError);
+}
+
+TEST(CpuBackend, AddBias) {
+  auto be = make_cpu_backend(2);
+  const int N = 7, C = 5;
+  auto x = random_vec(static_cast<std::size_t>(N) * C, 17);
+  const auto bias = random_vec(C, 18);
+  std::vector<double> want(x.size());
+  for (int n = 0; n < N; ++n)
+    for (int c = 0; c < C; ++c) want[static_cast<std::size_t>(n) * C + c] = double{x[n * C + c]} + bias[c];
+  be->add_bias(x.data(), bias.data(), N, C);
+  expect_close(x, want, 0, 1e-7, "add_bias");
 }
 
 }  // namespace

@@ -128,20 +128,21 @@ TEST(CpuBackendGrad, Matmul) {
   EXPECT_TRUE(test::bit_equal(dw2, dw));
 }
 
-void check_attention(int B, int T, int C, int NH, std::size_t max_checks) {
+void check_attention(int B, int T, int C, int NH, std::size_t max_checks,
+                     AttentionMask mask = AttentionMask::Causal) {
   auto be = make_cpu_backend(2);
   auto qkv = random_vec(sz(static_cast<long>(B) * T * 3 * C), 23, -1.5f, 1.5f);
   const auto w = random_vec(sz(static_cast<long>(B) * T * C), 24);
   std::vector<float> out(w.size()), att(sz(static_cast<long>(B) * NH * T * T));
   auto loss = [&] {
-    be->attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
+    be->attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH, mask);
     return weighted_sum(out, w);
   };
   loss();
   const auto dqkv0 = random_vec(qkv.size(), 25);
   auto dqkv = dqkv0;
   std::vector<float> scratch(att.size(), 123.0f);  // garbage on entry must not matter
-  be->attention_backward(dqkv.data(), scratch.data(), w.data(), qkv.data(), att.data(), B, T, C, NH);
+  be->attention_backward(dqkv.data(), scratch.data(), w.data(), qkv.data(), att.data(), B, T, C, NH, mask);
   GradCheck r = check_grad(qkv, delta(dqkv, dqkv0), loss, 1e-2f, 2e-3, 1e-2, max_checks);
   EXPECT_GRAD_OK(r, "attention dqkv T=" << T);
 }
@@ -152,6 +153,30 @@ TEST(CpuBackendGrad, Attention) {
 // T = 140 crosses the backend's 128-row causal block boundary; a strided sample of elements is checked.
 TEST(CpuBackendGrad, AttentionTwoRowBlocks) {
   check_attention(1, 140, 8, 2, 250);
+}
+TEST(CpuBackendGrad, AttentionBidirectional) {
+  check_attention(2, 6, 8, 2, 400, AttentionMask::Bidirectional);
+  check_attention(1, 140, 8, 2, 250, AttentionMask::Bidirectional);
+}
+
+TEST(CpuBackendGrad, AddBias) {
+  // The gradient of add_bias is matmul_backward's dbias alone.
+  auto be = make_cpu_backend(2);
+  const int N = 6, C = 5;
+  const auto x0 = random_vec(sz(N * C), 32);
+  auto bias = random_vec(sz(C), 33);
+  const auto w = random_vec(sz(N * C), 34);
+  std::vector<float> x(x0.size());
+  auto loss = [&] {
+    x = x0;
+    be->add_bias(x.data(), bias.data(), N, C);
+    return weighted_sum(x, w);
+  };
+  const auto db0 = random_vec(sz(C), 35);
+  auto db = db0;
+  be->matmul_backward(nullptr, nullptr, db.data(), w.data(), nullptr, nullptr, N, C, C);
+  GradCheck r = check_grad(bias, delta(db, db0), loss);
+  EXPECT_GRAD_OK(r, "add_bias dbias");
 }
 
 TEST(CpuBackendGrad, Gelu) {
@@ -176,6 +201,7 @@ TEST(CpuBackendGrad, SoftmaxXent) {
   const int N = 4, V = 13, Vp = 16;
   auto logits = random_vec(sz(N * Vp), 29, -3.0f, 3.0f);
   auto targets = random_tokens(sz(N), V, 30);
+  targets[2] = kIgnoreTarget;    // a position a masked LM does not predict: no loss, no gradient
   const float dloss = 1.0f / N;  // loss = mean over rows
   std::vector<float> losses(N), probs(logits.size());
   auto loss = [&] {

@@ -359,6 +359,20 @@ TEST_F(CudaBackendTest, Matmul) {
   }
 }
 
+TEST_F(CudaBackendTest, AddBiasAndItsGradient) {
+  const int N = 37, C = 48;
+  auto x = rand(sz(N) * C, 38);
+  auto bias = rand(sz(C), 39);
+  cpu_->add_bias(x.c(), bias.c(), N, C);
+  gpu_->add_bias(x.g(), bias.g(), N, C);
+  expect_close(x, kTolElementwise, "add_bias");
+  // Its gradient is matmul_backward's dbias alone (no dinp, no dweight).
+  auto db = rand(sz(C), 40);
+  cpu_->matmul_backward(nullptr, nullptr, db.c(), x.c(), nullptr, nullptr, N, C, C);
+  gpu_->matmul_backward(nullptr, nullptr, db.g(), x.g(), nullptr, nullptr, N, C, C);
+  expect_close(db, kTolElementwise, "add_bias gradient");
+}
+
 TEST_F(CudaBackendTest, MatmulTf32) {
   auto tf32 = make_cuda_backend(0, true);
   EXPECT_NE(tf32->describe().find("TF32"), std::string::npos) << tf32->describe();
@@ -385,20 +399,25 @@ TEST_F(CudaBackendTest, MatmulTf32) {
 
 struct AttnShape {
   int B, T, C, NH;
+  AttentionMask mask;
 };
-const AttnShape kAttnShapes[] = {{2, 13, 48, 3}, {1, 64, 96, 4}, {2, 100, 64, 2}, {1, 1, 48, 3}};
+const AttnShape kAttnShapes[] = {
+    {2, 13, 48, 3, AttentionMask::Causal},        {1, 64, 96, 4, AttentionMask::Causal},
+    {2, 100, 64, 2, AttentionMask::Causal},       {1, 1, 48, 3, AttentionMask::Causal},
+    {2, 13, 48, 3, AttentionMask::Bidirectional}, {2, 100, 64, 2, AttentionMask::Bidirectional}};
 
 TEST_F(CudaBackendTest, Attention) {
   for (const AttnShape& s : kAttnShapes) {
+    const bool causal = s.mask == AttentionMask::Causal;
     SCOPED_TRACE("B=" + std::to_string(s.B) + " T=" + std::to_string(s.T) + " C=" + std::to_string(s.C) +
-                 " NH=" + std::to_string(s.NH));
+                 " NH=" + std::to_string(s.NH) + (causal ? " causal" : " bidirectional"));
     const std::size_t N = sz(s.B) * s.T;
     const std::size_t TT = sz(s.B) * s.NH * s.T * s.T;
     auto qkv = rand(N * 3 * s.C, 51);
     auto out = poisoned(N * s.C);
     auto att = poisoned(TT);
-    cpu_->attention_forward(out.c(), att.c(), qkv.c(), s.B, s.T, s.C, s.NH);
-    gpu_->attention_forward(out.g(), att.g(), qkv.g(), s.B, s.T, s.C, s.NH);
+    cpu_->attention_forward(out.c(), att.c(), qkv.c(), s.B, s.T, s.C, s.NH, s.mask);
+    gpu_->attention_forward(out.g(), att.g(), qkv.g(), s.B, s.T, s.C, s.NH, s.mask);
     expect_close(out, kTolGemm, "attention_forward out");
     expect_close(att, kTolGemm, "attention_forward att");
     const std::vector<float> a = att.on_gpu();
@@ -407,15 +426,38 @@ TEST_F(CudaBackendTest, Attention) {
       const std::size_t i = r % sz(s.T);
       for (std::size_t j = i + 1; j < sz(s.T); ++j) nonzero_above += a[r * s.T + j] != 0.0f ? 1 : 0;
     }
-    EXPECT_EQ(nonzero_above, 0u) << "att entries above the diagonal must be exactly zero";
+    if (causal) EXPECT_EQ(nonzero_above, 0u) << "att entries above the diagonal must be exactly zero";
+    if (!causal && s.T > 1) EXPECT_GT(nonzero_above, 0u) << "bidirectional attention must see later keys";
 
     auto dout = rand(N * s.C, 52);
     auto dqkv = rand(N * 3 * s.C, 53);
     auto scratch = poisoned(TT);  // contents on entry are ignored, NaN included
-    cpu_->attention_backward(dqkv.c(), scratch.c(), dout.c(), qkv.c(), att.c(), s.B, s.T, s.C, s.NH);
-    gpu_->attention_backward(dqkv.g(), scratch.g(), dout.g(), qkv.g(), att.g(), s.B, s.T, s.C, s.NH);
+    cpu_->attention_backward(dqkv.c(), scratch.c(), dout.c(), qkv.c(), att.c(), s.B, s.T, s.C, s.NH, s.mask);
+    gpu_->attention_backward(dqkv.g(), scratch.g(), dout.g(), qkv.g(), att.g(), s.B, s.T, s.C, s.NH, s.mask);
     expect_close(dqkv, kTolGemm, "attention_backward dqkv");
   }
+}
+
+TEST_F(CudaBackendTest, SoftmaxCrossEntropyIgnoresUnpredictedRows) {
+  const int N = 9, V = 70, Vp = 80;
+  std::vector<int32_t> t = random_tokens(sz(N), V, 64);
+  for (int n = 0; n < N; n += 2) t[sz(n)] = kIgnoreTarget;  // a masked LM predicts only some positions
+  Mirror<int32_t> targets(*cpu_, *gpu_, t);
+  auto logits = rand(sz(N) * Vp, 65);
+  auto losses = poisoned(sz(N));
+  auto probs = poisoned(sz(N) * Vp);
+  cpu_->softmax_xent_forward(losses.c(), probs.c(), logits.c(), targets.c(), N, V, Vp);
+  gpu_->softmax_xent_forward(losses.g(), probs.g(), logits.g(), targets.g(), N, V, Vp);
+  expect_close(losses, kTolElementwise, "softmax_xent_forward losses with ignored rows");
+  const std::vector<float> l = losses.on_gpu();
+  for (int n = 0; n < N; n += 2) EXPECT_EQ(l[sz(n)], 0.0f) << "ignored row " << n;
+  const std::vector<float> d0 = random_vec(sz(N) * Vp, 66);
+  auto dlogits = from(d0);
+  cpu_->softmax_xent_backward(dlogits.c(), probs.c(), targets.c(), N, V, Vp, 0.5f);
+  gpu_->softmax_xent_backward(dlogits.g(), probs.g(), targets.g(), N, V, Vp, 0.5f);
+  expect_close(dlogits, kTolElementwise, "softmax_xent_backward with ignored rows");
+  const std::vector<float> d = dlogits.on_gpu();
+  for (int i = 0; i < Vp; ++i) ASSERT_EQ(d[sz(i)], d0[sz(i)]) << "ignored row 0 must be untouched";
 }
 
 TEST_F(CudaBackendTest, SoftmaxCrossEntropy) {
@@ -770,8 +812,8 @@ TEST_F(CudaBackendTest, AttentionIsBitIdenticalRunToRun) {
   float* scratch = r.buffer(nan_vec(sz(B) * NH * T * T));
   r.expect_bit_identical(
       [&] {
-        g.attention_forward(out, att, qkv, B, T, C, NH);
-        g.attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, NH);
+        g.attention_forward(out, att, qkv, B, T, C, NH, AttentionMask::Causal);
+        g.attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, NH, AttentionMask::Causal);
       },
       "attention");
 }

@@ -1,4 +1,4 @@
-// Helpers shared by the GPT-2 tests: fixture loading and tolerant comparisons.
+// Helpers shared by the transformer tests (GPT-2, BERT): fixture loading and tolerant comparisons.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -13,15 +13,15 @@
 
 namespace tt::gpt2_test {
 
-// Tests run with the repository root as working directory (tt_test).
-inline std::string fixture_path(const std::string& name) {
-  return "tests/fixtures/gpt2_tiny/" + name;
+// Tests run with the repository root as working directory (tt_test). dir: a folder of tests/fixtures.
+inline std::string fixture_path(const std::string& name, const std::string& dir = "gpt2_tiny") {
+  return "tests/fixtures/" + dir + "/" + name;
 }
 
 template <typename T>
-std::vector<T> read_bin(const std::string& name) {
-  std::ifstream f(fixture_path(name), std::ios::binary);
-  EXPECT_TRUE(f.good()) << "missing fixture " << fixture_path(name);
+std::vector<T> read_bin(const std::string& name, const std::string& dir = "gpt2_tiny") {
+  std::ifstream f(fixture_path(name, dir), std::ios::binary);
+  EXPECT_TRUE(f.good()) << "missing fixture " << fixture_path(name, dir);
   std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   EXPECT_EQ(bytes.size() % sizeof(T), 0u) << name;
   std::vector<T> out(bytes.size() / sizeof(T));
@@ -29,8 +29,8 @@ std::vector<T> read_bin(const std::string& name) {
   return out;
 }
 
-inline nlohmann::json read_manifest() {
-  std::ifstream f(fixture_path("manifest.json"));
+inline nlohmann::json read_manifest(const std::string& dir = "gpt2_tiny") {
+  std::ifstream f(fixture_path("manifest.json", dir));
   EXPECT_TRUE(f.good()) << "missing fixture manifest";
   return nlohmann::json::parse(f);
 }

@@ -65,6 +65,12 @@ void run_sample(const SampleOptions& o) {
     throw InputError("sample: the checkpoint holds " + mo.name +
                      ", an image classifier; sample takes GPT-2 checkpoints");
   }
+  if (is_masked_lm(mo)) {
+    throw InputError(
+        "sample: the checkpoint holds " + mo.name +
+        ", a masked language model (it fills in [MASK], it does not continue text); sample takes "
+        "GPT-2 checkpoints");
+  }
   if (mo.vocab != 256) {
     throw InputError("sample: the checkpoint's model has vocabulary " + std::to_string(mo.vocab) +
                      "; sampling prints bytes and needs a byte-level model (vocab 256)");

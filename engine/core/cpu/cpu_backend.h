@@ -78,9 +78,11 @@ class CpuBackend final : public Backend {
                       int OC) override;
   void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                        const float* weight, int N, int IC, int OC) override;
-  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) override;
+  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
+                         AttentionMask mask) override;
   void attention_backward(float* dqkv, float* datt_scratch, const float* dout, const float* qkv,
-                          const float* att, int B, int T, int C, int NH) override;
+                          const float* att, int B, int T, int C, int NH, AttentionMask mask) override;
+  void add_bias(float* x, const float* bias, int N, int C) override;
   void gelu_forward(float* out, const float* inp, std::size_t n) override;
   void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t n) override;
   void softmax_xent_forward(float* losses, float* probs, const float* logits, const int32_t* targets, int N,

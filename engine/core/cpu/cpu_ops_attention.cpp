@@ -1,10 +1,11 @@
-// CPU backend: causal multi-head self-attention.
+// CPU backend: multi-head self-attention, causal (GPT-2) or bidirectional (BERT).
 //
 // Work is split over (batch, head) pairs with OpenMP; inside a pair the products QK^T, att@V and
 // their gradients are single-threaded sgemms. OpenBLAS is switched to one thread for the duration
 // (its documented mode for being called from several threads at once) and restored afterwards, so
 // the result does not depend on the thread count. The causal mask is exploited by row blocks: rows
 // [r0, r1) of the score matrix only need keys [0, r1), which roughly halves the work for long T.
+// Bidirectional attention uses all T keys in every block.
 #include <cblas.h>
 
 #include <algorithm>
@@ -33,9 +34,18 @@ class SingleThreadedBlas {
   int restore_;
 };
 
+// Keys a block of rows ending at r1 reads, and keys row i reads: [0, keys).
+int block_keys(AttentionMask mask, int r1, int T) {
+  return mask == AttentionMask::Causal ? r1 : T;
+}
+int row_keys(AttentionMask mask, int i, int T) {
+  return mask == AttentionMask::Causal ? i + 1 : T;
+}
+
 }  // namespace
 
-void CpuBackend::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
+void CpuBackend::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
+                                   AttentionMask mask) {
   const int hs = C / NH;
   const int C3 = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
@@ -53,31 +63,33 @@ void CpuBackend::attention_forward(float* out, float* att, const float* qkv, int
     for (int r0 = 0; r0 < T; r0 += kRowBlock) {
       const int r1 = std::min(T, r0 + kRowBlock);
       const int rows = r1 - r0;
-      float* ablk = a + static_cast<std::ptrdiff_t>(r0) * T;  // (rows, T), first r1 columns computed
-      // scores (rows, r1) = scale * q[r0:r1] @ k[0:r1]^T
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, r1, hs, scale,
+      const int nk = block_keys(mask, r1, T);
+      float* ablk = a + static_cast<std::ptrdiff_t>(r0) * T;  // (rows, T), first nk columns computed
+      // scores (rows, nk) = scale * q[r0:r1] @ k[0:nk]^T
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, nk, hs, scale,
                   q + static_cast<std::ptrdiff_t>(r0) * C3, C3, k, C3, 0.0f, ablk, T);
-      // Causal softmax per row: keys j <= i only; everything to the right of the diagonal is 0.
+      // Softmax per row over its keys [0, kn); with the causal mask everything right of the diagonal is 0.
       for (int i = r0; i < r1; ++i) {
+        const int kn = row_keys(mask, i, T);
         float* __restrict row = a + static_cast<std::ptrdiff_t>(i) * T;  // (T)
         float mx = row[0];
-        for (int j = 1; j <= i; ++j) mx = std::max(mx, row[j]);
-        cpu::exp_shifted(row, row, mx, i + 1);
+        for (int j = 1; j < kn; ++j) mx = std::max(mx, row[j]);
+        cpu::exp_shifted(row, row, mx, kn);
         float sum = 0.0f;
-        for (int j = 0; j <= i; ++j) sum += row[j];
+        for (int j = 0; j < kn; ++j) sum += row[j];
         const float inv = 1.0f / sum;
-        for (int j = 0; j <= i; ++j) row[j] *= inv;
-        for (int j = i + 1; j < T; ++j) row[j] = 0.0f;
+        for (int j = 0; j < kn; ++j) row[j] *= inv;
+        for (int j = kn; j < T; ++j) row[j] = 0.0f;
       }
-      // out[r0:r1] (rows, hs) = att[r0:r1, 0:r1] @ v[0:r1]
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, hs, r1, 1.0f, ablk, T, v, C3, 0.0f,
+      // out[r0:r1] (rows, hs) = att[r0:r1, 0:nk] @ v[0:nk]
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, hs, nk, 1.0f, ablk, T, v, C3, 0.0f,
                   o + static_cast<std::ptrdiff_t>(r0) * C, C);
     }
   }
 }
 
 void CpuBackend::attention_backward(float* dqkv, float* datt_scratch, const float* dout, const float* qkv,
-                                    const float* att, int B, int T, int C, int NH) {
+                                    const float* att, int B, int T, int C, int NH, AttentionMask mask) {
   const int hs = C / NH;
   const int C3 = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
@@ -102,29 +114,31 @@ void CpuBackend::attention_backward(float* dqkv, float* datt_scratch, const floa
     for (int r0 = 0; r0 < T; r0 += kRowBlock) {
       const int r1 = std::min(T, r0 + kRowBlock);
       const int rows = r1 - r0;
-      const float* ablk = a + static_cast<std::ptrdiff_t>(r0) * T;  // (rows, r1) used, row stride T
-      float* dablk = da + static_cast<std::ptrdiff_t>(r0) * T;      // (rows, r1) used, row stride T
+      const int nk = block_keys(mask, r1, T);
+      const float* ablk = a + static_cast<std::ptrdiff_t>(r0) * T;  // (rows, nk) used, row stride T
+      float* dablk = da + static_cast<std::ptrdiff_t>(r0) * T;      // (rows, nk) used, row stride T
       const float* gblk = g + static_cast<std::ptrdiff_t>(r0) * C;  // (rows, hs), row stride C
-      // datt (rows, r1) = dout[r0:r1] @ v[0:r1]^T
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, r1, hs, 1.0f, gblk, C, v, C3, 0.0f, dablk,
+      // datt (rows, nk) = dout[r0:r1] @ v[0:nk]^T
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, nk, hs, 1.0f, gblk, C, v, C3, 0.0f, dablk,
                   T);
-      // dv[0:r1] (r1, hs) += att[r0:r1, 0:r1]^T @ dout[r0:r1]
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, r1, hs, rows, 1.0f, ablk, T, gblk, C, 1.0f, dv,
+      // dv[0:nk] (nk, hs) += att[r0:r1, 0:nk]^T @ dout[r0:r1]
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nk, hs, rows, 1.0f, ablk, T, gblk, C, 1.0f, dv,
                   C3);
-      // Softmax backward in place: dpre_ij = scale * att_ij * (datt_ij - sum_k att_ik datt_ik), j <= i.
+      // Softmax backward in place: dpre_ij = scale * att_ij * (datt_ij - sum_k att_ik datt_ik), j < kn.
       for (int i = r0; i < r1; ++i) {
+        const int kn = row_keys(mask, i, T);
         const float* __restrict arow = a + static_cast<std::ptrdiff_t>(i) * T;  // (T)
         float* __restrict drow = da + static_cast<std::ptrdiff_t>(i) * T;       // (T)
         float dot = 0.0f;
-        for (int j = 0; j <= i; ++j) dot += arow[j] * drow[j];
-        for (int j = 0; j <= i; ++j) drow[j] = scale * arow[j] * (drow[j] - dot);
-        for (int j = i + 1; j < r1; ++j) drow[j] = 0.0f;
+        for (int j = 0; j < kn; ++j) dot += arow[j] * drow[j];
+        for (int j = 0; j < kn; ++j) drow[j] = scale * arow[j] * (drow[j] - dot);
+        for (int j = kn; j < nk; ++j) drow[j] = 0.0f;
       }
-      // dq[r0:r1] (rows, hs) += dpre (rows, r1) @ k[0:r1]
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, hs, r1, 1.0f, dablk, T, k, C3, 1.0f,
+      // dq[r0:r1] (rows, hs) += dpre (rows, nk) @ k[0:nk]
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, hs, nk, 1.0f, dablk, T, k, C3, 1.0f,
                   dq + static_cast<std::ptrdiff_t>(r0) * C3, C3);
-      // dk[0:r1] (r1, hs) += dpre^T (r1, rows) @ q[r0:r1]
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, r1, hs, rows, 1.0f, dablk, T,
+      // dk[0:nk] (nk, hs) += dpre^T (nk, rows) @ q[r0:r1]
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nk, hs, rows, 1.0f, dablk, T,
                   q + static_cast<std::ptrdiff_t>(r0) * C3, C3, 1.0f, dk, C3);
     }
   }

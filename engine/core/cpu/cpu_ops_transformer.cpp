@@ -217,6 +217,15 @@ void CpuBackend::matmul_backward(float* dinp, float* dweight, float* dbias, cons
   }
 }
 
+void CpuBackend::add_bias(float* x, const float* bias, int N, int C) {
+#pragma omp parallel for num_threads(threads_) \
+    schedule(static) if (static_cast <std::ptrdiff_t>(N) * C >= kParallelMin)
+  for (int n = 0; n < N; ++n) {
+    float* __restrict row = x + static_cast<std::ptrdiff_t>(n) * C;  // (C)
+    for (int c = 0; c < C; ++c) row[c] += bias[c];
+  }
+}
+
 // ---- GELU (tanh approximation) --------------------------------------------------------------------
 // Fixed-size spans so the vectorised span functions (cpu_math.h) do the work inside the parallel region.
 
@@ -246,7 +255,7 @@ void CpuBackend::softmax_xent_forward(float* losses, float* probs, const float* 
                                       const int32_t* targets, int N, int V, int Vp) {
   // Validate targets up front: an exception cannot leave an OpenMP region.
   for (int n = 0; n < N; ++n) {
-    if (targets[n] < 0 || targets[n] >= V) {
+    if (targets[n] != kIgnoreTarget && (targets[n] < 0 || targets[n] >= V)) {
       throw InputError("softmax_xent: target " + std::to_string(targets[n]) + " at row " + std::to_string(n) +
                        " is outside the vocabulary [0, " + std::to_string(V) + ")");
     }
@@ -277,8 +286,11 @@ void CpuBackend::softmax_xent_forward(float* losses, float* probs, const float* 
     for (i = 0; i < V; ++i) p[i] *= inv;
     for (i = V; i < Vp; ++i) p[i] = 0.0f;  // padded columns: defined, and never a probability
     // -log p[target] via log-sum-exp: exact where p[target] would underflow to 0.
-    if (losses != nullptr)
-      losses[n] = static_cast<float>(std::log(sum) - static_cast<double>(l[targets[n]] - mx));
+    if (losses != nullptr) {
+      losses[n] = targets[n] == kIgnoreTarget
+                      ? 0.0f
+                      : static_cast<float>(std::log(sum) - static_cast<double>(l[targets[n]] - mx));
+    }
   }
 }
 
@@ -291,6 +303,7 @@ void CpuBackend::softmax_xent_backward(float* dlogits, const float* probs, const
     const float* __restrict p = probs + off;  // (Vp)
     float* __restrict d = dlogits + off;      // (Vp)
     const int t = targets[n];
+    if (t == kIgnoreTarget) continue;  // no loss at this position, hence no gradient
     for (int i = 0; i < V; ++i) {
       const float indicator = i == t ? 1.0f : 0.0f;
       d[i] += (p[i] - indicator) * dloss;

@@ -1,10 +1,10 @@
-// CUDA backend: causal multi-head self-attention.
+// CUDA backend: multi-head self-attention, causal (GPT-2) or bidirectional (BERT).
 //
 // The per-head products are cuBLAS strided batched gemms over the NH heads of one batch row, reading
 // q, k and v in place from qkv (B, T, 3C) through leading dimension 3C and head stride hs (no permute
 // copies); one call per batch index b, since the (b, h) offsets are not a single stride. The full
 // (T, T) score matrix is computed and the causal softmax zeroes everything above the diagonal, so the
-// products that follow may read whole rows.
+// products that follow may read whole rows (bidirectional attention uses them all).
 #include <cmath>
 
 #include "engine/core/cuda/cuda_backend_impl.h"
@@ -15,43 +15,44 @@ namespace tt::cuda {
 
 namespace {
 
-// att (rows, T) with rows = B*NH*T: row r is query i = r % T. In place: scores -> probabilities on
-// keys j <= i, exactly 0 above the diagonal. One warp per row.
-__global__ void causal_softmax_kernel(float* att, std::size_t rows, int T) {
+// att (rows, T) with rows = B*NH*T: row r is query i = r % T, which reads keys [0, kn): kn = i + 1
+// when causal, T otherwise. In place: scores -> probabilities on those keys, exactly 0 beyond them.
+// One warp per row.
+__global__ void softmax_rows_kernel(float* att, std::size_t rows, int T, bool causal) {
   const int lane = threadIdx.x & 31;
   const std::size_t r = static_cast<std::size_t>(blockIdx.x) * (kThreads / 32) + (threadIdx.x >> 5);
   if (r >= rows) return;  // whole warps leave together
-  const auto i = static_cast<int>(r % T);
+  const int kn = causal ? static_cast<int>(r % T) + 1 : T;
   float* row = att + r * T;  // (T)
   float mx = -INFINITY;
-  for (int j = lane; j <= i; j += 32) mx = fmaxf(mx, row[j]);
+  for (int j = lane; j < kn; j += 32) mx = fmaxf(mx, row[j]);
   mx = warp_max(mx);
   float sum = 0.0f;
-  for (int j = lane; j <= i; j += 32) {
+  for (int j = lane; j < kn; j += 32) {
     const float e = expf(row[j] - mx);
     row[j] = e;
     sum += e;
   }
   const float inv = 1.0f / warp_sum(sum);
-  for (int j = lane; j <= i; j += 32) row[j] *= inv;  // each lane rescales the entries it wrote
-  for (int j = i + 1 + lane; j < T; j += 32) row[j] = 0.0f;
+  for (int j = lane; j < kn; j += 32) row[j] *= inv;  // each lane rescales the entries it wrote
+  for (int j = kn + lane; j < T; j += 32) row[j] = 0.0f;
 }
 
-// datt (rows, T) in place: dpre_ij = scale * att_ij * (datt_ij - sum_k att_ik datt_ik) for j <= i,
-// 0 above the diagonal. One warp per row.
-__global__ void causal_softmax_backward_kernel(float* datt, const float* __restrict__ att, std::size_t rows,
-                                               int T, float scale) {
+// datt (rows, T) in place: dpre_ij = scale * att_ij * (datt_ij - sum_k att_ik datt_ik) for the keys
+// j < kn of row i (as softmax_rows_kernel), 0 beyond them. One warp per row.
+__global__ void softmax_rows_backward_kernel(float* datt, const float* __restrict__ att, std::size_t rows,
+                                             int T, float scale, bool causal) {
   const int lane = threadIdx.x & 31;
   const std::size_t r = static_cast<std::size_t>(blockIdx.x) * (kThreads / 32) + (threadIdx.x >> 5);
   if (r >= rows) return;
-  const auto i = static_cast<int>(r % T);
+  const int kn = causal ? static_cast<int>(r % T) + 1 : T;
   const float* a = att + r * T;  // (T)
   float* d = datt + r * T;       // (T)
   float dot = 0.0f;
-  for (int j = lane; j <= i; j += 32) dot += a[j] * d[j];
+  for (int j = lane; j < kn; j += 32) dot += a[j] * d[j];
   dot = warp_sum(dot);
-  for (int j = lane; j <= i; j += 32) d[j] = scale * a[j] * (d[j] - dot);
-  for (int j = i + 1 + lane; j < T; j += 32) d[j] = 0.0f;
+  for (int j = lane; j < kn; j += 32) d[j] = scale * a[j] * (d[j] - dot);
+  for (int j = kn + lane; j < T; j += 32) d[j] = 0.0f;
 }
 
 }  // namespace
@@ -61,7 +62,8 @@ __global__ void causal_softmax_backward_kernel(float* datt, const float* __restr
 // and consecutive heads hs apart; att is (T, T) with heads T*T apart; out/dout are (T, hs) with row
 // stride C and heads hs apart.
 
-void CudaBackend::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
+void CudaBackend::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
+                                    AttentionMask mask) {
   if (B == 0 || T == 0) return;
   const int hs = C / NH;
   const int C3 = 3 * C;
@@ -75,7 +77,8 @@ void CudaBackend::attention_forward(float* out, float* att, const float* qkv, in
     gemm_batched(CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, scale, k, C3, hs, q, C3, hs, 0.0f, a, T, TT, NH);
   }
   const std::size_t rows = static_cast<std::size_t>(B) * NH * T;
-  causal_softmax_kernel<<<grid_for_warps(rows), kThreads, 0, stream()>>>(att, rows, T);
+  softmax_rows_kernel<<<grid_for_warps(rows), kThreads, 0, stream()>>>(att, rows, T,
+                                                                       mask == AttentionMask::Causal);
   TT_CUDA_CHECK_LAUNCH();
   for (int b = 0; b < B; ++b) {
     const float* v = qkv + static_cast<std::size_t>(b) * T * C3 + 2 * C;
@@ -87,7 +90,7 @@ void CudaBackend::attention_forward(float* out, float* att, const float* qkv, in
 }
 
 void CudaBackend::attention_backward(float* dqkv, float* datt_scratch, const float* dout, const float* qkv,
-                                     const float* att, int B, int T, int C, int NH) {
+                                     const float* att, int B, int T, int C, int NH, AttentionMask mask) {
   if (B == 0 || T == 0) return;
   const int hs = C / NH;
   const int C3 = 3 * C;
@@ -105,8 +108,8 @@ void CudaBackend::attention_backward(float* dqkv, float* datt_scratch, const flo
     gemm_batched(CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, 1.0f, g, C, hs, a, T, TT, 1.0f, dv, C3, hs, NH);
   }
   const std::size_t rows = static_cast<std::size_t>(B) * NH * T;
-  causal_softmax_backward_kernel<<<grid_for_warps(rows), kThreads, 0, stream()>>>(datt_scratch, att, rows, T,
-                                                                                  scale);
+  softmax_rows_backward_kernel<<<grid_for_warps(rows), kThreads, 0, stream()>>>(
+      datt_scratch, att, rows, T, scale, mask == AttentionMask::Causal);
   TT_CUDA_CHECK_LAUNCH();
   for (int b = 0; b < B; ++b) {
     const float* q = qkv + static_cast<std::size_t>(b) * T * C3;  // (T, hs), row stride 3C

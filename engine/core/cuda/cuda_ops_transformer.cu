@@ -203,6 +203,12 @@ __global__ void broadcast_rows_kernel(float* __restrict__ out, const float* __re
   for (std::size_t i = global_index(); i < total; i += global_stride()) out[i] = bias[i % C];
 }
 
+// x (N, C) rows += bias (C).
+__global__ void add_rows_kernel(float* __restrict__ x, const float* __restrict__ bias, std::size_t total,
+                                int C) {
+  for (std::size_t i = global_index(); i < total; i += global_stride()) x[i] += bias[i % C];
+}
+
 // ---- softmax + cross-entropy (one block per row) ----------------------------------------------------
 
 constexpr int kXentThreads = 512;
@@ -232,8 +238,12 @@ __global__ void softmax_xent_forward_kernel(float* __restrict__ losses, float* _
   if (threadIdx.x == 0 && losses != nullptr) {
     const int t = targets[blockIdx.x];
     // An out-of-range target cannot throw from here; it yields a NaN loss instead of a stray read.
-    losses[blockIdx.x] =
-        (t < 0 || t >= V) ? NAN : static_cast<float>(log(s) - static_cast<double>(l[t] - mx));
+    if (t == kIgnoreTarget) {
+      losses[blockIdx.x] = 0.0f;
+    } else {
+      losses[blockIdx.x] =
+          (t < 0 || t >= V) ? NAN : static_cast<float>(log(s) - static_cast<double>(l[t] - mx));
+    }
   }
 }
 
@@ -244,6 +254,7 @@ __global__ void softmax_xent_backward_kernel(float* __restrict__ dlogits, const 
   const float* p = probs + off;  // (Vp)
   float* d = dlogits + off;      // (Vp)
   const int t = targets[blockIdx.x];
+  if (t == kIgnoreTarget) return;  // no loss at this position, hence no gradient
   for (int i = threadIdx.x; i < V; i += blockDim.x) {
     const float indicator = i == t ? 1.0f : 0.0f;
     d[i] += (p[i] - indicator) * dloss;
@@ -354,6 +365,13 @@ void CudaBackend::matmul_forward(float* out, const float* inp, const float* weig
   }
   // out^T (OC, N) = weight (OC, IC) @ inp^T (IC, N); weight is stored as a column-major (IC, OC).
   gemm(CUBLAS_OP_T, CUBLAS_OP_N, OC, N, IC, 1.0f, weight, IC, inp, IC, beta, out, OC);
+}
+
+void CudaBackend::add_bias(float* x, const float* bias, int N, int C) {
+  const std::size_t total = static_cast<std::size_t>(N) * C;
+  if (total == 0) return;
+  add_rows_kernel<<<grid_for(total), kThreads, 0, stream()>>>(x, bias, total, C);
+  TT_CUDA_CHECK_LAUNCH();
 }
 
 void CudaBackend::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,

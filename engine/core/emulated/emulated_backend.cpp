@@ -145,16 +145,21 @@ void EmulatedBackend::matmul_backward(float* dinp, float* dweight, float* dbias,
 // matrices: forward writes the scores, softmax reads and writes them, att V reads them (4 passes);
 // backward makes 7 passes (datt written, read by softmax backward which writes dscores, read twice
 // by the dq and dk gemms; att read twice).
-void EmulatedBackend::attention_forward(float*, float*, const float*, int B, int T, int C, int NH) {
+// Both masks cost the same: the CUDA backend computes the full (T, T) scores either way.
+void EmulatedBackend::attention_forward(float*, float*, const float*, int B, int T, int C, int NH,
+                                        AttentionMask) {
   const double N = d(B) * d(T);
   charge(EmulatedWork::Matmul, 4.0 * N * d(T) * d(C), Launch::RowKernel);
   charge_row_floats(4.0 * d(B) * d(NH) * d(T) * d(T) + 4.0 * N * d(C));
 }
 void EmulatedBackend::attention_backward(float*, float*, const float*, const float*, const float*, int B,
-                                         int T, int C, int NH) {
+                                         int T, int C, int NH, AttentionMask) {
   const double N = d(B) * d(T);
   charge(EmulatedWork::Matmul, 8.0 * N * d(T) * d(C), Launch::RowKernel);
   charge_row_floats(7.0 * d(B) * d(NH) * d(T) * d(T) + 10.0 * N * d(C));
+}
+void EmulatedBackend::add_bias(float*, const float*, int N, int C) {
+  charge_row_floats(2.0 * d(N) * d(C));  // x read-modify-written
 }
 void EmulatedBackend::gelu_forward(float*, const float*, std::size_t n) {
   charge_row_floats(2.0 * d(n));
