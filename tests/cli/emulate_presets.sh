@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
 # --compute emulate for every model preset that `teetrain models` lists: the real model runs on the
-# emulated GPU backend, so each family trains (two steps, GPT-2 on a tiny token corpus, ResNets on
+# emulated GPU backend, so each family trains (two steps, GPT-2 and BERT on a tiny token corpus, ResNets on
 # Fashion-MNIST), says that compute is emulated, and reports a positive step time; an emulated run that
 # asks for checkpoints is refused with exit 2 and one line naming the conflict. The small presets run
-# at P = 2 (the ring moves their gradients); the 124M-1.5B GPT-2s at P = 1, since moving 0.5-6 GB of
+# at P = 2 (the ring moves their gradients); the 110M-1.5B BERTs and GPT-2s at P = 1, since moving 0.5-6 GB of
 # placeholder gradients per step would test only the machine's memory bandwidth (and ASan's patience).
 source "$(dirname "$0")/lib.sh" "$@"
 make_corpus
 common=(--steps 2 --timing-warmup 1 --val-batches 0 --no-progress --compute emulate --gpu h100)
-presets=$("$TT" models | awk 'NR > 1 && /^(gpt2|resnet)/ {print $1}')
-[[ $(wc -w <<<"$presets") -ge 8 ]] && passes=$((passes + 1)) || { echo "FAIL: presets: $presets"; fails=$((fails + 1)); }
+presets=$("$TT" models | awk 'NR > 1 && /^(gpt2|bert|resnet)/ {print $1}')
+[[ $(wc -w <<<"$presets") -ge 12 ]] && passes=$((passes + 1)) || { echo "FAIL: presets: $presets"; fails=$((fails + 1)); }
 for m in $presets; do
   np=2
   case $m in
-    gpt2-tiny | gpt2-mini) data=(--data "$WORK/data/tiny" --batch 2 --seq 32) ;;
-    gpt2*) data=(--data "$WORK/data/tiny" --batch 2 --seq 32) np=1 ;;
+    gpt2-tiny | gpt2-mini | bert-tiny | bert-mini) data=(--data "$WORK/data/tiny" --batch 2 --seq 32) ;;
+    gpt2* | bert*) data=(--data "$WORK/data/tiny" --batch 2 --seq 32) np=1 ;;
     resnet*)
       [[ -d /usr/share/datasets/fashion-mnist ]] || { echo "SKIP $m: no Fashion-MNIST"; continue; }
       data=(--data fashion-mnist --batch 8) ;;
