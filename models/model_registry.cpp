@@ -10,8 +10,9 @@
 namespace tt {
 namespace {
 
-Gpt2Config gpt2_config(const ModelOptions& o) {
-  Gpt2Config c = Gpt2Config::preset(o.name);
+// A token model's preset with the shape overrides (0 keeps the preset's value), validated.
+template <typename Config>
+Config with_overrides(Config c, const ModelOptions& o) {
   if (o.n_layer > 0) c.n_layer = o.n_layer;
   if (o.n_head > 0) c.n_head = o.n_head;
   if (o.n_embd > 0) c.n_embd = o.n_embd;
@@ -21,15 +22,12 @@ Gpt2Config gpt2_config(const ModelOptions& o) {
   return c;
 }
 
+Gpt2Config gpt2_config(const ModelOptions& o) {
+  return with_overrides(Gpt2Config::preset(o.name), o);
+}
+
 BertConfig bert_config(const ModelOptions& o) {
-  BertConfig c = BertConfig::preset(o.name);
-  if (o.n_layer > 0) c.n_layer = o.n_layer;
-  if (o.n_head > 0) c.n_head = o.n_head;
-  if (o.n_embd > 0) c.n_embd = o.n_embd;
-  if (o.vocab > 0) c.vocab_size = o.vocab;
-  if (o.context > 0) c.context = o.context;
-  c.validate();
-  return c;
+  return with_overrides(BertConfig::preset(o.name), o);
 }
 
 // The preset's architecture with the dataset's input shape and classes.

@@ -173,7 +173,8 @@ def table_lines(rows, plat, P):
              "|---|---|---|---|---|---|"]
     for r in rows:
         pub, err = published_cell(plat, r)
-        lines.append(f"| {r['platform']} | {r['model']} b{r['batch']}x{r['seq']} | {fmt(r['slowdown_25mib'])} | "
+        shape = f"b{r['batch']}x{r['seq']}" if r.get("seq") else f"b{r['batch']}"  # image models have no seq
+        lines.append(f"| {r['platform']} | {r['model']} {shape} | {fmt(r['slowdown_25mib'])} | "
                      f"{fmt(r['slowdown_whole'])} | {pub} | {err} |")
     return lines
 

@@ -15,6 +15,7 @@ Finished runs are kept and skipped on a re-run (use --force to redo them). See d
 """
 import argparse
 import csv
+import glob
 import json
 import os
 import re
@@ -429,13 +430,18 @@ def checks_section(recs, out):
 
 def prediction_section(out):
     """The paper's GPT-2-XL figures predicted from independent hardware figures (tools/predict_paper.py),
-    from the calibration run's TEE-off step, then the same run on every platform preset (H100 Protected
-    PCIe, Blackwell CC: tools/predict_platforms.py); empty without that run."""
+    from the calibration run's TEE-off step, then that run and the grid's TEE-off emulated P=4 runs on every
+    platform preset (H100 Protected PCIe, Blackwell CC: tools/predict_platforms.py); empty without the
+    calibration run."""
     summary = os.path.join(out, "runs", "calibration-gpt2-xl-P1-off.json")
     if not os.path.exists(summary):
         return ""
+    # The platform table also predicts the grid's TEE-off emulated P=4 runs (every family).
+    others = sorted(glob.glob(os.path.join(out, "runs", "*-P4-off-b25-ovon-emu.json")))
     try:
-        text, record = predict_paper.prediction(predict_paper.run_from_summary(summary))
+        runs = [predict_paper.run_from_summary(summary)] + [predict_paper.run_from_summary(p, ranks_ok=True)
+                                                             for p in others]
+        text, record = predict_paper.predictions(runs)
     except (ValueError, KeyError) as e:
         return f"## Predicted from independent figures\n\npredict_paper could not read {summary}: {e}\n"
     with open(os.path.join(out, "prediction.json"), "w") as f:

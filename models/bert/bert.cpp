@@ -3,6 +3,7 @@
 #include "models/bert/bert.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "base/error.h"
 #include "engine/core/rng.h"
@@ -45,26 +46,23 @@ std::vector<ParamInfo> Bert::param_table(const BertConfig& cfg) {
   return t.take();
 }
 
+namespace {
+
+BertConfig validated(BertConfig cfg) {
+  cfg.validate();
+  return cfg;
+}
+
+}  // namespace
+
 Bert::Bert(Backend& backend, BertConfig cfg, std::string name)
-    : backend_(backend), cfg_(cfg), name_(std::move(name)) {
-  cfg_.validate();
-  if (name_.empty()) name_ = "bert(" + cfg_.describe() + ")";
-  params_ = param_table(cfg_);
+    : TokenModel(backend, "bert", name.empty() ? "bert(" + validated(cfg).describe() + ")" : std::move(name),
+                 param_table(validated(cfg)), cfg.num_params()),
+      cfg_(cfg) {
   emb_ln_offset_ = param("embeddings.LayerNorm.weight").offset;
   layer_offset0_ = emb_ln_offset_ + 2 * static_cast<std::size_t>(cfg_.n_embd);
   head_offset_ = param("cls.predictions.transform.dense.weight").offset;
   layer_stride_ = (head_offset_ - layer_offset0_) / static_cast<std::size_t>(cfg_.n_layer);
-  num_params_ = params_.back().offset + params_.back().numel;
-  if (num_params_ != cfg_.num_params()) throw RunError("bert: parameter table disagrees with num_params()");
-  params_buf_ = DeviceBuffer(backend_, num_params_ * sizeof(float));
-  grads_buf_ = DeviceBuffer(backend_, num_params_ * sizeof(float));
-}
-
-const ParamInfo& Bert::param(const std::string& pname) const {
-  for (const ParamInfo& p : params_) {
-    if (p.name == pname) return p;
-  }
-  throw InputError("bert: no parameter named '" + pname + "'");
 }
 
 Bert::LayerParams Bert::layer_params(float* base, int l) const {
@@ -116,10 +114,6 @@ void Bert::init_params(uint64_t seed) {
   have_forward_ = false;
 }
 
-void Bert::zero_grad() {
-  backend_.fill(grads_buf_.as<float>(), 0.0f, num_params_);
-}
-
 Bert::Views Bert::carve(const BertConfig& cfg, float* acts, float* dacts, int B, int T) {
   const std::size_t N = static_cast<std::size_t>(B) * static_cast<std::size_t>(T);
   const std::size_t C = static_cast<std::size_t>(cfg.n_embd);
@@ -168,34 +162,12 @@ Bert::Views Bert::carve(const BertConfig& cfg, float* acts, float* dacts, int B,
 }
 
 void Bert::reserve(int B, int T) {
-  if (B <= 0 || T <= 0) {
-    throw InputError("bert: batch shape must be positive, got B=" + std::to_string(B) +
-                     " T=" + std::to_string(T));
-  }
-  if (T > cfg_.context) {
-    throw InputError("bert: sequence length " + std::to_string(T) + " exceeds the model's " +
-                     std::to_string(cfg_.context) + " positions");
-  }
-  if (static_cast<long long>(B) * T > (1LL << 31) - 1) {
-    throw InputError("bert: batch of " + std::to_string(B) + " x " + std::to_string(T) +
-                     " tokens is too large");
-  }
-  if (B <= res_B_ && T <= res_T_) return;
-  const int nB = std::max(B, res_B_);
-  const int nT = std::max(T, res_T_);
-  const Views sizes = carve(cfg_, nullptr, nullptr, nB, nT);
-  acts_buf_.reset();
-  dacts_buf_.reset();
-  tokens_buf_.reset();
-  acts_buf_ = DeviceBuffer(backend_, sizes.acts_floats * sizeof(float));
-  dacts_buf_ = DeviceBuffer(backend_, sizes.dacts_floats * sizeof(float));
-  const std::size_t N = static_cast<std::size_t>(nB) * static_cast<std::size_t>(nT);
-  tokens_buf_ = DeviceBuffer(backend_, 2 * N * sizeof(int32_t));
-  v_ = carve(cfg_, acts_buf_.as<float>(), dacts_buf_.as<float>(), nB, nT);
-  tokens_ = tokens_buf_.as<int32_t>();
-  targets_ = tokens_ + N;
-  res_B_ = nB;
-  res_T_ = nT;
+  const auto sizes = [this](int b, int t) {
+    const Views v = carve(cfg_, nullptr, nullptr, b, t);
+    return std::pair{v.acts_floats, v.dacts_floats};
+  };
+  if (!grow_arenas(B, T, cfg_.context, sizes)) return;
+  v_ = carve(cfg_, acts_buf_.as<float>(), dacts_buf_.as<float>(), res_B_, res_T_);
   have_forward_ = false;
 }
 

@@ -32,6 +32,7 @@
 #include "engine/core/backend.h"
 #include "engine/core/buffer.h"
 #include "engine/core/model.h"
+#include "models/common/token_model.h"
 
 namespace tt {
 
@@ -63,15 +64,9 @@ struct BertPreset {
   std::string note;
 };
 
-class Bert final : public Model {
+class Bert final : public TokenModel {
  public:
   Bert(Backend& backend, BertConfig cfg, std::string name = "");
-
-  std::string name() const override { return name_; }
-  const std::vector<ParamInfo>& params() const override { return params_; }
-  std::size_t num_params() const override { return num_params_; }
-  float* param_data() override { return params_buf_.as<float>(); }
-  float* grad_data() override { return grads_buf_.as<float>(); }
 
   void init_params(uint64_t seed) override;
   void reserve(int B, int T) override;
@@ -79,7 +74,6 @@ class Bert final : public Model {
   // is none.
   float forward(const Batch& batch) override;
   void backward(const GradReadyFn& on_ready) override;
-  void zero_grad() override;
   // count = predicted positions, loss_sum over them, correct = argmax hits among them.
   EvalResult evaluate(const Batch& batch) override;
   StepFlops flops(int B, int T) const override { return flops_for(cfg_, B, T); }
@@ -91,7 +85,6 @@ class Bert final : public Model {
   const BertConfig& config() const { return cfg_; }
   // Device logits (B, T, V) of the last forward(batch); backward() overwrites them (dlogits).
   const float* logits() const { return v_.logits; }
-  const ParamInfo& param(const std::string& name) const;
 
  private:
   struct LayerParams {
@@ -161,26 +154,13 @@ class Bert final : public Model {
   void backward_head(float* params, float* grads);
   void backward_layer(float* params, float* grads, int l);
 
-  Backend& backend_;
   BertConfig cfg_;
-  std::string name_;
-  std::vector<ParamInfo> params_;
-  std::size_t num_params_ = 0;
   std::size_t emb_ln_offset_ = 0;  // embeddings.LayerNorm.weight
   std::size_t layer_offset0_ = 0;  // encoder.layer.0's first tensor
   std::size_t layer_stride_ = 0;   // floats per encoder block
   std::size_t head_offset_ = 0;    // cls.predictions.transform.dense.weight
-  DeviceBuffer params_buf_;
-  DeviceBuffer grads_buf_;
 
-  int res_B_ = 0;
-  int res_T_ = 0;
-  DeviceBuffer acts_buf_;
-  DeviceBuffer dacts_buf_;
-  DeviceBuffer tokens_buf_;
-  Views v_;
-  int32_t* tokens_ = nullptr;   // (B, T)
-  int32_t* targets_ = nullptr;  // (B, T)
+  Views v_;  // carved over the arenas (TokenModel) for res_B_ x res_T_
 
   int cur_B_ = 0;
   int cur_T_ = 0;

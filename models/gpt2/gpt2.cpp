@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "base/error.h"
 #include "engine/core/rng.h"
@@ -40,26 +41,22 @@ std::vector<ParamInfo> Gpt2::param_table(const Gpt2Config& cfg) {
   return t.take();
 }
 
+namespace {
+
+Gpt2Config validated(Gpt2Config cfg) {
+  cfg.validate();
+  return cfg;
+}
+
+}  // namespace
+
 Gpt2::Gpt2(Backend& backend, Gpt2Config cfg, std::string name)
-    : backend_(backend), cfg_(cfg), name_(std::move(name)) {
-  cfg_.validate();
-  if (name_.empty()) name_ = "gpt2(" + cfg_.describe() + ")";
-  params_ = param_table(cfg_);
+    : TokenModel(backend, "gpt2", name.empty() ? "gpt2(" + validated(cfg).describe() + ")" : std::move(name),
+                 param_table(validated(cfg)), cfg.num_params()),
+      cfg_(cfg) {
   layer_offset0_ = param("wpe").offset + param("wpe").numel;
   lnf_offset_ = param("ln_f.weight").offset;
   layer_stride_ = (lnf_offset_ - layer_offset0_) / static_cast<std::size_t>(cfg_.n_layer);
-  const std::size_t offset = params_.back().offset + params_.back().numel;
-  num_params_ = offset;
-  if (num_params_ != cfg_.num_params()) throw RunError("gpt2: parameter table disagrees with num_params()");
-  params_buf_ = DeviceBuffer(backend_, num_params_ * sizeof(float));
-  grads_buf_ = DeviceBuffer(backend_, num_params_ * sizeof(float));
-}
-
-const ParamInfo& Gpt2::param(const std::string& pname) const {
-  for (const ParamInfo& p : params_) {
-    if (p.name == pname) return p;
-  }
-  throw InputError("gpt2: no parameter named '" + pname + "'");
 }
 
 Gpt2::LayerParams Gpt2::layer_params(float* base, int l) const {
@@ -114,10 +111,6 @@ void Gpt2::init_params(uint64_t seed) {
   have_forward_ = false;
 }
 
-void Gpt2::zero_grad() {
-  backend_.fill(grads_buf_.as<float>(), 0.0f, num_params_);
-}
-
 Gpt2::Views Gpt2::carve(const Gpt2Config& cfg, float* acts, float* dacts, int B, int T) {
   const std::size_t N = static_cast<std::size_t>(B) * static_cast<std::size_t>(T);
   const std::size_t C = static_cast<std::size_t>(cfg.n_embd);
@@ -162,36 +155,12 @@ Gpt2::Views Gpt2::carve(const Gpt2Config& cfg, float* acts, float* dacts, int B,
 }
 
 void Gpt2::reserve(int B, int T) {
-  if (B <= 0 || T <= 0) {
-    throw InputError("gpt2: batch shape must be positive, got B=" + std::to_string(B) +
-                     " T=" + std::to_string(T));
-  }
-  if (T > cfg_.context) {
-    throw InputError("gpt2: sequence length " + std::to_string(T) + " exceeds the model context " +
-                     std::to_string(cfg_.context));
-  }
-  // The backend takes row counts as int: B * T (and B * T * 4C element counts in size_t) must fit.
-  if (static_cast<long long>(B) * T > (1LL << 31) - 1) {
-    throw InputError("gpt2: batch of " + std::to_string(B) + " x " + std::to_string(T) +
-                     " tokens is too large");
-  }
-  if (B <= res_B_ && T <= res_T_) return;
-  const int nB = std::max(B, res_B_);
-  const int nT = std::max(T, res_T_);
-  const Views sizes = carve(cfg_, nullptr, nullptr, nB, nT);
-  // Free the old arenas first so peak memory is one set, not two.
-  acts_buf_.reset();
-  dacts_buf_.reset();
-  tokens_buf_.reset();
-  acts_buf_ = DeviceBuffer(backend_, sizes.acts_floats * sizeof(float));
-  dacts_buf_ = DeviceBuffer(backend_, sizes.dacts_floats * sizeof(float));
-  const std::size_t N = static_cast<std::size_t>(nB) * static_cast<std::size_t>(nT);
-  tokens_buf_ = DeviceBuffer(backend_, 2 * N * sizeof(int32_t));
-  v_ = carve(cfg_, acts_buf_.as<float>(), dacts_buf_.as<float>(), nB, nT);
-  tokens_ = tokens_buf_.as<int32_t>();  // (B, T)
-  targets_ = tokens_ + N;               // (B, T)
-  res_B_ = nB;
-  res_T_ = nT;
+  const auto sizes = [this](int b, int t) {
+    const Views v = carve(cfg_, nullptr, nullptr, b, t);
+    return std::pair{v.acts_floats, v.dacts_floats};
+  };
+  if (!grow_arenas(B, T, cfg_.context, sizes)) return;
+  v_ = carve(cfg_, acts_buf_.as<float>(), dacts_buf_.as<float>(), res_B_, res_T_);
   have_forward_ = false;
 }
 

@@ -23,6 +23,7 @@
 #include "engine/core/backend.h"
 #include "engine/core/buffer.h"
 #include "engine/core/model.h"
+#include "models/common/token_model.h"
 
 namespace tt {
 
@@ -54,23 +55,16 @@ struct Gpt2Preset {
   std::string note;  // one line for `teetrain models`
 };
 
-class Gpt2 final : public Model {
+class Gpt2 final : public TokenModel {
  public:
   // Allocates the parameter and gradient buffers (zeroed); call init_params() or load parameters.
   // `name` is what name() reports (a preset name); empty -> "gpt2(" + cfg.describe() + ")".
   Gpt2(Backend& backend, Gpt2Config cfg, std::string name = "");
 
-  std::string name() const override { return name_; }
-  const std::vector<ParamInfo>& params() const override { return params_; }
-  std::size_t num_params() const override { return num_params_; }
-  float* param_data() override { return params_buf_.as<float>(); }
-  float* grad_data() override { return grads_buf_.as<float>(); }
-
   void init_params(uint64_t seed) override;
   void reserve(int B, int T) override;
   float forward(const Batch& batch) override;
   void backward(const GradReadyFn& on_ready) override;
-  void zero_grad() override;
   StepFlops flops(int B, int T) const override { return flops_for(cfg_, B, T); }
   std::size_t activation_bytes(int B, int T) const override { return activation_bytes_for(cfg_, B, T); }
   // The same, without building a model (whose constructor allocates parameters and gradients), for
@@ -90,8 +84,6 @@ class Gpt2 final : public Model {
   const Gpt2Config& config() const { return cfg_; }
   // Device logits (B, T, Vp) of the last forward(batch); backward() overwrites them (dlogits).
   const float* logits() const { return v_.logits; }
-  // The ParamInfo named `name`; throws InputError if there is none.
-  const ParamInfo& param(const std::string& name) const;
 
  private:
   // Device pointers to one layer's parameters (or their gradients) inside a flat buffer.
@@ -152,27 +144,12 @@ class Gpt2 final : public Model {
 
   void forward_trunk(int B, int T);  // tokens on device -> lnf (B, T, C)
 
-  Backend& backend_;
   Gpt2Config cfg_;
-  std::string name_;
-  std::vector<ParamInfo> params_;
-  std::size_t num_params_ = 0;
   std::size_t layer_offset0_ = 0;  // offset of h.0.ln_1.weight
   std::size_t layer_stride_ = 0;   // floats per transformer block
   std::size_t lnf_offset_ = 0;     // offset of ln_f.weight
-  DeviceBuffer params_buf_;        // (num_params)
-  DeviceBuffer grads_buf_;         // (num_params)
 
-  // Activation arenas, carved for the reserved shape (res_B_ x res_T_); a smaller batch uses a prefix
-  // of every view, since each view is contiguous in its leading (B, T) dimensions.
-  int res_B_ = 0;
-  int res_T_ = 0;
-  DeviceBuffer acts_buf_;
-  DeviceBuffer dacts_buf_;
-  DeviceBuffer tokens_buf_;
-  Views v_;
-  int32_t* tokens_ = nullptr;   // (B, T)
-  int32_t* targets_ = nullptr;  // (B, T)
+  Views v_;  // carved over the arenas (TokenModel) for res_B_ x res_T_
 
   // Shape of the last forward(batch); backward() needs it and refuses without one.
   int cur_B_ = 0;

@@ -9,18 +9,19 @@
 #include "engine/core/buffer.h"
 #include "engine/core/cpu/cpu_backend.h"
 #include "models/bert/bert.h"
-#include "tests/models/gpt2_test_util.h"
+#include "tests/models/fixture_test_util.h"
 
 namespace tt {
 namespace {
 
-using gpt2_test::read_bin;
-using gpt2_test::worst;
+using fixture_test::read_bin;
+using fixture_test::to_host;
+using fixture_test::worst;
 
 constexpr const char* kDir = "bert_tiny";
 
 struct Reference {
-  nlohmann::json manifest = gpt2_test::read_manifest(kDir);
+  nlohmann::json manifest = fixture_test::read_manifest(kDir);
   std::vector<float> params = read_bin<float>("params.bin", kDir);
   std::vector<float> grads = read_bin<float>("grads.bin", kDir);
   std::vector<float> logits = read_bin<float>("logits.bin", kDir);
@@ -45,29 +46,13 @@ struct Reference {
   }
 };
 
-std::vector<float> to_host(Backend& be, const float* p, std::size_t n) {
-  std::vector<float> h(n);
-  be.copy_to_host(h.data(), p, n * sizeof(float));
-  return h;
-}
-
 void load(Backend& be, Bert& model, const std::vector<float>& flat) {
   ASSERT_EQ(flat.size(), model.num_params());
   be.copy_to_device(model.param_data(), flat.data(), flat.size() * sizeof(float));
 }
 
 void expect_grads_match(const Bert& model, const std::vector<float>& got, const Reference& ref) {
-  for (const auto& rp : ref.manifest.at("params")) {
-    const std::string name = rp.at("name").get<std::string>();
-    const ParamInfo& p = model.param(name);
-    const float* want = ref.grads.data() + rp.at("offset").get<std::size_t>();
-    const std::size_t n = rp.at("numel").get<std::size_t>();
-    double scale = 0;
-    for (std::size_t i = 0; i < n; ++i) scale = std::max(scale, std::abs(static_cast<double>(want[i])));
-    const auto m = worst(got.data() + p.offset, want, n, 1e-3, 1e-4 * scale);
-    EXPECT_LE(m.excess, 0.0) << name << "[" << m.index << "]: got " << m.got << " want " << m.want
-                             << " (tensor max |grad| " << scale << ")";
-  }
+  fixture_test::expect_grads_match(model, got, ref.manifest, ref.grads);
 }
 
 TEST(BertFixture, TheBatchIsAMaskedLmBatch) {
@@ -126,29 +111,7 @@ TEST(BertFixture, AdamWTenStepsMatch) {
   auto be = make_cpu_backend(2);
   Bert model(*be, ref.config());
   load(*be, model, ref.params);
-  const auto& adamw = ref.manifest.at("adamw");
-  AdamWConfig base;
-  base.lr = adamw.at("lr").get<float>();
-  base.beta1 = adamw.at("beta1").get<float>();
-  base.beta2 = adamw.at("beta2").get<float>();
-  base.eps = adamw.at("eps").get<float>();
-  const float wd = adamw.at("weight_decay").get<float>();
-  DeviceBuffer m(*be, model.num_params() * sizeof(float));
-  DeviceBuffer v(*be, model.num_params() * sizeof(float));
-  const auto want = ref.manifest.at("adamw_losses").get<std::vector<double>>();
-  ASSERT_EQ(want.size(), 10u);
-  for (std::size_t step = 1; step <= want.size(); ++step) {
-    model.zero_grad();
-    EXPECT_NEAR(model.forward(ref.batch()), want[step - 1], 1e-4 * want[step - 1]) << "step " << step;
-    model.backward({});
-    for (const ParamInfo& p : model.params()) {
-      AdamWConfig cfg = base;
-      cfg.weight_decay = p.decay ? wd : 0.0f;
-      be->adamw_update(model.param_data() + p.offset, model.grad_data() + p.offset, m.as<float>() + p.offset,
-                       v.as<float>() + p.offset, p.numel, cfg, 1.0f, static_cast<long>(step));
-    }
-  }
-  const std::vector<float> got = to_host(*be, model.param_data(), model.num_params());
+  const auto [got, lr] = fixture_test::run_adamw(*be, model, ref.batch(), ref.manifest);
   // The key bias's gradient is exactly zero in exact arithmetic (a constant added to every key of a
   // query shifts its scores equally), so Adam turns rounding noise into steps: those entries only have
   // to stay within the 10 * lr that 10 steps allow (as in test_gpt2_fixture.cpp).
@@ -158,7 +121,7 @@ TEST(BertFixture, AdamWTenStepsMatch) {
     const ParamInfo& b = model.param("encoder.layer." + std::to_string(l) + ".attention.self.qkv.bias");
     for (std::size_t i = b.offset + static_cast<std::size_t>(C);
          i < b.offset + 2 * static_cast<std::size_t>(C); ++i)
-      atol[i] = 10.0 * static_cast<double>(base.lr);
+      atol[i] = 10.0 * static_cast<double>(lr);
   }
   for (std::size_t i = 0; i < got.size(); ++i) {
     const auto w = worst(got.data() + i, ref.final_params.data() + i, 1, 1e-4, atol[i]);

@@ -11,16 +11,12 @@
 #include "engine/core/rng.h"
 #include "engine/mlm_masking.h"
 #include "models/bert/bert.h"
-#include "tests/models/gpt2_test_util.h"
+#include "tests/models/fixture_test_util.h"
 
 namespace tt {
 namespace {
 
-std::vector<float> to_host(Backend& be, const float* p, std::size_t n) {
-  std::vector<float> h(n);
-  be.copy_to_host(h.data(), p, n * sizeof(float));
-  return h;
-}
+using fixture_test::to_host;
 
 // Random windows masked as in training (seed fixed), so every kind of position occurs.
 Batch masked_batch(int B, int T, int V, uint64_t seed) {
@@ -79,7 +75,7 @@ TEST(BertModel, FiniteDifferencesOfTheLoss) {
   // (large, non-zero-bias) parameters; tolerance as Gpt2Model.FiniteDifferencesOfTheLoss.
   auto be = make_cpu_backend(2);
   Bert model(*be, BertConfig::preset("bert-tiny"));
-  auto params = gpt2_test::read_bin<float>("params.bin", "bert_tiny");
+  auto params = fixture_test::read_bin<float>("params.bin", "bert_tiny");
   ASSERT_EQ(params.size(), model.num_params());
   be->copy_to_device(model.param_data(), params.data(), params.size() * sizeof(float));
   const Batch batch = masked_batch(2, 8, 257, 3);

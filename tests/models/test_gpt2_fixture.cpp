@@ -17,16 +17,17 @@
 #include "engine/core/buffer.h"
 #include "engine/core/cpu/cpu_backend.h"
 #include "models/gpt2/gpt2.h"
-#include "tests/models/gpt2_test_util.h"
+#include "tests/models/fixture_test_util.h"
 
 namespace tt {
 namespace {
 
-using gpt2_test::read_bin;
-using gpt2_test::worst;
+using fixture_test::read_bin;
+using fixture_test::to_host;
+using fixture_test::worst;
 
 struct Reference {
-  nlohmann::json manifest = gpt2_test::read_manifest();
+  nlohmann::json manifest = fixture_test::read_manifest();
   std::vector<float> params = read_bin<float>("params.bin");
   std::vector<float> grads = read_bin<float>("grads.bin");
   std::vector<float> logits = read_bin<float>("logits.bin");
@@ -51,32 +52,13 @@ struct Reference {
   }
 };
 
-std::vector<float> to_host(Backend& be, const float* p, std::size_t n) {
-  std::vector<float> h(n);
-  be.copy_to_host(h.data(), p, n * sizeof(float));
-  return h;
-}
-
 void load(Backend& be, Gpt2& model, const std::vector<float>& flat) {
   ASSERT_EQ(flat.size(), model.num_params());
   be.copy_to_device(model.param_data(), flat.data(), flat.size() * sizeof(float));
 }
 
-// Checks every gradient tensor of `got` (our layout for `model`) against the reference flat gradient,
-// mapping tensors by name so a padded layout can be compared too.
 void expect_grads_match(const Gpt2& model, const std::vector<float>& got, const Reference& ref) {
-  for (const auto& rp : ref.manifest.at("params")) {
-    const std::string name = rp.at("name").get<std::string>();
-    const std::size_t roff = rp.at("offset").get<std::size_t>();
-    const std::size_t n = rp.at("numel").get<std::size_t>();
-    const ParamInfo& p = model.param(name);
-    const float* want = ref.grads.data() + roff;
-    double scale = 0;
-    for (std::size_t i = 0; i < n; ++i) scale = std::max(scale, std::abs(static_cast<double>(want[i])));
-    const auto m = worst(got.data() + p.offset, want, n, 1e-3, 1e-4 * scale);
-    EXPECT_LE(m.excess, 0.0) << name << "[" << m.index << "]: got " << m.got << " want " << m.want
-                             << " (tensor max |grad| " << scale << ")";
-  }
+  fixture_test::expect_grads_match(model, got, ref.manifest, ref.grads);
 }
 
 TEST(Gpt2Fixture, ManifestMatchesOurLayout) {
@@ -141,30 +123,7 @@ TEST(Gpt2Fixture, AdamWTenStepsMatch) {
   auto be = make_cpu_backend(2);
   Gpt2 model(*be, ref.config());
   load(*be, model, ref.params);
-  const auto& adamw = ref.manifest.at("adamw");
-  AdamWConfig base;
-  base.lr = adamw.at("lr").get<float>();
-  base.beta1 = adamw.at("beta1").get<float>();
-  base.beta2 = adamw.at("beta2").get<float>();
-  base.eps = adamw.at("eps").get<float>();
-  const float wd = adamw.at("weight_decay").get<float>();
-  DeviceBuffer m(*be, model.num_params() * sizeof(float));  // zero-filled by allocate()
-  DeviceBuffer v(*be, model.num_params() * sizeof(float));
-  const auto want = ref.manifest.at("adamw_losses").get<std::vector<double>>();
-  ASSERT_EQ(want.size(), 10u);
-  for (std::size_t step = 1; step <= want.size(); ++step) {
-    model.zero_grad();
-    const float loss = model.forward(ref.batch());
-    EXPECT_NEAR(loss, want[step - 1], 1e-4 * want[step - 1]) << "step " << step;
-    model.backward({});
-    for (const ParamInfo& p : model.params()) {
-      AdamWConfig cfg = base;
-      cfg.weight_decay = p.decay ? wd : 0.0f;
-      be->adamw_update(model.param_data() + p.offset, model.grad_data() + p.offset, m.as<float>() + p.offset,
-                       v.as<float>() + p.offset, p.numel, cfg, 1.0f, static_cast<long>(step));
-    }
-  }
-  const std::vector<float> got = to_host(*be, model.param_data(), model.num_params());
+  const auto [got, lr] = fixture_test::run_adamw(*be, model, ref.batch(), ref.manifest);
   // The key bias (middle third of c_attn.bias) has a gradient that is exactly zero in exact arithmetic
   // (adding a constant to every key of a query shifts all its scores equally: softmax ignores it), so
   // both sides see pure rounding noise (~1e-18 in float64, ~1e-9 in float32) that Adam normalises
@@ -175,7 +134,7 @@ TEST(Gpt2Fixture, AdamWTenStepsMatch) {
     const ParamInfo& b = model.param("h." + std::to_string(l) + ".attn.c_attn.bias");
     for (std::size_t i = b.offset + static_cast<std::size_t>(C);
          i < b.offset + 2 * static_cast<std::size_t>(C); ++i) {
-      atol[i] = 10.0 * static_cast<double>(base.lr);
+      atol[i] = 10.0 * static_cast<double>(lr);
     }
   }
   for (std::size_t i = 0; i < got.size(); ++i) {

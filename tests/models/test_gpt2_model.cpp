@@ -9,16 +9,12 @@
 #include "engine/core/cpu/cpu_backend.h"
 #include "engine/core/rng.h"
 #include "models/gpt2/gpt2.h"
-#include "tests/models/gpt2_test_util.h"
+#include "tests/models/fixture_test_util.h"
 
 namespace tt {
 namespace {
 
-std::vector<float> to_host(Backend& be, const float* p, std::size_t n) {
-  std::vector<float> h(n);
-  be.copy_to_host(h.data(), p, n * sizeof(float));
-  return h;
-}
+using fixture_test::to_host;
 
 Batch random_batch(int B, int T, int V, uint64_t seed) {
   Rng rng(seed);
@@ -34,7 +30,7 @@ Batch random_batch(int B, int T, int V, uint64_t seed) {
 
 // The fixture's parameters are larger than GPT-2's init, which makes every path matter.
 void load_fixture_params(Backend& be, Gpt2& model) {
-  const auto params = gpt2_test::read_bin<float>("params.bin");
+  const auto params = fixture_test::read_bin<float>("params.bin");
   ASSERT_EQ(params.size(), model.num_params());
   be.copy_to_device(model.param_data(), params.data(), params.size() * sizeof(float));
 }

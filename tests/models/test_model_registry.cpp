@@ -83,7 +83,8 @@ TEST(ModelRegistry, CheckpointWithoutModelIsInputError) {
     model_options_from_checkpoint(nlohmann::json{{"seed", 1}}, "runs/ckpt/step_00000010");
     FAIL() << "a checkpoint without a model configuration was accepted";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("runs/ckpt/step_00000010: checkpoint has no model"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("runs/ckpt/step_00000010: checkpoint has no model"),
+              std::string::npos);
   }
 }
 

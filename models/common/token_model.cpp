@@ -1,0 +1,66 @@
+#include "models/common/token_model.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "base/error.h"
+
+namespace tt {
+
+TokenModel::TokenModel(Backend& backend, std::string family, std::string name, std::vector<ParamInfo> table,
+                       std::size_t expected_floats)
+    : backend_(backend), family_(std::move(family)), name_(std::move(name)), params_(std::move(table)) {
+  num_params_ = params_.empty() ? 0 : params_.back().offset + params_.back().numel;
+  if (num_params_ != expected_floats) {
+    throw RunError(family_ + ": parameter table (" + std::to_string(num_params_) +
+                   " floats) disagrees with num_params() (" + std::to_string(expected_floats) + ")");
+  }
+  params_buf_ = DeviceBuffer(backend_, num_params_ * sizeof(float));
+  grads_buf_ = DeviceBuffer(backend_, num_params_ * sizeof(float));
+}
+
+void TokenModel::zero_grad() {
+  backend_.fill(grads_buf_.as<float>(), 0.0f, num_params_);
+}
+
+bool TokenModel::grow_arenas(int B, int T, int context, const ArenaSizes& sizes) {
+  if (B <= 0 || T <= 0) {
+    throw InputError(family_ + ": batch shape must be positive, got B=" + std::to_string(B) +
+                     " T=" + std::to_string(T));
+  }
+  if (T > context) {
+    throw InputError(family_ + ": sequence length " + std::to_string(T) + " exceeds the model context " +
+                     std::to_string(context));
+  }
+  // The backend takes row counts as int: B * T (and B * T * 4C element counts in size_t) must fit.
+  if (static_cast<long long>(B) * T > (1LL << 31) - 1) {
+    throw InputError(family_ + ": batch of " + std::to_string(B) + " x " + std::to_string(T) +
+                     " tokens is too large");
+  }
+  if (B <= res_B_ && T <= res_T_) return false;
+  const int nB = std::max(B, res_B_);
+  const int nT = std::max(T, res_T_);
+  const auto [acts, dacts] = sizes(nB, nT);
+  // Free the old arenas first so peak memory is one set, not two.
+  acts_buf_.reset();
+  dacts_buf_.reset();
+  tokens_buf_.reset();
+  acts_buf_ = DeviceBuffer(backend_, acts * sizeof(float));
+  dacts_buf_ = DeviceBuffer(backend_, dacts * sizeof(float));
+  const std::size_t N = static_cast<std::size_t>(nB) * static_cast<std::size_t>(nT);
+  tokens_buf_ = DeviceBuffer(backend_, 2 * N * sizeof(int32_t));
+  tokens_ = tokens_buf_.as<int32_t>();
+  targets_ = tokens_ + N;
+  res_B_ = nB;
+  res_T_ = nT;
+  return true;
+}
+
+const ParamInfo& TokenModel::param(const std::string& pname) const {
+  for (const ParamInfo& p : params_) {
+    if (p.name == pname) return p;
+  }
+  throw InputError(family_ + ": no parameter named '" + pname + "'");
+}
+
+}  // namespace tt

@@ -1,0 +1,123 @@
+// Helpers shared by the transformer tests (GPT-2, BERT): fixture loading and tolerant comparisons.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/core/backend.h"
+#include "engine/core/buffer.h"
+#include "engine/core/model.h"
+
+namespace tt::fixture_test {
+
+// Tests run with the repository root as working directory (tt_test). dir: a folder of tests/fixtures.
+inline std::string fixture_path(const std::string& name, const std::string& dir = "gpt2_tiny") {
+  return "tests/fixtures/" + dir + "/" + name;
+}
+
+template <typename T>
+std::vector<T> read_bin(const std::string& name, const std::string& dir = "gpt2_tiny") {
+  std::ifstream f(fixture_path(name, dir), std::ios::binary);
+  EXPECT_TRUE(f.good()) << "missing fixture " << fixture_path(name, dir);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(bytes.size() % sizeof(T), 0u) << name;
+  std::vector<T> out(bytes.size() / sizeof(T));
+  if (!out.empty()) std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
+  return out;
+}
+
+inline nlohmann::json read_manifest(const std::string& dir = "gpt2_tiny") {
+  std::ifstream f(fixture_path("manifest.json", dir));
+  EXPECT_TRUE(f.good()) << "missing fixture manifest";
+  return nlohmann::json::parse(f);
+}
+
+// Largest violation of |a - b| <= atol + rtol * |b| (<= 0 means all within tolerance), with the index.
+struct Mismatch {
+  double excess = -1;
+  std::size_t index = 0;
+  double got = 0;
+  double want = 0;
+};
+inline Mismatch worst(const float* got, const float* want, std::size_t n, double rtol, double atol) {
+  Mismatch m;
+  m.excess = -1e300;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double g = got[i];
+    const double w = want[i];
+    const double e = std::isfinite(g) ? std::abs(g - w) - (atol + rtol * std::abs(w)) : 1e300;
+    if (e > m.excess) m = {e, i, g, w};
+  }
+  return m;
+}
+
+inline std::vector<float> to_host(Backend& be, const float* p, std::size_t n) {
+  std::vector<float> h(n);
+  be.copy_to_host(h.data(), p, n * sizeof(float));
+  return h;
+}
+
+inline const ParamInfo* param_named(const Model& model, const std::string& name) {
+  for (const ParamInfo& p : model.params()) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+// Every gradient tensor of the manifest's table against the reference flat gradient `want`, mapped by
+// name (so a padded layout compares too): |got - want| <= 1e-4 max|want of the tensor| + 1e-3 |want|.
+inline void expect_grads_match(const Model& model, const std::vector<float>& got,
+                               const nlohmann::json& manifest, const std::vector<float>& want) {
+  for (const auto& rp : manifest.at("params")) {
+    const std::string name = rp.at("name").get<std::string>();
+    const ParamInfo* p = param_named(model, name);
+    ASSERT_NE(p, nullptr) << "the model has no tensor " << name;
+    const float* w = want.data() + rp.at("offset").get<std::size_t>();
+    const std::size_t n = rp.at("numel").get<std::size_t>();
+    double scale = 0;
+    for (std::size_t i = 0; i < n; ++i) scale = std::max(scale, std::abs(static_cast<double>(w[i])));
+    const auto m = worst(got.data() + p->offset, w, n, 1e-3, 1e-4 * scale);
+    EXPECT_LE(m.excess, 0.0) << name << "[" << m.index << "]: got " << m.got << " want " << m.want
+                             << " (tensor max |grad| " << scale << ")";
+  }
+}
+
+// The manifest's AdamW trajectory on one batch with the trainer's policy (decay only on ParamInfo.decay
+// tensors, no clipping), each step's loss checked against adamw_losses (relative 1e-4). Returns the
+// final parameters and the learning rate.
+inline std::pair<std::vector<float>, float> run_adamw(Backend& be, Model& model, const Batch& batch,
+                                                      const nlohmann::json& manifest) {
+  const auto& adamw = manifest.at("adamw");
+  AdamWConfig base;
+  base.lr = adamw.at("lr").get<float>();
+  base.beta1 = adamw.at("beta1").get<float>();
+  base.beta2 = adamw.at("beta2").get<float>();
+  base.eps = adamw.at("eps").get<float>();
+  const float wd = adamw.at("weight_decay").get<float>();
+  DeviceBuffer m(be, model.num_params() * sizeof(float));  // zero-filled by allocate()
+  DeviceBuffer v(be, model.num_params() * sizeof(float));
+  const auto want = manifest.at("adamw_losses").get<std::vector<double>>();
+  EXPECT_EQ(want.size(), 10u);
+  for (std::size_t step = 1; step <= want.size(); ++step) {
+    model.zero_grad();
+    EXPECT_NEAR(model.forward(batch), want[step - 1], 1e-4 * want[step - 1]) << "step " << step;
+    model.backward({});
+    for (const ParamInfo& p : model.params()) {
+      AdamWConfig cfg = base;
+      cfg.weight_decay = p.decay ? wd : 0.0f;
+      be.adamw_update(model.param_data() + p.offset, model.grad_data() + p.offset, m.as<float>() + p.offset,
+                      v.as<float>() + p.offset, p.numel, cfg, 1.0f, static_cast<long>(step));
+    }
+  }
+  return {to_host(be, model.param_data(), model.num_params()), base.lr};
+}
+
+}  // namespace tt::fixture_test
