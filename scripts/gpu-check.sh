@@ -92,6 +92,14 @@ row "gpt2 loss per step, cpu" "$(sed -n 's/.*"loss":\([0-9.]*\).*/\1/p' "$OUTDIR
 row "gpt2 loss per step, cuda" "$(sed -n 's/.*"loss":\([0-9.]*\).*/\1/p' "$OUTDIR/loss_gpu.jsonl" | tr '\n' ' ')"
 fi
 
+# 4b. BERT on the GPU (bidirectional attention, ignored targets, add_bias): bert-mini's masked-LM loss
+#     over its first steps on the CPU and on the GPU (same init, data, masks and order).
+bcommon=(train --model bert-mini --data data-cache/fortunes --steps 4 --batch 4 --seq 64 --lr 1e-4 --warmup 0 --val-batches 0 --no-progress)
+stage bert_loss_cpu 300 $TT "${bcommon[@]}" --device cpu --threads "$(nproc)" --metrics "$OUTDIR/bert_loss_cpu.jsonl"
+stage bert_loss_gpu 120 $TT "${bcommon[@]}" --device cuda --metrics "$OUTDIR/bert_loss_gpu.jsonl"
+row "bert-mini loss per step, cpu" "$(sed -n 's/.*"loss":\([0-9.]*\).*/\1/p' "$OUTDIR/bert_loss_cpu.jsonl" | tr '\n' ' ')"
+row "bert-mini loss per step, cuda" "$(sed -n 's/.*"loss":\([0-9.]*\).*/\1/p' "$OUTDIR/bert_loss_gpu.jsonl" | tr '\n' ' ')"
+
 # 5. Two ranks on the GPU, every TEE mode (certified identities of the emulated vendor): parameters bit-identical; step-time ratios vs off. off and
 #    fast take the device ring (fast sealing on the GPU), cc the host staging path.
 $TT provision --out "$OUTDIR/vendor" --devices 2 >/dev/null
