@@ -366,10 +366,21 @@ const RunPoint& projection_base(const std::vector<RunPoint>& runs, const ModelQu
 nlohmann::json project(const RunPoint& base, const ModelQuery& q,
                        const std::map<std::string, std::vector<RunPoint>>& by_variant,
                        std::map<std::string, Costs>& costs) {
+  // By default every variant over the base's kind of link whose costs the runs identify: one or two
+  // multi-rank runs fit the four costs exactly whatever they are (an ablation's single run puts its whole
+  // step into the per-message cost), so such a variant is listed as not projected instead of
+  // extrapolated. Variants named with --tee are projected regardless.
+  constexpr int kMinRunsToProject = 3;
   std::vector<std::string> variants = q.variants;
+  nlohmann::json unidentified = nlohmann::json::array();
   if (variants.empty()) {
     for (const auto& [v, rs] : by_variant) {
-      if (rs.front().host_links == base.host_links) variants.push_back(v);  // the base's kind of link
+      if (rs.front().host_links != base.host_links) continue;  // the base's kind of link only
+      if (costs[v].points < kMinRunsToProject) {
+        unidentified.push_back(v);
+      } else {
+        variants.push_back(v);
+      }
     }
   }
   nlohmann::json rows = nlohmann::json::array();
@@ -396,7 +407,7 @@ nlohmann::json project(const RunPoint& base, const ModelQuery& q,
   return {{"model", base.model},  {"bucket_mb", q.bucket_mb},
           {"overlap", q.overlap}, {"compute_s", base.compute_s},
           {"compute_P", base.P},  {"variants", variants},
-          {"rows", rows}};
+          {"rows", rows},         {"not_projected", unidentified}};
 }
 
 }  // namespace

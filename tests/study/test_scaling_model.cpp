@@ -172,5 +172,31 @@ TEST(ScalingModel, HostLinkAndEmulatedLinkRunsAreCalibratedApart) {
       << rep["projection"]["rows"][0].dump();  // P + one variant
 }
 
+TEST(ScalingModel, VariantsWithTooFewRunsAreNotProjected) {
+  // Four "off" runs identify its costs; one "cc" run fits any costs exactly, so extrapolating it to
+  // P = 64 would be arithmetic on noise: it is listed as not projected, unless asked for by name.
+  ::tt::testing::TempDir dir;
+  {
+    std::ofstream out(dir / "runs.jsonl");
+    for (int P : {2, 4}) {
+      for (int b : {1, 8}) out << summary("emulate", P, b, 0.3 + 1e-3 * P * b).dump() << "\n";
+    }
+    nlohmann::json cc = summary("emulate", 4, 8, 2.5);
+    cc["tee"]["mode"] = "cc";
+    out << cc.dump() << "\n";
+  }
+  ModelQuery q;
+  q.runs = dir.path().string();
+  q.ranks = {64};
+  nlohmann::json rep = run_scaling_model(q);
+  EXPECT_EQ(rep["projection"]["variants"], nlohmann::json::array({"off"}));
+  EXPECT_EQ(rep["projection"]["not_projected"], nlohmann::json::array({"cc"}));
+  EXPECT_FALSE(rep["projection"]["rows"][0].contains("cc"));
+  q.variants = {"off", "cc"};
+  rep = run_scaling_model(q);
+  EXPECT_TRUE(rep["projection"]["rows"][0].contains("cc"));
+  EXPECT_TRUE(rep["projection"]["not_projected"].empty());
+}
+
 }  // namespace
 }  // namespace tt::study

@@ -75,6 +75,12 @@ void print_projection(const nlohmann::json& report) {
     }
     std::printf("\n");
   }
+  if (!pr["not_projected"].empty()) {
+    std::string names;
+    for (const auto& v : pr["not_projected"]) names += (names.empty() ? "" : ", ") + v.get<std::string>();
+    std::printf("  not projected (fewer than 3 multi-rank runs: their costs are not identifiable): %s\n",
+                names.c_str());
+  }
 }
 
 }  // namespace
