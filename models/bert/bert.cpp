@@ -161,25 +161,23 @@ Bert::Views Bert::carve(const BertConfig& cfg, float* acts, float* dacts, int B,
   return v;
 }
 
-void Bert::reserve(int B, int T) {
-  const auto sizes = [this](int b, int t) {
-    const Views v = carve(cfg_, nullptr, nullptr, b, t);
-    return std::pair{v.acts_floats, v.dacts_floats};
-  };
-  if (!grow_arenas(B, T, cfg_.context, sizes)) return;
+std::pair<std::size_t, std::size_t> Bert::arena_floats(int B, int T) const {
+  const Views v = carve(cfg_, nullptr, nullptr, B, T);
+  return {v.acts_floats, v.dacts_floats};
+}
+
+void Bert::carve_views() {
   v_ = carve(cfg_, acts_buf_.as<float>(), dacts_buf_.as<float>(), res_B_, res_T_);
-  have_forward_ = false;
 }
 
 StepFlops Bert::flops_for(const BertConfig& cfg, int B, int T) {
-  // As Gpt2::flops_for (2 FLOPs per multiply-add, attention over the full T x T, which bidirectional
-  // attention really computes), plus the masked-LM head's transform and decoder on every position.
+  // As Gpt2::flops_for (bidirectional attention really computes the full T x T), plus the masked-LM
+  // head's transform and decoder on every position.
   const double N = static_cast<double>(B) * T;
   const double C = cfg.n_embd;
-  const double per_layer = 2.0 * N * 12.0 * C * C + 2.0 * 2.0 * B * static_cast<double>(T) * T * C;
   const double head = 2.0 * N * C * (C + cfg.vocab_size);
   StepFlops f;
-  f.forward = cfg.n_layer * per_layer + head;
+  f.forward = cfg.n_layer * transformer_block_flops(B, T, cfg.n_embd) + head;
   f.backward = 2.0 * f.forward;
   return f;
 }

@@ -69,7 +69,6 @@ class Bert final : public TokenModel {
   Bert(Backend& backend, BertConfig cfg, std::string name = "");
 
   void init_params(uint64_t seed) override;
-  void reserve(int B, int T) override;
   // Mean cross-entropy over the positions whose target is not kIgnoreTarget; InputError when there
   // is none.
   float forward(const Batch& batch) override;
@@ -146,6 +145,9 @@ class Bert final : public TokenModel {
     std::size_t acts_floats = 0;
     std::size_t dacts_floats = 0;
   };
+  int context() const override { return cfg_.context; }
+  std::pair<std::size_t, std::size_t> arena_floats(int B, int T) const override;
+  void carve_views() override;
   static Views carve(const BertConfig& cfg, float* acts, float* dacts, int B, int T);
   LayerParams layer_params(float* base, int l) const;
   HeadParams head_params(float* base) const;
@@ -165,7 +167,6 @@ class Bert final : public TokenModel {
   int cur_B_ = 0;
   int cur_T_ = 0;
   int cur_predicted_ = 0;
-  bool have_forward_ = false;
 };
 
 }  // namespace tt

@@ -23,7 +23,8 @@ void TokenModel::zero_grad() {
   backend_.fill(grads_buf_.as<float>(), 0.0f, num_params_);
 }
 
-bool TokenModel::grow_arenas(int B, int T, int context, const ArenaSizes& sizes) {
+void TokenModel::reserve(int B, int T) {
+  const int context = this->context();
   if (B <= 0 || T <= 0) {
     throw InputError(family_ + ": batch shape must be positive, got B=" + std::to_string(B) +
                      " T=" + std::to_string(T));
@@ -37,10 +38,10 @@ bool TokenModel::grow_arenas(int B, int T, int context, const ArenaSizes& sizes)
     throw InputError(family_ + ": batch of " + std::to_string(B) + " x " + std::to_string(T) +
                      " tokens is too large");
   }
-  if (B <= res_B_ && T <= res_T_) return false;
+  if (B <= res_B_ && T <= res_T_) return;
   const int nB = std::max(B, res_B_);
   const int nT = std::max(T, res_T_);
-  const auto [acts, dacts] = sizes(nB, nT);
+  const auto [acts, dacts] = arena_floats(nB, nT);
   // Free the old arenas first so peak memory is one set, not two.
   acts_buf_.reset();
   dacts_buf_.reset();
@@ -53,7 +54,8 @@ bool TokenModel::grow_arenas(int B, int T, int context, const ArenaSizes& sizes)
   targets_ = tokens_ + N;
   res_B_ = nB;
   res_T_ = nT;
-  return true;
+  carve_views();
+  have_forward_ = false;
 }
 
 const ParamInfo& TokenModel::param(const std::string& pname) const {

@@ -5,7 +5,6 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +15,15 @@
 
 namespace tt {
 
+// FLOPs of one transformer block's forward over a B x T batch of width C, 2 per multiply-add: its four
+// matmuls (12 C^2 per token) and attention's Q K^T and att V over the full T x T (as llm.c and the PaLM
+// appendix count; not halved for a causal mask).
+inline double transformer_block_flops(int B, int T, int C) {
+  const double N = static_cast<double>(B) * T;
+  const double c = C;
+  return 2.0 * N * 12.0 * c * c + 2.0 * 2.0 * N * T * c;
+}
+
 class TokenModel : public Model {
  public:
   std::string name() const override { return name_; }
@@ -24,6 +32,9 @@ class TokenModel : public Model {
   float* param_data() override { return params_buf_.as<float>(); }
   float* grad_data() override { return grads_buf_.as<float>(); }
   void zero_grad() override;
+  // Validates a B x T batch against the context (InputError naming the family) and grows the arenas to
+  // hold it; when they grow, the family carves its views again and any saved forward is gone.
+  void reserve(int B, int T) final;
   // The tensor named `name`; InputError naming the family when there is none.
   const ParamInfo& param(const std::string& name) const;
 
@@ -33,12 +44,12 @@ class TokenModel : public Model {
   TokenModel(Backend& backend, std::string family, std::string name, std::vector<ParamInfo> table,
              std::size_t expected_floats);
 
-  // Arena sizes in floats, (forward activations, activation gradients), for a B x T batch.
-  using ArenaSizes = std::function<std::pair<std::size_t, std::size_t>(int B, int T)>;
-  // Validates a B x T batch against the model's context (InputError naming the family) and grows the
-  // arenas to hold it. True when they were reallocated: the caller then carves its views again over
-  // acts_buf_ and dacts_buf_ for (res_B_, res_T_), and any saved forward is gone.
-  bool grow_arenas(int B, int T, int context, const ArenaSizes& sizes);
+  // The family's part of reserve(): its context (the longest T), the floats of its forward-activation
+  // and activation-gradient arenas for a B x T batch, and carving its views over acts_buf_ and
+  // dacts_buf_ for res_B_ x res_T_.
+  virtual int context() const = 0;
+  virtual std::pair<std::size_t, std::size_t> arena_floats(int B, int T) const = 0;
+  virtual void carve_views() = 0;
 
   Backend& backend_;
   std::string family_;  // "gpt2", "bert": prefixes messages
@@ -55,6 +66,7 @@ class TokenModel : public Model {
   DeviceBuffer tokens_buf_;
   int32_t* tokens_ = nullptr;   // (B, T)
   int32_t* targets_ = nullptr;  // (B, T)
+  bool have_forward_ = false;   // the arenas hold a forward(batch) that backward() may use
 };
 
 }  // namespace tt

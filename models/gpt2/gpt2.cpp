@@ -154,26 +154,22 @@ Gpt2::Views Gpt2::carve(const Gpt2Config& cfg, float* acts, float* dacts, int B,
   return v;
 }
 
-void Gpt2::reserve(int B, int T) {
-  const auto sizes = [this](int b, int t) {
-    const Views v = carve(cfg_, nullptr, nullptr, b, t);
-    return std::pair{v.acts_floats, v.dacts_floats};
-  };
-  if (!grow_arenas(B, T, cfg_.context, sizes)) return;
+std::pair<std::size_t, std::size_t> Gpt2::arena_floats(int B, int T) const {
+  const Views v = carve(cfg_, nullptr, nullptr, B, T);
+  return {v.acts_floats, v.dacts_floats};
+}
+
+void Gpt2::carve_views() {
   v_ = carve(cfg_, acts_buf_.as<float>(), dacts_buf_.as<float>(), res_B_, res_T_);
-  have_forward_ = false;
 }
 
 StepFlops Gpt2::flops_for(const Gpt2Config& cfg, int B, int T) {
-  // Matmuls count 2 FLOPs per multiply-add; attention counts Q K^T and att V over the full T x T
-  // (as llm.c and the PaLM appendix do, not halved for causality). Element-wise ops are ignored.
-  // Backward does two matmuls per forward matmul (input and weight gradients): 2x forward.
+  // The blocks (transformer_block_flops) and the tied lm head; element-wise ops are ignored. Backward
+  // does two matmuls per forward matmul (input and weight gradients): 2x forward.
   const double N = static_cast<double>(B) * T;
-  const double C = cfg.n_embd;
-  const double per_layer = 2.0 * N * 12.0 * C * C + 2.0 * 2.0 * B * static_cast<double>(T) * T * C;
-  const double head = 2.0 * N * C * cfg.padded_vocab();
+  const double head = 2.0 * N * cfg.n_embd * cfg.padded_vocab();
   StepFlops f;
-  f.forward = cfg.n_layer * per_layer + head;
+  f.forward = cfg.n_layer * transformer_block_flops(B, T, cfg.n_embd) + head;
   f.backward = 2.0 * f.forward;
   return f;
 }

@@ -62,7 +62,6 @@ class Gpt2 final : public TokenModel {
   Gpt2(Backend& backend, Gpt2Config cfg, std::string name = "");
 
   void init_params(uint64_t seed) override;
-  void reserve(int B, int T) override;
   float forward(const Batch& batch) override;
   void backward(const GradReadyFn& on_ready) override;
   StepFlops flops(int B, int T) const override { return flops_for(cfg_, B, T); }
@@ -139,6 +138,9 @@ class Gpt2 final : public TokenModel {
     std::size_t dacts_floats = 0;  // size of the activation-gradient arena
   };
   // With null bases only the sizes are meaningful.
+  int context() const override { return cfg_.context; }
+  std::pair<std::size_t, std::size_t> arena_floats(int B, int T) const override;
+  void carve_views() override;
   static Views carve(const Gpt2Config& cfg, float* acts, float* dacts, int B, int T);
   LayerParams layer_params(float* base, int l) const;
 
@@ -154,7 +156,6 @@ class Gpt2 final : public TokenModel {
   // Shape of the last forward(batch); backward() needs it and refuses without one.
   int cur_B_ = 0;
   int cur_T_ = 0;
-  bool have_forward_ = false;
 };
 
 }  // namespace tt
