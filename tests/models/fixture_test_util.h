@@ -59,6 +59,51 @@ inline Mismatch worst(const float* got, const float* want, std::size_t n, double
   return m;
 }
 
+// The files of one transformer fixture folder (tools/fixtures/make_{gpt2,bert}_fixtures.py), and the
+// model shape its manifest records, as a GPT-2 or BERT configuration.
+struct TokenFixture {
+  explicit TokenFixture(const std::string& dir)
+      : manifest(read_manifest(dir)),
+        params(read_bin<float>("params.bin", dir)),
+        grads(read_bin<float>("grads.bin", dir)),
+        logits(read_bin<float>("logits.bin", dir)),
+        final_params(read_bin<float>("final_params.bin", dir)),
+        tokens(read_bin<int32_t>("tokens.bin", dir)),
+        targets(read_bin<int32_t>("targets.bin", dir)),
+        B(manifest.at("B").get<int>()),
+        T(manifest.at("T").get<int>()) {}
+  nlohmann::json manifest;
+  std::vector<float> params, grads, logits, final_params;
+  std::vector<int32_t> tokens, targets;
+  int B, T;
+
+  template <typename Config>
+  Config config() const {
+    const auto& c = manifest.at("config");
+    Config cfg;
+    cfg.n_layer = c.at("n_layer").get<int>();
+    cfg.n_head = c.at("n_head").get<int>();
+    cfg.n_embd = c.at("n_embd").get<int>();
+    cfg.vocab_size = c.at("vocab_size").get<int>();
+    cfg.context = c.at("context").get<int>();
+    return cfg;
+  }
+  Batch batch() const {
+    Batch b;
+    b.B = B;
+    b.T = T;
+    b.tokens = tokens;
+    b.targets = targets;
+    return b;
+  }
+};
+
+// Copies a flat host parameter vector into the model.
+inline void load_params(Backend& be, Model& model, const std::vector<float>& flat) {
+  ASSERT_EQ(flat.size(), model.num_params());
+  be.copy_to_device(model.param_data(), flat.data(), flat.size() * sizeof(float));
+}
+
 inline std::vector<float> to_host(Backend& be, const float* p, std::size_t n) {
   std::vector<float> h(n);
   be.copy_to_host(h.data(), p, n * sizeof(float));

@@ -14,42 +14,14 @@
 namespace tt {
 namespace {
 
-using fixture_test::read_bin;
+using fixture_test::load_params;
 using fixture_test::to_host;
 using fixture_test::worst;
 
-constexpr const char* kDir = "bert_tiny";
-
-struct Reference {
-  nlohmann::json manifest = fixture_test::read_manifest(kDir);
-  std::vector<float> params = read_bin<float>("params.bin", kDir);
-  std::vector<float> grads = read_bin<float>("grads.bin", kDir);
-  std::vector<float> logits = read_bin<float>("logits.bin", kDir);
-  std::vector<float> final_params = read_bin<float>("final_params.bin", kDir);
-  std::vector<int32_t> tokens = read_bin<int32_t>("tokens.bin", kDir);
-  std::vector<int32_t> targets = read_bin<int32_t>("targets.bin", kDir);
-  int B = manifest.at("B").get<int>();
-  int T = manifest.at("T").get<int>();
-
-  BertConfig config() const {
-    const auto& c = manifest.at("config");
-    return {c.at("n_layer").get<int>(), c.at("n_head").get<int>(), c.at("n_embd").get<int>(),
-            c.at("vocab_size").get<int>(), c.at("context").get<int>()};
-  }
-  Batch batch() const {
-    Batch b;
-    b.B = B;
-    b.T = T;
-    b.tokens = tokens;
-    b.targets = targets;
-    return b;
-  }
+struct Reference : fixture_test::TokenFixture {
+  Reference() : TokenFixture("bert_tiny") {}
+  BertConfig config() const { return TokenFixture::config<BertConfig>(); }
 };
-
-void load(Backend& be, Bert& model, const std::vector<float>& flat) {
-  ASSERT_EQ(flat.size(), model.num_params());
-  be.copy_to_device(model.param_data(), flat.data(), flat.size() * sizeof(float));
-}
 
 void expect_grads_match(const Bert& model, const std::vector<float>& got, const Reference& ref) {
   fixture_test::expect_grads_match(model, got, ref.manifest, ref.grads);
@@ -87,7 +59,7 @@ TEST(BertFixture, ForwardMatchesLogitsAndLoss) {
   Reference ref;
   auto be = make_cpu_backend(2);
   Bert model(*be, ref.config());
-  load(*be, model, ref.params);
+  load_params(*be, model, ref.params);
   const double want = ref.manifest.at("loss").get<double>();
   EXPECT_NEAR(model.forward(ref.batch()), want, 1e-5 * want);
   const std::vector<float> logits = to_host(*be, model.logits(), ref.logits.size());
@@ -99,7 +71,7 @@ TEST(BertFixture, BackwardMatchesEveryGradient) {
   Reference ref;
   auto be = make_cpu_backend(2);
   Bert model(*be, ref.config());
-  load(*be, model, ref.params);
+  load_params(*be, model, ref.params);
   model.zero_grad();
   (void)model.forward(ref.batch());
   model.backward({});
@@ -110,7 +82,7 @@ TEST(BertFixture, AdamWTenStepsMatch) {
   Reference ref;
   auto be = make_cpu_backend(2);
   Bert model(*be, ref.config());
-  load(*be, model, ref.params);
+  load_params(*be, model, ref.params);
   const auto [got, lr] = fixture_test::run_adamw(*be, model, ref.batch(), ref.manifest);
   // The key bias's gradient is exactly zero in exact arithmetic (a constant added to every key of a
   // query shifts its scores equally), so Adam turns rounding noise into steps: those entries only have

@@ -22,40 +22,14 @@
 namespace tt {
 namespace {
 
-using fixture_test::read_bin;
+using fixture_test::load_params;
 using fixture_test::to_host;
 using fixture_test::worst;
 
-struct Reference {
-  nlohmann::json manifest = fixture_test::read_manifest();
-  std::vector<float> params = read_bin<float>("params.bin");
-  std::vector<float> grads = read_bin<float>("grads.bin");
-  std::vector<float> logits = read_bin<float>("logits.bin");
-  std::vector<float> final_params = read_bin<float>("final_params.bin");
-  std::vector<int32_t> tokens = read_bin<int32_t>("tokens.bin");
-  std::vector<int32_t> targets = read_bin<int32_t>("targets.bin");
-  int B = manifest.at("B").get<int>();
-  int T = manifest.at("T").get<int>();
-
-  Gpt2Config config() const {
-    const auto& c = manifest.at("config");
-    return {c.at("n_layer").get<int>(), c.at("n_head").get<int>(), c.at("n_embd").get<int>(),
-            c.at("vocab_size").get<int>(), c.at("context").get<int>()};
-  }
-  Batch batch() const {
-    Batch b;
-    b.B = B;
-    b.T = T;
-    b.tokens = tokens;
-    b.targets = targets;
-    return b;
-  }
+struct Reference : fixture_test::TokenFixture {
+  Reference() : TokenFixture("gpt2_tiny") {}
+  Gpt2Config config() const { return TokenFixture::config<Gpt2Config>(); }
 };
-
-void load(Backend& be, Gpt2& model, const std::vector<float>& flat) {
-  ASSERT_EQ(flat.size(), model.num_params());
-  be.copy_to_device(model.param_data(), flat.data(), flat.size() * sizeof(float));
-}
 
 void expect_grads_match(const Gpt2& model, const std::vector<float>& got, const Reference& ref) {
   fixture_test::expect_grads_match(model, got, ref.manifest, ref.grads);
@@ -82,7 +56,7 @@ TEST(Gpt2Fixture, ForwardMatchesLogitsAndLoss) {
   Reference ref;
   auto be = make_cpu_backend(2);
   Gpt2 model(*be, ref.config());
-  load(*be, model, ref.params);
+  load_params(*be, model, ref.params);
   const float loss = model.forward(ref.batch());
   EXPECT_NEAR(loss, ref.manifest.at("loss").get<double>(), 1e-5 * ref.manifest.at("loss").get<double>());
   const std::vector<float> logits = to_host(*be, model.logits(), ref.logits.size());
@@ -94,7 +68,7 @@ TEST(Gpt2Fixture, BackwardMatchesEveryGradient) {
   Reference ref;
   auto be = make_cpu_backend(2);
   Gpt2 model(*be, ref.config());
-  load(*be, model, ref.params);
+  load_params(*be, model, ref.params);
   model.zero_grad();
   (void)model.forward(ref.batch());
   model.backward({});
@@ -106,7 +80,7 @@ TEST(Gpt2Fixture, GradientsAccumulateAcrossBackwardCalls) {
   Reference ref;
   auto be = make_cpu_backend(2);
   Gpt2 model(*be, ref.config());
-  load(*be, model, ref.params);
+  load_params(*be, model, ref.params);
   model.zero_grad();
   for (int i = 0; i < 2; ++i) {
     (void)model.forward(ref.batch());
@@ -122,7 +96,7 @@ TEST(Gpt2Fixture, AdamWTenStepsMatch) {
   Reference ref;
   auto be = make_cpu_backend(2);
   Gpt2 model(*be, ref.config());
-  load(*be, model, ref.params);
+  load_params(*be, model, ref.params);
   const auto [got, lr] = fixture_test::run_adamw(*be, model, ref.batch(), ref.manifest);
   // The key bias (middle third of c_attn.bias) has a gradient that is exactly zero in exact arithmetic
   // (adding a constant to every key of a query shifts all its scores equally: softmax ignores it), so
@@ -159,7 +133,7 @@ TEST(Gpt2Fixture, PaddedVocabularyGivesTheSameResults) {
     std::copy(src, src + rp.at("numel").get<std::ptrdiff_t>(),
               flat.begin() + static_cast<std::ptrdiff_t>(p.offset));
   }
-  load(*be, model, flat);
+  load_params(*be, model, flat);
   model.zero_grad();
   const float loss = model.forward(ref.batch());
   EXPECT_NEAR(loss, ref.manifest.at("loss").get<double>(), 1e-5 * ref.manifest.at("loss").get<double>());
