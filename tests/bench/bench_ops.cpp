@@ -103,7 +103,7 @@ void BM_AttentionForward(benchmark::State& state) {
   const auto qkv = pattern(sz(B) * T * 3 * C);
   std::vector<float> out(sz(B) * T * C), att(sz(B) * NH * T * T);
   for (auto _ : state)
-    be->attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH, AttentionMask::Causal);
+    be->attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH, tt::AttentionMask::Causal);
   set_gflops(state, 2.0 * B * T * T * C);  // QK^T and att@V, each 2*B*NH*T*T*hs/2
 }
 
@@ -112,10 +112,10 @@ void BM_AttentionBackward(benchmark::State& state) {
   auto be = tt::make_cpu_backend(static_cast<int>(state.range(2)));
   const auto qkv = pattern(sz(B) * T * 3 * C), g = pattern(sz(B) * T * C, 1);
   std::vector<float> out(sz(B) * T * C), att(sz(B) * NH * T * T), dqkv(qkv.size()), scratch(att.size());
-  be->attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH, AttentionMask::Causal);
+  be->attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH, tt::AttentionMask::Causal);
   for (auto _ : state)
     be->attention_backward(dqkv.data(), scratch.data(), g.data(), qkv.data(), att.data(), B, T, C, NH,
-                           AttentionMask::Causal);
+                           tt::AttentionMask::Causal);
   set_gflops(state, 4.0 * B * T * T * C);  // four products
 }
 
