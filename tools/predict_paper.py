@@ -102,10 +102,11 @@ def comm_seconds(grad_bytes, buckets, P, aes_gbps, crossing, bounce_bytes, crypt
 
 
 def predict(t_off, t_bwd, grad_bytes, buckets, P, aes_gbps, crossing, bounce_bytes, crypto_threads=1):
+    """(slowdown with `buckets` buckets, with one whole-model bucket): the step rule every platform shares
+    (predict_platforms.slowdowns), with the sealed ring's CPU time as the communication."""
     comm_25 = comm_seconds(grad_bytes, buckets, P, aes_gbps, crossing, bounce_bytes, crypto_threads)
     comm_1 = comm_seconds(grad_bytes, 1, P, aes_gbps, crossing, bounce_bytes, crypto_threads)
-    step_25 = t_off - t_bwd + max(t_bwd, comm_25)
-    return step_25 / t_off, (t_off + comm_1) / t_off
+    return predict_platforms.slowdowns({"t_off": t_off, "t_backward": t_bwd}, 1.0, comm_25, comm_1, 0.0)
 
 
 def scenarios(run, src, costs):

@@ -55,7 +55,8 @@ def host_side_s(launches, crossings, bytes_each, fixed_us, us_per_byte, launch_u
 
 def slowdowns(run, kernel_ratio, comm_25, comm_1, host_s):
     """Step / T_off with 25 MiB buckets (communication overlaps backward) and one whole-model bucket (it
-    does not), the step's kernels scaled by CC's kernel-time ratio; the same rule as predict_paper.py."""
+    does not), the step's kernels scaled by CC's kernel-time ratio: the one step rule, which
+    predict_paper.predict uses too."""
     t_off, t_bwd = run["t_off"] * kernel_ratio, run["t_backward"] * kernel_ratio
     step_25 = t_off - t_bwd + max(t_bwd, comm_25) + host_s
     return step_25 / run["t_off"], (t_off + comm_1 + host_s) / run["t_off"]
@@ -100,6 +101,7 @@ def blackwell(run, plat, src, costs, P, hop_us=None):
     s25, s1 = slowdowns(run, ratio, comm(run["buckets"]), comm(1), ingress + launch_s)
     return {"slowdown_25mib": s25, "slowdown_whole": s1,
             "parts": {"ring_25mib_s": comm(run["buckets"]), "ring_whole_s": comm(1), "wire_s": wire_s,
+                      "nvlink_gbps": f["nvlink_p2p_gbps"]["value"],
                       "hop_us": hop_us, "ingress_s": ingress, "launch_s": launch_s, "kernel_ratio": ratio,
                       "launches": launches, "batch_crossings": crossings, "batch_bytes_each": bytes_each}}
 
@@ -202,8 +204,8 @@ def why_text(run, rows, src, costs, P):
             f"the CPU-GPU boundary through CC's bounce buffer{host}.")
     bw = by.get("blackwell-cc")
     if bw:
-        text += (f" Blackwell keeps the ring encrypted, but on the GPUs' copy engines over NVLink (510 GB/s "
-                 f"inside a CVM) instead of one CPU core: the same bytes take {bw['wire_s'] * 1e3:.0f} ms, hidden "
+        text += (f" Blackwell keeps the ring encrypted, but on the GPUs' copy engines over NVLink "
+                 f"({bw['nvlink_gbps']:g} GB/s inside a CVM) instead of one CPU core: the same bytes take {bw['wire_s'] * 1e3:.0f} ms, hidden "
                  f"under backward with 25 MiB buckets; what is not published is the set-up of one encrypted "
                  f"transfer, which decides whether bucket size matters again (bounds below).")
     return text

@@ -151,13 +151,7 @@ Bert::Views Bert::carve(const BertConfig& cfg, float* acts, float* dacts, int B,
   v.probs = a.take(N * V);
   v.losses = a.take(N);
   v.acts_floats = a.used();
-  ArenaCarver<float> g(dacts);
-  v.dresidual = g.take(N * C);
-  v.dbtc = g.take(N * C);
-  v.dbt4c_a = g.take(4 * N * C);
-  v.dbt4c_b = g.take(4 * N * C);
-  v.datt = g.take(att);
-  v.dacts_floats = g.used();
+  static_cast<TransformerGrads&>(v) = TransformerGrads::carve(dacts, N, C, att);
   return v;
 }
 
@@ -184,8 +178,7 @@ StepFlops Bert::flops_for(const BertConfig& cfg, int B, int T) {
 
 std::size_t Bert::activation_bytes_for(const BertConfig& cfg, int B, int T) {
   const Views sz = carve(cfg, nullptr, nullptr, B, T);
-  const std::size_t N = static_cast<std::size_t>(B) * static_cast<std::size_t>(T);
-  return (sz.acts_floats + sz.dacts_floats) * sizeof(float) + 2 * N * sizeof(int32_t);
+  return token_arena_bytes(sz.acts_floats, sz.dacts_floats, B, T);
 }
 
 }  // namespace tt

@@ -122,28 +122,25 @@ class Bert final : public TokenModel {
     float* ln2_mean;  // (B, T)
     float* ln2_rstd;  // (B, T)
   };
-  struct Views {
+  // The gradient arena (TransformerGrads): dbtc holds the LayerNorm input gradients; dbt4c_a dfch_gelu,
+  // then dqkv (B, T, 3C), and dhead_gelu in the head; dbt4c_b dfch, then datty (B, T, C), and dhead in
+  // the head.
+  struct Views : TransformerGrads {
     float* emb_sum = nullptr;   // (B, T, C)  word + position + type embeddings
     float* emb = nullptr;       // (B, T, C)  their LayerNorm = input of layer 0
     float* emb_mean = nullptr;  // (B, T)
     float* emb_rstd = nullptr;  // (B, T)
     float* scratch = nullptr;   // (B, T, C)  dense outputs before the residual add (not saved)
     std::vector<LayerActs> layers;
-    float* head = nullptr;       // (B, T, C)  transform dense output (GELU input)
-    float* head_gelu = nullptr;  // (B, T, C)
-    float* head_ln = nullptr;    // (B, T, C)  transform LayerNorm = decoder input
-    float* head_mean = nullptr;  // (B, T)
-    float* head_rstd = nullptr;  // (B, T)
-    float* logits = nullptr;     // (B, T, V) also reused as dlogits in backward
-    float* probs = nullptr;      // (B, T, V)
-    float* losses = nullptr;     // (B, T)
-    float* dresidual = nullptr;  // (B, T, C)  gradient of the current layer's output, then input
-    float* dbtc = nullptr;       // (B, T, C)  LayerNorm input gradients
-    float* dbt4c_a = nullptr;    // (B, T, 4C) dfch_gelu, then dqkv (B, T, 3C); dhead_gelu in the head
-    float* dbt4c_b = nullptr;    // (B, T, 4C) dfch, then datty (B, T, C); dhead in the head
-    float* datt = nullptr;       // (B, NH, T, T)
-    std::size_t acts_floats = 0;
-    std::size_t dacts_floats = 0;
+    float* head = nullptr;        // (B, T, C)  transform dense output (GELU input)
+    float* head_gelu = nullptr;   // (B, T, C)
+    float* head_ln = nullptr;     // (B, T, C)  transform LayerNorm = decoder input
+    float* head_mean = nullptr;   // (B, T)
+    float* head_rstd = nullptr;   // (B, T)
+    float* logits = nullptr;      // (B, T, V) also reused as dlogits in backward
+    float* probs = nullptr;       // (B, T, V)
+    float* losses = nullptr;      // (B, T)
+    std::size_t acts_floats = 0;  // size of the forward activation arena
   };
   int context() const override { return cfg_.context; }
   std::pair<std::size_t, std::size_t> arena_floats(int B, int T) const override;

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "models/common/model_layout.h"
 
 namespace tt {
 
@@ -17,6 +18,18 @@ TokenModel::TokenModel(Backend& backend, std::string family, std::string name, s
   }
   params_buf_ = DeviceBuffer(backend_, num_params_ * sizeof(float));
   grads_buf_ = DeviceBuffer(backend_, num_params_ * sizeof(float));
+}
+
+TransformerGrads TransformerGrads::carve(float* dacts, std::size_t N, std::size_t C, std::size_t att) {
+  TransformerGrads g;
+  ArenaCarver<float> c(dacts);
+  g.dresidual = c.take(N * C);
+  g.dbtc = c.take(N * C);
+  g.dbt4c_a = c.take(4 * N * C);
+  g.dbt4c_b = c.take(4 * N * C);
+  g.datt = c.take(att);
+  g.dacts_floats = c.used();
+  return g;
 }
 
 void TokenModel::zero_grad() {
@@ -49,7 +62,7 @@ void TokenModel::reserve(int B, int T) {
   acts_buf_ = DeviceBuffer(backend_, acts * sizeof(float));
   dacts_buf_ = DeviceBuffer(backend_, dacts * sizeof(float));
   const std::size_t N = static_cast<std::size_t>(nB) * static_cast<std::size_t>(nT);
-  tokens_buf_ = DeviceBuffer(backend_, 2 * N * sizeof(int32_t));
+  tokens_buf_ = DeviceBuffer(backend_, 2 * N * sizeof(int32_t));  // token_arena_bytes counts it
   tokens_ = tokens_buf_.as<int32_t>();
   targets_ = tokens_ + N;
   res_B_ = nB;

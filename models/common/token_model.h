@@ -24,6 +24,27 @@ inline double transformer_block_flops(int B, int T, int C) {
   return 2.0 * N * 12.0 * c * c + 2.0 * 2.0 * N * T * c;
 }
 
+// The activation-gradient arena of a transformer's backward: one set of buffers reused by every block
+// in turn (backward visits one block at a time). Each family's backward says which gradient each
+// buffer holds when. A family's Views derive from it.
+struct TransformerGrads {
+  float* dresidual = nullptr;    // (B, T, C)  gradient of the residual stream
+  float* dbtc = nullptr;         // (B, T, C)
+  float* dbt4c_a = nullptr;      // (B, T, 4C)
+  float* dbt4c_b = nullptr;      // (B, T, 4C)
+  float* datt = nullptr;         // (B, NH, T, T) attention backward workspace
+  std::size_t dacts_floats = 0;  // size of the activation-gradient arena
+  // Carved from `dacts` (null: sizes only) for N = B*T rows of width C; att = B*NH*T*T.
+  static TransformerGrads carve(float* dacts, std::size_t N, std::size_t C, std::size_t att);
+};
+
+// Bytes of a token model's arenas for a B x T batch: the two float arenas and the (B, T) token and
+// target ids that reserve() allocates beside them.
+inline std::size_t token_arena_bytes(std::size_t acts_floats, std::size_t dacts_floats, int B, int T) {
+  const std::size_t N = static_cast<std::size_t>(B) * static_cast<std::size_t>(T);
+  return (acts_floats + dacts_floats) * sizeof(float) + 2 * N * sizeof(int32_t);
+}
+
 class TokenModel : public Model {
  public:
   std::string name() const override { return name_; }

@@ -118,7 +118,9 @@ class Gpt2 final : public TokenModel {
   };
   // Every view into the activation arenas for a B x T batch. carve() is the single place that lays
   // the arenas out, so reserve() and activation_bytes() cannot disagree.
-  struct Views {
+  // The gradient arena (TransformerGrads): dbtc holds dlnf, dln2, datty, dln1 in turn; dbt4c_a
+  // dfch_gelu, then dqkv (B, T, 3C); dbt4c_b dfch.
+  struct Views : TransformerGrads {
     float* encoded = nullptr;       // (B, T, C)  wte[tokens] + wpe = input of layer 0
     float* scratch = nullptr;       // (B, T, C)  c_proj outputs before the residual add (not saved)
     std::vector<LayerActs> layers;  // (n_layer)
@@ -128,14 +130,7 @@ class Gpt2 final : public TokenModel {
     float* logits = nullptr;        // (B, T, Vp) also reused as dlogits in backward
     float* probs = nullptr;         // (B, T, Vp)
     float* losses = nullptr;        // (B, T)
-    // Activation gradients: one set reused by every layer, since backward visits one layer at a time.
-    float* dresidual = nullptr;    // (B, T, C)  gradient of the residual stream
-    float* dbtc = nullptr;         // (B, T, C)  dlnf, dln2, datty, dln1 in turn
-    float* dbt4c_a = nullptr;      // (B, T, 4C) dfch_gelu, then dqkv (B, T, 3C)
-    float* dbt4c_b = nullptr;      // (B, T, 4C) dfch
-    float* datt = nullptr;         // (B, NH, T, T) attention backward workspace
-    std::size_t acts_floats = 0;   // size of the forward activation arena
-    std::size_t dacts_floats = 0;  // size of the activation-gradient arena
+    std::size_t acts_floats = 0;    // size of the forward activation arena
   };
   // With null bases only the sizes are meaningful.
   int context() const override { return cfg_.context; }

@@ -135,6 +135,44 @@ inline void expect_grads_match(const Model& model, const std::vector<float>& got
   }
 }
 
+// The model's parameter table equals the manifest's: names, offsets, shapes and decay, in order.
+inline void expect_layout_matches(const Model& model, const nlohmann::json& manifest) {
+  const auto& ps = model.params();
+  ASSERT_EQ(manifest.at("params").size(), ps.size());
+  for (std::size_t i = 0; i < ps.size(); ++i) {
+    const auto& rp = manifest.at("params")[i];
+    EXPECT_EQ(rp.at("name").get<std::string>(), ps[i].name);
+    EXPECT_EQ(rp.at("offset").get<std::size_t>(), ps[i].offset) << ps[i].name;
+    EXPECT_EQ(rp.at("shape").get<std::vector<int64_t>>(), ps[i].shape) << ps[i].name;
+    EXPECT_EQ(rp.at("decay").get<bool>(), ps[i].decay) << ps[i].name;
+  }
+}
+
+// Runs backward() (after the caller's forward) recording each readiness signal `from` and the
+// gradients [from, end) at that moment; checks that the signals strictly descend to 0 and that
+// "final" means final: nothing after a signal changes those gradients. Returns the signals for the
+// family's own checks of where they fall.
+inline std::vector<std::size_t> backward_ready_signals(Backend& be, Model& model) {
+  std::vector<std::size_t> froms;
+  std::vector<std::vector<float>> snapshots;  // grads [from, end) at the moment of the signal
+  model.backward([&](std::size_t from) {
+    be.synchronize();
+    froms.push_back(from);
+    snapshots.push_back(to_host(be, model.grad_data() + from, model.num_params() - from));
+  });
+  EXPECT_FALSE(froms.empty());
+  if (froms.empty()) return froms;
+  EXPECT_EQ(froms.back(), 0u);
+  for (std::size_t i = 1; i < froms.size(); ++i) EXPECT_LT(froms[i], froms[i - 1]);
+  const std::vector<float> grads = to_host(be, model.grad_data(), model.num_params());
+  for (std::size_t i = 0; i < froms.size(); ++i) {
+    EXPECT_TRUE(std::equal(snapshots[i].begin(), snapshots[i].end(),
+                           grads.begin() + static_cast<std::ptrdiff_t>(froms[i])))
+        << "gradients above " << froms[i] << " changed after they were signalled final";
+  }
+  return froms;
+}
+
 // The manifest's AdamW trajectory on one batch with the trainer's policy (decay only on ParamInfo.decay
 // tensors, no clipping), each step's loss checked against adamw_losses (relative 1e-4). Returns the
 // final parameters and the learning rate.

@@ -43,15 +43,7 @@ TEST(BertFixture, ManifestMatchesOurLayout) {
   Reference ref;
   auto be = make_cpu_backend(2);
   Bert model(*be, ref.config());
-  const auto& ps = model.params();
-  ASSERT_EQ(ref.manifest.at("params").size(), ps.size());
-  for (std::size_t i = 0; i < ps.size(); ++i) {
-    const auto& rp = ref.manifest.at("params")[i];
-    EXPECT_EQ(rp.at("name").get<std::string>(), ps[i].name);
-    EXPECT_EQ(rp.at("offset").get<std::size_t>(), ps[i].offset) << ps[i].name;
-    EXPECT_EQ(rp.at("shape").get<std::vector<int64_t>>(), ps[i].shape) << ps[i].name;
-    EXPECT_EQ(rp.at("decay").get<bool>(), ps[i].decay) << ps[i].name;
-  }
+  fixture_test::expect_layout_matches(model, ref.manifest);
   EXPECT_EQ(ref.params.size(), model.num_params());
 }
 
