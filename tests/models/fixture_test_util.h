@@ -173,6 +173,39 @@ inline std::vector<std::size_t> backward_ready_signals(Backend& be, Model& model
   return froms;
 }
 
+// Central differences of the model's loss on `batch`, in float32 at its current parameters, at the entry
+// with the largest gradient of each named tensor (whose gradient must not be zero: that would check
+// nothing). h = 1e-2 keeps rounding noise (~1e-7 / h) and the curvature term (~h^2) both well below
+// the tolerance |fd - g| <= 2e-4 + 2e-2 |g|.
+inline void expect_finite_differences(Backend& be, Model& model, const Batch& batch,
+                                      const std::vector<std::string>& names) {
+  model.zero_grad();
+  (void)model.forward(batch);
+  model.backward({});
+  const auto grads = to_host(be, model.grad_data(), model.num_params());
+  auto params = to_host(be, model.param_data(), model.num_params());
+  const float h = 1e-2f;
+  for (const std::string& name : names) {
+    const ParamInfo* p = param_named(model, name);
+    ASSERT_NE(p, nullptr) << "the model has no tensor " << name;
+    std::size_t at = p->offset;
+    for (std::size_t i = p->offset; i < p->offset + p->numel; ++i) {
+      if (std::abs(grads[i]) > std::abs(grads[at])) at = i;
+    }
+    const float saved = params[at];
+    auto loss_at = [&](float value) {
+      params[at] = value;
+      be.copy_to_device(model.param_data(), params.data(), params.size() * sizeof(float));
+      return static_cast<double>(model.forward(batch));
+    };
+    const double fd = (loss_at(saved + h) - loss_at(saved - h)) / (2.0 * static_cast<double>(h));
+    loss_at(saved);
+    const double g = grads[at];
+    EXPECT_GT(std::abs(g), 0.0) << name << ": a gradient of zero checks nothing";
+    EXPECT_NEAR(fd, g, 2e-4 + 2e-2 * std::abs(g)) << name << " entry " << at - p->offset;
+  }
+}
+
 // The manifest's AdamW trajectory on one batch with the trainer's policy (decay only on ParamInfo.decay
 // tensors, no clipping), each step's loss checked against adamw_losses (relative 1e-4). Returns the
 // final parameters and the learning rate.

@@ -90,38 +90,15 @@ TEST(Gpt2Model, InitIsDeterministicAndGpt2Style) {
 }
 
 TEST(Gpt2Model, FiniteDifferencesOfTheLoss) {
-  // Central differences in float32 on the fixture parameters, at the entry with the largest gradient
-  // of several tensors across the whole model. h = 1e-2 keeps rounding noise (~1e-7 / h) and the
-  // curvature term (~h^2) both well below the tolerance |fd - g| <= 2e-4 + 2e-2 |g|.
+  // Several tensors across the whole model, on the fixture parameters.
   auto be = make_cpu_backend(2);
   Gpt2 model(*be, Gpt2Config::preset("gpt2-tiny"));
   load_fixture_params(*be, model);
-  const Batch batch = random_batch(2, 8, 256, 3);
-  model.zero_grad();
-  (void)model.forward(batch);
-  model.backward({});
-  const auto grads = to_host(*be, model.grad_data(), model.num_params());
-  auto params = to_host(*be, model.param_data(), model.num_params());
-  const float h = 1e-2f;
-  for (const char* name : {"wte", "wpe", "h.0.ln_1.weight", "h.0.ln_1.bias", "h.0.attn.c_attn.weight",
-                           "h.0.attn.c_attn.bias", "h.1.attn.c_proj.weight", "h.1.ln_2.bias",
-                           "h.1.mlp.c_fc.weight", "h.0.mlp.c_proj.bias", "ln_f.weight", "ln_f.bias"}) {
-    const ParamInfo& p = model.param(name);
-    std::size_t at = p.offset;
-    for (std::size_t i = p.offset; i < p.offset + p.numel; ++i) {
-      if (std::abs(grads[i]) > std::abs(grads[at])) at = i;
-    }
-    const float saved = params[at];
-    auto loss_at = [&](float value) {
-      params[at] = value;
-      be->copy_to_device(model.param_data(), params.data(), params.size() * sizeof(float));
-      return static_cast<double>(model.forward(batch));
-    };
-    const double fd = (loss_at(saved + h) - loss_at(saved - h)) / (2.0 * static_cast<double>(h));
-    loss_at(saved);
-    const double g = grads[at];
-    EXPECT_NEAR(fd, g, 2e-4 + 2e-2 * std::abs(g)) << name << " entry " << at - p.offset;
-  }
+  fixture_test::expect_finite_differences(
+      *be, model, random_batch(2, 8, 256, 3),
+      {"wte", "wpe", "h.0.ln_1.weight", "h.0.ln_1.bias", "h.0.attn.c_attn.weight", "h.0.attn.c_attn.bias",
+       "h.1.attn.c_proj.weight", "h.1.ln_2.bias", "h.1.mlp.c_fc.weight", "h.0.mlp.c_proj.bias", "ln_f.weight",
+       "ln_f.bias"});
 }
 
 TEST(Gpt2Model, SmallerBatchesUseAPrefixOfTheArenas) {
