@@ -3,6 +3,8 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <thread>
 
 namespace tt {
@@ -20,8 +22,21 @@ int ranks_on_this_host() {
   return local_ranks;
 }
 
+namespace {
+
+// Open MPI passes `--mca mpi_yield_when_idle 1` to its ranks as this environment variable.
+bool open_mpi_told_to_yield() {
+  const char* v = std::getenv("OMPI_MCA_mpi_yield_when_idle");
+  if (v == nullptr) return false;
+  const std::string s(v);
+  return s == "1" || s == "true" || s == "yes";
+}
+
+}  // namespace
+
 comm::WaitMode fair_wait_mode() {
-  return ranks_on_this_host() <= host_cores() ? comm::WaitMode::Busy : comm::WaitMode::Adaptive;
+  const bool oversubscribed = ranks_on_this_host() > host_cores();  // collective: every rank calls it
+  return oversubscribed || open_mpi_told_to_yield() ? comm::WaitMode::Adaptive : comm::WaitMode::Busy;
 }
 
 }  // namespace tt

@@ -11,7 +11,9 @@ int host_cores();
 int ranks_on_this_host();
 // Busy polling, as MPI_Allreduce does, while each rank has a core of its own; adaptive (yield, then
 // nap) once ranks outnumber cores — a spinning rank would then hold the core its peer needs, which is
-// why Open MPI itself yields when oversubscribed. Collective (it counts the ranks on the host).
+// why Open MPI itself yields when oversubscribed. Also adaptive when Open MPI was told to yield
+// (`--mca mpi_yield_when_idle 1`, as scripts/netns-hosts.sh does for emulated hosts that share cores
+// with the kernel's TCP work). Collective (it counts the ranks on the host).
 comm::WaitMode fair_wait_mode();
 
 }  // namespace tt

@@ -138,8 +138,14 @@ cmd_mpirun() {
   export TT_NETNS_TAG="$TAG"
   # Pin Open MPI's runtime (oob) and data (btl) TCP traffic to the rig's subnet; shared memory
   # between ranks of one host, TCP between hosts, as on a real cluster.
+  # The emulated hosts share this machine's cores, and their TCP runs in the kernel's softirq work on
+  # those same cores: a rank that busy-polls (MPI's default) holds the core the kernel needs to move
+  # its peer's packets, and every message then waits for a scheduler tick (8 ms per message measured
+  # on 2 cores, against 0.1 ms yielding). So the rig tells Open MPI to yield, as it does itself when
+  # oversubscribed; teetrain's waits follow (engine/host_layout.h fair_wait_mode). On real hosts,
+  # each with its own cores and NIC, leave it out.
   # shellcheck disable=SC2054  # the commas are Open MPI's list syntax
-  local cmd=(mpirun --hostfile "$STATE/hostfile" --mca plm_rsh_agent "$SELF agent"
+  local cmd=(mpirun --hostfile "$STATE/hostfile" --mca plm_rsh_agent "$SELF agent" --mca mpi_yield_when_idle 1
              --mca oob_tcp_if_include "$NET.0/24" --mca btl_tcp_if_include "$NET.0/24" --mca btl self,vader,tcp "$@")
   # Say what runs: on real hosts it is the same command without the agent (ssh is the default).
   echo "netns-hosts: in h1: ${cmd[*]}" >&2

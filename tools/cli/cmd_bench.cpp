@@ -463,8 +463,8 @@ void register_bench_allreduce(CLI::App* bench) {
   auto ar = std::make_shared<AllreduceBenchOptions>();
   auto* a =
       bench->add_subcommand("allreduce", "All-reduce bus bandwidth, nccl-tests style (run under mpirun)");
-  a->add_option("--min-bytes", ar->min_bytes, "Smallest message")->check(positive())->capture_default_str();
-  a->add_option("--max-bytes", ar->max_bytes, "Largest message")->check(positive())->capture_default_str();
+  add_bytes_option(a, "--min-bytes", ar->min_bytes, "Smallest message");
+  add_bytes_option(a, "--max-bytes", ar->max_bytes, "Largest message");
   a->add_option("--factor", ar->factor, "Size step factor")->check(CLI::Range(2, 16))->capture_default_str();
   a->add_option("--warmup", ar->warmup, "Warm-up iterations per size")
       ->check(non_negative())
@@ -486,7 +486,8 @@ void register_bench_allreduce(CLI::App* bench) {
   add_enum_option(a, "--comm-wait", ar->comm_wait,
                   "How the ring waits for a message: busy polls like MPI_Allreduce (a core per rank); "
                   "adaptive yields, then naps (train's default). Default: busy, adaptive when ranks "
-                  "outnumber the host's cores (as Open MPI yields when oversubscribed)");
+                  "outnumber the host's cores or Open MPI was told to yield (--mca mpi_yield_when_idle 1), "
+                  "as Open MPI itself then yields");
   auto* tg = a->add_option_group("TEE mode (sealed ring, as `teetrain train --tee`)");
   TeeSettings& t = ar->tee.settings;
   add_enum_option(tg, "--tee", t.mode,
@@ -550,10 +551,8 @@ void register_bench_crypto(CLI::App* bench) {
   auto* c = bench->add_subcommand("crypto", "Seal and open GB/s per cipher, message size and thread count");
   c->add_option("--ciphers", cr->ciphers, "Ciphers")->delimiter(',')->capture_default_str();
   c->add_option("--threads", cr->threads, "Crypto thread counts")->delimiter(',')->capture_default_str();
-  c->add_option("--min-bytes", cr->min_bytes, "Smallest message (sizes grow x4)")
-      ->check(positive())
-      ->capture_default_str();
-  c->add_option("--max-bytes", cr->max_bytes, "Largest message")->check(positive())->capture_default_str();
+  add_bytes_option(c, "--min-bytes", cr->min_bytes, "Smallest message (sizes grow x4)");
+  add_bytes_option(c, "--max-bytes", cr->max_bytes, "Largest message");
   c->add_option("--min-seconds", cr->min_seconds, "Time per point")->check(positive())->capture_default_str();
   c->add_option("--json", cr->json, "Write the records as a JSON list to FILE");
   c->callback([cr] { run_crypto(*cr); });

@@ -41,6 +41,16 @@ inline CLI::Validator non_negative() {
       "NON-NEGATIVE");
 }
 
+// A byte count, plain or with a binary suffix as the docs write sizes: 65536, 64K, 64KiB, 16M, 1G
+// (K = 1024). Refused unless greater than 0.
+template <typename T>
+CLI::Option* add_bytes_option(CLI::App* g, const std::string& flag, T& target, const std::string& description) {
+  return g->add_option(flag, target, description + " (bytes; suffixes K, M, G = 1024, 1024^2, 1024^3)")
+      ->transform(CLI::AsSizeValue(false))
+      ->check(positive())
+      ->capture_default_str();
+}
+
 // An option spelled as one of an enum's names (engine/run_plan.h EnumNames), stored in `target` (the
 // enum, or a std::optional of it whose default is decided later): the help lists the names and shows
 // `default_name`; anything else is refused naming the choices.
