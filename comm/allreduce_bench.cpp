@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "comm/collectives.h"
 #include "comm/mpi_allreduce.h"
+#include "comm/sealed_bench.h"
 
 namespace tt::comm {
 
@@ -113,10 +114,14 @@ std::vector<BenchRecord> bench_size(const Transport& t, Collectives& coll,
     auto times = slowest_rank_times(coll, mine[a], p, seq++);
     summarise(recs[a], times);
   }
-  const auto mpi =
-      std::find_if(recs.begin(), recs.end(), [](const BenchRecord& r) { return r.mode == "mpi"; });
+  const auto find = [&](const char* mode) {
+    return std::find_if(recs.begin(), recs.end(), [&](const BenchRecord& r) { return r.mode == mode; });
+  };
+  const auto mpi = find("mpi");
+  const auto plain = find("plain");
   for (auto& r : recs) {
     if (mpi != recs.end()) r.speedup_vs_mpi = mpi->time_us_median / r.time_us_median;
+    if (plain != recs.end()) r.speedup_vs_plain = plain->time_us_median / r.time_us_median;
   }
   return recs;
 }
@@ -149,14 +154,16 @@ std::vector<BenchRecord> run_allreduce_bench(Transport& t, MPI_Comm comm, const 
                                              const std::function<void(const BenchRecord&)>& on_record) {
   PlainChannel plain;
   RingAllreduce ring(t, channel != nullptr ? *channel : plain, opt.ring, profiler);
+  RingAllreduce plain_ring(t, plain, opt.plain_ring, profiler);  // beside a sealed one
   std::uint64_t step = 0;
   std::vector<BenchAlgo> algos;
   for (const BenchAlgorithm mode : opt.modes) {
-    if (mode == BenchAlgorithm::Ring) {
-      algos.push_back({enum_name(mode), [&](float* d, std::size_t n) {
+    if (mode != BenchAlgorithm::Mpi) {
+      RingAllreduce& r = mode == BenchAlgorithm::Ring ? ring : plain_ring;
+      algos.push_back({enum_name(mode), [&step, &r](float* d, std::size_t n) {
                          MessageContext id;
                          id.step = step++;
-                         ring.allreduce_sum(d, n, id);
+                         r.allreduce_sum(d, n, id);
                        }});
     } else {
       algos.push_back({enum_name(mode), [comm](float* d, std::size_t n) { mpi_allreduce_sum(comm, d, n); }});
@@ -165,19 +172,91 @@ std::vector<BenchRecord> run_allreduce_bench(Transport& t, MPI_Comm comm, const 
   return run_allreduce_bench(t, algos, opt, on_record);
 }
 
-std::string format_bench_header() {
+RingAeadBytes ring_aead_bytes(std::size_t count, int ranks, AllGatherMode all_gather) {
+  if (ranks < 2 || count == 0) return {};
+  const auto p = static_cast<std::size_t>(ranks);
+  const std::size_t chunk = (count + p - 1) / p * sizeof(float);
+  const std::size_t gather_seals = all_gather == AllGatherMode::ForwardWire ? 1 : p - 1;
+  return {.sealed = chunk * (p - 1 + gather_seals), .opened = chunk * 2 * (p - 1)};
+}
+
+double aead_time_us(const RingAeadBytes& work, double seal_gbps, double open_gbps) {
+  // GB/s = 1e9 bytes/s = 1e3 bytes/us.
+  return static_cast<double>(work.sealed) / (seal_gbps * 1e3) +
+         static_cast<double>(work.opened) / (open_gbps * 1e3);
+}
+
+AeadRates measure_aead_rates(Transport& t, tee::Cipher cipher, std::size_t message_bytes, std::size_t threads,
+                             double seconds) {
+  Collectives coll(t);
+  coll.barrier(0);
+  const auto recs = run_crypto_bench(cipher, {message_bytes}, threads, seconds);  // seal, then open
+  const std::array<double, 2> mine{recs.at(0).gbps, recs.at(1).gbps};
+  const auto all = coll.allgather(std::as_bytes(std::span(mine)), 1);  // (P, 2) doubles
+  AeadRates rates{.cipher = std::string(tee::cipher_name(cipher)),
+                  .seal_gbps = mine[0],
+                  .open_gbps = mine[1],
+                  .message_bytes = message_bytes,
+                  .threads = threads};
+  for (std::size_t r = 0; r < static_cast<std::size_t>(t.size()); ++r) {
+    std::array<double, 2> theirs{};
+    std::memcpy(theirs.data(), all.data() + r * sizeof theirs, sizeof theirs);
+    rates.seal_gbps = std::min(rates.seal_gbps, theirs[0]);
+    rates.open_gbps = std::min(rates.open_gbps, theirs[1]);
+  }
+  return rates;
+}
+
+void add_aead_bounds(std::vector<BenchRecord>& records, const AeadRates& rates, AllGatherMode all_gather) {
+  for (auto& r : records) {
+    if (r.mode == "ring")
+      r.aead_us =
+          aead_time_us(ring_aead_bytes(r.count, r.ranks, all_gather), rates.seal_gbps, rates.open_gbps);
+  }
+}
+
+std::string format_sealed_summary(const std::vector<BenchRecord>& records, const AeadRates& rates) {
+  std::array<char, 256> line{};
+  std::snprintf(line.data(), line.size(),
+                "# what sealing costs: %s alone, every rank at once (%zu-byte messages, %zu crypto thread%s "
+                "per rank): seal %.2f, open %.2f GB/s per rank\n",
+                rates.cipher.c_str(), rates.message_bytes, rates.threads, rates.threads == 1 ? "" : "s",
+                rates.seal_gbps, rates.open_gbps);
+  std::string out = line.data();
+  out +=
+      "# aead_us: that crypto alone per all-reduce. What it allows of sealed/plain: serial = plain / "
+      "(plain + aead), crypto and wire one after the other (they share the cores); overlapped = min(1, plain "
+      "/ "
+      "aead), crypto fully hidden behind the wire (it needs cores or a NIC of its own)\n";
+  std::snprintf(line.data(), line.size(), "# %12s %12s %12s %10s %10s\n", "bytes", "sealed/plain", "aead_us",
+                "serial", "overlapped");
+  out += line.data();
+  for (const auto& r : records) {
+    if (r.mode != "ring" || r.aead_us <= 0 || r.speedup_vs_plain <= 0) continue;
+    const double plain_us = r.speedup_vs_plain * r.time_us_median;
+    std::snprintf(line.data(), line.size(), "# %12zu %11.2fx %12.1f %9.2fx %9.2fx\n", r.bytes,
+                  r.speedup_vs_plain, r.aead_us, plain_us / (plain_us + r.aead_us),
+                  std::min(1.0, plain_us / r.aead_us));
+    out += line.data();
+  }
+  return out;
+}
+
+std::string format_bench_header(const std::string& reference) {
+  const std::string vs = "vs_" + reference;
   std::array<char, 256> line{};
   std::snprintf(line.data(), line.size(), "%-6s %5s %12s %11s %12s %10s %10s %11s %11s %6s %5s", "mode",
                 "ranks", "bytes", "count", "time_us(med)", "min", "max", "algbw(GB/s)", "busbw(GB/s)",
-                "vs_mpi", "check");
+                vs.c_str(), "check");
   return line.data();
 }
 
 std::string format_bench_row(const BenchRecord& r) {
   std::array<char, 256> line{};
   std::array<char, 16> vs{};
-  if (r.speedup_vs_mpi > 0) {
-    std::snprintf(vs.data(), vs.size(), "%.2fx", r.speedup_vs_mpi);
+  const double speedup = r.speedup_vs_mpi > 0 ? r.speedup_vs_mpi : r.speedup_vs_plain;
+  if (speedup > 0) {
+    std::snprintf(vs.data(), vs.size(), "%.2fx", speedup);
   } else {
     std::snprintf(vs.data(), vs.size(), "-");
   }

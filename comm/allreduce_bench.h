@@ -20,19 +20,24 @@
 #include "comm/transport.h"
 #include "engine/core/enum_names.h"
 #include "engine/core/profiler.h"
+#include "tee/aead.h"
 
 namespace tt::comm {
 
-// The algorithms `bench allreduce --modes` compares: our ring, and the MPI library's MPI_Allreduce.
-enum class BenchAlgorithm { Ring, Mpi };
+// The algorithms `bench allreduce --modes` compares: our ring (through the bench's channel: sealed in
+// a TEE mode), the MPI library's MPI_Allreduce, and our ring in plaintext beside a sealed one (what
+// sealing costs, measured in the same run).
+enum class BenchAlgorithm { Ring, Mpi, Plain };
 
 }  // namespace tt::comm
 
 namespace tt {
 template <>
 struct EnumNames<comm::BenchAlgorithm> {
-  static constexpr std::pair<const char*, comm::BenchAlgorithm> all[] = {{"ring", comm::BenchAlgorithm::Ring},
-                                                                         {"mpi", comm::BenchAlgorithm::Mpi}};
+  static constexpr std::pair<const char*, comm::BenchAlgorithm> all[] = {
+      {"ring", comm::BenchAlgorithm::Ring},
+      {"mpi", comm::BenchAlgorithm::Mpi},
+      {"plain", comm::BenchAlgorithm::Plain}};
 };
 }  // namespace tt
 
@@ -53,6 +58,7 @@ struct BenchOptions {
   bool check = true;
   std::vector<BenchAlgorithm> modes = {BenchAlgorithm::Ring, BenchAlgorithm::Mpi};  // the MPI_Comm overload
   RingOptions ring{};                                                               // ditto
+  RingOptions plain_ring{};  // BenchAlgorithm::Plain: the ring as `--tee off` runs it
 };
 
 struct BenchRecord {
@@ -68,9 +74,24 @@ struct BenchRecord {
   double time_us_p90 = 0;
   double algbw_gbps = 0;  // from the median time
   double busbw_gbps = 0;
-  bool correct = true;        // the checked run gave the exact sum on every rank
-  double speedup_vs_mpi = 0;  // MPI_Allreduce's median time / this one's at the same size; 0: no mpi run
+  bool correct = true;          // the checked run gave the exact sum on every rank
+  double speedup_vs_mpi = 0;    // MPI_Allreduce's median time / this one's at the same size; 0: no mpi run
+  double speedup_vs_plain = 0;  // the plaintext ring's median time / this one's; 0: no plain run
+  double aead_us = 0;           // sealed ring: its AEAD work alone at the measured rates (add_aead_bounds)
 };
+
+// The AEAD work of one sealed ring all-reduce on a rank holding a largest chunk: plaintext bytes it
+// seals and opens (docs/design.md §5). Scatter-reduce seals and opens P-1 chunks; the all-gather opens
+// P-1 and seals 1 (forward-ciphertext: the owner only) or P-1 (a re-seal at every hop).
+struct RingAeadBytes {
+  std::size_t sealed = 0;
+  std::size_t opened = 0;
+};
+RingAeadBytes ring_aead_bytes(std::size_t count, int ranks, AllGatherMode all_gather);
+
+// The time that AEAD work takes at the given rates (GB/s, 1e9 bytes): no sealed ring on these cores
+// can be faster, however well it overlaps sealing with the wire.
+double aead_time_us(const RingAeadBytes& work, double seal_gbps, double open_gbps);
 
 // Runs every algorithm at every size. `t` carries the barriers and the gathering of timings (outside
 // the timed region). on_record, if given, sees each record as soon as it is measured (rank 0 prints).
@@ -83,7 +104,28 @@ std::vector<BenchRecord> run_allreduce_bench(Transport& t, MPI_Comm comm, const 
                                              Channel* channel = nullptr, Profiler* profiler = nullptr,
                                              const std::function<void(const BenchRecord&)>& on_record = {});
 
-std::string format_bench_header();
+// AEAD speed with every rank sealing and opening at once, as in a sealed ring: the slowest rank's
+// plaintext GB/s, through SealedChannel with `threads` crypto threads and messages of `message_bytes`.
+struct AeadRates {
+  std::string cipher;
+  double seal_gbps = 0;
+  double open_gbps = 0;
+  std::size_t message_bytes = 0;
+  std::size_t threads = 1;
+};
+// Collective: every rank measures at the same time (after a barrier), for about `seconds`.
+AeadRates measure_aead_rates(Transport& t, tee::Cipher cipher, std::size_t message_bytes, std::size_t threads,
+                             double seconds = 0.3);
+// Sets aead_us on the sealed ring's records ("ring"; a bench with a plain row is a sealed one).
+void add_aead_bounds(std::vector<BenchRecord>& records, const AeadRates& rates, AllGatherMode all_gather);
+// Per size, what sealing costs and what the crypto allows: sealed/plain busbw, the AEAD time alone,
+// and the sealed/plain it predicts with crypto and wire in series (plain / (plain + aead): both need
+// the same cores) and fully overlapped (min(1, plain / aead): a ring cannot hide more crypto than the
+// wire's time). Comment lines (#).
+std::string format_sealed_summary(const std::vector<BenchRecord>& records, const AeadRates& rates);
+
+// The ratio column compares with `reference` ("mpi", or "plain" in a sealed bench): header vs_<reference>.
+std::string format_bench_header(const std::string& reference = "mpi");
 std::string format_bench_row(const BenchRecord& r);
 std::string format_bench_table(const std::vector<BenchRecord>& records);  // header + rows
 

@@ -13,7 +13,7 @@ has_fields() {
   n=$(grep -c '"time_us_median"' "$f" || true)
   if [[ $n -lt 1 ]]; then echo "FAIL: $f has no records"; fails=$((fails + 1)); return; fi
   # "mode" also appears inside tee_config, so the algorithm's mode is counted by value.
-  expect_eq "$(grep -cE '"mode": "(ring|mpi)"' "$f" || true)" "$n" "$tee: every record has mode"
+  expect_eq "$(grep -cE '"mode": "(ring|mpi|plain)"' "$f" || true)" "$n" "$tee: every record has mode"
   for key in ranks bytes time_us_median algbw_gbps busbw_gbps correct tee; do
     expect_eq "$(grep -c "\"$key\":" "$f" || true)" "$n" "$tee: every record has $key"
   done
@@ -24,12 +24,30 @@ has_fields() {
 
 for tee in off cc fast; do
   out="$WORK/ar_$tee.json"
-  if "${MPI[@]}" "$TT" bench allreduce --max-bytes 65536 --iters 2 --warmup 1 --tee "$tee" "${TRUST[@]}" --json "$out" \
+  # 64K: sizes take the suffixes the docs write (K = 1024).
+  if "${MPI[@]}" "$TT" bench allreduce --max-bytes 64K --iters 2 --warmup 1 --tee "$tee" "${TRUST[@]}" --json "$out" \
       >"$WORK/ar_$tee.log" 2>&1; then
     passes=$((passes + 1))
     has_fields "$out" "$tee"
     # With --tee on, MPI_Allreduce (plaintext) is not among the default modes.
-    if [[ $tee != off ]]; then expect_eq "$(grep -c '"mode": "mpi"' "$out" || true)" 0 "$tee: no mpi records"; fi
+    # With --tee on, MPI_Allreduce (plaintext) is not among the default modes; the plaintext ring runs
+    # beside the sealed one instead, and the sealed rows carry the AEAD time the crypto alone takes.
+    if [[ $tee != off ]]; then
+      expect_eq "$(grep -c '"mode": "mpi"' "$out" || true)" 0 "$tee: no mpi records"
+      expect_eq "$(python3 - "$out" <<'PY'
+import json, sys
+recs = json.load(open(sys.argv[1]))
+ring = [r for r in recs if r["mode"] == "ring"]
+plain = [r for r in recs if r["mode"] == "plain"]
+ok = len(ring) == len(plain) > 0 and max(r["bytes"] for r in recs) == 65536
+ok = ok and all(r["speedup_vs_plain"] == 1.0 for r in plain) and all(r["speedup_vs_plain"] > 0 for r in ring)
+ok = ok and all(r["aead_us"] > 0 for r in ring) and all(r["aead_us"] == 0 for r in plain)
+print(ok)
+PY
+)" True "$tee: ring and plain at every size up to 64K, vs_plain and aead_us"
+      grep -q "^# what sealing costs: aes-256-gcm alone" "$WORK/ar_$tee.log" \
+        && passes=$((passes + 1)) || { echo "FAIL: $tee: no sealing-cost summary"; fails=$((fails + 1)); }
+    fi
     if ! grep -q "^# machine:" "$WORK/ar_$tee.log"; then echo "FAIL: $tee: no machine line"; fails=$((fails + 1)); fi
   else
     echo "FAIL: bench allreduce --tee $tee"; tail -5 "$WORK/ar_$tee.log"; fails=$((fails + 1))
@@ -58,6 +76,9 @@ fi
 expect_exit 2 "comm-wait" -- "$TT" bench allreduce --comm-wait sometimes
 # Sealing MPI_Allreduce is impossible: asking for it in TEE mode is bad input (exit 2).
 expect_exit 2 "mpi.*cannot be sealed" -- "$TT" bench allreduce --max-bytes 4096 --iters 1 --tee cc --modes ring,mpi
+# plain is the plaintext ring beside a sealed one; a size with an unknown unit is refused.
+expect_exit 2 "plain is the plaintext ring beside a sealed one" -- "$TT" bench allreduce --modes ring,plain
+expect_exit 2 "min-bytes.*not recognized" -- "$TT" bench allreduce --min-bytes 64X
 
 if "$TT" bench crypto --ciphers aes-256-gcm --threads 1 --max-bytes 4096 --min-seconds 0.01 --json "$WORK/crypto.json" \
     >"$WORK/crypto.log" 2>&1; then

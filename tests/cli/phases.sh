@@ -71,31 +71,32 @@ for pid in (0, 1):
     assert any(a0 < b1 and b0 < a1 for a0, a1 in ar for b0, b1 in bwd), f"rank {pid}: no all-reduce overlaps backward"
 PY
 then passes=$((passes + 1)); else echo "FAIL: overlap in the trace"; fails=$((fails + 1)); fi
-# Real compute (issue 15 item 4): gpt2-mini at batch 4, seq 64, P = 2, with the default validation
-# (8 batches at the end, a fifth of these 8 steps' time) in every TEE mode. The training thread's
-# phases, validation and the zeroing of the gradients included, account for the measured step;
-# before validation had a phase they accounted for ~0.80. 0.95 leaves the shared 2-core machine
-# room for scheduling noise between phases and still fails if validation (or any phase of more than
-# 5% of the step) goes missing; above, phases must never exceed the step.
-for tee in off cc fast; do
-  mpirun --oversubscribe -np 2 "$TT" train --model gpt2-mini --data "$WORK/data/tiny" --steps 8 --batch 4 --seq 64 \
-    --no-progress --tee "$tee" --allow-plain-data "${TRUST[@]}" --summary "$WORK/real_$tee.json" \
-    --trace "$WORK/real_$tee.trace.json" >"$WORK/log" 2>&1 || { echo "FAIL: gpt2-mini tee=$tee"; tail -5 "$WORK/log"; fails=$((fails + 1)); continue; }
-  if msg=$("$PY" - "$WORK/real_$tee.json" "$WORK/real_$tee.trace.json" <<'PY'
+# Real compute (issue 15 item 4): gpt2-mini at batch 4, seq 64, P = 2 and 4, with the default
+# validation (8 batches at the end, a fifth of these 8 steps' time) in every TEE mode. The training
+# thread's phases, validation and the zeroing of the gradients included, account for at least 97% of
+# the measured step (the issue's bar; measured 1.000-1.003 at P = 2 and 4); before validation had a
+# phase they accounted for ~0.80. Above, phases must never exceed the step.
+for P in 2 4; do
+  for tee in off cc fast; do
+    mpirun --oversubscribe -np "$P" "$TT" train --model gpt2-mini --data "$WORK/data/tiny" --steps 8 --batch 4 --seq 64 \
+      --no-progress --tee "$tee" --allow-plain-data "${TRUST[@]}" --summary "$WORK/real_$tee.json" \
+      --trace "$WORK/real_$tee.trace.json" >"$WORK/log" 2>&1 || { echo "FAIL: gpt2-mini P=$P tee=$tee"; tail -5 "$WORK/log"; fails=$((fails + 1)); continue; }
+    if msg=$("$PY" - "$WORK/real_$tee.json" "$WORK/real_$tee.trace.json" "$P" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
 ev = json.load(open(sys.argv[2]))["traceEvents"]
 acc = s["phases_accounted_s"] / s["step_s_mean"]
 val = s["phases"]["validation"]["mean"] / s["step_s_mean"]
 print(f"accounted {acc:.3f} (validation {val:.3f})")
-assert 0.95 <= acc <= 1.05, f"phases account for {acc:.3f} of the step"
+assert 0.97 <= acc <= 1.05, f"phases account for {acc:.3f} of the step"
 assert val > 0.02, f"validation is {val:.3f} of the step"
 # The new phases are on the compute lane of every rank's trace, like the others.
-for pid in (0, 1):
+for pid in range(int(sys.argv[3])):
     names = {e["name"] for e in ev if e.get("ph") == "X" and e["pid"] == pid and e["tid"] == 0}
     assert {"validation", "bookkeeping", "zero grad", "optimizer"} <= names, (pid, names)
 PY
-  ); then passes=$((passes + 1)); echo "gpt2-mini tee=$tee: $msg"; else echo "FAIL: gpt2-mini tee=$tee: $msg"; fails=$((fails + 1)); fi
+    ); then passes=$((passes + 1)); echo "gpt2-mini P=$P tee=$tee: $msg"; else echo "FAIL: gpt2-mini P=$P tee=$tee: $msg"; fails=$((fails + 1)); fi
+  done
 done
 # --link emulate (emulated GPUs): the same message arithmetic and phase accounting as real links, the
 # summary names the emulated transport; cc's sealed messages still take the real one. Refused without

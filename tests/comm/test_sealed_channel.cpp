@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "base/error.h"
+#include "comm/allreduce_bench.h"
 #include "comm/collectives.h"
 #include "comm/inproc_transport.h"
 #include "comm/ring_allreduce.h"
@@ -201,6 +202,15 @@ TEST(SealedRing, BitIdenticalToPlain) {
   }
 }
 
+TEST(SealedRing, AeadTimeAddsSealAndOpen) {
+  const RingAeadBytes work{.sealed = 2'000'000, .opened = 4'000'000};
+  EXPECT_DOUBLE_EQ(aead_time_us(work, 2.0, 4.0), 1000.0 + 1000.0);  // GB/s = 1e3 bytes/us
+  EXPECT_EQ(ring_aead_bytes(0, 4, AllGatherMode::PerHop).sealed, 0U);
+  EXPECT_EQ(ring_aead_bytes(100, 1, AllGatherMode::PerHop).opened, 0U);
+  // Uneven chunks: the busiest rank's (ceil(10 / 4) = 3 floats) counts.
+  EXPECT_EQ(ring_aead_bytes(10, 4, AllGatherMode::ForwardWire).sealed, 3U * 4 * (3 + 1));
+}
+
 TEST(SealedRing, MessageCountsMatchDesign) {
   for (int p : {2, 3, 4}) {
     for (auto mode : {AllGatherMode::PerHop, AllGatherMode::ForwardWire}) {
@@ -217,6 +227,10 @@ TEST(SealedRing, MessageCountsMatchDesign) {
         EXPECT_EQ(counter(o, r, Counter::MessagesSealed), seals * s.buckets) << "P=" << p << " rank " << r;
         EXPECT_EQ(counter(o, r, Counter::MessagesOpened), opens * s.buckets) << "P=" << p << " rank " << r;
         EXPECT_EQ(counter(o, r, Counter::BytesOpened), opens * s.buckets * 256 * 4);
+        // The bench's prediction of the AEAD work (the sealing-cost summary) is what the channel did.
+        const RingAeadBytes work = ring_aead_bytes(s.count, p, mode);
+        EXPECT_EQ(counter(o, r, Counter::BytesSealed), static_cast<std::int64_t>(work.sealed) * s.buckets);
+        EXPECT_EQ(counter(o, r, Counter::BytesOpened), static_cast<std::int64_t>(work.opened) * s.buckets);
       }
       // Segments multiply both: 1 KiB segments cut each 1 KiB chunk... into one; 256 B into four.
       s.segment_bytes = 256;

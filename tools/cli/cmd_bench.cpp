@@ -111,11 +111,19 @@ void choose_modes(AllreduceBenchOptions& o, bool tee_on) {
   const char* tee_mode = name(o.tee.settings.mode);
   if (tee_on) {
     // MPI_Allreduce moves plaintext through MPI's buffers: it has no sealed counterpart to compare.
-    if (!o.modes_given) o.modes = {comm::BenchAlgorithm::Ring};
+    // The plaintext ring runs beside the sealed one, so what sealing costs is measured in one run.
+    if (!o.modes_given) o.modes = {comm::BenchAlgorithm::Ring, comm::BenchAlgorithm::Plain};
     for (const comm::BenchAlgorithm m : o.modes) {
       if (m == comm::BenchAlgorithm::Mpi)
-        throw InputError(std::string("--modes mpi cannot be sealed; use --modes ring with --tee ") +
+        throw InputError(std::string("--modes mpi cannot be sealed; use --modes ring,plain with --tee ") +
                          tee_mode);
+    }
+  } else {
+    for (const comm::BenchAlgorithm m : o.modes) {
+      if (m == comm::BenchAlgorithm::Plain)
+        throw InputError(
+            "--modes plain is the plaintext ring beside a sealed one: use it with --tee cc|fast (with --tee "
+            "off, ring is the plaintext ring)");
     }
   }
   if (o.tee.adversary) {
@@ -137,6 +145,7 @@ comm::BenchOptions bench_options(const AllreduceBenchOptions& o, const TeeSwitch
   bo.modes = o.modes;
   bo.check = true;  // sealing must never change the sum: every size is checked in every mode
   bo.ring = ring_options(ts, o.segment_kb);
+  bo.plain_ring = ring_options(TeeSwitches{}, o.segment_kb);
   return bo;
 }
 
@@ -160,13 +169,14 @@ void print_allreduce_header(const AllreduceBenchOptions& o, const TeeSwitches& t
     std::printf("# tee off: plaintext, ring segment %d KiB\n", o.segment_kb);
   }
   std::printf("# machine: %s\n", machine_line().c_str());
-  std::printf(
-      "# ring waits: %s (--comm-wait); vs_mpi = MPI_Allreduce's time / this one's, iterations interleaved\n",
-      enum_name(*o.comm_wait));
+  const bool plain = std::find(o.modes.begin(), o.modes.end(), comm::BenchAlgorithm::Plain) != o.modes.end();
+  std::printf("# ring waits: %s (--comm-wait); %s, iterations interleaved\n", enum_name(*o.comm_wait),
+              plain ? "plain = our ring in plaintext; vs_plain = its time / this one's"
+                    : "vs_mpi = MPI_Allreduce's time / this one's");
   std::printf(
       "# busbw = algbw * 2(P-1)/P (nccl-tests convention); time = max over ranks, median over "
       "iterations\n");
-  std::printf("%s\n", comm::format_bench_header().c_str());
+  std::printf("%s\n", comm::format_bench_header(plain ? "plain" : "mpi").c_str());
 }
 
 void write_allreduce_json(const AllreduceBenchOptions& o, const std::vector<comm::BenchRecord>& records) {
@@ -187,6 +197,8 @@ void write_allreduce_json(const AllreduceBenchOptions& o, const std::vector<comm
                    {"algbw_gbps", r.algbw_gbps},
                    {"busbw_gbps", r.busbw_gbps},
                    {"speedup_vs_mpi", r.speedup_vs_mpi},
+                   {"speedup_vs_plain", r.speedup_vs_plain},
+                   {"aead_us", r.aead_us},
                    {"comm_wait", enum_name(*o.comm_wait)},
                    {"correct", r.correct}});
   }
@@ -220,12 +232,22 @@ void run_allreduce(AllreduceBenchOptions o) {
   }
   const comm::BenchOptions bo = bench_options(o, ts);
   if (root) print_allreduce_header(o, ts, bo, attest, transport.size());
-  const auto records =
+  auto records =
       comm::run_allreduce_bench(transport, mpi_transport.comm(), bo, session ? &session->channel() : nullptr,
                                 nullptr, [&](const comm::BenchRecord& r) {
                                   if (root) std::printf("%s\n", comm::format_bench_row(r).c_str());
                                   std::fflush(stdout);
                                 });
+  // Sealed beside plain: also what the crypto alone allows, measured now on the same cores.
+  if (ts.on && !wire.active() && std::any_of(records.begin(), records.end(), [](const comm::BenchRecord& r) {
+        return r.mode == "plain";
+      })) {
+    const std::size_t message = bo.ring.segment_bytes > 0 ? bo.ring.segment_bytes : std::size_t{4} << 20;
+    const comm::AeadRates rates =
+        comm::measure_aead_rates(transport, ts.cipher, message, static_cast<std::size_t>(ts.crypto_threads));
+    comm::add_aead_bounds(records, rates, bo.ring.all_gather);
+    if (root) std::printf("%s", comm::format_sealed_summary(records, rates).c_str());
+  }
   const std::string adversary_view = wire.report();
   if (root && !adversary_view.empty()) std::printf("%s", adversary_view.c_str());
   if (root && !o.json.empty()) write_allreduce_json(o, records);
@@ -476,8 +498,9 @@ void register_bench_allreduce(CLI::App* bench) {
          ar->modes.clear();
          for (const auto& n : names) ar->modes.push_back(*parse_enum<comm::BenchAlgorithm>(n));
        },
-       "Algorithms (default ring,mpi; ring only with --tee cc|fast)")
-      ->check(CLI::IsMember({"ring", "mpi"}))
+       "Algorithms: ring (ours; sealed with --tee cc|fast), mpi (MPI_Allreduce, plaintext only), plain (our "
+       "ring in plaintext beside a sealed one). Default ring,mpi; with --tee cc|fast ring,plain")
+      ->check(CLI::IsMember({"ring", "mpi", "plain"}))
       ->delimiter(',')
       ->default_str("ring,mpi");
   a->add_option("--segment-kb", ar->segment_kb, "Ring segment size in KiB")
