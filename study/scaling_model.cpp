@@ -180,11 +180,12 @@ Row row_of(const RunPoint& r, Branch br) {
   return row;
 }
 
-// Active-set NNLS over the columns with fixed[j] < 0 (fixed[j] >= 0: known coefficient), rows weighted
-// by 1 / step time: residuals relative to the step, since runs span 20 ms to 10 s and the model is
-// judged by its relative error (unweighted, the slowest runs alone would set the costs).
+// Active-set NNLS over the columns with fixed[j] < 0 (fixed[j] >= 0: known coefficient), each at least
+// lower[j] (fitted as lower[j] + a non-negative excess), rows weighted by 1 / step time: residuals
+// relative to the step, since runs span 20 ms to 10 s and the model is judged by its relative error
+// (unweighted, the slowest runs alone would set the costs).
 std::array<double, 4> nnls(const std::vector<RunPoint>& runs, const std::vector<Row>& rows,
-                           const std::array<double, 4>& fixed) {
+                           const std::array<double, 4>& fixed, const std::array<double, 4>& lower) {
   // Columns are scaled to a maximum of 1 so messages (~1e3) and bytes (~1e9) condition alike.
   std::array<double, 4> scale{};
   for (const auto& row : rows) {
@@ -195,7 +196,7 @@ std::array<double, 4> nnls(const std::vector<RunPoint>& runs, const std::vector<
     if (scale[j] > 0 && fixed[j] < 0) active.push_back(j);
   }
   std::array<double, 4> coef{};
-  for (std::size_t j = 0; j < 4; ++j) coef[j] = std::max(0.0, fixed[j]);
+  for (std::size_t j = 0; j < 4; ++j) coef[j] = fixed[j] >= 0 ? fixed[j] : lower[j];
   while (!active.empty()) {
     const std::size_t k = active.size();
     std::vector<std::vector<double>> M(k, std::vector<double>(k, 0.0));
@@ -203,9 +204,7 @@ std::array<double, 4> nnls(const std::vector<RunPoint>& runs, const std::vector<
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const Row& row = rows[i];
       double y = row.y;
-      for (std::size_t j = 0; j < 4; ++j) {
-        if (fixed[j] >= 0) y -= fixed[j] * row.g[j];
-      }
+      for (std::size_t j = 0; j < 4; ++j) y -= coef[j] * row.g[j];  // the known part: fixed, or the floor
       const double w2 = runs[i].step_s > 0 ? 1.0 / (runs[i].step_s * runs[i].step_s) : 1.0;
       for (std::size_t a = 0; a < k; ++a) {
         const double fa = row.g[active[a]] / scale[active[a]];
@@ -219,7 +218,7 @@ std::array<double, 4> nnls(const std::vector<RunPoint>& runs, const std::vector<
       if (x[a] < 0 && (worst == k || x[a] < x[worst])) worst = a;
     }
     if (worst == k) {
-      for (std::size_t a = 0; a < k; ++a) coef[active[a]] = x[a] / scale[active[a]];
+      for (std::size_t a = 0; a < k; ++a) coef[active[a]] += x[a] / scale[active[a]];
       break;
     }
     active.erase(active.begin() + static_cast<std::ptrdiff_t>(worst));
@@ -229,11 +228,13 @@ std::array<double, 4> nnls(const std::vector<RunPoint>& runs, const std::vector<
 
 }  // namespace
 
-Costs fit_costs(const std::vector<RunPoint>& runs, double fixed_beta) {
+Costs fit_costs(const std::vector<RunPoint>& runs, double fixed_beta, const Costs* floor) {
   Costs c;
   c.points = static_cast<int>(runs.size());
   if (runs.empty()) return c;
   const std::array<double, 4> fixed{-1.0, fixed_beta >= 0 ? fixed_beta : -1.0, -1.0, -1.0};
+  const std::array<double, 4> lower{floor != nullptr ? floor->alpha : 0.0, 0.0, 0.0,
+                                    floor != nullptr ? floor->tail : 0.0};
   // predict_step's max() makes the exposed time piecewise linear in the costs: start with every run's
   // ring fully exposed, then alternate "which side of the max is each run on" and a linear fit of that
   // side, until the sides stop changing.
@@ -241,7 +242,7 @@ Costs fit_costs(const std::vector<RunPoint>& runs, double fixed_beta) {
   for (int iter = 0; iter < 12; ++iter) {
     std::vector<Row> rows;
     for (std::size_t i = 0; i < runs.size(); ++i) rows.push_back(row_of(runs[i], branches[i]));
-    const auto x = nnls(runs, rows, fixed);
+    const auto x = nnls(runs, rows, fixed, lower);
     c.alpha = x[0];
     c.beta = x[1];
     c.gamma = x[2];
@@ -305,21 +306,25 @@ std::vector<RunPoint> multi_rank(const std::vector<RunPoint>& runs) {
                [](const RunPoint& r) { return r.P > 1; });
   return multi;
 }
-// Fits every variant's costs; the link cost of the TEE-off runs (per kind of link) is fitted first and
-// then held fixed for the TEE variants (the link is the same whatever is sealed).
+// Fits every variant's costs. The TEE-off runs (per kind of link) are fitted first; a TEE variant then
+// keeps their link cost (the link is the same whatever is sealed) and fits at least their per-message
+// and tail costs (a sealed ring does all the plaintext ring does, and more), so no projection can put
+// a TEE variant below `off` — fitted freely, a variant's per-message cost could come out lower than
+// off's and win at large P, where messages dominate.
 nlohmann::json fit_variants(const std::map<std::string, std::vector<RunPoint>>& by_variant,
                             std::map<std::string, Costs>& costs) {
   nlohmann::json out = nlohmann::json::object();
-  std::map<bool, double> link_beta;
+  std::map<bool, Costs> plain;  // per kind of link
   for (const auto& [v, rs] : by_variant) {
     if (rs.front().tee_on) continue;
     const std::vector<RunPoint> multi = multi_rank(rs);
-    if (!multi.empty()) link_beta[rs.front().host_links] = fit_costs(multi).beta;
+    if (!multi.empty()) plain[rs.front().host_links] = fit_costs(multi);
   }
   for (const auto& [v, rs] : by_variant) {
     const std::vector<RunPoint> multi = multi_rank(rs);
-    const auto beta = link_beta.find(rs.front().host_links);
-    costs[v] = fit_costs(multi, !rs.front().tee_on || beta == link_beta.end() ? -1.0 : beta->second);
+    const auto off = plain.find(rs.front().host_links);
+    const bool floored = rs.front().tee_on && off != plain.end();
+    costs[v] = floored ? fit_costs(multi, off->second.beta, &off->second) : fit_costs(multi);
     const Costs& c = costs[v];
     double seal_b = 0, seal_s = 0, open_b = 0, open_s = 0, transfer_s = 0;
     for (const auto& r : multi) {

@@ -19,7 +19,8 @@
 // (the end-of-step synchronisation, a last bucket larger than average). (alpha, beta, gamma, tail) are
 // fitted per variant by non-negative least squares on step - compute, relative to the step time, with
 // predict_step's max() resolved by iterating which side each run is on; the TEE variants hold the
-// link cost of the `off` runs fixed.
+// link cost of the `off` runs fixed and their per-message and tail costs at least off's, so a TEE
+// variant is never projected faster than `off`.
 #pragma once
 #include <cstddef>
 #include <nlohmann/json.hpp>
@@ -97,7 +98,8 @@ struct Costs {
 // that are all zero (crypto with TEE off) get 0. With per-hop sealing the crypto bytes are exactly
 // twice the wire bytes, so link and crypto cannot be told apart from step times alone: pass
 // fixed_beta >= 0 (the link cost fitted on the TEE-off runs) to fit only alpha and gamma.
-Costs fit_costs(const std::vector<RunPoint>& runs, double fixed_beta = -1);
+// floor, when given, bounds alpha and tail from below (a TEE variant fitted above the `off` costs).
+Costs fit_costs(const std::vector<RunPoint>& runs, double fixed_beta = -1, const Costs* floor = nullptr);
 double predict_step(const Costs& c, const RunPoint& r);
 RingTraffic traffic_of(const RunPoint& r);
 // Seconds per step of the run's known bounce-buffer crossings (transfer_s x (seals + opens)).
