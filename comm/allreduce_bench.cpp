@@ -224,10 +224,10 @@ std::string format_sealed_summary(const std::vector<BenchRecord>& records, const
                 rates.seal_gbps, rates.open_gbps);
   std::string out = line.data();
   out +=
-      "# aead_us: that crypto alone per all-reduce. What it allows of sealed/plain: serial = plain / "
-      "(plain + aead), crypto and wire one after the other (they share the cores); overlapped = min(1, plain "
-      "/ "
-      "aead), crypto fully hidden behind the wire (it needs cores or a NIC of its own)\n";
+      "# aead_us: that crypto alone per all-reduce. What it allows of sealed/plain: "
+      "serial = plain / (plain + aead), crypto and wire one after the other (they share the cores); "
+      "overlapped = min(1, plain / aead), crypto fully hidden behind the wire (it needs cores or a NIC of "
+      "its own)\n";
   std::snprintf(line.data(), line.size(), "# %12s %12s %12s %10s %10s\n", "bytes", "sealed/plain", "aead_us",
                 "serial", "overlapped");
   out += line.data();
