@@ -29,7 +29,6 @@ for tee in off cc fast; do
       >"$WORK/ar_$tee.log" 2>&1; then
     passes=$((passes + 1))
     has_fields "$out" "$tee"
-    # With --tee on, MPI_Allreduce (plaintext) is not among the default modes.
     # With --tee on, MPI_Allreduce (plaintext) is not among the default modes; the plaintext ring runs
     # beside the sealed one instead, and the sealed rows carry the AEAD time the crypto alone takes.
     if [[ $tee != off ]]; then

@@ -107,6 +107,10 @@ nlohmann::json allreduce_config_json(const AllreduceBenchOptions& o) {
 }
 
 // Which algorithms run: a sealed bench and the adversary both have only our ring to act on.
+bool runs_mode(const AllreduceBenchOptions& o, comm::BenchAlgorithm m) {
+  return std::find(o.modes.begin(), o.modes.end(), m) != o.modes.end();
+}
+
 void choose_modes(AllreduceBenchOptions& o, bool tee_on) {
   const char* tee_mode = name(o.tee.settings.mode);
   if (tee_on) {
@@ -118,13 +122,10 @@ void choose_modes(AllreduceBenchOptions& o, bool tee_on) {
         throw InputError(std::string("--modes mpi cannot be sealed; use --modes ring,plain with --tee ") +
                          tee_mode);
     }
-  } else {
-    for (const comm::BenchAlgorithm m : o.modes) {
-      if (m == comm::BenchAlgorithm::Plain)
-        throw InputError(
-            "--modes plain is the plaintext ring beside a sealed one: use it with --tee cc|fast (with --tee "
-            "off, ring is the plaintext ring)");
-    }
+  } else if (runs_mode(o, comm::BenchAlgorithm::Plain)) {
+    throw InputError(
+        "--modes plain is the plaintext ring beside a sealed one: use it with --tee cc|fast (with --tee "
+        "off, ring is the plaintext ring)");
   }
   if (o.tee.adversary) {
     // The adversary sits on our ring's transport: MPI_Allreduce bypasses it.
@@ -169,7 +170,7 @@ void print_allreduce_header(const AllreduceBenchOptions& o, const TeeSwitches& t
     std::printf("# tee off: plaintext, ring segment %d KiB\n", o.segment_kb);
   }
   std::printf("# machine: %s\n", machine_line().c_str());
-  const bool plain = std::find(o.modes.begin(), o.modes.end(), comm::BenchAlgorithm::Plain) != o.modes.end();
+  const bool plain = runs_mode(o, comm::BenchAlgorithm::Plain);
   std::printf("# ring waits: %s (--comm-wait); %s, iterations interleaved\n", enum_name(*o.comm_wait),
               plain ? "plain = our ring in plaintext; vs_plain = its time / this one's"
                     : "vs_mpi = MPI_Allreduce's time / this one's");
@@ -238,10 +239,10 @@ void run_allreduce(AllreduceBenchOptions o) {
                                   if (root) std::printf("%s\n", comm::format_bench_row(r).c_str());
                                   std::fflush(stdout);
                                 });
-  // Sealed beside plain: also what the crypto alone allows, measured now on the same cores.
-  if (ts.on && !wire.active() && std::any_of(records.begin(), records.end(), [](const comm::BenchRecord& r) {
-        return r.mode == "plain";
-      })) {
+  // Sealed beside plain (never with --adversary: choose_modes): also what the crypto alone allows,
+  // measured now on the same cores.
+  if (runs_mode(o, comm::BenchAlgorithm::Plain)) {
+    // The ring's message size: a segment, or (whole chunks) a few MiB.
     const std::size_t message = bo.ring.segment_bytes > 0 ? bo.ring.segment_bytes : std::size_t{4} << 20;
     const comm::AeadRates rates =
         comm::measure_aead_rates(transport, ts.cipher, message, static_cast<std::size_t>(ts.crypto_threads));
