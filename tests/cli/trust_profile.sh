@@ -32,8 +32,10 @@ grep -q "is not revoked" "$WORK/verify.log" && ok || bad "with the CRL, verify s
 # (c) One identity file on both ranks (a --device-identity without {rank}): exit 3, on every rank.
 rc=0; "${MPI[@]}" -np 2 "$TT" "${base[@]}" "${ROOT[@]}" --device-identity "$V/device_0.pem" >"$WORK/dup.log" 2>&1 || rc=$?
 expect_eq "$rc" 3 "one identity on two ranks: exit 3"
-expect_eq "$(grep -c "INTEGRITY FAILURE.*rank 1: the same device identity as rank 0.*lack {rank}" "$WORK/dup.log")" 2 \
-  "both ranks name the duplicate and hint at {rank}"
+# Every rank throws the same refusal (test_secure_session checks each rank's error); here the first to
+# exit aborts the job, so one line is certain, and it says both ranks found the duplicate.
+grep -q "INTEGRITY FAILURE.*rank 1: the same device identity as rank 0 (device key [0-9a-f]*\.\., certificate serial [0-9a-f]*\.\.): every rank needs its own; does --device-identity lack {rank}? (reported by ranks 0, 1)" \
+  "$WORK/dup.log" && ok || bad "names both ranks and hints at {rank}" "$WORK/dup.log"
 
 # (a) The CRL deleted: a certified run refuses, with the way to get it back.
 rm "$V/vendor_root.crl"
@@ -70,8 +72,8 @@ grep -q "vendor_root.crl   revocation list (1 revoked)" "$WORK/reprov.log" && ok
 rc=0; "${MPI[@]}" -np 1 "$TT" "${base[@]}" "${ROOT[@]}" --device-identity "$V/device_0.pem" : \
   -np 1 "$TT" "${base[@]}" "${ROOT[@]}" --device-identity "$V/device_2.pem" >"$WORK/rev.log" 2>&1 || rc=$?
 expect_eq "$rc" 3 "revoked device with the CRL: exit 3"
-expect_eq "$(grep -c "INTEGRITY FAILURE.*rank 1: device certificate revoked by the vendor" "$WORK/rev.log")" 2 \
-  "every rank names the revoked device"
+grep -q "INTEGRITY FAILURE.*rank 1: device certificate revoked by the vendor (serial [0-9a-f]*) (reported by ranks 0, 1)" \
+  "$WORK/rev.log" && ok || bad "both ranks refuse the revoked device" "$WORK/rev.log"
 "${MPI[@]}" -np 2 "$TT" "${base[@]}" "${ROOT[@]}" "${ID[@]}" --summary "$WORK/cert.json" >"$WORK/cert.log" 2>&1 ||
   bad "certified run" "$WORK/cert.log"
 grep -q '"revocation_checked": true' "$WORK/cert.json" && ok || bad "summary: revocation_checked true" "$WORK/cert.json"

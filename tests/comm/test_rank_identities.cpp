@@ -4,7 +4,8 @@
 // is heard only about itself.
 #include <gtest/gtest.h>
 
-#include <random>
+#include <algorithm>
+#include <cstring>
 
 #include "comm/rank_identities.h"
 #include "tests/common/fuzz.h"
