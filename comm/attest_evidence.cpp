@@ -71,10 +71,23 @@ std::string policy_text(const tee::Measurements& m) {
          tee::to_hex(m.binary) + "\nconfig " + tee::to_hex(m.config) + "\n";
 }
 
-std::shared_ptr<const tee::TrustAnchor> load_trust_anchor(const std::filesystem::path& root_pem) {
+std::shared_ptr<const tee::TrustAnchor> load_trust_anchor(const std::filesystem::path& root_pem,
+                                                          RevocationCheck revocation) {
+  const std::filesystem::path crl = tee::TrustAnchor::crl_beside(root_pem);
+  std::error_code ec;
+  if (revocation == RevocationCheck::Required && std::filesystem::exists(root_pem, ec) &&
+      !std::filesystem::exists(crl, ec)) {
+    const std::string dir = root_pem.parent_path().empty() ? "." : root_pem.parent_path().string();
+    throw InputError(
+        "--trust-root: no revocation list '" + crl.string() +
+        "' beside the root; certified attestation checks revocation: `teetrain provision --out " + dir +
+        "` writes it (or copy the vendor's current list there), or pass " +
+        "--no-revocation-check to accept revoked devices (flagged in every report)");
+  }
   try {
     return std::make_shared<const tee::TrustAnchor>(
-        tee::TrustAnchor::load(root_pem, tee::TrustAnchor::crl_beside(root_pem)));
+        revocation == RevocationCheck::Required ? tee::TrustAnchor::load(root_pem, crl)
+                                                : tee::TrustAnchor::load_without_revocation(root_pem));
   } catch (const std::runtime_error& e) {
     throw InputError(std::string("--trust-root: ") + e.what());
   }

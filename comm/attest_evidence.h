@@ -65,11 +65,18 @@ const tee::Ed25519KeyPair& signing_key(const AttestConfig& config, std::optional
 tee::VerifierPolicy load_policy(const std::filesystem::path& path);
 std::string policy_text(const tee::Measurements& m);  // the policy accepting exactly `m`
 
-// Loads the certified parts of a config: the trust root (and its CRL beside it, if any) and the
-// identity (a key and the certificate for it). InputError naming the file when either is unusable.
-// Whether the identity is trusted is for the verifiers to say: a revoked or foreign certificate is
-// refused by every peer in the handshake (exit 3), not by the rank that holds it.
-std::shared_ptr<const tee::TrustAnchor> load_trust_anchor(const std::filesystem::path& root_pem);
+// Whether a trust anchor checks revocation. Required unless the user opts out explicitly
+// (--no-revocation-check), which every report then flags: a missing list must never mean "nothing
+// is revoked".
+enum class RevocationCheck { Required, OptedOut };
+
+// Loads the certified parts of a config: the trust root with its CRL beside it (ROOT.crl; with
+// OptedOut, the root alone) and the identity (a key and the certificate for it). InputError naming
+// the file when either is unusable, and saying how to get the CRL when it is missing. Whether the
+// identity is trusted is for the verifiers to say: a revoked or foreign certificate is refused in
+// the handshake on every rank (exit 3), its holder's included.
+std::shared_ptr<const tee::TrustAnchor> load_trust_anchor(
+    const std::filesystem::path& root_pem, RevocationCheck revocation = RevocationCheck::Required);
 std::shared_ptr<const tee::DeviceIdentity> load_identity(const std::filesystem::path& pem);
 
 // Evidence of this process as `rank`, answering `nonce` (a throwaway X25519 key is bound in): what

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <vector>
 
 #include "base/error.h"
 #include "comm/collectives.h"
+#include "comm/rank_identities.h"
 #include "tee/aead.h"
 #include "tee/bytes.h"
 #include "tee/hkdf.h"
@@ -16,14 +18,24 @@ namespace tt::comm {
 
 namespace {
 
-// The status every rank contributes after a handshake round: its measurement, then its failures as
-// text lines "subject|reason" (subject = the rank found at fault), NUL-padded.
-constexpr std::size_t kStatusBytes = 1024;
+// The status every rank contributes after a handshake round, in clear (there may be no key yet, and
+// it holds nothing secret): its measurement, what it knows of device identities (its own and its
+// neighbours': Note [one identity per rank] in comm/rank_identities.h), then its failures as text
+// lines "subject|reason" (subject = the rank found at fault), NUL-padded.
+constexpr std::size_t kStatusBytes = 2048;
 constexpr std::size_t kMeasurementBytes = 32;
+constexpr std::size_t kIdentitySlots = 3;  // own, next, prev
+constexpr std::size_t kTextAt = kMeasurementBytes + kIdentitySlots * kIdentityRecordBytes;
 
 struct Failure {
   int subject = 0;
   std::string reason;
+};
+
+struct Status {
+  tee::Sha256Digest measurement{};
+  std::vector<IdentityRecord> identities;  // at most kIdentitySlots
+  std::vector<Failure> failures;
 };
 
 std::vector<std::uint8_t> label_info(std::string_view prefix, int a, int b, std::string_view suffix = {}) {
@@ -35,73 +47,103 @@ std::vector<std::uint8_t> label_info(std::string_view prefix, int a, int b, std:
   return info;
 }
 
-std::vector<std::byte> encode_status(const tee::Sha256Digest& m, const std::vector<Failure>& failures) {
+std::vector<std::byte> encode_status(const Status& st) {
   std::vector<std::byte> blob(kStatusBytes);
-  std::transform(m.begin(), m.end(), blob.begin(), [](std::uint8_t b) { return std::byte{b}; });
+  std::transform(st.measurement.begin(), st.measurement.end(), blob.begin(),
+                 [](std::uint8_t b) { return std::byte{b}; });
+  for (std::size_t i = 0; i < kIdentitySlots; ++i) {
+    const auto slot =
+        std::span(blob).subspan(kMeasurementBytes + i * kIdentityRecordBytes, kIdentityRecordBytes);
+    encode_identity(i < st.identities.size() ? st.identities[i] : IdentityRecord{}, slot);
+  }
   std::string text;
-  for (const auto& f : failures) text += std::to_string(f.subject) + "|" + f.reason + "\n";
-  text.resize(std::min(text.size(), kStatusBytes - kMeasurementBytes));
-  std::transform(text.begin(), text.end(), blob.begin() + kMeasurementBytes,
+  for (const auto& f : st.failures) text += std::to_string(f.subject) + "|" + f.reason + "\n";
+  text.resize(std::min(text.size(), kStatusBytes - kTextAt));
+  std::transform(text.begin(), text.end(), blob.begin() + kTextAt,
                  [](char c) { return static_cast<std::byte>(c); });
   return blob;
 }
 
-// Allgathers every rank's status (in clear: there may be no key yet, and it holds nothing secret) and
-// throws the same AttestationError on every rank if any rank reported a failure.
-//
+Status decode_status(std::span<const std::byte> block) {
+  Status st;
+  std::transform(block.begin(), block.begin() + kMeasurementBytes, st.measurement.begin(),
+                 [](std::byte b) { return std::to_integer<std::uint8_t>(b); });
+  for (std::size_t i = 0; i < kIdentitySlots; ++i)
+    st.identities.push_back(
+        decode_identity(block.subspan(kMeasurementBytes + i * kIdentityRecordBytes, kIdentityRecordBytes)));
+  std::string text;
+  for (std::byte b : block.subspan(kTextAt)) {
+    if (b == std::byte{0}) break;
+    text.push_back(static_cast<char>(b));
+  }
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    const auto bar = line.find('|');
+    if (bar != std::string::npos)
+      st.failures.push_back({std::atoi(line.substr(0, bar).c_str()), line.substr(bar + 1)});
+  }
+  return st;
+}
+
 // Who is to blame is not always clear: a rank with the wrong configuration rejects its honest
 // neighbours just as they reject it. Reports are therefore trusted from ranks that hold the
 // measurement most ranks hold (ties: the lowest rank's), plus what each rank says about itself.
-void refuse_on_every_rank(Transport& t, const tee::Sha256Digest& mine, const std::vector<Failure>& failures,
-                          const std::string& what) {
-  const auto all = Collectives(t).allgather(encode_status(mine, failures));
-  const int p = t.size();
-  auto block = [&](int r) {
-    return std::span<const std::byte>(all).subspan(static_cast<std::size_t>(r) * kStatusBytes, kStatusBytes);
-  };
-  std::vector<int> holders(static_cast<std::size_t>(p), 0);  // ranks sharing rank r's measurement
-  for (int a = 0; a < p; ++a) {
-    for (int b = 0; b < p; ++b) {
-      const auto ma = block(a).first(kMeasurementBytes);
-      const auto mb = block(b).first(kMeasurementBytes);
-      if (std::equal(ma.begin(), ma.end(), mb.begin())) ++holders[static_cast<std::size_t>(a)];
-    }
-  }
-  const int reference = static_cast<int>(std::max_element(holders.begin(), holders.end()) - holders.begin());
-  const auto ref = block(reference).first(kMeasurementBytes);
+std::vector<bool> trusted_reporters(const std::vector<Status>& all) {
+  const std::size_t p = all.size();
+  std::vector<int> holders(p, 0);  // ranks sharing rank r's measurement
+  for (std::size_t a = 0; a < p; ++a)
+    for (std::size_t b = 0; b < p; ++b)
+      if (all[a].measurement == all[b].measurement) ++holders[a];
+  const std::size_t reference =
+      static_cast<std::size_t>(std::max_element(holders.begin(), holders.end()) - holders.begin());
+  std::vector<bool> trusted(p);
+  for (std::size_t r = 0; r < p; ++r) trusted[r] = all[r].measurement == all[reference].measurement;
+  return trusted;
+}
 
-  // (subject, reason) -> reporters, kept in first-seen order of subjects.
-  std::map<std::pair<int, std::string>, std::vector<int>> reports;
-  std::size_t total = 0;
-  for (int reporter = 0; reporter < p; ++reporter) {
-    const auto text_bytes = block(reporter).subspan(kMeasurementBytes);
-    std::string text;
-    for (std::byte b : text_bytes) {
-      if (b == std::byte{0}) break;
-      text.push_back(static_cast<char>(b));
-    }
-    const auto m = block(reporter).first(kMeasurementBytes);
-    const bool trusted = std::equal(m.begin(), m.end(), ref.begin());
-    std::istringstream lines(text);
-    for (std::string line; std::getline(lines, line);) {
-      const auto bar = line.find('|');
-      if (bar == std::string::npos) continue;
-      const int subject = std::atoi(line.substr(0, bar).c_str());
-      ++total;
-      if (trusted || subject == reporter) reports[{subject, line.substr(bar + 1)}].push_back(reporter);
-    }
-  }
-  if (total == 0) return;
+// (subject, reason) -> reporters, in order of subjects.
+using Reports = std::map<std::pair<int, std::string>, std::set<int>>;
+
+std::string refusal_message(const std::string& what, const Reports& reports) {
   std::string msg = what + " refused on every rank:";
   for (const auto& [key, reporters] : reports) {
     msg += " rank " + std::to_string(key.first) + ": " + key.second + " (reported by rank" +
            (reporters.size() > 1 ? "s" : "");
-    for (std::size_t i = 0; i < reporters.size(); ++i) msg += (i ? ", " : " ") + std::to_string(reporters[i]);
-    msg += ");";
+    std::string names;
+    for (int r : reporters) names += (names.empty() ? " " : ", ") + std::to_string(r);
+    msg += names + ");";
   }
   if (reports.empty()) msg += " reports only from ranks whose own measurement differs from the majority;";
   msg.pop_back();
-  throw AttestationError(msg);
+  return msg;
+}
+
+// Allgathers every rank's status and throws the same AttestationError on every rank if any rank
+// reported a failure or two ranks share a device identity.
+void refuse_on_every_rank(Transport& t, const Status& mine, const std::string& what) {
+  const auto all = Collectives(t).allgather(encode_status(mine));
+  std::vector<Status> statuses;
+  for (int r = 0; r < t.size(); ++r)
+    statuses.push_back(
+        decode_status(std::span(all).subspan(static_cast<std::size_t>(r) * kStatusBytes, kStatusBytes)));
+  const std::vector<bool> trusted = trusted_reporters(statuses);
+
+  Reports reports;
+  std::size_t total = 0;
+  std::vector<IdentityReport> identities;
+  for (std::size_t reporter = 0; reporter < statuses.size(); ++reporter) {
+    const int who = static_cast<int>(reporter);
+    for (const Failure& f : statuses[reporter].failures) {
+      ++total;
+      if (trusted[reporter] || f.subject == who) reports[{f.subject, f.reason}].insert(who);
+    }
+    identities.push_back({who, trusted[reporter], statuses[reporter].identities});
+  }
+  for (const IdentityConflict& c : identity_conflicts(identities)) {
+    ++total;
+    reports[{c.subject, c.reason}].insert(c.reporters.begin(), c.reporters.end());
+  }
+  if (total > 0) throw AttestationError(refusal_message(what, reports));
 }
 
 std::size_t wait_for(Transport& t, Request& r, const AttestConfig* cfg) {
@@ -163,6 +205,7 @@ struct Link {
   std::vector<std::uint8_t> in;
   tee::SecretBytes secret;
   tee::Sha256Digest confirm_in{};
+  IdentityRecord peer_identity;  // the peer's, once its evidence passed
 };
 
 // What this rank brings to the handshake.
@@ -237,9 +280,11 @@ void exchange_evidence(Transport& t, std::vector<Link>& links, const LocalParty&
                                      static_cast<std::uint32_t>(l.peer)};
       if (const auto verdict = tee::verify(peer, check); !verdict) {
         failures.push_back({l.peer, verdict.reason});
-      } else if (me.key != nullptr) {
-        l.secret = tee::derive_session_secret(*l.kx, l.my_evidence, peer, "teetrain link v1");
+        continue;
       }
+      l.peer_identity = identity_of(peer);
+      if (me.key != nullptr)
+        l.secret = tee::derive_session_secret(*l.kx, l.my_evidence, peer, "teetrain link v1");
     } catch (const IntegrityError& e) {
       failures.push_back({l.peer, e.what()});
     }
@@ -283,14 +328,15 @@ void confirm_keys(Transport& t, std::vector<Link>& links, const AttestConfig& co
 
 }  // namespace
 
-SessionKeys establish_keys(Transport& t, const AttestConfig& config) {
-  SessionKeys keys;
-  keys.rank = t.rank();
-  keys.world_size = t.size();
-  keys.attestation = config.mode;
-  std::vector<Failure> failures;
-  LocalParty me;
-  tee::Measurements mine;
+namespace {
+
+// This rank's part before any message: its measurement, policy and signing key, and a check of its
+// own certificate by its own anchor (a rank must not offer an identity it would refuse in a peer).
+// Failures are collected, not thrown: the rank still takes part, so the others learn why instead of
+// timing out.
+// `me` stays where it is: its key may point into its own `fresh`.
+void prepare(const AttestConfig& config, SessionKeys& keys, LocalParty& me, tee::Measurements& mine,
+             Status& status) {
   try {
     mine = expected_measurement(config);
     keys.measurement = mine.combined();
@@ -298,18 +344,39 @@ SessionKeys establish_keys(Transport& t, const AttestConfig& config) {
     if (keys.world_size > 1) {  // one rank has nobody to prove itself to
       me.key = &signing_key(config, me.fresh);
       keys.device_public_key = me.key->public_key();
+      const tee::Certificate* cert = config.identity ? &config.identity->certificate : nullptr;
+      status.identities.push_back(own_identity(keys.rank, keys.device_public_key, cert));
+    }
+    if (config.anchor && config.identity) {
+      // The same words a peer reports, so the refusal names one reason with both reporters.
+      if (const auto own = config.anchor->verify(config.identity->certificate); !own)
+        status.failures.push_back({keys.rank, own.reason});
     }
   } catch (const std::exception& e) {
-    failures.push_back(
-        {keys.rank, e.what()});  // still take part, so the others learn why instead of timing out
+    status.failures.push_back({keys.rank, e.what()});
   }
+  status.measurement = keys.measurement;
+}
+
+}  // namespace
+
+SessionKeys establish_keys(Transport& t, const AttestConfig& config) {
+  SessionKeys keys;
+  keys.rank = t.rank();
+  keys.world_size = t.size();
+  keys.attestation = config.mode;
+  Status status;
+  tee::Measurements mine;
+  LocalParty me;
+  prepare(config, keys, me, mine, status);
   std::vector<Link> links = ring_links(keys.rank, keys.world_size);
   exchange_nonces(t, links, config);
-  exchange_evidence(t, links, me, config, mine, failures);
-  confirm_keys(t, links, config, failures);
+  exchange_evidence(t, links, me, config, mine, status.failures);
+  confirm_keys(t, links, config, status.failures);
+  for (const Link& l : links) status.identities.push_back(l.peer_identity);
 
   // Everyone refuses together, or nobody does.
-  refuse_on_every_rank(t, keys.measurement, failures, "attestation");
+  refuse_on_every_rank(t, status, "attestation");
   if (!links.empty()) {
     keys.link_next = std::move(links.front().secret);
     keys.link_prev = links.size() > 1 ? std::move(links[1].secret) : keys.link_next.clone();
@@ -369,7 +436,8 @@ tee::SecretBytes release_secret(Transport& t, SessionKeys& keys, const tee::Secr
     Request req = t.isend(next, std::as_bytes(std::span(wire)), tags::kKeyRelease);
     t.wait(req);
   }
-  refuse_on_every_rank(t, keys.measurement, failures, "release of " + std::string(label));
+  refuse_on_every_rank(t, Status{keys.measurement, {}, std::move(failures)},
+                       "release of " + std::string(label));
   return out;
 }
 

@@ -6,19 +6,23 @@
 //   1. send a fresh verifier nonce, receive the neighbour's;
 //   2. answer the neighbour's nonce with evidence (tee/attestation.h: certificate, measurements, a fresh
 //      X25519 key, signed by the certified device key), receive the neighbour's evidence and verify it
-//      against our trust anchor (chain, revocation), its rank, our nonce and our policy (reference
-//      measurements; by default what we run ourselves); on success derive the link secret (X25519 +
-//      HKDF over both evidences: certificates, measurements, nonces and ephemeral keys);
+//      against our trust anchor (chain, revocation, device profile), its rank, our nonce and our
+//      policy (reference measurements; by default what we run ourselves); on success derive the link
+//      secret (X25519 + HKDF over both evidences: certificates, measurements, nonces and ephemeral keys);
 //   3. confirm the key on every link, the closing link P-1 -> 0 included, before any training traffic;
 //   4. allgather a status (plaintext: no key exists yet) so that a failure anywhere refuses on every
-//      rank, with one message naming each rejected rank, the reason and who reported it;
+//      rank, with one message naming each rejected rank, the reason and who reported it; the status
+//      also carries the device identities each rank knows (its own and its neighbours' as verified),
+//      so two ranks with the same device key or certificate serial are refused on every rank too
+//      (Note [one identity per rank] in comm/rank_identities.h);
 //   5. rank 0 draws the group secret and passes it around the ring, sealed on every link
 //      (release_secret), again with a status allgather. Secrets released later (the dataset and
 //      checkpoint keys) travel the same way, so they reach only ranks whose evidence passed.
-// Local failures (unreadable identity or binary) are reported through the same status round, so the
-// other ranks refuse with the reason instead of timing out. With AttestationMode::None the evidence
-// carries no certificate and nothing ties a key to a device: the handshake then only protects
-// against passive eavesdroppers who do not take part in it.
+// Local failures (unreadable identity or binary, or an own certificate that this rank's anchor
+// refuses) are reported through the same status round, so the other ranks refuse with the reason
+// instead of timing out. With AttestationMode::None the evidence carries no certificate and nothing
+// ties a key to a device: the handshake then only protects against passive eavesdroppers who do not
+// take part in it.
 //
 // Every message of the handshake uses its own tags (below), distinct from the ring and collectives.
 #pragma once

@@ -78,7 +78,8 @@ void verdict(std::ostringstream& os, const std::vector<TrafficStats>& rows, cons
           "also visible to anyone on the wire: who talks to whom, when, and how much (message sizes give "
           "away the bucket layout): traffic analysis, which a TEE does not hide; and the attestation "
           "handshake (nonces, certificates, measurements, public keys, and the status round in which every "
-          "rank reports its measurement and verdict), public by design: it proves, it does not hide.\n";
+          "rank reports its measurement, the device identities it knows and its verdict), public by design: "
+          "it proves, it does not hide.\n";
   }
 }
 

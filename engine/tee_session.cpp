@@ -7,6 +7,8 @@ namespace tt {
 namespace {
 
 constexpr const char* kNoTrustWarning = "no attestation: an on-path adversary can read everything";
+constexpr const char* kNoRevocationWarning =
+    "revocation NOT checked: a revoked device is accepted (--no-revocation-check)";
 
 std::string provision_hint(int world) {
   return "run `teetrain provision --out vendor --devices " + std::to_string(world) +
@@ -31,12 +33,13 @@ comm::AttestConfig make_attest_config(const TrustOptions& trust, int rank, int w
   comm::AttestConfig config;
   config.mode = trust.mode;
   config.run_config = std::move(run_config);
-  const bool any_trust_flag = !trust.trust_root.empty() || !trust.device_identity.empty();
+  const bool any_trust_flag =
+      !trust.trust_root.empty() || !trust.device_identity.empty() || trust.no_revocation_check;
   if (trust.mode == comm::AttestationMode::None) {
     if (any_trust_flag)
       throw InputError(
-          "--attestation none runs without a root of trust; drop --trust-root/--device-identity, or "
-          "drop --attestation none to use them");
+          "--attestation none runs without a root of trust; drop --trust-root/--device-identity/"
+          "--no-revocation-check, or drop --attestation none to use them");
   } else if (trust.trust_root.empty() != trust.device_identity.empty()) {
     throw InputError(trust.trust_root.empty()
                          ? "--device-identity needs --trust-root (the vendor root that certified it)"
@@ -48,7 +51,9 @@ comm::AttestConfig make_attest_config(const TrustOptions& trust, int rank, int w
                      " (or --attestation none, flagged in every report: " + kNoTrustWarning + ")");
   }
   if (!trust.trust_root.empty()) {
-    config.anchor = comm::load_trust_anchor(trust.trust_root);
+    config.anchor = comm::load_trust_anchor(trust.trust_root, trust.no_revocation_check
+                                                                  ? comm::RevocationCheck::OptedOut
+                                                                  : comm::RevocationCheck::Required);
     config.identity = comm::load_identity(expand_rank(trust.device_identity, rank));
   }
   if (!trust.policy.empty()) config.policy = comm::load_policy(trust.policy);
@@ -56,21 +61,24 @@ comm::AttestConfig make_attest_config(const TrustOptions& trust, int rank, int w
 }
 
 AttestationSummary attestation_summary(const comm::AttestConfig& config, int world) {
-  if (world == 1) return {"single rank", config.anchor != nullptr, ""};
-  if (config.mode == comm::AttestationMode::None) return {"none", false, kNoTrustWarning};
-  return {"certified", true, ""};
+  const bool revocation = config.anchor != nullptr && config.anchor->checks_revocation();
+  const std::string revocation_warning = config.anchor != nullptr && !revocation ? kNoRevocationWarning : "";
+  if (world == 1) return {"single rank", config.anchor != nullptr, revocation, revocation_warning};
+  if (config.mode == comm::AttestationMode::None) return {"none", false, false, kNoTrustWarning};
+  return {"certified", true, revocation, revocation_warning};
 }
 
 std::string attestation_banner(const comm::AttestConfig& config, int world) {
   const AttestationSummary s = attestation_summary(config, world);
-  if (!s.warning.empty()) return "WARNING: " + s.warning + " (--attestation none)";
-  if (world == 1) return "single rank: no peer to attest";
+  if (!s.authenticated && !s.warning.empty()) return "WARNING: " + s.warning + " (--attestation none)";
+  const std::string warning = s.warning.empty() ? "" : "WARNING: " + s.warning + "; ";
+  if (world == 1) return warning + "single rank: no peer to attest";
   const std::string policy = config.policy.binaries.empty() && config.policy.configs.empty()
                                  ? "policy: the verifier's own binary and configuration"
                                  : "policy: " + std::to_string(config.policy.binaries.size()) +
                                        " binary and " + std::to_string(config.policy.configs.size()) +
                                        " configuration reference(s)";
-  return "certified by " + config.anchor->describe() + "; this rank " +
+  return warning + "certified by " + config.anchor->describe() + "; this rank " +
          config.identity->certificate.subject() + "; " + policy;
 }
 

@@ -25,9 +25,10 @@ namespace tt {
 // What a rank trusts and proves, as the user gave it (paths not yet read).
 struct TrustOptions {
   comm::AttestationMode mode = comm::AttestationMode::Certified;
-  std::string trust_root;       // the vendor root certificate (PEM); its CRL is read beside it
-  std::string device_identity;  // this rank's key + certificate (PEM); "{rank}" becomes the rank
-  std::string policy;           // reference measurements (comm/attest_evidence.h); empty: our own
+  std::string trust_root;            // the vendor root certificate (PEM); its CRL must lie beside it
+  std::string device_identity;       // this rank's key + certificate (PEM); "{rank}" becomes the rank
+  std::string policy;                // reference measurements (comm/attest_evidence.h); empty: our own
+  bool no_revocation_check = false;  // run without the CRL (flagged in every report)
 };
 
 // "{rank}" in `pattern` replaced by `rank` (every occurrence); other text unchanged.
@@ -35,17 +36,20 @@ std::string expand_rank(const std::string& pattern, int rank);
 
 // Checks the options against the world size and loads what they name. InputError (exit 2), with
 // what to do, on: TEE with several ranks and neither a trust root nor --attestation none; a trust
-// root without an identity or the reverse; --attestation none together with trust flags; any file
-// that cannot be used. Whether the identity is trusted is checked by the peers (exit 3 everywhere).
+// root without an identity or the reverse; --attestation none together with trust flags; a trust
+// root without its revocation list (unless no_revocation_check); any file that cannot be used.
+// Whether the identity is trusted is checked by the peers (exit 3 everywhere).
 comm::AttestConfig make_attest_config(const TrustOptions& trust, int rank, int world, std::string run_config);
 
 // One line for banners: how the peers of this run were authenticated.
 std::string attestation_banner(const comm::AttestConfig& config, int world);
-// The summary's "attestation" object: mode, and whether an on-path adversary can read everything.
+// The summary's "attestation" object: mode, whether an on-path adversary can read everything, and
+// whether revoked devices are refused.
 struct AttestationSummary {
   std::string mode;  // "certified", "none", "single rank"
   bool authenticated = false;
-  std::string warning;  // non-empty when nothing authenticates the peers
+  bool revocation_checked = false;  // a trust anchor with its CRL
+  std::string warning;  // non-empty when nothing authenticates the peers, or revocation is not checked
 };
 AttestationSummary attestation_summary(const comm::AttestConfig& config, int world);
 

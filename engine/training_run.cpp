@@ -33,12 +33,13 @@ std::string tee_label(const TeeOptions& o, const TeeSwitches& ts) {
          (ts.device_crypto ? ", gradients sealed on the GPU" : "") + ")";
 }
 
-// The summary's "attestation" object (null with TEE off): how the peers were authenticated, and a
-// warning when nothing authenticated them.
+// The summary's "attestation" object (null with TEE off): how the peers were authenticated, whether
+// revoked devices were refused, and a warning when either is not so.
 nlohmann::json attestation_json(const std::optional<comm::AttestConfig>& attest, int world) {
   if (!attest) return nullptr;
   const AttestationSummary s = attestation_summary(*attest, world);
-  nlohmann::json j = {{"mode", s.mode}, {"authenticated", s.authenticated}};
+  nlohmann::json j = {
+      {"mode", s.mode}, {"authenticated", s.authenticated}, {"revocation_checked", s.revocation_checked}};
   if (!s.warning.empty()) j["warning"] = s.warning;
   return j;
 }

@@ -42,7 +42,8 @@ struct RunDescription {
   std::size_t buckets = 0;
   std::string data, backend, gradients;
   std::string attestation;       // empty with TEE off
-  bool unauthenticated = false;  // no root of trust authenticated the peers: repeat the banner at the end
+  bool unauthenticated = false;  // nothing authenticated the peers, or revocation was not checked: repeat
+                                 // the banner at the end
   bool images = false;           // rates are images/s, else tokens/s
 };
 

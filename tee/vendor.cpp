@@ -44,6 +44,11 @@ fs::path root_key_path(const fs::path& dir) {
 fs::path crl_path(const fs::path& dir) {
   return dir / "vendor_root.crl";
 }
+// The vendor's own copy of the list: deleting the public one and provisioning again must not forget
+// a revocation (verifiers refuse to run without the list; provision then rewrites it from here).
+fs::path crl_record_path(const fs::path& dir) {
+  return dir / "vendor_secret" / "revoked.crl";
+}
 
 void write_file(const fs::path& path, const std::string& text, mode_t mode) {
   write_file_atomic(path, bytes_of(std::string_view(text)), mode, "provision: file");
@@ -111,6 +116,10 @@ X509Ptr make_certificate(const Ed25519KeyPair& subject_key, const std::string& c
   add_ext(cert.get(), signer, NID_basic_constraints, ca ? "critical,CA:TRUE" : "critical,CA:FALSE");
   add_ext(cert.get(), signer, NID_key_usage,
           ca ? "critical,keyCertSign,cRLSign" : "critical,digitalSignature");
+  // The device profile (tee/x509.h check_device_profile): a device key signs evidence, for the
+  // vendor's device purpose only.
+  if (!ca)
+    add_ext(cert.get(), signer, NID_ext_key_usage, (std::string("critical,") + kDevicePurposeOid).c_str());
   add_ext(cert.get(), signer, NID_subject_key_identifier, "hash");
   if (issuer != nullptr) add_ext(cert.get(), signer, NID_authority_key_identifier, "keyid:always");
   // Ed25519 signs the whole message itself: no digest is named (md = null).
@@ -162,23 +171,30 @@ void issue_device(const Vendor& v, const ProvisionOptions& o, int index) {
       0600);
 }
 
-// Serials already revoked by the CRL in DIR (hex), so a later run adds to the list instead of replacing it.
-std::set<std::string> revoked_serials(const fs::path& dir) {
-  std::set<std::string> out;
+// Serials already revoked (hex) by the CRL at `path`, if there is one.
+void read_revoked_serials(const fs::path& path, std::set<std::string>& out) {
   std::error_code ec;
-  if (!fs::exists(crl_path(dir), ec)) return out;
-  BioPtr bio(BIO_new_file(crl_path(dir).c_str(), "r"));
+  if (!fs::exists(path, ec)) return;
+  BioPtr bio(BIO_new_file(path.c_str(), "r"));
   std::unique_ptr<X509_CRL, decltype(&X509_CRL_free)> crl(
       bio ? PEM_read_bio_X509_CRL(bio.get(), nullptr, nullptr, nullptr) : nullptr, X509_CRL_free);
   if (!crl) {
     clear_openssl_errors();
-    throw InputError("provision: '" + crl_path(dir).string() + "' is not a PEM revocation list");
+    throw InputError("provision: '" + path.string() + "' is not a PEM revocation list");
   }
   const STACK_OF(X509_REVOKED)* list = X509_CRL_get_REVOKED(crl.get());
   for (int i = 0; list != nullptr && i < sk_X509_REVOKED_num(list); ++i) {
     const ASN1_INTEGER* s = X509_REVOKED_get0_serialNumber(sk_X509_REVOKED_value(list, i));
     out.insert(to_hex(ByteView(ASN1_STRING_get0_data(s), static_cast<std::size_t>(ASN1_STRING_length(s)))));
   }
+}
+
+// Serials already revoked in DIR, public list and the vendor's record together, so a later run adds
+// to the list instead of replacing it.
+std::set<std::string> revoked_serials(const fs::path& dir) {
+  std::set<std::string> out;
+  read_revoked_serials(crl_path(dir), out);
+  read_revoked_serials(crl_record_path(dir), out);
   return out;
 }
 
@@ -206,7 +222,36 @@ void write_crl_file(const Vendor& v, const ProvisionOptions& o, const std::set<s
   }
   X509_CRL_sort(crl.get());
   if (X509_CRL_sign(crl.get(), v.key.native(), nullptr) <= 0) throw_openssl_error("X509_CRL_sign");
-  write_file(crl_path(o.dir), pem_of(write_crl, crl.get(), "revocation list"), 0644);
+  const std::string pem = pem_of(write_crl, crl.get(), "revocation list");
+  write_file(crl_record_path(o.dir), pem, 0600);
+  write_file(crl_path(o.dir), pem, 0644);
+}
+
+// A device issued by an older provision, before the device profile (tee/x509.h), would be refused by
+// every verifier: its key is certified again in the profile, under a new serial that inherits a
+// revocation. Devices this root did not issue are left alone. Returns whether the list grew.
+bool reissue_outside_profile(const Vendor& v, const ProvisionOptions& o, std::set<std::string>& serials,
+                             ProvisionReport& report) {
+  bool list_grew = false;
+  for (int i = 0; i < report.devices; ++i) {
+    const fs::path path = device_identity_path(o.dir, i);
+    const Certificate old = Certificate::load_pem(path);
+    if (check_device_profile(old).ok || X509_check_issued(v.root.native(), old.native()) != X509_V_OK)
+      continue;
+    const Ed25519KeyPair key = Ed25519KeyPair::load_pem(path);
+    const X509Ptr cert = make_certificate(key, "teetrain EMULATED GPU device " + std::to_string(i),
+                                          v.root.native(), v.key, false, o.valid_days);
+    if (serials.count(old.serial_hex()) != 0) {
+      serials.insert(Certificate(X509Ptr(X509_dup(cert.get()))).serial_hex());
+      list_grew = true;
+    }
+    write_file(
+        path,
+        pem_of(write_key, key.native(), "device key") + pem_of(write_cert, cert.get(), "device certificate"),
+        0600);
+    report.reissued.push_back(i);
+  }
+  return list_grew;
 }
 
 int count_devices(const fs::path& dir) {
@@ -240,6 +285,7 @@ ProvisionReport provision(const ProvisionOptions& o) {
   }
   report.devices = count_devices(o.dir);
   std::set<std::string> serials = revoked_serials(o.dir);
+  const bool list_grew = reissue_outside_profile(v, o, serials, report);
   for (int i : o.revoke) {
     if (i < 0 || !fs::exists(device_identity_path(o.dir, i), ec))
       throw InputError("provision: --revoke " + std::to_string(i) + ": no such device in '" + o.dir.string() +
@@ -247,7 +293,8 @@ ProvisionReport provision(const ProvisionOptions& o) {
     if (serials.insert(Certificate::load_pem(device_identity_path(o.dir, i)).serial_hex()).second)
       report.revoked.push_back(i);
   }
-  if (report.created_root || !report.revoked.empty() || !fs::exists(crl_path(o.dir), ec))
+  if (report.created_root || !report.revoked.empty() || list_grew || !fs::exists(crl_path(o.dir), ec) ||
+      !fs::exists(crl_record_path(o.dir), ec))
     write_crl_file(v, o, serials);
   report.revoked_total = serials.size();
 
@@ -262,7 +309,11 @@ ProvisionReport provision(const ProvisionOptions& o) {
                                  "}.pem   device identities (key + certificate), " +
                                  std::to_string(report.issued.size()) + " issued now: one per rank " +
                                  "(--device-identity " + (o.dir / "device_{rank}.pem").string() + ")") +
-      "\n";
+      "\n" +
+      (report.reissued.empty()
+           ? std::string()
+           : "  " + std::to_string(report.reissued.size()) +
+                 " older device certificate(s) issued again in the device profile (same keys)\n");
   return report;
 }
 

@@ -4,15 +4,19 @@
 // with a root key kept in its own vault. provision() plays that role in a directory:
 //
 //   DIR/vendor_root.crt            root CA certificate: what verifiers trust (--trust-root)
-//   DIR/vendor_root.crl            revocation list signed by the root (verifiers load it beside the root)
-//   DIR/device_<i>.pem             device i: Ed25519 private key + its certificate (mode 0600)
+//   DIR/vendor_root.crl            revocation list signed by the root (verifiers need it beside the root)
+//   DIR/device_<i>.pem             device i: Ed25519 private key + its certificate (mode 0600), in the
+//                                  device profile (tee/x509.h check_device_profile)
 //   DIR/vendor_secret/root.key     the vendor's private root key (mode 0600, directory 0700): the
 //                                  one secret that can mint identities; a training run never reads it
+//   DIR/vendor_secret/revoked.crl  the vendor's record of the list, so that provisioning again
+//                                  rewrites a deleted DIR/vendor_root.crl with every revocation in it
 //
-// Running provision again on the same DIR keeps the root and every existing device, issues the
-// devices that are missing, and adds revocations. Everything is EMULATED and labelled so in the
-// certificates' subject names; the formats are real (PEM, X.509 v3, CRL v2), readable by
-// `openssl x509 -text` and `openssl crl -text`.
+// Running provision again on the same DIR keeps the root and every existing device key, issues the
+// devices that are missing, adds revocations, and certifies again (same key, new serial, revocation
+// kept) a device whose certificate an older provision issued outside the device profile. Everything is
+// EMULATED and labelled so in the certificates' subject names; the formats are real (PEM, X.509 v3, CRL v2),
+// readable by `openssl x509 -text` and `openssl crl -text`.
 #pragma once
 #include <filesystem>
 #include <string>
@@ -29,9 +33,10 @@ struct ProvisionOptions {
 
 struct ProvisionReport {
   bool created_root = false;
-  std::vector<int> issued;   // device indices issued by this call
-  std::vector<int> revoked;  // device indices newly revoked by this call
-  int devices = 0;           // device files present afterwards
+  std::vector<int> issued;    // device indices issued by this call
+  std::vector<int> revoked;   // device indices newly revoked by this call
+  std::vector<int> reissued;  // devices from an older provision, certified again in the device profile
+  int devices = 0;            // device files present afterwards
   std::size_t revoked_total = 0;
   std::string text;  // what a user reads: every file and what it is for
 };

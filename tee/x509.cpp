@@ -2,6 +2,7 @@
 
 #include <openssl/bio.h>
 #include <openssl/evp.h>
+#include <openssl/objects.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
@@ -150,6 +151,67 @@ std::string Certificate::describe() const {
          ")";
 }
 
+// ---- Device profile ----
+
+namespace {
+
+struct EkuFree {
+  void operator()(EXTENDED_KEY_USAGE* e) const noexcept { EXTENDED_KEY_USAGE_free(e); }
+};
+struct ObjectFree {
+  void operator()(ASN1_OBJECT* o) const noexcept { ASN1_OBJECT_free(o); }
+};
+
+std::string oid_text(const ASN1_OBJECT* oid) {
+  char buf[128] = {};
+  OBJ_obj2txt(buf, sizeof buf, oid, 1);  // dotted numbers: what `openssl x509 -text` shows for ours
+  return buf;
+}
+
+// extendedKeyUsage must name the vendor's device purpose and nothing else: one key, one job.
+ChainVerdict check_device_purpose(const Certificate& leaf) {
+  int critical = 0;
+  std::unique_ptr<EXTENDED_KEY_USAGE, EkuFree> eku(static_cast<EXTENDED_KEY_USAGE*>(
+      X509_get_ext_d2i(leaf.native(), NID_ext_key_usage, &critical, nullptr)));
+  clear_openssl_errors();
+  if (!eku) {
+    return {false, critical == -2
+                       ? std::string("device certificate carries two extendedKeyUsage extensions")
+                       : "device certificate has no extendedKeyUsage (the vendor's device purpose " +
+                             std::string(kDevicePurposeOid) + " is required)"};
+  }
+  std::unique_ptr<ASN1_OBJECT, ObjectFree> device(OBJ_txt2obj(kDevicePurposeOid, 1));
+  if (!device) throw_openssl_error("device purpose OID");
+  const int n = sk_ASN1_OBJECT_num(eku.get());
+  for (int i = 0; i < n; ++i) {
+    const ASN1_OBJECT* purpose = sk_ASN1_OBJECT_value(eku.get(), i);
+    if (OBJ_cmp(purpose, device.get()) != 0)
+      return {false, "device certificate's extendedKeyUsage names a foreign purpose " + oid_text(purpose) +
+                         " (a device identity carries only " + kDevicePurposeOid + ")"};
+  }
+  if (n == 0) return {false, "device certificate's extendedKeyUsage is empty"};
+  return {true, "ok"};
+}
+
+}  // namespace
+
+ChainVerdict check_device_profile(const Certificate& leaf) {
+  X509* cert = leaf.native();
+  if (X509_get_ext_count(cert) == 0)
+    return {false, "device certificate has no extensions (not the vendor's device profile)"};
+  const std::uint32_t flags = X509_get_extension_flags(cert);  // also caches the parsed extensions
+  if ((flags & EXFLAG_INVALID) != 0) return {false, "device certificate has malformed extensions"};
+  if ((flags & EXFLAG_CA) != 0 || leaf.is_ca())
+    return {false, "certificate is a CA certificate (CA:TRUE), not a device identity"};
+  if ((flags & EXFLAG_BCONS) == 0) return {false, "device certificate has no basicConstraints CA:FALSE"};
+  const std::uint32_t usage = X509_get_key_usage(cert);
+  if ((flags & EXFLAG_KUSAGE) == 0 || (usage & KU_DIGITAL_SIGNATURE) == 0)
+    return {false, "device certificate lacks the digitalSignature key usage"};
+  if ((usage & (KU_KEY_CERT_SIGN | KU_CRL_SIGN)) != 0)
+    return {false, "device certificate's key usage allows signing certificates or CRLs"};
+  return check_device_purpose(leaf);
+}
+
 // ---- TrustAnchor ----
 
 TrustAnchor::TrustAnchor(Certificate root, X509CrlPtr crl) : root_(std::move(root)), crl_(std::move(crl)) {}
@@ -157,28 +219,41 @@ TrustAnchor::TrustAnchor(Certificate root, X509CrlPtr crl) : root_(std::move(roo
 fs::path TrustAnchor::crl_beside(const fs::path& root_pem) {
   fs::path crl = root_pem;
   crl.replace_extension(".crl");
-  std::error_code ec;
-  return fs::is_regular_file(crl, ec) ? crl : fs::path();
+  return crl;
 }
 
-TrustAnchor TrustAnchor::load(const fs::path& root_pem, const fs::path& crl_pem) {
+namespace {
+
+// The root certificate of an anchor: a self-signed CA (InputError naming the file otherwise).
+Certificate load_root(const fs::path& root_pem) {
   Certificate root = Certificate::load_pem(root_pem);
   EVP_PKEY* root_key = X509_get0_pubkey(root.native());
   if (!root.is_ca() || root_key == nullptr || X509_verify(root.native(), root_key) != 1) {
     clear_openssl_errors();
     throw InputError("trust root '" + root_pem.string() + "': not a self-signed CA certificate");
   }
-  X509CrlPtr crl;
-  if (!crl_pem.empty()) {
-    BioPtr bio = open_file(crl_pem, "revocation list");
-    crl.reset(PEM_read_bio_X509_CRL(bio.get(), nullptr, nullptr, nullptr));
-    if (!crl || X509_CRL_verify(crl.get(), root_key) != 1) {
-      clear_openssl_errors();
-      throw InputError("revocation list '" + crl_pem.string() +
-                       "': not a PEM CRL signed by the trust root '" + root_pem.string() + "'");
-    }
+  return root;
+}
+
+}  // namespace
+
+TrustAnchor TrustAnchor::load(const fs::path& root_pem, const fs::path& crl_pem) {
+  Certificate root = load_root(root_pem);
+  if (crl_pem.empty())
+    throw InputError("trust root '" + root_pem.string() + "': no revocation list given (expected " +
+                     crl_beside(root_pem).string() + ")");
+  BioPtr bio = open_file(crl_pem, "revocation list");
+  X509CrlPtr crl(PEM_read_bio_X509_CRL(bio.get(), nullptr, nullptr, nullptr));
+  if (!crl || X509_CRL_verify(crl.get(), X509_get0_pubkey(root.native())) != 1) {
+    clear_openssl_errors();
+    throw InputError("revocation list '" + crl_pem.string() + "': not a PEM CRL signed by the trust root '" +
+                     root_pem.string() + "'");
   }
   return TrustAnchor(std::move(root), std::move(crl));
+}
+
+TrustAnchor TrustAnchor::load_without_revocation(const fs::path& root_pem) {
+  return TrustAnchor(load_root(root_pem), nullptr);
 }
 
 ChainVerdict TrustAnchor::verify(const Certificate& leaf) const {
@@ -196,7 +271,7 @@ ChainVerdict TrustAnchor::verify(const Certificate& leaf) const {
   const int err = X509_STORE_CTX_get_error(ctx.get());
   clear_openssl_errors();
   if (rc != 1) return {false, chain_reason(err, leaf)};
-  if (leaf.is_ca()) return {false, "certificate is a CA certificate, not a device identity"};
+  if (ChainVerdict profile = check_device_profile(leaf); !profile) return profile;
   try {
     (void)leaf.ed25519_public_key();
   } catch (const IntegrityError& e) {
@@ -215,7 +290,7 @@ std::string TrustAnchor::describe() const {
   return "vendor root " + root_.subject() + " (serial " + root_.serial_hex().substr(0, 16) +
          ".., EMULATED), " +
          (crl_ ? "revocation list with " + std::to_string(revoked_count()) + " revoked device(s)"
-               : std::string("no revocation list"));
+               : std::string("revocation NOT checked: a revoked device is accepted"));
 }
 
 // ---- DeviceIdentity ----

@@ -7,8 +7,10 @@
 //
 //   vendor root     a self-signed CA certificate ("teetrain EMULATED GPU vendor root"); its private
 //                   key is the vendor's secret and never needed to train (tee/vendor.h writes it apart)
-//   device identity an Ed25519 private key + a leaf certificate the root signed, one PEM file
-//   revocation list an X.509 CRL signed by the root, naming revoked device serial numbers
+//   device identity an Ed25519 private key + a leaf certificate the root signed, one PEM file; the
+//                   leaf must fit the device profile below (check_device_profile)
+//   revocation list an X.509 CRL signed by the root, naming revoked device serial numbers; a trust
+//                   anchor needs it unless its user explicitly opts out (load_without_revocation)
 //
 // Everything here is public except the private keys; nothing is trusted until verify_chain says so.
 #pragma once
@@ -34,6 +36,13 @@ struct X509CrlFree {
 };
 using X509Ptr = std::unique_ptr<x509_st, X509Free>;
 using X509CrlPtr = std::unique_ptr<X509_crl_st, X509CrlFree>;
+
+// The vendor's device purpose: the one extended key usage a device identity certificate carries, so
+// a certificate the vendor issued for anything else (a TLS server, a code signer) is never taken for
+// a device. An OID under 2.25 (ITU-T X.667 / ISO/IEC 9834-8: an OID made of a random UUID, here
+// a54bdd13-49b5-49e7-8105-52392f14acee, which anyone may mint without registration);
+// docs/design.md §5 "Device profile".
+inline constexpr const char* kDevicePurposeOid = "2.25.219716525509570296185010554610688240878";
 
 // Certificates and CRLs larger than this are refused when parsed from the wire or a file: real ones
 // are a few hundred bytes, and a bound keeps a hostile peer from making us allocate at will.
@@ -68,24 +77,38 @@ struct ChainVerdict {
   explicit operator bool() const { return ok; }
 };
 
-// What a verifier trusts: the vendor root certificate and, when present, its revocation list.
+// The vendor's device profile, checked on every device certificate after its chain: X.509 v3 with
+// extensions; basicConstraints CA:FALSE; keyUsage with digitalSignature (the device key signs
+// evidence) and neither keyCertSign nor cRLSign; extendedKeyUsage naming exactly kDevicePurposeOid.
+// "ok", or the first rule the certificate breaks, in words. Never throws on a bad certificate.
+ChainVerdict check_device_profile(const Certificate& leaf);
+
+// What a verifier trusts: the vendor root certificate and its revocation list.
 class TrustAnchor {
  public:
-  // Loads the root certificate (PEM) and, if `crl` is non-empty, the CRL (PEM), checking that the
-  // root is a self-signed CA and that the CRL is signed by it. Throws InputError naming the
-  // file on anything malformed or missing (a configuration error, exit 2 at the CLI).
-  static TrustAnchor load(const std::filesystem::path& root_pem, const std::filesystem::path& crl_pem = {});
-  // The CRL a provisioned directory keeps beside its root: "<dir>/vendor_root.crl" for
-  // "<dir>/vendor_root.crt" (same stem, .crl). Empty if there is none.
+  // Loads the root certificate (PEM) and the CRL (PEM), checking that the root is a self-signed CA
+  // and that the CRL is signed by it. Throws InputError naming the file on anything malformed or
+  // missing, an empty `crl_pem` included (a configuration error, exit 2 at the CLI): revocation is
+  // not optional, or deleting a file would switch it off.
+  static TrustAnchor load(const std::filesystem::path& root_pem, const std::filesystem::path& crl_pem);
+  // The explicit opt-out: the root alone. Such an anchor accepts revoked devices, and says so
+  // (checks_revocation() is false; describe() flags it) for every report to repeat.
+  static TrustAnchor load_without_revocation(const std::filesystem::path& root_pem);
+  // Where a provisioned directory keeps the CRL beside its root: "<dir>/vendor_root.crl" for
+  // "<dir>/vendor_root.crt" (same stem, .crl), whether or not the file exists.
   static std::filesystem::path crl_beside(const std::filesystem::path& root_pem);
 
   // Checks that `leaf` was issued by the root (signature, validity period, CA constraints), is not
-  // a CA itself, carries an Ed25519 key, and is not revoked. Never throws on a bad certificate.
+  // revoked (when the anchor has a CRL), fits the device profile (check_device_profile) and carries
+  // an Ed25519 key. Never throws on a bad certificate.
   ChainVerdict verify(const Certificate& leaf) const;
 
   const Certificate& root() const { return root_; }
+  bool checks_revocation() const { return crl_ != nullptr; }
   std::size_t revoked_count() const;
-  std::string describe() const;  // "vendor root CN=... (serial ..), CRL with N revoked"
+  // "vendor root CN=... (serial ..), revocation list with N revoked device(s)", or "..., revocation
+  // NOT checked: a revoked device is accepted" without a CRL
+  std::string describe() const;
 
  private:
   TrustAnchor(Certificate root, X509CrlPtr crl);

@@ -338,6 +338,55 @@ TEST(SecureSession, WithoutARootOfTrustFreshKeysPass) {
   EXPECT_EQ(r.keys[0].attestation, AttestationMode::None);
 }
 
+TEST(SecureSession, OneIdentityOnTwoRanksRefusesOnEveryRank) {
+  // The common mistake (--device-identity without {rank}) at P = 2, and at P = 4 between ranks 1 and 3,
+  // which are not ring neighbours: no rank verified both, yet every rank names both.
+  Lab lab;
+  const auto two = handshake(2, lab, [&](int, AttestConfig& c) { c.identity = lab.device(0); });
+  expect_refused_everywhere(two, "rank 1: the same device identity as rank 0 (device key ");
+  expect_refused_everywhere(two, "does --device-identity lack {rank}?");
+  const auto four = handshake(4, lab, [&](int rank, AttestConfig& c) {
+    if (rank == 3) c.identity = lab.device(1);
+  });
+  expect_refused_everywhere(four, "rank 3: the same device identity as rank 1");
+  expect_refused_everywhere(four, "(reported by ranks 0, 1, 2, 3)");
+  // Distinct identities in any order pass.
+  const auto shuffled =
+      handshake(3, lab, [&](int rank, AttestConfig& c) { c.identity = lab.device(2 - rank); });
+  for (const auto& e : shuffled.errors) EXPECT_FALSE(e) << message_of(e);
+}
+
+TEST(SecureSession, ARankChecksItsOwnCertificateToo) {
+  // Rank 1 holds a revoked device: its own anchor refuses it as its peers do, and the message says both.
+  Lab lab;
+  const auto r = handshake(2, lab, [&](int rank, AttestConfig& c) {
+    if (rank == 1) c.identity = lab.device(4);
+  });
+  expect_refused_everywhere(r, "rank 1: device certificate revoked by the vendor");
+  expect_refused_everywhere(r, "(reported by ranks 0, 1)");
+}
+
+TEST(SecureSession, AnAnchorWithoutItsRevocationListIsRefusedUnlessOptedOut) {
+  Lab lab;
+  const fs::path root = tee::vendor_root_path(lab.path() / "vendor");
+  fs::remove(tee::TrustAnchor::crl_beside(root));
+  try {
+    load_trust_anchor(root);
+    ADD_FAILURE() << "loaded a trust anchor without its revocation list";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("teetrain provision --out"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--no-revocation-check"), std::string::npos) << e.what();
+  }
+  const auto without = load_trust_anchor(root, RevocationCheck::OptedOut);
+  EXPECT_FALSE(without->checks_revocation());
+  // The opted-out anchor accepts the revoked device: that is what every report must flag.
+  const auto r = handshake(2, lab, [&](int rank, AttestConfig& c) {
+    c.anchor = without;
+    if (rank == 1) c.identity = lab.device(4);
+  });
+  for (const auto& e : r.errors) EXPECT_FALSE(e) << message_of(e);
+}
+
 // A fault plan that flips one bit of the first message src sends dst with `tag`.
 FaultPlan flip_one(int src, int dst, int tag, int bit) {
   FaultPlan plan;

@@ -81,8 +81,9 @@ TEST(Provision, AgainAddsDevicesUnderTheSameRootAndRevokes) {
   EXPECT_TRUE(provision({dir.path(), 0, {1}}).revoked.empty());
   EXPECT_EQ(provision({dir.path(), 0, {2}}).revoked_total, 2u);
   EXPECT_THROW(provision({dir.path(), 0, {9}}), InputError);
-  // Without the CRL, the revoked device would pass: the verifier must load it.
-  EXPECT_TRUE(TrustAnchor::load(root)
+  // Without the CRL, the revoked device would pass: the verifier must load it (test_device_profile.cpp:
+  // only an explicit opt-out runs without it).
+  EXPECT_TRUE(TrustAnchor::load_without_revocation(root)
                   .verify(DeviceIdentity::load_pem(device_identity_path(dir.path(), 1)).certificate)
                   .ok);
 }
@@ -91,13 +92,14 @@ TEST(Provision, AnotherRootsDevicesAreNotTrusted) {
   test::TempDir a, b;
   provision({a.path(), 1, {}});
   provision({b.path(), 1, {}});
-  const TrustAnchor anchor = TrustAnchor::load(vendor_root_path(a.path()));
+  const TrustAnchor anchor =
+      TrustAnchor::load(vendor_root_path(a.path()), TrustAnchor::crl_beside(vendor_root_path(a.path())));
   const ChainVerdict v =
       anchor.verify(DeviceIdentity::load_pem(device_identity_path(b.path(), 0)).certificate);
   EXPECT_FALSE(v.ok);
   EXPECT_NE(v.reason.find("not issued by the trusted vendor root"), std::string::npos) << v.reason;
   // The other root's own certificate is a CA, not a device, and not ours either.
-  EXPECT_FALSE(anchor.verify(TrustAnchor::load(vendor_root_path(b.path())).root()).ok);
+  EXPECT_FALSE(anchor.verify(TrustAnchor::load_without_revocation(vendor_root_path(b.path())).root()).ok);
   // Our root itself presented as a device: a CA certificate is refused.
   const ChainVerdict self = anchor.verify(anchor.root());
   EXPECT_FALSE(self.ok);
@@ -118,10 +120,10 @@ TEST(Provision, DamagedFilesAreRefusedWithTheirName) {
     EXPECT_NE(std::string(e.what()).find("mixed.pem"), std::string::npos);
   }
   std::ofstream(dir / "garbage.crt") << "not a certificate";
-  EXPECT_THROW(TrustAnchor::load(dir / "garbage.crt"), InputError);
-  EXPECT_THROW(TrustAnchor::load(dir / "missing.crt"), InputError);
+  EXPECT_THROW(TrustAnchor::load_without_revocation(dir / "garbage.crt"), InputError);
+  EXPECT_THROW(TrustAnchor::load(dir / "missing.crt", dir / "vendor_root.crl"), InputError);
   // A device certificate is not a root.
-  EXPECT_THROW(TrustAnchor::load(device_identity_path(dir.path(), 0)), InputError);
+  EXPECT_THROW(TrustAnchor::load_without_revocation(device_identity_path(dir.path(), 0)), InputError);
   // A CRL signed by another root is refused.
   test::TempDir other;
   provision({other.path(), 0, {}});

@@ -59,10 +59,13 @@ void verify_file(const AttestOptions& o, const comm::AttestConfig& ac) {
   const auto nonce = parse_nonce(o.nonce);
   const tee::VerifyResult r = comm::verify_evidence(ev, ac, std::nullopt, nonce);
   if (!r.ok) throw IntegrityError(o.verify + ": evidence REJECTED: " + r.reason);
-  std::printf("evidence verified: %s; binary and configuration match the policy; %s\n",
-              ac.anchor
-                  ? "the device certificate chains to the trusted root and is not revoked"
-                  : "signature valid under the key it names (NO ROOT OF TRUST: proves nothing about who)",
+  const char* who =
+      !ac.anchor ? "signature valid under the key it names (NO ROOT OF TRUST: proves nothing about who)"
+      : ac.anchor->checks_revocation()
+          ? "the device certificate chains to the trusted root and is not revoked"
+          : "the device certificate chains to the trusted root; revocation NOT checked "
+            "(--no-revocation-check)";
+  std::printf("evidence verified: %s; binary and configuration match the policy; %s\n", who,
               nonce ? "it answers the given nonce (fresh)"
                     : "freshness NOT checked (give --nonce with the challenge you issued)");
 }
@@ -74,7 +77,9 @@ void run_attest(const AttestOptions& o) {
   if (!o.verify.empty() && trust.device_identity.empty() && !trust.trust_root.empty()) {
     comm::AttestConfig ac;
     ac.run_config = read_config(o);
-    ac.anchor = comm::load_trust_anchor(trust.trust_root);
+    ac.anchor = comm::load_trust_anchor(trust.trust_root, trust.no_revocation_check
+                                                              ? comm::RevocationCheck::OptedOut
+                                                              : comm::RevocationCheck::Required);
     if (!trust.policy.empty()) ac.policy = comm::load_policy(trust.policy);
     return verify_file(o, ac);
   }
@@ -93,6 +98,12 @@ void run_attest(const AttestOptions& o) {
         "attest needs a certified identity: --trust-root vendor/vendor_root.crt --device-identity "
         "vendor/device_0.pem (create them with `teetrain provision --out vendor --devices 1`), or "
         "--attestation none for uncertified evidence");
+  }
+  // As in a run: a device whose own certificate the trusted root refuses offers no evidence.
+  if (ac.anchor && ac.identity) {
+    if (const tee::ChainVerdict own = ac.anchor->verify(ac.identity->certificate); !own)
+      throw IntegrityError("--device-identity: this device's certificate is refused by the trusted root: " +
+                           own.reason);
   }
   const tee::VerifierNonce nonce = parse_nonce(o.nonce).value_or(tee::make_verifier_nonce());
   const tee::Evidence ev = comm::make_local_evidence(ac, o.rank, nonce);

@@ -63,10 +63,13 @@ void add_trust_options(CLI::App* g, TrustOptions& t) {
       ->default_str("certified");
   g->add_option("--trust-root", t.trust_root,
                 "Vendor root certificate (PEM) that verifies peers' device certificates; its revocation list "
-                "is read beside it (ROOT.crl). Create with `teetrain provision`");
+                "must lie beside it (ROOT.crl, without it the run refuses). Create both with `teetrain "
+                "provision`");
+  g->add_flag("--no-revocation-check", t.no_revocation_check,
+              "Run without the revocation list: a revoked device is accepted (flagged in every report)");
   g->add_option("--device-identity", t.device_identity,
                 "This rank's device key and certificate (PEM); {rank} in the path becomes the rank, e.g. "
-                "vendor/device_{rank}.pem");
+                "vendor/device_{rank}.pem: every rank needs its own identity");
   g->add_option("--policy", t.policy,
                 "Reference measurements peers must match (lines 'binary HEX' / 'config HEX', see `teetrain "
                 "attest --write-policy`); default: what this rank runs");
