@@ -85,6 +85,9 @@ class TrustAnchor {
 
   const Certificate& root() const { return root_; }
   std::size_t revoked_count() const;
+  // The CRL as loaded, DER-encoded (empty without one): what a run digests to agree with its peers
+  // on the revocation list it verified with (engine/input_agreement.h).
+  std::vector<std::uint8_t> crl_der() const;
   std::string describe() const;  // "vendor root CN=... (serial ..), CRL with N revoked"
 
  private:
