@@ -157,7 +157,8 @@ bool is_json_file(const fs::path& f) {
 // `train --expect-checkpoint` pins and the run's agreed inputs record (engine/input_agreement.h).
 std::string manifest_digest_line(const fs::path& f) {
   if (plain_name(f) != kManifestFile) return {};
-  return "      manifest sha256 " + tee::to_hex(tee::sha256(read_plain(f))) + " (pin with --expect-checkpoint)\n";
+  return "      manifest sha256 " + tee::to_hex(tee::sha256(read_plain(f))) +
+         " (pin with --expect-checkpoint)\n";
 }
 
 std::string inspect_file(const fs::path& f, const tee::SecretBytes* key) {

@@ -41,8 +41,7 @@ std::vector<std::vector<std::byte>> DistContext::allgather_blobs(std::span<const
 
 void DistContext::broadcast_params(Backend& backend, Model& model) {
   // One broadcast per chunk: every rank has the same parameter count (the configuration agreement of
-  // input_agreement.h), so the chunks and
-  // their sequence numbers match across ranks.
+  // input_agreement.h), so the chunks and their sequence numbers match across ranks.
   for_param_chunks(backend, model, true, [&](std::span<float> c) { coll_.broadcast(c, 0, ++seq_); });
 }
 

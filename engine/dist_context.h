@@ -1,6 +1,7 @@
 // Cross-rank consistency and bookkeeping for a data-parallel run, over our own collectives (so in
 // TEE mode they travel through the sealed channel like the gradients do): the exchange behind the
-// agreement on configuration and inputs (input_agreement.h), the initial parameter broadcast, loss averaging, replica checks and gathering counters.
+// agreement on configuration and inputs (input_agreement.h), the initial parameter broadcast, loss
+// averaging, replica checks and gathering counters.
 // Threading: call from the main thread only while the DDP reducer's comm thread is idle
 // (between finish_step() and the next backward), per comm/README.md.
 #pragma once

@@ -137,8 +137,8 @@ std::string field_difference(const AgreedInput& theirs, const AgreedInput& ours)
   const KindInfo& k = info(ours.kind);
   for (std::size_t i = 0; i < k.fields; ++i) {
     if (theirs.values[i] != ours.values[i])
-      return std::string(" (") + k.field[i] + " " + shorten(theirs.values[i]) + " vs " + shorten(ours.values[i]) +
-             ")";
+      return std::string(" (") + k.field[i] + " " + shorten(theirs.values[i]) + " vs " +
+             shorten(ours.values[i]) + ")";
   }
   return {};
 }
@@ -157,8 +157,8 @@ std::string record_difference(int rank, const InputRecord& theirs, const InputRe
     config = in.kind == InputKind::Configuration;
     if (only_theirs || only_ours) {
       const std::string side = only_theirs ? "rank " + std::to_string(rank) : "rank 0";
-      return who + what(in) + " differs from rank 0's (only " + side + " has one: " +
-             info(in.kind).field[0] + " " + shorten(in.values[0]) + ")";
+      return who + what(in) + " differs from rank 0's (only " + side + " has one: " + info(in.kind).field[0] +
+             " " + shorten(in.values[0]) + ")";
     }
     const std::string diff = field_difference(a[i], b[j]);
     if (!diff.empty()) return who + what(in) + " differs from rank 0's" + diff;
@@ -276,8 +276,10 @@ std::string unmet_expectation(const InputRecord& agreed, const InputExpectations
   }
   if (!expect.checkpoint.empty()) {
     const AgreedInput* ck = agreed.find(InputKind::Checkpoint);
-    if (ck == nullptr) return "--expect-checkpoint: this run resumed no checkpoint, expected one with manifest "
-                              "sha256 " + lower(expect.checkpoint);
+    if (ck == nullptr)
+      return "--expect-checkpoint: this run resumed no checkpoint, expected one with manifest "
+             "sha256 " +
+             lower(expect.checkpoint);
     if (ck->values[2] != lower(expect.checkpoint))
       return "--expect-checkpoint: the checkpoint resumed (step " + ck->values[1] + ") has manifest sha256 " +
              ck->values[2] + ", expected " + lower(expect.checkpoint);
@@ -340,7 +342,8 @@ void add_image_data(InputRecord& r, const ImageSource& s) {
 }
 
 void add_checkpoint(InputRecord& r, const VerifiedCheckpoint& ck) {
-  r.add(InputKind::Checkpoint, "", {ck.manifest.run_id, std::to_string(ck.manifest.step), ck.manifest_sha256});
+  r.add(InputKind::Checkpoint, "",
+        {ck.manifest.run_id, std::to_string(ck.manifest.step), ck.manifest_sha256});
 }
 
 }  // namespace tt

@@ -31,9 +31,9 @@
 //   u16 n                               inputs, at most kMaxAgreedInputs
 //   n x { u8 kind; u16 len; name;       kind: InputKind; name: a split or key name, or empty
 //         u8 m; m x { u16 len; value } }  m: exactly the kind's field count
-// Integers big-endian (network order, like the other wire formats); names and values printable ASCII (0x20..0x7e), at most
-// kMaxAgreedString bytes; inputs strictly ordered by (kind, name), so each appears once and the
-// encoding of a record is unique; nothing after the last input; the whole at most kMaxAgreementBytes.
+// Integers big-endian (network order, like the other wire formats); names and values printable ASCII
+// (0x20..0x7e), at most kMaxAgreedString bytes; inputs strictly ordered by (kind, name), so each appears once
+// and the encoding of a record is unique; nothing after the last input; the whole at most kMaxAgreementBytes.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -135,8 +135,8 @@ struct RunPlan {
   bool checkpoints = false;  // --save-every or --resume
   bool resume = false;
   bool expect_checkpoint = false;  // --expect-checkpoint: pins the checkpoint resumed from
-  int seq = 0;               // 0 for image models
-  int context = 0;           // the model's longest sequence (0: no limit)
+  int seq = 0;                     // 0 for image models
+  int context = 0;                 // the model's longest sequence (0: no limit)
   TeeSettings tee;
   std::optional<comm::AdversarySpec> adversary;
 

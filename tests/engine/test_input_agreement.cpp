@@ -1,8 +1,6 @@
 // engine/input_agreement: the record of what a rank opened, its wire format, the comparison across
 // ranks (the first difference, named), the data owner's pins, and the collective on in-process
 // ranks, where every rank must refuse alike.
-#include "engine/input_agreement.h"
-
 #include <gtest/gtest.h>
 
 #include <string>
@@ -12,6 +10,7 @@
 #include "comm/channel.h"
 #include "comm/inproc_transport.h"
 #include "engine/dist_context.h"
+#include "engine/input_agreement.h"
 #include "tests/common/fuzz.h"
 
 namespace tt {
@@ -89,7 +88,8 @@ TEST(InputAgreement, NamesTheRankAndTheInputThatDiffer) {
   InputRecord lineage = honest();
   lineage.add(InputKind::Checkpoint, "", {std::string(32, '8'), "4", std::string(64, '9')});
   d = first_difference({honest(), lineage});
-  EXPECT_EQ(d.message, "rank 1's checkpoint differs from rank 0's (lineage 8888888888888888... vs 7777777777777777...)");
+  EXPECT_EQ(d.message,
+            "rank 1's checkpoint differs from rank 0's (lineage 8888888888888888... vs 7777777777777777...)");
 
   InputRecord root = honest();
   root.add(InputKind::TrustRoot, "", {std::string(64, 'f')});
@@ -104,7 +104,8 @@ TEST(InputAgreement, NamesTheRankAndTheInputThatDiffer) {
 
 TEST(InputAgreement, AnInputOnlyOneRankHasIsADifference) {
   InputRecord fresh;  // rank 1 started fresh where rank 0 resumed
-  for (const AgreedInput& in : honest().inputs())
+  const InputRecord resumed = honest();
+  for (const AgreedInput& in : resumed.inputs())
     if (in.kind != InputKind::Checkpoint) fresh.add(in.kind, in.name, in.values);
   EXPECT_EQ(first_difference({honest(), fresh}).message,
             "rank 1's checkpoint differs from rank 0's (only rank 0 has one: lineage 7777777777777777...)");
@@ -128,14 +129,17 @@ TEST(InputAgreement, PinsNameWhatWasExpectedAndFound) {
   EXPECT_EQ(unmet_expectation(r, {kManifestA, std::string(64, '9')}), "");
   std::string upper(64, 'A');
   EXPECT_EQ(unmet_expectation(r, {upper, ""}), "");  // hex in either case
-  EXPECT_EQ(unmet_expectation(r, {kManifestB, ""}),
-            "--expect-dataset: dataset split train has manifest sha256 " + kManifestA + ", expected " + kManifestB);
-  EXPECT_EQ(unmet_expectation(r, {"", kManifestB}), "--expect-checkpoint: the checkpoint resumed (step 4) has "
-                                                    "manifest sha256 " + std::string(64, '9') + ", expected " +
-                                                        kManifestB);
+  EXPECT_EQ(
+      unmet_expectation(r, {kManifestB, ""}),
+      "--expect-dataset: dataset split train has manifest sha256 " + kManifestA + ", expected " + kManifestB);
+  EXPECT_EQ(unmet_expectation(r, {"", kManifestB}),
+            "--expect-checkpoint: the checkpoint resumed (step 4) has "
+            "manifest sha256 " +
+                std::string(64, '9') + ", expected " + kManifestB);
   InputRecord plain;
   plain.add(InputKind::DatasetSplit, "train", {"none", "plain", "10"});
-  EXPECT_NE(unmet_expectation(plain, {kManifestA, ""}).find("manifest sha256 none (plain data)"), std::string::npos);
+  EXPECT_NE(unmet_expectation(plain, {kManifestA, ""}).find("manifest sha256 none (plain data)"),
+            std::string::npos);
   EXPECT_NE(unmet_expectation(plain, {"", kManifestA}).find("resumed no checkpoint"), std::string::npos);
 }
 
@@ -146,7 +150,8 @@ TEST(InputAgreement, DecodeRefusesWhatIsNotTheFormat) {
       (void)InputRecord::decode(as_bytes(bytes), "rank 1's input record");
       ADD_FAILURE() << "accepted: " << why;
     } catch (const IntegrityError& e) {
-      EXPECT_NE(std::string(e.what()).find("rank 1's input record is malformed"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("rank 1's input record is malformed"), std::string::npos)
+          << e.what();
     }
   };
   refused("", "empty");
@@ -209,9 +214,10 @@ TEST(InputAgreement, EveryRankRefusesAlike) {
     for (const auto& e : ex) EXPECT_FALSE(e);
     for (int r = 0; r < 3; ++r) {
       if (attack) {
-        EXPECT_EQ(errors[static_cast<std::size_t>(r)],
-                  "rank 1's dataset split train differs from rank 0's (manifest sha256 cd34bbbbbbbbbbbb... vs "
-                  "aaaaaaaaaaaaaaaa...)");
+        EXPECT_EQ(
+            errors[static_cast<std::size_t>(r)],
+            "rank 1's dataset split train differs from rank 0's (manifest sha256 cd34bbbbbbbbbbbb... vs "
+            "aaaaaaaaaaaaaaaa...)");
       } else {
         EXPECT_EQ(errors[static_cast<std::size_t>(r)], "");
         EXPECT_EQ(agreed[static_cast<std::size_t>(r)], honest().to_json());

@@ -96,9 +96,10 @@ void add_reporting_options(CLI::App* cmd, TrainOptions& o) {
   out->add_option("--keep", o.keep, "Checkpoints to keep")->check(positive())->capture_default_str();
   out->add_option("--resume", o.resume,
                   "Resume from a checkpoint directory (a step dir, or the newest in a --ckpt-dir)");
-  out->add_option("--expect-checkpoint", o.expect_checkpoint,
-                  "Refuse (exit 3) unless the checkpoint resumed from has this manifest digest (SHA-256 of its "
-                  "manifest file, as `ckpt inspect` prints it)")
+  out->add_option(
+         "--expect-checkpoint", o.expect_checkpoint,
+         "Refuse (exit 3) unless the checkpoint resumed from has this manifest digest (SHA-256 of its "
+         "manifest file, as `ckpt inspect` prints it)")
       ->check(sha256_hex());
 }
 
