@@ -43,7 +43,8 @@ void path_conflicts(const RunPlan& p, std::vector<std::string>& out) {
   if (p.adversary && (p.allreduce != AllreduceAlgo::Ring || p.device == DeviceKind::Cuda))
     out.push_back(
         "--adversary sits on teetrain's host ring; MPI_Allreduce, NCCL and the device ring bypass "
-        "it: use --allreduce ring on --device cpu (add --compute emulate for GPU-speed compute)");
+        "it: use --allreduce ring on --device cpu (add --compute emulate for GPU-speed compute; in TEE "
+        "mode with --tee cc or --tee-device-crypto off, so that the host really seals)");
   if (p.adversary && p.compute == ComputeMode::Emulate && p.switches().device_crypto)
     out.push_back(
         "--adversary needs messages that are really sealed: under --compute emulate, --tee fast seals "
