@@ -9,6 +9,7 @@
 #include "engine/image_source.h"
 #include "engine/token_source.h"
 #include "engine/verified_checkpoint.h"
+#include "tee/attestation.h"
 #include "tee/bytes.h"
 #include "tee/digest.h"
 #include "tee/x509.h"
@@ -31,6 +32,7 @@ constexpr KindInfo kKinds[] = {
     {InputKind::Configuration, "configuration", "configuration", false, 1, {"sha256"}},
     {InputKind::TrustRoot, "trust root", "trust_root", false, 1, {"sha256"}},
     {InputKind::RevocationList, "revocation list", "revocation_list", false, 1, {"sha256"}},
+    {InputKind::VerifierPolicy, "verifier policy", "verifier_policy", false, 1, {"sha256"}},
     {InputKind::Key, "", "keys", true, 1, {"fingerprint"}},
     {InputKind::DatasetSplit, "dataset split", "dataset", true, 3, {"manifest sha256", "dataset id", "size"}},
     {InputKind::Checkpoint, "checkpoint", "checkpoint", false, 3, {"lineage", "step", "manifest sha256"}},
@@ -312,6 +314,21 @@ void add_trust(InputRecord& r, const tee::TrustAnchor& anchor) {
   r.add(InputKind::TrustRoot, "", {tee::to_hex(tee::sha256(anchor.root().der()))});
   const std::vector<std::uint8_t> crl = anchor.crl_der();
   r.add(InputKind::RevocationList, "", {crl.empty() ? "none" : tee::to_hex(tee::sha256(crl))});
+}
+
+void add_policy(InputRecord& r, const tee::VerifierPolicy& policy) {
+  if (policy.binaries.empty() && policy.configs.empty()) {
+    r.add(InputKind::VerifierPolicy, "", {"own"});
+    return;
+  }
+  // The policy file's meaning, not its bytes: its lines sorted, comments and blank lines gone.
+  std::vector<std::string> lines;
+  for (const auto& d : policy.binaries) lines.push_back("binary " + tee::to_hex(d) + "\n");
+  for (const auto& d : policy.configs) lines.push_back("config " + tee::to_hex(d) + "\n");
+  std::sort(lines.begin(), lines.end());
+  std::string text;
+  for (const std::string& l : lines) text += l;
+  r.add(InputKind::VerifierPolicy, "", {tee::to_hex(tee::sha256(text))});
 }
 
 void add_key(InputRecord& r, const std::string& name, const tee::SecretBytes& key) {

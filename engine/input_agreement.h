@@ -5,6 +5,8 @@
 //   configuration     SHA-256 of the resolved options (train_options_json)
 //   trust root        SHA-256 of the vendor root certificate's DER, as loaded
 //   revocation list   SHA-256 of the CRL's DER, as loaded ("none" without one)
+//   verifier policy   SHA-256 of the reference measurements it accepts from peers (--policy), or
+//                     "own" (only what it runs itself)
 //   keys              fingerprints (tee::SecretBytes::fingerprint: a hash, never the key) of the
 //                     session group key, the dataset key and the checkpoint key
 //   dataset split     per split: manifest SHA-256 and dataset id (data/dataset_binding.h), and its
@@ -18,10 +20,10 @@
 //
 // Note [Agreed inputs]: the agreement runs twice, with the same record type and the same comparison.
 // Round one, right after the attested handshake and before rank 0 releases the dataset and
-// checkpoint keys, holds what is known then: configuration, trust root and revocation list, so a
-// rank that verified its peers against another root never receives the keys. Round two, once every
-// rank has opened its data and its checkpoint and before the first step, holds everything; its record
-// is what the summary ("agreed_inputs") and the end-of-run report show. What it proves: every rank
+// checkpoint keys, holds what is known then: configuration, trust root, revocation list and verifier
+// policy, so a rank whose peers were admitted under another root or policy never receives the keys. Round
+// two, once every rank has opened its data and its checkpoint and before the first step, holds everything;
+// its record is what the summary ("agreed_inputs") and the end-of-run report show. What it proves: every rank
 // that passed attestation runs teetrain, so it reports truthfully what it opened; all ranks opened
 // the same things. What it does not: that those things are the right ones (only the pins say that),
 // nor anything about a rank admitted under a root that is itself the attacker's (docs/design.md §5).
@@ -52,7 +54,8 @@ struct ImageSource;
 struct VerifiedCheckpoint;
 namespace tee {
 class TrustAnchor;
-}
+struct VerifierPolicy;
+}  // namespace tee
 
 inline constexpr std::size_t kMaxAgreementBytes = 64 * 1024;
 inline constexpr std::size_t kMaxAgreedInputs = 256;
@@ -62,9 +65,10 @@ enum class InputKind : std::uint8_t {
   Configuration = 1,
   TrustRoot = 2,
   RevocationList = 3,
-  Key = 4,
-  DatasetSplit = 5,
-  Checkpoint = 6,
+  VerifierPolicy = 4,
+  Key = 5,
+  DatasetSplit = 6,
+  Checkpoint = 7,
 };
 
 struct AgreedInput {
@@ -121,6 +125,7 @@ InputRecord agree_inputs(DistContext& dist, const InputRecord& mine, const Input
 
 void add_configuration(InputRecord& r, const std::string& config_text);
 void add_trust(InputRecord& r, const tee::TrustAnchor& anchor);
+void add_policy(InputRecord& r, const tee::VerifierPolicy& policy);
 void add_key(InputRecord& r, const std::string& name, const tee::SecretBytes& key);
 void add_token_data(InputRecord& r, const DataSource& data);
 void add_image_data(InputRecord& r, const ImageSource& images);

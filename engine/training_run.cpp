@@ -128,8 +128,8 @@ void TrainingRun::resolve_images() {
 
 // In TEE mode: attest the ring neighbours, agree keys, and build the one sealed channel that carries
 // every message between ranks from then on (gradients, broadcasts, agreement, replica checks); then
-// check every rank runs this configuration with the same trust root (Note [Agreed inputs], round
-// one), and release the keys at rest.
+// check every rank runs this configuration with the same trust root and policy (Note [Agreed
+// inputs], round one), and release the keys at rest.
 void TrainingRun::start_links() {
   comm::Transport& transport = wire_->transport();
   if (ts_.on) {
@@ -143,6 +143,7 @@ void TrainingRun::start_links() {
   dist_.emplace(transport, *channel_, &profiler_);
   add_configuration(inputs_, run_json_.dump());
   if (attest_ && attest_->anchor) add_trust(inputs_, *attest_->anchor);
+  if (attest_) add_policy(inputs_, attest_->policy);
   agree_inputs(*dist_, inputs_);
   if (!ts_.on) return;
   if (!tee_session_->keys().group.empty()) add_key(inputs_, "session group key", tee_session_->keys().group);

@@ -3,7 +3,8 @@
 # disk: each rank runs in its own mount namespace (rank_view.sh), so rank 1 sees other files at the
 # same paths as rank 0, every file genuine and sealed under the same key. Refused on every rank with
 # exit 3 and one line naming rank 1 and the input: a checkpoint of another lineage, the shards of
-# another dataset, and a trust root swapped on rank 0 that admits another vendor's device as rank 1.
+# another dataset, a trust root swapped on rank 0 that admits another vendor's device as rank 1, and
+# a looser verifier policy on rank 1.
 # The honest run (through the same wrapper) records the agreed digests in its summary; the data
 # owner's pins --expect-dataset and --expect-checkpoint refuse a wrong digest and accept the right
 # one, at one rank too. Emulated sealing refuses --adversary (exit 2).
@@ -50,6 +51,7 @@ assert s["trust_root"]["sha256"] == sys.argv[3], s  # of the root certificate's 
 assert len(s["configuration"]["sha256"]) == 64 and len(s["revocation_list"]["sha256"]) == 64, s
 assert set(s["keys"]) == {"session group key", "dataset key", "checkpoint key"}, s
 assert all(len(k["fingerprint"]) == 16 for k in s["keys"].values()), s
+assert s["verifier_policy"]["sha256"] == "own", s
 assert "checkpoint" not in s, s
 EOF
 grep -q "dataset split train: manifest sha256 ${digest:0:16}" "$WORK/honest.log" && ok || bad "report prints the inputs" "$WORK/honest.log"
@@ -72,6 +74,14 @@ v=$WORK/vendor v2=$WORK/vendor2
 attacked root "rank 1's trust root differs from rank 0's \(sha256 " \
   "$v2/vendor_root.crt=$v/vendor_root.crt,$v2/vendor_root.crl=$v/vendor_root.crl" "$v2/device_1.pem=$v/device_1.pem" \
   -- --steps 2 --seed 9
+
+# Rank 1's policy (same path) also accepts a modified binary: both accept the genuine one, so every
+# handshake passes; the agreement refuses before any key is released.
+"$TT" attest --attestation none --write-policy "$WORK/policy.txt" >/dev/null
+sed -i '/^config/d' "$WORK/policy.txt"
+{ cat "$WORK/policy.txt"; echo "binary $(printf '%064d' 1)"; } >"$WORK/policy_loose.txt"
+attacked policy "rank 1's verifier policy differs from rank 0's \(sha256 " "" "$WORK/policy_loose.txt=$WORK/policy.txt" \
+  -- --steps 2 --seed 9 --policy "$WORK/policy.txt"
 
 # The honest resume, pinned: the right checkpoint digest passes and the summary records it.
 resume=(--steps 6 --seed 9 --resume "$WORK/ck" --expect-dataset "$digest")

@@ -11,6 +11,8 @@
 #include "comm/inproc_transport.h"
 #include "engine/dist_context.h"
 #include "engine/input_agreement.h"
+#include "tee/attestation.h"
+#include "tee/digest.h"
 #include "tests/common/fuzz.h"
 
 namespace tt {
@@ -64,6 +66,26 @@ TEST(InputAgreement, RecordsAreCanonicalAndRoundTrip) {
                               "1111111111111111..., size 9000"),
             std::string::npos)
       << r.describe();
+}
+
+// A policy agrees by what it accepts, not how its file is laid out; none at all is "own".
+TEST(InputAgreement, PoliciesAgreeByMeaning) {
+  tee::VerifierPolicy a, b;
+  a.binaries = {tee::sha256("x"), tee::sha256("y")};
+  a.configs = {tee::sha256("c")};
+  b.configs = a.configs;
+  b.binaries = {a.binaries[1], a.binaries[0]};
+  InputRecord ra, rb, own;
+  add_policy(ra, a);
+  add_policy(rb, b);
+  add_policy(own, {});
+  EXPECT_EQ(ra.encode(), rb.encode());
+  EXPECT_EQ(own.find(InputKind::VerifierPolicy)->values[0], "own");
+  b.binaries.pop_back();
+  add_policy(rb, b);
+  EXPECT_NE(
+      first_difference({ra, rb}).message.find("rank 1's verifier policy differs from rank 0's (sha256 "),
+      std::string::npos);
 }
 
 TEST(InputAgreement, AddRefusesWhatDoesNotFitTheKind) {
