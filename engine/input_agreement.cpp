@@ -127,7 +127,8 @@ AgreedInput read_input(Reader& in) {
   if (k == nullptr) in.fail("an unknown kind of input");
   a.kind = k->kind;
   a.name = in.string();
-  if (k->named == a.name.empty()) in.fail(k->named ? "an unnamed " + what(a) : "a named " + what(a));
+  if (k->named == a.name.empty())
+    in.fail(std::string(k->named ? "an unnamed " : "a named ") + k->json_key + " input");
   const std::size_t m = in.u8();
   if (m != k->fields) in.fail(std::to_string(m) + " fields for " + what(a));
   for (std::size_t i = 0; i < m; ++i) a.values.push_back(in.string());
