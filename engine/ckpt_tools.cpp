@@ -12,6 +12,8 @@
 #include "engine/file_util.h"
 #include "engine/freshness.h"
 #include "engine/safetensors.h"
+#include "tee/bytes.h"
+#include "tee/digest.h"
 #include "tee/errors.h"
 #include "tee/sealed_file.h"
 
@@ -151,10 +153,18 @@ bool is_json_file(const fs::path& f) {
 
 // ---- inspect ----
 
+// The manifest's digest, of its bytes on disk as a resume reads them (no key needed): what
+// `train --expect-checkpoint` pins and the run's agreed inputs record (engine/input_agreement.h).
+std::string manifest_digest_line(const fs::path& f) {
+  if (plain_name(f) != kManifestFile) return {};
+  return "      manifest sha256 " + tee::to_hex(tee::sha256(read_plain(f))) +
+         " (pin with --expect-checkpoint)\n";
+}
+
 std::string inspect_file(const fs::path& f, const tee::SecretBytes* key) {
   const std::string name = f.filename().string();
   if (is_sealed(f)) {
-    std::string s = sealed_header_text(tee::read_sealed_header(f)) + "\n";
+    std::string s = sealed_header_text(tee::read_sealed_header(f)) + "\n" + manifest_digest_line(f);
     if (key != nullptr && plain_name(f) == kStateFile) {
       s += "      step " + std::to_string(parse_checkpoint_state(read_sealed(f, *key), f.string()).step) +
            " (decrypted with the given key)\n";
@@ -166,7 +176,7 @@ std::string inspect_file(const fs::path& f, const tee::SecretBytes* key) {
   if (ends_with(name, ".safetensors"))
     return "plain safetensors, " + bytes_text(fs::file_size(f)) + ", " +
            tensor_summary(safetensors_read_header(f)) + "\n";
-  if (is_json_file(f)) return "plain, " + json_summary(read_plain(f), f) + "\n";
+  if (is_json_file(f)) return "plain, " + json_summary(read_plain(f), f) + "\n" + manifest_digest_line(f);
   if (name == kMarker) {
     const auto b = read_plain(f);
     std::string text(b.begin(), b.end());

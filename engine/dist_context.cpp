@@ -1,5 +1,6 @@
 #include "engine/dist_context.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/error.h"
@@ -16,26 +17,31 @@ std::vector<std::byte> DistContext::allgather_bytes(std::span<const std::byte> m
   return coll_.allgather(mine, ++seq_);
 }
 
-void DistContext::agree_config(const std::string& config_text) {
-  const tee::Sha256Digest d = tee::sha256(config_text);
-  const std::vector<std::byte> all = allgather_bytes(std::as_bytes(std::span(d)));
-  std::string differ;
-  for (int r = 1; r < world(); ++r) {
-    if (std::memcmp(all.data() + static_cast<std::size_t>(r) * d.size(), all.data(), d.size()) != 0) {
-      differ += (differ.empty() ? "" : ", ") + std::to_string(r);
-    }
+std::vector<std::vector<std::byte>> DistContext::allgather_blobs(std::span<const std::byte> mine,
+                                                                 std::size_t max_bytes) {
+  const std::vector<int64_t> sizes = gather(static_cast<int64_t>(mine.size()));
+  std::size_t widest = 0;
+  for (int r = 0; r < world(); ++r) {
+    const int64_t n = sizes[static_cast<std::size_t>(r)];
+    if (n < 0 || static_cast<uint64_t>(n) > max_bytes)
+      throw IntegrityError("rank " + std::to_string(r) + " sent " + std::to_string(n) +
+                           " bytes where at most " + std::to_string(max_bytes) + " are allowed");
+    widest = std::max(widest, static_cast<std::size_t>(n));
   }
-  if (!differ.empty()) {
-    throw InputError("rank(s) " + differ +
-                     " were launched with a configuration that differs from rank 0's; " +
-                     "start every rank with the same flags and files (config digest of this rank: " +
-                     tee::to_hex(std::span(d)).substr(0, 16) + ")");
+  std::vector<std::byte> padded(widest);  // (widest,): mine, then zeros
+  std::copy(mine.begin(), mine.end(), padded.begin());
+  const std::vector<std::byte> all = allgather_bytes(padded);
+  std::vector<std::vector<std::byte>> out(static_cast<std::size_t>(world()));
+  for (std::size_t r = 0; r < out.size(); ++r) {
+    const auto from = all.begin() + static_cast<std::ptrdiff_t>(r * widest);
+    out[r].assign(from, from + static_cast<std::ptrdiff_t>(sizes[r]));
   }
+  return out;
 }
 
 void DistContext::broadcast_params(Backend& backend, Model& model) {
-  // One broadcast per chunk: every rank has the same parameter count (agree_config), so the chunks and
-  // their sequence numbers match across ranks.
+  // One broadcast per chunk: every rank has the same parameter count (the configuration agreement of
+  // input_agreement.h), so the chunks and their sequence numbers match across ranks.
   for_param_chunks(backend, model, true, [&](std::span<float> c) { coll_.broadcast(c, 0, ++seq_); });
 }
 

@@ -1,6 +1,7 @@
 // Cross-rank consistency and bookkeeping for a data-parallel run, over our own collectives (so in
-// TEE mode they travel through the sealed channel like the gradients do): configuration agreement,
-// the initial parameter broadcast, loss averaging, replica checks and gathering counters.
+// TEE mode they travel through the sealed channel like the gradients do): the exchange behind the
+// agreement on configuration and inputs (input_agreement.h), the initial parameter broadcast, loss
+// averaging, replica checks and gathering counters.
 // Threading: call from the main thread only while the DDP reducer's comm thread is idle
 // (between finish_step() and the next backward), per comm/README.md.
 #pragma once
@@ -25,9 +26,10 @@ class DistContext {
   int rank() const { return transport_.rank(); }
   int world() const { return transport_.size(); }
 
-  // Every rank passes its canonical configuration text; if any differs from rank 0's, every rank
-  // throws InputError naming the ranks that differ.
-  void agree_config(const std::string& config_text);
+  // Every rank's `mine`, in rank order; sizes may differ between ranks, up to `max_bytes` each (a
+  // larger one is refused on every rank: IntegrityError naming the rank). Two allgathers: the sizes,
+  // then the blobs padded to the largest. What the input agreement (input_agreement.h) exchanges.
+  std::vector<std::vector<std::byte>> allgather_blobs(std::span<const std::byte> mine, std::size_t max_bytes);
   // Rank 0's parameters become every rank's.
   void broadcast_params(Backend& backend, Model& model);
   // Mean of a scalar over ranks, summed in rank order (identical on every rank).

@@ -43,7 +43,14 @@ void path_conflicts(const RunPlan& p, std::vector<std::string>& out) {
   if (p.adversary && (p.allreduce != AllreduceAlgo::Ring || p.device == DeviceKind::Cuda))
     out.push_back(
         "--adversary sits on teetrain's host ring; MPI_Allreduce, NCCL and the device ring bypass "
-        "it: use --allreduce ring on --device cpu (add --compute emulate for GPU-speed compute)");
+        "it: use --allreduce ring on --device cpu (add --compute emulate for GPU-speed compute; in TEE "
+        "mode with --tee cc or --tee-device-crypto off, so that the host really seals)");
+  if (p.adversary && p.compute == ComputeMode::Emulate && p.switches().device_crypto)
+    out.push_back(
+        "--adversary needs messages that are really sealed: under --compute emulate, --tee fast seals "
+        "gradients \"on the GPU\" as a wait and the synthetic gradients travel in clear, so an attack on "
+        "them would pass unnoticed; add --tee-device-crypto off (the host seals them for real), use --tee "
+        "cc, or drop --compute emulate");
   if (p.adversary && p.adversary->kind == comm::AttackKind::Mitm && p.tee.mode == TeeMode::Off)
     out.push_back(
         "--adversary mitm attacks the attestation handshake, which only TEE mode runs: add --tee cc "
@@ -95,6 +102,8 @@ std::vector<std::string> plan_conflicts(const RunPlan& p) {
   if (p.timing_warmup > 0 && p.timing_warmup >= p.steps)
     out.push_back("--timing-warmup " + std::to_string(p.timing_warmup) +
                   " leaves no step to time; it must be smaller than --steps " + std::to_string(p.steps));
+  if (p.expect_checkpoint && !p.resume)
+    out.push_back("--expect-checkpoint pins the checkpoint a run resumes from: add --resume DIR");
   if (p.context > 0 && p.seq > p.context)
     out.push_back("--seq " + std::to_string(p.seq) + " is longer than the model's context (" +
                   std::to_string(p.context) + "); use --seq <= " + std::to_string(p.context) +

@@ -133,8 +133,10 @@ struct RunPlan {
   long steps = 0;
   long timing_warmup = 0;
   bool checkpoints = false;  // --save-every or --resume
-  int seq = 0;               // 0 for image models
-  int context = 0;           // the model's longest sequence (0: no limit)
+  bool resume = false;
+  bool expect_checkpoint = false;  // --expect-checkpoint: pins the checkpoint resumed from
+  int seq = 0;                     // 0 for image models
+  int context = 0;                 // the model's longest sequence (0: no limit)
   TeeSettings tee;
   std::optional<comm::AdversarySpec> adversary;
 

@@ -50,6 +50,8 @@ RunPlan run_plan(const TrainOptions& o) {
   p.steps = o.steps;
   p.timing_warmup = o.timing_warmup;
   p.checkpoints = o.save_every > 0 || !o.resume.empty();
+  p.resume = !o.resume.empty();
+  p.expect_checkpoint = !o.expect_checkpoint.empty();
   p.seq = o.seq;
   p.context = o.seq > 0 ? model_context(o.model) : 0;
   p.tee = o.tee.settings;
@@ -58,7 +60,7 @@ RunPlan run_plan(const TrainOptions& o) {
 }
 
 nlohmann::json train_options_json(const TrainOptions& o) {
-  return {
+  nlohmann::json j = {
       {"model", model_config_json(o.model)},
       {"data", o.data},
       {"steps", o.steps},
@@ -100,6 +102,10 @@ nlohmann::json train_options_json(const TrainOptions& o) {
       {"link", name(o.link)},
       {"cc_transfer_us", o.cc_transfer_us},
       {"tee", tee_json(o.tee, gpu_gradients(o))}};
+  // Only when given, so runs without pins keep the configuration digest (and policies) they had.
+  if (!o.expect_dataset.empty()) j["expect_dataset"] = o.expect_dataset;
+  if (!o.expect_checkpoint.empty()) j["expect_checkpoint"] = o.expect_checkpoint;
+  return j;
 }
 
 TrainConfig trainer_config(const TrainOptions& o, bool have_val) {

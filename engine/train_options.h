@@ -62,6 +62,9 @@ struct TrainOptions {
   std::string ckpt_dir = "runs/ckpt";
   int keep = 3;
   std::string resume;
+  // The data owner's pins (engine/input_agreement.h): SHA-256 (hex) of the dataset manifest
+  // (`seal-data` prints it) and of the manifest of the checkpoint resumed from (`ckpt inspect`).
+  std::string expect_dataset, expect_checkpoint;
   bool no_progress = false;
   // Data parallelism.
   AllreduceAlgo allreduce = AllreduceAlgo::Ring;

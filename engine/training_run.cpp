@@ -111,6 +111,7 @@ TrainingRun::TrainingRun(const TrainOptions& opts) : profiler_(/*trace=*/!opts.t
   build_model();
   setup_checkpoints();
   restore_or_broadcast();
+  agree_on_inputs();
   build_reducer();
 }
 
@@ -128,7 +129,8 @@ void TrainingRun::resolve_images() {
 
 // In TEE mode: attest the ring neighbours, agree keys, and build the one sealed channel that carries
 // every message between ranks from then on (gradients, broadcasts, agreement, replica checks); then
-// check every rank runs this configuration, and release the keys at rest.
+// check every rank runs this configuration with the same trust root and policy (Note [Agreed
+// inputs], round one), and release the keys at rest.
 void TrainingRun::start_links() {
   comm::Transport& transport = wire_->transport();
   if (ts_.on) {
@@ -140,8 +142,12 @@ void TrainingRun::start_links() {
   }
   if (tee_session_) channel_ = &tee_session_->channel();
   dist_.emplace(transport, *channel_, &profiler_);
-  dist_->agree_config(run_json_.dump());
+  add_configuration(inputs_, run_json_.dump());
+  if (attest_ && attest_->anchor) add_trust(inputs_, *attest_->anchor);
+  if (attest_) add_policy(inputs_, attest_->policy);
+  agree_inputs(*dist_, inputs_);
   if (!ts_.on) return;
+  if (!tee_session_->keys().group.empty()) add_key(inputs_, "session group key", tee_session_->keys().group);
   const bool sealed_data =
       img_ ? img_->sealed() : require_sealed_data(o_.data, "train", o_.tee.allow_plain_data);
   const bool need_ckpt_key = o_.save_every > 0 || !o_.resume.empty();
@@ -149,6 +155,8 @@ void TrainingRun::start_links() {
       transport, tee_session_->keys(), o_.tee.key_file, sealed_data, need_ckpt_key,
       [](const std::string& w) { std::fprintf(stderr, "teetrain: warning: %s\n", w.c_str()); });
   tee_session_->end_setup();  // every secret is out: wipe the session's link and group secrets
+  if (at_rest_.dataset) add_key(inputs_, "dataset key", *at_rest_.dataset);
+  if (at_rest_.checkpoint) add_key(inputs_, "checkpoint key", *at_rest_.checkpoint);
 }
 
 void TrainingRun::open_data() {
@@ -159,6 +167,7 @@ void TrainingRun::open_data() {
     if (!data_.val && rank_ == 0)
       std::fprintf(stderr, "note: no validation split for --data %s; reporting training loss only\n",
                    o_.data.c_str());
+    add_token_data(inputs_, data_);
     return;
   }
   // Sealed image sets open only now, with the released dataset key (their shape came from the clear
@@ -172,6 +181,7 @@ void TrainingRun::open_data() {
   data_.train = img_->train;
   data_.val = img_->val;
   data_.describe = img_->describe;
+  add_image_data(inputs_, *img_);
 }
 
 // Emulated compute: the real model and optimizer run on an EmulatedBackend, whose ops are waits on the
@@ -238,6 +248,7 @@ void TrainingRun::restore_or_broadcast() {
   const CheckpointMeta meta =
       CheckpointStore::load(ck, *backend_, *model_, optimizer_.get(), freshness_ ? &*freshness_ : nullptr);
   if (store_) store_->continue_lineage(ck);  // same run_id; the next save chains to this manifest
+  add_checkpoint(inputs_, ck);
   if (meta.config.contains("model") && meta.config["model"] != run_json_["model"]) {
     throw InputError("--resume " + dir.string() + ": checkpoint model " + meta.config["model"].dump() +
                      " differs from this run's; use the same --model and shape flags");
@@ -252,6 +263,12 @@ void TrainingRun::restore_or_broadcast() {
     std::fprintf(stderr, "resumed from %s at step %ld%s\n", dir.c_str(), start_step_,
                  freshness_ && freshness_->exists() ? " (not older than the freshness record)" : "");
   }
+}
+
+// Every input is open (data, checkpoint) and no step has run: every rank checks that all of them
+// opened the same things, and that the data owner's pins hold (Note [Agreed inputs], round two).
+void TrainingRun::agree_on_inputs() {
+  inputs_ = agree_inputs(*dist_, inputs_, {o_.expect_dataset, o_.expect_checkpoint});
 }
 
 // Gradient reduction on the reducer's communication thread: one path, chosen by the engine from the plan.
@@ -305,6 +322,7 @@ RunDescription TrainingRun::describe() const {
     d.unauthenticated = !attestation_summary(*attest_, world_).warning.empty();
   }
   d.images = img_.has_value();
+  d.agreed_inputs = inputs_.describe();
   return d;
 }
 
@@ -323,6 +341,7 @@ nlohmann::json TrainingRun::summary(const TrainResult& r, const RunReport& repor
             {"tee", tee_json(o_.tee, gpu_gradients(o_))},
             {"rekeys", tee_session_ ? tee_session_->channel().rekeys() : 0},
             {"attestation", attestation_json(attest_, world_)},
+            {"agreed_inputs", inputs_.to_json()},
             {"bytes_sent", phases["counters"]["bytes_sent"]},
             {"phases", phases["phases"]},
             {"phases_accounted_s", main_thread_seconds(phases)},

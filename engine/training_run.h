@@ -23,6 +23,7 @@
 #include "engine/freshness.h"
 #include "engine/gradient_reduction.h"
 #include "engine/image_source.h"
+#include "engine/input_agreement.h"
 #include "engine/optimizer.h"
 #include "engine/tee_session.h"
 #include "engine/token_source.h"
@@ -42,6 +43,7 @@ struct RunDescription {
   std::size_t buckets = 0;
   std::string data, backend, gradients;
   std::string attestation;       // empty with TEE off
+  std::string agreed_inputs;     // what every rank opened and agreed on (InputRecord::describe)
   bool unauthenticated = false;  // nothing authenticated the peers, or revocation was not checked: repeat
                                  // the banner at the end
   bool images = false;           // rates are images/s, else tokens/s
@@ -92,6 +94,7 @@ class TrainingRun {
   void build_model();
   void setup_checkpoints();
   void restore_or_broadcast();
+  void agree_on_inputs();
   void build_reducer();
 
   Profiler profiler_;
@@ -110,6 +113,7 @@ class TrainingRun {
   comm::Channel* channel_ = &plain_;  // every message's channel: plain_, or the TEE session's sealed one
   std::optional<DistContext> dist_;
   AtRestKeys at_rest_;
+  InputRecord inputs_;  // what this rank opened, filled stage by stage; once agreed, every rank's
   DataSource data_;
   int threads_ = 1;
   int ranks_per_host_ = 1;

@@ -286,6 +286,16 @@ std::size_t TrustAnchor::revoked_count() const {
   return revoked == nullptr ? 0 : static_cast<std::size_t>(sk_X509_REVOKED_num(revoked));
 }
 
+std::vector<std::uint8_t> TrustAnchor::crl_der() const {
+  if (!crl_) return {};
+  unsigned char* out = nullptr;
+  const int len = i2d_X509_CRL(crl_.get(), &out);
+  if (len <= 0) throw_openssl_error("revocation list DER encoding");
+  std::vector<std::uint8_t> der(out, out + len);
+  OPENSSL_free(out);
+  return der;
+}
+
 std::string TrustAnchor::describe() const {
   return "vendor root " + root_.subject() + " (serial " + root_.serial_hex().substr(0, 16) +
          ".., EMULATED), " +

@@ -106,6 +106,9 @@ class TrustAnchor {
   const Certificate& root() const { return root_; }
   bool checks_revocation() const { return crl_ != nullptr; }
   std::size_t revoked_count() const;
+  // The CRL as loaded, DER-encoded (empty without one): what a run digests to agree with its peers
+  // on the revocation list it verified with (engine/input_agreement.h).
+  std::vector<std::uint8_t> crl_der() const;
   // "vendor root CN=... (serial ..), revocation list with N revoked device(s)", or "..., revocation
   // NOT checked: a revoked device is accepted" without a CRL
   std::string describe() const;

@@ -95,6 +95,40 @@ TEST(RunPlan, EachConflictIsNamed) {
   one([](RunPlan& q) { q.seq = 64, q.context = 32; }, "--seq <= 32");
 }
 
+// Under --compute emulate, fast's gradients are sealed "on the GPU" as a wait and travel in clear: an
+// adversary there would flip bytes unnoticed in a run that claims to be sealed. Where the host seals
+// for real (cc, or fast with device crypto off) or nothing claims to be sealed (TEE off), it may run.
+TEST(RunPlan, AdversaryNeedsReallySealedMessages) {
+  RunPlan p;
+  p.steps = 10;
+  p.compute = ComputeMode::Emulate;
+  p.adversary = comm::parse_adversary("flip:3");
+  p.tee.mode = TeeMode::Fast;
+  const std::string e = error_of(p);
+  EXPECT_NE(e.find("--adversary needs messages that are really sealed"), std::string::npos) << e;
+  EXPECT_NE(e.find("--tee-device-crypto off"), std::string::npos) << e;
+  p.tee.device_crypto = Toggle::Off;
+  EXPECT_EQ(error_of(p), "");
+  p.tee.device_crypto = Toggle::Auto;
+  p.tee.mode = TeeMode::Cc;
+  EXPECT_EQ(error_of(p), "");
+  p.tee.mode = TeeMode::Off;
+  EXPECT_EQ(error_of(p), "");
+  p.compute = ComputeMode::Real;
+  p.tee.mode = TeeMode::Fast;
+  EXPECT_EQ(error_of(p), "");
+}
+
+TEST(RunPlan, ExpectCheckpointNeedsResume) {
+  RunPlan p;
+  p.steps = 10;
+  p.expect_checkpoint = true;
+  EXPECT_NE(error_of(p).find("--expect-checkpoint pins the checkpoint a run resumes from: add --resume"),
+            std::string::npos);
+  p.resume = p.checkpoints = true;
+  EXPECT_EQ(error_of(p), "");
+}
+
 TEST(RunPlan, EveryConflictInOneMessage) {
   RunPlan p;
   p.steps = 10;

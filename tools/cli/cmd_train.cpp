@@ -31,6 +31,8 @@ void print_result(const RunDescription& d, const TrainResult& r, const RunReport
                r.steps, r.final_loss, val, r.items_per_s, d.images ? "images/s" : "tok/s",
                r.step_seconds_mean, r.params_sha256.c_str());
   if (r.val_accuracy >= 0) std::fprintf(stderr, "val_accuracy %.2f%%\n", 100.0 * r.val_accuracy);
+  std::fprintf(stderr, "inputs (what every rank opened, agreed by %d rank(s)):\n%s", d.world,
+               d.agreed_inputs.c_str());
   if (!report.adversary_view.empty()) std::fprintf(stderr, "%s", report.adversary_view.c_str());
   if (d.unauthenticated) std::fprintf(stderr, "%s\n", d.attestation.c_str());
 }

@@ -45,6 +45,10 @@ void add_data_options(CLI::App* cmd, TrainOptions& o) {
       "when ranks share a GPU); cc stages them through the host");
   g->add_flag("--tf32", o.tf32,
               "CUDA: allow TF32 tensor-core matmuls (default exact FP32, comparable with the CPU)");
+  g->add_option("--expect-dataset", o.expect_dataset,
+                "Refuse (exit 3) unless every split of the data opened has this manifest digest (SHA-256, "
+                "as `seal-data` prints it): the data owner pins the dataset")
+      ->check(sha256_hex());
   g->add_option("--ingress-gbps", o.ingress_gbps,
                 "Cap sealed batch ingress at this many GB/s (3 emulates H100 CC; 0 = none)")
       ->check(non_negative())
@@ -92,6 +96,11 @@ void add_reporting_options(CLI::App* cmd, TrainOptions& o) {
   out->add_option("--keep", o.keep, "Checkpoints to keep")->check(positive())->capture_default_str();
   out->add_option("--resume", o.resume,
                   "Resume from a checkpoint directory (a step dir, or the newest in a --ckpt-dir)");
+  out->add_option(
+         "--expect-checkpoint", o.expect_checkpoint,
+         "Refuse (exit 3) unless the checkpoint resumed from has this manifest digest (SHA-256 of its "
+         "manifest file, as `ckpt inspect` prints it)")
+      ->check(sha256_hex());
 }
 
 void add_parallel_options(CLI::App* cmd, TrainOptions& o) {

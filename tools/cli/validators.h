@@ -1,6 +1,8 @@
 // Number validators with messages a user can act on (CLI11's own range checks print DBL_MAX).
 #pragma once
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,10 +43,22 @@ inline CLI::Validator non_negative() {
       "NON-NEGATIVE");
 }
 
+// A SHA-256 digest as 64 hex digits (either case; the engine compares them in lower case).
+inline CLI::Validator sha256_hex() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        const bool hex = s.size() == 64 && std::all_of(s.begin(), s.end(),
+                                                       [](unsigned char c) { return std::isxdigit(c) != 0; });
+        return hex ? std::string() : "'" + s + "' is not a SHA-256 digest (64 hex digits)";
+      },
+      "SHA256");
+}
+
 // A byte count, plain or with a binary suffix as the docs write sizes: 65536, 64K, 64KiB, 16M, 1G
 // (K = 1024). Refused unless greater than 0.
 template <typename T>
-CLI::Option* add_bytes_option(CLI::App* g, const std::string& flag, T& target, const std::string& description) {
+CLI::Option* add_bytes_option(CLI::App* g, const std::string& flag, T& target,
+                              const std::string& description) {
   return g->add_option(flag, target, description + " (bytes; suffixes K, M, G = 1024, 1024^2, 1024^3)")
       ->transform(CLI::AsSizeValue(false))
       ->check(positive())

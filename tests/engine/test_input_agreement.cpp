@@ -1,0 +1,252 @@
+// engine/input_agreement: the record of what a rank opened, its wire format, the comparison across
+// ranks (the first difference, named), the data owner's pins, and the collective on in-process
+// ranks, where every rank must refuse alike.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "comm/channel.h"
+#include "comm/inproc_transport.h"
+#include "engine/dist_context.h"
+#include "engine/input_agreement.h"
+#include "tee/attestation.h"
+#include "tee/digest.h"
+#include "tests/common/fuzz.h"
+
+namespace tt {
+namespace {
+
+const std::string kManifestA(64, 'a');
+const std::string kManifestB = "cd34" + std::string(60, 'b');
+const std::string kId(32, '1');
+
+// What an honest rank of a sealed, resumed two-split run records.
+InputRecord honest() {
+  InputRecord r;
+  add_configuration(r, "{\"steps\": 10}");
+  r.add(InputKind::TrustRoot, "", {std::string(64, 'e')});
+  r.add(InputKind::RevocationList, "", {"none"});
+  r.add(InputKind::Key, "dataset key", {"0123456789abcdef"});
+  r.add(InputKind::DatasetSplit, "val", {kManifestA, kId, "500"});
+  r.add(InputKind::DatasetSplit, "train", {kManifestA, kId, "9000"});
+  r.add(InputKind::Checkpoint, "", {std::string(32, '7'), "4", std::string(64, '9')});
+  return r;
+}
+
+std::string as_string(const std::vector<std::byte>& b) {
+  std::string s(b.size(), '\0');
+  for (std::size_t i = 0; i < b.size(); ++i) s[i] = static_cast<char>(b[i]);
+  return s;
+}
+std::vector<std::byte> as_bytes(const std::string& s) {
+  std::vector<std::byte> b(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) b[i] = static_cast<std::byte>(s[i]);
+  return b;
+}
+
+TEST(InputAgreement, RecordsAreCanonicalAndRoundTrip) {
+  const InputRecord r = honest();
+  ASSERT_EQ(r.inputs().size(), 7u);
+  EXPECT_EQ(r.inputs()[4].name, "train");  // ordered by kind, then name, whatever the order added
+  const std::vector<std::byte> wire = r.encode();
+  EXPECT_EQ(as_string(wire).substr(0, 8), std::string("TTAGREE\x01", 8));
+  const InputRecord back = InputRecord::decode(wire, "rank 0's input record");
+  EXPECT_EQ(back.encode(), wire);
+  EXPECT_EQ(first_difference({r, back}).rank, -1);
+  InputRecord again = honest();
+  again.add(InputKind::DatasetSplit, "train", {kManifestA, kId, "9000"});  // replaces, never repeats
+  EXPECT_EQ(again.encode(), wire);
+  const nlohmann::json j = r.to_json();
+  EXPECT_EQ(j["dataset"]["train"]["manifest_sha256"], kManifestA);
+  EXPECT_EQ(j["checkpoint"]["step"], "4");
+  EXPECT_EQ(j["keys"]["dataset key"]["fingerprint"], "0123456789abcdef");
+  EXPECT_NE(r.describe().find("dataset split train: manifest sha256 aaaaaaaaaaaaaaaa..., dataset id "
+                              "1111111111111111..., size 9000"),
+            std::string::npos)
+      << r.describe();
+}
+
+// A policy agrees by what it accepts, not how its file is laid out; none at all is "own".
+TEST(InputAgreement, PoliciesAgreeByMeaning) {
+  tee::VerifierPolicy a, b;
+  a.binaries = {tee::sha256("x"), tee::sha256("y")};
+  a.configs = {tee::sha256("c")};
+  b.configs = a.configs;
+  b.binaries = {a.binaries[1], a.binaries[0]};
+  InputRecord ra, rb, own;
+  add_policy(ra, a);
+  add_policy(rb, b);
+  add_policy(own, {});
+  EXPECT_EQ(ra.encode(), rb.encode());
+  EXPECT_EQ(own.find(InputKind::VerifierPolicy)->values[0], "own");
+  b.binaries.pop_back();
+  add_policy(rb, b);
+  EXPECT_NE(
+      first_difference({ra, rb}).message.find("rank 1's verifier policy differs from rank 0's (sha256 "),
+      std::string::npos);
+}
+
+TEST(InputAgreement, AddRefusesWhatDoesNotFitTheKind) {
+  InputRecord r;
+  EXPECT_THROW(r.add(InputKind::Checkpoint, "", {"only one"}), InputError);
+  EXPECT_THROW(r.add(InputKind::DatasetSplit, "", {kManifestA, kId, "1"}), InputError);  // splits are named
+  EXPECT_THROW(r.add(InputKind::TrustRoot, "x", {"a"}), InputError);                     // the root is not
+  EXPECT_THROW(r.add(InputKind::Key, "bad\nname", {"a"}), InputError);
+  EXPECT_THROW(r.add(InputKind::TrustRoot, "", {std::string(kMaxAgreedString + 1, 'a')}), InputError);
+}
+
+TEST(InputAgreement, NamesTheRankAndTheInputThatDiffer) {
+  InputRecord other = honest();
+  other.add(InputKind::DatasetSplit, "train", {kManifestB, kId, "9000"});
+  InputDifference d = first_difference({honest(), honest(), other});
+  EXPECT_EQ(d.rank, 2);
+  EXPECT_FALSE(d.configuration);
+  EXPECT_EQ(d.message,
+            "rank 2's dataset split train differs from rank 0's (manifest sha256 cd34bbbbbbbbbbbb... vs "
+            "aaaaaaaaaaaaaaaa...)");
+
+  InputRecord lineage = honest();
+  lineage.add(InputKind::Checkpoint, "", {std::string(32, '8'), "4", std::string(64, '9')});
+  d = first_difference({honest(), lineage});
+  EXPECT_EQ(d.message,
+            "rank 1's checkpoint differs from rank 0's (lineage 8888888888888888... vs 7777777777777777...)");
+
+  InputRecord root = honest();
+  root.add(InputKind::TrustRoot, "", {std::string(64, 'f')});
+  EXPECT_NE(first_difference({honest(), root}).message.find("rank 1's trust root differs from rank 0's"),
+            std::string::npos);
+
+  InputRecord key = honest();
+  key.add(InputKind::Key, "dataset key", {"fedcba9876543210"});
+  EXPECT_EQ(first_difference({honest(), key}).message,
+            "rank 1's dataset key differs from rank 0's (fingerprint fedcba9876543210 vs 0123456789abcdef)");
+}
+
+TEST(InputAgreement, AnInputOnlyOneRankHasIsADifference) {
+  InputRecord fresh;  // rank 1 started fresh where rank 0 resumed
+  const InputRecord resumed = honest();
+  for (const AgreedInput& in : resumed.inputs())
+    if (in.kind != InputKind::Checkpoint) fresh.add(in.kind, in.name, in.values);
+  EXPECT_EQ(first_difference({honest(), fresh}).message,
+            "rank 1's checkpoint differs from rank 0's (only rank 0 has one: lineage 7777777777777777...)");
+  EXPECT_EQ(first_difference({fresh, honest()}).message,
+            "rank 1's checkpoint differs from rank 0's (only rank 1 has one: lineage 7777777777777777...)");
+}
+
+TEST(InputAgreement, ADifferentConfigurationIsALaunchMistake) {
+  InputRecord other = honest();
+  add_configuration(other, "{\"steps\": 11}");
+  other.add(InputKind::DatasetSplit, "train", {kManifestB, kId, "9000"});
+  const InputDifference d = first_difference({honest(), other});
+  EXPECT_TRUE(d.configuration);  // the configuration comes first in the record's order
+  EXPECT_NE(d.message.find("rank 1's configuration differs from rank 0's"), std::string::npos);
+  EXPECT_NE(d.message.find("start every rank with the same flags"), std::string::npos);
+}
+
+TEST(InputAgreement, PinsNameWhatWasExpectedAndFound) {
+  const InputRecord r = honest();
+  EXPECT_EQ(unmet_expectation(r, {}), "");
+  EXPECT_EQ(unmet_expectation(r, {kManifestA, std::string(64, '9')}), "");
+  std::string upper(64, 'A');
+  EXPECT_EQ(unmet_expectation(r, {upper, ""}), "");  // hex in either case
+  EXPECT_EQ(
+      unmet_expectation(r, {kManifestB, ""}),
+      "--expect-dataset: dataset split train has manifest sha256 " + kManifestA + ", expected " + kManifestB);
+  EXPECT_EQ(unmet_expectation(r, {"", kManifestB}),
+            "--expect-checkpoint: the checkpoint resumed (step 4) has "
+            "manifest sha256 " +
+                std::string(64, '9') + ", expected " + kManifestB);
+  InputRecord plain;
+  plain.add(InputKind::DatasetSplit, "train", {"none", "plain", "10"});
+  EXPECT_NE(unmet_expectation(plain, {kManifestA, ""}).find("manifest sha256 none (plain data)"),
+            std::string::npos);
+  EXPECT_NE(unmet_expectation(plain, {"", kManifestA}).find("resumed no checkpoint"), std::string::npos);
+}
+
+TEST(InputAgreement, DecodeRefusesWhatIsNotTheFormat) {
+  const std::string wire = as_string(honest().encode());
+  auto refused = [](const std::string& bytes, const std::string& why) {
+    try {
+      (void)InputRecord::decode(as_bytes(bytes), "rank 1's input record");
+      ADD_FAILURE() << "accepted: " << why;
+    } catch (const IntegrityError& e) {
+      EXPECT_NE(std::string(e.what()).find("rank 1's input record is malformed"), std::string::npos)
+          << e.what();
+    }
+  };
+  refused("", "empty");
+  refused("TTAGREE\x02" + wire.substr(8), "version 2");
+  refused(wire + "x", "trailing byte");
+  refused(wire.substr(0, wire.size() - 1), "truncated");
+  // Two inputs swapped (out of order), and one repeated.
+  InputRecord one, two;
+  one.add(InputKind::TrustRoot, "", {"a"});
+  two.add(InputKind::Configuration, "", {"b"});
+  const std::string a = as_string(one.encode()).substr(10), b = as_string(two.encode()).substr(10);
+  refused(std::string("TTAGREE\x01\x00\x02", 10) + a + b, "out of order");
+  refused(std::string("TTAGREE\x01\x00\x02", 10) + b + b, "repeated");
+  refused(std::string("TTAGREE\x01\x00\x01", 10) + "\x09" + b.substr(1), "unknown kind");
+  std::string ctl = std::string("TTAGREE\x01\x00\x01", 10) + b;
+  ctl.back() = '\x07';
+  refused(ctl, "a control character");
+  std::string fields = std::string("TTAGREE\x01\x00\x01", 10) + b;
+  fields[13] = '\x02';  // kind, name length (2), field count
+  refused(fields, "two fields for a one-field kind");
+}
+
+// Every way of damaging a valid record ends in success or IntegrityError, never a crash or another
+// exception; what decodes re-encodes to the same bytes (the format is canonical).
+TEST(InputAgreementFuzz, DecodeSurvivesDamagedRecords) {
+  const std::string valid = as_string(honest().encode());
+  int accepted = 0, refused = 0;
+  for (const auto& in : tt::testing::fuzz_inputs(valid, {})) {
+    const int rc = tt::testing::run_parser(
+        [&] {
+          const InputRecord r = InputRecord::decode(as_bytes(in.bytes), "rank 1's input record");
+          EXPECT_EQ(as_string(r.encode()), in.bytes) << in.what;
+        },
+        in.what);
+    EXPECT_TRUE(rc == 0 || rc == 3) << in.what << ": exit " << rc;
+    (rc == 0 ? accepted : refused)++;
+  }
+  EXPECT_GT(refused, 0);
+  EXPECT_GT(accepted, 0);  // bit flips inside a value still decode (and then differ from rank 0's)
+}
+
+// The collective on three in-process ranks: records of different sizes travel, an honest world
+// agrees, and a rank that opened another dataset makes EVERY rank refuse with the same line.
+TEST(InputAgreement, EveryRankRefusesAlike) {
+  for (const bool attack : {false, true}) {
+    comm::InprocWorld world(3);
+    std::vector<std::string> errors(3);
+    std::vector<nlohmann::json> agreed(3);
+    const auto ex = world.run([&](comm::Transport& t) {
+      comm::PlainChannel channel;
+      DistContext dist(t, channel, nullptr);
+      InputRecord mine = honest();
+      if (attack && t.rank() == 1) mine.add(InputKind::DatasetSplit, "train", {kManifestB, kId, "123456789"});
+      try {
+        agreed[static_cast<std::size_t>(t.rank())] = agree_inputs(dist, mine).to_json();
+      } catch (const IntegrityError& e) {
+        errors[static_cast<std::size_t>(t.rank())] = e.what();
+      }
+    });
+    for (const auto& e : ex) EXPECT_FALSE(e);
+    for (int r = 0; r < 3; ++r) {
+      if (attack) {
+        EXPECT_EQ(
+            errors[static_cast<std::size_t>(r)],
+            "rank 1's dataset split train differs from rank 0's (manifest sha256 cd34bbbbbbbbbbbb... vs "
+            "aaaaaaaaaaaaaaaa...)");
+      } else {
+        EXPECT_EQ(errors[static_cast<std::size_t>(r)], "");
+        EXPECT_EQ(agreed[static_cast<std::size_t>(r)], honest().to_json());
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tt
