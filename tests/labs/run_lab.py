@@ -247,8 +247,8 @@ def run_one(path: str, b: Block, work: str, env: dict[str, str], state: str, ver
         where = f" (expect block at line {b.expect_line})"
         fail(path, b, f"expected line(s) not in the output{where}:\n" + "\n".join(f"    {m}" for m in missing), out)
         return False
-    where = f"{os.path.basename(path)}:{b.line}"
-    print(f"  ok  {where:28s} {secs:6.1f} s  exit {rc}  {len(b.expect)} expected line(s)  {first[:60]}", flush=True)
+    where = f"{os.path.basename(os.path.dirname(os.path.abspath(path)))}/{os.path.basename(path)}:{b.line}"
+    print(f"  ok  {where:36s} {secs:6.1f} s  exit {rc}  {len(b.expect)} expected line(s)  {first[:60]}", flush=True)
     return True
 
 

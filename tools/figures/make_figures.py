@@ -400,8 +400,8 @@ def prepare(teetrain: str, work: str) -> None:
     run([teetrain, "provision", "--out", "vendor", "--devices", "4"], work)
 
 
-def traced_step(teetrain: str, work: str, tee: str) -> tuple[list[dict], dict[int, str], float]:
-    """One timed step of rank 0 (the last one) from a --trace file: its events, lane names, step start."""
+def traced_step(teetrain: str, work: str, tee: str) -> tuple[list[dict], dict[int, str], float, float]:
+    """The last (timed) step of rank 0 from a --trace file: its spans, the lane names, start and end (us)."""
     trace = os.path.join(work, f"{tee}.trace.json")
     run(["mpirun", "-np", "2", teetrain, "train", "--model", "gpt2", "--data", "data/clinic", "--allow-plain-data",
          "--batch", "4", "--seq", "1024", "--steps", "2", "--timing-warmup", "1", "--val-batches", "0",
@@ -412,54 +412,66 @@ def traced_step(teetrain: str, work: str, tee: str) -> tuple[list[dict], dict[in
         events = json.load(f)["traceEvents"]
     lanes = {e["tid"]: e["args"]["name"] for e in events if e.get("name") == "thread_name" and e["pid"] == 0}
     spans = [e for e in events if e.get("ph") == "X" and e["pid"] == 0]
-    steps = sorted(e["ts"] for e in spans if e["name"] == "forward")
-    if not steps:
-        sys.exit(f"make_figures.py: {trace} has no forward span on rank 0")
-    start = steps[-1]
-    return [e for e in spans if e["ts"] + e["dur"] > start], lanes, start
+    forwards = sorted(e["ts"] for e in spans if e["name"] == "forward")
+    optimizers = sorted(e["ts"] + e["dur"] for e in spans if e["name"] == "optimizer")
+    if not forwards or not optimizers:
+        sys.exit(f"make_figures.py: {trace} has no forward or optimizer span on rank 0")
+    start, end = forwards[-1], optimizers[-1]
+    return [e for e in spans if e["ts"] + e["dur"] > start and e["ts"] < end], lanes, start, end
+
+
+# What each span of the trace is drawn as: (colour, legend label, drawing order); others are skipped.
+TRACE_STYLE = {
+    "forward": ("#90caf9", "forward", 0), "backward": ("#42a5f5", "backward", 0),
+    "comm_exposed": ("#ef9a9a", "comm_exposed", 0), "optimizer": ("#7e57c2", "optimizer", 0),
+    "bucket": ("#b0bec5", "bucket N (all-reduce)", 0), "reduce": ("#ffca28", "reduce (add)", 1),
+    "seal": (HOSTILE_EDGE, "seal (CPU)", 0), "open": ("#ff7043", "open (CPU)", 0),
+    "seal (emulated GPU)": ("#8d6e63", "seal/open on the GPU (emulated)", 0),
+    "open (emulated GPU)": ("#8d6e63", "seal/open on the GPU (emulated)", 0),
+}
 
 
 def trace(plt, out: str, teetrain: str, work: str) -> None:
-    colours = {"forward": "#90caf9", "backward": "#42a5f5", "optimizer": "#7e57c2", "comm_exposed": "#ef9a9a",
-               "seal": HOSTILE_EDGE, "open": "#ff7043", "reduce": "#ffca28", "allreduce": "#b0bec5",
-               "ingress": "#a5d6a7", "data": "#c5e1a5"}
-    fig, axes = plt.subplots(2, 1, figsize=(10, 5.8))
+    fig, axes = plt.subplots(2, 1, figsize=(10, 6.2))
+    seen: dict[str, str] = {}
     for ax, tee in zip(axes, ("cc", "fast")):
-        events, lanes, start = traced_step(teetrain, work, tee)
-        order = sorted(lanes, key=lambda t: t)
+        events, lanes, start, end = traced_step(teetrain, work, tee)
+        order = sorted(lanes)
         rows = {tid: i for i, tid in enumerate(order)}
-        end = max(e["ts"] + e["dur"] for e in events if lanes.get(e["tid"]) == "compute") - start
+        groups: dict[tuple[int, str, int], list[tuple[float, float]]] = {}
         for e in events:
-            if e["tid"] not in rows:
+            style = TRACE_STYLE.get("bucket" if e["name"].startswith("bucket") else e["name"])
+            if style is None or e["tid"] not in rows:
                 continue
-            x0, w = (e["ts"] - start) / 1e3, e["dur"] / 1e3
-            name = e["name"]
-            face = colours.get(name, colours["allreduce"] if name.startswith("bucket") else "#e0e0e0")
-            ax.broken_barh([(x0, w)], (rows[e["tid"]] - 0.38, 0.76), facecolors=face, edgecolors="none")
+            colour, label, layer = style
+            seen[label] = colour
+            groups.setdefault((layer, colour, rows[e["tid"]]), []).append(((e["ts"] - start) / 1e3, e["dur"] / 1e3))
+        for (layer, colour, row), bars in sorted(groups.items()):
+            # Rasterised bars keep the SVG small (a cc step has hundreds of spans); text stays text.
+            ax.broken_barh(bars, (row - 0.38, 0.76), facecolors=colour, edgecolors="none", rasterized=True)
         ax.set_yticks(range(len(order)))
         ax.set_yticklabels([lanes[t] for t in order])
         ax.invert_yaxis()
-        ax.set_xlim(0, end / 1e3 * 1.02)
+        step_ms = (end - start) / 1e3
+        ax.set_xlim(0, step_ms * 1.01)
         ax.set_xlabel("ms since the step's forward began (rank 0)")
-        ax.set_title(f"--tee {tee}: one step = {end / 1e3:.0f} ms (gpt2, 2 ranks, emulated H100s)", fontsize=9.5,
-                     loc="left")
-        # The lesson of each panel, placed at the spans it is about.
-        exposed = [e for e in events if e["name"] == "comm_exposed"]
-        if exposed:
-            e = max(exposed, key=lambda e: e["dur"])
-            ax.annotate(f"comm_exposed {e['dur'] / 1e3:.0f} ms: backward is done,\nthe training thread waits "
-                        "for the all-reduce", xy=((e["ts"] - start + e["dur"] / 2) / 1e3, rows[e["tid"]]),
-                        xytext=(0.5, -0.9), textcoords=("axes fraction", "data"), fontsize=7.5, ha="center",
-                        arrowprops={"arrowstyle": "->", "lw": 0.8})
-        crypto = sum(e["dur"] for e in events if e["name"] in ("seal", "open")) / 1e3
-        ax.text(0.995, 0.04, f"seal + open on rank 0: {crypto:.0f} ms" if crypto else
-                "no CPU seal/open: gradients sealed on the (emulated) GPU", transform=ax.transAxes,
-                ha="right", va="bottom", fontsize=7.5)
+        exposed = sum(e["dur"] for e in events if e["name"] == "comm_exposed") / 1e3
+        cpu = sum(e["dur"] for e in events if e["name"] in ("seal", "open")) / 1e3
+        gpu = sum(e["dur"] for e in events if e["name"].endswith("(emulated GPU)")) / 1e3
+        ax.set_title(f"--tee {tee}: one step = {step_ms:.0f} ms, of which comm_exposed {exposed:.0f} ms "
+                     f"({exposed / step_ms:.0%}); seal + open on the CPU {cpu:.0f} ms"
+                     + (f", on the emulated GPU {gpu:.0f} ms" if gpu else ""), fontsize=9, loc="left")
+        biggest = max((e for e in events if e["name"] == "comm_exposed"), key=lambda e: e["dur"], default=None)
+        if biggest is not None and biggest["dur"] / 1e3 > 0.3 * step_ms:
+            ax.text((biggest["ts"] - start + biggest["dur"] / 2) / 1e3, rows[biggest["tid"]],
+                    "comm_exposed: backward is done; the training thread waits for the sealed all-reduce",
+                    ha="center", va="center", fontsize=7.5)
     from matplotlib.patches import Patch
-    shown = ["forward", "backward", "comm_exposed", "optimizer", "allreduce", "seal", "open", "reduce"]
-    fig.legend(handles=[Patch(color=colours[k], label="bucket N" if k == "allreduce" else k) for k in shown],
-               loc="lower center", ncol=len(shown), fontsize=7.5, frameon=False, bbox_to_anchor=(0.5, -0.02))
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    fig.legend(handles=[Patch(color=c, label=l) for l, c in seen.items()], loc="lower center", ncol=5,
+               fontsize=7.5, frameon=False)
+    fig.suptitle("gpt2 (124M), 2 ranks, 4 x 1024 tokens per rank, emulated H100s: the timed step of each run, "
+                 "rank 0's threads", fontsize=9.5)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     save(fig, out, "trace.svg")
 
 
