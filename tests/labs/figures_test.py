@@ -10,6 +10,7 @@ byte for byte, so another matplotlib version does not fail the test but a change
 offset or message number does. trace.svg is drawn from timed runs and is only checked to exist.
 """
 import html
+from collections import Counter
 import os
 import re
 import subprocess
@@ -45,9 +46,9 @@ def main():
             elif not os.path.isfile(os.path.join(COMMITTED, name)):
                 fails.append(f"{name}: not committed in docs/labs/figures/")
             elif name in FROM_CODE and texts(fresh) != texts(os.path.join(COMMITTED, name)):
-                new, old = set(texts(fresh)), set(texts(os.path.join(COMMITTED, name)))
+                new, old = Counter(texts(fresh)), Counter(texts(os.path.join(COMMITTED, name)))
                 fails.append(f"{name}: the committed figure is out of date (re-run tools/figures/make_figures.py):"
-                             f" new text {sorted(new - old)[:5]}, gone {sorted(old - new)[:5]}")
+                             f" new text {sorted((new - old).elements())[:5]}, gone {sorted((old - new).elements())[:5]}")
     for f in fails:
         print(f"FAIL: {f}")
     print("figures: ok" if not fails else f"figures: {len(fails)} problem(s)")
