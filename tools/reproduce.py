@@ -29,7 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import predict_paper  # noqa: E402  (tools/predict_paper.py: the independent H100 CC figures)
 
-# Reference figures (../shared/reference/published-numbers.md).
+# Reference figures (docs/reference/published-numbers.md).
 PAPER = {
     "mean_4gpu": 8.68,        # Lee et al., arXiv 2501.11771: mean slowdown on 4 GPUs
     "gpt2_xl_4gpu": 41.6,     # same, GPT-2-XL on 4 GPUs

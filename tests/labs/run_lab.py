@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs the checked commands of a teetrain lab (docs/labs/NN-*.md) and checks their output.
 
-Usage: run_lab.py TEETRAIN_BINARY LAB.md [LAB.md ...] [--keep] [--verbose] [--list]
+Usage: run_lab.py TEETRAIN_BINARY LAB.md [LAB.md ...] [--same-dir] [--keep] [--verbose] [--list]
 
 The convention (docs/labs/README.md, "How the labs are checked"), chosen to render as ordinary
 code blocks on GitHub:
@@ -19,7 +19,9 @@ run: that is where long or optional commands go. An `expect` block must follow a
 with no other code block between them (prose is fine).
 
 All runnable blocks of one lab run in order in one fresh temporary directory (files persist from
-block to block, as in a student's terminal); each block is its own `bash -e` process (a failing
+block to block, as in a student's terminal); with --same-dir, all the given files share one
+directory and one shell state, in order: a teacher's guide (docs/labs/teachers/NN-*.md) continues
+from where its lab's handout left off, and may have no runnable block of its own; each block is its own `bash -e` process (a failing
 command ends the block; a pipeline's status is its last command's, as in a terminal, so
 `... | head` is safe), and what it exports and its last working directory carry over to the next
 block. The environment: the binary's directory first on PATH (labs say `teetrain ...`),
@@ -193,40 +195,27 @@ def fail(path: str, b: Block, what: str, output: str) -> None:
         print(f"  | {ln}", flush=True)
 
 
-def run_lab(path: str, binary: str, keep: bool, verbose: bool) -> bool:
-    blocks = parse_lab(path)
-    if not blocks:
-        raise LabError(f"{path}: no runnable block (```bash lab)")
+def run_lab(paths: list[str], binary: str, keep: bool, verbose: bool) -> bool:
+    """Runs the files' blocks in order in one fresh directory (a lab, or a lab and its teacher's guide)."""
+    plan = [(path, parse_lab(path)) for path in paths]
+    if not plan[0][1]:
+        raise LabError(f"{paths[0]}: no runnable block (```bash lab)")
     work = tempfile.mkdtemp(prefix="teetrain-lab-")
     state = tempfile.mkdtemp(prefix="teetrain-lab-state-")
     env = lab_env(binary, state)
-    print(f"== {path}: {len(blocks)} checked block(s) in {work}", flush=True)
+    name = " + ".join(paths)
+    count = sum(len(blocks) for _, blocks in plan)
+    print(f"== {name}: {count} checked block(s) in {work}", flush=True)
     t_lab = time.monotonic()
     ok = True
     try:
-        for b in blocks:
-            rc, out, secs = run_block(b, work, env, state)
-            first = b.body.strip().split("\n")[0] if b.body.strip() else "(empty)"
-            if verbose:
-                print(out, end="" if out.endswith("\n") or not out else "\n")
-            if rc is None:
-                fail(path, b, f"timed out after {b.timeout:g} s (raise it with `lab timeout=S`)", out)
-                ok = False
+        for path, blocks in plan:
+            for b in blocks:
+                if not run_one(path, b, work, env, state, verbose):
+                    ok = False
+                    break
+            if not ok:
                 break
-            if rc != b.exit_code:
-                fail(path, b, f"exit status {rc}, expected {b.exit_code}", out)
-                ok = False
-                break
-            lines = out.split("\n")
-            missing = [e for e in b.expect if not line_matches(e, lines)]
-            if missing:
-                where = f" (expect block at line {b.expect_line})"
-                fail(path, b, f"expected line(s) not in the output{where}:\n" +
-                     "\n".join(f"    {m}" for m in missing), out)
-                ok = False
-                break
-            print(f"  ok  line {b.line:4d}  {secs:6.1f} s  exit {rc}  {len(b.expect)} expected line(s)  {first[:70]}",
-                  flush=True)
     finally:
         if keep:
             print(f"  (working directory kept: {work})", flush=True)
@@ -236,8 +225,31 @@ def run_lab(path: str, binary: str, keep: bool, verbose: bool) -> bool:
                 print("  (run again with --keep to keep the working directory, --verbose to see every output)",
                       flush=True)
         shutil.rmtree(state, ignore_errors=True)
-    print(f"== {path}: {'passed' if ok else 'FAILED'} in {time.monotonic() - t_lab:.1f} s", flush=True)
+    print(f"== {name}: {'passed' if ok else 'FAILED'} in {time.monotonic() - t_lab:.1f} s", flush=True)
     return ok
+
+
+def run_one(path: str, b: Block, work: str, env: dict[str, str], state: str, verbose: bool) -> bool:
+    """Runs one block and checks its exit status and expected lines; prints the verdict."""
+    rc, out, secs = run_block(b, work, env, state)
+    first = b.body.strip().split("\n")[0] if b.body.strip() else "(empty)"
+    if verbose:
+        print(out, end="" if out.endswith("\n") or not out else "\n")
+    if rc is None:
+        fail(path, b, f"timed out after {b.timeout:g} s (raise it with `lab timeout=S`)", out)
+        return False
+    if rc != b.exit_code:
+        fail(path, b, f"exit status {rc}, expected {b.exit_code}", out)
+        return False
+    lines = out.split("\n")
+    missing = [e for e in b.expect if not line_matches(e, lines)]
+    if missing:
+        where = f" (expect block at line {b.expect_line})"
+        fail(path, b, f"expected line(s) not in the output{where}:\n" + "\n".join(f"    {m}" for m in missing), out)
+        return False
+    where = f"{os.path.basename(os.path.dirname(os.path.abspath(path)))}/{os.path.basename(path)}:{b.line}"
+    print(f"  ok  {where:36s} {secs:6.1f} s  exit {rc}  {len(b.expect)} expected line(s)  {first[:60]}", flush=True)
+    return True
 
 
 def main() -> int:
@@ -247,6 +259,8 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep each lab's working directory")
     ap.add_argument("--verbose", "-v", action="store_true", help="print every block's output")
     ap.add_argument("--list", action="store_true", help="list the checked blocks and exit")
+    ap.add_argument("--same-dir", action="store_true",
+                    help="run all the files in one directory, in order (a lab, then its teacher's guide)")
     args = ap.parse_args()
     binary = os.path.abspath(args.binary)
     if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
@@ -260,8 +274,8 @@ def main() -> int:
                     first = (b.body.strip().splitlines() or ["(empty)"])[0]
                     print(f"{path}:{b.line}  {opts}  {len(b.expect)} expected  {first}")
             return 0
-        for path in args.labs:
-            if not run_lab(path, binary, args.keep, args.verbose):
+        for group in ([args.labs] if args.same_dir else [[path] for path in args.labs]):
+            if not run_lab(group, binary, args.keep, args.verbose):
                 return 1
     except (LabError, OSError) as e:
         print(f"run_lab.py: {e}", file=sys.stderr)

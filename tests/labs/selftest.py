@@ -19,6 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 RUNNER = os.path.join(HERE, "run_lab.py")
 REPO = os.path.dirname(os.path.dirname(HERE))
 GOOD = os.path.join(HERE, "fixtures", "good.md")
+CONTINUED = os.path.join(HERE, "fixtures", "good-continued.md")
 
 # name, (old, new) replacements in good.md, expected runner exit, strings its output must contain
 MUTATIONS = [
@@ -42,8 +43,8 @@ MUTATIONS = [
 ]
 
 
-def run(binary, lab):
-    p = subprocess.run([sys.executable, RUNNER, binary, lab], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+def run(binary, *labs):
+    p = subprocess.run([sys.executable, RUNNER, binary, *labs], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        text=True, timeout=120)
     return p.returncode, p.stdout
 
@@ -55,8 +56,17 @@ def main():
     if rc != 0:
         print(f"FAIL: the good fixture does not pass (exit {rc}):\n{out}")
         fails += 1
-    elif out.count("  ok  line") != 4:
+    elif out.count("  ok  ") != 4:
         print(f"FAIL: the good fixture should run exactly its 4 checked blocks:\n{out}")
+        fails += 1
+    # A teacher's guide continues in its lab's directory and shell state (--same-dir), and only there.
+    rc, out = run(binary, GOOD, CONTINUED, "--same-dir")
+    if rc != 0 or out.count("  ok  ") != 5:
+        print(f"FAIL: good.md + good-continued.md with --same-dir should pass 5 blocks (exit {rc}):\n{out}")
+        fails += 1
+    rc, out = run(binary, GOOD, CONTINUED)
+    if rc != 1 or "note.txt: No such file" not in out:
+        print(f"FAIL: good-continued.md in a directory of its own should fail (exit {rc}):\n{out}")
         fails += 1
     good = open(GOOD).read()
     with tempfile.TemporaryDirectory() as tmp:
@@ -82,7 +92,17 @@ def main():
         if p.returncode != 0 or not p.stdout.strip():
             print(f"FAIL: {lab} does not parse or has no checked block:\n{p.stdout}")
             fails += 1
-    print(f"{len(MUTATIONS) + 1 + len(labs) - fails} passed, {fails} failed ({len(labs)} labs parsed)")
+    # Teacher's guides may have no checked block of their own, but must parse, and belong to a lab.
+    guides = sorted(glob.glob(os.path.join(REPO, "docs", "labs", "teachers", "[0-9][0-9]-*.md")))
+    for guide in guides:
+        p = subprocess.run([sys.executable, RUNNER, binary, guide, "--list"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+        lab = os.path.join(REPO, "docs", "labs", os.path.basename(guide))
+        if p.returncode != 0 or not os.path.isfile(lab):
+            print(f"FAIL: {guide} does not parse, or has no lab {lab}:\n{p.stdout}")
+            fails += 1
+    total = len(MUTATIONS) + 3 + len(labs) + len(guides)
+    print(f"{total - fails} passed, {fails} failed ({len(labs)} labs, {len(guides)} teacher's guides parsed)")
     return 1 if fails else 0
 
 
