@@ -44,10 +44,14 @@ void path_conflicts(const RunPlan& p, std::vector<std::string>& out) {
     out.push_back(
         "--adversary sits on teetrain's host ring; MPI_Allreduce, NCCL and the device ring bypass "
         "it: use --allreduce ring on --device cpu (add --compute emulate for GPU-speed compute)");
-  if (p.adversary && p.adversary->kind == comm::AttackKind::Mitm && p.tee.mode == TeeMode::Off)
-    out.push_back(
-        "--adversary mitm attacks the attestation handshake, which only TEE mode runs: add --tee cc "
-        "or --tee fast");
+  const bool mitm = p.adversary && (p.adversary->kind == comm::AttackKind::Mitm ||
+                                    p.adversary->kind == comm::AttackKind::MitmRelay);
+  if (mitm && p.tee.mode == TeeMode::Off)
+    out.push_back(std::string("--adversary ") + comm::attack_name(p.adversary->kind) +
+                  " attacks the attestation handshake, which only TEE mode runs: add --tee cc or --tee fast");
+  if (p.adversary && p.adversary->kind == comm::AttackKind::MitmRelay &&
+      p.tee.cipher != tee::Cipher::Aes256Gcm)
+    out.push_back("--adversary mitm-relay re-seals AES-256-GCM messages only: drop --cipher");
 }
 
 }  // namespace

@@ -63,6 +63,7 @@ struct TrainOptions {
   int keep = 3;
   std::string resume;
   bool no_progress = false;
+  bool quiet = false;  // --quiet: no banner, progress, notes or phase table; the result line and errors
   // Data parallelism.
   AllreduceAlgo allreduce = AllreduceAlgo::Ring;
   double bucket_mb = 25;
