@@ -160,8 +160,8 @@ std::vector<std::byte> Relay::confirm(int from, int to) {
   const tee::SecretBytes k =
       tee::hkdf_expand(side(to).secret.view(), label_info(kConfirmLabel, from, to), 32);
   if (from == b_) {
-    say_("relay: agreed one link key with rank " + std::to_string(a_) + " and another with rank " +
-         std::to_string(b_) + ", and confirmed to each the key it holds");
+    say_("relay: holds one link key with rank " + std::to_string(a_) + " and another with rank " +
+         std::to_string(b_) + ", and sends each the key confirmation it expects");
   }
   return bytes_of(k.view());
 }

@@ -15,7 +15,7 @@ expect_exit 2 "^teetrain: error: unknown command 'trian'; did you mean 'train'\?
   "$TT" trian --steps 6
 expect_exit 2 "unknown command 'bench alreduce'; did you mean 'bench allreduce'\? \(teetrain bench --help" -- \
   "$TT" bench alreduce --iters 2
-expect_exit 2 "unknown option --iter; did you mean --iters\?" -- "$TT" bench crypto --iter 2
+expect_exit 2 "unknown option --iter; did you mean --iters\?" -- "$TT" bench allreduce --iter 2
 expect_exit 2 "unknown command 'frobnicate' \(teetrain --help lists them\)" -- "$TT" frobnicate
 # help still works
 "$TT" train --help >/dev/null && passes=$((passes + 1)) || { echo "FAIL: train --help"; fails=$((fails + 1)); }
