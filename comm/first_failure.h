@@ -9,10 +9,14 @@
 // failing ranks order the notices they saw the same way — integrity failures before any other, then
 // the earliest place in the run (step, bucket, phase, hop), then the rank nearest after the message's
 // origin on the ring (the first to receive the tampered bytes), then the lowest rank — and only the
-// first prints its own line and calls MPI_Abort. The others print that they stopped because of it and
-// wait for that abort (exit code: the first failure's, so an attack is exit 3 on every rank).
+// first announces the verdict, prints its own line and calls MPI_Abort; a rank that hears a verdict
+// stops listening. The others print that they stopped because of it and wait for that abort (exit
+// code: the first failure's, so an attack is exit 3 on every rank). A failure on a forwarded message
+// listens longer, so that the rank behind the altered link, which got the bytes first, names it.
 #pragma once
+#include <array>
 #include <chrono>
+#include <cstdint>
 #include <exception>
 #include <string>
 
@@ -25,10 +29,21 @@ struct FirstFailure {
   bool integrity = false;
 };
 
-// Collective among the ranks that fail (the others never call it): sends this rank's notice for
-// `error` (exit code `code`) to every other rank of MPI_COMM_WORLD, then collects theirs for `grace`.
-FirstFailure settle_first_failure(const std::exception& error, int code,
-                                  std::chrono::milliseconds grace = std::chrono::milliseconds(500));
+// Collective among the ranks that fail (the others never take part). main() holds one for the life of
+// the process: the notices it sends are read by MPI until the job is aborted.
+class FailureNotices {
+ public:
+  using Notice = std::array<std::uint64_t, 9>;
+  // Sends this rank's notice for `error` (exit code `code`) to every other rank of MPI_COMM_WORLD and
+  // listens for theirs for `grace` (longer for a failure on a forwarded message); returns whose
+  // failure is the verdict. Call once.
+  FirstFailure settle(const std::exception& error, int code,
+                      std::chrono::milliseconds grace = std::chrono::milliseconds(500));
+
+ private:
+  Notice mine_{};
+  Notice verdict_{};
+};
 
 // The line a rank whose failure followed from `first` prints instead of its own error.
 std::string consequence_line(int my_rank, const FirstFailure& first);

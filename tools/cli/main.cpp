@@ -23,11 +23,11 @@ namespace {
 // Prints the one line of a failure and returns its exit code. In a job of several ranks only the
 // first failure is the verdict (Note [One detection line], comm/first_failure.h): a rank whose failure
 // followed from another rank's detected attack says so and waits for that rank to abort the job.
-int report_failure(const std::exception& e, bool several_ranks) {
+int report_failure(const std::exception& e, tt::comm::FailureNotices* notices) {
   // base/error.h gives each error its category; an attack is announced as such on its one line.
   const int code = static_cast<int>(tt::exit_code_of(e));
-  if (several_ranks) {
-    const tt::comm::FirstFailure first = tt::comm::settle_first_failure(e, code);
+  if (notices != nullptr) {
+    const tt::comm::FirstFailure first = notices->settle(e, code);
     if (!first.mine && first.integrity) {
       int rank = 0;
       MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -79,6 +79,7 @@ int main(int argc, char** argv) {
   std::optional<tt::comm::MpiSession> mpi;
   if (argc > 1 && (std::strcmp(argv[1], "train") == 0 || std::strcmp(argv[1], "bench") == 0))
     mpi.emplace(&argc, &argv);
+  tt::comm::FailureNotices notices;  // alive until exit: MPI may still read what it sent
   int code = 0;
   try {
     app.parse(argc, argv);
@@ -91,7 +92,7 @@ int main(int argc, char** argv) {
     if (hint) std::fprintf(stderr, "teetrain: error: %s\n", hint->c_str());
     code = hint ? 2 : (app.exit(e) == 0 ? 0 : 2);
   } catch (const std::exception& e) {
-    code = report_failure(e, mpi && mpi->world_size() > 1);
+    code = report_failure(e, mpi && mpi->world_size() > 1 ? &notices : nullptr);
   }
   if (code != 0 && mpi && mpi->world_size() > 1) {
     // Stop every rank now with this exit code: no rank applies an update after a failed step.
