@@ -11,7 +11,10 @@
 #include "comm/adversary_gcm.h"
 #include "comm/adversary_transport.h"
 #include "comm/inproc_transport.h"
+#include "comm/secure_session.h"
 #include "tee/aead.h"
+#include "tee/attestation.h"
+#include "tests/common/fuzz.h"
 
 namespace tt::comm {
 namespace {
@@ -293,6 +296,32 @@ TEST(AdversaryGcm, SolvesTheUnknownBitsOfTheAssociatedDataFromTheTag) {
     EXPECT_FALSE(gcm::solve_and_open(tee::SecretBytes::random(32), nonce, ct, tag, templ, unknown)) << len;
     templ[0] ^= 1;
     EXPECT_FALSE(gcm::solve_and_open(key, nonce, ct, tag, templ, unknown)) << len;
+  }
+}
+
+// The relay reads what crosses the link: evidence, key releases, sealed messages. Whatever arrives, it
+// forges, re-seals or lets the bytes pass; it never crashes or throws.
+TEST(AdversaryRelay, HostileBytesNeverCrashIt) {
+  Relay relay(0, 2, [](const std::string&) {});
+  const tee::Measurements m = tee::measure("/proc/self/exe", "{}");
+  auto evidence = [&](std::uint32_t rank) {
+    const auto key = tee::Ed25519KeyPair::generate();
+    return tee::make_evidence(rank, m, key, {}, tee::make_verifier_nonce(),
+                              tee::X25519KeyPair::generate().public_key())
+        .serialize();
+  };
+  const auto e0 = evidence(0);
+  const auto e1 = evidence(1);
+  const auto as_bytes = [](const auto& v) { return std::as_bytes(std::span(v)); };
+  ASSERT_TRUE(relay.relay(0, 1, tags::kAttestEvidence, as_bytes(e0)));  // forged for rank 1
+  ASSERT_TRUE(relay.relay(1, 0, tags::kAttestEvidence, as_bytes(e1)));  // forged for rank 0: keys agreed
+  EXPECT_EQ(relay.relay(0, 1, tags::kKeyConfirm, as_bytes(e0))->size(), 32u);
+  const std::string valid(reinterpret_cast<const char*>(e0.data()), e0.size());
+  for (const auto& in : testing::fuzz_inputs(valid, {})) {
+    for (int tag : {tags::kAttestEvidence, tags::kKeyRelease, tags::kRing, tags::kBroadcast}) {
+      testing::run_parser([&] { relay.relay(0, 1, tag, std::as_bytes(std::span(in.bytes))); }, in.what);
+      testing::run_parser([&] { relay.relay(1, 0, tag, std::as_bytes(std::span(in.bytes))); }, in.what);
+    }
   }
 }
 
