@@ -57,6 +57,7 @@ std::string AdversaryTransport::report() {
       std::string text;
       if (rank() == spec_.link) text = "#sent " + std::to_string(gradient_sent_) + "\n";
       for (const auto& e : events_) text += "rank " + std::to_string(rank()) + ": " + e + "\n";
+      if (relay_) text += "#relay " + relay_->summary() + "\n";
       mine = text_bytes(text);
     }
   }
@@ -74,11 +75,14 @@ std::string AdversaryTransport::active_report(const std::vector<std::vector<std:
   os << "== the adversary's report (" << describe(spec_, size()) << ")\n";
   std::size_t fired = 0;
   std::string sent = "?";
+  std::string relay;
   for (const auto& b : blobs) {
     std::istringstream lines(bytes_text(b));
     for (std::string line; std::getline(lines, line);) {
       if (line.rfind("#sent ", 0) == 0) {
         sent = line.substr(6);
+      } else if (line.rfind("#relay ", 0) == 0) {
+        relay = line.substr(7);
       } else {
         os << "  " << line << "\n";
         ++fired;
@@ -92,6 +96,11 @@ std::string AdversaryTransport::active_report(const std::vector<std::vector<std:
   } else if (spec_.kind == AttackKind::Delay) {
     os << "the run finished: a delay changes no bytes, so there is nothing to detect; " << victim
        << " waited (a delay longer than --timeout stops the run, naming the rank it waited for)\n";
+  } else if (spec_.kind == AttackKind::MitmRelay) {
+    os << "the run finished and NOTHING DETECTED THE RELAY: with --attestation none no evidence ties a key "
+          "to "
+          "a device, so each rank agreed its link key with the relay, and the "
+       << relay << "\n";
   } else if (!wire_.sealed) {
     os << "the run finished and NOTHING DETECTED THE ATTACK: with --tee off no one checks the bytes between "
           "ranks, so "

@@ -23,8 +23,12 @@ const char* attack_name(AttackKind k) {
       return "truncate";
     case AttackKind::Delay:
       return "delay";
+    case AttackKind::Rewrite:
+      return "rewrite";
     case AttackKind::Mitm:
       return "mitm";
+    case AttackKind::MitmRelay:
+      return "mitm-relay";
   }
   return "unknown";
 }
@@ -32,7 +36,8 @@ const char* attack_name(AttackKind k) {
 namespace {
 
 constexpr const char* kForms =
-    "snoop[:DIR], flip:N, drop:N, replay:N, reorder:N, truncate:N, delay:N:MS or mitm[:cert], "
+    "snoop[:DIR], flip:N, drop:N, replay:N, reorder:N, truncate:N, delay:N:MS, rewrite:N, mitm[:cert] or "
+    "mitm-relay, "
     "each optionally followed by @RANK (the link from that rank; default @0)";
 
 [[noreturn]] void bad(std::string_view spec, const std::string& why) {
@@ -60,7 +65,8 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
 
 std::optional<AttackKind> kind_named(std::string_view name) {
   for (AttackKind k : {AttackKind::Snoop, AttackKind::Flip, AttackKind::Drop, AttackKind::Replay,
-                       AttackKind::Reorder, AttackKind::Truncate, AttackKind::Delay, AttackKind::Mitm}) {
+                       AttackKind::Reorder, AttackKind::Truncate, AttackKind::Delay, AttackKind::Rewrite,
+                       AttackKind::Mitm, AttackKind::MitmRelay}) {
     if (name == attack_name(k)) return k;
   }
   return std::nullopt;
@@ -91,6 +97,9 @@ AdversarySpec parse_adversary(std::string_view spec) {
       if (f.size() > 2 || (f.size() == 2 && f[1] != "cert")) bad(spec, "mitm takes only ':cert'");
       if (f.size() == 2) a.forgery = MitmForgery::StolenCertificate;
       return a;
+    case AttackKind::MitmRelay:
+      if (f.size() > 1) bad(spec, "mitm-relay takes no arguments");
+      return a;
     case AttackKind::Delay:
       if (f.size() != 3) bad(spec, "delay needs the message and the milliseconds (delay:N:MS)");
       a.delay = std::chrono::milliseconds(number(spec, f[2], "delay", 1));
@@ -98,8 +107,8 @@ AdversarySpec parse_adversary(std::string_view spec) {
     default:
       if (f.size() != 2) bad(spec, std::string(attack_name(a.kind)) + " needs the message number N");
   }
-  a.nth =
-      static_cast<std::size_t>(number(spec, f[1], "message number", a.kind == AttackKind::Replay ? 2 : 1));
+  const bool needs_previous = a.kind == AttackKind::Replay || a.kind == AttackKind::Rewrite;
+  a.nth = static_cast<std::size_t>(number(spec, f[1], "message number", needs_previous ? 2 : 1));
   return a;
 }
 
@@ -108,6 +117,13 @@ void check_adversary(const AdversarySpec& spec, int world) {
   if (spec.link >= world) {
     throw InputError("--adversary: @" + std::to_string(spec.link) + " is not a rank of this " +
                      std::to_string(world) + "-rank run; use @0 .. @" + std::to_string(world - 1));
+  }
+  // Rank 0 releases keys along 0 -> 1 -> ... -> P-1: the closing link carries none, and without the
+  // group key the relay cannot name a message's place in the run.
+  if (spec.kind == AttackKind::MitmRelay && world > 2 && spec.link == world - 1) {
+    throw InputError("--adversary mitm-relay@" + std::to_string(spec.link) +
+                     ": the relay needs a link the key release crosses; use @0 .. @" +
+                     std::to_string(world - 2));
   }
 }
 
@@ -131,6 +147,13 @@ std::string describe(const AdversarySpec& a, int world) {
       return "truncate: cuts " + nth + " to half its length";
     case AttackKind::Delay:
       return "delay: holds " + nth + " back " + std::to_string(a.delay.count()) + " ms";
+    case AttackKind::Rewrite:
+      return "rewrite: delivers the previous message again in place of " + nth +
+             ", its clear header rewritten to claim it is that message";
+    case AttackKind::MitmRelay:
+      return "mitm-relay: a relay on " + link +
+             " runs its own key exchange with each end and re-seals "
+             "every message between them";
     case AttackKind::Mitm:
       return std::string("mitm: a relay on ") + link + " answers the attestation challenge with " +
              (a.forgery == MitmForgery::OwnVendor

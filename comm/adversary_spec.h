@@ -9,9 +9,18 @@
 //   reorder:N[@r]      the N-th gradient message and the next one swap places
 //   truncate:N[@r]     only the first half of the N-th gradient message arrives
 //   delay:N:MS[@r]     the N-th gradient message (and what follows it) arrives MS milliseconds late
+//   rewrite:N[@r]      the previous gradient message is delivered again in place of the N-th, its clear
+//                      header (key epoch and nonce counter) rewritten to the N-th's: a replay that claims
+//                      to be the expected message. With the TEE off messages carry no header: the
+//                      replay alone
 //   mitm[:cert][@r]    a relay replaces rank r's attestation evidence to its ring successor with its
 //                      own: signed by a device of the relay's own vendor root, or (`:cert`) carrying
 //                      rank r's genuine certificate but signed with the relay's key
+//   mitm-relay[@r]     a relay on the link r -> r+1 that runs the whole handshake with each end itself
+//                      (its own evidence and key-exchange key to both), keeps both ends' key
+//                      confirmations consistent, and re-seals every message between them: under
+//                      --attestation none nothing tells it from the peer, and it reads everything; a
+//                      root of trust refuses its evidence (comm/adversary_relay.h)
 //
 // "Gradient message" = a ring all-reduce message (tag kRing), counted from 1 on the link from rank r
 // to the rank it sends to; attestation, broadcast and barrier traffic is not counted, so N means the
@@ -26,7 +35,7 @@
 
 namespace tt::comm {
 
-enum class AttackKind { Snoop, Flip, Drop, Replay, Reorder, Truncate, Delay, Mitm };
+enum class AttackKind { Snoop, Flip, Drop, Replay, Reorder, Truncate, Delay, Rewrite, Mitm, MitmRelay };
 const char* attack_name(AttackKind k);
 
 enum class MitmForgery {

@@ -1,7 +1,5 @@
 #include "comm/adversary_transport.h"
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstring>
 #include <sstream>
@@ -10,7 +8,7 @@
 #include "base/error.h"
 #include "comm/secure_session.h"
 #include "tee/attestation.h"
-#include "tee/vendor.h"
+#include "tee/bytes.h"
 #include "tee/x509.h"
 
 namespace tt::comm {
@@ -70,17 +68,6 @@ std::vector<std::byte> copy_of(std::span<const std::byte> d) {
   return {d.begin(), d.end()};
 }
 
-// The relay's own device: a vendor of its own making, provisioned in a private temporary directory.
-tee::DeviceIdentity relay_identity(int rank) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("teetrain-relay-" + std::to_string(::getpid()) + "-" + std::to_string(rank));
-  tee::provision({dir, 1, {}});
-  tee::DeviceIdentity id = tee::DeviceIdentity::load_pem(tee::device_identity_path(dir, 0));
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
-  return id;
-}
-
 }  // namespace
 
 AdversaryTransport::AdversaryTransport(Transport& inner, AdversarySpec spec, WireFormat wire)
@@ -89,6 +76,9 @@ AdversaryTransport::AdversaryTransport(Transport& inner, AdversarySpec spec, Wir
   set_timeout(inner.timeout());
   set_wait_policy(inner.wait_policy());
   if (spec_.passive()) snoop_.emplace(wire_, spec_.snoop_dir);
+  // The relay sits at the receiving end of its link, where both directions pass.
+  if (spec_.kind == AttackKind::MitmRelay && rank() == (spec_.link + 1) % size())
+    relay_ = std::make_unique<Relay>(spec_.link, size(), [this](const std::string& what) { fired(what); });
 }
 
 AdversaryTransport::~AdversaryTransport() = default;
@@ -104,7 +94,54 @@ void AdversaryTransport::fired(const std::string& what) {
   std::fflush(stderr);
 }
 
+namespace {
+
+// A receive the relay sees first: the message lands in the relay's buffer, and the caller's buffer
+// gets what the relay delivers in its place.
+class RelayedRecv final : public RequestState {
+ public:
+  RelayedRecv(AdversaryTransport& owner, Transport& inner, int peer, std::span<std::byte> user, int tag)
+      : owner_(owner),
+        t_(inner),
+        user_(user),
+        buf_(user.size()),
+        peer_(peer),
+        tag_(tag),
+        inner_(inner.irecv(peer, buf_, tag)) {}
+  std::optional<std::size_t> poll() override {
+    if (!t_.test(inner_)) return std::nullopt;
+    const std::span<const std::byte> got = std::span(buf_).first(inner_.bytes());
+    const auto out = owner_.relayed(peer_, owner_.rank(), tag_, got);
+    const std::span<const std::byte> deliver = out ? std::span<const std::byte>(*out) : got;
+    if (deliver.size() > user_.size())
+      throw RunError("adversary relay: its message to rank " + std::to_string(owner_.rank()) +
+                     " is too long");
+    std::copy(deliver.begin(), deliver.end(), user_.begin());
+    return deliver.size();
+  }
+
+ private:
+  AdversaryTransport& owner_;
+  Transport& t_;
+  std::span<std::byte> user_;
+  std::vector<std::byte> buf_;  // declared before inner_: alive until the inner receive is gone
+  int peer_;
+  int tag_;
+  Request inner_;
+};
+
+}  // namespace
+
+std::optional<std::vector<std::byte>> AdversaryTransport::relayed(int from, int to, int tag,
+                                                                  std::span<const std::byte> data) {
+  std::lock_guard lock(mu_);
+  return relay_->relay(from, to, tag, data);
+}
+
 Request AdversaryTransport::irecv(int peer, std::span<std::byte> buffer, int tag) {
+  if (relay_ && peer == spec_.link)
+    return Request(std::make_unique<RelayedRecv>(*this, inner_, peer, buffer, tag), Op::Recv, peer, tag,
+                   buffer.size());
   return inner_.irecv(peer, buffer, tag);
 }
 
@@ -113,6 +150,12 @@ Request AdversaryTransport::isend(int peer, std::span<const std::byte> data, int
   if (snoop_) {
     snoop_->record(rank(), peer, tag, data);
     return inner_.isend(peer, data, tag);
+  }
+  if (relay_ && peer == spec_.link) {
+    auto out = relay_->relay(rank(), peer, tag, data);
+    if (!out) return inner_.isend(peer, data, tag);
+    return wrap(std::make_unique<CopiedSend>(inner_, std::move(*out), peer, tag, data.size()), peer, tag,
+                data.size());
   }
   if (rank() != spec_.link) return inner_.isend(peer, data, tag);
   if (spec_.kind == AttackKind::Mitm) {
@@ -195,6 +238,8 @@ Request AdversaryTransport::attack(int peer, std::span<const std::byte> data, in
       fired("held back " + where + " to deliver it after the next one");
       held_ = Held{peer, tag, std::move(bytes)};
       return wrap(std::make_unique<CompletedSend>(data.size()), peer, tag, data.size());
+    case AttackKind::Rewrite:
+      return rewrite(peer, data, tag, where);
     case AttackKind::Truncate:
       fired("truncated " + where + " to " + std::to_string(data.size() / 2) + " bytes");
       bytes.resize(data.size() / 2);
@@ -203,6 +248,29 @@ Request AdversaryTransport::attack(int peer, std::span<const std::byte> data, in
     default:
       return inner_.isend(peer, data, tag);
   }
+}
+
+// rewrite: the previous message again, its clear header (the trailing epoch and counter, if the links
+// are sealed) copied from the message it replaces, so that the header says "the expected message".
+Request AdversaryTransport::rewrite(int peer, std::span<const std::byte> data, int tag,
+                                    const std::string& where) {
+  std::vector<std::byte> bytes = previous_;
+  const std::size_t h = wire_.clear_trailer;
+  if (h == 0 || bytes.size() < h || data.size() < h) {
+    fired("replayed the previous message (" + std::to_string(bytes.size()) + " bytes) in place of " + where +
+          "; plain links carry no header to rewrite: nothing on the wire says which message it is");
+  } else {
+    std::copy(data.end() - static_cast<std::ptrdiff_t>(h), data.end(),
+              bytes.end() - static_cast<std::ptrdiff_t>(h));
+    // The header is be32 epoch || be64 counter (comm/sealed_channel.h).
+    const std::uint64_t counter =
+        tee::load_be64(reinterpret_cast<const std::uint8_t*>(data.data() + data.size() - h) + 4);
+    fired("replayed the previous message (" + std::to_string(bytes.size()) + " bytes) in place of " + where +
+          ", its clear header rewritten to the replaced message's (nonce counter " + std::to_string(counter) +
+          ")");
+  }
+  return wrap(std::make_unique<CopiedSend>(inner_, std::move(bytes), peer, tag, data.size()), peer, tag,
+              data.size());
 }
 
 // mitm: answer the successor's challenge (the nonce in the genuine evidence) with the relay's own
@@ -214,7 +282,7 @@ Request AdversaryTransport::forge_evidence(int peer, std::span<const std::byte> 
   const auto kx = tee::X25519KeyPair::generate();
   std::vector<std::uint8_t> forged;
   if (spec_.forgery == MitmForgery::OwnVendor) {
-    const tee::DeviceIdentity relay = relay_identity(rank());
+    const tee::DeviceIdentity relay = relay_device_identity(rank());
     forged = tee::make_evidence(genuine.rank, genuine.measurement, relay.key, relay.certificate.der(),
                                 genuine.verifier_nonce, kx.public_key())
                  .serialize();

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/adversary_relay.h"
 #include "comm/adversary_spec.h"
 #include "comm/snoop.h"
 #include "comm/transport.h"
@@ -46,12 +47,16 @@ class AdversaryTransport final : public Transport {
   // What this rank's decorator did, one line per fault that fired.
   std::vector<std::string> events() const;
 
+  // mitm-relay: what the relay delivers in place of `data` (from -> to), nullopt to pass it unchanged.
+  std::optional<std::vector<std::byte>> relayed(int from, int to, int tag, std::span<const std::byte> data);
+
   // Collective over every rank, through the inner transport: rank 0 returns the adversary's report
   // (the snoop table, or what the attack did and whether anything noticed), the others "".
   std::string report();
 
  private:
   Request attack(int peer, std::span<const std::byte> data, int tag);
+  Request rewrite(int peer, std::span<const std::byte> data, int tag, const std::string& where);
   Request forge_evidence(int peer, std::span<const std::byte> data, int tag);
   void fired(const std::string& what);
   // Rank 0 gets every rank's blob (in rank order), the others nothing: over the inner transport.
@@ -72,6 +77,7 @@ class AdversaryTransport final : public Transport {
   };
   std::optional<Held> held_;  // reorder: the message waiting for the next one
   bool forged_ = false;
+  std::unique_ptr<Relay> relay_;  // mitm-relay, on the rank at the receiving end of the link
   std::vector<std::string> events_;
 };
 

@@ -1,7 +1,5 @@
 #include "engine/at_rest_keys.h"
 
-#include <filesystem>
-
 #include "base/error.h"
 #include "engine/key_file.h"
 
@@ -14,12 +12,8 @@ AtRestKeys release_at_rest_keys(comm::Transport& transport, comm::SessionKeys& k
   if (!sealed_data && !need_ckpt_key) return k;
   std::optional<tee::SecretBytes> master;
   if (transport.rank() == 0) {
-    if (!std::filesystem::exists(key_file)) {
-      throw InputError("--key-file " + key_file +
-                       ": no such key file; sealed data and TEE checkpoints need one " +
-                       "(create it with `teetrain keygen --out " + key_file + "`)");
-    }
-    master = load_key_file(key_file, warn);
+    // Sealed data opens only under its owner's key; without it, the key seals new checkpoints.
+    master = load_key_file(key_file, warn, sealed_data ? KeyUse::TrainSealed : KeyUse::SealNew);
   }
   if (sealed_data) {
     std::optional<tee::SecretBytes> mine;

@@ -7,8 +7,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include "base/error.h"
+#include "base/suggest.h"
 #include "tee/bytes.h"
 #include "tee/hkdf.h"
 #include "tee/unique_fd.h"
@@ -25,7 +27,38 @@ std::string quoted(const fs::path& p) {
   return s;
 }
 
+// A file beside `path` whose name is one typo away from it ("ownr.key" -> "owner.key").
+std::string similar_file(const fs::path& path) {
+  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_regular_file(ec)) names.push_back(it->path().filename().string());
+  }
+  const auto near = closest_match(path.filename().string(), names);
+  return near ? " (did you mean " + (dir / *near).string() + "?)" : "";
+}
+
 }  // namespace
+
+std::string missing_key_file(const fs::path& path, KeyUse use) {
+  const std::string head = quoted(path) + " not found" + similar_file(path) + "; ";
+  const std::string keygen = "`teetrain keygen --out " + path.string() + "`";
+  switch (use) {
+    case KeyUse::SealNew:
+      return head + "create one with " + keygen;
+    case KeyUse::TrainSealed:
+      return head +
+             "sealed data and checkpoints open only under the key they were sealed with: pass the "
+             "data owner's key file (the --key-file given to `teetrain seal-data`); a new key from " +
+             keygen + " is only for sealing new data, it cannot open this";
+    case KeyUse::OpenSealed:
+      break;
+  }
+  return head +
+         "a sealed file opens only under the key it was sealed with: pass the key file it was "
+         "sealed with (its owner's --key-file); a new key from `teetrain keygen` cannot open it";
+}
 
 std::string_view key_purpose_label(KeyPurpose p) {
   switch (p) {
@@ -78,13 +111,10 @@ std::string create_key_file(const fs::path& path, bool force) {
   return key.fingerprint();
 }
 
-tee::SecretBytes load_key_file(const fs::path& path, const KeyWarningFn& warn) {
+tee::SecretBytes load_key_file(const fs::path& path, const KeyWarningFn& warn, KeyUse use) {
   tee::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) {
-    if (errno == ENOENT) {
-      throw InputError(quoted(path) + " not found; create one with `teetrain keygen --out " + path.string() +
-                       "`");
-    }
+    if (errno == ENOENT) throw InputError(missing_key_file(path, use));
     throw InputError(quoted(path) + ": cannot open (" + std::strerror(errno) + ")");
   }
   struct stat st {};

@@ -36,9 +36,22 @@ std::string create_key_file(const std::filesystem::path& path, bool force = fals
 // the user may have reasons, e.g. a tmpfs inside a confidential VM).
 using KeyWarningFn = std::function<void(const std::string&)>;
 
-// Loads a master key. Throws InputError naming the path when the file is missing, is not a regular
-// file, or is not exactly 32 bytes. Calls `warn` (if set) when permissions are wider than 0600.
-tee::SecretBytes load_key_file(const std::filesystem::path& path, const KeyWarningFn& warn = {});
+// What a key file is loaded for, which decides what a missing one's message advises: sealed data and
+// checkpoints open only under the key they were sealed with (a new key from `keygen` cannot open
+// them), so only sealing something new may start from `teetrain keygen`.
+enum class KeyUse {
+  OpenSealed,  // open data or checkpoints sealed earlier: the data owner's key
+  SealNew,     // seal new data (`seal-data`): any key, keygen makes one
+  TrainSealed  // a TEE training run: new sealed checkpoints, or resuming ones sealed earlier
+};
+
+// Loads a master key. Throws InputError naming the path when the file is missing (advice for `use`,
+// and the name of a similarly spelled file beside it), is not a regular file, or is not exactly 32
+// bytes. Calls `warn` (if set) when permissions are wider than 0600.
+tee::SecretBytes load_key_file(const std::filesystem::path& path, const KeyWarningFn& warn = {},
+                               KeyUse use = KeyUse::OpenSealed);
+// The message load_key_file throws for a key file that is not there.
+std::string missing_key_file(const std::filesystem::path& path, KeyUse use);
 
 // The purpose key for `purpose` (32 bytes). `master` must be non-empty.
 tee::SecretBytes derive_purpose_key(const tee::SecretBytes& master, KeyPurpose purpose);

@@ -51,10 +51,14 @@ void path_conflicts(const RunPlan& p, std::vector<std::string>& out) {
         "gradients \"on the GPU\" as a wait and the synthetic gradients travel in clear, so an attack on "
         "them would pass unnoticed; add --tee-device-crypto off (the host seals them for real), use --tee "
         "cc, or drop --compute emulate");
-  if (p.adversary && p.adversary->kind == comm::AttackKind::Mitm && p.tee.mode == TeeMode::Off)
-    out.push_back(
-        "--adversary mitm attacks the attestation handshake, which only TEE mode runs: add --tee cc "
-        "or --tee fast");
+  const bool mitm = p.adversary && (p.adversary->kind == comm::AttackKind::Mitm ||
+                                    p.adversary->kind == comm::AttackKind::MitmRelay);
+  if (mitm && p.tee.mode == TeeMode::Off)
+    out.push_back(std::string("--adversary ") + comm::attack_name(p.adversary->kind) +
+                  " attacks the attestation handshake, which only TEE mode runs: add --tee cc or --tee fast");
+  if (p.adversary && p.adversary->kind == comm::AttackKind::MitmRelay &&
+      p.tee.cipher != tee::Cipher::Aes256Gcm)
+    out.push_back("--adversary mitm-relay re-seals AES-256-GCM messages only: drop --cipher");
 }
 
 }  // namespace

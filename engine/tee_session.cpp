@@ -1,5 +1,7 @@
 #include "engine/tee_session.h"
 
+#include <filesystem>
+
 #include "base/error.h"
 
 namespace tt {
@@ -13,6 +15,21 @@ constexpr const char* kNoRevocationWarning =
 std::string provision_hint(int world) {
   return "run `teetrain provision --out vendor --devices " + std::to_string(world) +
          "` once, then pass --trust-root vendor/vendor_root.crt --device-identity vendor/device_{rank}.pem";
+}
+
+// A rank without an identity file: with a {rank} pattern, typically a job with more ranks than the
+// vendor provisioned devices; `provision` on the same folder keeps the root and adds the missing ones.
+std::string missing_identity(const std::string& pattern, const std::string& path, int rank, int world) {
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  const std::string provision = "`teetrain provision --out " +
+                                (dir.empty() ? std::string(".") : dir.string()) + " --devices " +
+                                std::to_string(world) + "`";
+  if (pattern.find("{rank}") == std::string::npos)
+    return "--device-identity " + path + ": no such file; pass an identity that exists (" + provision +
+           " writes device_0.pem .. device_" + std::to_string(world - 1) + ".pem)";
+  return "--device-identity " + path + ": rank " + std::to_string(rank) + " of " + std::to_string(world) +
+         " has no device identity; give every rank one: " + provision +
+         " (it keeps the vendor root and adds the missing devices)";
 }
 
 }  // namespace
@@ -54,7 +71,10 @@ comm::AttestConfig make_attest_config(const TrustOptions& trust, int rank, int w
     config.anchor = comm::load_trust_anchor(trust.trust_root, trust.no_revocation_check
                                                                   ? comm::RevocationCheck::OptedOut
                                                                   : comm::RevocationCheck::Required);
-    config.identity = comm::load_identity(expand_rank(trust.device_identity, rank));
+    const std::string identity = expand_rank(trust.device_identity, rank);
+    if (!std::filesystem::exists(identity))
+      throw InputError(missing_identity(trust.device_identity, identity, rank, world));
+    config.identity = comm::load_identity(identity);
   }
   if (!trust.policy.empty()) config.policy = comm::load_policy(trust.policy);
   return config;

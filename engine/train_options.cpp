@@ -120,7 +120,7 @@ TrainConfig trainer_config(const TrainOptions& o, bool have_val) {
   tc.seed = o.seed;
   tc.val_every = o.val_every;
   tc.val_batches = have_val ? o.val_batches : 0;
-  tc.progress = !o.no_progress;
+  tc.progress = !o.no_progress && !o.quiet;
   tc.save_every = o.save_every;
   tc.timing_warmup = o.timing_warmup;
   return tc;

@@ -66,6 +66,7 @@ struct TrainOptions {
   // (`seal-data` prints it) and of the manifest of the checkpoint resumed from (`ckpt inspect`).
   std::string expect_dataset, expect_checkpoint;
   bool no_progress = false;
+  bool quiet = false;  // --quiet: no banner, progress, notes or phase table; the result line and errors
   // Data parallelism.
   AllreduceAlgo allreduce = AllreduceAlgo::Ring;
   double bucket_mb = 25;

@@ -164,7 +164,7 @@ void TrainingRun::open_data() {
     data_ = open_token_data(
         {o_.data, o_.seq, o_.seed, o_.ingress_gbps, model_vocab(o_.model), is_masked_lm(o_.model)}, ts_,
         at_rest_.dataset ? &*at_rest_.dataset : nullptr, rank_, profiler_);
-    if (!data_.val && rank_ == 0)
+    if (!data_.val && rank_ == 0 && !o_.quiet)
       std::fprintf(stderr, "note: no validation split for --data %s; reporting training loss only\n",
                    o_.data.c_str());
     add_token_data(inputs_, data_);
@@ -259,7 +259,7 @@ void TrainingRun::restore_or_broadcast() {
     throw InputError("--resume: the checkpoint is at step " + std::to_string(start_step_) +
                      "; --steps must be larger to continue");
   }
-  if (rank_ == 0) {
+  if (rank_ == 0 && !o_.quiet) {
     std::fprintf(stderr, "resumed from %s at step %ld%s\n", dir.c_str(), start_step_,
                  freshness_ && freshness_->exists() ? " (not older than the freshness record)" : "");
   }

@@ -2,7 +2,10 @@
 # --adversary: an attacker on the links between ranks. snoop shows gradients in clear with the TEE off
 # and only ciphertext with it on; every active attack on a sealed run stops it with exit 3 and one line
 # naming rank, peer, step, bucket, phase and chunk; with the TEE off a flip goes unnoticed and the
-# adversary's report says so; mitm is refused at attestation.
+# adversary's report says so; mitm is refused at attestation. One tampered message gives one verdict
+# line, the other failing ranks say they stopped because of it. rewrite (a replay whose clear header
+# claims to be the expected message) is refused when sealed and accepted when plain; mitm-relay reads
+# everything under --attestation none, with the run's result unchanged, and is refused with a root.
 source "$(dirname "$0")/lib.sh" "$@"
 make_corpus
 provision_trust
@@ -80,6 +83,47 @@ check "mitm" 3 "certificate not issued by the trusted vendor root" "$WORK/mitm.l
 run 2 "$WORK/mitm_cert.log" "${sealed[@]}" --adversary mitm:cert@1
 check "mitm:cert" 3 "rank 1: evidence signed by a key that is not the certified device key" "$WORK/mitm_cert.log"
 
+# One tampered message, one verdict: with four ranks a flipped all-gather message fails to open on
+# the rank behind the adversary's link and again on every rank it was forwarded to; only the first is
+# the attack (Note [One detection line]); the others say they stopped because of it.
+for i in 1 2 3; do
+  run 4 "$WORK/one.log" "${sealed[@]}" --adversary flip:4@3
+  expect_eq "$rc" 3 "P=4 flip:4@3 run $i: exit"
+  expect_eq "$(grep -c "INTEGRITY FAILURE" "$WORK/one.log")" 1 "P=4 flip:4@3 run $i: verdict lines"
+  check "P=4 flip:4@3 run $i: the verdict names the attacked link" 3 \
+    "^teetrain: INTEGRITY FAILURE: rank 0: sealed message from rank 3 failed to open" "$WORK/one.log"
+  others=$(grep "^teetrain: " "$WORK/one.log" | grep -v "INTEGRITY FAILURE" |
+    grep -vc "^teetrain: rank [123]: stopped: rank 0 detected an attack first" || true)
+  expect_eq "$others" 0 "P=4 flip:4@3 run $i: other ranks' lines are consequences"
+done
+
+# rewrite: the previous message again, its clear header rewritten to the expected counter. Sealed, the
+# receiver opens with the counter it expects anyway: a tag mismatch (the header only changed the
+# diagnosis from "replayed"); plain links have no header, and the replay goes through.
+run 2 "$WORK/rewrite.log" "${sealed[@]}" --adversary rewrite:3
+check "rewrite fast" 3 "INTEGRITY FAILURE: rank 1: sealed message from rank 0 failed to open \(tag mismatch" \
+  "$WORK/rewrite.log"
+check "rewrite announced" 3 "clear header rewritten to the replaced message's \(nonce counter [0-9]+\)" "$WORK/rewrite.log"
+run 2 "$WORK/rewrite_off.log" "${plain[@]}" --adversary rewrite:3
+check "rewrite off" 0 "NOTHING DETECTED THE ATTACK" "$WORK/rewrite_off.log"
+
+# mitm-relay: without a root of trust it runs its own handshake with each side, reads the released
+# keys and the gradients, and re-seals everything: the run's parameters are those of a run without it.
+none=("${base[@]}" --data "$WORK/sealed/tiny" --key-file "$WORK/k.key" --attestation none)
+sha() { json_field "$1" params_sha256; }
+for mode in fast cc; do
+  run 2 "$WORK/clean.log" "${none[@]}" --tee $mode --summary "$WORK/clean.json"
+  run 2 "$WORK/relay.log" "${none[@]}" --tee $mode --adversary mitm-relay --summary "$WORK/relay.json"
+  check "relay $mode" 0 "NOTHING DETECTED THE RELAY" "$WORK/relay.log"
+  check "relay $mode reads gradients" 0 "relay: read a gradient message on link (0 -> 1|1 -> 0) in clear" "$WORK/relay.log"
+  check "relay $mode reads the dataset key" 0 "relay: opened the dataset key rank 0 released to rank 1" "$WORK/relay.log"
+  expect_eq "$(sha "$WORK/relay.json")" "$(sha "$WORK/clean.json")" "relay $mode: same parameters as without it"
+done
+run 4 "$WORK/relay4.log" "${none[@]}" --tee fast --adversary mitm-relay@1
+check "relay P=4 @1" 0 "relay: read a gradient message on link 1 -> 2 in clear" "$WORK/relay4.log"
+run 2 "$WORK/relay_cert.log" "${sealed[@]}" --adversary mitm-relay
+check "relay, certified" 3 "certificate not issued by the trusted vendor root" "$WORK/relay_cert.log"
+
 # The ring benchmark takes the same adversary.
 run 2 "$WORK/bench.log" bench allreduce --min-bytes 65536 --max-bytes 65536 --iters 2 --warmup 1 --tee fast \
   "${TRUST[@]}" --adversary flip:2
@@ -96,6 +140,9 @@ expect_exit 2 "needs at least 2 ranks" -- "$TT" "${plain[@]}" --adversary flip:1
 run 2 "$WORK/at7.log" "${plain[@]}" --adversary flip:1@7
 check "@7" 2 "^teetrain: error: --adversary: @7 is not a rank of this 2-rank run" "$WORK/at7.log"
 expect_exit 2 "only TEE mode runs" -- "$TT" "${plain[@]}" --adversary mitm
+expect_exit 2 "mitm-relay attacks the attestation handshake, which only TEE mode runs" -- "$TT" "${plain[@]}" --adversary mitm-relay
+run 4 "$WORK/relay_closing.log" "${none[@]}" --tee fast --adversary mitm-relay@3
+check "relay on the closing link" 2 "needs a link the key release crosses" "$WORK/relay_closing.log"
 expect_exit 2 "bypass" -- "$TT" "${plain[@]}" --allreduce mpi --adversary snoop
 # The help points teachers to the labs and lists the option.
 grep -q "docs/labs/" <<<"$("$TT" --help)" && passes=$((passes + 1)) || { echo "FAIL: --help does not name docs/labs/"; fails=$((fails + 1)); }

@@ -8,7 +8,7 @@ MPI=(mpirun --allow-run-as-root --oversubscribe)
 "$TT" seal-data --data "$WORK/data/tiny" --out "$WORK/sealed" --key-file "$WORK/k.key" --chunk-kb 1 >/dev/null
 base=(train --model gpt2-tiny --steps 10 --seq 16 --batch 2 --no-progress --threads 1 --seed 9 --val-batches 2
       --key-file "$WORK/k.key" "${TRUST[@]}")
-plain=$("${MPI[@]}" -np 2 "$TT" "${base[@]}" --data "$WORK/data/tiny" --summary "$WORK/plain.json" 2>/dev/null && json_field "$WORK/plain.json" params_sha256)
+plain=$("${MPI[@]}" -np 2 "$TT" "${base[@]}" --data "$WORK/data/tiny" --summary "$WORK/plain.json" >/dev/null 2>&1 && json_field "$WORK/plain.json" params_sha256)
 for mode in cc fast; do
   "${MPI[@]}" -np 2 "$TT" "${base[@]}" --tee $mode --data "$WORK/sealed/tiny" --summary "$WORK/$mode.json" >"$WORK/$mode.log" 2>&1 ||
     { echo "FAIL: sealed $mode run"; tail -5 "$WORK/$mode.log"; fails=$((fails + 1)); }

@@ -8,8 +8,13 @@
 #include <vector>
 
 #include "base/error.h"
+#include "comm/adversary_gcm.h"
 #include "comm/adversary_transport.h"
 #include "comm/inproc_transport.h"
+#include "comm/secure_session.h"
+#include "tee/aead.h"
+#include "tee/attestation.h"
+#include "tests/common/fuzz.h"
 
 namespace tt::comm {
 namespace {
@@ -39,6 +44,10 @@ TEST(AdversarySpec, ParsesEveryForm) {
   EXPECT_EQ(delay.link, 1);
   EXPECT_EQ(parse_adversary("mitm").forgery, MitmForgery::OwnVendor);
   EXPECT_EQ(parse_adversary("mitm:cert@1").forgery, MitmForgery::StolenCertificate);
+  EXPECT_EQ(parse_adversary("rewrite:3@1").kind, AttackKind::Rewrite);
+  EXPECT_EQ(parse_adversary("rewrite:3@1").nth, 3u);
+  EXPECT_EQ(parse_adversary("mitm-relay@1").kind, AttackKind::MitmRelay);
+  EXPECT_EQ(parse_adversary("mitm-relay@1").link, 1);
 }
 
 TEST(AdversarySpec, RefusesWithAReason) {
@@ -239,6 +248,81 @@ TEST(AdversaryTransport, SnoopReportCoversEveryLink) {
   for (const char* link : {"0 -> 1", "1 -> 2", "2 -> 0"})
     EXPECT_NE(report.find(link), std::string::npos) << report;
   EXPECT_NE(report.find("gradients READABLE: 100.0% of 192 values"), std::string::npos) << report;
+}
+
+// rewrite needs a previous message; mitm-relay takes no arguments and a link the key release crosses.
+TEST(AdversarySpec, RewriteAndRelayRefuseWhatCannotWork) {
+  EXPECT_NE(error_of("rewrite:1").find("message number must be at least 2"), std::string::npos);
+  EXPECT_NE(error_of("mitm-relay:x").find("takes no arguments"), std::string::npos);
+  EXPECT_THROW(check_adversary(parse_adversary("mitm-relay@3"), 4), InputError);
+  EXPECT_NO_THROW(check_adversary(parse_adversary("mitm-relay@2"), 4));
+  EXPECT_NO_THROW(check_adversary(parse_adversary("mitm-relay@1"), 2));  // P = 2: both directions cross
+}
+
+TEST(AdversaryGcm, FieldArithmetic) {
+  const gcm::Block one{std::uint64_t{1} << 63, 0};
+  const gcm::Block x{0x0123456789abcdefULL, 0xfedcba9876543210ULL};
+  EXPECT_EQ(gcm::mul(x, one), x);
+  EXPECT_EQ(gcm::mul(x, gcm::inverse(x)), one);
+  EXPECT_EQ(gcm::power(x, 3), gcm::mul(x, gcm::mul(x, x)));
+  EXPECT_EQ(gcm::power(x, 0), one);
+}
+
+// With the key, one genuine tag gives away the associated data's unknown bits: the relay's re-seal.
+TEST(AdversaryGcm, SolvesTheUnknownBitsOfTheAssociatedDataFromTheTag) {
+  std::mt19937 rng(7);
+  auto random_bytes = [&](std::size_t n) {
+    std::vector<std::uint8_t> v(n);
+    for (auto& b : v) b = static_cast<std::uint8_t>(rng());
+    return v;
+  };
+  const tee::SecretBytes key = tee::SecretBytes::random(32);
+  const tee::Nonce nonce = tee::Nonce::make(1, 42);
+  for (std::size_t len : {0u, 5u, 16u, 1000u}) {
+    const auto aad = random_bytes(75);
+    const auto plain = random_bytes(len);
+    std::vector<std::uint8_t> ct(len);
+    tee::Tag tag{};
+    tee::Aead(tee::Cipher::Aes256Gcm, key.view()).seal(nonce, aad, plain, ct, tag);
+    std::vector<std::size_t> unknown;
+    for (std::size_t b = 224; b < 224 + 100; ++b) unknown.push_back(b);  // 100 bits in the middle
+    auto templ = aad;
+    for (std::size_t b : unknown) templ[b / 8] &= static_cast<std::uint8_t>(~(0x80u >> (b % 8)));
+    const auto opened = gcm::solve_and_open(key, nonce, ct, tag, templ, unknown);
+    ASSERT_TRUE(opened) << len;
+    EXPECT_EQ(opened->aad, aad) << len;
+    EXPECT_EQ(opened->plain, plain) << len;
+    // Another key, or a known bit that is wrong: no assignment of the unknown bits opens it.
+    EXPECT_FALSE(gcm::solve_and_open(tee::SecretBytes::random(32), nonce, ct, tag, templ, unknown)) << len;
+    templ[0] ^= 1;
+    EXPECT_FALSE(gcm::solve_and_open(key, nonce, ct, tag, templ, unknown)) << len;
+  }
+}
+
+// The relay reads what crosses the link: evidence, key releases, sealed messages. Whatever arrives, it
+// forges, re-seals or lets the bytes pass; it never crashes or throws.
+TEST(AdversaryRelay, HostileBytesNeverCrashIt) {
+  Relay relay(0, 2, [](const std::string&) {});
+  const tee::Measurements m = tee::measure("/proc/self/exe", "{}");
+  auto evidence = [&](std::uint32_t rank) {
+    const auto key = tee::Ed25519KeyPair::generate();
+    return tee::make_evidence(rank, m, key, {}, tee::make_verifier_nonce(),
+                              tee::X25519KeyPair::generate().public_key())
+        .serialize();
+  };
+  const auto e0 = evidence(0);
+  const auto e1 = evidence(1);
+  const auto as_bytes = [](const auto& v) { return std::as_bytes(std::span(v)); };
+  ASSERT_TRUE(relay.relay(0, 1, tags::kAttestEvidence, as_bytes(e0)));  // forged for rank 1
+  ASSERT_TRUE(relay.relay(1, 0, tags::kAttestEvidence, as_bytes(e1)));  // forged for rank 0: keys agreed
+  EXPECT_EQ(relay.relay(0, 1, tags::kKeyConfirm, as_bytes(e0))->size(), 32u);
+  const std::string valid(reinterpret_cast<const char*>(e0.data()), e0.size());
+  for (const auto& in : testing::fuzz_inputs(valid, {})) {
+    for (int tag : {tags::kAttestEvidence, tags::kKeyRelease, tags::kRing, tags::kBroadcast}) {
+      testing::run_parser([&] { relay.relay(0, 1, tag, std::as_bytes(std::span(in.bytes))); }, in.what);
+      testing::run_parser([&] { relay.relay(1, 0, tag, std::as_bytes(std::span(in.bytes))); }, in.what);
+    }
+  }
 }
 
 }  // namespace

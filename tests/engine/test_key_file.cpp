@@ -54,7 +54,7 @@ TEST(KeyFile, LoadErrorsAreClearInputErrors) {
     load_key_file(dir / "missing.key");
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("teetrain keygen"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("the key file it was sealed with"), std::string::npos) << e.what();
   }
   enginetest::TempDir other;
   { std::ofstream(dir / "short.key") << "too short"; }
@@ -96,6 +96,21 @@ TEST(KeyFile, PurposeKeysAreDistinctAndDeterministic) {
   EXPECT_FALSE(f == master);
   EXPECT_EQ(key_purpose_label(KeyPurpose::Freshness), "teetrain freshness");
   EXPECT_THROW(derive_dataset_key(tee::SecretBytes{}), InputError);
+}
+
+// A missing key advises what fits: keygen only for sealing something new; for sealed data the key
+// it was sealed with, and a file one typo away from the name given.
+TEST(KeyFile, MissingKeyAdviceFitsTheUse) {
+  TempDir dir;
+  create_key_file(dir / "owner.key");
+  const std::string seal = missing_key_file(dir / "missing.key", KeyUse::SealNew);
+  EXPECT_NE(seal.find("create one with `teetrain keygen --out"), std::string::npos) << seal;
+  const std::string train = missing_key_file(dir / "ownr.key", KeyUse::TrainSealed);
+  EXPECT_NE(train.find("data owner's key file"), std::string::npos) << train;
+  EXPECT_NE(train.find("did you mean " + (dir / "owner.key").string()), std::string::npos) << train;
+  EXPECT_EQ(train.find("create one with"), std::string::npos) << train;
+  const std::string far = missing_key_file(dir / "zzzzzzzz", KeyUse::OpenSealed);
+  EXPECT_EQ(far.find("did you mean"), std::string::npos) << far;
 }
 
 }  // namespace

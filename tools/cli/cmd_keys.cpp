@@ -77,7 +77,7 @@ void run_seal_data(const SealDataOptions& o) {
   if (!o.name.empty() && o.images.empty()) throw InputError("--name applies to --images only");
   if (o.chunk_kb > (1u << 20))
     throw InputError("--chunk-kb " + std::to_string(o.chunk_kb) + ": at most 1048576 (1 GiB)");
-  const tee::SecretBytes master = load_key_file(o.key_file, warn);
+  const tee::SecretBytes master = load_key_file(o.key_file, warn, KeyUse::SealNew);
   if (!o.images.empty()) {
     seal_images(o, *cipher, derive_dataset_key(master));
     return;

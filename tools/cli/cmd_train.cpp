@@ -1,6 +1,6 @@
 // `teetrain train`: parses the flags into TrainOptions, lets the engine build and run the training run
-// (engine/training_run.h), and prints what it reports: the banner, the phase table, the result line
-// and the --summary file.
+// (engine/training_run.h), and prints what it reports: the banner (stderr), the phase table and the
+// result line (stdout), and the --summary file.
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -24,16 +24,19 @@ void print_banner(const RunDescription& d, const TrainOptions& o) {
   if (!d.attestation.empty()) std::fprintf(stderr, "  attestation %s\n", d.attestation.c_str());
 }
 
-void print_result(const RunDescription& d, const TrainResult& r, const RunReport& report) {
+// What the run produced goes to stdout (`train ... > out.txt` keeps it); what it says about itself
+// while running — banner, progress, warnings, errors — goes to stderr.
+void print_result(const RunDescription& d, const TrainResult& r, const RunReport& report, bool quiet) {
   char val[32] = "none";  // no validation split, or --val-batches 0
   if (r.val_loss >= 0) std::snprintf(val, sizeof val, "%.4f", r.val_loss);
-  std::fprintf(stderr, "done: %ld steps, loss %.4f, val_loss %s, %.0f %s, %.3f s/step, params_sha256 %s\n",
-               r.steps, r.final_loss, val, r.items_per_s, d.images ? "images/s" : "tok/s",
-               r.step_seconds_mean, r.params_sha256.c_str());
-  if (r.val_accuracy >= 0) std::fprintf(stderr, "val_accuracy %.2f%%\n", 100.0 * r.val_accuracy);
-  std::fprintf(stderr, "inputs (what every rank opened, agreed by %d rank(s)):\n%s", d.world,
-               d.agreed_inputs.c_str());
-  if (!report.adversary_view.empty()) std::fprintf(stderr, "%s", report.adversary_view.c_str());
+  std::printf("done: %ld steps, loss %.4f, val_loss %s, %.0f %s, %.3f s/step, params_sha256 %s\n", r.steps,
+              r.final_loss, val, r.items_per_s, d.images ? "images/s" : "tok/s", r.step_seconds_mean,
+              r.params_sha256.c_str());
+  if (r.val_accuracy >= 0) std::printf("val_accuracy %.2f%%\n", 100.0 * r.val_accuracy);
+  if (!report.adversary_view.empty()) std::printf("%s", report.adversary_view.c_str());
+  if (!quiet)
+    std::printf("inputs (what every rank opened, agreed by %d rank(s)):\n%s", d.world, d.agreed_inputs.c_str());
+  std::fflush(stdout);
   if (d.unauthenticated) std::fprintf(stderr, "%s\n", d.attestation.c_str());
 }
 
@@ -47,7 +50,7 @@ void write_summary(const std::string& path, const nlohmann::json& summary) {
 void run_train(const TrainOptions& opts) {
   TrainingRun run(opts);
   const RunDescription d = run.describe();
-  if (run.rank() == 0) print_banner(d, run.options());
+  if (run.rank() == 0 && !run.options().quiet) print_banner(d, run.options());
   const TrainResult r = run.run();
   const RunReport report = run.finish(r);
   if (run.rank() != 0) return;
@@ -55,8 +58,8 @@ void run_train(const TrainOptions& opts) {
   if (report.trace_parts > 0)
     std::fprintf(stderr, "trace: %s (%d rank(s); open in https://ui.perfetto.dev or chrome://tracing)\n",
                  o.trace.c_str(), report.trace_parts);
-  print_phase_table(report.phases, r.step_seconds_mean);
-  print_result(d, r, report);
+  if (!o.quiet) print_phase_table(report.phases, r.step_seconds_mean);
+  print_result(d, r, report, o.quiet);
   if (!o.summary.empty()) write_summary(o.summary, run.summary(r, report));
 }
 

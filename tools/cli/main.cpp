@@ -9,10 +9,39 @@
 #include <cstring>
 #include <exception>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "base/error.h"
+#include "comm/first_failure.h"
 #include "comm/mpi_transport.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/parse_hints.h"
+
+namespace {
+
+// Prints the one line of a failure and returns its exit code. In a job of several ranks only the
+// first failure is the verdict (Note [One detection line], comm/first_failure.h): a rank whose failure
+// followed from another rank's detected attack says so and waits for that rank to abort the job.
+int report_failure(const std::exception& e, tt::comm::FailureNotices* notices) {
+  // base/error.h gives each error its category; an attack is announced as such on its one line.
+  const int code = static_cast<int>(tt::exit_code_of(e));
+  if (notices != nullptr) {
+    const tt::comm::FirstFailure first = notices->settle(e, code);
+    if (!first.mine && first.integrity) {
+      int rank = 0;
+      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+      std::fprintf(stderr, "teetrain: %s\n", tt::comm::consequence_line(rank, first).c_str());
+      std::fflush(stderr);
+      tt::comm::await_abort(first);
+    }
+  }
+  std::fprintf(stderr, "teetrain: %s: %s\n",
+               code == static_cast<int>(tt::ExitCode::kIntegrity) ? "INTEGRITY FAILURE" : "error", e.what());
+  return code;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // OpenMP threads must sleep rather than spin when idle: ranks, the communication thread and crypto
@@ -50,17 +79,20 @@ int main(int argc, char** argv) {
   std::optional<tt::comm::MpiSession> mpi;
   if (argc > 1 && (std::strcmp(argv[1], "train") == 0 || std::strcmp(argv[1], "bench") == 0))
     mpi.emplace(&argc, &argv);
+  tt::comm::FailureNotices notices;  // alive until exit: MPI may still read what it sent
   int code = 0;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    code = app.exit(e) == 0 ? 0 : 2;
+    // A typo gets the closest correct spelling; everything else CLI11's own message.
+    const std::optional<std::string> hint =
+        e.get_exit_code() == 0
+            ? std::nullopt
+            : tt::cli::explain_parse_error(app, std::vector<std::string>(argv + 1, argv + argc));
+    if (hint) std::fprintf(stderr, "teetrain: error: %s\n", hint->c_str());
+    code = hint ? 2 : (app.exit(e) == 0 ? 0 : 2);
   } catch (const std::exception& e) {
-    // base/error.h gives each error its category; an attack is announced as such on its one line.
-    const tt::ExitCode category = tt::exit_code_of(e);
-    std::fprintf(stderr, "teetrain: %s: %s\n",
-                 category == tt::ExitCode::kIntegrity ? "INTEGRITY FAILURE" : "error", e.what());
-    code = static_cast<int>(category);
+    code = report_failure(e, mpi && mpi->world_size() > 1 ? &notices : nullptr);
   }
   if (code != 0 && mpi && mpi->world_size() > 1) {
     // Stop every rank now with this exit code: no rank applies an update after a failed step.

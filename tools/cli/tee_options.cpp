@@ -11,7 +11,10 @@ void add_adversary_option(CLI::App* g, std::optional<comm::AdversarySpec>& out) 
        "Teaching: put an attacker on the links between ranks (docs/labs/). snoop[:DIR] records what "
        "crosses each link and prints the adversary's view; flip:N, drop:N, replay:N, reorder:N, "
        "truncate:N, delay:N:MS attack the N-th gradient message on a link (append @R for the link from "
-       "rank R, default @0); mitm[:cert] replaces rank R's attestation evidence with a relay's")
+       "rank R, default @0); rewrite:N replays the previous message in place of the N-th with its clear "
+       "header rewritten to the N-th's; mitm[:cert] replaces rank R's attestation evidence with a relay's; "
+       "mitm-relay runs its own handshake with both ends of the link and re-seals every message (it reads "
+       "everything under --attestation none; a root of trust refuses it)")
       ->type_name("SPEC");
 }
 
@@ -43,8 +46,10 @@ void add_tee_options(CLI::App* cmd, TeeOptions& o) {
       "them, as H100 CC's bounce buffers. No effect on CPU compute");
   add_trust_options(g, o.trust);
   add_adversary_option(g, o.adversary);
-  g->add_option("--key-file", o.key_file,
-                "Master key for sealed data and checkpoints (create with `teetrain keygen`)")
+  g->add_option(
+       "--key-file", o.key_file,
+       "Master key for sealed data and checkpoints: the data owner's, the one the data was sealed with "
+       "(`teetrain keygen` creates a key only for sealing new data)")
       ->capture_default_str();
   g->add_flag("--allow-plain-data", o.allow_plain_data, "Accept plaintext token shards in TEE mode");
 }

@@ -88,6 +88,10 @@ void add_reporting_options(CLI::App* cmd, TrainOptions& o) {
   out->add_option("--metrics", o.metrics, "Write per-step metrics as JSON lines to FILE (rank 0)");
   out->add_option("--summary", o.summary, "Write the end-of-run summary as JSON to FILE (rank 0)");
   out->add_flag("--no-progress", o.no_progress, "No live progress line");
+  out->add_flag(
+      "--quiet,-q", o.quiet,
+      "Only the result line (`done: ...`, on stdout), warnings, errors and the --adversary's lines: no "
+      "banner, progress line, notes or phase table");
   out->add_option("--save-every", o.save_every, "Checkpoint every N steps and at the end (0 = never)")
       ->check(non_negative())
       ->capture_default_str();
