@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "engine/core/rng.h"
+#include "tee/regular_file.h"
 
 namespace tt {
 namespace fs = std::filesystem;
@@ -47,10 +48,11 @@ uint64_t idx_size_limit(const std::vector<uint8_t>& head, std::size_t item_dims)
 // a file holding more is refused with an InputError, so a small gzip file cannot expand without bound.
 std::vector<uint8_t> read_maybe_gz(const fs::path& p, std::size_t head_bytes,
                                    const std::function<uint64_t(const std::vector<uint8_t>&)>& limit) {
-  std::error_code ec;
-  if (!fs::is_regular_file(p, ec)) throw InputError(p.string() + ": no such file");
-  std::unique_ptr<gzFile_s, int (*)(gzFile)> f(gzopen(p.c_str(), "rb"), gzclose);
+  // Opened once, without blocking, and only if regular (tee/regular_file.h); zlib reads that descriptor.
+  tee::RegularFile file = tee::open_regular_file(p, "image file");
+  std::unique_ptr<gzFile_s, int (*)(gzFile)> f(gzdopen(file.fd.get(), "rb"), gzclose);
   if (f == nullptr) throw InputError(p.string() + ": cannot open");
+  file.fd.release();  // gzclose closes it now
   std::vector<uint8_t> out;
   std::vector<uint8_t> buf(1 << 16);
   uint64_t cap = kMaxImageFileBytes;

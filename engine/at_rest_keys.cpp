@@ -14,7 +14,8 @@ AtRestKeys release_at_rest_keys(comm::Transport& transport, comm::SessionKeys& k
   if (!sealed_data && !need_ckpt_key) return k;
   std::optional<tee::SecretBytes> master;
   if (transport.rank() == 0) {
-    if (!std::filesystem::exists(key_file)) {
+    std::error_code ec;  // a path the system cannot even look up (too long, ...) is load_key_file's to word
+    if (!std::filesystem::exists(key_file, ec) && !ec) {
       throw InputError("--key-file " + key_file +
                        ": no such key file; sealed data and TEE checkpoints need one " +
                        "(create it with `teetrain keygen --out " + key_file + "`)");

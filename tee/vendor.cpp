@@ -16,6 +16,7 @@
 
 #include "tee/errors.h"
 #include "tee/keys.h"
+#include "tee/regular_file.h"
 #include "tee/unique_fd.h"
 #include "tee/x509.h"
 
@@ -167,7 +168,8 @@ std::set<std::string> revoked_serials(const fs::path& dir) {
   std::set<std::string> out;
   std::error_code ec;
   if (!fs::exists(crl_path(dir), ec)) return out;
-  BioPtr bio(BIO_new_file(crl_path(dir).c_str(), "r"));
+  const std::vector<std::uint8_t> pem = read_regular_file(crl_path(dir), "revocation list", kMaxPemFileBytes);
+  BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
   std::unique_ptr<X509_CRL, decltype(&X509_CRL_free)> crl(
       bio ? PEM_read_bio_X509_CRL(bio.get(), nullptr, nullptr, nullptr) : nullptr, X509_CRL_free);
   if (!crl) {

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "tee/errors.h"
+#include "tee/regular_file.h"
 
 namespace tt::tee {
 namespace fs = std::filesystem;
@@ -33,11 +34,17 @@ struct StoreCtxFree {
   void operator()(X509_STORE_CTX* c) const noexcept { X509_STORE_CTX_free(c); }
 };
 
+// The file's bytes in a memory BIO (a secure one: a device identity PEM holds its private key), read
+// through the one reader of user-given files: a FIFO or device is refused, never opened blocking.
 BioPtr open_file(const fs::path& path, const std::string& what) {
-  BioPtr bio(BIO_new_file(path.c_str(), "r"));
-  if (!bio) {
+  std::vector<std::uint8_t> pem = read_regular_file(path, what, kMaxPemFileBytes);
+  BioPtr bio(BIO_new(BIO_s_secmem()));
+  const bool ok = bio && (pem.empty() || BIO_write(bio.get(), pem.data(), static_cast<int>(pem.size())) ==
+                                             static_cast<int>(pem.size()));
+  OPENSSL_cleanse(pem.data(), pem.size());
+  if (!ok) {
     clear_openssl_errors();
-    throw InputError(what + " '" + path.string() + "': cannot open for reading");
+    throw CryptoError(what + " '" + path.string() + "': cannot buffer the file");
   }
   return bio;
 }
@@ -158,7 +165,9 @@ fs::path TrustAnchor::crl_beside(const fs::path& root_pem) {
   fs::path crl = root_pem;
   crl.replace_extension(".crl");
   std::error_code ec;
-  return fs::is_regular_file(crl, ec) ? crl : fs::path();
+  // Anything under the CRL's name is handed to the loader, which refuses what is not a regular file
+  // (a FIFO, a directory): swapping the list for one must not quietly turn revocation off.
+  return fs::exists(fs::symlink_status(crl, ec)) ? crl : fs::path();
 }
 
 TrustAnchor TrustAnchor::load(const fs::path& root_pem, const fs::path& crl_pem) {

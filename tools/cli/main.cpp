@@ -13,6 +13,7 @@
 #include "base/error.h"
 #include "comm/mpi_transport.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/error_report.h"
 
 int main(int argc, char** argv) {
   // OpenMP threads must sleep rather than spin when idle: ranks, the communication thread and crypto
@@ -57,10 +58,11 @@ int main(int argc, char** argv) {
     code = app.exit(e) == 0 ? 0 : 2;
   } catch (const std::exception& e) {
     // base/error.h gives each error its category; an attack is announced as such on its one line.
-    const tt::ExitCode category = tt::exit_code_of(e);
+    // Anything else is put into words (error_report.h): no raw library text reaches the user.
+    const tt::cli::ErrorReport r = tt::cli::report_error(e);
     std::fprintf(stderr, "teetrain: %s: %s\n",
-                 category == tt::ExitCode::kIntegrity ? "INTEGRITY FAILURE" : "error", e.what());
-    code = static_cast<int>(category);
+                 r.code == tt::ExitCode::kIntegrity ? "INTEGRITY FAILURE" : "error", r.text.c_str());
+    code = static_cast<int>(r.code);
   }
   if (code != 0 && mpi && mpi->world_size() > 1) {
     // Stop every rank now with this exit code: no rank applies an update after a failed step.
