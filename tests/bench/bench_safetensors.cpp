@@ -36,6 +36,31 @@ BENCHMARK(BM_SafetensorsParseHeader)
     ->Unit(benchmark::kMillisecond)
     ->Complexity(benchmark::oN);
 
+void BM_SafetensorsEncode(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  for (auto _ : state) benchmark::DoNotOptimize(header_of(n));
+  state.SetComplexityN(state.range(0));
+}
+BENCHMARK(BM_SafetensorsEncode)
+    ->Arg(5'000)
+    ->Arg(20'000)
+    ->Arg(60'000)
+    ->Unit(benchmark::kMillisecond)
+    ->Complexity(benchmark::oN);
+
+void BM_SafetensorsDecode(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  const std::vector<std::byte> file = header_of(n);
+  for (auto _ : state) benchmark::DoNotOptimize(tt::safetensors_decode(file, "bench.safetensors"));
+  state.SetComplexityN(state.range(0));
+}
+BENCHMARK(BM_SafetensorsDecode)
+    ->Arg(5'000)
+    ->Arg(20'000)
+    ->Arg(60'000)
+    ->Unit(benchmark::kMillisecond)
+    ->Complexity(benchmark::oN);
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -85,16 +85,25 @@ expect_exit 2 "key file .*too long" -- "${tee_run[@]}" --key-file "$long_name"
 expect_exit 2 "resume .*too long" -- "${plain_run[@]}" --resume "$long_path"
 expect_exit 2 "no train token shards found" -- "$TT" "${common[@]}" --data "$long_name"
 expect_exit 2 "no such directory" -- timeout 10 "$TT" ckpt verify "$long_path"
-# Read-only: a read-only mount (root ignores mode bits) in a private mount namespace, else mode 555.
-mkdir -p "$WORK/ro"
+# Read-only and full: a read-only mount (root ignores mode bits) or a 64 KiB one (a save needs more),
+# each in a private mount namespace; without one, mode 555 for the read-only case. Read-only is bad
+# input, refused before the first step (2); a full disk fails the save (1) and names the file.
+mkdir -p "$WORK/ro" "$WORK/full"
 if [[ $(id -u) -eq 0 ]] && unshare -m true 2>/dev/null; then
-  ro_run=(unshare -m bash -c 'mount -t tmpfs -o ro,size=1m tmpfs "$0" && exec "${@}"' "$WORK/ro")
+  mounted() { unshare -m bash -c 'mount -t tmpfs -o "$0" tmpfs "$1" && shift && exec "$@"' "$@"; }
+  expect_exit 2 "ckpt-dir '$WORK/ro': cannot write there \(Read-only file system\)" -- \
+    mounted ro,size=1m "$WORK/ro" "${plain_run[@]}" --save-every 1 --ckpt-dir "$WORK/ro"
+  # The run has started (its banner is printed): the error is its last line.
+  rc=0; mounted size=64k "$WORK/full" "${plain_run[@]}" --save-every 1 --ckpt-dir "$WORK/full" 2>"$WORK/full.log" || rc=$?
+  expect_eq "$rc" 1 "a full checkpoint directory: exit 1"
+  tail -1 "$WORK/full.log" | grep -qE "^teetrain: error: $WORK/full/.*: write failed \(No space left on device\)$" &&
+    ! grep -qE "json.exception|filesystem error" "$WORK/full.log" && passes=$((passes + 1)) ||
+    { echo "FAIL: a full checkpoint directory"; cat "$WORK/full.log"; fails=$((fails + 1)); }
 else
   chmod 555 "$WORK/ro"
-  ro_run=()
+  expect_exit 2 "ckpt-dir '$WORK/ro': cannot write there \(Permission denied\)" -- \
+    "${plain_run[@]}" --save-every 1 --ckpt-dir "$WORK/ro"
 fi
-expect_exit 2 "ckpt-dir '$WORK/ro': cannot write there \(Read-only file system|Permission denied\)" -- \
-  "${ro_run[@]}" "${plain_run[@]}" --save-every 1 --ckpt-dir "$WORK/ro"
 
 # A sealed shard cut to fewer chunks with its length field (bytes 16..23) edited to match: the last
 # chunk left was sealed as not-last, so this is an integrity failure, not a "malformed shard, re-seal".

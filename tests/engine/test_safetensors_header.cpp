@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -41,6 +43,24 @@ TEST(SafetensorsHeader, SixtyThousandTensorsParseInFileOrder) {
   const DecodedSafetensors d = safetensors_decode(file, "big.safetensors");
   ASSERT_EQ(d.tensors.size(), kTensors);
   EXPECT_EQ(d.tensors.at(name_of(12345)).data, (std::vector<float>{24690.0f, 24691.0f}));
+}
+
+// The encoder writes its header entry by entry (an ordered_json object was quadratic to fill): the
+// text is still exactly what that object's dump() gives, so files stay byte-identical.
+TEST(SafetensorsHeader, EncoderTextMatchesAnOrderedJsonDump) {
+  const std::vector<float> v = {1, 2, 3, 4, 5};
+  const std::vector<SafeTensor> tensors = {{"b.weight", {2, 2}, std::span<const float>(v).first(4)},
+                                           {"a \"quoted\"", {1}, std::span<const float>(v).last(1)}};
+  nlohmann::ordered_json expected = nlohmann::ordered_json::object();
+  expected["__metadata__"] = std::map<std::string, std::string>{{"format", "pt"}, {"a", "b"}};
+  expected["b.weight"] = {{"dtype", "F32"}, {"shape", {2, 2}}, {"data_offsets", {0, 16}}};
+  expected["a \"quoted\""] = {{"dtype", "F32"}, {"shape", {1}}, {"data_offsets", {16, 20}}};
+  const std::vector<std::byte> file = safetensors_encode(tensors, {{"format", "pt"}, {"a", "b"}});
+  std::string header(reinterpret_cast<const char*>(file.data()) + 8, file.size() - 8 - 20);
+  while (!header.empty() && header.back() == ' ') header.pop_back();  // alignment padding
+  EXPECT_EQ(header, expected.dump());
+  const std::vector<std::byte> empty = safetensors_encode({}, {});
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(empty.data()) + 8, 2), "{}");
 }
 
 // The two passes (key order, values) must agree on what a header is: a repeated key keeps its last

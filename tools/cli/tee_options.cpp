@@ -44,7 +44,8 @@ void add_tee_options(CLI::App* cmd, TeeOptions& o) {
   add_trust_options(g, o.trust);
   add_adversary_option(g, o.adversary);
   g->add_option("--key-file", o.key_file,
-                "Master key for sealed data and checkpoints (create with `teetrain keygen`)")
+                "Master key for sealed data and checkpoints (create with `teetrain keygen`); not used with "
+                "--tee off, where data and checkpoints are plain")
       ->capture_default_str();
   g->add_flag("--allow-plain-data", o.allow_plain_data, "Accept plaintext token shards in TEE mode");
 }
