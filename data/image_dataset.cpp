@@ -141,7 +141,7 @@ ImageSet read_idx(const fs::path& images, const fs::path& labels) {
                      " has " + std::to_string(nl) + " labels; use the matching pair");
   }
   ImageSet s;
-  s.source = images.string();
+  s.source = tee::printable_path(images);  // also lands in JSON (sealed metadata): UTF-8 only
   s.C = 1;
   s.H = static_cast<int>(rows);
   s.W = static_cast<int>(cols);
@@ -162,7 +162,7 @@ ImageSet read_cifar10(const std::vector<fs::path>& batches) {
   constexpr std::size_t kRecord = 1 + 3 * 32 * 32;
   if (batches.empty()) throw InputError("no CIFAR-10 batch files given");
   ImageSet s;
-  s.source = batches.size() == 1 ? batches[0].string() : batches[0].parent_path().string();
+  s.source = tee::printable_path(batches.size() == 1 ? batches[0] : batches[0].parent_path());
   s.C = 3;
   s.H = 32;
   s.W = 32;
@@ -191,7 +191,7 @@ ImageSet open_image_dataset(const std::string& spec, const std::string& split) {
   if (split != "train" && split != "test")
     throw InputError("image split must be train or test, got '" + split + "'");
   fs::path dir = spec;
-  std::string name = spec;
+  const std::string name = tee::printable_path(spec);  // the source lands in JSON: UTF-8 only
   if (spec == "fashion-mnist") dir = "/usr/share/datasets/fashion-mnist";
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {

@@ -126,7 +126,7 @@ SealedShardInfo seal_planned(const PlannedShard& p, const DatasetManifest& manif
   info.vocab = p.vocab;
   info.binding = manifest.binding(p.name.split, p.index);
   nlohmann::ordered_json meta{{"kind", kTokenShardKind},
-                              {"name", p.input.filename().string()},
+                              {"name", tee::printable_path(p.input.filename())},  // JSON: UTF-8 only
                               {"tokens", info.tokens},
                               {"vocab", info.vocab}};
   info.binding.add_to(meta);

@@ -79,6 +79,14 @@ long_path="$WORK$(printf '/%0120d' $(seq 1 40))"
 "${plain_run[@]}" --save-every 1 --ckpt-dir "$nonutf8" >"$WORK/nonutf8.log" 2>&1 &&
   test -f "$nonutf8/step_00000002/COMPLETE" && passes=$((passes + 1)) ||
   { echo "FAIL: a checkpoint directory with a non-UTF-8 name"; cat "$WORK/nonutf8.log"; fails=$((fails + 1)); }
+# A dataset whose name is not UTF-8: prepared, sealed (its name is escaped in the JSON metadata),
+# trained on in TEE mode with a summary.
+bad_name=$(printf 'x\xfe')
+{ "$TT" prepare-text "$WORK/text" --out "$WORK/nu" --name "$bad_name" &&
+  "$TT" seal-data --data "$WORK/nu/$bad_name" --out "$WORK/nus" --key-file "$WORK/k.key" &&
+  timeout 10 "$TT" "${common[@]}" --tee fast --data "$WORK/nus/$bad_name" --key-file "$WORK/k.key" \
+    --summary "$WORK/nus/s.json"; } >"$WORK/nu.log" 2>&1 && passes=$((passes + 1)) ||
+  { echo "FAIL: a dataset with a non-UTF-8 name"; cat "$WORK/nu.log"; fails=$((fails + 1)); }
 expect_exit 2 "ckpt-dir .*too long" -- "${plain_run[@]}" --save-every 1 --ckpt-dir "$long_name"
 expect_exit 2 "ckpt-dir .*too long" -- "${plain_run[@]}" --save-every 1 --ckpt-dir "$long_path"
 expect_exit 2 "key file .*too long" -- "${tee_run[@]}" --key-file "$long_name"
