@@ -7,8 +7,13 @@
 
 #include "base/error.h"
 #include "tee/bytes.h"
+#include "tee/regular_file.h"
 
 namespace tt::comm {
+
+namespace {
+constexpr std::uint64_t kMaxPolicyBytes = std::uint64_t{1} << 20;  // a policy is a few lines
+}  // namespace
 
 const char* attestation_mode_name(AttestationMode m) {
   return m == AttestationMode::Certified ? "certified" : "none";
@@ -36,8 +41,8 @@ const tee::Ed25519KeyPair& signing_key(const AttestConfig& config,
 }
 
 tee::VerifierPolicy load_policy(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError("policy '" + path.string() + "': cannot open for reading");
+  const std::vector<std::uint8_t> text = tee::read_regular_file(path, "policy", kMaxPolicyBytes);
+  std::istringstream in(std::string(text.begin(), text.end()));
   tee::VerifierPolicy policy;
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
@@ -139,12 +144,12 @@ void save_evidence(const std::filesystem::path& path, const tee::Evidence& evide
 }
 
 tee::Evidence load_evidence(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("evidence '" + path.string() + "': cannot open for reading");
+  const tee::RegularFile f = tee::open_regular_file(path, "evidence");
   // One byte more than a valid file may hold, so an over-long file is caught as malformed.
   std::vector<std::uint8_t> bytes(tee::Evidence::kMaxSerializedSize + 1);
-  in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  bytes.resize(static_cast<std::size_t>(in.gcount()));
+  const long long got = tee::pread_full(f.fd.get(), bytes, 0);
+  if (got < 0) throw RunError("evidence '" + path.string() + "': read failed");
+  bytes.resize(static_cast<std::size_t>(got));
   try {
     return tee::Evidence::deserialize(bytes);
   } catch (const IntegrityError& e) {

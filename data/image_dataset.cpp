@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "engine/core/rng.h"
+#include "tee/regular_file.h"
 
 namespace tt {
 namespace fs = std::filesystem;
@@ -47,10 +48,11 @@ uint64_t idx_size_limit(const std::vector<uint8_t>& head, std::size_t item_dims)
 // a file holding more is refused with an InputError, so a small gzip file cannot expand without bound.
 std::vector<uint8_t> read_maybe_gz(const fs::path& p, std::size_t head_bytes,
                                    const std::function<uint64_t(const std::vector<uint8_t>&)>& limit) {
-  std::error_code ec;
-  if (!fs::is_regular_file(p, ec)) throw InputError(p.string() + ": no such file");
-  std::unique_ptr<gzFile_s, int (*)(gzFile)> f(gzopen(p.c_str(), "rb"), gzclose);
+  // Opened once, without blocking, and only if regular (tee/regular_file.h); zlib reads that descriptor.
+  tee::RegularFile file = tee::open_regular_file(p, "image file");
+  std::unique_ptr<gzFile_s, int (*)(gzFile)> f(gzdopen(file.fd.get(), "rb"), gzclose);
   if (f == nullptr) throw InputError(p.string() + ": cannot open");
+  file.fd.release();  // gzclose closes it now
   std::vector<uint8_t> out;
   std::vector<uint8_t> buf(1 << 16);
   uint64_t cap = kMaxImageFileBytes;
@@ -139,7 +141,7 @@ ImageSet read_idx(const fs::path& images, const fs::path& labels) {
                      " has " + std::to_string(nl) + " labels; use the matching pair");
   }
   ImageSet s;
-  s.source = images.string();
+  s.source = tee::printable_path(images);  // also lands in JSON (sealed metadata): UTF-8 only
   s.C = 1;
   s.H = static_cast<int>(rows);
   s.W = static_cast<int>(cols);
@@ -160,7 +162,7 @@ ImageSet read_cifar10(const std::vector<fs::path>& batches) {
   constexpr std::size_t kRecord = 1 + 3 * 32 * 32;
   if (batches.empty()) throw InputError("no CIFAR-10 batch files given");
   ImageSet s;
-  s.source = batches.size() == 1 ? batches[0].string() : batches[0].parent_path().string();
+  s.source = tee::printable_path(batches.size() == 1 ? batches[0] : batches[0].parent_path());
   s.C = 3;
   s.H = 32;
   s.W = 32;
@@ -189,7 +191,7 @@ ImageSet open_image_dataset(const std::string& spec, const std::string& split) {
   if (split != "train" && split != "test")
     throw InputError("image split must be train or test, got '" + split + "'");
   fs::path dir = spec;
-  std::string name = spec;
+  const std::string name = tee::printable_path(spec);  // the source lands in JSON: UTF-8 only
   if (spec == "fashion-mnist") dir = "/usr/share/datasets/fashion-mnist";
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {

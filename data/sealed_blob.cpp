@@ -4,6 +4,8 @@
 #include <stdexcept>
 
 #include "base/error.h"
+#include "data/shard_files.h"
+#include "tee/regular_file.h"
 
 namespace tt {
 namespace fs = std::filesystem;
@@ -11,9 +13,9 @@ namespace fs = std::filesystem;
 namespace {
 // Checked before SealedFileReader opens the file, so a typo is "bad input" (exit 2), not an I/O error.
 const fs::path& existing(const fs::path& p) {
-  std::error_code ec;
-  if (!fs::is_regular_file(p, ec)) {
-    throw InputError("sealed file '" + p.string() + "' not found; seal data with `teetrain seal-data`");
+  if (!is_data_file(p)) {  // a FIFO or device is refused right here, with its kind named
+    throw InputError("sealed file '" + tee::printable_path(p) +
+                     "' not found; seal data with `teetrain seal-data`");
   }
   return p;
 }

@@ -28,7 +28,9 @@ class SealedBlobReader {
 
   const std::filesystem::path& path() const { return file_.path(); }
   const tee::SealedHeader& header() const { return file_.header(); }
-  std::uint64_t size() const { return file_.size(); }  // plaintext bytes
+  std::uint64_t size() const { return file_.size(); }  // plaintext bytes (as the clear header says)
+  // The plaintext size, authenticated (SealedFileReader::authenticated_size): check sizes against this.
+  std::uint64_t authenticated_size() { return file_.authenticated_size(); }
 
   // Copies plaintext [offset, offset + out.size()) into `out`. Throws IntegrityError naming
   // the file and chunk when a touched chunk fails to open, std::out_of_range past the end.

@@ -232,7 +232,7 @@ std::optional<fs::path> find_sealed_images(const std::string& spec, const std::s
   fs::path p(spec);
   std::string name = p.filename().string();
   // A sealed file: its prefix names the set (x_train.images.sealed -> x), so either split can be found.
-  if (name.size() > sfx.size() && name.ends_with(sfx) && fs::is_regular_file(p, ec)) {
+  if (name.size() > sfx.size() && name.ends_with(sfx) && is_data_file(p)) {
     const std::string stem = name.substr(0, name.size() - sfx.size());
     const std::size_t us = stem.rfind('_');
     if (us == std::string::npos) return std::nullopt;
@@ -252,13 +252,13 @@ std::optional<fs::path> find_sealed_images(const std::string& spec, const std::s
     return files[0];
   }
   const fs::path f = p.parent_path() / (name + "_" + split + sfx);
-  if (fs::is_regular_file(f, ec) && is_sealed_file(f)) return f;
+  if (is_data_file(f) && is_sealed_file(f)) return f;
   return std::nullopt;
 }
 
 SealedImageInfo read_sealed_image_info(const fs::path& file) {
   std::error_code ec;
-  if (!fs::is_regular_file(file, ec)) {
+  if (!is_data_file(file)) {
     throw InputError("sealed image set " + quoted(file) +
                      " not found; seal images with `teetrain seal-data --images ...`");
   }
@@ -272,6 +272,8 @@ SealedImageSet::SealedImageSet(const fs::path& file, const std::string& split,
     : reader_(std::make_unique<SealedBlobReader>(file, dataset_key, profiler)) {
   // Open chunk 0 first: that authenticates the clear header (its digest is in every chunk's
   // associated data), so an edited header is an IntegrityError and the metadata parsed next is genuine.
+  // The length field is bound only by the last chunk: authenticate it before comparing sizes.
+  reader_->authenticated_size();
   if (reader_->size() == 0)
     throw InputError("sealed image set " + quoted(file) + " holds no images; re-seal it");
   std::uint8_t first = 0;

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
-#include <fstream>
 #include <iterator>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -17,6 +16,7 @@
 #include "data/token_shard.h"
 #include "engine/core/rng.h"
 #include "tee/errors.h"
+#include "tee/regular_file.h"
 
 namespace tt {
 namespace fs = std::filesystem;
@@ -31,9 +31,7 @@ std::string quoted(const fs::path& p) {
 }
 
 std::vector<std::uint8_t> read_raw(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw InputError("cannot open token shard " + quoted(p));
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  return tee::read_regular_file(p, "token shard", UINT64_MAX);
 }
 
 int32_t get_le32(const std::uint8_t* p) {
@@ -50,7 +48,7 @@ std::vector<fs::path> list_token_shards(const std::string& spec) {
   const fs::path p(spec);
   std::error_code ec;
   std::vector<fs::path> files;
-  if (fs::is_regular_file(p, ec)) {
+  if (is_data_file(p)) {
     files.push_back(p);
   } else if (has_glob_chars(p.filename().string())) {
     files = match_in_dir(p.parent_path(), p.filename().string());
@@ -128,7 +126,7 @@ SealedShardInfo seal_planned(const PlannedShard& p, const DatasetManifest& manif
   info.vocab = p.vocab;
   info.binding = manifest.binding(p.name.split, p.index);
   nlohmann::ordered_json meta{{"kind", kTokenShardKind},
-                              {"name", p.input.filename().string()},
+                              {"name", tee::printable_path(p.input.filename())},  // JSON: UTF-8 only
                               {"tokens", info.tokens},
                               {"vocab", info.vocab}};
   info.binding.add_to(meta);
@@ -165,10 +163,11 @@ std::vector<SealedShardInfo> seal_token_shards(const std::vector<fs::path>& inpu
 // ---- finding sealed data ----
 
 bool is_sealed_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::array<char, 8> magic{};
-  if (!in || !in.read(magic.data(), magic.size())) return false;
-  return std::string_view(magic.data(), magic.size()) == "TTSEAL01";
+  // A FIFO or device is not a sealed file, and asking must not block on it (tee/regular_file.h).
+  const tee::OpenAttempt a = tee::try_open_regular(path);
+  std::array<std::uint8_t, 8> magic{};
+  if (!a.ok() || tee::pread_full(a.file.fd.get(), magic, 0) != 8) return false;
+  return std::string_view(reinterpret_cast<const char*>(magic.data()), magic.size()) == "TTSEAL01";
 }
 
 std::vector<fs::path> find_sealed_shards(const std::string& spec, const std::string& split) {
@@ -176,7 +175,7 @@ std::vector<fs::path> find_sealed_shards(const std::string& spec, const std::str
   std::error_code ec;
   const std::string sfx = std::string(".bin") + kSealedSuffix;
   std::vector<fs::path> files;
-  if (fs::is_regular_file(p, ec)) {
+  if (is_data_file(p)) {
     if (is_sealed_file(p)) files.push_back(p);
   } else if (has_glob_chars(p.filename().string())) {
     for (auto& f : match_in_dir(p.parent_path(), p.filename().string()))
@@ -188,7 +187,7 @@ std::vector<fs::path> find_sealed_shards(const std::string& spec, const std::str
     std::sort(files.begin(), files.end());
   } else {
     const fs::path exact = spec + "_" + split + sfx;
-    if (fs::is_regular_file(exact, ec)) {
+    if (is_data_file(exact)) {
       files.push_back(exact);
     } else {
       files = match_in_dir(p.parent_path(), p.filename().string() + "_" + split + "_*" + sfx);
@@ -214,6 +213,9 @@ SealedTokenDataset::Shard SealedTokenDataset::open_shard(const fs::path& f,
                                                          Profiler* profiler) {
   Shard s{std::make_unique<SealedBlobReader>(f, dataset_key, profiler), 0, 0, {}};
   const std::string what = "sealed token shard " + quoted(f);
+  // The length field first: only the last chunk authenticates it, and every size check below (bad
+  // input: "re-seal it") must compare authentic numbers. An edited length is an integrity failure.
+  s.reader->authenticated_size();
   if (s.reader->size() < kShardHeaderBytes) {
     throw InputError(what + " holds " + std::to_string(s.reader->size()) +
                      " bytes, less than a shard header");

@@ -1,14 +1,28 @@
 #include "data/shard_files.h"
 
 #include <fnmatch.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdio>
 
+#include "base/error.h"
+#include "tee/regular_file.h"
+
 namespace tt {
 namespace fs = std::filesystem;
 
-bool has_glob_chars(const std::string& s) { return s.find_first_of("*?[") != std::string::npos; }
+bool has_glob_chars(const std::string& s) {
+  return s.find_first_of("*?[") != std::string::npos;
+}
+
+bool is_data_file(const fs::path& p) {
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0 || S_ISDIR(st.st_mode)) return false;  // stat never opens: no blocking
+  if (S_ISREG(st.st_mode)) return true;
+  throw InputError("--data '" + tee::printable_path(p) + "': is " + tee::file_type_text(st.st_mode) +
+                   ", not a regular file");
+}
 
 std::vector<fs::path> match_in_dir(const fs::path& dir, const std::string& pattern) {
   std::vector<fs::path> out;
@@ -16,9 +30,9 @@ std::vector<fs::path> match_in_dir(const fs::path& dir, const std::string& patte
   const fs::path d = dir.empty() ? fs::path(".") : dir;
   if (!fs::is_directory(d, ec)) return out;
   for (const auto& e : fs::directory_iterator(d, ec)) {
-    if (!e.is_regular_file()) continue;
     const auto name = e.path().filename().string();
-    if (fnmatch(pattern.c_str(), name.c_str(), 0) == 0) out.push_back(dir.empty() ? e.path().filename() : e.path());
+    if (fnmatch(pattern.c_str(), name.c_str(), 0) != 0 || !is_data_file(e.path())) continue;
+    out.push_back(dir.empty() ? e.path().filename() : e.path());
   }
   std::sort(out.begin(), out.end());
   return out;

@@ -10,6 +10,7 @@
 
 #include "base/error.h"
 #include "data/token_shard.h"
+#include "tee/regular_file.h"
 
 namespace tt {
 namespace fs = std::filesystem;
@@ -25,11 +26,8 @@ std::string quoted(const fs::path& p) {
 }
 
 std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot read text file " + quoted(path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return std::move(ss).str();
+  const std::vector<std::uint8_t> b = tee::read_regular_file(path, "text file", UINT64_MAX);
+  return {b.begin(), b.end()};
 }
 
 bool is_utf8_continuation(char c) {
@@ -39,7 +37,10 @@ bool is_utf8_continuation(char c) {
 // Files a directory contributes: see PrepareTextOptions::inputs.
 std::vector<fs::path> text_files_in(const fs::path& dir) {
   std::vector<fs::path> out;
-  for (const auto& entry : fs::directory_iterator(dir)) {
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  if (ec) throw InputError("prepare-text: cannot list " + quoted(dir) + " (" + ec.message() + ")");
+  for (const auto& entry : it) {
     const auto name = entry.path().filename().string();
     const auto ext = entry.path().extension();
     if (name.empty() || name[0] == '.' || ext == ".dat" || ext == ".u8") continue;
@@ -176,8 +177,8 @@ PrepareTextStats prepare_text(const PrepareTextOptions& options) {
     std::error_code ec;
     if (fs::is_directory(in, ec)) {
       for (auto& f : text_files_in(in)) stats.sources.push_back(std::move(f));
-    } else if (fs::is_regular_file(in, ec)) {
-      stats.sources.push_back(in);
+    } else if (fs::exists(in, ec)) {
+      stats.sources.push_back(in);  // read_file refuses a FIFO or device, naming it
     } else if (options.inputs.empty()) {
       throw InputError("prepare-text: the default corpus " + quoted(in) +
                        " is missing; install Debian's `fortunes` package or pass text files");

@@ -37,7 +37,7 @@ TokenDataset TokenDataset::open(const std::string& spec, const std::string& spli
   const fs::path p(spec);
   std::error_code ec;
   std::vector<fs::path> files;
-  if (fs::is_regular_file(p, ec)) {
+  if (is_data_file(p)) {
     files.push_back(p);
   } else if (has_glob_chars(p.filename().string())) {
     files = match_in_dir(p.parent_path(), p.filename().string());
@@ -48,13 +48,13 @@ TokenDataset TokenDataset::open(const std::string& spec, const std::string& spli
     std::sort(files.begin(), files.end());
   } else {
     const fs::path exact = spec + "_" + split + ".bin";
-    if (fs::is_regular_file(exact, ec)) {
+    if (is_data_file(exact)) {
       files.push_back(exact);
     } else {
       files = match_in_dir(p.parent_path(), p.filename().string() + "_" + split + "_*.bin");
     }
   }
-  if (files.empty() && fs::is_regular_file(spec + "_" + split + ".bin.sealed", ec)) {
+  if (files.empty() && is_data_file(spec + "_" + split + ".bin.sealed")) {
     throw InputError("--data " + spec + " holds sealed shards (" + spec + "_" + split +
                      ".bin.sealed), which only TEE mode opens: add --tee cc or --tee fast with the data "
                      "owner's --key-file");

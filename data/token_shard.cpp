@@ -12,6 +12,7 @@
 #include <system_error>
 
 #include "base/error.h"
+#include "tee/regular_file.h"
 
 namespace tt {
 namespace fs = std::filesystem;
@@ -105,25 +106,23 @@ void write_token_shard(const fs::path& path, std::span<const uint16_t> tokens, i
 }
 
 TokenShard read_token_shard(const fs::path& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) {
+  // Note [Opening a user's file] (tee/regular_file.h): a FIFO or device is refused, never read.
+  tee::OpenAttempt opened = tee::try_open_regular(path);
+  if (opened.error == ENOENT) {
     throw InputError("token shard " + quoted(path) + " not found; run `teetrain prepare-text` first");
   }
-  if (!fs::is_regular_file(path, ec)) {
-    throw InputError("token shard " + quoted(path) + " is not a regular file; pass a .bin shard");
-  }
-  const auto size = fs::file_size(path, ec);
-  if (ec) throw InputError("cannot stat token shard " + quoted(path) + ": " + ec.message());
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot open token shard " + quoted(path) + ": " + std::strerror(errno));
+  if (!opened.ok())
+    throw InputError("token shard " + quoted(path) + ": " + opened.why() + "; pass a .bin shard");
+  const tee::RegularFile file = std::move(opened.file);
+  const std::uint64_t size = file.size;
 
   if (size < kShardHeaderBytes) {
     throw InputError("token shard " + quoted(path) + " is truncated: " + std::to_string(size) +
                      " bytes, shorter than the 1024-byte header; " + kRemakeHint);
   }
   std::array<unsigned char, kShardHeaderBytes> header{};
-  in.read(reinterpret_cast<char*>(header.data()), static_cast<std::streamsize>(header.size()));
-  if (!in) throw InputError("cannot read the header of token shard " + quoted(path));
+  if (tee::pread_full(file.fd.get(), header, 0) != static_cast<long long>(header.size()))
+    throw InputError("cannot read the header of token shard " + quoted(path));
 
   const int32_t magic = get_i32(&header[0]);
   const int32_t version = get_i32(&header[4]);
@@ -157,9 +156,11 @@ TokenShard read_token_shard(const fs::path& path) {
   shard.path = path;
   shard.recorded_vocab = vocab;
   shard.tokens.resize(static_cast<std::size_t>(count));
-  in.read(reinterpret_cast<char*>(shard.tokens.data()),
-          static_cast<std::streamsize>(2 * shard.tokens.size()));
-  if (!in) throw InputError("cannot read the tokens of token shard " + quoted(path));
+  const tee::MutableByteView token_bytes(reinterpret_cast<std::uint8_t*>(shard.tokens.data()),
+                                         2 * shard.tokens.size());
+  if (tee::pread_full(file.fd.get(), token_bytes, kShardHeaderBytes) !=
+      static_cast<long long>(token_bytes.size()))
+    throw InputError("cannot read the tokens of token shard " + quoted(path));
   swap_u16_if_big_endian(shard.tokens);
 
   if (vocab > 0) {

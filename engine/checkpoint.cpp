@@ -3,15 +3,16 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
 
 #include "base/error.h"
+#include "engine/checkpoint_lineage.h"
 #include "engine/file_util.h"
 #include "engine/freshness.h"
 #include "engine/safetensors.h"
 #include "engine/trainer.h"
 #include "tee/digest.h"
 #include "tee/errors.h"
+#include "tee/regular_file.h"
 
 namespace tt {
 namespace fs = std::filesystem;
@@ -29,17 +30,20 @@ class PlainCodec final : public FileCodec {
 
 constexpr const char* kMarker = kCheckpointMarker;
 
-// Size and SHA-256 of a file as it lies on disk (streamed: a model file may be gigabytes).
+// Size and SHA-256 of a file as it lies on disk (streamed: a model file may be gigabytes), through
+// the one opener of files on a disk we do not own (tee/regular_file.h).
 ManifestFile listed(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw RunError(path.string() + ": cannot read back what was just written");
+  const tee::OpenAttempt a = tee::try_open_regular(path, tee::FollowLinks::No);
+  if (!a.ok()) throw RunError(path.string() + ": cannot read back what was just written (" + a.why() + ")");
   tee::Sha256 h;
-  std::vector<char> buf(std::size_t{1} << 20);
+  std::vector<std::uint8_t> buf(std::size_t{1} << 20);
   std::uint64_t size = 0;
-  while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0) {
-    const auto n = static_cast<std::size_t>(in.gcount());
-    h.update(std::string_view(buf.data(), n));
-    size += n;
+  for (;;) {
+    const long long n = tee::pread_full(a.file.fd.get(), buf, size);
+    if (n < 0) throw RunError(path.string() + ": cannot read back what was just written");
+    if (n == 0) break;
+    h.update(tee::ByteView(buf.data(), static_cast<std::size_t>(n)));
+    size += static_cast<std::uint64_t>(n);
   }
   return {path.filename().string(), size, tee::to_hex(h.finish())};
 }
@@ -66,6 +70,10 @@ void load_tensor(Backend& backend, const DecodedSafetensors& st, const std::stri
 std::string slot_name(const Optimizer& opt, std::size_t s) {
   if (opt.name() == "adamw") return s == 0 ? "m" : "v";
   return "momentum";
+}
+
+std::string save_failed(const fs::path& p, const std::error_code& ec) {
+  return "checkpoint save: " + tee::printable_path(p) + ": " + ec.message();
 }
 
 // Removes a half-written temporary step directory when save() leaves by an exception (a codec or
@@ -100,15 +108,25 @@ std::vector<std::byte> encode_params_safetensors(Backend& backend, Model& model,
   return safetensors_encode(tensors, metadata);
 }
 
-CheckpointStore::CheckpointStore(fs::path dir, int keep, FileCodec& codec, FreshnessRecord* freshness)
+CheckpointStore::CheckpointStore(fs::path dir, int keep, FileCodec& codec, FreshnessRecord* freshness,
+                                 WarnFn warn)
     : dir_(std::move(dir)),
       keep_(std::max(1, keep)),
       codec_(codec),
       freshness_(freshness),
-      run_id_(new_run_id()) {
+      run_id_(new_run_id()),
+      warn_(std::move(warn)) {
+  const std::string where = "--ckpt-dir '" + tee::printable_path(dir_) + "'";
   std::error_code ec;
   fs::create_directories(dir_, ec);
-  if (ec) throw InputError("--ckpt-dir " + dir_.string() + ": cannot create (" + ec.message() + ")");
+  if (ec) throw InputError(where + ": cannot create (" + ec.message() + ")");
+  // Try a write now: a read-only or unusable directory is refused before any step is trained,
+  // instead of failing the first save.
+  const fs::path probe = dir_ / (".teetrain-write-probe." + std::to_string(::getpid()));
+  fs::create_directory(probe, ec);
+  if (ec)
+    throw InputError(where + ": cannot write there (" + ec.message() + "); choose a writable directory");
+  fs::remove(probe, ec);
 }
 
 void CheckpointStore::continue_lineage(const VerifiedCheckpoint& from) {
@@ -142,8 +160,10 @@ fs::path CheckpointStore::save(Backend& backend, Model& model, Optimizer* optimi
   std::string tmp_name = ".";  // appends only: GCC 12's -Wrestrict misfires on "." + string
   tmp_name.append(step_dir_name(meta.step)).append(".tmp.").append(std::to_string(::getpid()));
   const fs::path tmp = dir_ / tmp_name;
-  fs::remove_all(tmp);
-  fs::create_directories(tmp);
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp, ec);
+  if (ec) throw RunError(save_failed(tmp, ec));
   TmpDirGuard guard{tmp};
   const std::string sfx = codec_.suffix();
   CheckpointManifest manifest{run_id_, meta.step, step_dir_name(meta.step), prev_step_, prev_manifest_sha256_,
@@ -165,8 +185,9 @@ fs::path CheckpointStore::save(Backend& backend, Model& model, Optimizer* optimi
   write_text_atomic(tmp / kMarker, "step " + std::to_string(meta.step) + "\n");
   sync_directory(tmp);
 
-  fs::remove_all(final_dir);  // re-saving the same step (e.g. after a resume) replaces it
-  fs::rename(tmp, final_dir);
+  make_room(final_dir);  // re-saving the same step (e.g. after a resume) replaces it if it is ours
+  fs::rename(tmp, final_dir, ec);
+  if (ec) throw RunError(save_failed(final_dir, ec));
   guard.armed = false;
   sync_directory(dir_);
   // After the rename: a crash in between leaves the record one save behind, which accepts the newer
@@ -174,10 +195,59 @@ fs::path CheckpointStore::save(Backend& backend, Model& model, Optimizer* optimi
   if (freshness_ != nullptr) freshness_->record(run_id_, meta.step, manifest_sha256);
   prev_step_ = meta.step;
   prev_manifest_sha256_ = manifest_sha256;
-
-  const auto steps = complete_steps(dir_);
-  for (std::size_t i = 0; i + static_cast<std::size_t>(keep_) < steps.size(); ++i) fs::remove_all(steps[i]);
+  prune(meta.step, manifest_sha256);
   return final_dir;
+}
+
+void CheckpointStore::warn_once(const fs::path& entry, const std::string& why) {
+  if (warned_.insert(entry.filename().string()).second && warn_)
+    warn_("--keep leaves " + tee::printable_path(entry) + " alone: " + why);
+}
+
+// A step directory of this name already there: replaced when it is this lineage's own save (a resume
+// from an older step re-saves the steps after it), moved aside otherwise (another run's checkpoint,
+// or something planted): a save never deletes what it has not verified.
+void CheckpointStore::make_room(const fs::path& final_dir) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(final_dir, ec))) return;
+  std::string why;
+  const auto m = read_step_manifest(final_dir, codec_.key(), why);
+  if (m && m->manifest.run_id == run_id_) {
+    fs::remove_all(final_dir, ec);
+    if (ec) throw RunError(save_failed(final_dir, ec));
+    return;
+  }
+  const fs::path aside =
+      dir_ / ("displaced_" + final_dir.filename().string() + "." + std::to_string(::getpid()));
+  fs::rename(final_dir, aside, ec);
+  if (ec) throw RunError(save_failed(final_dir, ec));
+  if (warn_)
+    warn_(tee::printable_path(final_dir) + " was not this run's checkpoint (" + (m ? "another run" : why) +
+          "); moved to " + tee::printable_path(aside));
+}
+
+// Note [Pruning only verified checkpoints] (checkpoint_lineage.h).
+void CheckpointStore::prune(long step, const std::string& manifest_sha256) {
+  const std::vector<fs::path> ours = verified_lineage(dir_, run_id_, step, manifest_sha256, codec_.key());
+  std::error_code ec;
+  for (std::size_t i = static_cast<std::size_t>(keep_); i < ours.size(); ++i) {
+    fs::remove_all(ours[i], ec);
+    if (ec)
+      throw RunError("--keep: cannot delete " + tee::printable_path(ours[i]) + " (" + ec.message() + ")");
+  }
+  for (const auto& e : fs::directory_iterator(dir_, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind("step_", 0) != 0 || warned_.count(n) > 0 ||
+        std::find(ours.begin(), ours.end(), e.path()) != ours.end())
+      continue;
+    std::string why;
+    const auto m = read_step_manifest(e.path(), codec_.key(), why);
+    if (m && m->manifest.run_id != run_id_)
+      why = "a checkpoint of another run, " + m->manifest.run_id;
+    else if (m)
+      why = "a save of this run off the verified chain of its saves";
+    warn_once(e.path(), "not verified as this run's (" + why + ")");
+  }
 }
 
 std::vector<fs::path> CheckpointStore::complete_steps(const fs::path& root) {
@@ -185,7 +255,8 @@ std::vector<fs::path> CheckpointStore::complete_steps(const fs::path& root) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(root, ec)) {
     const std::string n = e.path().filename().string();
-    if (e.is_directory() && n.rfind("step_", 0) == 0 && fs::exists(e.path() / kMarker))
+    std::error_code sub;
+    if (e.is_directory(sub) && n.rfind("step_", 0) == 0 && fs::exists(e.path() / kMarker, sub))
       out.push_back(e.path());
   }
   std::sort(out.begin(), out.end());  // zero-padded names sort by step
@@ -193,8 +264,11 @@ std::vector<fs::path> CheckpointStore::complete_steps(const fs::path& root) {
 }
 
 fs::path CheckpointStore::resolve(const fs::path& path) {
-  if (!fs::exists(path)) throw InputError("--resume " + path.string() + ": no such checkpoint directory");
-  if (fs::exists(path / kMarker)) return path;
+  std::error_code ec;
+  const bool found = fs::exists(path, ec);
+  if (ec) throw InputError("--resume '" + tee::printable_path(path) + "': " + ec.message());
+  if (!found) throw InputError("--resume " + path.string() + ": no such checkpoint directory");
+  if (fs::exists(path / kMarker, ec)) return path;
   const auto steps = complete_steps(path);
   if (steps.empty()) {
     throw InputError("--resume " + path.string() + ": no complete checkpoint inside (looked for step_*/" +

@@ -8,9 +8,11 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -41,17 +43,22 @@ std::unique_ptr<FileCodec> make_plain_codec();
 
 class CheckpointStore {
  public:
+  using WarnFn = std::function<void(const std::string&)>;
   // A fresh lineage (a new random run_id) unless continue_lineage() is called. `freshness`, when
   // set (rank 0 in TEE mode: the holder of the master key), records every save (freshness.h).
-  CheckpointStore(std::filesystem::path dir, int keep, FileCodec& codec,
-                  FreshnessRecord* freshness = nullptr);
+  // `warn` gets one line per directory entry that pruning leaves alone. Refuses (InputError) a
+  // directory it cannot create or write in, before any training step is spent.
+  CheckpointStore(std::filesystem::path dir, int keep, FileCodec& codec, FreshnessRecord* freshness = nullptr,
+                  WarnFn warn = {});
 
   // After a resume: keep the checkpoint's run_id and chain the next save to its manifest.
   void continue_lineage(const VerifiedCheckpoint& from);
   const std::string& run_id() const { return run_id_; }
 
   // Writes step_<step>/ atomically (files, manifest, COMPLETE marker, rename), records it in the
-  // freshness record, then prunes all but the newest `keep` complete checkpoints.
+  // freshness record, then prunes the lineage's verified saves beyond the newest `keep` (Note
+  // [Pruning only verified checkpoints], checkpoint_lineage.h). A step directory already there is
+  // replaced only if it is this lineage's; anything else is moved aside, never deleted.
   std::filesystem::path save(Backend& backend, Model& model, Optimizer* optimizer,
                              const CheckpointMeta& meta);
 
@@ -72,6 +79,10 @@ class CheckpointStore {
   static CheckpointMeta read_meta(const std::filesystem::path& step_dir, FileCodec& codec);
 
  private:
+  void make_room(const std::filesystem::path& final_dir);
+  void prune(long step, const std::string& manifest_sha256);
+  void warn_once(const std::filesystem::path& entry, const std::string& why);
+
   std::filesystem::path dir_;
   int keep_;
   FileCodec& codec_;
@@ -79,6 +90,8 @@ class CheckpointStore {
   std::string run_id_;
   std::optional<long> prev_step_;  // the lineage's last save, which the next one chains to
   std::optional<std::string> prev_manifest_sha256_;
+  WarnFn warn_;
+  std::set<std::string> warned_;  // entries already warned about: one line each per run
 };
 
 // Model parameters as safetensors bytes (names and shapes from the model's parameter table).

@@ -1,8 +1,8 @@
 #include "engine/ckpt_tools.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -15,6 +15,7 @@
 #include "tee/bytes.h"
 #include "tee/digest.h"
 #include "tee/errors.h"
+#include "tee/regular_file.h"
 #include "tee/sealed_file.h"
 
 namespace tt {
@@ -30,9 +31,10 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }
 
 bool is_sealed(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  char magic[8] = {};
-  return in.read(magic, sizeof magic) && std::string_view(magic, sizeof magic) == "TTSEAL01";
+  const tee::RegularFile f = tee::open_regular_file(p, "checkpoint file");
+  std::array<std::uint8_t, 8> magic{};
+  return tee::pread_full(f.fd.get(), magic, 0) == 8 &&
+         std::string_view(reinterpret_cast<const char*>(magic.data()), magic.size()) == "TTSEAL01";
 }
 
 // The file's name without ".sealed": what its plaintext is.
@@ -43,8 +45,9 @@ std::string plain_name(const fs::path& p) {
 }
 
 bool is_step_dir(const fs::path& p) {
+  std::error_code ec;
   for (const char* f : {kMarker, kModelFile, kManifestFile})
-    if (fs::exists(p / f) || fs::exists(p / (std::string(f) + kSealedSuffix))) return true;
+    if (fs::exists(p / f, ec) || fs::exists(p / (std::string(f) + kSealedSuffix), ec)) return true;
   return false;
 }
 
@@ -57,7 +60,7 @@ std::vector<fs::path> step_dirs(const fs::path& path, bool complete_only) {
   for (const auto& e : fs::directory_iterator(path, ec)) {
     const std::string n = e.path().filename().string();
     if (!e.is_directory() || n.rfind("step_", 0) != 0) continue;
-    if (complete_only && !fs::exists(e.path() / kMarker)) continue;
+    if (complete_only && !fs::exists(e.path() / kMarker, ec)) continue;
     out.push_back(e.path());
   }
   std::sort(out.begin(), out.end());
@@ -70,8 +73,9 @@ std::vector<fs::path> step_dirs(const fs::path& path, bool complete_only) {
 
 std::vector<fs::path> files_of(const fs::path& dir) {
   std::vector<fs::path> out;
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.is_regular_file()) out.push_back(e.path());
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.is_regular_file(ec)) out.push_back(e.path());
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -174,7 +178,7 @@ std::string inspect_file(const fs::path& f, const tee::SecretBytes* key) {
     return s;
   }
   if (ends_with(name, ".safetensors"))
-    return "plain safetensors, " + bytes_text(fs::file_size(f)) + ", " +
+    return "plain safetensors, " + bytes_text(tee::open_regular_file(f, "checkpoint file").size) + ", " +
            tensor_summary(safetensors_read_header(f)) + "\n";
   if (is_json_file(f)) return "plain, " + json_summary(read_plain(f), f) + "\n" + manifest_digest_line(f);
   if (name == kMarker) {
@@ -183,12 +187,13 @@ std::string inspect_file(const fs::path& f, const tee::SecretBytes* key) {
     while (!text.empty() && text.back() == '\n') text.pop_back();
     return "completion marker (" + text + ")\n";
   }
-  return bytes_text(fs::file_size(f)) + "\n";
+  return bytes_text(tee::open_regular_file(f, "checkpoint file").size) + "\n";
 }
 
 std::string inspect_step(const fs::path& dir, const tee::SecretBytes* key) {
+  std::error_code ec;
   std::string out =
-      dir.string() + (fs::exists(dir / kMarker) ? "" : "  [INCOMPLETE: no COMPLETE marker]") + "\n";
+      dir.string() + (fs::exists(dir / kMarker, ec) ? "" : "  [INCOMPLETE: no COMPLETE marker]") + "\n";
   for (const fs::path& f : files_of(dir)) {
     out += "  " + f.filename().string() + ": ";
     try {

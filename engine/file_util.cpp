@@ -5,24 +5,17 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 
 #include "base/error.h"
+#include "tee/regular_file.h"
 
 namespace tt {
 namespace fs = std::filesystem;
 
 std::vector<std::byte> read_file_bytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path.string() + ": cannot open (" + std::strerror(errno) + ")");
-  in.seekg(0, std::ios::end);
-  const auto size = static_cast<std::size_t>(in.tellg());
-  in.seekg(0);
-  std::vector<std::byte> out(size);
-  if (size > 0 && !in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(size))) {
-    throw InputError(path.string() + ": read failed");
-  }
-  return out;
+  const std::vector<std::uint8_t> b = tee::read_regular_file(path, "file", UINT64_MAX);
+  const auto* p = reinterpret_cast<const std::byte*>(b.data());
+  return {p, p + b.size()};
 }
 
 namespace {

@@ -8,7 +8,8 @@
 
 namespace tt {
 
-// Reads a whole file; throws InputError naming the path if it is missing or unreadable.
+// Reads a whole regular file (tee/regular_file.h: never blocks on a FIFO); throws InputError naming
+// the path if it is missing, unreadable or not a regular file.
 std::vector<std::byte> read_file_bytes(const std::filesystem::path& path);
 // Writes via a temporary file in the same directory, fsync, then rename: readers see either the
 // old file or the complete new one, never a torn write.

@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "engine/key_file.h"
 #include "tee/errors.h"
+#include "tee/regular_file.h"
 #include "tee/sealed_file.h"
 #include "tee/unique_fd.h"
 
@@ -73,6 +74,16 @@ fs::path freshness_record_path(const fs::path& key_file) {
 FreshnessRecord::FreshnessRecord(fs::path path, const tee::SecretBytes& master_key)
     : path_(std::move(path)), key_(derive_purpose_key(master_key, KeyPurpose::Freshness)) {}
 
+std::string rollback_warning(const FreshnessRecord* record) {
+  if (record == nullptr)
+    return "rollback not checked: plain checkpoints (--tee off) have no freshness record, so an older "
+           "checkpoint of this run resumes as well as the newest";
+  if (record->exists()) return "";
+  return "rollback not checked: no freshness record at " + tee::printable_path(record->path()) +
+         " (it is written beside the key file by every sealed save), so an older genuine checkpoint of "
+         "this run resumes as well as the newest";
+}
+
 bool FreshnessRecord::exists() const {
   std::error_code ec;
   return fs::exists(fs::symlink_status(path_, ec));
@@ -80,9 +91,8 @@ bool FreshnessRecord::exists() const {
 
 std::optional<FreshnessEntry> FreshnessRecord::newest(const std::string& run_id) const {
   if (!exists()) return std::nullopt;
-  std::error_code ec;
-  const auto size = fs::file_size(path_, ec);
-  if (ec || size > kMaxRecordBytes) throw IntegrityError(path_.string() + ": not a freshness record (size)");
+  const std::uint64_t size = tee::open_regular_file(path_, "freshness record").size;  // a FIFO: exit 2
+  if (size > kMaxRecordBytes) throw IntegrityError(path_.string() + ": not a freshness record (size)");
   const Runs runs = parse_record(tee::read_sealed_file(path_, key_), path_.string());
   const auto it = runs.find(run_id);
   if (it == runs.end()) return std::nullopt;

@@ -38,6 +38,11 @@ namespace tt {
 // "<key-file>.freshness".
 std::filesystem::path freshness_record_path(const std::filesystem::path& key_file);
 
+class FreshnessRecord;
+// What a resume from a checkpoint could not check, as one warning line; empty when `record` exists
+// (then rollback was checked). Null `record`: a plain run, which keeps no record.
+std::string rollback_warning(const FreshnessRecord* record);
+
 struct FreshnessEntry {
   long step = 0;
   std::string manifest_sha256;

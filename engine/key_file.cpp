@@ -13,6 +13,7 @@
 #include "base/suggest.h"
 #include "tee/bytes.h"
 #include "tee/hkdf.h"
+#include "tee/regular_file.h"
 #include "tee/unique_fd.h"
 
 namespace tt {
@@ -22,7 +23,7 @@ namespace {
 
 std::string quoted(const fs::path& p) {
   std::string s = "key file '";
-  s.append(p.string());
+  s.append(tee::printable_path(p));
   s.push_back('\'');
   return s;
 }
@@ -112,15 +113,13 @@ std::string create_key_file(const fs::path& path, bool force) {
 }
 
 tee::SecretBytes load_key_file(const fs::path& path, const KeyWarningFn& warn, KeyUse use) {
-  tee::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) {
-    if (errno == ENOENT) throw InputError(missing_key_file(path, use));
-    throw InputError(quoted(path) + ": cannot open (" + std::strerror(errno) + ")");
-  }
+  tee::OpenAttempt a = tee::try_open_regular(path);
+  if (a.error == ENOENT) throw InputError(missing_key_file(path, use));
+  if (!a.ok()) throw InputError(quoted(path) + ": " + a.why());
+  const tee::UniqueFd fd = std::move(a.file.fd);
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0)
     throw InputError(quoted(path) + ": cannot stat (" + std::strerror(errno) + ")");
-  if (!S_ISREG(st.st_mode)) throw InputError(quoted(path) + " is not a regular file");
   if (st.st_size != static_cast<off_t>(kMasterKeySize)) {
     throw InputError(quoted(path) + " holds " + std::to_string(st.st_size) + " bytes, expected exactly " +
                      std::to_string(kMasterKeySize) + " (a key written by `teetrain keygen`)");

@@ -1,29 +1,35 @@
 #include "engine/safetensors.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string_view>
 #include <system_error>
 
 #include "base/error.h"
+#include "tee/regular_file.h"
 
 namespace tt {
 
 std::vector<std::byte> safetensors_encode(const std::vector<SafeTensor>& tensors,
                                           const std::map<std::string, std::string>& metadata) {
-  nlohmann::ordered_json header = nlohmann::ordered_json::object();
-  if (!metadata.empty()) header["__metadata__"] = metadata;
+  // The header text is put together entry by entry: an ordered_json object looks every key up
+  // linearly, which made encoding n tensors quadratic. Same text as its dump() (names are unique).
+  std::string h = "{";
+  if (!metadata.empty()) h.append("\"__metadata__\":").append(nlohmann::json(metadata).dump());
   std::size_t offset = 0;
   for (const SafeTensor& t : tensors) {
     const std::size_t bytes = t.data.size() * sizeof(float);
-    header[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    const nlohmann::ordered_json entry = {
+        {"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    if (h.size() > 1) h.push_back(',');
+    h.append(nlohmann::json(t.name).dump()).append(":").append(entry.dump());
     offset += bytes;
   }
-  std::string h = header.dump();
+  h.push_back('}');
   // Pad the header with spaces so the tensor data starts 8-byte aligned (as the reference writer does).
   while ((h.size() % 8) != 0) h.push_back(' ');
   std::vector<std::byte> out(8 + h.size() + offset);
@@ -109,6 +115,38 @@ class HeaderReader {
   const std::string& what_;
 };
 
+// The top-level keys of a JSON object in file order, as a SAX pass meets them (nothing is built).
+// Note: nlohmann's parser callback (parse(..., cb)) would give the same order while building the
+// DOM, but after every nested object it scans its parent's members for a discarded value, so a
+// header of n tensors took O(n^2) time (60k tensors: minutes). Two linear passes instead: this one
+// for the order, a plain parse for the values.
+class TopLevelKeys final : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  std::vector<std::string> keys;
+
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return ++depth_, true; }
+  bool end_object() override { return --depth_, true; }
+  bool start_array(std::size_t) override { return ++depth_, true; }
+  bool end_array() override { return --depth_, true; }
+  bool key(string_t& k) override {
+    if (depth_ == 1) keys.push_back(k);
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
+
+ private:
+  int depth_ = 0;
+};
+
 // The one header parser: `text` is the JSON after the 8-byte length, `data_size` the bytes after it.
 SafetensorsHeader parse_header_text(std::string_view text, std::uint64_t data_size, const std::string& what) {
   const HeaderReader r(what);
@@ -117,16 +155,12 @@ SafetensorsHeader parse_header_text(std::string_view text, std::uint64_t data_si
   out.data_size = data_size;
   try {
     // A std::map-backed json (ordered_json's lookups are linear: a header of many keys would take
-    // quadratic time), with the top-level keys' file order recorded as the parser meets them.
-    std::vector<std::string> order;
-    const nlohmann::json::parser_callback_t keys = [&order](int depth, nlohmann::json::parse_event_t event,
-                                                            nlohmann::json& parsed) {
-      if (depth == 1 && event == nlohmann::json::parse_event_t::key && parsed.is_string())
-        order.push_back(parsed.get<std::string>());
-      return true;
-    };
-    const nlohmann::json header =
-        nlohmann::json::parse(text.data(), text.data() + text.size(), keys, /*allow_exceptions=*/false);
+    // quadratic time), with the top-level keys' file order from a SAX pass (TopLevelKeys).
+    TopLevelKeys order_pass;
+    if (!nlohmann::json::sax_parse(text.begin(), text.end(), &order_pass)) throw r.bad("header is not JSON");
+    const std::vector<std::string>& order = order_pass.keys;
+    const nlohmann::json header = nlohmann::json::parse(text.begin(), text.end(), nullptr,
+                                                        /*allow_exceptions=*/false);
     if (header.is_discarded()) throw r.bad("header is not JSON");
     if (!header.is_object()) throw r.bad("header is not a JSON object");
     std::set<std::string> seen;  // a repeated key holds its last value, listed once
@@ -184,19 +218,20 @@ SafetensorsHeader safetensors_parse_header(std::span<const std::byte> bytes, con
 }
 
 SafetensorsHeader safetensors_read_header(const std::filesystem::path& path) {
-  const std::string what = path.string();
-  std::error_code ec;
-  const std::uintmax_t size = std::filesystem::file_size(path, ec);
-  std::ifstream in(path, std::ios::binary);
-  if (ec || !in) throw malformed(what, "cannot be read");
-  std::byte len[8] = {};
-  if (size < 8 || !in.read(reinterpret_cast<char*>(len), 8))
+  const std::string what = tee::printable_path(path);
+  const tee::RegularFile f = tee::open_regular_file(path, "safetensors file");
+  const std::uint64_t size = f.size;
+  std::array<std::uint8_t, 8> len{};
+  if (size < 8 || tee::pread_full(f.fd.get(), len, 0) != 8)
     throw malformed(what, "shorter than its 8-byte header length");
-  const std::uint64_t hlen = header_length(len);
+  const std::uint64_t hlen = header_length(reinterpret_cast<const std::byte*>(len.data()));
   if (hlen > kSafetensorsMaxHeaderBytes) throw malformed(what, too_long());
   if (hlen > size - 8) throw malformed(what, "header length exceeds the file size");
   std::string text(static_cast<std::size_t>(hlen), '\0');
-  if (!in.read(text.data(), static_cast<std::streamsize>(hlen))) throw malformed(what, "truncated header");
+  if (tee::pread_full(f.fd.get(),
+                      tee::MutableByteView(reinterpret_cast<std::uint8_t*>(text.data()), text.size()),
+                      8) != static_cast<long long>(hlen))
+    throw malformed(what, "truncated header");
   return parse_header_text(text, size - 8 - hlen, what);
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "engine/file_util.h"
 
 namespace tt {
 namespace {
@@ -70,14 +71,15 @@ int merge_trace_parts(const std::filesystem::path& path, int world) {
   std::vector<std::filesystem::path> merged;
   for (int r = 0; r < world; ++r) {
     const auto part = trace_part_path(path, r);
-    std::ifstream f(part);
-    if (!f) continue;  // a rank on another host: its part is on its own disk
-    nlohmann::json events;
-    try {
-      f >> events;
-    } catch (const nlohmann::json::exception& e) {
-      throw InputError("trace part " + part.string() + " is not valid JSON: " + e.what());
-    }
+    std::error_code ec;
+    if (!std::filesystem::exists(std::filesystem::symlink_status(part, ec)))
+      continue;  // a rank on another host: its part is on its own disk
+    const std::vector<std::byte> bytes = read_file_bytes(part);  // a FIFO is refused, not waited on
+    nlohmann::json events = nlohmann::json::parse(reinterpret_cast<const char*>(bytes.data()),
+                                                  reinterpret_cast<const char*>(bytes.data()) + bytes.size(),
+                                                  nullptr, /*allow_exceptions=*/false);
+    if (!events.is_array())
+      throw InputError("trace part " + part.string() + " is not a JSON array of events");
     for (auto& ev : events) all.push_back(std::move(ev));
     merged.push_back(part);
   }

@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "engine/image_source.h"
+#include "tee/regular_file.h"
 
 namespace tt {
 
@@ -62,7 +63,7 @@ RunPlan run_plan(const TrainOptions& o) {
 nlohmann::json train_options_json(const TrainOptions& o) {
   nlohmann::json j = {
       {"model", model_config_json(o.model)},
-      {"data", o.data},
+      {"data", tee::printable_path(o.data)},  // JSON holds UTF-8 only: a non-UTF-8 path is escaped
       {"steps", o.steps},
       {"batch", o.batch},
       {"seq", o.seq},

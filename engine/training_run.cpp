@@ -225,8 +225,9 @@ void TrainingRun::setup_checkpoints() {
   if (rank_ == 0 && at_rest_.checkpoint)
     freshness_.emplace(freshness_record_path(o_.tee.key_file), load_key_file(o_.tee.key_file));
   if (o_.save_every > 0 && rank_ == 0)
-    store_ =
-        std::make_unique<CheckpointStore>(o_.ckpt_dir, o_.keep, *codec_, freshness_ ? &*freshness_ : nullptr);
+    store_ = std::make_unique<CheckpointStore>(
+        o_.ckpt_dir, o_.keep, *codec_, freshness_ ? &*freshness_ : nullptr,
+        [](const std::string& w) { std::fprintf(stderr, "teetrain: warning: %s\n", w.c_str()); });
   tc_.save_checkpoint = [this](long step, uint64_t samples) {
     if (rank_ != 0) return;
     const CheckpointMeta meta{step, samples, o_.seed, params_sha256(*backend_, *model_), run_json_};
@@ -262,6 +263,8 @@ void TrainingRun::restore_or_broadcast() {
   if (rank_ == 0 && !o_.quiet) {
     std::fprintf(stderr, "resumed from %s at step %ld%s\n", dir.c_str(), start_step_,
                  freshness_ && freshness_->exists() ? " (not older than the freshness record)" : "");
+    const std::string rollback = rollback_warning(freshness_ ? &*freshness_ : nullptr);
+    if (!rollback.empty()) std::fprintf(stderr, "teetrain: warning: %s\n", rollback.c_str());
   }
 }
 

@@ -1,6 +1,5 @@
 #include "engine/verified_checkpoint.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,6 +13,7 @@
 #include "engine/safetensors.h"
 #include "tee/digest.h"
 #include "tee/errors.h"
+#include "tee/regular_file.h"
 #include "tee/sealed_file.h"
 #include "tee/unique_fd.h"
 
@@ -39,23 +39,27 @@ std::string base_name(const std::string& n) {
   return ends_with_sealed(n) ? n.substr(0, n.size() - kSealedSuffix.size()) : n;
 }
 
+// A file of the checkpoint, opened without blocking and without following a link (Note [Opening a
+// user's file], tee/regular_file.h). Missing or a link is the checkpoint's integrity failure; a
+// FIFO, device or directory is refused as input (exit 2) before anything could block on it.
+tee::RegularFile open_listed(const fs::path& path) {
+  tee::OpenAttempt a = tee::try_open_regular(path, tee::FollowLinks::No);
+  if (a.ok()) return std::move(a.file);
+  if (a.error == ENOENT) refuse(path, "missing");
+  if (a.error == ELOOP) refuse(path, "is a symbolic link (refused in a checkpoint)");
+  throw InputError("checkpoint file '" + tee::printable_path(path) + "': " + a.why());
+}
+
 // The whole file in one read through one descriptor: what is hashed is what is used.
 std::vector<std::uint8_t> read_once(const fs::path& path, std::uint64_t max_size) {
-  tee::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  if (!fd) {
-    if (errno == ENOENT) refuse(path, "missing");
-    if (errno == ELOOP) refuse(path, "is a symbolic link (refused in a checkpoint)");
-    refuse(path, std::string("cannot open (") + std::strerror(errno) + ")");
-  }
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) refuse(path, "not a regular file");
-  const auto size = static_cast<std::uint64_t>(st.st_size);
+  const tee::RegularFile f = open_listed(path);
+  const std::uint64_t size = f.size;
   if (size > max_size)
     refuse(path, std::to_string(size) + " bytes, more than the " + std::to_string(max_size) + " expected");
   std::vector<std::uint8_t> raw(static_cast<std::size_t>(size));
   std::uint8_t extra = 0;
-  if (tee::pread_full(fd.get(), raw, 0) != static_cast<long long>(size) ||
-      tee::pread_full(fd.get(), tee::MutableByteView(&extra, 1), size) != 0)
+  if (tee::pread_full(f.fd.get(), raw, 0) != static_cast<long long>(size) ||
+      tee::pread_full(f.fd.get(), tee::MutableByteView(&extra, 1), size) != 0)
     refuse(path, "changed size while being read");
   return raw;
 }
@@ -154,8 +158,8 @@ CheckedFile checked_file(VerifiedCheckpoint& ck, const ManifestFile& mf, const t
                          bool read) {
   const fs::path p = ck.dir / mf.name;
   std::error_code ec;
-  const std::uint64_t size = fs::file_size(p, ec);
-  if (ec) refuse(p, "listed in the manifest but missing");
+  if (!fs::exists(fs::symlink_status(p, ec))) refuse(p, "listed in the manifest but missing");
+  const std::uint64_t size = open_listed(p).size;
   if (size != mf.size)
     refuse(p, std::to_string(size) + " bytes, the manifest records " + std::to_string(mf.size));
   CheckedFile f;

@@ -7,8 +7,10 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <sstream>
 
 #include "base/error.h"
+#include "engine/file_util.h"
 
 namespace tt::study {
 
@@ -267,11 +269,12 @@ double predict_step(const Costs& c, const RunPoint& r) {
 std::vector<nlohmann::json> load_runs(const std::string& path) {
   namespace fs = std::filesystem;
   std::vector<fs::path> files;
-  if (fs::is_directory(path)) {
-    if (fs::exists(fs::path(path) / "runs.jsonl")) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    if (fs::exists(fs::path(path) / "runs.jsonl", ec)) {
       files.push_back(fs::path(path) / "runs.jsonl");
     } else {
-      for (const auto& e : fs::directory_iterator(path)) {
+      for (const auto& e : fs::directory_iterator(path, ec)) {
         if (e.path().extension() == ".json") files.push_back(e.path());
       }
       std::sort(files.begin(), files.end());
@@ -280,17 +283,22 @@ std::vector<nlohmann::json> load_runs(const std::string& path) {
     files.push_back(path);
   }
   std::vector<nlohmann::json> out;
+  const auto parse = [](const std::string& text, const fs::path& f) {
+    nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) throw InputError("--runs " + f.string() + ": not a JSON run summary");
+    return j;
+  };
   for (const auto& f : files) {
-    std::ifstream in(f);
-    if (!in) throw InputError("--runs " + f.string() + ": cannot open");
+    const std::vector<std::byte> bytes = read_file_bytes(f);  // a FIFO is refused, not waited on
+    std::istringstream in(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
     if (f.extension() == ".jsonl") {
       std::string line;
       while (std::getline(in, line)) {
         if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-        out.push_back(nlohmann::json::parse(line));
+        out.push_back(parse(line, f));
       }
     } else {
-      out.push_back(nlohmann::json::parse(in));
+      out.push_back(parse(in.str(), f));
     }
   }
   if (out.empty())

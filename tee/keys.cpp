@@ -12,6 +12,8 @@
 #include <string>
 
 #include "tee/errors.h"
+#include "tee/regular_file.h"
+#include "tee/secure_bytes.h"
 #include "tee/unique_fd.h"
 
 namespace tt::tee {
@@ -96,10 +98,19 @@ Ed25519KeyPair Ed25519KeyPair::from_private(ByteView private_key) {
 }
 
 Ed25519KeyPair Ed25519KeyPair::load_pem(const std::filesystem::path& path) {
-  std::unique_ptr<BIO, BioFree> bio(BIO_new_file(path.c_str(), "r"));
+  // Read through the one reader of user-given files (a FIFO is refused, not waited on), straight into
+  // wiped memory: the PEM holds the private key.
+  const RegularFile f = open_regular_file(path, "device key");
+  if (f.size > kMaxPemFileBytes)
+    throw InputError("device key '" + path.string() + "': " + std::to_string(f.size) +
+                     " bytes, not a PEM key");
+  SecretBytes pem(static_cast<std::size_t>(f.size));
+  if (pread_full(f.fd.get(), pem.mutable_view(), 0) != static_cast<long long>(pem.size()))
+    throw InputError("device key '" + path.string() + "': changed size while being read");
+  std::unique_ptr<BIO, BioFree> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
   if (!bio) {
     clear_openssl_errors();
-    throw InputError("device key '" + path.string() + "': cannot open for reading");
+    throw CryptoError("device key '" + path.string() + "': cannot buffer the file");
   }
   PkeyPtr k(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
   if (!k) {

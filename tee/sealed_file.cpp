@@ -9,6 +9,7 @@
 
 #include "tee/errors.h"
 #include "tee/hkdf.h"
+#include "tee/regular_file.h"
 
 namespace tt::tee {
 
@@ -136,6 +137,11 @@ SealedHeader read_header_fd(int fd, const std::filesystem::path& path) {
   if (got < 0) io_fail(path, "read failed");
   if (got < static_cast<long long>(fixed.size()) || !std::equal(kMagic.begin(), kMagic.end(), fixed.begin()))
     fail(path, "not a teetrain sealed file (bad magic or shorter than a header)");
+  // Nothing here is authentic yet: the version, like every header field, is bound by the chunks'
+  // associated data, and a reader can only open chunks of a version it knows. So an unknown version
+  // cannot be told apart from an edited one before authentication, and is refused as an integrity
+  // failure. (Only after a chunk opens can a file say authentically that it is of an older layout,
+  // as a sealed token shard's own header does: that gets exit 2 and "re-seal it".)
   const unsigned version = (unsigned{fixed[8]} << 8) | fixed[9];
   if (version != SealedHeader::kVersion) fail(path, "unsupported format version " + std::to_string(version));
   if (!known_cipher(fixed[10])) fail(path, "unknown cipher id " + std::to_string(fixed[10]));
@@ -161,10 +167,10 @@ SealedHeader read_header_fd(int fd, const std::filesystem::path& path) {
   return h;
 }
 
+// Note [Opening a user's file] (regular_file.h): a FIFO or device under a sealed file's name is
+// refused (InputError) instead of blocking or reading without end.
 UniqueFd open_for_reading(const std::filesystem::path& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) io_fail(path, "cannot open");
-  return fd;
+  return open_regular_file(path, "sealed file").fd;
 }
 
 }  // namespace
@@ -301,6 +307,14 @@ std::size_t SealedFileReader::open_chunk(std::uint64_t index, MutableByteView ou
   if (!aead_->try_open(chunk_nonce(nonce_base_, index), aad, record.first(plain), tag, out.first(plain)))
     fail(path_, where + " failed to open (tampered, reordered, truncated or wrong key)");
   return plain;
+}
+
+std::uint64_t SealedFileReader::authenticated_size() {
+  if (!size_authenticated_) {
+    open_into_scratch(header_.chunk_count() - 1);  // opens only as "last" with the size L implies
+    size_authenticated_ = true;
+  }
+  return size();
 }
 
 std::size_t SealedFileReader::open_into_scratch(std::uint64_t index) {

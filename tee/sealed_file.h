@@ -134,7 +134,12 @@ class SealedFileReader {
 
   const SealedHeader& header() const { return header_; }
   const std::filesystem::path& path() const { return path_; }
+  // The clear length field L: unauthenticated until the last chunk has opened (see the layout above).
+  // Compare it with anything only after authenticated_size().
   std::uint64_t size() const { return header_.plaintext_size; }
+  // L, authenticated: opens the last chunk (once), the only one that binds it; an edited length field
+  // (with the file cut or padded to match) is an IntegrityError here, never a "wrong size" later.
+  std::uint64_t authenticated_size();
   std::uint64_t chunk_count() const { return header_.chunk_count(); }
 
   // Decrypts chunk i into out (out.size() >= chunk_plain_size(i)); returns the bytes written.
@@ -158,6 +163,7 @@ class SealedFileReader {
   Nonce nonce_base_;
   UniqueFd fd_;
   std::vector<std::uint8_t> scratch_;
+  bool size_authenticated_ = false;
 };
 
 // Convenience: seal a whole buffer / read and verify a whole file.

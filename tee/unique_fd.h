@@ -41,6 +41,8 @@ class UniqueFd {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
   }
+  // Gives up ownership (e.g. to zlib's gzdopen, which closes the descriptor itself).
+  int release() noexcept { return std::exchange(fd_, -1); }
   // Closes and reports the result (close can report a deferred write error).
   bool close() noexcept {
     const int rc = fd_ >= 0 ? ::close(fd_) : 0;

@@ -16,6 +16,7 @@
 
 #include "tee/errors.h"
 #include "tee/keys.h"
+#include "tee/regular_file.h"
 #include "tee/unique_fd.h"
 #include "tee/x509.h"
 
@@ -175,7 +176,8 @@ void issue_device(const Vendor& v, const ProvisionOptions& o, int index) {
 void read_revoked_serials(const fs::path& path, std::set<std::string>& out) {
   std::error_code ec;
   if (!fs::exists(path, ec)) return;
-  BioPtr bio(BIO_new_file(path.c_str(), "r"));
+  const std::vector<std::uint8_t> pem = read_regular_file(path, "revocation list", kMaxPemFileBytes);
+  BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
   std::unique_ptr<X509_CRL, decltype(&X509_CRL_free)> crl(
       bio ? PEM_read_bio_X509_CRL(bio.get(), nullptr, nullptr, nullptr) : nullptr, X509_CRL_free);
   if (!crl) {

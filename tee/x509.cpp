@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "tee/errors.h"
+#include "tee/regular_file.h"
 
 namespace tt::tee {
 namespace fs = std::filesystem;
@@ -34,11 +35,17 @@ struct StoreCtxFree {
   void operator()(X509_STORE_CTX* c) const noexcept { X509_STORE_CTX_free(c); }
 };
 
+// The file's bytes in a memory BIO (a secure one: a device identity PEM holds its private key), read
+// through the one reader of user-given files: a FIFO or device is refused, never opened blocking.
 BioPtr open_file(const fs::path& path, const std::string& what) {
-  BioPtr bio(BIO_new_file(path.c_str(), "r"));
-  if (!bio) {
+  std::vector<std::uint8_t> pem = read_regular_file(path, what, kMaxPemFileBytes);
+  BioPtr bio(BIO_new(BIO_s_secmem()));
+  const bool ok = bio && (pem.empty() || BIO_write(bio.get(), pem.data(), static_cast<int>(pem.size())) ==
+                                             static_cast<int>(pem.size()));
+  OPENSSL_cleanse(pem.data(), pem.size());
+  if (!ok) {
     clear_openssl_errors();
-    throw InputError(what + " '" + path.string() + "': cannot open for reading");
+    throw CryptoError(what + " '" + path.string() + "': cannot buffer the file");
   }
   return bio;
 }

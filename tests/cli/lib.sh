@@ -29,7 +29,8 @@ provision_trust() {
   TRUST=(--trust-root "$WORK/vendor/vendor_root.crt" --device-identity "$WORK/vendor/device_{rank}.pem")
 }
 
-# expect_exit CODE PATTERN -- command...: the command exits with CODE and its stderr matches PATTERN.
+# expect_exit CODE PATTERN -- command...: the command exits with CODE, its stderr matches PATTERN and is
+# at most 3 lines, with no raw library text (a JSON or std::filesystem exception's own words).
 expect_exit() {
   local code="$1" pattern="$2"
   shift 3
@@ -43,6 +44,9 @@ expect_exit() {
   fi
   if [[ $(wc -l <<<"$out") -gt 3 ]]; then
     echo "FAIL: error message is not short: $*"; echo "$out"; fails=$((fails + 1)); return
+  fi
+  if grep -qE -- "json\.exception|filesystem error|what\(\):|terminate called" <<<"$out"; then
+    echo "FAIL: raw library text reached the user: $*"; echo "  output: $out"; fails=$((fails + 1)); return
   fi
   passes=$((passes + 1))
 }

@@ -89,7 +89,7 @@ TEST(ImageIdx, BadInput) {
   expect_input_error([&] { read_idx(d / "im", d / "lab10"); }, "label 10");
   write_bytes(d / "l5", idx_labels(5));
   expect_input_error([&] { read_idx(d / "im", d / "l5"); }, "labels");
-  expect_input_error([&] { read_idx(d / "missing", d / "l"); }, "missing: no such file");
+  expect_input_error([&] { read_idx(d / "missing", d / "l"); }, "missing': not found");
   expect_input_error([&] { open_image_dataset((d / "nowhere").string(), "train"); }, "not found");
 }
 

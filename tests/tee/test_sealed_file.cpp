@@ -181,6 +181,27 @@ TEST_F(SealedFileTest, DroppedLastChunkWithEditedLengthFails) {
   expect_integrity_error("chunk 1 of 2");
 }
 
+TEST_F(SealedFileTest, EditedLengthIsRefusedBeforeAnySizeIsTrusted) {
+  // The same cut, seen by a reader that opens only chunk 0 before it compares sizes (a sealed token
+  // shard's header): chunk 0 opens, size() says 2 chunks, and only authenticated_size() -- which
+  // opens the last chunk -- shows the length field is not the sealer's.
+  write_sealed_file(path, key, test::pattern(3 * kChunk), opts());
+  auto bytes = slurp(path);
+  bytes.erase(bytes.end() - static_cast<std::ptrdiff_t>(kChunk + kTagSize), bytes.end());
+  store_be64(bytes.data() + 16, 2 * kChunk);
+  spit(path, bytes);
+  SealedFileReader r(path, key);
+  std::vector<std::uint8_t> first(kChunk);
+  EXPECT_EQ(r.read_chunk(0, first), kChunk);
+  EXPECT_EQ(r.size(), 2 * kChunk);  // unauthenticated
+  EXPECT_THROW((void)r.authenticated_size(), IntegrityError);
+
+  write_sealed_file(path, key, test::pattern(3 * kChunk + 5), opts());
+  SealedFileReader genuine(path, key);
+  EXPECT_EQ(genuine.authenticated_size(), 3 * kChunk + 5);
+  EXPECT_EQ(genuine.authenticated_size(), 3 * kChunk + 5);  // opened once, then remembered
+}
+
 TEST_F(SealedFileTest, SwappedChunksFail) {
   write_sealed_file(path, key, test::pattern(4 * kChunk), opts());
   auto bytes = slurp(path);

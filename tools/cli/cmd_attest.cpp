@@ -8,6 +8,7 @@
 #include "comm/attest_evidence.h"
 #include "engine/tee_session.h"
 #include "tee/attestation.h"
+#include "tee/regular_file.h"
 #include "tee/vendor.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/tee_options.h"
@@ -29,9 +30,8 @@ struct AttestOptions {
 
 std::string read_config(const AttestOptions& o) {
   if (o.config_file.empty()) return o.config;
-  std::ifstream in(o.config_file, std::ios::binary);
-  if (!in) throw InputError("--config-file " + o.config_file + ": cannot open");
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  const std::vector<std::uint8_t> text = tee::read_regular_file(o.config_file, "--config-file", 64u << 20);
+  return {text.begin(), text.end()};
 }
 
 std::optional<tee::VerifierNonce> parse_nonce(const std::string& hex) {

@@ -33,7 +33,8 @@ void run_eval(const EvalOptions& o) {
   // --key-file may serve the checkpoint (sealed in TEE mode), the test split (sealed images), or both:
   // the checkpoint's own files say whether it is sealed.
   std::unique_ptr<FileCodec> codec = make_plain_codec();
-  const bool sealed_ckpt = std::filesystem::exists(dir / "state.json.sealed");
+  std::error_code ec;
+  const bool sealed_ckpt = std::filesystem::exists(dir / "state.json.sealed", ec);
   if (sealed_ckpt && o.key_file.empty()) {
     throw InputError("--ckpt " + dir.string() + " is sealed (a TEE-mode run): give --key-file");
   }

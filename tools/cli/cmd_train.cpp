@@ -46,11 +46,16 @@ void write_summary(const std::string& path, const nlohmann::json& summary) {
   f << summary.dump(2) << '\n';
 }
 
-// The CLI's part: let the engine build the run, train, report.
-void run_train(const TrainOptions& opts) {
+// The CLI's part: let the engine build the run, train, report. `key_file_given`: --key-file was on
+// the command line (not just its default).
+void run_train(const TrainOptions& opts, bool key_file_given) {
   TrainingRun run(opts);
   const RunDescription d = run.describe();
   if (run.rank() == 0 && !run.options().quiet) print_banner(d, run.options());
+  if (run.rank() == 0 && key_file_given && opts.tee.settings.mode == TeeMode::Off)
+    std::fprintf(stderr,
+                 "note: --key-file is not used with --tee off: plain runs read plain data and write plain, "
+                 "unauthenticated checkpoints (it seals and opens them with --tee cc or fast)\n");
   const TrainResult r = run.run();
   const RunReport report = run.finish(r);
   if (run.rank() != 0) return;
@@ -69,7 +74,7 @@ void register_train(CLI::App& app) {
   auto opts = std::make_shared<TrainOptions>();
   auto* cmd = app.add_subcommand("train", "Train a model (one rank, or data-parallel under mpirun)");
   add_train_options(cmd, *opts);
-  cmd->callback([opts] { run_train(*opts); });
+  cmd->callback([opts, cmd] { run_train(*opts, cmd->count("--key-file") > 0); });
 }
 
 }  // namespace tt::cli

@@ -16,6 +16,7 @@
 #include "comm/first_failure.h"
 #include "comm/mpi_transport.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/error_report.h"
 #include "tools/cli/parse_hints.h"
 
 namespace {
@@ -25,7 +26,9 @@ namespace {
 // followed from another rank's detected attack says so and waits for that rank to abort the job.
 int report_failure(const std::exception& e, tt::comm::FailureNotices* notices) {
   // base/error.h gives each error its category; an attack is announced as such on its one line.
-  const int code = static_cast<int>(tt::exit_code_of(e));
+  // Anything else is put into words (error_report.h): no raw library text reaches the user.
+  const tt::cli::ErrorReport r = tt::cli::report_error(e);
+  const int code = static_cast<int>(r.code);
   if (notices != nullptr) {
     const tt::comm::FirstFailure first = notices->settle(e, code);
     if (!first.mine && first.integrity) {
@@ -37,7 +40,7 @@ int report_failure(const std::exception& e, tt::comm::FailureNotices* notices) {
     }
   }
   std::fprintf(stderr, "teetrain: %s: %s\n",
-               code == static_cast<int>(tt::ExitCode::kIntegrity) ? "INTEGRITY FAILURE" : "error", e.what());
+               code == static_cast<int>(tt::ExitCode::kIntegrity) ? "INTEGRITY FAILURE" : "error", r.text.c_str());
   return code;
 }
 

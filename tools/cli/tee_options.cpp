@@ -49,7 +49,8 @@ void add_tee_options(CLI::App* cmd, TeeOptions& o) {
   g->add_option(
        "--key-file", o.key_file,
        "Master key for sealed data and checkpoints: the data owner's, the one the data was sealed with "
-       "(`teetrain keygen` creates a key only for sealing new data)")
+       "(`teetrain keygen` creates a key only for sealing new data); not used with --tee off, where data "
+       "and checkpoints are plain")
       ->capture_default_str();
   g->add_flag("--allow-plain-data", o.allow_plain_data, "Accept plaintext token shards in TEE mode");
 }

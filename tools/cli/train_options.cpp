@@ -97,7 +97,12 @@ void add_reporting_options(CLI::App* cmd, TrainOptions& o) {
       ->capture_default_str();
   out->add_option("--ckpt-dir", o.ckpt_dir, "Checkpoint directory (one step_XXXXXXXX/ per checkpoint)")
       ->capture_default_str();
-  out->add_option("--keep", o.keep, "Checkpoints to keep")->check(positive())->capture_default_str();
+  out->add_option(
+         "--keep", o.keep,
+         "Checkpoints of this run to keep: older saves of its own lineage, verified along the "
+         "manifests' hash chain, are deleted; anything else in --ckpt-dir is left alone (with a warning)")
+      ->check(positive())
+      ->capture_default_str();
   out->add_option("--resume", o.resume,
                   "Resume from a checkpoint directory (a step dir, or the newest in a --ckpt-dir)");
   out->add_option(
