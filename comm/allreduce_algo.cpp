@@ -7,7 +7,7 @@ namespace tt::comm {
 const char* reduce_algo_title(ReduceAlgo a) {
   switch (a) {
     case ReduceAlgo::Ring:
-      return "ring all-reduce";
+      return "ring";
     case ReduceAlgo::Rd:
       return "recursive doubling";
     case ReduceAlgo::Rhd:

@@ -47,7 +47,7 @@ struct EnumNames<comm::AlgoRequest> {
 
 namespace tt::comm {
 
-// "ring all-reduce", "recursive doubling", "recursive halving-doubling": for banners and reports.
+// "ring", "recursive doubling", "recursive halving-doubling": for banners and reports.
 const char* reduce_algo_title(ReduceAlgo a);
 
 class Allreducer {

@@ -44,6 +44,15 @@ void path_conflicts(const RunPlan& p, std::vector<std::string>& out) {
     out.push_back(
         "--adversary sits on teetrain's host ring; MPI_Allreduce, NCCL and the device ring bypass "
         "it: use --allreduce ring on --device cpu (add --compute emulate for GPU-speed compute)");
+  if (p.allreduce_algo != comm::AlgoRequest::Ring && p.allreduce != AllreduceAlgo::Ring)
+    out.push_back(std::string("--allreduce-algo ") + enum_name(p.allreduce_algo) +
+                  " chooses among teetrain's own algorithms: use it with --allreduce ring");
+  // The device ring's condition (engine/gradient_reduction.cpp); switches() only where it matters.
+  if (p.allreduce_algo != comm::AlgoRequest::Ring && p.device == DeviceKind::Cuda &&
+      (p.tee.mode == TeeMode::Off || p.switches().device_crypto))
+    out.push_back(std::string("--allreduce-algo ") + enum_name(p.allreduce_algo) +
+                  " runs on host buffers; the device ring of --device cuda is a ring: use --allreduce-algo "
+                  "ring, or --tee cc (gradients staged through the host)");
   if (p.adversary && p.adversary->kind == comm::AttackKind::Mitm && p.tee.mode == TeeMode::Off)
     out.push_back(
         "--adversary mitm attacks the attestation handshake, which only TEE mode runs: add --tee cc "
