@@ -52,6 +52,12 @@ std::string how_to_write(TeeMode mode) {
          " --calibrate FILE`";
 }
 
+// The file's format tag ("" when absent or not a string: never a json type error).
+std::string format_of(const nlohmann::json& doc) {
+  const auto it = doc.find("format");
+  return it != doc.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
 double number(const nlohmann::json& m, const char* key) {
   const auto it = m.find(key);
   if (it == m.end() || !it->is_number() || it->get<double>() < 0) return -1;
@@ -91,7 +97,7 @@ CostModelSource load_cost_model(const std::string& path, TeeMode mode) {
     throw InputError("--allreduce-cost " + path + ": not a readable calibration file; " + how_to_write(mode));
   }
   const auto models = doc.find("models");
-  if (doc.value("format", "") != kFormat || models == doc.end() || !models->is_object()) {
+  if (format_of(doc) != kFormat || models == doc.end() || !models->is_object()) {
     throw InputError("--allreduce-cost " + path + ": not a " + kFormat + " file; " + how_to_write(mode));
   }
   const auto m = models->find(mode_name(mode));
@@ -110,8 +116,10 @@ CostModelSource load_cost_model(const std::string& path, TeeMode mode) {
 
 void save_cost_model(const std::string& path, TeeMode mode, const comm::CostFit& fit,
                      const nlohmann::json& about) {
-  nlohmann::json doc = std::filesystem::exists(path) ? read_json(path) : nlohmann::json::object();
-  if (!doc.is_object() || doc.value("format", kFormat) != kFormat) {
+  std::error_code ec;
+  nlohmann::json doc = std::filesystem::exists(path, ec) ? read_json(path) : nlohmann::json::object();
+  if (!doc.is_object() || (doc.contains("format") && format_of(doc) != kFormat) ||
+      (doc.contains("models") && !doc["models"].is_object())) {
     throw InputError("--calibrate " + path + ": exists and is not a " + kFormat + " file; give another path");
   }
   doc["format"] = kFormat;
