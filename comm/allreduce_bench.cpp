@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 
 #include "base/error.h"
@@ -172,8 +173,14 @@ std::vector<BenchRecord> run_allreduce_bench(Transport& t, MPI_Comm comm, const 
     const auto fixed = mode == BenchAlgorithm::Rd    ? ReduceAlgo::Rd
                        : mode == BenchAlgorithm::Rhd ? ReduceAlgo::Rhd
                                                      : ReduceAlgo::Ring;
-    const auto pick = [&opt, ranks, segment, mode, fixed](std::size_t n) {
-      return mode == BenchAlgorithm::Auto ? choose_algo(opt.model, ranks, n, segment).algo : fixed;
+    // auto's pick per size, priced once (outside the timed runs: the check comes first), as train
+    // remembers each bucket's.
+    const auto picks = std::make_shared<std::map<std::size_t, ReduceAlgo>>();
+    const auto pick = [&opt, ranks, segment, mode, fixed, picks](std::size_t n) {
+      if (mode != BenchAlgorithm::Auto) return fixed;
+      const auto it = picks->find(n);
+      if (it != picks->end()) return it->second;
+      return (*picks)[n] = choose_algo(opt.model, ranks, n, segment).algo;
     };
     switch (mode) {
       case BenchAlgorithm::Mpi:

@@ -36,7 +36,7 @@ HopRunner::HopRunner(Transport& transport, Channel& channel, RingMemory& memory,
 
 void HopRunner::begin(const std::string& name, const SegmentLayout& layout, std::size_t max_range,
                       const MessageContext& id, std::chrono::milliseconds timeout, int tag) {
-  name_ = name;
+  name_ = &name;
   rank_ = t_.rank();
   layout_ = layout;
   id_ = id;
@@ -255,7 +255,7 @@ MessageContext HopRunner::context(const Hop& h, const HopSide& side, std::size_t
 void HopRunner::check_length(std::size_t got, std::size_t expected, int peer,
                              const MessageContext& ctx) const {
   if (got == expected) return;
-  const std::string what = name_ + ": rank " + std::to_string(rank_) + " got a short message from rank " +
+  const std::string what = *name_ + ": rank " + std::to_string(rank_) + " got a short message from rank " +
                            std::to_string(peer) + " (" + std::to_string(got) + " of " +
                            std::to_string(expected) + " bytes) at " + to_string(ctx);
   // Sealed traffic cut short is an attack signal like a bad tag (exit 3), not a transport failure.
@@ -268,7 +268,7 @@ std::size_t HopRunner::wait(Request& r, const MessageContext& ctx) {
   try {
     return timeout_.count() > 0 ? t_.wait(r, timeout_) : t_.wait(r);
   } catch (const RunError& e) {
-    throw RunError(name_ + " on rank " + std::to_string(rank_) + " failed at " + to_string(ctx) + ": " +
+    throw RunError(*name_ + " on rank " + std::to_string(rank_) + " failed at " + to_string(ctx) + ": " +
                    e.what());
   }
 }

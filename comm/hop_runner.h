@@ -65,13 +65,14 @@ void check_channel_memory(const std::string& algorithm, const Channel& channel, 
 
 class HopRunner {
  public:
-  // `name` says which algorithm failed in errors ("ring all-reduce"); all references must outlive this.
+  // All references must outlive this.
   HopRunner(Transport& transport, Channel& channel, RingMemory& memory, Profiler* profiler);
   HopRunner(const HopRunner&) = delete;
   HopRunner& operator=(const HopRunner&) = delete;
 
-  // Before a call's hops: its segments, the largest range any hop receives (elements), the caller's
-  // message id (step, bucket), and the per-message timeout (0: the transport's) and tag.
+  // Before a call's hops: the algorithm's name for errors ("ring all-reduce"; it must outlive the
+  // call), its segments, the largest range any hop sends or receives (elements), the caller's message
+  // id (step, bucket), and the per-message timeout (0: the transport's) and tag.
   void begin(const std::string& name, const SegmentLayout& layout, std::size_t max_range,
              const MessageContext& id, std::chrono::milliseconds timeout, int tag);
   // Runs hop `h` on data; `next` (null for the last hop) is the hop that follows, for fusion.
@@ -102,7 +103,7 @@ class HopRunner {
   Profiler* prof_;
 
   // The current call.
-  std::string name_;
+  const std::string* name_ = nullptr;
   int rank_ = 0;
   SegmentLayout layout_;
   MessageContext id_{};

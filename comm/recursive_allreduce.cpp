@@ -170,27 +170,29 @@ RecursiveAllreduce::RecursiveAllreduce(Transport& transport, Channel& channel, R
       opt_(std::move(options)),
       prof_(profiler),
       hops_(transport, channel, memory, profiler) {
-  check_channel_memory("recursive all-reduce", channel, memory);
-}
-
-std::string RecursiveAllreduce::name(RecursiveKind kind) const {
-  const std::string where = memory_.space() == MemorySpace::Host ? "" : "device ";
-  return where + (kind == RecursiveKind::Doubling ? "recursive doubling all-reduce"
-                                                  : "recursive halving-doubling all-reduce");
+  const std::string where = memory.space() == MemorySpace::Host ? "" : "device ";
+  names_[0] = where + "recursive doubling all-reduce";
+  names_[1] = where + "recursive halving-doubling all-reduce";
+  check_channel_memory(where + "recursive all-reduce", channel, memory);
 }
 
 void RecursiveAllreduce::allreduce_sum(RecursiveKind kind, float* data, std::size_t count,
                                        const MessageContext& id) {
   if (t_.size() == 1 || count == 0) return;
-  if (data == nullptr) throw RunError(name(kind) + ": null buffer");
+  const std::string& name = names_[kind == RecursiveKind::Doubling ? 0 : 1];
+  if (data == nullptr) throw RunError(name + ": null buffer");
   const auto begin = Profiler::Clock::now();
-  const std::vector<Hop> plan = recursive_hops(kind, t_.rank(), t_.size(), count);
-  std::size_t widest = 0;
-  for (const Hop& h : plan) widest = std::max({widest, h.send.range.count, h.recv.range.count});
-  hops_.begin(name(kind), SegmentLayout(opt_.segment_bytes, widest, channel_.overhead()), widest, id,
+  if (plan_.empty() || plan_kind_ != kind || plan_count_ != count) {
+    plan_ = recursive_hops(kind, t_.rank(), t_.size(), count);
+    plan_kind_ = kind;
+    plan_count_ = count;
+    widest_ = 0;
+    for (const Hop& h : plan_) widest_ = std::max({widest_, h.send.range.count, h.recv.range.count});
+  }
+  hops_.begin(name, SegmentLayout(opt_.segment_bytes, widest_, channel_.overhead()), widest_, id,
               opt_.timeout, opt_.tag);
   memory_.wait_queued();  // the first sends read `data`: whatever produced it must be done
-  hops_.run_all(data, plan);
+  hops_.run_all(data, plan_);
   if (prof_ != nullptr && prof_->tracing())
     prof_->record("allreduce", Lane::Comm, begin, Profiler::Clock::now());
 }

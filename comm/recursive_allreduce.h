@@ -25,6 +25,7 @@
 // rhd_fold, rhd_scatter_reduce, rhd_all_gather, rhd_unfold), hop = the step, chunk = the first block
 // of the range, origin = sender. Off-ring pairs are sealed on the sealed channel's pair streams.
 #pragma once
+#include <array>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -61,14 +62,18 @@ class RecursiveAllreduce {
   void allreduce_sum(RecursiveKind kind, float* data, std::size_t count, const MessageContext& id);
 
  private:
-  std::string name(RecursiveKind kind) const;
-
   Transport& t_;
   Channel& channel_;
   RingMemory& memory_;
   RingOptions opt_;
   Profiler* prof_;
   HopRunner hops_;
+  std::array<std::string, 2> names_;  // per kind, for errors: "recursive doubling all-reduce", ...
+  // The last call's plan, reused while the kind and count stay (a bucket's size is fixed for a run).
+  std::vector<Hop> plan_;
+  RecursiveKind plan_kind_ = RecursiveKind::Doubling;
+  std::size_t plan_count_ = 0;
+  std::size_t widest_ = 0;
 };
 
 }  // namespace tt::comm

@@ -17,7 +17,8 @@ RingAllreduce::RingAllreduce(Transport& transport, RingOptions options, Profiler
       memory_(&host_),
       opt_(std::move(options)),
       prof_(profiler),
-      hops_(transport, plain_, host_, profiler) {}
+      hops_(transport, plain_, host_, profiler),
+      name_("ring all-reduce") {}
 
 RingAllreduce::RingAllreduce(Transport& transport, Channel& channel, RingOptions options, Profiler* profiler)
     : t_(transport),
@@ -25,7 +26,8 @@ RingAllreduce::RingAllreduce(Transport& transport, Channel& channel, RingOptions
       memory_(&host_),
       opt_(std::move(options)),
       prof_(profiler),
-      hops_(transport, channel, host_, profiler) {}
+      hops_(transport, channel, host_, profiler),
+      name_("ring all-reduce") {}
 
 RingAllreduce::RingAllreduce(Transport& transport, Channel& channel, RingMemory& memory, RingOptions options,
                              Profiler* profiler)
@@ -34,23 +36,19 @@ RingAllreduce::RingAllreduce(Transport& transport, Channel& channel, RingMemory&
       memory_(&memory),
       opt_(std::move(options)),
       prof_(profiler),
-      hops_(transport, channel, memory, profiler) {
-  check_channel_memory("ring all-reduce", channel, memory);
-}
-
-// "ring all-reduce" on the host, "device ring all-reduce" on a GPU: errors say which ring failed.
-std::string RingAllreduce::name() const {
-  return memory_->space() == MemorySpace::Host ? "ring all-reduce" : "device ring all-reduce";
+      hops_(transport, channel, memory, profiler),
+      name_(memory.space() == MemorySpace::Host ? "ring all-reduce" : "device ring all-reduce") {
+  check_channel_memory(name_, channel, memory);
 }
 
 void RingAllreduce::allreduce_sum(float* data, std::size_t count, const MessageContext& id) {
   if (t_.size() == 1 || count == 0) return;
-  if (data == nullptr) throw RunError(name() + ": null buffer");
+  if (data == nullptr) throw RunError(name_ + ": null buffer");
   const auto begin = Profiler::Clock::now();
   const RingGeometry geo(t_.rank(), t_.size(), count, opt_.segment_bytes,
                          !channel_->pass_through() && opt_.all_gather == AllGatherMode::ForwardWire,
                          channel_->overhead());
-  hops_.begin(name(), geo.layout(), geo.max_chunk(), id, opt_.timeout, opt_.tag);
+  hops_.begin(name_, geo.layout(), geo.max_chunk(), id, opt_.timeout, opt_.tag);
   memory_->wait_queued();  // the first sends read `data`: whatever produced it must be done
   // Hops in order: scatter-reduce 0..P-2, then all-gather 0..P-2.
   plan_.clear();

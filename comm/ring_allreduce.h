@@ -91,8 +91,6 @@ class RingAllreduce {
   std::size_t scratch_bytes() const { return memory_->scratch_bytes(); }
 
  private:
-  std::string name() const;
-
   Transport& t_;
   PlainChannel plain_;
   HostRingMemory host_;
@@ -101,6 +99,7 @@ class RingAllreduce {
   RingOptions opt_;
   Profiler* prof_;
   HopRunner hops_;         // posting, sealing, checking, opening and adding each hop's messages
+  std::string name_;       // "ring all-reduce", or "device ring all-reduce" on a GPU: errors say which
   std::vector<Hop> plan_;  // the current call's hops (capacity kept)
 };
 
