@@ -5,9 +5,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 
 #include "base/error.h"
+#include "comm/allreduce_algo.h"
 #include "comm/collectives.h"
 #include "comm/mpi_allreduce.h"
 #include "comm/sealed_bench.h"
@@ -91,11 +93,13 @@ std::vector<BenchRecord> bench_size(const Transport& t, Collectives& coll,
   const int p = t.size();
   std::vector<BenchRecord> recs(algos.size());
   for (std::size_t a = 0; a < algos.size(); ++a) {
-    recs[a] = {.mode = algos[a].mode,
-               .ranks = p,
-               .bytes = count * sizeof(float),
-               .count = count,
-               .iters = opt.iters};
+    recs[a].mode = algos[a].mode;
+    recs[a].ranks = p;
+    recs[a].bytes = count * sizeof(float);
+    recs[a].count = count;
+    recs[a].iters = opt.iters;
+    if (algos[a].picks) recs[a].picked = algos[a].picks(count);
+    if (algos[a].predicts) recs[a].predicted_us = algos[a].predicts(count);
     if (opt.check) recs[a].correct = check_algo(t, coll, algos[a], buf, count, seq);
     // Timed runs reuse whatever the buffer holds: values only grow, and float adds take the same time.
     for (int i = 0; i < opt.warmup; ++i) algos[a].allreduce(buf.data(), count);
@@ -153,23 +157,59 @@ std::vector<BenchRecord> run_allreduce_bench(Transport& t, MPI_Comm comm, const 
                                              Channel* channel, Profiler* profiler,
                                              const std::function<void(const BenchRecord&)>& on_record) {
   PlainChannel plain;
-  RingAllreduce ring(t, channel != nullptr ? *channel : plain, opt.ring, profiler);
-  RingAllreduce plain_ring(t, plain, opt.plain_ring, profiler);  // beside a sealed one
+  HostRingMemory memory;
+  HostRingMemory plain_memory;
+  Allreducer ours(t, channel != nullptr ? *channel : plain, memory, opt.ring, profiler);
+  RingAllreduce plain_ring(t, plain, plain_memory, opt.plain_ring, profiler);  // beside a sealed one
+  const std::size_t segment = opt.ring.segment_bytes;
+  const int ranks = t.size();
   std::uint64_t step = 0;
   std::vector<BenchAlgo> algos;
+  const auto run_ours = [&](ReduceAlgo a, float* d, std::size_t n) {
+    ours.allreduce_sum(a, d, n, MessageContext{.step = step++});
+  };
   for (const BenchAlgorithm mode : opt.modes) {
-    if (mode != BenchAlgorithm::Mpi) {
-      RingAllreduce& r = mode == BenchAlgorithm::Ring ? ring : plain_ring;
-      algos.push_back({enum_name(mode), [&step, &r](float* d, std::size_t n) {
-                         MessageContext id;
-                         id.step = step++;
-                         r.allreduce_sum(d, n, id);
-                       }});
-    } else {
-      algos.push_back({enum_name(mode), [comm](float* d, std::size_t n) { mpi_allreduce_sum(comm, d, n); }});
+    BenchAlgo b{enum_name(mode), {}, {}, {}};
+    const auto fixed = mode == BenchAlgorithm::Rd    ? ReduceAlgo::Rd
+                       : mode == BenchAlgorithm::Rhd ? ReduceAlgo::Rhd
+                                                     : ReduceAlgo::Ring;
+    // auto's pick per size, priced once (outside the timed runs: the check comes first), as train
+    // remembers each bucket's.
+    const auto picks = std::make_shared<std::map<std::size_t, ReduceAlgo>>();
+    const auto pick = [&opt, ranks, segment, mode, fixed, picks](std::size_t n) {
+      if (mode != BenchAlgorithm::Auto) return fixed;
+      const auto it = picks->find(n);
+      if (it != picks->end()) return it->second;
+      return (*picks)[n] = choose_algo(opt.model, ranks, n, segment).algo;
+    };
+    switch (mode) {
+      case BenchAlgorithm::Mpi:
+        b.allreduce = [comm](float* d, std::size_t n) { mpi_allreduce_sum(comm, d, n); };
+        break;
+      case BenchAlgorithm::Plain:
+        b.allreduce = [&step, &plain_ring](float* d, std::size_t n) {
+          plain_ring.allreduce_sum(d, n, MessageContext{.step = step++});
+        };
+        break;
+      default:  // ours: ring, rd, rhd, auto
+        b.allreduce = [run_ours, pick](float* d, std::size_t n) { run_ours(pick(n), d, n); };
+        b.picks = [pick](std::size_t n) { return std::string(enum_name(pick(n))); };
+        b.predicts = [&opt, ranks, segment, pick](std::size_t n) {
+          return opt.model.predict_us(allreduce_work(pick(n), ranks, n, segment));
+        };
     }
+    algos.push_back(std::move(b));
   }
   return run_allreduce_bench(t, algos, opt, on_record);
+}
+
+std::vector<CostSample> cost_samples(const std::vector<BenchRecord>& records) {
+  std::vector<CostSample> out;
+  for (const auto& r : records) {
+    const auto algo = parse_enum<ReduceAlgo>(r.mode);  // ring, rd, rhd; not auto (it repeats one of them)
+    if (algo && r.correct && r.time_us_median > 0) out.push_back({*algo, r.ranks, r.count, r.time_us_median});
+  }
+  return out;
 }
 
 RingAeadBytes ring_aead_bytes(std::size_t count, int ranks, AllGatherMode all_gather) {
@@ -245,9 +285,9 @@ std::string format_sealed_summary(const std::vector<BenchRecord>& records, const
 std::string format_bench_header(const std::string& reference) {
   const std::string vs = "vs_" + reference;
   std::array<char, 256> line{};
-  std::snprintf(line.data(), line.size(), "%-6s %5s %12s %11s %12s %10s %10s %11s %11s %6s %5s", "mode",
+  std::snprintf(line.data(), line.size(), "%-9s %5s %12s %11s %12s %10s %10s %11s %11s %6s %5s %10s", "mode",
                 "ranks", "bytes", "count", "time_us(med)", "min", "max", "algbw(GB/s)", "busbw(GB/s)",
-                vs.c_str(), "check");
+                vs.c_str(), "check", "model_us");
   return line.data();
 }
 
@@ -260,9 +300,18 @@ std::string format_bench_row(const BenchRecord& r) {
   } else {
     std::snprintf(vs.data(), vs.size(), "-");
   }
-  std::snprintf(line.data(), line.size(), "%-6s %5d %12zu %11zu %12.1f %10.1f %10.1f %11.3f %11.3f %6s %5s",
-                r.mode.c_str(), r.ranks, r.bytes, r.count, r.time_us_median, r.time_us_min, r.time_us_max,
-                r.algbw_gbps, r.busbw_gbps, vs.data(), r.correct ? "ok" : "FAIL");
+  // auto names its pick ("auto:rd"); model_us is the cost model's time for what ran.
+  const std::string mode = r.mode == "auto" && !r.picked.empty() ? r.mode + ":" + r.picked : r.mode;
+  std::array<char, 16> model{};
+  if (r.predicted_us > 0) {
+    std::snprintf(model.data(), model.size(), "%.1f", r.predicted_us);
+  } else {
+    std::snprintf(model.data(), model.size(), "-");
+  }
+  std::snprintf(line.data(), line.size(),
+                "%-9s %5d %12zu %11zu %12.1f %10.1f %10.1f %11.3f %11.3f %6s %5s %10s", mode.c_str(), r.ranks,
+                r.bytes, r.count, r.time_us_median, r.time_us_min, r.time_us_max, r.algbw_gbps, r.busbw_gbps,
+                vs.data(), r.correct ? "ok" : "FAIL", model.data());
   return line.data();
 }
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/allreduce_cost.h"
 #include "comm/channel.h"
 #include "comm/ring_allreduce.h"
 #include "comm/transport.h"
@@ -24,10 +25,11 @@
 
 namespace tt::comm {
 
-// The algorithms `bench allreduce --modes` compares: our ring (through the bench's channel: sealed in
-// a TEE mode), the MPI library's MPI_Allreduce, and our ring in plaintext beside a sealed one (what
-// sealing costs, measured in the same run).
-enum class BenchAlgorithm { Ring, Mpi, Plain };
+// The algorithms `bench allreduce --modes` compares: ours (through the bench's channel: sealed in a TEE
+// mode) — the ring, recursive doubling, recursive halving-doubling, and `auto`, the cost model's pick
+// per size (allreduce_cost.h) — the MPI library's MPI_Allreduce, and our ring in plaintext beside a
+// sealed one (what sealing costs, measured in the same run).
+enum class BenchAlgorithm { Ring, Mpi, Plain, Rd, Rhd, Auto };
 
 }  // namespace tt::comm
 
@@ -35,18 +37,21 @@ namespace tt {
 template <>
 struct EnumNames<comm::BenchAlgorithm> {
   static constexpr std::pair<const char*, comm::BenchAlgorithm> all[] = {
-      {"ring", comm::BenchAlgorithm::Ring},
-      {"mpi", comm::BenchAlgorithm::Mpi},
-      {"plain", comm::BenchAlgorithm::Plain}};
+      {"ring", comm::BenchAlgorithm::Ring}, {"rd", comm::BenchAlgorithm::Rd},
+      {"rhd", comm::BenchAlgorithm::Rhd},   {"auto", comm::BenchAlgorithm::Auto},
+      {"mpi", comm::BenchAlgorithm::Mpi},   {"plain", comm::BenchAlgorithm::Plain}};
 };
 }  // namespace tt
 
 namespace tt::comm {
 
-// One algorithm under test: an in-place float sum over all ranks.
+// One algorithm under test: an in-place float sum over all ranks. For our algorithms, `picks` names
+// what runs for a count (auto: the cost model's pick) and `predicts` the cost model's time for it.
 struct BenchAlgo {
   std::string mode;  // "ring", "mpi", ...
   std::function<void(float* data, std::size_t count)> allreduce;
+  std::function<std::string(std::size_t count)> picks;
+  std::function<double(std::size_t count)> predicts;
 };
 
 struct BenchOptions {
@@ -57,8 +62,9 @@ struct BenchOptions {
   int iters = 20;
   bool check = true;
   std::vector<BenchAlgorithm> modes = {BenchAlgorithm::Ring, BenchAlgorithm::Mpi};  // the MPI_Comm overload
-  RingOptions ring{};                                                               // ditto
+  RingOptions ring{};        // ditto: our algorithms' options (segments, all-gather mode)
   RingOptions plain_ring{};  // BenchAlgorithm::Plain: the ring as `--tee off` runs it
+  CostModel model{};         // BenchAlgorithm::Auto picks with it
 };
 
 struct BenchRecord {
@@ -78,7 +84,12 @@ struct BenchRecord {
   double speedup_vs_mpi = 0;    // MPI_Allreduce's median time / this one's at the same size; 0: no mpi run
   double speedup_vs_plain = 0;  // the plaintext ring's median time / this one's; 0: no plain run
   double aead_us = 0;           // sealed ring: its AEAD work alone at the measured rates (add_aead_bounds)
+  std::string picked;           // auto: the algorithm the cost model picked at this size; else empty
+  double predicted_us = 0;      // ring, rd, rhd, auto: the cost model's time for this size
 };
+
+// The measured times of ring, rd and rhd, as samples for fit_cost_model (allreduce_cost.h).
+std::vector<CostSample> cost_samples(const std::vector<BenchRecord>& records);
 
 // The AEAD work of one sealed ring all-reduce on a rank holding a largest chunk: plaintext bytes it
 // seals and opens (docs/design.md §5). Scatter-reduce seals and opens P-1 chunks; the all-gather opens

@@ -19,6 +19,20 @@ const char* phase_name(MessagePhase p) {
       return "barrier";
     case MessagePhase::Allgather:
       return "allgather";
+    case MessagePhase::RdFold:
+      return "rd_fold";
+    case MessagePhase::RdExchange:
+      return "rd_exchange";
+    case MessagePhase::RdUnfold:
+      return "rd_unfold";
+    case MessagePhase::RhdFold:
+      return "rhd_fold";
+    case MessagePhase::RhdScatterReduce:
+      return "rhd_scatter_reduce";
+    case MessagePhase::RhdAllGather:
+      return "rhd_all_gather";
+    case MessagePhase::RhdUnfold:
+      return "rhd_unfold";
   }
   return "unknown";
 }

@@ -19,17 +19,28 @@
 
 namespace tt::comm {
 
-// Which part of which collective a message belongs to.
+// Which part of which collective a message belongs to. The phase is bound into a sealed message's
+// associated data, so each all-reduce algorithm has phases of its own: a message of one algorithm (or
+// step: MessageContext::hop) never opens as another's.
 enum class MessagePhase : std::uint8_t {
   ScatterReduce = 0,  // ring: partial sums travelling around the ring
   AllGather = 1,      // ring: finished chunks travelling around the ring
   Broadcast = 2,
   Barrier = 3,
-  Allgather = 4,  // small-blob allgather (digests)
+  Allgather = 4,         // small-blob allgather (digests)
+  RdFold = 5,            // recursive doubling: an extra rank's buffer to its partner (P not 2^k)
+  RdExchange = 6,        // recursive doubling: step `hop`, whole buffers swapped with rank ^ 2^hop
+  RdUnfold = 7,          // recursive doubling: the result back to the extra rank
+  RhdFold = 8,           // halving-doubling: an extra rank's buffer to its partner
+  RhdScatterReduce = 9,  // halving-doubling: step `hop` of the reduce-scatter (halves)
+  RhdAllGather = 10,     // halving-doubling: step `hop` of the all-gather (doubling)
+  RhdUnfold = 11,        // halving-doubling: the result back to the extra rank
 };
 const char* phase_name(MessagePhase p);
-inline bool is_ring_phase(MessagePhase p) {
-  return p == MessagePhase::ScatterReduce || p == MessagePhase::AllGather;
+// A message of the gradient all-reduce (any algorithm): what the ring_sealed / ring_opened counters
+// count (docs/design.md §5's arithmetic).
+inline bool is_allreduce_phase(MessagePhase p) {
+  return p != MessagePhase::Broadcast && p != MessagePhase::Barrier && p != MessagePhase::Allgather;
 }
 
 inline constexpr int kAnyRank = -1;  // receiver of a group message (forward-wire all-gather)

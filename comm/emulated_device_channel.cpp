@@ -41,7 +41,7 @@ void EmulatedDeviceChannel::charge_seal(const MessageContext& ctx, std::size_t b
   if (forward_ag_ && ctx.phase == MessagePhase::AllGather && ctx.hop > 0) return;
   if (prof_ != nullptr) {
     prof_->add(Counter::MessagesSealed, 1);
-    if (is_ring_phase(ctx.phase)) prof_->add(Counter::RingSealed, 1);
+    if (is_allreduce_phase(ctx.phase)) prof_->add(Counter::RingSealed, 1);
     prof_->add(Counter::BytesSealed, static_cast<int64_t>(bytes));
   }
   charge(Phase::Seal, bytes);
@@ -50,7 +50,7 @@ void EmulatedDeviceChannel::charge_seal(const MessageContext& ctx, std::size_t b
 void EmulatedDeviceChannel::charge_open(const MessageContext& ctx, std::size_t bytes) {
   if (prof_ != nullptr) {
     prof_->add(Counter::MessagesOpened, 1);
-    if (is_ring_phase(ctx.phase)) prof_->add(Counter::RingOpened, 1);
+    if (is_allreduce_phase(ctx.phase)) prof_->add(Counter::RingOpened, 1);
     prof_->add(Counter::BytesOpened, static_cast<int64_t>(bytes));
   }
   charge(Phase::Open, bytes);

@@ -8,6 +8,7 @@
 //       After P-1 hops rank r holds the full sum of chunk (r + 1): it is that chunk's owner.
 //   all-gather,     hop s = 0..P-2: send chunk (r + 1 - s), receive chunk (r - s) and store it.
 //
+// Each hop is run by the HopRunner every all-reduce algorithm shares (comm/hop_runner.h).
 // Each chunk travels as segments of `segment_bytes` (0: one message per chunk). Within a hop every
 // receive is posted first. Plaintext: every send is posted next, then receives are finished (and added
 // in) in order, so the neighbour pulls our segments while we add its own; scatter-reduce receives cycle
@@ -39,9 +40,11 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "comm/channel.h"
+#include "comm/hop_runner.h"
 #include "comm/ring_geometry.h"
 #include "comm/ring_memory.h"
 #include "comm/transport.h"
@@ -88,18 +91,6 @@ class RingAllreduce {
   std::size_t scratch_bytes() const { return memory_->scratch_bytes(); }
 
  private:
-  void prepare(std::size_t count, const MessageContext& id);
-  void run_hop(float* data, const RingHop& h);
-  bool eager_sends() const;
-  float* reduce_slot(const RingRange& in, std::size_t k) const;
-  void post_receives(float* data, const RingHop& h, std::size_t k0, std::size_t k1);
-  void send_segments(float* data, const RingHop& h, std::size_t k0, std::size_t k1,
-                     std::vector<Request>& sent);
-  bool fused_gather(const RingHop& h) const;
-  void finish_receives(float* data, const RingHop& h, std::size_t k0, std::size_t k1);
-  void check_length(std::size_t got, std::size_t expected, int prev, const MessageContext& ctx) const;
-  std::size_t wait(Request& r, const MessageContext& ctx);
-
   Transport& t_;
   PlainChannel plain_;
   HostRingMemory host_;
@@ -107,23 +98,9 @@ class RingAllreduce {
   RingMemory* memory_;
   RingOptions opt_;
   Profiler* prof_;
-
-  // Geometry and scratch of the current call.
-  int rank_ = 0;
-  int size_ = 1;
-  RingGeometry geo_;
-  RingScratch scratch_;
-  std::size_t reduce_slots_ = 0;  // 0: scatter-reduce receives land at their chunk offset in scratch
-
-  // Request and job lists (capacity kept between calls). recvs_[k] is segment k of the current hop.
-  std::vector<Request> sends_;
-  std::vector<Request> early_sends_;  // the first all-gather hop's, posted during the last scatter-reduce hop
-  // This call's eager_sends(): sends posted up front, reduce slots, and the last scatter-reduce hop
-  // fused with the first all-gather hop.
-  bool eager_ = false;
-  std::vector<Request> recvs_;
-  std::vector<Channel::SealJob> seal_jobs_;
-  std::vector<Channel::OpenJob> open_jobs_;
+  HopRunner hops_;         // posting, sealing, checking, opening and adding each hop's messages
+  std::string name_;       // "ring all-reduce", or "device ring all-reduce" on a GPU: errors say which
+  std::vector<Hop> plan_;  // the current call's hops (capacity kept)
 };
 
 }  // namespace tt::comm

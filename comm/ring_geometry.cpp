@@ -2,72 +2,80 @@
 
 #include <algorithm>
 
+#include "comm/hop_runner.h"
+
 namespace tt::comm {
 
-RingGeometry::RingGeometry(int rank, int size, std::size_t count, std::size_t segment_bytes,
-                           const MessageContext& id, bool forward_wire, std::size_t overhead)
-    : rank_(rank), size_(size), count_(count), id_(id), forward_wire_(forward_wire), overhead_(overhead) {
-  seg_elems_ = segment_bytes == 0 ? std::max<std::size_t>(max_chunk(), 1)
-                                  : std::max<std::size_t>(segment_bytes / sizeof(float), 1);
+RingRange balanced_block(std::size_t count, std::size_t parts, std::size_t b) {
+  const std::size_t base = count / parts;
+  const std::size_t rem = count % parts;
+  return {b * base + std::min(b, rem), base + (b < rem ? 1 : 0)};
 }
 
-RingHop RingGeometry::scatter_reduce_hop(std::uint32_t s) const {
-  const auto p = static_cast<std::uint32_t>(size_);
-  const auto r = static_cast<std::uint32_t>(rank_);
-  return {MessagePhase::ScatterReduce, s, (r + p - s) % p, (r + 2 * p - s - 1) % p};
+SegmentLayout::SegmentLayout(std::size_t segment_bytes, std::size_t whole_elems, std::size_t overhead)
+    : seg_elems_(segment_bytes == 0 ? std::max<std::size_t>(whole_elems, 1)
+                                    : std::max<std::size_t>(segment_bytes / sizeof(float), 1)),
+      overhead_(overhead) {}
+
+std::size_t SegmentLayout::segments(const RingRange& range) const {
+  return (range.count + seg_elems_ - 1) / seg_elems_;
 }
 
-RingHop RingGeometry::all_gather_hop(std::uint32_t s) const {
-  const auto p = static_cast<std::uint32_t>(size_);
-  const auto r = static_cast<std::uint32_t>(rank_);
-  return {MessagePhase::AllGather, s, (r + 1 + p - s) % p, (r + p - s) % p};
-}
-
-RingRange RingGeometry::chunk(std::uint32_t c) const {
-  const auto p = static_cast<std::size_t>(size_);
-  const std::size_t base = count_ / p;
-  const std::size_t rem = count_ % p;
-  return {c * base + std::min<std::size_t>(c, rem), base + (c < rem ? 1 : 0)};
-}
-
-std::size_t RingGeometry::segments(const RingRange& ch) const {
-  return (ch.count + seg_elems_ - 1) / seg_elems_;
-}
-
-RingRange RingGeometry::segment(const RingRange& ch, std::size_t k) const {
+RingRange SegmentLayout::segment(const RingRange& range, std::size_t k) const {
   const std::size_t begin = k * seg_elems_;
-  return {ch.offset + begin, std::min(seg_elems_, ch.count - begin)};
+  return {range.offset + begin, std::min(seg_elems_, range.count - begin)};
 }
 
 // Slots are padded to 64 bytes so every segment's wire bytes start aligned: the GPU AES-GCM takes its
 // vectorised path only for 16-byte aligned buffers, and the CPU's AES-NI loads like cache-line starts.
-std::size_t RingGeometry::wire_offset(std::size_t k) const {
+std::size_t SegmentLayout::wire_offset(std::size_t k) const {
   constexpr std::size_t kSlotAlign = 64;
   const std::size_t slot = seg_elems_ * sizeof(float) + overhead_;
   return k * ((slot + kSlotAlign - 1) / kSlotAlign * kSlotAlign);
 }
 
-MessageContext RingGeometry::context(const RingHop& h, std::uint32_t chunk_index, std::size_t seg, int sender,
-                                     int receiver, std::size_t bytes) const {
-  MessageContext c = id_;
-  c.phase = h.phase;
-  c.hop = h.index;
-  c.chunk = chunk_index;
-  c.segment = static_cast<std::uint32_t>(seg);
-  c.length = bytes;
-  const int owner = (static_cast<int>(chunk_index) + size_ - 1) % size_;  // holds the finished chunk
-  if (forwarding(h)) {
-    // One sealed object travels every link unchanged: it belongs to the owner, not to a hop.
-    c.hop = 0;
-    c.origin = owner;
-    c.sender = owner;
-    c.receiver = kAnyRank;
-  } else {
-    c.origin = h.phase == MessagePhase::AllGather ? owner : sender;
-    c.sender = sender;
-    c.receiver = receiver;
-  }
-  return c;
+RingGeometry::RingGeometry(int rank, int size, std::size_t count, std::size_t segment_bytes,
+                           bool forward_wire, std::size_t overhead)
+    : rank_(rank), size_(size), count_(count), forward_wire_(forward_wire) {
+  layout_ = SegmentLayout(segment_bytes, max_chunk(), overhead);
+}
+
+Hop RingGeometry::scatter_reduce_hop(std::uint32_t s) const {
+  const auto p = static_cast<std::uint32_t>(size_);
+  const auto r = static_cast<std::uint32_t>(rank_);
+  const int next = (rank_ + 1) % size_;
+  const int prev = (rank_ + size_ - 1) % size_;
+  const std::uint32_t out = (r + p - s) % p;
+  const std::uint32_t in = (r + 2 * p - s - 1) % p;
+  Hop h;
+  h.phase = MessagePhase::ScatterReduce;
+  h.index = s;
+  h.send = {next, chunk(out), out, rank_};
+  h.recv = {prev, chunk(in), in, prev};
+  h.reduce = true;
+  h.fuse = s + 2 == p;  // the last one: its chunk is the first all-gather hop's
+  return h;
+}
+
+Hop RingGeometry::all_gather_hop(std::uint32_t s) const {
+  const auto p = static_cast<std::uint32_t>(size_);
+  const auto r = static_cast<std::uint32_t>(rank_);
+  const std::uint32_t out = (r + 1 + p - s) % p;
+  const std::uint32_t in = (r + p - s) % p;
+  // The owner of chunk c holds its finished sum: rank c - 1.
+  const auto owner = [this](std::uint32_t c) { return (static_cast<int>(c) + size_ - 1) % size_; };
+  Hop h;
+  h.phase = MessagePhase::AllGather;
+  h.index = s;
+  h.send = {(rank_ + 1) % size_, chunk(out), out, owner(out)};
+  h.recv = {(rank_ + size_ - 1) % size_, chunk(in), in, owner(in)};
+  h.forwarded = forward_wire_;
+  h.reseal = !(forward_wire_ && s > 0);  // later hops resend the owner's sealed bytes
+  return h;
+}
+
+RingRange RingGeometry::chunk(std::uint32_t c) const {
+  return balanced_block(count_, static_cast<std::size_t>(size_), c);
 }
 
 }  // namespace tt::comm

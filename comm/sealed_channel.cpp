@@ -185,7 +185,7 @@ void SealedChannel::seal_batch(std::span<const SealJob> jobs) {
                      std::to_string(j.plain.size()) + " plaintext bytes at " + to_string(j.ctx));
     tasks_.push_back({true, streams_.next(j.ctx, j.plain.size(), true), j.plain, j.wire, nullptr});
     bytes += j.plain.size();
-    ring += is_ring_phase(j.ctx.phase) ? 1 : 0;
+    ring += is_allreduce_phase(j.ctx.phase) ? 1 : 0;
   }
   run(tasks_);
   streams_.count(true, jobs.size(), ring, bytes);
@@ -200,7 +200,7 @@ void SealedChannel::open_batch(std::span<const OpenJob> jobs) {
       throw streams_.wrong_length(j.ctx, j.wire.size(), j.plain.size());
     tasks_.push_back({false, streams_.next(j.ctx, j.plain.size(), false), j.wire, j.plain, nullptr});
     bytes += j.plain.size();
-    ring += is_ring_phase(j.ctx.phase) ? 1 : 0;
+    ring += is_allreduce_phase(j.ctx.phase) ? 1 : 0;
   }
   run(tasks_);
   streams_.count(false, jobs.size(), ring, bytes);

@@ -97,19 +97,21 @@ void GradientReduction::host_ring(const GradientSetup& s, comm::RingOptions ro) 
   comm::Transport& wire = emulated_link_ ? static_cast<comm::Transport&>(*emulated_link_)
                           : link_        ? static_cast<comm::Transport&>(*link_)
                                          : s.transport;
-  if (emulated_links) {
-    gpu_memory_.emplace(*gpu_);
-    ring_.emplace(wire, *channel, *gpu_memory_, ro, &s.profiler);
-  } else {
-    ring_.emplace(wire, *channel, ro, &s.profiler);
-  }
+  comm::RingMemory& memory =
+      emulated_links ? static_cast<comm::RingMemory&>(gpu_memory_.emplace(*gpu_)) : host_memory_;
+  algos_.emplace(wire, *channel, memory, ro, &s.profiler);
+  // Note [same algorithm on every rank] (allreduce_selection.h): the model's inputs are agreed ones.
+  selection_.emplace(o.allreduce_algo,
+                     o.allreduce_cost.empty() ? default_cost_model(o, ts, gpu_ ? &gpu_->gpu() : nullptr)
+                                              : load_cost_model(o.allreduce_cost, o.tee.mode),
+                     wire.size(), ro.segment_bytes);
   fn_ = [this](float* g, std::size_t n, long step, int bucket) {
     comm::MessageContext id;
     id.step = static_cast<uint64_t>(step);
     id.bucket = static_cast<uint32_t>(bucket);
-    ring_->allreduce_sum(g, n, id);
+    algos_->allreduce_sum(selection_->pick(bucket, n), g, n, id);
   };
-  path_ = "ring over " + wire.name() + ", " + channel->name();
+  path_ = selection_->describe() + " over " + wire.name() + ", " + channel->name();
 }
 
 }  // namespace tt

@@ -6,9 +6,11 @@
 //   --device cuda, --tee off | fast+device   the device ring (device_allreduce.h): GPU to GPU, fast
 //                                            sealing with the GPU AES-GCM
 //   --allreduce mpi                          MPI_Allreduce on host buffers
-//   otherwise                                our ring on host buffers, through the sealed channel in
-//                                            TEE mode; GPU buckets are staged through host memory
-//                                            (H100 CC's bounce-buffer path, the `stage` phase)
+//   otherwise                                our algorithms on host buffers (--allreduce-algo: the ring,
+//                                            recursive doubling, halving-doubling, or the cost model's
+//                                            pick per bucket: allreduce_selection.h), through the
+//                                            sealed channel in TEE mode; GPU buckets are staged through
+//                                            host memory (H100 CC's bounce-buffer path, the `stage` phase)
 //
 // Emulated GPUs (--compute emulate, an EmulatedBackend): fast's device crypto is EmulatedDeviceChannel;
 // with --link emulate the ring's plaintext messages go over EmulatedLinkTransport and its adds are
@@ -21,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/allreduce_algo.h"
 #include "comm/cc_transfer_channel.h"
 #include "comm/emulated_device_channel.h"
 #include "comm/emulated_link_transport.h"
@@ -29,6 +32,7 @@
 #include "comm/ring_allreduce.h"
 #include "comm/sealed_channel.h"
 #include "comm/throttled_transport.h"
+#include "engine/allreduce_selection.h"
 #include "engine/core/backend.h"
 #include "engine/core/emulated/emulated_backend.h"
 #include "engine/core/profiler.h"
@@ -68,6 +72,8 @@ class GradientReduction {
   const std::string& path() const { return path_; }
   // --cc-transfer-us as applied to the ring (0 when the ring is not sealed on the host).
   double cc_transfer_us() const { return cc_transfers_ ? cc_transfers_->toll_us() : 0.0; }
+  // Our host algorithms: what each bucket took and why (AlgoSelection::summary); null on other paths.
+  nlohmann::json selection() const { return selection_ ? selection_->summary() : nlohmann::json(nullptr); }
 
  private:
   void host_ring(const GradientSetup& s, comm::RingOptions ro);
@@ -78,7 +84,9 @@ class GradientReduction {
   std::optional<comm::CcTransferChannel> cc_transfers_;  // wraps the ring's host-sealing channel
   std::optional<comm::ThrottledTransport> link_;
   std::optional<comm::EmulatedLinkTransport> emulated_link_;
-  std::optional<comm::RingAllreduce> ring_;
+  comm::HostRingMemory host_memory_;  // our algorithms' scratch on the host (one for all of them)
+  std::optional<comm::Allreducer> algos_;
+  std::optional<AlgoSelection> selection_;
   std::unique_ptr<DeviceAllreduce> device_ring_;
   std::unique_ptr<NcclAllreduce> nccl_;
   std::vector<float> staging_;  // (largest bucket,) floats: GPU buckets on their way through the host ring

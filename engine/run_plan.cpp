@@ -45,6 +45,15 @@ void path_conflicts(const RunPlan& p, std::vector<std::string>& out) {
         "--adversary sits on teetrain's host ring; MPI_Allreduce, NCCL and the device ring bypass "
         "it: use --allreduce ring on --device cpu (add --compute emulate for GPU-speed compute; in TEE "
         "mode with --tee cc or --tee-device-crypto off, so that the host really seals)");
+  if (p.allreduce_algo != comm::AlgoRequest::Ring && p.allreduce != AllreduceAlgo::Ring)
+    out.push_back(std::string("--allreduce-algo ") + enum_name(p.allreduce_algo) +
+                  " chooses among teetrain's own algorithms: use it with --allreduce ring");
+  // The device ring's condition (engine/gradient_reduction.cpp); switches() only where it matters.
+  if (p.allreduce_algo != comm::AlgoRequest::Ring && p.device == DeviceKind::Cuda &&
+      (p.tee.mode == TeeMode::Off || p.switches().device_crypto))
+    out.push_back(std::string("--allreduce-algo ") + enum_name(p.allreduce_algo) +
+                  " runs on host buffers; the device ring of --device cuda is a ring: use --allreduce-algo "
+                  "ring, or --tee cc (gradients staged through the host)");
   if (p.adversary && p.compute == ComputeMode::Emulate && p.switches().device_crypto)
     out.push_back(
         "--adversary needs messages that are really sealed: under --compute emulate, --tee fast seals "

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "comm/adversary_spec.h"
+#include "comm/allreduce_algo.h"
 #include "comm/transport.h"
 #include "engine/core/backend.h"
 #include "engine/core/emulated/emulated_gpu.h"
@@ -124,6 +125,8 @@ struct RunPlan {
   DeviceKind device = DeviceKind::Cpu;
   ComputeMode compute = ComputeMode::Real;
   AllreduceAlgo allreduce = AllreduceAlgo::Ring;
+  comm::AlgoRequest allreduce_algo = comm::AlgoRequest::Ring;  // which of ours (engine/allreduce_selection.h)
+  std::string allreduce_cost;                                  // --allreduce-cost FILE ("": defaults)
   LinkModel link = LinkModel::Real;
   bool overlap = true;
   bool tf32 = false;

@@ -1,6 +1,7 @@
 #include "engine/train_options.h"
 
 #include "base/error.h"
+#include "engine/allreduce_selection.h"
 #include "engine/image_source.h"
 #include "tee/regular_file.h"
 
@@ -42,6 +43,8 @@ RunPlan run_plan(const TrainOptions& o) {
   p.device = o.device;
   p.compute = o.compute;
   p.allreduce = o.allreduce;
+  p.allreduce_algo = o.allreduce_algo;
+  p.allreduce_cost = o.allreduce_cost;
   p.link = o.link;
   p.overlap = o.overlap;
   p.tf32 = o.tf32;
@@ -83,6 +86,11 @@ nlohmann::json train_options_json(const TrainOptions& o) {
       {"save_every", o.save_every},
       {"timing_warmup", o.timing_warmup},
       {"allreduce", name(o.allreduce)},
+      {"allreduce_algo", enum_name(o.allreduce_algo)},
+      // The calibration's coefficients, not its path: ranks must pick the same algorithm per bucket.
+      {"allreduce_cost", o.allreduce_cost.empty()
+                             ? nlohmann::json(nullptr)
+                             : cost_model_json(load_cost_model(o.allreduce_cost, o.tee.settings.mode).model)},
       {"bucket_mb", o.bucket_mb},
       {"overlap", o.overlap ? "on" : "off"},
       {"segment_kb", o.segment_kb},

@@ -69,6 +69,8 @@ struct TrainOptions {
   bool quiet = false;  // --quiet: no banner, progress, notes or phase table; the result line and errors
   // Data parallelism.
   AllreduceAlgo allreduce = AllreduceAlgo::Ring;
+  comm::AlgoRequest allreduce_algo = comm::AlgoRequest::Ring;  // --allreduce-algo
+  std::string allreduce_cost;                                  // --allreduce-cost FILE
   double bucket_mb = 25;
   bool overlap = true;  // bucket all-reduces run while backward does
   int segment_kb = 1024;

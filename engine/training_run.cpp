@@ -337,6 +337,7 @@ nlohmann::json TrainingRun::summary(const TrainResult& r, const RunReport& repor
             {"world_size", world_},
             {"allreduce", name(o_.allreduce)},
             {"gradient_path", world_ > 1 ? grads_->path() : "none"},
+            {"allreduce_selection", world_ > 1 ? grads_->selection() : nlohmann::json(nullptr)},
             {"cc_transfer_us", grads_->cc_transfer_us()},
             {"bucket_mb", o_.bucket_mb},
             {"buckets", buckets_.size()},

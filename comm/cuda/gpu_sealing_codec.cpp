@@ -93,7 +93,7 @@ GpuSealingCodec::Batch GpuSealingCodec::begin_batch(std::span<const Job> jobs, b
   for (const Job& j : jobs) {
     tickets_.push_back(streams_.next(j.ctx, j.plain_bytes, sealing));
     b.bytes += j.plain_bytes;
-    b.ring += is_ring_phase(j.ctx.phase) ? 1 : 0;
+    b.ring += is_allreduce_phase(j.ctx.phase) ? 1 : 0;
   }
   return b;
 }

@@ -41,8 +41,8 @@ enum class Counter : int {
   MessagesOpened,
   BytesOpened,
   Rekeys,
-  RingSealed,  // messages sealed / opened by the gradient ring alone (docs/design.md §5's arithmetic),
-  RingOpened,  // a subset of MessagesSealed / MessagesOpened
+  RingSealed,  // messages sealed / opened by the gradient all-reduce alone, whichever algorithm (ring, rd,
+  RingOpened,  // rhd; docs/design.md §5's arithmetic): a subset of MessagesSealed / MessagesOpened
   Count
 };
 std::string_view counter_name(Counter c);

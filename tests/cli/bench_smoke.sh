@@ -13,7 +13,7 @@ has_fields() {
   n=$(grep -c '"time_us_median"' "$f" || true)
   if [[ $n -lt 1 ]]; then echo "FAIL: $f has no records"; fails=$((fails + 1)); return; fi
   # "mode" also appears inside tee_config, so the algorithm's mode is counted by value.
-  expect_eq "$(grep -cE '"mode": "(ring|mpi|plain)"' "$f" || true)" "$n" "$tee: every record has mode"
+  expect_eq "$(grep -cE '"mode": "(ring|rd|rhd|auto|mpi|plain)"' "$f" || true)" "$n" "$tee: every record has mode"
   for key in ranks bytes time_us_median algbw_gbps busbw_gbps correct tee; do
     expect_eq "$(grep -c "\"$key\":" "$f" || true)" "$n" "$tee: every record has $key"
   done

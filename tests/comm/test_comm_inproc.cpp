@@ -7,6 +7,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "comm/allreduce_algo.h"
 #include "comm/collectives.h"
 #include "comm/inproc_transport.h"
 #include "comm/ring_allreduce.h"
@@ -104,41 +105,59 @@ struct RingCase {
   std::size_t segment_bytes;
   bool sealed;
   AllGatherMode mode;
+  ReduceAlgo algo = ReduceAlgo::Ring;
 };
 
+std::string describe(const RingCase& c) {
+  return std::string(enum_name(c.algo)) + " P=" + std::to_string(c.ranks) +
+         " seg=" + std::to_string(c.segment_bytes) + (c.sealed ? " sealed " : " plain ") +
+         all_gather_mode_name(c.mode);
+}
+
+// Every count (0, below P, around P, odd sizes) gives the exact sum on every rank, bit-identical across
+// ranks. 3-float segments of the largest buffer mean ~10^5 messages per call: only where the ring
+// always ran them (P <= 4).
 void run_ring_case(const RingCase& c) {
   InprocWorld world(c.ranks);
   const auto P = static_cast<std::size_t>(c.ranks);
-  const std::vector<std::size_t> counts = {0, 1, P - 1, P, P + 1, 1000, 65'539};
+  std::vector<std::size_t> counts = {0, 1, P - 1, P, P + 1, 1000, 65'539};
+  if (c.segment_bytes == 12 && (c.ranks > 4 || c.algo != ReduceAlgo::Ring)) counts.back() = 4099;
   std::mutex mu;
   std::vector<std::vector<float>> results(P);
   expect_no_errors(world.run([&](Transport& t) {
     ChecksumChannel sealed;
     PlainChannel plain;
+    HostRingMemory memory;
     Channel& ch = c.sealed ? static_cast<Channel&>(sealed) : plain;
-    RingAllreduce ring(t, ch, RingOptions{.segment_bytes = c.segment_bytes, .all_gather = c.mode});
+    Allreducer all(t, ch, memory, RingOptions{.segment_bytes = c.segment_bytes, .all_gather = c.mode});
     for (std::size_t n : counts) {
       auto v = pattern_buffer(n, t.rank());
-      ring.allreduce_sum(v.data(), n, MessageContext{.step = n});
-      EXPECT_EQ(first_wrong(v, c.ranks), -1) << "rank " << t.rank() << " count " << n;
+      all.allreduce_sum(c.algo, v.data(), n, MessageContext{.step = n});
+      EXPECT_EQ(first_wrong(v, c.ranks), -1) << describe(c) << " rank " << t.rank() << " count " << n;
       if (n == counts.back()) {
         std::lock_guard lock(mu);
         results[static_cast<std::size_t>(t.rank())] = v;
       }
     }
   }));
-  for (std::size_t r = 1; r < P; ++r) EXPECT_EQ(results[r], results[0]);
+  for (std::size_t r = 1; r < P; ++r) EXPECT_EQ(results[r], results[0]) << describe(c);
 }
 
-TEST(InprocRing, PlainAndSealedOverOneToFourRanks) {
-  for (int p = 1; p <= 4; ++p) {
+// Every algorithm, P = 1..8 (powers of two and not: folds), plain and through a sealing channel.
+class InprocAlgo : public ::testing::TestWithParam<ReduceAlgo> {};
+
+TEST_P(InprocAlgo, PlainAndSealedOverOneToEightRanks) {
+  for (int p = 1; p <= 8; ++p) {
     for (std::size_t seg : {std::size_t{0}, std::size_t{12}, std::size_t{4096}}) {
-      run_ring_case({p, seg, false, AllGatherMode::PerHop});
-      run_ring_case({p, seg, true, AllGatherMode::PerHop});
-      run_ring_case({p, seg, true, AllGatherMode::ForwardWire});
+      run_ring_case({p, seg, false, AllGatherMode::PerHop, GetParam()});
+      run_ring_case({p, seg, true, AllGatherMode::PerHop, GetParam()});
+      run_ring_case({p, seg, true, AllGatherMode::ForwardWire, GetParam()});
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, InprocAlgo, ::testing::ValuesIn(kReduceAlgos),
+                         [](const auto& param_info) { return std::string(enum_name(param_info.param)); });
 
 TEST(InprocRing, BatchedChannelGetsWindowsOfSegments) {
   for (auto mode : {AllGatherMode::PerHop, AllGatherMode::ForwardWire}) {

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "comm/allreduce_algo.h"
 #include "comm/allreduce_bench.h"
 #include "comm/collectives.h"
 #include "comm/mpi_allreduce.h"
@@ -103,6 +104,48 @@ TEST(MpiRing, SealedPathBothAllGatherModes) {
     }
   }
 }
+
+// Every algorithm of ours under mpirun (P = 1..4: powers of two and P = 3's fold), plain and through
+// a sealing channel: exact sums for every count, bit-identical on every rank for random floats.
+class MpiAlgo : public ::testing::TestWithParam<ReduceAlgo> {};
+
+TEST_P(MpiAlgo, ExactSumsPlainAndSealed) {
+  MpiTransport t;
+  const int p = t.size();
+  for (const bool sealed : {false, true}) {
+    for (std::size_t seg : {std::size_t{0}, std::size_t{4096}, std::size_t{1} << 20}) {
+      ChecksumChannel check;
+      PlainChannel plain;
+      HostRingMemory memory;
+      Allreducer all(t, sealed ? static_cast<Channel&>(check) : plain, memory,
+                     RingOptions{.segment_bytes = seg, .all_gather = AllGatherMode::ForwardWire});
+      for (std::size_t n : counts_for(p)) {
+        auto v = pattern_buffer(n, t.rank());
+        all.allreduce_sum(GetParam(), v.data(), n, MessageContext{.step = 2, .bucket = 1});
+        EXPECT_EQ(first_wrong(v, p), -1) << enum_name(GetParam()) << " P=" << p << " count=" << n
+                                         << " seg=" << seg << (sealed ? " sealed" : " plain");
+      }
+    }
+  }
+}
+
+TEST_P(MpiAlgo, RandomFloatsAreIdenticalOnEveryRank) {
+  MpiTransport t;
+  Collectives coll(t);
+  HostRingMemory memory;
+  PlainChannel plain;
+  Allreducer all(t, plain, memory, RingOptions{.segment_bytes = 8192});
+  for (std::size_t n : {std::size_t{100'000}, std::size_t{777}, std::size_t{3}}) {
+    std::vector<float> v(n);
+    for (std::size_t i = 0; i < n; ++i)
+      v[i] = 0.001f * static_cast<float>((i * 2654435761U + 97U * static_cast<unsigned>(t.rank())) % 10007);
+    all.allreduce_sum(GetParam(), v.data(), n, MessageContext{});
+    expect_replicas_identical(coll, v);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, MpiAlgo, ::testing::ValuesIn(kReduceAlgos),
+                         [](const auto& param_info) { return std::string(enum_name(param_info.param)); });
 
 TEST(MpiCollectives, BroadcastFromEveryRoot) {
   MpiTransport t;
@@ -220,8 +263,11 @@ TEST(MpiBench, SmallSweepIsCorrectAndSane) {
   opt.step_factor = 4;
   opt.warmup = 1;
   opt.iters = 3;
+  opt.modes = {BenchAlgorithm::Ring, BenchAlgorithm::Rd, BenchAlgorithm::Rhd, BenchAlgorithm::Auto,
+               BenchAlgorithm::Mpi};
+  opt.model = {.message_us = 10, .wire_ns_per_byte = 0.25, .reduce_ns_per_byte = 0.25};
   const auto recs = run_allreduce_bench(t, t.comm(), opt);
-  ASSERT_EQ(recs.size(), 4U * 2U);  // 1, 4, 16, 64 KiB x {ring, mpi}
+  ASSERT_EQ(recs.size(), 4U * 5U);  // 1, 4, 16, 64 KiB x {ring, rd, rhd, auto, mpi}
   for (const auto& r : recs) {
     EXPECT_TRUE(r.correct) << r.mode << " " << r.bytes;
     EXPECT_EQ(r.ranks, t.size());
@@ -230,6 +276,13 @@ TEST(MpiBench, SmallSweepIsCorrectAndSane) {
     EXPECT_LE(r.time_us_median, r.time_us_max);
     if (t.size() == 1) {
       EXPECT_EQ(r.busbw_gbps, 0.0);
+    }
+    // auto names its pick, the model's cheapest; our rows carry the model's time.
+    if (r.mode == "auto") {
+      EXPECT_EQ(r.picked, enum_name(choose_algo(opt.model, t.size(), r.count, opt.ring.segment_bytes).algo));
+    }
+    if (r.mode != "mpi" && t.size() > 1) {
+      EXPECT_GT(r.predicted_us, 0.0) << r.mode;
     }
   }
   EXPECT_NE(format_bench_table(recs).find("busbw"), std::string::npos);

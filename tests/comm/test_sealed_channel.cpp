@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "base/error.h"
+#include "comm/allreduce_algo.h"
 #include "comm/allreduce_bench.h"
 #include "comm/collectives.h"
 #include "comm/inproc_transport.h"
@@ -61,6 +62,8 @@ ChannelKeys test_keys(int rank, int p) {
 }
 
 struct RingSetup {
+  ReduceAlgo algo = ReduceAlgo::Ring;
+  bool mixed = false;  // bucket i of the run takes kReduceAlgos[i % 3] instead of `algo`
   int ranks = 2;
   AllGatherMode mode = AllGatherMode::PerHop;
   std::size_t segment_bytes = 0;
@@ -124,7 +127,8 @@ Outcome run(const RingSetup& s, bool sealed = true) {
     RingOptions ro;
     ro.segment_bytes = s.segment_bytes;
     ro.all_gather = s.mode;
-    RingAllreduce ring(t, ch, ro, &prof);
+    HostRingMemory memory;
+    Allreducer algos(t, ch, memory, ro, &prof);
     Collectives coll(t, ch, &prof);
     coll.set_segment_bytes(512);
     for (int step = 0; step < s.steps; ++step) {
@@ -133,7 +137,9 @@ Outcome run(const RingSetup& s, bool sealed = true) {
         MessageContext id;
         id.step = static_cast<std::uint64_t>(step) + 5;  // not 0: the step must show in errors
         id.bucket = static_cast<std::uint32_t>(b) + 2;
-        ring.allreduce_sum(data.data(), data.size(), id);
+        const int i = step * s.buckets + b;
+        algos.allreduce_sum(s.mixed ? kReduceAlgos[static_cast<std::size_t>(i) % 3] : s.algo, data.data(),
+                            data.size(), id);
         o.data[ri] = std::move(data);
       }
       if (s.collectives) {
@@ -166,13 +172,18 @@ std::int64_t counter(const Outcome& o, int rank, Counter c) {
 
 // ---------------------------------------------------------------------------------------------
 
-TEST(SealedRing, BitIdenticalToPlain) {
-  for (int p : {2, 3, 4}) {
+// Sealing never changes the sum, for every algorithm: off, cc (whole chunks, per hop) and fast
+// (segments, forward wire, crypto threads) give the plain run's bits.
+class SealedAlgo : public ::testing::TestWithParam<ReduceAlgo> {};
+
+TEST_P(SealedAlgo, BitIdenticalToPlain) {
+  for (int p : {2, 3, 4, 5}) {
     for (auto mode : {AllGatherMode::PerHop, AllGatherMode::ForwardWire}) {
       for (std::size_t seg : {std::size_t{0}, std::size_t{4096}}) {
         for (std::size_t threads : {std::size_t{1}, std::size_t{2}}) {
           for (std::size_t count : {std::size_t{0}, std::size_t{3}, std::size_t{10007}}) {
             RingSetup s;
+            s.algo = GetParam();
             s.ranks = p;
             s.mode = mode;
             s.segment_bytes = seg;
@@ -183,8 +194,9 @@ TEST(SealedRing, BitIdenticalToPlain) {
             const auto sealed = run(s, true);
             expect_ok(plain);
             expect_ok(sealed);
-            const std::string where = "P=" + std::to_string(p) + " " + all_gather_mode_name(mode) +
-                                      " seg=" + std::to_string(seg) + " threads=" + std::to_string(threads) +
+            const std::string where = std::string(enum_name(s.algo)) + " P=" + std::to_string(p) + " " +
+                                      all_gather_mode_name(mode) + " seg=" + std::to_string(seg) +
+                                      " threads=" + std::to_string(threads) +
                                       " count=" + std::to_string(count);
             for (int r = 0; r < p; ++r) {
               const auto& a = plain.data[static_cast<std::size_t>(r)];
@@ -199,6 +211,99 @@ TEST(SealedRing, BitIdenticalToPlain) {
         }
       }
     }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, SealedAlgo, ::testing::ValuesIn(kReduceAlgos),
+                         [](const auto& param_info) { return std::string(enum_name(param_info.param)); });
+
+// docs/design.md §5's table for rd and rhd at powers of two: log2 P and 2 log2 P seals and opens per
+// rank and bucket, each counted as a gradient all-reduce message (ring_sealed).
+TEST(SealedRecursive, MessageCountsMatchDesign) {
+  for (int p : {2, 4, 8}) {
+    for (ReduceAlgo algo : {ReduceAlgo::Rd, ReduceAlgo::Rhd}) {
+      RingSetup s;
+      s.algo = algo;
+      s.ranks = p;
+      s.count = static_cast<std::size_t>(p) * 256;
+      s.buckets = 3;
+      const auto o = run(s);
+      expect_ok(o);
+      const int log2p = p == 2 ? 1 : p == 4 ? 2 : 3;
+      const std::int64_t per_bucket = algo == ReduceAlgo::Rd ? log2p : 2 * log2p;
+      for (int r = 0; r < p; ++r) {
+        EXPECT_EQ(counter(o, r, Counter::MessagesSealed), per_bucket * s.buckets)
+            << enum_name(algo) << " P=" << p;
+        EXPECT_EQ(counter(o, r, Counter::MessagesOpened), per_bucket * s.buckets)
+            << enum_name(algo) << " P=" << p;
+        EXPECT_EQ(counter(o, r, Counter::RingSealed), per_bucket * s.buckets)
+            << enum_name(algo) << " P=" << p;
+      }
+    }
+  }
+}
+
+// docs/design.md §5, reduction order: rd and rhd add in one pairwise tree, so they agree bit for bit
+// (non-integer data: another order would show); the ring adds in a chain, the same only at P = 2.
+TEST(SealedRecursive, RdAndRhdShareTheirBitsAndTheRingAtTwoRanks) {
+  for (int p = 2; p <= 7; ++p) {
+    RingSetup s;
+    s.ranks = p;
+    s.count = 10007;
+    s.segment_bytes = 4096;
+    s.algo = ReduceAlgo::Rd;
+    const auto rd = run(s, false);
+    s.algo = ReduceAlgo::Rhd;
+    const auto rhd = run(s, false);
+    s.algo = ReduceAlgo::Ring;
+    const auto ring = run(s, false);
+    expect_ok(rd);
+    expect_ok(rhd);
+    EXPECT_EQ(rd.data, rhd.data) << "P=" << p;
+    if (p == 2) {
+      EXPECT_EQ(rd.data, ring.data);
+    }
+  }
+}
+
+// The phase names of an algorithm's messages start with this.
+std::string phase_prefix(ReduceAlgo a) {
+  return a == ReduceAlgo::Ring ? "" : std::string(enum_name(a)) + "_";
+}
+
+// Every message of every algorithm, on every link (P = 3 folds, P = 4 does not): a flipped bit is an
+// integrity failure (exit 3) on the receiver, naming the algorithm's phase and the step.
+TEST_P(SealedAlgo, TamperingAnyMessageIsCaughtNamingAlgorithmAndStep) {
+  for (int p : {3, 4}) {
+    int caught = 0;
+    for (int src = 0; src < p; ++src) {
+      for (int dst = 0; dst < p; ++dst) {
+        for (std::size_t index = 0; src != dst; ++index) {
+          FaultRule rule{FaultKind::FlipBit};
+          rule.src = src;
+          rule.dst = dst;
+          rule.tag = tags::kRing;
+          rule.index = index;
+          rule.bit = 77;
+          RingSetup s;
+          s.algo = GetParam();
+          s.ranks = p;
+          s.count = static_cast<std::size_t>(p) * 64 + 1;
+          s.timeout = 500ms;  // the ranks the victim leaves waiting time out (a loaded machine is slow)
+          s.faults.add(rule);
+          const auto o = run(s);
+          if (o.fired.empty()) break;  // the link carried `index` messages
+          const auto& e = o.errors[static_cast<std::size_t>(dst)];
+          const std::string what = message_of(e);
+          EXPECT_TRUE(is<ChannelIntegrityError>(e)) << src << "->" << dst << " #" << index << ": " << what;
+          EXPECT_NE(what.find("failed to open (tag mismatch"), std::string::npos) << what;
+          EXPECT_NE(what.find("phase " + phase_prefix(GetParam())), std::string::npos) << what;
+          EXPECT_NE(what.find(", hop "), std::string::npos) << what;
+          ++caught;
+        }
+      }
+    }
+    EXPECT_GT(caught, p) << enum_name(GetParam()) << " P=" << p;
   }
 }
 
@@ -422,6 +527,39 @@ TEST(SealedNonces, NeverRepeatUnderOneKeyOverARun) {
       const auto ref = run(plain, false);
       for (std::size_t r = 0; r < o.data.size(); ++r) EXPECT_EQ(o.data[r], ref.data[r]);
     }
+  }
+}
+
+// Buckets switching algorithm (ring, rd, rhd, ring, ...) share the channel's streams: a stream's counter
+// counts every message on it whatever the algorithm, so no nonce repeats under a key.
+TEST(SealedNonces, NeverRepeatAcrossAlgorithms) {
+  for (int p : {3, 4}) {
+    RingSetup s;
+    s.mixed = true;
+    s.ranks = p;
+    s.segment_bytes = 1024;
+    s.count = static_cast<std::size_t>(p) * 700;
+    s.steps = 4;
+    s.buckets = 3;
+    s.record = true;
+    s.rekey.max_messages = 5;
+    const auto o = run(s);
+    expect_ok(o);
+    std::set<std::tuple<std::string, std::uint32_t, std::uint64_t>> seen;
+    std::size_t total = 0;
+    for (const auto& per_rank : o.nonces) {
+      for (const auto& n : per_rank) {
+        EXPECT_TRUE(seen.insert(std::make_tuple(n.key_fingerprint, n.origin, n.counter)).second)
+            << "P=" << p << ": nonce (" << n.origin << ", " << n.counter << ") repeated under key "
+            << n.key_fingerprint;
+        ++total;
+      }
+    }
+    EXPECT_GT(total, 100U);
+    RingSetup plain = s;
+    plain.record = false;
+    const auto ref = run(plain, false);
+    for (std::size_t r = 0; r < o.data.size(); ++r) EXPECT_EQ(o.data[r], ref.data[r]);
   }
 }
 

@@ -153,6 +153,54 @@ TEST(GradientPath, EveryCombinationIsRefusedOrBuiltAndSums) {
   EXPECT_EQ(refusals, 25);  // the other 36 - 9 - 2 combinations
 }
 
+// --allreduce-algo rd, rhd and auto on every host path the matrix builds (real and emulated compute,
+// every TEE mode, real and emulated links): the path names the algorithm, and real payloads sum exactly.
+TEST(GradientPath, EveryAlgorithmOnEveryHostPath) {
+  int built = 0;
+  for (ComputeMode compute : {ComputeMode::Real, ComputeMode::Emulate}) {
+    for (TeeMode tee : {TeeMode::Off, TeeMode::Cc, TeeMode::Fast}) {
+      for (LinkModel link : {LinkModel::Real, LinkModel::Emulate}) {
+        for (comm::AlgoRequest algo :
+             {comm::AlgoRequest::Rd, comm::AlgoRequest::Rhd, comm::AlgoRequest::Auto}) {
+          RunPlan p;
+          p.compute = compute;
+          p.tee.mode = tee;
+          p.link = link;
+          p.allreduce_algo = algo;
+          p.segment_kb = 64;
+          if (!plan_conflicts(p).empty()) continue;
+          ++built;
+          const std::string what =
+              std::string(name(compute)) + "/" + name(tee) + "/" + name(link) + "/" + enum_name(algo);
+          const Outcome o = run_path(p);
+          const std::string title = algo == comm::AlgoRequest::Rd    ? "recursive doubling"
+                                    : algo == comm::AlgoRequest::Rhd ? "recursive halving-doubling"
+                                                                     : "auto (cost model";
+          EXPECT_EQ(o.path.rfind(title, 0), 0u) << what << ": " << o.path;
+          const std::string rest = expected_path(p, p.switches()).substr(std::string("ring").size());
+          EXPECT_NE(o.path.find(rest), std::string::npos) << what << ": " << o.path;
+          if (link == LinkModel::Real) {
+            EXPECT_EQ(o.wrong, -1) << what << ": " << o.path;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(built, 27);  // the matrix's 9 host paths x 3 algorithms
+  // Our algorithms only: a vendor all-reduce has no --allreduce-algo.
+  RunPlan mpi;
+  mpi.allreduce = AllreduceAlgo::Mpi;
+  mpi.allreduce_algo = comm::AlgoRequest::Rd;
+  EXPECT_THROW(validate(mpi), InputError);
+  // The device ring of --device cuda (TEE off or device crypto) is a ring.
+  RunPlan gpu;
+  gpu.device = DeviceKind::Cuda;
+  gpu.allreduce_algo = comm::AlgoRequest::Auto;
+  EXPECT_THROW(validate(gpu), InputError);
+  gpu.tee.mode = TeeMode::Cc;  // staged through the host ring: every algorithm
+  EXPECT_TRUE(plan_conflicts(gpu).empty());
+}
+
 // cc's per-crossing cost applies to a ring sealed on the host, only with emulated GPUs.
 TEST(GradientPath, CcTransferCostWrapsOnlyAHostSealedRing) {
   RunPlan p;

@@ -24,6 +24,7 @@
 #include "comm/secure_session.h"
 #include "data/token_loader.h"
 #include "engine/adversary_wire.h"
+#include "engine/allreduce_selection.h"
 #include "engine/core/backend_factory.h"
 #include "engine/core/cpu/cpu_backend.h"
 #include "engine/core/rng.h"
@@ -77,8 +78,13 @@ struct AllreduceBenchOptions {
   std::size_t factor = 4;
   int warmup = 3;
   int iters = 10;
-  std::vector<comm::BenchAlgorithm> modes = {comm::BenchAlgorithm::Ring, comm::BenchAlgorithm::Mpi};
-  bool modes_given = false;  // --modes on the command line (else the default depends on --tee)
+  std::vector<comm::BenchAlgorithm> modes = {comm::BenchAlgorithm::Ring, comm::BenchAlgorithm::Rd,
+                                             comm::BenchAlgorithm::Rhd, comm::BenchAlgorithm::Auto,
+                                             comm::BenchAlgorithm::Mpi};
+  bool modes_given = false;               // --modes on the command line (else the default depends on --tee)
+  std::optional<comm::AlgoRequest> algo;  // --allreduce-algo: our rows are this one only
+  std::string cost;                       // --allreduce-cost FILE: auto's model
+  std::string calibrate;                  // --calibrate FILE: fit the model to this run, write it
   int segment_kb = 1024;
   // Unset: poll as Open MPI's MPI_Allreduce does (busy, adaptive when ranks outnumber cores), a fair
   // race (engine/host_layout.h fair_wait_mode).
@@ -102,6 +108,9 @@ nlohmann::json allreduce_config_json(const AllreduceBenchOptions& o) {
           {"iters", o.iters},
           {"modes", modes},
           {"segment_kb", o.segment_kb},
+          {"allreduce_cost", o.cost.empty()
+                                 ? nlohmann::json(nullptr)
+                                 : cost_model_json(load_cost_model(o.cost, o.tee.settings.mode).model)},
           {"comm_wait", enum_name(*o.comm_wait)},
           {"tee", tee_json(o.tee)}};
 }
@@ -111,28 +120,53 @@ bool runs_mode(const AllreduceBenchOptions& o, comm::BenchAlgorithm m) {
   return std::find(o.modes.begin(), o.modes.end(), m) != o.modes.end();
 }
 
+bool is_ours(comm::BenchAlgorithm m) {
+  return m != comm::BenchAlgorithm::Mpi && m != comm::BenchAlgorithm::Plain;
+}
+
 void choose_modes(AllreduceBenchOptions& o, bool tee_on) {
   const char* tee_mode = name(o.tee.settings.mode);
+  using B = comm::BenchAlgorithm;
+  if (o.algo) {
+    // --allreduce-algo X: our rows are X alone, beside the reference (MPI_Allreduce, or the plain ring).
+    if (o.modes_given)
+      throw InputError("--allreduce-algo names our one algorithm; --modes lists them all: give one");
+    o.modes = {*parse_enum<B>(enum_name(*o.algo)), B::Mpi};
+  }
   if (tee_on) {
     // MPI_Allreduce moves plaintext through MPI's buffers: it has no sealed counterpart to compare.
-    // The plaintext ring runs beside the sealed one, so what sealing costs is measured in one run.
-    if (!o.modes_given) o.modes = {comm::BenchAlgorithm::Ring, comm::BenchAlgorithm::Plain};
-    for (const comm::BenchAlgorithm m : o.modes) {
-      if (m == comm::BenchAlgorithm::Mpi)
+    // The plaintext ring runs beside the sealed ones instead, so what sealing costs is measured in one run.
+    if (!o.modes_given) std::replace(o.modes.begin(), o.modes.end(), B::Mpi, B::Plain);
+    for (const B m : o.modes) {
+      if (m == B::Mpi)
         throw InputError(std::string("--modes mpi cannot be sealed; use --modes ring,plain with --tee ") +
                          tee_mode);
     }
-  } else if (runs_mode(o, comm::BenchAlgorithm::Plain)) {
+  } else if (runs_mode(o, B::Plain)) {
     throw InputError(
         "--modes plain is the plaintext ring beside a sealed one: use it with --tee cc|fast (with --tee "
         "off, ring is the plaintext ring)");
   }
   if (o.tee.adversary) {
-    // The adversary sits on our ring's transport: MPI_Allreduce bypasses it.
-    if (o.modes_given && o.modes != std::vector{comm::BenchAlgorithm::Ring})
-      throw InputError("--adversary attacks our ring only; use --modes ring (MPI_Allreduce bypasses it)");
-    o.modes = {comm::BenchAlgorithm::Ring};
+    // The adversary sits on our algorithms' transport: MPI_Allreduce and the plain reference bypass it.
+    if (!o.modes_given) o.modes = {o.algo ? o.modes.front() : B::Ring};
+    if (!std::all_of(o.modes.begin(), o.modes.end(), is_ours))
+      throw InputError(
+          "--adversary attacks our algorithms only; use --modes ring|rd|rhd|auto (MPI_Allreduce "
+          "bypasses it)");
   }
+  const bool all = runs_mode(o, B::Ring) && runs_mode(o, B::Rd) && runs_mode(o, B::Rhd);
+  if (!o.calibrate.empty() && !all)
+    throw InputError(
+        "--calibrate fits the cost model to ring, rd and rhd: run all three (--modes ring,rd,rhd,...)");
+}
+
+// auto's cost model: the calibration given, else train's defaults for the mode on this machine.
+CostModelSource cost_source(const AllreduceBenchOptions& o, const TeeSwitches& ts) {
+  if (!o.cost.empty()) return load_cost_model(o.cost, o.tee.settings.mode);
+  RunPlan plan;
+  plan.tee = o.tee.settings;
+  return default_cost_model(plan, ts, nullptr);
 }
 
 // The ring exactly as train runs it for the mode (engine/gradient_reduction.h: ring_options).
@@ -147,6 +181,7 @@ comm::BenchOptions bench_options(const AllreduceBenchOptions& o, const TeeSwitch
   bo.check = true;  // sealing must never change the sum: every size is checked in every mode
   bo.ring = ring_options(ts, o.segment_kb);
   bo.plain_ring = ring_options(TeeSwitches{}, o.segment_kb);
+  bo.model = cost_source(o, ts).model;
   return bo;
 }
 
@@ -177,6 +212,11 @@ void print_allreduce_header(const AllreduceBenchOptions& o, const TeeSwitches& t
   std::printf(
       "# busbw = algbw * 2(P-1)/P (nccl-tests convention); time = max over ranks, median over "
       "iterations\n");
+  if (runs_mode(o, comm::BenchAlgorithm::Auto) || !o.calibrate.empty()) {
+    const CostModelSource m = cost_source(o, ts);
+    std::printf("# auto: the cost model's cheapest per size; model_us = its time for what ran: %s (%s)\n",
+                comm::describe(m.model).c_str(), m.source.c_str());
+  }
   std::printf("%s\n", comm::format_bench_header(plain ? "plain" : "mpi").c_str());
 }
 
@@ -200,12 +240,32 @@ void write_allreduce_json(const AllreduceBenchOptions& o, const std::vector<comm
                    {"speedup_vs_mpi", r.speedup_vs_mpi},
                    {"speedup_vs_plain", r.speedup_vs_plain},
                    {"aead_us", r.aead_us},
+                   {"picked", r.picked.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.picked)},
+                   {"predicted_us", r.predicted_us},
                    {"comm_wait", enum_name(*o.comm_wait)},
                    {"correct", r.correct}});
   }
   std::ofstream f(o.json);
   if (!f) throw InputError("--json " + o.json + ": cannot open for writing");
   f << arr.dump(2) << '\n';
+}
+
+// --calibrate: the cost model fitted to this run's ring, rd and rhd times, merged into the file under
+// this TEE mode, and how well it fits.
+void write_calibration(const AllreduceBenchOptions& o, const std::vector<comm::BenchRecord>& records,
+                       const comm::BenchOptions& bo, int world) {
+  const auto samples = comm::cost_samples(records);
+  const comm::CostFit fit = comm::fit_cost_model(samples, bo.ring.segment_bytes);
+  save_cost_model(o.calibrate, o.tee.settings.mode, fit,
+                  {{"ranks", world},
+                   {"min_bytes", o.min_bytes},
+                   {"max_bytes", o.max_bytes},
+                   {"segment_kb", o.segment_kb},
+                   {"samples", samples.size()},
+                   {"machine", machine_line()}});
+  std::printf("# calibration (tee %s) written to %s: %s; mean |error| %.0f%% over %zu timings\n",
+              name(o.tee.settings.mode), o.calibrate.c_str(), comm::describe(fit.model).c_str(),
+              100 * fit.mean_abs_rel_error, samples.size());
 }
 
 void run_allreduce(AllreduceBenchOptions o) {
@@ -252,6 +312,7 @@ void run_allreduce(AllreduceBenchOptions o) {
   const std::string adversary_view = wire.report();
   if (root && !adversary_view.empty()) std::printf("%s", adversary_view.c_str());
   if (root && !o.json.empty()) write_allreduce_json(o, records);
+  if (root && !o.calibrate.empty()) write_calibration(o, records, bo, transport.size());
   // A wrong sum is a failed run, not a data point: scripts and CI must see it in the exit code.
   for (const auto& r : records) {
     if (!r.correct) {
@@ -499,11 +560,24 @@ void register_bench_allreduce(CLI::App* bench) {
          ar->modes.clear();
          for (const auto& n : names) ar->modes.push_back(*parse_enum<comm::BenchAlgorithm>(n));
        },
-       "Algorithms: ring (ours; sealed with --tee cc|fast), mpi (MPI_Allreduce, plaintext only), plain (our "
-       "ring in plaintext beside a sealed one). Default ring,mpi; with --tee cc|fast ring,plain")
-      ->check(CLI::IsMember({"ring", "mpi", "plain"}))
+       "Algorithms: ours (sealed with --tee cc|fast): ring, rd (recursive doubling), rhd (recursive "
+       "halving-doubling), auto (the cost model's pick per size); mpi (MPI_Allreduce, plaintext only), plain "
+       "(our ring in plaintext beside sealed ones). Default ring,rd,rhd,auto,mpi; with --tee cc|fast "
+       "ring,rd,rhd,auto,plain")
+      ->check(CLI::IsMember({"ring", "rd", "rhd", "auto", "mpi", "plain"}))
       ->delimiter(',')
-      ->default_str("ring,mpi");
+      ->default_str("ring,rd,rhd,auto,mpi");
+  add_enum_option(
+      a, "--allreduce-algo", ar->algo,
+      "Run only this one of ours (ring, rd, rhd or auto) beside MPI_Allreduce (or, with --tee, the "
+      "plain ring): train's --allreduce-algo");
+  a->add_option("--allreduce-cost", ar->cost,
+                "auto's cost model: a calibration FILE (its model for this --tee mode); default: train's "
+                "defaults for the mode");
+  a->add_option(
+      "--calibrate", ar->calibrate,
+      "Fit the cost model to this run's ring, rd and rhd times and write it to FILE under this --tee "
+      "mode (other modes' models in the file are kept); train --allreduce-cost FILE uses it");
   a->add_option("--segment-kb", ar->segment_kb, "Ring segment size in KiB")
       ->check(positive())
       ->capture_default_str();

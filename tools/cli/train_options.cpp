@@ -118,6 +118,17 @@ void add_parallel_options(CLI::App* cmd, TrainOptions& o) {
       dp, "--allreduce", o.allreduce,
       "Gradient all-reduce: our ring, or a vendor baseline: MPI_Allreduce (host) or ncclAllReduce "
       "(--device cuda, one GPU per rank)");
+  add_enum_option(
+      dp, "--allreduce-algo", o.allreduce_algo,
+      "Which of our all-reduce algorithms each bucket takes (--allreduce ring): ring; rd "
+      "(recursive doubling: log2 P steps, fewest sealed messages); rhd (recursive halving-doubling: "
+      "2 log2 P steps, the ring's bytes); auto (per bucket, the cheapest by the cost model for the "
+      "TEE mode: --allreduce-cost, else defaults). rd and rhd add in another order than the ring: "
+      "other parameter bits at P >= 3 (docs/design.md section 5)");
+  dp->add_option(
+      "--allreduce-cost", o.allreduce_cost,
+      "Cost model for --allreduce-algo auto: a calibration FILE written by `teetrain bench allreduce "
+      "--calibrate FILE` (its model for this --tee mode)");
   dp->add_option("--bucket-mb", o.bucket_mb,
                  "Gradient bucket cap in MiB (first bucket 1 MiB; 0 = one bucket for the whole model)")
       ->check(non_negative())

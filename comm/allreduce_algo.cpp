@@ -1,0 +1,38 @@
+#include "comm/allreduce_algo.h"
+
+#include <utility>
+
+namespace tt::comm {
+
+const char* reduce_algo_title(ReduceAlgo a) {
+  switch (a) {
+    case ReduceAlgo::Ring:
+      return "ring";
+    case ReduceAlgo::Rd:
+      return "recursive doubling";
+    case ReduceAlgo::Rhd:
+      return "recursive halving-doubling";
+  }
+  return "?";
+}
+
+Allreducer::Allreducer(Transport& transport, Channel& channel, RingMemory& memory, RingOptions options,
+                       Profiler* profiler)
+    : ring_(transport, channel, memory, options, profiler),
+      recursive_(transport, channel, memory, std::move(options), profiler) {}
+
+void Allreducer::allreduce_sum(ReduceAlgo algo, float* data, std::size_t count, const MessageContext& id) {
+  switch (algo) {
+    case ReduceAlgo::Ring:
+      ring_.allreduce_sum(data, count, id);
+      return;
+    case ReduceAlgo::Rd:
+      recursive_.allreduce_sum(RecursiveKind::Doubling, data, count, id);
+      return;
+    case ReduceAlgo::Rhd:
+      recursive_.allreduce_sum(RecursiveKind::HalvingDoubling, data, count, id);
+      return;
+  }
+}
+
+}  // namespace tt::comm

@@ -1,0 +1,177 @@
+#include "engine/allreduce_selection.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <utility>
+
+#include "base/error.h"
+
+namespace tt {
+
+namespace {
+
+constexpr const char* kFormat = "teetrain-allreduce-cost-v1";
+
+// Shared memory between ranks on one host, as `bench allreduce` measures it on a 2-core x86 machine
+// (message: latency and MPI software per message; wire: one copy through shared memory; reduce: the
+// add loop). A calibration of the machine at hand replaces all three.
+constexpr comm::LinkCosts kSharedMemory{.message_us = 8.0, .gbps = 4.0, .reduce_gbps = 4.0};
+// One core's AES-256-GCM (OpenSSL, AES-NI), and what a sealed message costs beyond its bytes: the
+// AEAD's set-up, the nonce, the associated data and the tag check, at both ends.
+constexpr double kCpuAeadGbps = 2.5;
+constexpr double kSealedMessageUs = 2.0;
+// An emulated GPU's link and reduce kernel: launch and synchronisation per message.
+constexpr double kGpuMessageUs = 10.0;
+
+std::string mode_name(TeeMode m) {
+  return enum_name(m);
+}
+
+comm::TeeCosts tee_costs(const RunPlan& plan, const TeeSwitches& ts, const EmulatedGpu* gpu) {
+  if (!ts.on) return {};
+  comm::TeeCosts t;
+  const bool on_gpu = ts.device_crypto && gpu != nullptr;
+  const double rate = on_gpu ? gpu->aead_gbps() : kCpuAeadGbps * std::max(ts.crypto_threads, 1);
+  t.seal_gbps = rate;
+  t.open_gbps = rate;
+  t.message_us = kSealedMessageUs;
+  // H100 CC's bounce buffers: one crossing at the sender, one at the receiver (cc_transfer_channel.h).
+  if (plan.cc_transfer_us > 0 && !on_gpu) t.message_us += 2 * plan.cc_transfer_us;
+  return t;
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) return nullptr;
+  return nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+}
+
+std::string how_to_write(TeeMode mode) {
+  return "write it with `mpirun -np P teetrain bench allreduce --tee " + mode_name(mode) +
+         " --calibrate FILE`";
+}
+
+// The file's format tag ("" when absent or not a string: never a json type error).
+std::string format_of(const nlohmann::json& doc) {
+  const auto it = doc.find("format");
+  return it != doc.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+double number(const nlohmann::json& m, const char* key) {
+  const auto it = m.find(key);
+  if (it == m.end() || !it->is_number() || it->get<double>() < 0) return -1;
+  return it->get<double>();
+}
+
+}  // namespace
+
+CostModelSource default_cost_model(const RunPlan& plan, const TeeSwitches& ts, const EmulatedGpu* gpu) {
+  comm::LinkCosts link = kSharedMemory;
+  std::string where = "shared memory";
+  if (gpu != nullptr && plan.link == LinkModel::Emulate) {
+    link = {
+        .message_us = kGpuMessageUs, .gbps = gpu->spec.nvlink_gbps, .reduce_gbps = gpu->spec.hbm_gbps / 3};
+    where = gpu->spec.name + " NVLink";
+  }
+  if (plan.link_gbps > 0) {
+    link.gbps = plan.link_gbps;
+    where = "--link-gbps " + std::to_string(plan.link_gbps);
+  }
+  const comm::TeeCosts tee = tee_costs(plan, ts, gpu);
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "defaults: %s, tee %s (seal/open %.1f GB/s, %.1f us per sealed message)",
+                where.c_str(), mode_name(plan.tee.mode).c_str(), tee.seal_gbps, tee.message_us);
+  return {comm::compose(link, tee), buf};
+}
+
+nlohmann::json cost_model_json(const comm::CostModel& m) {
+  return {{"message_us", m.message_us},
+          {"wire_ns_per_byte", m.wire_ns_per_byte},
+          {"reduce_ns_per_byte", m.reduce_ns_per_byte}};
+}
+
+CostModelSource load_cost_model(const std::string& path, TeeMode mode) {
+  const nlohmann::json doc = read_json(path);
+  if (doc.is_null() || !doc.is_object()) {
+    throw InputError("--allreduce-cost " + path + ": not a readable calibration file; " + how_to_write(mode));
+  }
+  const auto models = doc.find("models");
+  if (format_of(doc) != kFormat || models == doc.end() || !models->is_object()) {
+    throw InputError("--allreduce-cost " + path + ": not a " + kFormat + " file; " + how_to_write(mode));
+  }
+  const auto m = models->find(mode_name(mode));
+  if (m == models->end() || !m->is_object()) {
+    throw InputError("--allreduce-cost " + path + " has no model for --tee " + mode_name(mode) + "; " +
+                     how_to_write(mode));
+  }
+  const comm::CostModel model{number(*m, "message_us"), number(*m, "wire_ns_per_byte"),
+                              number(*m, "reduce_ns_per_byte")};
+  if (model.message_us < 0 || model.wire_ns_per_byte < 0 || model.reduce_ns_per_byte < 0) {
+    throw InputError("--allreduce-cost " + path + ": the --tee " + mode_name(mode) +
+                     " model needs non-negative message_us, wire_ns_per_byte and reduce_ns_per_byte");
+  }
+  return {model, "calibration " + path + " (tee " + mode_name(mode) + ")"};
+}
+
+void save_cost_model(const std::string& path, TeeMode mode, const comm::CostFit& fit,
+                     const nlohmann::json& about) {
+  std::error_code ec;
+  nlohmann::json doc = std::filesystem::exists(path, ec) ? read_json(path) : nlohmann::json::object();
+  if (!doc.is_object() || (doc.contains("format") && format_of(doc) != kFormat) ||
+      (doc.contains("models") && !doc["models"].is_object())) {
+    throw InputError("--calibrate " + path + ": exists and is not a " + kFormat + " file; give another path");
+  }
+  doc["format"] = kFormat;
+  nlohmann::json entry = cost_model_json(fit.model);
+  entry["fit_mean_abs_rel_error"] = fit.mean_abs_rel_error;
+  entry["measured"] = about;
+  doc["models"][mode_name(mode)] = entry;
+  std::ofstream f(path);
+  if (!f) throw InputError("--calibrate " + path + ": cannot open for writing");
+  f << doc.dump(2) << '\n';
+}
+
+AlgoSelection::AlgoSelection(comm::AlgoRequest request, CostModelSource model, int ranks,
+                             std::size_t segment_bytes)
+    : request_(request), model_(std::move(model)), ranks_(ranks), segment_bytes_(segment_bytes) {}
+
+comm::ReduceAlgo AlgoSelection::pick(int bucket, std::size_t count) {
+  const auto it = buckets_.find(bucket);
+  if (it != buckets_.end() && it->second.bytes == count * sizeof(float)) return it->second.choice.algo;
+  Pick p{count * sizeof(float), comm::choose_algo(model_.model, ranks_, count, segment_bytes_)};
+  if (request_ != comm::AlgoRequest::Auto) {
+    p.choice.algo = request_ == comm::AlgoRequest::Rd    ? comm::ReduceAlgo::Rd
+                    : request_ == comm::AlgoRequest::Rhd ? comm::ReduceAlgo::Rhd
+                                                         : comm::ReduceAlgo::Ring;
+  }
+  buckets_[bucket] = p;
+  return p.choice.algo;
+}
+
+std::string AlgoSelection::describe() const {
+  if (request_ == comm::AlgoRequest::Auto) return "auto (cost model: ring, rd or rhd per bucket)";
+  return comm::reduce_algo_title(request_ == comm::AlgoRequest::Rd    ? comm::ReduceAlgo::Rd
+                                 : request_ == comm::AlgoRequest::Rhd ? comm::ReduceAlgo::Rhd
+                                                                      : comm::ReduceAlgo::Ring);
+}
+
+nlohmann::json AlgoSelection::summary() const {
+  nlohmann::json counts = {{"ring", 0}, {"rd", 0}, {"rhd", 0}};
+  nlohmann::json buckets = nlohmann::json::array();
+  for (const auto& [b, p] : buckets_) {
+    counts[enum_name(p.choice.algo)] = counts[enum_name(p.choice.algo)].get<int>() + 1;
+    nlohmann::json predicted;
+    for (std::size_t i = 0; i < comm::kReduceAlgos.size(); ++i)
+      predicted[enum_name(comm::kReduceAlgos[i])] = p.choice.predicted_us[i];
+    buckets.push_back({{"bucket", b},
+                       {"bytes", p.bytes},
+                       {"algorithm", enum_name(p.choice.algo)},
+                       {"predicted_us", predicted}});
+  }
+  nlohmann::json model = cost_model_json(model_.model);
+  model["source"] = model_.source;
+  return {{"requested", enum_name(request_)}, {"model", model}, {"counts", counts}, {"buckets", buckets}};
+}
+
+}  // namespace tt

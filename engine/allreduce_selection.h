@@ -1,0 +1,69 @@
+// Which all-reduce algorithm each gradient bucket takes (`--allreduce-algo auto|ring|rd|rhd`), and the
+// cost model behind `auto` (comm/allreduce_cost.h): its coefficients from a calibration file that
+// `teetrain bench allreduce --calibrate FILE` writes, or from defaults for the TEE mode and platform.
+//
+// Note [same algorithm on every rank]: a bucket's algorithm is a function of the request, the model's
+// coefficients, P, the bucket's size and the segment size — all of them agreed before the first
+// gradient moves (the run's configuration, coefficients included, is compared across ranks at start-up)
+// and never a rank's own timing. Ranks that chose differently would post mismatched messages.
+//
+// The default is `ring`: rd and rhd sum in another order than the ring (docs/design.md §5), so `auto`
+// would change the parameters' bits of existing runs whenever it picks them at P >= 3, and, since its
+// pick depends on the TEE mode's costs, make --tee off and cc differ. With a fixed algorithm every
+// TEE mode gives the same bits.
+#pragma once
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "comm/allreduce_algo.h"
+#include "comm/allreduce_cost.h"
+#include "engine/core/emulated/emulated_gpu.h"
+#include "engine/run_plan.h"
+
+namespace tt {
+
+struct CostModelSource {
+  comm::CostModel model;
+  std::string source;  // "defaults for tee cc (...)", "calibration runs/cost.json (tee cc)", ...
+};
+
+// The model for a TEE mode without a calibration: this class of machine's shared-memory link (or
+// --link-gbps), the CPU's AES-GCM per sealing thread, --cc-transfer-us per crossing; an emulated GPU
+// (`gpu`, null otherwise) brings its NVLink (--link emulate), HBM and AES-GCM rates.
+CostModelSource default_cost_model(const RunPlan& plan, const TeeSwitches& ts, const EmulatedGpu* gpu);
+
+// The calibration file: {"format": "teetrain-allreduce-cost-v1", "models": {"off": {...}, "cc": ...}}.
+// Reads the model of `mode`; InputError (naming the file and the command that writes it) when the
+// file is unreadable, malformed or has no model for the mode.
+CostModelSource load_cost_model(const std::string& path, TeeMode mode);
+// Adds (or replaces) `mode`'s model in the file, creating it; `about` records how it was measured.
+void save_cost_model(const std::string& path, TeeMode mode, const comm::CostFit& fit,
+                     const nlohmann::json& about);
+nlohmann::json cost_model_json(const comm::CostModel& m);
+
+// Per bucket: the algorithm, remembered the first time the bucket is seen (bucket sizes are fixed for
+// a run), and what the model predicted for each algorithm.
+class AlgoSelection {
+ public:
+  AlgoSelection(comm::AlgoRequest request, CostModelSource model, int ranks, std::size_t segment_bytes);
+  comm::ReduceAlgo pick(int bucket, std::size_t count);
+  comm::AlgoRequest request() const { return request_; }
+  // "auto (cost model: ring, rd or rhd per bucket)", or the fixed algorithm's title.
+  std::string describe() const;
+  // {"requested", "model": {coefficients, "source"}, "counts": {"ring": n, ...}, "buckets": [...]}.
+  nlohmann::json summary() const;
+
+ private:
+  struct Pick {
+    std::size_t bytes = 0;
+    comm::AlgoChoice choice;
+  };
+  comm::AlgoRequest request_;
+  CostModelSource model_;
+  int ranks_;
+  std::size_t segment_bytes_;
+  std::map<int, Pick> buckets_;
+};
+
+}  // namespace tt

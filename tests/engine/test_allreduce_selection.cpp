@@ -1,0 +1,171 @@
+// The cost model behind --allreduce-algo auto (comm/allreduce_cost.h) and its selection and calibration
+// file (engine/allreduce_selection.h): the work each algorithm does matches docs/design.md §5's table,
+// the pick follows the model (and ties keep the ring), a fit recovers known coefficients, the defaults
+// carry the TEE's costs, and the calibration file round-trips and is refused (InputError, never another
+// exception) in every malformed form.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "comm/allreduce_cost.h"
+#include "engine/allreduce_selection.h"
+#include "tests/common/fuzz.h"
+
+namespace tt {
+namespace {
+
+using comm::ReduceAlgo;
+
+TEST(AllreduceWork, MatchesTheDesignTable) {
+  const std::size_t n = 4096;  // floats, 16 KiB: every range whole (no segments)
+  const auto ring = comm::allreduce_work(ReduceAlgo::Ring, 4, n, 0);
+  EXPECT_EQ(ring.messages, 6);                   // 2 (P-1)
+  EXPECT_EQ(ring.wire_bytes, 6.0 * 1024 * 4);    // 2 (P-1) chunks of n/P
+  EXPECT_EQ(ring.reduce_bytes, 3.0 * 1024 * 4);  // P-1 adds
+  const auto rd = comm::allreduce_work(ReduceAlgo::Rd, 4, n, 0);
+  EXPECT_EQ(rd.messages, 2);  // log2 P
+  EXPECT_EQ(rd.wire_bytes, 2.0 * n * 4);
+  const auto rhd = comm::allreduce_work(ReduceAlgo::Rhd, 4, n, 0);
+  EXPECT_EQ(rhd.messages, 4);                          // 2 log2 P
+  EXPECT_EQ(rhd.wire_bytes, 2.0 * (2048 + 1024) * 4);  // halves, then doubles back
+  EXPECT_EQ(rhd.reduce_bytes, (2048.0 + 1024) * 4);
+  // P = 3: the folding partner's path has the fold and the unfold around one exchange.
+  EXPECT_EQ(comm::allreduce_work(ReduceAlgo::Rd, 3, n, 0).messages, 3);
+  EXPECT_EQ(comm::allreduce_work(ReduceAlgo::Rhd, 3, n, 0).messages, 4);
+  // Segments count as messages: 16 KiB ranges in 4 KiB segments.
+  EXPECT_EQ(comm::allreduce_work(ReduceAlgo::Rd, 4, n, 4096).messages, 8);
+  EXPECT_EQ(comm::allreduce_work(ReduceAlgo::Ring, 1, n, 0).messages, 0);
+  EXPECT_EQ(comm::allreduce_work(ReduceAlgo::Rhd, 4, 0, 0).messages, 0);
+}
+
+TEST(AllreduceCost, PicksTheCheapestAndTiesKeepTheRing) {
+  const comm::CostModel latency{.message_us = 50, .wire_ns_per_byte = 0.1, .reduce_ns_per_byte = 0.1};
+  EXPECT_EQ(comm::choose_algo(latency, 8, 256, 0).algo, ReduceAlgo::Rd);  // 3 messages against 14
+  // Large buffers at P = 4: rhd and the ring move the same bytes in 1 MiB segments (a tie: ring).
+  EXPECT_EQ(comm::choose_algo(latency, 4, std::size_t{64} << 20, 1 << 20).algo, ReduceAlgo::Ring);
+  // Without a per-message cost, rd's whole buffers per step lose to the ring's chunks.
+  const comm::CostModel bytes_only{.message_us = 0, .wire_ns_per_byte = 1, .reduce_ns_per_byte = 0};
+  EXPECT_EQ(comm::choose_algo(bytes_only, 4, 1 << 20, 0).algo, ReduceAlgo::Ring);
+  // The TEE's fixed cost per sealed message moves the crossover towards fewer messages.
+  const comm::CostModel plain{.message_us = 5, .wire_ns_per_byte = 0.25, .reduce_ns_per_byte = 0.25};
+  const comm::CostModel sealed = comm::compose({.message_us = 5, .gbps = 4, .reduce_gbps = 4},
+                                               {.message_us = 3000, .seal_gbps = 2.5, .open_gbps = 2.5});
+  const std::size_t mid = std::size_t{1} << 18;  // 1 MiB
+  EXPECT_NE(comm::choose_algo(plain, 4, mid, 0).algo, ReduceAlgo::Rd);
+  EXPECT_EQ(comm::choose_algo(sealed, 4, mid, 0).algo, ReduceAlgo::Rd);
+}
+
+TEST(AllreduceCost, FitRecoversKnownCoefficients) {
+  const comm::CostModel truth{.message_us = 12, .wire_ns_per_byte = 0.4, .reduce_ns_per_byte = 0.15};
+  std::vector<comm::CostSample> samples;
+  for (int p : {2, 3, 4}) {
+    for (std::size_t n = 256; n <= (std::size_t{4} << 20); n *= 4) {
+      for (ReduceAlgo a : comm::kReduceAlgos)
+        samples.push_back({a, p, n, truth.predict_us(comm::allreduce_work(a, p, n, 1 << 20))});
+    }
+  }
+  const comm::CostFit fit = comm::fit_cost_model(samples, 1 << 20);
+  EXPECT_NEAR(fit.model.message_us, 12, 1e-6);
+  EXPECT_NEAR(fit.model.wire_ns_per_byte, 0.4, 1e-9);
+  EXPECT_NEAR(fit.model.reduce_ns_per_byte, 0.15, 1e-9);
+  EXPECT_LT(fit.mean_abs_rel_error, 1e-9);
+  EXPECT_THROW(comm::fit_cost_model(std::span(samples).first(2), 1 << 20), InputError);
+}
+
+TEST(AllreduceSelection, DefaultsCarryTheTeeCosts) {
+  RunPlan plan;
+  TeeSwitches off;
+  const auto m_off = default_cost_model(plan, off, nullptr).model;
+  plan.tee.mode = TeeMode::Cc;
+  TeeSwitches cc;
+  cc.on = cc.cc = true;
+  const auto m_cc = default_cost_model(plan, cc, nullptr).model;
+  EXPECT_GT(m_cc.message_us, m_off.message_us);
+  EXPECT_GT(m_cc.wire_ns_per_byte, m_off.wire_ns_per_byte);  // sealed and opened bytes
+  plan.cc_transfer_us = 3000;
+  EXPECT_NEAR(default_cost_model(plan, cc, nullptr).model.message_us, m_cc.message_us + 6000, 1e-9);
+  // An emulated GPU's NVLink prices the wire under --link emulate.
+  EmulatedGpu gpu{gpu_spec("h100")};
+  plan = RunPlan{};
+  plan.link = LinkModel::Emulate;
+  EXPECT_NEAR(default_cost_model(plan, off, &gpu).model.wire_ns_per_byte, 1.0 / gpu.spec.nvlink_gbps, 1e-12);
+}
+
+TEST(AllreduceSelection, PicksPerBucketAndReportsWhy) {
+  const CostModelSource src{{.message_us = 100, .wire_ns_per_byte = 0.1, .reduce_ns_per_byte = 0.1}, "test"};
+  AlgoSelection autos(comm::AlgoRequest::Auto, src, 8, 1 << 20);
+  EXPECT_EQ(autos.pick(0, 64), ReduceAlgo::Rd);
+  EXPECT_EQ(autos.pick(1, std::size_t{64} << 20), ReduceAlgo::Ring);
+  EXPECT_EQ(autos.pick(0, 64), ReduceAlgo::Rd);  // remembered
+  const auto s = autos.summary();
+  EXPECT_EQ(s["requested"], "auto");
+  EXPECT_EQ(s["counts"]["rd"], 1);
+  EXPECT_EQ(s["counts"]["ring"], 1);
+  EXPECT_EQ(s["buckets"].size(), 2U);
+  EXPECT_EQ(s["buckets"][0]["algorithm"], "rd");
+  EXPECT_GT(s["buckets"][0]["predicted_us"]["ring"].get<double>(),
+            s["buckets"][0]["predicted_us"]["rd"].get<double>());
+  EXPECT_EQ(s["model"]["source"], "test");
+  AlgoSelection fixed(comm::AlgoRequest::Rhd, src, 8, 1 << 20);
+  EXPECT_EQ(fixed.pick(0, 64), ReduceAlgo::Rhd);
+  EXPECT_EQ(fixed.describe(), "recursive halving-doubling");
+  EXPECT_EQ(AlgoSelection(comm::AlgoRequest::Ring, src, 2, 0).describe(), "ring");
+}
+
+TEST(AllreduceSelection, CalibrationFileRoundTripsPerMode) {
+  testing::FuzzDir dir;
+  const std::string path = dir / "cost.json";
+  const comm::CostFit off{{.message_us = 9, .wire_ns_per_byte = 0.3, .reduce_ns_per_byte = 0.2}, 0.1};
+  const comm::CostFit cc{{.message_us = 40, .wire_ns_per_byte = 1.2, .reduce_ns_per_byte = 0.2}, 0.2};
+  save_cost_model(path, TeeMode::Off, off, {{"ranks", 4}});
+  save_cost_model(path, TeeMode::Cc, cc, {{"ranks", 4}});
+  EXPECT_EQ(load_cost_model(path, TeeMode::Off).model.message_us, 9);
+  EXPECT_EQ(load_cost_model(path, TeeMode::Cc).model.wire_ns_per_byte, 1.2);
+  try {
+    load_cost_model(path, TeeMode::Fast);
+    ADD_FAILURE() << "no fast model, yet it loaded";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no model for --tee fast"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("bench allreduce --tee fast --calibrate"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(load_cost_model(dir / "missing.json", TeeMode::Off), InputError);
+}
+
+// Any bytes in the file: a model, or InputError (exit 2) — never a json exception reaching the user.
+TEST(AllreduceSelection, MalformedCalibrationFilesAreInputErrors) {
+  testing::FuzzDir dir;
+  const std::string path = dir / "cost.json";
+  save_cost_model(path, TeeMode::Off,
+                  {{.message_us = 9, .wire_ns_per_byte = 0.3, .reduce_ns_per_byte = 0.2}, 0.1},
+                  {{"ranks", 4}});
+  std::ifstream in(path);
+  const std::string valid((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<testing::FuzzInput> inputs = testing::fuzz_inputs(valid, {});
+  for (const char* typed :
+       {R"({"format": 7})", R"({"format": "teetrain-allreduce-cost-v1", "models": []})",
+        R"({"format": "teetrain-allreduce-cost-v1", "models": {"off": {"message_us": "x"}}})",
+        R"({"format": "teetrain-allreduce-cost-v1", "models": {"off": 3}})", "[]", "null"})
+    inputs.push_back({typed, typed});
+  int refused = 0;
+  for (const auto& f : inputs) {
+    {
+      std::ofstream out(path, std::ios::trunc);
+      out << f.bytes;
+    }
+    const int rc = testing::run_parser([&] { (void)load_cost_model(path, TeeMode::Off); }, f.what);
+    EXPECT_TRUE(rc == 0 || rc == 2) << f.what;
+    refused += rc == 2;
+    // Writing into a malformed file refuses too, never a json exception.
+    const int wrc = testing::run_parser([&] { save_cost_model(path, TeeMode::Cc, {}, {}); }, f.what);
+    EXPECT_TRUE(wrc == 0 || wrc == 2) << f.what;
+  }
+  EXPECT_GT(refused, 100);
+}
+
+}  // namespace
+}  // namespace tt
