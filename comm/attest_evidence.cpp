@@ -80,7 +80,8 @@ std::shared_ptr<const tee::TrustAnchor> load_trust_anchor(const std::filesystem:
                                                           RevocationCheck revocation) {
   const std::filesystem::path crl = tee::TrustAnchor::crl_beside(root_pem);
   std::error_code ec;
-  if (revocation == RevocationCheck::Required && std::filesystem::exists(root_pem, ec) &&
+  // Only beside a root that can be read: anything else (missing, a FIFO) is the loader's to name first.
+  if (revocation == RevocationCheck::Required && std::filesystem::is_regular_file(root_pem, ec) &&
       !std::filesystem::exists(crl, ec)) {
     const std::string dir = root_pem.parent_path().empty() ? "." : root_pem.parent_path().string();
     throw InputError(
