@@ -39,7 +39,10 @@ std::pair<int, std::string> conflict(const IdentityRecord& a, const IdentityReco
   const bool same_serial = a.has_serial && b.has_serial && a.serial_digest == b.serial_digest;
   if (a.rank == b.rank) {
     if (same_key && a.has_serial == b.has_serial && (same_serial || !a.has_serial)) return {a.rank, ""};
-    const auto [lo, hi] = std::minmax(short_hex(a.device_key), short_hex(b.device_key));
+    // Named strings: std::minmax of two temporaries would return references to destroyed strings.
+    const std::string ka = short_hex(a.device_key), kb = short_hex(b.device_key);
+    const std::string& lo = std::min(ka, kb);
+    const std::string& hi = std::max(ka, kb);
     return {a.rank,
             "presented different device identities to its verifiers (device keys " + lo + " and " + hi + ")"};
   }

@@ -9,7 +9,9 @@
 // neighbour's as it verified it from the neighbour's evidence — and, since every rank then holds the
 // same allgathered statuses, every rank finds the same conflicts and refuses with the same message.
 // A neighbour's record cannot be forged by the rank it describes, so a rank that lies about its own
-// identity shows up as presenting two identities.
+// identity shows up as presenting two identities. Only certified runs compare identities: under
+// `--attestation none` each rank's key is made up for the run, nothing vouches for the records, and
+// an on-path relay (which that mode admits) would show up as a rank with two identities.
 #pragma once
 #include <cstddef>
 #include <span>

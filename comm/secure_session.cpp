@@ -344,8 +344,10 @@ void prepare(const AttestConfig& config, SessionKeys& keys, LocalParty& me, tee:
     if (keys.world_size > 1) {  // one rank has nobody to prove itself to
       me.key = &signing_key(config, me.fresh);
       keys.device_public_key = me.key->public_key();
-      const tee::Certificate* cert = config.identity ? &config.identity->certificate : nullptr;
-      status.identities.push_back(own_identity(keys.rank, keys.device_public_key, cert));
+      // Identities are compared only when certified: under --attestation none each rank's key is made
+      // up for the run and nothing vouches for what a rank reports (Note [one identity per rank]).
+      if (config.anchor && config.identity)
+        status.identities.push_back(own_identity(keys.rank, keys.device_public_key, &config.identity->certificate));
     }
     if (config.anchor && config.identity) {
       // The same words a peer reports, so the refusal names one reason with both reporters.
@@ -373,7 +375,8 @@ SessionKeys establish_keys(Transport& t, const AttestConfig& config) {
   exchange_nonces(t, links, config);
   exchange_evidence(t, links, me, config, mine, status.failures);
   confirm_keys(t, links, config, status.failures);
-  for (const Link& l : links) status.identities.push_back(l.peer_identity);
+  if (config.anchor)
+    for (const Link& l : links) status.identities.push_back(l.peer_identity);
 
   // Everyone refuses together, or nobody does.
   refuse_on_every_rank(t, status, "attestation");
