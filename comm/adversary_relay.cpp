@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "comm/adversary_gcm.h"
+#include "comm/handshake_labels.h"
 #include "comm/secure_session.h"
 #include "tee/bytes.h"
 #include "tee/hkdf.h"
@@ -19,20 +20,12 @@ namespace tt::comm {
 
 namespace {
 
-// The handshake's public constants (comm/secure_session.cpp), as the relay must speak them.
-constexpr const char* kLinkLabel = "teetrain link v1";
-constexpr const char* kConfirmLabel = "teetrain key confirm v1";
-constexpr const char* kReleaseLabel = "teetrain release v1";
+// The handshake's labels (comm/handshake_labels.h), as the relay must speak them.
+using handshake::kConfirmLabel;
+using handshake::kLinkLabel;
+using handshake::kReleaseLabel;
+using handshake::label_info;
 constexpr std::array<const char*, 3> kReleases = {"group key", "dataset key", "checkpoint key"};
-
-std::vector<std::uint8_t> label_info(std::string_view prefix, int a, int b, std::string_view suffix = {}) {
-  std::vector<std::uint8_t> info(prefix.begin(), prefix.end());
-  info.resize(prefix.size() + 8);
-  tee::store_be32(info.data() + prefix.size(), static_cast<std::uint32_t>(a));
-  tee::store_be32(info.data() + prefix.size() + 4, static_cast<std::uint32_t>(b));
-  info.insert(info.end(), suffix.begin(), suffix.end());
-  return info;
-}
 
 tee::ByteView u8(std::span<const std::byte> d) {
   return {reinterpret_cast<const std::uint8_t*>(d.data()), d.size()};

@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "comm/collectives.h"
+#include "comm/handshake_labels.h"
 #include "comm/rank_identities.h"
 #include "tee/aead.h"
 #include "tee/bytes.h"
@@ -38,14 +39,7 @@ struct Status {
   std::vector<Failure> failures;
 };
 
-std::vector<std::uint8_t> label_info(std::string_view prefix, int a, int b, std::string_view suffix = {}) {
-  std::vector<std::uint8_t> info(prefix.begin(), prefix.end());
-  info.resize(prefix.size() + 8);
-  tee::store_be32(info.data() + prefix.size(), static_cast<std::uint32_t>(a));
-  tee::store_be32(info.data() + prefix.size() + 4, static_cast<std::uint32_t>(b));
-  info.insert(info.end(), suffix.begin(), suffix.end());
-  return info;
-}
+using handshake::label_info;
 
 std::vector<std::byte> encode_status(const Status& st) {
   std::vector<std::byte> blob(kStatusBytes);
@@ -284,7 +278,7 @@ void exchange_evidence(Transport& t, std::vector<Link>& links, const LocalParty&
       }
       l.peer_identity = identity_of(peer);
       if (me.key != nullptr)
-        l.secret = tee::derive_session_secret(*l.kx, l.my_evidence, peer, "teetrain link v1");
+        l.secret = tee::derive_session_secret(*l.kx, l.my_evidence, peer, handshake::kLinkLabel);
     } catch (const IntegrityError& e) {
       failures.push_back({l.peer, e.what()});
     }
@@ -296,7 +290,7 @@ void exchange_evidence(Transport& t, std::vector<Link>& links, const LocalParty&
 tee::Sha256Digest confirmation(const tee::SecretBytes& secret, int from, int to) {
   tee::Sha256Digest d{};
   if (secret.empty()) return d;  // no key: send zeros, which never confirm
-  const auto k = expand(secret, label_info("teetrain key confirm v1", from, to), d.size());
+  const auto k = expand(secret, label_info(handshake::kConfirmLabel, from, to), d.size());
   std::copy(k.data(), k.data() + d.size(), d.begin());
   return d;
 }
@@ -347,7 +341,8 @@ void prepare(const AttestConfig& config, SessionKeys& keys, LocalParty& me, tee:
       // Identities are compared only when certified: under --attestation none each rank's key is made
       // up for the run and nothing vouches for what a rank reports (Note [one identity per rank]).
       if (config.anchor && config.identity)
-        status.identities.push_back(own_identity(keys.rank, keys.device_public_key, &config.identity->certificate));
+        status.identities.push_back(
+            own_identity(keys.rank, keys.device_public_key, &config.identity->certificate));
     }
     if (config.anchor && config.identity) {
       // The same words a peer reports, so the refusal names one reason with both reporters.
@@ -406,10 +401,10 @@ tee::SecretBytes release_secret(Transport& t, SessionKeys& keys, const tee::Secr
   suffix += label;
   // One key per (link, release): the nonce can stay fixed, and the AAD binds the same fields + size.
   auto link_key = [&](const tee::SecretBytes& link, int s, int d) {
-    return expand(link, label_info("teetrain release v1", s, d, suffix), 32);
+    return expand(link, label_info(handshake::kReleaseLabel, s, d, suffix), 32);
   };
   auto aad = [&](int s, int d) {
-    auto a = label_info("teetrain release v1", s, d, suffix);
+    auto a = label_info(handshake::kReleaseLabel, s, d, suffix);
     a.resize(a.size() + 8);
     tee::store_be64(a.data() + a.size() - 8, size);
     return a;

@@ -35,7 +35,8 @@ void print_result(const RunDescription& d, const TrainResult& r, const RunReport
   if (r.val_accuracy >= 0) std::printf("val_accuracy %.2f%%\n", 100.0 * r.val_accuracy);
   if (!report.adversary_view.empty()) std::printf("%s", report.adversary_view.c_str());
   if (!quiet)
-    std::printf("inputs (what every rank opened, agreed by %d rank(s)):\n%s", d.world, d.agreed_inputs.c_str());
+    std::printf("inputs (what every rank opened, agreed by %d rank(s)):\n%s", d.world,
+                d.agreed_inputs.c_str());
   std::fflush(stdout);
   if (d.unauthenticated) std::fprintf(stderr, "%s\n", d.attestation.c_str());
 }

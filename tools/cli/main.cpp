@@ -40,7 +40,8 @@ int report_failure(const std::exception& e, tt::comm::FailureNotices* notices) {
     }
   }
   std::fprintf(stderr, "teetrain: %s: %s\n",
-               code == static_cast<int>(tt::ExitCode::kIntegrity) ? "INTEGRITY FAILURE" : "error", r.text.c_str());
+               code == static_cast<int>(tt::ExitCode::kIntegrity) ? "INTEGRITY FAILURE" : "error",
+               r.text.c_str());
   return code;
 }
 
