@@ -100,18 +100,24 @@ Outcome run_path(const RunPlan& plan) {
   return o;
 }
 
+// The plan both sweeps start from: a compute target, a TEE mode and a link model, 64 KiB segments.
+RunPlan host_plan(ComputeMode compute, TeeMode tee, LinkModel link) {
+  RunPlan p;
+  p.compute = compute;
+  p.tee.mode = tee;
+  p.link = link;
+  p.segment_kb = 64;
+  return p;
+}
+
 TEST(GradientPath, EveryCombinationIsRefusedOrBuiltAndSums) {
   int built = 0, refusals = 0, need_mpi = 0;
   for (ComputeMode compute : {ComputeMode::Real, ComputeMode::Emulate}) {
     for (TeeMode tee : {TeeMode::Off, TeeMode::Cc, TeeMode::Fast}) {
       for (AllreduceAlgo algo : {AllreduceAlgo::Ring, AllreduceAlgo::Mpi, AllreduceAlgo::Nccl}) {
         for (LinkModel link : {LinkModel::Real, LinkModel::Emulate}) {
-          RunPlan p;
-          p.compute = compute;
-          p.tee.mode = tee;
+          RunPlan p = host_plan(compute, tee, link);
           p.allreduce = algo;
-          p.link = link;
-          p.segment_kb = 64;
           const std::string what =
               std::string(name(compute)) + "/" + name(tee) + "/" + name(algo) + "/" + name(link);
           const std::vector<std::string> conflicts = plan_conflicts(p);
@@ -162,12 +168,8 @@ TEST(GradientPath, EveryAlgorithmOnEveryHostPath) {
       for (LinkModel link : {LinkModel::Real, LinkModel::Emulate}) {
         for (comm::AlgoRequest algo :
              {comm::AlgoRequest::Rd, comm::AlgoRequest::Rhd, comm::AlgoRequest::Auto}) {
-          RunPlan p;
-          p.compute = compute;
-          p.tee.mode = tee;
-          p.link = link;
+          RunPlan p = host_plan(compute, tee, link);
           p.allreduce_algo = algo;
-          p.segment_kb = 64;
           if (!plan_conflicts(p).empty()) continue;
           ++built;
           const std::string what =
