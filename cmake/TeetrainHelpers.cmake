@@ -25,9 +25,18 @@ endfunction()
 # tt_test(NAME SOURCES src... DEPS target... [MPI_RANKS n...] [LABELS l...])
 # A GoogleTest executable registered with CTest. With MPI_RANKS, one CTest entry per rank count,
 # launched under mpirun (oversubscribed, root allowed: CI runs as root on a 2-core machine).
+# Every test labelled `comm` joins the `comm_tests` target, which scripts/test.sh builds under
+# ThreadSanitizer before `ctest --preset tsan` runs that label: a new comm test cannot be left unbuilt.
+if(NOT TARGET comm_tests)
+  add_custom_target(comm_tests)
+endif()
+
 function(tt_test name)
   cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;MPI_RANKS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
+  if("comm" IN_LIST ARG_LABELS)
+    add_dependencies(comm_tests ${name})
+  endif()
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main tt_warnings)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
   if(NOT ARG_TIMEOUT)

@@ -15,7 +15,8 @@
 // device -> host copy of the plaintext) and after each open (the host -> device copy), as a blocking
 // wait on one per-rank bridge, so crossings never overlap one another. Everything else (bytes, nonces,
 // tags, counters) is the inner channel's. The waits are reported as the `stage` phase (the same phase
-// a real GPU's staging copies use).
+// a real GPU's staging copies use). In virtual time (a virtual `clock`, Note [Virtual time] in
+// engine/core/run_clock.h) a crossing moves the calling thread's time instead of waiting.
 #pragma once
 #include <chrono>
 #include <mutex>
@@ -23,6 +24,7 @@
 
 #include "comm/channel.h"
 #include "engine/core/profiler.h"
+#include "engine/core/run_clock.h"
 
 namespace tt::comm {
 
@@ -30,7 +32,7 @@ class CcTransferChannel final : public Channel {
  public:
   using Clock = std::chrono::steady_clock;
   // toll_us: fixed cost of one crossing in microseconds, > 0. `inner` must outlive this channel.
-  CcTransferChannel(Channel& inner, double toll_us, Profiler* profiler);
+  CcTransferChannel(Channel& inner, double toll_us, Profiler* profiler, RunClock* clock = nullptr);
 
   std::string name() const override;  // "<inner>, cc transfers (3000 us each)"
   std::size_t overhead() const override { return inner_.overhead(); }
@@ -56,6 +58,7 @@ class CcTransferChannel final : public Channel {
   Clock::duration toll_;
   double toll_us_;
   Profiler* prof_;
+  RunClock* clock_;  // virtual time, else null
   mutable std::mutex mu_;
   Clock::time_point bridge_free_{};
   long crossings_ = 0;

@@ -1,8 +1,9 @@
 #include "comm/emulated_link_transport.h"
 
-#include <array>
 #include <cstdio>
+#include <cstring>
 #include <optional>
+#include <vector>
 
 #include "base/error.h"
 #include "tee/bytes.h"
@@ -11,74 +12,92 @@ namespace tt::comm {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using Token = std::array<std::uint8_t, EmulatedLinkTransport::kTokenBytes>;
 
 // Arrival times further than this from the receiver's clock come from another host's clock.
 constexpr auto kPlausible = std::chrono::seconds(60);
 
-std::span<const std::byte> bytes_of(const Token& t) {
-  return {reinterpret_cast<const std::byte*>(t.data()), t.size()};
+std::uint64_t ticks(Clock::time_point t) {
+  return static_cast<std::uint64_t>(t.time_since_epoch().count());
 }
 
-// Done when the token went out AND the link has carried the payload.
+// Done when the token went out AND (wall clock) the link has carried the payload.
 class TokenSend final : public RequestState {
  public:
-  TokenSend(Transport& inner, std::size_t bytes, Clock::time_point done_at)
-      : inner_(inner), bytes_(bytes), done_at_(done_at) {}
+  TokenSend(Transport& inner, std::vector<std::byte> token, std::optional<Clock::time_point> done_at)
+      : inner_(inner), token_(std::move(token)), done_at_(done_at) {}
   // The token must stay put while the inner send reads it: post only once the object has its address.
-  void post(int peer, int tag) {
-    tee::store_be64(token_.data(), bytes_);
-    tee::store_be64(token_.data() + 8, static_cast<std::uint64_t>(done_at_.time_since_epoch().count()));
-    req_ = inner_.isend(peer, bytes_of(token_), tag);
-  }
+  void post(int peer, int tag) { req_ = inner_.isend(peer, token_, tag); }
   std::optional<std::size_t> poll() override {
     if (!req_.done() && !inner_.test(req_)) return std::nullopt;
-    if (Clock::now() < done_at_) return std::nullopt;
-    return bytes_;
+    if (done_at_ && Clock::now() < *done_at_) return std::nullopt;
+    return tee::load_be64(reinterpret_cast<const std::uint8_t*>(token_.data()));
   }
 
  private:
   Transport& inner_;
-  std::size_t bytes_;
-  Clock::time_point done_at_;
-  Token token_{};
+  std::vector<std::byte> token_;
+  std::optional<Clock::time_point> done_at_;  // wall clock only
   Request req_;
 };
 
-// Done when the token arrived and its payload's arrival time has passed; reports the payload length.
+// Done when the token arrived and (wall clock) its payload's arrival time has passed, or (virtual
+// time) at once, the receiver's time moved to the arrival. Reports the payload length.
 class TokenRecv final : public RequestState {
  public:
-  TokenRecv(Transport& inner, std::size_t capacity, int peer)
-      : inner_(inner), capacity_(capacity), peer_(peer) {}
-  void post(int tag) {
-    req_ = inner_.irecv(peer_, {reinterpret_cast<std::byte*>(token_.data()), token_.size()}, tag);
-  }
+  TokenRecv(Transport& inner, std::span<std::byte> buffer, int peer, std::size_t token_bytes,
+            std::size_t carry, RunClock* clock)
+      : inner_(inner), buffer_(buffer), peer_(peer), carry_(carry), clock_(clock), token_(token_bytes) {}
+  void post(int tag) { req_ = inner_.irecv(peer_, token_, tag); }
   std::optional<std::size_t> poll() override {
     if (!arrive_) {
       if (!req_.done() && !inner_.test(req_)) return std::nullopt;
-      if (req_.bytes() != token_.size()) {
-        throw RunError("emulated link: malformed token from rank " + std::to_string(peer_) + " (" +
-                       std::to_string(req_.bytes()) + " bytes)");
+      arrived();
+      if (clock_ != nullptr) {
+        clock_->advance_to(*arrive_);
+        return bytes_;
       }
-      bytes_ = tee::load_be64(token_.data());
-      if (bytes_ > capacity_) {
-        throw RunError("emulated link: message of " + std::to_string(bytes_) + " bytes from rank " +
-                       std::to_string(peer_) + " is longer than the " + std::to_string(capacity_) +
-                       "-byte receive buffer");
-      }
-      const Clock::time_point now = Clock::now();
-      const Clock::time_point at{Clock::duration(static_cast<Clock::rep>(tee::load_be64(token_.data() + 8)))};
-      arrive_ = (at > now + kPlausible || at + kPlausible < now) ? now : at;
     }
     if (Clock::now() < *arrive_) return std::nullopt;
     return bytes_;
   }
 
  private:
+  // Reads the token: length, arrival and carried bytes. A token cut short (an adversary's truncation)
+  // reports fewer bytes than were sent, so the collective sees a short message.
+  void arrived() {
+    const std::size_t got = req_.bytes();
+    if (got < EmulatedLinkTransport::kHeaderBytes) {
+      bytes_ = 0;
+      arrive_ = clock_ != nullptr ? clock_->now() : Clock::now();
+      return;
+    }
+    const auto* t = reinterpret_cast<const std::uint8_t*>(token_.data());
+    const std::uint64_t length = tee::load_be64(t);
+    if (length > buffer_.size()) {
+      throw RunError("emulated link: message of " + std::to_string(length) + " bytes from rank " +
+                     std::to_string(peer_) + " is longer than the " + std::to_string(buffer_.size()) +
+                     "-byte receive buffer");
+    }
+    bytes_ = static_cast<std::size_t>(length);
+    const std::size_t carried = std::min<std::size_t>(carry_, bytes_);
+    const std::size_t came = std::min(got - EmulatedLinkTransport::kHeaderBytes, carried);
+    if (came > 0) std::memcpy(buffer_.data(), token_.data() + EmulatedLinkTransport::kHeaderBytes, came);
+    bytes_ -= carried - came;
+    const Clock::time_point at{Clock::duration(static_cast<Clock::rep>(tee::load_be64(t + 8)))};
+    if (clock_ != nullptr) {
+      arrive_ = at;
+      return;
+    }
+    const Clock::time_point now = Clock::now();
+    arrive_ = (at > now + kPlausible || at + kPlausible < now) ? now : at;
+  }
+
   Transport& inner_;
-  std::size_t capacity_;
+  std::span<std::byte> buffer_;
   int peer_;
-  Token token_{};
+  std::size_t carry_;
+  RunClock* clock_;
+  std::vector<std::byte> token_;
   Request req_;
   std::size_t bytes_ = 0;
   std::optional<Clock::time_point> arrive_;
@@ -86,8 +105,12 @@ class TokenRecv final : public RequestState {
 
 }  // namespace
 
-EmulatedLinkTransport::EmulatedLinkTransport(Transport& inner, LinkLimit limit)
-    : inner_(inner), pacer_(inner.size(), limit) {
+EmulatedLinkTransport::EmulatedLinkTransport(Transport& inner, LinkLimit limit, RunClock* clock,
+                                             std::size_t carry)
+    : inner_(inner),
+      clock_(clock != nullptr && clock->is_virtual() ? clock : nullptr),
+      carry_(clock_ != nullptr ? carry : 0),
+      pacer_(inner.size(), limit, clock_) {
   if (!(limit.gbytes_per_s > 0)) throw InputError("an emulated link needs a rate > 0 GB/s");
   set_timeout(inner.timeout());
   set_wait_policy(inner.wait_policy());
@@ -100,13 +123,23 @@ std::string EmulatedLinkTransport::name() const {
 }
 
 Request EmulatedLinkTransport::isend(int peer, std::span<const std::byte> data, int tag) {
-  auto state = std::make_unique<TokenSend>(inner_, data.size(), pacer_.reserve(peer, data.size()));
+  const Clock::time_point arrive = pacer_.reserve(peer, data.size());
+  std::vector<std::byte> token(token_bytes());
+  auto* t = reinterpret_cast<std::uint8_t*>(token.data());
+  tee::store_be64(t, data.size());
+  tee::store_be64(t + 8, ticks(arrive));
+  const std::size_t carried = std::min(carry_, data.size());
+  if (carried > 0) std::memcpy(token.data() + kHeaderBytes, data.data(), carried);
+  token.resize(kHeaderBytes + std::max(carried, carry_ > 0 ? std::size_t{0} : kMinBody));
+  // Virtual time: the sender does not wait for the link (its bookings already queue its messages).
+  auto state = std::make_unique<TokenSend>(inner_, std::move(token),
+                                           clock_ != nullptr ? std::nullopt : std::optional(arrive));
   state->post(peer, tag);
   return Request(std::move(state), Op::Send, peer, tag, data.size());
 }
 
 Request EmulatedLinkTransport::irecv(int peer, std::span<std::byte> buffer, int tag) {
-  auto state = std::make_unique<TokenRecv>(inner_, buffer.size(), peer);
+  auto state = std::make_unique<TokenRecv>(inner_, buffer, peer, token_bytes(), carry_, clock_);
   state->post(tag);
   return Request(std::move(state), Op::Recv, peer, tag, buffer.size());
 }

@@ -10,14 +10,26 @@
 // would have crossed, and the receive completes at the same moment, reporting the full length. The
 // receive buffer is NOT written: its bytes are whatever it held (synthetic gradients stay synthetic).
 //
-// Only for pass-through (plaintext) traffic of synthetic data: messages the CPU seals (TEE cc) are real
-// bytes in host memory, as H100 CC's bounce buffers are, and go through the real transport.
-// Arrival times use the monotonic clock, shared by the processes of one host; an arrival time that is
-// implausibly far off (ranks on different hosts) is ignored and the token's arrival counts instead.
+// Wall-clock time: only for pass-through (plaintext) traffic of synthetic data; messages the CPU seals
+// (TEE cc) are real bytes in host memory, as H100 CC's bounce buffers are, and go through the real
+// transport. Arrival times use the monotonic clock, shared by the processes of one host; an arrival
+// time that is implausibly far off (ranks on different hosts) is ignored and the token's arrival
+// counts instead.
+//
+// Virtual time (Note [Virtual time], run_clock.h): every ring message of an emulated run is a token,
+// sealed ones too. The link is booked in the sender's virtual time; the token carries the arrival
+// time, and the receive completes at once, moving the receiver's time to max(its time, arrival).
+// Nothing is waited for. `carry` > 0: the first `carry` bytes of each message travel in the token and
+// land in the receive buffer — a sealed token (comm/virtual_seal_channel.h), so that a flipped,
+// replayed, reordered or truncated message is still caught by the real tag check.
+//
+// Token: be64 length || be64 arrival (clock ticks) || max(carry, 16) bytes (the carried bytes, else
+// zeros that nothing reads: a flip there changes nothing).
 //
 // Same contract as the wrapped transport otherwise: ordering per (peer, tag), a message longer than the
 // receive buffer is a RunError, one thread at a time per request.
 #pragma once
+#include <algorithm>
 #include <string>
 
 #include "comm/throttled_transport.h"
@@ -27,11 +39,13 @@ namespace tt::comm {
 
 class EmulatedLinkTransport final : public Transport {
  public:
-  static constexpr std::size_t kTokenBytes = 16;  // be64 length || be64 arrival (steady_clock ns)
+  static constexpr std::size_t kHeaderBytes = 16;  // be64 length || be64 arrival
+  static constexpr std::size_t kMinBody = 16;      // token body when nothing is carried
 
-  // `inner` must outlive this object; timeout and wait policy are copied from it. limit.gbytes_per_s
-  // must be > 0 (an emulated link has a rate).
-  EmulatedLinkTransport(Transport& inner, LinkLimit limit);
+  // `inner` and `clock` must outlive this object; timeout and wait policy are copied from `inner`.
+  // limit.gbytes_per_s must be > 0 (an emulated link has a rate). clock: virtual time when it
+  // is_virtual() (null: wall clock). carry: bytes of each message that travel (virtual time only).
+  EmulatedLinkTransport(Transport& inner, LinkLimit limit, RunClock* clock = nullptr, std::size_t carry = 0);
 
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
@@ -43,7 +57,11 @@ class EmulatedLinkTransport final : public Transport {
   double link_seconds(std::size_t bytes) const { return pacer_.link_seconds(bytes); }
 
  private:
+  std::size_t token_bytes() const { return kHeaderBytes + std::max(carry_, kMinBody); }
+
   Transport& inner_;
+  RunClock* clock_;  // virtual time, else null
+  std::size_t carry_;
   LinkPacer pacer_;
 };
 

@@ -181,7 +181,7 @@ void RecursiveAllreduce::allreduce_sum(RecursiveKind kind, float* data, std::siz
   if (t_.size() == 1 || count == 0) return;
   const std::string& name = names_[kind == RecursiveKind::Doubling ? 0 : 1];
   if (data == nullptr) throw RunError(name + ": null buffer");
-  const auto begin = Profiler::Clock::now();
+  const auto begin = prof_ != nullptr ? prof_->now() : Profiler::Clock::now();
   if (plan_.empty() || plan_kind_ != kind || plan_count_ != count) {
     plan_ = recursive_hops(kind, t_.rank(), t_.size(), count);
     plan_kind_ = kind;
@@ -194,7 +194,7 @@ void RecursiveAllreduce::allreduce_sum(RecursiveKind kind, float* data, std::siz
   memory_.wait_queued();  // the first sends read `data`: whatever produced it must be done
   hops_.run_all(data, plan_);
   if (prof_ != nullptr && prof_->tracing())
-    prof_->record("allreduce", Lane::Comm, begin, Profiler::Clock::now());
+    prof_->record("allreduce", Lane::Comm, begin, prof_->now());
 }
 
 }  // namespace tt::comm

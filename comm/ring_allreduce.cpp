@@ -44,7 +44,7 @@ RingAllreduce::RingAllreduce(Transport& transport, Channel& channel, RingMemory&
 void RingAllreduce::allreduce_sum(float* data, std::size_t count, const MessageContext& id) {
   if (t_.size() == 1 || count == 0) return;
   if (data == nullptr) throw RunError(name_ + ": null buffer");
-  const auto begin = Profiler::Clock::now();
+  const auto begin = prof_ != nullptr ? prof_->now() : Profiler::Clock::now();
   const RingGeometry geo(t_.rank(), t_.size(), count, opt_.segment_bytes,
                          !channel_->pass_through() && opt_.all_gather == AllGatherMode::ForwardWire,
                          channel_->overhead());
@@ -57,7 +57,7 @@ void RingAllreduce::allreduce_sum(float* data, std::size_t count, const MessageC
   for (std::uint32_t s = 0; s + 1 < p; ++s) plan_.push_back(geo.all_gather_hop(s));
   hops_.run_all(data, plan_);
   if (prof_ != nullptr && prof_->tracing())
-    prof_->record("allreduce", Lane::Comm, begin, Profiler::Clock::now());
+    prof_->record("allreduce", Lane::Comm, begin, prof_->now());
 }
 
 }  // namespace tt::comm

@@ -29,8 +29,8 @@ class ThrottledSend final : public RequestState {
 
 }  // namespace
 
-LinkPacer::LinkPacer(int peers, LinkLimit limit)
-    : limit_(limit), link_free_(static_cast<std::size_t>(std::max(0, peers))) {
+LinkPacer::LinkPacer(int peers, LinkLimit limit, const RunClock* clock)
+    : limit_(limit), clock_(clock), link_free_(static_cast<std::size_t>(std::max(0, peers))) {
   if (limit_.gbytes_per_s < 0 || limit_.latency.count() < 0) {
     throw InputError("link limit must be >= 0 (GB/s and latency); got " +
                      std::to_string(limit_.gbytes_per_s) + " GB/s");
@@ -49,7 +49,7 @@ Clock::time_point LinkPacer::reserve(int peer, std::size_t bytes) {
   // Token bucket without burst: the link carries one message after another at the given rate.
   std::lock_guard lock(mu_);
   auto& free_at = link_free_.at(static_cast<std::size_t>(peer));
-  const Clock::time_point done_at = std::max(Clock::now(), free_at) + cost;
+  const Clock::time_point done_at = std::max(clock_ != nullptr ? clock_->now() : Clock::now(), free_at) + cost;
   free_at = done_at;
   return done_at;
 }

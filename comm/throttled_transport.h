@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "comm/transport.h"
+#include "engine/core/run_clock.h"
 
 namespace tt::comm {
 
@@ -30,7 +31,8 @@ struct LinkLimit {
 // message to that peer), occupies it for latency + n / rate, and is delivered then.
 class LinkPacer {
  public:
-  LinkPacer(int peers, LinkLimit limit);
+  // clock: whose time a link is booked in (null: steady_clock; a virtual clock: Note [Virtual time]).
+  LinkPacer(int peers, LinkLimit limit, const RunClock* clock = nullptr);
   const LinkLimit& limit() const { return limit_; }
   // Seconds a link needs for n bytes (latency included).
   double link_seconds(std::size_t bytes) const;
@@ -39,6 +41,7 @@ class LinkPacer {
 
  private:
   LinkLimit limit_;
+  const RunClock* clock_;
   std::mutex mu_;  // sends may be posted from more than one thread
   std::vector<std::chrono::steady_clock::time_point> link_free_;  // per peer: when its link is idle
 };

@@ -35,6 +35,7 @@ DdpReducer::DdpReducer(Backend& backend, Model& model, std::vector<Bucket> bucke
       allreduce_(std::move(allreduce)),
       opts_(opts),
       profiler_(profiler),
+      clock_(profiler != nullptr ? profiler->clock() : wall_),
       comm_thread_([this] { comm_loop(); }) {}
 
 DdpReducer::~DdpReducer() {
@@ -60,11 +61,12 @@ void DdpReducer::on_grad_ready(std::size_t from) {
 
 void DdpReducer::launch_ready(std::size_t from) {
   backend_.publish();  // the communication thread may read [from, num_params) once this returns
+  const RunClock::TimePoint ready = clock_.now();
   std::lock_guard lock(mu_);
   bool any = false;
   // Buckets are in launch order with decreasing offsets: launch each one whose slice is final.
   while (next_to_launch_ < buckets_.size() && buckets_[next_to_launch_].begin >= from) {
-    queue_.push_back(next_to_launch_++);
+    queue_.push_back(Launched{next_to_launch_++, ready});
     any = true;
   }
   if (any) cv_.notify_all();
@@ -79,6 +81,7 @@ void DdpReducer::finish_step() {
     error_ = nullptr;
     std::rethrow_exception(e);
   }
+  clock_.advance_to(last_done_);  // the averaged gradients exist from then on
   if (profiler_ != nullptr) profiler_->add(Counter::Buckets, static_cast<int64_t>(buckets_.size()));
 }
 
@@ -87,25 +90,28 @@ void DdpReducer::comm_loop() {
   for (;;) {
     std::size_t b = 0;
     long step = 0;
+    RunClock::TimePoint ready{};
     {
       std::unique_lock lock(mu_);
       cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
       if (stop_) return;
-      b = queue_.front();
+      b = queue_.front().bucket;
+      ready = queue_.front().ready;
       queue_.pop_front();
       step = step_;
     }
     try {
       const Bucket& bk = buckets_[b];
       float* g = model_.grad_data() + bk.begin;
-      Profiler::Clock::time_point t0 = Profiler::Clock::now();
+      clock_.advance_to(ready);  // a bucket cannot leave before backward has made it final
+      const RunClock::TimePoint t0 = clock_.now();
       allreduce_(g, bk.size(), step, static_cast<int>(b));
       {
         ScopedPhase t(profiler_, Phase::Reduce, Lane::Comm, "average");
         backend_.scale(g, inv_world, bk.size());
       }
       if (profiler_ != nullptr && profiler_->tracing()) {
-        profiler_->record("bucket " + std::to_string(b), Lane::Comm, t0, Profiler::Clock::now());
+        profiler_->record("bucket " + std::to_string(b), Lane::Comm, t0, clock_.now());
       }
     } catch (...) {
       std::lock_guard lock(mu_);
@@ -113,7 +119,9 @@ void DdpReducer::comm_loop() {
       cv_.notify_all();
       continue;
     }
+    const RunClock::TimePoint done = clock_.now();
     std::lock_guard lock(mu_);
+    last_done_ = std::max(last_done_, done);
     ++completed_;
     cv_.notify_all();
   }

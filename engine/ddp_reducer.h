@@ -2,7 +2,8 @@
 // buckets — contiguous slices in reverse layer order, the first one small so communication starts
 // early, later ones up to a cap — and each bucket's all-reduce is launched, strictly in order, on a
 // communication thread as soon as backward has made all of its gradients final. finish_step() waits
-// for the last bucket; gradients are then the mean over ranks.
+// for the last bucket; gradients are then the mean over ranks. Hand-offs between the two threads carry
+// the run clock's time (a bucket's ready time, the last bucket's end): Note [Virtual time] (run_clock.h).
 #pragma once
 #include <condition_variable>
 #include <cstddef>
@@ -66,14 +67,21 @@ class DdpReducer final : public GradReducer {
   AllreduceFn allreduce_;
   DdpOptions opts_;
   Profiler* profiler_;
+  WallClock wall_;    // the clock when there is no profiler
+  RunClock& clock_;   // the profiler's
 
   long step_ = 0;
   std::size_t next_to_launch_ = 0;  // index into buckets_ (main thread only)
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::size_t> queue_;  // bucket indices, in launch order
-  std::size_t completed_ = 0;      // buckets finished this step
+  struct Launched {
+    std::size_t bucket;          // index into buckets_
+    RunClock::TimePoint ready;  // when backward made it final (the training thread's time)
+  };
+  std::deque<Launched> queue_;          // in launch order
+  std::size_t completed_ = 0;           // buckets finished this step
+  RunClock::TimePoint last_done_{};     // when the communication thread finished its latest bucket
   bool stop_ = false;
   std::exception_ptr error_;
   std::thread comm_thread_;

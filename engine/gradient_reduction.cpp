@@ -66,39 +66,68 @@ GradientReduction::GradientReduction(const GradientSetup& s)
   }
 }
 
-// Our ring on host buffers, through the sealed channel in TEE mode, with the emulated GPU's crypto,
-// bounce-buffer crossings and links layered on as the plan asks.
-void GradientReduction::host_ring(const GradientSetup& s, comm::RingOptions ro) {
+// The ring's channel: the run's channel, or what the emulated platform puts in its place — the GPU's
+// AES-GCM as a cost (wall clock), a sealed token per message with modelled crypto (virtual time), and
+// H100 CC's bounce-buffer crossings on a ring the host seals.
+comm::Channel* GradientReduction::ring_channel(const GradientSetup& s) {
   const RunPlan& o = s.plan;
   const TeeSwitches& ts = s.tee;
-  // fast with device crypto on an emulated GPU: the ring's messages are sealed "on the GPU", i.e.
-  // cost waits at the GPU's AES-GCM rate; every other collective keeps the real sealed channel.
-  if (ts.device_crypto && gpu_ != nullptr) {
-    gpu_crypto_.emplace(gpu_->gpu().aead_gbps(), ts.forward_ag, &s.profiler, &gpu_->comm_stream());
+  comm::Channel* channel = &s.channel;
+  if (o.virtual_time() && ts.on) {
+    comm::CryptoCostModel m;
+    if (ts.device_crypto) {
+      m.where = "GPU";
+      m.aead_gbps = gpu_->gpu().aead_gbps();
+    } else {
+      m.aead_gbps = o.host.aead_gbps;
+      m.cores = o.host.crypto_cores > 0 ? o.host.crypto_cores : ts.crypto_threads;
+      m.per_message_us = o.host.message_us;
+      m.bounce_reencrypt = o.host.bounce_reencrypt;
+    }
+    channel = &virtual_seal_.emplace(*s.sealed, m, s.profiler.clock(), &s.profiler);
+  } else if (ts.device_crypto && gpu_ != nullptr) {
+    // fast with device crypto on an emulated GPU: the ring's messages are sealed "on the GPU", i.e.
+    // cost waits at the GPU's AES-GCM rate; every other collective keeps the real sealed channel.
+    channel = &gpu_crypto_.emplace(gpu_->gpu().aead_gbps(), ts.forward_ag, &s.profiler, &gpu_->comm_stream());
   }
-  comm::Channel* channel = gpu_crypto_ ? static_cast<comm::Channel*>(&*gpu_crypto_) : &s.channel;
   // --cc-transfer-us: a ring sealed on the host pays H100 CC's fixed cost per bounce-buffer crossing
   // of the emulated GPU's chunks (cc_transfer_channel.h). Plaintext and GPU-sealed rings never cross.
-  if (o.cc_transfer_us > 0 && !channel->pass_through()) {
-    cc_transfers_.emplace(*channel, o.cc_transfer_us, &s.profiler);
+  if (o.cc_transfer_us > 0 && ts.on && !ts.device_crypto) {
+    cc_transfers_.emplace(*channel, o.cc_transfer_us, &s.profiler, &s.profiler.clock());
     channel = &*cc_transfers_;
   }
-  // --link emulate: plaintext messages of the emulated GPUs carry no payload (a token and a wait at
-  // the link rate) and the adds are HBM waits; CPU-sealed messages still move, paced at that rate.
-  const bool emulated_links = o.link == LinkModel::Emulate;
+  return channel;
+}
+
+// The ring's wire: --link emulate (and every emulated ring in virtual time) sends tokens over modelled
+// links — plaintext messages of the emulated GPUs carry no payload, sealed ones in virtual time carry
+// their sealed token; otherwise messages move for real, paced at --link-gbps if given.
+comm::Transport& GradientReduction::ring_wire(const GradientSetup& s, const comm::Channel& channel) {
+  const RunPlan& o = s.plan;
+  const bool emulated_links = o.link == LinkModel::Emulate || o.virtual_time();
   const double link_gbps = o.link_gbps > 0  ? o.link_gbps
                            : emulated_links ? gpu_->gpu().spec.nvlink_gbps
                                             : 0.0;
-  if (emulated_links && channel->pass_through()) {
-    emulated_link_.emplace(s.transport, comm::LinkLimit{link_gbps, {}});
-  } else if (link_gbps > 0) {
-    link_.emplace(s.transport, comm::LinkLimit{link_gbps, {}});
+  if (o.virtual_time()) {
+    const std::size_t carry = virtual_seal_ ? virtual_seal_->carried_bytes() : 0;
+    return emulated_link_.emplace(s.transport, comm::LinkLimit{link_gbps, {}}, &s.profiler.clock(), carry);
   }
-  comm::Transport& wire = emulated_link_ ? static_cast<comm::Transport&>(*emulated_link_)
-                          : link_        ? static_cast<comm::Transport&>(*link_)
-                                         : s.transport;
+  if (emulated_links && channel.pass_through())
+    return emulated_link_.emplace(s.transport, comm::LinkLimit{link_gbps, {}});
+  if (link_gbps > 0) return link_.emplace(s.transport, comm::LinkLimit{link_gbps, {}});
+  return s.transport;
+}
+
+// Our algorithms on host buffers, through the sealed channel in TEE mode, with the emulated GPU's
+// crypto, bounce-buffer crossings and links layered on as the plan asks.
+void GradientReduction::host_ring(const GradientSetup& s, comm::RingOptions ro) {
+  const RunPlan& o = s.plan;
+  const TeeSwitches& ts = s.tee;
+  comm::Channel* channel = ring_channel(s);
+  comm::Transport& wire = ring_wire(s, *channel);
+  const bool modelled_adds = o.link == LinkModel::Emulate || o.virtual_time();
   comm::RingMemory& memory =
-      emulated_links ? static_cast<comm::RingMemory&>(gpu_memory_.emplace(*gpu_)) : host_memory_;
+      modelled_adds ? static_cast<comm::RingMemory&>(gpu_memory_.emplace(*gpu_)) : host_memory_;
   algos_.emplace(wire, *channel, memory, ro, &s.profiler);
   // Note [same algorithm on every rank] (allreduce_selection.h): the model's inputs are agreed ones.
   selection_.emplace(o.allreduce_algo,

@@ -15,7 +15,10 @@
 // Emulated GPUs (--compute emulate, an EmulatedBackend): fast's device crypto is EmulatedDeviceChannel;
 // with --link emulate the ring's plaintext messages go over EmulatedLinkTransport and its adds are
 // waits on the emulated GPU (EmulatedRingMemory); both run on the backend's communication stream.
-// --link-gbps paces real links.
+// --link-gbps paces real links. In virtual time (--time virtual, Note [Virtual time] in
+// engine/core/run_clock.h) every ring message is a token over an emulated link, the adds are modelled,
+// and a sealed ring seals tokens for real while its crypto (the GPU's or the modelled host's) is
+// charged to the communication thread's virtual time (comm/virtual_seal_channel.h).
 #pragma once
 #include <functional>
 #include <memory>
@@ -32,6 +35,7 @@
 #include "comm/ring_allreduce.h"
 #include "comm/sealed_channel.h"
 #include "comm/throttled_transport.h"
+#include "comm/virtual_seal_channel.h"
 #include "engine/allreduce_selection.h"
 #include "engine/core/backend.h"
 #include "engine/core/emulated/emulated_backend.h"
@@ -77,10 +81,13 @@ class GradientReduction {
 
  private:
   void host_ring(const GradientSetup& s, comm::RingOptions ro);
+  comm::Channel* ring_channel(const GradientSetup& s);
+  comm::Transport& ring_wire(const GradientSetup& s, const comm::Channel& channel);
 
   EmulatedBackend* gpu_;                                // --compute emulate, else null
   std::optional<comm::EmulatedRingMemory> gpu_memory_;  // --link emulate: the ring's adds on the GPU
   std::optional<comm::EmulatedDeviceChannel> gpu_crypto_;
+  std::optional<comm::VirtualSealChannel> virtual_seal_;  // virtual time: sealed tokens, modelled crypto
   std::optional<comm::CcTransferChannel> cc_transfers_;  // wraps the ring's host-sealing channel
   std::optional<comm::ThrottledTransport> link_;
   std::optional<comm::EmulatedLinkTransport> emulated_link_;

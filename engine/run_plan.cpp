@@ -27,6 +27,15 @@ void emulation_conflicts(const RunPlan& p, std::vector<std::string>& out) {
     out.push_back(
         "--cc-transfer-us charges the bounce-buffer crossings of an emulated GPU's gradients: add "
         "--compute emulate (a real GPU's copies cost what they cost)");
+  if (p.time == TimeModel::Virtual && !emulate)
+    out.push_back("--time virtual computes an emulated run's time; real compute is measured: add --compute "
+                  "emulate, or drop --time");
+  if (p.virtual_time() && p.allreduce != AllreduceAlgo::Ring)
+    out.push_back(std::string("--time virtual models teetrain's own algorithms; ") + name(p.allreduce) +
+                  "'s time would be this machine's: use --allreduce ring, or --time wall");
+  if (!(p.host.aead_gbps > 0)) out.push_back("--host-aead-gbps must be > 0");
+  if (p.host.crypto_cores < 0) out.push_back("--host-crypto-cores must be >= 0 (0: the mode's --crypto-threads)");
+  if (p.host.message_us < 0) out.push_back("--host-message-us must be >= 0");
   if (emulate && p.checkpoints)
     out.push_back("--compute emulate has no real parameters or optimizer state; drop --save-every/--resume");
 }
@@ -54,12 +63,12 @@ void path_conflicts(const RunPlan& p, std::vector<std::string>& out) {
     out.push_back(std::string("--allreduce-algo ") + enum_name(p.allreduce_algo) +
                   " runs on host buffers; the device ring of --device cuda is a ring: use --allreduce-algo "
                   "ring, or --tee cc (gradients staged through the host)");
-  if (p.adversary && p.compute == ComputeMode::Emulate && p.switches().device_crypto)
+  if (p.adversary && p.compute == ComputeMode::Emulate && !p.virtual_time() && p.switches().device_crypto)
     out.push_back(
-        "--adversary needs messages that are really sealed: under --compute emulate, --tee fast seals "
-        "gradients \"on the GPU\" as a wait and the synthetic gradients travel in clear, so an attack on "
-        "them would pass unnoticed; add --tee-device-crypto off (the host seals them for real), use --tee "
-        "cc, or drop --compute emulate");
+        "--adversary needs messages that are really sealed: under --compute emulate --time wall, --tee "
+        "fast seals gradients \"on the GPU\" as a wait and the synthetic gradients travel in clear, so an "
+        "attack on them would pass unnoticed; drop --time wall (virtual time seals a token per message), "
+        "add --tee-device-crypto off, use --tee cc, or drop --compute emulate");
   const bool mitm = p.adversary && (p.adversary->kind == comm::AttackKind::Mitm ||
                                     p.adversary->kind == comm::AttackKind::MitmRelay);
   if (mitm && p.tee.mode == TeeMode::Off)
@@ -80,6 +89,9 @@ const char* name(AllreduceAlgo a) {
 }
 const char* name(LinkModel l) {
   return enum_name(l);
+}
+const char* name(TimeModel t) {
+  return enum_name(t);
 }
 const char* name(TeeMode m) {
   return enum_name(m);

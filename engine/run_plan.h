@@ -29,10 +29,14 @@ enum class AllreduceAlgo { Ring, Mpi, Nccl };  // our ring, or a vendor baseline
 enum class LinkModel { Real, Emulate };        // emulate: plaintext ring payloads are not moved
 enum class TeeMode { Off, Cc, Fast };
 enum class Toggle { Auto, On, Off };  // Auto: the TEE mode's default
+// How an emulated run's time is had: computed (Note [Virtual time], engine/core/run_clock.h) or measured
+// with the wall clock while ops wait. Auto: virtual for --compute emulate; real compute is always measured.
+enum class TimeModel { Auto, Virtual, Wall };
 
 const char* name(ComputeMode m);
 const char* name(AllreduceAlgo a);
 const char* name(LinkModel l);
+const char* name(TimeModel t);
 const char* name(TeeMode m);
 const char* name(Toggle t);
 
@@ -51,6 +55,11 @@ template <>
 struct EnumNames<LinkModel> {
   static constexpr std::pair<const char*, LinkModel> all[] = {{"real", LinkModel::Real},
                                                               {"emulate", LinkModel::Emulate}};
+};
+template <>
+struct EnumNames<TimeModel> {
+  static constexpr std::pair<const char*, TimeModel> all[] = {
+      {"auto", TimeModel::Auto}, {"virtual", TimeModel::Virtual}, {"wall", TimeModel::Wall}};
 };
 template <>
 struct EnumNames<TeeMode> {
@@ -120,6 +129,15 @@ struct TeeSwitches {
 // crypto asked of a cipher the GPU does not run.
 TeeSwitches resolve_tee(const TeeSettings& s, bool gpu_gradients);
 
+// The host of an emulated GPU's confidential VM in virtual time: what sealing the ring's messages costs
+// there (comm/virtual_seal_channel.h). Defaults: tools/calibration/h100_cc_sources.json.
+struct HostModel {
+  double aead_gbps = 3.36;        // one core's AES-256-GCM, GB/s (ISPASS 2025's Emerald Rapids at 2.1 GHz)
+  int crypto_cores = 0;           // cores sealing for one rank (0: the mode's --crypto-threads)
+  double message_us = 0;          // software cost per sealed or opened message
+  bool bounce_reencrypt = false;  // the bounce buffers' bytes are encrypted a second time on the host
+};
+
 // Every choice that decides how a training run is assembled.
 struct RunPlan {
   DeviceKind device = DeviceKind::Cpu;
@@ -133,6 +151,8 @@ struct RunPlan {
   double cc_transfer_us = 0;
   int segment_kb = 1024;  // ring segment size (pipelining)
   double link_gbps = 0;   // throttle each ring link (0: none; --link emulate: the GPU's NVLink)
+  TimeModel time = TimeModel::Auto;
+  HostModel host;  // the modelled host of an emulated GPU (virtual time)
   long steps = 0;
   long timing_warmup = 0;
   bool checkpoints = false;  // --save-every or --resume
@@ -144,6 +164,7 @@ struct RunPlan {
   std::optional<comm::AdversarySpec> adversary;
 
   bool gpu_gradients() const { return compute == ComputeMode::Emulate || device == DeviceKind::Cuda; }
+  bool virtual_time() const { return compute == ComputeMode::Emulate && time != TimeModel::Wall; }
   TeeSwitches switches() const { return resolve_tee(tee, gpu_gradients()); }
 };
 

@@ -38,6 +38,18 @@ long steps_for_epochs(const TrainOptions& o, const ImageSource* images, int worl
   return steps;
 }
 
+namespace {
+// An emulated run's time model and its modelled host (null for wall-clock time).
+nlohmann::json host_time_json(const TrainOptions& o) {
+  if (o.time == TimeModel::Wall) return "wall";
+  return {{"model", "virtual"},
+          {"host_aead_gbps", o.host.aead_gbps},
+          {"host_crypto_cores", o.host.crypto_cores},
+          {"host_message_us", o.host.message_us},
+          {"bounce_reencrypt", o.host.bounce_reencrypt}};
+}
+}  // namespace
+
 RunPlan run_plan(const TrainOptions& o) {
   RunPlan p;
   p.device = o.device;
@@ -51,6 +63,8 @@ RunPlan run_plan(const TrainOptions& o) {
   p.cc_transfer_us = o.cc_transfer_us;
   p.segment_kb = o.segment_kb;
   p.link_gbps = o.link_gbps;
+  p.time = o.time;
+  p.host = o.host;
   p.steps = o.steps;
   p.timing_warmup = o.timing_warmup;
   p.checkpoints = o.save_every > 0 || !o.resume.empty();
@@ -105,7 +119,8 @@ nlohmann::json train_options_json(const TrainOptions& o) {
                                                                  {"tflops", o.gpu_tflops},
                                                                  {"efficiency", o.gpu_efficiency},
                                                                  {"act_traffic", o.gpu_act_traffic},
-                                                                 {"aead_gbps", o.gpu_aead_gbps}}
+                                                                 {"aead_gbps", o.gpu_aead_gbps},
+                                                                 {"time", host_time_json(o)}}
                                                 : nlohmann::json(nullptr)},
       {"link_gbps", o.link_gbps},
       {"link", name(o.link)},

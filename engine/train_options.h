@@ -89,6 +89,8 @@ struct TrainOptions {
   double link_gbps = 0;
   LinkModel link = LinkModel::Real;  // Emulate: plaintext ring payloads of an emulated GPU are not moved
   double cc_transfer_us = 0;  // fixed cost of one H100 CC bounce-buffer crossing of a CPU-sealed message
+  TimeModel time = TimeModel::Auto;  // emulated runs: virtual (computed) or wall-clock time
+  HostModel host;                    // the modelled host (virtual time)
   std::string trace;
   TeeOptions tee;
 };

@@ -163,7 +163,7 @@ void Trainer::report_step(const StepLog& s, const Validation& val, std::ofstream
 }
 
 TrainResult Trainer::run(long start_step, uint64_t samples_consumed) {
-  using Clock = std::chrono::steady_clock;
+  const auto now = [this] { return profiler_.now(); };
   std::ofstream metrics;
   if (!cfg_.metrics_path.empty() && ranks_.rank == 0) {
     metrics.open(cfg_.metrics_path, start_step > 0 ? std::ios::app : std::ios::trunc);
@@ -177,25 +177,27 @@ TrainResult Trainer::run(long start_step, uint64_t samples_consumed) {
   // Start the clock together on every rank, so that one rank's set-up time is not counted as another
   // rank's exposed communication (phases then add up to the step time on every rank).
   if (ranks_.world > 1) ranks_.mean_across_ranks(0.0f);
-  auto t0 = Clock::now();
+  ranks_.sync_clocks();
+  auto t0 = now();
   long timed_from = start_step;  // first step whose time counts
   double loss = 0;
   for (long step = start_step; step < cfg_.steps; ++step) {
-    const auto ts = Clock::now();
+    const auto ts = now();
     const float local_loss = train_step(step, samples_consumed);
     samples_consumed += global_batch;
     {
       // Averaging the loss is a blocking collective on this thread: exposed communication too.
       ScopedPhase t(&profiler_, Phase::CommExposed, Lane::Compute, "loss mean");
       loss = ranks_.mean_across_ranks(local_loss);
+      ranks_.sync_clocks();
     }
-    const double dt = std::chrono::duration<double>(Clock::now() - ts).count();
+    const double dt = std::chrono::duration<double>(now() - ts).count();
     const bool last = step + 1 == cfg_.steps;
     const Validation val = validate_if_due(step, last, res);
     {
       // Inside the timed steps too: the progress line, the metrics record and the replica check.
       ScopedPhase t(&profiler_, Phase::Bookkeeping);
-      const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+      const double elapsed = std::chrono::duration<double>(now() - t0).count();
       const long done = step + 1 - timed_from;
       const StepLog log{step + 1, loss, dt, items_per_step, elapsed / static_cast<double>(done), last};
       report_step(log, val, metrics);
@@ -208,12 +210,13 @@ TrainResult Trainer::run(long start_step, uint64_t samples_consumed) {
     if (cfg_.timing_warmup > 0 && step + 1 - start_step == cfg_.timing_warmup && !last) {
       // End of the warm-up: every rank restarts its clock and phase times together.
       if (ranks_.world > 1) ranks_.mean_across_ranks(0.0f);
+      ranks_.sync_clocks();
       profiler_.reset_times();
-      t0 = Clock::now();
+      t0 = now();
       timed_from = step + 1;
     }
   }
-  res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  res.seconds = std::chrono::duration<double>(now() - t0).count();
   res.steps = cfg_.steps;
   res.final_loss = loss;
   const long ran = cfg_.steps - timed_from;

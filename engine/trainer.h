@@ -49,6 +49,8 @@ struct RankInfo {
   int rank = 0;
   int world = 1;
   std::function<double(double)> mean_across_ranks = [](double x) { return x; };
+  // Virtual time: every rank's clock moves to the latest rank's (a barrier in virtual time).
+  std::function<void()> sync_clocks = [] {};
 };
 
 struct TrainResult {
@@ -57,7 +59,7 @@ struct TrainResult {
   double val_loss = -1;      // last validation loss (-1 if no validation data)
   double val_accuracy = -1;  // last validation accuracy in [0, 1] (-1 if none or not a classifier)
   double items_per_s = 0;    // tokens/s (token models) or samples/s (image models), global
-  double seconds = 0;        // wall time of the timed steps
+  double seconds = 0;        // time of the timed steps (the run's clock: wall or virtual)
   double step_seconds_mean = 0;
   long timed_steps = 0;  // steps behind seconds and the profiler's phase times (warm-up excluded)
   std::string params_sha256;

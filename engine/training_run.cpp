@@ -97,6 +97,7 @@ TrainingRun::TrainingRun(const TrainOptions& opts) : profiler_(/*trace=*/!opts.t
   resolve_images();
   plan_ = run_plan(o_);
   validate(plan_);  // every conflicting choice in one message (exit 2)
+  if (plan_.virtual_time()) profiler_.use_clock(virtual_clock_);
   ts_ = plan_.switches();
   mpi_.emplace(MPI_COMM_WORLD, std::chrono::milliseconds(static_cast<long>(o_.timeout_s * 1000.0)));
   mpi_->set_wait_policy({.mode = o_.comm_wait});  // before the adversary's decorator copies it
@@ -198,6 +199,7 @@ void TrainingRun::build_model() {
   if (emulate) {
     bo.emulate = EmulatedGpu{gpu_spec(o_.gpu),  o_.gpu_precision, o_.gpu_tflops,
                              o_.gpu_efficiency, o_.gpu_aead_gbps, o_.gpu_act_traffic};
+    bo.clock = &profiler_.clock();
   }
   backend_ = make_backend(bo);
   model_ = make_model(*backend_, o_.model);
@@ -205,8 +207,11 @@ void TrainingRun::build_model() {
   // numbers on the host for gpt2-xl would only cost time and memory.
   if (!emulate) model_->init_params(o_.seed);
   if (emulate && rank_ == 0)
-    std::fprintf(stderr, "COMPUTE EMULATED: %s runs on an %s; buckets, ring, crypto and ingress are real\n",
-                 model_->name().c_str(), backend_->describe().c_str());
+    std::fprintf(stderr, "COMPUTE EMULATED: %s runs on an %s; %s\n", model_->name().c_str(),
+                 backend_->describe().c_str(),
+                 plan_.virtual_time() ? "VIRTUAL TIME: every time printed is computed for the modelled "
+                                        "platform (the same on any machine), not measured here"
+                                      : "buckets, ring, crypto and ingress are real and timed by the wall clock");
   tc_ = trainer_config(o_, static_cast<bool>(data_.val));
   tc_.metrics_path = rank_ == 0 ? o_.metrics : "";
   optimizer_ = make_optimizer(*backend_, tc_.opt, model_->num_params());
@@ -289,6 +294,15 @@ void TrainingRun::build_reducer() {
 
 TrainResult TrainingRun::run() {
   RankInfo ranks{rank_, world_, [this](double x) { return dist_->mean(x); }};
+  if (profiler_.virtual_time()) {
+    // Note [Virtual time]: where the ranks wait for each other on the training thread, their times meet.
+    ranks.sync_clocks = [this] {
+      RunClock& clock = profiler_.clock();
+      const double mine = static_cast<double>(clock.now().time_since_epoch().count());
+      const double latest = dist_->max_and_mean({mine}).first.at(0);
+      clock.advance_to(RunClock::TimePoint(RunClock::TimePoint::duration(static_cast<long long>(latest))));
+    };
+  }
   Trainer trainer(*backend_, *model_, *optimizer_, profiler_, ranks, reducer_.get(), tc_, data_.train,
                   data_.val);
   return trainer.run(start_step_, samples_);

@@ -17,6 +17,7 @@
 #include "engine/at_rest_keys.h"
 #include "engine/checkpoint.h"
 #include "engine/core/backend.h"
+#include "engine/core/emulated/virtual_clock.h"
 #include "engine/core/profiler.h"
 #include "engine/ddp_reducer.h"
 #include "engine/dist_context.h"
@@ -97,6 +98,7 @@ class TrainingRun {
   void agree_on_inputs();
   void build_reducer();
 
+  VirtualClock virtual_clock_;  // the profiler's clock when the plan is in virtual time
   Profiler profiler_;
   TrainOptions o_;
   std::optional<ImageSource> img_;

@@ -8,6 +8,7 @@
 
 #include "engine/core/backend.h"
 #include "engine/core/emulated/emulated_gpu.h"
+#include "engine/core/run_clock.h"
 
 namespace tt {
 
@@ -18,6 +19,7 @@ struct BackendOptions {
   bool tf32 = false;  // CUDA backend: allow TF32 tensor-core matmuls (FP32 by default, for exact comparisons)
   std::optional<EmulatedGpu>
       emulate;  // set: an EmulatedBackend of this GPU (--compute emulate), `device` unused
+  RunClock* clock = nullptr;  // emulate: the run's clock (virtual: ops advance it instead of waiting)
 };
 
 std::unique_ptr<Backend> make_backend(const BackendOptions& options);

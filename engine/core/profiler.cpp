@@ -60,7 +60,7 @@ void Profiler::reset_times() {
 
 ScopedPhase::~ScopedPhase() {
   if (prof_ == nullptr) return;
-  const auto end = Profiler::Clock::now();
+  const auto end = prof_->now();
   prof_->add_time(phase_, std::chrono::duration<double>(end - begin_).count());
   if (prof_->tracing())
     prof_->record(label_ != nullptr ? label_ : std::string(phase_name(phase_)), lane_, begin_, end);

@@ -1,5 +1,6 @@
 // Per-rank phase timers, counters and an optional trace of events (one lane per thread role).
 // Thread-safe: the compute thread, the communication thread and crypto workers all report here.
+// Times are read from the run's clock (run_clock.h): wall-clock time, or an emulated run's virtual time.
 #pragma once
 #include <array>
 #include <atomic>
@@ -9,6 +10,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "engine/core/run_clock.h"
 
 namespace tt {
 
@@ -64,6 +67,19 @@ class Profiler {
   static constexpr int kCounters = static_cast<int>(Counter::Count);
 
   explicit Profiler(bool trace = false) : trace_(trace), origin_(Clock::now()) {}
+  Profiler(const Profiler&) = delete;
+  Profiler& operator=(const Profiler&) = delete;
+
+  // From now on times come from `clock` (which must outlive the profiler); the trace starts at its
+  // present time.
+  void use_clock(RunClock& clock) {
+    clock_ = &clock;
+    origin_ = clock.now();
+  }
+  RunClock& clock() const { return *clock_; }
+  // The calling thread's time on the run's clock.
+  Clock::time_point now() const { return clock_->now(); }
+  bool virtual_time() const { return clock_->is_virtual(); }
 
   void add_time(Phase p, double seconds) { phase_ns_[idx(p)].fetch_add(static_cast<int64_t>(seconds * 1e9)); }
   void add(Counter c, int64_t v) { counters_[idx(c)].fetch_add(v, std::memory_order_relaxed); }
@@ -88,6 +104,8 @@ class Profiler {
     return static_cast<int>(e);
   }
   bool trace_;
+  WallClock wall_;
+  RunClock* clock_ = &wall_;
   Clock::time_point origin_;
   std::array<std::atomic<int64_t>, kPhases> phase_ns_{};
   std::array<std::atomic<int64_t>, kCounters> counters_{};
@@ -99,7 +117,11 @@ class Profiler {
 class ScopedPhase {
  public:
   ScopedPhase(Profiler* prof, Phase phase, Lane lane = Lane::Compute, const char* label = nullptr)
-      : prof_(prof), phase_(phase), lane_(lane), label_(label), begin_(Profiler::Clock::now()) {}
+      : prof_(prof),
+        phase_(phase),
+        lane_(lane),
+        label_(label),
+        begin_(prof != nullptr ? prof->now() : Profiler::Clock::now()) {}
   ~ScopedPhase();
   ScopedPhase(const ScopedPhase&) = delete;
   ScopedPhase& operator=(const ScopedPhase&) = delete;

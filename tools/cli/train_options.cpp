@@ -155,8 +155,31 @@ void add_emulation_options(CLI::App* cmd, TrainOptions& o) {
   auto* em = cmd->add_option_group("emulation and tracing (overhead studies)");
   add_enum_option(
       em, "--compute", o.compute,
-      "real: run forward/backward; emulate: run the model on an emulated --gpu whose every op is a wait "
-      "computed from its shape (gradients' bytes, buckets, ring, crypto and ingress stay real)");
+      "real: run forward/backward; emulate: run the model on an emulated --gpu whose every op costs a "
+      "time computed from its shape; buckets, the ring's messages and their sealing stay real (see --time)");
+  add_enum_option(em, "--time", o.time,
+                  "Emulated runs: virtual (auto's choice) computes every cost on per-rank timelines, so step "
+                  "times depend only on the workload and the modelled platform (ring messages are sealed "
+                  "tokens; the host's crypto is modelled: --host-*); wall measures the run with the wall "
+                  "clock while ops wait (this machine's crypto and scheduling count). Real compute is always "
+                  "measured");
+  em->add_option("--host-aead-gbps", o.host.aead_gbps,
+                 "Virtual time: AES-256-GCM rate of one core of the modelled host, GB/s (default 3.36: ISPASS "
+                 "2025's TDX host, tools/calibration/h100_cc_sources.json)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  em->add_option("--host-crypto-cores", o.host.crypto_cores,
+                 "Virtual time: host cores sealing one rank's ring messages at once (0 = the mode's "
+                 "--crypto-threads)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  em->add_option("--host-message-us", o.host.message_us,
+                 "Virtual time: software cost per sealed or opened message on the modelled host, microseconds")
+      ->check(non_negative())
+      ->capture_default_str();
+  em->add_flag("--bounce-reencrypt", o.host.bounce_reencrypt,
+               "Virtual time: H100 CC's bounce-buffer bytes are encrypted a second time on the host "
+               "(Fastrack's redundant re-encryption): host-sealed messages cost twice the bytes");
   em->add_option("--gpu", o.gpu, "GPU whose compute is emulated")
       ->check(CLI::IsMember({"h100", "h200", "a100", "v100"}))
       ->capture_default_str();

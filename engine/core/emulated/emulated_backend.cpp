@@ -18,16 +18,19 @@ double d(int n) {
 }
 }  // namespace
 
-EmulatedBackend::EmulatedBackend(EmulatedGpu gpu, Timing timing, std::size_t block_bytes)
+EmulatedBackend::EmulatedBackend(EmulatedGpu gpu, Timing timing, std::size_t block_bytes, RunClock* clock)
     : gpu_(std::move(gpu)),
       timing_(timing),
+      virtual_time_(clock != nullptr && clock->is_virtual()),
       matmul_flops_per_s_(gpu_.flops_per_second()),  // validates the GPU settings before the run starts
       conv_flops_per_s_(gpu_.conv_flops_per_second()),
       memory_(block_bytes),
-      compute_(std::chrono::milliseconds(2)) {}
+      compute_(std::chrono::milliseconds(2), clock),
+      comm_(std::chrono::microseconds(50), clock) {}
 
 std::string EmulatedBackend::describe() const {
-  return "emulated GPU: " + gpu_.describe() + " (ops are waits; memory aliased onto " +
+  return "emulated GPU: " + gpu_.describe() + (virtual_time_ ? " (ops advance virtual time" : " (ops are waits") +
+         "; memory aliased onto " +
          std::to_string(memory_.block_bytes() >> 20) + " MiB)";
 }
 

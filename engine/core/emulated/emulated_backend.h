@@ -29,6 +29,7 @@
 #include "engine/core/emulated/aliased_memory.h"
 #include "engine/core/emulated/emulated_gpu.h"
 #include "engine/core/emulated/gpu_queue.h"
+#include "engine/core/run_clock.h"
 
 namespace tt {
 
@@ -41,9 +42,10 @@ class EmulatedBackend final : public Backend {
   // Wait: ops are waits on the emulated stream (training). Account: ops only add up their seconds
   // (tests and predictions: a whole step is costed in microseconds).
   enum class Timing { Wait, Account };
-  // block_bytes: physical memory behind every allocation (AliasedMemory).
+  // block_bytes: physical memory behind every allocation (AliasedMemory). clock: a virtual clock makes
+  // Wait's waits computed, not slept (Note [Virtual time], run_clock.h); null or a wall clock: real waits.
   explicit EmulatedBackend(EmulatedGpu gpu, Timing timing = Timing::Wait,
-                           std::size_t block_bytes = std::size_t{64} << 20);
+                           std::size_t block_bytes = std::size_t{64} << 20, RunClock* clock = nullptr);
 
   DeviceKind kind() const override { return DeviceKind::Emulated; }
   std::string describe() const override;
@@ -137,6 +139,7 @@ class EmulatedBackend final : public Backend {
 
   EmulatedGpu gpu_;
   Timing timing_;
+  bool virtual_time_;
   double matmul_flops_per_s_;
   double conv_flops_per_s_;
   AliasedMemory memory_;

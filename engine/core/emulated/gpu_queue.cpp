@@ -8,6 +8,15 @@ namespace tt {
 
 EmulatedGpuQueue::Span EmulatedGpuQueue::run(double s) {
   Span span;
+  if (clock_ != nullptr) {
+    std::lock_guard lock(mu_);
+    seconds_ += s;
+    span.start = std::max(clock_->now(), due_);
+    due_ = span.start + clock_seconds(s);
+    span.end = due_;
+    clock_->advance_to(due_);
+    return span;
+  }
   const auto now = Clock::now();
   {
     std::lock_guard lock(mu_);
@@ -27,6 +36,10 @@ void EmulatedGpuQueue::wait() {
   {
     std::lock_guard lock(mu_);
     due = due_;
+  }
+  if (clock_ != nullptr) {
+    clock_->advance_to(due);
+    return;
   }
   wait_until(due);
 }

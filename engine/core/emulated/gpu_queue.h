@@ -8,9 +8,16 @@
 // costs.
 //
 // Thread-safe: the compute thread and the communication thread may share one stream.
+//
+// Virtual time (a clock that is_virtual(), Note [Virtual time] in run_clock.h): nothing is waited
+// for. run() books the work on the stream after whatever is queued and after the caller's time, and
+// the caller's time moves to its end (the host waits for each op: its own time is not modelled, so
+// running ahead would only hide the op from the phase it belongs to).
 #pragma once
 #include <chrono>
 #include <mutex>
+
+#include "engine/core/run_clock.h"
 
 namespace tt {
 
@@ -20,7 +27,8 @@ class EmulatedGpuQueue {
   struct Span {
     Clock::time_point start, end;
   };
-  explicit EmulatedGpuQueue(Clock::duration slack = std::chrono::microseconds(50)) : slack_(slack) {}
+  explicit EmulatedGpuQueue(Clock::duration slack = std::chrono::microseconds(50), RunClock* clock = nullptr)
+      : slack_(slack), clock_(clock != nullptr && clock->is_virtual() ? clock : nullptr) {}
   EmulatedGpuQueue(const EmulatedGpuQueue&) = delete;
   EmulatedGpuQueue& operator=(const EmulatedGpuQueue&) = delete;
 
@@ -36,6 +44,7 @@ class EmulatedGpuQueue {
 
  private:
   const Clock::duration slack_;
+  RunClock* const clock_;  // virtual time; null: wall-clock waits
   mutable std::mutex mu_;
   Clock::time_point due_{};
   double seconds_ = 0;
