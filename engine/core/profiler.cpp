@@ -19,6 +19,9 @@ std::string_view counter_name(Counter c) {
 
 void Profiler::record(std::string name, Lane lane, Clock::time_point begin, Clock::time_point end) {
   if (!trace_) return;
+  // Virtual time: real host work the model gives no time (the real sealing of a token, a crypto
+  // worker's share of it) would be zero-length marks at the start of the trace.
+  if (end == begin && clock_->is_virtual()) return;
   using std::chrono::duration_cast;
   using std::chrono::microseconds;
   TraceEvent ev{std::move(name), static_cast<int>(lane), duration_cast<microseconds>(begin - origin_).count(),

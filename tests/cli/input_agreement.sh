@@ -104,6 +104,11 @@ expect_exit 3 "expect-dataset: .*manifest sha256 none \(plain data\)" -- "$TT" "
 expect_exit 2 "not a SHA-256 digest" -- "$TT" "${one[@]}" --expect-dataset abc
 expect_exit 2 "add --resume" -- "$TT" "${one[@]}" --expect-checkpoint "$digest"
 
-# Where messages are not really sealed (emulated GPU sealing), an adversary is refused, saying why.
-expect_exit 2 "really sealed.*--tee-device-crypto off" -- "$TT" "${one[@]}" --compute emulate --adversary flip:3
+# Where messages are not really sealed (emulated GPU sealing in wall-clock time), an adversary is
+# refused, saying why; in virtual time every ring message is a sealed token, and the flip is caught.
+expect_exit 2 "really sealed.*--tee-device-crypto off" -- "$TT" "${one[@]}" --compute emulate --time wall --adversary flip:3
+rc=0
+"${MPI[@]}" -np 2 "$TT" "${base[@]}" --steps 2 --compute emulate --adversary flip:3 >"$WORK/vflip.log" 2>&1 || rc=$?
+if [[ $rc -eq 3 ]] && grep -q "INTEGRITY FAILURE: .*tag mismatch" "$WORK/vflip.log"; then ok
+else bad "virtual time: a flipped sealed token exits 3 naming the tag mismatch (exit $rc)" "$WORK/vflip.log"; fi
 finish

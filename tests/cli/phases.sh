@@ -99,8 +99,8 @@ PY
   done
 done
 # --link emulate (emulated GPUs): the same message arithmetic and phase accounting as real links, the
-# summary names the emulated transport; cc's sealed messages still take the real one. Refused without
-# synthetic gradients. --gpu-tflops 0.01 stretches gpt2-tiny's emulated step from ~40 us (where 5% is
+# summary names the emulated transport; in virtual time cc's messages cross it too, as sealed tokens.
+# Refused without synthetic gradients. --gpu-tflops 0.01 stretches gpt2-tiny's emulated step from ~40 us (where 5% is
 # 2 us of scheduling noise) to ~20 ms.
 run 2 off "$WORK/emu_off.json" --compute emulate --gpu h100 --gpu-tflops 0.01 --link emulate
 check "$WORK/emu_off.json" 2 0 0 "off P=2 --link emulate"
@@ -110,7 +110,7 @@ if "$PY" - "$WORK/emu_off.json" "$WORK/emu_cc.json" <<'PY'
 import json, sys
 off, cc = (json.load(open(p)) for p in sys.argv[1:3])
 assert off["gradient_path"].startswith("ring over emulated-link(450 GB/s)"), off["gradient_path"]
-assert "throttled(mpi)" in cc["gradient_path"] and "sealed" in cc["gradient_path"], cc["gradient_path"]
+assert "emulated-link" in cc["gradient_path"] and "sealed tokens" in cc["gradient_path"], cc["gradient_path"]
 # Every message is still counted with its full length.
 assert all(b > 0 for b in off["counters"]["bytes_sent"]), off["counters"]["bytes_sent"]
 # --timing-warmup 2: two of the steps are left out of the timing, none out of the counters.

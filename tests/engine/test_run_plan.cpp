@@ -95,13 +95,15 @@ TEST(RunPlan, EachConflictIsNamed) {
   one([](RunPlan& q) { q.seq = 64, q.context = 32; }, "--seq <= 32");
 }
 
-// Under --compute emulate, fast's gradients are sealed "on the GPU" as a wait and travel in clear: an
-// adversary there would flip bytes unnoticed in a run that claims to be sealed. Where the host seals
-// for real (cc, or fast with device crypto off) or nothing claims to be sealed (TEE off), it may run.
+// Under --compute emulate --time wall, fast's gradients are sealed "on the GPU" as a wait and travel in
+// clear: an adversary there would flip bytes unnoticed in a run that claims to be sealed. Where the
+// host seals for real (cc, or fast with device crypto off), nothing claims to be sealed (TEE off), or
+// virtual time seals a token per message, it may run.
 TEST(RunPlan, AdversaryNeedsReallySealedMessages) {
   RunPlan p;
   p.steps = 10;
   p.compute = ComputeMode::Emulate;
+  p.time = TimeModel::Wall;
   p.adversary = comm::parse_adversary("flip:3");
   p.tee.mode = TeeMode::Fast;
   const std::string e = error_of(p);
@@ -117,6 +119,35 @@ TEST(RunPlan, AdversaryNeedsReallySealedMessages) {
   p.compute = ComputeMode::Real;
   p.tee.mode = TeeMode::Fast;
   EXPECT_EQ(error_of(p), "");
+  p.compute = ComputeMode::Emulate;
+  p.time = TimeModel::Auto;  // virtual: every ring message is a sealed token
+  EXPECT_TRUE(p.virtual_time());
+  EXPECT_EQ(error_of(p), "");
+}
+
+// --time: virtual only for emulated compute (auto resolves by the compute mode), and only for our own
+// algorithms, whose messages it models; the modelled host's figures must be usable.
+TEST(RunPlan, VirtualTimeNeedsEmulatedComputeAndOurRing) {
+  RunPlan p;
+  p.steps = 10;
+  EXPECT_FALSE(p.virtual_time());
+  p.time = TimeModel::Virtual;
+  EXPECT_NE(error_of(p).find("--time virtual computes an emulated run's time"), std::string::npos);
+  p.compute = ComputeMode::Emulate;
+  EXPECT_TRUE(p.virtual_time());
+  EXPECT_EQ(error_of(p), "");
+  p.allreduce = AllreduceAlgo::Mpi;
+  EXPECT_NE(error_of(p).find("use --allreduce ring, or --time wall"), std::string::npos);
+  p.time = TimeModel::Wall;
+  EXPECT_FALSE(p.virtual_time());
+  EXPECT_EQ(error_of(p), "");
+  p.allreduce = AllreduceAlgo::Ring;
+  p.time = TimeModel::Auto;
+  p.host.aead_gbps = 0;
+  EXPECT_NE(error_of(p).find("--host-aead-gbps must be > 0"), std::string::npos);
+  p.host.aead_gbps = 3.36;
+  p.host.crypto_cores = -1;
+  EXPECT_NE(error_of(p).find("--host-crypto-cores"), std::string::npos);
 }
 
 TEST(RunPlan, ExpectCheckpointNeedsResume) {
@@ -137,10 +168,11 @@ TEST(RunPlan, EveryConflictInOneMessage) {
   p.link = LinkModel::Emulate;
   p.allreduce = AllreduceAlgo::Mpi;
   p.timing_warmup = 20;
-  EXPECT_EQ(plan_conflicts(p).size(), 3u);
+  EXPECT_EQ(plan_conflicts(p).size(), 4u);
   const std::string e = error_of(p);
-  EXPECT_EQ(e.rfind("3 conflicting options: (1) ", 0), 0u) << e;
-  EXPECT_NE(e.find("(3) --timing-warmup 20"), std::string::npos) << e;
+  EXPECT_EQ(e.rfind("4 conflicting options: (1) ", 0), 0u) << e;
+  EXPECT_NE(e.find("(3) --time virtual models"), std::string::npos) << e;
+  EXPECT_NE(e.find("(4) --timing-warmup 20"), std::string::npos) << e;
   EXPECT_EQ(e.find('\n'), std::string::npos);  // one line
 }
 

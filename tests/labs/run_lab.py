@@ -2,6 +2,7 @@
 """Runs the checked commands of a teetrain lab (docs/labs/NN-*.md) and checks their output.
 
 Usage: run_lab.py TEETRAIN_BINARY LAB.md [LAB.md ...] [--same-dir] [--keep] [--verbose] [--list]
+                  [--burners N]
 
 The convention (docs/labs/README.md, "How the labs are checked"), chosen to render as ordinary
 code blocks on GitHub:
@@ -27,6 +28,9 @@ command ends the block; a pipeline's status is its last command's, as in a termi
 block. The environment: the binary's directory first on PATH (labs say `teetrain ...`),
 TEETRAIN_REPO (the repository root), TEETRAIN_BIN (the binary), and Open MPI's run-as-root
 settings and ob1 transport.
+
+--burners N keeps N CPU-burning processes running beside the lab: a lab whose claims rest on
+virtual time (labs 4 and 6) must pass while the machine is busy.
 
 Exit status: 0 if every block of every lab passed; 1 on the first failure, after printing the lab,
 the block's line, its command, what was wrong and the tail of its output; 2 on bad usage or a lab
@@ -261,7 +265,19 @@ def main() -> int:
     ap.add_argument("--list", action="store_true", help="list the checked blocks and exit")
     ap.add_argument("--same-dir", action="store_true",
                     help="run all the files in one directory, in order (a lab, then its teacher's guide)")
+    ap.add_argument("--burners", type=int, default=0,
+                    help="keep this many CPU-burning processes running beside the lab")
     args = ap.parse_args()
+    burners = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(max(0, args.burners))]
+    try:
+        return run(args)
+    finally:
+        for b in burners:
+            b.kill()
+            b.wait()
+
+
+def run(args) -> int:
     binary = os.path.abspath(args.binary)
     if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
         print(f"run_lab.py: {args.binary}: not an executable file", file=sys.stderr)
