@@ -49,7 +49,8 @@ Clock::time_point LinkPacer::reserve(int peer, std::size_t bytes) {
   // Token bucket without burst: the link carries one message after another at the given rate.
   std::lock_guard lock(mu_);
   auto& free_at = link_free_.at(static_cast<std::size_t>(peer));
-  const Clock::time_point done_at = std::max(clock_ != nullptr ? clock_->now() : Clock::now(), free_at) + cost;
+  const Clock::time_point done_at =
+      std::max(clock_ != nullptr ? clock_->now() : Clock::now(), free_at) + cost;
   free_at = done_at;
   return done_at;
 }

@@ -11,8 +11,8 @@ namespace tt::comm {
 double CryptoCostModel::seconds(std::size_t messages, std::size_t bytes) const {
   if (messages == 0) return 0.0;
   // A batch spreads over min(messages, cores) cores; the cipher's bytes and the per-message cost alike.
-  const double c = static_cast<double>(std::clamp<std::size_t>(static_cast<std::size_t>(std::max(cores, 1)), 1,
-                                                               messages));
+  const double c =
+      static_cast<double>(std::clamp<std::size_t>(static_cast<std::size_t>(std::max(cores, 1)), 1, messages));
   const double crypto_bytes = static_cast<double>(bytes) * (bounce_reencrypt ? 2.0 : 1.0);
   return (crypto_bytes / (aead_gbps * 1e9) + static_cast<double>(messages) * per_message_us * 1e-6) / c;
 }
@@ -22,8 +22,7 @@ std::string CryptoCostModel::describe() const {
   std::snprintf(buf, sizeof buf, "%s AES-GCM %.4g GB/s", where.c_str(), aead_gbps);
   std::string out = buf;
   if (where != "GPU") out += " x " + std::to_string(cores) + (cores == 1 ? " core" : " cores");
-  std::snprintf(buf, sizeof buf, "%s",
-                bounce_reencrypt ? ", bounce buffers re-encrypted" : "");
+  std::snprintf(buf, sizeof buf, "%s", bounce_reencrypt ? ", bounce buffers re-encrypted" : "");
   out += buf;
   if (per_message_us > 0) {
     std::snprintf(buf, sizeof buf, ", %.3g us per message", per_message_us);
@@ -32,11 +31,14 @@ std::string CryptoCostModel::describe() const {
   return out;
 }
 
-VirtualSealChannel::VirtualSealChannel(Channel& inner, CryptoCostModel host, RunClock& clock, Profiler* profiler)
+VirtualSealChannel::VirtualSealChannel(Channel& inner, CryptoCostModel host, RunClock& clock,
+                                       Profiler* profiler)
     : inner_(inner), host_(host), clock_(clock), prof_(profiler) {
   if (inner.pass_through()) throw InputError("a virtual sealing channel needs a sealing channel to wrap");
-  if (!(host.aead_gbps > 0)) throw InputError("the modelled host's AES-GCM rate must be > 0 GB/s (--host-aead-gbps)");
-  if (host.cores < 1) throw InputError("the modelled host needs at least 1 crypto core (--host-crypto-cores)");
+  if (!(host.aead_gbps > 0))
+    throw InputError("the modelled host's AES-GCM rate must be > 0 GB/s (--host-aead-gbps)");
+  if (host.cores < 1)
+    throw InputError("the modelled host needs at least 1 crypto core (--host-crypto-cores)");
   if (host.per_message_us < 0) throw InputError("the per-message cost must be >= 0 us (--host-message-us)");
 }
 
@@ -72,7 +74,8 @@ void VirtualSealChannel::seal_batch(std::span<const SealJob> jobs) {
     const SealJob& j = jobs[i];
     const std::size_t k = std::min(j.plain.size(), kTokenBytes);
     tokens_[i] = token_of(j.plain.size());
-    seal_jobs_.push_back({j.ctx, std::span<const std::byte>(tokens_[i]).first(k), j.wire.first(k + overhead())});
+    seal_jobs_.push_back(
+        {j.ctx, std::span<const std::byte>(tokens_[i]).first(k), j.wire.first(k + overhead())});
     bytes += j.plain.size();
     token_bytes += k;
   }
@@ -108,7 +111,8 @@ void VirtualSealChannel::open_batch(std::span<const OpenJob> jobs) {
 // The modelled cost moves this thread's virtual time; counters count the messages' full bytes (the
 // inner channel counted the tokens'). Crypto threads only overlap their own batch: both ring
 // directions of a hop run on this one thread, one after the other, as the wall-clock ring does.
-void VirtualSealChannel::charge(Phase phase, std::size_t messages, std::size_t bytes, std::size_t token_bytes) {
+void VirtualSealChannel::charge(Phase phase, std::size_t messages, std::size_t bytes,
+                                std::size_t token_bytes) {
   const double s = host_.seconds(messages, bytes);
   const RunClock::TimePoint begin = clock_.now();
   clock_.elapse(s);
@@ -117,8 +121,9 @@ void VirtualSealChannel::charge(Phase phase, std::size_t messages, std::size_t b
              static_cast<int64_t>(bytes - token_bytes));
   prof_->add_time(phase, s);
   if (prof_->tracing())
-    prof_->record(std::string(phase == Phase::Seal ? "seal (modelled " : "open (modelled ") + host_.where + ")",
-                  Lane::Crypto, begin, clock_.now());
+    prof_->record(
+        std::string(phase == Phase::Seal ? "seal (modelled " : "open (modelled ") + host_.where + ")",
+        Lane::Crypto, begin, clock_.now());
 }
 
 }  // namespace tt::comm

@@ -23,10 +23,10 @@ namespace tt::comm {
 
 // What sealing one rank's ring messages costs: the host of an emulated GPU's confidential VM, or the GPU.
 struct CryptoCostModel {
-  std::string where = "host";   // who seals: "host" (cc, or fast on the host) or "GPU" (fast's device crypto)
-  double aead_gbps = 3.36;      // AES-256-GCM of one host core, GB/s (tools/calibration/h100_cc_sources.json)
-  int cores = 1;                // cores sealing this rank's messages at once
-  double per_message_us = 0;    // software cost per message beyond the cipher (0: none)
+  std::string where = "host";  // who seals: "host" (cc, or fast on the host) or "GPU" (fast's device crypto)
+  double aead_gbps = 3.36;     // AES-256-GCM of one host core, GB/s (tools/calibration/h100_cc_sources.json)
+  int cores = 1;               // cores sealing this rank's messages at once
+  double per_message_us = 0;   // software cost per message beyond the cipher (0: none)
   bool bounce_reencrypt = false;  // H100 CC's bounce buffers encrypted again on the host: 2x the bytes
   // Seconds to seal or open `messages` messages of `bytes` in all.
   double seconds(std::size_t messages, std::size_t bytes) const;

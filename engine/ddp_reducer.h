@@ -67,8 +67,8 @@ class DdpReducer final : public GradReducer {
   AllreduceFn allreduce_;
   DdpOptions opts_;
   Profiler* profiler_;
-  WallClock wall_;    // the clock when there is no profiler
-  RunClock& clock_;   // the profiler's
+  WallClock wall_;   // the clock when there is no profiler
+  RunClock& clock_;  // the profiler's
 
   long step_ = 0;
   std::size_t next_to_launch_ = 0;  // index into buckets_ (main thread only)
@@ -76,12 +76,12 @@ class DdpReducer final : public GradReducer {
   std::mutex mu_;
   std::condition_variable cv_;
   struct Launched {
-    std::size_t bucket;          // index into buckets_
+    std::size_t bucket;         // index into buckets_
     RunClock::TimePoint ready;  // when backward made it final (the training thread's time)
   };
-  std::deque<Launched> queue_;          // in launch order
-  std::size_t completed_ = 0;           // buckets finished this step
-  RunClock::TimePoint last_done_{};     // when the communication thread finished its latest bucket
+  std::deque<Launched> queue_;       // in launch order
+  std::size_t completed_ = 0;        // buckets finished this step
+  RunClock::TimePoint last_done_{};  // when the communication thread finished its latest bucket
   bool stop_ = false;
   std::exception_ptr error_;
   std::thread comm_thread_;

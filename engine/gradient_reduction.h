@@ -88,7 +88,7 @@ class GradientReduction {
   std::optional<comm::EmulatedRingMemory> gpu_memory_;  // --link emulate: the ring's adds on the GPU
   std::optional<comm::EmulatedDeviceChannel> gpu_crypto_;
   std::optional<comm::VirtualSealChannel> virtual_seal_;  // virtual time: sealed tokens, modelled crypto
-  std::optional<comm::CcTransferChannel> cc_transfers_;  // wraps the ring's host-sealing channel
+  std::optional<comm::CcTransferChannel> cc_transfers_;   // wraps the ring's host-sealing channel
   std::optional<comm::ThrottledTransport> link_;
   std::optional<comm::EmulatedLinkTransport> emulated_link_;
   comm::HostRingMemory host_memory_;  // our algorithms' scratch on the host (one for all of them)

@@ -28,13 +28,15 @@ void emulation_conflicts(const RunPlan& p, std::vector<std::string>& out) {
         "--cc-transfer-us charges the bounce-buffer crossings of an emulated GPU's gradients: add "
         "--compute emulate (a real GPU's copies cost what they cost)");
   if (p.time == TimeModel::Virtual && !emulate)
-    out.push_back("--time virtual computes an emulated run's time; real compute is measured: add --compute "
-                  "emulate, or drop --time");
+    out.push_back(
+        "--time virtual computes an emulated run's time; real compute is measured: add --compute "
+        "emulate, or drop --time");
   if (p.virtual_time() && p.allreduce != AllreduceAlgo::Ring)
     out.push_back(std::string("--time virtual models teetrain's own algorithms; ") + name(p.allreduce) +
                   "'s time would be this machine's: use --allreduce ring, or --time wall");
   if (!(p.host.aead_gbps > 0)) out.push_back("--host-aead-gbps must be > 0");
-  if (p.host.crypto_cores < 0) out.push_back("--host-crypto-cores must be >= 0 (0: the mode's --crypto-threads)");
+  if (p.host.crypto_cores < 0)
+    out.push_back("--host-crypto-cores must be >= 0 (0: the mode's --crypto-threads)");
   if (p.host.message_us < 0) out.push_back("--host-message-us must be >= 0");
   if (emulate && p.checkpoints)
     out.push_back("--compute emulate has no real parameters or optimizer state; drop --save-every/--resume");

@@ -209,9 +209,10 @@ void TrainingRun::build_model() {
   if (emulate && rank_ == 0)
     std::fprintf(stderr, "COMPUTE EMULATED: %s runs on an %s; %s\n", model_->name().c_str(),
                  backend_->describe().c_str(),
-                 plan_.virtual_time() ? "VIRTUAL TIME: every time printed is computed for the modelled "
-                                        "platform (the same on any machine), not measured here"
-                                      : "buckets, ring, crypto and ingress are real and timed by the wall clock");
+                 plan_.virtual_time()
+                     ? "VIRTUAL TIME: every time printed is computed for the modelled "
+                       "platform (the same on any machine), not measured here"
+                     : "buckets, ring, crypto and ingress are real and timed by the wall clock");
   tc_ = trainer_config(o_, static_cast<bool>(data_.val));
   tc_.metrics_path = rank_ == 0 ? o_.metrics : "";
   optimizer_ = make_optimizer(*backend_, tc_.opt, model_->num_params());

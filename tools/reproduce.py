@@ -147,33 +147,22 @@ def mpirun_prefix(P):
     return cmd
 
 
-# Steps vary by about +-5% on a machine whose ranks share cores, and the trends are judged with a 5%
-# tolerance: every run takes 2x --steps timed steps, and runs whose steps are short (real compute, or
-# a ring not sealed by the CPU: 50-300 ms, 10-100x shorter than cc's, so a few ms of scheduling noise
-# or one disturbed step would dominate a short mean) 10x — a second or two of timed steps, next to
-# the 3-6 s every run spends starting up; the emulated ones 4x per repeat (see repeats()).
-CHEAP_VARIANTS = {"off", "fast", "cc+device-crypto"}
-# Emulated runs whose ring the CPU seals with the per-transfer cost on are dominated by its waits (the
-# same every step) and by the CPU's sealing (steady): the quick grid times --steps of them, not 2x.
-def toll_bound(args, r):
-    return (args.quick and args.cc_transfer_us > 0 and r["emulate"] and r["variant"].startswith("cc")
-            and r["variant"] not in ("cc-own", "cc+device-crypto"))
-
-
+# Real-compute steps vary by about +-5% on a machine whose ranks share cores, and the trends are
+# judged with a 5% tolerance: those runs take 10x --steps timed steps (a second or two, next to the
+# 3-6 s every run spends starting up). Emulated runs are in virtual time and take --steps.
 def timed_steps(args, r):
-    if toll_bound(args, r):
+    # Emulated runs are in virtual time (docs/design.md §11): every timed step is the same, on any
+    # machine and under any load, so --steps of them say all there is to say.
+    if r["emulate"]:
         return args.steps
-    if repeats(args, r) > 1:
-        return args.steps * 4  # x3 repeats: 12x in all, with the median run kept
-    return args.steps * (10 if r["variant"] in CHEAP_VARIANTS or not r["emulate"] else 2)
+    return args.steps * 10
 
 
 def repeats(args, r):
-    """How many times a run is made (the median by step time is kept): short emulated runs (no CPU
-    sealing in the ring: 50-300 ms steps made of waits) vary by up to 20% from run to run when four
-    ranks share two cores, far more than within a run; their median is what the checks and the scaling
-    model should see. Long runs (cc) and real-compute runs are made once."""
-    return args.repeats if r["emulate"] and r["variant"] in CHEAP_VARIANTS else 1
+    """How many times a run is made (the median by step time is kept). Emulated runs are computed in
+    virtual time, the same every time: once. --repeats N repeats the real-compute runs, which are
+    wall-clock measurements."""
+    return 1 if r["emulate"] else args.repeats
 
 
 def train_cmd(args, r, summary):
@@ -608,8 +597,8 @@ def main():
     ap.add_argument("--only", default="", help="comma-separated groups to run (ranks, ranks-emu, model-size, "
                                                "families, buckets, overlap, ablation)")
     ap.add_argument("--no-emulate", action="store_true", help="skip the emulated-compute groups")
-    ap.add_argument("--repeats", type=int, default=3, help="make each short emulated run (off, fast, "
-                    "cc+device-crypto) this many times and keep the median (default 3)")
+    ap.add_argument("--repeats", type=int, default=1, help="make each real-compute run this many times and "
+                    "keep the median (default 1; emulated runs are in virtual time, the same every time)")
     ap.add_argument("--force", action="store_true", help="re-run runs whose summary already exists")
     ap.add_argument("--dry-run", action="store_true", help="print the commands only")
     ap.add_argument("--report-only", action="store_true", help="run nothing: write runs.jsonl/csv, the model "

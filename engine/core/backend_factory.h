@@ -18,7 +18,7 @@ struct BackendOptions {
   int cuda_device = 0;  // CUDA backend: device ordinal (callers pass rank % cuda_device_count())
   bool tf32 = false;  // CUDA backend: allow TF32 tensor-core matmuls (FP32 by default, for exact comparisons)
   std::optional<EmulatedGpu>
-      emulate;  // set: an EmulatedBackend of this GPU (--compute emulate), `device` unused
+      emulate;                // set: an EmulatedBackend of this GPU (--compute emulate), `device` unused
   RunClock* clock = nullptr;  // emulate: the run's clock (virtual: ops advance it instead of waiting)
 };
 

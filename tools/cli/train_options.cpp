@@ -163,9 +163,10 @@ void add_emulation_options(CLI::App* cmd, TrainOptions& o) {
                   "tokens; the host's crypto is modelled: --host-*); wall measures the run with the wall "
                   "clock while ops wait (this machine's crypto and scheduling count). Real compute is always "
                   "measured");
-  em->add_option("--host-aead-gbps", o.host.aead_gbps,
-                 "Virtual time: AES-256-GCM rate of one core of the modelled host, GB/s (default 3.36: ISPASS "
-                 "2025's TDX host, tools/calibration/h100_cc_sources.json)")
+  em->add_option(
+        "--host-aead-gbps", o.host.aead_gbps,
+        "Virtual time: AES-256-GCM rate of one core of the modelled host, GB/s (default 3.36: ISPASS "
+        "2025's TDX host, tools/calibration/h100_cc_sources.json)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   em->add_option("--host-crypto-cores", o.host.crypto_cores,
@@ -173,8 +174,9 @@ void add_emulation_options(CLI::App* cmd, TrainOptions& o) {
                  "--crypto-threads)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  em->add_option("--host-message-us", o.host.message_us,
-                 "Virtual time: software cost per sealed or opened message on the modelled host, microseconds")
+  em->add_option(
+        "--host-message-us", o.host.message_us,
+        "Virtual time: software cost per sealed or opened message on the modelled host, microseconds")
       ->check(non_negative())
       ->capture_default_str();
   em->add_flag("--bounce-reencrypt", o.host.bounce_reencrypt,

@@ -29,8 +29,8 @@ EmulatedBackend::EmulatedBackend(EmulatedGpu gpu, Timing timing, std::size_t blo
       comm_(std::chrono::microseconds(50), clock) {}
 
 std::string EmulatedBackend::describe() const {
-  return "emulated GPU: " + gpu_.describe() + (virtual_time_ ? " (ops advance virtual time" : " (ops are waits") +
-         "; memory aliased onto " +
+  return "emulated GPU: " + gpu_.describe() +
+         (virtual_time_ ? " (ops advance virtual time" : " (ops are waits") + "; memory aliased onto " +
          std::to_string(memory_.block_bytes() >> 20) + " MiB)";
 }
 
