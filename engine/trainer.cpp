@@ -221,6 +221,7 @@ TrainResult Trainer::run(long start_step, uint64_t samples_consumed) {
   res.final_loss = loss;
   const long ran = cfg_.steps - timed_from;
   res.timed_steps = ran;
+  res.virtual_time = profiler_.virtual_time();
   res.step_seconds_mean = ran > 0 ? res.seconds / static_cast<double>(ran) : 0;
   res.items_per_s = ran > 0 ? items_per_step * static_cast<double>(ran) / res.seconds : 0;
   // Rank 0's digest is the one reported (summary, result line); replicas are compared by

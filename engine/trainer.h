@@ -63,6 +63,7 @@ struct TrainResult {
   double step_seconds_mean = 0;
   long timed_steps = 0;  // steps behind seconds and the profiler's phase times (warm-up excluded)
   std::string params_sha256;
+  bool virtual_time = false;  // the times above are computed for a modelled platform (--time virtual)
 };
 
 class Trainer {

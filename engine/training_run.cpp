@@ -54,6 +54,7 @@ nlohmann::json result_json(const TrainResult& r, bool images) {
           {"items_per_s", r.items_per_s},
           {"items", images ? "images" : "tokens"},
           {"step_s_mean", r.step_seconds_mean},
+          {"time", r.virtual_time ? "virtual" : "wall"},  // virtual: computed (docs/design.md §11)
           {"timed_steps", r.timed_steps},
           {"train_seconds", r.seconds},
           {"params_sha256", r.params_sha256}};

@@ -64,7 +64,7 @@ void run_train(const TrainOptions& opts, bool key_file_given) {
   if (report.trace_parts > 0)
     std::fprintf(stderr, "trace: %s (%d rank(s); open in https://ui.perfetto.dev or chrome://tracing)\n",
                  o.trace.c_str(), report.trace_parts);
-  if (!o.quiet) print_phase_table(report.phases, r.step_seconds_mean);
+  if (!o.quiet) print_phase_table(report.phases, r.step_seconds_mean, r.virtual_time);
   print_result(d, r, report, o.quiet);
   if (!o.summary.empty()) write_summary(o.summary, run.summary(r, report));
 }

@@ -4,8 +4,9 @@
 
 namespace tt::cli {
 
-void print_phase_table(const nlohmann::json& report, double step_seconds) {
-  std::fprintf(stdout, "\nphase (per step)       max over ranks   mean over ranks   share of step\n");
+void print_phase_table(const nlohmann::json& report, double step_seconds, bool virtual_time) {
+  std::fprintf(stdout, "\nphase (per step)       max over ranks   mean over ranks   share of step%s\n",
+               virtual_time ? "   (virtual time: computed for the modelled platform)" : "");
   for (const auto& [name, v] : report["phases"].items()) {
     const double mx = v["max"].get<double>();
     const double mean = v["mean"].get<double>();

@@ -8,6 +8,7 @@
 namespace tt::cli {
 
 // Prints the phase table (rank 0 calls it).
-void print_phase_table(const nlohmann::json& report, double step_seconds);
+// virtual_time: the times are an emulated run's virtual time (docs/design.md §11); the header says so.
+void print_phase_table(const nlohmann::json& report, double step_seconds, bool virtual_time = false);
 
 }  // namespace tt::cli
