@@ -69,11 +69,13 @@ GradientReduction::GradientReduction(const GradientSetup& s)
 // The ring's channel: the run's channel, or what the emulated platform puts in its place — the GPU's
 // AES-GCM as a cost (wall clock), a sealed token per message with modelled crypto (virtual time), and
 // H100 CC's bounce-buffer crossings on a ring the host seals.
+// Virtual time is the profiler's clock (TrainingRun sets it from the plan): a virtual ring needs a
+// virtual clock to book its links and crypto in.
 comm::Channel* GradientReduction::ring_channel(const GradientSetup& s) {
   const RunPlan& o = s.plan;
   const TeeSwitches& ts = s.tee;
   comm::Channel* channel = &s.channel;
-  if (o.virtual_time() && ts.on) {
+  if (s.profiler.virtual_time() && ts.on) {
     comm::CryptoCostModel m;
     if (ts.device_crypto) {
       m.where = "GPU";
@@ -104,11 +106,11 @@ comm::Channel* GradientReduction::ring_channel(const GradientSetup& s) {
 // their sealed token; otherwise messages move for real, paced at --link-gbps if given.
 comm::Transport& GradientReduction::ring_wire(const GradientSetup& s, const comm::Channel& channel) {
   const RunPlan& o = s.plan;
-  const bool emulated_links = o.link == LinkModel::Emulate || o.virtual_time();
+  const bool emulated_links = o.link == LinkModel::Emulate || s.profiler.virtual_time();
   const double link_gbps = o.link_gbps > 0  ? o.link_gbps
                            : emulated_links ? gpu_->gpu().spec.nvlink_gbps
                                             : 0.0;
-  if (o.virtual_time()) {
+  if (s.profiler.virtual_time()) {
     const std::size_t carry = virtual_seal_ ? virtual_seal_->carried_bytes() : 0;
     return emulated_link_.emplace(s.transport, comm::LinkLimit{link_gbps, {}}, &s.profiler.clock(), carry);
   }
@@ -125,7 +127,7 @@ void GradientReduction::host_ring(const GradientSetup& s, comm::RingOptions ro) 
   const TeeSwitches& ts = s.tee;
   comm::Channel* channel = ring_channel(s);
   comm::Transport& wire = ring_wire(s, *channel);
-  const bool modelled_adds = o.link == LinkModel::Emulate || o.virtual_time();
+  const bool modelled_adds = o.link == LinkModel::Emulate || s.profiler.virtual_time();
   comm::RingMemory& memory =
       modelled_adds ? static_cast<comm::RingMemory&>(gpu_memory_.emplace(*gpu_)) : host_memory_;
   algos_.emplace(wire, *channel, memory, ro, &s.profiler);

@@ -100,9 +100,12 @@ Outcome run_path(const RunPlan& plan) {
   return o;
 }
 
-// The plan both sweeps start from: a compute target, a TEE mode and a link model, 64 KiB segments.
+// The plan both sweeps start from: a compute target, a TEE mode and a link model, 64 KiB segments, in
+// wall-clock time (the virtual-time paths of emulated runs: tests/comm/test_virtual_time.cpp and
+// tests/cli/virtual_time.sh).
 RunPlan host_plan(ComputeMode compute, TeeMode tee, LinkModel link) {
   RunPlan p;
+  p.time = TimeModel::Wall;
   p.compute = compute;
   p.tee.mode = tee;
   p.link = link;
