@@ -1,0 +1,166 @@
+#include "tee/evidence/nvidia_verify.h"
+
+#include <openssl/bn.h>
+#include <openssl/ec.h>
+#include <openssl/evp.h>
+#include <openssl/obj_mac.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
+#include <array>
+
+#include "base/error.h"
+#include "tee/errors.h"
+#include "tee/regular_file.h"
+
+namespace tt::tee::evidence {
+namespace {
+
+constexpr std::size_t kP384ScalarBytes = 48;
+
+struct EcdsaSigFree {
+  void operator()(ECDSA_SIG* s) const noexcept { ECDSA_SIG_free(s); }
+};
+struct BnFree {
+  void operator()(BIGNUM* b) const noexcept { BN_free(b); }
+};
+struct MdCtxFree {
+  void operator()(EVP_MD_CTX* c) const noexcept { EVP_MD_CTX_free(c); }
+};
+struct BioFree {
+  void operator()(BIO* b) const noexcept { BIO_free(b); }
+};
+
+bool is_p384(const EVP_PKEY* key) {
+  if (key == nullptr || EVP_PKEY_get_base_id(key) != EVP_PKEY_EC) return false;
+  std::array<char, 64> group{};
+  std::size_t len = 0;
+  const bool named = EVP_PKEY_get_group_name(key, group.data(), group.size(), &len) == 1;
+  return named && OBJ_txt2nid(group.data()) == NID_secp384r1;
+}
+
+// r || s as the DER ECDSA-Sig-Value that EVP_DigestVerify takes.
+std::vector<std::uint8_t> der_signature(ByteView raw) {
+  std::unique_ptr<BIGNUM, BnFree> r(BN_bin2bn(raw.data(), static_cast<int>(kP384ScalarBytes), nullptr));
+  std::unique_ptr<BIGNUM, BnFree> s(BN_bin2bn(raw.data() + kP384ScalarBytes, static_cast<int>(kP384ScalarBytes), nullptr));
+  std::unique_ptr<ECDSA_SIG, EcdsaSigFree> sig(ECDSA_SIG_new());
+  if (!r || !s || !sig || ECDSA_SIG_set0(sig.get(), r.get(), s.get()) != 1) throw_openssl_error("ECDSA signature");
+  (void)r.release();  // ECDSA_SIG_set0 took both
+  (void)s.release();
+  unsigned char* out = nullptr;
+  const int len = i2d_ECDSA_SIG(sig.get(), &out);
+  if (len <= 0) throw_openssl_error("ECDSA signature encoding");
+  std::vector<std::uint8_t> der(out, out + len);
+  OPENSSL_free(out);
+  return der;
+}
+
+// How many of the given lists are issued by a certificate of this chain (or the root): the others
+// say nothing about this GPU.
+std::size_t applicable_crls(const GpuEvidence& gpu, const EvidenceTrust& trust) {
+  std::size_t n = 0;
+  for (const auto& crl : trust.crls) {
+    const X509_NAME* issuer = X509_CRL_get_issuer(crl.get());
+    bool found = X509_NAME_cmp(issuer, X509_get_subject_name(trust.device_root.native())) == 0;
+    for (const Certificate& c : gpu.chain) found = found || X509_NAME_cmp(issuer, X509_get_subject_name(c.native())) == 0;
+    n += found ? 1 : 0;
+  }
+  return n;
+}
+
+CheckOutcome check_chain(const GpuEvidence& gpu, const EvidenceTrust& trust) {
+  PathOptions options;
+  // The chain carries its own copy of the root; only the bundled one is trusted (a path through the
+  // copy would end at the bundled root anyway, or fail if the copy is another root).
+  options.intermediates.assign(gpu.chain.begin() + 1, gpu.chain.end());
+  options.crls = trust.crls;
+  options.revocation = trust.crls.empty() ? RevocationScope::None : RevocationScope::WhereGiven;
+  options.at_unix_time = trust.at_unix_time;
+  const ChainVerdict v = verify_certificate_path(trust.device_root, gpu.chain.front(), options);
+  if (!v) return {Check::CertificateChain, false, v.reason};
+  const std::size_t lists = applicable_crls(gpu, trust);
+  const std::string revocation =
+      trust.crls.empty() ? "revocation NOT checked (no --crl given; this verifier makes no network call)"
+      : lists == 0       ? "revocation NOT checked (none of the given lists is issued by a CA of this chain)"
+                         : "not revoked (checked against " + std::to_string(lists) + " given list(s))";
+  return {Check::CertificateChain, true,
+          std::to_string(gpu.chain.size()) + " certificates lead to " + trust.device_root.subject() + "; " + revocation};
+}
+
+CheckOutcome check_signature(const GpuEvidence& gpu) {
+  const Certificate& leaf = gpu.chain.front();
+  if (!is_p384(X509_get0_pubkey(leaf.native())))
+    return {Check::Signature, false, "the leaf certificate's key is not ECDSA P-384"};
+  const bool ok = verify_ecdsa_p384(leaf, gpu.transcript.signed_bytes, gpu.transcript.response.signature);
+  return {Check::Signature, ok,
+          ok ? "ECDSA P-384 over SHA-384 of the request and response (" +
+                   std::to_string(gpu.transcript.signed_bytes.size()) + " bytes), by " + leaf.subject()
+             : "the report's signature does not verify under the leaf certificate's key (report altered?)"};
+}
+
+CheckOutcome check_nonce(const GpuEvidence& gpu, const EvidenceTrust& trust) {
+  const SpdmNonce& signed_nonce = gpu.transcript.request.nonce;
+  if (gpu.stated_nonce && !equal_ct(*gpu.stated_nonce, signed_nonce))
+    return {Check::Nonce, false, "the file's \"nonce\" field differs from the nonce the GPU signed"};
+  if (!trust.nonce)
+    return {Check::Nonce, true, "freshness NOT checked (give --nonce with the challenge you issued)"};
+  if (!equal_ct(*trust.nonce, signed_nonce))
+    return {Check::Nonce, false, "the report answers nonce " + to_hex(signed_nonce) +
+                                     ", not this verifier's challenge (replayed?)"};
+  return {Check::Nonce, true, "the signed request carries this verifier's challenge (fresh)"};
+}
+
+}  // namespace
+
+const char* check_name(Check check) {
+  switch (check) {
+    case Check::CertificateChain:
+      return "certificate chain";
+    case Check::Signature:
+      return "signature";
+    case Check::Nonce:
+      return "nonce";
+    case Check::RimSignature:
+      return "RIM signature";
+    case Check::RimVersion:
+      return "RIM version";
+    case Check::Measurements:
+      return "measurements";
+  }
+  return "?";
+}
+
+bool verify_ecdsa_p384(const Certificate& signer, ByteView data, ByteView signature) {
+  EVP_PKEY* key = X509_get0_pubkey(signer.native());
+  if (signature.size() != 2 * kP384ScalarBytes || !is_p384(key)) {
+    clear_openssl_errors();
+    return false;
+  }
+  const std::vector<std::uint8_t> der = der_signature(signature);
+  std::unique_ptr<EVP_MD_CTX, MdCtxFree> ctx(EVP_MD_CTX_new());
+  if (!ctx || EVP_DigestVerifyInit(ctx.get(), nullptr, EVP_sha384(), nullptr, key) != 1)
+    throw_openssl_error("ECDSA verify setup");
+  const int rc = EVP_DigestVerify(ctx.get(), der.data(), der.size(), data.data(), data.size());
+  clear_openssl_errors();
+  return rc == 1;
+}
+
+std::vector<CheckOutcome> verify_gpu_evidence(const GpuEvidence& gpu, const EvidenceTrust& trust) {
+  return {check_chain(gpu, trust), check_signature(gpu), check_nonce(gpu, trust)};
+}
+
+std::shared_ptr<X509_crl_st> load_crl(const std::filesystem::path& path) {
+  const std::vector<std::uint8_t> bytes = read_regular_file(path, "--crl", kMaxPemFileBytes);
+  std::unique_ptr<BIO, BioFree> bio(BIO_new_mem_buf(bytes.data(), static_cast<int>(bytes.size())));
+  if (!bio) throw_openssl_error("CRL buffer");
+  X509CrlPtr crl(PEM_read_bio_X509_CRL(bio.get(), nullptr, nullptr, nullptr));
+  if (!crl) {
+    const unsigned char* p = bytes.data();
+    crl.reset(d2i_X509_CRL(nullptr, &p, static_cast<long>(bytes.size())));
+  }
+  clear_openssl_errors();
+  if (!crl) throw InputError("--crl '" + printable_path(path) + "': not a PEM or DER revocation list");
+  return std::shared_ptr<X509_crl_st>(std::move(crl));
+}
+
+}  // namespace tt::tee::evidence
