@@ -182,8 +182,9 @@ std::vector<Certificate> certificates_from_pem(std::string_view pem, const std::
   clear_openssl_errors();
   const bool at_end = ERR_GET_LIB(last) == ERR_LIB_PEM && ERR_GET_REASON(last) == PEM_R_NO_START_LINE;
   if (chain.empty() || !at_end)
-    throw InputError(what + (chain.empty() ? ": no PEM certificate in it" : ": certificate " +
-                     std::to_string(chain.size() + 1) + " is damaged (not a PEM X.509 certificate)"));
+    throw InputError(what + (chain.empty() ? ": no PEM certificate in it"
+                                           : ": certificate " + std::to_string(chain.size() + 1) +
+                                                 " is damaged (not a PEM X.509 certificate)"));
   return chain;
 }
 
@@ -306,7 +307,8 @@ struct X509StackFree {
 
 }  // namespace
 
-ChainVerdict verify_certificate_path(const Certificate& root, const Certificate& leaf, const PathOptions& options) {
+ChainVerdict verify_certificate_path(const Certificate& root, const Certificate& leaf,
+                                     const PathOptions& options) {
   std::unique_ptr<X509_STORE, StoreFree> store(X509_STORE_new());
   std::unique_ptr<X509_STORE_CTX, StoreCtxFree> ctx(X509_STORE_CTX_new());
   std::unique_ptr<STACK_OF(X509), X509StackFree> untrusted(sk_X509_new_null());
@@ -324,7 +326,8 @@ ChainVerdict verify_certificate_path(const Certificate& root, const Certificate&
   if (X509_STORE_CTX_init(ctx.get(), store.get(), leaf.native(), untrusted.get()) != 1)
     throw_openssl_error("X509 store context");
   if (options.at_unix_time)
-    X509_VERIFY_PARAM_set_time(X509_STORE_CTX_get0_param(ctx.get()), static_cast<time_t>(*options.at_unix_time));
+    X509_VERIFY_PARAM_set_time(X509_STORE_CTX_get0_param(ctx.get()),
+                               static_cast<time_t>(*options.at_unix_time));
   const int rc = X509_verify_cert(ctx.get());
   const int err = X509_STORE_CTX_get_error(ctx.get());
   const X509* failing = X509_STORE_CTX_get_current_cert(ctx.get());

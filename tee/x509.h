@@ -106,7 +106,8 @@ struct PathOptions {
 // Verifies that `leaf` chains to `root` (signatures, validity periods, CA constraints, path length)
 // through `options.intermediates`, and is not revoked as `options.revocation` says; "ok" or why not,
 // in the words TrustAnchor::verify reports. Never throws on a bad certificate.
-ChainVerdict verify_certificate_path(const Certificate& root, const Certificate& leaf, const PathOptions& options);
+ChainVerdict verify_certificate_path(const Certificate& root, const Certificate& leaf,
+                                     const PathOptions& options);
 
 // What a verifier trusts: the vendor root certificate and its revocation list.
 class TrustAnchor {

@@ -17,8 +17,9 @@ class ByteReader {
 
   ByteView take(std::size_t n, const char* field) {
     if (n > remaining()) {
-      throw InputError(what_ + ": truncated at " + field + " (needs " + std::to_string(n) + " bytes at offset " +
-                       std::to_string(pos_) + ", " + std::to_string(remaining()) + " left)");
+      throw InputError(what_ + ": truncated at " + field + " (needs " + std::to_string(n) +
+                       " bytes at offset " + std::to_string(pos_) + ", " + std::to_string(remaining()) +
+                       " left)");
     }
     const ByteView out = bytes_.subspan(pos_, n);
     pos_ += n;

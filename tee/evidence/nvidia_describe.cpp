@@ -17,7 +17,8 @@ std::string hex_byte(std::uint8_t b) {
 }
 
 std::string describe_chain(const GpuEvidence& gpu) {
-  std::string out = line("certificate chain", std::to_string(gpu.chain.size()) + " certificates, leaf first, as sent");
+  std::string out =
+      line("certificate chain", std::to_string(gpu.chain.size()) + " certificates, leaf first, as sent");
   for (std::size_t i = 0; i < gpu.chain.size(); ++i)
     out += "    [" + std::to_string(i) + "] " + gpu.chain[i].describe() + "\n";
   return out;
@@ -25,25 +26,27 @@ std::string describe_chain(const GpuEvidence& gpu) {
 
 std::string describe_nonces(const GpuEvidence& gpu) {
   const MeasurementRequest& rq = gpu.transcript.request;
-  std::string out = line("GET_MEASUREMENTS", "SPDM " + std::to_string(rq.version >> 4) + "." +
-                                                 std::to_string(rq.version & 0xf) + ", attributes " +
-                                                 hex_byte(rq.attributes) + " (signature requested), operation " +
-                                                 hex_byte(rq.operation) + (rq.operation == 0xff ? " (every block)" : "") +
-                                                 ", slot " + std::to_string(rq.slot_id));
+  std::string out = line(
+      "GET_MEASUREMENTS",
+      "SPDM " + std::to_string(rq.version >> 4) + "." + std::to_string(rq.version & 0xf) + ", attributes " +
+          hex_byte(rq.attributes) + " (signature requested), operation " + hex_byte(rq.operation) +
+          (rq.operation == 0xff ? " (every block)" : "") + ", slot " + std::to_string(rq.slot_id));
   out += line("verifier nonce", to_hex(rq.nonce) + "  (signed: inside the request)");
-  if (gpu.stated_nonce) out += line("file's nonce field", to_hex(*gpu.stated_nonce) + "  (NOT signed: a copy)");
+  if (gpu.stated_nonce)
+    out += line("file's nonce field", to_hex(*gpu.stated_nonce) + "  (NOT signed: a copy)");
   out += line("responder nonce", to_hex(gpu.transcript.response.nonce) + "  (the GPU's own)");
   return out;
 }
 
 std::string describe_blocks(const GpuEvidence& gpu) {
   const auto& blocks = gpu.transcript.response.blocks;
-  std::string out = line("measurement blocks", std::to_string(blocks.size()) + " (index: what, then the value)");
+  std::string out =
+      line("measurement blocks", std::to_string(blocks.size()) + " (index: what, then the value)");
   for (const MeasurementBlock& b : blocks) {
     std::array<char, 16> idx{};
     std::snprintf(idx.data(), idx.size(), "    [%3d] ", b.index);
-    out += idx.data() + dmtf_value_type_text(b.value_type) + ", " + std::to_string(b.value.size()) + " bytes: " +
-           to_hex(b.value) + "\n";
+    out += idx.data() + dmtf_value_type_text(b.value_type) + ", " + std::to_string(b.value.size()) +
+           " bytes: " + to_hex(b.value) + "\n";
   }
   return out;
 }

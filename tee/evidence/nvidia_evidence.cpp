@@ -48,7 +48,8 @@ SpdmNonce nonce_from_hex(const std::string& hex, const std::string& what) {
 std::string string_field(const Json& gpu, const char* key, const std::string& what) {
   const auto it = gpu.find(key);
   if (it == gpu.end() || !it->is_string())
-    throw InputError(what + ": no \"" + key + "\" string (the SDK's evidence has arch, nonce, evidence, certificate)");
+    throw InputError(what + ": no \"" + key +
+                     "\" string (the SDK's evidence has arch, nonce, evidence, certificate)");
   return it->get<std::string>();
 }
 
@@ -58,10 +59,12 @@ GpuEvidence gpu_from_json(const Json& gpu, const std::string& what) {
   ev.source = what;
   ev.arch = string_field(gpu, "arch", what);
   if (ev.arch != kHopper)
-    throw InputError(what + ": \"arch\" is \"" + ev.arch.substr(0, 32) + "\"; this verifier reads HOPPER evidence");
+    throw InputError(what + ": \"arch\" is \"" + ev.arch.substr(0, 32) +
+                     "\"; this verifier reads HOPPER evidence");
   ev.stated_nonce = nonce_from_hex(string_field(gpu, "nonce", what), what);
   ev.report = decode_base64(string_field(gpu, "evidence", what), what + ": \"evidence\"");
-  const std::vector<std::uint8_t> pem = decode_base64(string_field(gpu, "certificate", what), what + ": \"certificate\"");
+  const std::vector<std::uint8_t> pem =
+      decode_base64(string_field(gpu, "certificate", what), what + ": \"certificate\"");
   ev.chain = certificates_from_pem(std::string_view(reinterpret_cast<const char*>(pem.data()), pem.size()),
                                    what + ": \"certificate\"");
   parse_report(ev);
@@ -75,7 +78,9 @@ std::vector<std::uint8_t> decode_base64(std::string_view text, const std::string
   compact.reserve(text.size());
   for (char c : text)
     if (std::isspace(static_cast<unsigned char>(c)) == 0) compact += c;
-  const auto valid = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '+' || c == '/'; };
+  const auto valid = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '+' || c == '/';
+  };
   const std::size_t pad = compact.size() - std::min(compact.size(), compact.find_last_not_of('=') + 1);
   const bool ok = compact.size() % 4 == 0 && pad <= 2 &&
                   std::all_of(compact.begin(), compact.end() - static_cast<std::ptrdiff_t>(pad), valid);
@@ -102,9 +107,11 @@ std::vector<GpuEvidence> parse_sdk_evidence_json(std::string_view json, const st
   }
   if (doc.is_object()) doc = Json::array({doc});
   if (!doc.is_array() || doc.empty() || doc.size() > kMaxGpus)
-    throw InputError(where + ": expected a list of 1 to " + std::to_string(kMaxGpus) + " GPU evidence objects");
+    throw InputError(where + ": expected a list of 1 to " + std::to_string(kMaxGpus) +
+                     " GPU evidence objects");
   std::vector<GpuEvidence> gpus;
-  for (std::size_t i = 0; i < doc.size(); ++i) gpus.push_back(gpu_from_json(doc[i], where + ", GPU " + std::to_string(i)));
+  for (std::size_t i = 0; i < doc.size(); ++i)
+    gpus.push_back(gpu_from_json(doc[i], where + ", GPU " + std::to_string(i)));
   return gpus;
 }
 
@@ -112,12 +119,14 @@ std::vector<GpuEvidence> load_sdk_evidence_json(const std::filesystem::path& pat
   return parse_sdk_evidence_json(read_text(path, "evidence"), printable_path(path));
 }
 
-GpuEvidence parse_report_pair(std::string_view report_hex, std::string_view chain_pem, const std::string& where) {
+GpuEvidence parse_report_pair(std::string_view report_hex, std::string_view chain_pem,
+                              const std::string& where) {
   GpuEvidence ev;
   ev.source = where;
   ev.arch = kHopper;
   std::string hex(report_hex);
-  hex.erase(std::remove_if(hex.begin(), hex.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)); }),
+  hex.erase(std::remove_if(hex.begin(), hex.end(),
+                           [](char c) { return std::isspace(static_cast<unsigned char>(c)); }),
             hex.end());
   try {
     ev.report = from_hex(hex);
@@ -130,7 +139,8 @@ GpuEvidence parse_report_pair(std::string_view report_hex, std::string_view chai
 }
 
 GpuEvidence load_report_pair(const std::filesystem::path& report, const std::filesystem::path& chain) {
-  return parse_report_pair(read_text(report, "evidence"), read_text(chain, "--cert-chain"), printable_path(report));
+  return parse_report_pair(read_text(report, "evidence"), read_text(chain, "--cert-chain"),
+                           printable_path(report));
 }
 
 }  // namespace tt::tee::evidence

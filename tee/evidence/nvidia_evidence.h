@@ -30,10 +30,10 @@ inline constexpr std::size_t kHopperSignatureBytes = 96;
 inline constexpr std::uint64_t kMaxEvidenceFileBytes = std::uint64_t{4} << 20;
 
 struct GpuEvidence {
-  std::string source;                 // where it came from, for messages: "FILE, GPU 0"
-  std::string arch;                   // "HOPPER"
-  std::vector<Certificate> chain;     // as the GPU sent it, leaf first
-  std::vector<std::uint8_t> report;   // GET_MEASUREMENTS request || MEASUREMENTS response (signed)
+  std::string source;                     // where it came from, for messages: "FILE, GPU 0"
+  std::string arch;                       // "HOPPER"
+  std::vector<Certificate> chain;         // as the GPU sent it, leaf first
+  std::vector<std::uint8_t> report;       // GET_MEASUREMENTS request || MEASUREMENTS response (signed)
   std::optional<SpdmNonce> stated_nonce;  // the file's own "nonce" field, when it has one (unsigned)
   MeasurementTranscript transcript;
   std::vector<OpaqueField> opaque;
@@ -44,7 +44,8 @@ std::vector<GpuEvidence> parse_sdk_evidence_json(std::string_view json, const st
 std::vector<GpuEvidence> load_sdk_evidence_json(const std::filesystem::path& path);
 
 // The local verifier's report (hex text) and certificate chain (PEM text).
-GpuEvidence parse_report_pair(std::string_view report_hex, std::string_view chain_pem, const std::string& where);
+GpuEvidence parse_report_pair(std::string_view report_hex, std::string_view chain_pem,
+                              const std::string& where);
 GpuEvidence load_report_pair(const std::filesystem::path& report, const std::filesystem::path& chain);
 
 // Whether a file's text looks like the SDK's JSON (its first non-blank character opens a list or an

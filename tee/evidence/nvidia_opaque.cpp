@@ -57,7 +57,8 @@ constexpr std::array<FieldKind, 30> kFields = {{
 }};
 
 const FieldKind* kind_of(std::uint16_t type) {
-  const auto* it = std::find_if(kFields.begin(), kFields.end(), [&](const FieldKind& k) { return k.type == type; });
+  const auto* it =
+      std::find_if(kFields.begin(), kFields.end(), [&](const FieldKind& k) { return k.type == type; });
   return it == kFields.end() ? nullptr : it;
 }
 
@@ -67,8 +68,8 @@ std::string text_of(ByteView v) {
   while (n < v.size() && v[n] != 0) ++n;
   const bool printable = std::all_of(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n),
                                      [](std::uint8_t c) { return c >= 0x20 && c < 0x7f; });
-  const bool zero_tail = std::all_of(v.begin() + static_cast<std::ptrdiff_t>(n), v.end(),
-                                     [](std::uint8_t c) { return c == 0; });
+  const bool zero_tail =
+      std::all_of(v.begin() + static_cast<std::ptrdiff_t>(n), v.end(), [](std::uint8_t c) { return c == 0; });
   if (!printable || !zero_tail) return "0x" + to_hex(v);
   std::string out(1, '"');
   out.append(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n));

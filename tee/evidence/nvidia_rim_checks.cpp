@@ -9,7 +9,8 @@ namespace tt::tee::evidence {
 namespace {
 
 std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
 }
 
@@ -21,8 +22,9 @@ CheckOutcome check_versions(const GpuEvidence& gpu, const std::vector<Rim>& rims
     const std::string want = rim.is_vbios() ? vbios : driver;
     if (lower(rim.version) != lower(want))
       return {Check::RimVersion, false,
-              rim.source + " is for " + (rim.is_vbios() ? "VBIOS " : "driver ") + rim.version + ", this GPU reports " +
-                  (rim.is_vbios() ? "VBIOS " : "driver ") + want + " (give the RIM of the version the GPU runs)"};
+              rim.source + " is for " + (rim.is_vbios() ? "VBIOS " : "driver ") + rim.version +
+                  ", this GPU reports " + (rim.is_vbios() ? "VBIOS " : "driver ") + want +
+                  " (give the RIM of the version the GPU runs)"};
     if (!matched.empty()) matched += ", ";
     matched += rim.is_vbios() ? "VBIOS " : "driver ";
     matched += rim.version;
@@ -41,7 +43,8 @@ std::string index_list(const std::vector<MeasurementMismatch>& mismatches) {
 
 }  // namespace
 
-CheckOutcome check_rim_signature(const Rim& rim, const Certificate& rim_root, std::optional<std::int64_t> at_unix_time) {
+CheckOutcome check_rim_signature(const Rim& rim, const Certificate& rim_root,
+                                 std::optional<std::int64_t> at_unix_time) {
   const ChainVerdict v = verify_rim_signature(rim, rim_root, at_unix_time);
   return {Check::RimSignature, v.ok, rim.source + ": " + v.reason};
 }
@@ -49,16 +52,18 @@ CheckOutcome check_rim_signature(const Rim& rim, const Certificate& rim_root, st
 std::vector<CheckOutcome> check_against_rims(const GpuEvidence& gpu, const std::vector<Rim>& rims,
                                              GoldenComparison& comparison) {
   std::map<int, std::vector<std::uint8_t>> runtime;
-  for (const MeasurementBlock& b : gpu.transcript.response.blocks) runtime[b.index - 1] = b.value;  // Note [RIM index]
+  for (const MeasurementBlock& b : gpu.transcript.response.blocks)
+    runtime[b.index - 1] = b.value;  // Note [RIM index]
   std::set<int> skip;
   if (nvdec0_disabled(gpu.opaque)) skip.insert(35);
   comparison = compare_golden(rims, runtime, skip);
   CheckOutcome measurements{Check::Measurements, comparison.mismatches.empty(), ""};
-  measurements.detail =
-      comparison.mismatches.empty()
-          ? "all " + std::to_string(comparison.compared) + " golden values match"
-          : std::to_string(comparison.mismatches.size()) + " of " + std::to_string(comparison.compared) +
-                " measurements differ from the RIMs' golden values: block(s) " + index_list(comparison.mismatches);
+  measurements.detail = comparison.mismatches.empty()
+                            ? "all " + std::to_string(comparison.compared) + " golden values match"
+                            : std::to_string(comparison.mismatches.size()) + " of " +
+                                  std::to_string(comparison.compared) +
+                                  " measurements differ from the RIMs' golden values: block(s) " +
+                                  index_list(comparison.mismatches);
   return {check_versions(gpu, rims), measurements};
 }
 

@@ -42,9 +42,11 @@ bool is_p384(const EVP_PKEY* key) {
 // r || s as the DER ECDSA-Sig-Value that EVP_DigestVerify takes.
 std::vector<std::uint8_t> der_signature(ByteView raw) {
   std::unique_ptr<BIGNUM, BnFree> r(BN_bin2bn(raw.data(), static_cast<int>(kP384ScalarBytes), nullptr));
-  std::unique_ptr<BIGNUM, BnFree> s(BN_bin2bn(raw.data() + kP384ScalarBytes, static_cast<int>(kP384ScalarBytes), nullptr));
+  std::unique_ptr<BIGNUM, BnFree> s(
+      BN_bin2bn(raw.data() + kP384ScalarBytes, static_cast<int>(kP384ScalarBytes), nullptr));
   std::unique_ptr<ECDSA_SIG, EcdsaSigFree> sig(ECDSA_SIG_new());
-  if (!r || !s || !sig || ECDSA_SIG_set0(sig.get(), r.get(), s.get()) != 1) throw_openssl_error("ECDSA signature");
+  if (!r || !s || !sig || ECDSA_SIG_set0(sig.get(), r.get(), s.get()) != 1)
+    throw_openssl_error("ECDSA signature");
   (void)r.release();  // ECDSA_SIG_set0 took both
   (void)s.release();
   unsigned char* out = nullptr;
@@ -62,7 +64,8 @@ std::size_t applicable_crls(const GpuEvidence& gpu, const EvidenceTrust& trust) 
   for (const auto& crl : trust.crls) {
     const X509_NAME* issuer = X509_CRL_get_issuer(crl.get());
     bool found = X509_NAME_cmp(issuer, X509_get_subject_name(trust.device_root.native())) == 0;
-    for (const Certificate& c : gpu.chain) found = found || X509_NAME_cmp(issuer, X509_get_subject_name(c.native())) == 0;
+    for (const Certificate& c : gpu.chain)
+      found = found || X509_NAME_cmp(issuer, X509_get_subject_name(c.native())) == 0;
     n += found ? 1 : 0;
   }
   return n;
@@ -84,7 +87,8 @@ CheckOutcome check_chain(const GpuEvidence& gpu, const EvidenceTrust& trust) {
       : lists == 0       ? "revocation NOT checked (none of the given lists is issued by a CA of this chain)"
                          : "not revoked (checked against " + std::to_string(lists) + " given list(s))";
   return {Check::CertificateChain, true,
-          std::to_string(gpu.chain.size()) + " certificates lead to " + trust.device_root.subject() + "; " + revocation};
+          std::to_string(gpu.chain.size()) + " certificates lead to " + trust.device_root.subject() + "; " +
+              revocation};
 }
 
 CheckOutcome check_signature(const GpuEvidence& gpu) {
@@ -105,8 +109,9 @@ CheckOutcome check_nonce(const GpuEvidence& gpu, const EvidenceTrust& trust) {
   if (!trust.nonce)
     return {Check::Nonce, true, "freshness NOT checked (give --nonce with the challenge you issued)"};
   if (!equal_ct(*trust.nonce, signed_nonce))
-    return {Check::Nonce, false, "the report answers nonce " + to_hex(signed_nonce) +
-                                     ", not this verifier's challenge (replayed?)"};
+    return {
+        Check::Nonce, false,
+        "the report answers nonce " + to_hex(signed_nonce) + ", not this verifier's challenge (replayed?)"};
   return {Check::Nonce, true, "the signed request carries this verifier's challenge (fresh)"};
 }
 

@@ -46,7 +46,8 @@ struct EvidenceTrust {
 std::vector<CheckOutcome> verify_gpu_evidence(const GpuEvidence& gpu, const EvidenceTrust& trust);
 
 // The RIM's own signature (verify_rim_signature), as a check outcome.
-CheckOutcome check_rim_signature(const Rim& rim, const Certificate& rim_root, std::optional<std::int64_t> at_unix_time);
+CheckOutcome check_rim_signature(const Rim& rim, const Certificate& rim_root,
+                                 std::optional<std::int64_t> at_unix_time);
 
 // Each RIM is for this GPU's driver or VBIOS version (one RIM version outcome), and every active golden
 // value matches (one measurements outcome; `comparison` receives the details to print). InputError when

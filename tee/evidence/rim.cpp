@@ -46,7 +46,8 @@ GoldenMeasurement parse_resource(const xmlNode* node, const std::string& where) 
       value = hex ? from_hex(*hex) : std::vector<std::uint8_t>{};
     } catch (const std::invalid_argument&) {
     }
-    if (value.size() != g.size) throw InputError(what + ": " + attr + " is not " + std::to_string(g.size) + " bytes of hex");
+    if (value.size() != g.size)
+      throw InputError(what + ": " + attr + " is not " + std::to_string(g.size) + " bytes of hex");
     g.alternatives.push_back(std::move(value));
   }
   return g;
@@ -64,13 +65,15 @@ std::vector<Certificate> signer_chain(xmlNode* root, const std::string& where) {
       }
     }
   }
-  if (chain.empty()) throw InputError(where + ": no signature with certificates (an unsigned RIM proves nothing)");
+  if (chain.empty())
+    throw InputError(where + ": no signature with certificates (an unsigned RIM proves nothing)");
   return chain;
 }
 
 const xmlNode* only_child(const xmlNode* parent, const char* local, const std::string& where) {
   const std::vector<xmlNode*> found = child_elements(parent, local, kSwidNs);
-  if (found.size() != 1) throw InputError(where + ": expected one " + local + " element, found " + std::to_string(found.size()));
+  if (found.size() != 1)
+    throw InputError(where + ": expected one " + local + " element, found " + std::to_string(found.size()));
   return found.front();
 }
 
@@ -90,7 +93,8 @@ Rim parse_rim(std::string_view xml, const std::string& where) {
   const XmlDocPtr doc = read_xml(xml, where);
   xmlNode* root = xmlDocGetRootElement(doc.get());
   if (!is_element(root, "SoftwareIdentity", kSwidNs))
-    throw InputError(where + ": not a SWID tag (root element is not SoftwareIdentity); give NVIDIA's RIM file");
+    throw InputError(where +
+                     ": not a SWID tag (root element is not SoftwareIdentity); give NVIDIA's RIM file");
   Rim rim;
   rim.source = where;
   rim.tag_id = attribute(root, "tagId").value_or("");
@@ -117,7 +121,8 @@ Rim load_rim(const std::filesystem::path& path) {
                    "--rim '" + printable_path(path) + "'");
 }
 
-GoldenComparison compare_golden(const std::vector<Rim>& rims, const std::map<int, std::vector<std::uint8_t>>& runtime,
+GoldenComparison compare_golden(const std::vector<Rim>& rims,
+                                const std::map<int, std::vector<std::uint8_t>>& runtime,
                                 const std::set<int>& skip) {
   GoldenComparison out;
   std::map<int, const Rim*> owner;
@@ -125,17 +130,20 @@ GoldenComparison compare_golden(const std::vector<Rim>& rims, const std::map<int
     for (const GoldenMeasurement& g : rim.measurements) {
       if (!g.active) continue;
       if (const auto [it, fresh] = owner.emplace(g.index, &rim); !fresh)
-        throw InputError("RIMs " + it->second->source + " and " + rim.source + " both give measurement index " +
-                         std::to_string(g.index) + " (give one driver RIM and one VBIOS RIM)");
+        throw InputError("RIMs " + it->second->source + " and " + rim.source +
+                         " both give measurement index " + std::to_string(g.index) +
+                         " (give one driver RIM and one VBIOS RIM)");
       if (skip.count(g.index) != 0) {
         out.skipped.push_back(g.index);
         continue;
       }
       ++out.compared;
       const auto found = runtime.find(g.index);
-      const bool match = found != runtime.end() &&
-                         std::find(g.alternatives.begin(), g.alternatives.end(), found->second) != g.alternatives.end();
-      if (!match) out.mismatches.push_back({g.index, rim.source, found == runtime.end() ? std::vector<std::uint8_t>{} : found->second});
+      const bool match = found != runtime.end() && std::find(g.alternatives.begin(), g.alternatives.end(),
+                                                             found->second) != g.alternatives.end();
+      if (!match)
+        out.mismatches.push_back(
+            {g.index, rim.source, found == runtime.end() ? std::vector<std::uint8_t>{} : found->second});
     }
   }
   std::sort(out.mismatches.begin(), out.mismatches.end(),

@@ -36,7 +36,7 @@ struct GoldenMeasurement {
 };
 
 struct Rim {
-  std::string source;   // the file, for messages
+  std::string source;  // the file, for messages
   std::string tag_id;
   std::string product;  // "GH100"
   std::string version;  // colloquialVersion: a driver ("550.90.07") or a VBIOS ("96.00.74.00.01")
@@ -53,12 +53,13 @@ Rim load_rim(const std::filesystem::path& path);
 // The RIM's XML signature (xmlsec1): the signer's chain leads to `rim_root` (validity checked at
 // `at_unix_time`, default now), the document has exactly one enveloped signature over the whole of it
 // (Reference URI=""), and the signature verifies with the signer certificate's key. "ok" or why not.
-ChainVerdict verify_rim_signature(const Rim& rim, const Certificate& rim_root, std::optional<std::int64_t> at_unix_time);
+ChainVerdict verify_rim_signature(const Rim& rim, const Certificate& rim_root,
+                                  std::optional<std::int64_t> at_unix_time);
 
 struct MeasurementMismatch {
-  int index = 0;                    // RIM index
-  std::string rim;                  // which RIM's golden value it fails
-  std::vector<std::uint8_t> actual; // empty when the evidence has no such measurement
+  int index = 0;                     // RIM index
+  std::string rim;                   // which RIM's golden value it fails
+  std::vector<std::uint8_t> actual;  // empty when the evidence has no such measurement
 };
 
 struct GoldenComparison {
@@ -69,7 +70,8 @@ struct GoldenComparison {
 
 // Compares every active golden value of `rims` with `runtime` (RIM index -> measured value), skipping
 // `skip`. Two RIMs with an active value at the same index are a configuration error (InputError).
-GoldenComparison compare_golden(const std::vector<Rim>& rims, const std::map<int, std::vector<std::uint8_t>>& runtime,
+GoldenComparison compare_golden(const std::vector<Rim>& rims,
+                                const std::map<int, std::vector<std::uint8_t>>& runtime,
                                 const std::set<int>& skip);
 
 }  // namespace tt::tee::evidence

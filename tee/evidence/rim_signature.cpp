@@ -32,7 +32,8 @@ void silent(const char*, int, const char*, const char*, const char*, int, const 
 // function-local static does it on first use, thread-safely, and only in processes that read a RIM.
 bool init_xmlsec() {
   xmlSecErrorsSetCallback(silent);
-  if (xmlSecInit() < 0 || xmlSecCheckVersion() != 1 || xmlSecOpenSSLAppInit(nullptr) < 0 || xmlSecOpenSSLInit() < 0)
+  if (xmlSecInit() < 0 || xmlSecCheckVersion() != 1 || xmlSecOpenSSLAppInit(nullptr) < 0 ||
+      xmlSecOpenSSLInit() < 0)
     throw CryptoError("xmlsec1 (the XML signature library) failed to initialise");
   return true;
 }
@@ -82,15 +83,17 @@ ChainVerdict check_signature_shape(xmlNode* root) {
 void restrict_transforms(xmlSecDSigCtx* ctx) {
   // Only what an enveloped ECDSA/RSA signature over a whole document needs: no XSLT, XPath or
   // external references.
-  const xmlSecTransformId c14n[] = {xmlSecTransformInclC14NId, xmlSecTransformInclC14N11Id, xmlSecTransformExclC14NId};
+  const xmlSecTransformId c14n[] = {xmlSecTransformInclC14NId, xmlSecTransformInclC14N11Id,
+                                    xmlSecTransformExclC14NId};
   const xmlSecTransformId sig[] = {xmlSecOpenSSLTransformEcdsaSha256Id, xmlSecOpenSSLTransformEcdsaSha384Id,
                                    xmlSecOpenSSLTransformEcdsaSha512Id, xmlSecOpenSSLTransformRsaSha256Id,
-                                   xmlSecOpenSSLTransformRsaSha384Id, xmlSecOpenSSLTransformRsaSha512Id};
+                                   xmlSecOpenSSLTransformRsaSha384Id,   xmlSecOpenSSLTransformRsaSha512Id};
   const xmlSecTransformId digest[] = {xmlSecOpenSSLTransformSha256Id, xmlSecOpenSSLTransformSha384Id,
                                       xmlSecOpenSSLTransformSha512Id};
   bool ok = true;
   for (xmlSecTransformId t : c14n) {
-    ok = ok && xmlSecDSigCtxEnableSignatureTransform(ctx, t) == 0 && xmlSecDSigCtxEnableReferenceTransform(ctx, t) == 0;
+    ok = ok && xmlSecDSigCtxEnableSignatureTransform(ctx, t) == 0 &&
+         xmlSecDSigCtxEnableReferenceTransform(ctx, t) == 0;
   }
   for (xmlSecTransformId t : sig) ok = ok && xmlSecDSigCtxEnableSignatureTransform(ctx, t) == 0;
   for (xmlSecTransformId t : digest) ok = ok && xmlSecDSigCtxEnableReferenceTransform(ctx, t) == 0;
@@ -101,7 +104,8 @@ void restrict_transforms(xmlSecDSigCtx* ctx) {
 
 }  // namespace
 
-ChainVerdict verify_rim_signature(const Rim& rim, const Certificate& rim_root, std::optional<std::int64_t> at_unix_time) {
+ChainVerdict verify_rim_signature(const Rim& rim, const Certificate& rim_root,
+                                  std::optional<std::int64_t> at_unix_time) {
   PathOptions path;
   path.intermediates.assign(rim.signer_chain.begin() + 1, rim.signer_chain.end());
   path.at_unix_time = at_unix_time;
@@ -117,7 +121,8 @@ ChainVerdict verify_rim_signature(const Rim& rim, const Certificate& rim_root, s
   ctx->signKey = signer_key(rim.signer_chain.front()).release();  // owned by ctx from here
   const int rc = xmlSecDSigCtxVerify(ctx.get(), descendant_elements(root, "Signature", kDsigNs).front());
   clear_openssl_errors();
-  if (rc < 0) return {false, "the RIM's signature cannot be processed (damaged, or an algorithm not allowed)"};
+  if (rc < 0)
+    return {false, "the RIM's signature cannot be processed (damaged, or an algorithm not allowed)"};
   if (ctx->status != xmlSecDSigStatusSucceeded)
     return {false, "the RIM's XML signature does not verify (RIM altered after signing?)"};
   return {true, "XML signature by " + rim.signer_chain.front().subject() + ", chain of " +

@@ -112,8 +112,8 @@ MeasurementTranscript parse_measurement_transcript(ByteView report, std::size_t 
 
 std::string dmtf_value_type_text(std::uint8_t value_type) {
   static constexpr std::array<const char*, 8> kKinds = {
-      "immutable ROM",          "mutable firmware",  "hardware configuration", "firmware configuration",
-      "measurement manifest",   "device mode",       "mutable firmware version", "security version number"};
+      "immutable ROM",        "mutable firmware", "hardware configuration",   "firmware configuration",
+      "measurement manifest", "device mode",      "mutable firmware version", "security version number"};
   const std::uint8_t kind = value_type & 0x7f;
   const std::string what = kind < kKinds.size() ? kKinds[kind] : "type " + hex_byte(kind);
   return ((value_type & 0x80) != 0 ? "raw bit stream of " : "digest of ") + what;

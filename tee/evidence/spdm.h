@@ -29,7 +29,7 @@ inline constexpr std::size_t kSpdmNonceBytes = 32;
 using SpdmNonce = std::array<std::uint8_t, kSpdmNonceBytes>;
 
 struct MeasurementRequest {
-  std::uint8_t version = 0;  // 0x11: SPDM 1.1
+  std::uint8_t version = 0;     // 0x11: SPDM 1.1
   std::uint8_t attributes = 0;  // param1; bit 0: a signature is requested
   std::uint8_t operation = 0;   // param2; 0xFF: every measurement block
   SpdmNonce nonce{};            // the verifier's challenge

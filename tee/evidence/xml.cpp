@@ -38,7 +38,8 @@ XmlDocPtr read_xml(std::string_view xml, const std::string& where) {
   if (!doc || xmlDocGetRootElement(doc.get()) == nullptr)
     throw InputError(where + ": not well-formed XML (expected an NVIDIA RIM, a SWID tag)");
   if (doc->intSubset != nullptr || doc->extSubset != nullptr)
-    throw InputError(where + ": has a DTD; a RIM has none (refused: entity expansion is an attack on XML readers)");
+    throw InputError(where +
+                     ": has a DTD; a RIM has none (refused: entity expansion is an attack on XML readers)");
   return doc;
 }
 

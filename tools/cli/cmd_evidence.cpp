@@ -41,7 +41,8 @@ std::optional<std::int64_t> parse_date(const std::string& text) {
 
 std::vector<ev::GpuEvidence> load_gpus(const EvidenceOptions& o) {
   if (!o.cert_chain.empty()) return {ev::load_report_pair(o.file, o.cert_chain)};
-  const std::vector<std::uint8_t> head = tee::read_regular_file(o.file, "evidence", ev::kMaxEvidenceFileBytes);
+  const std::vector<std::uint8_t> head =
+      tee::read_regular_file(o.file, "evidence", ev::kMaxEvidenceFileBytes);
   if (!ev::looks_like_json(std::string_view(reinterpret_cast<const char*>(head.data()), head.size())))
     throw InputError("evidence '" + tee::printable_path(o.file) +
                      "': not the attestation SDK's JSON; a hex attestation report needs --cert-chain FILE");
@@ -49,11 +50,10 @@ std::vector<ev::GpuEvidence> load_gpus(const EvidenceOptions& o) {
 }
 
 ev::EvidenceTrust make_trust(const EvidenceOptions& o) {
-  ev::EvidenceTrust trust{o.device_root.empty() ? ev::nvidia_device_root() : tee::Certificate::load_pem(o.device_root)};
-  for (const std::string& crl : o.crls) trust.crls.push_back(ev::load_crl(crl));
-  trust.nonce = parse_nonce_hex(o.nonce);
-  trust.at_unix_time = parse_date(o.at);
-  return trust;
+  std::vector<std::shared_ptr<X509_crl_st>> crls;
+  for (const std::string& crl : o.crls) crls.push_back(ev::load_crl(crl));
+  return {o.device_root.empty() ? ev::nvidia_device_root() : tee::Certificate::load_pem(o.device_root),
+          std::move(crls), parse_nonce_hex(o.nonce), parse_date(o.at)};
 }
 
 void print_checks(const std::vector<ev::CheckOutcome>& checks) {
@@ -66,13 +66,15 @@ void print_mismatches(const ev::GoldenComparison& cmp) {
     std::printf("    block %d (RIM index %d, %s): measured %s\n", m.index + 1, m.index, m.rim.c_str(),
                 m.actual.empty() ? "nothing (no such block)" : tee::to_hex(m.actual).c_str());
   for (int i : cmp.skipped)
-    std::printf("    block %d (RIM index %d) not compared: NVDEC0 is disabled (as NVIDIA's verifier does)\n", i + 1, i);
+    std::printf("    block %d (RIM index %d) not compared: NVDEC0 is disabled (as NVIDIA's verifier does)\n",
+                i + 1, i);
 }
 
 // The RIMs, each with its own signature checked once (not per GPU).
 std::vector<ev::CheckOutcome> load_rims(const EvidenceOptions& o, std::optional<std::int64_t> at,
                                         std::vector<ev::Rim>& rims) {
-  const tee::Certificate root = o.rim_root.empty() ? ev::nvidia_rim_root() : tee::Certificate::load_pem(o.rim_root);
+  const tee::Certificate root =
+      o.rim_root.empty() ? ev::nvidia_rim_root() : tee::Certificate::load_pem(o.rim_root);
   std::vector<ev::CheckOutcome> checks;
   for (const std::string& path : o.rims) {
     rims.push_back(ev::load_rim(path));
@@ -82,7 +84,8 @@ std::vector<ev::CheckOutcome> load_rims(const EvidenceOptions& o, std::optional<
 }
 
 // The first failed check of one GPU, as the refusal; nothing when all passed.
-std::optional<std::string> first_failure(const ev::GpuEvidence& gpu, const std::vector<ev::CheckOutcome>& checks) {
+std::optional<std::string> first_failure(const ev::GpuEvidence& gpu,
+                                         const std::vector<ev::CheckOutcome>& checks) {
   for (const ev::CheckOutcome& c : checks)
     if (!c.ok) return gpu.source + ": " + ev::check_name(c.check) + " check failed: " + c.detail;
   return std::nullopt;
@@ -109,10 +112,11 @@ void run_verify_evidence(const EvidenceOptions& o) {
     if (!refusal) refusal = first_failure(gpu, checks);
   }
   if (refusal) throw IntegrityError("evidence REFUSED: " + *refusal);
-  std::printf("verdict: VERIFIED: %zu NVIDIA GPU(s): certificate chain to %s, report signature, nonce %s%s%s\n",
-              gpus.size(), trust.device_root.subject().c_str(), trust.nonce ? "(fresh)" : "NOT checked",
-              rims.empty() ? ", measurements NOT compared (no --rim)" : ", every measurement matches the RIMs",
-              trust.crls.empty() ? ", revocation NOT checked (no --crl)" : "");
+  std::printf(
+      "verdict: VERIFIED: %zu NVIDIA GPU(s): certificate chain to %s, report signature, nonce %s%s%s\n",
+      gpus.size(), trust.device_root.subject().c_str(), trust.nonce ? "(fresh)" : "NOT checked",
+      rims.empty() ? ", measurements NOT compared (no --rim)" : ", every measurement matches the RIMs",
+      trust.crls.empty() ? ", revocation NOT checked (no --crl)" : "");
 }
 
 }  // namespace
@@ -121,30 +125,41 @@ void register_verify_evidence(CLI::App& app) {
   auto o = std::make_shared<EvidenceOptions>();
   auto* cmd = app.add_subcommand(
       "verify-evidence",
-      "Verify REAL NVIDIA GPU attestation evidence offline: the certificate chain to NVIDIA's device identity "
-      "root (bundled), the ECDSA P-384 signature over the SPDM measurement request and response, the nonce; with "
-      "--rim, NVIDIA's reference integrity manifests (their XML signatures and every golden value). Prints every "
+      "Verify REAL NVIDIA GPU attestation evidence offline: the certificate chain to NVIDIA's device "
+      "identity "
+      "root (bundled), the ECDSA P-384 signature over the SPDM measurement request and response, the nonce; "
+      "with "
+      "--rim, NVIDIA's reference integrity manifests (their XML signatures and every golden value). Prints "
+      "every "
       "field and one verdict line; exit 0 verified, 3 refused (naming the failed check), 2 malformed input. "
       "No network: revocation only from --crl");
-  cmd->add_option("FILE", o->file,
-                  "Evidence: the NVIDIA attestation SDK's serialized evidence JSON (one object per GPU), or a hex "
-                  "attestation report (the local verifier's format) with --cert-chain")
+  cmd->add_option(
+         "FILE", o->file,
+         "Evidence: the NVIDIA attestation SDK's serialized evidence JSON (one object per GPU), or a hex "
+         "attestation report (the local verifier's format) with --cert-chain")
       ->required();
-  cmd->add_option("--cert-chain", o->cert_chain, "PEM certificate chain (leaf first) of a hex report in FILE");
-  cmd->add_option("--nonce", o->nonce,
-                  "The challenge you issued (64 hex digits): the signed request must carry it (default: freshness "
-                  "NOT checked)");
-  cmd->add_option("--rim", o->rims,
-                  "An NVIDIA RIM (SWID tag XML: the driver's or the VBIOS's; repeatable): its signature is checked "
-                  "against NVIDIA's RIM root, then every active golden value against the measurements");
-  cmd->add_option("--crl", o->crls,
-                  "A revocation list (PEM or DER) issued by a CA of the chain (repeatable); without one, revocation "
-                  "is NOT checked");
-  cmd->add_option("--at", o->at,
-                  "Check certificate validity on this date (YYYY-MM-DD, UTC) instead of now, e.g. for a RIM whose "
-                  "signing certificate has since expired");
-  cmd->add_option("--device-root", o->device_root, "Trust this root (PEM) instead of NVIDIA's bundled device root");
-  cmd->add_option("--rim-root", o->rim_root, "Trust this root (PEM) for RIMs instead of NVIDIA's bundled RIM root");
+  cmd->add_option("--cert-chain", o->cert_chain,
+                  "PEM certificate chain (leaf first) of a hex report in FILE");
+  cmd->add_option(
+      "--nonce", o->nonce,
+      "The challenge you issued (64 hex digits): the signed request must carry it (default: freshness "
+      "NOT checked)");
+  cmd->add_option(
+      "--rim", o->rims,
+      "An NVIDIA RIM (SWID tag XML: the driver's or the VBIOS's; repeatable): its signature is checked "
+      "against NVIDIA's RIM root, then every active golden value against the measurements");
+  cmd->add_option(
+      "--crl", o->crls,
+      "A revocation list (PEM or DER) issued by a CA of the chain (repeatable); without one, revocation "
+      "is NOT checked");
+  cmd->add_option(
+      "--at", o->at,
+      "Check certificate validity on this date (YYYY-MM-DD, UTC) instead of now, e.g. for a RIM whose "
+      "signing certificate has since expired");
+  cmd->add_option("--device-root", o->device_root,
+                  "Trust this root (PEM) instead of NVIDIA's bundled device root");
+  cmd->add_option("--rim-root", o->rim_root,
+                  "Trust this root (PEM) for RIMs instead of NVIDIA's bundled RIM root");
   cmd->callback([o] { run_verify_evidence(*o); });
 }
 

@@ -89,7 +89,8 @@ std::optional<std::array<std::uint8_t, 32>> parse_nonce_hex(const std::string& h
     raw = tee::from_hex(hex);
   } catch (const std::invalid_argument&) {
   }
-  if (raw.size() != 32) throw InputError("--nonce: expected 64 hex digits (the 32-byte challenge you issued)");
+  if (raw.size() != 32)
+    throw InputError("--nonce: expected 64 hex digits (the 32-byte challenge you issued)");
   std::array<std::uint8_t, 32> n{};
   std::copy(raw.begin(), raw.end(), n.begin());
   return n;
