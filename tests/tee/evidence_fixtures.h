@@ -40,8 +40,9 @@ inline std::vector<Sample> all_samples() {
     out.push_back({std::move(g), nonce(kSdkNonce)});
   for (GpuEvidence& g : parse_sdk_evidence_json(fixture("multi_gpu_hopper.json"), "multi_gpu_hopper.json"))
     out.push_back({std::move(g), nonce(kSdkNonce)});
-  out.push_back({parse_report_pair(fixture("hopperAttestationReport.txt"), fixture("hopperCertChain.txt"), "local"),
-                 nonce(kLocalNonce)});
+  out.push_back(
+      {parse_report_pair(fixture("hopperAttestationReport.txt"), fixture("hopperCertChain.txt"), "local"),
+       nonce(kLocalNonce)});
   return out;
 }
 

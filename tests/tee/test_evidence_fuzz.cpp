@@ -60,14 +60,16 @@ TEST(EvidenceFuzz, SdkJson) {
   const std::string json = test::fixture("hopper_evidence.json");
   FuzzPlan plan;
   plan.truncate_upto = 120;
-  for (const auto& in : fuzz_inputs(json, plan)) run_parser([&] { parse_sdk_evidence_json(in.bytes, "fuzz"); }, in.what);
+  for (const auto& in : fuzz_inputs(json, plan))
+    run_parser([&] { parse_sdk_evidence_json(in.bytes, "fuzz"); }, in.what);
   // Inside the JSON: a damaged base64 report or chain.
   for (const char* key : {"\"evidence\": \"", "\"certificate\": \""}) {
     const std::size_t at = json.find(key) + std::string(key).size();
     for (std::size_t i = 0; i < 64; ++i) {
       std::string s = json;
       s[at + i * 37 % 4000] = static_cast<char>("A/=!"[i % 4]);
-      run_parser([&] { parse_sdk_evidence_json(s, "fuzz"); }, std::string(key) + " char " + std::to_string(i));
+      run_parser([&] { parse_sdk_evidence_json(s, "fuzz"); },
+                 std::string(key) + " char " + std::to_string(i));
     }
   }
 }
@@ -77,8 +79,10 @@ TEST(EvidenceFuzz, ReportPair) {
   const std::string chain = test::fixture("hopperCertChain.txt");
   FuzzPlan plan;
   plan.random_buffers = 30;
-  for (const auto& in : fuzz_inputs(report, plan)) run_parser([&] { parse_report_pair(in.bytes, chain, "fuzz"); }, in.what);
-  for (const auto& in : fuzz_inputs(chain, plan)) run_parser([&] { parse_report_pair(report, in.bytes, "fuzz"); }, in.what);
+  for (const auto& in : fuzz_inputs(report, plan))
+    run_parser([&] { parse_report_pair(in.bytes, chain, "fuzz"); }, in.what);
+  for (const auto& in : fuzz_inputs(chain, plan))
+    run_parser([&] { parse_report_pair(report, in.bytes, "fuzz"); }, in.what);
 }
 
 // Where two strings first differ (their common length when one is a prefix of the other).
@@ -103,7 +107,9 @@ TEST(EvidenceFuzz, RimXmlAndItsSignature) {
     std::optional<Rim> rim;
     if (run_parser([&] { rim = parse_rim(in.bytes, "fuzz"); }, in.what) != 0) continue;
     bool ok = false;
-    EXPECT_NE(run_parser([&] { ok = verify_rim_signature(*rim, nvidia_rim_root(), test::kRimsValid).ok; }, in.what), -1);
+    EXPECT_NE(
+        run_parser([&] { ok = verify_rim_signature(*rim, nvidia_rim_root(), test::kRimsValid).ok; }, in.what),
+        -1);
     if (ok) {
       EXPECT_GE(first_difference(in.bytes, xml), key_info) << in.what << " verified";
     }

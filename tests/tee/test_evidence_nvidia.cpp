@@ -36,7 +36,8 @@ GpuEvidence with_report(const GpuEvidence& gpu, std::size_t offset, std::uint8_t
 TEST(NvidiaEvidence, BundledRootsAreNvidias) {
   EXPECT_EQ(to_hex(sha256(nvidia_device_root().der())),
             "102bf659d5419614c9d8e6aecebc80454eb26b1df6a769ac720b9a690b167b48");
-  EXPECT_EQ(to_hex(sha256(nvidia_rim_root().der())), "12977b5115acb0381179279fffeb5a8c4d264971ebb32298023a465fa41df5d1");
+  EXPECT_EQ(to_hex(sha256(nvidia_rim_root().der())),
+            "12977b5115acb0381179279fffeb5a8c4d264971ebb32298023a465fa41df5d1");
   EXPECT_EQ(nvidia_device_root().subject(), "O=NVIDIA,CN=NVIDIA Device Identity CA");
 }
 
@@ -75,7 +76,8 @@ TEST(NvidiaEvidence, EverySampleVerifiesWithItsNonce) {
   for (const auto& s : samples) {
     const auto checks = verify_gpu_evidence(s.gpu, trust_for(s.nonce));
     ASSERT_EQ(checks.size(), 3u);
-    for (const CheckOutcome& c : checks) EXPECT_TRUE(c.ok) << s.gpu.source << ": " << check_name(c.check) << ": " << c.detail;
+    for (const CheckOutcome& c : checks)
+      EXPECT_TRUE(c.ok) << s.gpu.source << ": " << check_name(c.check) << ": " << c.detail;
   }
 }
 
@@ -90,8 +92,10 @@ TEST(NvidiaEvidence, AnotherNonceIsRefusedByTheNonceCheck) {
 TEST(NvidiaEvidence, AFlippedSignatureOrMeasurementByteIsRefusedByTheSignatureCheck) {
   for (const auto& s : all_samples()) {
     const std::size_t n = s.gpu.report.size();
-    EXPECT_EQ(refused_by(with_report(s.gpu, n - 1, 0x01), trust_for(s.nonce)), Check::Signature) << s.gpu.source;
-    EXPECT_EQ(refused_by(with_report(s.gpu, n - 60, 0x80), trust_for(s.nonce)), Check::Signature) << s.gpu.source;
+    EXPECT_EQ(refused_by(with_report(s.gpu, n - 1, 0x01), trust_for(s.nonce)), Check::Signature)
+        << s.gpu.source;
+    EXPECT_EQ(refused_by(with_report(s.gpu, n - 60, 0x80), trust_for(s.nonce)), Check::Signature)
+        << s.gpu.source;
     // Block 2's value starts 37 (request) + 8 (response header) + 55 (block 1) + 7 (block 2 header) in.
     const GpuEvidence flipped = with_report(s.gpu, 37 + 8 + 55 + 7 + 5, 0x01);
     EXPECT_NE(flipped.transcript.response.blocks[1].value, s.gpu.transcript.response.blocks[1].value);
@@ -130,7 +134,8 @@ TEST(NvidiaEvidence, TheFilesUnsignedNonceMustMatchTheSignedOne) {
 }
 
 TEST(NvidiaEvidence, WithoutANonceFreshnessIsNotChecked) {
-  const auto checks = verify_gpu_evidence(all_samples()[0].gpu, {nvidia_device_root(), {}, std::nullopt, std::nullopt});
+  const auto checks =
+      verify_gpu_evidence(all_samples()[0].gpu, {nvidia_device_root(), {}, std::nullopt, std::nullopt});
   EXPECT_TRUE(checks[2].ok);
   EXPECT_NE(checks[2].detail.find("NOT checked"), std::string::npos);
 }

@@ -75,12 +75,14 @@ TEST(Rim, AnAlteredGoldenValueBreaksTheXmlSignature) {
   EXPECT_FALSE(v.ok);
   EXPECT_NE(v.reason.find("does not verify"), std::string::npos) << v.reason;
   // An added measurement, outside any existing attribute, is covered by the signature too.
-  const Rim added = parse_rim(edited(xml, "</ns0:Payload>", "<ns0:Resource type=\"Other\"/></ns0:Payload>"), "added");
+  const Rim added =
+      parse_rim(edited(xml, "</ns0:Payload>", "<ns0:Resource type=\"Other\"/></ns0:Payload>"), "added");
   EXPECT_FALSE(verify_rim_signature(added, nvidia_rim_root(), test::kRimsValid).ok);
 }
 
 TEST(Rim, ASignatureThatCoversLessThanTheDocumentIsRefused) {
-  const std::string xml = edited(test::fixture(test::kVbiosRim), "<ds:Reference URI=\"\">", "<ds:Reference URI=\"#x\">");
+  const std::string xml =
+      edited(test::fixture(test::kVbiosRim), "<ds:Reference URI=\"\">", "<ds:Reference URI=\"#x\">");
   const ChainVerdict v = verify_rim_signature(parse_rim(xml, "partial"), nvidia_rim_root(), test::kRimsValid);
   EXPECT_FALSE(v.ok);
   EXPECT_NE(v.reason.find("whole document"), std::string::npos) << v.reason;
@@ -97,7 +99,8 @@ TEST(Rim, GoldenValuesMatchTheirOwnMeasurementsAndAChangeIsNamed) {
   ASSERT_EQ(bad.mismatches.size(), 1u);
   EXPECT_EQ(bad.mismatches[0].index, 1);
   EXPECT_EQ(bad.mismatches[0].actual, runtime[1]);
-  EXPECT_TRUE(compare_golden({rim}, runtime, {1}).mismatches.empty());  // skipped, as NVDEC0-disabled index 35
+  EXPECT_TRUE(
+      compare_golden({rim}, runtime, {1}).mismatches.empty());  // skipped, as NVDEC0-disabled index 35
   runtime.erase(2);
   EXPECT_EQ(compare_golden({rim}, runtime, {}).mismatches.size(), 2u);  // a missing block differs too
 }

@@ -32,12 +32,14 @@ Certificate make_cert(const std::string& cn, EVP_PKEY* key, const Certificate* i
   X509_gmtime_adj(X509_getm_notBefore(c.get()), -3600);
   X509_gmtime_adj(X509_getm_notAfter(c.get()), 3600L * 24 * 365);
   X509_NAME* name = X509_get_subject_name(c.get());
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(cn.c_str()), -1,
+                             -1, 0);
   X509_set_issuer_name(c.get(), issuer != nullptr ? X509_get_subject_name(issuer->native()) : name);
   X509_set_pubkey(c.get(), key);
   X509V3_CTX v3{};
   X509V3_set_ctx(&v3, issuer != nullptr ? issuer->native() : c.get(), c.get(), nullptr, nullptr, 0);
-  X509_EXTENSION* bc = X509V3_EXT_conf_nid(nullptr, &v3, NID_basic_constraints, ca ? "critical,CA:TRUE" : "CA:FALSE");
+  X509_EXTENSION* bc =
+      X509V3_EXT_conf_nid(nullptr, &v3, NID_basic_constraints, ca ? "critical,CA:TRUE" : "CA:FALSE");
   X509_add_ext(c.get(), bc, -1);
   X509_EXTENSION_free(bc);
   X509_sign(c.get(), issuer_key, EVP_sha384());
@@ -48,8 +50,10 @@ std::shared_ptr<X509_crl_st> make_crl(const Certificate& issuer, EVP_PKEY* key, 
   X509CrlPtr crl(X509_CRL_new());
   X509_CRL_set_version(crl.get(), 1);
   X509_CRL_set_issuer_name(crl.get(), X509_get_subject_name(issuer.native()));
-  std::unique_ptr<ASN1_TIME, decltype(&ASN1_TIME_free)> now(ASN1_TIME_adj(nullptr, time(nullptr), 0, -60), ASN1_TIME_free);
-  std::unique_ptr<ASN1_TIME, decltype(&ASN1_TIME_free)> next(ASN1_TIME_adj(nullptr, time(nullptr), 30, 0), ASN1_TIME_free);
+  std::unique_ptr<ASN1_TIME, decltype(&ASN1_TIME_free)> now(ASN1_TIME_adj(nullptr, time(nullptr), 0, -60),
+                                                            ASN1_TIME_free);
+  std::unique_ptr<ASN1_TIME, decltype(&ASN1_TIME_free)> next(ASN1_TIME_adj(nullptr, time(nullptr), 30, 0),
+                                                             ASN1_TIME_free);
   X509_CRL_set1_lastUpdate(crl.get(), now.get());
   X509_CRL_set1_nextUpdate(crl.get(), next.get());
   X509_REVOKED* r = X509_REVOKED_new();
@@ -72,7 +76,8 @@ std::vector<std::uint8_t> sign_raw(EVP_PKEY* key, ByteView data) {
   std::vector<std::uint8_t> der(len);
   EVP_DigestSign(ctx.get(), der.data(), &len, data.data(), data.size());
   const unsigned char* p = der.data();
-  std::unique_ptr<ECDSA_SIG, decltype(&ECDSA_SIG_free)> sig(d2i_ECDSA_SIG(nullptr, &p, static_cast<long>(len)), ECDSA_SIG_free);
+  std::unique_ptr<ECDSA_SIG, decltype(&ECDSA_SIG_free)> sig(
+      d2i_ECDSA_SIG(nullptr, &p, static_cast<long>(len)), ECDSA_SIG_free);
   std::vector<std::uint8_t> raw(96);
   BN_bn2binpad(ECDSA_SIG_get0_r(sig.get()), raw.data(), 48);
   BN_bn2binpad(ECDSA_SIG_get0_s(sig.get()), raw.data() + 48, 48);
@@ -85,8 +90,8 @@ std::vector<std::uint8_t> unsigned_report(int blocks, const std::vector<std::uin
   r.insert(r.end(), 32, 0x11);
   r.push_back(0x00);
   const std::size_t record = static_cast<std::size_t>(blocks) * 55;
-  r.insert(r.end(), {0x11, 0x60, 0x00, 0x00, static_cast<std::uint8_t>(blocks), static_cast<std::uint8_t>(record & 0xff),
-                     static_cast<std::uint8_t>(record >> 8), 0x00});
+  r.insert(r.end(), {0x11, 0x60, 0x00, 0x00, static_cast<std::uint8_t>(blocks),
+                     static_cast<std::uint8_t>(record & 0xff), static_cast<std::uint8_t>(record >> 8), 0x00});
   for (int i = 1; i <= blocks; ++i) {
     r.insert(r.end(), {static_cast<std::uint8_t>(i), 0x01, 51, 0x00, 0x01, 48, 0x00});
     r.insert(r.end(), 48, static_cast<std::uint8_t>(i));
@@ -158,8 +163,9 @@ TEST(Spdm, StructuralDamageIsAnInputErrorNamingTheField) {
 }
 
 TEST(Spdm, OpaqueDataFieldsAndTheirRendering) {
-  const std::vector<std::uint8_t> raw = {0x06, 0x00, 0x08, 0x00, 0x00, 0x74, 0x00, 0x96, 0x01, 0x00, 0x00, 0x00,
-                                         0x0b, 0x00, 0x01, 0x00, 0xaa, 0x63, 0x00, 0x02, 0x00, 0x1b, 0x41};
+  const std::vector<std::uint8_t> raw = {0x06, 0x00, 0x08, 0x00, 0x00, 0x74, 0x00, 0x96,
+                                         0x01, 0x00, 0x00, 0x00, 0x0b, 0x00, 0x01, 0x00,
+                                         0xaa, 0x63, 0x00, 0x02, 0x00, 0x1b, 0x41};
   const auto fields = parse_opaque_data(raw);
   ASSERT_EQ(fields.size(), 3u);
   EXPECT_EQ(vbios_version(fields), "96.00.74.00.01");
@@ -181,7 +187,8 @@ TEST(Spdm, ARevokedDeviceOrIntermediateIsRefusedByTheGivenList) {
   trust.crls = {make_crl(dev.ca, dev.ca_key.get(), 3)};  // the leaf
   checks = verify_gpu_evidence(g, trust);
   EXPECT_FALSE(checks[0].ok);
-  EXPECT_NE(checks[0].detail.find("revoked by the vendor (serial 03)"), std::string::npos) << checks[0].detail;
+  EXPECT_NE(checks[0].detail.find("revoked by the vendor (serial 03)"), std::string::npos)
+      << checks[0].detail;
   trust.crls = {make_crl(dev.root, dev.root_key.get(), 2)};  // the intermediate
   checks = verify_gpu_evidence(g, trust);
   EXPECT_FALSE(checks[0].ok);
