@@ -57,20 +57,6 @@ std::vector<std::uint8_t> der_signature(ByteView raw) {
   return der;
 }
 
-// How many of the given lists are issued by a certificate of this chain (or the root): the others
-// say nothing about this GPU.
-std::size_t applicable_crls(const GpuEvidence& gpu, const EvidenceTrust& trust) {
-  std::size_t n = 0;
-  for (const auto& crl : trust.crls) {
-    const X509_NAME* issuer = X509_CRL_get_issuer(crl.get());
-    bool found = X509_NAME_cmp(issuer, X509_get_subject_name(trust.device_root.native())) == 0;
-    for (const Certificate& c : gpu.chain)
-      found = found || X509_NAME_cmp(issuer, X509_get_subject_name(c.native())) == 0;
-    n += found ? 1 : 0;
-  }
-  return n;
-}
-
 CheckOutcome check_chain(const GpuEvidence& gpu, const EvidenceTrust& trust) {
   PathOptions options;
   // The chain carries its own copy of the root; only the bundled one is trusted (a path through the
@@ -116,6 +102,18 @@ CheckOutcome check_nonce(const GpuEvidence& gpu, const EvidenceTrust& trust) {
 }
 
 }  // namespace
+
+std::size_t applicable_crls(const GpuEvidence& gpu, const EvidenceTrust& trust) {
+  std::size_t n = 0;
+  for (const auto& crl : trust.crls) {
+    const X509_NAME* issuer = X509_CRL_get_issuer(crl.get());
+    bool found = X509_NAME_cmp(issuer, X509_get_subject_name(trust.device_root.native())) == 0;
+    for (const Certificate& c : gpu.chain)
+      found = found || X509_NAME_cmp(issuer, X509_get_subject_name(c.native())) == 0;
+    n += found ? 1 : 0;
+  }
+  return n;
+}
 
 const char* check_name(Check check) {
   switch (check) {

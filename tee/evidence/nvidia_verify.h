@@ -59,6 +59,10 @@ std::vector<CheckOutcome> check_against_rims(const GpuEvidence& gpu, const std::
 // block by index, driver and VBIOS versions, every opaque field.
 std::string describe(const GpuEvidence& gpu);
 
+// How many of `trust.crls` are issued by a certificate of this GPU's chain or by the root: the others
+// say nothing about it (0: its revocation was not checked).
+std::size_t applicable_crls(const GpuEvidence& gpu, const EvidenceTrust& trust);
+
 // ECDSA P-384 over SHA-384 of `data` by `signer`'s key, `signature` = r || s (48 + 48 bytes).
 // False for a wrong signature, a key that is not P-384 or a signature of another length.
 bool verify_ecdsa_p384(const Certificate& signer, ByteView data, ByteView signature);

@@ -92,6 +92,18 @@ sed 's/b558fdac9af53b91/b558fdac9af53b92/' $RIM >"$WORK/altered.swidtag"
 expect_exit 3 "RIM signature check failed: .*does not verify \(RIM altered after signing\?\)" -- \
   "$TT" verify-evidence $F/hopper_evidence.json --rim "$WORK/altered.swidtag" --at 2025-01-01
 
+# Another root (the emulated vendor's) refuses NVIDIA's chain; a revocation list no CA of the chain
+# issued checks nothing, and the verdict says so.
+"$TT" provision --out "$WORK/vendor" --devices 1 >/dev/null
+expect_exit 3 "certificate chain check failed: certificate not issued by the trusted vendor root" -- \
+  "$TT" verify-evidence $F/hopper_evidence.json --device-root "$WORK/vendor/vendor_root.crt"
+"$TT" verify-evidence $F/hopper_evidence.json --crl "$WORK/vendor/vendor_root.crl" >"$WORK/crl.log" 2>&1 && ok ||
+  bad "an unrelated CRL" "$WORK/crl.log"
+grep -q "revocation NOT checked (none of the given lists is issued by a CA of this chain)" "$WORK/crl.log" && ok ||
+  bad "says the CRL applies to no CA" "$WORK/crl.log"
+grep -q "^verdict: .*nonce NOT checked.*revocation NOT checked (no --crl issued by a CA of the chain)" "$WORK/crl.log" && ok ||
+  bad "verdict flags revocation and nonce" "$WORK/crl.log"
+
 # Malformed input: exit 2, naming what and what to do.
 expect_exit 2 "needs --cert-chain FILE" -- "$TT" verify-evidence $F/hopperAttestationReport.txt
 printf '[{"arch": ' >"$WORK/cut.json"

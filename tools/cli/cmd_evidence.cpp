@@ -3,6 +3,7 @@
 // certificate chain; optionally its reference integrity manifests (RIMs) and revocation lists. Prints
 // the evidence field by field, every check's outcome, and one verdict line; exit 0 verified, 3 refused
 // (the first failed check), 2 malformed input.
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 
@@ -112,11 +113,15 @@ void run_verify_evidence(const EvidenceOptions& o) {
     if (!refusal) refusal = first_failure(gpu, checks);
   }
   if (refusal) throw IntegrityError("evidence REFUSED: " + *refusal);
+  const bool revocation = std::all_of(
+      gpus.begin(), gpus.end(), [&](const ev::GpuEvidence& g) { return ev::applicable_crls(g, trust) > 0; });
   std::printf(
       "verdict: VERIFIED: %zu NVIDIA GPU(s): certificate chain to %s, report signature, nonce %s%s%s\n",
       gpus.size(), trust.device_root.subject().c_str(), trust.nonce ? "(fresh)" : "NOT checked",
       rims.empty() ? ", measurements NOT compared (no --rim)" : ", every measurement matches the RIMs",
-      trust.crls.empty() ? ", revocation NOT checked (no --crl)" : "");
+      revocation           ? ", not revoked by the given --crl"
+      : trust.crls.empty() ? ", revocation NOT checked (no --crl)"
+                           : ", revocation NOT checked (no --crl issued by a CA of the chain)");
 }
 
 }  // namespace
