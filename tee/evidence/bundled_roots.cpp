@@ -12,4 +12,8 @@ Certificate nvidia_rim_root() {
   return certificates_from_pem(pem::kNvidiaRimRoot, "bundled NVIDIA RIM root").front();
 }
 
+Certificate intel_sgx_root() {
+  return certificates_from_pem(pem::kIntelSgxRoot, "bundled Intel SGX root").front();
+}
+
 }  // namespace tt::tee::evidence

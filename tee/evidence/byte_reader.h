@@ -1,4 +1,5 @@
-// A bounds-checked reader over untrusted little-endian bytes (SPDM messages, NVIDIA opaque data): every
+// A bounds-checked reader over untrusted little-endian bytes (SPDM messages, NVIDIA opaque data, TDX
+// quotes): every
 // read names the field it reads, so a short or damaged message is refused with one line saying which
 // field ran past the end, never read beyond the buffer.
 #pragma once
@@ -28,6 +29,7 @@ class ByteReader {
   std::uint8_t u8(const char* field) { return take(1, field)[0]; }
   std::uint16_t u16(const char* field) { return static_cast<std::uint16_t>(le(take(2, field))); }
   std::uint32_t u24(const char* field) { return static_cast<std::uint32_t>(le(take(3, field))); }
+  std::uint32_t u32(const char* field) { return static_cast<std::uint32_t>(le(take(4, field))); }
 
   std::size_t offset() const { return pos_; }
   std::size_t remaining() const { return bytes_.size() - pos_; }

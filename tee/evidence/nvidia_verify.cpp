@@ -1,61 +1,19 @@
 #include "tee/evidence/nvidia_verify.h"
 
-#include <openssl/bn.h>
-#include <openssl/ec.h>
-#include <openssl/evp.h>
-#include <openssl/obj_mac.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
-#include <array>
-
 #include "base/error.h"
 #include "tee/errors.h"
+#include "tee/evidence/ecdsa.h"
 #include "tee/regular_file.h"
 
 namespace tt::tee::evidence {
 namespace {
 
-constexpr std::size_t kP384ScalarBytes = 48;
-
-struct EcdsaSigFree {
-  void operator()(ECDSA_SIG* s) const noexcept { ECDSA_SIG_free(s); }
-};
-struct BnFree {
-  void operator()(BIGNUM* b) const noexcept { BN_free(b); }
-};
-struct MdCtxFree {
-  void operator()(EVP_MD_CTX* c) const noexcept { EVP_MD_CTX_free(c); }
-};
 struct BioFree {
   void operator()(BIO* b) const noexcept { BIO_free(b); }
 };
-
-bool is_p384(const EVP_PKEY* key) {
-  if (key == nullptr || EVP_PKEY_get_base_id(key) != EVP_PKEY_EC) return false;
-  std::array<char, 64> group{};
-  std::size_t len = 0;
-  const bool named = EVP_PKEY_get_group_name(key, group.data(), group.size(), &len) == 1;
-  return named && OBJ_txt2nid(group.data()) == NID_secp384r1;
-}
-
-// r || s as the DER ECDSA-Sig-Value that EVP_DigestVerify takes.
-std::vector<std::uint8_t> der_signature(ByteView raw) {
-  std::unique_ptr<BIGNUM, BnFree> r(BN_bin2bn(raw.data(), static_cast<int>(kP384ScalarBytes), nullptr));
-  std::unique_ptr<BIGNUM, BnFree> s(
-      BN_bin2bn(raw.data() + kP384ScalarBytes, static_cast<int>(kP384ScalarBytes), nullptr));
-  std::unique_ptr<ECDSA_SIG, EcdsaSigFree> sig(ECDSA_SIG_new());
-  if (!r || !s || !sig || ECDSA_SIG_set0(sig.get(), r.get(), s.get()) != 1)
-    throw_openssl_error("ECDSA signature");
-  (void)r.release();  // ECDSA_SIG_set0 took both
-  (void)s.release();
-  unsigned char* out = nullptr;
-  const int len = i2d_ECDSA_SIG(sig.get(), &out);
-  if (len <= 0) throw_openssl_error("ECDSA signature encoding");
-  std::vector<std::uint8_t> der(out, out + len);
-  OPENSSL_free(out);
-  return der;
-}
 
 CheckOutcome check_chain(const GpuEvidence& gpu, const EvidenceTrust& trust) {
   PathOptions options;
@@ -79,7 +37,7 @@ CheckOutcome check_chain(const GpuEvidence& gpu, const EvidenceTrust& trust) {
 
 CheckOutcome check_signature(const GpuEvidence& gpu) {
   const Certificate& leaf = gpu.chain.front();
-  if (!is_p384(X509_get0_pubkey(leaf.native())))
+  if (!is_on_curve(X509_get0_pubkey(leaf.native()), Curve::P384))
     return {Check::Signature, false, "the leaf certificate's key is not ECDSA P-384"};
   const bool ok = verify_ecdsa_p384(leaf, gpu.transcript.signed_bytes, gpu.transcript.response.signature);
   return {Check::Signature, ok,
@@ -129,23 +87,16 @@ const char* check_name(Check check) {
       return "RIM version";
     case Check::Measurements:
       return "measurements";
+    case Check::QeReport:
+      return "QE report";
+    case Check::AttestationKey:
+      return "attestation key";
   }
   return "?";
 }
 
 bool verify_ecdsa_p384(const Certificate& signer, ByteView data, ByteView signature) {
-  EVP_PKEY* key = X509_get0_pubkey(signer.native());
-  if (signature.size() != 2 * kP384ScalarBytes || !is_p384(key)) {
-    clear_openssl_errors();
-    return false;
-  }
-  const std::vector<std::uint8_t> der = der_signature(signature);
-  std::unique_ptr<EVP_MD_CTX, MdCtxFree> ctx(EVP_MD_CTX_new());
-  if (!ctx || EVP_DigestVerifyInit(ctx.get(), nullptr, EVP_sha384(), nullptr, key) != 1)
-    throw_openssl_error("ECDSA verify setup");
-  const int rc = EVP_DigestVerify(ctx.get(), der.data(), der.size(), data.data(), data.size());
-  clear_openssl_errors();
-  return rc == 1;
+  return verify_ecdsa_raw(X509_get0_pubkey(signer.native()), Curve::P384, data, signature);
 }
 
 std::vector<CheckOutcome> verify_gpu_evidence(const GpuEvidence& gpu, const EvidenceTrust& trust) {

@@ -23,9 +23,19 @@
 
 namespace tt::tee::evidence {
 
-enum class Check { CertificateChain, Signature, Nonce, RimSignature, RimVersion, Measurements };
+enum class Check {
+  CertificateChain,
+  Signature,
+  Nonce,
+  RimSignature,
+  RimVersion,
+  Measurements,
+  QeReport,        // TDX: the PCK key signed the quoting enclave's report
+  AttestationKey,  // TDX: the quoting enclave's report vouches for the attestation key
+};
 
-// "certificate chain", "signature", "nonce", "RIM signature", "RIM version", "measurements".
+// "certificate chain", "signature", "nonce", "RIM signature", "RIM version", "measurements",
+// "QE report", "attestation key".
 const char* check_name(Check check);
 
 struct CheckOutcome {

@@ -4,12 +4,14 @@
 // the evidence field by field, every check's outcome, and one verdict line; exit 0 verified, 3 refused
 // (the first failed check), 2 malformed input.
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <ctime>
 
 #include "base/error.h"
 #include "tee/evidence/bundled_roots.h"
 #include "tee/evidence/nvidia_verify.h"
+#include "tee/evidence/tdx_quote.h"
 #include "tee/regular_file.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/tee_options.h"
@@ -40,14 +42,21 @@ std::optional<std::int64_t> parse_date(const std::string& text) {
   return static_cast<std::int64_t>(timegm(&tm));
 }
 
-std::vector<ev::GpuEvidence> load_gpus(const EvidenceOptions& o) {
-  if (!o.cert_chain.empty()) return {ev::load_report_pair(o.file, o.cert_chain)};
-  const std::vector<std::uint8_t> head =
-      tee::read_regular_file(o.file, "evidence", ev::kMaxEvidenceFileBytes);
-  if (!ev::looks_like_json(std::string_view(reinterpret_cast<const char*>(head.data()), head.size())))
-    throw InputError("evidence '" + tee::printable_path(o.file) +
-                     "': not the attestation SDK's JSON; a hex attestation report needs --cert-chain FILE");
-  return ev::load_sdk_evidence_json(o.file);
+// The NVIDIA evidence in the file's bytes (read once): the SDK's JSON, or a hex report with --cert-chain.
+std::vector<ev::GpuEvidence> load_gpus(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
+  const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  const std::string where = tee::printable_path(o.file);
+  if (!o.cert_chain.empty()) {
+    const std::vector<std::uint8_t> chain =
+        tee::read_regular_file(o.cert_chain, "--cert-chain", ev::kMaxEvidenceFileBytes);
+    return {ev::parse_report_pair(
+        text, std::string_view(reinterpret_cast<const char*>(chain.data()), chain.size()), where)};
+  }
+  if (!ev::looks_like_json(text))
+    throw InputError("evidence '" + where +
+                     "': neither the attestation SDK's JSON nor a TDX quote; a hex attestation report needs "
+                     "--cert-chain FILE");
+  return ev::parse_sdk_evidence_json(text, where);
 }
 
 ev::EvidenceTrust make_trust(const EvidenceOptions& o) {
@@ -92,9 +101,53 @@ std::optional<std::string> first_failure(const ev::GpuEvidence& gpu,
   return std::nullopt;
 }
 
+// --nonce for a TDX quote: 32 bytes (REPORTDATA = nonce || 32 zero bytes, docs/design.md §11) or all 64.
+std::optional<std::array<std::uint8_t, ev::kTdxReportDataBytes>> tdx_report_data(const std::string& hex) {
+  std::array<std::uint8_t, ev::kTdxReportDataBytes> out{};
+  if (hex.size() == 2 * ev::kTdxReportDataBytes) {
+    const auto first = parse_nonce_hex(hex.substr(0, 64));
+    const auto second = parse_nonce_hex(hex.substr(64));
+    std::copy(first->begin(), first->end(), out.begin());
+    std::copy(second->begin(), second->end(), out.begin() + 32);
+    return out;
+  }
+  const auto nonce = parse_nonce_hex(hex);
+  if (!nonce) return std::nullopt;
+  std::copy(nonce->begin(), nonce->end(), out.begin());
+  return out;
+}
+
+void run_tdx(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
+  if (!o.rims.empty() || !o.cert_chain.empty())
+    throw InputError("--rim and --cert-chain are for NVIDIA evidence; '" + tee::printable_path(o.file) +
+                     "' is a TDX quote (its PCK chain is inside it)");
+  std::vector<std::shared_ptr<X509_crl_st>> crls;
+  for (const std::string& crl : o.crls) crls.push_back(ev::load_crl(crl));
+  const ev::TdxTrust trust{
+      o.device_root.empty() ? ev::intel_sgx_root() : tee::Certificate::load_pem(o.device_root),
+      std::move(crls), tdx_report_data(o.nonce), parse_date(o.at)};
+  const ev::TdxQuote quote = ev::parse_tdx_quote(bytes, tee::printable_path(o.file));
+  std::printf("%s", ev::describe(quote).c_str());
+  const std::vector<ev::CheckOutcome> checks = ev::verify_tdx_quote(quote, trust);
+  std::printf("checks\n");
+  print_checks(checks);
+  for (const ev::CheckOutcome& c : checks)
+    if (!c.ok)
+      throw IntegrityError("evidence REFUSED: " + quote.source + ": " + ev::check_name(c.check) +
+                           " check failed: " + c.detail);
+  std::printf(
+      "verdict: VERIFIED: Intel TDX quote: PCK chain to %s, QE report, attestation key, quote signature, "
+      "report "
+      "data %s; TCB status and QE identity NOT checked (they need Intel's collateral)\n",
+      trust.intel_root.subject().c_str(), trust.report_data ? "(fresh)" : "NOT checked");
+}
+
 void run_verify_evidence(const EvidenceOptions& o) {
+  const std::vector<std::uint8_t> bytes =
+      tee::read_regular_file(o.file, "evidence", ev::kMaxEvidenceFileBytes);
+  if (o.cert_chain.empty() && ev::looks_like_tdx_quote(bytes)) return run_tdx(o, bytes);
   const ev::EvidenceTrust trust = make_trust(o);
-  const std::vector<ev::GpuEvidence> gpus = load_gpus(o);
+  const std::vector<ev::GpuEvidence> gpus = load_gpus(o, bytes);
   std::vector<ev::Rim> rims;
   const std::vector<ev::CheckOutcome> rim_signatures = load_rims(o, trust.at_unix_time, rims);
   std::optional<std::string> refusal;
