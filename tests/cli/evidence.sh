@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `teetrain verify-evidence` on NVIDIA's real sample evidence (tests/fixtures/evidence/): each sample
+# `teetrain verify-evidence` on real sample evidence (tests/fixtures/evidence/: NVIDIA's, and Intel TDX
+# quotes), as README.md and docs/reference/verify-evidence.md show it: each sample
 # verifies with its nonce (exit 0, the verdict line) and is refused (exit 3, one line naming the failed
 # check) with another nonce, one flipped signature byte, one flipped measurement byte, its certificate
 # chain cut short; RIMs: an expired signer, a version that is not the GPU's, an altered golden value;
@@ -91,6 +92,26 @@ grep -q "6 of 12 measurements differ from the RIMs' golden values: block(s) 2, 3
 sed 's/b558fdac9af53b91/b558fdac9af53b92/' $RIM >"$WORK/altered.swidtag"
 expect_exit 3 "RIM signature check failed: .*does not verify \(RIM altered after signing\?\)" -- \
   "$TT" verify-evidence $F/hopper_evidence.json --rim "$WORK/altered.swidtag" --at 2025-01-01
+
+# Intel TDX v4 quotes (go-tdx-guest's samples): REPORTDATA as --nonce (all 64 bytes, or 32 bytes
+# followed by zeros); a flipped MRTD byte, another REPORTDATA, the PCK chain's root replaced.
+SPR=$F/tdx_prod_quote_SPR_E4.dat
+SPR_RD=6c62dec1b8191749a31dab490be532a35944dea47caef1f980863993d9899545eb7406a38d1eed313b987a467dacead6f0c87a6d766c66f6f29f8acb281f1113
+"$TT" verify-evidence $SPR --nonce $SPR_RD >"$WORK/tdx.log" 2>&1 && ok || bad "TDX sample verifies" "$WORK/tdx.log"
+grep -q "^verdict: VERIFIED: Intel TDX quote: PCK chain to .*CN=Intel SGX Root CA, QE report, attestation key, quote signature, report data (fresh)" \
+  "$WORK/tdx.log" && ok || bad "TDX verdict" "$WORK/tdx.log"
+for field in "MRTD                6363b8043668a3ad" RTMR0 RTMR3 "REPORTDATA          $SPR_RD" "CN=Intel SGX PCK Certificate"; do
+  grep -q "$field" "$WORK/tdx.log" && ok || bad "TDX prints $field" "$WORK/tdx.log"
+done
+"$TT" verify-evidence $F/cos-113-tdx-quote.dat --nonce "$(printf '%064d' 0)" >"$WORK/cos.log" 2>&1 && ok ||
+  bad "second TDX sample, 32-byte nonce" "$WORK/cos.log"
+expect_exit 3 "nonce check failed: REPORTDATA 6c62dec1.* is not this verifier's challenge" -- "$TT" verify-evidence $SPR --nonce $OTHER_NONCE
+python3 -c "import sys; q=bytearray(open(sys.argv[1],'rb').read()); q[48+136]^=1; open(sys.argv[2],'wb').write(q)" $SPR "$WORK/mrtd.dat"
+expect_exit 3 "signature check failed: the quote's signature does not verify" -- "$TT" verify-evidence "$WORK/mrtd.dat" --nonce $SPR_RD
+expect_exit 3 "certificate chain check failed" -- "$TT" verify-evidence $SPR --device-root tee/evidence/roots/nvidia_device_identity_ca.pem
+head -c 100 $SPR >"$WORK/short.dat"
+expect_exit 2 "TDX quote: truncated at header and TD quote body" -- "$TT" verify-evidence "$WORK/short.dat"
+expect_exit 2 "--rim and --cert-chain are for NVIDIA evidence" -- "$TT" verify-evidence $SPR --rim $F/g520_0200_885_9600740001_PROD.swidtag
 
 # Another root (the emulated vendor's) refuses NVIDIA's chain; a revocation list no CA of the chain
 # issued checks nothing, and the verdict says so.

@@ -14,6 +14,8 @@ inline constexpr const char* kSdkNonce = "e97b23a1718095a0e9e35edca810768c70a6a5
 inline constexpr const char* kLocalNonce = "931d8dd0add203ac3d8b4fbde75e115278eefcdceac5b87671a748f32364dfcb";
 inline constexpr const char* kVbiosRim = "g520_0200_885_9600740001_PROD.swidtag";
 inline constexpr const char* kOtherVbiosRim = "1010_0200_882_96005E0001_PROD.swidtag";
+inline constexpr const char* kTdxSpr = "tdx_prod_quote_SPR_E4.dat";
+inline constexpr const char* kTdxCos = "cos-113-tdx-quote.dat";
 inline constexpr std::int64_t kRimsValid = 1735689600;  // 2025-01-01: both sample RIMs' signers valid
 
 inline std::string fixture(const std::string& name) {

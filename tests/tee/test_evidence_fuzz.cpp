@@ -6,6 +6,7 @@
 
 #include "tee/evidence/bundled_roots.h"
 #include "tee/evidence/nvidia_verify.h"
+#include "tee/evidence/tdx_quote.h"
 #include "tests/common/fuzz.h"
 #include "tests/tee/evidence_fixtures.h"
 
@@ -112,6 +113,26 @@ TEST(EvidenceFuzz, RimXmlAndItsSignature) {
         -1);
     if (ok) {
       EXPECT_GE(first_difference(in.bytes, xml), key_info) << in.what << " verified";
+    }
+  }
+}
+
+TEST(EvidenceFuzz, TdxQuote) {
+  const std::string quote = test::fixture(test::kTdxSpr);
+  const TdxTrust trust{intel_sgx_root(), {}, std::nullopt, std::nullopt};
+  FuzzPlan plan;
+  plan.truncate_upto = 700;  // through the header, the body and the signature data's start
+  for (const auto& in : fuzz_inputs(quote, plan)) {
+    std::optional<TdxQuote> q;
+    if (run_parser([&] { q = parse_tdx_quote(bytes(in.bytes), "fuzz"); }, in.what) != 0) continue;
+    bool all_ok = true;
+    for (const CheckOutcome& c : verify_tdx_quote(*q, trust)) all_ok = all_ok && c.ok;
+    // Only what no check covers may change and still verify (the 39 bytes after the quote, PEM text
+    // around the certificates): the signed header and body never.
+    if (all_ok) {
+      EXPECT_EQ(std::vector<std::uint8_t>(q->signed_bytes),
+                std::vector<std::uint8_t>(quote.begin(), quote.begin() + 632))
+          << in.what;
     }
   }
 }
