@@ -183,39 +183,42 @@ void register_verify_evidence(CLI::App& app) {
   auto o = std::make_shared<EvidenceOptions>();
   auto* cmd = app.add_subcommand(
       "verify-evidence",
-      "Verify REAL NVIDIA GPU attestation evidence offline: the certificate chain to NVIDIA's device "
-      "identity "
-      "root (bundled), the ECDSA P-384 signature over the SPDM measurement request and response, the nonce; "
-      "with "
-      "--rim, NVIDIA's reference integrity manifests (their XML signatures and every golden value). Prints "
-      "every "
-      "field and one verdict line; exit 0 verified, 3 refused (naming the failed check), 2 malformed input. "
-      "No network: revocation only from --crl");
+      "Verify REAL attestation evidence offline. NVIDIA GPU evidence: the certificate chain to NVIDIA's "
+      "device "
+      "identity root (bundled), the ECDSA P-384 signature over the SPDM measurement request and response, "
+      "the "
+      "nonce; with --rim, NVIDIA's reference integrity manifests (their XML signatures and every golden "
+      "value). "
+      "An Intel TDX v4 quote: the PCK chain to Intel's SGX root (bundled), the QE report, the attestation "
+      "key, "
+      "the quote signature, REPORTDATA. Prints every field and one verdict line; exit 0 verified, 3 refused "
+      "(naming the failed check), 2 malformed input. No network: revocation only from --crl");
   cmd->add_option(
          "FILE", o->file,
-         "Evidence: the NVIDIA attestation SDK's serialized evidence JSON (one object per GPU), or a hex "
-         "attestation report (the local verifier's format) with --cert-chain")
+         "Evidence: the NVIDIA attestation SDK's serialized evidence JSON (one object per GPU), a hex "
+         "attestation report (NVIDIA's local verifier's format) with --cert-chain, or a binary Intel TDX "
+         "v4 quote")
       ->required();
   cmd->add_option("--cert-chain", o->cert_chain,
                   "PEM certificate chain (leaf first) of a hex report in FILE");
-  cmd->add_option(
-      "--nonce", o->nonce,
-      "The challenge you issued (64 hex digits): the signed request must carry it (default: freshness "
-      "NOT checked)");
+  cmd->add_option("--nonce", o->nonce,
+                  "The challenge you issued (64 hex digits): the GPU's signed request must carry it; a TDX "
+                  "quote's REPORTDATA must be it followed by 32 zero bytes, or give all 128 hex digits of "
+                  "REPORTDATA (default: freshness NOT checked)");
   cmd->add_option(
       "--rim", o->rims,
       "An NVIDIA RIM (SWID tag XML: the driver's or the VBIOS's; repeatable): its signature is checked "
       "against NVIDIA's RIM root, then every active golden value against the measurements");
+  cmd->add_option("--crl", o->crls,
+                  "A revocation list (PEM or DER) issued by a CA of the chain (repeatable); without one, "
+                  "revocation is NOT checked");
+  cmd->add_option("--at", o->at,
+                  "Check certificate validity on this date (YYYY-MM-DD, UTC) instead of now, e.g. for a RIM "
+                  "whose signing certificate has since expired");
   cmd->add_option(
-      "--crl", o->crls,
-      "A revocation list (PEM or DER) issued by a CA of the chain (repeatable); without one, revocation "
-      "is NOT checked");
-  cmd->add_option(
-      "--at", o->at,
-      "Check certificate validity on this date (YYYY-MM-DD, UTC) instead of now, e.g. for a RIM whose "
-      "signing certificate has since expired");
-  cmd->add_option("--device-root", o->device_root,
-                  "Trust this root (PEM) instead of NVIDIA's bundled device root");
+      "--device-root", o->device_root,
+      "Trust this root (PEM) instead of the bundled one: NVIDIA's device identity root, or Intel's "
+      "SGX root for a TDX quote");
   cmd->add_option("--rim-root", o->rim_root,
                   "Trust this root (PEM) for RIMs instead of NVIDIA's bundled RIM root");
   cmd->callback([o] { run_verify_evidence(*o); });
