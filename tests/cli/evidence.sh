@@ -125,6 +125,15 @@ grep -q "revocation NOT checked (none of the given lists is issued by a CA of th
 grep -q "^verdict: .*nonce NOT checked.*revocation NOT checked (no --crl issued by a CA of the chain)" "$WORK/crl.log" && ok ||
   bad "verdict flags revocation and nonce" "$WORK/crl.log"
 
+# Offline: in a network namespace with no interface up (where unshare works, as root), the same
+# verifications, RIM signature included, give the same verdicts.
+if unshare -n true 2>/dev/null; then
+  unshare -n "$TT" verify-evidence $F/hopper_evidence.json --nonce $SDK_NONCE >/dev/null 2>&1 && ok || bad "verifies offline"
+  rc=0; unshare -n "$TT" verify-evidence $F/hopper_evidence.json --rim $RIM --at 2025-01-01 >"$WORK/netns.log" 2>&1 || rc=$?
+  expect_eq "$rc" 3 "RIM check offline: exit 3 (another VBIOS)"
+  grep -q "RIM signature       ok" "$WORK/netns.log" && ok || bad "RIM signature verified offline" "$WORK/netns.log"
+fi
+
 # Malformed input: exit 2, naming what and what to do.
 expect_exit 2 "needs --cert-chain FILE" -- "$TT" verify-evidence $F/hopperAttestationReport.txt
 printf '[{"arch": ' >"$WORK/cut.json"
