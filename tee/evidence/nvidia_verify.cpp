@@ -25,11 +25,8 @@ CheckOutcome check_chain(const GpuEvidence& gpu, const EvidenceTrust& trust) {
   options.at_unix_time = trust.at_unix_time;
   const ChainVerdict v = verify_certificate_path(trust.device_root, gpu.chain.front(), options);
   if (!v) return {Check::CertificateChain, false, v.reason};
-  const std::size_t lists = applicable_crls(gpu, trust);
   const std::string revocation =
-      trust.crls.empty() ? "revocation NOT checked (no --crl given; this verifier makes no network call)"
-      : lists == 0       ? "revocation NOT checked (none of the given lists is issued by a CA of this chain)"
-                         : "not revoked (checked against " + std::to_string(lists) + " given list(s))";
+      revocation_text(trust.crls.size(), applicable_crls(trust.crls, trust.device_root, gpu.chain));
   return {Check::CertificateChain, true,
           std::to_string(gpu.chain.size()) + " certificates lead to " + trust.device_root.subject() + "; " +
               revocation};
@@ -61,16 +58,24 @@ CheckOutcome check_nonce(const GpuEvidence& gpu, const EvidenceTrust& trust) {
 
 }  // namespace
 
-std::size_t applicable_crls(const GpuEvidence& gpu, const EvidenceTrust& trust) {
+std::size_t applicable_crls(const std::vector<std::shared_ptr<X509_crl_st>>& crls, const Certificate& root,
+                            const std::vector<Certificate>& chain) {
   std::size_t n = 0;
-  for (const auto& crl : trust.crls) {
+  for (const auto& crl : crls) {
     const X509_NAME* issuer = X509_CRL_get_issuer(crl.get());
-    bool found = X509_NAME_cmp(issuer, X509_get_subject_name(trust.device_root.native())) == 0;
-    for (const Certificate& c : gpu.chain)
+    bool found = X509_NAME_cmp(issuer, X509_get_subject_name(root.native())) == 0;
+    for (const Certificate& c : chain)
       found = found || X509_NAME_cmp(issuer, X509_get_subject_name(c.native())) == 0;
     n += found ? 1 : 0;
   }
   return n;
+}
+
+std::string revocation_text(std::size_t given, std::size_t applicable) {
+  if (given == 0) return "revocation NOT checked (no --crl given; this verifier makes no network call)";
+  if (applicable == 0)
+    return "revocation NOT checked (none of the given lists is issued by a CA of this chain)";
+  return "not revoked (checked against " + std::to_string(applicable) + " given list(s))";
 }
 
 const char* check_name(Check check) {

@@ -69,9 +69,12 @@ std::vector<CheckOutcome> check_against_rims(const GpuEvidence& gpu, const std::
 // block by index, driver and VBIOS versions, every opaque field.
 std::string describe(const GpuEvidence& gpu);
 
-// How many of `trust.crls` are issued by a certificate of this GPU's chain or by the root: the others
-// say nothing about it (0: its revocation was not checked).
-std::size_t applicable_crls(const GpuEvidence& gpu, const EvidenceTrust& trust);
+// How many of `crls` are issued by a certificate of `chain` or by `root`: the others say nothing about
+// it (0: its revocation was not checked).
+std::size_t applicable_crls(const std::vector<std::shared_ptr<X509_crl_st>>& crls, const Certificate& root,
+                            const std::vector<Certificate>& chain);
+// The revocation part of a chain check's detail, in words.
+std::string revocation_text(std::size_t given, std::size_t applicable);
 
 // ECDSA P-384 over SHA-384 of `data` by `signer`'s key, `signature` = r || s (48 + 48 bytes).
 // False for a wrong signature, a key that is not P-384 or a signature of another length.

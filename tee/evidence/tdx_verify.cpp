@@ -19,9 +19,8 @@ CheckOutcome check_pck_chain(const TdxQuote& q, const TdxTrust& trust) {
   const ChainVerdict v = verify_certificate_path(trust.intel_root, q.pck_chain.front(), options);
   if (!v) return {Check::CertificateChain, false, v.reason};
   return {Check::CertificateChain, true,
-          std::to_string(q.pck_chain.size()) + " certificates lead to " + trust.intel_root.subject() +
-              (trust.crls.empty() ? "; revocation NOT checked (no --crl given)"
-                                  : "; checked against the given lists")};
+          std::to_string(q.pck_chain.size()) + " certificates lead to " + trust.intel_root.subject() + "; " +
+              revocation_text(trust.crls.size(), applicable_crls(trust.crls, trust.intel_root, q.pck_chain))};
 }
 
 CheckOutcome check_qe_report(const TdxQuote& q) {

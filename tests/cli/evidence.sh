@@ -111,6 +111,14 @@ expect_exit 3 "signature check failed: the quote's signature does not verify" --
 expect_exit 3 "certificate chain check failed" -- "$TT" verify-evidence $SPR --device-root tee/evidence/roots/nvidia_device_identity_ca.pem
 head -c 100 $SPR >"$WORK/short.dat"
 expect_exit 2 "TDX quote: truncated at header and TD quote body" -- "$TT" verify-evidence "$WORK/short.dat"
+# Intel's real revocation lists: on a date both were current, the PCK chain is not revoked; today they
+# have expired, and an expired list is a refusal, not a silent pass.
+CRLS=(--crl $F/intel_sgx_root.crl.der --crl $F/intel_pck_platform.crl.der)
+"$TT" verify-evidence $SPR "${CRLS[@]}" --at 2023-06-15 >"$WORK/tdxcrl.log" 2>&1 && ok || bad "Intel CRLs on 2023-06-15" "$WORK/tdxcrl.log"
+grep -q "certificate chain   ok: .*not revoked (checked against 2 given list(s))" "$WORK/tdxcrl.log" && ok ||
+  bad "both Intel CRLs applied" "$WORK/tdxcrl.log"
+expect_exit 3 "certificate chain check failed: certificate or revocation list outside its validity period \(CRL has expired\)" -- \
+  "$TT" verify-evidence $SPR --crl $F/intel_pck_platform.crl.der
 expect_exit 2 "--rim and --cert-chain are for NVIDIA evidence" -- "$TT" verify-evidence $SPR --rim $F/g520_0200_885_9600740001_PROD.swidtag
 
 # Another root (the emulated vendor's) refuses NVIDIA's chain; a revocation list no CA of the chain

@@ -59,11 +59,15 @@ std::vector<ev::GpuEvidence> load_gpus(const EvidenceOptions& o, const std::vect
   return ev::parse_sdk_evidence_json(text, where);
 }
 
-ev::EvidenceTrust make_trust(const EvidenceOptions& o) {
+std::vector<std::shared_ptr<X509_crl_st>> load_crls(const EvidenceOptions& o) {
   std::vector<std::shared_ptr<X509_crl_st>> crls;
   for (const std::string& crl : o.crls) crls.push_back(ev::load_crl(crl));
+  return crls;
+}
+
+ev::EvidenceTrust make_trust(const EvidenceOptions& o) {
   return {o.device_root.empty() ? ev::nvidia_device_root() : tee::Certificate::load_pem(o.device_root),
-          std::move(crls), parse_nonce_hex(o.nonce), parse_date(o.at)};
+          load_crls(o), parse_nonce_hex(o.nonce), parse_date(o.at)};
 }
 
 void print_checks(const std::vector<ev::CheckOutcome>& checks) {
@@ -121,11 +125,9 @@ void run_tdx(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
   if (!o.rims.empty() || !o.cert_chain.empty())
     throw InputError("--rim and --cert-chain are for NVIDIA evidence; '" + tee::printable_path(o.file) +
                      "' is a TDX quote (its PCK chain is inside it)");
-  std::vector<std::shared_ptr<X509_crl_st>> crls;
-  for (const std::string& crl : o.crls) crls.push_back(ev::load_crl(crl));
   const ev::TdxTrust trust{
-      o.device_root.empty() ? ev::intel_sgx_root() : tee::Certificate::load_pem(o.device_root),
-      std::move(crls), tdx_report_data(o.nonce), parse_date(o.at)};
+      o.device_root.empty() ? ev::intel_sgx_root() : tee::Certificate::load_pem(o.device_root), load_crls(o),
+      tdx_report_data(o.nonce), parse_date(o.at)};
   const ev::TdxQuote quote = ev::parse_tdx_quote(bytes, tee::printable_path(o.file));
   std::printf("%s", ev::describe(quote).c_str());
   const std::vector<ev::CheckOutcome> checks = ev::verify_tdx_quote(quote, trust);
@@ -166,8 +168,9 @@ void run_verify_evidence(const EvidenceOptions& o) {
     if (!refusal) refusal = first_failure(gpu, checks);
   }
   if (refusal) throw IntegrityError("evidence REFUSED: " + *refusal);
-  const bool revocation = std::all_of(
-      gpus.begin(), gpus.end(), [&](const ev::GpuEvidence& g) { return ev::applicable_crls(g, trust) > 0; });
+  const bool revocation = std::all_of(gpus.begin(), gpus.end(), [&](const ev::GpuEvidence& g) {
+    return ev::applicable_crls(trust.crls, trust.device_root, g.chain) > 0;
+  });
   std::printf(
       "verdict: VERIFIED: %zu NVIDIA GPU(s): certificate chain to %s, report signature, nonce %s%s%s\n",
       gpus.size(), trust.device_root.subject().c_str(), trust.nonce ? "(fresh)" : "NOT checked",
