@@ -8,6 +8,7 @@ PACKAGES=(
   libopenmpi-dev openmpi-bin          # MPI: mpirun-launched ranks
   libssl-dev                          # OpenSSL 3: AES-GCM, ChaCha20-Poly1305, HKDF, X25519, Ed25519, X.509
   openssl                             # the CLI: tests check that `openssl verify` reads our certificates
+  libxml2-dev libxmlsec1-dev libxmlsec1-openssl   # XML signatures of NVIDIA's RIMs (verify-evidence --rim)
   libopenblas-dev                     # sgemm for the CPU backend
   libdnnl-dev                         # oneDNN: the CPU backend's convolutions (as PyTorch's CPU path)
   libgtest-dev libbenchmark-dev       # tests and benchmarks

@@ -1,6 +1,7 @@
 #include "tee/x509.h"
 
 #include <openssl/bio.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/objects.h>
 #include <openssl/pem.h>
@@ -69,11 +70,17 @@ std::string time_text(const ASN1_TIME* t) {
 }
 
 // The refusal a verifier reports for an OpenSSL chain error, in words a student can act on.
-std::string chain_reason(int err, const Certificate& leaf) {
+std::string serial_text(const X509* cert) {
+  const ASN1_INTEGER* s = X509_get0_serialNumber(cert);
+  return to_hex(ByteView(ASN1_STRING_get0_data(s), static_cast<std::size_t>(ASN1_STRING_length(s))));
+}
+
+// `failing` is the certificate the error is about (the revoked one, which need not be the leaf).
+std::string chain_reason(int err, const X509* failing) {
   const std::string detail = X509_verify_cert_error_string(err);
   switch (err) {
     case X509_V_ERR_CERT_REVOKED:
-      return "device certificate revoked by the vendor (serial " + leaf.serial_hex() + ")";
+      return "device certificate revoked by the vendor (serial " + serial_text(failing) + ")";
     case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
     case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
     case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
@@ -131,8 +138,7 @@ std::string Certificate::subject() const {
 }
 
 std::string Certificate::serial_hex() const {
-  const ASN1_INTEGER* s = X509_get0_serialNumber(cert_.get());
-  return to_hex(ByteView(ASN1_STRING_get0_data(s), static_cast<std::size_t>(ASN1_STRING_length(s))));
+  return serial_text(cert_.get());
 }
 
 bool Certificate::is_ca() const {
@@ -156,6 +162,30 @@ std::string Certificate::describe() const {
          name_text(X509_get_issuer_name(cert_.get())) + ", valid " +
          time_text(X509_get0_notBefore(cert_.get())) + " .. " + time_text(X509_get0_notAfter(cert_.get())) +
          ")";
+}
+
+std::vector<Certificate> certificates_from_pem(std::string_view pem, const std::string& what) {
+  if (pem.size() > kMaxChainCertificates * kMaxCertificateBytes * 2)
+    throw InputError(what + ": " + std::to_string(pem.size()) + " bytes is too long for a certificate chain");
+  BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  if (!bio) throw_openssl_error("certificate chain buffer");
+  std::vector<Certificate> chain;
+  while (true) {
+    X509Ptr cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
+    if (!cert) break;
+    if (chain.size() == kMaxChainCertificates)
+      throw InputError(what + ": more than " + std::to_string(kMaxChainCertificates) + " certificates");
+    chain.emplace_back(std::move(cert));
+  }
+  // The loop ends at the first PEM block it cannot read: the end of the text, or a damaged block.
+  const unsigned long last = ERR_peek_last_error();
+  clear_openssl_errors();
+  const bool at_end = ERR_GET_LIB(last) == ERR_LIB_PEM && ERR_GET_REASON(last) == PEM_R_NO_START_LINE;
+  if (chain.empty() || !at_end)
+    throw InputError(what + (chain.empty() ? ": no PEM certificate in it"
+                                           : ": certificate " + std::to_string(chain.size() + 1) +
+                                                 " is damaged (not a PEM X.509 certificate)"));
+  return chain;
 }
 
 // ---- Device profile ----
@@ -263,21 +293,56 @@ TrustAnchor TrustAnchor::load_without_revocation(const fs::path& root_pem) {
   return TrustAnchor(load_root(root_pem), nullptr);
 }
 
-ChainVerdict TrustAnchor::verify(const Certificate& leaf) const {
+namespace {
+
+// A list that does not cover a certificate of the path is no refusal when the user gave lists only for
+// some issuers (RevocationScope::WhereGiven); every other error still is.
+int skip_missing_crl(int ok, X509_STORE_CTX* ctx) {
+  return ok == 0 && X509_STORE_CTX_get_error(ctx) == X509_V_ERR_UNABLE_TO_GET_CRL ? 1 : ok;
+}
+
+struct X509StackFree {
+  void operator()(STACK_OF(X509) * s) const noexcept { sk_X509_free(s); }
+};
+
+}  // namespace
+
+ChainVerdict verify_certificate_path(const Certificate& root, const Certificate& leaf,
+                                     const PathOptions& options) {
   std::unique_ptr<X509_STORE, StoreFree> store(X509_STORE_new());
   std::unique_ptr<X509_STORE_CTX, StoreCtxFree> ctx(X509_STORE_CTX_new());
-  if (!store || !ctx || X509_STORE_add_cert(store.get(), root_.native()) != 1)
+  std::unique_ptr<STACK_OF(X509), X509StackFree> untrusted(sk_X509_new_null());
+  if (!store || !ctx || !untrusted || X509_STORE_add_cert(store.get(), root.native()) != 1)
     throw_openssl_error("X509 store setup");
-  if (crl_) {
-    if (X509_STORE_add_crl(store.get(), crl_.get()) != 1) throw_openssl_error("X509 store CRL");
-    X509_STORE_set_flags(store.get(), X509_V_FLAG_CRL_CHECK);
+  for (const Certificate& c : options.intermediates)
+    if (sk_X509_push(untrusted.get(), c.native()) == 0) throw_openssl_error("X509 chain setup");
+  for (const auto& crl : options.crls)
+    if (X509_STORE_add_crl(store.get(), crl.get()) != 1) throw_openssl_error("X509 store CRL");
+  if (options.revocation == RevocationScope::Leaf) X509_STORE_set_flags(store.get(), X509_V_FLAG_CRL_CHECK);
+  if (options.revocation == RevocationScope::WhereGiven) {
+    X509_STORE_set_flags(store.get(), X509_V_FLAG_CRL_CHECK | X509_V_FLAG_CRL_CHECK_ALL);
+    X509_STORE_set_verify_cb(store.get(), skip_missing_crl);
   }
-  if (X509_STORE_CTX_init(ctx.get(), store.get(), leaf.native(), nullptr) != 1)
+  if (X509_STORE_CTX_init(ctx.get(), store.get(), leaf.native(), untrusted.get()) != 1)
     throw_openssl_error("X509 store context");
+  if (options.at_unix_time)
+    X509_VERIFY_PARAM_set_time(X509_STORE_CTX_get0_param(ctx.get()),
+                               static_cast<time_t>(*options.at_unix_time));
   const int rc = X509_verify_cert(ctx.get());
   const int err = X509_STORE_CTX_get_error(ctx.get());
+  const X509* failing = X509_STORE_CTX_get_current_cert(ctx.get());
   clear_openssl_errors();
-  if (rc != 1) return {false, chain_reason(err, leaf)};
+  if (rc != 1) return {false, chain_reason(err, failing != nullptr ? failing : leaf.native())};
+  return {true, "ok"};
+}
+
+ChainVerdict TrustAnchor::verify(const Certificate& leaf) const {
+  PathOptions options;
+  if (crl_) {
+    options.crls.push_back(crl_);
+    options.revocation = RevocationScope::Leaf;
+  }
+  if (ChainVerdict chain = verify_certificate_path(root_, leaf, options); !chain) return chain;
   if (ChainVerdict profile = check_device_profile(leaf); !profile) return profile;
   try {
     (void)leaf.ed25519_public_key();

@@ -17,7 +17,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tee/bytes.h"
@@ -71,6 +73,11 @@ class Certificate {
   std::vector<std::uint8_t> der_;
 };
 
+// Every PEM certificate in `pem`, in order (a chain as a prover sends it: leaf first). Throws
+// InputError("<what>: ...") when the text holds none, more than kMaxChainCertificates, or a damaged one.
+inline constexpr std::size_t kMaxChainCertificates = 16;
+std::vector<Certificate> certificates_from_pem(std::string_view pem, const std::string& what);
+
 struct ChainVerdict {
   bool ok = false;
   std::string reason;  // "ok", or why the chain does not lead to the trusted root
@@ -82,6 +89,25 @@ struct ChainVerdict {
 // evidence) and neither keyCertSign nor cRLSign; extendedKeyUsage naming exactly kDevicePurposeOid.
 // "ok", or the first rule the certificate breaks, in words. Never throws on a bad certificate.
 ChainVerdict check_device_profile(const Certificate& leaf);
+
+// How a certificate path is checked beyond its trusted root (verify_certificate_path).
+enum class RevocationScope {
+  None,        // no revocation list consulted
+  Leaf,        // the leaf must be covered by one of the lists (a missing list is a refusal)
+  WhereGiven,  // every certificate of the path whose issuer has a list in `crls` is checked against it
+};
+struct PathOptions {
+  std::vector<Certificate> intermediates;  // as the prover sent them: used to build the path, never trusted
+  std::vector<std::shared_ptr<X509_crl_st>> crls;
+  RevocationScope revocation = RevocationScope::None;
+  std::optional<std::int64_t> at_unix_time;  // check validity at this time instead of now
+};
+
+// Verifies that `leaf` chains to `root` (signatures, validity periods, CA constraints, path length)
+// through `options.intermediates`, and is not revoked as `options.revocation` says; "ok" or why not,
+// in the words TrustAnchor::verify reports. Never throws on a bad certificate.
+ChainVerdict verify_certificate_path(const Certificate& root, const Certificate& leaf,
+                                     const PathOptions& options);
 
 // What a verifier trusts: the vendor root certificate and its revocation list.
 class TrustAnchor {

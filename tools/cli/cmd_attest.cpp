@@ -34,20 +34,6 @@ std::string read_config(const AttestOptions& o) {
   return {text.begin(), text.end()};
 }
 
-std::optional<tee::VerifierNonce> parse_nonce(const std::string& hex) {
-  if (hex.empty()) return std::nullopt;
-  std::vector<std::uint8_t> raw;
-  try {
-    raw = tee::from_hex(hex);
-  } catch (const std::invalid_argument&) {
-  }
-  if (raw.size() != 32)
-    throw InputError("--nonce: expected 64 hex digits (the 32-byte challenge you issued)");
-  tee::VerifierNonce n{};
-  std::copy(raw.begin(), raw.end(), n.begin());
-  return n;
-}
-
 void verify_file(const AttestOptions& o, const comm::AttestConfig& ac) {
   if (!ac.anchor && ac.mode == comm::AttestationMode::Certified) {
     throw InputError(
@@ -56,7 +42,7 @@ void verify_file(const AttestOptions& o, const comm::AttestConfig& ac) {
   }
   const tee::Evidence ev = comm::load_evidence(o.verify);
   std::printf("%s\n", comm::describe(ev).c_str());
-  const auto nonce = parse_nonce(o.nonce);
+  const auto nonce = parse_nonce_hex(o.nonce);
   const tee::VerifyResult r = comm::verify_evidence(ev, ac, std::nullopt, nonce);
   if (!r.ok) throw IntegrityError(o.verify + ": evidence REJECTED: " + r.reason);
   const char* who =
@@ -105,7 +91,7 @@ void run_attest(const AttestOptions& o) {
       throw IntegrityError("--device-identity: this device's certificate is refused by the trusted root: " +
                            own.reason);
   }
-  const tee::VerifierNonce nonce = parse_nonce(o.nonce).value_or(tee::make_verifier_nonce());
+  const tee::VerifierNonce nonce = parse_nonce_hex(o.nonce).value_or(tee::make_verifier_nonce());
   const tee::Evidence ev = comm::make_local_evidence(ac, o.rank, nonce);
   std::printf("%s", comm::describe(ev).c_str());
   if (ac.anchor) std::printf("  trusted root       %s\n", ac.anchor->describe().c_str());

@@ -1,6 +1,7 @@
 #include "tools/cli/tee_options.h"
 
 #include "base/error.h"
+#include "tee/bytes.h"
 #include "tools/cli/validators.h"
 
 namespace tt::cli {
@@ -79,6 +80,20 @@ void add_trust_options(CLI::App* g, TrustOptions& t) {
   g->add_option("--policy", t.policy,
                 "Reference measurements peers must match (lines 'binary HEX' / 'config HEX', see `teetrain "
                 "attest --write-policy`); default: what this rank runs");
+}
+
+std::optional<std::array<std::uint8_t, 32>> parse_nonce_hex(const std::string& hex) {
+  if (hex.empty()) return std::nullopt;
+  std::vector<std::uint8_t> raw;
+  try {
+    raw = tee::from_hex(hex);
+  } catch (const std::invalid_argument&) {
+  }
+  if (raw.size() != 32)
+    throw InputError("--nonce: expected 64 hex digits (the 32-byte challenge you issued)");
+  std::array<std::uint8_t, 32> n{};
+  std::copy(raw.begin(), raw.end(), n.begin());
+  return n;
 }
 
 }  // namespace tt::cli

@@ -4,7 +4,10 @@
 // them one at a time.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <array>
+#include <cstdint>
 #include <optional>
+#include <string>
 
 #include "engine/train_options.h"
 
@@ -15,5 +18,9 @@ void add_tee_options(CLI::App* cmd, TeeOptions& o);
 void add_trust_options(CLI::App* g, TrustOptions& t);
 // --adversary SPEC (comm/adversary_spec.h), parsed into `out` (a bad spec is an InputError: exit 2).
 void add_adversary_option(CLI::App* g, std::optional<comm::AdversarySpec>& out);
+
+// --nonce HEX: the verifier's 32-byte challenge (64 hex digits); nullopt for an empty string, InputError
+// (exit 2) for anything else. `attest` and `verify-evidence` read it alike.
+std::optional<std::array<std::uint8_t, 32>> parse_nonce_hex(const std::string& hex);
 
 }  // namespace tt::cli

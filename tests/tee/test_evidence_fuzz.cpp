@@ -1,0 +1,141 @@
+// Fuzz-style (tests/common/fuzz.h): the parsers of real evidence (the SDK's JSON, the local verifier's
+// hex report and PEM chain, SPDM transcripts, NVIDIA opaque data, RIM XML, and the RIM signature check
+// on whatever still parses) refuse damaged input with InputError or IntegrityError only: never a crash,
+// another exception, or an acceptance of a damaged signed object.
+#include <gtest/gtest.h>
+
+#include "tee/evidence/bundled_roots.h"
+#include "tee/evidence/nvidia_verify.h"
+#include "tee/evidence/tdx_quote.h"
+#include "tests/common/fuzz.h"
+#include "tests/tee/evidence_fixtures.h"
+
+namespace tt::tee::evidence {
+namespace {
+
+using tt::testing::fuzz_inputs;
+using tt::testing::FuzzPlan;
+using tt::testing::run_parser;
+
+std::string as_string(const std::vector<std::uint8_t>& v) {
+  return {v.begin(), v.end()};
+}
+
+ByteView bytes(const std::string& s) {
+  return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
+}
+
+TEST(EvidenceFuzz, SpdmTranscript) {
+  const GpuEvidence g = parse_sdk_evidence_json(test::fixture("hopper_evidence.json"), "f")[0];
+  const EvidenceTrust trust{nvidia_device_root(), {}, test::nonce(test::kSdkNonce), std::nullopt};
+  int accepted_and_verified = 0;
+  for (const auto& in : fuzz_inputs(as_string(g.report), FuzzPlan{})) {
+    GpuEvidence damaged = g;
+    const int rc = run_parser(
+        [&] {
+          damaged.report.assign(in.bytes.begin(), in.bytes.end());
+          damaged.transcript = parse_measurement_transcript(damaged.report, kHopperSignatureBytes);
+          damaged.opaque = parse_opaque_data(damaged.transcript.response.opaque);
+        },
+        in.what);
+    if (rc != 0) continue;
+    bool all_ok = true;
+    for (const CheckOutcome& c : verify_gpu_evidence(damaged, trust)) all_ok = all_ok && c.ok;
+    accepted_and_verified += all_ok ? 1 : 0;
+  }
+  EXPECT_EQ(accepted_and_verified, 0) << "a damaged report verified";
+}
+
+TEST(EvidenceFuzz, OpaqueData) {
+  const GpuEvidence g = parse_sdk_evidence_json(test::fixture("hopper_evidence.json"), "f")[0];
+  for (const auto& in : fuzz_inputs(as_string(g.transcript.response.opaque), FuzzPlan{})) {
+    run_parser(
+        [&] {
+          for (const OpaqueField& f : parse_opaque_data(bytes(in.bytes))) (void)opaque_field_text(f);
+        },
+        in.what);
+  }
+}
+
+TEST(EvidenceFuzz, SdkJson) {
+  const std::string json = test::fixture("hopper_evidence.json");
+  FuzzPlan plan;
+  plan.truncate_upto = 120;
+  for (const auto& in : fuzz_inputs(json, plan))
+    run_parser([&] { parse_sdk_evidence_json(in.bytes, "fuzz"); }, in.what);
+  // Inside the JSON: a damaged base64 report or chain.
+  for (const char* key : {"\"evidence\": \"", "\"certificate\": \""}) {
+    const std::size_t at = json.find(key) + std::string(key).size();
+    for (std::size_t i = 0; i < 64; ++i) {
+      std::string s = json;
+      s[at + i * 37 % 4000] = static_cast<char>("A/=!"[i % 4]);
+      run_parser([&] { parse_sdk_evidence_json(s, "fuzz"); },
+                 std::string(key) + " char " + std::to_string(i));
+    }
+  }
+}
+
+TEST(EvidenceFuzz, ReportPair) {
+  const std::string report = test::fixture("hopperAttestationReport.txt");
+  const std::string chain = test::fixture("hopperCertChain.txt");
+  FuzzPlan plan;
+  plan.random_buffers = 30;
+  for (const auto& in : fuzz_inputs(report, plan))
+    run_parser([&] { parse_report_pair(in.bytes, chain, "fuzz"); }, in.what);
+  for (const auto& in : fuzz_inputs(chain, plan))
+    run_parser([&] { parse_report_pair(report, in.bytes, "fuzz"); }, in.what);
+}
+
+// Where two strings first differ (their common length when one is a prefix of the other).
+std::size_t first_difference(const std::string& a, const std::string& b) {
+  const std::size_t n = std::min(a.size(), b.size());
+  std::size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+
+TEST(EvidenceFuzz, RimXmlAndItsSignature) {
+  const std::string xml = test::fixture(test::kVbiosRim);
+  // KeyInfo is not signed (its certificates are checked by their own chain); a damaged copy of the
+  // root there, which no path uses, may leave the signature valid. Damage anywhere else must not.
+  const std::size_t key_info = xml.find("<ds:KeyInfo>");
+  ASSERT_NE(key_info, std::string::npos);
+  FuzzPlan plan;
+  plan.truncate_upto = 80;
+  plan.random_flips = 120;
+  plan.random_buffers = 30;
+  for (const auto& in : fuzz_inputs(xml, plan)) {
+    std::optional<Rim> rim;
+    if (run_parser([&] { rim = parse_rim(in.bytes, "fuzz"); }, in.what) != 0) continue;
+    bool ok = false;
+    EXPECT_NE(
+        run_parser([&] { ok = verify_rim_signature(*rim, nvidia_rim_root(), test::kRimsValid).ok; }, in.what),
+        -1);
+    if (ok) {
+      EXPECT_GE(first_difference(in.bytes, xml), key_info) << in.what << " verified";
+    }
+  }
+}
+
+TEST(EvidenceFuzz, TdxQuote) {
+  const std::string quote = test::fixture(test::kTdxSpr);
+  const TdxTrust trust{intel_sgx_root(), {}, std::nullopt, std::nullopt};
+  FuzzPlan plan;
+  plan.truncate_upto = 700;  // through the header, the body and the signature data's start
+  for (const auto& in : fuzz_inputs(quote, plan)) {
+    std::optional<TdxQuote> q;
+    if (run_parser([&] { q = parse_tdx_quote(bytes(in.bytes), "fuzz"); }, in.what) != 0) continue;
+    bool all_ok = true;
+    for (const CheckOutcome& c : verify_tdx_quote(*q, trust)) all_ok = all_ok && c.ok;
+    // Only what no check covers may change and still verify (the 39 bytes after the quote, PEM text
+    // around the certificates): the signed header and body never.
+    if (all_ok) {
+      EXPECT_EQ(std::vector<std::uint8_t>(q->signed_bytes),
+                std::vector<std::uint8_t>(quote.begin(), quote.begin() + 632))
+          << in.what;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tt::tee::evidence
