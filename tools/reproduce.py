@@ -27,7 +27,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import predict_paper  # noqa: E402  (tools/predict_paper.py: the independent H100 CC figures)
+import predict_paper
+import scenarios  # noqa: E402  (tools/predict_paper.py: the independent H100 CC figures)
 
 # Reference figures (docs/reference/published-numbers.md).
 PAPER = {
@@ -167,7 +168,7 @@ def repeats(args, r):
 
 def train_cmd(args, r, summary):
     emu = r["emulate"]
-    batch, seq = (args.emu_batch, args.emu_seq) if emu else (args.batch, args.seq)
+    batch, seq = ((r.get("batch") or args.emu_batch), args.emu_seq) if emu else (args.batch, args.seq)
     seq = min(seq, CONTEXT.get(r["model"], seq))
     image = r["model"].startswith(IMAGE_PREFIX)
     shape = ["--data", args.image_data, "--batch", str(args.image_batch)] if image else \
@@ -336,8 +337,7 @@ def figures(out, recs, sections):
         labels = [f"{r['run']['model']}\n{r['run']['variant']}" for r in sel]
         fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(sel)), 4.5))
         bottom = [0.0] * len(sel)
-        for ph in phases:
-            vals = [r["phases"].get(ph, {}).get("mean", 0.0) for r in sel]
+        for ph, vals in phase_bars(sel, phases):
             ax.bar(range(len(sel)), vals, bottom=bottom, label=ph)
             bottom = [b + v for b, v in zip(bottom, vals)]
         ax.plot(range(len(sel)), [r["step_s_mean"] for r in sel], "k_", ms=18, label="measured step")
@@ -351,6 +351,30 @@ def figures(out, recs, sections):
         plt.close(fig)
         made.append(name)
     return made, ""
+
+
+# What the communication thread spent its time on (virtual time reports each: docs/design.md §11).
+COMM_PARTS = (("sealing", ("seal", "open")), ("CC crossings", ("stage",)), ("link", ("link",)),
+              ("waiting for a neighbour", ("wait",)), ("adds", ("reduce",)))
+
+
+def phase_bars(sel, phases):
+    """(label, per-run values) of a stacked phase bar: the training thread's phases, with comm_exposed
+    split in proportion to what the communication thread spent its time on (its phases overlap
+    backward, so only their shares are meaningful for the exposed part)."""
+    get = lambda r, ph: r["phases"].get(ph, {}).get("mean", 0.0)
+    bars = []
+    for ph in phases:
+        if ph != "comm_exposed":
+            bars.append((ph, [get(r, ph) for r in sel]))
+            continue
+        parts = [[sum(get(r, p) for p in names) for r in sel] for _, names in COMM_PARTS]
+        totals = [sum(col) for col in zip(*parts)]
+        for (label, _), vals in zip(COMM_PARTS, parts):
+            bars.append((f"exposed: {label}",
+                         [get(r, ph) * v / t if t > 0 else 0.0 for r, v, t in zip(sel, vals, totals)]))
+        bars.append(("exposed: other", [get(r, ph) if t == 0 else 0.0 for r, t in zip(sel, totals)]))
+    return bars
 
 
 # Run-to-run noise on a shared 2-core machine: a step of a trend that goes the wrong way by less than
@@ -443,7 +467,41 @@ def prediction_section(out):
             + text + "\n```\n")
 
 
-def report(args, out, recs, model_text):
+def run_scenarios(args, out, emulate_ok):
+    """The named scenarios (tools/scenarios.py): GPT-2-XL on 4 emulated H100s under each open assumption
+    of the paper's set-up; paper-fit last, its per-crossing cost solved from the hardware scenario's
+    TEE-off run. Returns the report's section ("" when not run)."""
+    keep = set(args.only.split(",")) if args.only else None
+    if not emulate_ok or args.no_emulate or (keep is not None and "scenarios" not in keep):
+        return ""
+    independent = round(predict_paper.independent_crossing_us(), 1)
+    specs = scenarios.specs(independent, args.scenario_model)
+    toll = None
+    for phase in ("independent", "paper-fit"):
+        if phase == "paper-fit":
+            hw_off = os.path.join(out, "runs", specs[0]["id"] + ".json")
+            if not os.path.exists(hw_off):
+                break
+            with open(hw_off) as f:
+                toll = scenarios.paper_toll_us(json.load(f), PAPER)
+            if toll is None:
+                break
+            specs = scenarios.paper_specs(toll, args.scenario_model)
+        for r in specs:
+            summary, _, dt = run_one(args, r, out)
+            if summary is not None:
+                with open(summary) as f:
+                    step = json.load(f)["step_s_mean"]
+                print(f"  [scenario] {r['id']}: {step:.3f} s/step" + (f" ({dt:.0f} s)" if dt else " (cached)"),
+                      flush=True)
+    if args.dry_run:
+        return ""
+    every = scenarios.specs(independent, args.scenario_model) + (
+        scenarios.paper_specs(toll, args.scenario_model) if toll else [])
+    return scenarios.section(scenarios.load_results(out, every), PAPER, PAPER_SRC, toll, args.scenario_model)
+
+
+def report(args, out, recs, model_text, scenario_text=""):
     variants = TEE_MODES
     toll = args.cc_transfer_us
     cal = getattr(args, "calibration", None)
@@ -468,24 +526,23 @@ def report(args, out, recs, model_text):
         "H100 CC per-transfer cost: off (`--cc-transfer-us 0`): cc pays teetrain's own sealing only.\n")
     emu_gpu = next((r.get("gpu") for r in recs if r.get("gpu")), f"--gpu {args.gpu}")
     parts = [f"# GPU-TEE DDP overhead study — teetrain reproduction\n",
-             f"Grid: {'quick' if args.quick else 'full'}, {len(recs)} runs, {args.warmup} warm-up + {2 * args.steps} timed "
-             f"steps each ({10 * args.steps} for real-compute runs and runs without CPU sealing in the ring"
-             + (f", {4 * args.steps} per repeat of the emulated ones" if args.repeats > 1 else "")
-             + (f"; {args.steps} for emulated cc runs with the per-transfer cost, whose steps are mostly its waits"
-                if args.quick and args.cc_transfer_us > 0 else "") + f"); emulated compute: `--gpu {args.gpu}`, batch "
+             f"Grid: {'quick' if args.quick else 'full'}, {len(recs)} runs, {args.warmup} warm-up + {args.steps} timed "
+             f"steps each for emulated runs, {10 * args.steps} for real-compute runs; emulated compute: `--gpu {args.gpu}`, batch "
              f"{args.emu_batch} x {args.emu_seq}. Step times are `step_s_mean` of each run's summary "
              f"(mean over the timed steps, rank 0's clock)"
-             + (f"; short emulated runs (off, fast, cc+device-crypto) were made {args.repeats} times and the median "
-                f"run is the one shown (every repeat's step time: `step_s_repeats` in runs.csv)" if args.repeats > 1 else "")
+             + (f"; real-compute runs were made {args.repeats} times and the median run is the one shown (every "
+                f"repeat's step time: `step_s_repeats` in runs.csv)" if args.repeats > 1 else "")
              + ". Raw data: `runs.jsonl`, `runs.csv`. Guide: docs/reproducing.md.\n",
-             "With emulated compute every GPU-side cost is a wait: forward/backward from FLOPs and activation bytes "
+             "Emulated runs are in virtual time (docs/design.md §11): every cost is computed for the modelled platform, "
+             "never measured, so their numbers are the same on any machine. Forward/backward cost what FLOPs and "
+             "activation bytes take "
              f"(emulated GPU: {emu_gpu}; a roofline whose two figures were measured with teetrain's CUDA backend "
-             "on an H200, docs/reproducing.md), the optimizer from memory bandwidth, and in `fast` (device crypto) the sealing of gradients at the GPU AES-GCM rate of "
-             "the `--gpu` table (measured with `bench_gpu_aead`). `cc` seals on the host CPU for real, as H100 CC's "
-             "bounce buffers do. " + (
-                 "Links: `--link emulate` — plaintext ring messages of the emulated GPUs carry no payload and cost a "
-                 "wait at the GPU's NVLink rate (or `--link-gbps`), the ring's adds and averaging are waits at its "
-                 "memory bandwidth; CPU-sealed messages (`cc`) move through host memory for real.\n"
+             "on an H200, docs/reproducing.md), the optimizer its memory bandwidth, and in `fast` (device crypto) the sealing of gradients the GPU AES-GCM rate of "
+             "the `--gpu` table (measured with `bench_gpu_aead`). `cc` seals on a modelled host, as H100 CC's "
+             "bounce buffers do: 3.36 GB/s per core (ISPASS 2025, tools/calibration/), every message a real sealed "
+             "token. " + (
+                 "Links: every ring message costs its bytes at the GPU's NVLink rate (or `--link-gbps`); the ring's adds "
+                 "and averaging cost the GPU's memory bandwidth.\n"
                  if args.link == "emulate" else
                  "Links: `--link real` — every ring message moves through this host's memory, plaintext included "
                  "(on a small machine that costs about as much as the crypto, which flattens the trends).\n"),
@@ -550,6 +607,7 @@ def report(args, out, recs, model_text):
                  + "\n\nOur absolute slowdowns depend on this machine's crypto speed and core count relative to the "
                    "emulated GPU; compare the trends (growth with P and model size, shrinkage with bucket size) "
                    "and the cc→fast gap, not the absolute numbers.\n")
+    parts.append(scenario_text)
     parts.append(prediction_section(out))
     parts.append(checks_section(recs, out))
     made, note = figures(out, recs, secs)
@@ -594,9 +652,11 @@ def main():
                     "CC adds to one synchronous copy on an H100 (ISPASS 2025 artifact, tools/calibration/); "
                     "'paper': fitted to Lee et al.'s own 41.6x -> 3.03x with one calibration run of gpt2-xl (it "
                     "cannot confirm what it was fitted to); a number: that many us; 0: none")
-    ap.add_argument("--only", default="", help="comma-separated groups to run (ranks, ranks-emu, model-size, "
+    ap.add_argument("--only", default="", help="comma-separated groups to run (scenarios, ranks, ranks-emu, model-size, "
                                                "families, buckets, overlap, ablation)")
     ap.add_argument("--no-emulate", action="store_true", help="skip the emulated-compute groups")
+    ap.add_argument("--scenario-model", default=scenarios.MODEL, help="the model of the named scenarios "
+                    "(default gpt2-xl, the paper's; tools/scenarios.py)")
     ap.add_argument("--repeats", type=int, default=1, help="make each real-compute run this many times and "
                     "keep the median (default 1; emulated runs are in virtual time, the same every time)")
     ap.add_argument("--force", action="store_true", help="re-run runs whose summary already exists")
@@ -656,10 +716,12 @@ def main():
                      "microseconds")
         if args.cc_transfer_us < 0:
             sys.exit("reproduce: --cc-transfer-us must be >= 0")
-    if runs and not args.dry_run and not args.report_only:
-        # One certified device identity per rank of the widest run (idempotent: issues missing ones).
+    if not args.dry_run and not args.report_only:
+        # One certified device identity per rank of the widest run, the scenarios' 4 included
+        # (idempotent: issues missing ones).
         subprocess.check_call([args.bin, "provision", "--out", os.path.join(out, "vendor"),
-                               "--devices", str(max(r["P"] for r in runs))], stdout=subprocess.DEVNULL)
+                               "--devices", str(max([scenarios.RANKS] + [r["P"] for r in runs]))],
+                              stdout=subprocess.DEVNULL)
     print(f"reproduce: {len(runs)} runs -> {out}", flush=True)
     recs = []
     t_start = time.time()
@@ -687,16 +749,17 @@ def main():
         w = csv.DictWriter(f, fieldnames=cols)
         w.writeheader()
         w.writerows(rows)
+    scenario_text = run_scenarios(args, out, emulate_ok)
     model_text = ""
     top_help = subprocess.run([args.bin, "--help"], capture_output=True, text=True).stdout
-    if re.search(r"^\s+model\s", top_help, re.M):
+    if recs and re.search(r"^\s+model\s", top_help, re.M):
         p = subprocess.run([args.bin, "model", "--runs", out, "--json", os.path.join(out, "model.json")],
                            capture_output=True, text=True)
         if p.returncode != 0:
             sys.stderr.write("reproduce: `teetrain model` FAILED:\n" + p.stdout[-2000:] + p.stderr[-2000:])
             sys.exit(1)
         model_text = p.stdout
-    report(args, out, recs, model_text)
+    report(args, out, recs, model_text, scenario_text)
     print(f"reproduce: done in {time.time() - t_start:.0f} s; report: {os.path.join(out, 'report.md')}")
 
 

@@ -25,6 +25,27 @@ else
   echo "FAIL: reproduce.py exited non-zero"; tail -30 "$WORK/log"; fails=$((fails + 1))
 fi
 
+# The named scenarios (tools/scenarios.py) on a small model: every scenario's row, the range over the
+# independent ones, the paper-fit labelled as derived, and the inverse analysis.
+scen="$WORK/scen"
+if "$PY" "$REPRO" --only scenarios --steps 1 --scenario-model gpt2-mini --emu-batch 1 --emu-seq 32 --bin "$TT" \
+    --data "$WORK/data/tiny" --out "$scen" >"$WORK/scen.log" 2>&1; then
+  if "$PY" - "$scen/report.md" <<'PY'
+import re, sys
+t = open(sys.argv[1]).read()
+sec = t[t.index("## Scenarios"):]
+rows = re.findall(r"^\| (hardware|bounce-reencrypt|host-threads|bf16-batch8|paper-fit) \|.*\| (yes|no) \| ([0-9.]+)x \| ([0-9.]+)x \|$", sec, re.M)
+assert [r[0] for r in rows] == ["hardware", "bounce-reencrypt", "host-threads", "bf16-batch8", "paper-fit"], rows
+assert [r[1] for r in rows] == ["no", "no", "no", "no", "yes"], rows
+hw, bounce = float(rows[0][2]), float(rows[1][2])
+assert bounce > hw, (hw, bounce)  # the bytes encrypted twice cost more
+assert "Over the independent scenarios: cc" in sec and "What the paper's pair implies" in sec
+PY
+  then passes=$((passes + 1)); else echo "FAIL: the scenarios section"; fails=$((fails + 1)); fi
+else
+  echo "FAIL: reproduce.py --only scenarios exited non-zero"; tail -30 "$WORK/scen.log"; fails=$((fails + 1))
+fi
+
 # --report-only runs nothing: from a grid cut short (3 of its 9 summaries gone) it rebuilds runs.jsonl
 # and report.md from the 6 that are there.
 cp -r "$out" "$WORK/cut"
