@@ -45,14 +45,22 @@ class TokenSend final : public RequestState {
 class TokenRecv final : public RequestState {
  public:
   TokenRecv(Transport& inner, std::span<std::byte> buffer, int peer, std::size_t token_bytes,
-            std::size_t carry, RunClock* clock)
-      : inner_(inner), buffer_(buffer), peer_(peer), carry_(carry), clock_(clock), token_(token_bytes) {}
+            std::size_t carry, RunClock* clock, const LinkPacer& pacer, Profiler* prof)
+      : inner_(inner),
+        buffer_(buffer),
+        peer_(peer),
+        carry_(carry),
+        clock_(clock),
+        pacer_(pacer),
+        prof_(prof),
+        token_(token_bytes) {}
   void post(int tag) { req_ = inner_.irecv(peer_, token_, tag); }
   std::optional<std::size_t> poll() override {
     if (!arrive_) {
       if (!req_.done() && !inner_.test(req_)) return std::nullopt;
       arrived();
       if (clock_ != nullptr) {
+        report_wait();
         clock_->advance_to(*arrive_);
         return bytes_;
       }
@@ -92,11 +100,24 @@ class TokenRecv final : public RequestState {
     arrive_ = (at > now + kPlausible || at + kPlausible < now) ? now : at;
   }
 
+  // Virtual time: of the wait until the arrival, the last link_seconds(bytes) were the bytes crossing
+  // the link; anything before that was the neighbour not having sent yet.
+  void report_wait() const {
+    if (prof_ == nullptr) return;
+    const double wait = std::chrono::duration<double>(*arrive_ - clock_->now()).count();
+    if (!(wait > 0)) return;
+    const double link = std::min(wait, pacer_.link_seconds(bytes_));
+    prof_->add_time(Phase::Link, link);
+    prof_->add_time(Phase::Wait, wait - link);
+  }
+
   Transport& inner_;
   std::span<std::byte> buffer_;
   int peer_;
   std::size_t carry_;
   RunClock* clock_;
+  const LinkPacer& pacer_;
+  Profiler* prof_;
   std::vector<std::byte> token_;
   Request req_;
   std::size_t bytes_ = 0;
@@ -106,10 +127,11 @@ class TokenRecv final : public RequestState {
 }  // namespace
 
 EmulatedLinkTransport::EmulatedLinkTransport(Transport& inner, LinkLimit limit, RunClock* clock,
-                                             std::size_t carry)
+                                             std::size_t carry, Profiler* profiler)
     : inner_(inner),
       clock_(clock != nullptr && clock->is_virtual() ? clock : nullptr),
       carry_(clock_ != nullptr ? carry : 0),
+      prof_(profiler),
       pacer_(inner.size(), limit, clock_) {
   if (!(limit.gbytes_per_s > 0)) throw InputError("an emulated link needs a rate > 0 GB/s");
   set_timeout(inner.timeout());
@@ -139,7 +161,8 @@ Request EmulatedLinkTransport::isend(int peer, std::span<const std::byte> data, 
 }
 
 Request EmulatedLinkTransport::irecv(int peer, std::span<std::byte> buffer, int tag) {
-  auto state = std::make_unique<TokenRecv>(inner_, buffer, peer, token_bytes(), carry_, clock_);
+  auto state =
+      std::make_unique<TokenRecv>(inner_, buffer, peer, token_bytes(), carry_, clock_, pacer_, prof_);
   state->post(tag);
   return Request(std::move(state), Op::Recv, peer, tag, buffer.size());
 }

@@ -34,6 +34,7 @@
 
 #include "comm/throttled_transport.h"
 #include "comm/transport.h"
+#include "engine/core/profiler.h"
 
 namespace tt::comm {
 
@@ -45,7 +46,9 @@ class EmulatedLinkTransport final : public Transport {
   // `inner` and `clock` must outlive this object; timeout and wait policy are copied from `inner`.
   // limit.gbytes_per_s must be > 0 (an emulated link has a rate). clock: virtual time when it
   // is_virtual() (null: wall clock). carry: bytes of each message that travel (virtual time only).
-  EmulatedLinkTransport(Transport& inner, LinkLimit limit, RunClock* clock = nullptr, std::size_t carry = 0);
+  // profiler: virtual time splits each receive's wait into the link and wait phases (null: not reported).
+  EmulatedLinkTransport(Transport& inner, LinkLimit limit, RunClock* clock = nullptr, std::size_t carry = 0,
+                        Profiler* profiler = nullptr);
 
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
@@ -62,6 +65,7 @@ class EmulatedLinkTransport final : public Transport {
   Transport& inner_;
   RunClock* clock_;  // virtual time, else null
   std::size_t carry_;
+  Profiler* prof_;
   LinkPacer pacer_;
 };
 

@@ -112,7 +112,8 @@ comm::Transport& GradientReduction::ring_wire(const GradientSetup& s, const comm
                                             : 0.0;
   if (s.profiler.virtual_time()) {
     const std::size_t carry = virtual_seal_ ? virtual_seal_->carried_bytes() : 0;
-    return emulated_link_.emplace(s.transport, comm::LinkLimit{link_gbps, {}}, &s.profiler.clock(), carry);
+    return emulated_link_.emplace(s.transport, comm::LinkLimit{link_gbps, {}}, &s.profiler.clock(), carry,
+                                  &s.profiler);
   }
   if (emulated_links && channel.pass_through())
     return emulated_link_.emplace(s.transport, comm::LinkLimit{link_gbps, {}});

@@ -4,8 +4,8 @@ namespace tt {
 
 std::string_view phase_name(Phase p) {
   static constexpr std::array<std::string_view, Profiler::kPhases> kNames = {
-      "data",   "ingress", "forward",   "backward",   "comm_exposed", "seal",       "open",
-      "reduce", "stage",   "optimizer", "checkpoint", "validation",   "bookkeeping"};
+      "data",  "ingress",   "forward",    "backward",   "comm_exposed", "seal", "open", "reduce",
+      "stage", "optimizer", "checkpoint", "validation", "bookkeeping",  "link", "wait"};
   return kNames[static_cast<std::size_t>(p)];
 }
 

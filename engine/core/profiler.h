@@ -29,6 +29,11 @@ enum class Phase : int {
   Checkpoint,
   Validation,   // the validation batches (--val-every, and at the end): inside the timed steps
   Bookkeeping,  // the loop's own work between steps: progress line, --metrics record, --check-replicas
+  // Virtual time only (Note [Virtual time], run_clock.h), on the communication thread: of the time a
+  // receive made it wait, the part the message's bytes spent crossing the link, and the rest, spent
+  // waiting for the neighbour to send it.
+  Link,
+  Wait,
   Count
 };
 std::string_view phase_name(Phase p);

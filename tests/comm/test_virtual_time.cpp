@@ -52,10 +52,11 @@ TEST(VirtualLink, ArrivalIsTheSendersTimePlusTheLinkAndNothingIsSlept) {
   InprocWorld world(2);
   VirtualClock clock;  // one per rank in a run; in-process ranks are threads, each its own time here
   constexpr std::size_t kBytes = 1'000'000;  // 1 MB at 1 GB/s: 1 ms; the second message at 0.001 GB/s: 1 s
-  double t1 = 0, t2 = 0;
+  double t1 = 0, t2 = 0, link_s = -1, wait_s = -1;
   const auto wall = std::chrono::steady_clock::now();
   const auto errors = world.run([&](Transport& t) {
-    EmulatedLinkTransport link(t, {1.0, {}}, &clock, 8);
+    Profiler prof;
+    EmulatedLinkTransport link(t, {1.0, {}}, &clock, 8, &prof);
     std::vector<std::byte> buf(kBytes, std::byte{0x11});
     if (t.rank() == 0) {
       clock.elapse(1e-3);
@@ -76,11 +77,15 @@ TEST(VirtualLink, ArrivalIsTheSendersTimePlusTheLinkAndNothingIsSlept) {
       Request r2 = link.irecv(0, buf, tags::kUser);
       EXPECT_EQ(link.wait(r2), 10u);
       t2 = seconds(clock.now());
+      link_s = prof.seconds(Phase::Link);  // the first message's 1 ms on the link ...
+      wait_s = prof.seconds(Phase::Wait);  // ... after 1 ms of waiting for the sender to send it
     }
   });
   for (const auto& e : errors) EXPECT_EQ(e, nullptr);
   EXPECT_NEAR(t1, 1e-3 + 1e-3, 1e-9);
   EXPECT_NEAR(t2, t1 + 5.0, 1e-9);
+  EXPECT_NEAR(link_s, 1e-3, 1e-8);
+  EXPECT_NEAR(wait_s, 1e-3, 1e-8);
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count(), 30.0);
 }
 

@@ -15,7 +15,7 @@ void print_phase_table(const nlohmann::json& report, double step_seconds, bool v
                  step_seconds > 0 ? 100.0 * mean / step_seconds : 0.0);
   }
   std::fprintf(stdout,
-               "  %-18s %12.2f ms   (seal/open/reduce/stage run on other threads and may overlap compute)\n",
+               "  %-18s %12.2f ms   (seal/open/reduce/stage/link/wait run on other threads and may overlap compute)\n",
                "step (measured)", step_seconds * 1e3);
   const double accounted = main_thread_seconds(report);
   std::fprintf(
