@@ -42,6 +42,10 @@ struct TrainConfig {
   std::function<void(long step, uint64_t samples_consumed)> save_checkpoint;  // set by the caller
   // Called after every optimizer step (1-based step), e.g. for replica checks. May throw to stop.
   std::function<void(long step)> after_step;
+  // Every rank hashes its parameters at the end (TrainResult::params_sha256); false: rank 0 alone
+  // (an emulated GPU's parameters are placeholders, and hashing gpt2-xl's 6 GB on every rank of an
+  // oversubscribed machine takes longer than the run).
+  bool digest_every_rank = true;
 };
 
 // Cross-rank operations the trainer needs; single-rank runs use the identity.
