@@ -21,12 +21,16 @@
 
 namespace tt::comm {
 
+// One host core's AES-256-GCM, GB/s: ISPASS 2025's Emerald Rapids TDX host at 2.1 GHz
+// (tools/calibration/h100_cc_sources.json, cpu_aes256gcm_gbps). The modelled host's default.
+inline constexpr double kModelledHostAeadGbps = 3.36;
+
 // What sealing one rank's ring messages costs: the host of an emulated GPU's confidential VM, or the GPU.
 struct CryptoCostModel {
   std::string where = "host";  // who seals: "host" (cc, or fast on the host) or "GPU" (fast's device crypto)
-  double aead_gbps = 3.36;     // AES-256-GCM of one host core, GB/s (tools/calibration/h100_cc_sources.json)
-  int cores = 1;               // cores sealing this rank's messages at once
-  double per_message_us = 0;   // software cost per message beyond the cipher (0: none)
+  double aead_gbps = kModelledHostAeadGbps;  // AES-256-GCM of one core (or of the GPU), GB/s
+  int cores = 1;                             // cores sealing this rank's messages at once
+  double per_message_us = 0;                 // software cost per message beyond the cipher (0: none)
   bool bounce_reencrypt = false;  // H100 CC's bounce buffers encrypted again on the host: 2x the bytes
   // Seconds to seal or open `messages` messages of `bytes` in all.
   double seconds(std::size_t messages, std::size_t bytes) const;

@@ -101,12 +101,18 @@ comm::Channel* GradientReduction::ring_channel(const GradientSetup& s) {
   return channel;
 }
 
+// Links (and the ring's adds, which live on the same emulated GPU) are modelled with --link emulate and
+// in every emulated ring in virtual time.
+bool GradientReduction::modelled_links(const GradientSetup& s) {
+  return s.plan.link == LinkModel::Emulate || s.profiler.virtual_time();
+}
+
 // The ring's wire: --link emulate (and every emulated ring in virtual time) sends tokens over modelled
 // links — plaintext messages of the emulated GPUs carry no payload, sealed ones in virtual time carry
 // their sealed token; otherwise messages move for real, paced at --link-gbps if given.
 comm::Transport& GradientReduction::ring_wire(const GradientSetup& s, const comm::Channel& channel) {
   const RunPlan& o = s.plan;
-  const bool emulated_links = o.link == LinkModel::Emulate || s.profiler.virtual_time();
+  const bool emulated_links = modelled_links(s);
   const double link_gbps = o.link_gbps > 0  ? o.link_gbps
                            : emulated_links ? gpu_->gpu().spec.nvlink_gbps
                                             : 0.0;
@@ -128,9 +134,8 @@ void GradientReduction::host_ring(const GradientSetup& s, comm::RingOptions ro) 
   const TeeSwitches& ts = s.tee;
   comm::Channel* channel = ring_channel(s);
   comm::Transport& wire = ring_wire(s, *channel);
-  const bool modelled_adds = o.link == LinkModel::Emulate || s.profiler.virtual_time();
   comm::RingMemory& memory =
-      modelled_adds ? static_cast<comm::RingMemory&>(gpu_memory_.emplace(*gpu_)) : host_memory_;
+      modelled_links(s) ? static_cast<comm::RingMemory&>(gpu_memory_.emplace(*gpu_)) : host_memory_;
   algos_.emplace(wire, *channel, memory, ro, &s.profiler);
   // Note [same algorithm on every rank] (allreduce_selection.h): the model's inputs are agreed ones.
   selection_.emplace(o.allreduce_algo,

@@ -81,6 +81,7 @@ class GradientReduction {
 
  private:
   void host_ring(const GradientSetup& s, comm::RingOptions ro);
+  static bool modelled_links(const GradientSetup& s);
   comm::Channel* ring_channel(const GradientSetup& s);
   comm::Transport& ring_wire(const GradientSetup& s, const comm::Channel& channel);
 

@@ -15,6 +15,7 @@
 #include "comm/adversary_spec.h"
 #include "comm/allreduce_algo.h"
 #include "comm/transport.h"
+#include "comm/virtual_seal_channel.h"
 #include "engine/core/backend.h"
 #include "engine/core/emulated/emulated_gpu.h"
 #include "engine/core/enum_names.h"
@@ -132,7 +133,7 @@ TeeSwitches resolve_tee(const TeeSettings& s, bool gpu_gradients);
 // The host of an emulated GPU's confidential VM in virtual time: what sealing the ring's messages costs
 // there (comm/virtual_seal_channel.h). Defaults: tools/calibration/h100_cc_sources.json.
 struct HostModel {
-  double aead_gbps = 3.36;        // one core's AES-256-GCM, GB/s (ISPASS 2025's Emerald Rapids at 2.1 GHz)
+  double aead_gbps = comm::kModelledHostAeadGbps;  // one core's AES-256-GCM, GB/s
   int crypto_cores = 0;           // cores sealing for one rank (0: the mode's --crypto-threads)
   double message_us = 0;          // software cost per sealed or opened message
   bool bounce_reencrypt = false;  // the bounce buffers' bytes are encrypted a second time on the host

@@ -307,6 +307,17 @@ struct X509StackFree {
 
 }  // namespace
 
+PathOptions sent_chain_options(const std::vector<Certificate>& chain,
+                               std::vector<std::shared_ptr<X509_crl_st>> crls,
+                               std::optional<std::int64_t> at_unix_time) {
+  PathOptions options;
+  if (!chain.empty()) options.intermediates.assign(chain.begin() + 1, chain.end());
+  options.revocation = crls.empty() ? RevocationScope::None : RevocationScope::WhereGiven;
+  options.crls = std::move(crls);
+  options.at_unix_time = at_unix_time;
+  return options;
+}
+
 ChainVerdict verify_certificate_path(const Certificate& root, const Certificate& leaf,
                                      const PathOptions& options) {
   std::unique_ptr<X509_STORE, StoreFree> store(X509_STORE_new());

@@ -103,6 +103,13 @@ struct PathOptions {
   std::optional<std::int64_t> at_unix_time;  // check validity at this time instead of now
 };
 
+// The options for a chain as a prover sent it, leaf first: the rest are intermediates (a copy of the
+// root among them is never trusted: the path must end at the root the verifier holds), and every list
+// in `crls` is checked where it applies (none given: no revocation check).
+PathOptions sent_chain_options(const std::vector<Certificate>& chain,
+                               std::vector<std::shared_ptr<X509_crl_st>> crls = {},
+                               std::optional<std::int64_t> at_unix_time = std::nullopt);
+
 // Verifies that `leaf` chains to `root` (signatures, validity periods, CA constraints, path length)
 // through `options.intermediates`, and is not revoked as `options.revocation` says; "ok" or why not,
 // in the words TrustAnchor::verify reports. Never throws on a bad certificate.

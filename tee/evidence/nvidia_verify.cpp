@@ -16,14 +16,10 @@ struct BioFree {
 };
 
 CheckOutcome check_chain(const GpuEvidence& gpu, const EvidenceTrust& trust) {
-  PathOptions options;
   // The chain carries its own copy of the root; only the bundled one is trusted (a path through the
   // copy would end at the bundled root anyway, or fail if the copy is another root).
-  options.intermediates.assign(gpu.chain.begin() + 1, gpu.chain.end());
-  options.crls = trust.crls;
-  options.revocation = trust.crls.empty() ? RevocationScope::None : RevocationScope::WhereGiven;
-  options.at_unix_time = trust.at_unix_time;
-  const ChainVerdict v = verify_certificate_path(trust.device_root, gpu.chain.front(), options);
+  const ChainVerdict v = verify_certificate_path(
+      trust.device_root, gpu.chain.front(), sent_chain_options(gpu.chain, trust.crls, trust.at_unix_time));
   if (!v) return {Check::CertificateChain, false, v.reason};
   const std::string revocation =
       revocation_text(trust.crls.size(), applicable_crls(trust.crls, trust.device_root, gpu.chain));

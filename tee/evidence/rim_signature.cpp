@@ -106,9 +106,7 @@ void restrict_transforms(xmlSecDSigCtx* ctx) {
 
 ChainVerdict verify_rim_signature(const Rim& rim, const Certificate& rim_root,
                                   std::optional<std::int64_t> at_unix_time) {
-  PathOptions path;
-  path.intermediates.assign(rim.signer_chain.begin() + 1, rim.signer_chain.end());
-  path.at_unix_time = at_unix_time;
+  const PathOptions path = sent_chain_options(rim.signer_chain, {}, at_unix_time);
   if (ChainVerdict chain = verify_certificate_path(rim_root, rim.signer_chain.front(), path); !chain)
     return {false, "RIM signing " + chain.reason};
   ensure_xmlsec();

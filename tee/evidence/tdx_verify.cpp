@@ -11,12 +11,8 @@ namespace tt::tee::evidence {
 namespace {
 
 CheckOutcome check_pck_chain(const TdxQuote& q, const TdxTrust& trust) {
-  PathOptions options;
-  options.intermediates.assign(q.pck_chain.begin() + 1, q.pck_chain.end());
-  options.crls = trust.crls;
-  options.revocation = trust.crls.empty() ? RevocationScope::None : RevocationScope::WhereGiven;
-  options.at_unix_time = trust.at_unix_time;
-  const ChainVerdict v = verify_certificate_path(trust.intel_root, q.pck_chain.front(), options);
+  const ChainVerdict v = verify_certificate_path(
+      trust.intel_root, q.pck_chain.front(), sent_chain_options(q.pck_chain, trust.crls, trust.at_unix_time));
   if (!v) return {Check::CertificateChain, false, v.reason};
   return {Check::CertificateChain, true,
           std::to_string(q.pck_chain.size()) + " certificates lead to " + trust.intel_root.subject() + "; " +

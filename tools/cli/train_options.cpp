@@ -151,12 +151,8 @@ void add_parallel_options(CLI::App* cmd, TrainOptions& o) {
                   "busy polls like MPI_Allreduce (a core per rank)");
 }
 
-void add_emulation_options(CLI::App* cmd, TrainOptions& o) {
-  auto* em = cmd->add_option_group("emulation and tracing (overhead studies)");
-  add_enum_option(
-      em, "--compute", o.compute,
-      "real: run forward/backward; emulate: run the model on an emulated --gpu whose every op costs a "
-      "time computed from its shape; buckets, the ring's messages and their sealing stay real (see --time)");
+// Virtual time and its modelled host (docs/design.md §11).
+void add_virtual_time_options(CLI::Option_group* em, TrainOptions& o) {
   add_enum_option(em, "--time", o.time,
                   "Emulated runs: virtual (auto's choice) computes every cost on per-rank timelines, so step "
                   "times depend only on the workload and the modelled platform (ring messages are sealed "
@@ -182,6 +178,15 @@ void add_emulation_options(CLI::App* cmd, TrainOptions& o) {
   em->add_flag("--bounce-reencrypt", o.host.bounce_reencrypt,
                "Virtual time: H100 CC's bounce-buffer bytes are encrypted a second time on the host "
                "(Fastrack's redundant re-encryption): host-sealed messages cost twice the bytes");
+}
+
+void add_emulation_options(CLI::App* cmd, TrainOptions& o) {
+  auto* em = cmd->add_option_group("emulation and tracing (overhead studies)");
+  add_enum_option(
+      em, "--compute", o.compute,
+      "real: run forward/backward; emulate: run the model on an emulated --gpu whose every op costs a "
+      "time computed from its shape; buckets, the ring's messages and their sealing stay real (see --time)");
+  add_virtual_time_options(em, o);
   em->add_option("--gpu", o.gpu, "GPU whose compute is emulated")
       ->check(CLI::IsMember({"h100", "h200", "a100", "v100"}))
       ->capture_default_str();
@@ -214,7 +219,8 @@ void add_emulation_options(CLI::App* cmd, TrainOptions& o) {
       "real: ring messages move through host memory (throttled by --link-gbps). emulate (needs "
       "--compute emulate): plaintext ring messages of the emulated GPUs carry no payload and cost a "
       "wait at --link-gbps (default: the GPU's NVLink, 450 GB/s for h100), and the ring's adds are "
-      "waits at the GPU's memory bandwidth; CPU-sealed messages (cc) still move for real");
+      "waits at the GPU's memory bandwidth; CPU-sealed messages (cc) still move for real. In virtual time "
+      "(--time, emulated runs) every ring link is modelled whatever this says");
   em->add_option(
         "--cc-transfer-us", o.cc_transfer_us,
         "Fixed cost in microseconds of one H100 CC bounce-buffer crossing of an emulated GPU's gradient "
