@@ -1,5 +1,6 @@
 #include "engine/allreduce_selection.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -32,10 +33,21 @@ comm::TeeCosts tee_costs(const RunPlan& plan, const TeeSwitches& ts, const Emula
   if (!ts.on) return {};
   comm::TeeCosts t;
   const bool on_gpu = ts.device_crypto && gpu != nullptr;
-  const double rate = on_gpu ? gpu->aead_gbps() : kCpuAeadGbps * std::max(ts.crypto_threads, 1);
-  t.seal_gbps = rate;
-  t.open_gbps = rate;
-  t.message_us = kSealedMessageUs;
+  if (gpu != nullptr && plan.virtual_time()) {
+    // What the virtual-time channel will charge: the bytes at the modelled rate, and its per-message
+    // cost at each end (a bounce re-encryption doubles the bytes). A hop's message spreads over the
+    // host's cores only when the ring is pipelined into segments; otherwise one core seals it.
+    const comm::CryptoCostModel m = modelled_crypto(plan, ts, *gpu);
+    const double cores = on_gpu || !ts.pipeline ? 1.0 : std::max(m.cores, 1);
+    t.seal_gbps = m.aead_gbps * cores / (m.bounce_reencrypt ? 2.0 : 1.0);
+    t.open_gbps = t.seal_gbps;
+    t.message_us = 2 * m.per_message_us / cores;
+  } else {
+    const double rate = on_gpu ? gpu->aead_gbps() : kCpuAeadGbps * std::max(ts.crypto_threads, 1);
+    t.seal_gbps = rate;
+    t.open_gbps = rate;
+    t.message_us = kSealedMessageUs;
+  }
   // H100 CC's bounce buffers: one crossing at the sender, one at the receiver (cc_transfer_channel.h).
   if (plan.cc_transfer_us > 0 && !on_gpu) t.message_us += 2 * plan.cc_transfer_us;
   return t;
@@ -65,6 +77,20 @@ double number(const nlohmann::json& m, const char* key) {
 }
 
 }  // namespace
+
+comm::CryptoCostModel modelled_crypto(const RunPlan& plan, const TeeSwitches& ts, const EmulatedGpu& gpu) {
+  comm::CryptoCostModel m;
+  if (ts.device_crypto) {
+    m.where = "GPU";
+    m.aead_gbps = gpu.aead_gbps();
+    return m;
+  }
+  m.aead_gbps = plan.host.aead_gbps;
+  m.cores = plan.host.crypto_cores > 0 ? plan.host.crypto_cores : ts.crypto_threads;
+  m.per_message_us = plan.host.message_us;
+  m.bounce_reencrypt = plan.host.bounce_reencrypt;
+  return m;
+}
 
 CostModelSource default_cost_model(const RunPlan& plan, const TeeSwitches& ts, const EmulatedGpu* gpu) {
   comm::LinkCosts link = kSharedMemory;

@@ -18,6 +18,7 @@
 
 #include "comm/allreduce_algo.h"
 #include "comm/allreduce_cost.h"
+#include "comm/virtual_seal_channel.h"
 #include "engine/core/emulated/emulated_gpu.h"
 #include "engine/run_plan.h"
 
@@ -28,9 +29,16 @@ struct CostModelSource {
   std::string source;  // "defaults for tee cc (...)", "calibration runs/cost.json (tee cc)", ...
 };
 
+// What sealing one rank's ring messages costs on the emulated platform in virtual time: the modelled
+// host's AES-GCM (--host-aead-gbps, --host-crypto-cores, --host-message-us, --bounce-reencrypt), or the
+// emulated GPU's with device crypto. The one source of the sealing channel's charges and of the cost
+// model `auto` chooses by, so that what auto predicts is what the run then books.
+comm::CryptoCostModel modelled_crypto(const RunPlan& plan, const TeeSwitches& ts, const EmulatedGpu& gpu);
+
 // The model for a TEE mode without a calibration: this class of machine's shared-memory link (or
 // --link-gbps), the CPU's AES-GCM per sealing thread, --cc-transfer-us per crossing; an emulated GPU
-// (`gpu`, null otherwise) brings its NVLink (--link emulate), HBM and AES-GCM rates.
+// (`gpu`, null otherwise) brings its NVLink (--link emulate), HBM and AES-GCM rates, and in virtual time
+// the modelled host's sealing (modelled_crypto).
 CostModelSource default_cost_model(const RunPlan& plan, const TeeSwitches& ts, const EmulatedGpu* gpu);
 
 // The calibration file: {"format": "teetrain-allreduce-cost-v1", "models": {"off": {...}, "cc": ...}}.

@@ -76,16 +76,7 @@ comm::Channel* GradientReduction::ring_channel(const GradientSetup& s) {
   const TeeSwitches& ts = s.tee;
   comm::Channel* channel = &s.channel;
   if (s.profiler.virtual_time() && ts.on) {
-    comm::CryptoCostModel m;
-    if (ts.device_crypto) {
-      m.where = "GPU";
-      m.aead_gbps = gpu_->gpu().aead_gbps();
-    } else {
-      m.aead_gbps = o.host.aead_gbps;
-      m.cores = o.host.crypto_cores > 0 ? o.host.crypto_cores : ts.crypto_threads;
-      m.per_message_us = o.host.message_us;
-      m.bounce_reencrypt = o.host.bounce_reencrypt;
-    }
+    const comm::CryptoCostModel m = modelled_crypto(o, ts, gpu_->gpu());
     channel = &virtual_seal_.emplace(*s.sealed, m, s.profiler.clock(), &s.profiler);
   } else if (ts.device_crypto && gpu_ != nullptr) {
     // fast with device crypto on an emulated GPU: the ring's messages are sealed "on the GPU", i.e.

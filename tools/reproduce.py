@@ -27,6 +27,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import algo_study  # noqa: E402  (tools/algo_study.py: ring vs rhd vs auto under a TEE)
 import predict_paper
 import scenarios  # noqa: E402  (tools/predict_paper.py: the independent H100 CC figures)
 
@@ -467,12 +468,30 @@ def prediction_section(out):
             + text + "\n```\n")
 
 
+def run_specs(args, out, specs, tag):
+    """Makes each run of a study (scenarios, algorithms) once, printing its step time."""
+    for r in specs:
+        summary, _, dt = run_one(args, r, out)
+        if summary is not None:
+            with open(summary) as f:
+                step = json.load(f)["step_s_mean"]
+            print(f"  [{tag}] {r['id']}: {step:.3f} s/step" + (f" ({dt:.0f} s)" if dt else " (cached)"), flush=True)
+
+
+def study_selected(args, emulate_ok, name, in_quick=True):
+    """Whether a study runs: emulated compute available, not left out by --only, and (for a study too long
+    for the quick grid) asked for by name there."""
+    keep = set(args.only.split(",")) if args.only else None
+    if not emulate_ok or args.no_emulate or (keep is not None and name not in keep):
+        return False
+    return in_quick or not args.quick or keep is not None
+
+
 def run_scenarios(args, out, emulate_ok):
     """The named scenarios (tools/scenarios.py): GPT-2-XL on 4 emulated H100s under each open assumption
     of the paper's set-up; paper-fit last, its per-crossing cost solved from the hardware scenario's
     TEE-off run. Returns the report's section ("" when not run)."""
-    keep = set(args.only.split(",")) if args.only else None
-    if not emulate_ok or args.no_emulate or (keep is not None and "scenarios" not in keep):
+    if not study_selected(args, emulate_ok, "scenarios"):
         return ""
     independent = round(predict_paper.independent_crossing_us(), 1)
     specs = scenarios.specs(independent, args.scenario_model)
@@ -487,13 +506,7 @@ def run_scenarios(args, out, emulate_ok):
             if toll is None:
                 break
             specs = scenarios.paper_specs(toll, args.scenario_model)
-        for r in specs:
-            summary, _, dt = run_one(args, r, out)
-            if summary is not None:
-                with open(summary) as f:
-                    step = json.load(f)["step_s_mean"]
-                print(f"  [scenario] {r['id']}: {step:.3f} s/step" + (f" ({dt:.0f} s)" if dt else " (cached)"),
-                      flush=True)
+        run_specs(args, out, specs, "scenario")
     if args.dry_run:
         return ""
     every = scenarios.specs(independent, args.scenario_model) + (
@@ -501,7 +514,29 @@ def run_scenarios(args, out, emulate_ok):
     return scenarios.section(scenarios.load_results(out, every), PAPER, PAPER_SRC, toll, args.scenario_model)
 
 
-def report(args, out, recs, model_text, scenario_text=""):
+def algo_study_args(args):
+    """The collectives study's grid from the command line: (hardware cost us, model, ranks, costs, sweep P)."""
+    ranks = tuple(int(x) for x in args.algo_ranks.split(","))
+    costs = tuple(float(x) for x in args.algo_costs_us.split(","))
+    sweep_p = args.algo_sweep_p or max(ranks)
+    return round(predict_paper.independent_crossing_us(), 1), args.algo_model, ranks, costs, sweep_p
+
+
+def run_algo_study(args, out, emulate_ok):
+    """The collectives study (tools/algo_study.py): cc with ring, rhd and auto as P and the per-crossing
+    cost grow. Full grid and `--only algorithms`. Returns (the report's section, figure name or None)."""
+    if not study_selected(args, emulate_ok, "algorithms", in_quick=False):
+        return "", None
+    grid_args = algo_study_args(args)
+    specs = algo_study.specs(*grid_args)
+    run_specs(args, out, specs, "algorithms")
+    if args.dry_run:
+        return "", None
+    res = algo_study.load_results(out, specs)
+    return algo_study.section(res, *grid_args), algo_study.figure(res, out, *grid_args)
+
+
+def report(args, out, recs, model_text, scenario_text="", algo_text="", algo_fig=None):
     variants = TEE_MODES
     toll = args.cc_transfer_us
     cal = getattr(args, "calibration", None)
@@ -608,9 +643,11 @@ def report(args, out, recs, model_text, scenario_text=""):
                    "emulated GPU; compare the trends (growth with P and model size, shrinkage with bucket size) "
                    "and the cc→fast gap, not the absolute numbers.\n")
     parts.append(scenario_text)
+    parts.append(algo_text)
     parts.append(prediction_section(out))
     parts.append(checks_section(recs, out))
     made, note = figures(out, recs, secs)
+    made += [algo_fig] if algo_fig else []
     if made:
         parts.append("## Figures\n\n" + "\n".join(f"![{m}]({m}.png)" for m in made) + "\n")
     elif note:
@@ -652,11 +689,20 @@ def main():
                     "CC adds to one synchronous copy on an H100 (ISPASS 2025 artifact, tools/calibration/); "
                     "'paper': fitted to Lee et al.'s own 41.6x -> 3.03x with one calibration run of gpt2-xl (it "
                     "cannot confirm what it was fitted to); a number: that many us; 0: none")
-    ap.add_argument("--only", default="", help="comma-separated groups to run (scenarios, ranks, ranks-emu, model-size, "
-                                               "families, buckets, overlap, ablation)")
+    ap.add_argument("--only", default="", help="comma-separated groups to run (scenarios, algorithms, ranks, ranks-emu, "
+                                               "model-size, families, buckets, overlap, ablation)")
     ap.add_argument("--no-emulate", action="store_true", help="skip the emulated-compute groups")
     ap.add_argument("--scenario-model", default=scenarios.MODEL, help="the model of the named scenarios "
                     "(default gpt2-xl, the paper's; tools/scenarios.py)")
+    ap.add_argument("--algo-model", default=algo_study.MODEL, help="the collectives study's model (default gpt2; "
+                    "tools/algo_study.py; runs in the full grid and with --only algorithms)")
+    ap.add_argument("--algo-ranks", default=",".join(map(str, algo_study.RANKS)), help="the collectives study's "
+                    "ranks (default 2,4,8,16)")
+    ap.add_argument("--algo-costs-us", default=",".join(f"{c:g}" for c in algo_study.COSTS_US),
+                    help="the collectives study's per-crossing costs beyond the hardware's, us (the last is the P "
+                    "sweep's high end; default 250,1000,2000,4000,8000)")
+    ap.add_argument("--algo-sweep-p", type=int, default=algo_study.SWEEP_P, help="ranks of the collectives study's "
+                    "cost sweep (default 8; 0: the largest of --algo-ranks)")
     ap.add_argument("--repeats", type=int, default=1, help="make each real-compute run this many times and "
                     "keep the median (default 1; emulated runs are in virtual time, the same every time)")
     ap.add_argument("--force", action="store_true", help="re-run runs whose summary already exists")
@@ -717,10 +763,13 @@ def main():
         if args.cc_transfer_us < 0:
             sys.exit("reproduce: --cc-transfer-us must be >= 0")
     if not args.dry_run and not args.report_only:
-        # One certified device identity per rank of the widest run, the scenarios' 4 included
+        # One certified device identity per rank of the widest run, the studies' included
         # (idempotent: issues missing ones).
+        widest = [scenarios.RANKS] + [r["P"] for r in runs]
+        if study_selected(args, emulate_ok, "algorithms", in_quick=False):
+            widest += list(algo_study_args(args)[2]) + [algo_study_args(args)[4]]
         subprocess.check_call([args.bin, "provision", "--out", os.path.join(out, "vendor"),
-                               "--devices", str(max([scenarios.RANKS] + [r["P"] for r in runs]))],
+                               "--devices", str(max(widest))],
                               stdout=subprocess.DEVNULL)
     print(f"reproduce: {len(runs)} runs -> {out}", flush=True)
     recs = []
@@ -750,6 +799,7 @@ def main():
         w.writeheader()
         w.writerows(rows)
     scenario_text = run_scenarios(args, out, emulate_ok)
+    algo_text, algo_fig = run_algo_study(args, out, emulate_ok)
     model_text = ""
     top_help = subprocess.run([args.bin, "--help"], capture_output=True, text=True).stdout
     if recs and re.search(r"^\s+model\s", top_help, re.M):
@@ -759,7 +809,7 @@ def main():
             sys.stderr.write("reproduce: `teetrain model` FAILED:\n" + p.stdout[-2000:] + p.stderr[-2000:])
             sys.exit(1)
         model_text = p.stdout
-    report(args, out, recs, model_text, scenario_text)
+    report(args, out, recs, model_text, scenario_text, algo_text, algo_fig)
     print(f"reproduce: done in {time.time() - t_start:.0f} s; report: {os.path.join(out, 'report.md')}")
 
 

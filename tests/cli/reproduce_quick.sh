@@ -46,6 +46,31 @@ else
   echo "FAIL: reproduce.py --only scenarios exited non-zero"; tail -30 "$WORK/scen.log"; fails=$((fails + 1))
 fi
 
+# The collectives study (tools/algo_study.py) on a small model: ring, rhd and auto at P = 2 and 4, at the
+# hardware's per-crossing cost and at 8 ms; auto leaves the ring where crossings are dear, and removes
+# part of cc's overhead there; the figure is drawn where matplotlib is.
+algo="$WORK/algo"
+if "$PY" "$REPRO" --only algorithms --steps 1 --algo-model gpt2-mini --emu-batch 1 --emu-seq 32 --algo-ranks 2,4 \
+    --algo-costs-us 8000 --algo-sweep-p 4 --bin "$TT" --data "$WORK/data/tiny" --out "$algo" >"$WORK/algo.log" 2>&1; then
+  if "$PY" - "$algo/report.md" "$algo" <<'PY'
+import os, re, sys
+t = open(sys.argv[1]).read()
+sec = t[t.index("## Collectives under a TEE"):]
+rows = re.findall(r"^\| (\d+) \| ([0-9.]+ (?:us|ms)) \| ([0-9.]+)x \| ([0-9.]+)x \| ([0-9.]+)x \| ([^|]+) \| ([0-9]+)% \|$", sec, re.M)
+pts = {(r[0], r[1]): r for r in rows}
+assert {("2", "35.2 us"), ("4", "35.2 us"), ("2", "8 ms"), ("4", "8 ms")} <= set(pts), rows
+_, _, ring, rhd, auto, picks, share = pts[("4", "8 ms")]
+assert float(auto) < float(ring) and "ring" not in picks and int(share) > 10, pts[("4", "8 ms")]
+assert float(pts[("4", "35.2 us")][2]) < float(ring)  # the dearer crossing costs more
+assert "Where the ring stops being the right choice" in sec and "at 8 ms per crossing from P = " in sec, sec
+have_mpl = os.system(sys.executable + " -c 'import matplotlib' 2>/dev/null") == 0
+assert not have_mpl or os.path.exists(os.path.join(sys.argv[2], "fig_algorithms.png"))
+PY
+  then passes=$((passes + 1)); else echo "FAIL: the collectives section"; fails=$((fails + 1)); fi
+else
+  echo "FAIL: reproduce.py --only algorithms exited non-zero"; tail -30 "$WORK/algo.log"; fails=$((fails + 1))
+fi
+
 # --report-only runs nothing: from a grid cut short (3 of its 9 summaries gone) it rebuilds runs.jsonl
 # and report.md from the 6 that are there.
 cp -r "$out" "$WORK/cut"
@@ -103,6 +128,7 @@ import sys
 emu = [l.split() for l in open(sys.argv[1]) if " train " in l and "--compute" in l and "cc-own" not in l]
 tolls = {c[c.index("--cc-transfer-us") + 1] for c in emu}
 assert len(emu) >= 25 and tolls == {"35.2"}, (len(emu), tolls)
+assert not any("/algo-" in x for c in emu for x in c)  # the collectives study is not part of the quick grid
 PY
 then passes=$((passes + 1)); else echo "FAIL: the default --cc-transfer-us (ispass) in the grid's commands"; tail -3 "$WORK/dry3.log"; fails=$((fails + 1)); fi
 

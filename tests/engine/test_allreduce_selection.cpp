@@ -95,6 +95,40 @@ TEST(AllreduceSelection, DefaultsCarryTheTeeCosts) {
   EXPECT_NEAR(default_cost_model(plan, off, &gpu).model.wire_ns_per_byte, 1.0 / gpu.spec.nvlink_gbps, 1e-12);
 }
 
+// In virtual time the model prices sealing as the run will book it: the modelled host's AES-GCM
+// (--host-aead-gbps, one core per unpipelined hop, both ends' --host-message-us), the same
+// CryptoCostModel the sealing channel charges.
+TEST(AllreduceSelection, VirtualTimePricesTheModelledHost) {
+  EmulatedGpu gpu{gpu_spec("h100")};
+  RunPlan plan;
+  plan.compute = ComputeMode::Emulate;
+  plan.tee.mode = TeeMode::Cc;
+  plan.host.aead_gbps = 2.0;
+  plan.host.crypto_cores = 4;
+  plan.host.message_us = 7;
+  TeeSwitches cc;
+  cc.on = cc.cc = true;
+  const comm::CryptoCostModel crypto = modelled_crypto(plan, cc, gpu);
+  EXPECT_EQ(crypto.aead_gbps, 2.0);
+  EXPECT_EQ(crypto.cores, 4);
+  RunPlan plain;
+  plain.compute = ComputeMode::Emulate;
+  const auto off_wire = default_cost_model(plain, TeeSwitches{}, &gpu).model;
+  const auto m = default_cost_model(plan, cc, &gpu).model;
+  EXPECT_NEAR(m.wire_ns_per_byte - off_wire.wire_ns_per_byte, 2 * (1.0 / 2.0), 1e-9);  // seal + open, one core
+  EXPECT_NEAR(m.message_us - off_wire.message_us, 2 * 7.0, 1e-9);
+  cc.pipeline = true;  // segments spread over the host's 4 cores
+  EXPECT_NEAR(default_cost_model(plan, cc, &gpu).model.wire_ns_per_byte - off_wire.wire_ns_per_byte,
+              2 * (1.0 / 8.0), 1e-9);
+  plan.host.bounce_reencrypt = true;  // twice the bytes through the cipher
+  EXPECT_NEAR(default_cost_model(plan, cc, &gpu).model.wire_ns_per_byte - off_wire.wire_ns_per_byte,
+              2 * (2.0 / 8.0), 1e-9);
+  // Wall-clock emulation keeps the measured machine's defaults.
+  plan.time = TimeModel::Wall;
+  EXPECT_NE(default_cost_model(plan, cc, &gpu).model.wire_ns_per_byte - off_wire.wire_ns_per_byte,
+            2 * (2.0 / 8.0));
+}
+
 TEST(AllreduceSelection, PicksPerBucketAndReportsWhy) {
   const CostModelSource src{{.message_us = 100, .wire_ns_per_byte = 0.1, .reduce_ns_per_byte = 0.1}, "test"};
   AlgoSelection autos(comm::AlgoRequest::Auto, src, 8, 1 << 20);
