@@ -3,11 +3,11 @@
 # disk: each rank runs in its own mount namespace (rank_view.sh), so rank 1 sees other files at the
 # same paths as rank 0, every file genuine and sealed under the same key. Refused on every rank with
 # exit 3 and one line naming rank 1 and the input: a checkpoint of another lineage, the shards of
-# another dataset, a trust root swapped on rank 0 that admits another vendor's device as rank 1, and
-# a looser verifier policy on rank 1.
+# another dataset, a trust root swapped on rank 0 that admits another vendor's device as rank 1,
+# another genuine revocation list of the same vendor on rank 1, and a looser verifier policy on rank 1.
 # The honest run (through the same wrapper) records the agreed digests in its summary; the data
 # owner's pins --expect-dataset and --expect-checkpoint refuse a wrong digest and accept the right
-# one, at one rank too. Emulated sealing refuses --adversary (exit 2).
+# one, at one rank too. Emulated sealing in wall-clock time refuses --adversary (exit 2).
 source "$(dirname "$0")/lib.sh" "$@"
 VIEW="$(dirname "$0")/rank_view.sh"
 make_corpus
@@ -75,6 +75,15 @@ attacked dataset "rank 1's dataset split train differs from rank 0's \(manifest 
 v=$WORK/vendor v2=$WORK/vendor2
 attacked root "(attestation refused on every rank: rank 0: certificate not issued by the trusted vendor root|rank 1's trust root differs from rank 0's \(sha256 )" \
   "$v2/vendor_root.crt=$v/vendor_root.crt,$v2/vendor_root.crl=$v/vendor_root.crl" "$v2/device_1.pem=$v/device_1.pem" \
+  -- --steps 2 --seed 9
+
+# Rank 1 sees another genuine revocation list of the same vendor at the same path (issued later, with
+# a device of no rank revoked): every certificate still verifies on both ranks, and only the agreement
+# tells that the ranks did not check against the same list.
+cp -r "$v" "$WORK/vendor3"
+"$TT" provision --out "$WORK/vendor3" --devices 4 --revoke 3 >/dev/null
+cmp -s "$WORK/vendor3/vendor_root.crl" "$v/vendor_root.crl" && bad "provision --revoke should issue a new list"
+attacked crl "rank 1's revocation list differs from rank 0's \(sha256 " "" "$WORK/vendor3/vendor_root.crl=$v/vendor_root.crl" \
   -- --steps 2 --seed 9
 
 # Rank 1's policy (same path) also accepts a modified binary: both accept the genuine one, so every
