@@ -224,7 +224,7 @@ TrainResult Trainer::run(long start_step, uint64_t samples_consumed) {
   res.virtual_time = profiler_.virtual_time();
   res.step_seconds_mean = ran > 0 ? res.seconds / static_cast<double>(ran) : 0;
   res.items_per_s = ran > 0 ? items_per_step * static_cast<double>(ran) / res.seconds : 0;
-  if (cfg_.digest_every_rank || ranks_.rank == 0) res.params_sha256 = params_sha256(backend_, model_);
+  res.params_sha256 = cfg_.digest_params ? params_sha256(backend_, model_) : "none";
   return res;
 }
 

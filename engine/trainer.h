@@ -42,10 +42,11 @@ struct TrainConfig {
   std::function<void(long step, uint64_t samples_consumed)> save_checkpoint;  // set by the caller
   // Called after every optimizer step (1-based step), e.g. for replica checks. May throw to stop.
   std::function<void(long step)> after_step;
-  // Every rank hashes its parameters at the end (TrainResult::params_sha256); false: rank 0 alone
-  // (an emulated GPU's parameters are placeholders, and hashing gpt2-xl's 6 GB on every rank of an
-  // oversubscribed machine takes longer than the run).
-  bool digest_every_rank = true;
+  // Every rank hashes its parameters at the end (TrainResult::params_sha256); false: none does, and
+  // the digest reads "none" — an emulated GPU's parameters are placeholders aliased onto a little
+  // memory (engine/core/emulated/aliased_memory.h), so their digest would describe nothing, and
+  // hashing gpt2-xl's 6 GB took longer than a virtual-time run itself.
+  bool digest_params = true;
 };
 
 // Cross-rank operations the trainer needs; single-rank runs use the identity.

@@ -216,7 +216,7 @@ void TrainingRun::build_model() {
                      : "buckets, ring, crypto and ingress are real and timed by the wall clock");
   tc_ = trainer_config(o_, static_cast<bool>(data_.val));
   tc_.metrics_path = rank_ == 0 ? o_.metrics : "";
-  tc_.digest_every_rank = !emulate;
+  tc_.digest_params = !emulate;
   optimizer_ = make_optimizer(*backend_, tc_.opt, model_->num_params());
   if (o_.check_replicas > 0) {
     tc_.after_step = [this](long step) {

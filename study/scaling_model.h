@@ -70,7 +70,8 @@ struct RunPoint {
   double open_s = 0;
   // Ranks per core on the measuring host, at least 1 (summary: ranks_per_host / host_cores). The ring's
   // copies and crypto are CPU work: 4 ranks on 2 cores each get half a core, so the ring's cost of
-  // such a run is scaled by this factor. Projections assume a rank has its own resources (1).
+  // such a run is scaled by this factor. Projections assume a rank has its own resources (1), and so
+  // does a run in virtual time (its summary's "time": "virtual"), whatever machine computed it.
   double oversubscription = 1;
   // Known emulated cost, not fitted: seconds per H100 CC bounce-buffer crossing, the summary's
   // cc_transfer_us (what the run applied: 0 unless its ring was sealed on the host), charged once per

@@ -172,6 +172,18 @@ TEST(ScalingModel, HostLinkAndEmulatedLinkRunsAreCalibratedApart) {
       << rep["projection"]["rows"][0].dump();  // P + one variant
 }
 
+TEST(ScalingModel, RunsInVirtualTimeAreNeverOversubscribed) {
+  // Four ranks on a 2-core machine: measured by the wall clock, each rank had half a core; computed in
+  // virtual time, each had the modelled platform's resources of its own.
+  nlohmann::json s = summary("emulate", 4, 8, 0.5);
+  s["host_cores"] = 2;
+  s["ranks_per_host"] = 4;
+  s["time"] = "wall";
+  EXPECT_EQ(run_point(s).oversubscription, 2.0);
+  s["time"] = "virtual";
+  EXPECT_EQ(run_point(s).oversubscription, 1.0);
+}
+
 TEST(ScalingModel, ATeeVariantIsNeverProjectedBelowOff) {
   // Measured here, "fast" is slower than "off" at every P, but its runs would fit a per-message cost
   // below off's (0.2 ms against 1 ms, the difference hidden by its crypto). Fitted freely, that put
