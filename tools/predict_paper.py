@@ -38,6 +38,8 @@ import predict_platforms
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCES = os.path.join(HERE, "calibration", "h100_cc_sources.json")
+# The paper's GPT-2-XL pair, for the derived paper-fit scenario only (never an input of a prediction).
+PAPER_PAIR = {"gpt2_xl_4gpu": 41.6, "gpt2_xl_tuned": 3.03}
 
 
 def load_sweep(path):
@@ -128,6 +130,25 @@ def scenarios(run, src, costs):
     return rows
 
 
+def named_scenarios(run):
+    """The named scenarios of tools/scenarios.py (which tools/reproduce.py also runs on the emulator),
+    computed here in closed form from this run's figures."""
+    import scenarios  # here, not at the top: scenarios imports this module
+    lines = ["Named scenarios (tools/scenarios.py; tools/reproduce.py runs the same ones on the emulator):",
+             "| scenario | 25 MiB buckets | whole model |", "|---|---|---|"]
+    for name, _, derived, every, *_ in scenarios.SCENARIOS:
+        if every:
+            lines.append(f"| {name} | needs its own TEE-off run ({' '.join(every)}; reproduce.py makes it) | |")
+            continue
+        toll = scenarios.paper_toll_us({"step_s_mean": run["t_off"], "buckets": run["buckets"]},
+                                       PAPER_PAIR) if derived else None
+        if derived and toll is None:
+            continue
+        s25, s1 = scenarios.closed_form(name, run, toll)
+        lines.append(f"| {name}{' (derived from the paper)' if derived else ''} | {s25:.1f}x | {s1:.1f}x |")
+    return "\n".join(lines)
+
+
 def run_from_summary(path, ranks_ok=False):
     """The step figures of a `teetrain train --summary`; ValueError unless it is a TEE-off, emulated run
     of one rank (ranks_ok: of any number; its step then includes the plaintext ring, which emulated
@@ -137,6 +158,11 @@ def run_from_summary(path, ranks_ok=False):
     one = s.get("world_size", 1) == 1 or ranks_ok
     if not one or s.get("tee", {}).get("mode") != "off" or s.get("compute") != "emulate":
         raise ValueError(f"{path} is not a one-rank, TEE-off, emulated run (tools/reproduce.py's calibration run is)")
+    return figures_of(s)
+
+
+def figures_of(s):
+    """The step figures the closed form needs, from a TEE-off run's summary."""
     return {"t_off": s["step_s_mean"], "t_backward": s["phases"]["backward"]["mean"],
             "grad_bytes": 4 * s["num_params"], "buckets": s["buckets"], "model": s["config"]["model"]["name"],
             "batch": s["config"]["batch"], "seq": s["config"]["seq"], "gpu": s.get("gpu"),
@@ -219,7 +245,8 @@ def predictions(runs, selected=None):
     P = src["paper_setup"]["gpus"]
     rows = [scenarios(r, src, costs) for r in runs]
     runs_rows = [predict_platforms.platform_rows(r, selected, rs[0], plat, src, costs, P) for r, rs in zip(runs, rows)]
-    text = report(runs[0], src, costs, rows[0]) + "\n\n" if "h100-cc" in selected else ""
+    text = report(runs[0], src, costs, rows[0]) + "\n\n" + named_scenarios(runs[0]) + "\n\n" \
+        if "h100-cc" in selected else ""
     text += "\n".join(predict_platforms.report_lines(runs_rows, runs[0], selected, plat, src, costs, P))
     platforms = {"selected": selected, "gpus": P, "runs": [{"run": r, "rows": rr} for r, rr in zip(runs, runs_rows)],
                  "figures": plat}

@@ -2,7 +2,8 @@
 # tools/predict_paper.py (docs/reproducing.md, "Predicting the paper"): the fit of the ISPASS 2025
 # artifact's H100 CC copies, and the prediction of Lee et al.'s GPT-2-XL figures from a committed
 # calibration run (grid #10's gpt2-xl TEE-off step on an emulated H100) — exact arithmetic, so the
-# numbers are checked to the printed digit. A run that is not a one-rank TEE-off emulated run is refused.
+# numbers are checked to the printed digit; the named scenarios of tools/scenarios.py in the same closed
+# form repeat the lead and the bounce-bytes rows. A run that is not a one-rank TEE-off emulated run is refused.
 source "$(dirname "$0")/lib.sh" "$@"
 PY=/usr/bin/python3
 [[ -x $PY ]] || PY=python3
@@ -14,7 +15,9 @@ for want in "pin_h2d   off   2.00 us + B/ 43.49 GB/s   cc  22.87 us + B/2.880 GB
   "page_d2h  off  12.05 us + B/ 11.48 GB/s   cc  49.06 us + B/2.519 GB/s   added  37.0 us" \
   "| GPT-2-XL, 4 GPUs, 25 MB buckets | 41.6x | 16.6x | -60% |" \
   "| same, larger buckets (one bucket) | 3.03x | 16.9x | +459% |" \
-  "| synchronous copies | + bounce bytes | 1 | 1 | 32.4x | 32.8x |"; do
+  "| synchronous copies | + bounce bytes | 1 | 1 | 32.4x | 32.8x |" \
+  "| hardware | 16.6x | 16.9x |" "| bounce-reencrypt | 32.4x | 32.8x |" \
+  "| bf16-batch8 | needs its own TEE-off run (--gpu-precision bf16; reproduce.py makes it) | |"; do
   grep -qF -- "$want" <<<"$out" && passes=$((passes + 1)) || { echo "FAIL: missing: $want"; fails=$((fails + 1)); }
 done
 "$PY" -c "import json,sys; j=json.load(open(sys.argv[1])); assert len(j['scenarios']) == 14 and \

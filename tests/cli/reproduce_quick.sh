@@ -34,11 +34,17 @@ if "$PY" "$REPRO" --only scenarios --steps 1 --scenario-model gpt2-mini --emu-ba
 import re, sys
 t = open(sys.argv[1]).read()
 sec = t[t.index("## Scenarios"):]
-rows = re.findall(r"^\| (hardware|bounce-reencrypt|host-threads|bf16-batch8|paper-fit) \|.*\| (yes|no) \| ([0-9.]+)x \| ([0-9.]+)x \|$", sec, re.M)
+rows = re.findall(r"^\| (hardware|bounce-reencrypt|host-threads|bf16-batch8|paper-fit) \|.*\| (yes|no) \| ([0-9.]+)x \| ([0-9.]+)x \| ([0-9.]+)x / ([0-9.]+)x \|$", sec, re.M)
 assert [r[0] for r in rows] == ["hardware", "bounce-reencrypt", "host-threads", "bf16-batch8", "paper-fit"], rows
 assert [r[1] for r in rows] == ["no", "no", "no", "no", "yes"], rows
 hw, bounce = float(rows[0][2]), float(rows[1][2])
 assert bounce > hw, (hw, bounce)  # the bytes encrypted twice cost more
+# The closed form (tools/predict_paper.py) computes the unpipelined scenarios nearly as the emulator
+# does: within 1% at gpt2-xl (docs/reproducing.md); on this small model the links and adds it leaves
+# out weigh more, hence 10%.
+for name, _, e25, e1, c25, c1 in rows:
+    if name != "host-threads":
+        assert abs(float(c25) / float(e25) - 1) < 0.10 and abs(float(c1) / float(e1) - 1) < 0.10, (name, e25, c25)
 assert "Over the independent scenarios: cc" in sec and "What the paper's pair implies" in sec
 PY
   then passes=$((passes + 1)); else echo "FAIL: the scenarios section"; fails=$((fails + 1)); fi
