@@ -323,13 +323,18 @@ RunReport TrainingRun::finish(const TrainResult& r) {
   return out;
 }
 
+double TrainingRun::memory_gib() const {
+  const bool bf16 = o_.compute == ComputeMode::Emulate && o_.gpu_precision == GpuPrecision::Bf16;
+  const double state = static_cast<double>(model_->num_params()) * (bf16 ? 18.0 : 16.0);
+  const double activations = static_cast<double>(model_->activation_bytes(o_.batch, o_.seq)) * (bf16 ? 0.5 : 1.0);
+  return (state + activations) / (1 << 30);
+}
+
 RunDescription TrainingRun::describe() const {
   RunDescription d;
   d.model = model_->name();
   d.params = model_->num_params();
-  d.memory_gib = (static_cast<double>(model_->num_params()) * 4.0 * 4.0 +
-                  static_cast<double>(model_->activation_bytes(o_.batch, o_.seq))) /
-                 (1 << 30);
+  d.memory_gib = memory_gib();
   d.world = world_;
   d.threads = threads_;
   d.tee = tee_label(o_.tee, ts_);
@@ -351,6 +356,7 @@ nlohmann::json TrainingRun::summary(const TrainResult& r, const RunReport& repor
   const nlohmann::json& phases = report.phases;
   nlohmann::json s = result_json(r, img_.has_value());
   s.update({{"num_params", model_->num_params()},
+            {"memory_gib_per_rank", memory_gib()},
             {"world_size", world_},
             {"allreduce", name(o_.allreduce)},
             {"gradient_path", world_ > 1 ? grads_->path() : "none"},

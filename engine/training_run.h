@@ -37,7 +37,7 @@ namespace tt {
 struct RunDescription {
   std::string model;
   std::size_t params = 0;
-  double memory_gib = 0;  // parameters, gradients and two optimizer moments, plus activations
+  double memory_gib = 0;  // per rank: TrainingRun::memory_gib()
   int world = 1;
   int threads = 1;
   std::string tee;  // "tee off", or the mode and its switches
@@ -89,6 +89,10 @@ class TrainingRun {
   const TrainOptions& options() const { return o_; }  // as resolved: --epochs as steps, image shapes
 
  private:
+  // What one rank's device holds, GiB: FP32 parameters, gradients and two optimizer moments (16 bytes a
+  // parameter) and the activations of one batch; an emulated BF16 run keeps a BF16 copy of the weights
+  // too (2 bytes) and its activations in 2-byte elements (half), as mixed-precision training does.
+  double memory_gib() const;
   void resolve_images();
   void start_links();
   void open_data();

@@ -25,7 +25,7 @@ SCENARIOS = [
     ("host-threads", "as hardware, with 4 host cores per GPU sealing a pipelined ring's segments",
      False, [], ["--tee-pipeline", "on", "--crypto-threads", "4"], None),
     ("bf16-batch8", "as hardware, with a BF16 baseline at batch 8 per GPU (twice the tokens per step; its "
-     "memory is not checked against 80 GB)", False, ["--gpu-precision", "bf16"], [], 8),
+     "memory is checked against 80 GB below)", False, ["--gpu-precision", "bf16"], [], 8),
     ("paper-fit", "per-crossing cost solved from the paper's 41.6x -> 3.03x (DERIVED FROM THE RESULTS)",
      True, [], [], None),
 ]
@@ -56,6 +56,30 @@ def closed_form(name, run, toll_us=None, ranks=RANKS):
     a = CLOSED_FORM[name]
     return predict_paper.predict(run["t_off"], run["t_backward"], run["grad_bytes"], run["buckets"], ranks,
                                  src["cpu_aes256gcm_gbps"]["value"], crossing, a["bounce"], a["threads"])
+
+
+GPU_GIB = 80e9 / 2 ** 30  # an H100's 80 GB, in GiB (summaries give memory_gib_per_rank)
+
+
+def memory_text(results):
+    """Each TEE-off run's memory per GPU against 80 GB, and the largest batch that fits: memory is state
+    (per parameter) plus activations (per sample), so one run gives both parts (the state's bytes per
+    parameter as TrainingRun::memory_gib counts them: 16, 18 with a BF16 weight copy)."""
+    parts = []
+    for name, *_ in SCENARIOS:
+        s = results.get(name, {}).get("off_summary")
+        if not s or "memory_gib_per_rank" not in s:
+            continue
+        bf16 = ((s.get("config") or {}).get("gpu") or {}).get("precision") == "bf16"
+        state = s["num_params"] * (18 if bf16 else 16) / 2 ** 30
+        batch = s["config"]["batch"]
+        per_sample = (s["memory_gib_per_rank"] - state) / batch
+        largest = int((GPU_GIB - state) / per_sample) if per_sample > 0 else None
+        parts.append(f"{name} {s['memory_gib_per_rank']:.1f} GiB at batch {batch} ("
+                     + ("fits" if s["memory_gib_per_rank"] <= GPU_GIB else "DOES NOT FIT")
+                     + (f"; the largest batch that fits: {largest}" if largest is not None else "") + ")")
+    return (f"Memory per GPU of the TEE-off runs, against an H100's 80 GB ({GPU_GIB:.1f} GiB): "
+            + "; ".join(parts) + ".\n\n") if parts else ""
 
 
 def crossings_per_bucket(P=RANKS):
@@ -131,6 +155,7 @@ def section(results, paper, paper_src, toll_us, model=MODEL):
                "sends every 1 MiB segment as a message of its own, which crosses the bounce buffers on its own "
                "(the `stage` phase), and seals and opens a hop's segments in windows of --crypto-threads, one "
                "window after another, as the real ring does." if apart else "") + "\n\n")
+    text += memory_text(results)
     if independent_25:
         text += (f"Over the independent scenarios: cc {min(independent_25):.2f}x–{max(independent_25):.2f}x with "
                  f"25 MiB buckets (paper: {paper['gpt2_xl_4gpu']}x) and {min(independent_1):.2f}x–"

@@ -73,6 +73,9 @@ TEST(TrainingRun, TrainsAndReportsWithoutTheCli) {
   const nlohmann::json s = run.summary(r, report);
   EXPECT_EQ(s.at("world_size"), world);
   EXPECT_EQ(s.at("params_sha256"), r.params_sha256);
+  // 16 bytes of FP32 state per parameter, plus a batch's activations.
+  EXPECT_GT(s.at("memory_gib_per_rank").get<double>(), 16.0 * static_cast<double>(d.params) / (1 << 30));
+  EXPECT_EQ(s.at("memory_gib_per_rank").get<double>(), d.memory_gib);
   EXPECT_EQ(s.at("config").at("model").at("name"), "gpt2-tiny");
   // The training thread's phases account for the step (within the profiler's bookkeeping).
   const double accounted = s.at("phases_accounted_s").get<double>();
