@@ -59,9 +59,7 @@ void HopRunner::begin(const std::string& name, const SegmentLayout& layout, std:
   presend_ = false;
 }
 
-// True when a hop's outgoing segments are ready as the hop starts: user memory goes on the wire as it
-// is (pass-through), no modelled device work must precede each send (charges, an emulated GPU's adds),
-// and the transport takes sends in any grouping (not windowed).
+// Note [Eager sends] (hop_runner.h): a hop's outgoing segments are ready as the hop starts.
 bool HopRunner::eager_sends() const {
   return channel_->pass_through() && !channel_->charges() && !memory_->modelled() &&
          !memory_->windowed_receives();

@@ -6,12 +6,16 @@
 // checks, opens and adds its messages the same way:
 //
 // - Each range travels as segments (SegmentLayout); every receive of a hop is posted first (per window
-//   when the memory's transport needs matched windows).
-// - Plaintext (pass-through channel, no modelled work): every send is posted up front and receives
-//   are finished in order; reduce hops receive into 1 MiB of cycling segment slots; when the next hop
+//   when the memory's transport needs matched windows: Note [Posting receives], ring_memory.h).
+// - Note [Eager sends]: a hop's outgoing segments may all be posted as the hop starts only when they
+//   are ready then and the transport takes any grouping: the channel passes user memory through
+//   untouched (plaintext), charges no modelled cost per message, the memory models no device work that
+//   must precede a send (RingMemory::modelled: an emulated GPU's adds, whose waits would otherwise be
+//   skipped), and receives are not windowed. Then every send is posted up front and receives are
+//   finished in order; reduce hops receive into 1 MiB of cycling segment slots; when the next hop
 //   sends exactly the range a reduce hop receives and the algorithm asks (Hop::fuse), each segment goes
 //   out as soon as it is added in (the ring's last scatter-reduce hop and its first all-gather hop, a
-//   fold and the first exchange, ...).
+//   fold and the first exchange, ...). HopRunner::eager_sends decides it, once per call.
 // - Sealed: "seal and send window k, finish window k" for windows of parallelism() segments.
 // - A hop whose send and receive ranges are the same (recursive doubling's exchange) adds segment k
 //   only once its own send of segment k has completed: the send reads the memory the add writes.

@@ -10,7 +10,8 @@
 //
 // Each hop is run by the HopRunner every all-reduce algorithm shares (comm/hop_runner.h).
 // Each chunk travels as segments of `segment_bytes` (0: one message per chunk). Within a hop every
-// receive is posted first. Plaintext: every send is posted next, then receives are finished (and added
+// receive is posted first (Note [Posting receives], ring_memory.h). Plaintext (Note [Eager sends],
+// hop_runner.h): every send is posted next, then receives are finished (and added
 // in) in order, so the neighbour pulls our segments while we add its own; scatter-reduce receives cycle
 // through 1 MiB of segment slots (added in while still in cache), and each segment the last
 // scatter-reduce hop finishes goes out at once as the first all-gather hop's message. Sealed: "seal and send

@@ -44,13 +44,17 @@ class RingMemory {
   // the ring calls it before its first send and after every hop, so no buffer is handed to a send or
   // a receive while a kernel still uses it.
   virtual void wait_queued() {}
-  // True: post a hop's receives per window of segments, right before that window's sends, so every
-  // rank hands the transport the same "receive window i, send window i" groups (NCCL needs this to be
-  // deadlock-free). False: post the whole hop's receives first (the neighbour may run ahead without
-  // unexpected-message copies).
+  // Note [Posting receives]: true: post a hop's receives per window of segments, right before that
+  // window's sends, so every rank hands the transport the same "receive window i, send window i"
+  // groups — NcclTransport issues each group as one NCCL group, and a lone receive would block its GPU
+  // stream before the peer's send is issued (nccl_transport.h), so this is what makes NCCL
+  // deadlock-free. False: post the whole hop's receives before its first send, so a neighbour running
+  // ahead lands in posted buffers (no unexpected-message copies); MPI progresses both either way.
+  // Relied on by HopRunner (hop_runner.cpp), the device ring (cuda/device_ring.h) and NcclTransport.
   virtual bool windowed_receives() const { return false; }
   // True when add_into stands for device work that is modelled rather than done (an emulated GPU's
-  // kernel: a wait): each send must then follow its adds, so the ring never posts a hop's sends early.
+  // kernel: a wait): each send must then follow its adds, so the ring never posts a hop's sends early
+  // (Note [Eager sends], hop_runner.h).
   virtual bool modelled() const { return false; }
 };
 

@@ -3,9 +3,14 @@
 // header (docs/design.md §5; the wire format and stream rules are in sealed_channel.h).
 //
 // SealedChannel runs the AEAD on the CPU (OpenSSL); the GPU codec (comm/cuda/gpu_sealing_codec.h) runs it
-// on the GPU from the same tickets. One SealStreams object per rank, shared by both, is what makes a CPU
-// and a GPU seal the same message identically: the stream counters advance once per message whichever
-// side seals it, in the order the collectives run.
+// on the GPU from the same tickets.
+//
+// Note [One counter per message, CPU or GPU]: one SealStreams object per rank, shared by the CPU
+// channel and the GPU codec, issues every ticket (stream, epoch, counter: the nonce). A stream's
+// counter advances once per message whichever side seals it, in the order the collectives run, so a
+// CPU and a GPU seal the same message identically and the two sides can take turns on one stream (the
+// ring on the GPU, broadcasts and checks on the host) without ever reusing a nonce under a key. Never
+// build a second SealStreams for a rank, and never let a side seal from counters of its own.
 //
 // Threads: one thread at a time (the trainer serialises the main thread's collectives and the reducer's).
 #pragma once

@@ -71,7 +71,8 @@ class SealedChannel final : public Channel {
   // Every message sealed so far (empty unless debug_record_nonces).
   const std::vector<NonceRecord>& nonce_records() const { return streams_.nonce_records(); }
   // The key streams and counters, shared with a GPU codec that seals ring messages of this rank
-  // (comm/cuda/gpu_sealing_codec.h); use from one thread at a time, as the channel itself.
+  // (comm/cuda/gpu_sealing_codec.h; Note [One counter per message, CPU or GPU], seal_streams.h); use
+  // from one thread at a time, as the channel itself.
   SealStreams& streams() { return streams_; }
 
  private:

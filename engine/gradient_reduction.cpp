@@ -92,8 +92,12 @@ comm::Channel* GradientReduction::ring_channel(const GradientSetup& s) {
   return channel;
 }
 
-// Links (and the ring's adds, which live on the same emulated GPU) are modelled with --link emulate and
-// in every emulated ring in virtual time.
+// Note [Modelled links need modelled compute]: a modelled link moves no payload (a token, or nothing),
+// so the bytes that arrive are not the bytes that were sent; only synthetic gradients, whose values
+// nobody reads (an emulated GPU's), may cross one. Links are therefore modelled exactly when compute
+// is: with --link emulate (which run_plan.cpp refuses without --compute emulate) and in every emulated
+// ring in virtual time; the ring's adds then live on the same emulated GPU (EmulatedRingMemory: costs,
+// never done), and gpu_ is that GPU.
 bool GradientReduction::modelled_links(const GradientSetup& s) {
   return s.plan.link == LinkModel::Emulate || s.profiler.virtual_time();
 }

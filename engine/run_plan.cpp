@@ -17,7 +17,7 @@ void emulation_conflicts(const RunPlan& p, std::vector<std::string>& out) {
     out.push_back(
         "--device cuda runs real compute on the GPU; --compute emulate replaces it by waits: use one "
         "or the other");
-  if (p.link == LinkModel::Emulate && !emulate)
+  if (p.link == LinkModel::Emulate && !emulate)  // Note [Modelled links need modelled compute]
     out.push_back(
         "--link emulate moves no payload bytes, which only synthetic gradients allow: add --compute "
         "emulate, or use --link real (with --link-gbps to throttle)");

@@ -326,7 +326,8 @@ RunReport TrainingRun::finish(const TrainResult& r) {
 double TrainingRun::memory_gib() const {
   const bool bf16 = o_.compute == ComputeMode::Emulate && o_.gpu_precision == GpuPrecision::Bf16;
   const double state = static_cast<double>(model_->num_params()) * (bf16 ? 18.0 : 16.0);
-  const double activations = static_cast<double>(model_->activation_bytes(o_.batch, o_.seq)) * (bf16 ? 0.5 : 1.0);
+  const double activations =
+      static_cast<double>(model_->activation_bytes(o_.batch, o_.seq)) * (bf16 ? 0.5 : 1.0);
   return (state + activations) / (1 << 30);
 }
 

@@ -4,9 +4,9 @@
 // same code runs); for equal inputs the result is bit-identical to it. What the device memory changes:
 // - The transport moves device memory (NcclTransport, or StagedTransport over MPI for ranks sharing a
 //   GPU), and a sealing channel seals device memory (GpuSealingCodec).
-// - Receives are posted per window of segments, right before that window's sends, so every rank hands
-//   its transport the same "receive window i, send window i" groups, which NcclTransport needs to be
-//   deadlock-free (see nccl_transport.h); over MPI it only costs a few unexpected-message copies.
+// - Receives are posted per window of segments, right before that window's sends (Note [Posting
+//   receives], ring_memory.h): NcclTransport needs it to be deadlock-free; over MPI it only costs a few
+//   unexpected-message copies.
 // - Received scatter-reduce segments land in a device scratch and are added in by a kernel on `stream`
 //   (reduce_kernel.h). The stream is synchronised at the start of the call and after every hop, so a
 //   buffer is never handed to a send or a receive while a kernel still uses it.

@@ -1,10 +1,10 @@
 // GpuSealingCodec: TEE `fast` on a real GPU — ring messages sealed and opened where the gradients are,
 // by the GPU AES-GCM (tee/cuda/gpu_aead.h), with the same key streams, nonces, associated data and wire
 // format as the CPU SealedChannel (comm/seal_streams.h). The codec draws its tickets from the rank's
-// SealedChannel's SealStreams, so the stream counters advance once per message whichever side seals
-// it: a message sealed here is byte-identical to the one the CPU channel would have sealed in its place,
-// and the host channel and this codec can take turns on one stream (the ring on the GPU, broadcasts and
-// loss averages on the host).
+// SealedChannel's SealStreams (Note [One counter per message, CPU or GPU]): a message sealed here is
+// byte-identical to the one the CPU channel would have sealed in its place, and the host channel and
+// this codec can take turns on one stream (the ring on the GPU, broadcasts and loss averages on the
+// host).
 //
 //   wire = AES-GCM(key of the stream's epoch, be32(origin) || be64(counter), aad, plain) || tag (16)
 //          || be32(epoch) || be64(counter)

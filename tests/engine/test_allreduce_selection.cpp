@@ -115,7 +115,8 @@ TEST(AllreduceSelection, VirtualTimePricesTheModelledHost) {
   plain.compute = ComputeMode::Emulate;
   const auto off_wire = default_cost_model(plain, TeeSwitches{}, &gpu).model;
   const auto m = default_cost_model(plan, cc, &gpu).model;
-  EXPECT_NEAR(m.wire_ns_per_byte - off_wire.wire_ns_per_byte, 2 * (1.0 / 2.0), 1e-9);  // seal + open, one core
+  EXPECT_NEAR(m.wire_ns_per_byte - off_wire.wire_ns_per_byte, 2 * (1.0 / 2.0),
+              1e-9);  // seal + open, one core
   EXPECT_NEAR(m.message_us - off_wire.message_us, 2 * 7.0, 1e-9);
   cc.pipeline = true;  // segments spread over the host's 4 cores
   EXPECT_NEAR(default_cost_model(plan, cc, &gpu).model.wire_ns_per_byte - off_wire.wire_ns_per_byte,
