@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "tee/bytes.h"
 #include "tee/errors.h"
+#include "tee/regular_file.h"
 
 namespace tt {
 namespace fs = std::filesystem;
@@ -14,13 +15,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kReseal = "re-run `teetrain seal-data` to re-seal the dataset";
-
-std::string quoted(const fs::path& p) {
-  std::string s("sealed file '");
-  s.append(p.string());
-  s.push_back('\'');
-  return s;
-}
 
 bool is_hex(const std::string& s, std::size_t n) {
   return s.size() == n && std::all_of(s.begin(), s.end(), [](char c) {
@@ -46,8 +40,8 @@ class BindingReader {
  public:
   BindingReader(const nlohmann::json& m, const fs::path& file) : m_(m), file_(file) {}
   [[noreturn]] void bad(const std::string& key, const std::string& want) const {
-    throw IntegrityError(quoted(file_) + ": dataset binding field \"" + key + "\" is missing or not " + want +
-                         "; " + kReseal);
+    throw IntegrityError(tee::quoted_path(file_, "sealed file") + ": dataset binding field \"" + key +
+                         "\" is missing or not " + want + "; " + kReseal);
   }
   std::string hex(const std::string& key, std::size_t n) const {
     if (!m_.contains(key) || !m_[key].is_string() || !is_hex(m_[key].get<std::string>(), n))
@@ -155,7 +149,7 @@ DatasetBinding DatasetManifest::binding(const std::string& split, std::uint64_t 
 
 DatasetBinding read_binding(const nlohmann::json& meta, const fs::path& file) {
   if (!meta.is_object() || !meta.contains("dataset")) {
-    throw IntegrityError(quoted(file) +
+    throw IntegrityError(tee::quoted_path(file, "sealed file") +
                          " carries no dataset binding (dataset id, split, shard index and count; "
                          "sealed by an older teetrain?); " +
                          kReseal);
@@ -179,8 +173,8 @@ std::vector<std::size_t> check_split_files(const std::vector<BoundFile>& files, 
   if (files.empty()) throw InputError("no sealed " + split + " files given");
   for (const BoundFile& f : files) {
     if (f.binding.split != split) {
-      throw IntegrityError(quoted(f.file) + " holds the " + f.binding.split + " split but is loaded as " +
-                           split + " (renamed?); refusing it");
+      throw IntegrityError(tee::quoted_path(f.file, "sealed file") + " holds the " + f.binding.split +
+                           " split but is loaded as " + split + " (renamed?); refusing it");
     }
     check_same_dataset(files.front(), f);
   }
@@ -189,9 +183,9 @@ std::vector<std::size_t> check_split_files(const std::vector<BoundFile>& files, 
   for (std::size_t i = 0; i < files.size(); ++i) {
     const std::uint64_t s = files[i].binding.shard;
     if (order[s] != files.size()) {
-      throw IntegrityError(quoted(files[i].file) + " is " + split + " shard " + std::to_string(s) + " of " +
-                           std::to_string(n) + " again (a copy of '" + files[order[s]].file.string() +
-                           "'); refusing the duplicate");
+      throw IntegrityError(tee::quoted_path(files[i].file, "sealed file") + " is " + split + " shard " +
+                           std::to_string(s) + " of " + std::to_string(n) + " again (a copy of '" +
+                           files[order[s]].file.string() + "'); refusing the duplicate");
     }
     order[s] = i;
   }
@@ -209,10 +203,11 @@ void check_same_dataset(const BoundFile& a, const BoundFile& b) {
   const DatasetBinding& x = a.binding;
   const DatasetBinding& y = b.binding;
   if (x.dataset != y.dataset || x.manifest != y.manifest || x.splits != y.splits) {
-    throw IntegrityError(quoted(b.file) + " belongs to another sealed dataset (dataset " +
-                         short_hex(y.dataset) + ", manifest " + short_hex(y.manifest) + ") than '" +
-                         a.file.string() + "' (dataset " + short_hex(x.dataset) + ", manifest " +
-                         short_hex(x.manifest) + "); all files must come from one `teetrain seal-data` run");
+    throw IntegrityError(tee::quoted_path(b.file, "sealed file") +
+                         " belongs to another sealed dataset (dataset " + short_hex(y.dataset) +
+                         ", manifest " + short_hex(y.manifest) + ") than '" + a.file.string() +
+                         "' (dataset " + short_hex(x.dataset) + ", manifest " + short_hex(x.manifest) +
+                         "); all files must come from one `teetrain seal-data` run");
   }
 }
 

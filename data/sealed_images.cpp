@@ -12,15 +12,12 @@
 #include "data/sealed_tokens.h"
 #include "data/shard_files.h"
 #include "tee/errors.h"
+#include "tee/regular_file.h"
 
 namespace tt {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string quoted(const fs::path& p) {
-  return "'" + p.string() + "'";
-}
 
 // Reads the clear metadata (a JSON object, authenticated by the sealed-file header digest); a field
 // that is missing or of the wrong type is an InputError naming the file, the field and the fix.
@@ -28,7 +25,7 @@ class MetaReader {
  public:
   MetaReader(const nlohmann::json& m, const fs::path& file) : m_(m), file_(file) {}
   [[noreturn]] void bad(const std::string& key, const std::string& want) const {
-    throw InputError("sealed image set " + quoted(file_) + ": metadata field \"" + key +
+    throw InputError("sealed image set " + tee::quoted_path(file_) + ": metadata field \"" + key +
                      "\" is missing or not " + want + "; re-seal it with `teetrain seal-data --images ...`");
   }
   std::string str(const std::string& key) const {
@@ -64,8 +61,8 @@ class MetaReader {
 nlohmann::json parse_meta(const tee::SealedHeader& h, const fs::path& file) {
   nlohmann::json meta = nlohmann::json::parse(h.metadata, nullptr, /*allow_exceptions=*/false);
   if (!meta.is_object() || !meta.contains("kind") || meta["kind"] != kImageSetKind) {
-    throw InputError(quoted(file) + " is not a sealed image set (metadata " + h.metadata.substr(0, 200) +
-                     "); seal images with `teetrain seal-data --images ...`");
+    throw InputError(tee::quoted_path(file) + " is not a sealed image set (metadata " +
+                     h.metadata.substr(0, 200) + "); seal images with `teetrain seal-data --images ...`");
   }
   return meta;
 }
@@ -184,7 +181,8 @@ SealedImageInfo seal_image_set(const ImageSet& set, const std::string& split, co
   std::error_code ec;
   if (output.has_parent_path()) fs::create_directories(output.parent_path(), ec);
   if (ec)
-    throw InputError("--out " + quoted(output.parent_path()) + ": cannot create (" + ec.message() + ")");
+    throw InputError("--out " + tee::quoted_path(output.parent_path()) + ": cannot create (" + ec.message() +
+                     ")");
 
   tee::SealOptions opts;
   opts.cipher = cipher;
@@ -243,9 +241,9 @@ std::optional<fs::path> find_sealed_images(const std::string& spec, const std::s
     if (files.size() > 1) {
       throw InputError("--data " + spec + " holds " + std::to_string(files.size()) + " sealed " + split +
                        " image sets; name one by its prefix (e.g. " +
-                       quoted(files[0].parent_path() /
-                              files[0].filename().string().substr(
-                                  0, files[0].filename().string().size() - sfx.size() - split.size() - 1)) +
+                       tee::quoted_path(files[0].parent_path() / files[0].filename().string().substr(
+                                                                     0, files[0].filename().string().size() -
+                                                                            sfx.size() - split.size() - 1)) +
                        ")");
     }
     if (files.empty()) return std::nullopt;
@@ -259,7 +257,7 @@ std::optional<fs::path> find_sealed_images(const std::string& spec, const std::s
 SealedImageInfo read_sealed_image_info(const fs::path& file) {
   std::error_code ec;
   if (!is_data_file(file)) {
-    throw InputError("sealed image set " + quoted(file) +
+    throw InputError("sealed image set " + tee::quoted_path(file) +
                      " not found; seal images with `teetrain seal-data --images ...`");
   }
   return parse_info(parse_meta(tee::read_sealed_header(file), file), file);
@@ -275,7 +273,7 @@ SealedImageSet::SealedImageSet(const fs::path& file, const std::string& split,
   // The length field is bound only by the last chunk: authenticate it before comparing sizes.
   reader_->authenticated_size();
   if (reader_->size() == 0)
-    throw InputError("sealed image set " + quoted(file) + " holds no images; re-seal it");
+    throw InputError("sealed image set " + tee::quoted_path(file) + " holds no images; re-seal it");
   std::uint8_t first = 0;
   reader_->read(0, tee::MutableByteView(&first, 1));
   const nlohmann::json meta = parse_meta(reader_->header(), file);
@@ -283,9 +281,10 @@ SealedImageSet::SealedImageSet(const fs::path& file, const std::string& split,
   binding_ = read_binding(meta, file);
   check_split_files({{file, binding_}}, split);  // of `split`, and its only file
   if (reader_->size() != info_.images * info_.record_bytes()) {
-    throw InputError("sealed image set " + quoted(file) + " holds " + std::to_string(reader_->size()) +
-                     " bytes, not the " + std::to_string(info_.images) + " records of " +
-                     std::to_string(info_.record_bytes()) + " bytes its metadata promises; re-seal it");
+    throw InputError("sealed image set " + tee::quoted_path(file) + " holds " +
+                     std::to_string(reader_->size()) + " bytes, not the " + std::to_string(info_.images) +
+                     " records of " + std::to_string(info_.record_bytes()) +
+                     " bytes its metadata promises; re-seal it");
   }
 }
 
@@ -333,7 +332,7 @@ void SealedImageLoader::fill(Batch& out, uint64_t first_sample, int count) {
   for (int b = 0; b < count; ++b) {
     const std::uint8_t* r = staging_.data() + static_cast<std::size_t>(b) * rec;
     if (r[0] >= classes) {  // authentic, so sealed that way: a bad sealer, not an adversary
-      throw InputError("sealed image set " + quoted(data_.info().file) + " holds label " +
+      throw InputError("sealed image set " + tee::quoted_path(data_.info().file) + " holds label " +
                        std::to_string(r[0]) + " outside its " + std::to_string(classes) +
                        " classes; re-seal it");
     }

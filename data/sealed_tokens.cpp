@@ -23,13 +23,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string quoted(const fs::path& p) {
-  std::string s(1, '\'');
-  s.append(p.string());
-  s.push_back('\'');
-  return s;
-}
-
 std::vector<std::uint8_t> read_raw(const fs::path& p) {
   return tee::read_regular_file(p, "token shard", UINT64_MAX);
 }
@@ -77,7 +70,8 @@ ShardName token_shard_name(const fs::path& file) {
     }
   }
   if (hits.size() != 1) {
-    throw InputError("token shard " + quoted(file) + ": cannot tell its split from its name; name shards " +
+    throw InputError("token shard " + tee::quoted_path(file) +
+                     ": cannot tell its split from its name; name shards " +
                      "<name>_train[_NNN].bin or <name>_val[_NNN].bin (as `teetrain prepare-text` does)");
   }
   return hits.front();
@@ -117,7 +111,8 @@ SealedShardInfo seal_planned(const PlannedShard& p, const DatasetManifest& manif
                              const tee::SecretBytes& dataset_key, const tee::SealOptions& base) {
   const std::vector<std::uint8_t> bytes = read_raw(p.input);
   if (tee::sha256(bytes) != p.sha256) {  // the manifest would promise other bytes than the file holds
-    throw InputError("token shard " + quoted(p.input) + " changed while it was being sealed; seal it again");
+    throw InputError("token shard " + tee::quoted_path(p.input) +
+                     " changed while it was being sealed; seal it again");
   }
   SealedShardInfo info;
   info.input = p.input;
@@ -151,7 +146,7 @@ std::vector<SealedShardInfo> seal_token_shards(const std::vector<fs::path>& inpu
   const std::vector<PlannedShard> plan = plan_shards(inputs, manifest);
   std::error_code ec;
   fs::create_directories(out_dir, ec);
-  if (ec) throw InputError("--out " + quoted(out_dir) + ": cannot create (" + ec.message() + ")");
+  if (ec) throw InputError("--out " + tee::quoted_path(out_dir) + ": cannot create (" + ec.message() + ")");
   tee::SealOptions opts;
   opts.cipher = cipher;
   opts.chunk_size = chunk_size;
@@ -212,7 +207,7 @@ SealedTokenDataset::Shard SealedTokenDataset::open_shard(const fs::path& f,
                                                          const tee::SecretBytes& dataset_key,
                                                          Profiler* profiler) {
   Shard s{std::make_unique<SealedBlobReader>(f, dataset_key, profiler), 0, 0, {}};
-  const std::string what = "sealed token shard " + quoted(f);
+  const std::string what = "sealed token shard " + tee::quoted_path(f);
   // The length field first: only the last chunk authenticates it, and every size check below (bad
   // input: "re-seal it") must compare authentic numbers. An edited length is an integrity failure.
   s.reader->authenticated_size();
@@ -268,8 +263,8 @@ SealedTokenDataset::SealedTokenDataset(const std::vector<fs::path>& files, const
   vocab_ = shards_.front().vocab;
   for (const Shard& s : shards_) {
     if (s.vocab != vocab_) {
-      throw InputError("sealed token shard " + quoted(s.reader->path()) + " has vocabulary " +
-                       std::to_string(s.vocab) + " but " + quoted(shard_file(0)) + " has " +
+      throw InputError("sealed token shard " + tee::quoted_path(s.reader->path()) + " has vocabulary " +
+                       std::to_string(s.vocab) + " but " + tee::quoted_path(shard_file(0)) + " has " +
                        std::to_string(vocab_) + "; shards of one dataset must share a vocabulary");
     }
   }
@@ -302,7 +297,8 @@ std::unique_ptr<SealedTokenDataset> SealedTokenDataset::open_other_split(const s
     if (it == first.binding().splits.end()) return nullptr;
     throw IntegrityError("--data '" + spec + "': the sealed dataset " + first.binding().dataset + " has " +
                          std::to_string(it->second) + " " + split + " shard(s), but none was found next to " +
-                         quoted(first.shard_file(0)) + "; restore them or re-run `teetrain seal-data`");
+                         tee::quoted_path(first.shard_file(0)) +
+                         "; restore them or re-run `teetrain seal-data`");
   }
   auto other = std::make_unique<SealedTokenDataset>(files, split, dataset_key, profiler);
   check_same_dataset({first.shard_file(0), first.binding()}, {other->shard_file(0), other->binding()});

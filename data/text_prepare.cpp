@@ -18,13 +18,6 @@ namespace fs = std::filesystem;
 namespace {
 
 // Built by appending: GCC 12's -Wrestrict misfires on `"'" + p.string() + "'"` at -O3.
-std::string quoted(const fs::path& p) {
-  std::string s(1, '\'');
-  s.append(p.string());
-  s.push_back('\'');
-  return s;
-}
-
 std::string read_file(const fs::path& path) {
   const std::vector<std::uint8_t> b = tee::read_regular_file(path, "text file", UINT64_MAX);
   return {b.begin(), b.end()};
@@ -39,7 +32,7 @@ std::vector<fs::path> text_files_in(const fs::path& dir) {
   std::vector<fs::path> out;
   std::error_code ec;
   fs::directory_iterator it(dir, ec);
-  if (ec) throw InputError("prepare-text: cannot list " + quoted(dir) + " (" + ec.message() + ")");
+  if (ec) throw InputError("prepare-text: cannot list " + tee::quoted_path(dir) + " (" + ec.message() + ")");
   for (const auto& entry : it) {
     const auto name = entry.path().filename().string();
     const auto ext = entry.path().extension();
@@ -102,11 +95,13 @@ void write_text_atomically(const fs::path& path, const std::string& text) {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out << text;
     out.flush();
-    if (!out) throw RunError("cannot write " + quoted(tmp));
+    if (!out) throw RunError("cannot write " + tee::quoted_path(tmp));
   }
   std::error_code ec;
   fs::rename(tmp, path, ec);
-  if (ec) throw RunError("cannot rename " + quoted(tmp) + " to " + quoted(path) + ": " + ec.message());
+  if (ec)
+    throw RunError("cannot rename " + tee::quoted_path(tmp) + " to " + tee::quoted_path(path) + ": " +
+                   ec.message());
 }
 
 std::string manifest_json(const PrepareTextOptions& o, const PrepareTextStats& s) {
@@ -180,10 +175,11 @@ PrepareTextStats prepare_text(const PrepareTextOptions& options) {
     } else if (fs::exists(in, ec)) {
       stats.sources.push_back(in);  // read_file refuses a FIFO or device, naming it
     } else if (options.inputs.empty()) {
-      throw InputError("prepare-text: the default corpus " + quoted(in) +
+      throw InputError("prepare-text: the default corpus " + tee::quoted_path(in) +
                        " is missing; install Debian's `fortunes` package or pass text files");
     } else {
-      throw InputError("prepare-text: input " + quoted(in) + " not found (pass text files or directories)");
+      throw InputError("prepare-text: input " + tee::quoted_path(in) +
+                       " not found (pass text files or directories)");
     }
   }
 
@@ -195,7 +191,8 @@ PrepareTextStats prepare_text(const PrepareTextOptions& options) {
     // Binary files (fortune's .dat indexes under another name, images) would poison a text model.
     if (text.find('\0') != std::string::npos) {
       if (std::find(options.inputs.begin(), options.inputs.end(), path) != options.inputs.end()) {
-        throw InputError("prepare-text: " + quoted(path) + " contains NUL bytes; it is not a text file");
+        throw InputError("prepare-text: " + tee::quoted_path(path) +
+                         " contains NUL bytes; it is not a text file");
       }
       continue;
     }
@@ -211,7 +208,8 @@ PrepareTextStats prepare_text(const PrepareTextOptions& options) {
   }
   stats.sources = std::move(used);
   if (train.empty()) {
-    std::string where = inputs.size() == 1 ? quoted(inputs[0]) : std::to_string(inputs.size()) + " inputs";
+    std::string where =
+        inputs.size() == 1 ? tee::quoted_path(inputs[0]) : std::to_string(inputs.size()) + " inputs";
     throw InputError("prepare-text: no text found in " + where + "; pass text files or directories");
   }
   stats.train_tokens = train.size();
@@ -219,7 +217,8 @@ PrepareTextStats prepare_text(const PrepareTextOptions& options) {
 
   std::error_code ec;
   fs::create_directories(options.out_dir, ec);
-  if (ec) throw RunError("prepare-text: cannot create " + quoted(options.out_dir) + ": " + ec.message());
+  if (ec)
+    throw RunError("prepare-text: cannot create " + tee::quoted_path(options.out_dir) + ": " + ec.message());
   stats.train_path = options.out_dir / (options.name + "_train.bin");
   stats.val_path = options.out_dir / (options.name + "_val.bin");
   stats.manifest_path = options.out_dir / (options.name + "_manifest.json");

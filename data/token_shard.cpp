@@ -37,33 +37,26 @@ void swap_u16_if_big_endian(std::span<uint16_t> v) {
 }
 
 // Built by appending: GCC 12's -Wrestrict misfires on `"'" + p.string() + "'"` at -O3.
-std::string quoted(const fs::path& p) {
-  std::string s(1, '\'');
-  s.append(p.string());
-  s.push_back('\'');
-  return s;
-}
-
 constexpr const char* kRemakeHint = "re-create it with `teetrain prepare-text` (or llm.c's dev/data scripts)";
 
 }  // namespace
 
 void write_token_shard(const fs::path& path, std::span<const uint16_t> tokens, int vocab) {
   if (vocab < 0 || vocab > 65536) {
-    throw InputError("token shard " + quoted(path) + ": vocabulary " + std::to_string(vocab) +
+    throw InputError("token shard " + tee::quoted_path(path) + ": vocabulary " + std::to_string(vocab) +
                      " does not fit uint16 tokens (0..65536)");
   }
   if (tokens.size() > static_cast<std::size_t>(std::numeric_limits<int32_t>::max())) {
     throw InputError(
-        "token shard " + quoted(path) + ": " + std::to_string(tokens.size()) +
+        "token shard " + tee::quoted_path(path) + ": " + std::to_string(tokens.size()) +
         " tokens exceed the int32 count of the llm.c header; split the data into several shards");
   }
   if (vocab > 0) {
     const auto bad = std::find_if(tokens.begin(), tokens.end(), [vocab](uint16_t t) { return t >= vocab; });
     if (bad != tokens.end()) {
-      throw InputError("token shard " + quoted(path) + ": token " + std::to_string(*bad) + " at position " +
-                       std::to_string(bad - tokens.begin()) + " is outside the vocabulary of " +
-                       std::to_string(vocab));
+      throw InputError("token shard " + tee::quoted_path(path) + ": token " + std::to_string(*bad) +
+                       " at position " + std::to_string(bad - tokens.begin()) +
+                       " is outside the vocabulary of " + std::to_string(vocab));
     }
   }
 
@@ -78,7 +71,7 @@ void write_token_shard(const fs::path& path, std::span<const uint16_t> tokens, i
   tmp += ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw RunError("cannot create " + quoted(tmp) + ": " + std::strerror(errno));
+    if (!out) throw RunError("cannot create " + tee::quoted_path(tmp) + ": " + std::strerror(errno));
     out.write(reinterpret_cast<const char*>(header.data()), static_cast<std::streamsize>(header.size()));
     if constexpr (std::endian::native == std::endian::little) {
       out.write(reinterpret_cast<const char*>(tokens.data()),
@@ -93,7 +86,7 @@ void write_token_shard(const fs::path& path, std::span<const uint16_t> tokens, i
     if (!out) {
       std::error_code ignored;
       fs::remove(tmp, ignored);
-      throw RunError("cannot write " + quoted(tmp) + " (disk full?)");
+      throw RunError("cannot write " + tee::quoted_path(tmp) + " (disk full?)");
     }
   }
   std::error_code ec;
@@ -101,7 +94,8 @@ void write_token_shard(const fs::path& path, std::span<const uint16_t> tokens, i
   if (ec) {
     std::error_code ignored;
     fs::remove(tmp, ignored);
-    throw RunError("cannot rename " + quoted(tmp) + " to " + quoted(path) + ": " + ec.message());
+    throw RunError("cannot rename " + tee::quoted_path(tmp) + " to " + tee::quoted_path(path) + ": " +
+                   ec.message());
   }
 }
 
@@ -109,45 +103,47 @@ TokenShard read_token_shard(const fs::path& path) {
   // Note [Opening a user's file] (tee/regular_file.h): a FIFO or device is refused, never read.
   tee::OpenAttempt opened = tee::try_open_regular(path);
   if (opened.error == ENOENT) {
-    throw InputError("token shard " + quoted(path) + " not found; run `teetrain prepare-text` first");
+    throw InputError("token shard " + tee::quoted_path(path) +
+                     " not found; run `teetrain prepare-text` first");
   }
   if (!opened.ok())
-    throw InputError("token shard " + quoted(path) + ": " + opened.why() + "; pass a .bin shard");
+    throw InputError("token shard " + tee::quoted_path(path) + ": " + opened.why() + "; pass a .bin shard");
   const tee::RegularFile file = std::move(opened.file);
   const std::uint64_t size = file.size;
 
   if (size < kShardHeaderBytes) {
-    throw InputError("token shard " + quoted(path) + " is truncated: " + std::to_string(size) +
+    throw InputError("token shard " + tee::quoted_path(path) + " is truncated: " + std::to_string(size) +
                      " bytes, shorter than the 1024-byte header; " + kRemakeHint);
   }
   std::array<unsigned char, kShardHeaderBytes> header{};
   if (tee::pread_full(file.fd.get(), header, 0) != static_cast<long long>(header.size()))
-    throw InputError("cannot read the header of token shard " + quoted(path));
+    throw InputError("cannot read the header of token shard " + tee::quoted_path(path));
 
   const int32_t magic = get_i32(&header[0]);
   const int32_t version = get_i32(&header[4]);
   const int32_t count = get_i32(&header[8]);
   const int32_t vocab = get_i32(&header[12]);
   if (magic != kShardMagic) {
-    throw InputError("token shard " + quoted(path) + " has wrong magic " + std::to_string(magic) +
+    throw InputError("token shard " + tee::quoted_path(path) + " has wrong magic " + std::to_string(magic) +
                      " (expected 20240520): not an llm.c/teetrain token file; " + kRemakeHint);
   }
   if (version != kShardVersion) {
-    throw InputError("token shard " + quoted(path) + " has unsupported version " + std::to_string(version) +
-                     " (this build reads version 1, uint16 tokens); " + kRemakeHint);
+    throw InputError("token shard " + tee::quoted_path(path) + " has unsupported version " +
+                     std::to_string(version) + " (this build reads version 1, uint16 tokens); " +
+                     kRemakeHint);
   }
   if (count < 0 || vocab < 0 || vocab > 65536) {
-    throw InputError("token shard " + quoted(path) + " has a corrupt header (count " + std::to_string(count) +
-                     ", vocabulary " + std::to_string(vocab) + "); " + kRemakeHint);
+    throw InputError("token shard " + tee::quoted_path(path) + " has a corrupt header (count " +
+                     std::to_string(count) + ", vocabulary " + std::to_string(vocab) + "); " + kRemakeHint);
   }
   const uint64_t expected = kShardHeaderBytes + 2 * static_cast<uint64_t>(count);
   if (size < expected) {
-    throw InputError("token shard " + quoted(path) + " is truncated: header says " + std::to_string(count) +
-                     " tokens (" + std::to_string(expected) + " bytes) but the file has " +
-                     std::to_string(size) + " bytes; " + kRemakeHint);
+    throw InputError("token shard " + tee::quoted_path(path) + " is truncated: header says " +
+                     std::to_string(count) + " tokens (" + std::to_string(expected) +
+                     " bytes) but the file has " + std::to_string(size) + " bytes; " + kRemakeHint);
   }
   if (size > expected) {
-    throw InputError("token shard " + quoted(path) + " has " + std::to_string(size - expected) +
+    throw InputError("token shard " + tee::quoted_path(path) + " has " + std::to_string(size - expected) +
                      " bytes past the " + std::to_string(count) + " tokens its header declares; " +
                      kRemakeHint);
   }
@@ -160,14 +156,14 @@ TokenShard read_token_shard(const fs::path& path) {
                                          2 * shard.tokens.size());
   if (tee::pread_full(file.fd.get(), token_bytes, kShardHeaderBytes) !=
       static_cast<long long>(token_bytes.size()))
-    throw InputError("cannot read the tokens of token shard " + quoted(path));
+    throw InputError("cannot read the tokens of token shard " + tee::quoted_path(path));
   swap_u16_if_big_endian(shard.tokens);
 
   if (vocab > 0) {
     const auto& t = shard.tokens;
     const auto bad = std::find_if(t.begin(), t.end(), [vocab](uint16_t x) { return x >= vocab; });
     if (bad != t.end()) {
-      throw InputError("token shard " + quoted(path) + " holds token " + std::to_string(*bad) +
+      throw InputError("token shard " + tee::quoted_path(path) + " holds token " + std::to_string(*bad) +
                        " at position " + std::to_string(bad - t.begin()) + ", outside its vocabulary of " +
                        std::to_string(vocab) + "; " + kRemakeHint);
     }

@@ -66,11 +66,11 @@ std::size_t utf8_sequence_length(const std::string& s, std::size_t i) {
   return len;
 }
 
-std::string quoted(const fs::path& p, const std::string& what) {
-  return what + " '" + printable_path(p) + "'";
-}
-
 }  // namespace
+
+std::string quoted_path(const fs::path& path, const std::string& what) {
+  return (what.empty() ? "'" : what + " '") + printable_path(path) + "'";
+}
 
 std::string file_type_text(mode_t mode) {
   for (const TypeName& t : kTypeNames)
@@ -107,7 +107,7 @@ OpenAttempt try_open_regular(const fs::path& path, FollowLinks follow) {
 
 RegularFile open_regular_file(const fs::path& path, const std::string& what, FollowLinks follow) {
   OpenAttempt a = try_open_regular(path, follow);
-  if (!a.ok()) throw InputError(quoted(path, what) + ": " + a.why());
+  if (!a.ok()) throw InputError(quoted_path(path, what) + ": " + a.why());
   return std::move(a.file);
 }
 
@@ -115,7 +115,7 @@ std::vector<std::uint8_t> read_regular_file(const fs::path& path, const std::str
                                             std::uint64_t max_size) {
   const RegularFile f = open_regular_file(path, what);
   if (f.size > max_size) {
-    throw InputError(quoted(path, what) + ": " + std::to_string(f.size) + " bytes, more than the " +
+    throw InputError(quoted_path(path, what) + ": " + std::to_string(f.size) + " bytes, more than the " +
                      std::to_string(max_size) + " it may hold");
   }
   std::vector<std::uint8_t> out(static_cast<std::size_t>(f.size));
@@ -123,9 +123,9 @@ std::vector<std::uint8_t> read_regular_file(const fs::path& path, const std::str
   const long long got = pread_full(f.fd.get(), out, 0);
   const long long more = got < 0 ? 0 : pread_full(f.fd.get(), MutableByteView(&extra, 1), f.size);
   if (got < 0 || more < 0)
-    throw RunError(quoted(path, what) + ": read failed (" + std::strerror(errno) + ")");
+    throw RunError(quoted_path(path, what) + ": read failed (" + std::strerror(errno) + ")");
   if (got != static_cast<long long>(f.size) || more != 0)
-    throw InputError(quoted(path, what) + ": changed size while being read");
+    throw InputError(quoted_path(path, what) + ": changed size while being read");
   return out;
 }
 

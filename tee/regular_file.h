@@ -68,5 +68,7 @@ std::string file_type_text(mode_t mode);
 // `path` as it appears in a message: its bytes when they are valid UTF-8, else with each invalid
 // byte written as \xHH, so a message (and any JSON it lands in) never carries invalid UTF-8.
 std::string printable_path(const std::filesystem::path& path);
+// How a message names a file: "'PATH'", or "WHAT 'PATH'" ("key file 'k.key'"), PATH printable.
+std::string quoted_path(const std::filesystem::path& path, const std::string& what = "");
 
 }  // namespace tt::tee

@@ -21,16 +21,12 @@ constexpr std::size_t kMinMasterKey = 16;
 // Keeps every size computation (L + 16 * chunks, with 1-byte chunks) far from 64-bit overflow.
 constexpr std::uint64_t kMaxPlaintext = std::uint64_t{1} << 56;  // 64 PiB
 
-std::string quoted(const std::filesystem::path& p) {
-  return "sealed file '" + p.string() + "'";
-}
-
 [[noreturn]] void fail(const std::filesystem::path& p, const std::string& what) {
-  throw IntegrityError(quoted(p) + ": " + what);
+  throw IntegrityError(quoted_path(p, "sealed file") + ": " + what);
 }
 
 [[noreturn]] void io_fail(const std::filesystem::path& p, const std::string& what) {
-  throw RunError(quoted(p) + ": " + what + ": " + std::strerror(errno));
+  throw RunError(quoted_path(p, "sealed file") + ": " + what + ": " + std::strerror(errno));
 }
 
 bool known_cipher(std::uint8_t id) {
@@ -223,7 +219,7 @@ void SealedFileWriter::abandon() noexcept {
 }
 
 void SealedFileWriter::write(ByteView data) {
-  if (finished_) throw std::logic_error(quoted(path_) + ": write after finish");
+  if (finished_) throw std::logic_error(quoted_path(path_, "sealed file") + ": write after finish");
   while (!data.empty()) {
     // A full buffer is sealed only once more data arrives: until then it might be the last chunk.
     if (buffered_ == header_.chunk_size) seal_buffered_chunk(false);
@@ -249,8 +245,8 @@ void SealedFileWriter::seal_buffered_chunk(bool last) {
 }
 
 void SealedFileWriter::finish() {
-  if (finished_) throw std::logic_error(quoted(path_) + ": finish called twice");
-  if (total_ > kMaxPlaintext) throw std::length_error(quoted(path_) + ": too large");
+  if (finished_) throw std::logic_error(quoted_path(path_, "sealed file") + ": finish called twice");
+  if (total_ > kMaxPlaintext) throw std::length_error(quoted_path(path_, "sealed file") + ": too large");
   seal_buffered_chunk(true);
   header_.plaintext_size = total_;
   std::array<std::uint8_t, 8> len{};
@@ -293,9 +289,11 @@ SealedFileReader::~SealedFileReader() = default;
 std::size_t SealedFileReader::open_chunk(std::uint64_t index, MutableByteView out) {
   const std::uint64_t n = header_.chunk_count();
   if (index >= n)
-    throw std::out_of_range(quoted(path_) + ": chunk " + std::to_string(index) + " out of range");
+    throw std::out_of_range(quoted_path(path_, "sealed file") + ": chunk " + std::to_string(index) +
+                            " out of range");
   const auto plain = static_cast<std::size_t>(header_.chunk_plain_size(index));
-  if (out.size() < plain) throw std::invalid_argument(quoted(path_) + ": output smaller than the chunk");
+  if (out.size() < plain)
+    throw std::invalid_argument(quoted_path(path_, "sealed file") + ": output smaller than the chunk");
   const MutableByteView record(scratch_.data(), plain + kTagSize);
   const long long got = pread_full(fd_.get(), record, header_.chunk_offset(index));
   if (got < 0) io_fail(path_, "read failed");
@@ -328,7 +326,7 @@ std::size_t SealedFileReader::read_chunk(std::uint64_t index, MutableByteView ou
 
 void SealedFileReader::read(std::uint64_t offset, MutableByteView out) {
   if (offset > size() || out.size() > size() - offset)
-    throw std::out_of_range(quoted(path_) + ": read past the end of the plaintext");
+    throw std::out_of_range(quoted_path(path_, "sealed file") + ": read past the end of the plaintext");
   const std::uint64_t c = header_.chunk_size;
   std::size_t done = 0;
   while (done < out.size()) {
