@@ -1,5 +1,5 @@
 // Everything a training run is asked to do, typed, in one struct: `teetrain train`'s flags parse into
-// it (tools/cli/train_options.cpp), and the engine builds the run from it (engine/training_run.h).
+// it (tools/cli/train_flags.cpp), and the engine builds the run from it (engine/training_run.h).
 // Its JSON form (train_options_json) is what every rank attests and agrees on and what a checkpoint
 // records.
 #pragma once

@@ -9,7 +9,7 @@
 #include "engine/training_run.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/run_report.h"
-#include "tools/cli/train_options.h"
+#include "tools/cli/train_flags.h"
 
 namespace tt::cli {
 namespace {

@@ -1,4 +1,4 @@
-#include "tools/cli/train_options.h"
+#include "tools/cli/train_flags.h"
 
 #include "base/error.h"
 #include "tools/cli/model_flags.h"
