@@ -161,5 +161,25 @@ TEST(EvidenceFuzz, SnpReport) {
   EXPECT_EQ(verified, 0) << "the fuzz plan holds no unchanged copy, so nothing may verify";
 }
 
+// The VCEK's AMD extensions are read from an untrusted certificate: a damaged VCEK parses as a
+// certificate or is refused, its extensions read or reported missing, and it never verifies the report.
+TEST(EvidenceFuzz, SnpVcek) {
+  const std::string der = test::fixture(test::kSnpVirteeVcek);
+  const std::string report = test::fixture(test::kSnpVirteeReport);
+  const SnpReport r = parse_snp_report(bytes(report), "fuzz");
+  const SnpTrust trust{amd_roots(), {}, std::nullopt, 1735689600};
+  FuzzPlan plan;
+  plan.truncate_upto = 64;
+  plan.flip_all_bits_upto = 0;
+  for (const auto& in : fuzz_inputs(der, plan)) {
+    std::vector<Certificate> vcek;
+    if (run_parser([&] { vcek.push_back(Certificate::from_der(bytes(in.bytes))); }, in.what) != 0) continue;
+    (void)describe_vcek(vcek);
+    bool all_ok = true;
+    for (const CheckOutcome& c : verify_snp_report(r, vcek, trust)) all_ok = all_ok && c.ok;
+    EXPECT_FALSE(all_ok) << in.what << ": a damaged VCEK verified";
+  }
+}
+
 }  // namespace
 }  // namespace tt::tee::evidence
