@@ -96,6 +96,10 @@ struct SnpTrust {
 // ASK must then come with the VCEK); null when none (a VCEK of a family not bundled).
 const AmdRoot* root_for(const SnpTrust& trust, const Certificate& vcek);
 
+// How many of trust.crls are issued by a certificate of the VCEK's path (the VCEK, the certificates
+// given with it, its family's ASK and ARK): 0 means its revocation was not checked.
+std::size_t applicable_crls(const SnpTrust& trust, const std::vector<Certificate>& vcek_chain);
+
 // VCEK chain, report signature, chip id, reported TCB, REPORT_DATA; each with its outcome
 // (Check values: CertificateChain, Signature, ChipId, ReportedTcb, Nonce). Never throws on bad evidence.
 std::vector<CheckOutcome> verify_snp_report(const SnpReport& report,

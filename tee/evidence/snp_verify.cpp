@@ -40,17 +40,13 @@ CheckOutcome check_chain(const std::vector<Certificate>& chain, const SnpTrust& 
                 ", the ASK of no bundled family (Milan, Genoa): give its family's ARK with --device-root and "
                 "its ASK after the VCEK in --vcek"};
   PathOptions options = sent_chain_options(chain, trust.crls, trust.at_unix_time);
-  std::vector<Certificate> path = chain;
-  if (root->ask) {
-    options.intermediates.push_back(*root->ask);
-    path.push_back(*root->ask);
-  }
+  if (root->ask) options.intermediates.push_back(*root->ask);
   const ChainVerdict v = verify_certificate_path(root->ark, chain.front(), options);
   if (!v) return {Check::CertificateChain, false, v.reason};
   return {Check::CertificateChain, true,
           "the VCEK (signed " + signature_algorithm(chain.front()) + ") leads through the ASK to " +
               root->ark.subject() + " (" + root->family + "); " +
-              revocation_text(trust.crls.size(), applicable_crls(trust.crls, root->ark, path))};
+              revocation_text(trust.crls.size(), applicable_crls(trust, chain))};
 }
 
 CheckOutcome check_signature(const SnpReport& r, const Certificate& vcek) {
@@ -104,6 +100,14 @@ const AmdRoot* root_for(const SnpTrust& trust, const Certificate& vcek) {
   for (const AmdRoot& root : trust.roots)
     if (!root.ask) return &root;
   return nullptr;
+}
+
+std::size_t applicable_crls(const SnpTrust& trust, const std::vector<Certificate>& chain) {
+  const AmdRoot* root = chain.empty() ? nullptr : root_for(trust, chain.front());
+  if (root == nullptr) return 0;
+  std::vector<Certificate> path = chain;
+  if (root->ask) path.push_back(*root->ask);
+  return applicable_crls(trust.crls, root->ark, path);
 }
 
 std::vector<CheckOutcome> verify_snp_report(const SnpReport& r, const std::vector<Certificate>& chain,

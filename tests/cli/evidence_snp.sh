@@ -22,7 +22,7 @@ flip() { python3 -c "import sys; b=bytearray(open(sys.argv[1],'rb').read()); b[i
 
 # Both samples verify: all 64 bytes of REPORT_DATA (128 hex digits), or 32 bytes followed by zeros.
 "$TT" verify-evidence $VIRTEE --vcek $VIRTEE_VCEK --nonce $VIRTEE_RD >"$WORK/virtee.log" 2>&1 && ok || bad "virtee sample verifies" "$WORK/virtee.log"
-grep -q "^verdict: VERIFIED: AMD SEV-SNP report: VCEK chain to CN=ARK-Milan,.*, report signature, chip id, reported TCB, report data (fresh); policy: debug not allowed; .*NOT checked" \
+grep -q "^verdict: VERIFIED: AMD SEV-SNP report: VCEK chain to CN=ARK-Milan,.*, report signature, chip id, reported TCB, report data (fresh), revocation NOT checked (no --crl); policy: debug not allowed; .*NOT checked" \
   "$WORK/virtee.log" && ok || bad "virtee verdict" "$WORK/virtee.log"
 for field in "MEASUREMENT         7a1e5c266c0108dbc9bb94fa92695132" "REPORT_DATA         $VIRTEE_RD" \
   "POLICY              0x0000000000030000: ABI 0.0 or later; SMT allowed; debug not allowed" \
@@ -33,11 +33,18 @@ for field in "MEASUREMENT         7a1e5c266c0108dbc9bb94fa92695132" "REPORT_DATA
   grep -q "$field" "$WORK/virtee.log" && ok || bad "prints $field" "$WORK/virtee.log"
 done
 "$TT" verify-evidence $GSG --vcek $GSG_VCEK --nonce $GSG_NONCE >"$WORK/gsg.log" 2>&1 && ok || bad "go-sev-guest sample, 32-byte nonce" "$WORK/gsg.log"
-grep -q "^verdict: VERIFIED: AMD SEV-SNP report: .*report data (fresh); WARNING: the guest's POLICY ALLOWS DEBUG" "$WORK/gsg.log" && ok ||
+grep -q "^verdict: VERIFIED: AMD SEV-SNP report: .*report data (fresh), revocation NOT checked (no --crl); WARNING: the guest's POLICY ALLOWS DEBUG" "$WORK/gsg.log" && ok ||
   bad "the debug policy is flagged" "$WORK/gsg.log"
 grep -q "POLICY              0x00000000000b0000: .*DEBUG ALLOWED" "$WORK/gsg.log" && ok || bad "policy decoded" "$WORK/gsg.log"
 "$TT" verify-evidence $GSG --vcek $GSG_VCEK >"$WORK/nononce.log" 2>&1 && ok || bad "no nonce" "$WORK/nononce.log"
 grep -q "^verdict: .*report data NOT checked" "$WORK/nononce.log" && ok || bad "verdict says freshness not checked" "$WORK/nononce.log"
+
+# A revocation list no CA of the chain issued checks nothing, and the verdict says so.
+"$TT" provision --out "$WORK/vendor" --devices 1 >/dev/null
+"$TT" verify-evidence $GSG --vcek $GSG_VCEK --crl "$WORK/vendor/vendor_root.crl" >"$WORK/crl.log" 2>&1 && ok ||
+  bad "an unrelated CRL" "$WORK/crl.log"
+grep -q "^verdict: .*reported TCB, report data NOT checked, revocation NOT checked (no --crl issued by a CA of the chain)" \
+  "$WORK/crl.log" && ok || bad "verdict flags revocation" "$WORK/crl.log"
 
 # Refusals, each naming its check.
 expect_exit 3 "nonce check failed: REPORT_DATA d447b55d.* is not this verifier's challenge" -- \

@@ -154,6 +154,25 @@ void run_tdx(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
       trust.intel_root.subject().c_str(), trust.report_data ? "(fresh)" : "NOT checked");
 }
 
+// The verdict line: what was verified, and what was not (freshness, revocation, the debug policy).
+void print_snp_verdict(const ev::SnpReport& report, const std::vector<tee::Certificate>& vcek,
+                       const ev::SnpTrust& trust) {
+  const char* debug =
+      report.debug_allowed()
+          ? "WARNING: the guest's POLICY ALLOWS DEBUG (the hypervisor may read and change its memory)"
+          : "policy: debug not allowed";
+  const char* revocation = ev::applicable_crls(trust, vcek) > 0 ? ", not revoked by the given --crl"
+                           : trust.crls.empty()
+                               ? ", revocation NOT checked (no --crl)"
+                               : ", revocation NOT checked (no --crl issued by a CA of the chain)";
+  std::printf(
+      "verdict: VERIFIED: AMD SEV-SNP report: VCEK chain to %s, report signature, chip id, reported TCB, "
+      "report data %s%s; %s; whether the TCB is recent enough and MEASUREMENT the image you expect NOT "
+      "checked (your policy)\n",
+      ev::root_for(trust, vcek.front())->ark.subject().c_str(), trust.report_data ? "(fresh)" : "NOT checked",
+      revocation, debug);
+}
+
 // An SEV-SNP report: with --vcek, whatever the file looks like (a damaged report is then named as one);
 // without, when it is one by size, version and signature algorithm (ev::looks_like_snp_report).
 void run_snp(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
@@ -177,16 +196,7 @@ void run_snp(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
   std::printf("checks\n");
   print_checks(checks);
   refuse_first_failure(report.source, checks);
-  const char* debug =
-      report.debug_allowed()
-          ? "WARNING: the guest's POLICY ALLOWS DEBUG (the hypervisor may read and change its memory)"
-          : "policy: debug not allowed";
-  std::printf(
-      "verdict: VERIFIED: AMD SEV-SNP report: VCEK chain to %s, report signature, chip id, reported TCB, "
-      "report data %s; %s; whether the TCB is recent enough and MEASUREMENT the image you expect NOT "
-      "checked (your policy)\n",
-      ev::root_for(trust, vcek.front())->ark.subject().c_str(), trust.report_data ? "(fresh)" : "NOT checked",
-      debug);
+  print_snp_verdict(report, vcek, trust);
 }
 
 void run_verify_evidence(const EvidenceOptions& o) {
