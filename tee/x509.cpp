@@ -137,6 +137,10 @@ std::string Certificate::subject() const {
   return name_text(X509_get_subject_name(cert_.get()));
 }
 
+std::string Certificate::issuer() const {
+  return name_text(X509_get_issuer_name(cert_.get()));
+}
+
 std::string Certificate::serial_hex() const {
   return serial_text(cert_.get());
 }
@@ -158,8 +162,7 @@ PublicKey Certificate::ed25519_public_key() const {
 }
 
 std::string Certificate::describe() const {
-  return subject() + " (serial " + serial_hex() + ", issued by " +
-         name_text(X509_get_issuer_name(cert_.get())) + ", valid " +
+  return subject() + " (serial " + serial_hex() + ", issued by " + issuer() + ", valid " +
          time_text(X509_get0_notBefore(cert_.get())) + " .. " + time_text(X509_get0_notAfter(cert_.get())) +
          ")";
 }

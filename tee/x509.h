@@ -61,6 +61,7 @@ class Certificate {
 
   const std::vector<std::uint8_t>& der() const { return der_; }
   std::string subject() const;  // "CN=...,O=..." (one line)
+  std::string issuer() const;   // the same for the issuer's name
   std::string serial_hex() const;
   bool is_ca() const;
   // The subject's Ed25519 public key; throws IntegrityError if the key is not Ed25519.

@@ -92,6 +92,10 @@ const char* check_name(Check check) {
       return "QE report";
     case Check::AttestationKey:
       return "attestation key";
+    case Check::ChipId:
+      return "chip id";
+    case Check::ReportedTcb:
+      return "reported TCB";
   }
   return "?";
 }

@@ -32,10 +32,12 @@ enum class Check {
   Measurements,
   QeReport,        // TDX: the PCK key signed the quoting enclave's report
   AttestationKey,  // TDX: the quoting enclave's report vouches for the attestation key
+  ChipId,          // SEV-SNP: the VCEK is the one of the chip the report names
+  ReportedTcb,     // SEV-SNP: the VCEK was issued for the TCB the report claims
 };
 
 // "certificate chain", "signature", "nonce", "RIM signature", "RIM version", "measurements",
-// "QE report", "attestation key".
+// "QE report", "attestation key", "chip id", "reported TCB".
 const char* check_name(Check check);
 
 struct CheckOutcome {

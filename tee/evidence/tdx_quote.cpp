@@ -1,10 +1,10 @@
 #include "tee/evidence/tdx_quote.h"
 
 #include <array>
-#include <cstdio>
 
 #include "base/error.h"
 #include "tee/evidence/byte_reader.h"
+#include "tee/evidence/field_text.h"
 
 namespace tt::tee::evidence {
 namespace {
@@ -75,12 +75,6 @@ void parse_certification(ByteReader& sig, TdxQuote& q) {
                                       what + ": PCK chain");
   expect(cert.remaining() == 0,
          cert.what() + ": " + std::to_string(cert.remaining()) + " bytes after the PCK chain");
-}
-
-std::string hex_line(const char* name, ByteView v) {
-  std::array<char, 32> label{};
-  std::snprintf(label.data(), label.size(), "  %-20s", name);
-  return std::string(label.data()) + to_hex(v) + "\n";
 }
 
 }  // namespace

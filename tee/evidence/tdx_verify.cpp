@@ -5,6 +5,7 @@
 
 #include "tee/digest.h"
 #include "tee/evidence/ecdsa.h"
+#include "tee/evidence/report_data.h"
 #include "tee/evidence/tdx_quote.h"
 
 namespace tt::tee::evidence {
@@ -48,20 +49,11 @@ CheckOutcome check_quote_signature(const TdxQuote& q) {
              : "the quote's signature does not verify under the attestation key (quote altered?)"};
 }
 
-CheckOutcome check_report_data(const TdxQuote& q, const TdxTrust& trust) {
-  if (!trust.report_data)
-    return {Check::Nonce, true, "freshness NOT checked (give --nonce with the challenge you issued)"};
-  if (!equal_ct(*trust.report_data, q.report_data()))
-    return {Check::Nonce, false,
-            "REPORTDATA " + to_hex(q.report_data()) + " is not this verifier's challenge (replayed?)"};
-  return {Check::Nonce, true, "REPORTDATA carries this verifier's challenge (fresh)"};
-}
-
 }  // namespace
 
 std::vector<CheckOutcome> verify_tdx_quote(const TdxQuote& q, const TdxTrust& trust) {
   return {check_pck_chain(q, trust), check_qe_report(q), check_attestation_key(q), check_quote_signature(q),
-          check_report_data(q, trust)};
+          check_report_data(q.report_data(), trust.report_data, "REPORTDATA")};
 }
 
 }  // namespace tt::tee::evidence

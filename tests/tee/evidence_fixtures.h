@@ -1,5 +1,5 @@
-// The real NVIDIA samples of tests/fixtures/evidence/ (its README gives their source), read for the
-// tee/evidence tests; tests run from the repository root.
+// The real NVIDIA, Intel and AMD samples of tests/fixtures/evidence/ (its README gives their source), read
+// for the tee/evidence tests; tests run from the repository root.
 #pragma once
 #include <fstream>
 #include <iterator>
@@ -16,6 +16,11 @@ inline constexpr const char* kVbiosRim = "g520_0200_885_9600740001_PROD.swidtag"
 inline constexpr const char* kOtherVbiosRim = "1010_0200_882_96005E0001_PROD.swidtag";
 inline constexpr const char* kTdxSpr = "tdx_prod_quote_SPR_E4.dat";
 inline constexpr const char* kTdxCos = "cos-113-tdx-quote.dat";
+inline constexpr const char* kSnpGsgReport = "snp_milan_gsg_report.bin";
+inline constexpr const char* kSnpGsgVcek = "snp_milan_gsg_vcek.der";
+inline constexpr const char* kSnpVirteeReport = "snp_milan_virtee_report.bin";
+inline constexpr const char* kSnpVirteeVcek = "snp_milan_virtee_vcek.der";
+inline constexpr const char* kSnpTurinVcek = "snp_turin_virtee_vcek.der";
 inline constexpr std::int64_t kRimsValid = 1735689600;  // 2025-01-01: both sample RIMs' signers valid
 
 inline std::string fixture(const std::string& name) {

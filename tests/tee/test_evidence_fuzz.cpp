@@ -1,11 +1,13 @@
 // Fuzz-style (tests/common/fuzz.h): the parsers of real evidence (the SDK's JSON, the local verifier's
 // hex report and PEM chain, SPDM transcripts, NVIDIA opaque data, RIM XML, and the RIM signature check
-// on whatever still parses) refuse damaged input with InputError or IntegrityError only: never a crash,
-// another exception, or an acceptance of a damaged signed object.
+// on whatever still parses; TDX quotes and SEV-SNP reports with their checks) refuse damaged input with
+// InputError or IntegrityError only: never a crash, another exception, or an acceptance of a damaged signed
+// object.
 #include <gtest/gtest.h>
 
 #include "tee/evidence/bundled_roots.h"
 #include "tee/evidence/nvidia_verify.h"
+#include "tee/evidence/snp_report.h"
 #include "tee/evidence/tdx_quote.h"
 #include "tests/common/fuzz.h"
 #include "tests/tee/evidence_fixtures.h"
@@ -134,6 +136,48 @@ TEST(EvidenceFuzz, TdxQuote) {
                 std::vector<std::uint8_t>(quote.begin(), quote.begin() + 632))
           << in.what;
     }
+  }
+}
+
+TEST(EvidenceFuzz, SnpReport) {
+  const std::string report = test::fixture(test::kSnpVirteeReport);
+  const std::vector<Certificate> vcek = {Certificate::from_der(bytes(test::fixture(test::kSnpVirteeVcek)))};
+  const SnpTrust trust{amd_roots(), {}, std::nullopt, 1735689600};
+  FuzzPlan plan;
+  plan.truncate_upto = 1200;       // every prefix: each names the field it ends in
+  plan.flip_all_bits_upto = 0x60;  // the header, signer info and REPORT_DATA's start
+  int verified = 0;
+  for (const auto& in : fuzz_inputs(report, plan)) {
+    std::optional<SnpReport> r;
+    if (run_parser([&] { r = parse_snp_report(bytes(in.bytes), "fuzz"); }, in.what) != 0) continue;
+    bool all_ok = true;
+    for (const CheckOutcome& c : verify_snp_report(*r, vcek, trust)) all_ok = all_ok && c.ok;
+    // The parser refuses a changed signature padding, the signature check every other byte.
+    if (all_ok) {
+      EXPECT_EQ(in.bytes, report) << in.what;
+      ++verified;
+    }
+  }
+  EXPECT_EQ(verified, 0) << "the fuzz plan holds no unchanged copy, so nothing may verify";
+}
+
+// The VCEK's AMD extensions are read from an untrusted certificate: a damaged VCEK parses as a
+// certificate or is refused, its extensions read or reported missing, and it never verifies the report.
+TEST(EvidenceFuzz, SnpVcek) {
+  const std::string der = test::fixture(test::kSnpVirteeVcek);
+  const std::string report = test::fixture(test::kSnpVirteeReport);
+  const SnpReport r = parse_snp_report(bytes(report), "fuzz");
+  const SnpTrust trust{amd_roots(), {}, std::nullopt, 1735689600};
+  FuzzPlan plan;
+  plan.truncate_upto = 64;
+  plan.flip_all_bits_upto = 0;
+  for (const auto& in : fuzz_inputs(der, plan)) {
+    std::vector<Certificate> vcek;
+    if (run_parser([&] { vcek.push_back(Certificate::from_der(bytes(in.bytes))); }, in.what) != 0) continue;
+    (void)describe_vcek(vcek);
+    bool all_ok = true;
+    for (const CheckOutcome& c : verify_snp_report(r, vcek, trust)) all_ok = all_ok && c.ok;
+    EXPECT_FALSE(all_ok) << in.what << ": a damaged VCEK verified";
   }
 }
 

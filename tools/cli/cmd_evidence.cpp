@@ -1,6 +1,7 @@
 // `teetrain verify-evidence`: real NVIDIA GPU attestation evidence, verified offline against NVIDIA's
 // bundled roots (tee/evidence/): the SDK's serialized evidence JSON, or the local verifier's report and
-// certificate chain; optionally its reference integrity manifests (RIMs) and revocation lists. Prints
+// certificate chain; optionally its reference integrity manifests (RIMs) and revocation lists. Also an
+// Intel TDX quote or an AMD SEV-SNP report with its VCEK, against Intel's and AMD's bundled roots. Prints
 // the evidence field by field, every check's outcome, and one verdict line; exit 0 verified, 3 refused
 // (the first failed check), 2 malformed input.
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "base/error.h"
 #include "tee/evidence/bundled_roots.h"
 #include "tee/evidence/nvidia_verify.h"
+#include "tee/evidence/snp_report.h"
 #include "tee/evidence/tdx_quote.h"
 #include "tee/regular_file.h"
 #include "tools/cli/commands.h"
@@ -24,6 +26,7 @@ namespace ev = tee::evidence;
 struct EvidenceOptions {
   std::string file;
   std::string cert_chain;
+  std::string vcek;
   std::string nonce;
   std::vector<std::string> rims;
   std::vector<std::string> crls;
@@ -53,9 +56,10 @@ std::vector<ev::GpuEvidence> load_gpus(const EvidenceOptions& o, const std::vect
         text, std::string_view(reinterpret_cast<const char*>(chain.data()), chain.size()), where)};
   }
   if (!ev::looks_like_json(text))
-    throw InputError("evidence '" + where +
-                     "': neither the attestation SDK's JSON nor a TDX quote; a hex attestation report needs "
-                     "--cert-chain FILE");
+    throw InputError(
+        "evidence '" + where +
+        "': neither the attestation SDK's JSON, a TDX quote nor an SEV-SNP report; a hex "
+        "attestation report needs --cert-chain FILE, an SEV-SNP report its VCEK with --vcek FILE");
   return ev::parse_sdk_evidence_json(text, where);
 }
 
@@ -105,10 +109,11 @@ std::optional<std::string> first_failure(const ev::GpuEvidence& gpu,
   return std::nullopt;
 }
 
-// --nonce for a TDX quote: 32 bytes (REPORTDATA = nonce || 32 zero bytes, docs/design.md §12) or all 64.
-std::optional<std::array<std::uint8_t, ev::kTdxReportDataBytes>> tdx_report_data(const std::string& hex) {
-  std::array<std::uint8_t, ev::kTdxReportDataBytes> out{};
-  if (hex.size() == 2 * ev::kTdxReportDataBytes) {
+// --nonce for a CPU TEE's 64 bytes of report data (a TDX quote's REPORTDATA, an SEV-SNP report's
+// REPORT_DATA): 32 bytes (report data = nonce || 32 zero bytes, docs/design.md §12) or all 64.
+std::optional<ev::ReportData> report_data_nonce(const std::string& hex) {
+  ev::ReportData out{};
+  if (hex.size() == 2 * ev::kReportDataBytes) {
     const auto first = parse_nonce_hex(hex.substr(0, 64));
     const auto second = parse_nonce_hex(hex.substr(64));
     std::copy(first->begin(), first->end(), out.begin());
@@ -121,22 +126,27 @@ std::optional<std::array<std::uint8_t, ev::kTdxReportDataBytes>> tdx_report_data
   return out;
 }
 
+// The first failed check of a CPU TEE's evidence, as the refusal.
+void refuse_first_failure(const std::string& source, const std::vector<ev::CheckOutcome>& checks) {
+  for (const ev::CheckOutcome& c : checks)
+    if (!c.ok)
+      throw IntegrityError("evidence REFUSED: " + source + ": " + ev::check_name(c.check) +
+                           " check failed: " + c.detail);
+}
+
 void run_tdx(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
   if (!o.rims.empty() || !o.cert_chain.empty())
     throw InputError("--rim and --cert-chain are for NVIDIA evidence; '" + tee::printable_path(o.file) +
                      "' is a TDX quote (its PCK chain is inside it)");
   const ev::TdxTrust trust{
       o.device_root.empty() ? ev::intel_sgx_root() : tee::Certificate::load_pem(o.device_root), load_crls(o),
-      tdx_report_data(o.nonce), parse_date(o.at)};
+      report_data_nonce(o.nonce), parse_date(o.at)};
   const ev::TdxQuote quote = ev::parse_tdx_quote(bytes, tee::printable_path(o.file));
   std::printf("%s", ev::describe(quote).c_str());
   const std::vector<ev::CheckOutcome> checks = ev::verify_tdx_quote(quote, trust);
   std::printf("checks\n");
   print_checks(checks);
-  for (const ev::CheckOutcome& c : checks)
-    if (!c.ok)
-      throw IntegrityError("evidence REFUSED: " + quote.source + ": " + ev::check_name(c.check) +
-                           " check failed: " + c.detail);
+  refuse_first_failure(quote.source, checks);
   std::printf(
       "verdict: VERIFIED: Intel TDX quote: PCK chain to %s, QE report, attestation key, quote signature, "
       "report "
@@ -144,9 +154,55 @@ void run_tdx(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
       trust.intel_root.subject().c_str(), trust.report_data ? "(fresh)" : "NOT checked");
 }
 
+// The verdict line: what was verified, and what was not (freshness, revocation, the debug policy).
+void print_snp_verdict(const ev::SnpReport& report, const std::vector<tee::Certificate>& vcek,
+                       const ev::SnpTrust& trust) {
+  const char* debug =
+      report.debug_allowed()
+          ? "WARNING: the guest's POLICY ALLOWS DEBUG (the hypervisor may read and change its memory)"
+          : "policy: debug not allowed";
+  const char* revocation = ev::applicable_crls(trust, vcek) > 0 ? ", not revoked by the given --crl"
+                           : trust.crls.empty()
+                               ? ", revocation NOT checked (no --crl)"
+                               : ", revocation NOT checked (no --crl issued by a CA of the chain)";
+  std::printf(
+      "verdict: VERIFIED: AMD SEV-SNP report: VCEK chain to %s, report signature, chip id, reported TCB, "
+      "report data %s%s; %s; whether the TCB is recent enough and MEASUREMENT the image you expect NOT "
+      "checked (your policy)\n",
+      ev::root_for(trust, vcek.front())->ark.subject().c_str(), trust.report_data ? "(fresh)" : "NOT checked",
+      revocation, debug);
+}
+
+// An SEV-SNP report: with --vcek, whatever the file looks like (a damaged report is then named as one);
+// without, when it is one by size, version and signature algorithm (ev::looks_like_snp_report).
+void run_snp(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
+  const std::string where = tee::printable_path(o.file);
+  if (ev::looks_like_tdx_quote(bytes) && !ev::looks_like_snp_report(bytes))
+    throw InputError("--vcek is for an SEV-SNP report; '" + where + "' is a TDX quote (leave --vcek out)");
+  if (!o.rims.empty() || !o.cert_chain.empty())
+    throw InputError("--rim and --cert-chain are for NVIDIA evidence; '" + where +
+                     "' is an SEV-SNP report (give its VCEK, and the ASK if it is not bundled, with --vcek)");
+  if (o.vcek.empty())
+    throw InputError("evidence '" + where +
+                     "' is an AMD SEV-SNP report: give its VCEK certificate with --vcek FILE (AMD's key "
+                     "distribution service serves it for the report's CHIP_ID and REPORTED_TCB)");
+  const ev::SnpReport report = ev::parse_snp_report(bytes, where);
+  const std::vector<tee::Certificate> vcek = ev::load_vcek(o.vcek);
+  ev::SnpTrust trust{ev::amd_roots(), load_crls(o), report_data_nonce(o.nonce), parse_date(o.at)};
+  if (!o.device_root.empty())
+    trust.roots = {{"--device-root", tee::Certificate::load_pem(o.device_root), {}}};
+  std::printf("%s%s", ev::describe(report).c_str(), ev::describe_vcek(vcek).c_str());
+  const std::vector<ev::CheckOutcome> checks = ev::verify_snp_report(report, vcek, trust);
+  std::printf("checks\n");
+  print_checks(checks);
+  refuse_first_failure(report.source, checks);
+  print_snp_verdict(report, vcek, trust);
+}
+
 void run_verify_evidence(const EvidenceOptions& o) {
   const std::vector<std::uint8_t> bytes =
       tee::read_regular_file(o.file, "evidence", ev::kMaxEvidenceFileBytes);
+  if (!o.vcek.empty() || (o.cert_chain.empty() && ev::looks_like_snp_report(bytes))) return run_snp(o, bytes);
   if (o.cert_chain.empty() && ev::looks_like_tdx_quote(bytes)) return run_tdx(o, bytes);
   const ev::EvidenceTrust trust = make_trust(o);
   const std::vector<ev::GpuEvidence> gpus = load_gpus(o, bytes);
@@ -194,20 +250,26 @@ void register_verify_evidence(CLI::App& app) {
       "value). "
       "An Intel TDX v4 quote: the PCK chain to Intel's SGX root (bundled), the QE report, the attestation "
       "key, "
-      "the quote signature, REPORTDATA. Prints every field and one verdict line; exit 0 verified, 3 refused "
+      "the quote signature, REPORTDATA. An AMD SEV-SNP report with --vcek: the VCEK chain to AMD's ARK "
+      "(Milan, Genoa; bundled), the report signature, chip id and reported TCB against the VCEK, "
+      "REPORT_DATA. Prints every field and one verdict line; exit 0 verified, 3 refused "
       "(naming the failed check), 2 malformed input. No network: revocation only from --crl");
   cmd->add_option(
          "FILE", o->file,
          "Evidence: the NVIDIA attestation SDK's serialized evidence JSON (one object per GPU), a hex "
-         "attestation report (NVIDIA's local verifier's format) with --cert-chain, or a binary Intel TDX "
-         "v4 quote")
+         "attestation report (NVIDIA's local verifier's format) with --cert-chain, a binary Intel TDX "
+         "v4 quote, or a binary AMD SEV-SNP attestation report (1184 bytes) with --vcek")
       ->required();
   cmd->add_option("--cert-chain", o->cert_chain,
                   "PEM certificate chain (leaf first) of a hex report in FILE");
-  cmd->add_option("--nonce", o->nonce,
-                  "The challenge you issued (64 hex digits): the GPU's signed request must carry it; a TDX "
-                  "quote's REPORTDATA must be it followed by 32 zero bytes, or give all 128 hex digits of "
-                  "REPORTDATA (default: freshness NOT checked)");
+  cmd->add_option("--vcek", o->vcek,
+                  "The VCEK certificate of an SEV-SNP report in FILE (DER as AMD's key distribution service "
+                  "serves it, or PEM; PEM may add the ASK after it): FILE is then read as an SEV-SNP report");
+  cmd->add_option(
+      "--nonce", o->nonce,
+      "The challenge you issued (64 hex digits): the GPU's signed request must carry it; a TDX "
+      "quote's REPORTDATA or an SEV-SNP report's REPORT_DATA must be it followed by 32 zero bytes, "
+      "or give all 128 hex digits of the report data (default: freshness NOT checked)");
   cmd->add_option(
       "--rim", o->rims,
       "An NVIDIA RIM (SWID tag XML: the driver's or the VBIOS's; repeatable): its signature is checked "
@@ -220,8 +282,9 @@ void register_verify_evidence(CLI::App& app) {
                   "whose signing certificate has since expired");
   cmd->add_option(
       "--device-root", o->device_root,
-      "Trust this root (PEM) instead of the bundled one: NVIDIA's device identity root, or Intel's "
-      "SGX root for a TDX quote");
+      "Trust this root (PEM) instead of the bundled one: NVIDIA's device identity root, Intel's "
+      "SGX root for a TDX quote, or an AMD ARK for an SEV-SNP report (replacing the bundled ARKs and "
+      "ASKs: give the ASK after the VCEK in --vcek)");
   cmd->add_option("--rim-root", o->rim_root,
                   "Trust this root (PEM) for RIMs instead of NVIDIA's bundled RIM root");
   cmd->callback([o] { run_verify_evidence(*o); });
