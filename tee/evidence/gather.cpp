@@ -90,15 +90,19 @@ GatheredEvidence gather_cpu(const GatherRequest& req) {
   return g;
 }
 
-GatheredEvidence gather_gpu(NvmlSession& nvml, const GatherRequest& req) {
-  if (std::any_of(req.report_data.begin() + kSpdmNonceBytes, req.report_data.end(),
-                  [](auto b) { return b != 0; }))
+// A GPU signs 32 bytes: the challenge, which must then be all of the request's REPORTDATA.
+SpdmNonce gpu_nonce(const ReportData& rd) {
+  if (std::any_of(rd.begin() + kSpdmNonceBytes, rd.end(), [](auto b) { return b != 0; }))
     throw InputError(
         "--nonce: a GPU signs a 32-byte challenge (64 hex digits); 128 digits are for a CPU TEE's "
         "REPORTDATA");
   SpdmNonce nonce{};
-  std::copy_n(req.report_data.begin(), kSpdmNonceBytes, nonce.begin());
-  const std::vector<SdkEvidenceEntry> gpus = nvml.gather(nonce);
+  std::copy_n(rd.begin(), kSpdmNonceBytes, nonce.begin());
+  return nonce;
+}
+
+GatheredEvidence gather_gpu(NvmlSession& nvml, const GatherRequest& req) {
+  const std::vector<SdkEvidenceEntry> gpus = nvml.gather(gpu_nonce(req.report_data));
   GatheredEvidence g;
   g.source = EvidenceSource::Gpu;
   g.origin = "NVML, " + std::to_string(gpus.size()) + " GPU(s)";
@@ -138,6 +142,7 @@ GatheredEvidence gather_evidence(const GatherRequest& req) {
   const bool cpu = req.source == EvidenceSource::Tdx || req.source == EvidenceSource::Snp;
   if (cpu && no_tsm) absent(std::string("--source ") + source_name(req.source) + ": " + *no_tsm);
   if (cpu || (req.source == EvidenceSource::Auto && !no_tsm)) return gather_cpu(req);
+  if (req.source == EvidenceSource::Gpu) gpu_nonce(req.report_data);  // refused before any driver is asked
   std::string no_gpu;
   const std::unique_ptr<NvmlSession> nvml = NvmlSession::open(kNvmlLibrary, no_gpu);
   if (nvml) return gather_gpu(*nvml, req);
