@@ -105,6 +105,33 @@ expect_exit 1 "configfs-tsm: no answer from the kernel within 2 s \(waiting on '
 [[ $(($(date +%s) - start)) -lt 20 ]] && ok || bad "the timeout ends the wait"
 [[ ! -e "$WORK/e" ]] && ok || bad "nothing written by the failures"
 
+# The GPU path through tests/cli/fake_nvml.cpp, a stand-in for NVML serving NVIDIA's sample report
+# (signed over nonce SDK_NONCE) whatever is asked: the SDK's JSON that verify-evidence verifies; another
+# challenge is refused (exit 3, nothing saved); confidential computing off is exit 2.
+FAKE_NVML=${2:-}
+SDK_NONCE=e97b23a1718095a0e9e35edca810768c70a6a5a389b705e753b197912bc11576
+if [[ -f "$FAKE_NVML/libnvidia-ml.so.1" ]]; then
+  python3 - $F/hopper_evidence.json "$WORK" <<'PY'
+import base64, json, sys
+gpu = json.load(open(sys.argv[1]))[0]
+open(sys.argv[2] + "/report.bin", "wb").write(base64.b64decode(gpu["evidence"]))
+open(sys.argv[2] + "/chain.pem", "wb").write(base64.b64decode(gpu["certificate"]))
+PY
+  NV=(env LD_LIBRARY_PATH="$FAKE_NVML" TT_FAKE_NVML_REPORT="$WORK/report.bin" TT_FAKE_NVML_CHAIN="$WORK/chain.pem")
+  "${NV[@]}" "${G[@]}" --tsm-dir "$WORK/none" --nonce $SDK_NONCE --out "$WORK/gpu.json" >"$WORK/gpu.log" 2>&1 && ok ||
+    bad "gather from the NVML stand-in (auto falls to the GPU)" "$WORK/gpu.log"
+  grep -q "^source        gpu: NVML, 1 GPU(s)" "$WORK/gpu.log" && ok || bad "names the GPU source" "$WORK/gpu.log"
+  "$TT" verify-evidence "$WORK/gpu.json" --nonce $SDK_NONCE >"$WORK/gpuv.log" 2>&1 && ok || bad "verify-evidence verifies the gathered JSON" "$WORK/gpuv.log"
+  grep -q "^verdict: VERIFIED: 1 NVIDIA GPU(s): .*nonce (fresh)" "$WORK/gpuv.log" && ok || bad "GPU verdict" "$WORK/gpuv.log"
+  expect_exit 3 "NVML: GPU 0's attestation report answers nonce $SDK_NONCE, not the challenge 0{63}7 asked for" -- \
+    "${NV[@]}" "${G[@]}" --source gpu --nonce "$OTHER" --out "$WORK/gpu2.json"
+  [[ ! -e "$WORK/gpu2.json" ]] && ok || bad "a report for another nonce is not saved"
+  expect_exit 2 "--source gpu: NVML says confidential computing is off on this machine's GPUs; nothing gathered" -- \
+    env TT_FAKE_NVML_CC=off "${NV[@]}" "${G[@]}" --source gpu --nonce $SDK_NONCE --out "$WORK/gpu3.json"
+else
+  bad "the NVML stand-in was not given or not built (cmake --build --preset release --target fake_nvml)"
+fi
+
 "$TT" gather-evidence --help >"$WORK/help.log" 2>&1 || bad "help"
 for opt in --source --nonce --verifier-nonce --rank --kx-public --out --tsm-dir --timeout; do
   grep -q -- "$opt" "$WORK/help.log" && ok || bad "--help names $opt" "$WORK/help.log"
