@@ -105,29 +105,13 @@ std::optional<std::string> first_failure(const ev::GpuEvidence& gpu,
   return std::nullopt;
 }
 
-// --nonce for a TDX quote: 32 bytes (REPORTDATA = nonce || 32 zero bytes, docs/design.md §12) or all 64.
-std::optional<std::array<std::uint8_t, ev::kTdxReportDataBytes>> tdx_report_data(const std::string& hex) {
-  std::array<std::uint8_t, ev::kTdxReportDataBytes> out{};
-  if (hex.size() == 2 * ev::kTdxReportDataBytes) {
-    const auto first = parse_nonce_hex(hex.substr(0, 64));
-    const auto second = parse_nonce_hex(hex.substr(64));
-    std::copy(first->begin(), first->end(), out.begin());
-    std::copy(second->begin(), second->end(), out.begin() + 32);
-    return out;
-  }
-  const auto nonce = parse_nonce_hex(hex);
-  if (!nonce) return std::nullopt;
-  std::copy(nonce->begin(), nonce->end(), out.begin());
-  return out;
-}
-
 void run_tdx(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
   if (!o.rims.empty() || !o.cert_chain.empty())
     throw InputError("--rim and --cert-chain are for NVIDIA evidence; '" + tee::printable_path(o.file) +
                      "' is a TDX quote (its PCK chain is inside it)");
   const ev::TdxTrust trust{
       o.device_root.empty() ? ev::intel_sgx_root() : tee::Certificate::load_pem(o.device_root), load_crls(o),
-      tdx_report_data(o.nonce), parse_date(o.at)};
+      parse_report_data_hex(o.nonce), parse_date(o.at)};
   const ev::TdxQuote quote = ev::parse_tdx_quote(bytes, tee::printable_path(o.file));
   std::printf("%s", ev::describe(quote).c_str());
   const std::vector<ev::CheckOutcome> checks = ev::verify_tdx_quote(quote, trust);
