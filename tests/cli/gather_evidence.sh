@@ -47,6 +47,12 @@ if [[ $NO_NVML -eq 1 ]]; then
 fi
 [[ ! -e "$WORK/e" ]] && ok || bad "nothing written where nothing was gathered"
 
+# docs/reference/gather-evidence.md's first example, as shown (where this machine has neither).
+if [[ $NO_NVML -eq 1 && ! -e /sys/kernel/config/tsm/report ]]; then
+  expect_exit 2 "no attestation source on this machine: no configfs-tsm report directory at '/sys/kernel/config/tsm/report'.*no libnvidia-ml\.so\.1" -- \
+    "${G[@]}" --nonce 0000000000000000000000000000000000000000000000000000000000000007 --out "$WORK/evidence.bin"
+fi
+
 # Bad input: the challenge is required once, in one form.
 expect_exit 2 "give the challenge: --nonce HEX, or --verifier-nonce HEX --rank N --kx-public HEX" -- "${G[@]}" --out "$WORK/e"
 expect_exit 2 "give the challenge" -- "${G[@]}" --out "$WORK/e" --nonce "$OTHER" --verifier-nonce "$VNONCE" --rank 0 --kx-public "$KX"
@@ -58,12 +64,15 @@ expect_exit 2 "--source: .*not in \{tdx,snp,gpu,auto\}|--source.*tdx,snp,gpu,aut
 
 # A TDX guest (the stand-in serves the real sample quote): saved byte for byte, verified with its
 # REPORTDATA, refused with another nonce; the entry is gone afterwards.
-fake "$WORK/tdx" --provider tdx_guest --outblob $SPR
+fake "$WORK/tdx" --outblob $SPR
 "${G[@]}" --source tdx --tsm-dir "$WORK/tdx" --nonce $SPR_RD --out "$WORK/quote.dat" >"$WORK/tdx.log" 2>&1 && ok || bad "gather from the TDX stand-in" "$WORK/tdx.log"
 cmp -s $SPR "$WORK/quote.dat" && ok || bad "the quote saved is the one the kernel returned"
 grep -q "^source        tdx: configfs-tsm provider tdx_guest (entry $WORK/tdx/teetrain-" "$WORK/tdx.log" && ok || bad "names the source" "$WORK/tdx.log"
 grep -q "^verify with   teetrain verify-evidence $WORK/quote.dat --nonce $SPR_RD" "$WORK/tdx.log" && ok || bad "prints the verify command" "$WORK/tdx.log"
 expect_eq "$(ls -A "$WORK/tdx")" "" "the report entry is removed"
+# The reference page's form: the default source finds the (stand-in) kernel.
+"${G[@]}" --tsm-dir "$WORK/tdx" --out "$WORK/quote2.dat" --nonce $SPR_RD >"$WORK/tdx2.log" 2>&1 && ok || bad "gather, as the reference shows it" "$WORK/tdx2.log"
+cmp -s $SPR "$WORK/quote2.dat" && ok || bad "the reference's example saves the quote"
 "$TT" verify-evidence "$WORK/quote.dat" --nonce $SPR_RD >"$WORK/verify.log" 2>&1 && ok || bad "verify-evidence verifies the gathered quote" "$WORK/verify.log"
 grep -q "^verdict: VERIFIED: Intel TDX quote: .*report data (fresh)" "$WORK/verify.log" && ok || bad "verdict" "$WORK/verify.log"
 expect_exit 3 "nonce check failed: REPORTDATA 6c62dec1.* is not this verifier's challenge" -- "$TT" verify-evidence "$WORK/quote.dat" --nonce "$OTHER"
