@@ -49,6 +49,14 @@ KEEP=(-- -k); [[ ${#GEN[@]} -gt 0 ]] && KEEP=(-- -k 0)
   test_tee_gpu_aead_math bench_gpu_aead test_device_ring test_nccl_cuda test_gpu_sealing_codec "${KEEP[@]}"
 row "build" "${PREBUILT:+prebuilt in $PREBUILT}$(tail -1 "$OUTDIR/stages.txt" 2>/dev/null)"
 
+# 0. The driver's own NVML through gather-evidence (docs/reference/gather-evidence.md): it loads, starts
+#    and answers the confidential-computing query. In CC mode every GPU's evidence is gathered and must
+#    verify with the same nonce; otherwise exit 2 saying confidential computing is off.
+N=$(openssl rand -hex 32 2>/dev/null || printf '%064d' 1)
+stage gather_gpu 120 $TT gather-evidence --source gpu --nonce "$N" --out "$OUTDIR/gpu_evidence.json"
+[[ -s "$OUTDIR/gpu_evidence.json" ]] && stage verify_gpu 60 $TT verify-evidence "$OUTDIR/gpu_evidence.json" --nonce "$N"
+row "gather-evidence --source gpu" "$(tail -2 "$OUTDIR/gather_gpu.log" | tr '\n' ' ' | cut -c1-300) $(grep -o 'verdict: .*' "$OUTDIR/verify_gpu.log" 2>/dev/null | cut -c1-160)"
+
 # 1. CUDA tests (ops vs CPU, GPU AES-GCM vs OpenSSL, device ring vs CPU ring, NCCL), run directly so
 #    prebuilt binaries work too; GoogleTest's last line says passed / skipped / failed.
 gtest_row() { row "$1" "$(grep -E '^\[  (PASSED|SKIPPED|FAILED) ' "$OUTDIR/$2.log" | tr '\n' ' ' | cut -c1-300)"; }

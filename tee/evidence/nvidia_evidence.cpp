@@ -93,6 +93,24 @@ std::vector<std::uint8_t> decode_base64(std::string_view text, const std::string
   return out;
 }
 
+std::string encode_base64(ByteView bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');  // EVP_EncodeBlock adds a NUL
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), bytes.data(),
+                                static_cast<int>(bytes.size()));
+  out.resize(static_cast<std::size_t>(n));
+  return out;
+}
+
+std::string write_sdk_evidence_json(const std::vector<SdkEvidenceEntry>& gpus) {
+  Json doc = Json::array();
+  for (const SdkEvidenceEntry& g : gpus)
+    doc.push_back({{"arch", g.arch},
+                   {"nonce", to_hex(g.nonce)},
+                   {"evidence", encode_base64(g.report)},
+                   {"certificate", encode_base64(bytes_of(g.certificate_pem))}});
+  return doc.dump(2) + "\n";
+}
+
 bool looks_like_json(std::string_view text) {
   const std::size_t first = text.find_first_not_of(" \t\r\n");
   return first != std::string_view::npos && (text[first] == '[' || text[first] == '{');

@@ -52,6 +52,21 @@ GpuEvidence load_report_pair(const std::filesystem::path& report, const std::fil
 // object) rather than a hex report.
 bool looks_like_json(std::string_view text);
 
+// One GPU's evidence as the SDK serializes it (what `gather-evidence --source gpu` writes).
+struct SdkEvidenceEntry {
+  std::string arch;                  // "HOPPER", "BLACKWELL"
+  SpdmNonce nonce{};                 // the challenge asked for
+  std::vector<std::uint8_t> report;  // the SPDM report, as the driver returned it
+  std::string certificate_pem;       // the chain that signs it, leaf first, as the driver returned it
+};
+
+// The SDK's JSON for these GPUs: a list of {arch, nonce (hex), evidence (base64), certificate (base64)},
+// which parse_sdk_evidence_json reads back.
+std::string write_sdk_evidence_json(const std::vector<SdkEvidenceEntry>& gpus);
+
+// Standard base64 (RFC 4648, with padding).
+std::string encode_base64(ByteView bytes);
+
 // Decodes standard base64 (RFC 4648, padding required, whitespace between groups ignored); throws
 // InputError("<what>: not base64 ...") otherwise.
 std::vector<std::uint8_t> decode_base64(std::string_view text, const std::string& what);

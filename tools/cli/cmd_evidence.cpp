@@ -109,23 +109,6 @@ std::optional<std::string> first_failure(const ev::GpuEvidence& gpu,
   return std::nullopt;
 }
 
-// --nonce for a CPU TEE's 64 bytes of report data (a TDX quote's REPORTDATA, an SEV-SNP report's
-// REPORT_DATA): 32 bytes (report data = nonce || 32 zero bytes, docs/design.md §12) or all 64.
-std::optional<ev::ReportData> report_data_nonce(const std::string& hex) {
-  ev::ReportData out{};
-  if (hex.size() == 2 * ev::kReportDataBytes) {
-    const auto first = parse_nonce_hex(hex.substr(0, 64));
-    const auto second = parse_nonce_hex(hex.substr(64));
-    std::copy(first->begin(), first->end(), out.begin());
-    std::copy(second->begin(), second->end(), out.begin() + 32);
-    return out;
-  }
-  const auto nonce = parse_nonce_hex(hex);
-  if (!nonce) return std::nullopt;
-  std::copy(nonce->begin(), nonce->end(), out.begin());
-  return out;
-}
-
 // The first failed check of a CPU TEE's evidence, as the refusal.
 void refuse_first_failure(const std::string& source, const std::vector<ev::CheckOutcome>& checks) {
   for (const ev::CheckOutcome& c : checks)
@@ -140,7 +123,7 @@ void run_tdx(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
                      "' is a TDX quote (its PCK chain is inside it)");
   const ev::TdxTrust trust{
       o.device_root.empty() ? ev::intel_sgx_root() : tee::Certificate::load_pem(o.device_root), load_crls(o),
-      report_data_nonce(o.nonce), parse_date(o.at)};
+      parse_report_data_hex(o.nonce), parse_date(o.at)};
   const ev::TdxQuote quote = ev::parse_tdx_quote(bytes, tee::printable_path(o.file));
   std::printf("%s", ev::describe(quote).c_str());
   const std::vector<ev::CheckOutcome> checks = ev::verify_tdx_quote(quote, trust);
@@ -188,7 +171,7 @@ void run_snp(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
                      "distribution service serves it for the report's CHIP_ID and REPORTED_TCB)");
   const ev::SnpReport report = ev::parse_snp_report(bytes, where);
   const std::vector<tee::Certificate> vcek = ev::load_vcek(o.vcek);
-  ev::SnpTrust trust{ev::amd_roots(), load_crls(o), report_data_nonce(o.nonce), parse_date(o.at)};
+  ev::SnpTrust trust{ev::amd_roots(), load_crls(o), parse_report_data_hex(o.nonce), parse_date(o.at)};
   if (!o.device_root.empty())
     trust.roots = {{"--device-root", tee::Certificate::load_pem(o.device_root), {}}};
   std::printf("%s%s", ev::describe(report).c_str(), ev::describe_vcek(vcek).c_str());

@@ -13,6 +13,7 @@ void register_bench(CLI::App& app);
 void register_attest(CLI::App& app);
 void register_provision(CLI::App& app);
 void register_verify_evidence(CLI::App& app);
+void register_gather_evidence(CLI::App& app);
 void register_keys(CLI::App& app);
 void register_ckpt(CLI::App& app);
 void register_model_cmd(CLI::App& app);

@@ -82,18 +82,38 @@ void add_trust_options(CLI::App* g, TrustOptions& t) {
                 "attest --write-policy`); default: what this rank runs");
 }
 
-std::optional<std::array<std::uint8_t, 32>> parse_nonce_hex(const std::string& hex) {
-  if (hex.empty()) return std::nullopt;
+std::array<std::uint8_t, 32> parse_hex32(const std::string& hex, const std::string& flag,
+                                         const std::string& what) {
   std::vector<std::uint8_t> raw;
   try {
     raw = tee::from_hex(hex);
   } catch (const std::invalid_argument&) {
   }
-  if (raw.size() != 32)
-    throw InputError("--nonce: expected 64 hex digits (the 32-byte challenge you issued)");
+  if (raw.size() != 32) throw InputError(flag + ": expected 64 hex digits (" + what + ")");
   std::array<std::uint8_t, 32> n{};
   std::copy(raw.begin(), raw.end(), n.begin());
   return n;
+}
+
+std::optional<std::array<std::uint8_t, 32>> parse_nonce_hex(const std::string& hex) {
+  if (hex.empty()) return std::nullopt;
+  return parse_hex32(hex, "--nonce", "the 32-byte challenge you issued");
+}
+
+std::optional<std::array<std::uint8_t, 64>> parse_report_data_hex(const std::string& hex) {
+  if (hex.empty()) return std::nullopt;
+  std::array<std::uint8_t, 64> out{};
+  const std::string what = "the 32-byte challenge you issued, or 128 for all 64 bytes of REPORTDATA";
+  if (hex.size() != 128) {
+    const auto first = parse_hex32(hex, "--nonce", what);
+    std::copy(first.begin(), first.end(), out.begin());
+    return out;
+  }
+  const auto first = parse_hex32(hex.substr(0, 64), "--nonce", what);
+  const auto second = parse_hex32(hex.substr(64), "--nonce", what);
+  std::copy(first.begin(), first.end(), out.begin());
+  std::copy(second.begin(), second.end(), out.begin() + 32);
+  return out;
 }
 
 }  // namespace tt::cli

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""A STAND-IN FOR THE LINUX KERNEL'S configfs-tsm, for tests only: it signs nothing and attests nothing.
+
+On a confidential guest the kernel serves /sys/kernel/config/tsm/report (tee/evidence/tsm_report.h,
+Note [configfs-tsm protocol]): a new entry gets its attributes at once, reading `outblob` makes the TEE
+sign the 64 bytes written to `inblob`, `generation` counts the writes, and rmdir removes the entry with
+its attributes. A plain directory does none of that, so this process answers like the kernel does:
+
+  * each new entry under REPORT_DIR gets `provider`, (for sev_guest) `privlevel` and `privlevel_floor`,
+    `outblob` and `generation`, then `inblob` last (the prover waits for it);
+  * `outblob` and `generation` are FIFOs, so the prover's read blocks, as on a guest, until the "report"
+    is ready: once 64 bytes are in `inblob`, OUTBLOB's bytes are served (with inblob copied in at
+    --echo-at, as a real report carries REPORTDATA, and the privlevel written at --privlevel-at);
+  * when the prover opens `generation` (its last read), every attribute is removed, so its rmdir
+    succeeds as on configfs; the generation served is the number of writes (+ --extra-writes).
+
+--silent never answers (a quote service that is down). Stop it by its pid when the test ends.
+"""
+import argparse
+import os
+import threading
+import time
+
+
+def write(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def populate(entry, args):
+    write(os.path.join(entry, "provider"), args.provider.encode() + b"\n")
+    if args.provider == "sev_guest":
+        write(os.path.join(entry, "privlevel"), b"")
+        write(os.path.join(entry, "privlevel_floor"), b"%d\n" % args.privlevel_floor)
+    os.mkfifo(os.path.join(entry, "outblob"))
+    os.mkfifo(os.path.join(entry, "generation"))
+    write(os.path.join(entry, "inblob"), b"")  # last: the prover starts once it appears
+
+
+def serve(entry, args):
+    populate(entry, args)
+    inblob = os.path.join(entry, "inblob")
+    while os.path.getsize(inblob) < 64:
+        time.sleep(0.005)
+    if args.silent:
+        return
+    report_data = open(inblob, "rb").read()
+    privlevel = open(os.path.join(entry, "privlevel"), "rb").read() if args.provider == "sev_guest" else b""
+    out = bytearray(open(args.outblob, "rb").read())
+    if args.echo_at is not None:
+        out[args.echo_at:args.echo_at + 64] = report_data
+    if args.privlevel_at is not None and privlevel:
+        out[args.privlevel_at:args.privlevel_at + 4] = int(privlevel).to_bytes(4, "little")
+    if args.auxblob:
+        write(os.path.join(entry, "auxblob"), open(args.auxblob, "rb").read())
+    with open(os.path.join(entry, "outblob"), "wb") as f:  # blocks until the prover reads
+        f.write(out)
+    writes = 1 + (1 if privlevel else 0) + args.extra_writes
+    with open(os.path.join(entry, "generation"), "wb") as f:  # blocks until the prover's last read
+        for name in os.listdir(entry):
+            os.unlink(os.path.join(entry, name))
+        f.write(b"%d\n" % writes)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("report_dir")
+    p.add_argument("--provider", default="tdx_guest", choices=["tdx_guest", "sev_guest"])
+    p.add_argument("--outblob", required=True, help="the bytes to serve as the report")
+    p.add_argument("--auxblob", help="bytes to serve as auxblob (SEV-SNP's certificate table)")
+    p.add_argument("--echo-at", type=int, help="copy inblob into the report at this offset")
+    p.add_argument("--privlevel-at", type=int, help="write the privlevel (4 bytes LE) into the report here")
+    p.add_argument("--privlevel-floor", type=int, default=0)
+    p.add_argument("--extra-writes", type=int, default=0, help="pretend another process wrote the entry")
+    p.add_argument("--silent", action="store_true", help="never answer")
+    args = p.parse_args()
+    os.makedirs(args.report_dir, exist_ok=True)
+    seen = set()
+    while True:
+        for name in os.listdir(args.report_dir):
+            entry = os.path.join(args.report_dir, name)
+            if name not in seen and os.path.isdir(entry):
+                seen.add(name)
+                threading.Thread(target=serve, args=(entry, args), daemon=True).start()
+        time.sleep(0.005)
+
+
+if __name__ == "__main__":
+    main()
