@@ -9,13 +9,10 @@
 #include <stdexcept>
 
 #include "tee/errors.h"
+#include "tee/openssl_ptr.h"
 
 namespace tt::tee {
 namespace {
-
-struct KdfCtxFree {
-  void operator()(EVP_KDF_CTX* c) const noexcept { EVP_KDF_CTX_free(c); }
-};
 
 constexpr std::size_t kHashLen = 32;
 
@@ -27,7 +24,7 @@ SecretBytes run_hkdf(int mode, ByteView key, ByteView salt, ByteView info, std::
   std::unique_ptr<EVP_KDF, decltype(&EVP_KDF_free)> kdf(EVP_KDF_fetch(nullptr, "HKDF", nullptr),
                                                         &EVP_KDF_free);
   if (!kdf) throw_openssl_error("EVP_KDF_fetch(HKDF)");
-  std::unique_ptr<EVP_KDF_CTX, KdfCtxFree> ctx(EVP_KDF_CTX_new(kdf.get()));
+  CPtr<EVP_KDF_CTX, EVP_KDF_CTX_free> ctx(EVP_KDF_CTX_new(kdf.get()));
   if (!ctx) throw_openssl_error("EVP_KDF_CTX_new");
 
   // OSSL_PARAM wants non-const pointers even for inputs it only reads; these buffers are not written.

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "tee/errors.h"
+#include "tee/openssl_ptr.h"
 #include "tee/regular_file.h"
 #include "tee/secure_bytes.h"
 #include "tee/unique_fd.h"
@@ -23,16 +24,6 @@ void PkeyFree::operator()(evp_pkey_st* k) const noexcept {
 }
 
 namespace {
-
-struct PkeyCtxFree {
-  void operator()(EVP_PKEY_CTX* c) const noexcept { EVP_PKEY_CTX_free(c); }
-};
-struct MdCtxFree {
-  void operator()(EVP_MD_CTX* c) const noexcept { EVP_MD_CTX_free(c); }
-};
-struct BioFree {
-  void operator()(BIO* b) const noexcept { BIO_free_all(b); }
-};
 
 PkeyPtr generate_key(const char* type) {
   PkeyPtr k(EVP_PKEY_Q_keygen(nullptr, nullptr, type));
@@ -74,7 +65,7 @@ PublicKey X25519KeyPair::public_key() const {
 SecretBytes X25519KeyPair::shared_secret(const PublicKey& peer) const {
   PkeyPtr peer_key(EVP_PKEY_new_raw_public_key(EVP_PKEY_X25519, nullptr, peer.data(), peer.size()));
   if (!peer_key) throw_openssl_error("X25519 peer public key import");
-  std::unique_ptr<EVP_PKEY_CTX, PkeyCtxFree> ctx(EVP_PKEY_CTX_new(key_.get(), nullptr));
+  CPtr<EVP_PKEY_CTX, EVP_PKEY_CTX_free> ctx(EVP_PKEY_CTX_new(key_.get(), nullptr));
   if (!ctx || EVP_PKEY_derive_init(ctx.get()) != 1) throw_openssl_error("X25519 derive init");
   if (EVP_PKEY_derive_set_peer(ctx.get(), peer_key.get()) != 1) throw_openssl_error("X25519 set peer");
   SecretBytes secret(32);
@@ -107,7 +98,7 @@ Ed25519KeyPair Ed25519KeyPair::load_pem(const std::filesystem::path& path) {
   SecretBytes pem(static_cast<std::size_t>(f.size));
   if (pread_full(f.fd.get(), pem.mutable_view(), 0) != static_cast<long long>(pem.size()))
     throw InputError("device key '" + path.string() + "': changed size while being read");
-  std::unique_ptr<BIO, BioFree> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  CPtr<BIO, BIO_free_all> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
   if (!bio) {
     clear_openssl_errors();
     throw CryptoError("device key '" + path.string() + "': cannot buffer the file");
@@ -123,7 +114,7 @@ Ed25519KeyPair Ed25519KeyPair::load_pem(const std::filesystem::path& path) {
 }
 
 void Ed25519KeyPair::save_pem(const std::filesystem::path& path) const {
-  std::unique_ptr<BIO, BioFree> mem(BIO_new(BIO_s_secmem()));
+  CPtr<BIO, BIO_free_all> mem(BIO_new(BIO_s_secmem()));
   if (!mem || PEM_write_bio_PrivateKey(mem.get(), key_.get(), nullptr, nullptr, 0, nullptr, nullptr) != 1)
     throw_openssl_error("Ed25519 PEM encoding");
   char* pem = nullptr;
@@ -139,7 +130,7 @@ PublicKey Ed25519KeyPair::public_key() const {
 }
 
 Signature Ed25519KeyPair::sign(ByteView message) const {
-  std::unique_ptr<EVP_MD_CTX, MdCtxFree> ctx(EVP_MD_CTX_new());
+  CPtr<EVP_MD_CTX, EVP_MD_CTX_free> ctx(EVP_MD_CTX_new());
   // Ed25519 is "pure": no separate digest, the whole message goes into one DigestSign call.
   if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, nullptr, nullptr, key_.get()) != 1)
     throw_openssl_error("Ed25519 sign init");
@@ -156,7 +147,7 @@ bool ed25519_verify(const PublicKey& public_key, ByteView message, const Signatu
     clear_openssl_errors();  // not a valid curve point: a bad key, so a bad signature
     return false;
   }
-  std::unique_ptr<EVP_MD_CTX, MdCtxFree> ctx(EVP_MD_CTX_new());
+  CPtr<EVP_MD_CTX, EVP_MD_CTX_free> ctx(EVP_MD_CTX_new());
   if (!ctx || EVP_DigestVerifyInit(ctx.get(), nullptr, nullptr, nullptr, k.get()) != 1)
     throw_openssl_error("Ed25519 verify init");
   const int rc =

@@ -16,6 +16,7 @@
 
 #include "tee/errors.h"
 #include "tee/keys.h"
+#include "tee/openssl_ptr.h"
 #include "tee/regular_file.h"
 #include "tee/unique_fd.h"
 #include "tee/x509.h"
@@ -27,17 +28,8 @@ namespace {
 
 constexpr const char* kOrg = "teetrain EMULATED GPU vendor";
 
-struct BioFree {
-  void operator()(BIO* b) const noexcept { BIO_free_all(b); }
-};
-using BioPtr = std::unique_ptr<BIO, BioFree>;
-struct Asn1IntFree {
-  void operator()(ASN1_INTEGER* i) const noexcept { ASN1_INTEGER_free(i); }
-};
-using Asn1IntPtr = std::unique_ptr<ASN1_INTEGER, Asn1IntFree>;
-struct Asn1TimeFree {
-  void operator()(ASN1_TIME* t) const noexcept { ASN1_TIME_free(t); }
-};
+using BioPtr = CPtr<BIO, BIO_free_all>;
+using Asn1IntPtr = CPtr<ASN1_INTEGER, ASN1_INTEGER_free>;
 
 fs::path root_key_path(const fs::path& dir) {
   return dir / "vendor_secret" / "root.key";
@@ -202,9 +194,8 @@ std::set<std::string> revoked_serials(const fs::path& dir) {
 
 void write_crl_file(const Vendor& v, const ProvisionOptions& o, const std::set<std::string>& serials) {
   std::unique_ptr<X509_CRL, decltype(&X509_CRL_free)> crl(X509_CRL_new(), X509_CRL_free);
-  std::unique_ptr<ASN1_TIME, Asn1TimeFree> now(X509_gmtime_adj(nullptr, 0));
-  std::unique_ptr<ASN1_TIME, Asn1TimeFree> next(
-      X509_gmtime_adj(nullptr, static_cast<long>(o.valid_days) * 86400L));
+  CPtr<ASN1_TIME, ASN1_TIME_free> now(X509_gmtime_adj(nullptr, 0));
+  CPtr<ASN1_TIME, ASN1_TIME_free> next(X509_gmtime_adj(nullptr, static_cast<long>(o.valid_days) * 86400L));
   if (!crl || !now || !next || X509_CRL_set_version(crl.get(), 1) != 1 ||
       X509_CRL_set_issuer_name(crl.get(), X509_get_subject_name(v.root.native())) != 1 ||
       X509_CRL_set1_lastUpdate(crl.get(), now.get()) != 1 ||

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "tee/errors.h"
+#include "tee/openssl_ptr.h"
 #include "tee/regular_file.h"
 
 namespace tt::tee {
@@ -25,16 +26,7 @@ void X509CrlFree::operator()(X509_crl_st* c) const noexcept {
 
 namespace {
 
-struct BioFree {
-  void operator()(BIO* b) const noexcept { BIO_free_all(b); }
-};
-using BioPtr = std::unique_ptr<BIO, BioFree>;
-struct StoreFree {
-  void operator()(X509_STORE* s) const noexcept { X509_STORE_free(s); }
-};
-struct StoreCtxFree {
-  void operator()(X509_STORE_CTX* c) const noexcept { X509_STORE_CTX_free(c); }
-};
+using BioPtr = CPtr<BIO, BIO_free_all>;
 
 // The file's bytes in a memory BIO (a secure one: a device identity PEM holds its private key), read
 // through the one reader of user-given files: a FIFO or device is refused, never opened blocking.
@@ -195,13 +187,6 @@ std::vector<Certificate> certificates_from_pem(std::string_view pem, const std::
 
 namespace {
 
-struct EkuFree {
-  void operator()(EXTENDED_KEY_USAGE* e) const noexcept { EXTENDED_KEY_USAGE_free(e); }
-};
-struct ObjectFree {
-  void operator()(ASN1_OBJECT* o) const noexcept { ASN1_OBJECT_free(o); }
-};
-
 std::string oid_text(const ASN1_OBJECT* oid) {
   char buf[128] = {};
   OBJ_obj2txt(buf, sizeof buf, oid, 1);  // dotted numbers: what `openssl x509 -text` shows for ours
@@ -211,7 +196,7 @@ std::string oid_text(const ASN1_OBJECT* oid) {
 // extendedKeyUsage must name the vendor's device purpose and nothing else: one key, one job.
 ChainVerdict check_device_purpose(const Certificate& leaf) {
   int critical = 0;
-  std::unique_ptr<EXTENDED_KEY_USAGE, EkuFree> eku(static_cast<EXTENDED_KEY_USAGE*>(
+  CPtr<EXTENDED_KEY_USAGE, EXTENDED_KEY_USAGE_free> eku(static_cast<EXTENDED_KEY_USAGE*>(
       X509_get_ext_d2i(leaf.native(), NID_ext_key_usage, &critical, nullptr)));
   clear_openssl_errors();
   if (!eku) {
@@ -220,7 +205,7 @@ ChainVerdict check_device_purpose(const Certificate& leaf) {
                        : "device certificate has no extendedKeyUsage (the vendor's device purpose " +
                              std::string(kDevicePurposeOid) + " is required)"};
   }
-  std::unique_ptr<ASN1_OBJECT, ObjectFree> device(OBJ_txt2obj(kDevicePurposeOid, 1));
+  CPtr<ASN1_OBJECT, ASN1_OBJECT_free> device(OBJ_txt2obj(kDevicePurposeOid, 1));
   if (!device) throw_openssl_error("device purpose OID");
   const int n = sk_ASN1_OBJECT_num(eku.get());
   for (int i = 0; i < n; ++i) {
@@ -323,8 +308,8 @@ PathOptions sent_chain_options(const std::vector<Certificate>& chain,
 
 ChainVerdict verify_certificate_path(const Certificate& root, const Certificate& leaf,
                                      const PathOptions& options) {
-  std::unique_ptr<X509_STORE, StoreFree> store(X509_STORE_new());
-  std::unique_ptr<X509_STORE_CTX, StoreCtxFree> ctx(X509_STORE_CTX_new());
+  CPtr<X509_STORE, X509_STORE_free> store(X509_STORE_new());
+  CPtr<X509_STORE_CTX, X509_STORE_CTX_free> ctx(X509_STORE_CTX_new());
   std::unique_ptr<STACK_OF(X509), X509StackFree> untrusted(sk_X509_new_null());
   if (!store || !ctx || !untrusted || X509_STORE_add_cert(store.get(), root.native()) != 1)
     throw_openssl_error("X509 store setup");

@@ -11,28 +11,10 @@
 #include <vector>
 
 #include "tee/errors.h"
+#include "tee/openssl_ptr.h"
 
 namespace tt::tee::evidence {
 namespace {
-
-struct EcdsaSigFree {
-  void operator()(ECDSA_SIG* s) const noexcept { ECDSA_SIG_free(s); }
-};
-struct BnFree {
-  void operator()(BIGNUM* b) const noexcept { BN_free(b); }
-};
-struct MdCtxFree {
-  void operator()(EVP_MD_CTX* c) const noexcept { EVP_MD_CTX_free(c); }
-};
-struct PkeyCtxFree {
-  void operator()(EVP_PKEY_CTX* c) const noexcept { EVP_PKEY_CTX_free(c); }
-};
-struct ParamsFree {
-  void operator()(OSSL_PARAM* p) const noexcept { OSSL_PARAM_free(p); }
-};
-struct ParamBldFree {
-  void operator()(OSSL_PARAM_BLD* b) const noexcept { OSSL_PARAM_BLD_free(b); }
-};
 
 std::size_t scalar_bytes(Curve c) {
   return c == Curve::P256 ? 32 : 48;
@@ -41,9 +23,9 @@ std::size_t scalar_bytes(Curve c) {
 // r || s as the DER ECDSA-Sig-Value that EVP_DigestVerify takes.
 std::vector<std::uint8_t> der_signature(ByteView raw) {
   const int half = static_cast<int>(raw.size() / 2);
-  std::unique_ptr<BIGNUM, BnFree> r(BN_bin2bn(raw.data(), half, nullptr));
-  std::unique_ptr<BIGNUM, BnFree> s(BN_bin2bn(raw.data() + half, half, nullptr));
-  std::unique_ptr<ECDSA_SIG, EcdsaSigFree> sig(ECDSA_SIG_new());
+  CPtr<BIGNUM, BN_free> r(BN_bin2bn(raw.data(), half, nullptr));
+  CPtr<BIGNUM, BN_free> s(BN_bin2bn(raw.data() + half, half, nullptr));
+  CPtr<ECDSA_SIG, ECDSA_SIG_free> sig(ECDSA_SIG_new());
   if (!r || !s || !sig || ECDSA_SIG_set0(sig.get(), r.get(), s.get()) != 1)
     throw_openssl_error("ECDSA signature");
   (void)r.release();  // ECDSA_SIG_set0 took both
@@ -74,12 +56,12 @@ PkeyPtr p256_public_key(ByteView xy) {
   if (xy.size() != 64) return nullptr;
   std::vector<std::uint8_t> point{0x04};  // uncompressed SEC 1 point
   point.insert(point.end(), xy.begin(), xy.end());
-  std::unique_ptr<OSSL_PARAM_BLD, ParamBldFree> bld(OSSL_PARAM_BLD_new());
+  CPtr<OSSL_PARAM_BLD, OSSL_PARAM_BLD_free> bld(OSSL_PARAM_BLD_new());
   if (!bld || OSSL_PARAM_BLD_push_utf8_string(bld.get(), OSSL_PKEY_PARAM_GROUP_NAME, "prime256v1", 0) != 1 ||
       OSSL_PARAM_BLD_push_octet_string(bld.get(), OSSL_PKEY_PARAM_PUB_KEY, point.data(), point.size()) != 1)
     throw_openssl_error("P-256 key parameters");
-  std::unique_ptr<OSSL_PARAM, ParamsFree> params(OSSL_PARAM_BLD_to_param(bld.get()));
-  std::unique_ptr<EVP_PKEY_CTX, PkeyCtxFree> ctx(EVP_PKEY_CTX_new_from_name(nullptr, "EC", nullptr));
+  CPtr<OSSL_PARAM, OSSL_PARAM_free> params(OSSL_PARAM_BLD_to_param(bld.get()));
+  CPtr<EVP_PKEY_CTX, EVP_PKEY_CTX_free> ctx(EVP_PKEY_CTX_new_from_name(nullptr, "EC", nullptr));
   EVP_PKEY* key = nullptr;
   if (!params || !ctx || EVP_PKEY_fromdata_init(ctx.get()) != 1) throw_openssl_error("P-256 key setup");
   const bool ok = EVP_PKEY_fromdata(ctx.get(), &key, EVP_PKEY_PUBLIC_KEY, params.get()) == 1;
@@ -94,7 +76,7 @@ bool verify_ecdsa_raw(evp_pkey_st* key, Curve curve, ByteView data, ByteView r_s
     return false;
   }
   const std::vector<std::uint8_t> der = der_signature(r_s);
-  std::unique_ptr<EVP_MD_CTX, MdCtxFree> ctx(EVP_MD_CTX_new());
+  CPtr<EVP_MD_CTX, EVP_MD_CTX_free> ctx(EVP_MD_CTX_new());
   const EVP_MD* md = curve == Curve::P256 ? EVP_sha256() : EVP_sha384();
   if (!ctx || EVP_DigestVerifyInit(ctx.get(), nullptr, md, nullptr, key) != 1)
     throw_openssl_error("ECDSA verify setup");

@@ -6,14 +6,11 @@
 #include "base/error.h"
 #include "tee/errors.h"
 #include "tee/evidence/ecdsa.h"
+#include "tee/openssl_ptr.h"
 #include "tee/regular_file.h"
 
 namespace tt::tee::evidence {
 namespace {
-
-struct BioFree {
-  void operator()(BIO* b) const noexcept { BIO_free(b); }
-};
 
 CheckOutcome check_chain(const GpuEvidence& gpu, const EvidenceTrust& trust) {
   // The chain carries its own copy of the root; only the bundled one is trusted (a path through the
@@ -110,7 +107,7 @@ std::vector<CheckOutcome> verify_gpu_evidence(const GpuEvidence& gpu, const Evid
 
 std::shared_ptr<X509_crl_st> load_crl(const std::filesystem::path& path) {
   const std::vector<std::uint8_t> bytes = read_regular_file(path, "--crl", kMaxPemFileBytes);
-  std::unique_ptr<BIO, BioFree> bio(BIO_new_mem_buf(bytes.data(), static_cast<int>(bytes.size())));
+  CPtr<BIO, BIO_free> bio(BIO_new_mem_buf(bytes.data(), static_cast<int>(bytes.size())));
   if (!bio) throw_openssl_error("CRL buffer");
   X509CrlPtr crl(PEM_read_bio_X509_CRL(bio.get(), nullptr, nullptr, nullptr));
   if (!crl) {

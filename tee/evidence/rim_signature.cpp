@@ -19,6 +19,7 @@
 #include "tee/errors.h"
 #include "tee/evidence/rim.h"
 #include "tee/evidence/xml.h"
+#include "tee/openssl_ptr.h"
 
 namespace tt::tee::evidence {
 namespace {
@@ -43,24 +44,14 @@ void ensure_xmlsec() {
   (void)ready;
 }
 
-struct DsigCtxFree {
-  void operator()(xmlSecDSigCtx* c) const noexcept { xmlSecDSigCtxDestroy(c); }
-};
-struct KeyFree {
-  void operator()(xmlSecKey* k) const noexcept { xmlSecKeyDestroy(k); }
-};
-struct EvpKeyFree {
-  void operator()(EVP_PKEY* k) const noexcept { EVP_PKEY_free(k); }
-};
-
 // The signer certificate's public key as an xmlsec key (the only key the check may use).
-std::unique_ptr<xmlSecKey, KeyFree> signer_key(const Certificate& signer) {
-  std::unique_ptr<EVP_PKEY, EvpKeyFree> pub(X509_get_pubkey(signer.native()));
+CPtr<xmlSecKey, xmlSecKeyDestroy> signer_key(const Certificate& signer) {
+  CPtr<EVP_PKEY, EVP_PKEY_free> pub(X509_get_pubkey(signer.native()));
   if (!pub) throw_openssl_error("RIM signer key");
   xmlSecKeyDataPtr data = xmlSecOpenSSLEvpKeyAdopt(pub.get());
   if (data == nullptr) throw CryptoError("xmlsec1: the RIM signer's key type is not supported");
   (void)pub.release();  // adopted by `data`
-  std::unique_ptr<xmlSecKey, KeyFree> key(xmlSecKeyCreate());
+  CPtr<xmlSecKey, xmlSecKeyDestroy> key(xmlSecKeyCreate());
   if (!key || xmlSecKeySetValue(key.get(), data) < 0) {
     xmlSecKeyDataDestroy(data);
     throw CryptoError("xmlsec1: cannot make a key");
@@ -113,7 +104,7 @@ ChainVerdict verify_rim_signature(const Rim& rim, const Certificate& rim_root,
   const XmlDocPtr doc = read_xml(rim.xml, rim.source);
   xmlNode* root = xmlDocGetRootElement(doc.get());
   if (ChainVerdict shape = check_signature_shape(root); !shape) return shape;
-  std::unique_ptr<xmlSecDSigCtx, DsigCtxFree> ctx(xmlSecDSigCtxCreate(nullptr));
+  CPtr<xmlSecDSigCtx, xmlSecDSigCtxDestroy> ctx(xmlSecDSigCtxCreate(nullptr));
   if (!ctx) throw CryptoError("xmlsec1: cannot make a signature context");
   restrict_transforms(ctx.get());
   ctx->signKey = signer_key(rim.signer_chain.front()).release();  // owned by ctx from here

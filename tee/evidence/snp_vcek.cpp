@@ -11,20 +11,11 @@
 #include "tee/errors.h"
 #include "tee/evidence/field_text.h"
 #include "tee/evidence/snp_report.h"
+#include "tee/openssl_ptr.h"
 #include "tee/regular_file.h"
 
 namespace tt::tee::evidence {
 namespace {
-
-struct ObjectFree {
-  void operator()(ASN1_OBJECT* o) const noexcept { ASN1_OBJECT_free(o); }
-};
-struct IntegerFree {
-  void operator()(ASN1_INTEGER* i) const noexcept { ASN1_INTEGER_free(i); }
-};
-struct Ia5Free {
-  void operator()(ASN1_IA5STRING* s) const noexcept { ASN1_IA5STRING_free(s); }
-};
 
 constexpr const char* kProductNameOid = "1.3.6.1.4.1.3704.1.2";
 constexpr const char* kHwidOid = "1.3.6.1.4.1.3704.1.4";
@@ -47,7 +38,7 @@ constexpr std::array<Spl, 8> kSpls = {{
 
 // The contents of the extension `oid` (the DER inside its OCTET STRING), empty when absent.
 ByteView extension(const Certificate& cert, const char* oid) {
-  std::unique_ptr<ASN1_OBJECT, ObjectFree> object(OBJ_txt2obj(oid, 1));
+  CPtr<ASN1_OBJECT, ASN1_OBJECT_free> object(OBJ_txt2obj(oid, 1));
   if (!object) throw_openssl_error("AMD extension OID");
   const int at = X509_get_ext_by_OBJ(cert.native(), object.get(), -1);
   if (at < 0) return {};
@@ -58,7 +49,7 @@ ByteView extension(const Certificate& cert, const char* oid) {
 // A DER INTEGER 0 .. 255 that fills `der`; nullopt otherwise.
 std::optional<std::uint8_t> spl_value(ByteView der) {
   const unsigned char* p = der.data();
-  std::unique_ptr<ASN1_INTEGER, IntegerFree> v(d2i_ASN1_INTEGER(nullptr, &p, static_cast<long>(der.size())));
+  CPtr<ASN1_INTEGER, ASN1_INTEGER_free> v(d2i_ASN1_INTEGER(nullptr, &p, static_cast<long>(der.size())));
   const long n = v && p == der.data() + der.size() ? ASN1_INTEGER_get(v.get()) : -1;
   clear_openssl_errors();
   if (n < 0 || n > 255) return std::nullopt;
@@ -67,7 +58,7 @@ std::optional<std::uint8_t> spl_value(ByteView der) {
 
 std::string ia5_text(ByteView der) {
   const unsigned char* p = der.data();
-  std::unique_ptr<ASN1_IA5STRING, Ia5Free> s(d2i_ASN1_IA5STRING(nullptr, &p, static_cast<long>(der.size())));
+  CPtr<ASN1_IA5STRING, ASN1_IA5STRING_free> s(d2i_ASN1_IA5STRING(nullptr, &p, static_cast<long>(der.size())));
   clear_openssl_errors();
   if (!s) return {};
   return {reinterpret_cast<const char*>(ASN1_STRING_get0_data(s.get())),

@@ -9,14 +9,12 @@
 
 #include "base/error.h"
 #include "tee/evidence/nvidia_verify.h"
+#include "tee/openssl_ptr.h"
 
 namespace tt::tee::evidence {
 namespace {
 
-struct PkeyFree {
-  void operator()(EVP_PKEY* k) const noexcept { EVP_PKEY_free(k); }
-};
-using PkeyPtr = std::unique_ptr<EVP_PKEY, PkeyFree>;
+using PkeyPtr = tee::CPtr<EVP_PKEY, EVP_PKEY_free>;
 
 PkeyPtr p384_key() {
   PkeyPtr k(EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-384"));
