@@ -14,8 +14,9 @@ Two sweeps, cc beside TEE off: the ranks (2 .. 16) at the independent per-crossi
 to about what the paper's own pair of figures implies (7.7 ms at GPT-2-XL: docs/reproducing.md), at
 one P.
 """
-import json
 import os
+
+import study_runs
 
 MODEL = "gpt2"
 RANKS = (2, 4, 8, 16)
@@ -63,12 +64,7 @@ def specs(hardware_us, model=MODEL, ranks=RANKS, costs_us=COSTS_US, sweep_p=SWEE
 def load_results(out, runs):
     """{"off": {P: step}, "cc": {(P, cost, algo): (step, auto's picks {algo: buckets})}}."""
     res = {"off": {}, "cc": {}}
-    for r in runs:
-        path = os.path.join(out, "runs", r["id"] + ".json")
-        if not os.path.exists(path):
-            continue
-        with open(path) as f:
-            s = json.load(f)
+    for r, s in study_runs.summaries(out, runs):
         if r["variant"] == "off":
             res["off"][r["P"]] = s["step_s_mean"]
         else:

@@ -8,10 +8,8 @@ and labelled so. Every scenario runs GPT-2-XL on 4 emulated H100s, TEE off and c
 buckets and with one bucket for the whole model (the paper's "larger buckets"), in virtual time: its
 numbers are the modelled platform's, the same on any machine.
 """
-import json
-import os
-
 import predict_paper
+import study_runs
 
 MODEL = "gpt2-xl"
 RANKS = 4
@@ -182,12 +180,7 @@ def load_results(out, runs):
     """{scenario: {"off"|"cc25"|"cc1": step_s_mean, "off_summary": the TEE-off run's summary}} from the
     runs' summaries under OUT/runs."""
     res = {}
-    for r in runs:
-        path = os.path.join(out, "runs", r["id"] + ".json")
-        if not os.path.exists(path):
-            continue
-        with open(path) as f:
-            s = json.load(f)
+    for r, s in study_runs.summaries(out, runs):
         name = next(n for n, *_ in SCENARIOS if r["id"].startswith(f"scenario-{n}-"))
         key = "off" if r["variant"] == "off" else ("cc25" if r["bucket"] else "cc1")
         res.setdefault(name, {})[key] = s["step_s_mean"]
