@@ -2,8 +2,8 @@
 # Virtual time (docs/design.md §11): an emulated study's step time is a function of the workload and
 # the modelled platform alone. bert-base on 4 emulated H100s under cc gives the same step_s_mean, to
 # the last printed digit, alone and beside two CPU-burning processes; so does P = 8 on these cores
-# (oversubscribed); the host model's flags change it as the model says; --time wall still measures,
-# and says so.
+# (oversubscribed); the host model's flags (the AES-GCM rate, bounce re-encryption) and a BF16
+# baseline change it as the model says; --time wall still measures, and says so.
 source "$(dirname "$0")/lib.sh" "$@"
 make_corpus
 provision_trust
@@ -47,6 +47,24 @@ assert a["config"]["gpu"]["time"]["host_aead_gbps"] == 3.36, a["config"]["gpu"][
 assert a["time"] == "virtual" and b["time"] == "virtual", (a["time"], b["time"])
 PY
 then passes=$((passes + 1)); else echo "FAIL: --host-aead-gbps halves the seal phase"; fails=$((fails + 1)); fi
+
+# Bounce buffers encrypted a second time on the host: twice the bytes through the host's cipher. A BF16
+# baseline: the step's compute shrinks, and the memory per rank counts 2-byte activations and a BF16
+# weight copy. auto picks per bucket from the modelled host's costs (the scenarios and the collectives
+# study of tools/reproduce.py run these flags).
+run bounce 4 --bounce-reencrypt
+run bf16 4 --gpu-precision bf16 --allreduce-algo auto
+if "$PY" - "$WORK/alone.json" "$WORK/bounce.json" "$WORK/bf16.json" <<'PY'
+import json, sys
+a, b, h = (json.load(open(p)) for p in sys.argv[1:4])
+sa, sb = a["phases"]["seal"]["mean"], b["phases"]["seal"]["mean"]
+assert abs(sb - 2 * sa) <= 1e-6 * sa + 2e-9, (sa, sb)
+assert h["phases"]["backward"]["mean"] < a["phases"]["backward"]["mean"], "bf16 computes faster"
+assert h["memory_gib_per_rank"] < a["memory_gib_per_rank"], (h["memory_gib_per_rank"], a["memory_gib_per_rank"])
+assert h["allreduce_selection"]["requested"] == "auto" and sum(h["allreduce_selection"]["counts"].values()) > 0
+assert h["params_sha256"] == "none" and a["params_sha256"] == "none"  # placeholders are not hashed
+PY
+then passes=$((passes + 1)); else echo "FAIL: --bounce-reencrypt, BF16 and auto in virtual time"; fails=$((fails + 1)); fi
 
 # Wall-clock time: measured, and the banner says so.
 run wall 2 --time wall
