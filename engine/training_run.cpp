@@ -323,9 +323,17 @@ RunReport TrainingRun::finish(const TrainResult& r) {
   return out;
 }
 
+bool TrainingRun::bf16_emulated() const {
+  return o_.compute == ComputeMode::Emulate && o_.gpu_precision == GpuPrecision::Bf16;
+}
+
+double TrainingRun::memory_state_gib() const {
+  return static_cast<double>(model_->num_params()) * (bf16_emulated() ? 18.0 : 16.0) / (1 << 30);
+}
+
 double TrainingRun::memory_gib() const {
-  const bool bf16 = o_.compute == ComputeMode::Emulate && o_.gpu_precision == GpuPrecision::Bf16;
-  const double state = static_cast<double>(model_->num_params()) * (bf16 ? 18.0 : 16.0);
+  const bool bf16 = bf16_emulated();
+  const double state = memory_state_gib() * (1 << 30);
   const double activations =
       static_cast<double>(model_->activation_bytes(o_.batch, o_.seq)) * (bf16 ? 0.5 : 1.0);
   return (state + activations) / (1 << 30);
@@ -358,6 +366,7 @@ nlohmann::json TrainingRun::summary(const TrainResult& r, const RunReport& repor
   nlohmann::json s = result_json(r, img_.has_value());
   s.update({{"num_params", model_->num_params()},
             {"memory_gib_per_rank", memory_gib()},
+            {"memory_state_gib_per_rank", memory_state_gib()},  // its part that does not grow with the batch
             {"world_size", world_},
             {"allreduce", name(o_.allreduce)},
             {"gradient_path", world_ > 1 ? grads_->path() : "none"},

@@ -93,6 +93,8 @@ class TrainingRun {
   // parameter) and the activations of one batch; an emulated BF16 run keeps a BF16 copy of the weights
   // too (2 bytes) and its activations in 2-byte elements (half), as mixed-precision training does.
   double memory_gib() const;
+  double memory_state_gib() const;  // the per-parameter part alone
+  bool bf16_emulated() const;
   void resolve_images();
   void start_links();
   void open_data();

@@ -775,7 +775,8 @@ def main():
         # (idempotent: issues missing ones).
         widest = [scenarios.RANKS] + [r["P"] for r in runs]
         if study_selected(args, emulate_ok, "algorithms", in_quick=False):
-            widest += list(algo_study_args(args)[2]) + [algo_study_args(args)[4]]
+            _, _, ranks, _, sweep_p = algo_study_args(args)
+            widest += list(ranks) + [sweep_p]
         subprocess.check_call([args.bin, "provision", "--out", os.path.join(out, "vendor"),
                                "--devices", str(max(widest))],
                               stdout=subprocess.DEVNULL)

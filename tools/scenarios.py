@@ -61,15 +61,14 @@ GPU_GIB = 80e9 / 2 ** 30  # an H100's 80 GB, in GiB (summaries give memory_gib_p
 
 def memory_text(results):
     """Each TEE-off run's memory per GPU against 80 GB, and the largest batch that fits: memory is state
-    (per parameter) plus activations (per sample), so one run gives both parts (the state's bytes per
-    parameter as TrainingRun::memory_gib counts them: 16, 18 with a BF16 weight copy)."""
+    (per parameter: the summary's memory_state_gib_per_rank) plus activations (per sample), so one run
+    gives both parts."""
     parts = []
     for name, *_ in SCENARIOS:
         s = results.get(name, {}).get("off_summary")
-        if not s or "memory_gib_per_rank" not in s:
+        if not s or "memory_state_gib_per_rank" not in s:
             continue
-        bf16 = ((s.get("config") or {}).get("gpu") or {}).get("precision") == "bf16"
-        state = s["num_params"] * (18 if bf16 else 16) / 2 ** 30
+        state = s["memory_state_gib_per_rank"]
         batch = s["config"]["batch"]
         per_sample = (s["memory_gib_per_rank"] - state) / batch
         largest = int((GPU_GIB - state) / per_sample) if per_sample > 0 else None
