@@ -13,8 +13,8 @@
 #include "comm/ring_allreduce.h"
 #include "comm/ring_memory.h"
 #include "comm/transport.h"
-#include "engine/core/enum_names.h"
-#include "engine/core/profiler.h"
+#include "core/enum_names.h"
+#include "core/profiler.h"
 
 namespace tt::comm {
 

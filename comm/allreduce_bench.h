@@ -19,8 +19,8 @@
 #include "comm/channel.h"
 #include "comm/ring_allreduce.h"
 #include "comm/transport.h"
-#include "engine/core/enum_names.h"
-#include "engine/core/profiler.h"
+#include "core/enum_names.h"
+#include "core/profiler.h"
 #include "tee/aead.h"
 
 namespace tt::comm {

@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "base/error.h"
-#include "engine/core/precise_wait.h"
+#include "core/precise_wait.h"
 
 namespace tt::comm {
 

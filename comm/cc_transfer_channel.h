@@ -16,15 +16,15 @@
 // wait on one per-rank bridge, so crossings never overlap one another. Everything else (bytes, nonces,
 // tags, counters) is the inner channel's. The waits are reported as the `stage` phase (the same phase
 // a real GPU's staging copies use). In virtual time (a virtual `clock`, Note [Virtual time] in
-// engine/core/run_clock.h) a crossing moves the calling thread's time instead of waiting.
+// core/run_clock.h) a crossing moves the calling thread's time instead of waiting.
 #pragma once
 #include <chrono>
 #include <mutex>
 #include <string>
 
 #include "comm/channel.h"
-#include "engine/core/profiler.h"
-#include "engine/core/run_clock.h"
+#include "core/profiler.h"
+#include "core/run_clock.h"
 
 namespace tt::comm {
 

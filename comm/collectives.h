@@ -15,7 +15,7 @@
 
 #include "comm/channel.h"
 #include "comm/transport.h"
-#include "engine/core/profiler.h"
+#include "core/profiler.h"
 
 namespace tt::comm {
 

@@ -16,8 +16,8 @@
 #include <string>
 
 #include "comm/channel.h"
-#include "engine/core/emulated/gpu_queue.h"
-#include "engine/core/profiler.h"
+#include "core/emulated/gpu_queue.h"
+#include "core/profiler.h"
 
 namespace tt::comm {
 

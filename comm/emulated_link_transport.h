@@ -34,7 +34,7 @@
 
 #include "comm/throttled_transport.h"
 #include "comm/transport.h"
-#include "engine/core/profiler.h"
+#include "core/profiler.h"
 
 namespace tt::comm {
 

@@ -12,7 +12,7 @@
 #include <memory>
 
 #include "comm/ring_memory.h"
-#include "engine/core/emulated/emulated_backend.h"
+#include "core/emulated/emulated_backend.h"
 
 namespace tt::comm {
 

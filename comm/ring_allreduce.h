@@ -49,7 +49,7 @@
 #include "comm/ring_geometry.h"
 #include "comm/ring_memory.h"
 #include "comm/transport.h"
-#include "engine/core/profiler.h"
+#include "core/profiler.h"
 
 namespace tt::comm {
 

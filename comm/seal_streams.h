@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "comm/channel.h"
-#include "engine/core/profiler.h"
+#include "core/profiler.h"
 #include "tee/aead.h"
 #include "tee/errors.h"
 #include "tee/nonce.h"

@@ -42,7 +42,7 @@
 
 #include "comm/channel.h"
 #include "comm/seal_streams.h"
-#include "engine/core/profiler.h"
+#include "core/profiler.h"
 
 namespace tt::comm {
 

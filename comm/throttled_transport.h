@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "comm/transport.h"
-#include "engine/core/run_clock.h"
+#include "core/run_clock.h"
 
 namespace tt::comm {
 

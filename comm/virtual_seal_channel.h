@@ -1,5 +1,5 @@
 // VirtualSealChannel: the ring's sealing channel of an emulated run in virtual time (Note [Virtual
-// time], engine/core/run_clock.h). The host that seals for an emulated GPU is modelled, not measured:
+// time], core/run_clock.h). The host that seals for an emulated GPU is modelled, not measured:
 // each message costs its bytes at the modelled host's AES-GCM rate, spread over its crypto cores, and
 // the calling thread's virtual time moves on by that much. The bytes themselves are synthetic, so
 // what the real inner channel seals is a token: the first min(length, 16) bytes of
@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "comm/channel.h"
-#include "engine/core/profiler.h"
-#include "engine/core/run_clock.h"
+#include "core/profiler.h"
+#include "core/run_clock.h"
 
 namespace tt::comm {
 

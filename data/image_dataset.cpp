@@ -10,7 +10,7 @@
 #include <system_error>
 
 #include "base/error.h"
-#include "engine/core/rng.h"
+#include "core/rng.h"
 #include "tee/regular_file.h"
 
 namespace tt {

@@ -14,7 +14,7 @@
 #include <limits>
 #include <vector>
 
-#include "engine/core/profiler.h"
+#include "core/profiler.h"
 #include "tee/sealed_file.h"
 
 namespace tt {

@@ -31,12 +31,12 @@
 #include <string>
 #include <vector>
 
+#include "core/model.h"
+#include "core/profiler.h"
 #include "data/dataset_binding.h"
 #include "data/image_dataset.h"
 #include "data/sealed_blob.h"
 #include "data/sealed_ingress.h"
-#include "engine/core/model.h"
-#include "engine/core/profiler.h"
 #include "tee/sealed_file.h"
 
 namespace tt {

@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/core/profiler.h"
+#include "core/profiler.h"
 #include "tee/aead.h"
 #include "tee/nonce.h"
 

@@ -12,9 +12,9 @@
 #include <system_error>
 
 #include "base/error.h"
+#include "core/rng.h"
 #include "data/shard_files.h"
 #include "data/token_shard.h"
-#include "engine/core/rng.h"
 #include "tee/errors.h"
 #include "tee/regular_file.h"
 

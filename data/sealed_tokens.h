@@ -22,12 +22,12 @@
 #include <string>
 #include <vector>
 
+#include "core/model.h"
+#include "core/profiler.h"
 #include "data/dataset_binding.h"
 #include "data/sealed_blob.h"
 #include "data/sealed_ingress.h"
 #include "data/window_order.h"
-#include "engine/core/model.h"
-#include "engine/core/profiler.h"
 #include "tee/sealed_file.h"
 
 namespace tt {

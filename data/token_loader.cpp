@@ -10,8 +10,8 @@
 #include <utility>
 
 #include "base/error.h"
+#include "core/rng.h"
 #include "data/shard_files.h"
-#include "engine/core/rng.h"
 
 namespace tt {
 namespace fs = std::filesystem;

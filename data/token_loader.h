@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
+#include "core/model.h"
 #include "data/token_shard.h"
 #include "data/window_order.h"
-#include "engine/core/model.h"
 
 namespace tt {
 
@@ -94,7 +94,7 @@ class TokenLoader {
   int T_;
   uint64_t num_windows_ = 0;
   std::vector<uint64_t> shard_first_window_;  // (num_shards + 1) prefix sums of windows per shard
-  WindowOrder order_{0, 0, false};  // set once num_windows_ is known
+  WindowOrder order_{0, 0, false};            // set once num_windows_ is known
 };
 
 }  // namespace tt

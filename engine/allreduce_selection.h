@@ -19,7 +19,7 @@
 #include "comm/allreduce_algo.h"
 #include "comm/allreduce_cost.h"
 #include "comm/virtual_seal_channel.h"
-#include "engine/core/emulated/emulated_gpu.h"
+#include "core/emulated/emulated_gpu.h"
 #include "engine/run_plan.h"
 
 namespace tt {

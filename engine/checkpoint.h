@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "core/backend.h"
+#include "core/model.h"
 #include "engine/checkpoint_manifest.h"
-#include "engine/core/backend.h"
-#include "engine/core/model.h"
 #include "engine/optimizer.h"
 #include "engine/verified_checkpoint.h"
 #include "tee/secure_bytes.h"

@@ -15,9 +15,9 @@
 #include <thread>
 #include <vector>
 
-#include "engine/core/backend.h"
-#include "engine/core/model.h"
-#include "engine/core/profiler.h"
+#include "core/backend.h"
+#include "core/model.h"
+#include "core/profiler.h"
 #include "engine/grad_reducer.h"
 
 namespace tt {

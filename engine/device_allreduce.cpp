@@ -7,7 +7,7 @@
 #include "comm/cuda/nccl_comm.h"
 #include "comm/cuda/nccl_transport.h"
 #include "comm/cuda/staged_transport.h"
-#include "engine/core/backend_factory.h"
+#include "core/backend_factory.h"
 #endif
 
 namespace tt {

@@ -18,8 +18,8 @@
 #include "comm/ring_allreduce.h"
 #include "comm/sealed_channel.h"
 #include "comm/throttled_transport.h"
-#include "engine/core/backend.h"
-#include "engine/core/profiler.h"
+#include "core/backend.h"
+#include "core/profiler.h"
 #include "engine/ddp_reducer.h"
 
 namespace tt {

@@ -13,9 +13,9 @@
 #include "comm/channel.h"
 #include "comm/collectives.h"
 #include "comm/transport.h"
-#include "engine/core/backend.h"
-#include "engine/core/model.h"
-#include "engine/core/profiler.h"
+#include "core/backend.h"
+#include "core/model.h"
+#include "core/profiler.h"
 
 namespace tt {
 

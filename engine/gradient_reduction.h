@@ -16,7 +16,7 @@
 // with --link emulate the ring's plaintext messages go over EmulatedLinkTransport and its adds are
 // waits on the emulated GPU (EmulatedRingMemory); both run on the backend's communication stream.
 // --link-gbps paces real links. In virtual time (--time virtual, Note [Virtual time] in
-// engine/core/run_clock.h) every ring message is a token over an emulated link, the adds are modelled,
+// core/run_clock.h) every ring message is a token over an emulated link, the adds are modelled,
 // and a sealed ring seals tokens for real while its crypto (the GPU's or the modelled host's) is
 // charged to the communication thread's virtual time (comm/virtual_seal_channel.h).
 #pragma once
@@ -36,10 +36,10 @@
 #include "comm/sealed_channel.h"
 #include "comm/throttled_transport.h"
 #include "comm/virtual_seal_channel.h"
+#include "core/backend.h"
+#include "core/emulated/emulated_backend.h"
+#include "core/profiler.h"
 #include "engine/allreduce_selection.h"
-#include "engine/core/backend.h"
-#include "engine/core/emulated/emulated_backend.h"
-#include "engine/core/profiler.h"
 #include "engine/ddp_reducer.h"
 #include "engine/device_allreduce.h"
 #include "engine/nccl_allreduce.h"

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "base/error.h"
-#include "engine/core/backend.h"
-#include "engine/core/rng.h"
+#include "core/backend.h"
+#include "core/rng.h"
 
 namespace tt {
 

@@ -9,7 +9,7 @@
 #pragma once
 #include <cstdint>
 
-#include "engine/core/model.h"
+#include "core/model.h"
 #include "engine/trainer.h"
 
 namespace tt {

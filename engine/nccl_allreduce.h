@@ -7,7 +7,7 @@
 #include <chrono>
 #include <memory>
 
-#include "engine/core/backend.h"
+#include "core/backend.h"
 #include "engine/ddp_reducer.h"
 
 namespace tt {

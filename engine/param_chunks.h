@@ -10,8 +10,8 @@
 #include <span>
 #include <vector>
 
-#include "engine/core/backend.h"
-#include "engine/core/model.h"
+#include "core/backend.h"
+#include "core/model.h"
 
 namespace tt {
 

@@ -16,9 +16,9 @@
 #include "comm/allreduce_algo.h"
 #include "comm/transport.h"
 #include "comm/virtual_seal_channel.h"
-#include "engine/core/backend.h"
-#include "engine/core/emulated/emulated_gpu.h"
-#include "engine/core/enum_names.h"
+#include "core/backend.h"
+#include "core/emulated/emulated_gpu.h"
+#include "core/enum_names.h"
 #include "engine/lr_schedule.h"
 #include "engine/optimizer.h"
 #include "tee/aead.h"
@@ -30,7 +30,7 @@ enum class AllreduceAlgo { Ring, Mpi, Nccl };  // our ring, or a vendor baseline
 enum class LinkModel { Real, Emulate };        // emulate: plaintext ring payloads are not moved
 enum class TeeMode { Off, Cc, Fast };
 enum class Toggle { Auto, On, Off };  // Auto: the TEE mode's default
-// How an emulated run's time is had: computed (Note [Virtual time], engine/core/run_clock.h) or measured
+// How an emulated run's time is had: computed (Note [Virtual time], core/run_clock.h) or measured
 // with the wall clock while ops wait. Auto: virtual for --compute emulate; real compute is always measured.
 enum class TimeModel { Auto, Virtual, Wall };
 
@@ -41,7 +41,7 @@ const char* name(TimeModel t);
 const char* name(TeeMode m);
 const char* name(Toggle t);
 
-// The spellings each enum accepts (engine/core/enum_names.h), in the order help texts list them.
+// The spellings each enum accepts (core/enum_names.h), in the order help texts list them.
 template <>
 struct EnumNames<ComputeMode> {
   static constexpr std::pair<const char*, ComputeMode> all[] = {{"real", ComputeMode::Real},

@@ -17,7 +17,7 @@
 #include "comm/sealed_channel.h"
 #include "comm/secure_session.h"
 #include "comm/transport.h"
-#include "engine/core/profiler.h"
+#include "core/profiler.h"
 #include "tee/aead.h"
 
 namespace tt {

@@ -6,9 +6,9 @@
 #include <memory>
 #include <string>
 
+#include "core/profiler.h"
 #include "data/sealed_tokens.h"
 #include "data/token_loader.h"
-#include "engine/core/profiler.h"
 #include "engine/run_plan.h"
 #include "engine/trainer.h"
 #include "tee/secure_bytes.h"

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "engine/core/profiler.h"
+#include "core/profiler.h"
 
 namespace tt {
 

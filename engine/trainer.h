@@ -10,9 +10,9 @@
 #include <optional>
 #include <string>
 
-#include "engine/core/backend.h"
-#include "engine/core/model.h"
-#include "engine/core/profiler.h"
+#include "core/backend.h"
+#include "core/model.h"
+#include "core/profiler.h"
 #include "engine/grad_reducer.h"
 #include "engine/lr_schedule.h"
 #include "engine/optimizer.h"
@@ -44,7 +44,7 @@ struct TrainConfig {
   std::function<void(long step)> after_step;
   // Every rank hashes its parameters at the end (TrainResult::params_sha256); false: none does, and
   // the digest reads "none" — an emulated GPU's parameters are placeholders aliased onto a little
-  // memory (engine/core/emulated/aliased_memory.h), so their digest would describe nothing, and
+  // memory (core/emulated/aliased_memory.h), so their digest would describe nothing, and
   // hashing gpt2-xl's 6 GB took longer than a virtual-time run itself.
   bool digest_params = true;
 };

@@ -6,8 +6,8 @@
 
 #include "base/error.h"
 #include "comm/secure_session.h"
-#include "engine/core/backend_factory.h"
-#include "engine/core/emulated/emulated_backend.h"
+#include "core/backend_factory.h"
+#include "core/emulated/emulated_backend.h"
 #include "engine/host_layout.h"
 #include "engine/key_file.h"
 #include "engine/sealed_codec.h"

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/backend.h"
-#include "engine/core/model.h"
+#include "core/backend.h"
+#include "core/model.h"
 
 namespace tt {
 

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/model.h"
+#include "core/model.h"
 
 namespace tt::study {
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Measures teetrain's real CUDA compute for each GPT-2 size on one GPU (`teetrain bench step`:
 # forward, backward and AdamW medians, and cuBLAS at the model's (B*T, C, 4C) matmul shape), so the
-# emulated GPU of `--compute emulate` (engine/core/emulated/) can be checked against real hardware.
+# emulated GPU of `--compute emulate` (core/emulated/) can be checked against real hardware.
 #
 #   tools/gpu_size_sweep.sh OUT_DIR [BIN]      # env: MODELS, BATCH (4), SEQ (1024), STEPS (5), MODES
 #

@@ -24,7 +24,7 @@
 #include "comm/ring_allreduce.h"
 #include "comm/ring_memory.h"
 #include "comm/transport.h"
-#include "engine/core/profiler.h"
+#include "core/profiler.h"
 
 namespace tt::comm::cuda {
 

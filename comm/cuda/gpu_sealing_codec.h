@@ -31,7 +31,7 @@
 #include "comm/cuda/cuda_util.h"
 #include "comm/cuda/small_copies.h"
 #include "comm/seal_streams.h"
-#include "engine/core/profiler.h"
+#include "core/profiler.h"
 #include "tee/cuda/gpu_aead.h"
 
 namespace tt::comm::cuda {

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/core/model.h"
+#include "core/model.h"
 
 namespace tt {
 

@@ -9,9 +9,9 @@
 #include <utility>
 #include <vector>
 
-#include "engine/core/backend.h"
-#include "engine/core/buffer.h"
-#include "engine/core/model.h"
+#include "core/backend.h"
+#include "core/buffer.h"
+#include "core/model.h"
 
 namespace tt {
 

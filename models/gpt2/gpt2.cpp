@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "base/error.h"
-#include "engine/core/rng.h"
+#include "core/rng.h"
 #include "models/common/model_layout.h"
 
 namespace tt {

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "base/error.h"
-#include "engine/core/rng.h"
+#include "core/rng.h"
 #include "models/common/model_layout.h"
 
 namespace tt {

@@ -40,9 +40,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/backend.h"
-#include "engine/core/buffer.h"
-#include "engine/core/model.h"
+#include "core/backend.h"
+#include "core/buffer.h"
+#include "core/model.h"
 
 namespace tt {
 

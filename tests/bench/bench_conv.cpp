@@ -1,6 +1,6 @@
 // Google Benchmark of the CPU backend's convolutions, one per distinct conv of ResNet-18 on 32x32
 // images (CIFAR stem, batch 32 by default): forward, and backward (input and weight gradients), on
-// oneDNN and on the im2col + sgemm reference (engine/core/cpu/cpu_conv.h). GFLOP/s counts 2 FLOPs per
+// oneDNN and on the im2col + sgemm reference (core/cpu/cpu_conv.h). GFLOP/s counts 2 FLOPs per
 // multiply-add (backward: both gradients, 2x forward), so a regression in one layer shape shows here
 // before it shows in bench_resnet's whole step.
 //
@@ -14,9 +14,9 @@
 #include <array>
 #include <vector>
 
-#include "engine/core/cpu/cpu_backend.h"
-#include "engine/core/cpu/cpu_conv.h"
-#include "engine/core/rng.h"
+#include "core/cpu/cpu_backend.h"
+#include "core/cpu/cpu_conv.h"
+#include "core/rng.h"
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/core/cpu/cpu_backend.h"
+#include "core/cpu/cpu_backend.h"
 
 namespace {
 

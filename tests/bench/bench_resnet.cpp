@@ -17,9 +17,9 @@
 #include <cstdio>
 #include <vector>
 
-#include "engine/core/cpu/cpu_backend.h"
-#include "engine/core/cpu/cpu_conv.h"
-#include "engine/core/rng.h"
+#include "core/cpu/cpu_backend.h"
+#include "core/cpu/cpu_conv.h"
+#include "core/rng.h"
 #include "models/resnet/resnet.h"
 
 namespace {

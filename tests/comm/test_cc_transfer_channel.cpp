@@ -13,7 +13,7 @@
 #include "comm/cc_transfer_channel.h"
 #include "comm/inproc_transport.h"
 #include "comm/ring_allreduce.h"
-#include "engine/core/profiler.h"
+#include "core/profiler.h"
 
 namespace tt::comm {
 namespace {

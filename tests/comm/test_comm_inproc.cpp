@@ -11,7 +11,7 @@
 #include "comm/collectives.h"
 #include "comm/inproc_transport.h"
 #include "comm/ring_allreduce.h"
-#include "engine/core/profiler.h"
+#include "core/profiler.h"
 #include "tests/comm/comm_test_util.h"
 
 namespace tt::comm {

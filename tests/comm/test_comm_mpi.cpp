@@ -17,7 +17,7 @@
 #include "comm/mpi_allreduce.h"
 #include "comm/mpi_transport.h"
 #include "comm/ring_allreduce.h"
-#include "engine/core/profiler.h"
+#include "core/profiler.h"
 #include "tests/comm/comm_test_util.h"
 #include "tests/comm/mpi_test_env.h"
 

@@ -12,7 +12,7 @@
 #include "comm/emulated_link_transport.h"
 #include "comm/inproc_transport.h"
 #include "comm/ring_allreduce.h"
-#include "engine/core/profiler.h"
+#include "core/profiler.h"
 
 namespace tt::comm {
 namespace {

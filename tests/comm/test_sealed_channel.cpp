@@ -17,7 +17,7 @@
 #include "comm/inproc_transport.h"
 #include "comm/ring_allreduce.h"
 #include "comm/sealed_channel.h"
-#include "engine/core/profiler.h"
+#include "core/profiler.h"
 #include "tee/digest.h"
 #include "tests/comm/comm_test_util.h"
 

@@ -1,4 +1,4 @@
-// Virtual time (Note [Virtual time], engine/core/run_clock.h): per-thread clocks, links booked in the
+// Virtual time (Note [Virtual time], core/run_clock.h): per-thread clocks, links booked in the
 // sender's time and delivered at max(receiver, arrival), sealed tokens that a flipped byte breaks,
 // and a sealed ring whose time is exactly the modelled crypto and links — the same on every run,
 // whatever the machine is doing.
@@ -15,8 +15,8 @@
 #include "comm/ring_allreduce.h"
 #include "comm/sealed_channel.h"
 #include "comm/virtual_seal_channel.h"
-#include "engine/core/emulated/virtual_clock.h"
-#include "engine/core/profiler.h"
+#include "core/emulated/virtual_clock.h"
+#include "core/profiler.h"
 #include "tee/digest.h"
 
 namespace tt::comm {

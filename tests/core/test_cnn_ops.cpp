@@ -8,9 +8,9 @@
 #include <cmath>
 #include <limits>
 
-#include "engine/core/cpu/cpu_backend.h"
-#include "engine/core/cpu/cpu_conv.h"
-#include "engine/core/shape_checks.h"
+#include "core/cpu/cpu_backend.h"
+#include "core/cpu/cpu_conv.h"
+#include "core/shape_checks.h"
 #include "tests/core/cpu_test_util.h"
 
 namespace tt {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "engine/core/cpu/cpu_backend.h"
+#include "core/cpu/cpu_backend.h"
 #include "tests/core/cpu_test_util.h"
 
 namespace tt {

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "engine/core/cpu/cpu_backend.h"
+#include "core/cpu/cpu_backend.h"
 #include "tests/core/cpu_test_util.h"
 
 namespace tt {

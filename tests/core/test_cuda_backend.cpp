@@ -20,10 +20,10 @@
 
 #include "base/cuda/device.h"
 #include "base/error.h"
-#include "engine/core/backend.h"
-#include "engine/core/buffer.h"
-#include "engine/core/cpu/cpu_backend.h"
-#include "engine/core/cuda/cuda_backend.h"
+#include "core/backend.h"
+#include "core/buffer.h"
+#include "core/cpu/cpu_backend.h"
+#include "core/cuda/cuda_backend.h"
 #include "tests/core/cpu_test_util.h"
 
 namespace tt {

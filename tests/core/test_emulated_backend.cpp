@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "base/error.h"
-#include "engine/core/backend_factory.h"
-#include "engine/core/buffer.h"
-#include "engine/core/emulated/emulated_backend.h"
+#include "core/backend_factory.h"
+#include "core/buffer.h"
+#include "core/emulated/emulated_backend.h"
 
 namespace tt {
 namespace {

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "base/error.h"
+#include "core/rng.h"
 #include "data/token_shard.h"
-#include "engine/core/rng.h"
 
 namespace tt::datatest {
 

@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "base/error.h"
+#include "core/rng.h"
 #include "data/dataset_binding.h"
 #include "data/sealed_images.h"
 #include "data/sealed_tokens.h"
 #include "data/token_loader.h"
-#include "engine/core/rng.h"
 #include "tee/errors.h"
 #include "tests/common/temp_dir.h"
 #include "tests/data/data_test_util.h"

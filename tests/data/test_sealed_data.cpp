@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "base/error.h"
+#include "core/rng.h"
 #include "data/sealed_tokens.h"
 #include "data/token_loader.h"
-#include "engine/core/rng.h"
 #include "tee/errors.h"
 #include "tests/common/temp_dir.h"
 #include "tests/data/data_test_util.h"

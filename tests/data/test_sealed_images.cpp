@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "base/error.h"
+#include "core/rng.h"
 #include "data/image_dataset.h"
 #include "data/sealed_images.h"
-#include "engine/core/rng.h"
 #include "tee/errors.h"
 #include "tests/common/temp_dir.h"
 

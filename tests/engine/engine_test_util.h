@@ -1,6 +1,5 @@
 // Shared helpers for the engine tests: scratch directories, a small real model, byte flipping.
 #pragma once
-#include "tests/common/temp_dir.h"
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -10,12 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "core/cpu/cpu_backend.h"
 #include "engine/checkpoint.h"
-#include "engine/core/cpu/cpu_backend.h"
 #include "engine/optimizer.h"
 #include "engine/trainer.h"
 #include "models/gpt2/gpt2.h"
 #include "tee/bytes.h"
+#include "tests/common/temp_dir.h"
 
 namespace tt::enginetest {
 

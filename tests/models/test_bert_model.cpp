@@ -7,8 +7,8 @@
 #include <cmath>
 
 #include "base/error.h"
-#include "engine/core/cpu/cpu_backend.h"
-#include "engine/core/rng.h"
+#include "core/cpu/cpu_backend.h"
+#include "core/rng.h"
 #include "engine/mlm_masking.h"
 #include "models/bert/bert.h"
 #include "tests/models/fixture_test_util.h"

@@ -4,7 +4,7 @@
 #include <set>
 
 #include "base/error.h"
-#include "engine/core/cpu/cpu_backend.h"
+#include "core/cpu/cpu_backend.h"
 #include "models/gpt2/gpt2.h"
 
 namespace tt {

@@ -14,8 +14,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/core/buffer.h"
-#include "engine/core/cpu/cpu_backend.h"
+#include "core/buffer.h"
+#include "core/cpu/cpu_backend.h"
 #include "models/gpt2/gpt2.h"
 #include "tests/models/fixture_test_util.h"
 

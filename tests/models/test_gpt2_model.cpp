@@ -6,8 +6,8 @@
 #include <cmath>
 
 #include "base/error.h"
-#include "engine/core/cpu/cpu_backend.h"
-#include "engine/core/rng.h"
+#include "core/cpu/cpu_backend.h"
+#include "core/rng.h"
 #include "models/gpt2/gpt2.h"
 #include "tests/models/fixture_test_util.h"
 

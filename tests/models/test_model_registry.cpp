@@ -7,7 +7,7 @@
 #include <string>
 
 #include "base/error.h"
-#include "engine/core/cpu/cpu_backend.h"
+#include "core/cpu/cpu_backend.h"
 #include "models/model_registry.h"
 
 namespace tt {

@@ -5,8 +5,8 @@
 #include <cstring>
 
 #include "base/error.h"
-#include "engine/core/cpu/cpu_backend.h"
-#include "engine/core/rng.h"
+#include "core/cpu/cpu_backend.h"
+#include "core/rng.h"
 #include "models/resnet/resnet.h"
 
 namespace tt {

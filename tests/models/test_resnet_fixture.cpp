@@ -19,7 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
-#include "engine/core/cpu/cpu_backend.h"
+#include "core/cpu/cpu_backend.h"
 #include "models/resnet/resnet.h"
 
 namespace tt {

@@ -11,9 +11,9 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "core/cpu/cpu_backend.h"
 #include "data/image_dataset.h"
 #include "data/token_loader.h"
-#include "engine/core/cpu/cpu_backend.h"
 #include "models/resnet/resnet.h"
 
 namespace tt {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/emulated/emulated_backend.h"
+#include "core/emulated/emulated_backend.h"
 #include "models/gpt2/gpt2.h"
 #include "models/resnet/resnet.h"
 

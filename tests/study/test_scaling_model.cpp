@@ -4,7 +4,7 @@
 #include <cmath>
 #include <fstream>
 
-#include "engine/core/cpu/cpu_backend.h"
+#include "core/cpu/cpu_backend.h"
 #include "models/gpt2/gpt2.h"
 #include "study/scaling_model.h"
 #include "tests/common/temp_dir.h"

@@ -6,8 +6,8 @@
 #include <fstream>
 
 #include "base/error.h"
+#include "core/backend_factory.h"
 #include "engine/checkpoint.h"
-#include "engine/core/backend_factory.h"
 #include "engine/image_source.h"
 #include "engine/key_file.h"
 #include "engine/sealed_codec.h"

@@ -4,9 +4,9 @@
 #include <cstdio>
 
 #include "base/error.h"
+#include "core/backend_factory.h"
+#include "core/rng.h"
 #include "engine/checkpoint.h"
-#include "engine/core/backend_factory.h"
-#include "engine/core/rng.h"
 #include "engine/key_file.h"
 #include "engine/sealed_codec.h"
 #include "models/gpt2/gpt2.h"

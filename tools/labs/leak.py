@@ -30,7 +30,7 @@ clear), and the script says so instead of "recovering" noise.
 The real batch (to score the attack, as the lab does): teetrain's data order is a pure function of
 (data, --seq, --seed) (data/window_order.h): sample g of epoch 0 is window perm(g), where perm is a
 Fisher-Yates shuffle of the W = (N - 1) // T windows drawn from SplitMix64 seeded with
-derive_seed(seed, "data", 0) (engine/core/rng.h), and rank r's first batch is samples
+derive_seed(seed, "data", 0) (core/rng.h), and rank r's first batch is samples
 [r*B, (r+1)*B). The few lines below reproduce that, in the standard library only.
 """
 
@@ -48,7 +48,7 @@ SHARD_HEADER_BYTES = 1024  # 256 x int32 (data/token_shard.h)
 
 
 class SplitMix64:
-    """tt::Rng (engine/core/rng.h): the same stream for the same seed."""
+    """tt::Rng (core/rng.h): the same stream for the same seed."""
 
     def __init__(self, seed: int) -> None:
         self.state = seed & MASK

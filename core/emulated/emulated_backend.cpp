@@ -1,0 +1,249 @@
+#include "core/emulated/emulated_backend.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace tt {
+namespace {
+// Host <-> device copies: a PCIe Gen5 x16 link moves ~50 GB/s in theory; pageable copies of a few
+// hundred KiB (a batch of tokens or images) reach about half.
+constexpr double kPcieBytesPerSecond = 25e9;
+constexpr double kFloat = sizeof(float);
+
+double d(std::size_t n) {
+  return static_cast<double>(n);
+}
+double d(int n) {
+  return static_cast<double>(n);
+}
+}  // namespace
+
+EmulatedBackend::EmulatedBackend(EmulatedGpu gpu, Timing timing, std::size_t block_bytes, RunClock* clock)
+    : gpu_(std::move(gpu)),
+      timing_(timing),
+      virtual_time_(clock != nullptr && clock->is_virtual()),
+      matmul_flops_per_s_(gpu_.flops_per_second()),  // validates the GPU settings before the run starts
+      conv_flops_per_s_(gpu_.conv_flops_per_second()),
+      memory_(block_bytes),
+      compute_(std::chrono::milliseconds(2), clock),
+      comm_(std::chrono::microseconds(50), clock) {}
+
+std::string EmulatedBackend::describe() const {
+  return "emulated GPU: " + gpu_.describe() +
+         (virtual_time_ ? " (ops advance virtual time" : " (ops are waits") + "; memory aliased onto " +
+         std::to_string(memory_.block_bytes() >> 20) + " MiB)";
+}
+
+double EmulatedBackend::seconds() const {
+  double s = 0;
+  for (const auto& w : seconds_) s += w.load();
+  return s;
+}
+
+void EmulatedBackend::reset_seconds() {
+  for (auto& w : seconds_) w.store(0.0);
+  kernels_.store(0);
+}
+
+void EmulatedBackend::charge(EmulatedWork w, double amount, Launch launch) {
+  double s = launch == Launch::RowKernel ? kMeasuredRowKernelSeconds : 0.0;
+  switch (w) {
+    case EmulatedWork::Matmul:
+      s += amount / matmul_flops_per_s_;
+      break;
+    case EmulatedWork::Conv:
+      s += amount / conv_flops_per_s_;
+      break;
+    case EmulatedWork::Elementwise:
+      s += gpu_.elementwise_seconds(amount);
+      break;
+    case EmulatedWork::Optimizer:
+      s += gpu_.optimizer_seconds(amount);
+      break;
+    case EmulatedWork::Transfer:
+      s += amount / kPcieBytesPerSecond;
+      break;
+  }
+  seconds_[static_cast<std::size_t>(w)].fetch_add(s);
+  if (launch == Launch::RowKernel) kernels_.fetch_add(1);
+  if (timing_ == Timing::Wait) (std::this_thread::get_id() == compute_thread_ ? compute_ : comm_).run(s);
+}
+
+void EmulatedBackend::comm_kernel(double bytes) {
+  const double s = bytes / (gpu_.spec.hbm_gbps * 1e9);
+  if (timing_ == Timing::Wait) comm_.run(s);
+}
+
+void EmulatedBackend::synchronize() {
+  if (timing_ == Timing::Wait) compute_.wait();
+}
+
+// ---- memory: the block must keep holding zeros (aliased_memory.h), so only copies to the host move
+// data; the rest are costs.
+void EmulatedBackend::copy_to_device(void* /*dst*/, const void* /*host_src*/, std::size_t bytes) {
+  charge(EmulatedWork::Transfer, d(bytes));
+}
+void EmulatedBackend::copy_to_host(void* host_dst, const void* src, std::size_t bytes) {
+  charge(EmulatedWork::Transfer, d(bytes));
+  synchronize();
+  if (bytes > 0) std::memcpy(host_dst, src, bytes);
+}
+void EmulatedBackend::copy(void* /*dst*/, const void* /*src*/, std::size_t bytes) {
+  charge(EmulatedWork::Elementwise, 2.0 * d(bytes));
+}
+void EmulatedBackend::fill(float* /*x*/, float /*value*/, std::size_t n) {
+  charge_elementwise_floats(d(n));
+}
+
+// ---- element-wise and reductions: floats read plus floats written.
+void EmulatedBackend::add(float*, const float*, const float*, std::size_t n) {
+  charge_elementwise_floats(3.0 * d(n));
+}
+void EmulatedBackend::accumulate(float*, const float*, std::size_t n) {
+  charge_elementwise_floats(3.0 * d(n));
+}
+void EmulatedBackend::scale(float*, float, std::size_t n) {
+  charge_elementwise_floats(2.0 * d(n));
+}
+double EmulatedBackend::sum_squares(const float*, std::size_t n) {
+  charge_elementwise_floats(d(n));
+  synchronize();
+  return 0.0;
+}
+double EmulatedBackend::mean(const float*, std::size_t n) {
+  charge_elementwise_floats(d(n));
+  synchronize();
+  return 0.0;
+}
+
+// ---- transformer ops (N = B*T rows of C).
+void EmulatedBackend::encoder_forward(float*, const int32_t*, const float*, const float*, int B, int T,
+                                      int C) {
+  charge_row_floats(3.0 * d(B) * d(T) * d(C));  // two rows gathered, one written
+}
+void EmulatedBackend::encoder_backward(float*, float*, const float*, const int32_t*, int B, int T, int C) {
+  charge_row_floats(5.0 * d(B) * d(T) * d(C));  // dout read, two rows read-modify-written
+}
+void EmulatedBackend::layernorm_forward(float*, float*, float*, const float*, const float*, const float*,
+                                        int N, int C) {
+  charge_row_floats(2.0 * d(N) * d(C) + 2.0 * d(N));
+}
+void EmulatedBackend::layernorm_backward(float*, float*, float*, const float*, const float*, const float*,
+                                         const float*, const float*, int N, int C) {
+  charge_row_floats(4.0 * d(N) * d(C));  // dout and inp read, dinp read-modify-written
+}
+void EmulatedBackend::matmul_forward(float*, const float*, const float*, const float* bias, int N, int IC,
+                                     int OC) {
+  charge(EmulatedWork::Matmul, 2.0 * d(N) * d(IC) * d(OC), Launch::RowKernel);
+  if (bias != nullptr) charge_row_floats(2.0 * d(N) * d(OC));
+}
+void EmulatedBackend::matmul_backward(float* dinp, float* dweight, float* dbias, const float*, const float*,
+                                      const float*, int N, int IC, int OC) {
+  const double one = 2.0 * d(N) * d(IC) * d(OC);
+  charge(EmulatedWork::Matmul, (dinp != nullptr ? one : 0.0) + (dweight != nullptr ? one : 0.0),
+         Launch::RowKernel);
+  if (dbias != nullptr) charge_row_floats(d(N) * d(OC));
+}
+// Our CUDA attention runs Q K^T and att V as batched gemms and materialises the (B, NH, T, T)
+// matrices: forward writes the scores, softmax reads and writes them, att V reads them (4 passes);
+// backward makes 7 passes (datt written, read by softmax backward which writes dscores, read twice
+// by the dq and dk gemms; att read twice).
+// Both masks cost the same: the CUDA backend computes the full (T, T) scores either way.
+void EmulatedBackend::attention_forward(float*, float*, const float*, int B, int T, int C, int NH,
+                                        AttentionMask) {
+  const double N = d(B) * d(T);
+  charge(EmulatedWork::Matmul, 4.0 * N * d(T) * d(C), Launch::RowKernel);
+  charge_row_floats(4.0 * d(B) * d(NH) * d(T) * d(T) + 4.0 * N * d(C));
+}
+void EmulatedBackend::attention_backward(float*, float*, const float*, const float*, const float*, int B,
+                                         int T, int C, int NH, AttentionMask) {
+  const double N = d(B) * d(T);
+  charge(EmulatedWork::Matmul, 8.0 * N * d(T) * d(C), Launch::RowKernel);
+  charge_row_floats(7.0 * d(B) * d(NH) * d(T) * d(T) + 10.0 * N * d(C));
+}
+void EmulatedBackend::add_bias(float*, const float*, int N, int C) {
+  charge_row_floats(2.0 * d(N) * d(C));  // x read-modify-written
+}
+void EmulatedBackend::gelu_forward(float*, const float*, std::size_t n) {
+  charge_row_floats(2.0 * d(n));
+}
+void EmulatedBackend::gelu_backward(float*, const float*, const float*, std::size_t n) {
+  charge_row_floats(4.0 * d(n));
+}
+void EmulatedBackend::softmax_xent_forward(float*, float*, const float*, const int32_t*, int N, int /*V*/,
+                                           int Vp) {
+  charge_row_floats(2.0 * d(N) * d(Vp));
+}
+void EmulatedBackend::softmax_xent_backward(float*, const float*, const int32_t*, int N, int /*V*/, int Vp,
+                                            float) {
+  charge_row_floats(3.0 * d(N) * d(Vp));
+}
+
+// ---- optimizers: fused kernels streaming their state in FP32.
+void EmulatedBackend::adamw_update(float*, const float*, float*, float*, std::size_t n, const AdamWConfig&,
+                                   float, long) {
+  charge(EmulatedWork::Optimizer, 28.0 * d(n));  // reads p, g, m, v; writes p, m, v
+}
+void EmulatedBackend::sgd_update(float*, const float*, float*, std::size_t n, const SgdConfig& cfg, float) {
+  charge(EmulatedWork::Optimizer,
+         (cfg.momentum != 0.0f ? 20.0 : 12.0) * d(n));  // p, g (, buf) read; p (, buf) written
+}
+
+// ---- CNN ops.
+void EmulatedBackend::conv2d_forward(float*, const float*, const float*, const float* bias, float*,
+                                     const Conv2dShape& s) {
+  const double out = d(s.B) * d(s.OC) * d(s.OH()) * d(s.OW());
+  charge(EmulatedWork::Conv, 2.0 * out * d(s.IC) * d(s.KH) * d(s.KW));
+  if (bias != nullptr) charge_elementwise_floats(2.0 * out);
+}
+void EmulatedBackend::conv2d_backward(float* dinp, float* dweight, float* dbias, const float*, const float*,
+                                      const float*, float*, const Conv2dShape& s) {
+  const double out = d(s.B) * d(s.OC) * d(s.OH()) * d(s.OW());
+  const double one = 2.0 * out * d(s.IC) * d(s.KH) * d(s.KW);
+  charge(EmulatedWork::Conv, (dinp != nullptr ? one : 0.0) + (dweight != nullptr ? one : 0.0));
+  if (dbias != nullptr) charge_elementwise_floats(out);
+}
+// Our CUDA batch norm runs one block per channel: with fewer channels than SMs, the rest idle.
+double EmulatedBackend::channel_parallel(int C) const {
+  return std::min(1.0, d(C) / d(std::max(1, gpu_.spec.sms)));
+}
+void EmulatedBackend::batchnorm_forward(float*, float*, float*, float*, float*, const float*, const float*,
+                                        const float*, int B, int C, int HW, float, float, bool training) {
+  // Training reads the input twice (statistics, then normalisation) and writes the output.
+  charge_elementwise_floats((training ? 3.0 : 2.0) * d(B) * d(C) * d(HW) / channel_parallel(C));
+}
+void EmulatedBackend::batchnorm_backward(float*, float*, float*, const float*, const float*, const float*,
+                                         const float*, const float*, int B, int C, int HW) {
+  // Two passes: the per-channel sums read dout and inp; then dinp reads both again and is updated.
+  charge_elementwise_floats(6.0 * d(B) * d(C) * d(HW) / channel_parallel(C));
+}
+void EmulatedBackend::relu_forward(float*, const float*, std::size_t n) {
+  charge_elementwise_floats(2.0 * d(n));
+}
+void EmulatedBackend::relu_backward(float*, const float*, const float*, std::size_t n) {
+  charge_elementwise_floats(4.0 * d(n));
+}
+void EmulatedBackend::maxpool2d_forward(float*, int32_t*, const float*, const Pool2dShape& s) {
+  const double in = d(s.B) * d(s.C) * d(s.H) * d(s.W), out = d(s.B) * d(s.C) * d(s.OH()) * d(s.OW());
+  charge_elementwise_floats(in + 2.0 * out);  // output and argmax written
+}
+void EmulatedBackend::maxpool2d_backward(float*, const float*, const int32_t*, const Pool2dShape& s) {
+  const double in = d(s.B) * d(s.C) * d(s.H) * d(s.W), out = d(s.B) * d(s.C) * d(s.OH()) * d(s.OW());
+  charge_elementwise_floats(2.0 * out + 2.0 * in);
+}
+void EmulatedBackend::avgpool2d_forward(float*, const float*, const Pool2dShape& s) {
+  const double in = d(s.B) * d(s.C) * d(s.H) * d(s.W), out = d(s.B) * d(s.C) * d(s.OH()) * d(s.OW());
+  charge_elementwise_floats(in + out);
+}
+void EmulatedBackend::avgpool2d_backward(float*, const float*, const Pool2dShape& s) {
+  const double in = d(s.B) * d(s.C) * d(s.H) * d(s.W), out = d(s.B) * d(s.C) * d(s.OH()) * d(s.OW());
+  charge_elementwise_floats(out + 2.0 * in);
+}
+void EmulatedBackend::global_avgpool_forward(float*, const float*, int B, int C, int HW) {
+  charge_elementwise_floats(d(B) * d(C) * (d(HW) + 1.0));
+}
+void EmulatedBackend::global_avgpool_backward(float*, const float*, int B, int C, int HW) {
+  charge_elementwise_floats(d(B) * d(C) * (2.0 * d(HW) + 1.0));
+}
+
+}  // namespace tt

@@ -1,0 +1,119 @@
+#include "core/emulated/emulated_gpu.h"
+
+#include <cstdio>
+
+#include "base/error.h"
+
+namespace tt {
+
+std::vector<GpuSpec> gpu_specs() {
+  // Dense peaks (the data sheets' starred figures are with 2:4 sparsity; halved here).
+  //
+  // The measured figures (emulated_gpu.h) come from two sets of real CUDA steps of teetrain's own
+  // kernels, costed op by op by EmulatedBackend and fitted by least squares on relative error:
+  // - gpt2 ... gpt2-xl at B = 4, T = 1024, TF32 and FP32, on an H200 (tests/fixtures/
+  //   gpu_size_sweep_h200): with matmuls at 0.76 of peak (cuBLAS alone at those shapes: 71-80% of TF32
+  //   peak, 68-75% of FP32), element-wise traffic x1.19 and 40 us per transformer kernel put all
+  //   eight within 5.6%, and within 3.4% of the step-level model used before (FLOPs / (peak x 0.76) +
+  //   15 x activation bytes / (0.8 x HBM)). The per-kernel term is what makes the small models'
+  //   model-FLOP utilisation low (18% for TF32 gpt2, 31% for gpt2-xl).
+  // - resnet18/50/152 at 224 px, batch 32, TF32 and FP32, on an H100 (tests/fixtures/step_h100):
+  //   with the same element-wise figures (and our batch norm's one block per channel), convolutions at
+  //   0.086 of TF32 peak and 0.21 of FP32 peak put them within 23% (resnet18 TF32 runs slower and
+  //   resnet152 faster than one conv efficiency allows: cuDNN's speed depends on the shape).
+  // Not measured on the other GPUs: they use the same figures.
+  constexpr double kEff = kMeasuredMatmulEfficiency, kTraffic = kMeasuredActTraffic;
+  constexpr double kConv = kMeasuredConvEfficiency, kConv32 = kMeasuredConvEfficiencyFp32;
+  return {
+      // NVIDIA H100 SXM5 data sheet: FP32 67, TF32 989* / BF16 1979* TFLOPS (sparse), HBM3 3.35 TB/s.
+      // AES-GCM: our kernel (tee/cuda) sealed 148.8 GB/s on an H200 for 64 x 1 MiB messages, the ring's
+      // segment size (bench_gpu_aead, 2026-11-26). It is bound by SM integer throughput, not memory (it
+      // moves ~0.3 TB/s of HBM's 3-5), and an H100 SXM has the same 132 SMs: the H200 figure is used.
+      // NVLink 4: 18 links x 25 GB/s per direction = 450 GB/s each way (900 GB/s total).
+      {"h100", 67.0, 494.7, 989.4, 3350.0, kEff, kTraffic, 148.8, 450.0, kConv, kConv32, 132},
+      // NVIDIA H200 SXM data sheet: same Hopper compute as H100 SXM, HBM3e 4.8 TB/s.
+      {"h200", 67.0, 494.7, 989.4, 4800.0, kEff, kTraffic, 148.8, 450.0, kConv, kConv32, 132},
+      // NVIDIA A100 80GB SXM data sheet: FP32 19.5, TF32 156, BF16 312 TFLOPS, HBM2e 2039 GB/s.
+      // NVLink 3: 12 links x 25 GB/s = 300 GB/s each way.
+      {"a100", 19.5, 156.0, 312.0, 2039.0, kEff, kTraffic, 0.0, 300.0, kConv, kConv32, 108},
+      // NVIDIA V100 SXM2 data sheet: FP32 15.7 TFLOPS, FP16 tensor 125 TFLOPS (no TF32/BF16: the
+      // tf32 column repeats FP32, the bf16 column is FP16 mixed precision), HBM2 900 GB/s.
+      // NVLink 2: 6 links x 25 GB/s = 150 GB/s each way.
+      {"v100", 15.7, 15.7, 125.0, 900.0, kEff, kTraffic, 0.0, 150.0, kConv, kConv32, 80},
+  };
+}
+
+GpuSpec gpu_spec(const std::string& name) {
+  std::string names;
+  for (const GpuSpec& g : gpu_specs()) {
+    if (g.name == name) return g;
+    names += (names.empty() ? "" : ", ") + g.name;
+  }
+  throw InputError("unknown GPU '" + name + "': choose one of " + names + " (or set --gpu-tflops)");
+}
+
+double EmulatedGpu::aead_gbps() const {
+  const double r = aead_override > 0 ? aead_override : spec.aead_gbps;
+  if (!(r > 0)) {
+    throw InputError("emulated GPU '" + spec.name +
+                     "' has no measured AES-GCM rate for --tee-device-crypto; give "
+                     "--gpu-aead-gbps (measure it with build/tests/bench/bench_gpu_aead on that GPU), or "
+                     "--tee-device-crypto off");
+  }
+  return r;
+}
+
+double EmulatedGpu::flops_per_second() const {
+  double peak = 0;
+  if (tflops_override > 0) {
+    peak = tflops_override;
+  } else {
+    switch (precision) {
+      case GpuPrecision::Fp32:
+        peak = spec.peak_tflops_fp32;
+        break;
+      case GpuPrecision::Tf32:
+        peak = spec.peak_tflops_tf32;
+        break;
+      case GpuPrecision::Bf16:
+        peak = spec.peak_tflops_bf16;
+        break;
+    }
+  }
+  const double eff = efficiency();
+  if (!(peak > 0) || !(eff > 0) || eff > 1.0) {
+    throw InputError("emulated GPU needs a positive peak and an efficiency in (0, 1]; got " +
+                     std::to_string(peak) + " TFLOP/s x " + std::to_string(eff));
+  }
+  return peak * 1e12 * eff;
+}
+
+double EmulatedGpu::conv_flops_per_second() const {
+  return flops_per_second() / efficiency() *
+         (precision == GpuPrecision::Fp32 && tflops_override <= 0 ? spec.conv_efficiency_fp32
+                                                                  : spec.conv_efficiency);
+}
+
+double EmulatedGpu::elementwise_seconds(double bytes) const {
+  constexpr double kHbmEfficiency = 0.8;  // streaming kernels reach ~80% of HBM bandwidth
+  return bytes * act_traffic() * (precision == GpuPrecision::Bf16 ? 0.5 : 1.0) /
+         (spec.hbm_gbps * 1e9 * kHbmEfficiency);
+}
+
+double EmulatedGpu::optimizer_seconds(double bytes) const {
+  // Our AdamW kernel reached 51% (gpt2) to 65% (gpt2-xl) of an H200's HBM bandwidth
+  // (tests/fixtures/gpu_size_sweep_h200); the FLOP efficiency does not apply to it.
+  constexpr double kHbmEfficiency = 0.6;
+  return bytes / (spec.hbm_gbps * 1e9 * kHbmEfficiency);
+}
+
+std::string EmulatedGpu::describe() const {
+  char buf[200];
+  const double peak = flops_per_second() / efficiency() / 1e12;
+  std::snprintf(buf, sizeof buf, "%s %s %.1f TFLOP/s x %.2f (conv x %.2f) + element-wise x%.2f at %.0f GB/s",
+                spec.name.c_str(), tflops_override > 0 ? "custom" : enum_name(precision), peak, efficiency(),
+                spec.conv_efficiency, act_traffic(), spec.hbm_gbps);
+  return buf;
+}
+
+}  // namespace tt

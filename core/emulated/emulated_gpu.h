@@ -1,0 +1,81 @@
+// The GPU an emulated run pretends to have (`--compute emulate --gpu h100`): peak rates from the
+// vendors' data sheets, and the fractions of them that teetrain's own CUDA kernels reach, measured.
+// EmulatedBackend (emulated_backend.h) turns every backend op into a wait computed from these.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/enum_names.h"
+
+namespace tt {
+
+// What teetrain's own CUDA kernels reach, measured (the fits are described in gpu_specs()):
+// - matmuls (cuBLAS) reach 0.76 of the tensor-core peak (tests/fixtures/gpu_size_sweep_h200);
+// - convolutions (cuDNN at batch 32) far less (tests/fixtures/step_h100);
+// - element-wise kernels move kMeasuredActTraffic times the bytes of their operands, at 80% of HBM;
+// - each of the transformer's kernels (matmul, layernorm, attention, GELU, embedding, softmax) costs
+//   kMeasuredRowKernelSeconds beyond that: launches and the tails of unfused row-wise kernels.
+inline constexpr double kMeasuredMatmulEfficiency = 0.76;
+inline constexpr double kMeasuredConvEfficiency = 0.086;     // tensor cores (TF32, BF16)
+inline constexpr double kMeasuredConvEfficiencyFp32 = 0.21;  // CUDA cores (exact FP32)
+inline constexpr double kMeasuredActTraffic = 1.19;
+inline constexpr double kMeasuredRowKernelSeconds = 40e-6;
+
+// Which peak applies: exact FP32 on CUDA cores, TF32 tensor cores (what teetrain's CUDA backend runs
+// with --tf32), or BF16 mixed precision (which also halves the element-wise bytes).
+enum class GpuPrecision { Fp32, Tf32, Bf16 };
+template <>
+struct EnumNames<GpuPrecision> {
+  static constexpr std::pair<const char*, GpuPrecision> all[] = {
+      {"fp32", GpuPrecision::Fp32}, {"tf32", GpuPrecision::Tf32}, {"bf16", GpuPrecision::Bf16}};
+};
+
+// Peak dense throughput of one GPU (no structured sparsity), from the vendors' data sheets.
+struct GpuSpec {
+  std::string name;
+  double peak_tflops_fp32 = 0;  // plain FP32 (CUDA cores)
+  double peak_tflops_tf32 = 0;  // TF32 tensor cores (FP32 training with TF32 matmuls)
+  double peak_tflops_bf16 = 0;  // BF16/FP16 tensor cores (mixed-precision training)
+  double hbm_gbps = 0;          // memory bandwidth, GB/s (paces element-wise ops and the optimizer)
+  double efficiency = kMeasuredMatmulEfficiency;  // achieved fraction of peak in the matmuls
+  double act_traffic = kMeasuredActTraffic;       // HBM traffic per operand byte of element-wise ops
+  double aead_gbps = 0;    // AES-256-GCM seal throughput of our CUDA kernel (0 = not measured)
+  double nvlink_gbps = 0;  // GPU-to-GPU bandwidth per direction, GB/s (paces --link emulate)
+  double conv_efficiency = kMeasuredConvEfficiency;           // achieved fraction of peak in convolutions
+  double conv_efficiency_fp32 = kMeasuredConvEfficiencyFp32;  // the same in exact FP32
+  int sms = 132;  // streaming multiprocessors (kernels with fewer blocks than this leave some idle)
+};
+
+// The built-in table: h100, h200, a100, v100.
+std::vector<GpuSpec> gpu_specs();
+// Looks `name` up (case-sensitive); throws InputError listing the known names.
+GpuSpec gpu_spec(const std::string& name);
+
+// The GPU an emulated run pretends to have, with the user's overrides applied.
+struct EmulatedGpu {
+  GpuSpec spec;
+  GpuPrecision precision = GpuPrecision::Tf32;  // which peak column applies
+  double tflops_override = 0;                   // > 0: replaces the peak (--gpu-tflops)
+  double efficiency_override = 0;               // > 0: replaces the matmul efficiency (--gpu-efficiency)
+  double aead_override = 0;                     // > 0: replaces the AES-GCM rate (--gpu-aead-gbps)
+  double act_traffic_override = -1;  // >= 0: replaces act_traffic (--gpu-act-traffic; 0 = FLOPs only)
+
+  // GB/s of the GPU's AES-GCM (device crypto); throws InputError when the table has no measurement.
+  double aead_gbps() const;
+
+  // Sustained matmul FLOP/s = peak x efficiency. Throws InputError for a non-positive result or an
+  // efficiency above 1.
+  double flops_per_second() const;
+  // Sustained convolution FLOP/s = peak x conv efficiency (the matmul override scales it alike).
+  double conv_flops_per_second() const;
+  double efficiency() const { return efficiency_override > 0 ? efficiency_override : spec.efficiency; }
+  double act_traffic() const { return act_traffic_override >= 0 ? act_traffic_override : spec.act_traffic; }
+  // Seconds element-wise kernels take for `bytes` of FP32 operands (read and written): their traffic
+  // at 80% of HBM bandwidth (streaming kernels), halved for bf16 (2-byte activations).
+  double elementwise_seconds(double bytes) const;
+  // Seconds a fused optimizer kernel takes to stream `bytes` (it reached 51-65% of an H200's HBM).
+  double optimizer_seconds(double bytes) const;
+  std::string describe() const;  // "h100 tf32 494.7 TFLOP/s x 0.76 + element-wise x1.0 at 3350 GB/s"
+};
+
+}  // namespace tt
