@@ -5,6 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake pkg-config git
+  ccache                              # rebuilds reuse unchanged objects (scripts/build.sh)
   libopenmpi-dev openmpi-bin          # MPI: mpirun-launched ranks
   libssl-dev                          # OpenSSL 3: AES-GCM, ChaCha20-Poly1305, HKDF, X25519, Ed25519, X.509
   openssl                             # the CLI: tests check that `openssl verify` reads our certificates

@@ -19,8 +19,7 @@ if [[ "${TEETRAIN_SKIP_TSAN:-0}" != "1" ]]; then
   # The communication code is threaded (the reducer's comm thread, crypto pools, in-process ranks):
   # its tests run under ThreadSanitizer too (Open MPI's own reports: tests/tsan.supp).
   echo "== ThreadSanitizer build and comm tests"
-  cmake --preset tsan >/dev/null
-  cmake --build --preset tsan -j "$jobs" --target comm_tests
+  scripts/build.sh tsan comm_tests
   ctest --preset tsan -j "$jobs"
 fi
 
