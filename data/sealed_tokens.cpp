@@ -326,7 +326,8 @@ void SealedTokenDataset::read_token_bytes(std::size_t shard, std::uint64_t first
 // ---- SealedTokenLoader ----
 
 SealedTokenLoader::SealedTokenLoader(SealedTokenDataset& data, int T, uint64_t seed, bool shuffle,
-                                     IngressOptions ingress, Profiler* profiler)
+                                     IngressOptions ingress, Profiler* profiler,
+                                     std::unique_ptr<BounceBuffer> bounce_buffer)
     : data_(data), T_(T), profiler_(profiler), throttle_(ingress.gbps) {
   if (T < 1) throw InputError("--seq must be at least 1 (got " + std::to_string(T) + ")");
   // The window layout of TokenLoader: floor((n_i - 1) / T) windows of T+1 tokens with stride T.
@@ -345,7 +346,8 @@ SealedTokenLoader::SealedTokenLoader(SealedTokenDataset& data, int T, uint64_t s
                      " windows exceed 2^32; use a larger --seq");
   }
   order_ = WindowOrder(num_windows_, seed, shuffle);
-  if (ingress.mode == IngressMode::Bounce) bounce_.emplace(ingress.link_cipher, ingress.rank, profiler);
+  if (ingress.mode == IngressMode::Bounce)
+    bounce_.emplace(ingress.link_cipher, ingress.rank, profiler, std::move(bounce_buffer));
 }
 
 // Must stay identical to TokenLoader::permutation (a test compares the two loaders batch by batch).
