@@ -166,29 +166,7 @@ bool is_sealed_file(const fs::path& path) {
 }
 
 std::vector<fs::path> find_sealed_shards(const std::string& spec, const std::string& split) {
-  const fs::path p(spec);
-  std::error_code ec;
-  const std::string sfx = std::string(".bin") + kSealedSuffix;
-  std::vector<fs::path> files;
-  if (is_data_file(p)) {
-    if (is_sealed_file(p)) files.push_back(p);
-  } else if (has_glob_chars(p.filename().string())) {
-    for (auto& f : match_in_dir(p.parent_path(), p.filename().string()))
-      if (is_sealed_file(f)) files.push_back(f);
-  } else if (fs::is_directory(p, ec)) {
-    files = match_in_dir(p, "*_" + split + sfx);
-    auto numbered = match_in_dir(p, "*_" + split + "_*" + sfx);
-    files.insert(files.end(), numbered.begin(), numbered.end());
-    std::sort(files.begin(), files.end());
-  } else {
-    const fs::path exact = spec + "_" + split + sfx;
-    if (is_data_file(exact)) {
-      files.push_back(exact);
-    } else {
-      files = match_in_dir(p.parent_path(), p.filename().string() + "_" + split + "_*" + sfx);
-    }
-  }
-  return files;
+  return find_split_files(spec, split, std::string(".bin") + kSealedSuffix, is_sealed_file);
 }
 
 bool require_sealed_data(const std::string& spec, const std::string& split, bool allow_plain) {
