@@ -20,7 +20,6 @@ const char* attestation_mode_name(AttestationMode m) {
 }
 
 tee::Measurements expected_measurement(const AttestConfig& config) {
-  if (config.measurement_override) return *config.measurement_override;
   return tee::measure(config.binary, config.run_config);  // InputError for an unreadable binary
 }
 

@@ -44,13 +44,9 @@ struct AttestConfig {
   // Reference measurements; an empty list accepts only this rank's own binary / configuration.
   tee::VerifierPolicy policy;
   std::chrono::milliseconds timeout{0};  // per handshake message; 0: the transport's
-
-  // Test hooks (never set by the CLI).
-  std::optional<tee::Measurements> measurement_override;  // claim this instead of measure(binary, config)
-  bool corrupt_evidence = false;                          // flip a signature bit in what this rank sends
 };
 
-// measure(binary, run_config), or the override. Throws InputError if the binary cannot be read.
+// measure(binary, run_config). Throws InputError if the binary cannot be read.
 tee::Measurements expected_measurement(const AttestConfig& config);
 
 // The policy a verifier applies: config.policy with empty lists filled by `own` measurements.

@@ -239,8 +239,8 @@ void exchange_nonces(Transport& t, std::vector<Link>& links, const AttestConfig&
 // Our evidence answers each neighbour's nonce; theirs is verified against our anchor, policy and
 // nonce, and only then is a link secret derived from the transcript of both evidences.
 void exchange_evidence(Transport& t, std::vector<Link>& links, const LocalParty& me,
-                       const AttestConfig& config, const tee::Measurements& mine,
-                       std::vector<Failure>& failures) {
+                       const AttestConfig& config, const EvidenceSource& source,
+                       const tee::Measurements& mine, std::vector<Failure>& failures) {
   const int r = t.rank();
   const std::vector<std::uint8_t> cert =
       config.identity ? config.identity->certificate.der() : std::vector<std::uint8_t>{};
@@ -251,9 +251,8 @@ void exchange_evidence(Transport& t, std::vector<Link>& links, const LocalParty&
     if (me.key != nullptr) {
       l.my_evidence = tee::make_evidence(static_cast<std::uint32_t>(r), mine, *me.key, cert, l.theirs,
                                          l.kx->public_key());
-      l.out = l.my_evidence.serialize();
+      l.out = source.wire_bytes(l.my_evidence);
     }
-    if (config.corrupt_evidence) l.out.back() ^= 0x01;  // last signature byte
     l.in.assign(tee::Evidence::kMaxSerializedSize, 0);
     reqs.push_back(t.irecv(l.peer, std::as_writable_bytes(std::span(l.in)), tags::kAttestEvidence));
   }
@@ -329,10 +328,10 @@ namespace {
 // Failures are collected, not thrown: the rank still takes part, so the others learn why instead of
 // timing out.
 // `me` stays where it is: its key may point into its own `fresh`.
-void prepare(const AttestConfig& config, SessionKeys& keys, LocalParty& me, tee::Measurements& mine,
-             Status& status) {
+void prepare(const AttestConfig& config, const EvidenceSource& source, SessionKeys& keys, LocalParty& me,
+             tee::Measurements& mine, Status& status) {
   try {
-    mine = expected_measurement(config);
+    mine = source.measurements(config);
     keys.measurement = mine.combined();
     me.policy = effective_policy(config, mine);
     if (keys.world_size > 1) {  // one rank has nobody to prove itself to
@@ -357,7 +356,19 @@ void prepare(const AttestConfig& config, SessionKeys& keys, LocalParty& me, tee:
 
 }  // namespace
 
+tee::Measurements MeasuredEvidence::measurements(const AttestConfig& config) const {
+  return expected_measurement(config);
+}
+
+std::vector<std::uint8_t> MeasuredEvidence::wire_bytes(const tee::Evidence& evidence) const {
+  return evidence.serialize();
+}
+
 SessionKeys establish_keys(Transport& t, const AttestConfig& config) {
+  return establish_keys(t, config, MeasuredEvidence{});
+}
+
+SessionKeys establish_keys(Transport& t, const AttestConfig& config, const EvidenceSource& source) {
   SessionKeys keys;
   keys.rank = t.rank();
   keys.world_size = t.size();
@@ -365,10 +376,10 @@ SessionKeys establish_keys(Transport& t, const AttestConfig& config) {
   Status status;
   tee::Measurements mine;
   LocalParty me;
-  prepare(config, keys, me, mine, status);
+  prepare(config, source, keys, me, mine, status);
   std::vector<Link> links = ring_links(keys.rank, keys.world_size);
   exchange_nonces(t, links, config);
-  exchange_evidence(t, links, me, config, mine, status.failures);
+  exchange_evidence(t, links, me, config, source, mine, status.failures);
   confirm_keys(t, links, config, status.failures);
   if (config.anchor)
     for (const Link& l : links) status.identities.push_back(l.peer_identity);

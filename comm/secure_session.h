@@ -31,6 +31,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "comm/attest_evidence.h"
 #include "comm/sealed_channel.h"
@@ -70,10 +71,32 @@ struct SessionKeys {
   std::string describe() const;
 };
 
-// Runs the attested handshake and group-key distribution (above). Collective: every rank calls it.
+// What this rank brings to step 2: the measurements it claims (its own policy's default too) and the
+// bytes it sends for its evidence. A part of the handshake rather than fields of AttestConfig, so that
+// the tests' lying rank (a substituted measurement, a damaged signature) is a component of its own and
+// the production config carries no fault switches.
+class EvidenceSource {
+ public:
+  virtual ~EvidenceSource() = default;
+  // What this rank claims to run. Throws (InputError: an unreadable binary) if it cannot say.
+  virtual tee::Measurements measurements(const AttestConfig& config) const = 0;
+  // The bytes that carry `evidence` to a peer.
+  virtual std::vector<std::uint8_t> wire_bytes(const tee::Evidence& evidence) const = 0;
+};
+
+// The honest source every real rank uses: expected_measurement(config), the evidence serialized.
+class MeasuredEvidence final : public EvidenceSource {
+ public:
+  tee::Measurements measurements(const AttestConfig& config) const override;
+  std::vector<std::uint8_t> wire_bytes(const tee::Evidence& evidence) const override;
+};
+
+// Runs the attested handshake and group-key distribution (above), this rank's evidence from `source`
+// (the first form: MeasuredEvidence). Collective: every rank calls it.
 // Throws AttestationError (the same refusal on every rank) when any evidence is rejected or the group
 // key fails to open anywhere; RunError if a peer does not answer in time.
 SessionKeys establish_keys(Transport& transport, const AttestConfig& config);
+SessionKeys establish_keys(Transport& transport, const AttestConfig& config, const EvidenceSource& source);
 
 // Releases a secret of `size` bytes from rank 0 to every rank, sealed hop by hop along the ring under
 // one-time keys derived from the link secrets, `label` and keys.releases (so no key or nonce is ever

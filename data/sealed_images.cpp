@@ -299,13 +299,15 @@ std::string SealedImageSet::describe() const {
 // ---- SealedImageLoader ----
 
 SealedImageLoader::SealedImageLoader(SealedImageSet& data, ImageTransform transform, uint64_t seed,
-                                     bool shuffle, IngressOptions ingress, Profiler* profiler)
+                                     bool shuffle, IngressOptions ingress, Profiler* profiler,
+                                     std::unique_ptr<BounceBuffer> bounce_buffer)
     : data_(data),
       batcher_(data.info().file.string(), data.info().C, data.info().H, data.info().W, data.size(),
                std::move(transform), seed, shuffle),
       profiler_(profiler),
       throttle_(ingress.gbps) {
-  if (ingress.mode == IngressMode::Bounce) bounce_.emplace(ingress.link_cipher, ingress.rank, profiler);
+  if (ingress.mode == IngressMode::Bounce)
+    bounce_.emplace(ingress.link_cipher, ingress.rank, profiler, std::move(bounce_buffer));
 }
 
 void SealedImageLoader::check_shape(int C, int H, int W, int classes) const {

@@ -145,8 +145,10 @@ class SealedImageSet {
 class SealedImageLoader {
  public:
   // Throws InputError like ImageBatcher (empty set, transform not matching C).
+  // `bounce_buffer`: the bounce path's shared memory (null: plain memory; a test's tampering host).
   SealedImageLoader(SealedImageSet& data, ImageTransform transform, uint64_t seed, bool shuffle,
-                    IngressOptions ingress = {}, Profiler* profiler = nullptr);
+                    IngressOptions ingress = {}, Profiler* profiler = nullptr,
+                    std::unique_ptr<BounceBuffer> bounce_buffer = nullptr);
   SealedImageLoader(SealedImageSet&&, ImageTransform, uint64_t, bool, IngressOptions = {},
                     Profiler* = nullptr) = delete;
 
@@ -160,9 +162,6 @@ class SealedImageLoader {
   // [first_sample, first_sample + count). Time goes to Phase::Ingress. Throws IntegrityError
   // when a chunk or the bounce buffer fails to open, InputError on a label outside the classes.
   void fill(Batch& out, uint64_t first_sample, int count);
-
-  // The bounce path (null in direct mode), e.g. for a test's staging hook.
-  BounceLink* bounce_link() { return bounce_ ? &*bounce_ : nullptr; }
 
  private:
   SealedImageSet& data_;

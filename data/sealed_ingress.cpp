@@ -39,26 +39,30 @@ IngressAad ingress_aad(std::uint64_t first_sample, int count, std::uint64_t coun
 
 }  // namespace
 
-BounceLink::BounceLink(tee::Cipher cipher, std::uint32_t rank, Profiler* profiler)
-    : cpu_nonces_(rank), rank_(rank), profiler_(profiler) {
+BounceLink::BounceLink(tee::Cipher cipher, std::uint32_t rank, Profiler* profiler,
+                       std::unique_ptr<BounceBuffer> buffer)
+    : cpu_nonces_(rank),
+      rank_(rank),
+      buffer_(buffer ? std::move(buffer) : std::make_unique<SharedBounceBuffer>()),
+      profiler_(profiler) {
   const tee::SecretBytes link_key = tee::SecretBytes::random(tee::cipher_key_size(cipher));
   cpu_.emplace(cipher, link_key.view());
   device_.emplace(cipher, link_key.view());
 }  // link_key is wiped here: only the two cipher contexts keep it
 
 void BounceLink::transfer(tee::MutableByteView batch, std::uint64_t first_sample, int count) {
-  staging_.resize(batch.size() + tee::kTagSize);
   {  // CPU side: seal into the bounce buffer.
     const tee::Nonce nonce = cpu_nonces_.next();
-    cpu_->seal_append_tag(nonce, ingress_aad(first_sample, count, nonce.counter()), batch, staging_);
+    cpu_->seal_append_tag(nonce, ingress_aad(first_sample, count, nonce.counter()), batch,
+                          buffer_->stage(batch.size() + tee::kTagSize));
   }
-  if (hook_) hook_(staging_);
-  {  // Device side: expected nonce and context come from its own state.
+  {  // Device side: expected nonce and context come from its own state, never from the buffer.
     const std::uint64_t counter = device_counter_++;
     const tee::Nonce nonce = tee::Nonce::make(rank_, counter);
+    const tee::ByteView staged = buffer_->collect();
     const bool ok =
-        staging_.size() == batch.size() + tee::kTagSize &&
-        device_->try_open_with_tag(nonce, ingress_aad(first_sample, count, counter), staging_, batch);
+        staged.size() == batch.size() + tee::kTagSize &&
+        device_->try_open_with_tag(nonce, ingress_aad(first_sample, count, counter), staged, batch);
     if (!ok) {
       throw IntegrityError("ingress bounce buffer of rank " + std::to_string(rank_) + ", message " +
                            std::to_string(counter) + " (samples " + std::to_string(first_sample) + " + " +

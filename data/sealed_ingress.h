@@ -12,7 +12,7 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
-#include <functional>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -49,6 +49,32 @@ class IngressThrottle {
   Clock::time_point ready_{};  // when the link finished carrying the previous batch
 };
 
+// The bounce buffer: memory the CPU side and the device side of a BounceLink share with the host, which
+// can read and write it between the seal and the open (H100 CC stages transfers in unencrypted shared
+// memory). A part of the link, so that a test can play that host with a buffer of its own
+// (tests/data/data_test_util.h); every run uses SharedBounceBuffer.
+class BounceBuffer {
+ public:
+  virtual ~BounceBuffer() = default;
+  // Where the CPU side stages one sealed message of `bytes` bytes (ciphertext || tag).
+  virtual tee::MutableByteView stage(std::size_t bytes) = 0;
+  // The staged message as the device side finds it.
+  virtual tee::ByteView collect() = 0;
+};
+
+// Plain memory: the device side finds what the CPU side wrote.
+class SharedBounceBuffer final : public BounceBuffer {
+ public:
+  tee::MutableByteView stage(std::size_t bytes) override {
+    bytes_.resize(bytes);
+    return bytes_;
+  }
+  tee::ByteView collect() override { return bytes_; }
+
+ private:
+  std::vector<std::uint8_t> bytes_;  // (bytes + 16) ciphertext || tag
+};
+
 // The bounce path between the "CPU" and the "device" of one rank. The link key is random, made
 // here and never leaves this object: it stands for the session key H100 CC sets up between the
 // driver and the GPU. Nonces are (rank, counter), deterministic and never reused under the key;
@@ -56,18 +82,15 @@ class IngressThrottle {
 // asked for, never from the staging buffer.
 class BounceLink {
  public:
-  // Called on the staging buffer (ciphertext || tag) between seal and open: lets a test play the
-  // adversary who owns shared memory (flip, truncate, replay bytes).
-  using StagingHook = std::function<void(std::vector<std::uint8_t>& staging)>;
-
-  BounceLink(tee::Cipher cipher, std::uint32_t rank, Profiler* profiler);
+  // `buffer`: the shared memory the messages cross (null: a SharedBounceBuffer).
+  BounceLink(tee::Cipher cipher, std::uint32_t rank, Profiler* profiler,
+             std::unique_ptr<BounceBuffer> buffer = nullptr);
 
   // Seals `batch` (CPU side) into the staging buffer, then opens it back into `batch` (device
   // side). (first_sample, count) name the batch in the associated data. Throws
   // IntegrityError ("ingress bounce buffer ... failed to open") if the staging bytes changed.
   void transfer(tee::MutableByteView batch, std::uint64_t first_sample, int count);
 
-  void set_staging_hook(StagingHook hook) { hook_ = std::move(hook); }
   std::uint64_t messages() const { return device_counter_; }
 
  private:
@@ -75,10 +98,9 @@ class BounceLink {
   std::optional<tee::Aead> device_;  // opens with the same key (its own cipher contexts)
   tee::NonceSequence cpu_nonces_;
   std::uint32_t rank_;
-  std::uint64_t device_counter_ = 0;   // the nonce counter the device expects next
-  std::vector<std::uint8_t> staging_;  // (bytes + 16) ciphertext || tag: the bounce buffer
+  std::uint64_t device_counter_ = 0;  // the nonce counter the device expects next
+  std::unique_ptr<BounceBuffer> buffer_;
   Profiler* profiler_;
-  StagingHook hook_;
 };
 
 }  // namespace tt

@@ -166,29 +166,7 @@ bool is_sealed_file(const fs::path& path) {
 }
 
 std::vector<fs::path> find_sealed_shards(const std::string& spec, const std::string& split) {
-  const fs::path p(spec);
-  std::error_code ec;
-  const std::string sfx = std::string(".bin") + kSealedSuffix;
-  std::vector<fs::path> files;
-  if (is_data_file(p)) {
-    if (is_sealed_file(p)) files.push_back(p);
-  } else if (has_glob_chars(p.filename().string())) {
-    for (auto& f : match_in_dir(p.parent_path(), p.filename().string()))
-      if (is_sealed_file(f)) files.push_back(f);
-  } else if (fs::is_directory(p, ec)) {
-    files = match_in_dir(p, "*_" + split + sfx);
-    auto numbered = match_in_dir(p, "*_" + split + "_*" + sfx);
-    files.insert(files.end(), numbered.begin(), numbered.end());
-    std::sort(files.begin(), files.end());
-  } else {
-    const fs::path exact = spec + "_" + split + sfx;
-    if (is_data_file(exact)) {
-      files.push_back(exact);
-    } else {
-      files = match_in_dir(p.parent_path(), p.filename().string() + "_" + split + "_*" + sfx);
-    }
-  }
-  return files;
+  return find_split_files(spec, split, std::string(".bin") + kSealedSuffix, is_sealed_file);
 }
 
 bool require_sealed_data(const std::string& spec, const std::string& split, bool allow_plain) {
@@ -326,7 +304,8 @@ void SealedTokenDataset::read_token_bytes(std::size_t shard, std::uint64_t first
 // ---- SealedTokenLoader ----
 
 SealedTokenLoader::SealedTokenLoader(SealedTokenDataset& data, int T, uint64_t seed, bool shuffle,
-                                     IngressOptions ingress, Profiler* profiler)
+                                     IngressOptions ingress, Profiler* profiler,
+                                     std::unique_ptr<BounceBuffer> bounce_buffer)
     : data_(data), T_(T), profiler_(profiler), throttle_(ingress.gbps) {
   if (T < 1) throw InputError("--seq must be at least 1 (got " + std::to_string(T) + ")");
   // The window layout of TokenLoader: floor((n_i - 1) / T) windows of T+1 tokens with stride T.
@@ -345,7 +324,8 @@ SealedTokenLoader::SealedTokenLoader(SealedTokenDataset& data, int T, uint64_t s
                      " windows exceed 2^32; use a larger --seq");
   }
   order_ = WindowOrder(num_windows_, seed, shuffle);
-  if (ingress.mode == IngressMode::Bounce) bounce_.emplace(ingress.link_cipher, ingress.rank, profiler);
+  if (ingress.mode == IngressMode::Bounce)
+    bounce_.emplace(ingress.link_cipher, ingress.rank, profiler, std::move(bounce_buffer));
 }
 
 // Must stay identical to TokenLoader::permutation (a test compares the two loaders batch by batch).

@@ -144,8 +144,9 @@ class SealedTokenLoader {
       WindowOrder::kDataStream;  // "data": must equal TokenLoader::kDataStream
 
   // Throws InputError if T < 1 or the data holds no window of T+1 tokens.
+  // `bounce_buffer`: the bounce path's shared memory (null: plain memory; a test's tampering host).
   SealedTokenLoader(SealedTokenDataset& data, int T, uint64_t seed, bool shuffle, IngressOptions ingress = {},
-                    Profiler* profiler = nullptr);
+                    Profiler* profiler = nullptr, std::unique_ptr<BounceBuffer> bounce_buffer = nullptr);
   SealedTokenLoader(SealedTokenDataset&&, int, uint64_t, bool, IngressOptions = {},
                     Profiler* = nullptr) = delete;
 
@@ -156,9 +157,6 @@ class SealedTokenLoader {
   // As TokenLoader::fill: out.tokens (B, T), out.targets (B, T) for samples
   // [first_sample, first_sample + count). Time goes to Phase::Ingress.
   void fill(Batch& out, uint64_t first_sample, int count);
-
-  // The bounce path (null in direct mode), e.g. for a test's staging hook.
-  BounceLink* bounce_link() { return bounce_ ? &*bounce_ : nullptr; }
 
  private:
   SealedTokenDataset& data_;

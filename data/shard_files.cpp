@@ -38,6 +38,31 @@ std::vector<fs::path> match_in_dir(const fs::path& dir, const std::string& patte
   return out;
 }
 
+std::vector<fs::path> find_split_files(const std::string& spec, const std::string& split,
+                                       const std::string& suffix,
+                                       const std::function<bool(const fs::path&)>& named) {
+  const fs::path p(spec);
+  std::error_code ec;
+  std::vector<fs::path> files;
+  if (is_data_file(p)) {
+    files.push_back(p);
+  } else if (has_glob_chars(p.filename().string())) {
+    files = match_in_dir(p.parent_path(), p.filename().string());
+  } else if (fs::is_directory(p, ec)) {
+    files = match_in_dir(p, "*_" + split + suffix);
+    auto numbered = match_in_dir(p, "*_" + split + "_*" + suffix);
+    files.insert(files.end(), numbered.begin(), numbered.end());
+    std::sort(files.begin(), files.end());
+    return files;
+  } else {
+    const fs::path exact = spec + "_" + split + suffix;
+    if (is_data_file(exact)) return {exact};
+    return match_in_dir(p.parent_path(), p.filename().string() + "_" + split + "_*" + suffix);
+  }
+  if (named) std::erase_if(files, [&](const fs::path& f) { return !named(f); });
+  return files;
+}
+
 std::string human_count(uint64_t n) {
   char buf[32];
   if (n >= 1000000) {

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,14 @@ bool is_data_file(const std::filesystem::path& p);
 // Sorted files in `dir` whose name matches the fnmatch pattern (is_data_file: a matching FIFO or
 // device is refused, not skipped).
 std::vector<std::filesystem::path> match_in_dir(const std::filesystem::path& dir, const std::string& pattern);
+// The `split` shards a --data `spec` names, for plain (`suffix` ".bin") and sealed (".bin.sealed") token
+// data alike: an existing file; a glob on the file name; a directory (its *_<split><suffix> and
+// *_<split>_*<suffix>); or a prefix (<spec>_<split><suffix>, else <spec>_<split>_*<suffix>). A file or
+// glob names files whatever their names, so those pass `named` too when it is given (sealed data: only
+// sealed files). Sorted; empty when nothing matches.
+std::vector<std::filesystem::path> find_split_files(
+    const std::string& spec, const std::string& split, const std::string& suffix,
+    const std::function<bool(const std::filesystem::path&)>& named = {});
 // 2444768 -> "2.4M", for descriptions.
 std::string human_count(uint64_t n);
 

@@ -34,26 +34,7 @@ TokenDataset::TokenDataset(const std::vector<fs::path>& files) {
 }
 
 TokenDataset TokenDataset::open(const std::string& spec, const std::string& split) {
-  const fs::path p(spec);
-  std::error_code ec;
-  std::vector<fs::path> files;
-  if (is_data_file(p)) {
-    files.push_back(p);
-  } else if (has_glob_chars(p.filename().string())) {
-    files = match_in_dir(p.parent_path(), p.filename().string());
-  } else if (fs::is_directory(p, ec)) {
-    files = match_in_dir(p, "*_" + split + ".bin");
-    auto numbered = match_in_dir(p, "*_" + split + "_*.bin");
-    files.insert(files.end(), numbered.begin(), numbered.end());
-    std::sort(files.begin(), files.end());
-  } else {
-    const fs::path exact = spec + "_" + split + ".bin";
-    if (is_data_file(exact)) {
-      files.push_back(exact);
-    } else {
-      files = match_in_dir(p.parent_path(), p.filename().string() + "_" + split + "_*.bin");
-    }
-  }
+  const std::vector<fs::path> files = find_split_files(spec, split, ".bin");
   if (files.empty() && is_data_file(spec + "_" + split + ".bin.sealed")) {
     throw InputError("--data " + spec + " holds sealed shards (" + spec + "_" + split +
                      ".bin.sealed), which only TEE mode opens: add --tee cc or --tee fast with the data "

@@ -62,6 +62,9 @@ float Trainer::train_step(long step, uint64_t first_sample) {
       } else {
         model_.backward({});
       }
+      // With no reducer nothing runs beside the backward: its queued GPU work is waited for here, so
+      // the phase holds it (the optimizer's gradient norm would otherwise wait for it and be charged).
+      if (reducer_ == nullptr) backend_.synchronize();
     }
     loss_sum += loss;
   }

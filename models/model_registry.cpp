@@ -10,6 +10,19 @@
 namespace tt {
 namespace {
 
+// A chosen stem's name in a configuration (bench step's --stem spellings).
+struct StemName {
+  ResnetStem stem;
+  const char* name;
+};
+constexpr StemName kStemNames[] = {{ResnetStem::ImageNet, "imagenet"}, {ResnetStem::Small, "cifar"}};
+
+ResnetStem stem_named(const std::string& name, const std::string& where) {
+  for (const StemName& s : kStemNames)
+    if (name == s.name) return s.stem;
+  throw InputError(where + ": malformed model configuration (unknown stem '" + name + "')");
+}
+
 // A token model's preset with the shape overrides (0 keeps the preset's value), validated.
 template <typename Config>
 Config with_overrides(Config c, const ModelOptions& o) {
@@ -36,6 +49,7 @@ ResnetConfig resnet_config(const ModelOptions& o) {
   if (o.image_channels > 0) c.in_channels = o.image_channels;
   if (o.image_size > 0) c.image_size = o.image_size;
   if (o.num_classes > 0) c.num_classes = o.num_classes;
+  c.stem = o.stem;
   c.validate();
   return c;
 }
@@ -74,9 +88,12 @@ std::unique_ptr<Model> make_model(Backend& backend, const ModelOptions& opts) {
 nlohmann::json model_config_json(const ModelOptions& opts) {
   if (model_family(opts) == ModelFamily::Resnet) {
     const ResnetConfig c = resnet_config(opts);
-    return {{"name", opts.name},          {"family", "resnet"},           {"image_channels", c.in_channels},
-            {"image_size", c.image_size}, {"num_classes", c.num_classes}, {"shape", c.describe()},
-            {"params", c.num_params()}};
+    nlohmann::json j{
+        {"name", opts.name},          {"family", "resnet"},           {"image_channels", c.in_channels},
+        {"image_size", c.image_size}, {"num_classes", c.num_classes}, {"shape", c.describe()},
+        {"params", c.num_params()}};
+    if (opts.stem != ResnetStem::Auto) j["stem"] = kStemNames[c.small_stem() ? 1 : 0].name;
+    return j;
   }
   if (model_family(opts) == ModelFamily::Bert) {
     const BertConfig c = bert_config(opts);
@@ -97,6 +114,7 @@ ModelOptions model_options_from_json(const nlohmann::json& m, const std::string&
       o.image_channels = m.at("image_channels").get<int>();
       o.image_size = m.at("image_size").get<int>();
       o.num_classes = m.at("num_classes").get<int>();
+      if (m.contains("stem")) o.stem = stem_named(m["stem"].get<std::string>(), where);
     } else {
       o.n_layer = m.at("n_layer").get<int>();
       o.n_head = m.at("n_head").get<int>();

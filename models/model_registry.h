@@ -9,6 +9,7 @@
 
 #include "core/backend.h"
 #include "core/model.h"
+#include "models/resnet/resnet_stem.h"
 
 namespace tt {
 
@@ -27,6 +28,10 @@ struct ModelOptions {
   int image_channels = 0;
   int image_size = 0;
   int num_classes = 0;
+  // Image models: the stem (Auto: the preset's rule, the small stem for inputs of 64 px and less).
+  // An explicit stem is part of the configuration (model_config_json's "stem"); Auto adds nothing, so
+  // the configurations of runs that never chose one stay as they were.
+  ResnetStem stem = ResnetStem::Auto;
 };
 
 // Throws InputError naming the presets for a name that is none of them.

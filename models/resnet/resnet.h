@@ -43,15 +43,11 @@
 #include "core/backend.h"
 #include "core/buffer.h"
 #include "core/model.h"
+#include "models/resnet/resnet_stem.h"
 
 namespace tt {
 
 enum class ResnetBlock { Basic, Bottleneck };
-enum class ResnetStem {
-  Auto,      // Small for image_size <= 64, ImageNet otherwise
-  ImageNet,  // 7x7/2 conv + 3x3/2 maxpool
-  Small,     // 3x3/1 conv, no maxpool
-};
 
 struct ResnetPreset;
 

@@ -10,7 +10,9 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "base/error.h"
 #include "comm/attest_evidence.h"
@@ -74,15 +76,36 @@ class Lab {
   std::shared_ptr<const tee::TrustAnchor> anchor_;
 };
 
+// A rank that lies in the handshake (comm::EvidenceSource): claims `claim` instead of what it runs,
+// and/or flips the last signature byte of the evidence it sends. The honest parts are MeasuredEvidence's.
+class LyingEvidence final : public EvidenceSource {
+ public:
+  std::optional<tee::Measurements> claim;
+  bool corrupt_signature = false;
+
+  tee::Measurements measurements(const AttestConfig& config) const override {
+    return claim ? *claim : honest_.measurements(config);
+  }
+  std::vector<std::uint8_t> wire_bytes(const tee::Evidence& evidence) const override {
+    std::vector<std::uint8_t> bytes = honest_.wire_bytes(evidence);
+    if (corrupt_signature) bytes.back() ^= 0x01;
+    return bytes;
+  }
+
+ private:
+  MeasuredEvidence honest_;
+};
+
 // Runs establish_keys on every rank; `tweak` adjusts one rank's config, `wrap` may put a transport
-// decorator (an adversary) between the rank and the wire.
+// decorator (an adversary) between the rank and the wire, `liar` (if set) is rank `liar_rank`'s evidence.
 struct Result {
   std::vector<std::exception_ptr> errors;
   std::vector<SessionKeys> keys;
 };
 using Wrap = std::function<std::unique_ptr<Transport>(Transport&)>;
 Result handshake(int p, const Lab& lab, const std::function<void(int, AttestConfig&)>& tweak = {},
-                 FaultPlan faults = {}, const Wrap& wrap = {}) {
+                 FaultPlan faults = {}, const Wrap& wrap = {}, const LyingEvidence* liar = nullptr,
+                 int liar_rank = -1) {
   InprocWorld world(p, std::move(faults), 5000ms);
   Result res;
   res.keys.resize(static_cast<std::size_t>(p));
@@ -90,7 +113,10 @@ Result handshake(int p, const Lab& lab, const std::function<void(int, AttestConf
     AttestConfig cfg = lab.config(t.rank());
     if (tweak) tweak(t.rank(), cfg);
     std::unique_ptr<Transport> wrapped = wrap ? wrap(t) : nullptr;
-    res.keys[static_cast<std::size_t>(t.rank())] = establish_keys(wrapped ? *wrapped : t, cfg);
+    const MeasuredEvidence honest;
+    const EvidenceSource& source =
+        liar != nullptr && t.rank() == liar_rank ? static_cast<const EvidenceSource&>(*liar) : honest;
+    res.keys[static_cast<std::size_t>(t.rank())] = establish_keys(wrapped ? *wrapped : t, cfg, source);
   });
   return res;
 }
@@ -303,10 +329,18 @@ TEST(SecureSession, BinaryOrConfigurationOutsideThePolicyRefusesOnEveryRank) {
   for (const auto& e : ok.errors) EXPECT_FALSE(e) << message_of(e);
 }
 
-TEST(SecureSession, BadSignatureRefusesOnEveryRank) {
+TEST(SecureSession, LyingEvidenceRefusesOnEveryRank) {
   Lab lab;
-  const auto r = handshake(3, lab, [](int rank, AttestConfig& c) { c.corrupt_evidence = rank == 2; });
+  LyingEvidence bad_signature;
+  bad_signature.corrupt_signature = true;
+  const auto r = handshake(3, lab, {}, {}, {}, &bad_signature, 2);
   expect_refused_everywhere(r, "rank 2: bad signature (reported by ranks 0, 1)");
+  // A rank claiming a binary nobody runs, with a valid signature over the claim.
+  LyingEvidence other_binary;
+  other_binary.claim = tee::Measurements{};
+  const auto m = handshake(3, lab, {}, {}, {}, &other_binary, 1);
+  expect_refused_everywhere(m, "rank 1: binary measurement");
+  expect_refused_everywhere(m, "(reported by ranks 0, 2)");
 }
 
 TEST(SecureSession, RevokedRankRefusesOnEveryRank) {

@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "core/rng.h"
+#include "data/sealed_ingress.h"
 #include "data/token_shard.h"
 
 namespace tt::datatest {
@@ -32,5 +33,26 @@ void expect_input_error(F f, const std::string& needle) {
     EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << "one line: " << e.what();
   }
 }
+
+// The host who owns the bounce buffer's memory: flips the top bit of byte `byte` of message `message`
+// (counted from 0) after the CPU side sealed it and before the device side opens it.
+class TamperingBounceBuffer final : public BounceBuffer {
+ public:
+  TamperingBounceBuffer(std::uint64_t message, std::size_t byte) : message_(message), byte_(byte) {}
+  tee::MutableByteView stage(std::size_t bytes) override {
+    bytes_.resize(bytes);
+    return bytes_;
+  }
+  tee::ByteView collect() override {
+    if (collected_++ == message_) bytes_.at(byte_) ^= 0x80;
+    return bytes_;
+  }
+
+ private:
+  std::uint64_t message_;
+  std::size_t byte_;
+  std::uint64_t collected_ = 0;
+  std::vector<std::uint8_t> bytes_;
+};
 
 }  // namespace tt::datatest

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -183,10 +184,10 @@ TEST(SealedData, PlainDataRefusedInTeeModeUnlessAllowed) {
 TEST(SealedData, BounceBufferTamperingIsCaught) {
   Fixture f;
   SealedTokenDataset sealed = SealedTokenDataset::open((f.sealed_dir / "d").string(), "train", f.key);
-  SealedTokenLoader loader(sealed, 16, 3, true, {IngressMode::Bounce, tee::Cipher::Aes256Gcm, 2, 0});
+  SealedTokenLoader loader(sealed, 16, 3, true, {IngressMode::Bounce, tee::Cipher::Aes256Gcm, 2, 0}, nullptr,
+                           std::make_unique<datatest::TamperingBounceBuffer>(1, 1));
   Batch b;
-  loader.fill(b, 0, 2);
-  loader.bounce_link()->set_staging_hook([](std::vector<std::uint8_t>& s) { s[1] ^= 0x80; });
+  loader.fill(b, 0, 2);  // message 0 crosses untouched
   try {
     loader.fill(b, 2, 2);
     FAIL() << "tampered bounce buffer opened";

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "data/sealed_images.h"
 #include "tee/errors.h"
 #include "tests/common/temp_dir.h"
+#include "tests/data/data_test_util.h"
 
 namespace tt {
 namespace {
@@ -207,10 +209,10 @@ TEST(SealedImages, BounceStagingTamperingIsCaught) {
   Fixture f;
   SealedImageSet sealed(f.train_file, "train", f.key);
   SealedImageLoader loader(sealed, f.norm, 3, true,
-                           {IngressMode::Bounce, tee::Cipher::ChaCha20Poly1305, 2, 0});
+                           {IngressMode::Bounce, tee::Cipher::ChaCha20Poly1305, 2, 0}, nullptr,
+                           std::make_unique<datatest::TamperingBounceBuffer>(1, 5));
   Batch b;
-  loader.fill(b, 0, 4);
-  loader.bounce_link()->set_staging_hook([](std::vector<std::uint8_t>& s) { s[5] ^= 0x80; });
+  loader.fill(b, 0, 4);  // message 0 crosses untouched
   expect_throw_naming<IntegrityError>([&] { loader.fill(b, 4, 4); },
                                       {"ingress bounce buffer of rank 2, message 1"});
 }

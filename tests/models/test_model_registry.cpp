@@ -74,6 +74,14 @@ TEST(ModelRegistry, CheckpointConfigurationRebuildsTheModel) {
   EXPECT_EQ(model_config_json(cnn_back), model_config_json(cnn));
   EXPECT_EQ(model_context(cnn_back), INT_MAX);  // image models have no sequence length
   EXPECT_EQ(model_vocab(cnn_back), 0);
+  EXPECT_FALSE(model_config_json(cnn).contains("stem"));  // the preset's rule: configurations unchanged
+
+  // A chosen stem (bench step --stem) is part of the configuration and rebuilds the same model.
+  cnn.stem = ResnetStem::ImageNet;
+  const nlohmann::json imagenet = model_config_json(cnn);
+  EXPECT_EQ(imagenet.at("stem"), "imagenet");
+  EXPECT_NE(imagenet.at("params"), model_config_json(cnn_back).at("params"));
+  EXPECT_EQ(model_config_json(model_options_from_json(imagenet, "ckpt.json")), imagenet);
 }
 
 TEST(ModelRegistry, CheckpointWithoutModelIsInputError) {

@@ -32,8 +32,10 @@
 #include "engine/host_layout.h"
 #include "engine/mlm_masking.h"
 #include "engine/optimizer.h"
+#include "engine/run_plan.h"
 #include "engine/tee_session.h"
-#include "models/resnet/resnet.h"
+#include "engine/trainer.h"
+#include "models/model_registry.h"
 #include "tee/aead.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/model_flags.h"
@@ -331,9 +333,6 @@ struct StepBenchOptions {
   bool tf32 = false;
   int steps = 5;
   int warmup = 1;
-  // Image models: the stem (auto: the preset's rule, the CIFAR stem for inputs of 64 px and less),
-  // so both layouts of issue 18's table run at 32x32.
-  ResnetStem stem = ResnetStem::Auto;
   std::string json;
 };
 
@@ -390,27 +389,38 @@ struct StepTimes {
   std::vector<double> step, fwd, bwd, upd;  // seconds per timed step
 };
 
-StepTimes time_steps(const StepBenchOptions& o, Backend& be, Model& model, Optimizer& opt, const Batch& b) {
+// The steps as `teetrain train` runs them (engine/trainer.h: zero grad, forward, backward, gradient
+// norm, update), on one rank with no reducer, `batch` every step; each timed step's forward, backward
+// and optimizer phases read from the trainer's profiler after it.
+StepTimes time_steps(const StepBenchOptions& o, Backend& be, Model& model, Optimizer& opt,
+                     const OptimizerConfig& oc, const Batch& batch) {
+  TrainConfig tc;
+  tc.steps = o.warmup + o.steps;
+  tc.batch = o.batch;
+  tc.seq = o.seq;
+  tc.lr = LrSchedule{1e-4f, 1.0f, 0, tc.steps, ScheduleKind::Constant};
+  tc.grad_clip = 0;  // the norm is still computed, as in training; the update is never scaled
+  tc.opt = oc;
+  tc.val_batches = 0;
+  tc.progress = false;
+  tc.digest_params = false;
+  Profiler profiler;
   StepTimes t;
-  for (int s = 0; s < o.warmup + o.steps; ++s) {
-    const auto t0 = std::chrono::steady_clock::now();
-    model.zero_grad();
-    model.forward(b);
-    be.synchronize();  // GPU ops are asynchronous: the split into phases needs the queue drained
-    const auto t1 = std::chrono::steady_clock::now();
-    model.backward({});
-    be.synchronize();
-    const auto t2 = std::chrono::steady_clock::now();
-    opt.step(model, 1e-4f, 1.0f, s + 1);
-    be.synchronize();
-    const auto t3 = std::chrono::steady_clock::now();
-    if (s < o.warmup) continue;
-    auto sec = [](auto a, auto c) { return std::chrono::duration<double>(c - a).count(); };
-    t.step.push_back(sec(t0, t3));
-    t.fwd.push_back(sec(t0, t1));
-    t.bwd.push_back(sec(t1, t2));
-    t.upd.push_back(sec(t2, t3));
-  }
+  std::array<double, 3> before{};
+  tc.after_step = [&](long step) {
+    const std::array<double, 3> now{profiler.seconds(Phase::Forward), profiler.seconds(Phase::Backward),
+                                    profiler.seconds(Phase::Optimizer)};
+    if (step > o.warmup) {
+      t.fwd.push_back(now[0] - before[0]);
+      t.bwd.push_back(now[1] - before[1]);
+      t.upd.push_back(now[2] - before[2]);
+      t.step.push_back(t.fwd.back() + t.bwd.back() + t.upd.back());
+    }
+    before = now;
+  };
+  Trainer trainer(be, model, opt, profiler, RankInfo{}, nullptr, std::move(tc),
+                  [&batch](Batch& out, uint64_t, int) { out = batch; }, {});
+  trainer.run();
   return t;
 }
 
@@ -419,43 +429,33 @@ double median_of(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// The model to time: make_model's, or for an image model with --stem the preset (with the image
-// overrides) on that stem. Also returns the model's configuration for the report.
-std::unique_ptr<Model> bench_model(Backend& be, const StepBenchOptions& o, nlohmann::json& mc) {
-  mc = model_config_json(o.model);
-  if (!is_image_model(o.model)) {
-    if (o.stem != ResnetStem::Auto) throw InputError("--stem applies to image models (resnet*) only");
-    return make_model(be, o.model);
-  }
-  ResnetConfig c = ResnetConfig::preset(o.model.name);
-  c.in_channels = mc["image_channels"].get<int>();
-  c.image_size = mc["image_size"].get<int>();
-  c.num_classes = mc["num_classes"].get<int>();
-  c.stem = o.stem;
-  c.validate();
-  mc["shape"] = c.describe();
-  mc["params"] = c.num_params();
-  mc["stem"] = c.small_stem() ? "cifar" : "imagenet";
-  return std::make_unique<Resnet>(be, c, o.model.name);
+void write_step_json(const StepBenchOptions& o, const nlohmann::json& j) {
+  std::ofstream out(o.json);
+  if (!out) throw InputError("--json " + o.json + ": cannot open for writing");
+  out << j.dump(2) << '\n';
 }
 
 void run_step(const StepBenchOptions& o) {
+  RunPlan plan;  // train's checks of the same choices (--tf32 needs --device cuda)
+  plan.device = o.device;
+  plan.tf32 = o.tf32;
+  validate(plan);
+  const bool image = is_image_model(o.model);
+  if (!image && o.model.stem != ResnetStem::Auto)
+    throw InputError("--stem applies to image models (resnet*) only");
   BackendOptions bo;
   bo.device = o.device;
   bo.threads = o.threads;
   bo.tf32 = o.tf32;
-  if (o.tf32 && bo.device != DeviceKind::Cuda) throw InputError("--tf32 applies to --device cuda only");
   std::unique_ptr<Backend> be = make_backend(bo);
-  nlohmann::json mc;
-  std::unique_ptr<Model> model = bench_model(*be, o, mc);
-  const bool image = is_image_model(o.model);
+  const nlohmann::json mc = model_config_json(o.model);
+  std::unique_ptr<Model> model = make_model(*be, o.model);
   model->init_params(1);
-  model->reserve(o.batch, o.seq);
   // Image models train with SGD + momentum, as their PyTorch peer (tools/bench/compare_resnet18_torch.py).
   OptimizerConfig oc;
   if (image) oc.kind = OptimizerKind::Sgd;
   std::unique_ptr<Optimizer> opt = make_optimizer(*be, oc, model->num_params());
-  const StepTimes t = time_steps(o, *be, *model, *opt, bench_batch(o, mc, image));
+  const StepTimes t = time_steps(o, *be, *model, *opt, oc, bench_batch(o, mc, image));
   const int seq = image ? 1 : o.seq;
   const StepFlops f = model->flops(o.batch, seq);
   const double step = median_of(t.step);
@@ -478,27 +478,24 @@ void run_step(const StepBenchOptions& o) {
       "sgemm (%dx%dx%d) %.1f GFLOP/s -> %.0f%% of sgemm | peak RSS %ld MiB\n",
       step, median_of(t.fwd), median_of(t.bwd), median_of(t.upd), rate, unit, (f.forward + f.backward) * 1e-9,
       gflops, N, C, image ? C : 4 * C, peak, 100.0 * gflops / peak, peak_rss_mib());
-  if (!o.json.empty()) {
-    std::ofstream out(o.json);
-    if (!out) throw InputError("--json " + o.json + ": cannot open for writing");
-    nlohmann::json j{{"model", mc},
-                     {"batch", o.batch},
-                     {"threads", o.threads},
-                     {"device", o.device},
-                     {"tf32", o.tf32},
-                     {"step_s", step},
-                     {"forward_s", median_of(t.fwd)},
-                     {"backward_s", median_of(t.bwd)},
-                     {"optimizer_s", median_of(t.upd)},
-                     {"optimizer", enum_name(oc.kind)},
-                     {image ? "images_per_s" : "tokens_per_s", rate},
-                     {"gflops", gflops},
-                     {"sgemm_gflops", peak},
-                     {"peak_rss_mib", peak_rss_mib()},
-                     {"backend", be->describe()}};
-    if (!image) j["seq"] = o.seq;
-    out << j.dump(2) << '\n';
-  }
+  if (o.json.empty()) return;
+  nlohmann::json j{{"model", mc},
+                   {"batch", o.batch},
+                   {"threads", o.threads},
+                   {"device", o.device},
+                   {"tf32", o.tf32},
+                   {"step_s", step},
+                   {"forward_s", median_of(t.fwd)},
+                   {"backward_s", median_of(t.bwd)},
+                   {"optimizer_s", median_of(t.upd)},
+                   {"optimizer", enum_name(oc.kind)},
+                   {image ? "images_per_s" : "tokens_per_s", rate},
+                   {"gflops", gflops},
+                   {"sgemm_gflops", peak},
+                   {"peak_rss_mib", peak_rss_mib()},
+                   {"backend", be->describe()}};
+  if (!image) j["seq"] = o.seq;
+  write_step_json(o, j);
 }
 
 struct CryptoBenchOptions {
@@ -632,7 +629,7 @@ void register_bench_step(CLI::App* bench) {
       ->check(positive());
   s->add_option("--classes", st->model.num_classes, "Image models: classes (default the preset's)")
       ->check(positive());
-  add_enum_option(s, "--stem", st->stem,
+  add_enum_option(s, "--stem", st->model.stem,
                   "Image models: imagenet (7x7/2 conv + max-pool, torchvision's), cifar (3x3/1 conv, no "
                   "pool), auto (cifar for images of 64 px and less)");
   s->add_option("--threads", st->threads, "Threads")->check(positive())->capture_default_str();
