@@ -293,7 +293,7 @@ TEST(AdversaryGcm, SolvesTheUnknownBitsOfTheAssociatedDataFromTheTag) {
     EXPECT_EQ(opened->aad, aad) << len;
     EXPECT_EQ(opened->plain, plain) << len;
     // Another key, or a known bit that is wrong: no assignment of the unknown bits opens it.
-    EXPECT_FALSE(gcm::solve_and_open(tee::SecretBytes::random(32), nonce, ct, tag, templ, unknown)) << len;
+    EXPECT_FALSE(gcm::solve_and_open(tee::SecretBytes::random(32), at, ct, tag, templ, unknown)) << len;
     templ[0] ^= 1;
     EXPECT_FALSE(gcm::solve_and_open(key, at, ct, tag, templ, unknown)) << len;
   }

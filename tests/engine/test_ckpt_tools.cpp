@@ -87,7 +87,7 @@ TEST(CkptTools, VerifyChecksEveryChunkAndCatchesAFlippedByte) {
   EXPECT_EQ(ok.files, 8);  // manifest, model, optimizer, state per step
   EXPECT_GT(ok.chunks, 6u);
   EXPECT_NE(ok.text.find("matches state.json"), std::string::npos) << ok.text;
-  EXPECT_THROW(verify_checkpoint(s.sealed_step, nullptr), InputError);        // sealed needs the key
+  EXPECT_THROW(verify_checkpoint(s.sealed_step, nullptr), InputError);  // sealed needs the key
   // The master key in place of the checkpoint key does not compile; its bytes wrapped as one on
   // purpose still do not open the checkpoint.
   const tee::CheckpointKey master_bytes(s.master.secret().clone());
