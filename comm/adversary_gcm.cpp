@@ -116,27 +116,27 @@ Block inverse(Block x) {
   return mul(r, r);
 }
 
-std::optional<Opened> solve_and_open(const tee::SecretBytes& key, const tee::Nonce& nonce,
+std::optional<Opened> solve_and_open(const tee::SecretBytes& key, const tee::StreamPosition& at,
                                      tee::ByteView ciphertext, const tee::Tag& tag,
                                      std::vector<std::uint8_t> aad_template,
                                      const std::vector<std::size_t>& unknown) {
   tee::Aead aead(tee::Cipher::Aes256Gcm, key.view());
   tee::Tag t{};
   // E_K(J0): the tag of nothing (GHASH of a zero lengths block is 0).
-  aead.seal(nonce, {}, {}, {}, t);
+  aead.seal(at, {}, {}, {}, t);
   const Block ej0 = load(t.data());
   // H: the tag of one zero AD block is lengths(16, 0) * H + E_K(J0).
   const std::array<std::uint8_t, 16> zero{};
-  aead.seal(nonce, zero, {}, {}, t);
+  aead.seal(at, zero, {}, {}, t);
   const Block h = mul(load(t.data()) ^ ej0, inverse(lengths(16, 0)));
   // The plaintext (CTR: sealing zeros gives the key stream), then GHASH without AD of the same
   // ciphertext: what the AD adds to the genuine tag is the difference.
   Opened out;
   out.plain.assign(ciphertext.size(), 0);
-  aead.seal(nonce, {}, out.plain, out.plain, t);
+  aead.seal(at, {}, out.plain, out.plain, t);
   for (std::size_t i = 0; i < ciphertext.size(); ++i) out.plain[i] ^= ciphertext[i];
   std::vector<std::uint8_t> again(ciphertext.size());
-  aead.seal(nonce, {}, out.plain, again, t);
+  aead.seal(at, {}, out.plain, again, t);
   const std::size_t a = aad_template.size();
   const Block ad_part = load(tag.data()) ^ load(t.data()) ^
                         mul(lengths(a, ciphertext.size()) ^ lengths(0, ciphertext.size()), h);
@@ -150,7 +150,7 @@ std::optional<Opened> solve_and_open(const tee::SecretBytes& key, const tee::Non
   }
   out.aad = std::move(aad_template);
   // The solution is checked the only way that counts: the message opens with it.
-  if (!aead.try_open(nonce, out.aad, ciphertext, tag, out.plain)) return std::nullopt;
+  if (!aead.try_open(at, out.aad, ciphertext, tag, out.plain)) return std::nullopt;
   return out;
 }
 

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "tee/aead.h"
-#include "tee/nonce.h"
 #include "tee/secure_bytes.h"
+#include "tee/stream_position.h"
 
 namespace tt::comm::gcm {
 
@@ -39,9 +39,9 @@ struct Opened {
 };
 
 // Solves the bits `unknown` of `aad_template` (the rest is known) from `tag`, the AES-256-GCM tag of
-// `ciphertext` under `key` and `nonce`, and opens the message with the result. nullopt when no
+// `ciphertext` under `key` at stream position `at`, and opens the message with the result. nullopt when no
 // assignment of the unknown bits makes the tag verify (another key, another stream, a forgery).
-std::optional<Opened> solve_and_open(const tee::SecretBytes& key, const tee::Nonce& nonce,
+std::optional<Opened> solve_and_open(const tee::SecretBytes& key, const tee::StreamPosition& at,
                                      tee::ByteView ciphertext, const tee::Tag& tag,
                                      std::vector<std::uint8_t> aad_template,
                                      const std::vector<std::size_t>& unknown);

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <string_view>
 
 #include "base/error.h"
@@ -13,7 +14,7 @@
 #include "comm/secure_session.h"
 #include "tee/bytes.h"
 #include "tee/hkdf.h"
-#include "tee/nonce.h"
+#include "tee/stream_position.h"
 #include "tee/vendor.h"
 
 namespace tt::comm {
@@ -174,16 +175,19 @@ std::optional<std::vector<std::byte>> Relay::release(int from, int to, std::span
     auto aad = info;
     aad.resize(aad.size() + 8);
     tee::store_be64(aad.data() + aad.size() - 8, size);
-    const tee::Nonce nonce = tee::Nonce::make(static_cast<std::uint32_t>(from), 0);
-    tee::Aead in(tee::Cipher::Aes256Gcm, tee::hkdf_expand(side(from).secret.view(), info, 32).view());
+    // The release's one message, the first of `from`'s stream under each side's release key.
+    const auto origin = static_cast<std::uint32_t>(from);
+    tee::OpeningStream in(tee::Cipher::Aes256Gcm, tee::hkdf_expand(side(from).secret.view(), info, 32).view(),
+                          origin);
     tee::SecretBytes secret(size);
-    if (!in.try_open_with_tag(nonce, aad, u8(data), secret.mutable_view())) continue;
-    tee::Aead out(tee::Cipher::Aes256Gcm, tee::hkdf_expand(side(to).secret.view(), info, 32).view());
+    if (!in.try_open(aad, u8(data), secret.mutable_view())) continue;
+    tee::SealingStream out(tee::Cipher::Aes256Gcm, tee::hkdf_expand(side(to).secret.view(), info, 32).view(),
+                           origin);
     std::vector<std::uint8_t> wire(data.size());
-    out.seal_append_tag(nonce, aad, secret.view(), wire);
+    out.seal(aad, secret.view(), wire);
     if (std::string_view(label) == "group key") {
       SessionKeys group;
-      group.group = secret.clone();
+      group.group = tee::GroupSecret(secret.clone());
       run_id_ = group.run_id();
       have_run_id_ = true;
     }
@@ -209,8 +213,8 @@ std::optional<std::vector<std::byte>> Relay::reseal(int from, int to, int tag,
     SessionKeys k;
     k.rank = rank;
     k.world_size = world_;
-    k.link_next = secret.clone();
-    k.link_prev = secret.clone();
+    k.link_next = tee::LinkSecret(secret.clone());
+    k.link_prev = tee::LinkSecret(secret.clone());
     ChannelKeys c = k.channel_keys();
     return tee::KeyRatchet(std::move(send ? c.send : c.recv), tee::Cipher::Aes256Gcm);
   };
@@ -220,20 +224,23 @@ std::optional<std::vector<std::byte>> Relay::reseal(int from, int to, int tag,
   const tee::ByteView wire = u8(data);
   const std::uint32_t epoch = tee::load_be32(wire.data() + len + tee::kTagSize);
   const std::uint64_t counter = tee::load_be64(wire.data() + len + tee::kTagSize + 4);
+  if (counter == std::numeric_limits<std::uint64_t>::max()) return std::nullopt;  // no stream gets that far
   for (auto* r : {&*f.send, &*t.recv}) {
     for (int i = 0; i < 64 && r->epoch() < epoch; ++i) r->advance();
     if (r->epoch() != epoch) return std::nullopt;
   }
   tee::Tag tag_in{};
   std::memcpy(tag_in.data(), wire.data() + len, tee::kTagSize);
-  const tee::Nonce nonce = tee::Nonce::make(static_cast<std::uint32_t>(from), counter);
-  const auto opened = gcm::solve_and_open(f.send->key(), nonce, wire.first(len), tag_in,
+  // The relay follows the sender's stream at the position the clear header names (it holds both keys).
+  const tee::StreamPosition at =
+      tee::MessageCounter::resume(static_cast<std::uint32_t>(from), counter).next();
+  const auto opened = gcm::solve_and_open(f.send->key(), at, wire.first(len), tag_in,
                                           aad_template(run_id_, epoch, from, to, len), aad_unknown_bits());
   if (!opened) return std::nullopt;  // not on the link stream (a group message), or not sealed at all
   std::vector<std::uint8_t> out(wire.begin(), wire.end());
   tee::Tag tag_out{};
   tee::Aead(tee::Cipher::Aes256Gcm, t.recv->key().view())
-      .seal(nonce, opened->aad, opened->plain, std::span(out).first(len), tag_out);
+      .seal(at, opened->aad, opened->plain, std::span(out).first(len), tag_out);
   std::memcpy(out.data() + len, tag_out.data(), tee::kTagSize);
   ++resealed_;
   bytes_read_ += len;

@@ -52,11 +52,10 @@ tee::SecretBytes derive_stream_secret(const tee::SecretBytes& group, std::string
   return tee::hkdf_expand(group.view(), info, 32);
 }
 
-std::shared_ptr<const EpochKey> epoch_key(const tee::KeyRatchet& r, bool fingerprint) {
+std::shared_ptr<const EpochKey> epoch_key(const tee::KeyRatchet& r) {
   auto k = std::make_shared<EpochKey>();
   k->epoch = r.epoch();
   k->key = r.key().clone();
-  if (fingerprint) k->fingerprint = k->key.fingerprint();
   return k;
 }
 
@@ -77,7 +76,7 @@ struct SealStreams::Stream {
   int receiver;
   std::size_t index;
   tee::KeyRatchet ratchet;
-  tee::NonceSequence nonces;
+  tee::MessageCounter positions;
   std::shared_ptr<const EpochKey> key;
 };
 
@@ -121,8 +120,8 @@ SealStreams::Stream& SealStreams::stream_for(const MessageContext& ctx, bool sea
   auto s =
       std::make_unique<Stream>(Stream{kind, ctx.sender, ctx.receiver, streams_.size(),
                                       tee::KeyRatchet(std::move(secret), opt_.cipher, opt_.rekey),
-                                      tee::NonceSequence(static_cast<std::uint32_t>(ctx.sender)), nullptr});
-  s->key = epoch_key(s->ratchet, opt_.debug_record_nonces);
+                                      tee::MessageCounter(static_cast<std::uint32_t>(ctx.sender)), nullptr});
+  s->key = epoch_key(s->ratchet);
   streams_.push_back(std::move(s));
   return *streams_.back();
 }
@@ -133,24 +132,16 @@ SealTicket SealStreams::next(const MessageContext& ctx, std::uint64_t length, bo
   Stream& s = stream_for(ctx, sealing);
   if (s.ratchet.exhausted()) {
     s.ratchet.advance();
-    s.nonces = tee::NonceSequence(static_cast<std::uint32_t>(s.sender));  // fresh key: counters restart
-    s.key = epoch_key(s.ratchet, opt_.debug_record_nonces);
+    s.positions = tee::MessageCounter(static_cast<std::uint32_t>(s.sender));  // fresh key: counters restart
+    s.key = epoch_key(s.ratchet);
     ++rekeys_;
     if (prof_ != nullptr) prof_->add(Counter::Rekeys, 1);
   }
-  SealTicket t;
-  t.ctx = ctx;
-  t.key = s.key;
-  t.stream = s.index;
-  t.nonce = s.nonces.next();
-  t.counter = t.nonce.counter();
+  SealTicket t{ctx, s.key, s.index, s.positions.next(), {}, {}};
   t.aad = make_aad(opt_.run_id, s.key->epoch, ctx, length, opt_.cipher, s.kind);
   tee::store_be32(t.header.data(), static_cast<std::uint32_t>(s.key->epoch));
-  tee::store_be64(t.header.data() + 4, t.counter);
+  tee::store_be64(t.header.data() + 4, t.at.counter());
   s.ratchet.record(length);
-  if (sealing && opt_.debug_record_nonces) {
-    nonces_.push_back({s.key->fingerprint, s.key->epoch, static_cast<std::uint32_t>(s.sender), t.counter});
-  }
   return t;
 }
 
@@ -158,15 +149,16 @@ std::string SealStreams::open_failure(bool tag_ok, const std::uint8_t* wire_head
   const std::uint32_t wire_epoch = tee::load_be32(wire_header);
   const std::uint64_t wire_counter = tee::load_be64(wire_header + 4);
   const auto epoch32 = static_cast<std::uint32_t>(t.key->epoch);
-  if (tag_ok && wire_epoch == epoch32 && wire_counter == t.counter) return {};
+  const std::uint64_t counter = t.at.counter();
+  if (tag_ok && wire_epoch == epoch32 && wire_counter == counter) return {};
   if (tag_ok) return "clear header tampered";
   if (wire_epoch != epoch32) {
     return "wrong epoch: message says key epoch " + std::to_string(wire_epoch) + ", expected " +
            std::to_string(epoch32);
   }
-  if (wire_counter != t.counter) {
+  if (wire_counter != counter) {
     return "replayed or reordered: nonce counter " + std::to_string(wire_counter) + ", expected " +
-           std::to_string(t.counter);
+           std::to_string(counter);
   }
   return "tag mismatch: tampered or wrong key";
 }

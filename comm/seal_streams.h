@@ -1,16 +1,18 @@
 // SealStreams: everything a sealed inter-rank message needs except the AEAD call itself — which key
-// stream it belongs to, that stream's key epoch (ratchet), its nonce, its associated data and its clear
-// header (docs/design.md §5; the wire format and stream rules are in sealed_channel.h).
+// stream it belongs to, that stream's key epoch (ratchet), its position in the stream (which tee/ turns
+// into the AEAD's nonce), its associated data and its clear header (docs/design.md §5; the wire format and
+// stream rules are in sealed_channel.h).
 //
 // SealedChannel runs the AEAD on the CPU (OpenSSL); the GPU codec (comm/cuda/gpu_sealing_codec.h) runs it
 // on the GPU from the same tickets.
 //
 // Note [One counter per message, CPU or GPU]: one SealStreams object per rank, shared by the CPU
-// channel and the GPU codec, issues every ticket (stream, epoch, counter: the nonce). A stream's
+// channel and the GPU codec, issues every ticket (stream, epoch, position). A stream's
 // counter advances once per message whichever side seals it, in the order the collectives run, so a
 // CPU and a GPU seal the same message identically and the two sides can take turns on one stream (the
-// ring on the GPU, broadcasts and checks on the host) without ever reusing a nonce under a key. Never
-// build a second SealStreams for a rank, and never let a side seal from counters of its own.
+// ring on the GPU, broadcasts and checks on the host) without ever reusing a position under a key.
+// Never build a second SealStreams for a rank: a side can only seal at positions drawn from it (a
+// tee::StreamPosition is made by the stream's tee::MessageCounter and nothing else).
 //
 // Threads: one thread at a time (the trainer serialises the main thread's collectives and the reducer's).
 #pragma once
@@ -26,9 +28,9 @@
 #include "core/profiler.h"
 #include "tee/aead.h"
 #include "tee/errors.h"
-#include "tee/nonce.h"
 #include "tee/ratchet.h"
 #include "tee/secure_bytes.h"
+#include "tee/stream_position.h"
 
 namespace tt::comm {
 
@@ -65,17 +67,7 @@ struct SealedChannelOptions {
   tee::Cipher cipher = tee::Cipher::Aes256Gcm;
   tee::RekeyPolicy rekey{};
   std::array<std::uint8_t, 16> run_id{};
-  std::size_t crypto_threads = 1;    // --crypto-threads; parallelism() of the CPU channel
-  bool debug_record_nonces = false;  // keep every (key, nonce) sealed, for tests
-};
-
-// One sealed message, as recorded with debug_record_nonces.
-struct NonceRecord {
-  std::string key_fingerprint;  // SecretBytes::fingerprint() of the AEAD key that sealed it
-  std::uint64_t epoch = 0;
-  std::uint32_t origin = 0;
-  std::uint64_t counter = 0;
-  bool operator==(const NonceRecord&) const = default;
+  std::size_t crypto_threads = 1;  // --crypto-threads; parallelism() of the CPU channel
 };
 
 // One key of one stream for one epoch. Immutable once built; shared by the tickets that use it, so a
@@ -83,20 +75,19 @@ struct NonceRecord {
 struct EpochKey {
   std::uint64_t epoch = 0;
   tee::SecretBytes key;
-  std::string fingerprint;  // only with debug_record_nonces
 };
 
 inline constexpr std::size_t kSealHeaderSize = 12;  // be32 epoch || be64 counter
 inline constexpr std::size_t kSealAadSize = 75;
 inline constexpr std::size_t kSealOverhead = tee::kTagSize + kSealHeaderSize;
 
-// What one message's AEAD call needs: wire = AEAD(key, nonce, aad, plain) || tag || header.
+// What one message's AEAD call needs: wire = AEAD(key, at, aad, plain) || tag || header. Made only by
+// SealStreams::next (a position cannot be made up).
 struct SealTicket {
   MessageContext ctx;
   std::shared_ptr<const EpochKey> key;
   std::size_t stream = 0;  // index of the key stream (stable: for per-stream AEAD caches)
-  std::uint64_t counter = 0;
-  tee::Nonce nonce;
+  tee::StreamPosition at;  // (sender, counter of the stream under this epoch's key)
   std::array<std::uint8_t, kSealAadSize> aad{};
   std::array<std::uint8_t, kSealHeaderSize> header{};
 };
@@ -129,8 +120,6 @@ class SealStreams {
   std::size_t stream_count() const { return streams_.size(); }
   // Key epochs moved past so far on this rank (all streams, sealing and opening).
   std::uint64_t rekeys() const { return rekeys_; }
-  // Every message sealed so far (empty unless debug_record_nonces).
-  const std::vector<NonceRecord>& nonce_records() const { return nonces_; }
 
  private:
   struct Stream;
@@ -141,7 +130,6 @@ class SealStreams {
   Profiler* prof_;
   std::vector<std::unique_ptr<Stream>> streams_;
   std::uint64_t rekeys_ = 0;
-  std::vector<NonceRecord> nonces_;
 };
 
 }  // namespace tt::comm

@@ -11,7 +11,6 @@
 
 #include "base/error.h"
 #include "tee/bytes.h"
-#include "tee/nonce.h"
 
 namespace tt::comm {
 
@@ -125,14 +124,14 @@ void SealedChannel::run_one(Task& t, std::size_t thread) {
   const std::size_t n = t.sealing ? t.in.size() : t.out.size();
   if (t.sealing) {
     ScopedPhase timer(prof_, Phase::Seal, Lane::Crypto, "seal");
-    slot.aead->seal_append_tag(k.nonce, k.aad, u8(t.in), u8(t.out.first(n + tee::kTagSize)));
+    slot.aead->seal_append_tag(k.at, k.aad, u8(t.in), u8(t.out.first(n + tee::kTagSize)));
     std::copy(k.header.begin(), k.header.end(), u8(t.out).data() + n + tee::kTagSize);
     return;
   }
   bool ok = false;
   {
     ScopedPhase timer(prof_, Phase::Open, Lane::Crypto, "open");
-    ok = slot.aead->try_open_with_tag(k.nonce, k.aad, u8(t.in.first(n + tee::kTagSize)), u8(t.out));
+    ok = slot.aead->try_open_with_tag(k.at, k.aad, u8(t.in.first(n + tee::kTagSize)), u8(t.out));
   }
   const std::string reason = SealStreams::open_failure(ok, u8(t.in).data() + n + tee::kTagSize, k);
   if (reason.empty()) return;

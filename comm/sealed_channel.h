@@ -1,6 +1,6 @@
 // SealedChannel: the TEE-mode Channel (docs/design.md §5). Every message is sealed with an AEAD under a
-// key chosen by who sends it to whom, a deterministic nonce, and associated data that binds the
-// message to exactly one place in the run.
+// key chosen by who sends it to whom, at a deterministic position in its stream (tee/ makes the nonce
+// from it), with associated data that binds the message to exactly one place in the run.
 //
 // Wire format (overhead() = 16 + 12 = 28 bytes):
 //
@@ -30,7 +30,7 @@
 //
 // Threads: seal/open/seal_batch/open_batch are called by one thread at a time (comm/README.md). With
 // crypto_threads = T > 1, a batch is spread over the caller and T-1 persistent workers, each with its
-// own tee::Aead instances; keys, epochs and nonces are assigned in job order before dispatch, so the
+// own tee::Aead instances; keys, epochs and positions are assigned in job order before dispatch, so the
 // result does not depend on scheduling.
 #pragma once
 #include <array>
@@ -45,6 +45,10 @@
 #include "core/profiler.h"
 
 namespace tt::comm {
+
+namespace cuda {
+class GpuSealingCodec;
+}
 
 class SealedChannel final : public Channel {
  public:
@@ -68,14 +72,14 @@ class SealedChannel final : public Channel {
   const SealedChannelOptions& options() const { return streams_.options(); }
   // Key epochs moved past so far on this rank (all streams, sealing and opening).
   std::uint64_t rekeys() const { return streams_.rekeys(); }
-  // Every message sealed so far (empty unless debug_record_nonces).
-  const std::vector<NonceRecord>& nonce_records() const { return streams_.nonce_records(); }
-  // The key streams and counters, shared with a GPU codec that seals ring messages of this rank
-  // (comm/cuda/gpu_sealing_codec.h; Note [One counter per message, CPU or GPU], seal_streams.h); use
-  // from one thread at a time, as the channel itself.
-  SealStreams& streams() { return streams_; }
 
  private:
+  // The key streams are shared with exactly one other sealer, the GPU codec that seals this rank's ring
+  // messages (comm/cuda/gpu_sealing_codec.h; Note [One counter per message, CPU or GPU],
+  // seal_streams.h), built from the channel itself; nothing else sees them or their counters.
+  friend class cuda::GpuSealingCodec;
+  SealStreams& streams() { return streams_; }
+
   struct Task;
   struct AeadSlot;
   class Pool;

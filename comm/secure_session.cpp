@@ -157,28 +157,28 @@ ChannelKeys SessionKeys::channel_keys() const {
     const int next = (rank + 1) % world_size;
     const int prev = (rank + world_size - 1) % world_size;
     // Directional: with P = 2 both links share one secret, but each direction gets its own key.
-    k.send = expand(link_next, label_info("teetrain traffic v1", rank, next), 32);
-    k.recv = expand(link_prev, label_info("teetrain traffic v1", prev, rank), 32);
+    k.send = expand(link_next.secret(), label_info("teetrain traffic v1", rank, next), 32);
+    k.recv = expand(link_prev.secret(), label_info("teetrain traffic v1", prev, rank), 32);
   }
-  if (!group.empty()) k.group = expand(group, label_info("teetrain group traffic v1", 0, 0), 32);
+  if (!group.empty()) k.group = expand(group.secret(), label_info("teetrain group traffic v1", 0, 0), 32);
   return k;
 }
 
 std::array<std::uint8_t, 16> SessionKeys::run_id() const {
   std::array<std::uint8_t, 16> id{};
   if (group.empty()) return id;
-  const auto derived = expand(group, label_info("teetrain run id v1", 0, 0), id.size());
+  const auto derived = expand(group.secret(), label_info("teetrain run id v1", 0, 0), id.size());
   std::copy(derived.data(), derived.data() + id.size(), id.begin());
   return id;
 }
 
 tee::SecretBytes SessionKeys::derive_local_key(std::string_view label) const {
   if (group.empty()) throw RunError("derive_local_key: no group secret (run establish_keys first)");
-  return expand(group, label_info("teetrain local v1", rank, 0, label), 32);
+  return expand(group.secret(), label_info("teetrain local v1", rank, 0, label), 32);
 }
 
 std::string SessionKeys::describe() const {
-  auto fp = [](const tee::SecretBytes& s) { return s.empty() ? std::string("none") : s.fingerprint(); };
+  auto fp = [](const auto& key) { return key.empty() ? std::string("none") : key.fingerprint(); };
   return "rank " + std::to_string(rank) + ": measurement " + tee::to_hex(measurement).substr(0, 16) +
          ", device key " + tee::to_hex(device_public_key).substr(0, 16) + ", link next fp " + fp(link_next) +
          ", link prev fp " + fp(link_prev) + ", group fp " + fp(group);
@@ -192,7 +192,7 @@ struct Link {
   int peer = 0;
   tee::VerifierNonce mine{};    // our nonce: the peer's evidence must answer it
   tee::VerifierNonce theirs{};  // the peer's nonce: our evidence answers it
-  bool nonce_ok = false;
+  bool challenge_ok = false;
   std::optional<tee::X25519KeyPair> kx;
   tee::Evidence my_evidence;
   std::vector<std::uint8_t> out;
@@ -222,7 +222,7 @@ std::vector<Link> ring_links(int r, int p) {
   return links;
 }
 
-void exchange_nonces(Transport& t, std::vector<Link>& links, const AttestConfig& config) {
+void exchange_challenges(Transport& t, std::vector<Link>& links, const AttestConfig& config) {
   std::vector<Request> reqs;
   for (auto& l : links)
     reqs.push_back(t.irecv(l.peer, std::as_writable_bytes(std::span(l.theirs)), tags::kAttestNonce));
@@ -232,7 +232,7 @@ void exchange_nonces(Transport& t, std::vector<Link>& links, const AttestConfig&
   }
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     const std::size_t got = wait_for(t, reqs[i], &config);
-    if (i < links.size()) links[i].nonce_ok = got == sizeof(tee::VerifierNonce);
+    if (i < links.size()) links[i].challenge_ok = got == sizeof(tee::VerifierNonce);
   }
 }
 
@@ -263,7 +263,7 @@ void exchange_evidence(Transport& t, std::vector<Link>& links, const LocalParty&
     if (i >= links.size()) continue;
     Link& l = links[i];
     l.in.resize(got);
-    if (!l.nonce_ok) {
+    if (!l.challenge_ok) {
       failures.push_back({l.peer, "malformed handshake message"});
       continue;
     }
@@ -378,7 +378,7 @@ SessionKeys establish_keys(Transport& t, const AttestConfig& config, const Evide
   LocalParty me;
   prepare(config, source, keys, me, mine, status);
   std::vector<Link> links = ring_links(keys.rank, keys.world_size);
-  exchange_nonces(t, links, config);
+  exchange_challenges(t, links, config);
   exchange_evidence(t, links, me, config, source, mine, status.failures);
   confirm_keys(t, links, config, status.failures);
   if (config.anchor)
@@ -387,13 +387,13 @@ SessionKeys establish_keys(Transport& t, const AttestConfig& config, const Evide
   // Everyone refuses together, or nobody does.
   refuse_on_every_rank(t, status, "attestation");
   if (!links.empty()) {
-    keys.link_next = std::move(links.front().secret);
-    keys.link_prev = links.size() > 1 ? std::move(links[1].secret) : keys.link_next.clone();
+    keys.link_next = tee::LinkSecret(std::move(links.front().secret));
+    keys.link_prev = links.size() > 1 ? tee::LinkSecret(std::move(links[1].secret)) : keys.link_next.clone();
   }
 
   // The group key, from rank 0 around the ring.
-  const tee::SecretBytes group = keys.rank == 0 ? tee::SecretBytes::random(32) : tee::SecretBytes();
-  keys.group = release_secret(t, keys, keys.rank == 0 ? &group : nullptr, 32, "group key");
+  const tee::GroupSecret group = keys.rank == 0 ? tee::GroupSecret::random(32) : tee::GroupSecret();
+  keys.group = release_key(t, keys, keys.rank == 0 ? &group : nullptr, 32, "group key");
   return keys;
 }
 
@@ -410,9 +410,10 @@ tee::SecretBytes release_secret(Transport& t, SessionKeys& keys, const tee::Secr
   std::string suffix(8, '\0');
   tee::store_be64(reinterpret_cast<std::uint8_t*>(suffix.data()), seq);
   suffix += label;
-  // One key per (link, release): the nonce can stay fixed, and the AAD binds the same fields + size.
-  auto link_key = [&](const tee::SecretBytes& link, int s, int d) {
-    return expand(link, label_info(handshake::kReleaseLabel, s, d, suffix), 32);
+  // One key per (link, release), so one message per key: each end's stream starts afresh at its first
+  // position, and the AAD binds the same fields + size.
+  auto link_key = [&](const tee::LinkSecret& link, int s, int d) {
+    return expand(link.secret(), label_info(handshake::kReleaseLabel, s, d, suffix), 32);
   };
   auto aad = [&](int s, int d) {
     auto a = label_info(handshake::kReleaseLabel, s, d, suffix);
@@ -429,19 +430,21 @@ tee::SecretBytes release_secret(Transport& t, SessionKeys& keys, const tee::Secr
     std::vector<std::uint8_t> wire(size + tee::kTagSize);
     Request req = t.irecv(prev, std::as_writable_bytes(std::span(wire)), tags::kKeyRelease);
     const std::size_t got = t.wait(req);
-    tee::Aead aead(tee::Cipher::Aes256Gcm, link_key(keys.link_prev, prev, r).view());
+    // The first (and only) message of prev's stream under this release's key.
+    tee::OpeningStream from_prev(tee::Cipher::Aes256Gcm, link_key(keys.link_prev, prev, r).view(),
+                                 static_cast<std::uint32_t>(prev));
     if (got != wire.size()) {
       failures.push_back({r, std::string(label) + " from rank " + std::to_string(prev) + " arrived short"});
-    } else if (!aead.try_open_with_tag(tee::Nonce::make(static_cast<std::uint32_t>(prev), 0), aad(prev, r),
-                                       wire, out.mutable_view())) {
+    } else if (!from_prev.try_open(aad(prev, r), wire, out.mutable_view())) {
       failures.push_back({r, std::string(label) + " from rank " + std::to_string(prev) +
                                  " failed to open (tag mismatch: tampered or wrong key)"});
     }
   }
   if (r + 1 < p) {
     std::vector<std::uint8_t> wire(size + tee::kTagSize);
-    tee::Aead aead(tee::Cipher::Aes256Gcm, link_key(keys.link_next, r, next).view());
-    aead.seal_append_tag(tee::Nonce::make(static_cast<std::uint32_t>(r), 0), aad(r, next), out.view(), wire);
+    tee::SealingStream to_next(tee::Cipher::Aes256Gcm, link_key(keys.link_next, r, next).view(),
+                               static_cast<std::uint32_t>(r));
+    to_next.seal(aad(r, next), out.view(), wire);
     Request req = t.isend(next, std::as_bytes(std::span(wire)), tags::kKeyRelease);
     t.wait(req);
   }

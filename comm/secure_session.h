@@ -36,6 +36,7 @@
 #include "comm/attest_evidence.h"
 #include "comm/sealed_channel.h"
 #include "comm/transport.h"
+#include "tee/purpose_keys.h"
 #include "tee/secure_bytes.h"
 
 namespace tt::comm {
@@ -51,9 +52,9 @@ inline constexpr int kKeyConfirm = 113;
 struct SessionKeys {
   int rank = 0;
   int world_size = 1;
-  tee::SecretBytes link_next;       // shared with rank+1 (empty for P = 1)
-  tee::SecretBytes link_prev;       // shared with rank-1 (for P = 2 the same secret as link_next)
-  tee::SecretBytes group;           // shared by all ranks, from rank 0
+  tee::LinkSecret link_next;        // shared with rank+1 (empty for P = 1)
+  tee::LinkSecret link_prev;        // shared with rank-1 (for P = 2 the same secret as link_next)
+  tee::GroupSecret group;           // shared by all ranks, from rank 0
   tee::Sha256Digest measurement{};  // this rank's combined measurement (tee::Measurements::combined)
   AttestationMode attestation = AttestationMode::Certified;
   tee::PublicKey device_public_key{};
@@ -99,12 +100,19 @@ SessionKeys establish_keys(Transport& transport, const AttestConfig& config);
 SessionKeys establish_keys(Transport& transport, const AttestConfig& config, const EvidenceSource& source);
 
 // Releases a secret of `size` bytes from rank 0 to every rank, sealed hop by hop along the ring under
-// one-time keys derived from the link secrets, `label` and keys.releases (so no key or nonce is ever
-// reused). Collective: every rank calls it with the same size and label; rank 0 passes the secret,
+// one-time keys derived from the link secrets, `label` and keys.releases (so no key is ever used for
+// two messages). Collective: every rank calls it with the same size and label; rank 0 passes the secret,
 // the others nullptr. Returns the secret on every rank. A message that fails to open refuses on every
 // rank (AttestationError naming the first rank that failed and why).
 tee::SecretBytes release_secret(Transport& transport, SessionKeys& keys, const tee::SecretBytes* secret,
                                 std::size_t size, std::string_view label);
+// release_secret for a key typed by purpose (tee/purpose_keys.h): what rank 0 releases arrives as the
+// same purpose on every rank.
+template <tee::KeyPurpose P>
+tee::Key<P> release_key(Transport& transport, SessionKeys& keys, const tee::Key<P>* key, std::size_t size,
+                        std::string_view label) {
+  return tee::Key<P>(release_secret(transport, keys, key != nullptr ? &key->secret() : nullptr, size, label));
+}
 
 // A SealedChannel for this session: `options` with rank, world size and (when left zero) run id
 // filled in from `keys`.

@@ -21,7 +21,7 @@ const fs::path& existing(const fs::path& p) {
 }
 }  // namespace
 
-SealedBlobReader::SealedBlobReader(const fs::path& path, const tee::SecretBytes& key, Profiler* profiler)
+SealedBlobReader::SealedBlobReader(const fs::path& path, tee::AtRestKey key, Profiler* profiler)
     : file_(existing(path), key), profiler_(profiler) {}
 
 void SealedBlobReader::load_chunk(std::uint64_t index) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/profiler.h"
+#include "tee/purpose_keys.h"
 #include "tee/sealed_file.h"
 
 namespace tt {
@@ -23,8 +24,7 @@ class SealedBlobReader {
  public:
   // Checks the header and the key fingerprint (IntegrityError "key fingerprint mismatch").
   // Throws InputError if `path` does not exist. `profiler` may be null; it must outlive the reader.
-  SealedBlobReader(const std::filesystem::path& path, const tee::SecretBytes& key,
-                   Profiler* profiler = nullptr);
+  SealedBlobReader(const std::filesystem::path& path, tee::AtRestKey key, Profiler* profiler = nullptr);
 
   const std::filesystem::path& path() const { return file_.path(); }
   const tee::SealedHeader& header() const { return file_.header(); }

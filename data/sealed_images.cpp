@@ -162,7 +162,7 @@ RecordsDigest image_records_digest(const ImageSet& set) {
 
 SealedImageInfo seal_image_set(const ImageSet& set, const std::string& split, const ImageTransform& norm,
                                const DatasetBinding& binding, const fs::path& output,
-                               const tee::SecretBytes& dataset_key, tee::Cipher cipher,
+                               const tee::DatasetKey& dataset_key, tee::Cipher cipher,
                                std::uint32_t chunk_size) {
   check_sealable(set, norm, chunk_size);
   if (binding.split != split)
@@ -202,7 +202,7 @@ SealedImageInfo seal_image_set(const ImageSet& set, const std::string& split, co
 }
 
 SealedImageDataset seal_image_dataset(const ImageSet& train, const ImageSet& test, const fs::path& out_dir,
-                                      const std::string& name, const tee::SecretBytes& dataset_key,
+                                      const std::string& name, const tee::DatasetKey& dataset_key,
                                       tee::Cipher cipher, std::uint32_t chunk_size) {
   // Both files record the training split's statistics: a run normalizes either split with them.
   const ImageTransform norm = ImageTransform::standard(train);
@@ -266,7 +266,7 @@ SealedImageInfo read_sealed_image_info(const fs::path& file) {
 // ---- SealedImageSet ----
 
 SealedImageSet::SealedImageSet(const fs::path& file, const std::string& split,
-                               const tee::SecretBytes& dataset_key, Profiler* profiler)
+                               const tee::DatasetKey& dataset_key, Profiler* profiler)
     : reader_(std::make_unique<SealedBlobReader>(file, dataset_key, profiler)) {
   // Open chunk 0 first: that authenticates the clear header (its digest is in every chunk's
   // associated data), so an edited header is an IntegrityError and the metadata parsed next is genuine.

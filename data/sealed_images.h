@@ -37,6 +37,7 @@
 #include "data/image_dataset.h"
 #include "data/sealed_blob.h"
 #include "data/sealed_ingress.h"
+#include "tee/purpose_keys.h"
 #include "tee/sealed_file.h"
 
 namespace tt {
@@ -85,7 +86,7 @@ RecordsDigest image_records_digest(const ImageSet& set);
 // chunk size, or a binding of another split.
 SealedImageInfo seal_image_set(const ImageSet& set, const std::string& split, const ImageTransform& norm,
                                const DatasetBinding& binding, const std::filesystem::path& output,
-                               const tee::SecretBytes& dataset_key, tee::Cipher cipher,
+                               const tee::DatasetKey& dataset_key, tee::Cipher cipher,
                                std::uint32_t chunk_size = kImageSealChunkSize);
 
 // Seals both splits of one image dataset as one sealed dataset (a fresh dataset id; the manifest of
@@ -97,7 +98,7 @@ struct SealedImageDataset {
 };
 SealedImageDataset seal_image_dataset(const ImageSet& train, const ImageSet& test,
                                       const std::filesystem::path& out_dir, const std::string& name,
-                                      const tee::SecretBytes& dataset_key, tee::Cipher cipher,
+                                      const tee::DatasetKey& dataset_key, tee::Cipher cipher,
                                       std::uint32_t chunk_size = kImageSealChunkSize);
 
 // ---- finding sealed image files ----
@@ -124,7 +125,7 @@ class SealedImageSet {
   // (wrong key, tampered header or first chunk, truncated file; no binding, another split than
   // `split`), naming the file.
   SealedImageSet(const std::filesystem::path& file, const std::string& split,
-                 const tee::SecretBytes& dataset_key, Profiler* profiler = nullptr);
+                 const tee::DatasetKey& dataset_key, Profiler* profiler = nullptr);
 
   const SealedImageInfo& info() const { return info_; }
   const DatasetBinding& binding() const { return binding_; }

@@ -41,28 +41,22 @@ IngressAad ingress_aad(std::uint64_t first_sample, int count, std::uint64_t coun
 
 BounceLink::BounceLink(tee::Cipher cipher, std::uint32_t rank, Profiler* profiler,
                        std::unique_ptr<BounceBuffer> buffer)
-    : cpu_nonces_(rank),
-      rank_(rank),
+    : rank_(rank),
       buffer_(buffer ? std::move(buffer) : std::make_unique<SharedBounceBuffer>()),
       profiler_(profiler) {
   const tee::SecretBytes link_key = tee::SecretBytes::random(tee::cipher_key_size(cipher));
-  cpu_.emplace(cipher, link_key.view());
-  device_.emplace(cipher, link_key.view());
+  cpu_.emplace(cipher, link_key.view(), rank);
+  device_.emplace(cipher, link_key.view(), rank);
 }  // link_key is wiped here: only the two cipher contexts keep it
 
 void BounceLink::transfer(tee::MutableByteView batch, std::uint64_t first_sample, int count) {
-  {  // CPU side: seal into the bounce buffer.
-    const tee::Nonce nonce = cpu_nonces_.next();
-    cpu_->seal_append_tag(nonce, ingress_aad(first_sample, count, nonce.counter()), batch,
-                          buffer_->stage(batch.size() + tee::kTagSize));
-  }
-  {  // Device side: expected nonce and context come from its own state, never from the buffer.
-    const std::uint64_t counter = device_counter_++;
-    const tee::Nonce nonce = tee::Nonce::make(rank_, counter);
-    const tee::ByteView staged = buffer_->collect();
-    const bool ok =
-        staged.size() == batch.size() + tee::kTagSize &&
-        device_->try_open_with_tag(nonce, ingress_aad(first_sample, count, counter), staged, batch);
+  // CPU side: seal into the bounce buffer.
+  cpu_->seal(ingress_aad(first_sample, count, cpu_->next_counter()), batch,
+             buffer_->stage(batch.size() + tee::kTagSize));
+  {  // Device side: expected position and context come from its own state, never from the buffer.
+    const std::uint64_t counter = device_->next_counter();
+    // A staged message of the wrong size fails to open too (and spends the position, as any failure).
+    const bool ok = device_->try_open(ingress_aad(first_sample, count, counter), buffer_->collect(), batch);
     if (!ok) {
       throw IntegrityError("ingress bounce buffer of rank " + std::to_string(rank_) + ", message " +
                            std::to_string(counter) + " (samples " + std::to_string(first_sample) + " + " +

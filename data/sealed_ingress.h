@@ -19,7 +19,6 @@
 
 #include "core/profiler.h"
 #include "tee/aead.h"
-#include "tee/nonce.h"
 
 namespace tt {
 
@@ -29,7 +28,7 @@ std::string_view ingress_mode_name(IngressMode m);  // "direct", "bounce"
 struct IngressOptions {
   IngressMode mode = IngressMode::Direct;
   tee::Cipher link_cipher = tee::Cipher::Aes256Gcm;  // cipher of the bounce path's staging seals
-  std::uint32_t rank = 0;                            // nonce origin of the staging seals
+  std::uint32_t rank = 0;                            // origin of the staging seals' stream
   double gbps = 0;                                   // ingress rate cap in GB/s; 0 = none
 };
 
@@ -77,9 +76,10 @@ class SharedBounceBuffer final : public BounceBuffer {
 
 // The bounce path between the "CPU" and the "device" of one rank. The link key is random, made
 // here and never leaves this object: it stands for the session key H100 CC sets up between the
-// driver and the GPU. Nonces are (rank, counter), deterministic and never reused under the key;
-// the device side rebuilds the nonce and associated data from its own counter and the batch it
-// asked for, never from the staging buffer.
+// driver and the GPU. The CPU side seals on a tee::SealingStream of origin `rank` and the device side
+// opens on the matching tee::OpeningStream: each counts the messages itself, so the device takes the
+// message's position and associated data from its own count and the batch it asked for, never from
+// the staging buffer.
 class BounceLink {
  public:
   // `buffer`: the shared memory the messages cross (null: a SharedBounceBuffer).
@@ -91,14 +91,12 @@ class BounceLink {
   // IntegrityError ("ingress bounce buffer ... failed to open") if the staging bytes changed.
   void transfer(tee::MutableByteView batch, std::uint64_t first_sample, int count);
 
-  std::uint64_t messages() const { return device_counter_; }
+  std::uint64_t messages() const { return device_->next_counter(); }
 
  private:
-  std::optional<tee::Aead> cpu_;     // seals with the link key
-  std::optional<tee::Aead> device_;  // opens with the same key (its own cipher contexts)
-  tee::NonceSequence cpu_nonces_;
+  std::optional<tee::SealingStream> cpu_;     // seals with the link key
+  std::optional<tee::OpeningStream> device_;  // opens with the same key (its own cipher contexts and count)
   std::uint32_t rank_;
-  std::uint64_t device_counter_ = 0;  // the nonce counter the device expects next
   std::unique_ptr<BounceBuffer> buffer_;
   Profiler* profiler_;
 };

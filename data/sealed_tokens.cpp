@@ -108,7 +108,7 @@ std::vector<PlannedShard> plan_shards(const std::vector<fs::path>& inputs, Datas
 }
 
 SealedShardInfo seal_planned(const PlannedShard& p, const DatasetManifest& manifest, const fs::path& out_dir,
-                             const tee::SecretBytes& dataset_key, const tee::SealOptions& base) {
+                             const tee::DatasetKey& dataset_key, const tee::SealOptions& base) {
   const std::vector<std::uint8_t> bytes = read_raw(p.input);
   if (tee::sha256(bytes) != p.sha256) {  // the manifest would promise other bytes than the file holds
     throw InputError("token shard " + tee::quoted_path(p.input) +
@@ -137,7 +137,7 @@ SealedShardInfo seal_planned(const PlannedShard& p, const DatasetManifest& manif
 }  // namespace
 
 std::vector<SealedShardInfo> seal_token_shards(const std::vector<fs::path>& inputs, const fs::path& out_dir,
-                                               const tee::SecretBytes& dataset_key, tee::Cipher cipher,
+                                               const tee::DatasetKey& dataset_key, tee::Cipher cipher,
                                                std::uint32_t chunk_size) {
   if (chunk_size == 0 || chunk_size > tee::kMaxSealChunkSize) {
     throw InputError("--chunk-size must be 1 .. 2^30 bytes (got " + std::to_string(chunk_size) + ")");
@@ -182,7 +182,7 @@ bool require_sealed_data(const std::string& spec, const std::string& split, bool
 // ---- SealedTokenDataset ----
 
 SealedTokenDataset::Shard SealedTokenDataset::open_shard(const fs::path& f,
-                                                         const tee::SecretBytes& dataset_key,
+                                                         const tee::DatasetKey& dataset_key,
                                                          Profiler* profiler) {
   Shard s{std::make_unique<SealedBlobReader>(f, dataset_key, profiler), 0, 0, {}};
   const std::string what = "sealed token shard " + tee::quoted_path(f);
@@ -227,7 +227,7 @@ SealedTokenDataset::Shard SealedTokenDataset::open_shard(const fs::path& f,
 }
 
 SealedTokenDataset::SealedTokenDataset(const std::vector<fs::path>& files, const std::string& split,
-                                       const tee::SecretBytes& dataset_key, Profiler* profiler) {
+                                       const tee::DatasetKey& dataset_key, Profiler* profiler) {
   if (files.empty()) throw InputError("no sealed token shards given; run `teetrain seal-data` first");
   std::vector<Shard> opened;
   std::vector<BoundFile> bound;
@@ -249,7 +249,7 @@ SealedTokenDataset::SealedTokenDataset(const std::vector<fs::path>& files, const
 }
 
 SealedTokenDataset SealedTokenDataset::open(const std::string& spec, const std::string& split,
-                                            const tee::SecretBytes& dataset_key, Profiler* profiler) {
+                                            const tee::DatasetKey& dataset_key, Profiler* profiler) {
   auto files = find_sealed_shards(spec, split);
   if (files.empty()) {
     throw InputError(
@@ -262,7 +262,7 @@ SealedTokenDataset SealedTokenDataset::open(const std::string& spec, const std::
 std::unique_ptr<SealedTokenDataset> SealedTokenDataset::open_other_split(const std::string& spec,
                                                                          const std::string& split,
                                                                          const SealedTokenDataset& first,
-                                                                         const tee::SecretBytes& dataset_key,
+                                                                         const tee::DatasetKey& dataset_key,
                                                                          Profiler* profiler) {
   std::vector<fs::path> files = find_sealed_shards(spec, split);
   std::vector<fs::path> mine;

@@ -28,6 +28,7 @@
 #include "data/sealed_blob.h"
 #include "data/sealed_ingress.h"
 #include "data/window_order.h"
+#include "tee/purpose_keys.h"
 #include "tee/sealed_file.h"
 
 namespace tt {
@@ -65,7 +66,7 @@ ShardName token_shard_name(const std::filesystem::path& file);
 // every file (data/dataset_binding.h). Each output appears atomically.
 std::vector<SealedShardInfo> seal_token_shards(const std::vector<std::filesystem::path>& inputs,
                                                const std::filesystem::path& out_dir,
-                                               const tee::SecretBytes& dataset_key, tee::Cipher cipher,
+                                               const tee::DatasetKey& dataset_key, tee::Cipher cipher,
                                                std::uint32_t chunk_size = tee::kDefaultSealChunkSize);
 
 // ---- finding sealed data, refusing plain data in TEE mode ----
@@ -95,9 +96,9 @@ class SealedTokenDataset {
   // IntegrityError (wrong key, tampered header chunk; a file of another split, dataset or
   // without a binding, a duplicated or missing shard), naming the file.
   SealedTokenDataset(const std::vector<std::filesystem::path>& files, const std::string& split,
-                     const tee::SecretBytes& dataset_key, Profiler* profiler = nullptr);
+                     const tee::DatasetKey& dataset_key, Profiler* profiler = nullptr);
   static SealedTokenDataset open(const std::string& spec, const std::string& split,
-                                 const tee::SecretBytes& dataset_key, Profiler* profiler = nullptr);
+                                 const tee::DatasetKey& dataset_key, Profiler* profiler = nullptr);
   // Another split of `first`'s dataset at `spec` (e.g. "val" next to the training split), checked to
   // be of the same dataset. Null when `spec` finds no such files and the dataset has no such split,
   // or when it finds exactly `first`'s files (`spec` names files, not a split). Throws
@@ -105,7 +106,7 @@ class SealedTokenDataset {
   static std::unique_ptr<SealedTokenDataset> open_other_split(const std::string& spec,
                                                               const std::string& split,
                                                               const SealedTokenDataset& first,
-                                                              const tee::SecretBytes& dataset_key,
+                                                              const tee::DatasetKey& dataset_key,
                                                               Profiler* profiler = nullptr);
 
   std::size_t num_shards() const { return shards_.size(); }
@@ -130,7 +131,7 @@ class SealedTokenDataset {
     DatasetBinding binding;
   };
   // Opens one file: authenticates its header (chunk 0), parses kind, binding and shard header.
-  static Shard open_shard(const std::filesystem::path& file, const tee::SecretBytes& dataset_key,
+  static Shard open_shard(const std::filesystem::path& file, const tee::DatasetKey& dataset_key,
                           Profiler* profiler);
   std::vector<Shard> shards_;
   int vocab_ = 0;

@@ -7,13 +7,14 @@
 
 #include "comm/secure_session.h"
 #include "comm/transport.h"
+#include "tee/purpose_keys.h"
 #include "tee/secure_bytes.h"
 
 namespace tt {
 
 struct AtRestKeys {
-  std::optional<tee::SecretBytes> dataset;     // sealed data: opens the shards
-  std::optional<tee::SecretBytes> checkpoint;  // sealed checkpoints: saves and resumes
+  std::optional<tee::DatasetKey> dataset;        // sealed data: opens the shards
+  std::optional<tee::CheckpointKey> checkpoint;  // sealed checkpoints: saves and resumes
 };
 
 // Collective. Only what is needed is derived and released. `warn` gets the key file's warnings

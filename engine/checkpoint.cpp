@@ -25,7 +25,7 @@ class PlainCodec final : public FileCodec {
   void write(const fs::path& path, std::span<const std::byte> bytes, const std::string&) override {
     write_file_atomic(path, bytes);
   }
-  const tee::SecretBytes* key() const override { return nullptr; }
+  const tee::CheckpointKey* key() const override { return nullptr; }
 };
 
 constexpr const char* kMarker = kCheckpointMarker;

@@ -22,6 +22,7 @@
 #include "engine/checkpoint_manifest.h"
 #include "engine/optimizer.h"
 #include "engine/verified_checkpoint.h"
+#include "tee/purpose_keys.h"
 #include "tee/secure_bytes.h"
 
 namespace tt {
@@ -37,7 +38,7 @@ class FileCodec {
   virtual void write(const std::filesystem::path& path, std::span<const std::byte> bytes,
                      const std::string& kind) = 0;
   // The key reads open sealed files with (open_verified_checkpoint); null for plain checkpoints.
-  virtual const tee::SecretBytes* key() const = 0;
+  virtual const tee::CheckpointKey* key() const = 0;
 };
 std::unique_ptr<FileCodec> make_plain_codec();
 

@@ -12,7 +12,7 @@ constexpr std::uint64_t kMaxManifestBytes = std::uint64_t{1} << 20;  // as open_
 
 }  // namespace
 
-std::optional<ReadManifest> read_step_manifest(const fs::path& step_dir, const tee::SecretBytes* key,
+std::optional<ReadManifest> read_step_manifest(const fs::path& step_dir, const tee::CheckpointKey* key,
                                                std::string& why) {
   const fs::path path = step_dir / (std::string(kManifestFile) + (key != nullptr ? ".sealed" : ""));
   try {
@@ -30,7 +30,7 @@ std::optional<ReadManifest> read_step_manifest(const fs::path& step_dir, const t
 }
 
 std::vector<fs::path> verified_lineage(const fs::path& root, const std::string& run_id, long step,
-                                       const std::string& manifest_sha256, const tee::SecretBytes* key) {
+                                       const std::string& manifest_sha256, const tee::CheckpointKey* key) {
   std::vector<fs::path> out;
   std::optional<long> at = step;
   std::optional<std::string> digest = manifest_sha256;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "engine/checkpoint_manifest.h"
+#include "tee/purpose_keys.h"
 #include "tee/secure_bytes.h"
 
 namespace tt {
@@ -32,7 +33,7 @@ struct ReadManifest {
 // names `step_dir`; nullopt, with `why` set, for anything else (missing, not authentic, malformed,
 // written for another directory). Never throws for what lies on disk.
 std::optional<ReadManifest> read_step_manifest(const std::filesystem::path& step_dir,
-                                               const tee::SecretBytes* key, std::string& why);
+                                               const tee::CheckpointKey* key, std::string& why);
 
 // The step directories of `run_id`'s lineage in `root`, newest first, reachable from the save
 // (`step`, `manifest_sha256`) by the manifests' hash chain (Note [Pruning only verified checkpoints]).
@@ -40,6 +41,6 @@ std::optional<ReadManifest> read_step_manifest(const std::filesystem::path& step
 std::vector<std::filesystem::path> verified_lineage(const std::filesystem::path& root,
                                                     const std::string& run_id, long step,
                                                     const std::string& manifest_sha256,
-                                                    const tee::SecretBytes* key);
+                                                    const tee::CheckpointKey* key);
 
 }  // namespace tt

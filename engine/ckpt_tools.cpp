@@ -132,7 +132,7 @@ std::vector<std::uint8_t> read_plain(const fs::path& p) {
 }
 
 // A sealed file's plaintext, for display only (verify is open_verified_checkpoint's job).
-std::vector<std::uint8_t> read_sealed(const fs::path& p, const tee::SecretBytes& key) {
+std::vector<std::uint8_t> read_sealed(const fs::path& p, const tee::CheckpointKey& key) {
   tee::SealedFileReader r(p, key);
   return r.read_all();
 }
@@ -165,7 +165,7 @@ std::string manifest_digest_line(const fs::path& f) {
          " (pin with --expect-checkpoint)\n";
 }
 
-std::string inspect_file(const fs::path& f, const tee::SecretBytes* key) {
+std::string inspect_file(const fs::path& f, const tee::CheckpointKey* key) {
   const std::string name = f.filename().string();
   if (is_sealed(f)) {
     std::string s = sealed_header_text(tee::read_sealed_header(f)) + "\n" + manifest_digest_line(f);
@@ -190,7 +190,7 @@ std::string inspect_file(const fs::path& f, const tee::SecretBytes* key) {
   return bytes_text(tee::open_regular_file(f, "checkpoint file").size) + "\n";
 }
 
-std::string inspect_step(const fs::path& dir, const tee::SecretBytes* key) {
+std::string inspect_step(const fs::path& dir, const tee::CheckpointKey* key) {
   std::error_code ec;
   std::string out =
       dir.string() + (fs::exists(dir / kMarker, ec) ? "" : "  [INCOMPLETE: no COMPLETE marker]") + "\n";
@@ -207,7 +207,7 @@ std::string inspect_step(const fs::path& dir, const tee::SecretBytes* key) {
 
 }  // namespace
 
-std::string inspect_checkpoint(const fs::path& path, const tee::SecretBytes* key) {
+std::string inspect_checkpoint(const fs::path& path, const tee::CheckpointKey* key) {
   std::string out;
   for (const fs::path& d : step_dirs(path, false)) out += inspect_step(d, key);
   return out;
@@ -227,7 +227,7 @@ std::map<std::string, std::size_t> newest_per_run(const std::vector<VerifiedChec
 
 }  // namespace
 
-VerifyReport verify_checkpoint(const fs::path& path, const tee::SecretBytes* key,
+VerifyReport verify_checkpoint(const fs::path& path, const tee::CheckpointKey* key,
                                const FreshnessRecord* freshness) {
   std::vector<VerifiedCheckpoint> cks;
   for (const fs::path& d : step_dirs(path, true)) {
@@ -259,7 +259,7 @@ VerifyReport verify_checkpoint(const fs::path& path, const tee::SecretBytes* key
   return r;
 }
 
-ExportResult export_safetensors(const fs::path& path, const tee::SecretBytes* key, const fs::path& out_path,
+ExportResult export_safetensors(const fs::path& path, const tee::CheckpointKey* key, const fs::path& out_path,
                                 const FreshnessRecord* freshness) {
   ExportResult r;
   r.step_dir = step_dirs(path, true).back();

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string>
 
+#include "tee/purpose_keys.h"
 #include "tee/secure_bytes.h"
 
 namespace tt {
@@ -20,7 +21,7 @@ class FreshnessRecord;
 // state.json and the run, step and previous save from the manifest (plain, or sealed when `key` is
 // given) and the COMPLETE marker. A root lists every step directory in it, complete or not. Nothing
 // shown is verified. Throws InputError if `path` does not exist.
-std::string inspect_checkpoint(const std::filesystem::path& path, const tee::SecretBytes* key = nullptr);
+std::string inspect_checkpoint(const std::filesystem::path& path, const tee::CheckpointKey* key = nullptr);
 
 struct VerifyReport {
   std::string text;          // one line per file checked, and a verdict per step
@@ -36,7 +37,7 @@ struct VerifyReport {
 // resume would take -- must not be older than the freshness record has seen (freshness.h); older
 // saves of the same run beside it are its history. Throws IntegrityError on the first failure
 // (naming the file, and the chunk for sealed files); returns the report when all pass.
-VerifyReport verify_checkpoint(const std::filesystem::path& path, const tee::SecretBytes* key = nullptr,
+VerifyReport verify_checkpoint(const std::filesystem::path& path, const tee::CheckpointKey* key = nullptr,
                                const FreshnessRecord* freshness = nullptr);
 
 struct ExportResult {
@@ -50,7 +51,7 @@ struct ExportResult {
 // for byte the model.safetensors a plain checkpoint holds, loadable by safetensors/PyTorch
 // (safetensors.torch.load_file). A sealed model needs `key`. The checkpoint is verified as a resume
 // verifies it (open_verified_checkpoint, and `freshness` when given) before anything is written.
-ExportResult export_safetensors(const std::filesystem::path& path, const tee::SecretBytes* key,
+ExportResult export_safetensors(const std::filesystem::path& path, const tee::CheckpointKey* key,
                                 const std::filesystem::path& out_path,
                                 const FreshnessRecord* freshness = nullptr);
 

@@ -36,7 +36,7 @@ class Impl final : public DeviceAllreduce {
       wire = &*link_;
     }
     if (c.sealed != nullptr) {
-      codec_.emplace(c.sealed->streams(), stream_.get(), kGpuCryptoBatch, &profiler);
+      codec_.emplace(*c.sealed, stream_.get(), kGpuCryptoBatch, &profiler);
       ring_.emplace(*wire, *codec_, stream_.get(), c.ring, &profiler);
     } else {
       ring_.emplace(*wire, stream_.get(), c.ring, &profiler);

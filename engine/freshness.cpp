@@ -71,8 +71,8 @@ fs::path freshness_record_path(const fs::path& key_file) {
   return key_file.string() + ".freshness";
 }
 
-FreshnessRecord::FreshnessRecord(fs::path path, const tee::SecretBytes& master_key)
-    : path_(std::move(path)), key_(derive_purpose_key(master_key, KeyPurpose::Freshness)) {}
+FreshnessRecord::FreshnessRecord(fs::path path, const tee::MasterKey& master_key)
+    : path_(std::move(path)), key_(tee::derive_freshness_key(master_key)) {}
 
 std::string rollback_warning(const FreshnessRecord* record) {
   if (record == nullptr)

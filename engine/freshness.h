@@ -31,6 +31,7 @@
 #include <string>
 
 #include "engine/verified_checkpoint.h"
+#include "tee/purpose_keys.h"
 #include "tee/secure_bytes.h"
 
 namespace tt {
@@ -51,7 +52,7 @@ struct FreshnessEntry {
 class FreshnessRecord {
  public:
   // `master_key` is the master key (key_file.h); only the derived freshness key is kept.
-  FreshnessRecord(std::filesystem::path path, const tee::SecretBytes& master_key);
+  FreshnessRecord(std::filesystem::path path, const tee::MasterKey& master_key);
 
   const std::filesystem::path& path() const { return path_; }
   bool exists() const;
@@ -69,7 +70,7 @@ class FreshnessRecord {
 
  private:
   std::filesystem::path path_;
-  tee::SecretBytes key_;
+  tee::FreshnessKey key_;
 };
 
 }  // namespace tt

@@ -83,7 +83,7 @@ ImageSource open_image_source(const ImageSourceOptions& o) {
   return s;
 }
 
-void ImageSource::open_sealed(const tee::SecretBytes& dataset_key, const IngressOptions& ingress,
+void ImageSource::open_sealed(const tee::DatasetKey& dataset_key, const IngressOptions& ingress,
                               Profiler* profiler) {
   if (!sealed()) throw InputError("--data " + options.data + ": not sealed image data");
   // Each file must hold the split it is opened as (a swapped or renamed split is refused), and both

@@ -17,6 +17,7 @@
 #include "data/image_dataset.h"
 #include "data/sealed_images.h"
 #include "engine/trainer.h"
+#include "tee/purpose_keys.h"
 
 namespace tt {
 
@@ -56,7 +57,7 @@ struct ImageSource {
   // file of another split than it is opened as (e.g. the splits swapped), the splits of two datasets
   // or a file without a dataset binding (data/dataset_binding.h); InputError if the (authentic)
   // splits' shapes do not match each other.
-  void open_sealed(const tee::SecretBytes& dataset_key, const IngressOptions& ingress, Profiler* profiler);
+  void open_sealed(const tee::DatasetKey& dataset_key, const IngressOptions& ingress, Profiler* profiler);
 
   // Throws InputError when the images do not fit a model of this shape (e.g. evaluating a
   // checkpoint trained on 28x28 images on a 32x32 dataset).

@@ -54,18 +54,6 @@ std::string missing_key_file(const fs::path& path, KeyUse use) {
          "sealed with (its owner's --key-file); a new key from `teetrain keygen` cannot open it";
 }
 
-std::string_view key_purpose_label(KeyPurpose p) {
-  switch (p) {
-    case KeyPurpose::Dataset:
-      return "teetrain dataset";
-    case KeyPurpose::Checkpoint:
-      return "teetrain checkpoint";
-    case KeyPurpose::Freshness:
-      return "teetrain freshness";
-  }
-  return "teetrain unknown";
-}
-
 std::string create_key_file(const fs::path& path, bool force) {
   std::error_code ec;
   if (!force && fs::exists(path, ec)) {
@@ -108,7 +96,7 @@ std::string create_key_file(const fs::path& path, bool force) {
   return key.fingerprint();
 }
 
-tee::SecretBytes load_key_file(const fs::path& path, const KeyWarningFn& warn, KeyUse use) {
+tee::MasterKey load_key_file(const fs::path& path, const KeyWarningFn& warn, KeyUse use) {
   tee::OpenAttempt a = tee::try_open_regular(path);
   if (a.error == ENOENT) throw InputError(missing_key_file(path, use));
   if (!a.ok()) throw InputError(tee::quoted_path(path, "key file") + ": " + a.why());
@@ -132,12 +120,7 @@ tee::SecretBytes load_key_file(const fs::path& path, const KeyWarningFn& warn, K
   const long long got = tee::pread_full(fd.get(), key.mutable_view(), 0);
   if (got != static_cast<long long>(kMasterKeySize))
     throw InputError(tee::quoted_path(path, "key file") + ": short read");
-  return key;
-}
-
-tee::SecretBytes derive_purpose_key(const tee::SecretBytes& master, KeyPurpose purpose) {
-  if (master.empty()) throw InputError("derive_purpose_key: empty master key");
-  return tee::hkdf(master.view(), {}, tee::bytes_of(key_purpose_label(purpose)), 32);
+  return tee::MasterKey(std::move(key));
 }
 
 }  // namespace tt

@@ -1,15 +1,12 @@
-// Master key files and the purpose keys derived from them.
+// Master key files. The purpose keys derived from them are tee/purpose_keys.h's.
 //
 // A key file holds exactly 32 random bytes (raw, not hex), readable by its owner only (mode 0600).
 // `teetrain keygen --out FILE` creates one; `--key FILE` loads it. The master key itself never
-// seals anything: each use gets its own key through HKDF-SHA256, so a dataset sealed by one run and
-// a checkpoint written by another never share a key, and releasing the dataset key to a rank
-// (after attestation) does not release the checkpoint key.
-//
-//   dataset key    = HKDF(master, salt = "", info = "teetrain dataset",    32 bytes)
-//   checkpoint key = HKDF(master, salt = "", info = "teetrain checkpoint", 32 bytes)
-//   freshness key  = HKDF(master, salt = "", info = "teetrain freshness",  32 bytes)
-//                    (the key owner's anti-rollback record, engine/freshness.h; never released)
+// seals anything: each use gets its own key through HKDF-SHA256 (tee::derive_dataset_key,
+// derive_checkpoint_key, derive_freshness_key), so a dataset sealed by one run and a checkpoint
+// written by another never share a key, and releasing the dataset key to a rank (after attestation)
+// does not release the checkpoint key. The freshness key is the key owner's anti-rollback record's
+// (engine/freshness.h), never released.
 //
 // Keys are never printed; SecretBytes::fingerprint() is what messages may show.
 #pragma once
@@ -18,14 +15,11 @@
 #include <string>
 #include <string_view>
 
-#include "tee/secure_bytes.h"
+#include "tee/purpose_keys.h"
 
 namespace tt {
 
 inline constexpr std::size_t kMasterKeySize = 32;
-
-enum class KeyPurpose { Dataset, Checkpoint, Freshness };
-std::string_view key_purpose_label(KeyPurpose p);  // the HKDF info string above
 
 // Writes a fresh 32-byte random key to `path` with mode 0600 and returns its fingerprint (safe to
 // print). Refuses (InputError) to replace an existing file unless `force`; the file appears
@@ -48,18 +42,9 @@ enum class KeyUse {
 // Loads a master key. Throws InputError naming the path when the file is missing (advice for `use`,
 // and the name of a similarly spelled file beside it), is not a regular file, or is not exactly 32
 // bytes. Calls `warn` (if set) when permissions are wider than 0600.
-tee::SecretBytes load_key_file(const std::filesystem::path& path, const KeyWarningFn& warn = {},
-                               KeyUse use = KeyUse::OpenSealed);
+tee::MasterKey load_key_file(const std::filesystem::path& path, const KeyWarningFn& warn = {},
+                             KeyUse use = KeyUse::OpenSealed);
 // The message load_key_file throws for a key file that is not there.
 std::string missing_key_file(const std::filesystem::path& path, KeyUse use);
-
-// The purpose key for `purpose` (32 bytes). `master` must be non-empty.
-tee::SecretBytes derive_purpose_key(const tee::SecretBytes& master, KeyPurpose purpose);
-inline tee::SecretBytes derive_dataset_key(const tee::SecretBytes& master) {
-  return derive_purpose_key(master, KeyPurpose::Dataset);
-}
-inline tee::SecretBytes derive_checkpoint_key(const tee::SecretBytes& master) {
-  return derive_purpose_key(master, KeyPurpose::Checkpoint);
-}
 
 }  // namespace tt

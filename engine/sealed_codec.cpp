@@ -9,7 +9,7 @@ namespace {
 
 class SealedCodec final : public FileCodec {
  public:
-  SealedCodec(const tee::SecretBytes& key, tee::Cipher cipher, std::uint32_t chunk_size)
+  SealedCodec(const tee::CheckpointKey& key, tee::Cipher cipher, std::uint32_t chunk_size)
       : key_(key.clone()), cipher_(cipher), chunk_size_(chunk_size) {
     if (key_.empty()) throw InputError("sealed checkpoints need a key (--key FILE)");
   }
@@ -26,17 +26,17 @@ class SealedCodec final : public FileCodec {
     tee::write_sealed_file(path, key_, view, opts);  // temp file + fsync + rename + directory fsync
   }
 
-  const tee::SecretBytes* key() const override { return &key_; }
+  const tee::CheckpointKey* key() const override { return &key_; }
 
  private:
-  tee::SecretBytes key_;
+  tee::CheckpointKey key_;
   tee::Cipher cipher_;
   std::uint32_t chunk_size_;
 };
 
 }  // namespace
 
-std::unique_ptr<FileCodec> make_sealed_codec(const tee::SecretBytes& checkpoint_key, tee::Cipher cipher,
+std::unique_ptr<FileCodec> make_sealed_codec(const tee::CheckpointKey& checkpoint_key, tee::Cipher cipher,
                                              std::uint32_t chunk_size) {
   return std::make_unique<SealedCodec>(checkpoint_key, cipher, chunk_size);
 }

@@ -12,6 +12,7 @@
 
 #include "engine/checkpoint.h"
 #include "tee/aead.h"
+#include "tee/purpose_keys.h"
 #include "tee/sealed_file.h"
 #include "tee/secure_bytes.h"
 
@@ -22,7 +23,7 @@ inline constexpr const char* kSealedCodecSuffix = ".sealed";
 // The codec keeps its own copy of the key (wiped when the codec is destroyed) and hands it to the
 // verified read path (open_verified_checkpoint), which throws IntegrityError naming the file
 // and chunk if any chunk fails to open (tampered, truncated, reordered) or the key is wrong.
-std::unique_ptr<FileCodec> make_sealed_codec(const tee::SecretBytes& checkpoint_key,
+std::unique_ptr<FileCodec> make_sealed_codec(const tee::CheckpointKey& checkpoint_key,
                                              tee::Cipher cipher = tee::Cipher::Aes256Gcm,
                                              std::uint32_t chunk_size = tee::kDefaultSealChunkSize);
 

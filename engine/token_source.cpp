@@ -6,7 +6,7 @@
 namespace tt {
 
 DataSource open_token_data(const TokenSourceOptions& o, const TeeSwitches& ts,
-                           const tee::SecretBytes* dataset_key, int rank, Profiler& profiler) {
+                           const tee::DatasetKey* dataset_key, int rank, Profiler& profiler) {
   DataSource d;
   if (dataset_key != nullptr) {
     const IngressOptions ing{ts.direct_ingress ? IngressMode::Direct : IngressMode::Bounce, ts.cipher,

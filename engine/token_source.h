@@ -11,6 +11,7 @@
 #include "data/token_loader.h"
 #include "engine/run_plan.h"
 #include "engine/trainer.h"
+#include "tee/purpose_keys.h"
 #include "tee/secure_bytes.h"
 
 namespace tt {
@@ -38,6 +39,6 @@ struct TokenSourceOptions {
 // dataset_key null: plain shards. Throws InputError naming --data when the shards are missing,
 // malformed or of a larger vocabulary than the model's; IntegrityError for sealed shards that fail.
 DataSource open_token_data(const TokenSourceOptions& o, const TeeSwitches& ts,
-                           const tee::SecretBytes* dataset_key, int rank, Profiler& profiler);
+                           const tee::DatasetKey* dataset_key, int rank, Profiler& profiler);
 
 }  // namespace tt

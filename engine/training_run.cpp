@@ -149,7 +149,8 @@ void TrainingRun::start_links() {
   if (attest_) add_policy(inputs_, attest_->policy);
   agree_inputs(*dist_, inputs_);
   if (!ts_.on) return;
-  if (!tee_session_->keys().group.empty()) add_key(inputs_, "session group key", tee_session_->keys().group);
+  if (!tee_session_->keys().group.empty())
+    add_key(inputs_, "session group key", tee_session_->keys().group.secret());
   const bool sealed_data =
       img_ ? img_->sealed() : require_sealed_data(o_.data, "train", o_.tee.allow_plain_data);
   const bool need_ckpt_key = o_.save_every > 0 || !o_.resume.empty();
@@ -157,8 +158,8 @@ void TrainingRun::start_links() {
       transport, tee_session_->keys(), o_.tee.key_file, sealed_data, need_ckpt_key,
       [](const std::string& w) { std::fprintf(stderr, "teetrain: warning: %s\n", w.c_str()); });
   tee_session_->end_setup();  // every secret is out: wipe the session's link and group secrets
-  if (at_rest_.dataset) add_key(inputs_, "dataset key", *at_rest_.dataset);
-  if (at_rest_.checkpoint) add_key(inputs_, "checkpoint key", *at_rest_.checkpoint);
+  if (at_rest_.dataset) add_key(inputs_, "dataset key", at_rest_.dataset->secret());
+  if (at_rest_.checkpoint) add_key(inputs_, "checkpoint key", at_rest_.checkpoint->secret());
 }
 
 void TrainingRun::open_data() {

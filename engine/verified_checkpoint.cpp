@@ -66,7 +66,7 @@ std::vector<std::uint8_t> read_once(const fs::path& path, std::uint64_t max_size
 
 // Opens sealed bytes from a private in-memory file (memfd), never from the checkpoint directory
 // again: the bytes opened are the bytes hashed. Error messages name the real file.
-void open_sealed_copy(std::vector<std::uint8_t>& raw, const fs::path& path, const tee::SecretBytes& key,
+void open_sealed_copy(std::vector<std::uint8_t>& raw, const fs::path& path, const tee::CheckpointKey& key,
                       CheckedFile& out) {
   tee::UniqueFd mem(::memfd_create("teetrain-checkpoint", MFD_CLOEXEC));
   if (!mem || !tee::pwrite_full(mem.get(), raw, 0))
@@ -110,7 +110,7 @@ std::string file_line(const fs::path& p, const CheckedFile& f) {
 }
 
 // The manifest: present (the sealed one whenever a key is given), opens, parses, names this directory.
-void open_manifest(VerifiedCheckpoint& ck, const tee::SecretBytes* key) {
+void open_manifest(VerifiedCheckpoint& ck, const tee::CheckpointKey* key) {
   const fs::path sealed = ck.dir / (std::string(kManifestFile) + ".sealed");
   const fs::path plain = ck.dir / kManifestFile;
   std::error_code ec;
@@ -154,7 +154,7 @@ void check_listing(const VerifiedCheckpoint& ck) {
 }
 
 // A listed file with the recorded size; read (once) and matched against the recorded digest.
-CheckedFile checked_file(VerifiedCheckpoint& ck, const ManifestFile& mf, const tee::SecretBytes* key,
+CheckedFile checked_file(VerifiedCheckpoint& ck, const ManifestFile& mf, const tee::CheckpointKey* key,
                          bool read) {
   const fs::path p = ck.dir / mf.name;
   std::error_code ec;
@@ -199,7 +199,7 @@ std::string check_params_digest(const VerifiedCheckpoint& ck, const fs::path& p)
 }
 
 // The lineage's previous save, when it is present beside this one, must be the one it followed.
-std::string check_chain_link(const VerifiedCheckpoint& ck, const tee::SecretBytes* key) {
+std::string check_chain_link(const VerifiedCheckpoint& ck, const tee::CheckpointKey* key) {
   if (!ck.manifest.prev_step) return "  chain: first save of run " + ck.manifest.run_id + "\n";
   const std::string prev_name = step_dir_name(*ck.manifest.prev_step);
   const fs::path prev_dir = absolute_dir(ck.dir).parent_path() / prev_name;
@@ -217,7 +217,7 @@ std::string check_chain_link(const VerifiedCheckpoint& ck, const tee::SecretByte
   return "  chain: follows " + prev_name + " (prev_manifest_sha256 matches)\n";
 }
 
-void check_files(VerifiedCheckpoint& ck, const tee::SecretBytes* key, VerifyScope scope) {
+void check_files(VerifiedCheckpoint& ck, const tee::CheckpointKey* key, VerifyScope scope) {
   // state.json first: the model's digest is checked against it.
   std::vector<const ManifestFile*> order;
   for (const ManifestFile& f : ck.manifest.files) order.push_back(&f);
@@ -249,7 +249,8 @@ void check_files(VerifiedCheckpoint& ck, const tee::SecretBytes* key, VerifyScop
 
 }  // namespace
 
-CheckedFile read_checkpoint_file(const fs::path& path, const tee::SecretBytes* key, std::uint64_t max_size) {
+CheckedFile read_checkpoint_file(const fs::path& path, const tee::CheckpointKey* key,
+                                 std::uint64_t max_size) {
   std::vector<std::uint8_t> raw = read_once(path, max_size);
   CheckedFile out;
   out.size = raw.size();
@@ -271,7 +272,7 @@ CheckedFile read_checkpoint_file(const fs::path& path, const tee::SecretBytes* k
   return out;
 }
 
-VerifiedCheckpoint open_verified_checkpoint(const fs::path& step_dir, const tee::SecretBytes* key,
+VerifiedCheckpoint open_verified_checkpoint(const fs::path& step_dir, const tee::CheckpointKey* key,
                                             VerifyScope scope) {
   std::error_code ec;
   if (!fs::is_directory(step_dir, ec))

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "engine/checkpoint_manifest.h"
+#include "tee/purpose_keys.h"
 #include "tee/secure_bytes.h"
 
 namespace tt {
@@ -56,7 +57,7 @@ enum class VerifyScope { Full, State };
 
 // `key` is the checkpoint key (key_file.h: derive_checkpoint_key), or null for a plain checkpoint.
 VerifiedCheckpoint open_verified_checkpoint(const std::filesystem::path& step_dir,
-                                            const tee::SecretBytes* key,
+                                            const tee::CheckpointKey* key,
                                             VerifyScope scope = VerifyScope::Full);
 
 // One file of a checkpoint, read once: digest and size of the bytes on disk, and the plaintext.
@@ -70,7 +71,7 @@ struct CheckedFile {
 
 // Reads `path` (at most `max_size` bytes on disk, else IntegrityError). Sealed bytes need `key`
 // (InputError without); plaintext is refused when `key` is given or the name ends in ".sealed".
-CheckedFile read_checkpoint_file(const std::filesystem::path& path, const tee::SecretBytes* key,
+CheckedFile read_checkpoint_file(const std::filesystem::path& path, const tee::CheckpointKey* key,
                                  std::uint64_t max_size);
 
 }  // namespace tt

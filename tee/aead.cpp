@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <cctype>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
+#include "tee/detail/nonce.h"
 #include "tee/errors.h"
 
 namespace tt::tee {
@@ -82,14 +84,16 @@ void feed_data(EVP_CIPHER_CTX* ctx, UpdateFn update, ByteView in, std::uint8_t* 
 
 }  // namespace
 
-void Aead::CtxFree::operator()(evp_cipher_ctx_st* c) const noexcept {
+namespace detail {
+
+void NonceAead::CtxFree::operator()(evp_cipher_ctx_st* c) const noexcept {
   EVP_CIPHER_CTX_free(c);
 }
-void Aead::CipherFree::operator()(evp_cipher_st* c) const noexcept {
+void NonceAead::CipherFree::operator()(evp_cipher_st* c) const noexcept {
   EVP_CIPHER_free(c);
 }
 
-Aead::Aead(Cipher cipher, ByteView key)
+NonceAead::NonceAead(Cipher cipher, ByteView key)
     : cipher_(cipher),
       // An explicit fetch, held for the Aead's life, so no init ever does an implicit lookup.
       evp_cipher_(EVP_CIPHER_fetch(nullptr, openssl_cipher_name(cipher), nullptr)),
@@ -111,11 +115,11 @@ Aead::Aead(Cipher cipher, ByteView key)
     throw CryptoError("AEAD: unexpected nonce length");
 }
 
-Aead::~Aead() = default;
-Aead::Aead(Aead&&) noexcept = default;
-Aead& Aead::operator=(Aead&&) noexcept = default;
+NonceAead::~NonceAead() = default;
+NonceAead::NonceAead(NonceAead&&) noexcept = default;
+NonceAead& NonceAead::operator=(NonceAead&&) noexcept = default;
 
-void Aead::check_sizes(ByteView in, MutableByteView out) const {
+void NonceAead::check_sizes(ByteView in, MutableByteView out) const {
   if (!enc_) throw std::logic_error("Aead used after being moved from");
   if (in.size() != out.size()) throw std::invalid_argument("AEAD: input and output sizes differ");
   if (in.size() > cipher_max_message(cipher_))
@@ -127,7 +131,8 @@ void Aead::check_sizes(ByteView in, MutableByteView out) const {
     throw std::invalid_argument("AEAD: input and output partially overlap");
 }
 
-void Aead::seal(const Nonce& nonce, ByteView aad, ByteView plaintext, MutableByteView ciphertext, Tag& tag) {
+void NonceAead::seal(const Nonce& nonce, ByteView aad, ByteView plaintext, MutableByteView ciphertext,
+                     Tag& tag) {
   check_sizes(plaintext, ciphertext);
   EVP_CIPHER_CTX* ctx = enc_.get();
   if (EVP_EncryptInit_ex(ctx, nullptr, nullptr, nullptr, nonce.bytes.data()) != 1)
@@ -141,8 +146,8 @@ void Aead::seal(const Nonce& nonce, ByteView aad, ByteView plaintext, MutableByt
     throw_openssl_error("AEAD seal: reading tag");
 }
 
-bool Aead::try_open(const Nonce& nonce, ByteView aad, ByteView ciphertext, const Tag& tag,
-                    MutableByteView plaintext) {
+bool NonceAead::try_open(const Nonce& nonce, ByteView aad, ByteView ciphertext, const Tag& tag,
+                         MutableByteView plaintext) {
   check_sizes(ciphertext, plaintext);
   EVP_CIPHER_CTX* ctx = dec_.get();
   if (EVP_DecryptInit_ex(ctx, nullptr, nullptr, nullptr, nonce.bytes.data()) != 1)
@@ -161,14 +166,15 @@ bool Aead::try_open(const Nonce& nonce, ByteView aad, ByteView ciphertext, const
   return false;
 }
 
-void Aead::open(const Nonce& nonce, ByteView aad, ByteView ciphertext, const Tag& tag,
-                MutableByteView plaintext, std::string_view context) {
+void NonceAead::open(const Nonce& nonce, ByteView aad, ByteView ciphertext, const Tag& tag,
+                     MutableByteView plaintext, std::string_view context) {
   if (!try_open(nonce, aad, ciphertext, tag, plaintext))
     throw IntegrityError(std::string(context) +
                          ": authentication failed (tampered, replayed, reordered, truncated or wrong key)");
 }
 
-void Aead::seal_append_tag(const Nonce& nonce, ByteView aad, ByteView plaintext, MutableByteView sealed) {
+void NonceAead::seal_append_tag(const Nonce& nonce, ByteView aad, ByteView plaintext,
+                                MutableByteView sealed) {
   if (sealed.size() != plaintext.size() + kTagSize)
     throw std::invalid_argument("AEAD seal_append_tag: output must be plaintext size + 16");
   Tag tag{};
@@ -176,11 +182,52 @@ void Aead::seal_append_tag(const Nonce& nonce, ByteView aad, ByteView plaintext,
   std::copy(tag.begin(), tag.end(), sealed.begin() + static_cast<std::ptrdiff_t>(plaintext.size()));
 }
 
-bool Aead::try_open_with_tag(const Nonce& nonce, ByteView aad, ByteView sealed, MutableByteView plaintext) {
+bool NonceAead::try_open_with_tag(const Nonce& nonce, ByteView aad, ByteView sealed,
+                                  MutableByteView plaintext) {
   if (sealed.size() < kTagSize || plaintext.size() != sealed.size() - kTagSize) return false;
   Tag tag{};
   std::copy(sealed.end() - static_cast<std::ptrdiff_t>(kTagSize), sealed.end(), tag.begin());
   return try_open(nonce, aad, sealed.first(plaintext.size()), tag, plaintext);
+}
+
+}  // namespace detail
+
+Aead::Aead(Cipher cipher, ByteView key)
+    : cipher_(cipher), core_(std::make_unique<detail::NonceAead>(cipher, key)) {}
+Aead::~Aead() = default;
+Aead::Aead(Aead&&) noexcept = default;
+Aead& Aead::operator=(Aead&&) noexcept = default;
+
+namespace {
+detail::NonceAead& core_of(const std::unique_ptr<detail::NonceAead>& core) {
+  if (!core) throw std::logic_error("Aead used after being moved from");
+  return *core;
+}
+}  // namespace
+
+void Aead::seal(const StreamPosition& at, ByteView aad, ByteView plaintext, MutableByteView ciphertext,
+                Tag& tag) {
+  core_of(core_).seal(detail::nonce_at(at), aad, plaintext, ciphertext, tag);
+}
+
+bool Aead::try_open(const StreamPosition& at, ByteView aad, ByteView ciphertext, const Tag& tag,
+                    MutableByteView plaintext) {
+  return core_of(core_).try_open(detail::nonce_at(at), aad, ciphertext, tag, plaintext);
+}
+
+void Aead::open(const StreamPosition& at, ByteView aad, ByteView ciphertext, const Tag& tag,
+                MutableByteView plaintext, std::string_view context) {
+  core_of(core_).open(detail::nonce_at(at), aad, ciphertext, tag, plaintext, context);
+}
+
+void Aead::seal_append_tag(const StreamPosition& at, ByteView aad, ByteView plaintext,
+                           MutableByteView sealed) {
+  core_of(core_).seal_append_tag(detail::nonce_at(at), aad, plaintext, sealed);
+}
+
+bool Aead::try_open_with_tag(const StreamPosition& at, ByteView aad, ByteView sealed,
+                             MutableByteView plaintext) {
+  return core_of(core_).try_open_with_tag(detail::nonce_at(at), aad, sealed, plaintext);
 }
 
 }  // namespace tt::tee

@@ -17,11 +17,8 @@
 #include <string_view>
 
 #include "tee/bytes.h"
-#include "tee/nonce.h"
 #include "tee/secure_bytes.h"
-
-struct evp_cipher_ctx_st;  // OpenSSL's EVP_CIPHER_CTX
-struct evp_cipher_st;      // OpenSSL's EVP_CIPHER
+#include "tee/stream_position.h"
 
 namespace tt::tee {
 
@@ -41,6 +38,12 @@ inline constexpr std::size_t kTagSize = 16;
 
 using Tag = std::array<std::uint8_t, kTagSize>;
 
+namespace detail {
+class NonceAead;  // tee/detail/nonce.h: the nonce-taking AEAD, inside tee/ only
+}
+
+// One key's AEAD, sealing and opening messages at stream positions (tee/stream_position.h): the nonce
+// is the position's, so nothing outside tee/ builds one.
 class Aead {
  public:
   // `key` must be cipher_key_size(cipher) bytes; it is copied into OpenSSL's key schedule, the
@@ -55,34 +58,58 @@ class Aead {
   Cipher cipher() const { return cipher_; }
 
   // Encrypts `plaintext` into `ciphertext` (same size; may be the same memory, not a partial
-  // overlap) and writes the 16-byte tag. `aad` is authenticated, not encrypted. The nonce must
-  // never repeat under this key (see nonce.h).
-  void seal(const Nonce& nonce, ByteView aad, ByteView plaintext, MutableByteView ciphertext, Tag& tag);
+  // overlap) and writes the 16-byte tag. `aad` is authenticated, not encrypted. `at` must come from
+  // the one MessageCounter of its origin under this key (stream_position.h).
+  void seal(const StreamPosition& at, ByteView aad, ByteView plaintext, MutableByteView ciphertext, Tag& tag);
   // Decrypts and verifies; false (output zeroed) if the tag does not match.
-  [[nodiscard]] bool try_open(const Nonce& nonce, ByteView aad, ByteView ciphertext, const Tag& tag,
+  [[nodiscard]] bool try_open(const StreamPosition& at, ByteView aad, ByteView ciphertext, const Tag& tag,
                               MutableByteView plaintext);
   // As try_open, but throws IntegrityError("<context>: authentication failed ...") on mismatch.
-  void open(const Nonce& nonce, ByteView aad, ByteView ciphertext, const Tag& tag, MutableByteView plaintext,
-            std::string_view context = "AEAD message");
+  void open(const StreamPosition& at, ByteView aad, ByteView ciphertext, const Tag& tag,
+            MutableByteView plaintext, std::string_view context = "AEAD message");
 
   // Wire helpers: the sealed message is ciphertext || tag (size plaintext.size() + kTagSize).
-  void seal_append_tag(const Nonce& nonce, ByteView aad, ByteView plaintext, MutableByteView sealed);
-  [[nodiscard]] bool try_open_with_tag(const Nonce& nonce, ByteView aad, ByteView sealed,
+  void seal_append_tag(const StreamPosition& at, ByteView aad, ByteView plaintext, MutableByteView sealed);
+  [[nodiscard]] bool try_open_with_tag(const StreamPosition& at, ByteView aad, ByteView sealed,
                                        MutableByteView plaintext);
 
  private:
-  struct CtxFree {
-    void operator()(evp_cipher_ctx_st* c) const noexcept;
-  };
-  struct CipherFree {
-    void operator()(evp_cipher_st* c) const noexcept;
-  };
-  void check_sizes(ByteView in, MutableByteView out) const;
-
   Cipher cipher_;
-  std::unique_ptr<evp_cipher_st, CipherFree> evp_cipher_;
-  std::unique_ptr<evp_cipher_ctx_st, CtxFree> enc_;
-  std::unique_ptr<evp_cipher_ctx_st, CtxFree> dec_;
+  std::unique_ptr<detail::NonceAead> core_;
+};
+
+// A sealing stream (one key, one origin): every seal() takes the next position of its own counter,
+// so a message can neither pick its nonce nor repeat one. The other end reads it with an OpeningStream
+// of the same key and origin, which expects the messages in the same order.
+class SealingStream {
+ public:
+  SealingStream(Cipher cipher, ByteView key, std::uint32_t origin) : aead_(cipher, key), counter_(origin) {}
+  // The counter the next message gets (for associated data that names it).
+  std::uint64_t next_counter() const { return counter_.next_counter(); }
+  // Seals the next message: sealed = ciphertext || tag (plaintext.size() + kTagSize bytes).
+  void seal(ByteView aad, ByteView plaintext, MutableByteView sealed) {
+    aead_.seal_append_tag(counter_.next(), aad, plaintext, sealed);
+  }
+
+ private:
+  Aead aead_;
+  MessageCounter counter_;
+};
+
+class OpeningStream {
+ public:
+  OpeningStream(Cipher cipher, ByteView key, std::uint32_t origin) : aead_(cipher, key), counter_(origin) {}
+  // The counter the next message must have been sealed at.
+  std::uint64_t next_counter() const { return counter_.next_counter(); }
+  // Opens the next message (ciphertext || tag) at the position this end expects; false (output
+  // zeroed) if it does not verify. The position is spent either way: a failed message is not retried.
+  [[nodiscard]] bool try_open(ByteView aad, ByteView sealed, MutableByteView plaintext) {
+    return aead_.try_open_with_tag(counter_.next(), aad, sealed, plaintext);
+  }
+
+ private:
+  Aead aead_;
+  MessageCounter counter_;
 };
 
 }  // namespace tt::tee

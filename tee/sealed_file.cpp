@@ -7,17 +7,21 @@
 #include <stdexcept>
 #include <string>
 
+#include "tee/detail/nonce.h"
 #include "tee/errors.h"
 #include "tee/hkdf.h"
 #include "tee/regular_file.h"
 
 namespace tt::tee {
 
+using detail::kNonceSize;
+using detail::Nonce;
+
 namespace {
 
 constexpr std::string_view kMagic = "TTSEAL01";
 constexpr std::size_t kAadSize = 32 + 8 + 1;
-constexpr std::size_t kMinMasterKey = 16;
+constexpr std::size_t kMinKey = 16;
 // Keeps every size computation (L + 16 * chunks, with 1-byte chunks) far from 64-bit overflow.
 constexpr std::uint64_t kMaxPlaintext = std::uint64_t{1} << 56;  // 64 PiB
 
@@ -57,6 +61,27 @@ Nonce chunk_nonce(const Nonce& base, std::uint64_t index) {
   for (std::size_t i = 0; i < 8; ++i) n.bytes[4 + i] ^= idx[i];
   return n;
 }
+
+}  // namespace
+
+// Chunk i is sealed under nonce base XOR (0^32 || be64(i)): the nonces of a file are its own.
+class detail::ChunkCipher {
+ public:
+  explicit ChunkCipher(Cipher cipher, FileKeys keys)
+      : aead_(cipher, keys.key.view()), base_(keys.nonce_base) {}
+  void seal(std::uint64_t index, ByteView aad, MutableByteView plain, Tag& tag) {
+    aead_.seal(chunk_nonce(base_, index), aad, plain, plain, tag);
+  }
+  bool try_open(std::uint64_t index, ByteView aad, ByteView record, const Tag& tag, MutableByteView out) {
+    return aead_.try_open(chunk_nonce(base_, index), aad, record, tag, out);
+  }
+
+ private:
+  NonceAead aead_;
+  Nonce base_;
+};
+
+namespace {
 
 std::array<std::uint8_t, kAadSize> chunk_aad(const Sha256Digest& header_digest, std::uint64_t index,
                                              bool last) {
@@ -178,21 +203,17 @@ SealedHeader read_sealed_header(const std::filesystem::path& path) {
 
 // ---- writer ----
 
-SealedFileWriter::SealedFileWriter(std::filesystem::path path, const SecretBytes& master_key,
-                                   SealOptions options)
+SealedFileWriter::SealedFileWriter(std::filesystem::path path, AtRestKey key, SealOptions options)
     : path_(std::move(path)) {
   check_options(options);
-  if (master_key.size() < kMinMasterKey)
-    throw std::invalid_argument("sealed file: master key under 16 bytes");
+  if (key.secret().size() < kMinKey) throw std::invalid_argument("sealed file: key under 16 bytes");
   header_.cipher = options.cipher;
   header_.chunk_size = options.chunk_size;
   header_.metadata = std::move(options.metadata);
-  header_.key_fingerprint = key_fingerprint(master_key.view());
+  header_.key_fingerprint = key_fingerprint(key.secret().view());
   random_bytes(header_.file_nonce);
   header_digest_ = header_.digest();
-  FileKeys keys = derive_file_keys(master_key, header_);
-  aead_.emplace(header_.cipher, keys.key.view());
-  nonce_base_ = keys.nonce_base;
+  chunks_ = std::make_unique<detail::ChunkCipher>(header_.cipher, derive_file_keys(key.secret(), header_));
   buffer_.resize(std::size_t{header_.chunk_size} + kTagSize);
 
   tmp_path_ = path_.string() + ".tmp." + to_hex(random_array<4>());
@@ -235,7 +256,7 @@ void SealedFileWriter::seal_buffered_chunk(bool last) {
   const auto aad = chunk_aad(header_digest_, next_chunk_, last);
   const MutableByteView plain(buffer_.data(), buffered_);
   Tag tag{};
-  aead_->seal(chunk_nonce(nonce_base_, next_chunk_), aad, plain, plain, tag);
+  chunks_->seal(next_chunk_, aad, plain, tag);
   std::copy(tag.begin(), tag.end(), buffer_.begin() + static_cast<std::ptrdiff_t>(buffered_));
   const ByteView record(buffer_.data(), buffered_ + kTagSize);
   if (!pwrite_full(fd_.get(), record, write_offset_)) io_fail(tmp_path_, "write failed");
@@ -261,11 +282,11 @@ void SealedFileWriter::finish() {
 
 // ---- reader ----
 
-SealedFileReader::SealedFileReader(std::filesystem::path path, const SecretBytes& master_key)
+SealedFileReader::SealedFileReader(std::filesystem::path path, AtRestKey key)
     : path_(std::move(path)), fd_(open_for_reading(path_)) {
   header_ = read_header_fd(fd_.get(), path_);
   // Fingerprint first: a wrong key gets a clear message instead of "chunk 0 failed to open".
-  const auto fp = key_fingerprint(master_key.view());
+  const auto fp = key_fingerprint(key.secret().view());
   if (!equal_ct(fp, header_.key_fingerprint))
     fail(path_, "key fingerprint mismatch (file sealed under key " + to_hex(header_.key_fingerprint) +
                     ", given key " + to_hex(fp) + ")");
@@ -276,9 +297,7 @@ SealedFileReader::SealedFileReader(std::filesystem::path path, const SecretBytes
     fail(path_, "size " + std::to_string(actual) + " bytes does not match the header's " +
                     std::to_string(header_.file_size()) + " (truncated, extended or length edited)");
   header_digest_ = header_.digest();
-  FileKeys keys = derive_file_keys(master_key, header_);
-  aead_.emplace(header_.cipher, keys.key.view());
-  nonce_base_ = keys.nonce_base;
+  chunks_ = std::make_unique<detail::ChunkCipher>(header_.cipher, derive_file_keys(key.secret(), header_));
   scratch_.resize(
       static_cast<std::size_t>(std::min<std::uint64_t>(header_.chunk_size, header_.plaintext_size)) +
       kTagSize);
@@ -302,7 +321,7 @@ std::size_t SealedFileReader::open_chunk(std::uint64_t index, MutableByteView ou
   Tag tag{};
   std::copy_n(record.begin() + static_cast<std::ptrdiff_t>(plain), kTagSize, tag.begin());
   const auto aad = chunk_aad(header_digest_, index, index + 1 == n);
-  if (!aead_->try_open(chunk_nonce(nonce_base_, index), aad, record.first(plain), tag, out.first(plain)))
+  if (!chunks_->try_open(index, aad, record.first(plain), tag, out.first(plain)))
     fail(path_, where + " failed to open (tampered, reordered, truncated or wrong key)");
   return plain;
 }
@@ -359,15 +378,14 @@ void SealedFileReader::verify_all() {
   for (std::uint64_t i = 0; i < n; ++i) open_into_scratch(i);
 }
 
-void write_sealed_file(const std::filesystem::path& path, const SecretBytes& master_key, ByteView data,
-                       SealOptions options) {
-  SealedFileWriter w(path, master_key, std::move(options));
+void write_sealed_file(const std::filesystem::path& path, AtRestKey key, ByteView data, SealOptions options) {
+  SealedFileWriter w(path, key, std::move(options));
   w.write(data);
   w.finish();
 }
 
-std::vector<std::uint8_t> read_sealed_file(const std::filesystem::path& path, const SecretBytes& master_key) {
-  SealedFileReader r(path, master_key);
+std::vector<std::uint8_t> read_sealed_file(const std::filesystem::path& path, AtRestKey key) {
+  SealedFileReader r(path, key);
   return r.read_all();
 }
 

@@ -9,17 +9,17 @@
 //       11     1  flags (0; reserved)
 //       12     4  chunk size C: plaintext bytes per chunk, 1 .. 2^30
 //       16     8  plaintext length L
-//       24     8  key fingerprint: key_fingerprint(master key) -- identifies the key, never the key
+//       24     8  key fingerprint: key_fingerprint(at-rest key) -- identifies the key, never the key
 //       32    16  file nonce: random, fresh for every file written
 //       48     4  metadata length M (<= 1 MiB)
 //       52     M  metadata (opaque bytes, e.g. JSON {"kind":"tokens","name":"train_000"})
 //   52 + M        chunks: N = max(1, ceil(L / C)) records of ciphertext || 16-byte tag; every chunk
 //                 holds C plaintext bytes except the last, which holds L - (N-1)C (0 only if L = 0)
 //
-// Keys and nonces: the file key and a 12-byte nonce base are HKDF-SHA256 outputs from the master
-// key with the file nonce as salt, so one master key seals any number of files without two files
-// ever sharing a (key, nonce) pair. Chunk i is sealed under nonce base XOR (0^32 || be64(i)):
-// distinct for every chunk of a file.
+// Keys and nonces: the file key and a 12-byte nonce base are HKDF-SHA256 outputs from the at-rest key
+// (a dataset, checkpoint or freshness key: purpose_keys.h) with the file nonce as salt, so one such key
+// seals any number of files without two files ever sharing a (key, nonce) pair. Chunk i is sealed under nonce
+// base XOR (0^32 || be64(i)): distinct for every chunk of a file.
 //
 // Associated data of chunk i: SHA-256(header with the length field zeroed) || be64(i) || last,
 // where last is 1 for chunk N-1 and 0 otherwise. So: any header edit breaks every chunk; moving a
@@ -36,6 +36,7 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,10 +44,15 @@
 #include "tee/aead.h"
 #include "tee/bytes.h"
 #include "tee/digest.h"
+#include "tee/purpose_keys.h"
 #include "tee/secure_bytes.h"
 #include "tee/unique_fd.h"
 
 namespace tt::tee {
+
+namespace detail {
+class ChunkCipher;  // sealed_file.cpp: the file key's AEAD at chunk i's nonce
+}
 
 inline constexpr std::uint32_t kDefaultSealChunkSize = std::uint32_t{1} << 20;  // 1 MiB
 inline constexpr std::uint32_t kMaxSealChunkSize = std::uint32_t{1} << 30;
@@ -92,8 +98,8 @@ struct SealOptions {
 // without finish() deletes its temporary file. Not thread-safe.
 class SealedFileWriter {
  public:
-  // `master_key` must be at least 16 bytes; it is not retained (only the derived file key is).
-  SealedFileWriter(std::filesystem::path path, const SecretBytes& master_key, SealOptions options = {});
+  // `key` must be at least 16 bytes; it is not retained (only the derived file key is).
+  SealedFileWriter(std::filesystem::path path, AtRestKey key, SealOptions options = {});
   ~SealedFileWriter();
   SealedFileWriter(const SealedFileWriter&) = delete;
   SealedFileWriter& operator=(const SealedFileWriter&) = delete;
@@ -111,8 +117,7 @@ class SealedFileWriter {
   std::filesystem::path tmp_path_;
   SealedHeader header_;
   Sha256Digest header_digest_{};
-  std::optional<Aead> aead_;
-  Nonce nonce_base_;
+  std::unique_ptr<detail::ChunkCipher> chunks_;  // the file key, and the chunks' nonces from it
   UniqueFd fd_;
   std::uint64_t write_offset_ = 0;
   std::vector<std::uint8_t> buffer_;  // one chunk of plaintext, then its ciphertext || tag
@@ -127,7 +132,7 @@ class SealedFileWriter {
 // use one reader per thread (each holds its own cipher contexts and scratch buffer).
 class SealedFileReader {
  public:
-  SealedFileReader(std::filesystem::path path, const SecretBytes& master_key);
+  SealedFileReader(std::filesystem::path path, AtRestKey key);
   ~SealedFileReader();
   SealedFileReader(const SealedFileReader&) = delete;
   SealedFileReader& operator=(const SealedFileReader&) = delete;
@@ -159,16 +164,15 @@ class SealedFileReader {
   std::filesystem::path path_;
   SealedHeader header_;
   Sha256Digest header_digest_{};
-  std::optional<Aead> aead_;
-  Nonce nonce_base_;
+  std::unique_ptr<detail::ChunkCipher> chunks_;  // the file key, and the chunks' nonces from it
   UniqueFd fd_;
   std::vector<std::uint8_t> scratch_;
   bool size_authenticated_ = false;
 };
 
 // Convenience: seal a whole buffer / read and verify a whole file.
-void write_sealed_file(const std::filesystem::path& path, const SecretBytes& master_key, ByteView data,
+void write_sealed_file(const std::filesystem::path& path, AtRestKey key, ByteView data,
                        SealOptions options = {});
-std::vector<std::uint8_t> read_sealed_file(const std::filesystem::path& path, const SecretBytes& master_key);
+std::vector<std::uint8_t> read_sealed_file(const std::filesystem::path& path, AtRestKey key);
 
 }  // namespace tt::tee

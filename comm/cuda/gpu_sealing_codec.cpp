@@ -23,9 +23,9 @@ std::size_t header_offset(std::size_t n) {
 
 }  // namespace
 
-GpuSealingCodec::GpuSealingCodec(SealStreams& streams, cudaStream_t stream, std::size_t parallelism,
+GpuSealingCodec::GpuSealingCodec(SealedChannel& host, cudaStream_t stream, std::size_t parallelism,
                                  Profiler* profiler)
-    : streams_(streams),
+    : streams_(host.streams()),
       stream_(stream),
       device_(current_device()),
       parallelism_(std::max<std::size_t>(parallelism, 1)),
@@ -66,7 +66,7 @@ void GpuSealingCodec::for_each_key(std::span<const Job> jobs, Fn&& fn) {
     m.in = jobs[i].in;
     m.out = jobs[i].out;
     m.length = jobs[i].plain_bytes;
-    std::copy(t.nonce.bytes.begin(), t.nonce.bytes.end(), m.nonce.begin());
+    tee::cuda::place_at(m, t.at);
     std::copy(t.aad.begin(), t.aad.end(), m.aad.begin());
     m.aad_len = static_cast<std::uint32_t>(t.aad.size());
     messages_.push_back(m);

@@ -1,12 +1,12 @@
 // GpuSealingCodec: TEE `fast` on a real GPU — ring messages sealed and opened where the gradients are,
 // by the GPU AES-GCM (tee/cuda/gpu_aead.h), with the same key streams, nonces, associated data and wire
 // format as the CPU SealedChannel (comm/seal_streams.h). The codec draws its tickets from the rank's
-// SealedChannel's SealStreams (Note [One counter per message, CPU or GPU]): a message sealed here is
+// SealedChannel's key streams (Note [One counter per message, CPU or GPU]): a message sealed here is
 // byte-identical to the one the CPU channel would have sealed in its place, and the host channel and
 // this codec can take turns on one stream (the ring on the GPU, broadcasts and loss averages on the
 // host).
 //
-//   wire = AES-GCM(key of the stream's epoch, be32(origin) || be64(counter), aad, plain) || tag (16)
+//   wire = AES-GCM(key of the stream's epoch, the ticket's stream position, aad, plain) || tag (16)
 //          || be32(epoch) || be64(counter)
 //
 // Per batch: one seal (or open) launch pair per key (a batch straddles a rekey at most once), one
@@ -31,6 +31,7 @@
 #include "comm/cuda/cuda_util.h"
 #include "comm/cuda/small_copies.h"
 #include "comm/seal_streams.h"
+#include "comm/sealed_channel.h"
 #include "core/profiler.h"
 #include "tee/cuda/gpu_aead.h"
 
@@ -39,10 +40,10 @@ namespace tt::comm::cuda {
 // A Channel over DEVICE memory (memory() == Device): every span it is handed holds device pointers.
 class GpuSealingCodec final : public Channel {
  public:
-  // `streams` (usually SealedChannel::streams()) must outlive the codec. Kernels run on `stream` of the
-  // device current at construction. `parallelism`: segments handed over per batch (more segments per
-  // launch keep the GPU busy; fewer give finer overlap with the transport).
-  GpuSealingCodec(SealStreams& streams, cudaStream_t stream, std::size_t parallelism = 16,
+  // `host` (the rank's one SealedChannel, whose key streams the codec shares) must outlive the codec.
+  // Kernels run on `stream` of the device current at construction. `parallelism`: segments handed over per
+  // batch (more segments per launch keep the GPU busy; fewer give finer overlap with the transport).
+  GpuSealingCodec(SealedChannel& host, cudaStream_t stream, std::size_t parallelism = 16,
                   Profiler* profiler = nullptr);
   ~GpuSealingCodec() override;
 

@@ -19,6 +19,10 @@
 #include <span>
 #include <vector>
 
+namespace tt::tee {
+class StreamPosition;  // tee/stream_position.h
+}
+
 namespace tt::tee::cuda {
 
 inline constexpr std::size_t kGpuTagSize = 16;
@@ -28,10 +32,14 @@ struct GpuMessage {
   const std::byte* in;  // device: plaintext (seal, length bytes) or ciphertext||tag (open, length + 16)
   std::byte* out;       // device: ciphertext||tag (seal, length + 16) or plaintext (open, length)
   std::size_t length;   // plaintext bytes: any size, 0 included, up to 2^36 - 32 (SP 800-38D)
-  std::array<std::uint8_t, 12> nonce;
+  std::array<std::uint8_t, 12> nonce;        // set by place_at: the nonce of a stream position
   std::array<std::uint8_t, kGpuMaxAad> aad;  // the first aad_len bytes are authenticated
   std::uint32_t aad_len;                     // <= 96
 };
+
+// Seals (or opens) `m` at `at`: sets its nonce as tee::Aead does for the same position, so a message
+// sealed on the GPU is byte-identical to the CPU's. Callers outside tee/ never write the nonce.
+void place_at(GpuMessage& m, const StreamPosition& at);
 
 class GpuAesGcm {
  public:

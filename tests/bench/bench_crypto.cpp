@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "tee/aead.h"
-#include "tee/nonce.h"
 #include "tee/secure_bytes.h"
+#include "tee/stream_position.h"
 
 namespace {
 
@@ -25,9 +25,9 @@ void run(benchmark::State& state, Cipher cipher, bool open) {
   Aead aead(cipher, key.view());
   std::vector<std::uint8_t> pt(n, 0x5a), ct(n), out(n);
   tt::tee::Tag tag{};
-  tt::tee::NonceSequence seq(0);
+  tt::tee::MessageCounter seq(0);
   // Open always verifies the same message (as a receiver would, once per message): seal it once.
-  const tt::tee::Nonce fixed = seq.next();
+  const tt::tee::StreamPosition fixed = seq.next();
   aead.seal(fixed, kAad, pt, ct, tag);
   for (auto _ : state) {
     if (open) {

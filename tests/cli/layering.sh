@@ -19,6 +19,7 @@ layer "models/ use only core/" "comm|data|study|tee/|engine/" models
 layer "data/ uses core/ and tee/" "comm|models|study|engine/" data
 layer "comm/ uses core/ and tee/" "data|models|study|engine/" comm
 layer "engine/ includes nothing above it" "study/" engine
+layer "only tee/ uses the nonce-taking AEAD (tee/detail/)" "tee/detail/" base core models data comm engine study tools
 layer "engine/ names no concrete model (models/ only through its registry)" \
   "models/(gpt2|bert|resnet)" engine
 

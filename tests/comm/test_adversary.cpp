@@ -277,25 +277,25 @@ TEST(AdversaryGcm, SolvesTheUnknownBitsOfTheAssociatedDataFromTheTag) {
     return v;
   };
   const tee::SecretBytes key = tee::SecretBytes::random(32);
-  const tee::Nonce nonce = tee::Nonce::make(1, 42);
+  const tee::StreamPosition at = tee::MessageCounter::resume(1, 42).next();
   for (std::size_t len : {0u, 5u, 16u, 1000u}) {
     const auto aad = random_bytes(75);
     const auto plain = random_bytes(len);
     std::vector<std::uint8_t> ct(len);
     tee::Tag tag{};
-    tee::Aead(tee::Cipher::Aes256Gcm, key.view()).seal(nonce, aad, plain, ct, tag);
+    tee::Aead(tee::Cipher::Aes256Gcm, key.view()).seal(at, aad, plain, ct, tag);
     std::vector<std::size_t> unknown;
     for (std::size_t b = 224; b < 224 + 100; ++b) unknown.push_back(b);  // 100 bits in the middle
     auto templ = aad;
     for (std::size_t b : unknown) templ[b / 8] &= static_cast<std::uint8_t>(~(0x80u >> (b % 8)));
-    const auto opened = gcm::solve_and_open(key, nonce, ct, tag, templ, unknown);
+    const auto opened = gcm::solve_and_open(key, at, ct, tag, templ, unknown);
     ASSERT_TRUE(opened) << len;
     EXPECT_EQ(opened->aad, aad) << len;
     EXPECT_EQ(opened->plain, plain) << len;
     // Another key, or a known bit that is wrong: no assignment of the unknown bits opens it.
-    EXPECT_FALSE(gcm::solve_and_open(tee::SecretBytes::random(32), nonce, ct, tag, templ, unknown)) << len;
+    EXPECT_FALSE(gcm::solve_and_open(tee::SecretBytes::random(32), at, ct, tag, templ, unknown)) << len;
     templ[0] ^= 1;
-    EXPECT_FALSE(gcm::solve_and_open(key, nonce, ct, tag, templ, unknown)) << len;
+    EXPECT_FALSE(gcm::solve_and_open(key, at, ct, tag, templ, unknown)) << len;
   }
 }
 

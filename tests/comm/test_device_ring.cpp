@@ -266,7 +266,7 @@ TEST(DeviceRing, GpuAesGcmRingMatchesCpuRingAndSharesKeyStreamsWithTheHostChanne
     so.run_id.fill(0x33);
     so.rekey.max_bytes = 1 << 20;  // rekeys within every call below
     SealedChannel channel(so, ring_test_keys(host.rank(), p));
-    GpuSealingCodec codec(channel.streams(), stream.get(), 8);
+    GpuSealingCodec codec(channel, stream.get(), 8);
     RingOptions opt;
     opt.segment_bytes = 64 << 10;
     opt.all_gather = mode;

@@ -44,7 +44,7 @@ void expect_throw_naming(F f, const std::vector<std::string>& needles) {
 // `other` are two datasets holding the very same bytes.
 struct TokenFixture {
   TempDir dir;
-  tee::SecretBytes key = tee::SecretBytes::random(32);
+  tee::DatasetKey key = tee::DatasetKey::random();
   fs::path plain = dir / "plain";
   fs::path sealed = dir / "sealed";
   fs::path other = dir / "other";
@@ -169,7 +169,7 @@ TEST(DatasetBinding, SealedShardsCarryTheirBinding) {
 
 TEST(DatasetBinding, SealRefusesUnsplitNamesAndSeveralDatasets) {
   TempDir dir;
-  const auto key = tee::SecretBytes::random(32);
+  const auto key = tee::DatasetKey::random();
   write_random_shard(dir / "shakespeare.bin", 50, 1);
   expect_throw_naming<InputError>(
       [&] { seal_token_shards({dir / "shakespeare.bin"}, dir / "o", key, tee::Cipher::Aes256Gcm); },
@@ -263,7 +263,7 @@ TEST(DatasetBinding, ValidationSplitMustBeOfTheSameDatasetAndPresent) {
         {"1 val shard(s)", "none was found", "seal-data"});
   }
   TempDir dir;  // a dataset sealed without a validation split has none to miss
-  const auto key = tee::SecretBytes::random(32);
+  const auto key = tee::DatasetKey::random();
   write_random_shard(dir / "t_train.bin", 64, 1);
   seal_token_shards({dir / "t_train.bin"}, dir / "s", key, tee::Cipher::Aes256Gcm);
   const SealedTokenDataset train = SealedTokenDataset::open((dir / "s" / "t").string(), "train", key);
@@ -315,7 +315,7 @@ ImageSet synthetic(int n, uint64_t seed) {
 
 struct ImageFixture {
   TempDir dir;
-  tee::SecretBytes key = tee::SecretBytes::random(32);
+  tee::DatasetKey key = tee::DatasetKey::random();
   ImageSet train = synthetic(30, 1), test = synthetic(9, 2);
   fs::path train_file = sealed_images_path(dir / "s", "syn", "train");
   fs::path test_file = sealed_images_path(dir / "s", "syn", "test");

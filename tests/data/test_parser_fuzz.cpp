@@ -204,7 +204,7 @@ std::vector<std::pair<std::string, std::string>> mangled_metadata(const std::str
 
 // Seals `plaintext` under `metadata` and opens it with `open`; returns the outcome.
 template <typename F>
-int open_with_metadata(const fs::path& file, const tee::SecretBytes& key,
+int open_with_metadata(const fs::path& file, const tee::DatasetKey& key,
                        const std::vector<std::uint8_t>& plaintext, const std::string& metadata,
                        const std::string& what, F&& open) {
   tee::SealOptions opts;
@@ -216,7 +216,7 @@ int open_with_metadata(const fs::path& file, const tee::SecretBytes& key,
 
 TEST(ParserFuzz, SealedTokenShardMetadataAndHeader) {
   FuzzDir dir;
-  const auto key = tee::SecretBytes::random(32);
+  const auto key = tee::DatasetKey::random();
   valid_shard(dir.path());
   const auto infos = seal_token_shards({dir / "v_train.bin"}, dir / "s", key, tee::Cipher::Aes256Gcm, 512);
   const fs::path sealed = infos.at(0).output;
@@ -260,7 +260,7 @@ TEST(ParserFuzz, SealedTokenShardMetadataAndHeader) {
 
 TEST(ParserFuzz, SealedImageSetMetadata) {
   FuzzDir dir;
-  const auto key = tee::SecretBytes::random(32);
+  const auto key = tee::DatasetKey::random();
   ImageSet s;
   s.source = "fuzz";
   s.C = 2;

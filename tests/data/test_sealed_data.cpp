@@ -27,7 +27,7 @@ using datatest::write_random_shard;
 
 struct Fixture {
   TempDir dir;
-  tee::SecretBytes key = tee::SecretBytes::random(32);
+  tee::DatasetKey key = tee::DatasetKey::random();
   fs::path plain_dir = dir / "plain";
   fs::path sealed_dir = dir / "sealed";
   std::vector<SealedShardInfo> sealed;
@@ -67,7 +67,7 @@ TEST(SealedData, SealWritesOneSealedFilePerShardWithMetadata) {
 TEST(SealedData, SealRefusesMalformedShard) {
   TempDir dir;
   tt::testing::write_bytes(dir / "bad_train.bin", "not a shard");
-  const auto key = tee::SecretBytes::random(32);
+  const auto key = tee::DatasetKey::random();
   EXPECT_THROW(seal_token_shards({dir / "bad_train.bin"}, dir / "out", key, tee::Cipher::Aes256Gcm),
                InputError);
 }
@@ -152,7 +152,7 @@ TEST(SealedData, TamperedChunkFailsWhenABatchTouchesIt) {
 
 TEST(SealedData, WrongKeyIsAFingerprintMismatch) {
   Fixture f;
-  const auto wrong = tee::SecretBytes::random(32);
+  const auto wrong = tee::DatasetKey::random();
   try {
     SealedTokenDataset::open((f.sealed_dir / "d").string(), "train", wrong);
     FAIL() << "opened with the wrong key";

@@ -41,7 +41,7 @@ ImageSet synthetic(int n, int C, int H, int W, uint64_t seed) {
 // 3x6x6 images: 109-byte records in 256-byte chunks, so records straddle chunk boundaries.
 struct Fixture {
   TempDir dir;
-  tee::SecretBytes key = tee::SecretBytes::random(32);
+  tee::DatasetKey key = tee::DatasetKey::random();
   ImageSet train = synthetic(37, 3, 6, 6, 1);
   ImageSet test = synthetic(11, 3, 6, 6, 2);
   ImageTransform norm = ImageTransform::standard(train);
@@ -187,7 +187,7 @@ TEST(SealedImages, TruncatedFileWrongKeyAndWrongKind) {
   fs::resize_file(f.test_file, fs::file_size(f.test_file) - 10);
   expect_throw_naming<IntegrityError>([&] { SealedImageSet s(f.test_file, "test", f.key); },
                                       {"syn_test.images.sealed"});
-  const auto wrong = tee::SecretBytes::random(32);
+  const auto wrong = tee::DatasetKey::random();
   expect_throw_naming<IntegrityError>([&] { SealedImageSet s(f.train_file, "train", wrong); },
                                       {"syn_train.images.sealed", "key fingerprint mismatch"});
   // A sealed file of another kind (a token shard) under the right key.

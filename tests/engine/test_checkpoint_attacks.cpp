@@ -28,8 +28,8 @@ using enginetest::TinyRun;
 // same three as a plain checkpoint root.
 struct Saved {
   TempDir tmp;
-  tee::SecretBytes master = tee::SecretBytes::random(32);
-  tee::SecretBytes key = derive_checkpoint_key(master);
+  tee::MasterKey master = tee::MasterKey::random();
+  tee::CheckpointKey key = derive_checkpoint_key(master);
   std::unique_ptr<FileCodec> sealed = make_sealed_codec(key, tee::Cipher::Aes256Gcm, 4096);
   std::unique_ptr<FileCodec> plain = make_plain_codec();
   FreshnessRecord record{tmp / "master.key.freshness", master};
@@ -73,7 +73,7 @@ CheckpointMeta resume(const fs::path& path, FileCodec& codec, const FreshnessRec
 }
 
 // Resume and verify both refuse `path` with an IntegrityError naming `needle`.
-void expect_refused(const fs::path& path, FileCodec& codec, const tee::SecretBytes* key,
+void expect_refused(const fs::path& path, FileCodec& codec, const tee::CheckpointKey* key,
                     const FreshnessRecord* record, const std::string& needle) {
   const std::string r = integrity_error([&] { resume(path, codec, record); });
   EXPECT_NE(r.find(needle), std::string::npos) << "resume: " << r;
@@ -240,7 +240,7 @@ TEST(CheckpointAttacks, FreshnessRecordItselfTamperedOrForeign) {
   expect_sealed_refused(s, s.step(3), s.record.path().string());
   // Another key owner's record does not open: refused, not ignored.
   fs::remove(s.record.path());
-  FreshnessRecord foreign(s.record.path(), tee::SecretBytes::random(32));
+  FreshnessRecord foreign(s.record.path(), tee::MasterKey::random());
   foreign.record(new_run_id(), 1, std::string(64, 'a'));
   expect_refused(s.step(3), *s.sealed, &s.key, &s.record, "key fingerprint mismatch");
 }
@@ -284,7 +284,7 @@ TEST(CheckpointAttacks, ModelWithBufferStateVerifiesAndLoads) {
   std::vector<float> stats(a.num_state_floats());
   for (std::size_t i = 0; i < stats.size(); ++i) stats[i] = 0.25f * static_cast<float>(i % 7);
   backend->copy_to_device(a.state_data(), stats.data(), stats.size() * sizeof(float));
-  const tee::SecretBytes key = tee::SecretBytes::random(32);
+  const tee::CheckpointKey key = tee::CheckpointKey::random();
   auto codec = make_sealed_codec(key);
   CheckpointStore store(tmp.path(), 1, *codec);
   CheckpointMeta meta;

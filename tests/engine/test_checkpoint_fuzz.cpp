@@ -162,13 +162,13 @@ TEST(CheckpointFuzz, MangledFilesThroughTheVerifiedReadPath) {
 
 TEST(CheckpointFuzz, FreshnessRecordParserOnlyThrowsOurErrors) {
   TempDir tmp;
-  const tee::SecretBytes master = tee::SecretBytes::random(32);
+  const tee::MasterKey master = tee::MasterKey::random();
   FreshnessRecord record(tmp / "k.freshness", master);
   const std::string run = new_run_id();
   record.record(run, 7, std::string(64, 'c'));
   const std::vector<std::uint8_t> valid =
-      tee::read_sealed_file(record.path(), derive_purpose_key(master, KeyPurpose::Freshness));
-  const tee::SecretBytes key = derive_purpose_key(master, KeyPurpose::Freshness);
+      tee::read_sealed_file(record.path(), tee::derive_freshness_key(master));
+  const tee::FreshnessKey key = tee::derive_freshness_key(master);
   const std::vector<Bytes> docs = mutations(std::string(valid.begin(), valid.end()), 5);
   for (std::size_t i = 0; i < docs.size(); i += 3) {
     tee::write_sealed_file(record.path(), key, docs[i]);  // authentic bytes, malformed content

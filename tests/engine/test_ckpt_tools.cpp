@@ -23,8 +23,8 @@ using enginetest::TinyRun;
 
 struct Saved {
   TempDir dir;
-  tee::SecretBytes master = tee::SecretBytes::random(32);
-  tee::SecretBytes key = derive_checkpoint_key(master);
+  tee::MasterKey master = tee::MasterKey::random();
+  tee::CheckpointKey key = derive_checkpoint_key(master);
   TinyRun run{31};
   fs::path sealed_step;
   fs::path plain_step;
@@ -54,7 +54,7 @@ TEST(CkptTools, InspectShowsSealedHeaderWithoutKeyAndNeverTheKey) {
   EXPECT_NE(text.find("chunk 8192 B"), std::string::npos) << text;
   EXPECT_NE(text.find("completion marker (step 4)"), std::string::npos) << text;
   EXPECT_NE(text.find("manifest.json.sealed: sealed"), std::string::npos) << text;
-  for (const tee::SecretBytes* k : {&s.master, &s.key}) {
+  for (const tee::SecretBytes* k : {&s.master.secret(), &s.key.secret()}) {
     EXPECT_EQ(text.find(tee::to_hex(k->view())), std::string::npos);
     EXPECT_EQ(text.find(tee::to_hex(k->view().first(8))), std::string::npos);
   }
@@ -87,8 +87,11 @@ TEST(CkptTools, VerifyChecksEveryChunkAndCatchesAFlippedByte) {
   EXPECT_EQ(ok.files, 8);  // manifest, model, optimizer, state per step
   EXPECT_GT(ok.chunks, 6u);
   EXPECT_NE(ok.text.find("matches state.json"), std::string::npos) << ok.text;
-  EXPECT_THROW(verify_checkpoint(s.sealed_step, nullptr), InputError);        // sealed needs the key
-  EXPECT_THROW(verify_checkpoint(s.sealed_step, &s.master), IntegrityError);  // master != checkpoint key
+  EXPECT_THROW(verify_checkpoint(s.sealed_step, nullptr), InputError);  // sealed needs the key
+  // The master key in place of the checkpoint key does not compile; its bytes wrapped as one on
+  // purpose still do not open the checkpoint.
+  const tee::CheckpointKey master_bytes(s.master.secret().clone());
+  EXPECT_THROW(verify_checkpoint(s.sealed_step, &master_bytes), IntegrityError);
 
   const fs::path f = s.sealed_step / "optimizer.safetensors.sealed";
   const tee::SealedHeader h = tee::read_sealed_header(f);

@@ -24,7 +24,7 @@ TEST(KeyFile, CreateWritesThirtyTwoPrivateBytesAndLoadReadsThem) {
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   std::string warning;
-  const tee::SecretBytes key = load_key_file(path, [&](const std::string& w) { warning = w; });
+  const tee::MasterKey key = load_key_file(path, [&](const std::string& w) { warning = w; });
   EXPECT_EQ(key.size(), 32u);
   EXPECT_EQ(key.fingerprint(), fp);
   EXPECT_TRUE(warning.empty());
@@ -73,7 +73,7 @@ TEST(KeyFile, OpenPermissionsOnlyWarn) {
   create_key_file(path);
   ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
   std::string warning;
-  const tee::SecretBytes key = load_key_file(path, [&](const std::string& w) { warning = w; });
+  const tee::MasterKey key = load_key_file(path, [&](const std::string& w) { warning = w; });
   EXPECT_EQ(key.size(), 32u);
   EXPECT_NE(warning.find("chmod 600"), std::string::npos) << warning;
   EXPECT_NE(warning.find("0644"), std::string::npos) << warning;
@@ -81,21 +81,22 @@ TEST(KeyFile, OpenPermissionsOnlyWarn) {
 }
 
 TEST(KeyFile, PurposeKeysAreDistinctAndDeterministic) {
-  const tee::SecretBytes master = tee::SecretBytes::random(32);
-  const tee::SecretBytes d1 = derive_dataset_key(master);
-  const tee::SecretBytes d2 = derive_dataset_key(master);
-  const tee::SecretBytes c = derive_checkpoint_key(master);
+  // Different purposes are different types (tests/tee/test_digest_hkdf.cpp): compare their bytes.
+  const tee::MasterKey master = tee::MasterKey::random();
+  const tee::DatasetKey d1 = derive_dataset_key(master);
+  const tee::DatasetKey d2 = derive_dataset_key(master);
+  const tee::CheckpointKey c = derive_checkpoint_key(master);
   EXPECT_EQ(d1.size(), 32u);
   EXPECT_TRUE(d1 == d2);
-  EXPECT_FALSE(d1 == c);
-  EXPECT_FALSE(d1 == master);
-  EXPECT_FALSE(c == master);
-  const tee::SecretBytes f = derive_purpose_key(master, KeyPurpose::Freshness);
-  EXPECT_FALSE(f == c);
-  EXPECT_FALSE(f == d1);
-  EXPECT_FALSE(f == master);
-  EXPECT_EQ(key_purpose_label(KeyPurpose::Freshness), "teetrain freshness");
-  EXPECT_THROW(derive_dataset_key(tee::SecretBytes{}), InputError);
+  EXPECT_FALSE(d1.secret() == c.secret());
+  EXPECT_FALSE(d1.secret() == master.secret());
+  EXPECT_FALSE(c.secret() == master.secret());
+  const tee::FreshnessKey f = tee::derive_freshness_key(master);
+  EXPECT_FALSE(f.secret() == c.secret());
+  EXPECT_FALSE(f.secret() == d1.secret());
+  EXPECT_FALSE(f.secret() == master.secret());
+  EXPECT_EQ(tee::derivation_label(tee::KeyPurpose::Freshness), "teetrain freshness");
+  EXPECT_THROW(derive_dataset_key(tee::MasterKey{}), InputError);
 }
 
 // A missing key advises what fits: keygen only for sealing something new; for sealed data the key

@@ -22,7 +22,7 @@ using enginetest::TinyRun;
 
 TEST(SealedCheckpoint, RoundTripGivesIdenticalParamsAndOptimizerState) {
   TempDir dir;
-  const tee::SecretBytes key = derive_checkpoint_key(tee::SecretBytes::random(32));
+  const tee::CheckpointKey key = derive_checkpoint_key(tee::MasterKey::random());
   auto codec = make_sealed_codec(key, tee::Cipher::Aes256Gcm, 4096);  // small chunks: many per file
   TinyRun a(11);
   CheckpointStore store(dir.path(), 2, *codec);
@@ -50,7 +50,7 @@ TEST(SealedCheckpoint, RoundTripGivesIdenticalParamsAndOptimizerState) {
 
 TEST(SealedCheckpoint, TamperedFileFailsNamingFileAndChunk) {
   TempDir dir;
-  const tee::SecretBytes key = tee::SecretBytes::random(32);
+  const tee::CheckpointKey key = tee::CheckpointKey::random();
   auto codec = make_sealed_codec(key, tee::Cipher::ChaCha20Poly1305, 4096);
   TinyRun a(3);
   CheckpointStore store(dir.path(), 1, *codec);
@@ -71,8 +71,8 @@ TEST(SealedCheckpoint, TamperedFileFailsNamingFileAndChunk) {
 
 TEST(SealedCheckpoint, WrongKeyAndMissingFileAreRefused) {
   TempDir dir;
-  auto codec = make_sealed_codec(tee::SecretBytes::random(32));
-  auto other = make_sealed_codec(tee::SecretBytes::random(32));
+  auto codec = make_sealed_codec(tee::CheckpointKey::random());
+  auto other = make_sealed_codec(tee::CheckpointKey::random());
   TinyRun a(3, false);
   CheckpointStore store(dir.path(), 1, *codec);
   const fs::path step = store.save(*a.backend, a.model, nullptr, a.meta(2));
@@ -99,7 +99,7 @@ class FailingCodec final : public FileCodec {
     if (kind == fail_kind_) throw RunError("injected failure writing " + path.string());
     inner_.write(path, bytes, kind);
   }
-  const tee::SecretBytes* key() const override { return inner_.key(); }
+  const tee::CheckpointKey* key() const override { return inner_.key(); }
 
  private:
   FileCodec& inner_;
@@ -108,7 +108,7 @@ class FailingCodec final : public FileCodec {
 
 TEST(SealedCheckpoint, FailedSaveLeavesLastGoodCheckpointIntact) {
   TempDir dir;
-  auto codec = make_sealed_codec(tee::SecretBytes::random(32), tee::Cipher::Aes256Gcm, 4096);
+  auto codec = make_sealed_codec(tee::CheckpointKey::random(), tee::Cipher::Aes256Gcm, 4096);
   TinyRun a(21);
   {
     CheckpointStore store(dir.path(), 1, *codec);  // keep 1: a successful save would prune step 10

@@ -1,9 +1,12 @@
-// AEAD: known-answer vectors for every cipher, tamper detection, in-place operation, context reuse.
+// AEAD: known-answer vectors for every cipher, tamper detection, in-place operation, context reuse (on
+// the nonce-taking AEAD inside tee/), and the public API that seals only at stream positions.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "tee/aead.h"
+#include "tee/detail/nonce.h"
 #include "tee/errors.h"
 #include "tests/tee/test_util.h"
 
@@ -11,6 +14,9 @@ namespace tt::tee {
 namespace {
 
 using test::hex;
+// The vectors and tamper tests need nonces of their own choosing: they test the AEAD inside tee/.
+using Aead = detail::NonceAead;
+using detail::Nonce;
 
 struct Kat {
   const char* name;
@@ -205,20 +211,59 @@ TEST_P(AeadPerCipher, AppendedTagWireFormat) {
 }
 
 TEST_P(AeadPerCipher, SeparateObjectsInteroperate) {
-  // Sender and receiver each build their own Aead from the same key, as two ranks do.
+  // Sender and receiver each build their own tee::Aead from the same key, as two ranks do, and meet at
+  // the positions of one counter.
   const SecretBytes key = SecretBytes::random(cipher_key_size(GetParam()));
-  Aead tx(GetParam(), key.view()), rx(GetParam(), key.view());
-  NonceSequence seq(7);
+  tee::Aead tx(GetParam(), key.view()), rx(GetParam(), key.view());
+  MessageCounter seq(7);
   for (int m = 0; m < 50; ++m) {
     const auto pt = test::pattern(static_cast<std::size_t>(m * 97), static_cast<std::uint8_t>(m));
-    const Nonce n = seq.next();
+    const StreamPosition at = seq.next();
     std::vector<std::uint8_t> ct(pt.size()), out(pt.size());
     Tag tag{};
-    tx.seal(n, {}, pt, ct, tag);
-    rx.open(n, {}, ct, tag, out);
+    tx.seal(at, {}, pt, ct, tag);
+    rx.open(at, {}, ct, tag, out);
     EXPECT_EQ(out, pt);
   }
 }
+
+// The public AEAD seals at a position exactly as the inner one at that position's nonce (so wire and
+// file formats did not change), and a sealing stream pairs with an opening stream message by message.
+TEST_P(AeadPerCipher, StreamsOwnTheirPositions) {
+  const SecretBytes key = SecretBytes::random(cipher_key_size(GetParam()));
+  tee::Aead pub(GetParam(), key.view());
+  Aead raw(GetParam(), key.view());
+  const auto pt = test::pattern(77);
+  const auto aad = test::pattern(9, 3);
+  const StreamPosition at = MessageCounter::resume(3, 41).next();
+  std::vector<std::uint8_t> a(pt.size() + kTagSize), b(pt.size() + kTagSize);
+  pub.seal_append_tag(at, aad, pt, a);
+  raw.seal_append_tag(Nonce::make(3, 41), aad, pt, b);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(detail::nonce_at(at), Nonce::make(3, 41));
+
+  SealingStream tx(GetParam(), key.view(), 5);
+  OpeningStream rx(GetParam(), key.view(), 5);
+  std::vector<std::vector<std::uint8_t>> sealed;
+  for (int m = 0; m < 3; ++m) {
+    EXPECT_EQ(tx.next_counter(), static_cast<std::uint64_t>(m));
+    sealed.emplace_back(pt.size() + kTagSize);
+    tx.seal(aad, pt, sealed.back());
+  }
+  EXPECT_NE(sealed[0], sealed[1]) << "two messages of one stream must not share a position";
+  std::vector<std::uint8_t> out(pt.size());
+  ASSERT_TRUE(rx.try_open(aad, sealed[0], out));
+  EXPECT_EQ(out, pt);
+  EXPECT_FALSE(rx.try_open(aad, sealed[0], out)) << "a replayed message must not open";
+  // The failed open spent position 1 (sealed[1] is lost with it): the stream goes on at position 2.
+  ASSERT_TRUE(rx.try_open(aad, sealed[2], out));
+  EXPECT_EQ(rx.next_counter(), 3u);
+}
+
+// A position cannot be made up: only a MessageCounter mints one.
+static_assert(!std::is_default_constructible_v<StreamPosition>);
+static_assert(!std::is_constructible_v<StreamPosition, std::uint32_t, std::uint64_t>);
+static_assert(!std::is_convertible_v<std::uint64_t, StreamPosition>);
 
 INSTANTIATE_TEST_SUITE_P(AllCiphers, AeadPerCipher,
                          ::testing::Values(Cipher::Aes256Gcm, Cipher::Aes128Gcm, Cipher::ChaCha20Poly1305),

@@ -1,11 +1,15 @@
-// SHA-256, HMAC-SHA256 and HKDF-SHA256 against published vectors.
+// SHA-256, HMAC-SHA256 and HKDF-SHA256 against published vectors; the keys typed by purpose and the
+// named derivations between them.
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <type_traits>
 
+#include "base/error.h"
 #include "tee/digest.h"
 #include "tee/errors.h"
 #include "tee/hkdf.h"
+#include "tee/purpose_keys.h"
 #include "tests/tee/test_util.h"
 
 namespace tt::tee {
@@ -85,6 +89,45 @@ TEST(Hkdf, RejectsBadLengths) {
   EXPECT_THROW(hkdf_expand(prk.view(), {}, 255 * 32 + 1), std::invalid_argument);
   EXPECT_THROW(hkdf_expand(SecretBytes::random(16).view(), {}, 32), std::invalid_argument);
   EXPECT_EQ(hkdf_expand(prk.view(), {}, 255 * 32).size(), 255u * 32);
+}
+
+// A key for one purpose never stands in for another: no conversion between purposes, none from raw
+// bytes, and a sealed file takes only the at-rest keys.
+template <typename A, typename B>
+constexpr bool interchangeable = std::is_convertible_v<const A&, B> || std::is_convertible_v<const B&, A> ||
+                                 std::is_constructible_v<B, const A&> || std::is_constructible_v<A, const B&>;
+static_assert(!interchangeable<DatasetKey, CheckpointKey>);
+static_assert(!std::is_convertible_v<DatasetKey, CheckpointKey>);
+static_assert(!interchangeable<MasterKey, DatasetKey>);
+static_assert(!interchangeable<MasterKey, CheckpointKey>);
+static_assert(!interchangeable<MasterKey, FreshnessKey>);
+static_assert(!interchangeable<MasterKey, LinkSecret>);
+static_assert(!interchangeable<MasterKey, GroupSecret>);
+static_assert(!interchangeable<LinkSecret, GroupSecret>);
+static_assert(!interchangeable<DatasetKey, FreshnessKey>);
+static_assert(!interchangeable<CheckpointKey, FreshnessKey>);
+static_assert(!interchangeable<DatasetKey, LinkSecret>);
+static_assert(!interchangeable<CheckpointKey, GroupSecret>);
+static_assert(!std::is_convertible_v<SecretBytes, MasterKey>, "wrapping raw bytes is explicit");
+static_assert(!std::is_convertible_v<SecretBytes, DatasetKey>, "wrapping raw bytes is explicit");
+static_assert(std::is_convertible_v<const DatasetKey&, AtRestKey>);
+static_assert(std::is_convertible_v<const CheckpointKey&, AtRestKey>);
+static_assert(std::is_convertible_v<const FreshnessKey&, AtRestKey>);
+static_assert(!std::is_constructible_v<AtRestKey, const MasterKey&>, "the master key seals nothing");
+static_assert(!std::is_constructible_v<AtRestKey, const LinkSecret&>);
+static_assert(!std::is_constructible_v<AtRestKey, const GroupSecret&>);
+static_assert(!std::is_constructible_v<AtRestKey, const SecretBytes&>);
+
+// The derivations are the documented HKDFs (sealed data and checkpoints written before keys had types
+// must still open), and each purpose gets its own key.
+TEST(PurposeKeys, DerivationsAreTheDocumentedHkdfs) {
+  const MasterKey master = MasterKey::random();
+  auto expect = [&](std::string_view info) { return hkdf(master.view(), {}, bytes_of(info), 32); };
+  EXPECT_TRUE(derive_dataset_key(master).secret() == expect("teetrain dataset"));
+  EXPECT_TRUE(derive_checkpoint_key(master).secret() == expect("teetrain checkpoint"));
+  EXPECT_TRUE(derive_freshness_key(master).secret() == expect("teetrain freshness"));
+  EXPECT_FALSE(derive_dataset_key(master).secret() == derive_checkpoint_key(master).secret());
+  EXPECT_THROW(derive_checkpoint_key(MasterKey{}), InputError);
 }
 
 }  // namespace

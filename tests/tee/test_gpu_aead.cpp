@@ -16,9 +16,14 @@
 #include "base/cuda/device_memory.h"
 #include "tee/aead.h"
 #include "tee/cuda/gpu_aead.h"
+#include "tee/detail/nonce.h"
 
 namespace tt::tee::cuda {
 namespace {
+
+// OpenSSL at nonces of the test's choosing: the AEAD inside tee/.
+using Aead = ::tt::tee::detail::NonceAead;
+using ::tt::tee::detail::Nonce;
 
 using ::tt::cuda::DeviceBytes;
 

@@ -14,10 +14,15 @@
 #include "tee/aead.h"
 #include "tee/cuda/gcm_key.h"
 #include "tee/cuda/gcm_math.h"
+#include "tee/detail/nonce.h"
 #include "tests/tee/test_util.h"
 
 namespace tt::tee::cuda::gcm {
 namespace {
+
+// OpenSSL at nonces of the test's choosing: the AEAD inside tee/.
+using Aead = ::tt::tee::detail::NonceAead;
+using ::tt::tee::detail::Nonce;
 
 constexpr AesTables kTables = make_aes_tables();
 

@@ -1,17 +1,20 @@
-// Deterministic nonces and the key ratchet.
+// Deterministic nonces (stream positions and their layout) and the key ratchet.
 #include <gtest/gtest.h>
 
 #include <limits>
 #include <set>
 
+#include "tee/detail/nonce.h"
 #include "tee/errors.h"
 #include "tee/hkdf.h"
-#include "tee/nonce.h"
 #include "tee/ratchet.h"
+#include "tee/stream_position.h"
 #include "tests/tee/test_util.h"
 
 namespace tt::tee {
 namespace {
+
+using detail::Nonce;
 
 TEST(Nonce, LayoutIsOriginThenCounterBigEndian) {
   const Nonce n = Nonce::make(0x01020304u, 0x05060708090a0b0cull);
@@ -23,14 +26,14 @@ TEST(Nonce, LayoutIsOriginThenCounterBigEndian) {
 TEST(Nonce, SequencesNeverRepeatAcrossOrigins) {
   std::set<std::array<std::uint8_t, 12>> seen;
   for (std::uint32_t origin = 0; origin < 8; ++origin) {
-    NonceSequence seq(origin);
-    for (int i = 0; i < 1000; ++i) EXPECT_TRUE(seen.insert(seq.next().bytes).second);
+    MessageCounter seq(origin);
+    for (int i = 0; i < 1000; ++i) EXPECT_TRUE(seen.insert(detail::nonce_at(seq.next()).bytes).second);
     EXPECT_EQ(seq.next_counter(), 1000u);
   }
 }
 
 TEST(Nonce, SequenceThrowsInsteadOfWrapping) {
-  NonceSequence seq(5, std::numeric_limits<std::uint64_t>::max() - 2);
+  MessageCounter seq = MessageCounter::resume(5, std::numeric_limits<std::uint64_t>::max() - 2);
   EXPECT_EQ(seq.next().counter(), std::numeric_limits<std::uint64_t>::max() - 2);
   EXPECT_EQ(seq.next().counter(), std::numeric_limits<std::uint64_t>::max() - 1);
   EXPECT_THROW(seq.next(), CryptoError);

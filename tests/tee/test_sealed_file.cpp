@@ -25,7 +25,7 @@ void spit(const std::filesystem::path& p, const std::vector<std::uint8_t>& b) {
 class SealedFileTest : public ::testing::Test {
  protected:
   test::TempDir dir;
-  SecretBytes key = SecretBytes::random(32);
+  DatasetKey key = DatasetKey::random();
   std::filesystem::path path = dir / "data.sealed";
 
   SealOptions opts(Cipher c = Cipher::Aes256Gcm) const {
@@ -33,7 +33,7 @@ class SealedFileTest : public ::testing::Test {
   }
 
   // Expects opening + reading everything to fail with IntegrityError mentioning `needle`.
-  void expect_integrity_error(const std::string& needle, const SecretBytes* k = nullptr) {
+  void expect_integrity_error(const std::string& needle, const DatasetKey* k = nullptr) {
     try {
       SealedFileReader r(path, k ? *k : key);
       r.verify_all();
@@ -128,7 +128,7 @@ TEST_F(SealedFileTest, HeaderReadableWithoutKeyAndNeverHoldsIt) {
 
 TEST_F(SealedFileTest, WrongKeyIsReportedAsFingerprintMismatch) {
   write_sealed_file(path, key, test::pattern(300), opts());
-  const SecretBytes other = SecretBytes::random(32);
+  const DatasetKey other = DatasetKey::random();
   expect_integrity_error("key fingerprint mismatch", &other);
 }
 
@@ -259,7 +259,7 @@ TEST_F(SealedFileTest, NotASealedFile) {
 
 TEST_F(SealedFileTest, BadOptionsRejected) {
   EXPECT_THROW(SealedFileWriter(path, key, SealOptions{Cipher::Aes256Gcm, 0, ""}), std::invalid_argument);
-  EXPECT_THROW(SealedFileWriter(path, SecretBytes::random(8), opts()), std::invalid_argument);
+  EXPECT_THROW(SealedFileWriter(path, DatasetKey::random(8), opts()), std::invalid_argument);
 }
 
 }  // namespace

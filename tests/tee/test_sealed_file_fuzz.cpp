@@ -23,7 +23,7 @@ using tt::testing::run_parser;
 
 TEST(SealedFileFuzz, HeaderAndReaderRefuseEveryDamagedFile) {
   tt::testing::FuzzDir dir;
-  const auto key = SecretBytes::random(32);
+  const auto key = DatasetKey::random();
   SealOptions opts;
   opts.chunk_size = 64;
   opts.metadata =

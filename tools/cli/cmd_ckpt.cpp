@@ -20,16 +20,16 @@ struct CkptOptions {
 
 // What --key-file gives: the checkpoint key, and the freshness record kept beside the key file.
 struct CkptKeys {
-  std::optional<tee::SecretBytes> checkpoint;
+  std::optional<tee::CheckpointKey> checkpoint;
   std::optional<FreshnessRecord> freshness;
-  const tee::SecretBytes* key() const { return checkpoint ? &*checkpoint : nullptr; }
+  const tee::CheckpointKey* key() const { return checkpoint ? &*checkpoint : nullptr; }
   const FreshnessRecord* record() const { return freshness ? &*freshness : nullptr; }
 };
 
 CkptKeys keys_of(const std::string& key_file) {
   CkptKeys k;
   if (key_file.empty()) return k;
-  const tee::SecretBytes master = load_key_file(
+  const tee::MasterKey master = load_key_file(
       key_file, [](const std::string& w) { std::fprintf(stderr, "teetrain: warning: %s\n", w.c_str()); });
   k.checkpoint = derive_checkpoint_key(master);
   k.freshness.emplace(freshness_record_path(key_file), master);

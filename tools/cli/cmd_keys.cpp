@@ -54,7 +54,7 @@ void print_binding(const DatasetBinding& b) {
   std::printf("\n");
 }
 
-void seal_images(const SealDataOptions& o, tee::Cipher cipher, const tee::SecretBytes& dataset_key) {
+void seal_images(const SealDataOptions& o, tee::Cipher cipher, const tee::DatasetKey& dataset_key) {
   const uint32_t chunk = o.chunk_kb > 0 ? o.chunk_kb * 1024 : kImageSealChunkSize;
   const std::string name = o.name.empty() ? image_set_name(o.images) : o.name;
   const ImageSet train = open_image_dataset(o.images, "train");
@@ -77,7 +77,7 @@ void run_seal_data(const SealDataOptions& o) {
   if (!o.name.empty() && o.images.empty()) throw InputError("--name applies to --images only");
   if (o.chunk_kb > (1u << 20))
     throw InputError("--chunk-kb " + std::to_string(o.chunk_kb) + ": at most 1048576 (1 GiB)");
-  const tee::SecretBytes master = load_key_file(o.key_file, warn, KeyUse::SealNew);
+  const tee::MasterKey master = load_key_file(o.key_file, warn, KeyUse::SealNew);
   if (!o.images.empty()) {
     seal_images(o, *cipher, derive_dataset_key(master));
     return;
@@ -105,7 +105,7 @@ void register_keys(CLI::App& app) {
                "Overwrite an existing key file (everything sealed with it becomes unreadable)");
   kg->callback([k] {
     const std::string fp = create_key_file(k->out, k->force);
-    const tee::SecretBytes master = load_key_file(k->out, warn);
+    const tee::MasterKey master = load_key_file(k->out, warn);
     std::printf(
         "created %s (fingerprint %s; dataset key %s, checkpoint key %s). Keep it secret; it is never "
         "printed.\n",

@@ -55,7 +55,7 @@ int draw(const std::vector<float>& logits, float temperature, int top_k, Rng& rn
 void run_sample(const SampleOptions& o) {
   std::unique_ptr<FileCodec> codec = make_plain_codec();
   if (!o.key_file.empty()) {
-    const tee::SecretBytes master = load_key_file(o.key_file);
+    const tee::MasterKey master = load_key_file(o.key_file);
     codec = make_sealed_codec(derive_checkpoint_key(master));
   }
   const auto dir = CheckpointStore::resolve(o.ckpt);

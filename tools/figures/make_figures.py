@@ -322,7 +322,7 @@ def sealed_message(plt, out: str) -> None:
     ax.text(1.1, 2.82, "be32 stream sender", ha="center", va="center", fontsize=7.5)
     ax.add_patch(Rectangle((1.9, 2.55), 2.4, 0.55, fc=TRUSTED, ec=TRUSTED_EDGE))
     ax.text(3.1, 2.82, "be64 counter (expected)", ha="center", va="center", fontsize=7.5)
-    ax.text(4.45, 2.82, "96-bit nonce: never repeats under a key (tee/nonce.h)", va="center", fontsize=8)
+    ax.text(4.45, 2.82, "96-bit nonce: never repeats under a key (tee/detail/nonce.h)", va="center", fontsize=8)
     x0, x1 = 0.3, 9.7
     scale = (x1 - x0) / aad_size
     for off, n, name in fields:

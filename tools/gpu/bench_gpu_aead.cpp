@@ -25,13 +25,14 @@
 #include "base/cuda/device_memory.h"
 #include "tee/aead.h"
 #include "tee/cuda/gpu_aead.h"
+#include "tee/stream_position.h"
 
 namespace {
 
 using tt::cuda::DeviceBytes;
 using tt::tee::Aead;
 using tt::tee::Cipher;
-using tt::tee::Nonce;
+using tt::tee::StreamPosition;
 using tt::tee::cuda::GpuAesGcm;
 using tt::tee::cuda::GpuMessage;
 
@@ -54,13 +55,17 @@ std::vector<std::uint8_t> aad_of(std::size_t i) {
   return a;
 }
 
+// Message i: origin i, counter 7 (each message its own origin, as every rank's stream is).
+StreamPosition position(std::size_t i) {
+  return tt::tee::MessageCounter::resume(static_cast<std::uint32_t>(i), 7).next();
+}
+
 GpuMessage message(const std::byte* in, std::byte* out, std::size_t length, std::size_t i) {
   GpuMessage m{};
   m.in = in;
   m.out = out;
   m.length = length;
-  const Nonce n = Nonce::make(static_cast<std::uint32_t>(i), 7);
-  std::copy(n.bytes.begin(), n.bytes.end(), m.nonce.begin());
+  tt::tee::cuda::place_at(m, position(i));
   const auto a = aad_of(i);
   std::copy(a.begin(), a.end(), m.aad.begin());
   m.aad_len = kAadLen;
@@ -119,8 +124,7 @@ bool spot_check(const Case& c, Aead& ssl, const std::vector<std::uint8_t>& plain
   bool all_ok = true;
   for (std::size_t i : {std::size_t{0}, c.count - 1}) {
     std::vector<std::uint8_t> expected(sealed_len);
-    const Nonce n = Nonce::make(static_cast<std::uint32_t>(i), 7);
-    ssl.seal_append_tag(n, aad_of(i), {plain.data() + i * c.length, c.length}, expected);
+    ssl.seal_append_tag(position(i), aad_of(i), {plain.data() + i * c.length, c.length}, expected);
     if (download(d_sealed.as<std::byte>() + i * sealed_len, sealed_len) != expected) {
       std::printf("MISMATCH: %s message %zu: GPU ciphertext||tag differs from OpenSSL\n", c.name, i);
       all_ok = false;
@@ -172,14 +176,12 @@ bool bench_case(const Case& c, GpuAesGcm& gpu, Aead& ssl, cudaStream_t stream, s
   std::vector<std::uint8_t> cpu_sealed(c.count * sealed_len), cpu_plain(total);
   const double cpu_seal_ms = time_cpu(cpu_reps, [&] {
     for (std::size_t i = 0; i < c.count; ++i)
-      ssl.seal_append_tag(Nonce::make(static_cast<std::uint32_t>(i), 7), aad_of(i),
-                          {plain.data() + i * c.length, c.length},
+      ssl.seal_append_tag(position(i), aad_of(i), {plain.data() + i * c.length, c.length},
                           {cpu_sealed.data() + i * sealed_len, sealed_len});
   });
   const double cpu_open_ms = time_cpu(cpu_reps, [&] {
     for (std::size_t i = 0; i < c.count; ++i)
-      if (!ssl.try_open_with_tag(Nonce::make(static_cast<std::uint32_t>(i), 7), aad_of(i),
-                                 {cpu_sealed.data() + i * sealed_len, sealed_len},
+      if (!ssl.try_open_with_tag(position(i), aad_of(i), {cpu_sealed.data() + i * sealed_len, sealed_len},
                                  {cpu_plain.data() + i * c.length, c.length}))
         all_ok = false;
   });
