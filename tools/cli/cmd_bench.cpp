@@ -668,6 +668,7 @@ void register_bench(CLI::App& app) {
   register_bench_step(bench);
   register_bench_crypto(bench);
   register_bench_host_profile(bench);
+  register_bench_emulated_step(bench);
 }
 
 }  // namespace tt::cli

@@ -16,6 +16,7 @@
 #include "comm/sealed_bench.h"
 #include "core/backend_factory.h"
 #include "core/buffer.h"
+#include "core/emulated/emulated_backend.h"
 #include "engine/platform_profile.h"
 #include "models/model_registry.h"
 #include "tee/aead.h"
@@ -181,7 +182,88 @@ void run_host_profile(const HostProfileOptions& o) {
   out << j.dump(2) << '\n';
 }
 
+struct EmulatedStepOptions {
+  ModelOptions model;
+  int batch = 4;
+  int seq = 1024;
+  std::string gpu = "h100";
+  GpuPrecision precision = GpuPrecision::Tf32;
+  std::string json;
+};
+
+// One training step costed op by op on the emulated GPU (Account mode: nothing waits), as
+// `bench step` times it: zero grad, forward, backward, and AdamW (language models) or SGD (images).
+void run_emulated_step(const EmulatedStepOptions& o) {
+  EmulatedBackend be(EmulatedGpu{resolve_gpu_spec(o.gpu), o.precision}, EmulatedBackend::Timing::Account,
+                     std::size_t{1} << 20);
+  std::unique_ptr<Model> model = make_model(be, o.model);
+  const nlohmann::json mc = model_config_json(o.model);
+  const bool image = is_image_model(o.model);
+  Batch b;
+  b.B = o.batch;
+  if (image) {
+    const auto side = mc["image_size"].get<std::size_t>();
+    b.images.assign(o.batch * mc["image_channels"].get<std::size_t>() * side * side, 0.0f);
+    b.targets.assign(static_cast<std::size_t>(o.batch), 0);
+  } else {
+    b.T = o.seq;
+    b.tokens.assign(static_cast<std::size_t>(o.batch) * o.seq, 0);
+    b.targets = b.tokens;
+  }
+  model->reserve(o.batch, o.seq);
+  be.reset_seconds();
+  model->zero_grad();
+  model->forward(b);
+  const double fwd = be.seconds();
+  be.reset_seconds();
+  model->backward({});
+  const double bwd = be.seconds();
+  be.reset_seconds();
+  const std::size_t n = model->num_params();
+  if (image) {
+    be.sgd_update(model->param_data(), model->grad_data(), nullptr, n, SgdConfig{.momentum = 0.9f}, 1.0f);
+  } else {
+    be.adamw_update(model->param_data(), model->grad_data(), nullptr, nullptr, n, AdamWConfig{}, 1.0f, 1);
+  }
+  const double opt = be.seconds();
+  const nlohmann::json j{{"model", mc},
+                         {"batch", o.batch},
+                         {"seq", image ? 0 : o.seq},
+                         {"gpu", o.gpu},
+                         {"precision", enum_name(o.precision)},
+                         {"forward_s", fwd},
+                         {"backward_s", bwd},
+                         {"optimizer_s", opt},
+                         {"step_s", fwd + bwd + opt},
+                         {"backend", be.describe()}};
+  std::printf("%s\n", j.dump(1).c_str());
+  if (o.json.empty()) return;
+  std::ofstream out(o.json);
+  if (!out) throw InputError("--json " + o.json + ": cannot open for writing");
+  out << j.dump(2) << '\n';
+}
+
 }  // namespace
+
+void register_bench_emulated_step(CLI::App* bench) {
+  auto o = std::make_shared<EmulatedStepOptions>();
+  auto* c = bench->add_subcommand("emulated-step",
+                                  "The emulator's prediction of `bench step --device cuda`: one step of the "
+                                  "model on an emulated --gpu, costed op by op (no GPU needed)");
+  add_model_options(c, o->model);
+  c->add_option("--batch", o->batch, "Batch")->check(positive())->capture_default_str();
+  c->add_option("--seq", o->seq, "Sequence length (language models)")
+      ->check(positive())
+      ->capture_default_str();
+  c->add_option("--image-size", o->model.image_size,
+                "Image models: H = W of the input (default the preset's)")
+      ->check(positive());
+  c->add_option("--gpu", o->gpu, "h100, h200, a100, v100, or a platform profile FILE.json")
+      ->capture_default_str();
+  add_enum_option(c, "--gpu-precision", o->precision, "Which peak applies: fp32, tf32, bf16");
+  c->add_option("--json", o->json, "Write the prediction as JSON to FILE");
+  c->callback([o] { run_emulated_step(*o); });
+}
 
 void register_bench_host_profile(CLI::App* bench) {
   auto o = std::make_shared<HostProfileOptions>();
