@@ -64,7 +64,7 @@ GpuSpec platform_profile_from_json(const nlohmann::json& j, const std::string& w
   try {
     validate_gpu_spec(g);
   } catch (const InputError& e) {
-    throw InputError(where + ": " + e.what());
+    throw InputError(where + ": " + e.what() + kHint);
   }
   return g;
 }
