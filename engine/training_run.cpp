@@ -10,6 +10,7 @@
 #include "core/emulated/emulated_backend.h"
 #include "engine/host_layout.h"
 #include "engine/key_file.h"
+#include "engine/platform_profile.h"
 #include "engine/sealed_codec.h"
 #include "engine/trace_writer.h"
 #include "models/model_registry.h"
@@ -199,8 +200,8 @@ void TrainingRun::build_model() {
   if (bo.device == DeviceKind::Cuda) bo.cuda_device = rank_ % std::max(1, cuda_device_count());
   const bool emulate = o_.compute == ComputeMode::Emulate;
   if (emulate) {
-    bo.emulate = EmulatedGpu{gpu_spec(o_.gpu),  o_.gpu_precision, o_.gpu_tflops,
-                             o_.gpu_efficiency, o_.gpu_aead_gbps, o_.gpu_act_traffic};
+    bo.emulate = EmulatedGpu{resolve_gpu_spec(o_.gpu), o_.gpu_precision, o_.gpu_tflops,
+                             o_.gpu_efficiency,        o_.gpu_aead_gbps, o_.gpu_act_traffic};
     bo.clock = &profiler_.clock();
   }
   backend_ = make_backend(bo);

@@ -46,7 +46,7 @@ void EmulatedBackend::reset_seconds() {
 }
 
 void EmulatedBackend::charge(EmulatedWork w, double amount, Launch launch) {
-  double s = launch == Launch::RowKernel ? kMeasuredRowKernelSeconds : 0.0;
+  double s = launch == Launch::RowKernel ? gpu_.spec.row_kernel_seconds : 0.0;
   switch (w) {
     case EmulatedWork::Matmul:
       s += amount / matmul_flops_per_s_;

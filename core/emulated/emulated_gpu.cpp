@@ -52,6 +52,27 @@ GpuSpec gpu_spec(const std::string& name) {
   throw InputError("unknown GPU '" + name + "': choose one of " + names + " (or set --gpu-tflops)");
 }
 
+void validate_gpu_spec(const GpuSpec& g) {
+  const std::pair<const char*, double> positive[] = {
+      {"peak_tflops_fp32", g.peak_tflops_fp32}, {"peak_tflops_tf32", g.peak_tflops_tf32},
+      {"peak_tflops_bf16", g.peak_tflops_bf16}, {"hbm_gbps", g.hbm_gbps},
+      {"nvlink_gbps", g.nvlink_gbps},           {"sms", static_cast<double>(g.sms)}};
+  for (const auto& [field, v] : positive)
+    if (!(v > 0)) throw InputError(std::string("GPU '") + g.name + "': " + field + " must be positive");
+  const std::pair<const char*, double> fraction[] = {{"efficiency", g.efficiency},
+                                                     {"conv_efficiency", g.conv_efficiency},
+                                                     {"conv_efficiency_fp32", g.conv_efficiency_fp32}};
+  for (const auto& [field, v] : fraction)
+    if (!(v > 0 && v <= 1))
+      throw InputError(std::string("GPU '") + g.name + "': " + field + " must be in (0, 1]");
+  const std::pair<const char*, double> non_negative[] = {{"act_traffic", g.act_traffic},
+                                                         {"aead_gbps", g.aead_gbps},
+                                                         {"row_kernel_seconds", g.row_kernel_seconds},
+                                                         {"optimizer_gbps", g.optimizer_gbps}};
+  for (const auto& [field, v] : non_negative)
+    if (!(v >= 0)) throw InputError(std::string("GPU '") + g.name + "': " + field + " must not be negative");
+}
+
 double EmulatedGpu::aead_gbps() const {
   const double r = aead_override > 0 ? aead_override : spec.aead_gbps;
   if (!(r > 0)) {
@@ -103,8 +124,9 @@ double EmulatedGpu::elementwise_seconds(double bytes) const {
 double EmulatedGpu::optimizer_seconds(double bytes) const {
   // Our AdamW kernel reached 51% (gpt2) to 65% (gpt2-xl) of an H200's HBM bandwidth
   // (tests/fixtures/gpu_size_sweep_h200); the FLOP efficiency does not apply to it.
+  // A platform profile may give the rate it measured instead (optimizer_gbps).
   constexpr double kHbmEfficiency = 0.6;
-  return bytes / (spec.hbm_gbps * 1e9 * kHbmEfficiency);
+  return bytes / (spec.optimizer_gbps > 0 ? spec.optimizer_gbps * 1e9 : spec.hbm_gbps * 1e9 * kHbmEfficiency);
 }
 
 std::string EmulatedGpu::describe() const {

@@ -44,12 +44,17 @@ struct GpuSpec {
   double conv_efficiency = kMeasuredConvEfficiency;           // achieved fraction of peak in convolutions
   double conv_efficiency_fp32 = kMeasuredConvEfficiencyFp32;  // the same in exact FP32
   int sms = 132;  // streaming multiprocessors (kernels with fewer blocks than this leave some idle)
+  double row_kernel_seconds = kMeasuredRowKernelSeconds;  // fixed cost of each transformer kernel
+  double optimizer_gbps = 0;  // rate the fused optimizer streams its state (0 = 60% of hbm_gbps)
 };
 
 // The built-in table: h100, h200, a100, v100.
 std::vector<GpuSpec> gpu_specs();
 // Looks `name` up (case-sensitive); throws InputError listing the known names.
 GpuSpec gpu_spec(const std::string& name);
+// Checks a spec read from a platform profile (engine/platform_profile.h): positive rates and
+// efficiencies in (0, 1]; throws InputError naming the first bad field.
+void validate_gpu_spec(const GpuSpec& g);
 
 // The GPU an emulated run pretends to have, with the user's overrides applied.
 struct EmulatedGpu {

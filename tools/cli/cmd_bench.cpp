@@ -657,11 +657,15 @@ void register_bench_crypto(CLI::App* bench) {
 
 void register_bench(CLI::App& app) {
   auto* bench = app.add_subcommand(
-      "bench", "Benchmarks: allreduce (our ring vs MPI), step (one training step), crypto (seal/open GB/s)");
+      "bench",
+      "Benchmarks: allreduce (our ring vs MPI), step (one training step), crypto (seal/open GB/s), "
+      "host-profile (this machine as an emulator platform)");
   bench->require_subcommand(1);
   register_bench_allreduce(bench);
   register_bench_step(bench);
   register_bench_crypto(bench);
+  register_bench_host_profile(bench);
+  register_bench_emulated_step(bench);
 }
 
 }  // namespace tt::cli

@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "core/emulated/emulated_gpu.h"
+#include "engine/platform_profile.h"
 #include "tools/cli/model_flags.h"
 #include "tools/cli/tee_options.h"
 #include "tools/cli/validators.h"
@@ -191,10 +192,22 @@ void add_emulation_options(CLI::App* cmd, TrainOptions& o) {
       "real: run forward/backward; emulate: run the model on an emulated --gpu whose every op costs a "
       "time computed from its shape; buckets, the ring's messages and their sealing stay real (see --time)");
   add_virtual_time_options(em, o);
-  std::vector<std::string> gpus;  // the emulated GPUs' one table (core/emulated/emulated_gpu.h)
-  for (const GpuSpec& g : gpu_specs()) gpus.push_back(g.name);
-  em->add_option("--gpu", o.gpu, "GPU whose compute is emulated")
-      ->check(CLI::IsMember(gpus))
+  std::string gpus;  // the emulated GPUs' one table (core/emulated/emulated_gpu.h)
+  for (const GpuSpec& g : gpu_specs()) gpus += g.name + std::string(", ");
+  em->add_option(
+        "--gpu", o.gpu,
+        "GPU whose compute is emulated: " + gpus +
+            "or a platform profile FILE.json (`teetrain bench host-profile` measures this machine's)")
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {
+            try {
+              resolve_gpu_spec(s);
+            } catch (const InputError& e) {
+              return e.what();
+            }
+            return {};
+          },
+          "GPU"))
       ->capture_default_str();
   add_enum_option(em, "--gpu-precision", o.gpu_precision,
                   "Precision whose peak is used (tf32: what teetrain's CUDA backend runs with --tf32, the "

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The emulator's validation (docs/reproducing.md, "Validating the emulator"): tools/validate_emulator.py's
+# help, its input errors and its cheapest part (one GPU fixture, (b)); a platform profile of this machine
+# (`bench host-profile`) drives an emulated run; bad profiles exit 2 with one line naming the problem.
+# Usage: validate_emulator.sh path/to/teetrain
+source "$(dirname "$0")/lib.sh" "$@"
+PY=/usr/bin/python3
+[[ -x $PY ]] || PY=python3
+VAL="$(dirname "$0")/../../tools/validate_emulator.py"
+check() {  # check NAME CONDITION...
+  local name="$1"; shift
+  if "$@"; then passes=$((passes + 1)); else echo "FAIL: $name"; fails=$((fails + 1)); fi
+}
+
+check "--help" "$PY" "$VAL" --help >/dev/null
+"$PY" "$VAL" --parts x --bin "$TT" >"$WORK/parts.log" 2>&1 && st=0 || st=$?
+check "bad --parts refused" test "$st" -ne 0
+check "bad --parts named" grep -q "choose from a, b, c" "$WORK/parts.log"
+
+if "$PY" "$VAL" --parts b --fixtures tests/fixtures/step_h100/gpt2-tf32.json --bin "$TT" --out "$WORK/val" \
+    >"$WORK/val.log" 2>&1; then
+  check "fixture row" grep -qE "^\| b \| gpt2 tf32 on h100 .*\| pass" "$WORK/val/validation.md"
+else
+  echo "FAIL: validate_emulator.py --parts b"; tail -20 "$WORK/val.log"; fails=$((fails + 1))
+fi
+
+# A measured profile of this machine runs an emulated step; the CPU's rates are in it.
+"$TT" bench host-profile --model gpt2-mini --reps 3 --out "$WORK/host.json" >/dev/null
+make_corpus
+check "emulated run on a profile" "$TT" train --model gpt2-mini --data "$WORK/data/tiny" --batch 1 --seq 32 \
+  --steps 2 --val-batches 0 --no-progress --compute emulate --gpu "$WORK/host.json" --gpu-precision fp32 \
+  --summary "$WORK/emu.json"
+
+# Bad profiles: exit 2, one line naming the problem and the command that writes a good one.
+echo '{"name": "x"' >"$WORK/broken.json"
+"$PY" - "$WORK/host.json" "$WORK/neg.json" "$WORK/extra.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+json.dump(dict(p, hbm_gbps=-1), open(sys.argv[2], "w"))
+json.dump(dict(p, hbm_gbsp=1), open(sys.argv[3], "w"))
+PY
+for f in missing.json broken.json neg.json extra.json; do
+  "$TT" bench emulated-step --model gpt2-mini --seq 64 --gpu "$WORK/$f" >"$WORK/bad.log" 2>&1 && st=0 || st=$?
+  check "$f exits 2" test "$st" -eq 2
+  check "$f says what to do" grep -q "bench host-profile" "$WORK/bad.log"
+  "$TT" train --model gpt2-mini --data "$WORK/data/tiny" --compute emulate --gpu "$WORK/$f" >"$WORK/bad.log" 2>&1 \
+    && st=0 || st=$?
+  check "train --gpu $f exits 2" test "$st" -eq 2
+done
+
+echo "validate_emulator: $passes passed, $fails failed"
+[[ $fails -eq 0 ]]

@@ -1,0 +1,289 @@
+// `teetrain bench host-profile`: this machine as a platform the emulator can run on. It times the CPU
+// backend's own ops at a transformer's shapes (matmuls, element-wise, AdamW, copies, per-op overhead)
+// and AES-256-GCM, and writes them as a platform profile (engine/platform_profile.h) that
+// `teetrain train --compute emulate --gpu FILE.json` reads. Nothing in it is fitted to a training
+// step: each rate is one op kind's, measured alone.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "comm/sealed_bench.h"
+#include "core/backend_factory.h"
+#include "core/buffer.h"
+#include "core/emulated/emulated_backend.h"
+#include "engine/platform_profile.h"
+#include "models/model_registry.h"
+#include "tee/aead.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/model_flags.h"
+#include "tools/cli/validators.h"
+
+namespace tt::cli {
+namespace {
+
+struct HostProfileOptions {
+  ModelOptions model;
+  int batch = 1;
+  int seq = 64;
+  int threads = 1;
+  int reps = 20;
+  std::string out;
+};
+
+// Median seconds of one call of `op` (after one untimed call).
+double median_seconds(Backend& be, int reps, const std::function<void()>& op) {
+  op();
+  be.synchronize();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    op();
+    be.synchronize();
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+float* f(DeviceBuffer& b) {
+  return b.as<float>();
+}
+
+// n floats of a small constant (uninitialised memory may hold NaNs or denormals, which run slower).
+DeviceBuffer floats(Backend& be, std::size_t n) {
+  DeviceBuffer b(be, sizeof(float) * n);
+  be.fill(b.as<float>(), 0.01f, n);
+  return b;
+}
+
+// FLOP/s of the transformer's matmuls at (N = B*T rows, C): qkv, attention projection, MLP up and
+// down, forward and backward (input and weight gradients), FLOPs over the summed median times.
+double matmul_flops_per_s(Backend& be, int reps, int N, int C) {
+  const int shapes[][2] = {{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}};
+  double flops = 0, seconds = 0;
+  for (const auto& s : shapes) {
+    const int IC = s[0], OC = s[1];
+    const auto n = static_cast<std::size_t>(N);
+    const auto ic = static_cast<std::size_t>(IC), oc = static_cast<std::size_t>(OC);
+    DeviceBuffer in = floats(be, n * ic), w = floats(be, ic * oc), out = floats(be, n * oc),
+                 din = floats(be, n * ic), dw = floats(be, ic * oc);
+    seconds += median_seconds(be, reps, [&] { be.matmul_forward(f(out), f(in), f(w), nullptr, N, IC, OC); });
+    seconds += median_seconds(
+        be, reps, [&] { be.matmul_backward(f(din), f(dw), nullptr, f(out), f(in), f(w), N, IC, OC); });
+    flops += 3.0 * 2.0 * N * IC * OC;
+  }
+  return flops / seconds;
+}
+
+// Bytes/s of element-wise ops (out = a + b: two floats read, one written) over n floats.
+double elementwise_bytes_per_s(Backend& be, int reps, std::size_t n) {
+  DeviceBuffer a = floats(be, n), b = floats(be, n), o = floats(be, n);
+  return 3.0 * sizeof(float) * n / median_seconds(be, reps, [&] { be.add(f(o), f(a), f(b), n); });
+}
+
+// Bytes/s AdamW streams over n parameters (p, g, m, v read; p, m, v written: 28 bytes each).
+double optimizer_bytes_per_s(Backend& be, int reps, std::size_t n) {
+  DeviceBuffer p = floats(be, n), g = floats(be, n), m = floats(be, n), v = floats(be, n);
+  long step = 0;
+  const double s = median_seconds(
+      be, reps, [&] { be.adamw_update(f(p), f(g), f(m), f(v), n, AdamWConfig{}, 1.0f, ++step); });
+  return 28.0 * n / s;
+}
+
+// Bytes/s of one copy of a ring segment (1 MiB): the shared-memory link between two ranks of a host.
+double copy_bytes_per_s(Backend& be, int reps) {
+  constexpr std::size_t kSegment = std::size_t{1} << 20;
+  DeviceBuffer a(be, kSegment), b(be, kSegment);
+  return kSegment / median_seconds(be, reps, [&] { be.copy(b.data(), a.data(), kSegment); });
+}
+
+// AES-256-GCM seal GB/s of `threads` cores at the ring's 1 MiB segments.
+double aead_gbps(int threads) {
+  const auto recs =
+      comm::run_crypto_bench(*tee::parse_cipher("aes-256-gcm"), {std::size_t{1} << 20}, threads, 0.2);
+  double seal = 0, open = 0;
+  for (const auto& r : recs) (r.mode == "seal" ? seal : open) = r.gbps;
+  return std::min(seal, open);
+}
+
+// Seconds of the smallest op (an add of one float): what every op costs beyond its work here.
+double op_overhead_seconds(Backend& be, int reps) {
+  DeviceBuffer a = floats(be, 1), b = floats(be, 1), o = floats(be, 1);
+  return median_seconds(be, reps, [&] { be.add(f(o), f(a), f(b), 1); });
+}
+
+// The profile: the GpuSpec fields the emulator reads, each from one measurement above. The CPU has
+// one rate for every precision and no separate convolution rate (convolutions are not measured: a
+// profile for image models would need one).
+GpuSpec measure_profile(const HostProfileOptions& o, nlohmann::json& measured) {
+  const nlohmann::json mc = model_config_json(o.model);
+  if (!mc.contains("n_embd"))
+    throw InputError("--model: host-profile measures transformer shapes; choose a gpt2 or bert model");
+  std::unique_ptr<Backend> be = make_backend(backend_options(DeviceKind::Cpu, o.threads));
+  const int C = mc["n_embd"].get<int>(), N = o.batch * o.seq;
+  const double mm = matmul_flops_per_s(*be, o.reps, N, C);
+  const double ew = elementwise_bytes_per_s(*be, o.reps, static_cast<std::size_t>(N) * 4 * C);
+  const double opt = optimizer_bytes_per_s(*be, std::max(3, o.reps / 4), mc["params"].get<std::size_t>());
+  const double cp = copy_bytes_per_s(*be, o.reps);
+  const double op = op_overhead_seconds(*be, o.reps);
+  const double aead = aead_gbps(o.threads);
+  constexpr double kStreamingShare = 0.8;  // EmulatedGpu paces element-wise ops at 80% of hbm_gbps
+  GpuSpec g{.name = "host",
+            .peak_tflops_fp32 = mm / 1e12,
+            .peak_tflops_tf32 = mm / 1e12,
+            .peak_tflops_bf16 = mm / 1e12,
+            .hbm_gbps = ew / 1e9 / kStreamingShare,
+            .efficiency = 1.0,
+            .act_traffic = 1.0,
+            .aead_gbps = aead,
+            .nvlink_gbps = cp / 1e9,
+            .conv_efficiency = 1.0,
+            .conv_efficiency_fp32 = 1.0,
+            .sms = o.threads,
+            .row_kernel_seconds = op,
+            .optimizer_gbps = opt / 1e9};
+  measured = {{"backend", be->describe()},
+              {"model", o.model.name},
+              {"batch", o.batch},
+              {"seq", o.seq},
+              {"threads", o.threads},
+              {"matmul_gflops", mm / 1e9},
+              {"elementwise_gbps", ew / 1e9},
+              {"optimizer_gbps", opt / 1e9},
+              {"copy_1mib_gbps", cp / 1e9},
+              {"op_overhead_us", op * 1e6},
+              {"aes256gcm_gbps", aead}};
+  return g;
+}
+
+void run_host_profile(const HostProfileOptions& o) {
+  nlohmann::json measured;
+  const GpuSpec g = measure_profile(o, measured);
+  nlohmann::json j = platform_profile_json(g);
+  j["about"] =
+      "This machine measured by `teetrain bench host-profile` (" + o.model.name + " shapes, batch " +
+      std::to_string(o.batch) + " x " + std::to_string(o.seq) + ", " + std::to_string(o.threads) +
+      " thread(s)): matmuls at the transformer's shapes (peak, efficiency 1), element-wise adds "
+      "(hbm_gbps = their rate / 0.8), AdamW, 1 MiB copies (the link), one-float adds (row_kernel_seconds), "
+      "AES-256-GCM at 1 MiB (aead_gbps, host.aead_gbps_per_core). Convolutions are not measured.";
+  j["measured"] = measured;
+  j["host"] = {{"aead_gbps_per_core", measured["aes256gcm_gbps"].get<double>() / o.threads}};
+  std::printf("# teetrain bench host-profile: %s\n%s\n", o.out.empty() ? "(no --out)" : o.out.c_str(),
+              measured.dump(1).c_str());
+  if (o.out.empty()) return;
+  std::ofstream out(o.out);
+  if (!out) throw InputError("--out " + o.out + ": cannot open for writing");
+  out << j.dump(2) << '\n';
+}
+
+struct EmulatedStepOptions {
+  ModelOptions model;
+  int batch = 4;
+  int seq = 1024;
+  std::string gpu = "h100";
+  GpuPrecision precision = GpuPrecision::Tf32;
+  std::string json;
+};
+
+// One training step costed op by op on the emulated GPU (Account mode: nothing waits), as
+// `bench step` times it: zero grad, forward, backward, and AdamW (language models) or SGD (images).
+void run_emulated_step(const EmulatedStepOptions& o) {
+  EmulatedBackend be(EmulatedGpu{resolve_gpu_spec(o.gpu), o.precision}, EmulatedBackend::Timing::Account,
+                     std::size_t{1} << 20);
+  std::unique_ptr<Model> model = make_model(be, o.model);
+  const nlohmann::json mc = model_config_json(o.model);
+  const bool image = is_image_model(o.model);
+  Batch b;
+  b.B = o.batch;
+  if (image) {
+    const auto side = mc["image_size"].get<std::size_t>();
+    b.images.assign(o.batch * mc["image_channels"].get<std::size_t>() * side * side, 0.0f);
+    b.targets.assign(static_cast<std::size_t>(o.batch), 0);
+  } else {
+    b.T = o.seq;
+    b.tokens.assign(static_cast<std::size_t>(o.batch) * o.seq, 0);
+    b.targets = b.tokens;
+  }
+  model->reserve(o.batch, o.seq);
+  be.reset_seconds();
+  model->zero_grad();
+  model->forward(b);
+  const double fwd = be.seconds();
+  be.reset_seconds();
+  model->backward({});
+  const double bwd = be.seconds();
+  be.reset_seconds();
+  const std::size_t n = model->num_params();
+  if (image) {
+    be.sgd_update(model->param_data(), model->grad_data(), nullptr, n, SgdConfig{.momentum = 0.9f}, 1.0f);
+  } else {
+    be.adamw_update(model->param_data(), model->grad_data(), nullptr, nullptr, n, AdamWConfig{}, 1.0f, 1);
+  }
+  const double opt = be.seconds();
+  const nlohmann::json j{{"model", mc},
+                         {"batch", o.batch},
+                         {"seq", image ? 0 : o.seq},
+                         {"gpu", o.gpu},
+                         {"precision", enum_name(o.precision)},
+                         {"forward_s", fwd},
+                         {"backward_s", bwd},
+                         {"optimizer_s", opt},
+                         {"step_s", fwd + bwd + opt},
+                         {"backend", be.describe()}};
+  std::printf("%s\n", j.dump(1).c_str());
+  if (o.json.empty()) return;
+  std::ofstream out(o.json);
+  if (!out) throw InputError("--json " + o.json + ": cannot open for writing");
+  out << j.dump(2) << '\n';
+}
+
+}  // namespace
+
+void register_bench_emulated_step(CLI::App* bench) {
+  auto o = std::make_shared<EmulatedStepOptions>();
+  auto* c = bench->add_subcommand("emulated-step",
+                                  "The emulator's prediction of `bench step --device cuda`: one step of the "
+                                  "model on an emulated --gpu, costed op by op (no GPU needed)");
+  add_model_options(c, o->model);
+  c->add_option("--batch", o->batch, "Batch")->check(positive())->capture_default_str();
+  c->add_option("--seq", o->seq, "Sequence length (language models)")
+      ->check(positive())
+      ->capture_default_str();
+  c->add_option("--image-size", o->model.image_size,
+                "Image models: H = W of the input (default the preset's)")
+      ->check(positive());
+  c->add_option("--gpu", o->gpu, "h100, h200, a100, v100, or a platform profile FILE.json")
+      ->capture_default_str();
+  add_enum_option(c, "--gpu-precision", o->precision, "Which peak applies: fp32, tf32, bf16");
+  c->add_option("--json", o->json, "Write the prediction as JSON to FILE");
+  c->callback([o] { run_emulated_step(*o); });
+}
+
+void register_bench_host_profile(CLI::App* bench) {
+  auto o = std::make_shared<HostProfileOptions>();
+  auto* c = bench->add_subcommand(
+      "host-profile",
+      "Measure this machine as a platform profile for `train --compute emulate --gpu FILE.json`: matmul, "
+      "element-wise, optimizer, copy and AES-GCM rates of the CPU backend at a transformer's shapes");
+  add_model_options(c, o->model);
+  c->add_option("--batch", o->batch, "Batch (the shapes measured: batch x seq rows)")
+      ->check(positive())
+      ->capture_default_str();
+  c->add_option("--seq", o->seq, "Sequence length")->check(positive())->capture_default_str();
+  c->add_option("--threads", o->threads, "CPU threads (one rank's share of the cores)")
+      ->check(positive())
+      ->capture_default_str();
+  c->add_option("--reps", o->reps, "Timed calls per op (the median is kept)")
+      ->check(positive())
+      ->capture_default_str();
+  c->add_option("--out", o->out, "Write the profile as JSON to FILE");
+  c->callback([o] { run_host_profile(*o); });
+}
+
+}  // namespace tt::cli
