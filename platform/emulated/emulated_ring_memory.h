@@ -30,7 +30,7 @@ class EmulatedRingMemory final : public RingMemory {
   void add_into(float* /*dst*/, const float* /*src*/, std::size_t n) override {
     gpu_.comm_kernel(12.0 * static_cast<double>(n));  // dst and src read, dst written
   }
-  bool modelled() const override { return true; }
+  SendSchedule send_schedule() const override { return SendSchedule::InOrder; }  // sends follow adds
 
  private:
   // Grow-only, uninitialised (std::make_unique_for_overwrite: no page is touched here).

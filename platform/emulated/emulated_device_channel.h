@@ -36,7 +36,7 @@ class EmulatedDeviceChannel final : public Channel {
   void open(const MessageContext& ctx, std::span<const std::byte> wire, std::span<std::byte> plain) override;
   void charge_seal(const MessageContext& ctx, std::size_t bytes) override;
   void charge_open(const MessageContext& ctx, std::size_t bytes) override;
-  bool charges() const override { return true; }
+  SendSchedule send_schedule() const override { return SendSchedule::InOrder; }  // charges per message
 
   double modeled_seconds() const { return modeled_s_; }
 
