@@ -10,7 +10,7 @@
 // counters and the seal/open phases are reported as for real sealing, so the message arithmetic of
 // docs/design.md §5 still holds (with forward-ciphertext all-gather, only the owner's hop 0 seals).
 //
-// Never used with real data: engine/gradient_reduction.cpp builds it only for --compute emulate. Attestation,
+// Never used with real data: only the emulated platform builds it (emulated_platform.cpp). Attestation,
 // key agreement, sealed ingress and every other collective still use the real SealedChannel.
 #pragma once
 #include <string>

@@ -1,6 +1,6 @@
 // EmulatedRingMemory: the ring's memory on an emulated GPU (--compute emulate --link emulate, and every
 // emulated ring in virtual time: Note [Modelled links need modelled compute],
-// engine/gradient_reduction.cpp). The buffers are host memory (an EmulatedBackend's aliased zeros);
+// emulated_platform.cpp). The buffers are host memory (an EmulatedBackend's aliased zeros);
 // each add of a received segment is the GPU's reduce kernel, a cost on the backend's communication
 // stream (shared with the device AES-GCM), and is never done (the values are placeholders).
 //
