@@ -16,6 +16,7 @@
 #include <string>
 
 #include "comm/memory_space.h"
+#include "comm/send_schedule.h"
 
 namespace tt::comm {
 
@@ -112,13 +113,16 @@ class Channel {
   }
 
   // A pass-through channel may model crypto that runs elsewhere (the emulated GPU's AES-GCM, see
-  // emulated_device_channel.h): the ring calls these once per message it sends / receives through a
-  // pass-through channel, before the send and before the received bytes are used. Default: free.
+  // platform/emulated/emulated_device_channel.h): the ring calls these once per message it sends /
+  // receives through a pass-through channel, before the send and before the received bytes are used.
+  // Default: free. A channel that charges keeps each charge next to its send: it answers InOrder below.
   virtual void charge_seal(const MessageContext& /*ctx*/, std::size_t /*bytes*/) {}
   virtual void charge_open(const MessageContext& /*ctx*/, std::size_t /*bytes*/) {}
-  // True when charge_seal/charge_open model work: the ring then keeps each charge next to its send, as
-  // the modelled device would, instead of posting a hop's sends all at once.
-  virtual bool charges() const { return false; }
+  // Note [Eager sends] (send_schedule.h): a pass-through channel that charges nothing lets a hop post
+  // every send up front; a sealing one sends each window after sealing it.
+  virtual SendSchedule send_schedule() const {
+    return pass_through() ? SendSchedule::Eager : SendSchedule::InOrder;
+  }
 };
 
 // TEE off: wire bytes are the plaintext. seal/open copy (callers normally skip them: pass_through()).

@@ -47,7 +47,8 @@ void HopRunner::begin(const std::string& name, const SegmentLayout& layout, std:
   // scratch: a slot is added in right after it lands, while it is still in cache, and the scratch
   // stays small enough to stay there (a range-sized one streams through memory at 16 MiB).
   const std::size_t segs = layout_.segments(RingRange{0, max_range});
-  eager_ = eager_sends();
+  schedule_ = send_schedule(*channel_, *memory_);
+  eager_ = schedule_ == SendSchedule::Eager;
   reduce_slots_ = 0;
   if (eager_ && segs > 2) {
     reduce_slots_ =
@@ -57,12 +58,6 @@ void HopRunner::begin(const std::string& name, const SegmentLayout& layout, std:
   scratch_ = memory_->scratch(reduce_floats, pass ? 0 : layout_.wire_bytes(max_range));
   early_sends_.clear();
   presend_ = false;
-}
-
-// Note [Eager sends] (hop_runner.h): a hop's outgoing segments are ready as the hop starts.
-bool HopRunner::eager_sends() const {
-  return channel_->pass_through() && !channel_->charges() && !memory_->modelled() &&
-         !memory_->windowed_receives();
 }
 
 // True when `h` asks to be fused and `next` sends exactly the range `h` reduces: those segments are
@@ -82,7 +77,7 @@ float* HopRunner::reduce_slot(const RingRange& in, std::size_t k) const {
 void HopRunner::run(float* data, const Hop& h, const Hop* next) {
   const std::size_t n_in = h.recv.active() ? layout_.segments(h.recv.range) : 0;
   const std::size_t n_out = h.send.active() ? layout_.segments(h.send.range) : 0;
-  const bool windowed = memory_->windowed_receives();
+  const bool windowed = schedule_ == SendSchedule::Windowed;
   const bool presend = std::exchange(presend_, false);
   fuse_ = fuses(h, next);
   next_ = next;

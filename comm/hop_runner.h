@@ -7,15 +7,12 @@
 //
 // - Each range travels as segments (SegmentLayout); every receive of a hop is posted first (per window
 //   when the memory's transport needs matched windows: Note [Posting receives], ring_memory.h).
-// - Note [Eager sends]: a hop's outgoing segments may all be posted as the hop starts only when they
-//   are ready then and the transport takes any grouping: the channel passes user memory through
-//   untouched (plaintext), charges no modelled cost per message, the memory models no device work that
-//   must precede a send (RingMemory::modelled: an emulated GPU's adds, whose waits would otherwise be
-//   skipped), and receives are not windowed. Then every send is posted up front and receives are
-//   finished in order; reduce hops receive into 1 MiB of cycling segment slots; when the next hop
-//   sends exactly the range a reduce hop receives and the algorithm asks (Hop::fuse), each segment goes
+// - Note [Eager sends] (send_schedule.h): the channel and the memory each say when a hop's sends may go
+//   out, and the ring runs the stricter (send_schedule below). Eager: every send is posted up front and
+//   receives are finished in order; reduce hops receive into 1 MiB of cycling segment slots; when the next
+//   hop sends exactly the range a reduce hop receives and the algorithm asks (Hop::fuse), each segment goes
 //   out as soon as it is added in (the ring's last scatter-reduce hop and its first all-gather hop, a
-//   fold and the first exchange, ...). HopRunner::eager_sends decides it, once per call.
+//   fold and the first exchange, ...). HopRunner::begin asks it once per call.
 // - Sealed: "seal and send window k, finish window k" for windows of parallelism() segments.
 // - A hop whose send and receive ranges are the same (recursive doubling's exchange) adds segment k
 //   only once its own send of segment k has completed: the send reads the memory the add writes.
@@ -64,6 +61,11 @@ struct Hop {
   bool reseal = true;
 };
 
+// The one question the ring asks its channel and memory: the stricter of their schedules.
+inline SendSchedule send_schedule(const Channel& channel, const RingMemory& memory) {
+  return stricter(channel.send_schedule(), memory.send_schedule());
+}
+
 // Throws InputError when a sealing channel works on another memory than the algorithm's buffers.
 void check_channel_memory(const std::string& algorithm, const Channel& channel, const RingMemory& memory);
 
@@ -89,7 +91,6 @@ class HopRunner {
   Transport& transport() { return t_; }
 
  private:
-  bool eager_sends() const;
   bool fuses(const Hop& h, const Hop* next) const;
   float* reduce_slot(const RingRange& in, std::size_t k) const;
   void post_receives(float* data, const Hop& h, std::size_t k0, std::size_t k1);
@@ -115,10 +116,11 @@ class HopRunner {
   int tag_ = tags::kRing;
   RingScratch scratch_;
   std::size_t reduce_slots_ = 0;  // 0: reduce receives land at their offset in the range's scratch
-  bool eager_ = false;            // sends posted up front, reduce slots, fusion
-  bool fuse_ = false;             // the hop being run sends the next hop's segments as it adds them
-  const Hop* next_ = nullptr;     // that next hop (valid during run())
-  bool presend_ = false;          // the hop being run had its sends posted by the previous one
+  SendSchedule schedule_ = SendSchedule::Eager;  // this call's (send_schedule)
+  bool eager_ = false;         // schedule_ is Eager: sends posted up front, reduce slots, fusion
+  bool fuse_ = false;          // the hop being run sends the next hop's segments as it adds them
+  const Hop* next_ = nullptr;  // that next hop (valid during run())
+  bool presend_ = false;       // the hop being run had its sends posted by the previous one
 
   // Request and job lists (capacity kept between calls). recvs_[k] is segment k of the current hop.
   std::vector<Request> sends_;

@@ -8,13 +8,14 @@
 // - how receives are posted (a whole hop up front on the host; per window of segments where the
 //   transport needs matching groups on both ends, as NCCL does).
 // HostRingMemory is below; DeviceRingMemory is in comm/cuda/device_ring.h; EmulatedRingMemory (an
-// emulated GPU's adds as waits) in comm/emulated_ring_memory.h.
+// emulated GPU's adds as waits) is the emulated platform's (platform/emulated/emulated_ring_memory.h).
 #pragma once
 #include <cstddef>
 #include <span>
 #include <vector>
 
 #include "comm/memory_space.h"
+#include "comm/send_schedule.h"
 
 namespace tt::comm {
 
@@ -44,18 +45,16 @@ class RingMemory {
   // the ring calls it before its first send and after every hop, so no buffer is handed to a send or
   // a receive while a kernel still uses it.
   virtual void wait_queued() {}
-  // Note [Posting receives]: true: post a hop's receives per window of segments, right before that
-  // window's sends, so every rank hands the transport the same "receive window i, send window i"
-  // groups — NcclTransport issues each group as one NCCL group, and a lone receive would block its GPU
-  // stream before the peer's send is issued (nccl_transport.h), so this is what makes NCCL
-  // deadlock-free. False: post the whole hop's receives before its first send, so a neighbour running
-  // ahead lands in posted buffers (no unexpected-message copies); MPI progresses both either way.
-  // Relied on by HopRunner (hop_runner.cpp), the device ring (cuda/device_ring.h) and NcclTransport.
-  virtual bool windowed_receives() const { return false; }
-  // True when add_into stands for device work that is modelled rather than done (an emulated GPU's
-  // kernel: a wait): each send must then follow its adds, so the ring never posts a hop's sends early
-  // (Note [Eager sends], hop_runner.h).
-  virtual bool modelled() const { return false; }
+  // When sends may go out (Note [Eager sends], send_schedule.h). Note [Posting receives]: Windowed:
+  // post a hop's receives per window of segments, right before that window's sends, so every rank hands the
+  // transport the same "receive window i, send window i" groups — NcclTransport issues each group as one NCCL
+  // group, and a lone receive would block its GPU stream before the peer's send is issued (nccl_transport.h),
+  // so this is what makes NCCL deadlock-free. Otherwise the whole hop's receives go out before its first
+  // send, so a neighbour running ahead lands in posted buffers (no unexpected-message copies); MPI progresses
+  // both either way. Relied on by HopRunner (hop_runner.cpp), the device ring (cuda/device_ring.h) and
+  // NcclTransport. InOrder: add_into stands for device work that is modelled rather than done (an
+  // emulated GPU's kernel: a wait), so each send must follow its adds. Default: host memory, Eager.
+  virtual SendSchedule send_schedule() const { return SendSchedule::Eager; }
 };
 
 // Host memory: vectors, a vectorised loop, nothing queued.

@@ -39,9 +39,11 @@ int cuda_device_count() {
 }
 
 std::unique_ptr<Backend> make_backend(const BackendOptions& o) {
-  if (o.emulate)
-    return std::make_unique<EmulatedBackend>(*o.emulate, EmulatedBackend::Timing::Wait, std::size_t{64} << 20,
+  if (o.device == DeviceKind::Emulated) {
+    if (!o.gpu) throw RunError("an emulated backend needs its GPU (BackendOptions::gpu)");
+    return std::make_unique<EmulatedBackend>(*o.gpu, EmulatedBackend::Timing::Wait, std::size_t{64} << 20,
                                              o.clock);
+  }
   if (o.device == DeviceKind::Cpu) return make_cpu_backend(o.threads);
   if (!cuda_compiled()) {
     throw InputError(

@@ -13,13 +13,12 @@
 namespace tt {
 
 struct BackendOptions {
-  DeviceKind device = DeviceKind::Cpu;
-  int threads = 1;      // CPU backend: OpenMP/OpenBLAS threads
+  DeviceKind device = DeviceKind::Cpu;  // Emulated: an EmulatedBackend of `gpu` (--compute emulate)
+  int threads = 1;                      // CPU backend: OpenMP/OpenBLAS threads
   int cuda_device = 0;  // CUDA backend: device ordinal (callers pass rank % cuda_device_count())
   bool tf32 = false;  // CUDA backend: allow TF32 tensor-core matmuls (FP32 by default, for exact comparisons)
-  std::optional<EmulatedGpu>
-      emulate;                // set: an EmulatedBackend of this GPU (--compute emulate), `device` unused
-  RunClock* clock = nullptr;  // emulate: the run's clock (virtual: ops advance it instead of waiting)
+  std::optional<EmulatedGpu> gpu;  // Emulated: the modelled GPU (required)
+  RunClock* clock = nullptr;       // Emulated: the run's clock (virtual: ops advance it instead of waiting)
 };
 
 std::unique_ptr<Backend> make_backend(const BackendOptions& options);

@@ -18,9 +18,9 @@
 
 #include "comm/allreduce_algo.h"
 #include "comm/allreduce_cost.h"
-#include "comm/virtual_seal_channel.h"
 #include "core/emulated/emulated_gpu.h"
 #include "engine/run_plan.h"
+#include "platform/emulated/virtual_seal_channel.h"
 
 namespace tt {
 

@@ -12,13 +12,10 @@
 //                                            sealed channel in TEE mode; GPU buckets are staged through
 //                                            host memory (H100 CC's bounce-buffer path, the `stage` phase)
 //
-// Emulated GPUs (--compute emulate, an EmulatedBackend): fast's device crypto is EmulatedDeviceChannel;
-// with --link emulate the ring's plaintext messages go over EmulatedLinkTransport and its adds are
-// waits on the emulated GPU (EmulatedRingMemory); both run on the backend's communication stream.
-// --link-gbps paces real links. In virtual time (--time virtual, Note [Virtual time] in
-// core/run_clock.h) every ring message is a token over an emulated link, the adds are modelled,
-// and a sealed ring seals tokens for real while its crypto (the GPU's or the modelled host's) is
-// charged to the communication thread's virtual time (comm/virtual_seal_channel.h).
+// Our host algorithms run over the channel, links and memory the run's platform gives them
+// (platform/platform.h: Platform::host_ring): on cpu and cuda the run's channel over real links (paced
+// at --link-gbps), on the emulated platform the emulated GPU's device crypto, modelled links and adds,
+// and in virtual time sealed tokens with modelled crypto (platform/emulated/).
 #pragma once
 #include <functional>
 #include <memory>
@@ -27,23 +24,17 @@
 #include <vector>
 
 #include "comm/allreduce_algo.h"
-#include "comm/cc_transfer_channel.h"
-#include "comm/emulated_device_channel.h"
-#include "comm/emulated_link_transport.h"
-#include "comm/emulated_ring_memory.h"
 #include "comm/mpi_transport.h"
 #include "comm/ring_allreduce.h"
 #include "comm/sealed_channel.h"
-#include "comm/throttled_transport.h"
-#include "comm/virtual_seal_channel.h"
 #include "core/backend.h"
-#include "core/emulated/emulated_backend.h"
 #include "core/profiler.h"
 #include "engine/allreduce_selection.h"
 #include "engine/ddp_reducer.h"
 #include "engine/device_allreduce.h"
 #include "engine/nccl_allreduce.h"
 #include "engine/run_plan.h"
+#include "platform/platform.h"
 
 namespace tt {
 
@@ -55,11 +46,11 @@ comm::RingOptions ring_options(const TeeSwitches& ts, int segment_kb);
 struct GradientSetup {
   const RunPlan& plan;
   const TeeSwitches& tee;
-  Backend& backend;
-  comm::MpiTransport* mpi;      // MPI_Allreduce, NCCL's bootstrap and the device ring (null: host ring only)
-  comm::Transport& transport;   // the host ring's wire: `mpi`, or --adversary's decorator on it
-  comm::Channel& channel;       // every inter-rank message's channel (sealed in TEE mode)
-  comm::SealedChannel* sealed;  // the same channel when sealed, else null
+  platform::Platform& platform;  // its backend holds the gradients; its host ring's parts
+  comm::MpiTransport* mpi;       // MPI_Allreduce, NCCL's bootstrap and the device ring (null: host ring only)
+  comm::Transport& transport;    // the host ring's wire: `mpi`, or --adversary's decorator on it
+  comm::Channel& channel;        // every inter-rank message's channel (sealed in TEE mode)
+  comm::SealedChannel* sealed;   // the same channel when sealed, else null
   int ranks_on_host = 1;
   Profiler& profiler;
 };
@@ -75,24 +66,14 @@ class GradientReduction {
   const AllreduceFn& fn() const { return fn_; }
   const std::string& path() const { return path_; }
   // --cc-transfer-us as applied to the ring (0 when the ring is not sealed on the host).
-  double cc_transfer_us() const { return cc_transfers_ ? cc_transfers_->toll_us() : 0.0; }
+  double cc_transfer_us() const { return platform_.cc_transfer_us(); }
   // Our host algorithms: what each bucket took and why (AlgoSelection::summary); null on other paths.
   nlohmann::json selection() const { return selection_ ? selection_->summary() : nlohmann::json(nullptr); }
 
  private:
   void host_ring(const GradientSetup& s, comm::RingOptions ro);
-  static bool modelled_links(const GradientSetup& s);
-  comm::Channel* ring_channel(const GradientSetup& s);
-  comm::Transport& ring_wire(const GradientSetup& s, const comm::Channel& channel);
 
-  EmulatedBackend* gpu_;                                // --compute emulate, else null
-  std::optional<comm::EmulatedRingMemory> gpu_memory_;  // --link emulate: the ring's adds on the GPU
-  std::optional<comm::EmulatedDeviceChannel> gpu_crypto_;
-  std::optional<comm::VirtualSealChannel> virtual_seal_;  // virtual time: sealed tokens, modelled crypto
-  std::optional<comm::CcTransferChannel> cc_transfers_;   // wraps the ring's host-sealing channel
-  std::optional<comm::ThrottledTransport> link_;
-  std::optional<comm::EmulatedLinkTransport> emulated_link_;
-  comm::HostRingMemory host_memory_;  // our algorithms' scratch on the host (one for all of them)
+  platform::Platform& platform_;
   std::optional<comm::Allreducer> algos_;
   std::optional<AlgoSelection> selection_;
   std::unique_ptr<DeviceAllreduce> device_ring_;

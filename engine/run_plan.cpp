@@ -1,6 +1,7 @@
 #include "engine/run_plan.h"
 
 #include "base/error.h"
+#include "platform/platform.h"
 
 namespace tt {
 
@@ -10,27 +11,29 @@ bool resolve(Toggle t, bool mode_default) {
   return t == Toggle::Auto ? mode_default : t == Toggle::On;
 }
 
-// The choices of the emulated GPU and its links.
-void emulation_conflicts(const RunPlan& p, std::vector<std::string>& out) {
-  const bool emulate = p.compute == ComputeMode::Emulate;
-  if (p.device == DeviceKind::Cuda && emulate)
+// What the plan's platform is asked to accept (platform/platform.h).
+platform::Request platform_request(const RunPlan& p) {
+  platform::Request r;
+  r.emulated_links = p.link == LinkModel::Emulate;
+  r.virtual_time = p.time == TimeModel::Virtual;
+  r.cc_transfer_us = p.cc_transfer_us;
+  r.checkpoints = p.checkpoints;
+  r.tf32 = p.tf32;
+  // switches() only where it matters (it throws for device crypto asked of ChaCha).
+  r.adversary_on_device_crypto =
+      p.adversary && p.compute == ComputeMode::Emulated && !p.virtual_time() && p.switches().device_crypto;
+  return r;
+}
+
+// The choice of platform, what the platform refuses, and the emulated GPU's links and host model.
+void platform_conflicts(const RunPlan& p, std::vector<std::string>& out) {
+  if (p.device == DeviceKind::Cuda && p.compute == ComputeMode::Emulated)
     out.push_back(
         "--device cuda runs real compute on the GPU; --compute emulate replaces it by waits: use one "
         "or the other");
-  if (p.link == LinkModel::Emulate && !emulate)  // Note [Modelled links need modelled compute]
-    out.push_back(
-        "--link emulate moves no payload bytes, which only synthetic gradients allow: add --compute "
-        "emulate, or use --link real (with --link-gbps to throttle)");
+  platform::platform_entry(p.platform()).refuse(platform_request(p), out);
   if (p.link == LinkModel::Emulate && p.allreduce != AllreduceAlgo::Ring)
     out.push_back("--link emulate applies to our ring; use --allreduce ring");
-  if (p.cc_transfer_us > 0 && !emulate)
-    out.push_back(
-        "--cc-transfer-us charges the bounce-buffer crossings of an emulated GPU's gradients: add "
-        "--compute emulate (a real GPU's copies cost what they cost)");
-  if (p.time == TimeModel::Virtual && !emulate)
-    out.push_back(
-        "--time virtual computes an emulated run's time; real compute is measured: add --compute "
-        "emulate, or drop --time");
   if (p.virtual_time() && p.allreduce != AllreduceAlgo::Ring)
     out.push_back(std::string("--time virtual models teetrain's own algorithms; ") + name(p.allreduce) +
                   "'s time would be this machine's: use --allreduce ring, or --time wall");
@@ -38,8 +41,6 @@ void emulation_conflicts(const RunPlan& p, std::vector<std::string>& out) {
   if (p.host.crypto_cores < 0)
     out.push_back("--host-crypto-cores must be >= 0 (0: the mode's --crypto-threads)");
   if (p.host.message_us < 0) out.push_back("--host-message-us must be >= 0");
-  if (emulate && p.checkpoints)
-    out.push_back("--compute emulate has no real parameters or optimizer state; drop --save-every/--resume");
 }
 
 // The choices of the gradient path, the TEE and the adversary on its links.
@@ -47,7 +48,6 @@ void path_conflicts(const RunPlan& p, std::vector<std::string>& out) {
   if (p.allreduce == AllreduceAlgo::Nccl && p.device != DeviceKind::Cuda)
     out.push_back(
         "--allreduce nccl reduces GPU buffers with NCCL; add --device cuda, or use --allreduce ring|mpi");
-  if (p.tf32 && p.device != DeviceKind::Cuda) out.push_back("--tf32 applies to --device cuda only");
   if (p.tee.mode != TeeMode::Off && p.allreduce != AllreduceAlgo::Ring)
     out.push_back(std::string("--allreduce ") + name(p.allreduce) +
                   " sends gradients in plaintext; use --allreduce ring with --tee");
@@ -65,12 +65,6 @@ void path_conflicts(const RunPlan& p, std::vector<std::string>& out) {
     out.push_back(std::string("--allreduce-algo ") + enum_name(p.allreduce_algo) +
                   " runs on host buffers; the device ring of --device cuda is a ring: use --allreduce-algo "
                   "ring, or --tee cc (gradients staged through the host)");
-  if (p.adversary && p.compute == ComputeMode::Emulate && !p.virtual_time() && p.switches().device_crypto)
-    out.push_back(
-        "--adversary needs messages that are really sealed: under --compute emulate --time wall, --tee "
-        "fast seals gradients \"on the GPU\" as a wait and the synthetic gradients travel in clear, so an "
-        "attack on them would pass unnoticed; drop --time wall (virtual time seals a token per message), "
-        "add --tee-device-crypto off, use --tee cc, or drop --compute emulate");
   const bool mitm = p.adversary && (p.adversary->kind == comm::AttackKind::Mitm ||
                                     p.adversary->kind == comm::AttackKind::MitmRelay);
   if (mitm && p.tee.mode == TeeMode::Off)
@@ -124,7 +118,7 @@ TeeSwitches resolve_tee(const TeeSettings& o, bool gpu_gradients) {
 
 std::vector<std::string> plan_conflicts(const RunPlan& p) {
   std::vector<std::string> out;
-  emulation_conflicts(p, out);
+  platform_conflicts(p, out);
   path_conflicts(p, out);
   if (p.timing_warmup > 0 && p.timing_warmup >= p.steps)
     out.push_back("--timing-warmup " + std::to_string(p.timing_warmup) +

@@ -15,17 +15,17 @@
 #include "comm/adversary_spec.h"
 #include "comm/allreduce_algo.h"
 #include "comm/transport.h"
-#include "comm/virtual_seal_channel.h"
 #include "core/backend.h"
 #include "core/emulated/emulated_gpu.h"
 #include "core/enum_names.h"
 #include "engine/lr_schedule.h"
 #include "engine/optimizer.h"
+#include "platform/emulated/virtual_seal_channel.h"
 #include "tee/aead.h"
 
 namespace tt {
 
-enum class ComputeMode { Real, Emulate };      // emulate: forward/backward are waits on an emulated GPU
+enum class ComputeMode { Real, Emulated };     // emulated: forward/backward are waits on an emulated GPU
 enum class AllreduceAlgo { Ring, Mpi, Nccl };  // our ring, or a vendor baseline
 enum class LinkModel { Real, Emulate };        // emulate: plaintext ring payloads are not moved
 enum class TeeMode { Off, Cc, Fast };
@@ -45,7 +45,7 @@ const char* name(Toggle t);
 template <>
 struct EnumNames<ComputeMode> {
   static constexpr std::pair<const char*, ComputeMode> all[] = {{"real", ComputeMode::Real},
-                                                                {"emulate", ComputeMode::Emulate}};
+                                                                {"emulate", ComputeMode::Emulated}};
 };
 template <>
 struct EnumNames<AllreduceAlgo> {
@@ -131,7 +131,7 @@ struct TeeSwitches {
 TeeSwitches resolve_tee(const TeeSettings& s, bool gpu_gradients);
 
 // The host of an emulated GPU's confidential VM in virtual time: what sealing the ring's messages costs
-// there (comm/virtual_seal_channel.h). Defaults: tools/calibration/h100_cc_sources.json.
+// there (platform/emulated/virtual_seal_channel.h). Defaults: tools/calibration/h100_cc_sources.json.
 struct HostModel {
   double aead_gbps = comm::kModelledHostAeadGbps;  // one core's AES-256-GCM, GB/s
   int crypto_cores = 0;           // cores sealing for one rank (0: the mode's --crypto-threads)
@@ -164,8 +164,10 @@ struct RunPlan {
   TeeSettings tee;
   std::optional<comm::AdversarySpec> adversary;
 
-  bool gpu_gradients() const { return compute == ComputeMode::Emulate || device == DeviceKind::Cuda; }
-  bool virtual_time() const { return compute == ComputeMode::Emulate && time != TimeModel::Wall; }
+  // The platform the run is on (platform/platform.h): --compute emulate's GPU, else --device.
+  DeviceKind platform() const { return compute == ComputeMode::Emulated ? DeviceKind::Emulated : device; }
+  bool gpu_gradients() const { return compute == ComputeMode::Emulated || device == DeviceKind::Cuda; }
+  bool virtual_time() const { return compute == ComputeMode::Emulated && time != TimeModel::Wall; }
   TeeSwitches switches() const { return resolve_tee(tee, gpu_gradients()); }
 };
 

@@ -98,7 +98,7 @@ struct TrainOptions {
 // The typed plan the engine validates and assembles the run from (engine/run_plan.h).
 RunPlan run_plan(const TrainOptions& o);
 inline bool gpu_gradients(const TrainOptions& o) {
-  return o.compute == ComputeMode::Emulate || o.device == DeviceKind::Cuda;
+  return o.compute == ComputeMode::Emulated || o.device == DeviceKind::Cuda;
 }
 // The options that must agree across ranks (everything but per-rank paths), as JSON.
 nlohmann::json train_options_json(const TrainOptions& o);

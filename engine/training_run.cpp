@@ -6,14 +6,13 @@
 
 #include "base/error.h"
 #include "comm/secure_session.h"
-#include "core/backend_factory.h"
-#include "core/emulated/emulated_backend.h"
 #include "engine/host_layout.h"
 #include "engine/key_file.h"
 #include "engine/platform_profile.h"
 #include "engine/sealed_codec.h"
 #include "engine/trace_writer.h"
 #include "models/model_registry.h"
+#include "platform/platform.h"
 
 namespace tt {
 namespace {
@@ -188,37 +187,32 @@ void TrainingRun::open_data() {
   add_image_data(inputs_, *img_);
 }
 
-// Emulated compute: the real model and optimizer run on an EmulatedBackend, whose ops are waits on the
-// chosen GPU; gradients' bytes, buckets, ring, crypto and ingress stay real.
+// The platform, chosen once from the plan (platform/platform.h). On the emulated one the real model and
+// optimizer run on an EmulatedBackend, whose ops are waits on the chosen GPU; gradients' bytes,
+// buckets, ring, crypto and ingress stay real.
 void TrainingRun::build_model() {
   threads_ = default_threads(o_.threads);
   ranks_per_host_ = ranks_on_this_host();
-  BackendOptions bo;
-  bo.device = o_.device;
-  bo.threads = threads_;
-  bo.tf32 = o_.tf32;
-  if (bo.device == DeviceKind::Cuda) bo.cuda_device = rank_ % std::max(1, cuda_device_count());
-  const bool emulate = o_.compute == ComputeMode::Emulate;
-  if (emulate) {
-    bo.emulate = EmulatedGpu{resolve_gpu_spec(o_.gpu), o_.gpu_precision, o_.gpu_tflops,
-                             o_.gpu_efficiency,        o_.gpu_aead_gbps, o_.gpu_act_traffic};
-    bo.clock = &profiler_.clock();
+  platform::Options po;
+  po.threads = threads_;
+  po.rank = rank_;
+  po.tf32 = o_.tf32;
+  if (o_.compute == ComputeMode::Emulated) {  // the --gpu flags describe the emulated GPU
+    po.gpu = EmulatedGpu{resolve_gpu_spec(o_.gpu), o_.gpu_precision, o_.gpu_tflops,
+                         o_.gpu_efficiency,        o_.gpu_aead_gbps, o_.gpu_act_traffic};
+    po.clock = &profiler_.clock();
   }
-  backend_ = make_backend(bo);
+  platform_ = platform::platform_entry(plan_.platform()).make(po);
+  backend_ = &platform_->backend();
   model_ = make_model(*backend_, o_.model);
-  // An emulated GPU's parameters are placeholders (its memory holds zeros): drawing 1.5B random
-  // numbers on the host for gpt2-xl would only cost time and memory.
-  if (!emulate) model_->init_params(o_.seed);
-  if (emulate && rank_ == 0)
-    std::fprintf(stderr, "COMPUTE EMULATED: %s runs on an %s; %s\n", model_->name().c_str(),
-                 backend_->describe().c_str(),
-                 plan_.virtual_time()
-                     ? "VIRTUAL TIME: every time printed is computed for the modelled "
-                       "platform (the same on any machine), not measured here"
-                     : "buckets, ring, crypto and ingress are real and timed by the wall clock");
+  // Placeholder values (an emulated GPU's memory holds zeros): drawing 1.5B random numbers on the
+  // host for gpt2-xl would only cost time and memory.
+  if (platform_->real_values()) model_->init_params(o_.seed);
+  const std::string notice = platform_->notice(model_->name(), plan_.virtual_time());
+  if (!notice.empty() && rank_ == 0) std::fprintf(stderr, "%s\n", notice.c_str());
   tc_ = trainer_config(o_, static_cast<bool>(data_.val));
   tc_.metrics_path = rank_ == 0 ? o_.metrics : "";
-  tc_.digest_params = !emulate;
+  tc_.digest_params = platform_->real_values();
   optimizer_ = make_optimizer(*backend_, tc_.opt, model_->num_params());
   if (o_.check_replicas > 0) {
     tc_.after_step = [this](long step) {
@@ -248,7 +242,7 @@ void TrainingRun::setup_checkpoints() {
 
 void TrainingRun::restore_or_broadcast() {
   if (o_.resume.empty()) {
-    if (backend_->kind() != DeviceKind::Emulated)
+    if (platform_->real_values())
       dist_->broadcast_params(*backend_, *model_);  // every replica starts from rank 0's parameters
     return;
   }
@@ -286,7 +280,7 @@ void TrainingRun::agree_on_inputs() {
 
 // Gradient reduction on the reducer's communication thread: one path, chosen by the engine from the plan.
 void TrainingRun::build_reducer() {
-  grads_.emplace(GradientSetup{plan_, ts_, *backend_, &*mpi_, wire_->transport(), *channel_,
+  grads_.emplace(GradientSetup{plan_, ts_, *platform_, &*mpi_, wire_->transport(), *channel_,
                                tee_session_ ? &tee_session_->channel() : nullptr, ranks_per_host_,
                                profiler_});
   const std::size_t cap = static_cast<std::size_t>(o_.bucket_mb * 1024.0 * 1024.0);
@@ -326,7 +320,8 @@ RunReport TrainingRun::finish(const TrainResult& r) {
 }
 
 bool TrainingRun::bf16_emulated() const {
-  return o_.compute == ComputeMode::Emulate && o_.gpu_precision == GpuPrecision::Bf16;
+  const EmulatedGpu* gpu = platform_->modelled_gpu();
+  return gpu != nullptr && gpu->precision == GpuPrecision::Bf16;
 }
 
 double TrainingRun::memory_state_gib() const {
@@ -363,7 +358,7 @@ RunDescription TrainingRun::describe() const {
 }
 
 nlohmann::json TrainingRun::summary(const TrainResult& r, const RunReport& report) const {
-  const auto* emulated = dynamic_cast<const EmulatedBackend*>(backend_.get());
+  const EmulatedGpu* gpu = platform_->modelled_gpu();
   const nlohmann::json& phases = report.phases;
   nlohmann::json s = result_json(r, img_.has_value());
   s.update({{"num_params", model_->num_params()},
@@ -390,7 +385,7 @@ nlohmann::json TrainingRun::summary(const TrainResult& r, const RunReport& repor
             {"host_cores", host_cores()},
             {"ranks_per_host", ranks_per_host_},
             {"compute", name(o_.compute)},
-            {"gpu", emulated ? nlohmann::json(emulated->gpu().describe()) : nlohmann::json(nullptr)},
+            {"gpu", gpu ? nlohmann::json(gpu->describe()) : nlohmann::json(nullptr)},
             {"config", run_json_}});
   return s;
 }

@@ -30,6 +30,7 @@
 #include "engine/token_source.h"
 #include "engine/train_options.h"
 #include "engine/trainer.h"
+#include "platform/platform.h"
 
 namespace tt {
 
@@ -125,7 +126,8 @@ class TrainingRun {
   DataSource data_;
   int threads_ = 1;
   int ranks_per_host_ = 1;
-  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<platform::Platform> platform_;  // chosen once from the plan: owns the backend
+  Backend* backend_ = nullptr;                    // platform_->backend()
   std::unique_ptr<Model> model_;
   TrainConfig tc_;
   std::unique_ptr<Optimizer> optimizer_;

@@ -37,7 +37,7 @@ class DeviceRingMemory final : public RingMemory {
   std::size_t scratch_bytes() const override { return reduce_.size() + wire_out_.size() + wire_in_.size(); }
   void add_into(float* dst, const float* src, std::size_t n) override;  // queued on the stream
   void wait_queued() override;
-  bool windowed_receives() const override { return true; }
+  SendSchedule send_schedule() const override { return SendSchedule::Windowed; }
 
  private:
   cudaStream_t stream_;

@@ -141,7 +141,8 @@ TEST(EmulatedBackend, MemoryIsAliasedAndKeepsHoldingZeros) {
 
 TEST(EmulatedBackend, MadeByTheFactory) {
   BackendOptions o;
-  o.emulate = EmulatedGpu{gpu_spec("h200"), GpuPrecision::Bf16};
+  o.device = DeviceKind::Emulated;
+  o.gpu = EmulatedGpu{gpu_spec("h200"), GpuPrecision::Bf16};
   auto be = make_backend(o);
   EXPECT_EQ(be->kind(), DeviceKind::Emulated);
   EXPECT_NE(be->describe().find("h200 bf16"), std::string::npos);

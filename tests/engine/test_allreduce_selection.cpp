@@ -101,7 +101,7 @@ TEST(AllreduceSelection, DefaultsCarryTheTeeCosts) {
 TEST(AllreduceSelection, VirtualTimePricesTheModelledHost) {
   EmulatedGpu gpu{gpu_spec("h100")};
   RunPlan plan;
-  plan.compute = ComputeMode::Emulate;
+  plan.compute = ComputeMode::Emulated;
   plan.tee.mode = TeeMode::Cc;
   plan.host.aead_gbps = 2.0;
   plan.host.crypto_cores = 4;
@@ -112,7 +112,7 @@ TEST(AllreduceSelection, VirtualTimePricesTheModelledHost) {
   EXPECT_EQ(crypto.aead_gbps, 2.0);
   EXPECT_EQ(crypto.cores, 4);
   RunPlan plain;
-  plain.compute = ComputeMode::Emulate;
+  plain.compute = ComputeMode::Emulated;
   const auto off_wire = default_cost_model(plain, TeeSwitches{}, &gpu).model;
   const auto m = default_cost_model(plan, cc, &gpu).model;
   EXPECT_NEAR(m.wire_ns_per_byte - off_wire.wire_ns_per_byte, 2 * (1.0 / 2.0),

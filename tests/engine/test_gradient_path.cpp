@@ -12,9 +12,8 @@
 #include "base/error.h"
 #include "comm/inproc_transport.h"
 #include "comm/sealed_channel.h"
-#include "core/cpu/cpu_backend.h"
-#include "core/emulated/emulated_backend.h"
 #include "engine/gradient_reduction.h"
+#include "platform/platform.h"
 #include "tee/digest.h"
 #include "tests/comm/comm_test_util.h"
 
@@ -50,7 +49,7 @@ bool refused(const RunPlan& p) {
 
 // What the path must say: the wire, then the channel.
 std::string expected_path(const RunPlan& p, const TeeSwitches& ts) {
-  const bool emulate = p.compute == ComputeMode::Emulate;
+  const bool emulate = p.compute == ComputeMode::Emulated;
   const bool gpu_sealed = ts.on && ts.device_crypto && emulate;
   const bool pass_through = !ts.on || gpu_sealed;
   std::string wire = "inproc";
@@ -59,6 +58,13 @@ std::string expected_path(const RunPlan& p, const TeeSwitches& ts) {
                               : gpu_sealed ? "emulated-gpu-aead(149 GB/s)"
                                            : "sealed(aes-256-gcm";
   return "ring over " + wire + ", " + channel;
+}
+
+// The plan's platform, as TrainingRun builds it (one CPU thread; the emulated GPU is an H100).
+std::unique_ptr<platform::Platform> make_platform(const RunPlan& p) {
+  platform::Options o;
+  if (p.compute == ComputeMode::Emulated) o.gpu = EmulatedGpu{gpu_spec("h100"), GpuPrecision::Tf32};
+  return platform::platform_entry(p.platform()).make(o);
 }
 
 struct Outcome {
@@ -72,19 +78,14 @@ Outcome run_path(const RunPlan& plan) {
   std::vector<Outcome> out(kRanks);
   const auto errors = world.run([&](comm::Transport& t) {
     const int r = t.rank();
-    std::unique_ptr<Backend> backend;
-    if (plan.compute == ComputeMode::Emulate) {
-      backend = std::make_unique<EmulatedBackend>(EmulatedGpu{gpu_spec("h100"), GpuPrecision::Tf32});
-    } else {
-      backend = make_cpu_backend(1);
-    }
+    const std::unique_ptr<platform::Platform> platform = make_platform(plan);
     Profiler prof(false);
     comm::PlainChannel plain;
     std::unique_ptr<comm::SealedChannel> sealed;
     if (ts.on)
       sealed = std::make_unique<comm::SealedChannel>(comm::SealedChannelOptions{r, kRanks}, keys(r), &prof);
     comm::Channel& channel = sealed ? static_cast<comm::Channel&>(*sealed) : plain;
-    GradientReduction g(GradientSetup{plan, ts, *backend, nullptr, t, channel, sealed.get(), kRanks, prof});
+    GradientReduction g(GradientSetup{plan, ts, *platform, nullptr, t, channel, sealed.get(), kRanks, prof});
     std::vector<float> v = pattern_buffer(kCount, r);
     g.fn()(v.data(), v.size(), 7, 2);
     out[static_cast<std::size_t>(r)] = {g.path(), first_wrong(v, kRanks)};
@@ -115,7 +116,7 @@ RunPlan host_plan(ComputeMode compute, TeeMode tee, LinkModel link) {
 
 TEST(GradientPath, EveryCombinationIsRefusedOrBuiltAndSums) {
   int built = 0, refusals = 0, need_mpi = 0;
-  for (ComputeMode compute : {ComputeMode::Real, ComputeMode::Emulate}) {
+  for (ComputeMode compute : {ComputeMode::Real, ComputeMode::Emulated}) {
     for (TeeMode tee : {TeeMode::Off, TeeMode::Cc, TeeMode::Fast}) {
       for (AllreduceAlgo algo : {AllreduceAlgo::Ring, AllreduceAlgo::Mpi, AllreduceAlgo::Nccl}) {
         for (LinkModel link : {LinkModel::Real, LinkModel::Emulate}) {
@@ -134,12 +135,12 @@ TEST(GradientPath, EveryCombinationIsRefusedOrBuiltAndSums) {
           if (algo == AllreduceAlgo::Mpi) {  // in-process ranks have no MPI communicator
             ++need_mpi;
             comm::InprocWorld world(1);
-            auto be = make_cpu_backend(1);
+            const auto pf = make_platform(p);
             Profiler prof(false);
             comm::PlainChannel plain;
             try {
               GradientReduction g(
-                  GradientSetup{p, p.switches(), *be, nullptr, world.transport(0), plain, nullptr, 1, prof});
+                  GradientSetup{p, p.switches(), *pf, nullptr, world.transport(0), plain, nullptr, 1, prof});
               ADD_FAILURE() << what << ": built without MPI";
             } catch (const InputError& e) {
               EXPECT_NE(std::string(e.what()).find("mpirun"), std::string::npos) << e.what();
@@ -166,7 +167,7 @@ TEST(GradientPath, EveryCombinationIsRefusedOrBuiltAndSums) {
 // every TEE mode, real and emulated links): the path names the algorithm, and real payloads sum exactly.
 TEST(GradientPath, EveryAlgorithmOnEveryHostPath) {
   int built = 0;
-  for (ComputeMode compute : {ComputeMode::Real, ComputeMode::Emulate}) {
+  for (ComputeMode compute : {ComputeMode::Real, ComputeMode::Emulated}) {
     for (TeeMode tee : {TeeMode::Off, TeeMode::Cc, TeeMode::Fast}) {
       for (LinkModel link : {LinkModel::Real, LinkModel::Emulate}) {
         for (comm::AlgoRequest algo :
@@ -209,7 +210,7 @@ TEST(GradientPath, EveryAlgorithmOnEveryHostPath) {
 // cc's per-crossing cost applies to a ring sealed on the host, only with emulated GPUs.
 TEST(GradientPath, CcTransferCostWrapsOnlyAHostSealedRing) {
   RunPlan p;
-  p.compute = ComputeMode::Emulate;
+  p.compute = ComputeMode::Emulated;
   p.tee.mode = TeeMode::Cc;
   p.cc_transfer_us = 100;
   EXPECT_TRUE(plan_conflicts(p).empty());

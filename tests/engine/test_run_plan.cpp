@@ -23,7 +23,7 @@ TEST(RunPlan, NamesRoundTrip) {
   for (const auto& [n, e] : EnumNames<TeeMode>::all) EXPECT_EQ(parse_enum<TeeMode>(n), e);
   for (const auto& [n, e] : EnumNames<tee::Cipher>::all) EXPECT_EQ(std::string(enum_name(e)), n);
   EXPECT_EQ(parse_enum<AllreduceAlgo>("bogus"), std::nullopt);
-  EXPECT_STREQ(name(ComputeMode::Emulate), "emulate");
+  EXPECT_STREQ(name(ComputeMode::Emulated), "emulate");
   EXPECT_STREQ(name(LinkModel::Real), "real");
 }
 
@@ -62,7 +62,7 @@ TEST(RunPlan, ConsistentPlansPass) {
   RunPlan p;
   p.steps = 10;
   EXPECT_TRUE(plan_conflicts(p).empty());
-  p.compute = ComputeMode::Emulate;
+  p.compute = ComputeMode::Emulated;
   p.link = LinkModel::Emulate;
   p.cc_transfer_us = 5;
   p.tee.mode = TeeMode::Cc;
@@ -78,13 +78,13 @@ TEST(RunPlan, EachConflictIsNamed) {
     const std::string e = error_of(q);
     EXPECT_NE(e.find(expect), std::string::npos) << e;
   };
-  one([](RunPlan& q) { q.device = DeviceKind::Cuda, q.compute = ComputeMode::Emulate; },
+  one([](RunPlan& q) { q.device = DeviceKind::Cuda, q.compute = ComputeMode::Emulated; },
       "use one or the other");
   one([](RunPlan& q) { q.allreduce = AllreduceAlgo::Nccl; }, "add --device cuda");
   one([](RunPlan& q) { q.tf32 = true; }, "--tf32 applies to --device cuda only");
   one([](RunPlan& q) { q.link = LinkModel::Emulate; }, "add --compute emulate");
   one([](RunPlan& q) { q.cc_transfer_us = 1; }, "--cc-transfer-us");
-  one([](RunPlan& q) { q.compute = ComputeMode::Emulate, q.checkpoints = true; },
+  one([](RunPlan& q) { q.compute = ComputeMode::Emulated, q.checkpoints = true; },
       "drop --save-every/--resume");
   one([](RunPlan& q) { q.tee.mode = TeeMode::Fast, q.allreduce = AllreduceAlgo::Mpi; },
       "--allreduce mpi sends gradients in plaintext");
@@ -102,7 +102,7 @@ TEST(RunPlan, EachConflictIsNamed) {
 TEST(RunPlan, AdversaryNeedsReallySealedMessages) {
   RunPlan p;
   p.steps = 10;
-  p.compute = ComputeMode::Emulate;
+  p.compute = ComputeMode::Emulated;
   p.time = TimeModel::Wall;
   p.adversary = comm::parse_adversary("flip:3");
   p.tee.mode = TeeMode::Fast;
@@ -119,7 +119,7 @@ TEST(RunPlan, AdversaryNeedsReallySealedMessages) {
   p.compute = ComputeMode::Real;
   p.tee.mode = TeeMode::Fast;
   EXPECT_EQ(error_of(p), "");
-  p.compute = ComputeMode::Emulate;
+  p.compute = ComputeMode::Emulated;
   p.time = TimeModel::Auto;  // virtual: every ring message is a sealed token
   EXPECT_TRUE(p.virtual_time());
   EXPECT_EQ(error_of(p), "");
@@ -133,7 +133,7 @@ TEST(RunPlan, VirtualTimeNeedsEmulatedComputeAndOurRing) {
   EXPECT_FALSE(p.virtual_time());
   p.time = TimeModel::Virtual;
   EXPECT_NE(error_of(p).find("--time virtual computes an emulated run's time"), std::string::npos);
-  p.compute = ComputeMode::Emulate;
+  p.compute = ComputeMode::Emulated;
   EXPECT_TRUE(p.virtual_time());
   EXPECT_EQ(error_of(p), "");
   p.allreduce = AllreduceAlgo::Mpi;
@@ -164,7 +164,7 @@ TEST(RunPlan, EveryConflictInOneMessage) {
   RunPlan p;
   p.steps = 10;
   p.device = DeviceKind::Cuda;
-  p.compute = ComputeMode::Emulate;
+  p.compute = ComputeMode::Emulated;
   p.link = LinkModel::Emulate;
   p.allreduce = AllreduceAlgo::Mpi;
   p.timing_warmup = 20;

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "base/error.h"
-#include "comm/emulated_link_transport.h"
 #include "comm/inproc_transport.h"
 #include "comm/ring_allreduce.h"
 #include "core/profiler.h"
+#include "platform/emulated/emulated_link_transport.h"
 
 namespace tt::comm {
 namespace {
@@ -88,8 +88,8 @@ TEST(EmulatedLink, NeedsARate) {
   EXPECT_THROW(EmulatedLinkTransport(world.transport(0), {0.0, {}}), InputError);
 }
 
-// An emulated GPU's ring memory as the ring sees it (comm/emulated_ring_memory.h): adds are modelled,
-// here only counted.
+// An emulated GPU's ring memory as the ring sees it (platform/emulated/emulated_ring_memory.h): adds are
+// modelled, here only counted.
 class CountingMemory final : public RingMemory {
  public:
   MemorySpace space() const override { return MemorySpace::Host; }
@@ -98,7 +98,7 @@ class CountingMemory final : public RingMemory {
   }
   std::size_t scratch_bytes() const override { return host_.scratch_bytes(); }
   void add_into(float* /*dst*/, const float* /*src*/, std::size_t n) override { added += n; }
-  bool modelled() const override { return true; }
+  comm::SendSchedule send_schedule() const override { return comm::SendSchedule::InOrder; }
   std::size_t added = 0;
 
  private:

@@ -10,13 +10,13 @@
 #include <vector>
 
 #include "base/error.h"
-#include "comm/emulated_link_transport.h"
 #include "comm/inproc_transport.h"
 #include "comm/ring_allreduce.h"
 #include "comm/sealed_channel.h"
-#include "comm/virtual_seal_channel.h"
 #include "core/emulated/virtual_clock.h"
 #include "core/profiler.h"
+#include "platform/emulated/emulated_link_transport.h"
+#include "platform/emulated/virtual_seal_channel.h"
 #include "tee/digest.h"
 
 namespace tt::comm {

@@ -20,7 +20,7 @@
 // sealed ones too. The link is booked in the sender's virtual time; the token carries the arrival
 // time, and the receive completes at once, moving the receiver's time to max(its time, arrival).
 // Nothing is waited for. `carry` > 0: the first `carry` bytes of each message travel in the token and
-// land in the receive buffer — a sealed token (comm/virtual_seal_channel.h), so that a flipped,
+// land in the receive buffer — a sealed token (platform/emulated/virtual_seal_channel.h), so that a flipped,
 // replayed, reordered or truncated message is still caught by the real tag check.
 //
 // Token: be64 length || be64 arrival (clock ticks) || max(carry, 16) bytes (the carried bytes, else

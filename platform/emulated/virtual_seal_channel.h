@@ -8,7 +8,7 @@
 // truncations hit real ciphertext and fail the real tag check (exit 3), as they would on real data.
 //
 // Counters and the seal/open phases report the modelled messages (full lengths), so docs/design.md
-// §5's message arithmetic holds. Only for synthetic gradients: engine/gradient_reduction.cpp builds it
+// §5's message arithmetic holds. Only for synthetic gradients: the emulated platform builds it
 // for --compute emulate --time virtual alone.
 #pragma once
 #include <array>

@@ -1,4 +1,4 @@
-#include "comm/cc_transfer_channel.h"
+#include "platform/emulated/cc_transfer_channel.h"
 
 #include <algorithm>
 #include <cstdio>

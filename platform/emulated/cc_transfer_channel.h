@@ -44,7 +44,7 @@ class CcTransferChannel final : public Channel {
   void open_batch(std::span<const OpenJob> jobs) override;
   void charge_seal(const MessageContext& ctx, std::size_t bytes) override { inner_.charge_seal(ctx, bytes); }
   void charge_open(const MessageContext& ctx, std::size_t bytes) override { inner_.charge_open(ctx, bytes); }
-  bool charges() const override { return inner_.charges(); }
+  SendSchedule send_schedule() const override { return inner_.send_schedule(); }
 
   // Crossings charged so far (two per message: one at the sender, one at the receiver).
   long crossings() const;

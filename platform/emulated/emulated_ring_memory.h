@@ -1,6 +1,6 @@
 // EmulatedRingMemory: the ring's memory on an emulated GPU (--compute emulate --link emulate, and every
 // emulated ring in virtual time: Note [Modelled links need modelled compute],
-// engine/gradient_reduction.cpp). The buffers are host memory (an EmulatedBackend's aliased zeros);
+// emulated_platform.cpp). The buffers are host memory (an EmulatedBackend's aliased zeros);
 // each add of a received segment is the GPU's reduce kernel, a cost on the backend's communication
 // stream (shared with the device AES-GCM), and is never done (the values are placeholders).
 //
@@ -30,7 +30,7 @@ class EmulatedRingMemory final : public RingMemory {
   void add_into(float* /*dst*/, const float* /*src*/, std::size_t n) override {
     gpu_.comm_kernel(12.0 * static_cast<double>(n));  // dst and src read, dst written
   }
-  bool modelled() const override { return true; }
+  SendSchedule send_schedule() const override { return SendSchedule::InOrder; }  // sends follow adds
 
  private:
   // Grow-only, uninitialised (std::make_unique_for_overwrite: no page is touched here).

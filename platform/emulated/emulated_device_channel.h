@@ -10,7 +10,7 @@
 // counters and the seal/open phases are reported as for real sealing, so the message arithmetic of
 // docs/design.md §5 still holds (with forward-ciphertext all-gather, only the owner's hop 0 seals).
 //
-// Never used with real data: engine/gradient_reduction.cpp builds it only for --compute emulate. Attestation,
+// Never used with real data: only the emulated platform builds it (emulated_platform.cpp). Attestation,
 // key agreement, sealed ingress and every other collective still use the real SealedChannel.
 #pragma once
 #include <string>
@@ -36,7 +36,7 @@ class EmulatedDeviceChannel final : public Channel {
   void open(const MessageContext& ctx, std::span<const std::byte> wire, std::span<std::byte> plain) override;
   void charge_seal(const MessageContext& ctx, std::size_t bytes) override;
   void charge_open(const MessageContext& ctx, std::size_t bytes) override;
-  bool charges() const override { return true; }
+  SendSchedule send_schedule() const override { return SendSchedule::InOrder; }  // charges per message
 
   double modeled_seconds() const { return modeled_s_; }
 

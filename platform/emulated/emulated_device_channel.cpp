@@ -1,4 +1,4 @@
-#include "comm/emulated_device_channel.h"
+#include "platform/emulated/emulated_device_channel.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "comm/virtual_seal_channel.h"
+#include "platform/emulated/virtual_seal_channel.h"
 
 #include <algorithm>
 #include <cstdio>

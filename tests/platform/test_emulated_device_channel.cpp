@@ -1,14 +1,14 @@
-// fast's device crypto on an emulated GPU (comm/emulated_device_channel.h): the ring's result is the
-// plain sum, every message is charged exactly once as docs/design.md §5's arithmetic says (per-hop vs
+// fast's device crypto on an emulated GPU (platform/emulated/emulated_device_channel.h): the ring's result is
+// the plain sum, every message is charged exactly once as docs/design.md §5's arithmetic says (per-hop vs
 // forward-ciphertext all-gather), and the charged time is bytes / rate.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <mutex>
 
-#include "comm/emulated_device_channel.h"
 #include "comm/inproc_transport.h"
 #include "comm/ring_allreduce.h"
+#include "platform/emulated/emulated_device_channel.h"
 #include "tests/comm/comm_test_util.h"
 
 namespace tt::comm {

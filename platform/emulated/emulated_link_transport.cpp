@@ -1,4 +1,4 @@
-#include "comm/emulated_link_transport.h"
+#include "platform/emulated/emulated_link_transport.h"
 
 #include <cstdio>
 #include <cstring>

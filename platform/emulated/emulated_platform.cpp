@@ -1,0 +1,92 @@
+#include "platform/emulated/emulated_platform.h"
+
+#include "base/error.h"
+
+namespace tt::platform {
+
+EmulatedPlatform::EmulatedPlatform(const Options& o) {
+  if (!o.gpu) throw RunError("the emulated platform needs its GPU (platform::Options::gpu)");
+  gpu_ = std::make_unique<EmulatedBackend>(*o.gpu, EmulatedBackend::Timing::Wait, std::size_t{64} << 20,
+                                           o.clock);
+}
+
+std::string EmulatedPlatform::notice(const std::string& model, bool virtual_time) const {
+  return "COMPUTE EMULATED: " + model + " runs on an " + gpu_->describe() + "; " +
+         (virtual_time ? "VIRTUAL TIME: every time printed is computed for the modelled "
+                         "platform (the same on any machine), not measured here"
+                       : "buckets, ring, crypto and ingress are real and timed by the wall clock");
+}
+
+// The ring's channel: the run's channel, or what the emulated GPU puts in its place — its AES-GCM as a
+// cost (wall clock), a sealed token per message with modelled crypto (virtual time), and H100 CC's
+// bounce-buffer crossings on a ring the host seals. Virtual time is the profiler's clock (TrainingRun
+// sets it from the plan): a virtual ring needs a virtual clock to book its links and crypto in.
+comm::Channel& EmulatedPlatform::ring_channel(const RingRequest& r) {
+  comm::Channel* channel = &r.channel;
+  if (r.profiler.virtual_time() && r.tee) {
+    if (r.sealed == nullptr) throw RunError("a sealed ring in virtual time needs the run's sealed channel");
+    channel = &virtual_seal_.emplace(*r.sealed, r.crypto(gpu_->gpu()), r.profiler.clock(), &r.profiler);
+  } else if (r.device_crypto) {
+    // fast with device crypto: the ring's messages are sealed "on the GPU", i.e. cost waits at the
+    // GPU's AES-GCM rate; every other collective keeps the real sealed channel.
+    channel = &gpu_crypto_.emplace(gpu_->gpu().aead_gbps(), r.forward_ag, &r.profiler, &gpu_->comm_stream());
+  }
+  // --cc-transfer-us: a ring sealed on the host pays H100 CC's fixed cost per bounce-buffer crossing
+  // of the emulated GPU's chunks (cc_transfer_channel.h). Plaintext and GPU-sealed rings never cross.
+  if (r.cc_transfer_us > 0 && r.tee && !r.device_crypto) {
+    cc_transfers_.emplace(*channel, r.cc_transfer_us, &r.profiler, &r.profiler.clock());
+    channel = &*cc_transfers_;
+  }
+  return *channel;
+}
+
+// The ring's wire: --link emulate (and every ring in virtual time) sends tokens over modelled links —
+// plaintext messages carry no payload, sealed ones in virtual time carry their sealed token; otherwise
+// messages move for real, paced at --link-gbps if given.
+comm::Transport& EmulatedPlatform::ring_wire(const RingRequest& r, const comm::Channel& channel,
+                                             bool modelled_links) {
+  const double link_gbps = r.link_gbps > 0  ? r.link_gbps
+                           : modelled_links ? gpu_->gpu().spec.nvlink_gbps
+                                            : 0.0;
+  if (r.profiler.virtual_time()) {
+    const std::size_t carry = virtual_seal_ ? virtual_seal_->carried_bytes() : 0;
+    return emulated_link_.emplace(r.transport, comm::LinkLimit{link_gbps, {}}, &r.profiler.clock(), carry,
+                                  &r.profiler);
+  }
+  if (modelled_links && channel.pass_through())
+    return emulated_link_.emplace(r.transport, comm::LinkLimit{link_gbps, {}});
+  if (link_gbps > 0) return link_.emplace(r.transport, comm::LinkLimit{link_gbps, {}});
+  return r.transport;
+}
+
+// Note [Modelled links need modelled compute]: a modelled link moves no payload (a token, or nothing),
+// so the bytes that arrive are not the bytes that were sent; only synthetic gradients, whose values
+// nobody reads (an emulated GPU's), may cross one. Links are therefore modelled only on this platform:
+// with --link emulate (which the real platforms refuse: real_platform.cpp) and in every ring in virtual
+// time; the ring's adds then live on the same emulated GPU (EmulatedRingMemory: costs, never done).
+RingParts EmulatedPlatform::host_ring(const RingRequest& r) {
+  const bool modelled_links = r.emulated_links || r.profiler.virtual_time();
+  comm::Channel& channel = ring_channel(r);
+  comm::Transport& wire = ring_wire(r, channel, modelled_links);
+  comm::RingMemory& memory =
+      modelled_links ? static_cast<comm::RingMemory&>(gpu_memory_.emplace(*gpu_)) : host_memory_;
+  return {channel, wire, memory};
+}
+
+std::unique_ptr<Platform> make_emulated_platform(const Options& o) {
+  return std::make_unique<EmulatedPlatform>(o);
+}
+
+void refuse_emulated(const Request& r, std::vector<std::string>& out) {
+  if (r.checkpoints)
+    out.push_back("--compute emulate has no real parameters or optimizer state; drop --save-every/--resume");
+  if (r.tf32) out.push_back("--tf32 applies to --device cuda only");
+  if (r.adversary_on_device_crypto)
+    out.push_back(
+        "--adversary needs messages that are really sealed: under --compute emulate --time wall, --tee "
+        "fast seals gradients \"on the GPU\" as a wait and the synthetic gradients travel in clear, so an "
+        "attack on them would pass unnoticed; drop --time wall (virtual time seals a token per message), "
+        "add --tee-device-crypto off, use --tee cc, or drop --compute emulate");
+}
+
+}  // namespace tt::platform
