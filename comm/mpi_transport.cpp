@@ -1,5 +1,6 @@
 #include "comm/mpi_transport.h"
 
+#include <chrono>
 #include <climits>
 #include <thread>
 
@@ -24,16 +25,18 @@ class MpiRequestState final : public RequestState {
   MpiRequestState& operator=(const MpiRequestState&) = delete;
 
   // A pending request is being abandoned (an error is unwinding). Cancel a receive so it cannot match a
-  // later message; detach a send (MPI completes it in the background). Bounded: never blocks for long.
+  // later message. A send is given a bounded time to finish before it is detached: its buffer (a
+  // sealed message the ring owns) is freed by the unwinding, and a detached rendezvous send would carry
+  // whatever then sits in that memory, so the peer would report a second, spurious "tampered" message.
   ~MpiRequestState() override {
     if (req_ == MPI_REQUEST_NULL) return;
-    if (op_ == Op::Recv) {
-      MPI_Cancel(&req_);
-      for (int i = 0; i < 1000 && req_ != MPI_REQUEST_NULL; ++i) {
-        int flag = 0;
-        MPI_Test(&req_, &flag, MPI_STATUS_IGNORE);
-        if (flag == 0) std::this_thread::yield();
-      }
+    if (op_ == Op::Recv) MPI_Cancel(&req_);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(op_ == Op::Recv ? 50 : 200);
+    while (req_ != MPI_REQUEST_NULL && std::chrono::steady_clock::now() < deadline) {
+      int flag = 0;
+      MPI_Test(&req_, &flag, MPI_STATUS_IGNORE);
+      if (flag == 0) std::this_thread::yield();
     }
     if (req_ != MPI_REQUEST_NULL) MPI_Request_free(&req_);
   }
