@@ -41,10 +41,8 @@ std::vector<fs::path> list_token_shards(const std::string& spec) {
   const fs::path p(spec);
   std::error_code ec;
   std::vector<fs::path> files;
-  if (is_data_file(p)) {
-    files.push_back(p);
-  } else if (has_glob_chars(p.filename().string())) {
-    files = match_in_dir(p.parent_path(), p.filename().string());
+  if (auto direct = files_named_directly(p)) {
+    files = std::move(*direct);
   } else if (fs::is_directory(p, ec)) {
     files = match_in_dir(p, "*.bin");
   } else {

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <utility>
 #include <cstdio>
 
 #include "base/error.h"
@@ -38,16 +39,20 @@ std::vector<fs::path> match_in_dir(const fs::path& dir, const std::string& patte
   return out;
 }
 
+std::optional<std::vector<fs::path>> files_named_directly(const fs::path& p) {
+  if (is_data_file(p)) return std::vector<fs::path>{p};
+  if (has_glob_chars(p.filename().string())) return match_in_dir(p.parent_path(), p.filename().string());
+  return std::nullopt;
+}
+
 std::vector<fs::path> find_split_files(const std::string& spec, const std::string& split,
                                        const std::string& suffix,
                                        const std::function<bool(const fs::path&)>& named) {
   const fs::path p(spec);
   std::error_code ec;
   std::vector<fs::path> files;
-  if (is_data_file(p)) {
-    files.push_back(p);
-  } else if (has_glob_chars(p.filename().string())) {
-    files = match_in_dir(p.parent_path(), p.filename().string());
+  if (auto direct = files_named_directly(p)) {
+    files = std::move(*direct);
   } else if (fs::is_directory(p, ec)) {
     files = match_in_dir(p, "*_" + split + suffix);
     auto numbered = match_in_dir(p, "*_" + split + "_*" + suffix);

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,9 @@ bool is_data_file(const std::filesystem::path& p);
 // Sorted files in `dir` whose name matches the fnmatch pattern (is_data_file: a matching FIFO or
 // device is refused, not skipped).
 std::vector<std::filesystem::path> match_in_dir(const std::filesystem::path& dir, const std::string& pattern);
+// The files a --data spec names directly: itself when it is a data file, its matches when its last
+// component is a glob; nullopt for a directory or a prefix (each caller resolves those its own way).
+std::optional<std::vector<std::filesystem::path>> files_named_directly(const std::filesystem::path& spec);
 // The `split` shards a --data `spec` names, for plain (`suffix` ".bin") and sealed (".bin.sealed") token
 // data alike: an existing file; a glob on the file name; a directory (its *_<split><suffix> and
 // *_<split>_*<suffix>); or a prefix (<spec>_<split><suffix>, else <spec>_<split>_*<suffix>). A file or
