@@ -153,56 +153,6 @@ std::vector<BenchRecord> run_allreduce_bench(Transport& t, const std::vector<Ben
   return records;
 }
 
-std::vector<BenchRecord> run_allreduce_bench(Transport& t, MPI_Comm comm, const BenchOptions& opt,
-                                             Channel* channel, Profiler* profiler,
-                                             const std::function<void(const BenchRecord&)>& on_record) {
-  PlainChannel plain;
-  HostRingMemory memory;
-  HostRingMemory plain_memory;
-  Allreducer ours(t, channel != nullptr ? *channel : plain, memory, opt.ring, profiler);
-  RingAllreduce plain_ring(t, plain, plain_memory, opt.plain_ring, profiler);  // beside a sealed one
-  const std::size_t segment = opt.ring.segment_bytes;
-  const int ranks = t.size();
-  std::uint64_t step = 0;
-  std::vector<BenchAlgo> algos;
-  const auto run_ours = [&](ReduceAlgo a, float* d, std::size_t n) {
-    ours.allreduce_sum(a, d, n, MessageContext{.step = step++});
-  };
-  for (const BenchAlgorithm mode : opt.modes) {
-    BenchAlgo b{enum_name(mode), {}, {}, {}};
-    const auto fixed = mode == BenchAlgorithm::Rd    ? ReduceAlgo::Rd
-                       : mode == BenchAlgorithm::Rhd ? ReduceAlgo::Rhd
-                                                     : ReduceAlgo::Ring;
-    // auto's pick per size, priced once (outside the timed runs: the check comes first), as train
-    // remembers each bucket's.
-    const auto picks = std::make_shared<std::map<std::size_t, ReduceAlgo>>();
-    const auto pick = [&opt, ranks, segment, mode, fixed, picks](std::size_t n) {
-      if (mode != BenchAlgorithm::Auto) return fixed;
-      const auto it = picks->find(n);
-      if (it != picks->end()) return it->second;
-      return (*picks)[n] = choose_algo(opt.model, ranks, n, segment).algo;
-    };
-    switch (mode) {
-      case BenchAlgorithm::Mpi:
-        b.allreduce = [comm](float* d, std::size_t n) { mpi_allreduce_sum(comm, d, n); };
-        break;
-      case BenchAlgorithm::Plain:
-        b.allreduce = [&step, &plain_ring](float* d, std::size_t n) {
-          plain_ring.allreduce_sum(d, n, MessageContext{.step = step++});
-        };
-        break;
-      default:  // ours: ring, rd, rhd, auto
-        b.allreduce = [run_ours, pick](float* d, std::size_t n) { run_ours(pick(n), d, n); };
-        b.picks = [pick](std::size_t n) { return std::string(enum_name(pick(n))); };
-        b.predicts = [&opt, ranks, segment, pick](std::size_t n) {
-          return opt.model.predict_us(allreduce_work(pick(n), ranks, n, segment));
-        };
-    }
-    algos.push_back(std::move(b));
-  }
-  return run_allreduce_bench(t, algos, opt, on_record);
-}
-
 std::vector<CostSample> cost_samples(const std::vector<BenchRecord>& records) {
   std::vector<CostSample> out;
   for (const auto& r : records) {

@@ -61,10 +61,8 @@ struct BenchOptions {
   int warmup = 5;
   int iters = 20;
   bool check = true;
-  std::vector<BenchAlgorithm> modes = {BenchAlgorithm::Ring, BenchAlgorithm::Mpi};  // the MPI_Comm overload
-  RingOptions ring{};        // ditto: our algorithms' options (segments, all-gather mode)
-  RingOptions plain_ring{};  // BenchAlgorithm::Plain: the ring as `--tee off` runs it
-  CostModel model{};         // BenchAlgorithm::Auto picks with it
+  std::vector<BenchAlgorithm> modes = {BenchAlgorithm::Ring, BenchAlgorithm::Mpi};
+  RingOptions ring{};  // our algorithms' options (segments, all-gather mode): the AEAD bounds, --calibrate
 };
 
 struct BenchRecord {
@@ -108,11 +106,6 @@ double aead_time_us(const RingAeadBytes& work, double seal_gbps, double open_gbp
 // the timed region). on_record, if given, sees each record as soon as it is measured (rank 0 prints).
 std::vector<BenchRecord> run_allreduce_bench(Transport& t, const std::vector<BenchAlgo>& algos,
                                              const BenchOptions& opt,
-                                             const std::function<void(const BenchRecord&)>& on_record = {});
-
-// Convenience: opt.modes, our ring over t and channel, and MPI_Allreduce on comm.
-std::vector<BenchRecord> run_allreduce_bench(Transport& t, MPI_Comm comm, const BenchOptions& opt,
-                                             Channel* channel = nullptr, Profiler* profiler = nullptr,
                                              const std::function<void(const BenchRecord&)>& on_record = {});
 
 // AEAD speed with every rank sealing and opening at once, as in a sealed ring: the slowest rank's

@@ -175,6 +175,11 @@ comm::ReduceAlgo AlgoSelection::pick(int bucket, std::size_t count) {
   return p.choice.algo;
 }
 
+double AlgoSelection::predicted_us(int bucket, std::size_t count) {
+  const comm::ReduceAlgo algo = pick(bucket, count);
+  return buckets_.at(bucket).choice.predicted_us[static_cast<std::size_t>(algo)];
+}
+
 std::string AlgoSelection::describe() const {
   if (request_ == comm::AlgoRequest::Auto) return "auto (cost model: ring, rd or rhd per bucket)";
   return comm::reduce_algo_title(request_ == comm::AlgoRequest::Rd    ? comm::ReduceAlgo::Rd

@@ -56,6 +56,8 @@ class AlgoSelection {
  public:
   AlgoSelection(comm::AlgoRequest request, CostModelSource model, int ranks, std::size_t segment_bytes);
   comm::ReduceAlgo pick(int bucket, std::size_t count);
+  // The model's time for what pick(bucket, count) runs, in microseconds.
+  double predicted_us(int bucket, std::size_t count);
   comm::AlgoRequest request() const { return request_; }
   // "auto (cost model: ring, rd or rhd per bucket)", or the fixed algorithm's title.
   std::string describe() const;

@@ -6,8 +6,8 @@
 //   refuses. --link-gbps throttles either.
 // - TEE fast: every ring message is sealed and opened on the GPU (GpuSealingCodec) with the rank's
 //   SealedChannel key streams, so the bytes on the wire are the ones the CPU channel would produce.
-// - TEE cc never comes here: H100 CC's path is the host staging in GradientReduction
-//   (gradient_reduction.cpp): copy out, seal on the CPU, host ring, copy back.
+// - TEE cc never comes here: H100 CC's path is the host row of the gradient-path table, staged
+//   (gradient_paths.cpp: StagedPath): copy out, seal on the CPU, host ring, copy back.
 // Exists only in CUDA builds.
 #pragma once
 #include <memory>

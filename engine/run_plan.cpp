@@ -59,7 +59,7 @@ void path_conflicts(const RunPlan& p, std::vector<std::string>& out) {
   if (p.allreduce_algo != comm::AlgoRequest::Ring && p.allreduce != AllreduceAlgo::Ring)
     out.push_back(std::string("--allreduce-algo ") + enum_name(p.allreduce_algo) +
                   " chooses among teetrain's own algorithms: use it with --allreduce ring");
-  // The device ring's condition (engine/gradient_reduction.cpp); switches() only where it matters.
+  // The device ring's condition (engine/gradient_paths.cpp: device_ring_asked); switches() only where it matters.
   if (p.allreduce_algo != comm::AlgoRequest::Ring && p.device == DeviceKind::Cuda &&
       (p.tee.mode == TeeMode::Off || p.switches().device_crypto))
     out.push_back(std::string("--allreduce-algo ") + enum_name(p.allreduce_algo) +

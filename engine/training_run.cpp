@@ -100,12 +100,11 @@ TrainingRun::TrainingRun(const TrainOptions& opts) : profiler_(/*trace=*/!opts.t
   validate(plan_);  // every conflicting choice in one message (exit 2)
   if (plan_.virtual_time()) profiler_.use_clock(virtual_clock_);
   ts_ = plan_.switches();
-  mpi_.emplace(MPI_COMM_WORLD, std::chrono::milliseconds(static_cast<long>(o_.timeout_s * 1000.0)));
-  mpi_->set_wait_policy({.mode = o_.comm_wait});  // before the adversary's decorator copies it
-  wire_.emplace(*mpi_, o_.tee.adversary, ts_.on);
-  rank_ = mpi_->rank();
-  world_ = mpi_->size();
-  if (wire_->active() && rank_ == 0) std::fprintf(stderr, "%s\n", wire_->banner().c_str());
+  links_.emplace(MPI_COMM_WORLD, std::chrono::milliseconds(static_cast<long>(o_.timeout_s * 1000.0)),
+                 o_.comm_wait, o_.tee.adversary, ts_.on);
+  rank_ = links_->rank();
+  world_ = links_->size();
+  if (links_->wire().active() && rank_ == 0) std::fprintf(stderr, "%s\n", links_->wire().banner().c_str());
   o_.steps = steps_for_epochs(o_, img_ ? &*img_ : nullptr, world_);  // --epochs N -> steps
   run_json_ = train_options_json(o_);
   start_links();
@@ -134,30 +133,27 @@ void TrainingRun::resolve_images() {
 // check every rank runs this configuration with the same trust root and policy (Note [Agreed
 // inputs], round one), and release the keys at rest.
 void TrainingRun::start_links() {
-  comm::Transport& transport = wire_->transport();
-  if (ts_.on) {
-    attest_ = make_attest_config(o_.tee.trust, rank_, world_, run_json_.dump());
-    tee_session_.emplace(
-        transport, *attest_,
-        TeeChannelOptions{ts_.cipher, o_.tee.settings.rekey_mb, static_cast<std::size_t>(ts_.crypto_threads)},
-        &profiler_);
-  }
-  if (tee_session_) channel_ = &tee_session_->channel();
-  dist_.emplace(transport, *channel_, &profiler_);
+  comm::Transport& transport = links_->transport();
+  links_->secure(
+      o_.tee.trust, run_json_.dump(),
+      TeeChannelOptions{ts_.cipher, o_.tee.settings.rekey_mb, static_cast<std::size_t>(ts_.crypto_threads)},
+      &profiler_);
+  const std::optional<comm::AttestConfig>& attest = links_->attest();
+  dist_.emplace(transport, links_->channel(), &profiler_);
   add_configuration(inputs_, run_json_.dump());
-  if (attest_ && attest_->anchor) add_trust(inputs_, *attest_->anchor);
-  if (attest_) add_policy(inputs_, attest_->policy);
+  if (attest && attest->anchor) add_trust(inputs_, *attest->anchor);
+  if (attest) add_policy(inputs_, attest->policy);
   agree_inputs(*dist_, inputs_);
   if (!ts_.on) return;
-  if (!tee_session_->keys().group.empty())
-    add_key(inputs_, "session group key", tee_session_->keys().group.secret());
+  TeeSession& session = *links_->session();
+  if (!session.keys().group.empty()) add_key(inputs_, "session group key", session.keys().group.secret());
   const bool sealed_data =
       img_ ? img_->sealed() : require_sealed_data(o_.data, "train", o_.tee.allow_plain_data);
   const bool need_ckpt_key = o_.save_every > 0 || !o_.resume.empty();
   at_rest_ = release_at_rest_keys(
-      transport, tee_session_->keys(), o_.tee.key_file, sealed_data, need_ckpt_key,
+      transport, session.keys(), o_.tee.key_file, sealed_data, need_ckpt_key,
       [](const std::string& w) { std::fprintf(stderr, "teetrain: warning: %s\n", w.c_str()); });
-  tee_session_->end_setup();  // every secret is out: wipe the session's link and group secrets
+  session.end_setup();  // every secret is out: wipe the session's link and group secrets
   if (at_rest_.dataset) add_key(inputs_, "dataset key", at_rest_.dataset->secret());
   if (at_rest_.checkpoint) add_key(inputs_, "checkpoint key", at_rest_.checkpoint->secret());
 }
@@ -280,9 +276,8 @@ void TrainingRun::agree_on_inputs() {
 
 // Gradient reduction on the reducer's communication thread: one path, chosen by the engine from the plan.
 void TrainingRun::build_reducer() {
-  grads_.emplace(GradientSetup{plan_, ts_, *platform_, &*mpi_, wire_->transport(), *channel_,
-                               tee_session_ ? &tee_session_->channel() : nullptr, ranks_per_host_,
-                               profiler_});
+  grads_.emplace(GradientSetup{plan_, ts_, *platform_, &links_->mpi(), links_->transport(), links_->channel(),
+                               links_->sealed(), ranks_per_host_, profiler_});
   const std::size_t cap = static_cast<std::size_t>(o_.bucket_mb * 1024.0 * 1024.0);
   buckets_ = plan_buckets(model_->params(), model_->num_params(),
                           std::min<std::size_t>(std::size_t{1} << 20, cap), cap);
@@ -310,7 +305,7 @@ TrainResult TrainingRun::run() {
 RunReport TrainingRun::finish(const TrainResult& r) {
   RunReport out;
   out.phases = gather_phase_report(*dist_, profiler_, r.timed_steps);
-  out.adversary_view = wire_->report();
+  out.adversary_view = links_->wire().report();
   if (!o_.trace.empty()) {
     write_trace_part(o_.trace, rank_, profiler_.trace_events());
     dist_->mean(0.0);  // barrier: every part is on disk before rank 0 merges
@@ -348,9 +343,9 @@ RunDescription TrainingRun::describe() const {
   d.data = data_.describe;
   d.backend = backend_->describe();
   d.gradients = world_ > 1 ? grads_->path() : "not reduced (one rank)";
-  if (attest_) {
-    d.attestation = attestation_banner(*attest_, world_);
-    d.unauthenticated = !attestation_summary(*attest_, world_).warning.empty();
+  if (const auto& attest = links_->attest()) {
+    d.attestation = attestation_banner(*attest, world_);
+    d.unauthenticated = !attestation_summary(*attest, world_).warning.empty();
   }
   d.images = img_.has_value();
   d.agreed_inputs = inputs_.describe();
@@ -373,8 +368,8 @@ nlohmann::json TrainingRun::summary(const TrainResult& r, const RunReport& repor
             {"buckets", buckets_.size()},
             {"overlap", o_.overlap ? "on" : "off"},
             {"tee", tee_json(o_.tee, gpu_gradients(o_))},
-            {"rekeys", tee_session_ ? tee_session_->channel().rekeys() : 0},
-            {"attestation", attestation_json(attest_, world_)},
+            {"rekeys", links_->session() != nullptr ? links_->session()->channel().rekeys() : 0},
+            {"attestation", attestation_json(links_->attest(), world_)},
             {"agreed_inputs", inputs_.to_json()},
             {"bytes_sent", phases["counters"]["bytes_sent"]},
             {"phases", phases["phases"]},

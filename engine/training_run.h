@@ -16,7 +16,6 @@
 #include "core/backend.h"
 #include "core/emulated/virtual_clock.h"
 #include "core/profiler.h"
-#include "engine/adversary_wire.h"
 #include "engine/at_rest_keys.h"
 #include "engine/checkpoint.h"
 #include "engine/ddp_reducer.h"
@@ -26,6 +25,7 @@
 #include "engine/image_source.h"
 #include "engine/input_agreement.h"
 #include "engine/optimizer.h"
+#include "engine/rank_links.h"
 #include "engine/tee_session.h"
 #include "engine/token_source.h"
 #include "engine/train_options.h"
@@ -111,15 +111,12 @@ class TrainingRun {
   std::optional<ImageSource> img_;
   RunPlan plan_;
   TeeSwitches ts_;
-  std::optional<comm::MpiTransport> mpi_;
-  std::optional<AdversaryWire> wire_;  // every message between ranks goes through wire_->transport()
+  // Every message between ranks goes through links_->transport() and links_->channel() (sealed in TEE
+  // mode once start_links() has run).
+  std::optional<RankLinks> links_;
   int rank_ = 0;
   int world_ = 1;
   nlohmann::json run_json_;
-  std::optional<comm::AttestConfig> attest_;
-  std::optional<TeeSession> tee_session_;
-  comm::PlainChannel plain_;
-  comm::Channel* channel_ = &plain_;  // every message's channel: plain_, or the TEE session's sealed one
   std::optional<DistContext> dist_;
   AtRestKeys at_rest_;
   InputRecord inputs_;  // what this rank opened, filled stage by stage; once agreed, every rank's

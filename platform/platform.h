@@ -80,6 +80,10 @@ class Platform {
   // True when parameters and gradients hold real numbers: drawn, broadcast and digested. An emulated
   // GPU's memory holds placeholders (zeros): nothing of it is worth drawing or comparing.
   virtual bool real_values() const = 0;
+  // True when gradients live in device memory the host cannot read (a real GPU): a path on host
+  // buffers stages them through the host, and the device ring can run on them (engine/gradient_paths.h).
+  // An emulated GPU's buffers are host memory; its crossings are the host ring's channel's to model.
+  virtual bool device_gradients() const { return false; }
   // The modelled GPU (its spec and rates: the cost model, the summary), or null on real hardware.
   virtual const EmulatedGpu* modelled_gpu() const { return nullptr; }
   // What rank 0 announces about the platform before training ("" for none).

@@ -16,14 +16,15 @@ RingParts RealPlatform::host_ring(const RingRequest& r) {
 
 std::unique_ptr<Platform> make_cpu_platform(const Options& o) {
   return std::make_unique<RealPlatform>(DeviceKind::Cpu,
-                                        make_backend(backend_options(DeviceKind::Cpu, o.threads)));
+                                        make_backend(backend_options(DeviceKind::Cpu, o.threads)),
+                                        /*device_gradients=*/false);
 }
 
 std::unique_ptr<Platform> make_cuda_platform(const Options& o) {
   BackendOptions bo = backend_options(DeviceKind::Cuda, o.threads);
   bo.tf32 = o.tf32;
   bo.cuda_device = o.rank % std::max(1, cuda_device_count());
-  return std::make_unique<RealPlatform>(DeviceKind::Cuda, make_backend(bo));
+  return std::make_unique<RealPlatform>(DeviceKind::Cuda, make_backend(bo), /*device_gradients=*/true);
 }
 
 // Note [Modelled links need modelled compute] (platform/emulated/emulated_platform.cpp): real values

@@ -14,16 +14,18 @@ namespace tt::platform {
 
 class RealPlatform final : public Platform {
  public:
-  RealPlatform(DeviceKind kind, std::unique_ptr<Backend> backend)
-      : kind_(kind), backend_(std::move(backend)) {}
+  RealPlatform(DeviceKind kind, std::unique_ptr<Backend> backend, bool device_gradients)
+      : kind_(kind), backend_(std::move(backend)), device_gradients_(device_gradients) {}
   DeviceKind kind() const override { return kind_; }
   Backend& backend() override { return *backend_; }
   bool real_values() const override { return true; }
+  bool device_gradients() const override { return device_gradients_; }
   RingParts host_ring(const RingRequest& r) override;
 
  private:
   DeviceKind kind_;
   std::unique_ptr<Backend> backend_;
+  bool device_gradients_;
   comm::HostRingMemory memory_;  // our algorithms' scratch on the host (one for all of them)
   std::optional<comm::ThrottledTransport> link_;
 };

@@ -1,5 +1,6 @@
 // comm/ under mpirun (CTest runs this binary with P = 1, 2, 3, 4): ring all-reduce, collectives,
-// timeouts and short messages over MpiTransport, the MPI_Allreduce baseline and the bench.
+// timeouts and short messages over MpiTransport and the MPI_Allreduce baseline (the bench's rows:
+// tests/engine/test_bench_paths.cpp).
 //
 // MPI init/finalize: tt_test links GTest::gtest_main, so this file has no main(). A gtest global
 // environment (registered below, before main runs) holds the MpiSession for the whole RUN_ALL_TESTS.
@@ -253,39 +254,6 @@ TEST(MpiBaseline, MpiAllreduceSums) {
     mpi_allreduce_sum(t.comm(), v.data(), n);
     EXPECT_EQ(first_wrong(v, t.size()), -1);
   }
-}
-
-TEST(MpiBench, SmallSweepIsCorrectAndSane) {
-  MpiTransport t;
-  BenchOptions opt;
-  opt.min_bytes = 1 << 10;
-  opt.max_bytes = 64 << 10;
-  opt.step_factor = 4;
-  opt.warmup = 1;
-  opt.iters = 3;
-  opt.modes = {BenchAlgorithm::Ring, BenchAlgorithm::Rd, BenchAlgorithm::Rhd, BenchAlgorithm::Auto,
-               BenchAlgorithm::Mpi};
-  opt.model = {.message_us = 10, .wire_ns_per_byte = 0.25, .reduce_ns_per_byte = 0.25};
-  const auto recs = run_allreduce_bench(t, t.comm(), opt);
-  ASSERT_EQ(recs.size(), 4U * 5U);  // 1, 4, 16, 64 KiB x {ring, rd, rhd, auto, mpi}
-  for (const auto& r : recs) {
-    EXPECT_TRUE(r.correct) << r.mode << " " << r.bytes;
-    EXPECT_EQ(r.ranks, t.size());
-    EXPECT_GT(r.time_us_median, 0.0);
-    EXPECT_LE(r.time_us_min, r.time_us_median);
-    EXPECT_LE(r.time_us_median, r.time_us_max);
-    if (t.size() == 1) {
-      EXPECT_EQ(r.busbw_gbps, 0.0);
-    }
-    // auto names its pick, the model's cheapest; our rows carry the model's time.
-    if (r.mode == "auto") {
-      EXPECT_EQ(r.picked, enum_name(choose_algo(opt.model, t.size(), r.count, opt.ring.segment_bytes).algo));
-    }
-    if (r.mode != "mpi" && t.size() > 1) {
-      EXPECT_GT(r.predicted_us, 0.0) << r.mode;
-    }
-  }
-  EXPECT_NE(format_bench_table(recs).find("busbw"), std::string::npos);
 }
 
 }  // namespace

@@ -6,12 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "base/error.h"
 #include "comm/inproc_transport.h"
 #include "comm/sealed_channel.h"
+#include "engine/gradient_paths.h"
 #include "engine/gradient_reduction.h"
 #include "platform/platform.h"
 #include "tee/digest.h"
@@ -219,6 +221,122 @@ TEST(GradientPath, CcTransferCostWrapsOnlyAHostSealedRing) {
   EXPECT_EQ(run_path(p).path.find("cc transfers"), std::string::npos);
   p.compute = ComputeMode::Real;
   EXPECT_FALSE(plan_conflicts(p).empty());
+}
+
+// A platform whose gradients live in device memory, as a real GPU's do, over the CPU backend: what the
+// table does with the device's rows and with host rows that must stage, without a GPU.
+class DeviceMemoryPlatform final : public platform::Platform {
+ public:
+  DeviceMemoryPlatform() : cpu_(platform::platform_entry(DeviceKind::Cpu).make({})) {}
+  DeviceKind kind() const override { return DeviceKind::Cpu; }
+  Backend& backend() override { return cpu_->backend(); }
+  bool real_values() const override { return true; }
+  bool device_gradients() const override { return true; }
+  platform::RingParts host_ring(const platform::RingRequest& r) override { return cpu_->host_ring(r); }
+
+ private:
+  std::unique_ptr<platform::Platform> cpu_;
+};
+
+// Which row of the table serves a plan, on a platform, with or without mpirun.
+GradientPathKind served(const RunPlan& p, platform::Platform& pf, bool needs_mpi, int ranks = 2) {
+  comm::InprocWorld world(ranks);
+  Profiler prof(false);
+  comm::PlainChannel plain;
+  const TeeSwitches ts = p.switches();
+  const GradientSetup s{p, ts, pf, nullptr, world.transport(0), plain, nullptr, 1, prof};
+  const GradientPathEntry* row = nullptr;
+  for (const GradientPathEntry& r : gradient_paths()) {
+    if (r.asked(s)) {
+      row = &r;
+      break;
+    }
+  }
+  if (row == nullptr) throw std::logic_error("no row asked");
+  if (needs_mpi) {
+    EXPECT_THROW(select_gradient_path(s), InputError);  // null mpi: in-process ranks
+  } else {
+    EXPECT_EQ(&select_gradient_path(s), row);
+  }
+  return row->kind;
+}
+
+TEST(GradientPaths, TheTableServesEachPlanFromOneRow) {
+  const auto cpu = platform::platform_entry(DeviceKind::Cpu).make({});
+  DeviceMemoryPlatform gpu;
+  RunPlan p;
+  EXPECT_EQ(served(p, *cpu, false), GradientPathKind::Host);
+  EXPECT_EQ(served(p, gpu, true), GradientPathKind::DeviceRing);  // tee off on device memory
+  p.tee.mode = TeeMode::Cc;                                       // cc stages through the host ring
+  EXPECT_EQ(served(p, gpu, false), GradientPathKind::Host);
+  p.tee.mode = TeeMode::Off;
+  EXPECT_EQ(served(p, gpu, false, /*ranks=*/1), GradientPathKind::Host);  // one rank: nothing to ring
+  p.allreduce = AllreduceAlgo::Mpi;
+  EXPECT_EQ(served(p, *cpu, true), GradientPathKind::Mpi);
+  p.allreduce = AllreduceAlgo::Nccl;
+  EXPECT_EQ(served(p, gpu, true), GradientPathKind::Nccl);
+  // Every kind has exactly one row, with a name.
+  for (GradientPathKind k : {GradientPathKind::Nccl, GradientPathKind::DeviceRing, GradientPathKind::Mpi,
+                             GradientPathKind::Host}) {
+    int rows = 0;
+    for (const GradientPathEntry& r : gradient_paths()) {
+      if (r.kind == k) {
+        ++rows;
+        EXPECT_NE(std::string(r.name), "");
+      }
+    }
+    EXPECT_EQ(rows, 1);
+  }
+}
+
+TEST(GradientPaths, RowsThatNeedMpirunSaySo) {
+  DeviceMemoryPlatform gpu;
+  comm::InprocWorld world(2);
+  Profiler prof(false);
+  comm::PlainChannel plain;
+  for (AllreduceAlgo a : {AllreduceAlgo::Ring, AllreduceAlgo::Mpi, AllreduceAlgo::Nccl}) {
+    RunPlan p;
+    p.allreduce = a;
+    const TeeSwitches ts = p.switches();
+    try {
+      GradientReduction g(GradientSetup{p, ts, gpu, nullptr, world.transport(0), plain, nullptr, 1, prof});
+      ADD_FAILURE() << name(a) << ": built without MPI";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("needs ranks started by mpirun"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// A host row on a platform whose gradients live in device memory is staged through the host, and still
+// sums exactly; on the cpu platform it is not staged.
+TEST(GradientPaths, HostRowsStageDeviceGradients) {
+  RunPlan p;
+  p.tee.mode = TeeMode::Cc;  // the host ring (the device ring serves --tee off)
+  const TeeSwitches ts = p.switches();
+  comm::InprocWorld world(kRanks);
+  std::vector<std::string> paths(kRanks);
+  std::vector<long> wrong(kRanks, -2);
+  const auto errors = world.run([&](comm::Transport& t) {
+    const int r = t.rank();
+    DeviceMemoryPlatform gpu;
+    Profiler prof(false);
+    comm::SealedChannel sealed(comm::SealedChannelOptions{r, kRanks}, keys(r), &prof);
+    GradientReduction g(GradientSetup{p, ts, gpu, nullptr, t, sealed, &sealed, 1, prof});
+    std::vector<float> v = pattern_buffer(kCount, r);
+    g.fn()(v.data(), v.size(), 1, 0);
+    paths[static_cast<std::size_t>(r)] = g.path();
+    wrong[static_cast<std::size_t>(r)] = first_wrong(v, kRanks);
+    EXPECT_GT(prof.phase_totals()[static_cast<std::size_t>(Phase::Stage)], 0.0);
+  });
+  for (const auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(paths[static_cast<std::size_t>(r)].rfind("host staging, ring over inproc, sealed(", 0), 0u)
+        << paths[static_cast<std::size_t>(r)];
+    EXPECT_EQ(wrong[static_cast<std::size_t>(r)], -1);
+  }
+  EXPECT_EQ(run_path(p).path.find("host staging"), std::string::npos);  // the cpu platform does not stage
 }
 
 }  // namespace

@@ -28,14 +28,17 @@
 #include "data/token_loader.h"
 #include "engine/adversary_wire.h"
 #include "engine/allreduce_selection.h"
-#include "engine/gradient_reduction.h"
+#include "engine/bench_paths.h"
+#include "engine/gradient_paths.h"
 #include "engine/host_layout.h"
 #include "engine/mlm_masking.h"
 #include "engine/optimizer.h"
+#include "engine/rank_links.h"
 #include "engine/run_plan.h"
 #include "engine/tee_session.h"
 #include "engine/trainer.h"
 #include "models/model_registry.h"
+#include "platform/platform.h"
 #include "tee/aead.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/model_flags.h"
@@ -171,7 +174,7 @@ CostModelSource cost_source(const AllreduceBenchOptions& o, const TeeSwitches& t
   return default_cost_model(plan, ts, nullptr);
 }
 
-// The ring exactly as train runs it for the mode (engine/gradient_reduction.h: ring_options).
+// The ring exactly as train runs it for the mode (engine/gradient_paths.h: ring_options).
 comm::BenchOptions bench_options(const AllreduceBenchOptions& o, const TeeSwitches& ts) {
   comm::BenchOptions bo;
   bo.min_bytes = o.min_bytes;
@@ -182,8 +185,6 @@ comm::BenchOptions bench_options(const AllreduceBenchOptions& o, const TeeSwitch
   bo.modes = o.modes;
   bo.check = true;  // sealing must never change the sum: every size is checked in every mode
   bo.ring = ring_options(ts, o.segment_kb);
-  bo.plain_ring = ring_options(TeeSwitches{}, o.segment_kb);
-  bo.model = cost_source(o, ts).model;
   return bo;
 }
 
@@ -273,34 +274,28 @@ void write_calibration(const AllreduceBenchOptions& o, const std::vector<comm::B
 void run_allreduce(AllreduceBenchOptions o) {
   const TeeSwitches ts = resolve_tee(o.tee.settings, /*gpu_gradients=*/false);
   choose_modes(o, ts.on);
-  comm::MpiTransport mpi_transport(MPI_COMM_WORLD);
   if (!o.comm_wait) o.comm_wait = fair_wait_mode();
-  mpi_transport.set_wait_policy({.mode = *o.comm_wait});  // before the adversary's decorator copies it
-  AdversaryWire wire(mpi_transport, o.tee.adversary, ts.on);
-  comm::Transport& transport = wire.transport();
+  // The same links as `teetrain train` (engine/rank_links.h): in TEE mode the same attestation, key
+  // agreement and single sealed channel, so the bench measures exactly the ring that training runs.
+  RankLinks links(MPI_COMM_WORLD, comm::Transport::kDefaultTimeout, *o.comm_wait, o.tee.adversary, ts.on);
+  comm::Transport& transport = links.transport();
   const bool root = transport.rank() == 0;
-  if (wire.active() && root) std::printf("# %s\n", wire.banner().c_str());
-  // TEE mode: the same attestation, key agreement and single sealed channel as `teetrain train`
-  // (engine/tee_session.h), so the bench measures exactly the ring that training runs.
-  std::optional<comm::AttestConfig> attest;
-  std::optional<TeeSession> session;
-  if (ts.on) {
-    attest =
-        make_attest_config(o.tee.trust, transport.rank(), transport.size(), allreduce_config_json(o).dump());
-    session.emplace(
-        transport, *attest,
-        TeeChannelOptions{ts.cipher, o.tee.settings.rekey_mb, static_cast<std::size_t>(ts.crypto_threads)},
-        nullptr);
-    session->end_setup();  // the bench releases no secret: only the channel's ratchets keep key material
-  }
+  if (links.wire().active() && root) std::printf("# %s\n", links.wire().banner().c_str());
+  links.secure(
+      o.tee.trust, allreduce_config_json(o).dump(),
+      TeeChannelOptions{ts.cipher, o.tee.settings.rekey_mb, static_cast<std::size_t>(ts.crypto_threads)},
+      nullptr);
+  if (TeeSession* session = links.session()) session->end_setup();  // the bench releases no secret
   const comm::BenchOptions bo = bench_options(o, ts);
-  if (root) print_allreduce_header(o, ts, bo, attest, transport.size());
+  if (root) print_allreduce_header(o, ts, bo, links.attest(), transport.size());
+  // Every row from train's table of gradient paths, on the cpu platform (host buffers).
+  const auto cpu = platform::platform_entry(DeviceKind::Cpu).make(platform::Options{});
+  BenchPaths paths(links, *cpu, {o.tee.settings, o.segment_kb, o.cost});
   auto records =
-      comm::run_allreduce_bench(transport, mpi_transport.comm(), bo, session ? &session->channel() : nullptr,
-                                nullptr, [&](const comm::BenchRecord& r) {
-                                  if (root) std::printf("%s\n", comm::format_bench_row(r).c_str());
-                                  std::fflush(stdout);
-                                });
+      comm::run_allreduce_bench(transport, paths.rows(o.modes), bo, [&](const comm::BenchRecord& r) {
+        if (root) std::printf("%s\n", comm::format_bench_row(r).c_str());
+        std::fflush(stdout);
+      });
   // Sealed beside plain (never with --adversary: choose_modes): also what the crypto alone allows,
   // measured now on the same cores.
   if (runs_mode(o, comm::BenchAlgorithm::Plain)) {
@@ -311,7 +306,7 @@ void run_allreduce(AllreduceBenchOptions o) {
     comm::add_aead_bounds(records, rates, bo.ring.all_gather);
     if (root) std::printf("%s", comm::format_sealed_summary(records, rates).c_str());
   }
-  const std::string adversary_view = wire.report();
+  const std::string adversary_view = links.wire().report();
   if (root && !adversary_view.empty()) std::printf("%s", adversary_view.c_str());
   if (root && !o.json.empty()) write_allreduce_json(o, records);
   if (root && !o.calibrate.empty()) write_calibration(o, records, bo, transport.size());

@@ -1,0 +1,69 @@
+#include "engine/bench_paths.h"
+
+#include <bit>
+
+#include "core/enum_names.h"
+#include "engine/host_layout.h"
+
+namespace tt {
+
+namespace {
+
+const GradientPathEntry& row_of(GradientPathKind kind) {
+  for (const GradientPathEntry& r : gradient_paths()) {
+    if (r.kind == kind) return r;
+  }
+  throw RunError("no gradient path of this kind");  // unreachable: the table has every kind
+}
+
+// A bench size as AlgoSelection's bucket: sizes grow by a factor of at least 2, so each has its own.
+int bucket_of(std::size_t count) {
+  return static_cast<int>(std::bit_width(count));
+}
+
+}  // namespace
+
+BenchPaths::BenchPaths(RankLinks& links, platform::Platform& platform, const BenchPathOptions& o)
+    : links_(links), platform_(platform), o_(o) {}
+
+BenchPaths::Row& BenchPaths::build(comm::BenchAlgorithm mode) {
+  using B = comm::BenchAlgorithm;
+  Row& row = rows_.emplace_back();
+  const bool plain = mode == B::Plain;
+  row.plan.allreduce = mode == B::Mpi ? AllreduceAlgo::Mpi : AllreduceAlgo::Ring;
+  if (mode != B::Mpi && !plain) row.plan.allreduce_algo = *parse_enum<comm::AlgoRequest>(enum_name(mode));
+  row.plan.segment_kb = o_.segment_kb;
+  row.plan.allreduce_cost = o_.cost;
+  if (!plain) row.plan.tee = o_.tee;
+  row.ts = plain ? TeeSwitches{} : resolve_tee(o_.tee, /*gpu_gradients=*/false);
+  comm::Channel& channel = plain ? plain_ : links_.channel();
+  const GradientSetup setup{row.plan,
+                            row.ts,
+                            platform_,
+                            &links_.mpi(),
+                            links_.transport(),
+                            channel,
+                            plain ? nullptr : links_.sealed(),
+                            ranks_on_this_host(),
+                            profiler_};
+  row.path =
+      build_gradient_path(row_of(mode == B::Mpi ? GradientPathKind::Mpi : GradientPathKind::Host), setup);
+  return row;
+}
+
+std::vector<comm::BenchAlgo> BenchPaths::rows(const std::vector<comm::BenchAlgorithm>& modes) {
+  std::vector<comm::BenchAlgo> out;
+  for (const comm::BenchAlgorithm mode : modes) {
+    Row& row = build(mode);
+    comm::BenchAlgo b{enum_name(mode), {}, {}, {}};
+    b.allreduce = [&row](float* d, std::size_t n) { row.path->sum(d, n, row.step++, bucket_of(n)); };
+    if (AlgoSelection* sel = row.path->selection(); sel != nullptr && mode != comm::BenchAlgorithm::Plain) {
+      b.picks = [sel](std::size_t n) { return std::string(enum_name(sel->pick(bucket_of(n), n))); };
+      b.predicts = [sel](std::size_t n) { return sel->predicted_us(bucket_of(n), n); };
+    }
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+}  // namespace tt

@@ -1,0 +1,51 @@
+// `bench allreduce`'s rows, built from the gradient-path table (engine/gradient_paths.h) exactly as
+// `train` builds its path: ring, rd, rhd and auto are the host row with that --allreduce-algo, mpi is
+// the mpi row, and plain is the host row in plaintext (the ring as --tee off runs it) beside a
+// sealed one.
+#pragma once
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/allreduce_bench.h"
+#include "engine/gradient_paths.h"
+#include "engine/rank_links.h"
+
+namespace tt {
+
+struct BenchPathOptions {
+  TeeSettings tee;        // the bench's --tee flags (sealed rows)
+  int segment_kb = 1024;  // --segment-kb
+  std::string cost;       // --allreduce-cost FILE ("": the mode's defaults)
+};
+
+class BenchPaths {
+ public:
+  // `links` (secured in TEE mode) and `platform` must outlive this object.
+  BenchPaths(RankLinks& links, platform::Platform& platform, const BenchPathOptions& o);
+  BenchPaths(const BenchPaths&) = delete;
+  BenchPaths& operator=(const BenchPaths&) = delete;
+
+  // One bench row per mode, in order. Each row's all-reduces are labelled with steps of their own.
+  std::vector<comm::BenchAlgo> rows(const std::vector<comm::BenchAlgorithm>& modes);
+
+ private:
+  // What one row is built from: the plan and switches its GradientSetup refers to, and the path.
+  struct Row {
+    RunPlan plan;
+    TeeSwitches ts;
+    std::unique_ptr<GradientPath> path;
+    long step = 0;
+  };
+  Row& build(comm::BenchAlgorithm mode);
+
+  RankLinks& links_;
+  platform::Platform& platform_;
+  BenchPathOptions o_;
+  comm::PlainChannel plain_;  // the plain row's channel
+  Profiler profiler_;     // the emulated platform's clock would live here; the cpu platform records nothing
+  std::deque<Row> rows_;  // stable addresses: each path keeps references to its plan and switches
+};
+
+}  // namespace tt

@@ -1,0 +1,185 @@
+#include "engine/gradient_paths.h"
+
+#include <optional>
+
+#include "base/error.h"
+#include "comm/allreduce_algo.h"
+#include "comm/mpi_allreduce.h"
+#include "engine/device_allreduce.h"
+#include "engine/nccl_allreduce.h"
+
+namespace tt {
+
+comm::RingOptions ring_options(const TeeSwitches& ts, int segment_kb) {
+  comm::RingOptions ro;
+  ro.segment_bytes = (ts.on && !ts.pipeline) ? 0 : static_cast<std::size_t>(segment_kb) * 1024;
+  ro.all_gather = ts.forward_ag ? comm::AllGatherMode::ForwardWire : comm::AllGatherMode::PerHop;
+  return ro;
+}
+
+namespace {
+
+// The paths built by other pieces (NCCL, the device ring) hand over a function and a description.
+template <typename Impl>
+class FnPath final : public GradientPath {
+ public:
+  FnPath(std::unique_ptr<Impl> impl, std::string what)
+      : impl_(std::move(impl)), fn_(impl_->fn()), what_(std::move(what)) {}
+  void sum(float* g, std::size_t n, long step, int bucket) override { fn_(g, n, step, bucket); }
+  std::string describe() const override { return what_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+  AllreduceFn fn_;
+  std::string what_;
+};
+
+class MpiPath final : public GradientPath {
+ public:
+  explicit MpiPath(comm::MpiTransport& mpi) : mpi_(mpi) {}
+  void sum(float* g, std::size_t n, long, int) override { comm::mpi_allreduce_sum(mpi_.comm(), g, n); }
+  std::string describe() const override { return "MPI_Allreduce"; }
+
+ private:
+  comm::MpiTransport& mpi_;
+};
+
+// Our algorithms on host buffers, through the sealed channel in TEE mode, over the channel, links and
+// memory the platform gives them (an emulated GPU's crypto, bounce-buffer crossings and links).
+class HostPath final : public GradientPath {
+ public:
+  explicit HostPath(const GradientSetup& s) {
+    const RunPlan& o = s.plan;
+    const TeeSwitches& ts = s.tee;
+    const comm::RingOptions ro = ring_options(ts, o.segment_kb);
+    const platform::RingParts parts = s.platform.host_ring(
+        {s.transport, s.channel, s.sealed, ts.on, ts.device_crypto, ts.forward_ag,
+         o.link == LinkModel::Emulate, o.link_gbps, o.cc_transfer_us,
+         [&o, ts](const EmulatedGpu& gpu) { return modelled_crypto(o, ts, gpu); }, s.profiler});
+    algos_.emplace(parts.wire, parts.channel, parts.memory, ro, &s.profiler);
+    // Note [same algorithm on every rank] (allreduce_selection.h): the model's inputs are agreed ones.
+    selection_.emplace(o.allreduce_algo,
+                       o.allreduce_cost.empty() ? default_cost_model(o, ts, s.platform.modelled_gpu())
+                                                : load_cost_model(o.allreduce_cost, o.tee.mode),
+                       parts.wire.size(), ro.segment_bytes);
+    what_ = selection_->describe() + " over " + parts.wire.name() + ", " + parts.channel.name();
+  }
+  void sum(float* g, std::size_t n, long step, int bucket) override {
+    comm::MessageContext id;
+    id.step = static_cast<uint64_t>(step);
+    id.bucket = static_cast<uint32_t>(bucket);
+    algos_->allreduce_sum(selection_->pick(bucket, n), g, n, id);
+  }
+  std::string describe() const override { return what_; }
+  AlgoSelection* selection() override { return &*selection_; }
+
+ private:
+  std::optional<comm::Allreducer> algos_;
+  std::optional<AlgoSelection> selection_;
+  std::string what_;
+};
+
+// GPU buckets reach a host path through one staging buffer, as H100 CC's bounce buffers do: device ->
+// host copy, host all-reduce, host -> device copy, serialized per bucket.
+class StagedPath final : public GradientPath {
+ public:
+  StagedPath(std::unique_ptr<GradientPath> inner, Backend& backend, Profiler& profiler)
+      : inner_(std::move(inner)), backend_(backend), profiler_(profiler) {}
+  void sum(float* g, std::size_t n, long step, int bucket) override {
+    if (staging_.size() < n) staging_.resize(n);
+    {
+      ScopedPhase p(&profiler_, Phase::Stage);
+      backend_.copy_to_host(staging_.data(), g, n * sizeof(float));  // (n,) floats
+    }
+    inner_->sum(staging_.data(), n, step, bucket);
+    ScopedPhase p(&profiler_, Phase::Stage);
+    backend_.copy_to_device(g, staging_.data(), n * sizeof(float));
+  }
+  std::string describe() const override { return "host staging, " + inner_->describe(); }
+  AlgoSelection* selection() override { return inner_->selection(); }
+
+ private:
+  std::unique_ptr<GradientPath> inner_;
+  Backend& backend_;
+  Profiler& profiler_;
+  std::vector<float> staging_;  // (largest bucket,) floats
+};
+
+void needs_mpirun(const GradientSetup& s, const char* what, std::vector<std::string>& out) {
+  if (s.mpi == nullptr) out.push_back(std::string(what) + " needs ranks started by mpirun");
+}
+
+bool device_ring_asked(const GradientSetup& s) {
+  return s.plan.allreduce == AllreduceAlgo::Ring && s.platform.device_gradients() &&
+         (!s.tee.on || s.tee.device_crypto) && s.transport.size() > 1;
+}
+
+std::unique_ptr<GradientPath> build_nccl(const GradientSetup& s) {
+  return std::make_unique<FnPath<NcclAllreduce>>(
+      make_nccl_allreduce(s.platform.backend(), s.mpi->comm(), s.mpi->timeout()), "ncclAllReduce");
+}
+
+std::unique_ptr<GradientPath> build_device_ring(const GradientSetup& s) {
+  DeviceRingConfig dc;
+  dc.ring = ring_options(s.tee, s.plan.segment_kb);
+  dc.sealed = s.tee.on ? s.sealed : nullptr;
+  if (s.plan.link_gbps > 0) dc.link = comm::LinkLimit{s.plan.link_gbps, {}};
+  dc.ranks_on_host = s.ranks_on_host;
+  auto ring = make_device_allreduce(s.platform.backend(), *s.mpi, dc, s.profiler);
+  std::string what = ring->describe();
+  return std::make_unique<FnPath<DeviceAllreduce>>(std::move(ring), std::move(what));
+}
+
+constexpr GradientPathEntry kPaths[] = {
+    {GradientPathKind::Nccl, "nccl", false,
+     [](const GradientSetup& s) { return s.plan.allreduce == AllreduceAlgo::Nccl; },
+     [](const GradientSetup& s, std::vector<std::string>& out) { needs_mpirun(s, "--allreduce nccl", out); },
+     build_nccl},
+    {GradientPathKind::DeviceRing, "device ring", false, device_ring_asked,
+     [](const GradientSetup& s, std::vector<std::string>& out) {
+       needs_mpirun(s, "--allreduce ring on this device (the device ring)", out);
+     },
+     build_device_ring},
+    {GradientPathKind::Mpi, "mpi", true,
+     [](const GradientSetup& s) { return s.plan.allreduce == AllreduceAlgo::Mpi; },
+     [](const GradientSetup& s, std::vector<std::string>& out) { needs_mpirun(s, "--allreduce mpi", out); },
+     [](const GradientSetup& s) -> std::unique_ptr<GradientPath> {
+       return std::make_unique<MpiPath>(*s.mpi);
+     }},
+    {GradientPathKind::Host, "host", true,
+     [](const GradientSetup& s) { return s.plan.allreduce == AllreduceAlgo::Ring; },
+     [](const GradientSetup&, std::vector<std::string>&) {},
+     [](const GradientSetup& s) -> std::unique_ptr<GradientPath> { return std::make_unique<HostPath>(s); }},
+};
+
+}  // namespace
+
+std::span<const GradientPathEntry> gradient_paths() {
+  return kPaths;
+}
+
+const GradientPathEntry& select_gradient_path(const GradientSetup& s) {
+  for (const GradientPathEntry& row : kPaths) {
+    if (!row.asked(s)) continue;
+    std::vector<std::string> conflicts;
+    row.refuse(s, conflicts);
+    if (conflicts.empty()) return row;
+    std::string msg;
+    for (const std::string& c : conflicts) msg += (msg.empty() ? "" : "; ") + c;
+    throw InputError(msg);
+  }
+  throw InputError(std::string("no gradient path serves --allreduce ") + name(s.plan.allreduce));
+}
+
+std::unique_ptr<GradientPath> build_gradient_path(const GradientPathEntry& row, const GradientSetup& s) {
+  std::unique_ptr<GradientPath> path = row.build(s);
+  if (row.host_buffers && s.platform.device_gradients())
+    return std::make_unique<StagedPath>(std::move(path), s.platform.backend(), s.profiler);
+  return path;
+}
+
+std::unique_ptr<GradientPath> build_gradient_path(const GradientSetup& s) {
+  return build_gradient_path(select_gradient_path(s), s);
+}
+
+}  // namespace tt

@@ -1,0 +1,58 @@
+// The links a command's ranks talk through, set up the one way `train` and `bench allreduce` share:
+// the MPI transport (its timeout and wait policy), the teaching adversary on it (adversary_wire.h),
+// and in TEE mode the attested handshake and the one sealed channel that carries every message
+// between ranks from then on (tee_session.h).
+#pragma once
+#include <mpi.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "comm/adversary_spec.h"
+#include "comm/channel.h"
+#include "comm/mpi_transport.h"
+#include "comm/secure_session.h"
+#include "core/profiler.h"
+#include "engine/adversary_wire.h"
+#include "engine/tee_session.h"
+
+namespace tt {
+
+class RankLinks {
+ public:
+  // Collective over `comm`. The wait policy is set before the adversary's decorator copies it.
+  // Throws InputError for an adversary spec that does not fit the world.
+  RankLinks(MPI_Comm comm, std::chrono::milliseconds timeout, comm::WaitMode wait,
+            const std::optional<comm::AdversarySpec>& adversary, bool tee_on);
+  RankLinks(const RankLinks&) = delete;
+  RankLinks& operator=(const RankLinks&) = delete;
+
+  // TEE mode (a no-op otherwise), collective: checks `trust` and attests the ring neighbours for the
+  // configuration every rank must run (`config`: its canonical JSON), agrees keys and builds the sealed
+  // channel. Throws InputError for unusable trust options, IntegrityError when a peer fails.
+  void secure(const TrustOptions& trust, const std::string& config, const TeeChannelOptions& channel,
+              Profiler* profiler);
+
+  int rank() const { return mpi_.rank(); }
+  int size() const { return mpi_.size(); }
+  comm::MpiTransport& mpi() { return mpi_; }
+  comm::Transport& transport() { return wire_.transport(); }  // MPI, or the adversary on it
+  AdversaryWire& wire() { return wire_; }
+  // Every inter-rank message's channel: the sealed one once secure() ran in TEE mode, else plaintext.
+  comm::Channel& channel() { return session_ ? static_cast<comm::Channel&>(session_->channel()) : plain_; }
+  comm::SealedChannel* sealed() { return session_ ? &session_->channel() : nullptr; }
+  const std::optional<comm::AttestConfig>& attest() const { return attest_; }
+  TeeSession* session() { return session_ ? &*session_ : nullptr; }
+  const TeeSession* session() const { return session_ ? &*session_ : nullptr; }
+
+ private:
+  comm::MpiTransport mpi_;
+  AdversaryWire wire_;
+  bool tee_on_;
+  std::optional<comm::AttestConfig> attest_;
+  std::optional<TeeSession> session_;
+  comm::PlainChannel plain_;
+};
+
+}  // namespace tt
