@@ -18,19 +18,25 @@ const char* reduce_algo_title(ReduceAlgo a) {
 
 Allreducer::Allreducer(Transport& transport, Channel& channel, RingMemory& memory, RingOptions options,
                        Profiler* profiler)
-    : ring_(transport, channel, memory, options, profiler),
+    : options_(options),
+      ring_(transport, channel, memory, options, profiler),
       recursive_(transport, channel, memory, std::move(options), profiler) {}
 
 void Allreducer::allreduce_sum(ReduceAlgo algo, float* data, std::size_t count, const MessageContext& id) {
+  allreduce_sum(algo, data, count, id, options_.segment_bytes);
+}
+
+void Allreducer::allreduce_sum(ReduceAlgo algo, float* data, std::size_t count, const MessageContext& id,
+                               std::size_t segment_bytes) {
   switch (algo) {
     case ReduceAlgo::Ring:
-      ring_.allreduce_sum(data, count, id);
+      ring_.allreduce_sum(data, count, id, segment_bytes);
       return;
     case ReduceAlgo::Rd:
-      recursive_.allreduce_sum(RecursiveKind::Doubling, data, count, id);
+      recursive_.allreduce_sum(RecursiveKind::Doubling, data, count, id, segment_bytes);
       return;
     case ReduceAlgo::Rhd:
-      recursive_.allreduce_sum(RecursiveKind::HalvingDoubling, data, count, id);
+      recursive_.allreduce_sum(RecursiveKind::HalvingDoubling, data, count, id, segment_bytes);
       return;
   }
 }

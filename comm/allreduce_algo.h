@@ -57,9 +57,14 @@ class Allreducer {
              Profiler* profiler = nullptr);
   // In-place sum of data[0, count) over all ranks with `algo` (the same on every rank).
   void allreduce_sum(ReduceAlgo algo, float* data, std::size_t count, const MessageContext& id);
+  // The same in segments of `segment_bytes` for this call (the cost model's pick: allreduce_cost.h).
+  void allreduce_sum(ReduceAlgo algo, float* data, std::size_t count, const MessageContext& id,
+                     std::size_t segment_bytes);
+  const RingOptions& options() const { return options_; }
   RingAllreduce& ring() { return ring_; }
 
  private:
+  RingOptions options_;
   RingAllreduce ring_;
   RecursiveAllreduce recursive_;
 };

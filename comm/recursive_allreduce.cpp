@@ -178,6 +178,11 @@ RecursiveAllreduce::RecursiveAllreduce(Transport& transport, Channel& channel, R
 
 void RecursiveAllreduce::allreduce_sum(RecursiveKind kind, float* data, std::size_t count,
                                        const MessageContext& id) {
+  allreduce_sum(kind, data, count, id, opt_.segment_bytes);
+}
+
+void RecursiveAllreduce::allreduce_sum(RecursiveKind kind, float* data, std::size_t count,
+                                       const MessageContext& id, std::size_t segment_bytes) {
   if (t_.size() == 1 || count == 0) return;
   const std::string& name = names_[kind == RecursiveKind::Doubling ? 0 : 1];
   if (data == nullptr) throw RunError(name + ": null buffer");
@@ -189,7 +194,7 @@ void RecursiveAllreduce::allreduce_sum(RecursiveKind kind, float* data, std::siz
     widest_ = 0;
     for (const Hop& h : plan_) widest_ = std::max({widest_, h.send.range.count, h.recv.range.count});
   }
-  hops_.begin(name, SegmentLayout(opt_.segment_bytes, widest_, channel_.overhead()), widest_, id,
+  hops_.begin(name, SegmentLayout(segment_bytes, widest_, channel_.overhead()), widest_, id,
               opt_.timeout, opt_.tag);
   memory_.wait_queued();  // the first sends read `data`: whatever produced it must be done
   hops_.run_all(data, plan_);

@@ -60,6 +60,9 @@ class RecursiveAllreduce {
 
   // In-place sum over all ranks of data[0, count); contract as RingAllreduce::allreduce_sum.
   void allreduce_sum(RecursiveKind kind, float* data, std::size_t count, const MessageContext& id);
+  // The same in segments of `segment_bytes` for this call (0: whole ranges), every rank alike.
+  void allreduce_sum(RecursiveKind kind, float* data, std::size_t count, const MessageContext& id,
+                     std::size_t segment_bytes);
 
  private:
   Transport& t_;

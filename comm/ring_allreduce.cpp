@@ -42,10 +42,15 @@ RingAllreduce::RingAllreduce(Transport& transport, Channel& channel, RingMemory&
 }
 
 void RingAllreduce::allreduce_sum(float* data, std::size_t count, const MessageContext& id) {
+  allreduce_sum(data, count, id, opt_.segment_bytes);
+}
+
+void RingAllreduce::allreduce_sum(float* data, std::size_t count, const MessageContext& id,
+                                  std::size_t segment_bytes) {
   if (t_.size() == 1 || count == 0) return;
   if (data == nullptr) throw RunError(name_ + ": null buffer");
   const auto begin = prof_ != nullptr ? prof_->now() : Profiler::Clock::now();
-  const RingGeometry geo(t_.rank(), t_.size(), count, opt_.segment_bytes,
+  const RingGeometry geo(t_.rank(), t_.size(), count, segment_bytes,
                          !channel_->pass_through() && opt_.all_gather == AllGatherMode::ForwardWire,
                          channel_->overhead());
   hops_.begin(name_, geo.layout(), geo.max_chunk(), id, opt_.timeout, opt_.tag);

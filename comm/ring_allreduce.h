@@ -86,6 +86,8 @@ class RingAllreduce {
   // order, then copied). Device memory: work producing `data` must be complete or queued where
   // memory.wait_queued() waits for it; on return the result is complete.
   void allreduce_sum(float* data, std::size_t count, const MessageContext& id);
+  // The same in segments of `segment_bytes` for this call (0: whole chunks), every rank alike.
+  void allreduce_sum(float* data, std::size_t count, const MessageContext& id, std::size_t segment_bytes);
 
   const RingOptions& options() const { return opt_; }
   Channel& channel() { return *channel_; }

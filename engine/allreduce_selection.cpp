@@ -16,8 +16,11 @@ constexpr const char* kFormat = "teetrain-allreduce-cost-v1";
 
 // Shared memory between ranks on one host, as `bench allreduce` measures it on a 2-core x86 machine
 // (message: latency and MPI software per message; wire: one copy through shared memory; reduce: the
-// add loop). A calibration of the machine at hand replaces all three.
-constexpr comm::LinkCosts kSharedMemory{.message_us = 8.0, .gbps = 4.0, .reduce_gbps = 4.0};
+// add loop). Open MPI's shared-memory transport sends up to 4096 bytes with its headers eagerly
+// (btl_vader_eager_limit); a longer message waits for a rendezvous, measured at about 4 us more
+// (4 KiB: 5.8-7.2 us against 1.9 us for 2 KiB). A calibration of the machine at hand replaces all of it.
+constexpr comm::LinkCosts kSharedMemory{
+    .message_us = 8.0, .gbps = 4.0, .reduce_gbps = 4.0, .eager_bytes = 4032, .rendezvous_us = 4.0};
 // One core's AES-256-GCM (OpenSSL, AES-NI), and what a sealed message costs beyond its bytes: the
 // AEAD's set-up, the nonce, the associated data and the tag check, at both ends.
 constexpr double kCpuAeadGbps = 2.5;
@@ -95,6 +98,8 @@ comm::CryptoCostModel modelled_crypto(const RunPlan& plan, const TeeSwitches& ts
 CostModelSource default_cost_model(const RunPlan& plan, const TeeSwitches& ts, const EmulatedGpu* gpu) {
   comm::LinkCosts link = kSharedMemory;
   std::string where = "shared memory";
+  // An emulated GPU's links are modelled, not MPI's: no eager protocol to price.
+  if (gpu != nullptr) link.eager_bytes = 0;
   if (gpu != nullptr && plan.link == LinkModel::Emulate) {
     link = {
         .message_us = kGpuMessageUs, .gbps = gpu->spec.nvlink_gbps, .reduce_gbps = gpu->spec.hbm_gbps / 3};
@@ -112,9 +117,14 @@ CostModelSource default_cost_model(const RunPlan& plan, const TeeSwitches& ts, c
 }
 
 nlohmann::json cost_model_json(const comm::CostModel& m) {
-  return {{"message_us", m.message_us},
-          {"wire_ns_per_byte", m.wire_ns_per_byte},
-          {"reduce_ns_per_byte", m.reduce_ns_per_byte}};
+  nlohmann::json j = {{"message_us", m.message_us},
+                      {"wire_ns_per_byte", m.wire_ns_per_byte},
+                      {"reduce_ns_per_byte", m.reduce_ns_per_byte}};
+  if (m.eager_bytes > 0) {
+    j["eager_bytes"] = m.eager_bytes;
+    j["rendezvous_us"] = m.rendezvous_us;
+  }
+  return j;
 }
 
 CostModelSource load_cost_model(const std::string& path, TeeMode mode) {
@@ -131,11 +141,22 @@ CostModelSource load_cost_model(const std::string& path, TeeMode mode) {
     throw InputError("--allreduce-cost " + path + " has no model for --tee " + mode_name(mode) + "; " +
                      how_to_write(mode));
   }
-  const comm::CostModel model{number(*m, "message_us"), number(*m, "wire_ns_per_byte"),
-                              number(*m, "reduce_ns_per_byte")};
+  comm::CostModel model{number(*m, "message_us"), number(*m, "wire_ns_per_byte"),
+                        number(*m, "reduce_ns_per_byte")};
   if (model.message_us < 0 || model.wire_ns_per_byte < 0 || model.reduce_ns_per_byte < 0) {
     throw InputError("--allreduce-cost " + path + ": the --tee " + mode_name(mode) +
                      " model needs non-negative message_us, wire_ns_per_byte and reduce_ns_per_byte");
+  }
+  // The eager limit is optional (a model without one prices every message alike).
+  if (m->contains("eager_bytes") || m->contains("rendezvous_us")) {
+    const double eager = number(*m, "eager_bytes");
+    model.rendezvous_us = number(*m, "rendezvous_us");
+    if (eager < 0 || eager > 1e9 || model.rendezvous_us < 0) {
+      throw InputError("--allreduce-cost " + path + ": the --tee " + mode_name(mode) +
+                       " model's eager_bytes and rendezvous_us must both be non-negative numbers "
+                       "(eager_bytes at most 1e9); " + how_to_write(mode));
+    }
+    model.eager_bytes = static_cast<std::size_t>(eager);
   }
   return {model, "calibration " + path + " (tee " + mode_name(mode) + ")"};
 }
@@ -159,25 +180,35 @@ void save_cost_model(const std::string& path, TeeMode mode, const comm::CostFit&
 }
 
 AlgoSelection::AlgoSelection(comm::AlgoRequest request, CostModelSource model, int ranks,
-                             std::size_t segment_bytes)
-    : request_(request), model_(std::move(model)), ranks_(ranks), segment_bytes_(segment_bytes) {}
+                             std::size_t segment_bytes, std::size_t overhead)
+    : request_(request),
+      model_(std::move(model)),
+      ranks_(ranks),
+      segment_bytes_(segment_bytes),
+      overhead_(overhead) {}
 
-comm::ReduceAlgo AlgoSelection::pick(int bucket, std::size_t count) {
+const comm::AlgoChoice& AlgoSelection::choice(int bucket, std::size_t count) {
   const auto it = buckets_.find(bucket);
-  if (it != buckets_.end() && it->second.bytes == count * sizeof(float)) return it->second.choice.algo;
-  Pick p{count * sizeof(float), comm::choose_algo(model_.model, ranks_, count, segment_bytes_)};
+  if (it != buckets_.end() && it->second.bytes == count * sizeof(float)) return it->second.choice;
+  Pick p{count * sizeof(float), comm::choose_algo(model_.model, ranks_, count, segment_bytes_, overhead_)};
   if (request_ != comm::AlgoRequest::Auto) {
-    p.choice.algo = request_ == comm::AlgoRequest::Rd    ? comm::ReduceAlgo::Rd
-                    : request_ == comm::AlgoRequest::Rhd ? comm::ReduceAlgo::Rhd
-                                                         : comm::ReduceAlgo::Ring;
+    // A fixed algorithm runs as asked: at the run's segments, priced there.
+    const comm::ReduceAlgo algo = request_ == comm::AlgoRequest::Rd    ? comm::ReduceAlgo::Rd
+                                  : request_ == comm::AlgoRequest::Rhd ? comm::ReduceAlgo::Rhd
+                                                                       : comm::ReduceAlgo::Ring;
+    const auto i = static_cast<std::size_t>(algo);
+    p.choice.algo = algo;
+    p.choice.segment_bytes = segment_bytes_;
+    p.choice.segments_of[i] = segment_bytes_;
+    p.choice.predicted_us[i] = model_.model.predict_us(comm::allreduce_work(
+        algo, ranks_, count, segment_bytes_, model_.model.eager_bytes, overhead_));
   }
-  buckets_[bucket] = p;
-  return p.choice.algo;
+  return (buckets_[bucket] = p).choice;
 }
 
 double AlgoSelection::predicted_us(int bucket, std::size_t count) {
-  const comm::ReduceAlgo algo = pick(bucket, count);
-  return buckets_.at(bucket).choice.predicted_us[static_cast<std::size_t>(algo)];
+  const comm::AlgoChoice& c = choice(bucket, count);
+  return c.predicted_us[static_cast<std::size_t>(c.algo)];
 }
 
 std::string AlgoSelection::describe() const {
@@ -198,6 +229,7 @@ nlohmann::json AlgoSelection::summary() const {
     buckets.push_back({{"bucket", b},
                        {"bytes", p.bytes},
                        {"algorithm", enum_name(p.choice.algo)},
+                       {"segment_bytes", p.choice.segment_bytes},
                        {"predicted_us", predicted}});
   }
   nlohmann::json model = cost_model_json(model_.model);

@@ -50,12 +50,18 @@ void save_cost_model(const std::string& path, TeeMode mode, const comm::CostFit&
                      const nlohmann::json& about);
 nlohmann::json cost_model_json(const comm::CostModel& m);
 
-// Per bucket: the algorithm, remembered the first time the bucket is seen (bucket sizes are fixed for
-// a run), and what the model predicted for each algorithm.
+// Per bucket: the algorithm and its segments, remembered the first time the bucket is seen (bucket
+// sizes are fixed for a run), and what the model predicted for each algorithm. A fixed request runs
+// at the run's segments; auto may cut a small bucket's messages to the transport's eager limit
+// (comm/allreduce_cost.h).
 class AlgoSelection {
  public:
-  AlgoSelection(comm::AlgoRequest request, CostModelSource model, int ranks, std::size_t segment_bytes);
-  comm::ReduceAlgo pick(int bucket, std::size_t count);
+  // overhead: the channel's wire bytes per message beyond the payload (header and tag when sealed).
+  AlgoSelection(comm::AlgoRequest request, CostModelSource model, int ranks, std::size_t segment_bytes,
+                std::size_t overhead = 0);
+  // What runs for the bucket: algo and segment_bytes (predicted_us: the model's view of each algorithm).
+  const comm::AlgoChoice& choice(int bucket, std::size_t count);
+  comm::ReduceAlgo pick(int bucket, std::size_t count) { return choice(bucket, count).algo; }
   // The model's time for what pick(bucket, count) runs, in microseconds.
   double predicted_us(int bucket, std::size_t count);
   comm::AlgoRequest request() const { return request_; }
@@ -73,6 +79,7 @@ class AlgoSelection {
   CostModelSource model_;
   int ranks_;
   std::size_t segment_bytes_;
+  std::size_t overhead_;
   std::map<int, Pick> buckets_;
 };
 

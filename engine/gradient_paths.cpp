@@ -61,14 +61,15 @@ class HostPath final : public GradientPath {
     selection_.emplace(o.allreduce_algo,
                        o.allreduce_cost.empty() ? default_cost_model(o, ts, s.platform.modelled_gpu())
                                                 : load_cost_model(o.allreduce_cost, o.tee.mode),
-                       parts.wire.size(), ro.segment_bytes);
+                       parts.wire.size(), ro.segment_bytes, parts.channel.overhead());
     what_ = selection_->describe() + " over " + parts.wire.name() + ", " + parts.channel.name();
   }
   void sum(float* g, std::size_t n, long step, int bucket) override {
     comm::MessageContext id;
     id.step = static_cast<uint64_t>(step);
     id.bucket = static_cast<uint32_t>(bucket);
-    algos_->allreduce_sum(selection_->pick(bucket, n), g, n, id);
+    const comm::AlgoChoice& c = selection_->choice(bucket, n);
+    algos_->allreduce_sum(c.algo, g, n, id, c.segment_bytes);
   }
   std::string describe() const override { return what_; }
   AlgoSelection* selection() override { return &*selection_; }

@@ -76,6 +76,51 @@ TEST(AllreduceCost, FitRecoversKnownCoefficients) {
   EXPECT_THROW(comm::fit_cost_model(std::span(samples).first(2), 1 << 20), InputError);
 }
 
+// The transport's eager limit: messages longer than it count as rendezvous, and auto cuts a small
+// bucket into eager segments where the model prices that lower, never cc's whole chunks.
+TEST(AllreduceCost, EagerLimitCountsRendezvousAndCutsSmallMessages) {
+  // rd at P = 2 on 8 KiB: one message of 8192 bytes, above a 4032-byte limit.
+  const auto whole = comm::allreduce_work(ReduceAlgo::Rd, 2, 2048, 1 << 20, 4032, 0);
+  EXPECT_EQ(whole.messages, 1);
+  EXPECT_EQ(whole.rendezvous, 1);
+  // In eager segments: 4032 + 4032 + 128 bytes, none above the limit; with a 64-byte header, two are.
+  const auto cut = comm::allreduce_work(ReduceAlgo::Rd, 2, 2048, 4032, 4032, 0);
+  EXPECT_EQ(cut.messages, 3);
+  EXPECT_EQ(cut.rendezvous, 0);
+  EXPECT_EQ(comm::allreduce_work(ReduceAlgo::Rd, 2, 2048, 4032, 4032, 64).rendezvous, 2);
+  EXPECT_EQ(comm::allreduce_work(ReduceAlgo::Rd, 2, 2048, 1 << 20).rendezvous, 0);  // no limit modelled
+
+  const comm::CostModel m{.message_us = 1.5, .wire_ns_per_byte = 0.1, .reduce_ns_per_byte = 0.25,
+                          .eager_bytes = 4032, .rendezvous_us = 4.3};
+  EXPECT_EQ(m.eager_segment_bytes(0), 4032u);
+  EXPECT_EQ(m.eager_segment_bytes(33), 3996u);  // whole floats that fit beside the overhead
+  EXPECT_EQ(comm::CostModel{}.eager_segment_bytes(0), 0u);
+  const comm::AlgoChoice small = comm::choose_algo(m, 2, 2048, 1 << 20);
+  EXPECT_EQ(small.algo, ReduceAlgo::Rd);
+  EXPECT_EQ(small.segment_bytes, 4032u);  // three eager messages beat one rendezvous
+  EXPECT_NEAR(small.predicted_us[1], m.predict_us(cut), 1e-9);
+  EXPECT_EQ(comm::choose_algo(m, 2, 2048, 0).segment_bytes, 0u);  // whole chunks stay whole (cc)
+  // A large bucket keeps the run's segments: a thousand eager messages cost more than the rendezvous.
+  EXPECT_EQ(comm::choose_algo(m, 2, std::size_t{1} << 20, 1 << 20).segment_bytes, std::size_t{1} << 20);
+}
+
+TEST(AllreduceCost, FitRecoversTheRendezvousCost) {
+  const comm::CostModel truth{.message_us = 1.5, .wire_ns_per_byte = 0.1, .reduce_ns_per_byte = 0.25,
+                              .eager_bytes = 4032, .rendezvous_us = 4.3};
+  std::vector<comm::CostSample> samples;
+  for (int p : {2, 4}) {
+    for (std::size_t n = 256; n <= (std::size_t{1} << 20); n *= 2) {
+      for (ReduceAlgo a : comm::kReduceAlgos)
+        samples.push_back({a, p, n, truth.predict_us(comm::allreduce_work(a, p, n, 1 << 20, 4032))});
+    }
+  }
+  const comm::CostFit fit = comm::fit_cost_model(samples, 1 << 20, 4032);
+  EXPECT_NEAR(fit.model.message_us, 1.5, 1e-6);
+  EXPECT_NEAR(fit.model.rendezvous_us, 4.3, 1e-6);
+  EXPECT_EQ(fit.model.eager_bytes, 4032u);
+  EXPECT_LT(fit.mean_abs_rel_error, 1e-9);
+}
+
 TEST(AllreduceSelection, DefaultsCarryTheTeeCosts) {
   RunPlan plan;
   TeeSwitches off;
@@ -169,6 +214,18 @@ TEST(AllreduceSelection, CalibrationFileRoundTripsPerMode) {
         << e.what();
   }
   EXPECT_THROW(load_cost_model(dir / "missing.json", TeeMode::Off), InputError);
+  // The eager limit and its rendezvous cost travel with the model; a bad one is refused.
+  const comm::CostFit eager{
+      {.message_us = 1.5, .wire_ns_per_byte = 0.1, .reduce_ns_per_byte = 0.2, .eager_bytes = 4032, .rendezvous_us = 4},
+      0.1};
+  save_cost_model(path, TeeMode::Fast, eager, {{"ranks", 2}});
+  EXPECT_EQ(load_cost_model(path, TeeMode::Fast).model.eager_bytes, 4032u);
+  EXPECT_EQ(load_cost_model(path, TeeMode::Fast).model.rendezvous_us, 4);
+  EXPECT_EQ(load_cost_model(path, TeeMode::Off).model.eager_bytes, 0u);  // a file without one: none
+  nlohmann::json doc = nlohmann::json::parse(std::ifstream(path));
+  doc["models"]["fast"]["eager_bytes"] = -1;
+  std::ofstream(path) << doc.dump();
+  EXPECT_THROW(load_cost_model(path, TeeMode::Fast), InputError);
 }
 
 // Any bytes in the file: a model, or InputError (exit 2) — never a json exception reaching the user.

@@ -254,11 +254,13 @@ void write_allreduce_json(const AllreduceBenchOptions& o, const std::vector<comm
 }
 
 // --calibrate: the cost model fitted to this run's ring, rd and rhd times, merged into the file under
-// this TEE mode, and how well it fits.
-void write_calibration(const AllreduceBenchOptions& o, const std::vector<comm::BenchRecord>& records,
-                       const comm::BenchOptions& bo, int world) {
+// this TEE mode, and how well it fits. The transport's eager limit is the default model's (MPI's
+// shared-memory one); its rendezvous cost is fitted.
+void write_calibration(const AllreduceBenchOptions& o, const TeeSwitches& ts,
+                       const std::vector<comm::BenchRecord>& records, const comm::BenchOptions& bo, int world) {
   const auto samples = comm::cost_samples(records);
-  const comm::CostFit fit = comm::fit_cost_model(samples, bo.ring.segment_bytes);
+  const comm::CostFit fit =
+      comm::fit_cost_model(samples, bo.ring.segment_bytes, cost_source(o, ts).model.eager_bytes);
   save_cost_model(o.calibrate, o.tee.settings.mode, fit,
                   {{"ranks", world},
                    {"min_bytes", o.min_bytes},
@@ -309,7 +311,7 @@ void run_allreduce(AllreduceBenchOptions o) {
   const std::string adversary_view = links.wire().report();
   if (root && !adversary_view.empty()) std::printf("%s", adversary_view.c_str());
   if (root && !o.json.empty()) write_allreduce_json(o, records);
-  if (root && !o.calibrate.empty()) write_calibration(o, records, bo, transport.size());
+  if (root && !o.calibrate.empty()) write_calibration(o, ts, records, bo, transport.size());
   // A wrong sum is a failed run, not a data point: scripts and CI must see it in the exit code.
   for (const auto& r : records) {
     if (!r.correct) {
