@@ -27,6 +27,11 @@ constexpr ProfileField kFields[] = {
     {"aead_gbps", &GpuSpec::aead_gbps},
     {"nvlink_gbps", &GpuSpec::nvlink_gbps},
 };
+// Fields a profile may leave out (0: the behaviour of profiles written before they existed).
+constexpr ProfileField kOptionalFields[] = {
+    {"cache_bytes", &GpuSpec::cache_bytes},
+    {"memory_gbps", &GpuSpec::memory_gbps},
+};
 constexpr const char* kHint = " (write one with `teetrain bench host-profile --out FILE.json`)";
 
 }  // namespace
@@ -38,6 +43,7 @@ bool is_platform_profile(const std::string& gpu) {
 nlohmann::json platform_profile_json(const GpuSpec& g) {
   nlohmann::json j{{"name", g.name}, {"sms", g.sms}};
   for (const ProfileField& f : kFields) j[f.key] = g.*(f.field);
+  for (const ProfileField& f : kOptionalFields) j[f.key] = g.*(f.field);
   return j;
 }
 
@@ -46,9 +52,10 @@ GpuSpec platform_profile_from_json(const nlohmann::json& j, const std::string& w
   GpuSpec g;
   for (const auto& [key, value] : j.items()) {
     if (key == "about" || key == "measured" || key == "host") continue;  // free text and provenance
+    const auto named = [&](const ProfileField& f) { return key == f.key; };
     const bool known = key == "name" || key == "sms" ||
-                       std::any_of(std::begin(kFields), std::end(kFields),
-                                   [&](const ProfileField& f) { return key == f.key; });
+                       std::any_of(std::begin(kFields), std::end(kFields), named) ||
+                       std::any_of(std::begin(kOptionalFields), std::end(kOptionalFields), named);
     if (!known) throw InputError(where + ": unknown field '" + key + "'" + kHint);
   }
   auto number = [&](const char* key) {
@@ -60,6 +67,8 @@ GpuSpec platform_profile_from_json(const nlohmann::json& j, const std::string& w
     throw InputError(where + ": field 'name' is missing or not a string" + kHint);
   g.name = j["name"].get<std::string>();
   for (const ProfileField& f : kFields) g.*(f.field) = number(f.key);
+  for (const ProfileField& f : kOptionalFields)
+    if (j.contains(f.key)) g.*(f.field) = number(f.key);
   g.sms = static_cast<int>(number("sms"));
   try {
     validate_gpu_spec(g);

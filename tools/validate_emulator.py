@@ -101,8 +101,10 @@ def part_a(args):
             cause = (f"the machine's other work (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores): "
                      f"the real repeats spread {spread:.0%}, and the profile was measured at another moment")
             if spread < 0.1:
-                cause = ("element-wise ops over the parameters (zero grad, norm) run from memory, not at the "
-                         "cache-resident rate measured at the activations' size; rank threads contend")
+                cause = ("the rank's communication and crypto threads share its cores with compute, which the "
+                         "profile (one process, compute only) does not see" if P > 1 else
+                         "the profile's rates are each op's alone, warm; the step's ops follow each other on "
+                         "other buffers")
             rows.append(row("a", f"gpt2-mini P={P} --tee {mode} ({threads} thread/rank; real: median of "
                                  f"{len(real)}, spread {spread:.0%})", emu, statistics.median(real), cause))
     return rows
@@ -125,8 +127,11 @@ def part_b(args):
         meas = m["forward_s"] + m["backward_s"] + m["optimizer_s"]
         cause = ""
         if name.startswith("resnet"):
-            cause = ("one convolution efficiency per precision (0.086 TF32, 0.21 FP32 of peak); cuDNN's speed "
-                     "depends on the layer shape and the fixture has no per-layer times to model that")
+            cause = ("exact FP32 convolutions at one efficiency (0.21 of peak, no tile term: CUDA cores); cuDNN's "
+                     "FP32 algorithms differ per layer shape and the fixture has no per-layer times to model that"
+                     if prec == "fp32" else
+                     "tensor-core convolutions: 0.128 of peak over the whole 128 x 256 tiles of each implicit GEMM; "
+                     "cuDNN's per-layer choices beyond tile fill are not modelled")
         rows.append(row("b", f"{name} {prec} on {gpu} ({os.path.dirname(path).split('/')[-1]})", pred, meas, cause))
     return rows
 

@@ -190,18 +190,25 @@ void EmulatedBackend::sgd_update(float*, const float*, float*, std::size_t n, co
 }
 
 // ---- CNN ops.
+// A convolution as cuDNN's implicit GEMMs: forward M = B*OH*OW output pixels, N = OC, K = IC*KH*KW;
+// the input gradient M = B*H*W, N = IC (K shrinks by the stride squared: same FLOPs as forward); the
+// weight gradient M = OC, N = IC*KH*KW, K = B*OH*OW. Their shapes decide the tiles they fill.
 void EmulatedBackend::conv2d_forward(float*, const float*, const float*, const float* bias, float*,
                                      const Conv2dShape& s) {
-  const double out = d(s.B) * d(s.OC) * d(s.OH()) * d(s.OW());
-  charge(EmulatedWork::Conv, 2.0 * out * d(s.IC) * d(s.KH) * d(s.KW));
-  if (bias != nullptr) charge_elementwise_floats(2.0 * out);
+  const double pixels = d(s.B) * d(s.OH()) * d(s.OW()), taps = d(s.IC) * d(s.KH) * d(s.KW);
+  charge(EmulatedWork::Conv, gpu_.conv_gemm_flops(pixels, d(s.OC), taps));
+  if (bias != nullptr) charge_elementwise_floats(2.0 * pixels * d(s.OC));
 }
 void EmulatedBackend::conv2d_backward(float* dinp, float* dweight, float* dbias, const float*, const float*,
                                       const float*, float*, const Conv2dShape& s) {
-  const double out = d(s.B) * d(s.OC) * d(s.OH()) * d(s.OW());
-  const double one = 2.0 * out * d(s.IC) * d(s.KH) * d(s.KW);
-  charge(EmulatedWork::Conv, (dinp != nullptr ? one : 0.0) + (dweight != nullptr ? one : 0.0));
-  if (dbias != nullptr) charge_elementwise_floats(out);
+  const double pixels = d(s.B) * d(s.OH()) * d(s.OW()), taps = d(s.IC) * d(s.KH) * d(s.KW);
+  const double in_pixels = d(s.B) * d(s.H) * d(s.W);
+  const double dgrad_k = pixels * d(s.OC) * taps / (in_pixels * d(s.IC));
+  double flops = 0;
+  if (dinp != nullptr) flops += gpu_.conv_gemm_flops(in_pixels, d(s.IC), dgrad_k);
+  if (dweight != nullptr) flops += gpu_.conv_gemm_flops(d(s.OC), taps, pixels);
+  charge(EmulatedWork::Conv, flops);
+  if (dbias != nullptr) charge_elementwise_floats(pixels * d(s.OC));
 }
 // Our CUDA batch norm runs one block per channel: with fewer channels than SMs, the rest idle.
 double EmulatedBackend::channel_parallel(int C) const {

@@ -11,15 +11,20 @@ namespace tt {
 
 // What teetrain's own CUDA kernels reach, measured (the fits are described in gpu_specs()):
 // - matmuls (cuBLAS) reach 0.76 of the tensor-core peak (tests/fixtures/gpu_size_sweep_h200);
-// - convolutions (cuDNN at batch 32) far less (tests/fixtures/step_h100);
+// - convolutions (cuDNN at batch 32) far less (tests/fixtures/step_h100); on tensor cores, each of a
+//   convolution's implicit GEMMs also pays for the tiles its shape leaves partly empty (conv_gemm_flops);
 // - element-wise kernels move kMeasuredActTraffic times the bytes of their operands, at 80% of HBM;
 // - each of the transformer's kernels (matmul, layernorm, attention, GELU, embedding, softmax) costs
 //   kMeasuredRowKernelSeconds beyond that: launches and the tails of unfused row-wise kernels.
 inline constexpr double kMeasuredMatmulEfficiency = 0.76;
-inline constexpr double kMeasuredConvEfficiency = 0.086;     // tensor cores (TF32, BF16)
+inline constexpr double kMeasuredConvEfficiency = 0.128;     // tensor cores (TF32, BF16), of full tiles
 inline constexpr double kMeasuredConvEfficiencyFp32 = 0.21;  // CUDA cores (exact FP32)
 inline constexpr double kMeasuredActTraffic = 1.19;
 inline constexpr double kMeasuredRowKernelSeconds = 40e-6;
+// The output tile of Hopper's tensor-core GEMM kernels (CUTLASS's sm90 TF32/BF16 tile: 128 rows of M by
+// 256 columns of N). A GEMM dimension that is not a multiple of it computes the empty part of its last
+// tile: ResNet's 64-channel layers fill a quarter of the N tile. Not fitted (see gpu_specs()).
+inline constexpr double kTensorTileM = 128, kTensorTileN = 256;
 
 // Which peak applies: exact FP32 on CUDA cores, TF32 tensor cores (what teetrain's CUDA backend runs
 // with --tf32), or BF16 mixed precision (which also halves the element-wise bytes).
@@ -46,6 +51,11 @@ struct GpuSpec {
   int sms = 132;  // streaming multiprocessors (kernels with fewer blocks than this leave some idle)
   double row_kernel_seconds = kMeasuredRowKernelSeconds;  // fixed cost of each transformer kernel
   double optimizer_gbps = 0;  // rate the fused optimizer streams its state (0 = 60% of hbm_gbps)
+  // Element-wise ops whose traffic exceeds cache_bytes stream from memory at memory_gbps instead of
+  // hbm_gbps (a host profile: hbm_gbps is measured at the activations' size, which stays in cache,
+  // memory_gbps at the parameters' size). 0 = one rate for every size (the GPUs of the table).
+  double cache_bytes = 0;
+  double memory_gbps = 0;
 };
 
 // The built-in table: h100, h200, a100, v100.
@@ -73,10 +83,15 @@ struct EmulatedGpu {
   double flops_per_second() const;
   // Sustained convolution FLOP/s = peak x conv efficiency (the matmul override scales it alike).
   double conv_flops_per_second() const;
+  // FLOPs a convolution's implicit GEMM (M x N output, K deep: 2 M N K FLOPs) is charged at
+  // conv_flops_per_second(): on tensor cores (tf32, bf16; not with --gpu-tflops), the whole tiles of
+  // kTensorTileM x kTensorTileN that cover M x N.
+  double conv_gemm_flops(double M, double N, double K) const;
   double efficiency() const { return efficiency_override > 0 ? efficiency_override : spec.efficiency; }
   double act_traffic() const { return act_traffic_override >= 0 ? act_traffic_override : spec.act_traffic; }
   // Seconds element-wise kernels take for `bytes` of FP32 operands (read and written): their traffic
-  // at 80% of HBM bandwidth (streaming kernels), halved for bf16 (2-byte activations).
+  // at 80% of HBM bandwidth (streaming kernels), halved for bf16 (2-byte activations); above the
+  // spec's cache_bytes, at memory_gbps.
   double elementwise_seconds(double bytes) const;
   // Seconds a fused optimizer kernel takes to stream `bytes` (it reached 51-65% of an H200's HBM).
   double optimizer_seconds(double bytes) const;

@@ -27,9 +27,16 @@ fi
 # A measured profile of this machine runs an emulated step; the CPU's rates are in it.
 "$TT" bench host-profile --model gpt2-mini --reps 3 --out "$WORK/host.json" >/dev/null
 make_corpus
+check "profile has the memory rate" "$PY" -c "import json,sys; p=json.load(open(sys.argv[1]))
+assert p['memory_gbps'] > 0 and p['cache_bytes'] > 0" "$WORK/host.json"
 check "emulated run on a profile" "$TT" train --model gpt2-mini --data "$WORK/data/tiny" --batch 1 --seq 32 \
   --steps 2 --val-batches 0 --no-progress --compute emulate --gpu "$WORK/host.json" --gpu-precision fp32 \
   --summary "$WORK/emu.json"
+
+# A profile written before memory_gbps and cache_bytes existed still runs (one element-wise rate).
+"$PY" -c "import json,sys; p=json.load(open(sys.argv[1])); [p.pop(k) for k in ('memory_gbps','cache_bytes')]
+json.dump(p, open(sys.argv[2], 'w'))" "$WORK/host.json" "$WORK/old.json"
+check "profile without the memory rate" "$TT" bench emulated-step --model gpt2-mini --seq 64 --gpu "$WORK/old.json" >/dev/null
 
 # Bad profiles: exit 2, one line naming the problem and the command that writes a good one.
 echo '{"name": "x"' >"$WORK/broken.json"

@@ -85,6 +85,55 @@ TEST(EmulatedBackend, OpsCostWhatTheirShapesSay) {
   EXPECT_NEAR(be.seconds(), be.gpu().elementwise_seconds(3.0 * 4 * 66 * 100 * 4) * 2.0, 1e-12);
 }
 
+// On tensor cores a convolution's implicit GEMMs are charged the whole 128 x 256 tiles covering their
+// output: ResNet's first-stage 3x3 conv (64 -> 64 channels, 56 x 56, batch 32) fills a quarter of
+// each tile's 256 columns in all three GEMMs, so it costs 4x its FLOPs; exact FP32 costs its FLOPs.
+TEST(EmulatedBackend, TensorCoreConvolutionsPayForWholeTiles) {
+  const Conv2dShape s{32, 64, 56, 56, 64, 3, 3, 1, 1};
+  const double M = 32.0 * 56 * 56, K = 64.0 * 9, flops = 2.0 * M * 64 * K;  // M: 784 whole tiles of 128
+  float g = 0;
+  EmulatedBackend tf32(EmulatedGpu{gpu_spec("h100"), GpuPrecision::Tf32}, EmulatedBackend::Timing::Account);
+  tf32.conv2d_forward(nullptr, nullptr, nullptr, nullptr, nullptr, s);
+  const double rate = tf32.gpu().conv_flops_per_second();
+  EXPECT_NEAR(tf32.seconds(EmulatedWork::Conv), 4.0 * flops / rate, 1e-12);
+  tf32.reset_seconds();
+  // Input gradient (M = 32*56*56, N = 64) and weight gradient (M = 64, N = 576: 3 tiles of 256 for 576).
+  tf32.conv2d_backward(&g, &g, nullptr, nullptr, nullptr, nullptr, nullptr, s);
+  const double wgrad = 2.0 * 128 * 768 * M;
+  EXPECT_NEAR(tf32.seconds(EmulatedWork::Conv), (4.0 * flops + wgrad) / rate, 1e-12);
+  EmulatedBackend fp32(EmulatedGpu{gpu_spec("h100"), GpuPrecision::Fp32}, EmulatedBackend::Timing::Account);
+  fp32.conv2d_backward(&g, &g, nullptr, nullptr, nullptr, nullptr, nullptr, s);
+  EXPECT_NEAR(fp32.seconds(EmulatedWork::Conv), 2.0 * flops / fp32.gpu().conv_flops_per_second(), 1e-12);
+  // A strided conv's input gradient has the forward's FLOPs (its K shrinks by the stride squared).
+  const Conv2dShape down{32, 64, 56, 56, 128, 1, 1, 2, 0};
+  fp32.reset_seconds();
+  fp32.conv2d_backward(&g, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, down);
+  EXPECT_NEAR(fp32.seconds(EmulatedWork::Conv),
+              2.0 * 32 * 28 * 28 * 128 * 64 / fp32.gpu().conv_flops_per_second(), 1e-12);
+}
+
+// A host profile's element-wise ops beyond its cache (zero grad and the gradient norm over the
+// parameters) run at the rate measured from memory, smaller ones at the cache-resident rate.
+TEST(EmulatedBackend, ParameterSizedElementwiseOpsRunFromMemory) {
+  GpuSpec host = gpu_spec("h100");
+  host.hbm_gbps = 100.0 / 0.8;  // the cache-resident rate: 100 GB/s
+  host.act_traffic = 1.0;
+  host.cache_bytes = 1 << 20;
+  host.memory_gbps = 20.0;
+  EmulatedBackend be(EmulatedGpu{host, GpuPrecision::Fp32}, EmulatedBackend::Timing::Account);
+  be.fill(nullptr, 0.0f, 3290624);  // zero grad of gpt2-mini's 3.3 M parameters: 13 MB written
+  EXPECT_NEAR(be.seconds(), 3290624.0 * 4 / 20e9, 1e-12);
+  be.reset_seconds();
+  be.add(nullptr, nullptr, nullptr, 65536);  // an activation-sized add: 786 KB, within the cache
+  EXPECT_NEAR(be.seconds(), 3.0 * 65536 * 4 / 100e9, 1e-12);
+  host.cache_bytes = 0;  // the table's GPUs: one rate at every size
+  EmulatedBackend gpu(EmulatedGpu{host, GpuPrecision::Fp32}, EmulatedBackend::Timing::Account);
+  gpu.fill(nullptr, 0.0f, 3290624);
+  EXPECT_NEAR(gpu.seconds(), 3290624.0 * 4 / 100e9, 1e-12);
+  host.memory_gbps = -1;
+  EXPECT_THROW(validate_gpu_spec(host), InputError);
+}
+
 TEST(EmulatedBackend, WaitModeWaitsAndSynchronisesAtTheHost) {
   EmulatedBackend be(slow_gpu());
   // 20 ms of matmul: the host may run ahead by up to 2 ms, so the call itself has waited >= 18 ms,

@@ -140,8 +140,9 @@ TEST(EmulatedStep, Gpt2MatchesTheMeasuredH100Steps) {
   }
 }
 
-// ResNets are emulated less precisely (cuDNN's efficiency depends on the conv shape; one figure per
-// precision): within 25% of the H100, in the right order of size, and TF32 faster than FP32.
+// ResNets: on tensor cores (TF32) each implicit GEMM pays for the whole tiles its shape fills, which
+// follows the H100 within 10%; exact FP32 has one efficiency (cuDNN's FP32 algorithms vary by shape),
+// within 15%. In the right order of size, and TF32 faster than FP32.
 TEST(EmulatedStep, ResnetFollowsTheMeasuredH100Steps) {
   for (const char* precision : {"tf32", "fp32"}) {
     double last = 0;
@@ -154,7 +155,8 @@ TEST(EmulatedStep, ResnetFollowsTheMeasuredH100Steps) {
       const double measured = measured_step(m);
       std::printf("%-12s %s  emulated %.4f s (fwd %.4f bwd %.4f opt %.4f)  measured %.4f s (x%.3f)\n", name,
                   precision, e.total(), e.forward, e.backward, e.optimizer, measured, e.total() / measured);
-      EXPECT_NEAR(e.total() / measured, 1.0, 0.25) << name << " " << precision;
+      EXPECT_NEAR(e.total() / measured, 1.0, std::string(precision) == "tf32" ? 0.10 : 0.15)
+          << name << " " << precision;
       EXPECT_GT(e.total(), last) << name;
       last = e.total();
       if (std::string(precision) == "tf32") {

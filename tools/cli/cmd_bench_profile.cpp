@@ -3,6 +3,8 @@
 // and AES-256-GCM, and writes them as a platform profile (engine/platform_profile.h) that
 // `teetrain train --compute emulate --gpu FILE.json` reads. Nothing in it is fitted to a training
 // step: each rate is one op kind's, measured alone.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -103,6 +105,14 @@ double copy_bytes_per_s(Backend& be, int reps) {
   return kSegment / median_seconds(be, reps, [&] { be.copy(b.data(), a.data(), kSegment); });
 }
 
+// Bytes the rank's threads keep in cache: their L2s (what the element-wise ops at the activations'
+// size run from; larger ops, such as those over the parameters, stream from memory).
+double cache_bytes(int threads) {
+  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  constexpr double kFallback = 1 << 20;  // when the system does not say
+  return (l2 > 0 ? static_cast<double>(l2) : kFallback) * threads;
+}
+
 // AES-256-GCM seal GB/s of `threads` cores at the ring's 1 MiB segments.
 double aead_gbps(int threads) {
   const auto recs =
@@ -129,7 +139,9 @@ GpuSpec measure_profile(const HostProfileOptions& o, nlohmann::json& measured) {
   const int C = mc["n_embd"].get<int>(), N = o.batch * o.seq;
   const double mm = matmul_flops_per_s(*be, o.reps, N, C);
   const double ew = elementwise_bytes_per_s(*be, o.reps, static_cast<std::size_t>(N) * 4 * C);
-  const double opt = optimizer_bytes_per_s(*be, std::max(3, o.reps / 4), mc["params"].get<std::size_t>());
+  const auto params = mc["params"].get<std::size_t>();
+  const double opt = optimizer_bytes_per_s(*be, std::max(3, o.reps / 4), params);
+  const double mem = elementwise_bytes_per_s(*be, std::max(3, o.reps / 4), params);
   const double cp = copy_bytes_per_s(*be, o.reps);
   const double op = op_overhead_seconds(*be, o.reps);
   const double aead = aead_gbps(o.threads);
@@ -147,7 +159,9 @@ GpuSpec measure_profile(const HostProfileOptions& o, nlohmann::json& measured) {
             .conv_efficiency_fp32 = 1.0,
             .sms = o.threads,
             .row_kernel_seconds = op,
-            .optimizer_gbps = opt / 1e9};
+            .optimizer_gbps = opt / 1e9,
+            .cache_bytes = cache_bytes(o.threads),
+            .memory_gbps = mem / 1e9};
   measured = {{"backend", be->describe()},
               {"model", o.model.name},
               {"batch", o.batch},
@@ -156,6 +170,8 @@ GpuSpec measure_profile(const HostProfileOptions& o, nlohmann::json& measured) {
               {"matmul_gflops", mm / 1e9},
               {"elementwise_gbps", ew / 1e9},
               {"optimizer_gbps", opt / 1e9},
+              {"memory_elementwise_gbps", mem / 1e9},
+              {"cache_bytes", g.cache_bytes},
               {"copy_1mib_gbps", cp / 1e9},
               {"op_overhead_us", op * 1e6},
               {"aes256gcm_gbps", aead}};
@@ -170,7 +186,9 @@ void run_host_profile(const HostProfileOptions& o) {
       "This machine measured by `teetrain bench host-profile` (" + o.model.name + " shapes, batch " +
       std::to_string(o.batch) + " x " + std::to_string(o.seq) + ", " + std::to_string(o.threads) +
       " thread(s)): matmuls at the transformer's shapes (peak, efficiency 1), element-wise adds "
-      "(hbm_gbps = their rate / 0.8), AdamW, 1 MiB copies (the link), one-float adds (row_kernel_seconds), "
+      "(hbm_gbps = their rate / 0.8; memory_gbps: the same add over the parameters, which ops larger than "
+      "cache_bytes, the threads' L2, run at), AdamW, 1 MiB copies (the link), one-float adds "
+      "(row_kernel_seconds), "
       "AES-256-GCM at 1 MiB (aead_gbps, host.aead_gbps_per_core). Convolutions are not measured.";
   j["measured"] = measured;
   j["host"] = {{"aead_gbps_per_core", measured["aes256gcm_gbps"].get<double>() / o.threads}};
@@ -270,7 +288,8 @@ void register_bench_host_profile(CLI::App* bench) {
   auto* c = bench->add_subcommand(
       "host-profile",
       "Measure this machine as a platform profile for `train --compute emulate --gpu FILE.json`: matmul, "
-      "element-wise, optimizer, copy and AES-GCM rates of the CPU backend at a transformer's shapes");
+      "element-wise (at the activations' and at the parameters' size), optimizer, copy and AES-GCM rates of "
+      "the CPU backend at a transformer's shapes");
   add_model_options(c, o->model);
   c->add_option("--batch", o->batch, "Batch (the shapes measured: batch x seq rows)")
       ->check(positive())
