@@ -165,7 +165,8 @@ AlgoChoice choose_algo(const CostModel& m, int ranks, std::size_t count, std::si
   return c;
 }
 
-CostFit fit_cost_model(std::span<const CostSample> samples, std::size_t segment_bytes, std::size_t eager_bytes) {
+CostFit fit_cost_model(std::span<const CostSample> samples, std::size_t segment_bytes,
+                       std::size_t eager_bytes) {
   // Rows scaled to relative error: (terms / measured) . x ~ 1, columns scaled to unit maximum.
   std::vector<Terms> rows;
   Terms scale{1e-30, 1e-30, 1e-30, 1e-30};

@@ -75,8 +75,8 @@ CostModel compose(const LinkCosts& link, const TeeCosts& tee);
 
 struct AlgoChoice {
   ReduceAlgo algo = ReduceAlgo::Ring;
-  std::size_t segment_bytes = 0;              // the picked algorithm's segments
-  std::array<double, 3> predicted_us{};       // per kReduceAlgos entry, at its cheaper segmentation
+  std::size_t segment_bytes = 0;             // the picked algorithm's segments
+  std::array<double, 3> predicted_us{};      // per kReduceAlgos entry, at its cheaper segmentation
   std::array<std::size_t, 3> segments_of{};  // per kReduceAlgos entry: that segmentation
 };
 // The cheapest algorithm for one all-reduce of `count` floats (ties: ring, then rd, then rhd), each

@@ -194,12 +194,11 @@ void RecursiveAllreduce::allreduce_sum(RecursiveKind kind, float* data, std::siz
     widest_ = 0;
     for (const Hop& h : plan_) widest_ = std::max({widest_, h.send.range.count, h.recv.range.count});
   }
-  hops_.begin(name, SegmentLayout(segment_bytes, widest_, channel_.overhead()), widest_, id,
-              opt_.timeout, opt_.tag);
+  hops_.begin(name, SegmentLayout(segment_bytes, widest_, channel_.overhead()), widest_, id, opt_.timeout,
+              opt_.tag);
   memory_.wait_queued();  // the first sends read `data`: whatever produced it must be done
   hops_.run_all(data, plan_);
-  if (prof_ != nullptr && prof_->tracing())
-    prof_->record("allreduce", Lane::Comm, begin, prof_->now());
+  if (prof_ != nullptr && prof_->tracing()) prof_->record("allreduce", Lane::Comm, begin, prof_->now());
 }
 
 }  // namespace tt::comm

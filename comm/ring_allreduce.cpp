@@ -61,8 +61,7 @@ void RingAllreduce::allreduce_sum(float* data, std::size_t count, const MessageC
   for (std::uint32_t s = 0; s + 1 < p; ++s) plan_.push_back(geo.scatter_reduce_hop(s));
   for (std::uint32_t s = 0; s + 1 < p; ++s) plan_.push_back(geo.all_gather_hop(s));
   hops_.run_all(data, plan_);
-  if (prof_ != nullptr && prof_->tracing())
-    prof_->record("allreduce", Lane::Comm, begin, prof_->now());
+  if (prof_ != nullptr && prof_->tracing()) prof_->record("allreduce", Lane::Comm, begin, prof_->now());
 }
 
 }  // namespace tt::comm

@@ -154,7 +154,8 @@ CostModelSource load_cost_model(const std::string& path, TeeMode mode) {
     if (eager < 0 || eager > 1e9 || model.rendezvous_us < 0) {
       throw InputError("--allreduce-cost " + path + ": the --tee " + mode_name(mode) +
                        " model's eager_bytes and rendezvous_us must both be non-negative numbers "
-                       "(eager_bytes at most 1e9); " + how_to_write(mode));
+                       "(eager_bytes at most 1e9); " +
+                       how_to_write(mode));
     }
     model.eager_bytes = static_cast<std::size_t>(eager);
   }
@@ -200,8 +201,8 @@ const comm::AlgoChoice& AlgoSelection::choice(int bucket, std::size_t count) {
     p.choice.algo = algo;
     p.choice.segment_bytes = segment_bytes_;
     p.choice.segments_of[i] = segment_bytes_;
-    p.choice.predicted_us[i] = model_.model.predict_us(comm::allreduce_work(
-        algo, ranks_, count, segment_bytes_, model_.model.eager_bytes, overhead_));
+    p.choice.predicted_us[i] = model_.model.predict_us(
+        comm::allreduce_work(algo, ranks_, count, segment_bytes_, model_.model.eager_bytes, overhead_));
   }
   return (buckets_[bucket] = p).choice;
 }

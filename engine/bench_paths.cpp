@@ -1,7 +1,6 @@
 #include "engine/bench_paths.h"
 
-#include <bit>
-
+#include "base/error.h"
 #include "core/enum_names.h"
 #include "engine/host_layout.h"
 
@@ -16,10 +15,9 @@ const GradientPathEntry& row_of(GradientPathKind kind) {
   throw RunError("no gradient path of this kind");  // unreachable: the table has every kind
 }
 
-// A bench size as AlgoSelection's bucket: sizes grow by a factor of at least 2, so each has its own.
-int bucket_of(std::size_t count) {
-  return static_cast<int>(std::bit_width(count));
-}
+// Every bench all-reduce is bucket 0, as one gradient bucket of a run would be: the messages read
+// "bucket 0" whatever the size, and AlgoSelection prices each new size of the bucket afresh.
+constexpr int kBucket = 0;
 
 }  // namespace
 
@@ -56,10 +54,10 @@ std::vector<comm::BenchAlgo> BenchPaths::rows(const std::vector<comm::BenchAlgor
   for (const comm::BenchAlgorithm mode : modes) {
     Row& row = build(mode);
     comm::BenchAlgo b{enum_name(mode), {}, {}, {}};
-    b.allreduce = [&row](float* d, std::size_t n) { row.path->sum(d, n, row.step++, bucket_of(n)); };
+    b.allreduce = [&row](float* d, std::size_t n) { row.path->sum(d, n, row.step++, kBucket); };
     if (AlgoSelection* sel = row.path->selection(); sel != nullptr && mode != comm::BenchAlgorithm::Plain) {
-      b.picks = [sel](std::size_t n) { return std::string(enum_name(sel->pick(bucket_of(n), n))); };
-      b.predicts = [sel](std::size_t n) { return sel->predicted_us(bucket_of(n), n); };
+      b.picks = [sel](std::size_t n) { return std::string(enum_name(sel->pick(kBucket, n))); };
+      b.predicts = [sel](std::size_t n) { return sel->predicted_us(kBucket, n); };
     }
     out.push_back(std::move(b));
   }

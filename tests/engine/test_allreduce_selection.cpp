@@ -90,8 +90,11 @@ TEST(AllreduceCost, EagerLimitCountsRendezvousAndCutsSmallMessages) {
   EXPECT_EQ(comm::allreduce_work(ReduceAlgo::Rd, 2, 2048, 4032, 4032, 64).rendezvous, 2);
   EXPECT_EQ(comm::allreduce_work(ReduceAlgo::Rd, 2, 2048, 1 << 20).rendezvous, 0);  // no limit modelled
 
-  const comm::CostModel m{.message_us = 1.5, .wire_ns_per_byte = 0.1, .reduce_ns_per_byte = 0.25,
-                          .eager_bytes = 4032, .rendezvous_us = 4.3};
+  const comm::CostModel m{.message_us = 1.5,
+                          .wire_ns_per_byte = 0.1,
+                          .reduce_ns_per_byte = 0.25,
+                          .eager_bytes = 4032,
+                          .rendezvous_us = 4.3};
   EXPECT_EQ(m.eager_segment_bytes(0), 4032u);
   EXPECT_EQ(m.eager_segment_bytes(33), 3996u);  // whole floats that fit beside the overhead
   EXPECT_EQ(comm::CostModel{}.eager_segment_bytes(0), 0u);
@@ -105,8 +108,11 @@ TEST(AllreduceCost, EagerLimitCountsRendezvousAndCutsSmallMessages) {
 }
 
 TEST(AllreduceCost, FitRecoversTheRendezvousCost) {
-  const comm::CostModel truth{.message_us = 1.5, .wire_ns_per_byte = 0.1, .reduce_ns_per_byte = 0.25,
-                              .eager_bytes = 4032, .rendezvous_us = 4.3};
+  const comm::CostModel truth{.message_us = 1.5,
+                              .wire_ns_per_byte = 0.1,
+                              .reduce_ns_per_byte = 0.25,
+                              .eager_bytes = 4032,
+                              .rendezvous_us = 4.3};
   std::vector<comm::CostSample> samples;
   for (int p : {2, 4}) {
     for (std::size_t n = 256; n <= (std::size_t{1} << 20); n *= 2) {
@@ -215,9 +221,12 @@ TEST(AllreduceSelection, CalibrationFileRoundTripsPerMode) {
   }
   EXPECT_THROW(load_cost_model(dir / "missing.json", TeeMode::Off), InputError);
   // The eager limit and its rendezvous cost travel with the model; a bad one is refused.
-  const comm::CostFit eager{
-      {.message_us = 1.5, .wire_ns_per_byte = 0.1, .reduce_ns_per_byte = 0.2, .eager_bytes = 4032, .rendezvous_us = 4},
-      0.1};
+  const comm::CostFit eager{{.message_us = 1.5,
+                             .wire_ns_per_byte = 0.1,
+                             .reduce_ns_per_byte = 0.2,
+                             .eager_bytes = 4032,
+                             .rendezvous_us = 4},
+                            0.1};
   save_cost_model(path, TeeMode::Fast, eager, {{"ranks", 2}});
   EXPECT_EQ(load_cost_model(path, TeeMode::Fast).model.eager_bytes, 4032u);
   EXPECT_EQ(load_cost_model(path, TeeMode::Fast).model.rendezvous_us, 4);

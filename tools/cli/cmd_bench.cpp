@@ -257,7 +257,8 @@ void write_allreduce_json(const AllreduceBenchOptions& o, const std::vector<comm
 // this TEE mode, and how well it fits. The transport's eager limit is the default model's (MPI's
 // shared-memory one); its rendezvous cost is fitted.
 void write_calibration(const AllreduceBenchOptions& o, const TeeSwitches& ts,
-                       const std::vector<comm::BenchRecord>& records, const comm::BenchOptions& bo, int world) {
+                       const std::vector<comm::BenchRecord>& records, const comm::BenchOptions& bo,
+                       int world) {
   const auto samples = comm::cost_samples(records);
   const comm::CostFit fit =
       comm::fit_cost_model(samples, bo.ring.segment_bytes, cost_source(o, ts).model.eager_bytes);
