@@ -19,8 +19,10 @@
 #include "platform/emulated/virtual_seal_channel.h"
 #include "tee/digest.h"
 
-namespace tt::comm {
+namespace tt::platform {
 namespace {
+
+using namespace tt::comm;  // the transports, channels and rings these platform pieces wrap
 
 double seconds(RunClock::TimePoint t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
@@ -214,4 +216,4 @@ TEST(VirtualSealChannel, CostModel) {
 }
 
 }  // namespace
-}  // namespace tt::comm
+}  // namespace tt::platform
