@@ -98,9 +98,9 @@ tee::SecretBytes secret(const std::string& label) {
 
 std::unique_ptr<SealedChannel> sealed_channel(int rank, int p, Profiler* prof) {
   ChannelKeys k;
-  k.send = secret("link " + std::to_string(rank));
-  k.recv = secret("link " + std::to_string((rank + p - 1) % p));
-  k.group = secret("group");
+  k.send = tee::StreamSecret(secret("link " + std::to_string(rank)));
+  k.recv = tee::StreamSecret(secret("link " + std::to_string((rank + p - 1) % p)));
+  k.group = tee::GroupTrafficSecret(secret("group"));
   SealedChannelOptions o;
   o.rank = rank;
   o.world_size = p;
