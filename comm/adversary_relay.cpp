@@ -10,22 +10,17 @@
 
 #include "base/error.h"
 #include "comm/adversary_gcm.h"
-#include "comm/handshake_labels.h"
 #include "comm/secure_session.h"
 #include "tee/bytes.h"
-#include "tee/hkdf.h"
 #include "tee/stream_position.h"
+#include "tee/traffic_keys.h"
 #include "tee/vendor.h"
 
 namespace tt::comm {
 
 namespace {
 
-// The handshake's labels (comm/handshake_labels.h), as the relay must speak them.
-using handshake::kConfirmLabel;
-using handshake::kLinkLabel;
-using handshake::kReleaseLabel;
-using handshake::label_info;
+// The handshake's derivations (tee/traffic_keys.h) are the relay's too: it must speak the protocol.
 constexpr std::array<const char*, 3> kReleases = {"group key", "dataset key", "checkpoint key"};
 
 tee::ByteView u8(std::span<const std::byte> d) {
@@ -88,9 +83,13 @@ struct Relay::Side {
   std::optional<tee::Evidence> genuine;  // the evidence this rank sent to the other
   std::optional<tee::X25519KeyPair> kx;  // the relay's key-exchange key toward this rank
   std::optional<tee::Evidence> forged;   // the evidence the relay gave this rank instead
-  tee::SecretBytes secret;               // the link secret this rank agreed — with the relay
+  tee::LinkSecret secret;                // the link secret this rank agreed — with the relay
   std::optional<tee::KeyRatchet> send;   // this rank's ring-link stream to the other
   std::optional<tee::KeyRatchet> recv;   // the other's ring-link stream to this rank
+  // The positions the relay has sealed at on `recv` in its current epoch: under that key the relay is
+  // the only sealer, so it owns the stream's one counter (Note [A counter is never duplicated]).
+  std::optional<tee::MessageCounter> resealed;
+  std::uint64_t resealed_epoch = 0;
 };
 
 Relay::Relay(int a, int world, Say say) : a_(a), b_((a + 1) % world), world_(world), say_(std::move(say)) {
@@ -143,21 +142,20 @@ std::vector<std::byte> Relay::forge_evidence(int from, int to, std::span<const s
   say_("relay: answered rank " + std::to_string(to) + "'s challenge itself, posing as rank " +
        std::to_string(from) + ": its own key-exchange key, " + how);
   if (both_evidences()) {
-    for (auto& s : sides_)
-      s->secret = tee::derive_session_secret(*s->kx, *s->forged, *s->genuine, kLinkLabel);
+    for (auto& s : sides_) s->secret = tee::derive_link_secret(*s->kx, *s->forged, *s->genuine);
   }
   return bytes_of(t.forged->serialize());
 }
 
 // What `to` expects to hear from `from`: the proof of the key `to` agreed (with the relay).
 std::vector<std::byte> Relay::confirm(int from, int to) {
-  const tee::SecretBytes k =
-      tee::hkdf_expand(side(to).secret.view(), label_info(kConfirmLabel, from, to), 32);
+  const tee::Sha256Digest k = tee::key_confirmation(side(to).secret, static_cast<std::uint32_t>(from),
+                                                    static_cast<std::uint32_t>(to));
   if (from == b_) {
     say_("relay: holds one link key with rank " + std::to_string(a_) + " and another with rank " +
          std::to_string(b_) + ", and sends each the key confirmation it expects");
   }
-  return bytes_of(k.view());
+  return bytes_of(k);
 }
 
 // A key rank 0 releases over the link: opened under the sender's secret, sealed again under the
@@ -167,28 +165,25 @@ std::optional<std::vector<std::byte>> Relay::release(int from, int to, std::span
   if (data.size() < tee::kTagSize || side(from).secret.empty() || side(to).secret.empty())
     return std::nullopt;
   const std::size_t size = data.size() - tee::kTagSize;
+  const auto origin = static_cast<std::uint32_t>(from);
+  const auto receiver = static_cast<std::uint32_t>(to);
   for (const char* label : kReleases) {
-    std::string suffix(8, '\0');
-    tee::store_be64(reinterpret_cast<std::uint8_t*>(suffix.data()), seq);
-    suffix += label;
-    const auto info = label_info(kReleaseLabel, from, to, suffix);
-    auto aad = info;
+    auto aad = tee::release_info(origin, receiver, seq, label);
     aad.resize(aad.size() + 8);
     tee::store_be64(aad.data() + aad.size() - 8, size);
     // The release's one message, the first of `from`'s stream under each side's release key.
-    const auto origin = static_cast<std::uint32_t>(from);
-    tee::OpeningStream in(tee::Cipher::Aes256Gcm, tee::hkdf_expand(side(from).secret.view(), info, 32).view(),
+    tee::OpeningStream in(tee::Cipher::Aes256Gcm,
+                          tee::derive_release_key(side(from).secret, origin, receiver, seq, label).view(),
                           origin);
     tee::SecretBytes secret(size);
     if (!in.try_open(aad, u8(data), secret.mutable_view())) continue;
-    tee::SealingStream out(tee::Cipher::Aes256Gcm, tee::hkdf_expand(side(to).secret.view(), info, 32).view(),
+    tee::SealingStream out(tee::Cipher::Aes256Gcm,
+                           tee::derive_release_key(side(to).secret, origin, receiver, seq, label).view(),
                            origin);
     std::vector<std::uint8_t> wire(data.size());
     out.seal(aad, secret.view(), wire);
     if (std::string_view(label) == "group key") {
-      SessionKeys group;
-      group.group = tee::GroupSecret(secret.clone());
-      run_id_ = group.run_id();
+      run_id_ = tee::derive_run_id(tee::GroupSecret(secret.clone()));
       have_run_id_ = true;
     }
     keys_read_.push_back(std::string(label) + " (fingerprint " + secret.fingerprint() + ")");
@@ -209,17 +204,15 @@ std::optional<std::vector<std::byte>> Relay::reseal(int from, int to, int tag,
   Side& f = side(from);
   Side& t = side(to);
   if (f.secret.empty() || t.secret.empty()) return std::nullopt;
-  auto traffic = [this](int rank, const tee::SecretBytes& secret, bool send) {
-    SessionKeys k;
-    k.rank = rank;
-    k.world_size = world_;
-    k.link_next = tee::LinkSecret(secret.clone());
-    k.link_prev = tee::LinkSecret(secret.clone());
-    ChannelKeys c = k.channel_keys();
-    return tee::KeyRatchet(std::move(send ? c.send : c.recv), tee::Cipher::Aes256Gcm);
+  const auto origin = static_cast<std::uint32_t>(from);
+  // The link stream from -> to, as each end derived it: `from` under the secret it agreed with the
+  // relay, `to` under its own.
+  auto stream = [&](const tee::LinkSecret& secret) {
+    return tee::KeyRatchet(tee::derive_link_stream_secret(secret, origin, static_cast<std::uint32_t>(to)),
+                           tee::Cipher::Aes256Gcm);
   };
-  if (!f.send) f.send.emplace(traffic(from, f.secret, true));
-  if (!t.recv) t.recv.emplace(traffic(to, t.secret, false));
+  if (!f.send) f.send.emplace(stream(f.secret));
+  if (!t.recv) t.recv.emplace(stream(t.secret));
   const std::size_t len = data.size() - kOverhead;
   const tee::ByteView wire = u8(data);
   const std::uint32_t epoch = tee::load_be32(wire.data() + len + tee::kTagSize);
@@ -229,18 +222,23 @@ std::optional<std::vector<std::byte>> Relay::reseal(int from, int to, int tag,
     for (int i = 0; i < 64 && r->epoch() < epoch; ++i) r->advance();
     if (r->epoch() != epoch) return std::nullopt;
   }
+  if (!t.resealed || t.resealed_epoch != epoch) {  // a new epoch's key: its stream starts afresh
+    t.resealed.emplace(origin);
+    t.resealed_epoch = epoch;
+  }
+  if (counter < t.resealed->next_counter()) return std::nullopt;  // a replay: it passes as it is
   tee::Tag tag_in{};
   std::memcpy(tag_in.data(), wire.data() + len, tee::kTagSize);
-  // The relay follows the sender's stream at the position the clear header names (it holds both keys).
-  const tee::StreamPosition at =
-      tee::MessageCounter::resume(static_cast<std::uint32_t>(from), counter).next();
-  const auto opened = gcm::solve_and_open(f.send->key(), at, wire.first(len), tag_in,
-                                          aad_template(run_id_, epoch, from, to, len), aad_unknown_bits());
+  // Opening at the position the clear header names: a counter made only to name it, as opening under
+  // a key repeats no nonce (the sender sealed there); sealing again takes the relay's own counter.
+  const auto opened = gcm::solve_and_open(
+      f.send->key().secret(), tee::MessageCounter(origin).skip_to(counter), wire.first(len), tag_in,
+      aad_template(run_id_, epoch, from, to, len), aad_unknown_bits());
   if (!opened) return std::nullopt;  // not on the link stream (a group message), or not sealed at all
   std::vector<std::uint8_t> out(wire.begin(), wire.end());
   tee::Tag tag_out{};
   tee::Aead(tee::Cipher::Aes256Gcm, t.recv->key().view())
-      .seal(at, opened->aad, opened->plain, std::span(out).first(len), tag_out);
+      .seal(t.resealed->skip_to(counter), opened->aad, opened->plain, std::span(out).first(len), tag_out);
   std::memcpy(out.data() + len, tag_out.data(), tee::kTagSize);
   ++resealed_;
   bytes_read_ += len;

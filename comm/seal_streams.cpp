@@ -5,7 +5,7 @@
 
 #include "base/error.h"
 #include "tee/bytes.h"
-#include "tee/hkdf.h"
+#include "tee/traffic_keys.h"
 
 namespace tt::comm {
 
@@ -41,15 +41,6 @@ std::array<std::uint8_t, kSealAadSize> make_aad(const std::array<std::uint8_t, 1
   p[53] = static_cast<std::uint8_t>(cipher);
   p[54] = static_cast<std::uint8_t>(kind);
   return a;
-}
-
-// A 32-byte stream secret derived from the group secret; the label names the stream.
-tee::SecretBytes derive_stream_secret(const tee::SecretBytes& group, std::string_view label, int a, int b) {
-  std::vector<std::uint8_t> info(label.begin(), label.end());
-  info.resize(label.size() + 8);
-  tee::store_be32(info.data() + label.size(), rank_field(a));
-  tee::store_be32(info.data() + label.size() + 4, rank_field(b));
-  return tee::hkdf_expand(group.view(), info, 32);
 }
 
 std::shared_ptr<const EpochKey> epoch_key(const tee::KeyRatchet& r) {
@@ -106,14 +97,14 @@ SealStreams::Stream& SealStreams::stream_for(const MessageContext& ctx, bool sea
   for (auto& s : streams_) {
     if (s->kind == kind && s->sender == ctx.sender && s->receiver == ctx.receiver) return *s;
   }
-  tee::SecretBytes secret;
+  tee::StreamSecret secret;
   if (kind == StreamKind::Link) {
     // Sealing on a ring link is always me -> next; opening is always prev -> me.
     secret = (sealing ? keys_.send : keys_.recv).clone();
   } else if (!keys_.group.empty()) {
-    secret = kind == StreamKind::Group
-                 ? derive_stream_secret(keys_.group, "teetrain group stream v1", ctx.sender, kAnyRank)
-                 : derive_stream_secret(keys_.group, "teetrain pair stream v1", ctx.sender, ctx.receiver);
+    secret = kind == StreamKind::Group ? tee::derive_group_stream_secret(keys_.group, rank_field(ctx.sender))
+                                       : tee::derive_pair_stream_secret(keys_.group, rank_field(ctx.sender),
+                                                                        rank_field(ctx.receiver));
   }
   if (secret.size() != 32)
     throw RunError("sealed channel: rank " + std::to_string(me) + " has no key for " + to_string(ctx));

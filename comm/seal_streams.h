@@ -28,8 +28,8 @@
 #include "core/profiler.h"
 #include "tee/aead.h"
 #include "tee/errors.h"
+#include "tee/purpose_keys.h"
 #include "tee/ratchet.h"
-#include "tee/secure_bytes.h"
 #include "tee/stream_position.h"
 
 namespace tt::comm {
@@ -53,12 +53,14 @@ class ChannelIntegrityError : public IntegrityError {
   std::string reason_;
 };
 
-// The secrets a sealing channel starts from (32 bytes each; each is the epoch-0 secret of a ratchet).
-// SessionKeys::channel_keys() (secure_session.h) derives them from the attested handshake.
+// The secrets a sealing channel starts from (32 bytes each), typed by purpose (tee/traffic_keys.h): the
+// two ring-link streams' secrets (each the epoch-0 secret of its ratchet) and the group's traffic
+// secret, from which the group and off-ring pair streams' secrets are derived. SessionKeys::channel_keys()
+// (secure_session.h) derives them from the attested handshake.
 struct ChannelKeys {
-  tee::SecretBytes send;   // ring link rank -> next
-  tee::SecretBytes recv;   // ring link prev -> rank
-  tee::SecretBytes group;  // shared by all ranks: group and off-ring pair streams
+  tee::StreamSecret send;         // ring link rank -> next
+  tee::StreamSecret recv;         // ring link prev -> rank
+  tee::GroupTrafficSecret group;  // shared by all ranks: group and off-ring pair streams
 };
 
 struct SealedChannelOptions {
@@ -74,7 +76,7 @@ struct SealedChannelOptions {
 // batch may straddle a rekey while the ratchet itself has already wiped the old secret.
 struct EpochKey {
   std::uint64_t epoch = 0;
-  tee::SecretBytes key;
+  tee::TrafficKey key;
 };
 
 inline constexpr std::size_t kSealHeaderSize = 12;  // be32 epoch || be64 counter

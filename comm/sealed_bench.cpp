@@ -19,7 +19,7 @@ std::vector<CryptoBenchRecord> run_crypto_bench(tee::Cipher cipher, const std::v
   using Clock = std::chrono::steady_clock;
   threads = std::max<std::size_t>(threads, 1);
   // Rank 0's send link is rank 1's receive link: one secret, throwaway.
-  const auto link = tee::SecretBytes::random(32);
+  const auto link = tee::StreamSecret::random();
   SealedChannelOptions opt;
   opt.cipher = cipher;
   opt.world_size = 2;

@@ -9,11 +9,10 @@
 
 #include "base/error.h"
 #include "comm/collectives.h"
-#include "comm/handshake_labels.h"
 #include "comm/rank_identities.h"
 #include "tee/aead.h"
 #include "tee/bytes.h"
-#include "tee/hkdf.h"
+#include "tee/traffic_keys.h"
 
 namespace tt::comm {
 
@@ -38,8 +37,6 @@ struct Status {
   std::vector<IdentityRecord> identities;  // at most kIdentitySlots
   std::vector<Failure> failures;
 };
-
-using handshake::label_info;
 
 std::vector<std::byte> encode_status(const Status& st) {
   std::vector<std::byte> blob(kStatusBytes);
@@ -144,11 +141,6 @@ std::size_t wait_for(Transport& t, Request& r, const AttestConfig* cfg) {
   return cfg != nullptr && cfg->timeout.count() > 0 ? t.wait(r, cfg->timeout) : t.wait(r);
 }
 
-tee::SecretBytes expand(const tee::SecretBytes& secret, const std::vector<std::uint8_t>& info,
-                        std::size_t n) {
-  return tee::hkdf_expand(secret.view(), info, n);
-}
-
 }  // namespace
 
 ChannelKeys SessionKeys::channel_keys() const {
@@ -157,24 +149,17 @@ ChannelKeys SessionKeys::channel_keys() const {
     const int next = (rank + 1) % world_size;
     const int prev = (rank + world_size - 1) % world_size;
     // Directional: with P = 2 both links share one secret, but each direction gets its own key.
-    k.send = expand(link_next.secret(), label_info("teetrain traffic v1", rank, next), 32);
-    k.recv = expand(link_prev.secret(), label_info("teetrain traffic v1", prev, rank), 32);
+    k.send = tee::derive_link_stream_secret(link_next, static_cast<std::uint32_t>(rank),
+                                            static_cast<std::uint32_t>(next));
+    k.recv = tee::derive_link_stream_secret(link_prev, static_cast<std::uint32_t>(prev),
+                                            static_cast<std::uint32_t>(rank));
   }
-  if (!group.empty()) k.group = expand(group.secret(), label_info("teetrain group traffic v1", 0, 0), 32);
+  if (!group.empty()) k.group = tee::derive_group_traffic_secret(group);
   return k;
 }
 
 std::array<std::uint8_t, 16> SessionKeys::run_id() const {
-  std::array<std::uint8_t, 16> id{};
-  if (group.empty()) return id;
-  const auto derived = expand(group.secret(), label_info("teetrain run id v1", 0, 0), id.size());
-  std::copy(derived.data(), derived.data() + id.size(), id.begin());
-  return id;
-}
-
-tee::SecretBytes SessionKeys::derive_local_key(std::string_view label) const {
-  if (group.empty()) throw RunError("derive_local_key: no group secret (run establish_keys first)");
-  return expand(group.secret(), label_info("teetrain local v1", rank, 0, label), 32);
+  return group.empty() ? std::array<std::uint8_t, 16>{} : tee::derive_run_id(group);
 }
 
 std::string SessionKeys::describe() const {
@@ -197,7 +182,7 @@ struct Link {
   tee::Evidence my_evidence;
   std::vector<std::uint8_t> out;
   std::vector<std::uint8_t> in;
-  tee::SecretBytes secret;
+  tee::LinkSecret secret;
   tee::Sha256Digest confirm_in{};
   IdentityRecord peer_identity;  // the peer's, once its evidence passed
 };
@@ -276,22 +261,17 @@ void exchange_evidence(Transport& t, std::vector<Link>& links, const LocalParty&
         continue;
       }
       l.peer_identity = identity_of(peer);
-      if (me.key != nullptr)
-        l.secret = tee::derive_session_secret(*l.kx, l.my_evidence, peer, handshake::kLinkLabel);
+      if (me.key != nullptr) l.secret = tee::derive_link_secret(*l.kx, l.my_evidence, peer);
     } catch (const IntegrityError& e) {
       failures.push_back({l.peer, e.what()});
     }
   }
 }
 
-// Proof of the link key, one per direction: HKDF-Expand(link secret, "teetrain key confirm v1" ||
-// sender || receiver). Directional, so a reflected confirmation does not pass.
-tee::Sha256Digest confirmation(const tee::SecretBytes& secret, int from, int to) {
-  tee::Sha256Digest d{};
-  if (secret.empty()) return d;  // no key: send zeros, which never confirm
-  const auto k = expand(secret, label_info(handshake::kConfirmLabel, from, to), d.size());
-  std::copy(k.data(), k.data() + d.size(), d.begin());
-  return d;
+// Proof of the link key, one per direction (tee::key_confirmation): directional, so a reflected
+// confirmation does not pass. No key: zeros, which never confirm.
+tee::Sha256Digest confirmation(const tee::LinkSecret& secret, int from, int to) {
+  return tee::key_confirmation(secret, static_cast<std::uint32_t>(from), static_cast<std::uint32_t>(to));
 }
 
 // Every link, the closing one (P-1 -> 0) included, proves before any training traffic that both ends
@@ -387,8 +367,8 @@ SessionKeys establish_keys(Transport& t, const AttestConfig& config, const Evide
   // Everyone refuses together, or nobody does.
   refuse_on_every_rank(t, status, "attestation");
   if (!links.empty()) {
-    keys.link_next = tee::LinkSecret(std::move(links.front().secret));
-    keys.link_prev = links.size() > 1 ? tee::LinkSecret(std::move(links[1].secret)) : keys.link_next.clone();
+    keys.link_next = std::move(links.front().secret);
+    keys.link_prev = links.size() > 1 ? std::move(links[1].secret) : keys.link_next.clone();
   }
 
   // The group key, from rank 0 around the ring.
@@ -407,16 +387,14 @@ tee::SecretBytes release_secret(Transport& t, SessionKeys& keys, const tee::Secr
   const int prev = (r + p - 1) % p;
   const int next = (r + 1) % p;
   const std::uint64_t seq = keys.releases++;
-  std::string suffix(8, '\0');
-  tee::store_be64(reinterpret_cast<std::uint8_t*>(suffix.data()), seq);
-  suffix += label;
   // One key per (link, release), so one message per key: each end's stream starts afresh at its first
   // position, and the AAD binds the same fields + size.
   auto link_key = [&](const tee::LinkSecret& link, int s, int d) {
-    return expand(link.secret(), label_info(handshake::kReleaseLabel, s, d, suffix), 32);
+    return tee::derive_release_key(link, static_cast<std::uint32_t>(s), static_cast<std::uint32_t>(d), seq,
+                                   label);
   };
   auto aad = [&](int s, int d) {
-    auto a = label_info(handshake::kReleaseLabel, s, d, suffix);
+    auto a = tee::release_info(static_cast<std::uint32_t>(s), static_cast<std::uint32_t>(d), seq, label);
     a.resize(a.size() + 8);
     tee::store_be64(a.data() + a.size() - 8, size);
     return a;

@@ -60,14 +60,12 @@ struct SessionKeys {
   tee::PublicKey device_public_key{};
   std::uint64_t releases = 0;  // release_secret calls so far: each one derives fresh link keys
 
-  // Directional traffic secrets for a SealedChannel (rank -> next, prev -> rank, group).
+  // Directional traffic secrets for a SealedChannel (rank -> next, prev -> rank, group; derived in
+  // tee/traffic_keys.h). Never build a second SealedChannel from channel_keys(): two channels would
+  // draw the same nonces under the same keys. Use one channel for all traffic.
   ChannelKeys channel_keys() const;
   // 16 bytes derived from the group secret: the same on every rank, new for every session.
   std::array<std::uint8_t, 16> run_id() const;
-  // A 32-byte secret private to this rank and `label` (e.g. the cc-mode bounce path's staging key),
-  // derived from the group secret. Never build a second SealedChannel from channel_keys(): two
-  // channels would draw the same nonces under the same keys. Use one channel for all traffic.
-  tee::SecretBytes derive_local_key(std::string_view label) const;
   // "rank 0: measurement 1a2b.., device key 3c4d.., link next fp .., link prev fp .., group fp .."
   std::string describe() const;
 };
@@ -100,10 +98,10 @@ SessionKeys establish_keys(Transport& transport, const AttestConfig& config);
 SessionKeys establish_keys(Transport& transport, const AttestConfig& config, const EvidenceSource& source);
 
 // Releases a secret of `size` bytes from rank 0 to every rank, sealed hop by hop along the ring under
-// one-time keys derived from the link secrets, `label` and keys.releases (so no key is ever used for
-// two messages). Collective: every rank calls it with the same size and label; rank 0 passes the secret,
-// the others nullptr. Returns the secret on every rank. A message that fails to open refuses on every
-// rank (AttestationError naming the first rank that failed and why).
+// one-time keys derived from the link secrets, `label` and keys.releases (tee::derive_release_key: so
+// no key is ever used for two messages). Collective: every rank calls it with the same size and label; rank 0
+// passes the secret, the others nullptr. Returns the secret on every rank. A message that fails to open
+// refuses on every rank (AttestationError naming the first rank that failed and why).
 tee::SecretBytes release_secret(Transport& transport, SessionKeys& keys, const tee::SecretBytes* secret,
                                 std::size_t size, std::string_view label);
 // release_secret for a key typed by purpose (tee/purpose_keys.h): what rank 0 releases arrives as the

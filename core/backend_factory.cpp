@@ -38,11 +38,14 @@ int cuda_device_count() {
 #endif
 }
 
+std::unique_ptr<EmulatedBackend> make_emulated_backend(const EmulatedGpu& gpu, RunClock* clock) {
+  return std::make_unique<EmulatedBackend>(gpu, EmulatedBackend::Timing::Wait, std::size_t{64} << 20, clock);
+}
+
 std::unique_ptr<Backend> make_backend(const BackendOptions& o) {
   if (o.device == DeviceKind::Emulated) {
     if (!o.gpu) throw RunError("an emulated backend needs its GPU (BackendOptions::gpu)");
-    return std::make_unique<EmulatedBackend>(*o.gpu, EmulatedBackend::Timing::Wait, std::size_t{64} << 20,
-                                             o.clock);
+    return make_emulated_backend(*o.gpu, o.clock);
   }
   if (o.device == DeviceKind::Cpu) return make_cpu_backend(o.threads);
   if (!cuda_compiled()) {

@@ -12,6 +12,8 @@
 
 namespace tt {
 
+class EmulatedBackend;
+
 struct BackendOptions {
   DeviceKind device = DeviceKind::Cpu;  // Emulated: an EmulatedBackend of `gpu` (--compute emulate)
   int threads = 1;                      // CPU backend: OpenMP/OpenBLAS threads
@@ -22,6 +24,10 @@ struct BackendOptions {
 };
 
 std::unique_ptr<Backend> make_backend(const BackendOptions& options);
+// The emulated backend make_backend builds for DeviceKind::Emulated, as its concrete type: the one place
+// its construction is written, for the emulated platform (platform/emulated/), which needs the GPU's
+// streams and model, and for make_backend, which delegates here.
+std::unique_ptr<EmulatedBackend> make_emulated_backend(const EmulatedGpu& gpu, RunClock* clock);
 // Options for a plain backend of `device` with `threads` CPU threads (the rest at their defaults).
 inline BackendOptions backend_options(DeviceKind device, int threads) {
   BackendOptions o;

@@ -40,7 +40,7 @@ comm::TeeCosts tee_costs(const RunPlan& plan, const TeeSwitches& ts, const Emula
     // What the virtual-time channel will charge: the bytes at the modelled rate, and its per-message
     // cost at each end (a bounce re-encryption doubles the bytes). A hop's message spreads over the
     // host's cores only when the ring is pipelined into segments; otherwise one core seals it.
-    const comm::CryptoCostModel m = modelled_crypto(plan, ts, *gpu);
+    const platform::CryptoCostModel m = modelled_crypto(plan, ts, *gpu);
     const double cores = on_gpu || !ts.pipeline ? 1.0 : std::max(m.cores, 1);
     t.seal_gbps = m.aead_gbps * cores / (m.bounce_reencrypt ? 2.0 : 1.0);
     t.open_gbps = t.seal_gbps;
@@ -81,8 +81,9 @@ double number(const nlohmann::json& m, const char* key) {
 
 }  // namespace
 
-comm::CryptoCostModel modelled_crypto(const RunPlan& plan, const TeeSwitches& ts, const EmulatedGpu& gpu) {
-  comm::CryptoCostModel m;
+platform::CryptoCostModel modelled_crypto(const RunPlan& plan, const TeeSwitches& ts,
+                                          const EmulatedGpu& gpu) {
+  platform::CryptoCostModel m;
   if (ts.device_crypto) {
     m.where = "GPU";
     m.aead_gbps = gpu.aead_gbps();

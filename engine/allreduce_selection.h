@@ -33,7 +33,7 @@ struct CostModelSource {
 // host's AES-GCM (--host-aead-gbps, --host-crypto-cores, --host-message-us, --bounce-reencrypt), or the
 // emulated GPU's with device crypto. The one source of the sealing channel's charges and of the cost
 // model `auto` chooses by, so that what auto predicts is what the run then books.
-comm::CryptoCostModel modelled_crypto(const RunPlan& plan, const TeeSwitches& ts, const EmulatedGpu& gpu);
+platform::CryptoCostModel modelled_crypto(const RunPlan& plan, const TeeSwitches& ts, const EmulatedGpu& gpu);
 
 // The model for a TEE mode without a calibration: this class of machine's shared-memory link (or
 // --link-gbps), the CPU's AES-GCM per sealing thread, --cc-transfer-us per crossing; an emulated GPU

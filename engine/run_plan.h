@@ -133,7 +133,7 @@ TeeSwitches resolve_tee(const TeeSettings& s, bool gpu_gradients);
 // The host of an emulated GPU's confidential VM in virtual time: what sealing the ring's messages costs
 // there (platform/emulated/virtual_seal_channel.h). Defaults: tools/calibration/h100_cc_sources.json.
 struct HostModel {
-  double aead_gbps = comm::kModelledHostAeadGbps;  // one core's AES-256-GCM, GB/s
+  double aead_gbps = platform::kModelledHostAeadGbps;  // one core's AES-256-GCM, GB/s
   int crypto_cores = 0;           // cores sealing for one rank (0: the mode's --crypto-threads)
   double message_us = 0;          // software cost per sealed or opened message
   bool bounce_reencrypt = false;  // the bounce buffers' bytes are encrypted a second time on the host

@@ -56,7 +56,7 @@ struct RingRequest {
   double link_gbps = 0;         // --link-gbps (0: none)
   double cc_transfer_us = 0;    // --cc-transfer-us
   // The modelled host's (or GPU's) sealing of an emulated GPU's messages in virtual time.
-  std::function<comm::CryptoCostModel(const EmulatedGpu&)> crypto;
+  std::function<CryptoCostModel(const EmulatedGpu&)> crypto;
   Profiler& profiler;  // its clock is virtual in virtual time
 };
 

@@ -26,6 +26,10 @@ std::string_view derivation_label(KeyPurpose purpose) {
     case KeyPurpose::Master:
     case KeyPurpose::Link:
     case KeyPurpose::Group:
+    case KeyPurpose::GroupTraffic:
+    case KeyPurpose::Stream:
+    case KeyPurpose::Traffic:
+    case KeyPurpose::Release:
       break;
   }
   return "teetrain unknown";

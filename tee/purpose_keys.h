@@ -1,8 +1,10 @@
 // Keys typed by what they are for. Every key is SecretBytes underneath (secure_bytes.h: wiped, never
 // copied by accident, never printed); the type says which purpose it serves, so a dataset key handed
 // where the checkpoint key is expected, or the master key where a sealing key is, does not compile.
-// Purposes change only through the named HKDF derivations below (or the handshake's, which makes
-// link and group secrets; comm/secure_session.h).
+// Purposes change only through the named HKDF derivations: the at-rest keys' below, the ring traffic's
+// in traffic_keys.h (link and group secrets -> stream secrets -> the ratchet's epoch keys), and the
+// handshake's, which makes link secrets (traffic_keys.h: derive_link_secret) and group secrets
+// (comm/secure_session.h).
 //
 //   dataset key    = HKDF(master, salt = "", info = "teetrain dataset",    32 bytes)
 //   checkpoint key = HKDF(master, salt = "", info = "teetrain checkpoint", 32 bytes)
@@ -26,8 +28,13 @@ enum class KeyPurpose : std::uint8_t {
   Dataset,     // seals and opens the sealed data
   Checkpoint,  // seals and opens the sealed checkpoints
   Freshness,   // the key owner's anti-rollback record (engine/freshness.h); never released
-  Link,        // a ring link's secret from the attested handshake (epoch-0 secret of its ratchet)
+  Link,        // a ring link's secret from the attested handshake: derives its two streams' secrets
   Group,       // the secret all ranks share, released by rank 0 over the links
+  // The ring's traffic (traffic_keys.h), comm/'s own secrets:
+  GroupTraffic,  // from the group secret: derives the group and off-ring pair streams' secrets
+  Stream,        // one key stream's epoch-0 secret: the only input of a KeyRatchet (ratchet.h)
+  Traffic,       // one stream's AEAD key for one epoch: the only output of a KeyRatchet
+  Release,       // a one-time key of one hop of a secret released by rank 0 (one message)
 };
 
 // A key for one purpose. Wrapping raw bytes is explicit (a key file read, a handshake's output, a key
@@ -59,6 +66,10 @@ using CheckpointKey = Key<KeyPurpose::Checkpoint>;
 using FreshnessKey = Key<KeyPurpose::Freshness>;
 using LinkSecret = Key<KeyPurpose::Link>;
 using GroupSecret = Key<KeyPurpose::Group>;
+using GroupTrafficSecret = Key<KeyPurpose::GroupTraffic>;
+using StreamSecret = Key<KeyPurpose::Stream>;
+using TrafficKey = Key<KeyPurpose::Traffic>;
+using ReleaseKey = Key<KeyPurpose::Release>;
 
 // The HKDF info of a key derived from the master key ("teetrain dataset", ...).
 std::string_view derivation_label(KeyPurpose purpose);
@@ -68,7 +79,7 @@ CheckpointKey derive_checkpoint_key(const MasterKey& master);
 FreshnessKey derive_freshness_key(const MasterKey& master);
 
 // What a sealed file is sealed under (sealed_file.h): a dataset, checkpoint or freshness key, never
-// the master key nor a link or group secret. A view: the key must outlive it.
+// the master key nor a link, group or traffic secret. A view: the key must outlive it.
 class AtRestKey {
  public:
   AtRestKey(const DatasetKey& k) : key_(k.secret()) {}     // NOLINT(google-explicit-constructor)

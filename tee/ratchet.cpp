@@ -13,7 +13,7 @@ namespace {
 constexpr std::size_t kSecretSize = 32;
 }
 
-KeyRatchet::KeyRatchet(SecretBytes initial_secret, Cipher cipher, RekeyPolicy policy)
+KeyRatchet::KeyRatchet(StreamSecret initial_secret, Cipher cipher, RekeyPolicy policy)
     : cipher_(cipher), policy_(policy), secret_(std::move(initial_secret)) {
   if (secret_.size() != kSecretSize)
     throw std::invalid_argument("KeyRatchet: the initial secret must be 32 bytes");
@@ -25,7 +25,7 @@ KeyRatchet::KeyRatchet(SecretBytes initial_secret, Cipher cipher, RekeyPolicy po
 void KeyRatchet::derive_key() {
   std::string info = "teetrain key ";
   info += cipher_name(cipher_);
-  key_ = hkdf_expand(secret_.view(), bytes_of(info), cipher_key_size(cipher_));
+  key_ = TrafficKey(hkdf_expand(secret_.view(), bytes_of(info), cipher_key_size(cipher_)));
 }
 
 bool KeyRatchet::record(std::uint64_t bytes) {
@@ -47,7 +47,7 @@ void KeyRatchet::advance() {
   std::array<std::uint8_t, kLabel.size() + 8> info{};
   std::copy(kLabel.begin(), kLabel.end(), info.begin());
   store_be64(info.data() + kLabel.size(), epoch_ + 1);
-  secret_ = hkdf_expand(secret_.view(), info, kSecretSize);  // move-assign wipes the old secret
+  secret_ = StreamSecret(hkdf_expand(secret_.view(), info, kSecretSize));  // move-assign wipes the old one
   ++epoch_;
   derive_key();
   messages_ = 0;

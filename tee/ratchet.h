@@ -1,6 +1,6 @@
 // Key rotation: a chain of traffic secrets, one per epoch, and the policy that says when to move on.
 //
-//   secret[0]     = the agreed secret (32 bytes, from the attested handshake)
+//   secret[0]     = the stream's secret (32 bytes, a StreamSecret: traffic_keys.h derives it)
 //   secret[e+1]   = HKDF-Expand(secret[e], "teetrain rekey" || be64(e+1), 32)
 //   key[e]        = HKDF-Expand(secret[e], "teetrain key" || cipher name, cipher key size)
 //
@@ -22,7 +22,7 @@
 #include <cstdint>
 
 #include "tee/aead.h"
-#include "tee/secure_bytes.h"
+#include "tee/purpose_keys.h"
 
 namespace tt::tee {
 
@@ -39,14 +39,15 @@ struct RekeyPolicy {
 
 class KeyRatchet {
  public:
-  // `initial_secret` must be 32 bytes (an HKDF output); it is taken over and wiped on advance.
-  KeyRatchet(SecretBytes initial_secret, Cipher cipher, RekeyPolicy policy = {});
+  // `initial_secret` must be 32 bytes (an HKDF output); it is taken over and wiped on advance. Typed: a
+  // ratchet starts only from a stream's secret, never from the link or group secret it came from.
+  KeyRatchet(StreamSecret initial_secret, Cipher cipher, RekeyPolicy policy = {});
 
   std::uint64_t epoch() const { return epoch_; }
   Cipher cipher() const { return cipher_; }
   const RekeyPolicy& policy() const { return policy_; }
   // The AEAD key of the current epoch (cipher_key_size(cipher) bytes).
-  const SecretBytes& key() const { return key_; }
+  const TrafficKey& key() const { return key_; }
 
   // Counts one sealed (or opened) message of `bytes` plaintext bytes under the current key.
   // Returns true when the policy says the key is used up: call advance() before the next message.
@@ -64,8 +65,8 @@ class KeyRatchet {
   Cipher cipher_;
   RekeyPolicy policy_;
   std::uint64_t epoch_ = 0;
-  SecretBytes secret_;
-  SecretBytes key_;
+  StreamSecret secret_;  // this epoch's
+  TrafficKey key_;
   std::uint64_t messages_ = 0;
   std::uint64_t bytes_ = 0;
 };

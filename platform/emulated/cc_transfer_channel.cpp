@@ -6,9 +6,10 @@
 #include "base/error.h"
 #include "core/precise_wait.h"
 
-namespace tt::comm {
+namespace tt::platform {
 
-CcTransferChannel::CcTransferChannel(Channel& inner, double toll_us, Profiler* profiler, RunClock* clock)
+CcTransferChannel::CcTransferChannel(comm::Channel& inner, double toll_us, Profiler* profiler,
+                                     RunClock* clock)
     : inner_(inner),
       toll_(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::micro>(toll_us))),
       toll_us_(toll_us),
@@ -51,7 +52,7 @@ void CcTransferChannel::cross(std::size_t n) {
 }
 
 // Device -> host before the host can seal.
-void CcTransferChannel::seal(const MessageContext& ctx, std::span<const std::byte> plain,
+void CcTransferChannel::seal(const comm::MessageContext& ctx, std::span<const std::byte> plain,
                              std::span<std::byte> wire) {
   cross(1);
   inner_.seal(ctx, plain, wire);
@@ -63,7 +64,7 @@ void CcTransferChannel::seal_batch(std::span<const SealJob> jobs) {
 }
 
 // Host -> device once the plaintext has been checked.
-void CcTransferChannel::open(const MessageContext& ctx, std::span<const std::byte> wire,
+void CcTransferChannel::open(const comm::MessageContext& ctx, std::span<const std::byte> wire,
                              std::span<std::byte> plain) {
   inner_.open(ctx, wire, plain);
   cross(1);
@@ -74,4 +75,4 @@ void CcTransferChannel::open_batch(std::span<const OpenJob> jobs) {
   cross(jobs.size());
 }
 
-}  // namespace tt::comm
+}  // namespace tt::platform

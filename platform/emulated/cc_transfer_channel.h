@@ -26,25 +26,31 @@
 #include "core/profiler.h"
 #include "core/run_clock.h"
 
-namespace tt::comm {
+namespace tt::platform {
 
-class CcTransferChannel final : public Channel {
+class CcTransferChannel final : public comm::Channel {
  public:
   using Clock = std::chrono::steady_clock;
   // toll_us: fixed cost of one crossing in microseconds, > 0. `inner` must outlive this channel.
-  CcTransferChannel(Channel& inner, double toll_us, Profiler* profiler, RunClock* clock = nullptr);
+  CcTransferChannel(comm::Channel& inner, double toll_us, Profiler* profiler, RunClock* clock = nullptr);
 
   std::string name() const override;  // "<inner>, cc transfers (3000 us each)"
   std::size_t overhead() const override { return inner_.overhead(); }
   bool pass_through() const override { return inner_.pass_through(); }
-  void seal(const MessageContext& ctx, std::span<const std::byte> plain, std::span<std::byte> wire) override;
-  void open(const MessageContext& ctx, std::span<const std::byte> wire, std::span<std::byte> plain) override;
+  void seal(const comm::MessageContext& ctx, std::span<const std::byte> plain,
+            std::span<std::byte> wire) override;
+  void open(const comm::MessageContext& ctx, std::span<const std::byte> wire,
+            std::span<std::byte> plain) override;
   std::size_t parallelism() const override { return inner_.parallelism(); }
   void seal_batch(std::span<const SealJob> jobs) override;
   void open_batch(std::span<const OpenJob> jobs) override;
-  void charge_seal(const MessageContext& ctx, std::size_t bytes) override { inner_.charge_seal(ctx, bytes); }
-  void charge_open(const MessageContext& ctx, std::size_t bytes) override { inner_.charge_open(ctx, bytes); }
-  SendSchedule send_schedule() const override { return inner_.send_schedule(); }
+  void charge_seal(const comm::MessageContext& ctx, std::size_t bytes) override {
+    inner_.charge_seal(ctx, bytes);
+  }
+  void charge_open(const comm::MessageContext& ctx, std::size_t bytes) override {
+    inner_.charge_open(ctx, bytes);
+  }
+  comm::SendSchedule send_schedule() const override { return inner_.send_schedule(); }
 
   // Crossings charged so far (two per message: one at the sender, one at the receiver).
   long crossings() const;
@@ -54,7 +60,7 @@ class CcTransferChannel final : public Channel {
   // Blocks until `n` more crossings have gone over the bridge (after any still in flight).
   void cross(std::size_t n);
 
-  Channel& inner_;
+  comm::Channel& inner_;
   Clock::duration toll_;
   double toll_us_;
   Profiler* prof_;
@@ -64,4 +70,4 @@ class CcTransferChannel final : public Channel {
   long crossings_ = 0;
 };
 
-}  // namespace tt::comm
+}  // namespace tt::platform

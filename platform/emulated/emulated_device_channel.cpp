@@ -6,7 +6,7 @@
 
 #include "base/error.h"
 
-namespace tt::comm {
+namespace tt::platform {
 EmulatedDeviceChannel::EmulatedDeviceChannel(double aead_gbps, bool forward_all_gather, Profiler* profiler,
                                              EmulatedGpuQueue* queue)
     : bytes_per_second_(aead_gbps * 1e9),
@@ -23,34 +23,34 @@ std::string EmulatedDeviceChannel::name() const {
 }
 
 // Direct seal/open (collectives other than the ring never get this channel, but keep it usable).
-void EmulatedDeviceChannel::seal(const MessageContext& ctx, std::span<const std::byte> plain,
+void EmulatedDeviceChannel::seal(const comm::MessageContext& ctx, std::span<const std::byte> plain,
                                  std::span<std::byte> wire) {
   if (!plain.empty()) std::memcpy(wire.data(), plain.data(), plain.size());
   charge_seal(ctx, plain.size());
 }
 
-void EmulatedDeviceChannel::open(const MessageContext& ctx, std::span<const std::byte> wire,
+void EmulatedDeviceChannel::open(const comm::MessageContext& ctx, std::span<const std::byte> wire,
                                  std::span<std::byte> plain) {
   if (!plain.empty()) std::memcpy(plain.data(), wire.data(), plain.size());
   charge_open(ctx, plain.size());
 }
 
-void EmulatedDeviceChannel::charge_seal(const MessageContext& ctx, std::size_t bytes) {
+void EmulatedDeviceChannel::charge_seal(const comm::MessageContext& ctx, std::size_t bytes) {
   // Forward-ciphertext all-gather: the owner seals its finished chunk once (hop 0); later hops
   // forward that ciphertext unchanged.
-  if (forward_ag_ && ctx.phase == MessagePhase::AllGather && ctx.hop > 0) return;
+  if (forward_ag_ && ctx.phase == comm::MessagePhase::AllGather && ctx.hop > 0) return;
   if (prof_ != nullptr) {
     prof_->add(Counter::MessagesSealed, 1);
-    if (is_allreduce_phase(ctx.phase)) prof_->add(Counter::RingSealed, 1);
+    if (comm::is_allreduce_phase(ctx.phase)) prof_->add(Counter::RingSealed, 1);
     prof_->add(Counter::BytesSealed, static_cast<int64_t>(bytes));
   }
   charge(Phase::Seal, bytes);
 }
 
-void EmulatedDeviceChannel::charge_open(const MessageContext& ctx, std::size_t bytes) {
+void EmulatedDeviceChannel::charge_open(const comm::MessageContext& ctx, std::size_t bytes) {
   if (prof_ != nullptr) {
     prof_->add(Counter::MessagesOpened, 1);
-    if (is_allreduce_phase(ctx.phase)) prof_->add(Counter::RingOpened, 1);
+    if (comm::is_allreduce_phase(ctx.phase)) prof_->add(Counter::RingOpened, 1);
     prof_->add(Counter::BytesOpened, static_cast<int64_t>(bytes));
   }
   charge(Phase::Open, bytes);
@@ -69,4 +69,4 @@ void EmulatedDeviceChannel::charge(Phase phase, std::size_t bytes) {
   }
 }
 
-}  // namespace tt::comm
+}  // namespace tt::platform

@@ -19,9 +19,9 @@
 #include "core/emulated/gpu_queue.h"
 #include "core/profiler.h"
 
-namespace tt::comm {
+namespace tt::platform {
 
-class EmulatedDeviceChannel final : public Channel {
+class EmulatedDeviceChannel final : public comm::Channel {
  public:
   // aead_gbps: the emulated GPU's AES-GCM throughput in GB/s (1e9 bytes/s), > 0. `queue`: the GPU
   // stream it runs on, shared with the ring's adds (EmulatedBackend::comm_stream(); null: a stream of
@@ -32,11 +32,15 @@ class EmulatedDeviceChannel final : public Channel {
   std::string name() const override;  // "emulated-gpu-aead(150 GB/s)"
   std::size_t overhead() const override { return 0; }
   bool pass_through() const override { return true; }
-  void seal(const MessageContext& ctx, std::span<const std::byte> plain, std::span<std::byte> wire) override;
-  void open(const MessageContext& ctx, std::span<const std::byte> wire, std::span<std::byte> plain) override;
-  void charge_seal(const MessageContext& ctx, std::size_t bytes) override;
-  void charge_open(const MessageContext& ctx, std::size_t bytes) override;
-  SendSchedule send_schedule() const override { return SendSchedule::InOrder; }  // charges per message
+  void seal(const comm::MessageContext& ctx, std::span<const std::byte> plain,
+            std::span<std::byte> wire) override;
+  void open(const comm::MessageContext& ctx, std::span<const std::byte> wire,
+            std::span<std::byte> plain) override;
+  void charge_seal(const comm::MessageContext& ctx, std::size_t bytes) override;
+  void charge_open(const comm::MessageContext& ctx, std::size_t bytes) override;
+  comm::SendSchedule send_schedule() const override {
+    return comm::SendSchedule::InOrder;
+  }  // charges per message
 
   double modeled_seconds() const { return modeled_s_; }
 
@@ -51,4 +55,4 @@ class EmulatedDeviceChannel final : public Channel {
   EmulatedGpuQueue* queue_;
 };
 
-}  // namespace tt::comm
+}  // namespace tt::platform

@@ -8,7 +8,7 @@
 #include "base/error.h"
 #include "tee/bytes.h"
 
-namespace tt::comm {
+namespace tt::platform {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -21,9 +21,9 @@ std::uint64_t ticks(Clock::time_point t) {
 }
 
 // Done when the token went out AND (wall clock) the link has carried the payload.
-class TokenSend final : public RequestState {
+class TokenSend final : public comm::RequestState {
  public:
-  TokenSend(Transport& inner, std::vector<std::byte> token, std::optional<Clock::time_point> done_at)
+  TokenSend(comm::Transport& inner, std::vector<std::byte> token, std::optional<Clock::time_point> done_at)
       : inner_(inner), token_(std::move(token)), done_at_(done_at) {}
   // The token must stay put while the inner send reads it: post only once the object has its address.
   void post(int peer, int tag) { req_ = inner_.isend(peer, token_, tag); }
@@ -34,18 +34,18 @@ class TokenSend final : public RequestState {
   }
 
  private:
-  Transport& inner_;
+  comm::Transport& inner_;
   std::vector<std::byte> token_;
   std::optional<Clock::time_point> done_at_;  // wall clock only
-  Request req_;
+  comm::Request req_;
 };
 
 // Done when the token arrived and (wall clock) its payload's arrival time has passed, or (virtual
 // time) at once, the receiver's time moved to the arrival. Reports the payload length.
-class TokenRecv final : public RequestState {
+class TokenRecv final : public comm::RequestState {
  public:
-  TokenRecv(Transport& inner, std::span<std::byte> buffer, int peer, std::size_t token_bytes,
-            std::size_t carry, RunClock* clock, const LinkPacer& pacer, Profiler* prof)
+  TokenRecv(comm::Transport& inner, std::span<std::byte> buffer, int peer, std::size_t token_bytes,
+            std::size_t carry, RunClock* clock, const comm::LinkPacer& pacer, Profiler* prof)
       : inner_(inner),
         buffer_(buffer),
         peer_(peer),
@@ -111,22 +111,22 @@ class TokenRecv final : public RequestState {
     prof_->add_time(Phase::Wait, wait - link);
   }
 
-  Transport& inner_;
+  comm::Transport& inner_;
   std::span<std::byte> buffer_;
   int peer_;
   std::size_t carry_;
   RunClock* clock_;
-  const LinkPacer& pacer_;
+  const comm::LinkPacer& pacer_;
   Profiler* prof_;
   std::vector<std::byte> token_;
-  Request req_;
+  comm::Request req_;
   std::size_t bytes_ = 0;
   std::optional<Clock::time_point> arrive_;
 };
 
 }  // namespace
 
-EmulatedLinkTransport::EmulatedLinkTransport(Transport& inner, LinkLimit limit, RunClock* clock,
+EmulatedLinkTransport::EmulatedLinkTransport(comm::Transport& inner, comm::LinkLimit limit, RunClock* clock,
                                              std::size_t carry, Profiler* profiler)
     : inner_(inner),
       clock_(clock != nullptr && clock->is_virtual() ? clock : nullptr),
@@ -144,7 +144,7 @@ std::string EmulatedLinkTransport::name() const {
   return buf;
 }
 
-Request EmulatedLinkTransport::isend(int peer, std::span<const std::byte> data, int tag) {
+comm::Request EmulatedLinkTransport::isend(int peer, std::span<const std::byte> data, int tag) {
   const Clock::time_point arrive = pacer_.reserve(peer, data.size());
   std::vector<std::byte> token(token_bytes());
   auto* t = reinterpret_cast<std::uint8_t*>(token.data());
@@ -157,14 +157,14 @@ Request EmulatedLinkTransport::isend(int peer, std::span<const std::byte> data, 
   auto state = std::make_unique<TokenSend>(inner_, std::move(token),
                                            clock_ != nullptr ? std::nullopt : std::optional(arrive));
   state->post(peer, tag);
-  return Request(std::move(state), Op::Send, peer, tag, data.size());
+  return comm::Request(std::move(state), comm::Op::Send, peer, tag, data.size());
 }
 
-Request EmulatedLinkTransport::irecv(int peer, std::span<std::byte> buffer, int tag) {
+comm::Request EmulatedLinkTransport::irecv(int peer, std::span<std::byte> buffer, int tag) {
   auto state =
       std::make_unique<TokenRecv>(inner_, buffer, peer, token_bytes(), carry_, clock_, pacer_, prof_);
   state->post(tag);
-  return Request(std::move(state), Op::Recv, peer, tag, buffer.size());
+  return comm::Request(std::move(state), comm::Op::Recv, peer, tag, buffer.size());
 }
 
-}  // namespace tt::comm
+}  // namespace tt::platform

@@ -36,9 +36,9 @@
 #include "comm/transport.h"
 #include "core/profiler.h"
 
-namespace tt::comm {
+namespace tt::platform {
 
-class EmulatedLinkTransport final : public Transport {
+class EmulatedLinkTransport final : public comm::Transport {
  public:
   static constexpr std::size_t kHeaderBytes = 16;  // be64 length || be64 arrival
   static constexpr std::size_t kMinBody = 16;      // token body when nothing is carried
@@ -47,26 +47,26 @@ class EmulatedLinkTransport final : public Transport {
   // limit.gbytes_per_s must be > 0 (an emulated link has a rate). clock: virtual time when it
   // is_virtual() (null: wall clock). carry: bytes of each message that travel (virtual time only).
   // profiler: virtual time splits each receive's wait into the link and wait phases (null: not reported).
-  EmulatedLinkTransport(Transport& inner, LinkLimit limit, RunClock* clock = nullptr, std::size_t carry = 0,
-                        Profiler* profiler = nullptr);
+  EmulatedLinkTransport(comm::Transport& inner, comm::LinkLimit limit, RunClock* clock = nullptr,
+                        std::size_t carry = 0, Profiler* profiler = nullptr);
 
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
   std::string name() const override;  // "emulated-link(450 GB/s)"
 
-  Request isend(int peer, std::span<const std::byte> data, int tag) override;
-  Request irecv(int peer, std::span<std::byte> buffer, int tag) override;
+  comm::Request isend(int peer, std::span<const std::byte> data, int tag) override;
+  comm::Request irecv(int peer, std::span<std::byte> buffer, int tag) override;
 
   double link_seconds(std::size_t bytes) const { return pacer_.link_seconds(bytes); }
 
  private:
   std::size_t token_bytes() const { return kHeaderBytes + std::max(carry_, kMinBody); }
 
-  Transport& inner_;
+  comm::Transport& inner_;
   RunClock* clock_;  // virtual time, else null
   std::size_t carry_;
   Profiler* prof_;
-  LinkPacer pacer_;
+  comm::LinkPacer pacer_;
 };
 
-}  // namespace tt::comm
+}  // namespace tt::platform

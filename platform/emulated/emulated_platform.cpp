@@ -1,13 +1,13 @@
 #include "platform/emulated/emulated_platform.h"
 
 #include "base/error.h"
+#include "core/backend_factory.h"
 
 namespace tt::platform {
 
 EmulatedPlatform::EmulatedPlatform(const Options& o) {
   if (!o.gpu) throw RunError("the emulated platform needs its GPU (platform::Options::gpu)");
-  gpu_ = std::make_unique<EmulatedBackend>(*o.gpu, EmulatedBackend::Timing::Wait, std::size_t{64} << 20,
-                                           o.clock);
+  gpu_ = make_emulated_backend(*o.gpu, o.clock);  // the factory's own construction, concrete type kept
 }
 
 std::string EmulatedPlatform::notice(const std::string& model, bool virtual_time) const {

@@ -39,12 +39,12 @@ class EmulatedPlatform final : public Platform {
   comm::Transport& ring_wire(const RingRequest& r, const comm::Channel& channel, bool modelled_links);
 
   std::unique_ptr<EmulatedBackend> gpu_;
-  std::optional<comm::EmulatedRingMemory> gpu_memory_;  // modelled links: the ring's adds on the GPU
-  std::optional<comm::EmulatedDeviceChannel> gpu_crypto_;
-  std::optional<comm::VirtualSealChannel> virtual_seal_;  // virtual time: sealed tokens, modelled crypto
-  std::optional<comm::CcTransferChannel> cc_transfers_;   // wraps the ring's host-sealing channel
+  std::optional<EmulatedRingMemory> gpu_memory_;  // modelled links: the ring's adds on the GPU
+  std::optional<EmulatedDeviceChannel> gpu_crypto_;
+  std::optional<VirtualSealChannel> virtual_seal_;  // virtual time: sealed tokens, modelled crypto
+  std::optional<CcTransferChannel> cc_transfers_;   // wraps the ring's host-sealing channel
   std::optional<comm::ThrottledTransport> link_;
-  std::optional<comm::EmulatedLinkTransport> emulated_link_;
+  std::optional<EmulatedLinkTransport> emulated_link_;
   comm::HostRingMemory host_memory_;  // real links: the ring's adds on the host
 };
 

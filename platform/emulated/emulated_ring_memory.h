@@ -14,13 +14,13 @@
 #include "comm/ring_memory.h"
 #include "core/emulated/emulated_backend.h"
 
-namespace tt::comm {
+namespace tt::platform {
 
-class EmulatedRingMemory final : public RingMemory {
+class EmulatedRingMemory final : public comm::RingMemory {
  public:
   explicit EmulatedRingMemory(EmulatedBackend& gpu) : gpu_(gpu) {}
-  MemorySpace space() const override { return MemorySpace::Host; }
-  RingScratch scratch(std::size_t reduce_floats, std::size_t wire_bytes) override {
+  comm::MemorySpace space() const override { return comm::MemorySpace::Host; }
+  comm::RingScratch scratch(std::size_t reduce_floats, std::size_t wire_bytes) override {
     reduce_.grow(reduce_floats);
     out_.grow(wire_bytes);
     in_.grow(wire_bytes);
@@ -30,7 +30,9 @@ class EmulatedRingMemory final : public RingMemory {
   void add_into(float* /*dst*/, const float* /*src*/, std::size_t n) override {
     gpu_.comm_kernel(12.0 * static_cast<double>(n));  // dst and src read, dst written
   }
-  SendSchedule send_schedule() const override { return SendSchedule::InOrder; }  // sends follow adds
+  comm::SendSchedule send_schedule() const override {
+    return comm::SendSchedule::InOrder;
+  }  // sends follow adds
 
  private:
   // Grow-only, uninitialised (std::make_unique_for_overwrite: no page is touched here).
@@ -51,4 +53,4 @@ class EmulatedRingMemory final : public RingMemory {
   Uncleared<std::byte> in_;
 };
 
-}  // namespace tt::comm
+}  // namespace tt::platform

@@ -6,7 +6,7 @@
 #include "base/error.h"
 #include "tee/bytes.h"
 
-namespace tt::comm {
+namespace tt::platform {
 
 double CryptoCostModel::seconds(std::size_t messages, std::size_t bytes) const {
   if (messages == 0) return 0.0;
@@ -31,7 +31,7 @@ std::string CryptoCostModel::describe() const {
   return out;
 }
 
-VirtualSealChannel::VirtualSealChannel(Channel& inner, CryptoCostModel host, RunClock& clock,
+VirtualSealChannel::VirtualSealChannel(comm::Channel& inner, CryptoCostModel host, RunClock& clock,
                                        Profiler* profiler)
     : inner_(inner), host_(host), clock_(clock), prof_(profiler) {
   if (inner.pass_through()) throw InputError("a virtual sealing channel needs a sealing channel to wrap");
@@ -54,13 +54,13 @@ VirtualSealChannel::Token VirtualSealChannel::token_of(std::size_t length) {
   return t;
 }
 
-void VirtualSealChannel::seal(const MessageContext& ctx, std::span<const std::byte> plain,
+void VirtualSealChannel::seal(const comm::MessageContext& ctx, std::span<const std::byte> plain,
                               std::span<std::byte> wire) {
   const SealJob job{ctx, plain, wire};
   seal_batch({&job, 1});
 }
 
-void VirtualSealChannel::open(const MessageContext& ctx, std::span<const std::byte> wire,
+void VirtualSealChannel::open(const comm::MessageContext& ctx, std::span<const std::byte> wire,
                               std::span<std::byte> plain) {
   const OpenJob job{ctx, wire, plain};
   open_batch({&job, 1});
@@ -126,4 +126,4 @@ void VirtualSealChannel::charge(Phase phase, std::size_t messages, std::size_t b
         Lane::Crypto, begin, clock_.now());
 }
 
-}  // namespace tt::comm
+}  // namespace tt::platform

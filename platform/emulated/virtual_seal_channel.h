@@ -19,7 +19,7 @@
 #include "core/profiler.h"
 #include "core/run_clock.h"
 
-namespace tt::comm {
+namespace tt::platform {
 
 // One host core's AES-256-GCM, GB/s: ISPASS 2025's Emerald Rapids TDX host at 2.1 GHz
 // (tools/calibration/h100_cc_sources.json, cpu_aes256gcm_gbps). The modelled host's default.
@@ -37,20 +37,22 @@ struct CryptoCostModel {
   std::string describe() const;  // "host AES-GCM 3.36 GB/s x 1 core"
 };
 
-class VirtualSealChannel final : public Channel {
+class VirtualSealChannel final : public comm::Channel {
  public:
   static constexpr std::size_t kTokenBytes = 16;
 
   // `inner` (a sealing channel) and `clock` must outlive this channel.
-  VirtualSealChannel(Channel& inner, CryptoCostModel host, RunClock& clock, Profiler* profiler);
+  VirtualSealChannel(comm::Channel& inner, CryptoCostModel host, RunClock& clock, Profiler* profiler);
 
   std::string name() const override;
   std::size_t overhead() const override { return inner_.overhead(); }
   bool pass_through() const override { return false; }
-  MemorySpace memory() const override { return inner_.memory(); }
+  comm::MemorySpace memory() const override { return inner_.memory(); }
   std::size_t parallelism() const override { return inner_.parallelism(); }
-  void seal(const MessageContext& ctx, std::span<const std::byte> plain, std::span<std::byte> wire) override;
-  void open(const MessageContext& ctx, std::span<const std::byte> wire, std::span<std::byte> plain) override;
+  void seal(const comm::MessageContext& ctx, std::span<const std::byte> plain,
+            std::span<std::byte> wire) override;
+  void open(const comm::MessageContext& ctx, std::span<const std::byte> wire,
+            std::span<std::byte> plain) override;
   void seal_batch(std::span<const SealJob> jobs) override;
   void open_batch(std::span<const OpenJob> jobs) override;
 
@@ -63,7 +65,7 @@ class VirtualSealChannel final : public Channel {
   static Token token_of(std::size_t length);
   void charge(Phase phase, std::size_t messages, std::size_t bytes, std::size_t token_bytes);
 
-  Channel& inner_;
+  comm::Channel& inner_;
   CryptoCostModel host_;
   RunClock& clock_;
   Profiler* prof_;
@@ -72,4 +74,4 @@ class VirtualSealChannel final : public Channel {
   std::vector<OpenJob> open_jobs_;
 };
 
-}  // namespace tt::comm
+}  // namespace tt::platform

@@ -244,9 +244,9 @@ ChannelKeys ring_test_keys(int rank, int p) {
     return tee::SecretBytes(tee::ByteView(d));
   };
   ChannelKeys k;
-  k.send = secret("link " + std::to_string(rank));
-  k.recv = secret("link " + std::to_string((rank + p - 1) % p));
-  k.group = secret("group");
+  k.send = tee::StreamSecret(secret("link " + std::to_string(rank)));
+  k.recv = tee::StreamSecret(secret("link " + std::to_string((rank + p - 1) % p)));
+  k.group = tee::GroupTrafficSecret(secret("group"));
   return k;
 }
 

@@ -35,9 +35,9 @@ tee::SecretBytes secret(const std::string& label) {
 }
 ChannelKeys keys_for(int rank) {
   ChannelKeys k;
-  k.send = secret("link " + std::to_string(rank));
-  k.recv = secret("link " + std::to_string((rank + kWorld - 1) % kWorld));
-  k.group = secret("group");
+  k.send = tee::StreamSecret(secret("link " + std::to_string(rank)));
+  k.recv = tee::StreamSecret(secret("link " + std::to_string((rank + kWorld - 1) % kWorld)));
+  k.group = tee::GroupTrafficSecret(secret("group"));
   return k;
 }
 SealedChannelOptions options_for(int rank, std::uint64_t rekey_bytes) {

@@ -55,9 +55,9 @@ tee::SecretBytes test_secret(const std::string& label) {
 }
 ChannelKeys test_keys(int rank, int p) {
   ChannelKeys k;
-  k.send = test_secret("link " + std::to_string(rank));
-  k.recv = test_secret("link " + std::to_string((rank + p - 1) % p));
-  k.group = test_secret("group");
+  k.send = tee::StreamSecret(test_secret("link " + std::to_string(rank)));
+  k.recv = tee::StreamSecret(test_secret("link " + std::to_string((rank + p - 1) % p)));
+  k.group = tee::GroupTrafficSecret(test_secret("group"));
   return k;
 }
 
@@ -501,7 +501,7 @@ TEST(SealedFaults, WrongLinkKeyFailsAtTheFirstMessage) {
   s.ranks = 3;
   s.timeout = 400ms;
   s.tweak = [](int rank, SealedChannelOptions&, ChannelKeys& k) {
-    if (rank == 1) k.recv = test_secret("not the link key");
+    if (rank == 1) k.recv = tee::StreamSecret(test_secret("not the link key"));
   };
   const auto o = run(s);
   EXPECT_TRUE(is<ChannelIntegrityError>(o.errors[1]));
@@ -514,7 +514,7 @@ TEST(SealedFaults, WrongGroupKeyFailsInForwardWire) {
   s.mode = AllGatherMode::ForwardWire;
   s.timeout = 400ms;
   s.tweak = [](int rank, SealedChannelOptions&, ChannelKeys& k) {
-    if (rank == 2) k.group = test_secret("not the group key");
+    if (rank == 2) k.group = tee::GroupTrafficSecret(test_secret("not the group key"));
   };
   const auto o = run(s);
   EXPECT_TRUE(is<ChannelIntegrityError>(o.errors[2])) << message_of(o.errors[2]);

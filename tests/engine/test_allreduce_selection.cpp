@@ -159,7 +159,7 @@ TEST(AllreduceSelection, VirtualTimePricesTheModelledHost) {
   plan.host.message_us = 7;
   TeeSwitches cc;
   cc.on = cc.cc = true;
-  const comm::CryptoCostModel crypto = modelled_crypto(plan, cc, gpu);
+  const platform::CryptoCostModel crypto = modelled_crypto(plan, cc, gpu);
   EXPECT_EQ(crypto.aead_gbps, 2.0);
   EXPECT_EQ(crypto.cores, 4);
   RunPlan plain;

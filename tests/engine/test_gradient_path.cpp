@@ -35,9 +35,9 @@ tee::SecretBytes secret(const std::string& label) {
 
 comm::ChannelKeys keys(int rank) {
   comm::ChannelKeys k;
-  k.send = secret("link " + std::to_string(rank));
-  k.recv = secret("link " + std::to_string((rank + kRanks - 1) % kRanks));
-  k.group = secret("group");
+  k.send = tee::StreamSecret(secret("link " + std::to_string(rank)));
+  k.recv = tee::StreamSecret(secret("link " + std::to_string((rank + kRanks - 1) % kRanks)));
+  k.group = tee::GroupTrafficSecret(secret("group"));
   return k;
 }
 

@@ -15,8 +15,10 @@
 #include "core/profiler.h"
 #include "platform/emulated/cc_transfer_channel.h"
 
-namespace tt::comm {
+namespace tt::platform {
 namespace {
+
+using namespace tt::comm;  // the transports, channels and rings these platform pieces wrap
 
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) {
@@ -128,4 +130,4 @@ TEST(CcTransferChannel, RingGivesThePlainSumsAndChargesTwoCrossingsPerHop) {
 }
 
 }  // namespace
-}  // namespace tt::comm
+}  // namespace tt::platform

@@ -11,8 +11,10 @@
 #include "platform/emulated/emulated_device_channel.h"
 #include "tests/comm/comm_test_util.h"
 
-namespace tt::comm {
+namespace tt::platform {
 namespace {
+
+using namespace tt::comm;  // the transports, channels and rings these platform pieces wrap
 
 using testing::first_wrong;
 using testing::pattern_buffer;
@@ -79,4 +81,4 @@ TEST(EmulatedDeviceChannel, SegmentsAreChargedPerMessageAndWaitsAreReal) {
 }
 
 }  // namespace
-}  // namespace tt::comm
+}  // namespace tt::platform

@@ -14,8 +14,10 @@
 #include "core/profiler.h"
 #include "platform/emulated/emulated_link_transport.h"
 
-namespace tt::comm {
+namespace tt::platform {
 namespace {
+
+using namespace tt::comm;  // the transports, channels and rings these platform pieces wrap
 
 using Clock = std::chrono::steady_clock;
 
@@ -135,4 +137,4 @@ TEST(EmulatedLink, RingCompletesWithRealCountsAndEmulatedReduce) {
 }
 
 }  // namespace
-}  // namespace tt::comm
+}  // namespace tt::platform

@@ -19,8 +19,10 @@
 #include "platform/emulated/virtual_seal_channel.h"
 #include "tee/digest.h"
 
-namespace tt::comm {
+namespace tt::platform {
 namespace {
+
+using namespace tt::comm;  // the transports, channels and rings these platform pieces wrap
 
 double seconds(RunClock::TimePoint t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
@@ -96,9 +98,9 @@ tee::SecretBytes secret(const std::string& label) {
 
 std::unique_ptr<SealedChannel> sealed_channel(int rank, int p, Profiler* prof) {
   ChannelKeys k;
-  k.send = secret("link " + std::to_string(rank));
-  k.recv = secret("link " + std::to_string((rank + p - 1) % p));
-  k.group = secret("group");
+  k.send = tee::StreamSecret(secret("link " + std::to_string(rank)));
+  k.recv = tee::StreamSecret(secret("link " + std::to_string((rank + p - 1) % p)));
+  k.group = tee::GroupTrafficSecret(secret("group"));
   SealedChannelOptions o;
   o.rank = rank;
   o.world_size = p;
@@ -214,4 +216,4 @@ TEST(VirtualSealChannel, CostModel) {
 }
 
 }  // namespace
-}  // namespace tt::comm
+}  // namespace tt::platform

@@ -2,14 +2,19 @@
 // named derivations between them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
+#include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include "base/error.h"
 #include "tee/digest.h"
 #include "tee/errors.h"
 #include "tee/hkdf.h"
 #include "tee/purpose_keys.h"
+#include "tee/ratchet.h"
+#include "tee/traffic_keys.h"
 #include "tests/tee/test_util.h"
 
 namespace tt::tee {
@@ -118,6 +123,37 @@ static_assert(!std::is_constructible_v<AtRestKey, const LinkSecret&>);
 static_assert(!std::is_constructible_v<AtRestKey, const GroupSecret&>);
 static_assert(!std::is_constructible_v<AtRestKey, const SecretBytes&>);
 
+// The ring's traffic secrets (traffic_keys.h): each its own purpose, reached only by its derivation.
+static_assert(!interchangeable<LinkSecret, StreamSecret>, "a link secret is not a stream's secret");
+static_assert(!interchangeable<GroupSecret, GroupTrafficSecret>);
+static_assert(!interchangeable<GroupTrafficSecret, StreamSecret>);
+static_assert(!interchangeable<StreamSecret, TrafficKey>, "an epoch's key is not the secret it came from");
+static_assert(!interchangeable<LinkSecret, ReleaseKey>);
+static_assert(!interchangeable<ReleaseKey, TrafficKey>);
+static_assert(!interchangeable<ReleaseKey, StreamSecret>);
+static_assert(!interchangeable<GroupSecret, StreamSecret>);
+static_assert(!interchangeable<DatasetKey, StreamSecret>);
+static_assert(!std::is_convertible_v<SecretBytes, StreamSecret>, "wrapping raw bytes is explicit");
+static_assert(!std::is_convertible_v<SecretBytes, GroupTrafficSecret>, "wrapping raw bytes is explicit");
+static_assert(!std::is_constructible_v<AtRestKey, const StreamSecret&>);
+static_assert(!std::is_constructible_v<AtRestKey, const TrafficKey&>);
+static_assert(!std::is_constructible_v<AtRestKey, const ReleaseKey&>);
+// A ratchet starts from a stream's secret and nothing else.
+static_assert(std::is_constructible_v<KeyRatchet, StreamSecret, Cipher>);
+static_assert(!std::is_constructible_v<KeyRatchet, SecretBytes, Cipher>);
+static_assert(!std::is_constructible_v<KeyRatchet, LinkSecret, Cipher>);
+static_assert(!std::is_constructible_v<KeyRatchet, GroupTrafficSecret, Cipher>);
+static_assert(!std::is_constructible_v<KeyRatchet, TrafficKey, Cipher>);
+// Each derivation takes only its own input.
+static_assert(!std::is_invocable_v<decltype(&derive_group_stream_secret), const GroupSecret&, std::uint32_t>);
+static_assert(!std::is_invocable_v<decltype(&derive_link_stream_secret), const GroupSecret&, std::uint32_t,
+                                   std::uint32_t>);
+static_assert(!std::is_invocable_v<decltype(&derive_group_traffic_secret), const LinkSecret&>);
+static_assert(!std::is_invocable_v<decltype(&derive_release_key), const GroupSecret&, std::uint32_t,
+                                   std::uint32_t, std::uint64_t, std::string_view>);
+static_assert(
+    !std::is_invocable_v<decltype(&key_confirmation), const StreamSecret&, std::uint32_t, std::uint32_t>);
+
 // The derivations are the documented HKDFs (sealed data and checkpoints written before keys had types
 // must still open), and each purpose gets its own key.
 TEST(PurposeKeys, DerivationsAreTheDocumentedHkdfs) {
@@ -128,6 +164,49 @@ TEST(PurposeKeys, DerivationsAreTheDocumentedHkdfs) {
   EXPECT_TRUE(derive_freshness_key(master).secret() == expect("teetrain freshness"));
   EXPECT_FALSE(derive_dataset_key(master).secret() == derive_checkpoint_key(master).secret());
   EXPECT_THROW(derive_checkpoint_key(MasterKey{}), InputError);
+}
+
+// prefix || be32(a) || be32(b) || suffix: the traffic derivations' info, written out independently.
+std::vector<std::uint8_t> info_of(std::string_view prefix, std::uint32_t a, std::uint32_t b,
+                                  const std::vector<std::uint8_t>& suffix = {}) {
+  std::vector<std::uint8_t> info(prefix.begin(), prefix.end());
+  for (std::uint32_t v : {a, b})
+    for (int shift = 24; shift >= 0; shift -= 8) info.push_back(static_cast<std::uint8_t>(v >> shift));
+  info.insert(info.end(), suffix.begin(), suffix.end());
+  return info;
+}
+
+// The traffic derivations are the HKDF-Expands sealed messages and handshakes have always used (their
+// fixtures must keep opening), and distinct inputs give distinct secrets.
+TEST(TrafficKeys, DerivationsAreTheDocumentedHkdfs) {
+  const LinkSecret link = LinkSecret::random();
+  const GroupSecret group = GroupSecret::random();
+  auto expand = [](const auto& key, const std::vector<std::uint8_t>& info, std::size_t n = 32) {
+    return hkdf_expand(key.view(), info, n);
+  };
+  EXPECT_TRUE(derive_link_stream_secret(link, 1, 2).secret() ==
+              expand(link, info_of("teetrain traffic v1", 1, 2)));
+  EXPECT_FALSE(derive_link_stream_secret(link, 1, 2) == derive_link_stream_secret(link, 2, 1));
+  const GroupTrafficSecret traffic = derive_group_traffic_secret(group);
+  EXPECT_TRUE(traffic.secret() == expand(group, info_of("teetrain group traffic v1", 0, 0)));
+  EXPECT_TRUE(derive_group_stream_secret(traffic, 3).secret() ==
+              expand(traffic, info_of("teetrain group stream v1", 3, 0xffffffff)));
+  EXPECT_TRUE(derive_pair_stream_secret(traffic, 3, 1).secret() ==
+              expand(traffic, info_of("teetrain pair stream v1", 3, 1)));
+  const auto id = derive_run_id(group);
+  const SecretBytes id_bytes = expand(group, info_of("teetrain run id v1", 0, 0), 16);
+  EXPECT_TRUE(std::equal(id.begin(), id.end(), id_bytes.data()));
+  const std::vector<std::uint8_t> suffix = {0,   0,   0,   0,   0,   0,   0,   7,  'g',
+                                            'r', 'o', 'u', 'p', ' ', 'k', 'e', 'y'};
+  EXPECT_EQ(release_info(0, 1, 7, "group key"), info_of("teetrain release v1", 0, 1, suffix));
+  EXPECT_TRUE(derive_release_key(link, 0, 1, 7, "group key").secret() ==
+              expand(link, info_of("teetrain release v1", 0, 1, suffix)));
+  EXPECT_FALSE(derive_release_key(link, 0, 1, 8, "group key") ==
+               derive_release_key(link, 0, 1, 7, "group key"));
+  const SecretBytes confirm = expand(link, info_of("teetrain key confirm v1", 0, 1));
+  const Sha256Digest proof = key_confirmation(link, 0, 1);
+  EXPECT_TRUE(std::equal(proof.begin(), proof.end(), confirm.data()));
+  EXPECT_EQ(key_confirmation(LinkSecret{}, 0, 1), Sha256Digest{}) << "no secret: zeros, which never confirm";
 }
 
 }  // namespace

@@ -57,7 +57,7 @@ std::vector<std::uint8_t> aad_of(std::size_t i) {
 
 // Message i: origin i, counter 7 (each message its own origin, as every rank's stream is).
 StreamPosition position(std::size_t i) {
-  return tt::tee::MessageCounter::resume(static_cast<std::uint32_t>(i), 7).next();
+  return tt::tee::MessageCounter(static_cast<std::uint32_t>(i)).skip_to(7);
 }
 
 GpuMessage message(const std::byte* in, std::byte* out, std::size_t length, std::size_t i) {
