@@ -11,22 +11,23 @@ layer() { # what pattern folders...: no file in the folders may include a path m
   if [[ -z "$hits" ]]; then passes=$((passes + 1)); else
     echo "FAIL: $what:"; echo "$hits"; fails=$((fails + 1)); fi
 }
-layer "nothing below tools/ includes the CLI" "tools/" base tee core engine models data comm platform study
-layer "base/ includes only base/" "comm|core|data|models|engine|platform|study|tee/" base
-layer "tee/ includes only tee/ and base/" "comm|core|data|models|engine|platform|study/" tee
-layer "core/ includes only base/ and itself" "comm|data|models|platform|study|tee/|engine/" core
-layer "models/ use only core/" "comm|data|platform|study|tee/|engine/" models
-layer "data/ uses core/ and tee/" "comm|models|platform|study|engine/" data
-layer "comm/ uses core/ and tee/" "data|models|platform|study|engine/" comm
-layer "platform/ uses comm/, core/ and tee/" "data|models|study|engine/" platform
-layer "engine/ includes nothing above it" "study/" engine
-layer "only tee/ uses the nonce-taking AEAD (tee/detail/)" "tee/detail/" base core models data comm platform engine study tools
+layer "nothing below tools/ includes the CLI" "tools/" base tee core engine models data comm platform bench study
+layer "base/ includes only base/" "bench|comm|core|data|models|engine|platform|study|tee/" base
+layer "tee/ includes only tee/ and base/" "bench|comm|core|data|models|engine|platform|study/" tee
+layer "core/ includes only base/ and itself" "bench|comm|data|models|platform|study|tee/|engine/" core
+layer "models/ use only core/" "bench|comm|data|platform|study|tee/|engine/" models
+layer "data/ uses core/ and tee/" "bench|comm|models|platform|study|engine/" data
+layer "comm/ uses core/ and tee/" "bench|data|models|platform|study|engine/" comm
+layer "platform/ uses comm/, core/ and tee/" "bench|data|models|study|engine/" platform
+layer "engine/ includes nothing above it" "bench|study/" engine
+layer "bench/ (benchmarks) sits on the engine: not under study/" "study/" bench
+layer "only tee/ uses the nonce-taking AEAD (tee/detail/)" "tee/detail/" base core models data comm platform engine bench study tools
 layer "engine/ names no concrete model (models/ only through its registry)" \
   "models/(gpt2|bert|resnet)" engine
 
 # DEVELOPERS.md: functions under ~80 lines, in every folder of our code, tests included. The checker
 # must also see a long function when there is one: a made-up 85-line body.
-if out=$(python3 tools/dev/function_lengths.py --max 80 base tee core engine comm platform models data study tools tests); then
+if out=$(python3 tools/dev/function_lengths.py --max 80 base tee core engine comm platform models data bench study tools tests); then
   passes=$((passes + 1))
 else
   echo "FAIL: functions over 80 lines:"; echo "$out"; fails=$((fails + 1))

@@ -13,7 +13,6 @@
 
 #include "base/error.h"
 #include "comm/allreduce_algo.h"
-#include "comm/allreduce_bench.h"
 #include "comm/collectives.h"
 #include "comm/mpi_allreduce.h"
 #include "comm/mpi_transport.h"

@@ -12,9 +12,9 @@
 
 #include "base/error.h"
 #include "comm/allreduce_algo.h"
-#include "comm/allreduce_bench.h"
 #include "comm/collectives.h"
 #include "comm/inproc_transport.h"
+#include "comm/ring_aead.h"
 #include "comm/ring_allreduce.h"
 #include "comm/sealed_channel.h"
 #include "core/profiler.h"

@@ -16,10 +16,11 @@
 #include <vector>
 
 #include "base/error.h"
-#include "comm/allreduce_bench.h"
+#include "bench/allreduce_bench.h"
+#include "bench/bench_paths.h"
+#include "bench/sealed_bench.h"
 #include "comm/mpi_allreduce.h"
 #include "comm/mpi_transport.h"
-#include "comm/sealed_bench.h"
 #include "comm/sealed_channel.h"
 #include "comm/secure_session.h"
 #include "core/backend_factory.h"
@@ -28,7 +29,6 @@
 #include "data/token_loader.h"
 #include "engine/adversary_wire.h"
 #include "engine/allreduce_selection.h"
-#include "engine/bench_paths.h"
 #include "engine/gradient_paths.h"
 #include "engine/host_layout.h"
 #include "engine/mlm_masking.h"
@@ -83,9 +83,9 @@ struct AllreduceBenchOptions {
   std::size_t factor = 4;
   int warmup = 3;
   int iters = 10;
-  std::vector<comm::BenchAlgorithm> modes = {comm::BenchAlgorithm::Ring, comm::BenchAlgorithm::Rd,
-                                             comm::BenchAlgorithm::Rhd, comm::BenchAlgorithm::Auto,
-                                             comm::BenchAlgorithm::Mpi};
+  std::vector<bench::BenchAlgorithm> modes = {bench::BenchAlgorithm::Ring, bench::BenchAlgorithm::Rd,
+                                              bench::BenchAlgorithm::Rhd, bench::BenchAlgorithm::Auto,
+                                              bench::BenchAlgorithm::Mpi};
   bool modes_given = false;               // --modes on the command line (else the default depends on --tee)
   std::optional<comm::AlgoRequest> algo;  // --allreduce-algo: our rows are this one only
   std::string cost;                       // --allreduce-cost FILE: auto's model
@@ -104,7 +104,7 @@ struct AllreduceBenchOptions {
 // is refused before any key is agreed, as in train). nlohmann::json sorts keys, so dump() is canonical.
 nlohmann::json allreduce_config_json(const AllreduceBenchOptions& o) {
   std::vector<std::string> modes;
-  for (const comm::BenchAlgorithm m : o.modes) modes.emplace_back(enum_name(m));
+  for (const bench::BenchAlgorithm m : o.modes) modes.emplace_back(enum_name(m));
   return {{"command", "bench allreduce"},
           {"min_bytes", o.min_bytes},
           {"max_bytes", o.max_bytes},
@@ -121,17 +121,17 @@ nlohmann::json allreduce_config_json(const AllreduceBenchOptions& o) {
 }
 
 // Which algorithms run: a sealed bench and the adversary both have only our ring to act on.
-bool runs_mode(const AllreduceBenchOptions& o, comm::BenchAlgorithm m) {
+bool runs_mode(const AllreduceBenchOptions& o, bench::BenchAlgorithm m) {
   return std::find(o.modes.begin(), o.modes.end(), m) != o.modes.end();
 }
 
-bool is_ours(comm::BenchAlgorithm m) {
-  return m != comm::BenchAlgorithm::Mpi && m != comm::BenchAlgorithm::Plain;
+bool is_ours(bench::BenchAlgorithm m) {
+  return m != bench::BenchAlgorithm::Mpi && m != bench::BenchAlgorithm::Plain;
 }
 
 void choose_modes(AllreduceBenchOptions& o, bool tee_on) {
   const char* tee_mode = name(o.tee.settings.mode);
-  using B = comm::BenchAlgorithm;
+  using B = bench::BenchAlgorithm;
   if (o.algo) {
     // --allreduce-algo X: our rows are X alone, beside the reference (MPI_Allreduce, or the plain ring).
     if (o.modes_given)
@@ -175,8 +175,8 @@ CostModelSource cost_source(const AllreduceBenchOptions& o, const TeeSwitches& t
 }
 
 // The ring exactly as train runs it for the mode (engine/gradient_paths.h: ring_options).
-comm::BenchOptions bench_options(const AllreduceBenchOptions& o, const TeeSwitches& ts) {
-  comm::BenchOptions bo;
+bench::BenchOptions bench_options(const AllreduceBenchOptions& o, const TeeSwitches& ts) {
+  bench::BenchOptions bo;
   bo.min_bytes = o.min_bytes;
   bo.max_bytes = o.max_bytes;
   bo.step_factor = o.factor;
@@ -189,10 +189,10 @@ comm::BenchOptions bench_options(const AllreduceBenchOptions& o, const TeeSwitch
 }
 
 void print_allreduce_header(const AllreduceBenchOptions& o, const TeeSwitches& ts,
-                            const comm::BenchOptions& bo, const std::optional<comm::AttestConfig>& attest,
+                            const bench::BenchOptions& bo, const std::optional<comm::AttestConfig>& attest,
                             int world) {
   std::string modes;
-  for (const comm::BenchAlgorithm m : o.modes) modes += std::string(modes.empty() ? "" : ",") + enum_name(m);
+  for (const bench::BenchAlgorithm m : o.modes) modes += std::string(modes.empty() ? "" : ",") + enum_name(m);
   std::printf(
       "# teetrain bench allreduce: %d ranks, modes %s, sizes %zu..%zu B (x%zu), warmup %d, iters %d\n", world,
       modes.c_str(), o.min_bytes, o.max_bytes, o.factor, o.warmup, o.iters);
@@ -208,22 +208,22 @@ void print_allreduce_header(const AllreduceBenchOptions& o, const TeeSwitches& t
     std::printf("# tee off: plaintext, ring segment %d KiB\n", o.segment_kb);
   }
   std::printf("# machine: %s\n", machine_line().c_str());
-  const bool plain = runs_mode(o, comm::BenchAlgorithm::Plain);
+  const bool plain = runs_mode(o, bench::BenchAlgorithm::Plain);
   std::printf("# ring waits: %s (--comm-wait); %s, iterations interleaved\n", enum_name(*o.comm_wait),
               plain ? "plain = our ring in plaintext; vs_plain = its time / this one's"
                     : "vs_mpi = MPI_Allreduce's time / this one's");
   std::printf(
       "# busbw = algbw * 2(P-1)/P (nccl-tests convention); time = max over ranks, median over "
       "iterations\n");
-  if (runs_mode(o, comm::BenchAlgorithm::Auto) || !o.calibrate.empty()) {
+  if (runs_mode(o, bench::BenchAlgorithm::Auto) || !o.calibrate.empty()) {
     const CostModelSource m = cost_source(o, ts);
     std::printf("# auto: the cost model's cheapest per size; model_us = its time for what ran: %s (%s)\n",
                 comm::describe(m.model).c_str(), m.source.c_str());
   }
-  std::printf("%s\n", comm::format_bench_header(plain ? "plain" : "mpi").c_str());
+  std::printf("%s\n", bench::format_bench_header(plain ? "plain" : "mpi").c_str());
 }
 
-void write_allreduce_json(const AllreduceBenchOptions& o, const std::vector<comm::BenchRecord>& records) {
+void write_allreduce_json(const AllreduceBenchOptions& o, const std::vector<bench::BenchRecord>& records) {
   const nlohmann::json tee = tee_json(o.tee);
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& r : records) {
@@ -257,9 +257,9 @@ void write_allreduce_json(const AllreduceBenchOptions& o, const std::vector<comm
 // this TEE mode, and how well it fits. The transport's eager limit is the default model's (MPI's
 // shared-memory one); its rendezvous cost is fitted.
 void write_calibration(const AllreduceBenchOptions& o, const TeeSwitches& ts,
-                       const std::vector<comm::BenchRecord>& records, const comm::BenchOptions& bo,
+                       const std::vector<bench::BenchRecord>& records, const bench::BenchOptions& bo,
                        int world) {
-  const auto samples = comm::cost_samples(records);
+  const auto samples = bench::cost_samples(records);
   const comm::CostFit fit =
       comm::fit_cost_model(samples, bo.ring.segment_bytes, cost_source(o, ts).model.eager_bytes);
   save_cost_model(o.calibrate, o.tee.settings.mode, fit,
@@ -289,25 +289,25 @@ void run_allreduce(AllreduceBenchOptions o) {
       TeeChannelOptions{ts.cipher, o.tee.settings.rekey_mb, static_cast<std::size_t>(ts.crypto_threads)},
       nullptr);
   if (TeeSession* session = links.session()) session->end_setup();  // the bench releases no secret
-  const comm::BenchOptions bo = bench_options(o, ts);
+  const bench::BenchOptions bo = bench_options(o, ts);
   if (root) print_allreduce_header(o, ts, bo, links.attest(), transport.size());
   // Every row from train's table of gradient paths, on the cpu platform (host buffers).
   const auto cpu = platform::platform_entry(DeviceKind::Cpu).make(platform::Options{});
   BenchPaths paths(links, *cpu, {o.tee.settings, o.segment_kb, o.cost});
   auto records =
-      comm::run_allreduce_bench(transport, paths.rows(o.modes), bo, [&](const comm::BenchRecord& r) {
-        if (root) std::printf("%s\n", comm::format_bench_row(r).c_str());
+      bench::run_allreduce_bench(transport, paths.rows(o.modes), bo, [&](const bench::BenchRecord& r) {
+        if (root) std::printf("%s\n", bench::format_bench_row(r).c_str());
         std::fflush(stdout);
       });
   // Sealed beside plain (never with --adversary: choose_modes): also what the crypto alone allows,
   // measured now on the same cores.
-  if (runs_mode(o, comm::BenchAlgorithm::Plain)) {
+  if (runs_mode(o, bench::BenchAlgorithm::Plain)) {
     // The ring's message size: a segment, or (whole chunks) a few MiB.
     const std::size_t message = bo.ring.segment_bytes > 0 ? bo.ring.segment_bytes : std::size_t{4} << 20;
-    const comm::AeadRates rates =
-        comm::measure_aead_rates(transport, ts.cipher, message, static_cast<std::size_t>(ts.crypto_threads));
-    comm::add_aead_bounds(records, rates, bo.ring.all_gather);
-    if (root) std::printf("%s", comm::format_sealed_summary(records, rates).c_str());
+    const bench::AeadRates rates =
+        bench::measure_aead_rates(transport, ts.cipher, message, static_cast<std::size_t>(ts.crypto_threads));
+    bench::add_aead_bounds(records, rates, bo.ring.all_gather);
+    if (root) std::printf("%s", bench::format_sealed_summary(records, rates).c_str());
   }
   const std::string adversary_view = links.wire().report();
   if (root && !adversary_view.empty()) std::printf("%s", adversary_view.c_str());
@@ -517,8 +517,8 @@ void run_crypto(const CryptoBenchOptions& o) {
     const auto c = tee::parse_cipher(name);
     if (!c) throw InputError("--ciphers: unknown cipher '" + name + "'");
     for (std::size_t t : o.threads) {
-      const auto recs = comm::run_crypto_bench(*c, sizes, t, o.min_seconds);
-      std::printf("%s\n", comm::format_crypto_bench(recs).c_str());
+      const auto recs = bench::run_crypto_bench(*c, sizes, t, o.min_seconds);
+      std::printf("%s\n", bench::format_crypto_bench(recs).c_str());
       std::fflush(stdout);
       for (const auto& r : recs) {
         arr.push_back({{"cipher", r.cipher},
@@ -553,7 +553,7 @@ void register_bench_allreduce(CLI::App* bench) {
        "--modes",
        [ar](const std::vector<std::string>& names) {
          ar->modes.clear();
-         for (const auto& n : names) ar->modes.push_back(*parse_enum<comm::BenchAlgorithm>(n));
+         for (const auto& n : names) ar->modes.push_back(*parse_enum<bench::BenchAlgorithm>(n));
        },
        "Algorithms: ours (sealed with --tee cc|fast): ring, rd (recursive doubling), rhd (recursive "
        "halving-doubling), auto (the cost model's pick per size); mpi (MPI_Allreduce, plaintext only), plain "

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "comm/sealed_bench.h"
+#include "bench/sealed_bench.h"
 #include "core/backend_factory.h"
 #include "core/buffer.h"
 #include "core/emulated/emulated_backend.h"
@@ -116,7 +116,7 @@ double cache_bytes(int threads) {
 // AES-256-GCM seal GB/s of `threads` cores at the ring's 1 MiB segments.
 double aead_gbps(int threads) {
   const auto recs =
-      comm::run_crypto_bench(*tee::parse_cipher("aes-256-gcm"), {std::size_t{1} << 20}, threads, 0.2);
+      bench::run_crypto_bench(*tee::parse_cipher("aes-256-gcm"), {std::size_t{1} << 20}, threads, 0.2);
   double seal = 0, open = 0;
   for (const auto& r : recs) (r.mode == "seal" ? seal : open) = r.gbps;
   return std::min(seal, open);

@@ -1,4 +1,4 @@
-#include "comm/sealed_bench.h"
+#include "bench/sealed_bench.h"
 
 #include <algorithm>
 #include <chrono>
@@ -6,7 +6,13 @@
 
 #include "comm/sealed_channel.h"
 
-namespace tt::comm {
+namespace tt::bench {
+
+using comm::Channel;
+using comm::ChannelKeys;
+using comm::MessageContext;
+using comm::SealedChannel;
+using comm::SealedChannelOptions;
 
 std::vector<std::size_t> default_crypto_bench_sizes() {
   std::vector<std::size_t> sizes;
@@ -83,4 +89,4 @@ std::string format_crypto_bench(const std::vector<CryptoBenchRecord>& records) {
   return s;
 }
 
-}  // namespace tt::comm
+}  // namespace tt::bench

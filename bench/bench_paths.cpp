@@ -1,4 +1,4 @@
-#include "engine/bench_paths.h"
+#include "bench/bench_paths.h"
 
 #include "base/error.h"
 #include "core/enum_names.h"
@@ -24,8 +24,8 @@ constexpr int kBucket = 0;
 BenchPaths::BenchPaths(RankLinks& links, platform::Platform& platform, const BenchPathOptions& o)
     : links_(links), platform_(platform), o_(o) {}
 
-BenchPaths::Row& BenchPaths::build(comm::BenchAlgorithm mode) {
-  using B = comm::BenchAlgorithm;
+BenchPaths::Row& BenchPaths::build(bench::BenchAlgorithm mode) {
+  using B = bench::BenchAlgorithm;
   Row& row = rows_.emplace_back();
   const bool plain = mode == B::Plain;
   row.plan.allreduce = mode == B::Mpi ? AllreduceAlgo::Mpi : AllreduceAlgo::Ring;
@@ -49,13 +49,13 @@ BenchPaths::Row& BenchPaths::build(comm::BenchAlgorithm mode) {
   return row;
 }
 
-std::vector<comm::BenchAlgo> BenchPaths::rows(const std::vector<comm::BenchAlgorithm>& modes) {
-  std::vector<comm::BenchAlgo> out;
-  for (const comm::BenchAlgorithm mode : modes) {
+std::vector<bench::BenchAlgo> BenchPaths::rows(const std::vector<bench::BenchAlgorithm>& modes) {
+  std::vector<bench::BenchAlgo> out;
+  for (const bench::BenchAlgorithm mode : modes) {
     Row& row = build(mode);
-    comm::BenchAlgo b{enum_name(mode), {}, {}, {}};
+    bench::BenchAlgo b{enum_name(mode), {}, {}, {}};
     b.allreduce = [&row](float* d, std::size_t n) { row.path->sum(d, n, row.step++, kBucket); };
-    if (AlgoSelection* sel = row.path->selection(); sel != nullptr && mode != comm::BenchAlgorithm::Plain) {
+    if (AlgoSelection* sel = row.path->selection(); sel != nullptr && mode != bench::BenchAlgorithm::Plain) {
       b.picks = [sel](std::size_t n) { return std::string(enum_name(sel->pick(kBucket, n))); };
       b.predicts = [sel](std::size_t n) { return sel->predicted_us(kBucket, n); };
     }

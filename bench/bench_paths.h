@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/allreduce_bench.h"
+#include "bench/allreduce_bench.h"
 #include "engine/gradient_paths.h"
 #include "engine/rank_links.h"
 
@@ -28,7 +28,7 @@ class BenchPaths {
   BenchPaths& operator=(const BenchPaths&) = delete;
 
   // One bench row per mode, in order. Each row's all-reduces are labelled with steps of their own.
-  std::vector<comm::BenchAlgo> rows(const std::vector<comm::BenchAlgorithm>& modes);
+  std::vector<bench::BenchAlgo> rows(const std::vector<bench::BenchAlgorithm>& modes);
 
  private:
   // What one row is built from: the plan and switches its GradientSetup refers to, and the path.
@@ -38,7 +38,7 @@ class BenchPaths {
     std::unique_ptr<GradientPath> path;
     long step = 0;
   };
-  Row& build(comm::BenchAlgorithm mode);
+  Row& build(bench::BenchAlgorithm mode);
 
   RankLinks& links_;
   platform::Platform& platform_;

@@ -8,7 +8,7 @@
 
 #include "tee/aead.h"
 
-namespace tt::comm {
+namespace tt::bench {
 
 struct CryptoBenchRecord {
   std::string cipher;
@@ -32,4 +32,4 @@ std::vector<std::size_t> default_crypto_bench_sizes();
 // A table: cipher, mode, bytes, threads, GB/s.
 std::string format_crypto_bench(const std::vector<CryptoBenchRecord>& records);
 
-}  // namespace tt::comm
+}  // namespace tt::bench

@@ -1,4 +1,4 @@
-// `bench allreduce`'s rows as the engine builds them from the gradient-path table (engine/bench_paths.h),
+// `bench allreduce`'s rows as the engine builds them from the gradient-path table (bench/bench_paths.h),
 // under mpirun (P = 1, 2, 4): every row sums exactly, auto names the cost model's pick, and our rows
 // carry the model's time. The sweep runs through the comm library's driver, as the CLI does.
 #include <gtest/gtest.h>
@@ -6,11 +6,11 @@
 #include <filesystem>
 #include <string>
 
-#include "comm/allreduce_bench.h"
+#include "bench/allreduce_bench.h"
+#include "bench/bench_paths.h"
 #include "comm/allreduce_cost.h"
 #include "core/enum_names.h"
 #include "engine/allreduce_selection.h"
-#include "engine/bench_paths.h"
 #include "engine/rank_links.h"
 #include "platform/platform.h"
 #include "tests/comm/mpi_test_env.h"
@@ -30,15 +30,15 @@ TEST(BenchPaths, SmallSweepIsCorrectAndNamesAutosPick) {
   const auto cpu = platform::platform_entry(DeviceKind::Cpu).make(platform::Options{});
   BenchPaths paths(links, *cpu, {TeeSettings{}, 1024, cost});
 
-  comm::BenchOptions opt;
+  bench::BenchOptions opt;
   opt.min_bytes = 1 << 10;
   opt.max_bytes = 64 << 10;
   opt.step_factor = 4;
   opt.warmup = 1;
   opt.iters = 3;
-  using B = comm::BenchAlgorithm;
-  const auto recs = comm::run_allreduce_bench(links.transport(),
-                                              paths.rows({B::Ring, B::Rd, B::Rhd, B::Auto, B::Mpi}), opt);
+  using B = bench::BenchAlgorithm;
+  const auto recs = bench::run_allreduce_bench(links.transport(),
+                                               paths.rows({B::Ring, B::Rd, B::Rhd, B::Auto, B::Mpi}), opt);
   ASSERT_EQ(recs.size(), 4U * 5U);  // 1, 4, 16, 64 KiB x {ring, rd, rhd, auto, mpi}
   for (const auto& r : recs) {
     EXPECT_TRUE(r.correct) << r.mode << " " << r.bytes;
@@ -56,7 +56,7 @@ TEST(BenchPaths, SmallSweepIsCorrectAndNamesAutosPick) {
       EXPECT_GT(r.predicted_us, 0.0) << r.mode;
     }
   }
-  EXPECT_NE(comm::format_bench_table(recs).find("busbw"), std::string::npos);
+  EXPECT_NE(bench::format_bench_table(recs).find("busbw"), std::string::npos);
   std::filesystem::remove(cost);
 }
 

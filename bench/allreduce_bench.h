@@ -17,13 +17,14 @@
 
 #include "comm/allreduce_cost.h"
 #include "comm/channel.h"
+#include "comm/ring_aead.h"
 #include "comm/ring_allreduce.h"
 #include "comm/transport.h"
 #include "core/enum_names.h"
 #include "core/profiler.h"
 #include "tee/aead.h"
 
-namespace tt::comm {
+namespace tt::bench {
 
 // The algorithms `bench allreduce --modes` compares: ours (through the bench's channel: sealed in a TEE
 // mode) — the ring, recursive doubling, recursive halving-doubling, and `auto`, the cost model's pick
@@ -31,19 +32,30 @@ namespace tt::comm {
 // sealed one (what sealing costs, measured in the same run).
 enum class BenchAlgorithm { Ring, Mpi, Plain, Rd, Rhd, Auto };
 
-}  // namespace tt::comm
+}  // namespace tt::bench
 
 namespace tt {
 template <>
-struct EnumNames<comm::BenchAlgorithm> {
-  static constexpr std::pair<const char*, comm::BenchAlgorithm> all[] = {
-      {"ring", comm::BenchAlgorithm::Ring}, {"rd", comm::BenchAlgorithm::Rd},
-      {"rhd", comm::BenchAlgorithm::Rhd},   {"auto", comm::BenchAlgorithm::Auto},
-      {"mpi", comm::BenchAlgorithm::Mpi},   {"plain", comm::BenchAlgorithm::Plain}};
+struct EnumNames<bench::BenchAlgorithm> {
+  static constexpr std::pair<const char*, bench::BenchAlgorithm> all[] = {
+      {"ring", bench::BenchAlgorithm::Ring}, {"rd", bench::BenchAlgorithm::Rd},
+      {"rhd", bench::BenchAlgorithm::Rhd},   {"auto", bench::BenchAlgorithm::Auto},
+      {"mpi", bench::BenchAlgorithm::Mpi},   {"plain", bench::BenchAlgorithm::Plain}};
 };
 }  // namespace tt
 
-namespace tt::comm {
+namespace tt::bench {
+
+// The comm pieces a benchmark is made of.
+using comm::aead_time_us;  // the sealed ring's AEAD bound (comm/ring_aead.h)
+using comm::AllGatherMode;
+using comm::Channel;
+using comm::CostModel;
+using comm::CostSample;
+using comm::ring_aead_bytes;
+using comm::RingAeadBytes;
+using comm::RingOptions;
+using comm::Transport;
 
 // One algorithm under test: an in-place float sum over all ranks. For our algorithms, `picks` names
 // what runs for a count (auto: the cost model's pick) and `predicts` the cost model's time for it.
@@ -89,19 +101,6 @@ struct BenchRecord {
 // The measured times of ring, rd and rhd, as samples for fit_cost_model (allreduce_cost.h).
 std::vector<CostSample> cost_samples(const std::vector<BenchRecord>& records);
 
-// The AEAD work of one sealed ring all-reduce on a rank holding a largest chunk: plaintext bytes it
-// seals and opens (docs/design.md §5). Scatter-reduce seals and opens P-1 chunks; the all-gather opens
-// P-1 and seals 1 (forward-ciphertext: the owner only) or P-1 (a re-seal at every hop).
-struct RingAeadBytes {
-  std::size_t sealed = 0;
-  std::size_t opened = 0;
-};
-RingAeadBytes ring_aead_bytes(std::size_t count, int ranks, AllGatherMode all_gather);
-
-// The time that AEAD work takes at the given rates (GB/s, 1e9 bytes): no sealed ring on these cores
-// can be faster, however well it overlaps sealing with the wire.
-double aead_time_us(const RingAeadBytes& work, double seal_gbps, double open_gbps);
-
 // Runs every algorithm at every size. `t` carries the barriers and the gathering of timings (outside
 // the timed region). on_record, if given, sees each record as soon as it is measured (rank 0 prints).
 std::vector<BenchRecord> run_allreduce_bench(Transport& t, const std::vector<BenchAlgo>& algos,
@@ -133,4 +132,4 @@ std::string format_bench_header(const std::string& reference = "mpi");
 std::string format_bench_row(const BenchRecord& r);
 std::string format_bench_table(const std::vector<BenchRecord>& records);  // header + rows
 
-}  // namespace tt::comm
+}  // namespace tt::bench

@@ -1,4 +1,4 @@
-#include "comm/allreduce_bench.h"
+#include "bench/allreduce_bench.h"
 
 #include <algorithm>
 #include <array>
@@ -9,12 +9,15 @@
 #include <memory>
 
 #include "base/error.h"
+#include "bench/sealed_bench.h"
 #include "comm/allreduce_algo.h"
 #include "comm/collectives.h"
 #include "comm/mpi_allreduce.h"
-#include "comm/sealed_bench.h"
 
-namespace tt::comm {
+namespace tt::bench {
+
+using comm::Collectives;
+using comm::ReduceAlgo;
 
 namespace {
 
@@ -162,20 +165,6 @@ std::vector<CostSample> cost_samples(const std::vector<BenchRecord>& records) {
   return out;
 }
 
-RingAeadBytes ring_aead_bytes(std::size_t count, int ranks, AllGatherMode all_gather) {
-  if (ranks < 2 || count == 0) return {};
-  const auto p = static_cast<std::size_t>(ranks);
-  const std::size_t chunk = (count + p - 1) / p * sizeof(float);
-  const std::size_t gather_seals = all_gather == AllGatherMode::ForwardWire ? 1 : p - 1;
-  return {.sealed = chunk * (p - 1 + gather_seals), .opened = chunk * 2 * (p - 1)};
-}
-
-double aead_time_us(const RingAeadBytes& work, double seal_gbps, double open_gbps) {
-  // GB/s = 1e9 bytes/s = 1e3 bytes/us.
-  return static_cast<double>(work.sealed) / (seal_gbps * 1e3) +
-         static_cast<double>(work.opened) / (open_gbps * 1e3);
-}
-
 AeadRates measure_aead_rates(Transport& t, tee::Cipher cipher, std::size_t message_bytes, std::size_t threads,
                              double seconds) {
   Collectives coll(t);
@@ -271,4 +260,4 @@ std::string format_bench_table(const std::vector<BenchRecord>& records) {
   return out;
 }
 
-}  // namespace tt::comm
+}  // namespace tt::bench
