@@ -1,19 +1,11 @@
 #include "bench/bench_paths.h"
 
-#include "base/error.h"
 #include "core/enum_names.h"
 #include "engine/host_layout.h"
 
 namespace tt {
 
 namespace {
-
-const GradientPathEntry& row_of(GradientPathKind kind) {
-  for (const GradientPathEntry& r : gradient_paths()) {
-    if (r.kind == kind) return r;
-  }
-  throw RunError("no gradient path of this kind");  // unreachable: the table has every kind
-}
 
 // Every bench all-reduce is bucket 0, as one gradient bucket of a run would be: the messages read
 // "bucket 0" whatever the size, and AlgoSelection prices each new size of the bucket afresh.
@@ -44,8 +36,8 @@ BenchPaths::Row& BenchPaths::build(bench::BenchAlgorithm mode) {
                             plain ? nullptr : links_.sealed(),
                             ranks_on_this_host(),
                             profiler_};
-  row.path =
-      build_gradient_path(row_of(mode == B::Mpi ? GradientPathKind::Mpi : GradientPathKind::Host), setup);
+  row.path = build_gradient_path(
+      gradient_path(mode == B::Mpi ? GradientPathKind::Mpi : GradientPathKind::Host), setup);
   return row;
 }
 

@@ -60,7 +60,6 @@ class Allreducer {
   // The same in segments of `segment_bytes` for this call (the cost model's pick: allreduce_cost.h).
   void allreduce_sum(ReduceAlgo algo, float* data, std::size_t count, const MessageContext& id,
                      std::size_t segment_bytes);
-  const RingOptions& options() const { return options_; }
   RingAllreduce& ring() { return ring_; }
 
  private:

@@ -117,6 +117,11 @@ CostModelSource default_cost_model(const RunPlan& plan, const TeeSwitches& ts, c
   return {comm::compose(link, tee), buf};
 }
 
+CostModelSource cost_model_for(const RunPlan& plan, const TeeSwitches& ts, const EmulatedGpu* gpu) {
+  return plan.allreduce_cost.empty() ? default_cost_model(plan, ts, gpu)
+                                     : load_cost_model(plan.allreduce_cost, plan.tee.mode);
+}
+
 nlohmann::json cost_model_json(const comm::CostModel& m) {
   nlohmann::json j = {{"message_us", m.message_us},
                       {"wire_ns_per_byte", m.wire_ns_per_byte},
@@ -195,9 +200,7 @@ const comm::AlgoChoice& AlgoSelection::choice(int bucket, std::size_t count) {
   Pick p{count * sizeof(float), comm::choose_algo(model_.model, ranks_, count, segment_bytes_, overhead_)};
   if (request_ != comm::AlgoRequest::Auto) {
     // A fixed algorithm runs as asked: at the run's segments, priced there.
-    const comm::ReduceAlgo algo = request_ == comm::AlgoRequest::Rd    ? comm::ReduceAlgo::Rd
-                                  : request_ == comm::AlgoRequest::Rhd ? comm::ReduceAlgo::Rhd
-                                                                       : comm::ReduceAlgo::Ring;
+    const comm::ReduceAlgo algo = fixed_algo();
     const auto i = static_cast<std::size_t>(algo);
     p.choice.algo = algo;
     p.choice.segment_bytes = segment_bytes_;
@@ -215,9 +218,13 @@ double AlgoSelection::predicted_us(int bucket, std::size_t count) {
 
 std::string AlgoSelection::describe() const {
   if (request_ == comm::AlgoRequest::Auto) return "auto (cost model: ring, rd or rhd per bucket)";
-  return comm::reduce_algo_title(request_ == comm::AlgoRequest::Rd    ? comm::ReduceAlgo::Rd
-                                 : request_ == comm::AlgoRequest::Rhd ? comm::ReduceAlgo::Rhd
-                                                                      : comm::ReduceAlgo::Ring);
+  return comm::reduce_algo_title(fixed_algo());
+}
+
+comm::ReduceAlgo AlgoSelection::fixed_algo() const {
+  return request_ == comm::AlgoRequest::Rd    ? comm::ReduceAlgo::Rd
+         : request_ == comm::AlgoRequest::Rhd ? comm::ReduceAlgo::Rhd
+                                              : comm::ReduceAlgo::Ring;
 }
 
 nlohmann::json AlgoSelection::summary() const {

@@ -41,6 +41,10 @@ platform::CryptoCostModel modelled_crypto(const RunPlan& plan, const TeeSwitches
 // the modelled host's sealing (modelled_crypto).
 CostModelSource default_cost_model(const RunPlan& plan, const TeeSwitches& ts, const EmulatedGpu* gpu);
 
+// auto's model for a run: the plan's --allreduce-cost FILE (its model for the TEE mode), else the defaults
+// for the mode and platform. `train`'s host path and `bench allreduce` both take it from here.
+CostModelSource cost_model_for(const RunPlan& plan, const TeeSwitches& ts, const EmulatedGpu* gpu);
+
 // The calibration file: {"format": "teetrain-allreduce-cost-v1", "models": {"off": {...}, "cc": ...}}.
 // Reads the model of `mode`; InputError (naming the file and the command that writes it) when the
 // file is unreadable, malformed or has no model for the mode.
@@ -71,6 +75,8 @@ class AlgoSelection {
   nlohmann::json summary() const;
 
  private:
+  comm::ReduceAlgo fixed_algo() const;  // what a request other than auto runs
+
   struct Pick {
     std::size_t bytes = 0;
     comm::AlgoChoice choice;

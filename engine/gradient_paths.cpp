@@ -58,10 +58,8 @@ class HostPath final : public GradientPath {
          [&o, ts](const EmulatedGpu& gpu) { return modelled_crypto(o, ts, gpu); }, s.profiler});
     algos_.emplace(parts.wire, parts.channel, parts.memory, ro, &s.profiler);
     // Note [same algorithm on every rank] (allreduce_selection.h): the model's inputs are agreed ones.
-    selection_.emplace(o.allreduce_algo,
-                       o.allreduce_cost.empty() ? default_cost_model(o, ts, s.platform.modelled_gpu())
-                                                : load_cost_model(o.allreduce_cost, o.tee.mode),
-                       parts.wire.size(), ro.segment_bytes, parts.channel.overhead());
+    selection_.emplace(o.allreduce_algo, cost_model_for(o, ts, s.platform.modelled_gpu()), parts.wire.size(),
+                       ro.segment_bytes, parts.channel.overhead());
     what_ = selection_->describe() + " over " + parts.wire.name() + ", " + parts.channel.name();
   }
   void sum(float* g, std::size_t n, long step, int bucket) override {
@@ -157,6 +155,13 @@ constexpr GradientPathEntry kPaths[] = {
 
 std::span<const GradientPathEntry> gradient_paths() {
   return kPaths;
+}
+
+const GradientPathEntry& gradient_path(GradientPathKind kind) {
+  for (const GradientPathEntry& r : kPaths) {
+    if (r.kind == kind) return r;
+  }
+  throw RunError("no gradient path of this kind");  // unreachable: the table has a row of every kind
 }
 
 const GradientPathEntry& select_gradient_path(const GradientSetup& s) {

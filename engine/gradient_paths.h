@@ -78,6 +78,7 @@ struct GradientPathEntry {
   std::unique_ptr<GradientPath> (*build)(const GradientSetup& s);
 };
 std::span<const GradientPathEntry> gradient_paths();
+const GradientPathEntry& gradient_path(GradientPathKind kind);  // the row of a kind
 
 // The row that serves the setup's plan. Throws InputError naming every conflict when it cannot run.
 const GradientPathEntry& select_gradient_path(const GradientSetup& s);

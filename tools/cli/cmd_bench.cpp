@@ -166,12 +166,12 @@ void choose_modes(AllreduceBenchOptions& o, bool tee_on) {
         "--calibrate fits the cost model to ring, rd and rhd: run all three (--modes ring,rd,rhd,...)");
 }
 
-// auto's cost model: the calibration given, else train's defaults for the mode on this machine.
+// auto's cost model, as the bench's host rows take it (engine/allreduce_selection.h: cost_model_for).
 CostModelSource cost_source(const AllreduceBenchOptions& o, const TeeSwitches& ts) {
-  if (!o.cost.empty()) return load_cost_model(o.cost, o.tee.settings.mode);
   RunPlan plan;
   plan.tee = o.tee.settings;
-  return default_cost_model(plan, ts, nullptr);
+  plan.allreduce_cost = o.cost;
+  return cost_model_for(plan, ts, nullptr);
 }
 
 // The ring exactly as train runs it for the mode (engine/gradient_paths.h: ring_options).
