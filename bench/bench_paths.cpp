@@ -20,22 +20,16 @@ BenchPaths::Row& BenchPaths::build(bench::BenchAlgorithm mode) {
   using B = bench::BenchAlgorithm;
   Row& row = rows_.emplace_back();
   const bool plain = mode == B::Plain;
-  row.plan.allreduce = mode == B::Mpi ? AllreduceAlgo::Mpi : AllreduceAlgo::Ring;
-  if (mode != B::Mpi && !plain) row.plan.allreduce_algo = *parse_enum<comm::AlgoRequest>(enum_name(mode));
-  row.plan.segment_kb = o_.segment_kb;
-  row.plan.allreduce_cost = o_.cost;
-  if (!plain) row.plan.tee = o_.tee;
+  row.parallel.allreduce = mode == B::Mpi ? AllreduceAlgo::Mpi : AllreduceAlgo::Ring;
+  if (mode != B::Mpi && !plain) row.parallel.algo = *parse_enum<comm::AlgoRequest>(enum_name(mode));
+  row.parallel.segment_kb = o_.segment_kb;
+  row.parallel.cost = o_.cost;
   row.ts = plain ? TeeSwitches{} : resolve_tee(o_.tee, /*gpu_gradients=*/false);
   comm::Channel& channel = plain ? plain_ : links_.channel();
-  const GradientSetup setup{row.plan,
-                            row.ts,
-                            platform_,
-                            &links_.mpi(),
-                            links_.transport(),
-                            channel,
-                            plain ? nullptr : links_.sealed(),
-                            ranks_on_this_host(),
-                            profiler_};
+  const GradientSetup setup{
+      row.parallel,         compute_,           row.ts,  platform_,
+      &links_.mpi(),        links_.transport(), channel, plain ? nullptr : links_.sealed(),
+      ranks_on_this_host(), profiler_};
   row.path = build_gradient_path(
       gradient_path(mode == B::Mpi ? GradientPathKind::Mpi : GradientPathKind::Host), setup);
   return row;

@@ -31,9 +31,9 @@ class BenchPaths {
   std::vector<bench::BenchAlgo> rows(const std::vector<bench::BenchAlgorithm>& modes);
 
  private:
-  // What one row is built from: the plan and switches its GradientSetup refers to, and the path.
+  // What one row is built from: the options and switches its GradientSetup refers to, and the path.
   struct Row {
-    RunPlan plan;
+    ParallelOptions parallel;
     TeeSwitches ts;
     std::unique_ptr<GradientPath> path;
     long step = 0;
@@ -43,9 +43,10 @@ class BenchPaths {
   RankLinks& links_;
   platform::Platform& platform_;
   BenchPathOptions o_;
+  ComputeOptions compute_;    // the host's CPU (bench allreduce runs no model)
   comm::PlainChannel plain_;  // the plain row's channel
   Profiler profiler_;     // the emulated platform's clock would live here; the cpu platform records nothing
-  std::deque<Row> rows_;  // stable addresses: each path keeps references to its plan and switches
+  std::deque<Row> rows_;  // stable addresses: each path keeps references to its options and switches
 };
 
 }  // namespace tt

@@ -32,15 +32,16 @@ std::string mode_name(TeeMode m) {
   return enum_name(m);
 }
 
-comm::TeeCosts tee_costs(const RunPlan& plan, const TeeSwitches& ts, const EmulatedGpu* gpu) {
+comm::TeeCosts tee_costs(const ParallelOptions& parallel, const ComputeOptions& compute,
+                         const TeeSwitches& ts, const EmulatedGpu* gpu) {
   if (!ts.on) return {};
   comm::TeeCosts t;
   const bool on_gpu = ts.device_crypto && gpu != nullptr;
-  if (gpu != nullptr && plan.virtual_time()) {
+  if (gpu != nullptr && compute.virtual_time()) {
     // What the virtual-time channel will charge: the bytes at the modelled rate, and its per-message
     // cost at each end (a bounce re-encryption doubles the bytes). A hop's message spreads over the
     // host's cores only when the ring is pipelined into segments; otherwise one core seals it.
-    const platform::CryptoCostModel m = modelled_crypto(plan, ts, *gpu);
+    const platform::CryptoCostModel m = modelled_crypto(compute.host, ts, *gpu);
     const double cores = on_gpu || !ts.pipeline ? 1.0 : std::max(m.cores, 1);
     t.seal_gbps = m.aead_gbps * cores / (m.bounce_reencrypt ? 2.0 : 1.0);
     t.open_gbps = t.seal_gbps;
@@ -52,7 +53,7 @@ comm::TeeCosts tee_costs(const RunPlan& plan, const TeeSwitches& ts, const Emula
     t.message_us = kSealedMessageUs;
   }
   // H100 CC's bounce buffers: one crossing at the sender, one at the receiver (cc_transfer_channel.h).
-  if (plan.cc_transfer_us > 0 && !on_gpu) t.message_us += 2 * plan.cc_transfer_us;
+  if (parallel.cc_transfer_us > 0 && !on_gpu) t.message_us += 2 * parallel.cc_transfer_us;
   return t;
 }
 
@@ -81,7 +82,7 @@ double number(const nlohmann::json& m, const char* key) {
 
 }  // namespace
 
-platform::CryptoCostModel modelled_crypto(const RunPlan& plan, const TeeSwitches& ts,
+platform::CryptoCostModel modelled_crypto(const HostModel& host, const TeeSwitches& ts,
                                           const EmulatedGpu& gpu) {
   platform::CryptoCostModel m;
   if (ts.device_crypto) {
@@ -89,37 +90,39 @@ platform::CryptoCostModel modelled_crypto(const RunPlan& plan, const TeeSwitches
     m.aead_gbps = gpu.aead_gbps();
     return m;
   }
-  m.aead_gbps = plan.host.aead_gbps;
-  m.cores = plan.host.crypto_cores > 0 ? plan.host.crypto_cores : ts.crypto_threads;
-  m.per_message_us = plan.host.message_us;
-  m.bounce_reencrypt = plan.host.bounce_reencrypt;
+  m.aead_gbps = host.aead_gbps;
+  m.cores = host.crypto_cores > 0 ? host.crypto_cores : ts.crypto_threads;
+  m.per_message_us = host.message_us;
+  m.bounce_reencrypt = host.bounce_reencrypt;
   return m;
 }
 
-CostModelSource default_cost_model(const RunPlan& plan, const TeeSwitches& ts, const EmulatedGpu* gpu) {
+CostModelSource default_cost_model(const ParallelOptions& parallel, const ComputeOptions& compute,
+                                   const TeeSwitches& ts, const EmulatedGpu* gpu) {
   comm::LinkCosts link = kSharedMemory;
   std::string where = "shared memory";
   // An emulated GPU's links are modelled, not MPI's: no eager protocol to price.
   if (gpu != nullptr) link.eager_bytes = 0;
-  if (gpu != nullptr && plan.link == LinkModel::Emulate) {
+  if (gpu != nullptr && parallel.link == LinkModel::Emulate) {
     link = {
         .message_us = kGpuMessageUs, .gbps = gpu->spec.nvlink_gbps, .reduce_gbps = gpu->spec.hbm_gbps / 3};
     where = gpu->spec.name + " NVLink";
   }
-  if (plan.link_gbps > 0) {
-    link.gbps = plan.link_gbps;
-    where = "--link-gbps " + std::to_string(plan.link_gbps);
+  if (parallel.link_gbps > 0) {
+    link.gbps = parallel.link_gbps;
+    where = "--link-gbps " + std::to_string(parallel.link_gbps);
   }
-  const comm::TeeCosts tee = tee_costs(plan, ts, gpu);
+  const comm::TeeCosts tee = tee_costs(parallel, compute, ts, gpu);
   char buf[160];
   std::snprintf(buf, sizeof buf, "defaults: %s, tee %s (seal/open %.1f GB/s, %.1f us per sealed message)",
-                where.c_str(), mode_name(plan.tee.mode).c_str(), tee.seal_gbps, tee.message_us);
+                where.c_str(), mode_name(ts.mode()).c_str(), tee.seal_gbps, tee.message_us);
   return {comm::compose(link, tee), buf};
 }
 
-CostModelSource cost_model_for(const RunPlan& plan, const TeeSwitches& ts, const EmulatedGpu* gpu) {
-  return plan.allreduce_cost.empty() ? default_cost_model(plan, ts, gpu)
-                                     : load_cost_model(plan.allreduce_cost, plan.tee.mode);
+CostModelSource cost_model_for(const ParallelOptions& parallel, const ComputeOptions& compute,
+                               const TeeSwitches& ts, const EmulatedGpu* gpu) {
+  return parallel.cost.empty() ? default_cost_model(parallel, compute, ts, gpu)
+                               : load_cost_model(parallel.cost, ts.mode());
 }
 
 nlohmann::json cost_model_json(const comm::CostModel& m) {

@@ -19,7 +19,7 @@
 #include "comm/allreduce_algo.h"
 #include "comm/allreduce_cost.h"
 #include "core/emulated/emulated_gpu.h"
-#include "engine/run_plan.h"
+#include "engine/run_choices.h"
 #include "platform/emulated/virtual_seal_channel.h"
 
 namespace tt {
@@ -33,17 +33,20 @@ struct CostModelSource {
 // host's AES-GCM (--host-aead-gbps, --host-crypto-cores, --host-message-us, --bounce-reencrypt), or the
 // emulated GPU's with device crypto. The one source of the sealing channel's charges and of the cost
 // model `auto` chooses by, so that what auto predicts is what the run then books.
-platform::CryptoCostModel modelled_crypto(const RunPlan& plan, const TeeSwitches& ts, const EmulatedGpu& gpu);
+platform::CryptoCostModel modelled_crypto(const HostModel& host, const TeeSwitches& ts,
+                                          const EmulatedGpu& gpu);
 
 // The model for a TEE mode without a calibration: this class of machine's shared-memory link (or
 // --link-gbps), the CPU's AES-GCM per sealing thread, --cc-transfer-us per crossing; an emulated GPU
 // (`gpu`, null otherwise) brings its NVLink (--link emulate), HBM and AES-GCM rates, and in virtual time
 // the modelled host's sealing (modelled_crypto).
-CostModelSource default_cost_model(const RunPlan& plan, const TeeSwitches& ts, const EmulatedGpu* gpu);
+CostModelSource default_cost_model(const ParallelOptions& parallel, const ComputeOptions& compute,
+                                   const TeeSwitches& ts, const EmulatedGpu* gpu);
 
 // auto's model for a run: the plan's --allreduce-cost FILE (its model for the TEE mode), else the defaults
 // for the mode and platform. `train`'s host path and `bench allreduce` both take it from here.
-CostModelSource cost_model_for(const RunPlan& plan, const TeeSwitches& ts, const EmulatedGpu* gpu);
+CostModelSource cost_model_for(const ParallelOptions& parallel, const ComputeOptions& compute,
+                               const TeeSwitches& ts, const EmulatedGpu* gpu);
 
 // The calibration file: {"format": "teetrain-allreduce-cost-v1", "models": {"off": {...}, "cc": ...}}.
 // Reads the model of `mode`; InputError (naming the file and the command that writes it) when the

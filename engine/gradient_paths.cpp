@@ -49,16 +49,17 @@ class MpiPath final : public GradientPath {
 class HostPath final : public GradientPath {
  public:
   explicit HostPath(const GradientSetup& s) {
-    const RunPlan& o = s.plan;
+    const ParallelOptions& o = s.parallel;
     const TeeSwitches& ts = s.tee;
     const comm::RingOptions ro = ring_options(ts, o.segment_kb);
     const platform::RingParts parts = s.platform.host_ring(
         {s.transport, s.channel, s.sealed, ts.on, ts.device_crypto, ts.forward_ag,
          o.link == LinkModel::Emulate, o.link_gbps, o.cc_transfer_us,
-         [&o, ts](const EmulatedGpu& gpu) { return modelled_crypto(o, ts, gpu); }, s.profiler});
+         [&host = s.compute.host, ts](const EmulatedGpu& gpu) { return modelled_crypto(host, ts, gpu); },
+         s.profiler});
     algos_.emplace(parts.wire, parts.channel, parts.memory, ro, &s.profiler);
     // Note [same algorithm on every rank] (allreduce_selection.h): the model's inputs are agreed ones.
-    selection_.emplace(o.allreduce_algo, cost_model_for(o, ts, s.platform.modelled_gpu()), parts.wire.size(),
+    selection_.emplace(o.algo, cost_model_for(o, s.compute, ts, s.platform.modelled_gpu()), parts.wire.size(),
                        ro.segment_bytes, parts.channel.overhead());
     what_ = selection_->describe() + " over " + parts.wire.name() + ", " + parts.channel.name();
   }
@@ -109,7 +110,7 @@ void needs_mpirun(const GradientSetup& s, const char* what, std::vector<std::str
 }
 
 bool device_ring_asked(const GradientSetup& s) {
-  return s.plan.allreduce == AllreduceAlgo::Ring && s.platform.device_gradients() &&
+  return s.parallel.allreduce == AllreduceAlgo::Ring && s.platform.device_gradients() &&
          (!s.tee.on || s.tee.device_crypto) && s.transport.size() > 1;
 }
 
@@ -120,9 +121,9 @@ std::unique_ptr<GradientPath> build_nccl(const GradientSetup& s) {
 
 std::unique_ptr<GradientPath> build_device_ring(const GradientSetup& s) {
   DeviceRingConfig dc;
-  dc.ring = ring_options(s.tee, s.plan.segment_kb);
+  dc.ring = ring_options(s.tee, s.parallel.segment_kb);
   dc.sealed = s.tee.on ? s.sealed : nullptr;
-  if (s.plan.link_gbps > 0) dc.link = comm::LinkLimit{s.plan.link_gbps, {}};
+  if (s.parallel.link_gbps > 0) dc.link = comm::LinkLimit{s.parallel.link_gbps, {}};
   dc.ranks_on_host = s.ranks_on_host;
   auto ring = make_device_allreduce(s.platform.backend(), *s.mpi, dc, s.profiler);
   std::string what = ring->describe();
@@ -131,7 +132,7 @@ std::unique_ptr<GradientPath> build_device_ring(const GradientSetup& s) {
 
 constexpr GradientPathEntry kPaths[] = {
     {GradientPathKind::Nccl, "nccl", false,
-     [](const GradientSetup& s) { return s.plan.allreduce == AllreduceAlgo::Nccl; },
+     [](const GradientSetup& s) { return s.parallel.allreduce == AllreduceAlgo::Nccl; },
      [](const GradientSetup& s, std::vector<std::string>& out) { needs_mpirun(s, "--allreduce nccl", out); },
      build_nccl},
     {GradientPathKind::DeviceRing, "device ring", false, device_ring_asked,
@@ -140,13 +141,13 @@ constexpr GradientPathEntry kPaths[] = {
      },
      build_device_ring},
     {GradientPathKind::Mpi, "mpi", true,
-     [](const GradientSetup& s) { return s.plan.allreduce == AllreduceAlgo::Mpi; },
+     [](const GradientSetup& s) { return s.parallel.allreduce == AllreduceAlgo::Mpi; },
      [](const GradientSetup& s, std::vector<std::string>& out) { needs_mpirun(s, "--allreduce mpi", out); },
      [](const GradientSetup& s) -> std::unique_ptr<GradientPath> {
        return std::make_unique<MpiPath>(*s.mpi);
      }},
     {GradientPathKind::Host, "host", true,
-     [](const GradientSetup& s) { return s.plan.allreduce == AllreduceAlgo::Ring; },
+     [](const GradientSetup& s) { return s.parallel.allreduce == AllreduceAlgo::Ring; },
      [](const GradientSetup&, std::vector<std::string>&) {},
      [](const GradientSetup& s) -> std::unique_ptr<GradientPath> { return std::make_unique<HostPath>(s); }},
 };
@@ -174,7 +175,7 @@ const GradientPathEntry& select_gradient_path(const GradientSetup& s) {
     for (const std::string& c : conflicts) msg += (msg.empty() ? "" : "; ") + c;
     throw InputError(msg);
   }
-  throw InputError(std::string("no gradient path serves --allreduce ") + name(s.plan.allreduce));
+  throw InputError(std::string("no gradient path serves --allreduce ") + name(s.parallel.allreduce));
 }
 
 std::unique_ptr<GradientPath> build_gradient_path(const GradientPathEntry& row, const GradientSetup& s) {

@@ -28,7 +28,7 @@
 #include "core/profiler.h"
 #include "engine/allreduce_selection.h"
 #include "engine/ddp_reducer.h"
-#include "engine/run_plan.h"
+#include "engine/run_choices.h"
 #include "platform/platform.h"
 
 namespace tt {
@@ -40,7 +40,8 @@ comm::RingOptions ring_options(const TeeSwitches& ts, int segment_kb);
 
 // What a gradient path is built from. Every reference must outlive the path.
 struct GradientSetup {
-  const RunPlan& plan;
+  const ParallelOptions& parallel;  // which path, its algorithm, segments and links
+  const ComputeOptions& compute;    // virtual time and the modelled host (auto's cost model)
   const TeeSwitches& tee;
   platform::Platform& platform;  // its backend holds the gradients; its host ring's parts
   comm::MpiTransport* mpi;       // MPI_Allreduce, NCCL's bootstrap and the device ring (null: host ring only)

@@ -1,179 +1,65 @@
-// The typed plan of a training run: every choice that decides how the run is put together, as enums
-// (the CLI parses names into them once; nothing downstream compares strings), the TEE policy that
-// resolves fast's and cc's switches, and one validate() that reports every conflicting choice at once.
-//
-// Names (name()/parse_*) are the command line's spellings; summaries and the configuration agreement
-// print them, so a run's JSON reads as its command line.
+// The plan of a training run: its options (engine/train_options.h) resolved once against what the data
+// and the world decide — an image set's shape and classes, no sequence for an image model, --epochs as
+// steps — and validated, every conflicting choice named in one message. A RunPlan is only ever built
+// whole and never changed: each stage of the run reads the part it needs (the platform its
+// ComputeOptions, the gradient path its ParallelOptions, the trainer its ScheduleOptions), and what the
+// ranks agree on is the JSON of exactly these options.
 #pragma once
-#include <cstdint>
-#include <optional>
+#include <nlohmann/json.hpp>
 #include <string>
-#include <string_view>
-#include <utility>
 #include <vector>
 
-#include "comm/adversary_spec.h"
-#include "comm/allreduce_algo.h"
-#include "comm/transport.h"
-#include "core/backend.h"
-#include "core/emulated/emulated_gpu.h"
-#include "core/enum_names.h"
-#include "engine/lr_schedule.h"
-#include "engine/optimizer.h"
-#include "platform/emulated/virtual_seal_channel.h"
-#include "tee/aead.h"
+#include "engine/train_options.h"
+#include "platform/platform.h"
 
 namespace tt {
 
-enum class ComputeMode { Real, Emulated };     // emulated: forward/backward are waits on an emulated GPU
-enum class AllreduceAlgo { Ring, Mpi, Nccl };  // our ring, or a vendor baseline
-enum class LinkModel { Real, Emulate };        // emulate: plaintext ring payloads are not moved
-enum class TeeMode { Off, Cc, Fast };
-enum class Toggle { Auto, On, Off };  // Auto: the TEE mode's default
-// How an emulated run's time is had: computed (Note [Virtual time], core/run_clock.h) or measured
-// with the wall clock while ops wait. Auto: virtual for --compute emulate; real compute is always measured.
-enum class TimeModel { Auto, Virtual, Wall };
+struct ImageSource;  // engine/image_source.h
 
-const char* name(ComputeMode m);
-const char* name(AllreduceAlgo a);
-const char* name(LinkModel l);
-const char* name(TimeModel t);
-const char* name(TeeMode m);
-const char* name(Toggle t);
+class RunPlan {
+ public:
+  // `images`: the run's image set, opened from the same options (null for token data); `world`: the
+  // number of ranks. Throws InputError (exit 2): --epochs with token data or leaving no step to time,
+  // or every conflicting choice at once (validate).
+  RunPlan(const TrainOptions& options, const ImageSource* images, int world);
 
-// The spellings each enum accepts (core/enum_names.h), in the order help texts list them.
-template <>
-struct EnumNames<ComputeMode> {
-  static constexpr std::pair<const char*, ComputeMode> all[] = {{"real", ComputeMode::Real},
-                                                                {"emulate", ComputeMode::Emulated}};
-};
-template <>
-struct EnumNames<AllreduceAlgo> {
-  static constexpr std::pair<const char*, AllreduceAlgo> all[] = {
-      {"ring", AllreduceAlgo::Ring}, {"mpi", AllreduceAlgo::Mpi}, {"nccl", AllreduceAlgo::Nccl}};
-};
-template <>
-struct EnumNames<LinkModel> {
-  static constexpr std::pair<const char*, LinkModel> all[] = {{"real", LinkModel::Real},
-                                                              {"emulate", LinkModel::Emulate}};
-};
-template <>
-struct EnumNames<TimeModel> {
-  static constexpr std::pair<const char*, TimeModel> all[] = {
-      {"auto", TimeModel::Auto}, {"virtual", TimeModel::Virtual}, {"wall", TimeModel::Wall}};
-};
-template <>
-struct EnumNames<TeeMode> {
-  static constexpr std::pair<const char*, TeeMode> all[] = {
-      {"off", TeeMode::Off}, {"cc", TeeMode::Cc}, {"fast", TeeMode::Fast}};
-};
-template <>
-struct EnumNames<Toggle> {
-  static constexpr std::pair<const char*, Toggle> all[] = {
-      {"auto", Toggle::Auto}, {"on", Toggle::On}, {"off", Toggle::Off}};
-};
-template <>
-struct EnumNames<comm::WaitMode> {
-  static constexpr std::pair<const char*, comm::WaitMode> all[] = {{"adaptive", comm::WaitMode::Adaptive},
-                                                                   {"busy", comm::WaitMode::Busy}};
-};
-template <>
-struct EnumNames<OptimizerKind> {
-  static constexpr std::pair<const char*, OptimizerKind> all[] = {{"adamw", OptimizerKind::AdamW},
-                                                                  {"sgd", OptimizerKind::Sgd}};
-};
-template <>
-struct EnumNames<ScheduleKind> {
-  static constexpr std::pair<const char*, ScheduleKind> all[] = {{"cosine", ScheduleKind::Cosine},
-                                                                 {"constant", ScheduleKind::Constant}};
-};
-template <>
-struct EnumNames<DeviceKind> {
-  static constexpr std::pair<const char*, DeviceKind> all[] = {{"cpu", DeviceKind::Cpu},
-                                                               {"cuda", DeviceKind::Cuda}};
-};
-template <>
-struct EnumNames<tee::Cipher> {
-  static constexpr std::pair<const char*, tee::Cipher> all[] = {
-      {"aes-256-gcm", tee::Cipher::Aes256Gcm},
-      {"aes-128-gcm", tee::Cipher::Aes128Gcm},
-      {"chacha20-poly1305", tee::Cipher::ChaCha20Poly1305}};
+  const TrainOptions& options() const { return o_; }
+  const ModelOptions& model() const { return o_.model; }
+  const DataOptions& data() const { return o_.data; }
+  const ScheduleOptions& schedule() const { return o_.schedule; }
+  const ParallelOptions& parallel() const { return o_.parallel; }
+  const ComputeOptions& compute() const { return o_.compute; }
+  const CheckpointOptions& checkpoints() const { return o_.checkpoints; }
+  const OutputOptions& output() const { return o_.output; }
+  const TeeOptions& tee() const { return o_.tee; }
+  // The TEE mode's switches, resolved against where the gradients live.
+  const TeeSwitches& switches() const { return ts_; }
+  // train_options_json of the resolved options: what every rank attests and agrees on, and what a
+  // checkpoint records.
+  const nlohmann::json& json() const { return json_; }
+  bool images() const { return images_; }
+
+ private:
+  TrainOptions o_;
+  TeeSwitches ts_;
+  nlohmann::json json_;
+  bool images_ = false;
 };
 
-// The TEE flags as given (Toggle::Auto: the mode's default).
-struct TeeSettings {
-  TeeMode mode = TeeMode::Off;
-  tee::Cipher cipher = tee::Cipher::Aes256Gcm;
-  std::uint64_t rekey_mb = 65536;        // rotate link keys after this many MiB sealed per stream
-  Toggle pipeline = Toggle::Auto;        // segment pipelining inside ring chunks
-  Toggle forward_ag = Toggle::Auto;      // forward-ciphertext all-gather (owner seals once)
-  int crypto_threads = 0;                // 0: mode default (cc 1, fast 2)
-  Toggle direct_ingress = Toggle::Auto;  // open batches once (fast) vs the bounce path (cc)
-  Toggle device_crypto = Toggle::Auto;   // seal/open gradients on the (emulated) GPU
-};
+// The optimizer steps the run takes: --steps, or with --epochs N, N passes over the training images
+// at the global batch (batch x ranks x grad-accum), the last batch of an epoch rounding up: 5 epochs
+// of Fashion-MNIST (60,000 images) at a global batch of 128 are 5 x 469 = 2,345 steps. `images` is
+// the run's image data (null for token data, which --epochs refuses). Throws InputError when --epochs
+// leaves no step for --timing-warmup.
+long steps_for_epochs(const ScheduleOptions& s, const ImageSource* images, int world);
 
-// The switches in force after resolving Auto against the mode. cc emulates H100 CC as Lee et al.
-// measured it (all off); fast is our TEE-aware design (all on).
-struct TeeSwitches {
-  bool on = false;
-  bool cc = false;
-  bool pipeline = false;
-  bool forward_ag = false;
-  int crypto_threads = 1;
-  bool direct_ingress = true;
-  bool device_crypto = false;  // only where gradients live on a GPU
-  tee::Cipher cipher = tee::Cipher::Aes256Gcm;
-};
+// What the platform of `c` is built from (platform/platform.h): the backend's threads, the rank (which
+// GPU), TF32, and an emulated GPU from the --gpu flags, whose ops advance `clock`.
+platform::Options platform_options(const ComputeOptions& c, int threads, int rank, RunClock& clock);
 
-// gpu_gradients: the gradients live on a GPU (real or emulated). Device crypto exists only there: with
-// CPU compute the host IS the device, and the switch resolves to off. Throws InputError for device
-// crypto asked of a cipher the GPU does not run.
-TeeSwitches resolve_tee(const TeeSettings& s, bool gpu_gradients);
-
-// The host of an emulated GPU's confidential VM in virtual time: what sealing the ring's messages costs
-// there (platform/emulated/virtual_seal_channel.h). Defaults: tools/calibration/h100_cc_sources.json.
-struct HostModel {
-  double aead_gbps = platform::kModelledHostAeadGbps;  // one core's AES-256-GCM, GB/s
-  int crypto_cores = 0;           // cores sealing for one rank (0: the mode's --crypto-threads)
-  double message_us = 0;          // software cost per sealed or opened message
-  bool bounce_reencrypt = false;  // the bounce buffers' bytes are encrypted a second time on the host
-};
-
-// Every choice that decides how a training run is assembled.
-struct RunPlan {
-  DeviceKind device = DeviceKind::Cpu;
-  ComputeMode compute = ComputeMode::Real;
-  AllreduceAlgo allreduce = AllreduceAlgo::Ring;
-  comm::AlgoRequest allreduce_algo = comm::AlgoRequest::Ring;  // which of ours (engine/allreduce_selection.h)
-  std::string allreduce_cost;                                  // --allreduce-cost FILE ("": defaults)
-  LinkModel link = LinkModel::Real;
-  bool overlap = true;
-  bool tf32 = false;
-  double cc_transfer_us = 0;
-  int segment_kb = 1024;  // ring segment size (pipelining)
-  double link_gbps = 0;   // throttle each ring link (0: none; --link emulate: the GPU's NVLink)
-  TimeModel time = TimeModel::Auto;
-  HostModel host;  // the modelled host of an emulated GPU (virtual time)
-  long steps = 0;
-  long timing_warmup = 0;
-  bool checkpoints = false;  // --save-every or --resume
-  bool resume = false;
-  bool expect_checkpoint = false;  // --expect-checkpoint: pins the checkpoint resumed from
-  int seq = 0;                     // 0 for image models
-  int context = 0;                 // the model's longest sequence (0: no limit)
-  TeeSettings tee;
-  std::optional<comm::AdversarySpec> adversary;
-
-  // The platform the run is on (platform/platform.h): --compute emulate's GPU, else --device.
-  DeviceKind platform() const { return compute == ComputeMode::Emulated ? DeviceKind::Emulated : device; }
-  bool gpu_gradients() const { return compute == ComputeMode::Emulated || device == DeviceKind::Cuda; }
-  bool virtual_time() const { return compute == ComputeMode::Emulated && time != TimeModel::Wall; }
-  TeeSwitches switches() const { return resolve_tee(tee, gpu_gradients()); }
-};
-
-// Each conflicting choice, as one sentence saying what to do; empty when the plan is consistent.
-std::vector<std::string> plan_conflicts(const RunPlan& p);
+// Each conflicting choice, as one sentence saying what to do; empty when the options are consistent.
+std::vector<std::string> plan_conflicts(const TrainOptions& o);
 // Throws one InputError naming every conflict (exit 2), or returns.
-void validate(const RunPlan& p);
+void validate(const TrainOptions& o);
 
 }  // namespace tt

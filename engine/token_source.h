@@ -9,7 +9,7 @@
 #include "core/profiler.h"
 #include "data/sealed_tokens.h"
 #include "data/token_loader.h"
-#include "engine/run_plan.h"
+#include "engine/run_choices.h"
 #include "engine/trainer.h"
 #include "tee/purpose_keys.h"
 #include "tee/secure_bytes.h"

@@ -23,14 +23,15 @@ Trainer::Trainer(Backend& backend, Model& model, Optimizer& optimizer, Profiler&
       ranks_(std::move(ranks)),
       reducer_(reducer),
       cfg_(std::move(cfg)),
+      lr_(cfg_.schedule.lr_schedule()),
       train_data_(std::move(train_data)),
       val_data_(std::move(val_data)) {
-  model_.reserve(cfg_.batch, cfg_.seq);
+  model_.reserve(cfg_.schedule.batch, cfg_.schedule.seq);
 }
 
 float Trainer::train_step(long step, uint64_t first_sample) {
-  const int B = cfg_.batch;
-  const int K = cfg_.grad_accum;
+  const int B = cfg_.schedule.batch;
+  const int K = cfg_.schedule.grad_accum;
   const uint64_t per_micro = static_cast<uint64_t>(B) * static_cast<uint64_t>(ranks_.world);
   {
     // A pass over every gradient, like the update: timed with the optimizer (as PyTorch's
@@ -82,24 +83,24 @@ float Trainer::train_step(long step, uint64_t first_sample) {
                    std::to_string(norm) + "); lower --lr or enable --grad-clip");
   }
   float scale = accum_scale;
-  if (cfg_.grad_clip > 0.0f && norm > static_cast<double>(cfg_.grad_clip)) {
-    scale *= static_cast<float>(static_cast<double>(cfg_.grad_clip) / (norm + 1e-6));
+  if (cfg_.schedule.grad_clip > 0.0f && norm > static_cast<double>(cfg_.schedule.grad_clip)) {
+    scale *= static_cast<float>(static_cast<double>(cfg_.schedule.grad_clip) / (norm + 1e-6));
   }
   last_grad_norm_ = norm;
-  optimizer_.step(model_, cfg_.lr.at(step), scale, step + 1);
+  optimizer_.step(model_, lr_.at(step), scale, step + 1);
   backend_.synchronize();  // a queued optimizer (GPU) belongs to this phase, not the next step's forward
   return static_cast<float>(loss_sum / K);
 }
 
 Trainer::Validation Trainer::validate() {
-  if (!val_data_ || cfg_.val_batches <= 0) return {};
+  if (!val_data_ || cfg_.schedule.val_batches <= 0) return {};
   // Mean of per-batch mean losses (as before evaluate() existed: token models keep their numbers
   // bit for bit); accuracy from summed counts, which are exact in double.
   double loss_sum = 0, correct = 0, count = 0;
   bool classifier = true;
-  const int B = cfg_.batch;
+  const int B = cfg_.schedule.batch;
   model_.set_training(false);
-  for (int i = 0; i < cfg_.val_batches; ++i) {
+  for (int i = 0; i < cfg_.schedule.val_batches; ++i) {
     const uint64_t first = (static_cast<uint64_t>(i) * static_cast<uint64_t>(ranks_.world) +
                             static_cast<uint64_t>(ranks_.rank)) *
                            static_cast<uint64_t>(B);
@@ -112,7 +113,7 @@ Trainer::Validation Trainer::validate() {
   }
   model_.set_training(true);
   Validation v;
-  v.loss = ranks_.mean_across_ranks(loss_sum / cfg_.val_batches);
+  v.loss = ranks_.mean_across_ranks(loss_sum / cfg_.schedule.val_batches);
   // Every rank takes the same branch: the batch shapes and the model are the same on all of them.
   if (classifier) v.accuracy = ranks_.mean_across_ranks(correct) / ranks_.mean_across_ranks(count);
   return v;
@@ -123,15 +124,15 @@ void Trainer::print_progress(long step, double loss, double items_per_s, double 
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   // On a terminal the line redraws in place; in a log it is printed every 10th step.
   if (!tty && !final_line && step % 10 != 0 && step != 1) return;
-  const char* unit = cfg_.seq > 0 ? "tok/s" : "samples/s";
+  const char* unit = cfg_.schedule.seq > 0 ? "tok/s" : "samples/s";
   std::fprintf(stderr, "%sstep %6ld/%ld | loss %.4f | lr %.2e | %8.0f %s | ETA %4.0fs%s", tty ? "\r" : "",
-               step, cfg_.steps, loss, static_cast<double>(cfg_.lr.at(step - 1)), items_per_s, unit, eta_s,
-               (tty && !final_line) ? "" : "\n");
+               step, cfg_.schedule.steps, loss, static_cast<double>(lr_.at(step - 1)), items_per_s, unit,
+               eta_s, (tty && !final_line) ? "" : "\n");
   std::fflush(stderr);
 }
 
 Trainer::Validation Trainer::validate_if_due(long step, bool last, TrainResult& res) {
-  if (!((cfg_.val_every > 0 && (step + 1) % cfg_.val_every == 0) || last)) return {};
+  if (!((cfg_.schedule.val_every > 0 && (step + 1) % cfg_.schedule.val_every == 0) || last)) return {};
   // Its own phase: at the default 8 batches it is a tenth of a short run's timed steps.
   ScopedPhase t(&profiler_, Phase::Validation);
   const Validation val = validate();
@@ -144,7 +145,7 @@ Trainer::Validation Trainer::validate_if_due(long step, bool last, TrainResult& 
 
 void Trainer::report_step(const StepLog& s, const Validation& val, std::ofstream& metrics) {
   const double ips = s.items_per_step / s.mean_s;
-  const double eta = s.mean_s * static_cast<double>(cfg_.steps - s.step);
+  const double eta = s.mean_s * static_cast<double>(cfg_.schedule.steps - s.step);
   print_progress(s.step, s.loss, ips, eta, s.last);
   if (val.loss >= 0 && ranks_.rank == 0 && cfg_.progress && (!s.last || val.accuracy >= 0)) {
     std::fprintf(stderr, "%sstep %6ld | val_loss %.4f", (::isatty(STDERR_FILENO) && !s.last) ? "\n" : "",
@@ -153,12 +154,9 @@ void Trainer::report_step(const StepLog& s, const Validation& val, std::ofstream
     std::fputc('\n', stderr);
   }
   if (!metrics.is_open()) return;
-  nlohmann::json m = {{"step", s.step},
-                      {"loss", s.loss},
-                      {"lr", cfg_.lr.at(s.step - 1)},
-                      {"grad_norm", last_grad_norm_},
-                      {"step_s", s.step_s},
-                      {"items_per_s", s.items_per_step / s.step_s}};
+  nlohmann::json m = {{"step", s.step},           {"loss", s.loss},
+                      {"lr", lr_.at(s.step - 1)}, {"grad_norm", last_grad_norm_},
+                      {"step_s", s.step_s},       {"items_per_s", s.items_per_step / s.step_s}};
   if (val.loss >= 0) m["val_loss"] = val.loss;
   if (val.accuracy >= 0) m["val_accuracy"] = val.accuracy;
   metrics << m.dump() << '\n';
@@ -172,9 +170,11 @@ TrainResult Trainer::run(long start_step, uint64_t samples_consumed) {
     metrics.open(cfg_.metrics_path, start_step > 0 ? std::ios::app : std::ios::trunc);
     if (!metrics) throw InputError("--metrics " + cfg_.metrics_path + ": cannot open for writing");
   }
-  const uint64_t global_batch = static_cast<uint64_t>(cfg_.batch) * static_cast<uint64_t>(ranks_.world) *
-                                static_cast<uint64_t>(cfg_.grad_accum);
-  const double items_per_step = static_cast<double>(global_batch) * (cfg_.seq > 0 ? cfg_.seq : 1);
+  const uint64_t global_batch = static_cast<uint64_t>(cfg_.schedule.batch) *
+                                static_cast<uint64_t>(ranks_.world) *
+                                static_cast<uint64_t>(cfg_.schedule.grad_accum);
+  const double items_per_step =
+      static_cast<double>(global_batch) * (cfg_.schedule.seq > 0 ? cfg_.schedule.seq : 1);
 
   TrainResult res;
   // Start the clock together on every rank, so that one rank's set-up time is not counted as another
@@ -184,7 +184,7 @@ TrainResult Trainer::run(long start_step, uint64_t samples_consumed) {
   auto t0 = now();
   long timed_from = start_step;  // first step whose time counts
   double loss = 0;
-  for (long step = start_step; step < cfg_.steps; ++step) {
+  for (long step = start_step; step < cfg_.schedule.steps; ++step) {
     const auto ts = now();
     const float local_loss = train_step(step, samples_consumed);
     samples_consumed += global_batch;
@@ -195,7 +195,7 @@ TrainResult Trainer::run(long start_step, uint64_t samples_consumed) {
       ranks_.sync_clocks();
     }
     const double dt = std::chrono::duration<double>(now() - ts).count();
-    const bool last = step + 1 == cfg_.steps;
+    const bool last = step + 1 == cfg_.schedule.steps;
     const Validation val = validate_if_due(step, last, res);
     {
       // Inside the timed steps too: the progress line, the metrics record and the replica check.
@@ -210,7 +210,7 @@ TrainResult Trainer::run(long start_step, uint64_t samples_consumed) {
       ScopedPhase t(&profiler_, Phase::Checkpoint);
       cfg_.save_checkpoint(step + 1, samples_consumed);
     }
-    if (cfg_.timing_warmup > 0 && step + 1 - start_step == cfg_.timing_warmup && !last) {
+    if (cfg_.schedule.timing_warmup > 0 && step + 1 - start_step == cfg_.schedule.timing_warmup && !last) {
       // End of the warm-up: every rank restarts its clock and phase times together.
       if (ranks_.world > 1) ranks_.mean_across_ranks(0.0f);
       ranks_.sync_clocks();
@@ -220,9 +220,9 @@ TrainResult Trainer::run(long start_step, uint64_t samples_consumed) {
     }
   }
   res.seconds = std::chrono::duration<double>(now() - t0).count();
-  res.steps = cfg_.steps;
+  res.steps = cfg_.schedule.steps;
   res.final_loss = loss;
-  const long ran = cfg_.steps - timed_from;
+  const long ran = cfg_.schedule.steps - timed_from;
   res.timed_steps = ran;
   res.virtual_time = profiler_.virtual_time();
   res.step_seconds_mean = ran > 0 ? res.seconds / static_cast<double>(ran) : 0;

@@ -22,23 +22,41 @@ namespace tt {
 // Fills `out` with samples [first_sample, first_sample + count) of the run's sample stream.
 using BatchFn = std::function<void(Batch& out, uint64_t first_sample, int count)>;
 
-struct TrainConfig {
-  long steps = 100;
-  int batch = 8;  // per rank and micro-step
-  int seq = 64;   // tokens per sample (0 for image models)
+// The trainer's part of a run's options (engine/train_options.h): how many steps of what batch, the
+// learning rate and its schedule, the optimizer, the seed, validation, and the steps left out of the
+// timing.
+struct ScheduleOptions {
+  long steps = 200;
+  long epochs = 0;  // > 0: the run plan turns it into steps (engine/run_plan.h); the trainer reads steps
+  int batch = 8;    // per rank and micro-step
+  int seq = 128;    // tokens per sample (0 for image models)
   int grad_accum = 1;
-  LrSchedule lr;
+  float lr = 1e-3f;  // peak
+  float min_lr_frac = 0.1f;
+  long warmup = 20;
+  ScheduleKind schedule = ScheduleKind::Cosine;
   float grad_clip = 1.0f;  // max global gradient norm; <= 0 disables clipping
-  OptimizerConfig opt;
+  OptimizerConfig optimizer{.kind = OptimizerKind::AdamW,
+                            .beta1 = 0.9f,
+                            .beta2 = 0.95f,
+                            .eps = 1e-8f,
+                            .momentum = 0.9f,
+                            .weight_decay = 0.1f};
   uint64_t seed = 1337;
-  long val_every = 0;  // 0: validate only at the end
-  int val_batches = 8;
-  bool progress = true;      // live progress line on stderr
-  std::string metrics_path;  // JSON lines, one per step
-  long save_every = 0;       // checkpoint every N steps (0: never)
+  long val_every = 0;   // 0: validate only at the end
+  int val_batches = 8;  // 0, or data without a validation split: no validation
   // The first N steps of this run warm up (allocations, first touch of buffers, caches) and are left out
   // of the step time and phase times (--timing-warmup); counters still count every step.
   long timing_warmup = 0;
+
+  LrSchedule lr_schedule() const { return {lr, min_lr_frac, warmup, steps, schedule}; }
+};
+
+struct TrainConfig {
+  ScheduleOptions schedule;
+  bool progress = true;      // live progress line on stderr
+  std::string metrics_path;  // JSON lines, one per step
+  long save_every = 0;       // checkpoint every N steps (0: never)
   std::function<void(long step, uint64_t samples_consumed)> save_checkpoint;  // set by the caller
   // Called after every optimizer step (1-based step), e.g. for replica checks. May throw to stop.
   std::function<void(long step)> after_step;
@@ -108,6 +126,7 @@ class Trainer {
   RankInfo ranks_;
   GradReducer* reducer_;
   TrainConfig cfg_;
+  LrSchedule lr_;  // cfg_.schedule's
   BatchFn train_data_;
   BatchFn val_data_;
   Batch batch_;

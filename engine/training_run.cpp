@@ -94,19 +94,34 @@ double main_thread_seconds(const nlohmann::json& report) {
   return s;
 }
 
-TrainingRun::TrainingRun(const TrainOptions& opts) : profiler_(/*trace=*/!opts.trace.empty()), o_(opts) {
-  resolve_images();
-  plan_ = run_plan(o_);
-  validate(plan_);  // every conflicting choice in one message (exit 2)
-  if (plan_.virtual_time()) profiler_.use_clock(virtual_clock_);
-  ts_ = plan_.switches();
-  links_.emplace(MPI_COMM_WORLD, std::chrono::milliseconds(static_cast<long>(o_.timeout_s * 1000.0)),
-                 o_.comm_wait, o_.tee.adversary, ts_.on);
+namespace {
+
+// An image model's data opens first: its shape and classes complete the plan (engine/run_plan.h).
+std::optional<ImageSource> open_images(const TrainOptions& o) {
+  if (!is_image_model(o.model)) return std::nullopt;
+  return open_image_source({o.data.path, o.schedule.seed, /*augment=*/false,
+                            o.tee.settings.mode != TeeMode::Off, o.tee.allow_plain_data});
+}
+
+int world_size() {
+  int world = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  return world;
+}
+
+}  // namespace
+
+TrainingRun::TrainingRun(const TrainOptions& opts)
+    : profiler_(/*trace=*/!opts.output.trace.empty()),
+      img_(open_images(opts)),
+      plan_(opts, img_ ? &*img_ : nullptr, world_size()) {  // every conflicting choice at once (exit 2)
+  if (plan_.compute().virtual_time()) profiler_.use_clock(virtual_clock_);
+  const ParallelOptions& par = plan_.parallel();
+  links_.emplace(MPI_COMM_WORLD, std::chrono::milliseconds(static_cast<long>(par.timeout_s * 1000.0)),
+                 par.wait, plan_.tee().adversary, plan_.switches().on);
   rank_ = links_->rank();
   world_ = links_->size();
   if (links_->wire().active() && rank_ == 0) std::fprintf(stderr, "%s\n", links_->wire().banner().c_str());
-  o_.steps = steps_for_epochs(o_, img_ ? &*img_ : nullptr, world_);  // --epochs N -> steps
-  run_json_ = train_options_json(o_);
   start_links();
   open_data();
   build_model();
@@ -116,42 +131,32 @@ TrainingRun::TrainingRun(const TrainOptions& opts) : profiler_(/*trace=*/!opts.t
   build_reducer();
 }
 
-// Image models take their input shape and classes from the data and have no sequence length: both
-// are resolved before the plan is validated and the configuration hashed for the agreement.
-void TrainingRun::resolve_images() {
-  if (!is_image_model(o_.model)) return;
-  img_.emplace(open_image_source(
-      {o_.data, o_.seed, /*augment=*/false, o_.tee.settings.mode != TeeMode::Off, o_.tee.allow_plain_data}));
-  o_.model.image_channels = img_->channels;
-  o_.model.image_size = img_->image_size;
-  o_.model.num_classes = img_->classes;
-  o_.seq = 0;
-}
-
 // In TEE mode: attest the ring neighbours, agree keys, and build the one sealed channel that carries
 // every message between ranks from then on (gradients, broadcasts, agreement, replica checks); then
 // check every rank runs this configuration with the same trust root and policy (Note [Agreed
 // inputs], round one), and release the keys at rest.
 void TrainingRun::start_links() {
   comm::Transport& transport = links_->transport();
+  const TeeOptions& tee = plan_.tee();
+  const TeeSwitches& ts = plan_.switches();
+  const std::string config = plan_.json().dump();
   links_->secure(
-      o_.tee.trust, run_json_.dump(),
-      TeeChannelOptions{ts_.cipher, o_.tee.settings.rekey_mb, static_cast<std::size_t>(ts_.crypto_threads)},
+      tee.trust, config,
+      TeeChannelOptions{ts.cipher, tee.settings.rekey_mb, static_cast<std::size_t>(ts.crypto_threads)},
       &profiler_);
   const std::optional<comm::AttestConfig>& attest = links_->attest();
   dist_.emplace(transport, links_->channel(), &profiler_);
-  add_configuration(inputs_, run_json_.dump());
+  add_configuration(inputs_, config);
   if (attest && attest->anchor) add_trust(inputs_, *attest->anchor);
   if (attest) add_policy(inputs_, attest->policy);
   agree_inputs(*dist_, inputs_);
-  if (!ts_.on) return;
+  if (!ts.on) return;
   TeeSession& session = *links_->session();
   if (!session.keys().group.empty()) add_key(inputs_, "session group key", session.keys().group.secret());
   const bool sealed_data =
-      img_ ? img_->sealed() : require_sealed_data(o_.data, "train", o_.tee.allow_plain_data);
-  const bool need_ckpt_key = o_.save_every > 0 || !o_.resume.empty();
+      img_ ? img_->sealed() : require_sealed_data(plan_.data().path, "train", tee.allow_plain_data);
   at_rest_ = release_at_rest_keys(
-      transport, session.keys(), o_.tee.key_file, sealed_data, need_ckpt_key,
+      transport, session.keys(), tee.key_file, sealed_data, plan_.checkpoints().any(),
       [](const std::string& w) { std::fprintf(stderr, "teetrain: warning: %s\n", w.c_str()); });
   session.end_setup();  // every secret is out: wipe the session's link and group secrets
   if (at_rest_.dataset) add_key(inputs_, "dataset key", at_rest_.dataset->secret());
@@ -159,13 +164,16 @@ void TrainingRun::start_links() {
 }
 
 void TrainingRun::open_data() {
+  const DataOptions& d = plan_.data();
+  const TeeSwitches& ts = plan_.switches();
   if (!img_) {
+    const ScheduleOptions& s = plan_.schedule();
     data_ = open_token_data(
-        {o_.data, o_.seq, o_.seed, o_.ingress_gbps, model_vocab(o_.model), is_masked_lm(o_.model)}, ts_,
+        {d.path, s.seq, s.seed, d.ingress_gbps, model_vocab(plan_.model()), is_masked_lm(plan_.model())}, ts,
         at_rest_.dataset ? &*at_rest_.dataset : nullptr, rank_, profiler_);
-    if (!data_.val && rank_ == 0 && !o_.quiet)
+    if (!data_.val && rank_ == 0 && !plan_.output().quiet)
       std::fprintf(stderr, "note: no validation split for --data %s; reporting training loss only\n",
-                   o_.data.c_str());
+                   d.path.c_str());
     add_token_data(inputs_, data_);
     return;
   }
@@ -173,8 +181,8 @@ void TrainingRun::open_data() {
   // metadata).
   if (img_->sealed()) {
     img_->open_sealed(*at_rest_.dataset,
-                      {ts_.direct_ingress ? IngressMode::Direct : IngressMode::Bounce, ts_.cipher,
-                       static_cast<uint32_t>(rank_), o_.ingress_gbps},
+                      {ts.direct_ingress ? IngressMode::Direct : IngressMode::Bounce, ts.cipher,
+                       static_cast<uint32_t>(rank_), d.ingress_gbps},
                       &profiler_);
   }
   data_.train = img_->train;
@@ -187,32 +195,28 @@ void TrainingRun::open_data() {
 // optimizer run on an EmulatedBackend, whose ops are waits on the chosen GPU; gradients' bytes,
 // buckets, ring, crypto and ingress stay real.
 void TrainingRun::build_model() {
-  threads_ = default_threads(o_.threads);
+  const ComputeOptions& c = plan_.compute();
+  threads_ = default_threads(c.threads);
   ranks_per_host_ = ranks_on_this_host();
-  platform::Options po;
-  po.threads = threads_;
-  po.rank = rank_;
-  po.tf32 = o_.tf32;
-  if (o_.compute == ComputeMode::Emulated) {  // the --gpu flags describe the emulated GPU
-    po.gpu = EmulatedGpu{resolve_gpu_spec(o_.gpu), o_.gpu_precision, o_.gpu_tflops,
-                         o_.gpu_efficiency,        o_.gpu_aead_gbps, o_.gpu_act_traffic};
-    po.clock = &profiler_.clock();
-  }
-  platform_ = platform::platform_entry(plan_.platform()).make(po);
+  platform_ =
+      platform::platform_entry(c.platform()).make(platform_options(c, threads_, rank_, profiler_.clock()));
   backend_ = &platform_->backend();
-  model_ = make_model(*backend_, o_.model);
+  model_ = make_model(*backend_, plan_.model());
   // Placeholder values (an emulated GPU's memory holds zeros): drawing 1.5B random numbers on the
   // host for gpt2-xl would only cost time and memory.
-  if (platform_->real_values()) model_->init_params(o_.seed);
-  const std::string notice = platform_->notice(model_->name(), plan_.virtual_time());
+  if (platform_->real_values()) model_->init_params(plan_.schedule().seed);
+  const std::string notice = platform_->notice(model_->name(), c.virtual_time());
   if (!notice.empty() && rank_ == 0) std::fprintf(stderr, "%s\n", notice.c_str());
-  tc_ = trainer_config(o_, static_cast<bool>(data_.val));
-  tc_.metrics_path = rank_ == 0 ? o_.metrics : "";
+  const OutputOptions& out = plan_.output();
+  tc_.schedule = plan_.schedule();
+  tc_.progress = !out.no_progress && !out.quiet;
+  tc_.metrics_path = rank_ == 0 ? out.metrics : "";
+  tc_.save_every = plan_.checkpoints().save_every;
   tc_.digest_params = platform_->real_values();
-  optimizer_ = make_optimizer(*backend_, tc_.opt, model_->num_params());
-  if (o_.check_replicas > 0) {
-    tc_.after_step = [this](long step) {
-      if (step % o_.check_replicas == 0) dist_->check_replicas(*backend_, *model_, step);
+  optimizer_ = make_optimizer(*backend_, tc_.schedule.optimizer, model_->num_params());
+  if (const long every = plan_.parallel().check_replicas; every > 0) {
+    tc_.after_step = [this, every](long step) {
+      if (step % every == 0) dist_->check_replicas(*backend_, *model_, step);
     };
   }
 }
@@ -221,28 +225,33 @@ void TrainingRun::build_model() {
 // are sealed in TEE mode (the model, optimizer state and run state never rest in clear). The key
 // owner's anti-rollback record (engine/freshness.h) needs the master key, which only rank 0 holds.
 void TrainingRun::setup_checkpoints() {
-  codec_ = at_rest_.checkpoint ? make_sealed_codec(*at_rest_.checkpoint, ts_.cipher) : make_plain_codec();
+  const CheckpointOptions& ck = plan_.checkpoints();
+  const std::string& key_file = plan_.tee().key_file;
+  codec_ = at_rest_.checkpoint ? make_sealed_codec(*at_rest_.checkpoint, plan_.switches().cipher)
+                               : make_plain_codec();
   if (rank_ == 0 && at_rest_.checkpoint)
-    freshness_.emplace(freshness_record_path(o_.tee.key_file), load_key_file(o_.tee.key_file));
-  if (o_.save_every > 0 && rank_ == 0)
+    freshness_.emplace(freshness_record_path(key_file), load_key_file(key_file));
+  if (ck.save_every > 0 && rank_ == 0)
     store_ = std::make_unique<CheckpointStore>(
-        o_.ckpt_dir, o_.keep, *codec_, freshness_ ? &*freshness_ : nullptr,
+        ck.dir, ck.keep, *codec_, freshness_ ? &*freshness_ : nullptr,
         [](const std::string& w) { std::fprintf(stderr, "teetrain: warning: %s\n", w.c_str()); });
   tc_.save_checkpoint = [this](long step, uint64_t samples) {
     if (rank_ != 0) return;
-    const CheckpointMeta meta{step, samples, o_.seed, params_sha256(*backend_, *model_), run_json_};
+    const CheckpointMeta meta{step, samples, plan_.schedule().seed, params_sha256(*backend_, *model_),
+                              plan_.json()};
     const auto dir = store_->save(*backend_, *model_, optimizer_.get(), meta);
     if (tc_.progress) std::fprintf(stderr, "\ncheckpoint: %s\n", dir.c_str());
   };
 }
 
 void TrainingRun::restore_or_broadcast() {
-  if (o_.resume.empty()) {
+  const std::string& resume = plan_.checkpoints().resume;
+  if (resume.empty()) {
     if (platform_->real_values())
       dist_->broadcast_params(*backend_, *model_);  // every replica starts from rank 0's parameters
     return;
   }
-  const auto dir = CheckpointStore::resolve(o_.resume);
+  const auto dir = CheckpointStore::resolve(resume);
   // Every rank runs the checks of `teetrain ckpt verify` (manifest, digests, chunks, chain); rank 0
   // also refuses a rollback past the freshness record (the others get no record: nullptr).
   const VerifiedCheckpoint ck = open_verified_checkpoint(dir, codec_->key());
@@ -250,17 +259,17 @@ void TrainingRun::restore_or_broadcast() {
       CheckpointStore::load(ck, *backend_, *model_, optimizer_.get(), freshness_ ? &*freshness_ : nullptr);
   if (store_) store_->continue_lineage(ck);  // same run_id; the next save chains to this manifest
   add_checkpoint(inputs_, ck);
-  if (meta.config.contains("model") && meta.config["model"] != run_json_["model"]) {
+  if (meta.config.contains("model") && meta.config["model"] != plan_.json()["model"]) {
     throw InputError("--resume " + dir.string() + ": checkpoint model " + meta.config["model"].dump() +
                      " differs from this run's; use the same --model and shape flags");
   }
   start_step_ = meta.step;
   samples_ = meta.samples_consumed;
-  if (start_step_ >= o_.steps) {
+  if (start_step_ >= plan_.schedule().steps) {
     throw InputError("--resume: the checkpoint is at step " + std::to_string(start_step_) +
                      "; --steps must be larger to continue");
   }
-  if (rank_ == 0 && !o_.quiet) {
+  if (rank_ == 0 && !plan_.output().quiet) {
     std::fprintf(stderr, "resumed from %s at step %ld%s\n", dir.c_str(), start_step_,
                  freshness_ && freshness_->exists() ? " (not older than the freshness record)" : "");
     const std::string rollback = rollback_warning(freshness_ ? &*freshness_ : nullptr);
@@ -271,18 +280,20 @@ void TrainingRun::restore_or_broadcast() {
 // Every input is open (data, checkpoint) and no step has run: every rank checks that all of them
 // opened the same things, and that the data owner's pins hold (Note [Agreed inputs], round two).
 void TrainingRun::agree_on_inputs() {
-  inputs_ = agree_inputs(*dist_, inputs_, {o_.expect_dataset, o_.expect_checkpoint});
+  inputs_ = agree_inputs(*dist_, inputs_, {plan_.data().expect_dataset, plan_.checkpoints().expect});
 }
 
 // Gradient reduction on the reducer's communication thread: one path, chosen by the engine from the plan.
 void TrainingRun::build_reducer() {
-  grads_.emplace(GradientSetup{plan_, ts_, *platform_, &links_->mpi(), links_->transport(), links_->channel(),
-                               links_->sealed(), ranks_per_host_, profiler_});
-  const std::size_t cap = static_cast<std::size_t>(o_.bucket_mb * 1024.0 * 1024.0);
+  const ParallelOptions& par = plan_.parallel();
+  grads_.emplace(GradientSetup{par, plan_.compute(), plan_.switches(), *platform_, &links_->mpi(),
+                               links_->transport(), links_->channel(), links_->sealed(), ranks_per_host_,
+                               profiler_});
+  const std::size_t cap = static_cast<std::size_t>(par.bucket_mb * 1024.0 * 1024.0);
   buckets_ = plan_buckets(model_->params(), model_->num_params(),
                           std::min<std::size_t>(std::size_t{1} << 20, cap), cap);
   if (world_ == 1) return;
-  DdpOptions ddp{o_.overlap, world_};
+  DdpOptions ddp{par.overlap, world_};
   reducer_ = std::make_unique<DdpReducer>(*backend_, *model_, buckets_, grads_->fn(), ddp, &profiler_);
 }
 
@@ -306,10 +317,10 @@ RunReport TrainingRun::finish(const TrainResult& r) {
   RunReport out;
   out.phases = gather_phase_report(*dist_, profiler_, r.timed_steps);
   out.adversary_view = links_->wire().report();
-  if (!o_.trace.empty()) {
-    write_trace_part(o_.trace, rank_, profiler_.trace_events());
+  if (const std::string& trace = plan_.output().trace; !trace.empty()) {
+    write_trace_part(trace, rank_, profiler_.trace_events());
     dist_->mean(0.0);  // barrier: every part is on disk before rank 0 merges
-    if (rank_ == 0) out.trace_parts = merge_trace_parts(o_.trace, world_);
+    if (rank_ == 0) out.trace_parts = merge_trace_parts(trace, world_);
   }
   return out;
 }
@@ -327,7 +338,8 @@ double TrainingRun::memory_gib() const {
   const bool bf16 = bf16_emulated();
   const double state = memory_state_gib() * (1 << 30);
   const double activations =
-      static_cast<double>(model_->activation_bytes(o_.batch, o_.seq)) * (bf16 ? 0.5 : 1.0);
+      static_cast<double>(model_->activation_bytes(plan_.schedule().batch, plan_.schedule().seq)) *
+      (bf16 ? 0.5 : 1.0);
   return (state + activations) / (1 << 30);
 }
 
@@ -338,7 +350,7 @@ RunDescription TrainingRun::describe() const {
   d.memory_gib = memory_gib();
   d.world = world_;
   d.threads = threads_;
-  d.tee = tee_label(o_.tee, ts_);
+  d.tee = tee_label(plan_.tee(), plan_.switches());
   d.buckets = buckets_.size();
   d.data = data_.describe;
   d.backend = backend_->describe();
@@ -360,14 +372,14 @@ nlohmann::json TrainingRun::summary(const TrainResult& r, const RunReport& repor
             {"memory_gib_per_rank", memory_gib()},
             {"memory_state_gib_per_rank", memory_state_gib()},  // its part that does not grow with the batch
             {"world_size", world_},
-            {"allreduce", name(o_.allreduce)},
+            {"allreduce", name(plan_.parallel().allreduce)},
             {"gradient_path", world_ > 1 ? grads_->path() : "none"},
             {"allreduce_selection", world_ > 1 ? grads_->selection() : nlohmann::json(nullptr)},
             {"cc_transfer_us", grads_->cc_transfer_us()},
-            {"bucket_mb", o_.bucket_mb},
+            {"bucket_mb", plan_.parallel().bucket_mb},
             {"buckets", buckets_.size()},
-            {"overlap", o_.overlap ? "on" : "off"},
-            {"tee", tee_json(o_.tee, gpu_gradients(o_))},
+            {"overlap", plan_.parallel().overlap ? "on" : "off"},
+            {"tee", tee_json(plan_.tee(), plan_.compute().gpu_gradients())},
             {"rekeys", links_->session() != nullptr ? links_->session()->channel().rekeys() : 0},
             {"attestation", attestation_json(links_->attest(), world_)},
             {"agreed_inputs", inputs_.to_json()},
@@ -379,9 +391,9 @@ nlohmann::json TrainingRun::summary(const TrainResult& r, const RunReport& repor
             {"threads", threads_},
             {"host_cores", host_cores()},
             {"ranks_per_host", ranks_per_host_},
-            {"compute", name(o_.compute)},
+            {"compute", name(plan_.compute().mode)},
             {"gpu", gpu ? nlohmann::json(gpu->describe()) : nlohmann::json(nullptr)},
-            {"config", run_json_}});
+            {"config", plan_.json()}});
   return s;
 }
 

@@ -1,8 +1,9 @@
-// One rank's training run, put together by the engine from a TrainOptions: links and keys (TEE
-// session, attestation, keys at rest), data (tokens or images, plain or sealed), backend, model (by
-// name, from models/model_registry.h), optimizer, checkpoints (resume, freshness), and the gradient
-// path and DDP reducer the run plan chooses. `teetrain train` parses into TrainOptions, builds one of
-// these, runs it and prints what describe(), finish() and summary() return.
+// One rank's training run, put together by the engine from a TrainOptions, resolved once into its
+// immutable plan (engine/run_plan.h): links and keys (TEE session, attestation, keys at rest), data
+// (tokens or images, plain or sealed), backend, model (by name, from models/model_registry.h),
+// optimizer, checkpoints (resume, freshness), and the gradient path and DDP reducer the plan chooses.
+// `teetrain train` parses into TrainOptions, builds one of these, runs it and prints what describe(),
+// finish() and summary() return.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -26,9 +27,9 @@
 #include "engine/input_agreement.h"
 #include "engine/optimizer.h"
 #include "engine/rank_links.h"
+#include "engine/run_plan.h"
 #include "engine/tee_session.h"
 #include "engine/token_source.h"
-#include "engine/train_options.h"
 #include "engine/trainer.h"
 #include "platform/platform.h"
 
@@ -87,7 +88,7 @@ class TrainingRun {
   RunDescription describe() const;
   nlohmann::json summary(const TrainResult& r, const RunReport& report) const;
   int rank() const { return rank_; }
-  const TrainOptions& options() const { return o_; }  // as resolved: --epochs as steps, image shapes
+  const RunPlan& plan() const { return plan_; }  // as resolved: --epochs as steps, image shapes
 
  private:
   // What one rank's device holds, GiB: FP32 parameters, gradients and two optimizer moments (16 bytes a
@@ -96,7 +97,6 @@ class TrainingRun {
   double memory_gib() const;
   double memory_state_gib() const;  // the per-parameter part alone
   bool bf16_emulated() const;
-  void resolve_images();
   void start_links();
   void open_data();
   void build_model();
@@ -107,16 +107,14 @@ class TrainingRun {
 
   VirtualClock virtual_clock_;  // the profiler's clock when the plan is in virtual time
   Profiler profiler_;
-  TrainOptions o_;
+  // An image set opens before the plan: its shape and classes are the model's (engine/run_plan.h).
   std::optional<ImageSource> img_;
-  RunPlan plan_;
-  TeeSwitches ts_;
+  const RunPlan plan_;
   // Every message between ranks goes through links_->transport() and links_->channel() (sealed in TEE
   // mode once start_links() has run).
   std::optional<RankLinks> links_;
   int rank_ = 0;
   int world_ = 1;
-  nlohmann::json run_json_;
   std::optional<DistContext> dist_;
   AtRestKeys at_rest_;
   InputRecord inputs_;  // what this rank opened, filled stage by stage; once agreed, every rank's

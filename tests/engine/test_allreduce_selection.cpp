@@ -13,6 +13,7 @@
 #include "base/error.h"
 #include "comm/allreduce_cost.h"
 #include "engine/allreduce_selection.h"
+#include "engine/train_options.h"
 #include "tests/common/fuzz.h"
 
 namespace tt {
@@ -128,22 +129,24 @@ TEST(AllreduceCost, FitRecoversTheRendezvousCost) {
 }
 
 TEST(AllreduceSelection, DefaultsCarryTheTeeCosts) {
-  RunPlan plan;
+  TrainOptions plan;
   TeeSwitches off;
-  const auto m_off = default_cost_model(plan, off, nullptr).model;
-  plan.tee.mode = TeeMode::Cc;
+  const auto m_off = default_cost_model(plan.parallel, plan.compute, off, nullptr).model;
+  plan.tee.settings.mode = TeeMode::Cc;
   TeeSwitches cc;
   cc.on = cc.cc = true;
-  const auto m_cc = default_cost_model(plan, cc, nullptr).model;
+  const auto m_cc = default_cost_model(plan.parallel, plan.compute, cc, nullptr).model;
   EXPECT_GT(m_cc.message_us, m_off.message_us);
   EXPECT_GT(m_cc.wire_ns_per_byte, m_off.wire_ns_per_byte);  // sealed and opened bytes
-  plan.cc_transfer_us = 3000;
-  EXPECT_NEAR(default_cost_model(plan, cc, nullptr).model.message_us, m_cc.message_us + 6000, 1e-9);
+  plan.parallel.cc_transfer_us = 3000;
+  EXPECT_NEAR(default_cost_model(plan.parallel, plan.compute, cc, nullptr).model.message_us,
+              m_cc.message_us + 6000, 1e-9);
   // An emulated GPU's NVLink prices the wire under --link emulate.
   EmulatedGpu gpu{gpu_spec("h100")};
-  plan = RunPlan{};
-  plan.link = LinkModel::Emulate;
-  EXPECT_NEAR(default_cost_model(plan, off, &gpu).model.wire_ns_per_byte, 1.0 / gpu.spec.nvlink_gbps, 1e-12);
+  plan = TrainOptions{};
+  plan.parallel.link = LinkModel::Emulate;
+  EXPECT_NEAR(default_cost_model(plan.parallel, plan.compute, off, &gpu).model.wire_ns_per_byte,
+              1.0 / gpu.spec.nvlink_gbps, 1e-12);
 }
 
 // In virtual time the model prices sealing as the run will book it: the modelled host's AES-GCM
@@ -151,33 +154,36 @@ TEST(AllreduceSelection, DefaultsCarryTheTeeCosts) {
 // CryptoCostModel the sealing channel charges.
 TEST(AllreduceSelection, VirtualTimePricesTheModelledHost) {
   EmulatedGpu gpu{gpu_spec("h100")};
-  RunPlan plan;
-  plan.compute = ComputeMode::Emulated;
-  plan.tee.mode = TeeMode::Cc;
-  plan.host.aead_gbps = 2.0;
-  plan.host.crypto_cores = 4;
-  plan.host.message_us = 7;
+  TrainOptions plan;
+  plan.compute.mode = ComputeMode::Emulated;
+  plan.tee.settings.mode = TeeMode::Cc;
+  plan.compute.host.aead_gbps = 2.0;
+  plan.compute.host.crypto_cores = 4;
+  plan.compute.host.message_us = 7;
   TeeSwitches cc;
   cc.on = cc.cc = true;
-  const platform::CryptoCostModel crypto = modelled_crypto(plan, cc, gpu);
+  const platform::CryptoCostModel crypto = modelled_crypto(plan.compute.host, cc, gpu);
   EXPECT_EQ(crypto.aead_gbps, 2.0);
   EXPECT_EQ(crypto.cores, 4);
-  RunPlan plain;
-  plain.compute = ComputeMode::Emulated;
-  const auto off_wire = default_cost_model(plain, TeeSwitches{}, &gpu).model;
-  const auto m = default_cost_model(plan, cc, &gpu).model;
+  TrainOptions plain;
+  plain.compute.mode = ComputeMode::Emulated;
+  const auto off_wire = default_cost_model(plain.parallel, plain.compute, TeeSwitches{}, &gpu).model;
+  const auto m = default_cost_model(plan.parallel, plan.compute, cc, &gpu).model;
   EXPECT_NEAR(m.wire_ns_per_byte - off_wire.wire_ns_per_byte, 2 * (1.0 / 2.0),
               1e-9);  // seal + open, one core
   EXPECT_NEAR(m.message_us - off_wire.message_us, 2 * 7.0, 1e-9);
   cc.pipeline = true;  // segments spread over the host's 4 cores
-  EXPECT_NEAR(default_cost_model(plan, cc, &gpu).model.wire_ns_per_byte - off_wire.wire_ns_per_byte,
+  EXPECT_NEAR(default_cost_model(plan.parallel, plan.compute, cc, &gpu).model.wire_ns_per_byte -
+                  off_wire.wire_ns_per_byte,
               2 * (1.0 / 8.0), 1e-9);
-  plan.host.bounce_reencrypt = true;  // twice the bytes through the cipher
-  EXPECT_NEAR(default_cost_model(plan, cc, &gpu).model.wire_ns_per_byte - off_wire.wire_ns_per_byte,
+  plan.compute.host.bounce_reencrypt = true;  // twice the bytes through the cipher
+  EXPECT_NEAR(default_cost_model(plan.parallel, plan.compute, cc, &gpu).model.wire_ns_per_byte -
+                  off_wire.wire_ns_per_byte,
               2 * (2.0 / 8.0), 1e-9);
   // Wall-clock emulation keeps the measured machine's defaults.
-  plan.time = TimeModel::Wall;
-  EXPECT_NE(default_cost_model(plan, cc, &gpu).model.wire_ns_per_byte - off_wire.wire_ns_per_byte,
+  plan.compute.time = TimeModel::Wall;
+  EXPECT_NE(default_cost_model(plan.parallel, plan.compute, cc, &gpu).model.wire_ns_per_byte -
+                off_wire.wire_ns_per_byte,
             2 * (2.0 / 8.0));
 }
 

@@ -15,6 +15,7 @@
 #include "comm/sealed_channel.h"
 #include "engine/gradient_paths.h"
 #include "engine/gradient_reduction.h"
+#include "engine/run_plan.h"
 #include "platform/platform.h"
 #include "tee/digest.h"
 #include "tests/comm/comm_test_util.h"
@@ -41,21 +42,27 @@ comm::ChannelKeys keys(int rank) {
   return k;
 }
 
+// The TEE switches of the options, as the run plan resolves them.
+TeeSwitches switches(const TrainOptions& p) {
+  return resolve_tee(p.tee.settings, p.compute.gpu_gradients());
+}
+
 // The rule the plan follows, written out independently of engine/run_plan.cpp.
-bool refused(const RunPlan& p) {
-  return (p.link == LinkModel::Emulate && p.compute == ComputeMode::Real) ||
-         (p.link == LinkModel::Emulate && p.allreduce != AllreduceAlgo::Ring) ||
-         p.allreduce == AllreduceAlgo::Nccl ||  // needs --device cuda
-         (p.tee.mode != TeeMode::Off && p.allreduce != AllreduceAlgo::Ring);
+bool refused(const TrainOptions& p) {
+  return (p.parallel.link == LinkModel::Emulate && p.compute.mode == ComputeMode::Real) ||
+         (p.parallel.link == LinkModel::Emulate && p.parallel.allreduce != AllreduceAlgo::Ring) ||
+         p.parallel.allreduce == AllreduceAlgo::Nccl ||  // needs --device cuda
+         (p.tee.settings.mode != TeeMode::Off && p.parallel.allreduce != AllreduceAlgo::Ring);
 }
 
 // What the path must say: the wire, then the channel.
-std::string expected_path(const RunPlan& p, const TeeSwitches& ts) {
-  const bool emulate = p.compute == ComputeMode::Emulated;
+std::string expected_path(const TrainOptions& p, const TeeSwitches& ts) {
+  const bool emulate = p.compute.mode == ComputeMode::Emulated;
   const bool gpu_sealed = ts.on && ts.device_crypto && emulate;
   const bool pass_through = !ts.on || gpu_sealed;
   std::string wire = "inproc";
-  if (p.link == LinkModel::Emulate) wire = pass_through ? "emulated-link(450 GB/s)" : "throttled(inproc)";
+  if (p.parallel.link == LinkModel::Emulate)
+    wire = pass_through ? "emulated-link(450 GB/s)" : "throttled(inproc)";
   const std::string channel = !ts.on       ? "plain"
                               : gpu_sealed ? "emulated-gpu-aead(149 GB/s)"
                                            : "sealed(aes-256-gcm";
@@ -63,10 +70,10 @@ std::string expected_path(const RunPlan& p, const TeeSwitches& ts) {
 }
 
 // The plan's platform, as TrainingRun builds it (one CPU thread; the emulated GPU is an H100).
-std::unique_ptr<platform::Platform> make_platform(const RunPlan& p) {
+std::unique_ptr<platform::Platform> make_platform(const TrainOptions& p) {
   platform::Options o;
-  if (p.compute == ComputeMode::Emulated) o.gpu = EmulatedGpu{gpu_spec("h100"), GpuPrecision::Tf32};
-  return platform::platform_entry(p.platform()).make(o);
+  if (p.compute.mode == ComputeMode::Emulated) o.gpu = EmulatedGpu{gpu_spec("h100"), GpuPrecision::Tf32};
+  return platform::platform_entry(p.compute.platform()).make(o);
 }
 
 struct Outcome {
@@ -74,8 +81,8 @@ struct Outcome {
   long wrong = -1;  // first wrong element on any rank (-1: all exact)
 };
 
-Outcome run_path(const RunPlan& plan) {
-  const TeeSwitches ts = plan.switches();
+Outcome run_path(const TrainOptions& plan) {
+  const TeeSwitches ts = switches(plan);
   comm::InprocWorld world(kRanks);
   std::vector<Outcome> out(kRanks);
   const auto errors = world.run([&](comm::Transport& t) {
@@ -87,7 +94,8 @@ Outcome run_path(const RunPlan& plan) {
     if (ts.on)
       sealed = std::make_unique<comm::SealedChannel>(comm::SealedChannelOptions{r, kRanks}, keys(r), &prof);
     comm::Channel& channel = sealed ? static_cast<comm::Channel&>(*sealed) : plain;
-    GradientReduction g(GradientSetup{plan, ts, *platform, nullptr, t, channel, sealed.get(), kRanks, prof});
+    GradientReduction g(GradientSetup{plan.parallel, plan.compute, ts, *platform, nullptr, t, channel,
+                                      sealed.get(), kRanks, prof});
     std::vector<float> v = pattern_buffer(kCount, r);
     g.fn()(v.data(), v.size(), 7, 2);
     out[static_cast<std::size_t>(r)] = {g.path(), first_wrong(v, kRanks)};
@@ -106,13 +114,13 @@ Outcome run_path(const RunPlan& plan) {
 // The plan both sweeps start from: a compute target, a TEE mode and a link model, 64 KiB segments, in
 // wall-clock time (the virtual-time paths of emulated runs: tests/comm/test_virtual_time.cpp and
 // tests/cli/virtual_time.sh).
-RunPlan host_plan(ComputeMode compute, TeeMode tee, LinkModel link) {
-  RunPlan p;
-  p.time = TimeModel::Wall;
-  p.compute = compute;
-  p.tee.mode = tee;
-  p.link = link;
-  p.segment_kb = 64;
+TrainOptions host_plan(ComputeMode compute, TeeMode tee, LinkModel link) {
+  TrainOptions p;
+  p.compute.time = TimeModel::Wall;
+  p.compute.mode = compute;
+  p.tee.settings.mode = tee;
+  p.parallel.link = link;
+  p.parallel.segment_kb = 64;
   return p;
 }
 
@@ -122,8 +130,8 @@ TEST(GradientPath, EveryCombinationIsRefusedOrBuiltAndSums) {
     for (TeeMode tee : {TeeMode::Off, TeeMode::Cc, TeeMode::Fast}) {
       for (AllreduceAlgo algo : {AllreduceAlgo::Ring, AllreduceAlgo::Mpi, AllreduceAlgo::Nccl}) {
         for (LinkModel link : {LinkModel::Real, LinkModel::Emulate}) {
-          RunPlan p = host_plan(compute, tee, link);
-          p.allreduce = algo;
+          TrainOptions p = host_plan(compute, tee, link);
+          p.parallel.allreduce = algo;
           const std::string what =
               std::string(name(compute)) + "/" + name(tee) + "/" + name(algo) + "/" + name(link);
           const std::vector<std::string> conflicts = plan_conflicts(p);
@@ -141,8 +149,8 @@ TEST(GradientPath, EveryCombinationIsRefusedOrBuiltAndSums) {
             Profiler prof(false);
             comm::PlainChannel plain;
             try {
-              GradientReduction g(
-                  GradientSetup{p, p.switches(), *pf, nullptr, world.transport(0), plain, nullptr, 1, prof});
+              GradientReduction g(GradientSetup{p.parallel, p.compute, switches(p), *pf, nullptr,
+                                                world.transport(0), plain, nullptr, 1, prof});
               ADD_FAILURE() << what << ": built without MPI";
             } catch (const InputError& e) {
               EXPECT_NE(std::string(e.what()).find("mpirun"), std::string::npos) << e.what();
@@ -151,7 +159,7 @@ TEST(GradientPath, EveryCombinationIsRefusedOrBuiltAndSums) {
           }
           ++built;
           const Outcome o = run_path(p);
-          EXPECT_EQ(o.path.rfind(expected_path(p, p.switches()), 0), 0u) << what << ": " << o.path;
+          EXPECT_EQ(o.path.rfind(expected_path(p, switches(p)), 0), 0u) << what << ": " << o.path;
           // Emulated links carry no payload and an emulated GPU's ring adds are waits: nothing to sum.
           if (link == LinkModel::Real) {
             EXPECT_EQ(o.wrong, -1) << what << ": " << o.path;
@@ -174,8 +182,8 @@ TEST(GradientPath, EveryAlgorithmOnEveryHostPath) {
       for (LinkModel link : {LinkModel::Real, LinkModel::Emulate}) {
         for (comm::AlgoRequest algo :
              {comm::AlgoRequest::Rd, comm::AlgoRequest::Rhd, comm::AlgoRequest::Auto}) {
-          RunPlan p = host_plan(compute, tee, link);
-          p.allreduce_algo = algo;
+          TrainOptions p = host_plan(compute, tee, link);
+          p.parallel.algo = algo;
           if (!plan_conflicts(p).empty()) continue;
           ++built;
           const std::string what =
@@ -185,7 +193,7 @@ TEST(GradientPath, EveryAlgorithmOnEveryHostPath) {
                                     : algo == comm::AlgoRequest::Rhd ? "recursive halving-doubling"
                                                                      : "auto (cost model";
           EXPECT_EQ(o.path.rfind(title, 0), 0u) << what << ": " << o.path;
-          const std::string rest = expected_path(p, p.switches()).substr(std::string("ring").size());
+          const std::string rest = expected_path(p, switches(p)).substr(std::string("ring").size());
           EXPECT_NE(o.path.find(rest), std::string::npos) << what << ": " << o.path;
           if (link == LinkModel::Real) {
             EXPECT_EQ(o.wrong, -1) << what << ": " << o.path;
@@ -196,30 +204,30 @@ TEST(GradientPath, EveryAlgorithmOnEveryHostPath) {
   }
   EXPECT_EQ(built, 27);  // the matrix's 9 host paths x 3 algorithms
   // Our algorithms only: a vendor all-reduce has no --allreduce-algo.
-  RunPlan mpi;
-  mpi.allreduce = AllreduceAlgo::Mpi;
-  mpi.allreduce_algo = comm::AlgoRequest::Rd;
+  TrainOptions mpi;
+  mpi.parallel.allreduce = AllreduceAlgo::Mpi;
+  mpi.parallel.algo = comm::AlgoRequest::Rd;
   EXPECT_THROW(validate(mpi), InputError);
   // The device ring of --device cuda (TEE off or device crypto) is a ring.
-  RunPlan gpu;
-  gpu.device = DeviceKind::Cuda;
-  gpu.allreduce_algo = comm::AlgoRequest::Auto;
+  TrainOptions gpu;
+  gpu.compute.device = DeviceKind::Cuda;
+  gpu.parallel.algo = comm::AlgoRequest::Auto;
   EXPECT_THROW(validate(gpu), InputError);
-  gpu.tee.mode = TeeMode::Cc;  // staged through the host ring: every algorithm
+  gpu.tee.settings.mode = TeeMode::Cc;  // staged through the host ring: every algorithm
   EXPECT_TRUE(plan_conflicts(gpu).empty());
 }
 
 // cc's per-crossing cost applies to a ring sealed on the host, only with emulated GPUs.
 TEST(GradientPath, CcTransferCostWrapsOnlyAHostSealedRing) {
-  RunPlan p;
-  p.compute = ComputeMode::Emulated;
-  p.tee.mode = TeeMode::Cc;
-  p.cc_transfer_us = 100;
+  TrainOptions p;
+  p.compute.mode = ComputeMode::Emulated;
+  p.tee.settings.mode = TeeMode::Cc;
+  p.parallel.cc_transfer_us = 100;
   EXPECT_TRUE(plan_conflicts(p).empty());
   EXPECT_NE(run_path(p).path.find("cc transfers"), std::string::npos) << run_path(p).path;
-  p.tee.mode = TeeMode::Fast;  // sealed on the (emulated) GPU: no bounce buffer to cross
+  p.tee.settings.mode = TeeMode::Fast;  // sealed on the (emulated) GPU: no bounce buffer to cross
   EXPECT_EQ(run_path(p).path.find("cc transfers"), std::string::npos);
-  p.compute = ComputeMode::Real;
+  p.compute.mode = ComputeMode::Real;
   EXPECT_FALSE(plan_conflicts(p).empty());
 }
 
@@ -239,12 +247,12 @@ class DeviceMemoryPlatform final : public platform::Platform {
 };
 
 // Which row of the table serves a plan, on a platform, with or without mpirun.
-GradientPathKind served(const RunPlan& p, platform::Platform& pf, bool needs_mpi, int ranks = 2) {
+GradientPathKind served(const TrainOptions& p, platform::Platform& pf, bool needs_mpi, int ranks = 2) {
   comm::InprocWorld world(ranks);
   Profiler prof(false);
   comm::PlainChannel plain;
-  const TeeSwitches ts = p.switches();
-  const GradientSetup s{p, ts, pf, nullptr, world.transport(0), plain, nullptr, 1, prof};
+  const TeeSwitches ts = switches(p);
+  const GradientSetup s{p.parallel, p.compute, ts, pf, nullptr, world.transport(0), plain, nullptr, 1, prof};
   const GradientPathEntry* row = nullptr;
   for (const GradientPathEntry& r : gradient_paths()) {
     if (r.asked(s)) {
@@ -264,16 +272,16 @@ GradientPathKind served(const RunPlan& p, platform::Platform& pf, bool needs_mpi
 TEST(GradientPaths, TheTableServesEachPlanFromOneRow) {
   const auto cpu = platform::platform_entry(DeviceKind::Cpu).make({});
   DeviceMemoryPlatform gpu;
-  RunPlan p;
+  TrainOptions p;
   EXPECT_EQ(served(p, *cpu, false), GradientPathKind::Host);
   EXPECT_EQ(served(p, gpu, true), GradientPathKind::DeviceRing);  // tee off on device memory
-  p.tee.mode = TeeMode::Cc;                                       // cc stages through the host ring
+  p.tee.settings.mode = TeeMode::Cc;                              // cc stages through the host ring
   EXPECT_EQ(served(p, gpu, false), GradientPathKind::Host);
-  p.tee.mode = TeeMode::Off;
+  p.tee.settings.mode = TeeMode::Off;
   EXPECT_EQ(served(p, gpu, false, /*ranks=*/1), GradientPathKind::Host);  // one rank: nothing to ring
-  p.allreduce = AllreduceAlgo::Mpi;
+  p.parallel.allreduce = AllreduceAlgo::Mpi;
   EXPECT_EQ(served(p, *cpu, true), GradientPathKind::Mpi);
-  p.allreduce = AllreduceAlgo::Nccl;
+  p.parallel.allreduce = AllreduceAlgo::Nccl;
   EXPECT_EQ(served(p, gpu, true), GradientPathKind::Nccl);
   // Every kind has exactly one row, with a name.
   for (GradientPathKind k : {GradientPathKind::Nccl, GradientPathKind::DeviceRing, GradientPathKind::Mpi,
@@ -295,11 +303,12 @@ TEST(GradientPaths, RowsThatNeedMpirunSaySo) {
   Profiler prof(false);
   comm::PlainChannel plain;
   for (AllreduceAlgo a : {AllreduceAlgo::Ring, AllreduceAlgo::Mpi, AllreduceAlgo::Nccl}) {
-    RunPlan p;
-    p.allreduce = a;
-    const TeeSwitches ts = p.switches();
+    TrainOptions p;
+    p.parallel.allreduce = a;
+    const TeeSwitches ts = switches(p);
     try {
-      GradientReduction g(GradientSetup{p, ts, gpu, nullptr, world.transport(0), plain, nullptr, 1, prof});
+      GradientReduction g(GradientSetup{p.parallel, p.compute, ts, gpu, nullptr, world.transport(0), plain,
+                                        nullptr, 1, prof});
       ADD_FAILURE() << name(a) << ": built without MPI";
     } catch (const InputError& e) {
       EXPECT_NE(std::string(e.what()).find("needs ranks started by mpirun"), std::string::npos) << e.what();
@@ -310,9 +319,9 @@ TEST(GradientPaths, RowsThatNeedMpirunSaySo) {
 // A host row on a platform whose gradients live in device memory is staged through the host, and still
 // sums exactly; on the cpu platform it is not staged.
 TEST(GradientPaths, HostRowsStageDeviceGradients) {
-  RunPlan p;
-  p.tee.mode = TeeMode::Cc;  // the host ring (the device ring serves --tee off)
-  const TeeSwitches ts = p.switches();
+  TrainOptions p;
+  p.tee.settings.mode = TeeMode::Cc;  // the host ring (the device ring serves --tee off)
+  const TeeSwitches ts = switches(p);
   comm::InprocWorld world(kRanks);
   std::vector<std::string> paths(kRanks);
   std::vector<long> wrong(kRanks, -2);
@@ -321,7 +330,7 @@ TEST(GradientPaths, HostRowsStageDeviceGradients) {
     DeviceMemoryPlatform gpu;
     Profiler prof(false);
     comm::SealedChannel sealed(comm::SealedChannelOptions{r, kRanks}, keys(r), &prof);
-    GradientReduction g(GradientSetup{p, ts, gpu, nullptr, t, sealed, &sealed, 1, prof});
+    GradientReduction g(GradientSetup{p.parallel, p.compute, ts, gpu, nullptr, t, sealed, &sealed, 1, prof});
     std::vector<float> v = pattern_buffer(kCount, r);
     g.fn()(v.data(), v.size(), 1, 0);
     paths[static_cast<std::size_t>(r)] = g.path();

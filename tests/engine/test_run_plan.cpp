@@ -1,5 +1,6 @@
-// engine/run_plan: the TEE policy (every mode's defaults, every switch on its own) and validate(), which
-// reports every conflicting choice of a run at once.
+// engine/run_choices and engine/run_plan: the TEE policy (every mode's defaults, every switch on its
+// own), validate(), which reports every conflicting choice of a run at once, and the plan resolved once
+// from the options.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -10,7 +11,7 @@
 namespace tt {
 namespace {
 
-std::string error_of(const RunPlan& p) {
+std::string error_of(const TrainOptions& p) {
   try {
     validate(p);
   } catch (const InputError& e) {
@@ -59,40 +60,43 @@ TEST(RunPlan, DeviceCryptoNeedsAnAesCipher) {
 }
 
 TEST(RunPlan, ConsistentPlansPass) {
-  RunPlan p;
-  p.steps = 10;
+  TrainOptions p;
+  p.schedule.steps = 10;
   EXPECT_TRUE(plan_conflicts(p).empty());
-  p.compute = ComputeMode::Emulated;
-  p.link = LinkModel::Emulate;
-  p.cc_transfer_us = 5;
-  p.tee.mode = TeeMode::Cc;
+  p.compute.mode = ComputeMode::Emulated;
+  p.parallel.link = LinkModel::Emulate;
+  p.parallel.cc_transfer_us = 5;
+  p.tee.settings.mode = TeeMode::Cc;
   EXPECT_TRUE(plan_conflicts(p).empty());
 }
 
 TEST(RunPlan, EachConflictIsNamed) {
-  RunPlan p;
-  p.steps = 10;
+  TrainOptions p;
+  p.schedule.steps = 10;
   auto one = [&](auto tweak, const std::string& expect) {
-    RunPlan q = p;
+    TrainOptions q = p;
     tweak(q);
     const std::string e = error_of(q);
     EXPECT_NE(e.find(expect), std::string::npos) << e;
   };
-  one([](RunPlan& q) { q.device = DeviceKind::Cuda, q.compute = ComputeMode::Emulated; },
+  one([](TrainOptions& q) { q.compute.device = DeviceKind::Cuda, q.compute.mode = ComputeMode::Emulated; },
       "use one or the other");
-  one([](RunPlan& q) { q.allreduce = AllreduceAlgo::Nccl; }, "add --device cuda");
-  one([](RunPlan& q) { q.tf32 = true; }, "--tf32 applies to --device cuda only");
-  one([](RunPlan& q) { q.link = LinkModel::Emulate; }, "add --compute emulate");
-  one([](RunPlan& q) { q.cc_transfer_us = 1; }, "--cc-transfer-us");
-  one([](RunPlan& q) { q.compute = ComputeMode::Emulated, q.checkpoints = true; },
+  one([](TrainOptions& q) { q.parallel.allreduce = AllreduceAlgo::Nccl; }, "add --device cuda");
+  one([](TrainOptions& q) { q.compute.tf32 = true; }, "--tf32 applies to --device cuda only");
+  one([](TrainOptions& q) { q.parallel.link = LinkModel::Emulate; }, "add --compute emulate");
+  one([](TrainOptions& q) { q.parallel.cc_transfer_us = 1; }, "--cc-transfer-us");
+  one([](TrainOptions& q) { q.compute.mode = ComputeMode::Emulated, q.checkpoints.save_every = 5; },
       "drop --save-every/--resume");
-  one([](RunPlan& q) { q.tee.mode = TeeMode::Fast, q.allreduce = AllreduceAlgo::Mpi; },
+  one([](TrainOptions& q) { q.tee.settings.mode = TeeMode::Fast, q.parallel.allreduce = AllreduceAlgo::Mpi; },
       "--allreduce mpi sends gradients in plaintext");
-  one([](RunPlan& q) { q.adversary = comm::parse_adversary("mitm"); }, "only TEE mode runs");
-  one([](RunPlan& q) { q.adversary = comm::parse_adversary("snoop"), q.allreduce = AllreduceAlgo::Mpi; },
+  one([](TrainOptions& q) { q.tee.adversary = comm::parse_adversary("mitm"); }, "only TEE mode runs");
+  one(
+      [](TrainOptions& q) {
+        q.tee.adversary = comm::parse_adversary("snoop"), q.parallel.allreduce = AllreduceAlgo::Mpi;
+      },
       "bypass");
-  one([](RunPlan& q) { q.timing_warmup = 10; }, "leaves no step to time");
-  one([](RunPlan& q) { q.seq = 64, q.context = 32; }, "--seq <= 32");
+  one([](TrainOptions& q) { q.schedule.timing_warmup = 10; }, "leaves no step to time");
+  one([](TrainOptions& q) { q.schedule.seq = 64, q.model.context = 32; }, "--seq <= 32");
 }
 
 // Under --compute emulate --time wall, fast's gradients are sealed "on the GPU" as a wait and travel in
@@ -100,80 +104,107 @@ TEST(RunPlan, EachConflictIsNamed) {
 // host seals for real (cc, or fast with device crypto off), nothing claims to be sealed (TEE off), or
 // virtual time seals a token per message, it may run.
 TEST(RunPlan, AdversaryNeedsReallySealedMessages) {
-  RunPlan p;
-  p.steps = 10;
-  p.compute = ComputeMode::Emulated;
-  p.time = TimeModel::Wall;
-  p.adversary = comm::parse_adversary("flip:3");
-  p.tee.mode = TeeMode::Fast;
+  TrainOptions p;
+  p.schedule.steps = 10;
+  p.compute.mode = ComputeMode::Emulated;
+  p.compute.time = TimeModel::Wall;
+  p.tee.adversary = comm::parse_adversary("flip:3");
+  p.tee.settings.mode = TeeMode::Fast;
   const std::string e = error_of(p);
   EXPECT_NE(e.find("--adversary needs messages that are really sealed"), std::string::npos) << e;
   EXPECT_NE(e.find("--tee-device-crypto off"), std::string::npos) << e;
-  p.tee.device_crypto = Toggle::Off;
+  p.tee.settings.device_crypto = Toggle::Off;
   EXPECT_EQ(error_of(p), "");
-  p.tee.device_crypto = Toggle::Auto;
-  p.tee.mode = TeeMode::Cc;
+  p.tee.settings.device_crypto = Toggle::Auto;
+  p.tee.settings.mode = TeeMode::Cc;
   EXPECT_EQ(error_of(p), "");
-  p.tee.mode = TeeMode::Off;
+  p.tee.settings.mode = TeeMode::Off;
   EXPECT_EQ(error_of(p), "");
-  p.compute = ComputeMode::Real;
-  p.tee.mode = TeeMode::Fast;
+  p.compute.mode = ComputeMode::Real;
+  p.tee.settings.mode = TeeMode::Fast;
   EXPECT_EQ(error_of(p), "");
-  p.compute = ComputeMode::Emulated;
-  p.time = TimeModel::Auto;  // virtual: every ring message is a sealed token
-  EXPECT_TRUE(p.virtual_time());
+  p.compute.mode = ComputeMode::Emulated;
+  p.compute.time = TimeModel::Auto;  // virtual: every ring message is a sealed token
+  EXPECT_TRUE(p.compute.virtual_time());
   EXPECT_EQ(error_of(p), "");
 }
 
 // --time: virtual only for emulated compute (auto resolves by the compute mode), and only for our own
 // algorithms, whose messages it models; the modelled host's figures must be usable.
 TEST(RunPlan, VirtualTimeNeedsEmulatedComputeAndOurRing) {
-  RunPlan p;
-  p.steps = 10;
-  EXPECT_FALSE(p.virtual_time());
-  p.time = TimeModel::Virtual;
+  TrainOptions p;
+  p.schedule.steps = 10;
+  EXPECT_FALSE(p.compute.virtual_time());
+  p.compute.time = TimeModel::Virtual;
   EXPECT_NE(error_of(p).find("--time virtual computes an emulated run's time"), std::string::npos);
-  p.compute = ComputeMode::Emulated;
-  EXPECT_TRUE(p.virtual_time());
+  p.compute.mode = ComputeMode::Emulated;
+  EXPECT_TRUE(p.compute.virtual_time());
   EXPECT_EQ(error_of(p), "");
-  p.allreduce = AllreduceAlgo::Mpi;
+  p.parallel.allreduce = AllreduceAlgo::Mpi;
   EXPECT_NE(error_of(p).find("use --allreduce ring, or --time wall"), std::string::npos);
-  p.time = TimeModel::Wall;
-  EXPECT_FALSE(p.virtual_time());
+  p.compute.time = TimeModel::Wall;
+  EXPECT_FALSE(p.compute.virtual_time());
   EXPECT_EQ(error_of(p), "");
-  p.allreduce = AllreduceAlgo::Ring;
-  p.time = TimeModel::Auto;
-  p.host.aead_gbps = 0;
+  p.parallel.allreduce = AllreduceAlgo::Ring;
+  p.compute.time = TimeModel::Auto;
+  p.compute.host.aead_gbps = 0;
   EXPECT_NE(error_of(p).find("--host-aead-gbps must be > 0"), std::string::npos);
-  p.host.aead_gbps = 3.36;
-  p.host.crypto_cores = -1;
+  p.compute.host.aead_gbps = 3.36;
+  p.compute.host.crypto_cores = -1;
   EXPECT_NE(error_of(p).find("--host-crypto-cores"), std::string::npos);
 }
 
 TEST(RunPlan, ExpectCheckpointNeedsResume) {
-  RunPlan p;
-  p.steps = 10;
-  p.expect_checkpoint = true;
+  TrainOptions p;
+  p.schedule.steps = 10;
+  p.checkpoints.expect = std::string(64, 'a');
   EXPECT_NE(error_of(p).find("--expect-checkpoint pins the checkpoint a run resumes from: add --resume"),
             std::string::npos);
-  p.resume = p.checkpoints = true;
+  p.checkpoints.resume = "runs/ckpt";
   EXPECT_EQ(error_of(p), "");
 }
 
 TEST(RunPlan, EveryConflictInOneMessage) {
-  RunPlan p;
-  p.steps = 10;
-  p.device = DeviceKind::Cuda;
-  p.compute = ComputeMode::Emulated;
-  p.link = LinkModel::Emulate;
-  p.allreduce = AllreduceAlgo::Mpi;
-  p.timing_warmup = 20;
+  TrainOptions p;
+  p.schedule.steps = 10;
+  p.compute.device = DeviceKind::Cuda;
+  p.compute.mode = ComputeMode::Emulated;
+  p.parallel.link = LinkModel::Emulate;
+  p.parallel.allreduce = AllreduceAlgo::Mpi;
+  p.schedule.timing_warmup = 20;
   EXPECT_EQ(plan_conflicts(p).size(), 4u);
   const std::string e = error_of(p);
   EXPECT_EQ(e.rfind("4 conflicting options: (1) ", 0), 0u) << e;
   EXPECT_NE(e.find("(3) --time virtual models"), std::string::npos) << e;
   EXPECT_NE(e.find("(4) --timing-warmup 20"), std::string::npos) << e;
   EXPECT_EQ(e.find('\n'), std::string::npos);  // one line
+}
+
+// The plan is the options resolved once: --epochs becomes steps (image data only), the switches and
+// the agreed JSON are those of the resolved options, and a conflicting choice never makes a plan.
+TEST(RunPlan, ResolvesOnceAndRefusesConflicts) {
+  TrainOptions o;
+  o.schedule.steps = 10;
+  o.tee.settings.mode = TeeMode::Cc;
+  const RunPlan plan(o, /*images=*/nullptr, /*world=*/2);
+  EXPECT_EQ(plan.schedule().steps, 10);
+  EXPECT_EQ(plan.schedule().seq, o.schedule.seq);  // token models keep their sequence
+  EXPECT_FALSE(plan.images());
+  EXPECT_TRUE(plan.switches().on && plan.switches().cc);
+  EXPECT_EQ(plan.switches().mode(), TeeMode::Cc);
+  EXPECT_EQ(plan.json(), train_options_json(plan.options()));
+  EXPECT_EQ(plan.json().at("tee").at("mode"), "cc");
+
+  o.schedule.epochs = 2;  // token data: --epochs counts passes over images
+  try {
+    const RunPlan p(o, nullptr, 2);
+    FAIL() << "--epochs on token data made a plan";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("for token data give --steps"), std::string::npos) << e.what();
+  }
+  o.schedule.epochs = 0;
+  o.parallel.allreduce = AllreduceAlgo::Mpi;  // sealed gradients over MPI_Allreduce
+  EXPECT_THROW(RunPlan(o, nullptr, 2), InputError);
 }
 
 }  // namespace

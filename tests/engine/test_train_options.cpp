@@ -15,7 +15,9 @@
 namespace tt {
 namespace {
 
-std::string fixture_path(const std::string& name) { return "tests/fixtures/train_options/" + name + ".json"; }
+std::string fixture_path(const std::string& name) {
+  return "tests/fixtures/train_options/" + name + ".json";
+}
 
 void expect_fixture(const std::string& name, const TrainOptions& o) {
   const std::string got = train_options_json(o).dump(2) + "\n";
@@ -38,37 +40,37 @@ TEST(TrainOptionsJson, DefaultsKeepTheirBytes) {
 TEST(TrainOptionsJson, EveryFieldKeepsItsBytes) {
   TrainOptions o;
   o.model.name = "gpt2-medium";
-  o.data = "data-cache/tinyshakespeare";
-  o.steps = 321;
-  o.batch = 3;
-  o.seq = 64;
-  o.grad_accum = 2;
-  o.lr = 3e-4f;
-  o.min_lr_frac = 0.25f;
-  o.warmup = 7;
-  o.schedule = ScheduleKind::Constant;
-  o.grad_clip = 0.5f;
-  o.weight_decay = 0.01f;
-  o.optimizer = OptimizerKind::Sgd;
-  o.momentum = 0.8f;
-  o.beta1 = 0.85f;
-  o.beta2 = 0.99f;
-  o.seed = 42;
-  o.val_every = 10;
-  o.val_batches = 4;
-  o.save_every = 50;
-  o.timing_warmup = 2;
-  o.allreduce_algo = comm::AlgoRequest::Auto;
-  o.bucket_mb = 4;
-  o.overlap = false;
-  o.segment_kb = 256;
-  o.comm_wait = comm::WaitMode::Busy;
-  o.check_replicas = 5;
-  o.ingress_gbps = 3;
-  o.link_gbps = 100;
-  o.cc_transfer_us = 35.2;
-  o.expect_dataset = std::string(64, 'a');
-  o.expect_checkpoint = std::string(64, 'b');
+  o.data.path = "data-cache/tinyshakespeare";
+  o.schedule.steps = 321;
+  o.schedule.batch = 3;
+  o.schedule.seq = 64;
+  o.schedule.grad_accum = 2;
+  o.schedule.lr = 3e-4f;
+  o.schedule.min_lr_frac = 0.25f;
+  o.schedule.warmup = 7;
+  o.schedule.schedule = ScheduleKind::Constant;
+  o.schedule.grad_clip = 0.5f;
+  o.schedule.optimizer.weight_decay = 0.01f;
+  o.schedule.optimizer.kind = OptimizerKind::Sgd;
+  o.schedule.optimizer.momentum = 0.8f;
+  o.schedule.optimizer.beta1 = 0.85f;
+  o.schedule.optimizer.beta2 = 0.99f;
+  o.schedule.seed = 42;
+  o.schedule.val_every = 10;
+  o.schedule.val_batches = 4;
+  o.checkpoints.save_every = 50;
+  o.schedule.timing_warmup = 2;
+  o.parallel.algo = comm::AlgoRequest::Auto;
+  o.parallel.bucket_mb = 4;
+  o.parallel.overlap = false;
+  o.parallel.segment_kb = 256;
+  o.parallel.wait = comm::WaitMode::Busy;
+  o.parallel.check_replicas = 5;
+  o.data.ingress_gbps = 3;
+  o.parallel.link_gbps = 100;
+  o.parallel.cc_transfer_us = 35.2;
+  o.data.expect_dataset = std::string(64, 'a');
+  o.checkpoints.expect = std::string(64, 'b');
   o.tee.settings.mode = TeeMode::Fast;
   o.tee.settings.cipher = tee::Cipher::ChaCha20Poly1305;
   o.tee.settings.rekey_mb = 128;
@@ -81,22 +83,22 @@ TEST(TrainOptionsJson, EveryFieldKeepsItsBytes) {
 TEST(TrainOptionsJson, EmulatedGpuKeepsItsBytes) {
   TrainOptions o;
   o.model.name = "gpt2-xl";
-  o.compute = ComputeMode::Emulated;
-  o.gpu = "h100";
-  o.gpu_precision = GpuPrecision::Bf16;
-  o.gpu_tflops = 500;
-  o.gpu_efficiency = 0.6;
-  o.gpu_act_traffic = 1.5;
-  o.gpu_aead_gbps = 40;
-  o.link = LinkModel::Emulate;
-  o.host.aead_gbps = 2.5;
-  o.host.crypto_cores = 4;
-  o.host.message_us = 3;
-  o.host.bounce_reencrypt = true;
+  o.compute.mode = ComputeMode::Emulated;
+  o.compute.gpu.name = "h100";
+  o.compute.gpu.precision = GpuPrecision::Bf16;
+  o.compute.gpu.tflops = 500;
+  o.compute.gpu.efficiency = 0.6;
+  o.compute.gpu.act_traffic = 1.5;
+  o.compute.gpu.aead_gbps = 40;
+  o.parallel.link = LinkModel::Emulate;
+  o.compute.host.aead_gbps = 2.5;
+  o.compute.host.crypto_cores = 4;
+  o.compute.host.message_us = 3;
+  o.compute.host.bounce_reencrypt = true;
   o.tee.settings.mode = TeeMode::Cc;
   expect_fixture("emulated_gpu", o);
-  o.time = TimeModel::Wall;
-  o.allreduce = AllreduceAlgo::Ring;
+  o.compute.time = TimeModel::Wall;
+  o.parallel.allreduce = AllreduceAlgo::Ring;
   o.tee.settings.mode = TeeMode::Fast;
   o.tee.settings.device_crypto = Toggle::Off;
   expect_fixture("emulated_gpu_wall", o);
@@ -104,11 +106,11 @@ TEST(TrainOptionsJson, EmulatedGpuKeepsItsBytes) {
 
 TEST(TrainOptionsJson, VendorBaselinesKeepTheirBytes) {
   TrainOptions o;
-  o.allreduce = AllreduceAlgo::Mpi;
+  o.parallel.allreduce = AllreduceAlgo::Mpi;
   expect_fixture("mpi", o);
-  o.allreduce = AllreduceAlgo::Nccl;
-  o.device = DeviceKind::Cuda;
-  o.tf32 = true;
+  o.parallel.allreduce = AllreduceAlgo::Nccl;
+  o.compute.device = DeviceKind::Cuda;
+  o.compute.tf32 = true;
   expect_fixture("nccl_cuda", o);
 }
 

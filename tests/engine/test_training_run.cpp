@@ -40,14 +40,14 @@ std::string tiny_shard() {
 TrainOptions tiny_options() {
   TrainOptions o;
   o.model.name = "gpt2-tiny";
-  o.data = tiny_shard();
-  o.steps = 4;
-  o.batch = 2;
-  o.seq = 16;
-  o.warmup = 0;
-  o.threads = 1;
-  o.no_progress = true;
-  o.bucket_mb = 0.01;  // several buckets, so the reducer's overlap path runs
+  o.data.path = tiny_shard();
+  o.schedule.steps = 4;
+  o.schedule.batch = 2;
+  o.schedule.seq = 16;
+  o.schedule.warmup = 0;
+  o.compute.threads = 1;
+  o.output.no_progress = true;
+  o.parallel.bucket_mb = 0.01;  // several buckets, so the reducer's overlap path runs
   return o;
 }
 
@@ -98,7 +98,7 @@ TEST(TrainingRun, SameOptionsSameParameters) {
 TEST(TrainingRun, ConflictingOptionsAreRefusedBeforeAnyCollective) {
   // validate() runs first on every rank, so each rank throws alone and none waits on a peer.
   TrainOptions o = tiny_options();
-  o.allreduce = AllreduceAlgo::Mpi;
+  o.parallel.allreduce = AllreduceAlgo::Mpi;
   o.tee.settings.mode = TeeMode::Fast;
   try {
     TrainingRun run(o);

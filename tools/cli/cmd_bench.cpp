@@ -168,10 +168,9 @@ void choose_modes(AllreduceBenchOptions& o, bool tee_on) {
 
 // auto's cost model, as the bench's host rows take it (engine/allreduce_selection.h: cost_model_for).
 CostModelSource cost_source(const AllreduceBenchOptions& o, const TeeSwitches& ts) {
-  RunPlan plan;
-  plan.tee = o.tee.settings;
-  plan.allreduce_cost = o.cost;
-  return cost_model_for(plan, ts, nullptr);
+  ParallelOptions parallel;
+  parallel.cost = o.cost;
+  return cost_model_for(parallel, ComputeOptions{}, ts, nullptr);
 }
 
 // The ring exactly as train runs it for the mode (engine/gradient_paths.h: ring_options).
@@ -393,13 +392,15 @@ struct StepTimes {
 StepTimes time_steps(const StepBenchOptions& o, Backend& be, Model& model, Optimizer& opt,
                      const OptimizerConfig& oc, const Batch& batch) {
   TrainConfig tc;
-  tc.steps = o.warmup + o.steps;
-  tc.batch = o.batch;
-  tc.seq = o.seq;
-  tc.lr = LrSchedule{1e-4f, 1.0f, 0, tc.steps, ScheduleKind::Constant};
-  tc.grad_clip = 0;  // the norm is still computed, as in training; the update is never scaled
-  tc.opt = oc;
-  tc.val_batches = 0;
+  tc.schedule.steps = o.warmup + o.steps;
+  tc.schedule.batch = o.batch;
+  tc.schedule.seq = o.seq;
+  tc.schedule.lr = 1e-4f;
+  tc.schedule.warmup = 0;
+  tc.schedule.schedule = ScheduleKind::Constant;
+  tc.schedule.grad_clip = 0;  // the norm is still computed, as in training; the update is never scaled
+  tc.schedule.optimizer = oc;
+  tc.schedule.val_batches = 0;
   tc.progress = false;
   tc.digest_params = false;
   Profiler profiler;
@@ -434,9 +435,9 @@ void write_step_json(const StepBenchOptions& o, const nlohmann::json& j) {
 }
 
 void run_step(const StepBenchOptions& o) {
-  RunPlan plan;  // train's checks of the same choices (--tf32 needs --device cuda)
-  plan.device = o.device;
-  plan.tf32 = o.tf32;
+  TrainOptions plan;  // train's checks of the same choices (--tf32 needs --device cuda)
+  plan.compute.device = o.device;
+  plan.compute.tf32 = o.tf32;
   validate(plan);
   const bool image = is_image_model(o.model);
   if (!image && o.model.stem != ResnetStem::Auto)

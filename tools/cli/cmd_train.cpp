@@ -14,13 +14,13 @@
 namespace tt::cli {
 namespace {
 
-void print_banner(const RunDescription& d, const TrainOptions& o) {
+void print_banner(const RunDescription& d, const ParallelOptions& p) {
   std::fprintf(
       stderr,
       "teetrain train: %s (%zu params, %.2f GiB/rank) | %d rank(s) x %d thread(s) | %s | %zu bucket(s), "
       "allreduce %s, overlap %s\n  data %s\n  backend %s\n  gradients %s\n",
       d.model.c_str(), d.params, d.memory_gib, d.world, d.threads, d.tee.c_str(), d.buckets,
-      name(o.allreduce), o.overlap ? "on" : "off", d.data.c_str(), d.backend.c_str(), d.gradients.c_str());
+      name(p.allreduce), p.overlap ? "on" : "off", d.data.c_str(), d.backend.c_str(), d.gradients.c_str());
   if (!d.attestation.empty()) std::fprintf(stderr, "  attestation %s\n", d.attestation.c_str());
 }
 
@@ -52,7 +52,8 @@ void write_summary(const std::string& path, const nlohmann::json& summary) {
 void run_train(const TrainOptions& opts, bool key_file_given) {
   TrainingRun run(opts);
   const RunDescription d = run.describe();
-  if (run.rank() == 0 && !run.options().quiet) print_banner(d, run.options());
+  const OutputOptions& out = run.plan().output();
+  if (run.rank() == 0 && !out.quiet) print_banner(d, run.plan().parallel());
   if (run.rank() == 0 && key_file_given && opts.tee.settings.mode == TeeMode::Off)
     std::fprintf(stderr,
                  "note: --key-file is not used with --tee off: plain runs read plain data and write plain, "
@@ -60,13 +61,12 @@ void run_train(const TrainOptions& opts, bool key_file_given) {
   const TrainResult r = run.run();
   const RunReport report = run.finish(r);
   if (run.rank() != 0) return;
-  const TrainOptions& o = run.options();
   if (report.trace_parts > 0)
     std::fprintf(stderr, "trace: %s (%d rank(s); open in https://ui.perfetto.dev or chrome://tracing)\n",
-                 o.trace.c_str(), report.trace_parts);
-  if (!o.quiet) print_phase_table(report.phases, r.step_seconds_mean, r.virtual_time);
-  print_result(d, r, report, o.quiet);
-  if (!o.summary.empty()) write_summary(o.summary, run.summary(r, report));
+                 out.trace.c_str(), report.trace_parts);
+  if (!out.quiet) print_phase_table(report.phases, r.step_seconds_mean, r.virtual_time);
+  print_result(d, r, report, out.quiet);
+  if (!out.summary.empty()) write_summary(out.summary, run.summary(r, report));
 }
 
 }  // namespace

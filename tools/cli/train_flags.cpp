@@ -17,44 +17,45 @@ namespace {
 void add_data_options(CLI::App* cmd, TrainOptions& o) {
   auto* g = cmd->add_option_group("data and steps");
   g->add_option(
-       "--data", o.data,
+       "--data", o.data.path,
        "Token shards: a prefix (<data>_train.bin/_val.bin), a directory of llm.c shards, a file or a glob")
       ->capture_default_str();
-  auto* steps = g->add_option("--steps", o.steps, "Optimizer steps to run (in total, counting resumed ones)")
-                    ->check(positive())
-                    ->capture_default_str();
-  g->add_option("--epochs", o.epochs,
+  auto* steps =
+      g->add_option("--steps", o.schedule.steps, "Optimizer steps to run (in total, counting resumed ones)")
+          ->check(positive())
+          ->capture_default_str();
+  g->add_option("--epochs", o.schedule.epochs,
                 "Image data: train this many passes over the training split instead of --steps (steps = "
                 "epochs x ceil(images / global batch))")
       ->check(positive())
       ->excludes(steps);
-  g->add_option("--batch", o.batch,
+  g->add_option("--batch", o.schedule.batch,
                 "Sequences per rank and micro-step (global batch = batch x ranks x grad-accum)")
       ->check(positive())
       ->capture_default_str();
-  g->add_option("--seq", o.seq, "Tokens per sequence (at most the model's context)")
+  g->add_option("--seq", o.schedule.seq, "Tokens per sequence (at most the model's context)")
       ->check(positive())
       ->capture_default_str();
-  g->add_option("--grad-accum", o.grad_accum,
+  g->add_option("--grad-accum", o.schedule.grad_accum,
                 "Micro-steps accumulated per optimizer step (communicates on the last)")
       ->check(positive())
       ->capture_default_str();
-  g->add_option("--seed", o.seed, "Seed for initialisation and data order")->capture_default_str();
-  g->add_option("--threads", o.threads, "Compute threads per rank (0 = cores / ranks on this host)")
+  g->add_option("--seed", o.schedule.seed, "Seed for initialisation and data order")->capture_default_str();
+  g->add_option("--threads", o.compute.threads, "Compute threads per rank (0 = cores / ranks on this host)")
       ->check(non_negative())
       ->capture_default_str();
   add_enum_option(
-      g, "--device", o.device,
+      g, "--device", o.compute.device,
       "Where forward/backward run: cpu, or cuda (one GPU per rank: rank modulo visible GPUs). With "
       "cuda, --tee off and fast reduce gradients in the device ring (NCCL, or host bounce buffers "
       "when ranks share a GPU); cc stages them through the host");
-  g->add_flag("--tf32", o.tf32,
+  g->add_flag("--tf32", o.compute.tf32,
               "CUDA: allow TF32 tensor-core matmuls (default exact FP32, comparable with the CPU)");
-  g->add_option("--expect-dataset", o.expect_dataset,
+  g->add_option("--expect-dataset", o.data.expect_dataset,
                 "Refuse (exit 3) unless every split of the data opened has this manifest digest (SHA-256, "
                 "as `seal-data` prints it): the data owner pins the dataset")
       ->check(sha256_hex());
-  g->add_option("--ingress-gbps", o.ingress_gbps,
+  g->add_option("--ingress-gbps", o.data.ingress_gbps,
                 "Cap sealed batch ingress at this many GB/s (3 emulates H100 CC; 0 = none)")
       ->check(non_negative())
       ->capture_default_str();
@@ -62,56 +63,65 @@ void add_data_options(CLI::App* cmd, TrainOptions& o) {
 
 void add_optimizer_options(CLI::App* cmd, TrainOptions& o) {
   auto* opt = cmd->add_option_group("optimizer");
-  add_enum_option(opt, "--optimizer", o.optimizer, "Optimizer");
-  opt->add_option("--lr", o.lr, "Peak learning rate")->check(positive())->capture_default_str();
-  opt->add_option("--min-lr-frac", o.min_lr_frac, "Final LR of the cosine schedule as a fraction of --lr")
+  add_enum_option(opt, "--optimizer", o.schedule.optimizer.kind, "Optimizer");
+  opt->add_option("--lr", o.schedule.lr, "Peak learning rate")->check(positive())->capture_default_str();
+  opt->add_option("--min-lr-frac", o.schedule.min_lr_frac,
+                  "Final LR of the cosine schedule as a fraction of --lr")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
-  opt->add_option("--warmup", o.warmup, "Linear warmup steps")->check(non_negative())->capture_default_str();
-  add_enum_option(opt, "--schedule", o.schedule, "LR schedule");
-  opt->add_option("--grad-clip", o.grad_clip, "Clip the global gradient norm to this (0 = off)")
+  opt->add_option("--warmup", o.schedule.warmup, "Linear warmup steps")
       ->check(non_negative())
       ->capture_default_str();
-  opt->add_option("--weight-decay", o.weight_decay, "Weight decay on matrices (not biases or norms)")
+  add_enum_option(opt, "--schedule", o.schedule.schedule, "LR schedule");
+  opt->add_option("--grad-clip", o.schedule.grad_clip, "Clip the global gradient norm to this (0 = off)")
       ->check(non_negative())
       ->capture_default_str();
-  opt->add_option("--momentum", o.momentum, "SGD momentum")
+  opt->add_option("--weight-decay", o.schedule.optimizer.weight_decay,
+                  "Weight decay on matrices (not biases or norms)")
+      ->check(non_negative())
+      ->capture_default_str();
+  opt->add_option("--momentum", o.schedule.optimizer.momentum, "SGD momentum")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
-  opt->add_option("--beta1", o.beta1, "AdamW beta1")->check(CLI::Range(0.0, 1.0))->capture_default_str();
-  opt->add_option("--beta2", o.beta2, "AdamW beta2")->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  opt->add_option("--beta1", o.schedule.optimizer.beta1, "AdamW beta1")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  opt->add_option("--beta2", o.schedule.optimizer.beta2, "AdamW beta2")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
 }
 
 void add_reporting_options(CLI::App* cmd, TrainOptions& o) {
   auto* out = cmd->add_option_group("reporting and checkpoints");
-  out->add_option("--val-every", o.val_every, "Validate every N steps (0 = only at the end)")
+  out->add_option("--val-every", o.schedule.val_every, "Validate every N steps (0 = only at the end)")
       ->check(non_negative())
       ->capture_default_str();
-  out->add_option("--val-batches", o.val_batches, "Batches per validation (shared out across ranks)")
+  out->add_option("--val-batches", o.schedule.val_batches, "Batches per validation (shared out across ranks)")
       ->check(non_negative())
       ->capture_default_str();
-  out->add_option("--metrics", o.metrics, "Write per-step metrics as JSON lines to FILE (rank 0)");
-  out->add_option("--summary", o.summary, "Write the end-of-run summary as JSON to FILE (rank 0)");
-  out->add_flag("--no-progress", o.no_progress, "No live progress line");
+  out->add_option("--metrics", o.output.metrics, "Write per-step metrics as JSON lines to FILE (rank 0)");
+  out->add_option("--summary", o.output.summary, "Write the end-of-run summary as JSON to FILE (rank 0)");
+  out->add_flag("--no-progress", o.output.no_progress, "No live progress line");
   out->add_flag(
-      "--quiet,-q", o.quiet,
+      "--quiet,-q", o.output.quiet,
       "Only the result line (`done: ...`, on stdout), warnings, errors and the --adversary's lines: no "
       "banner, progress line, notes or phase table");
-  out->add_option("--save-every", o.save_every, "Checkpoint every N steps and at the end (0 = never)")
+  out->add_option("--save-every", o.checkpoints.save_every,
+                  "Checkpoint every N steps and at the end (0 = never)")
       ->check(non_negative())
       ->capture_default_str();
-  out->add_option("--ckpt-dir", o.ckpt_dir, "Checkpoint directory (one step_XXXXXXXX/ per checkpoint)")
+  out->add_option("--ckpt-dir", o.checkpoints.dir, "Checkpoint directory (one step_XXXXXXXX/ per checkpoint)")
       ->capture_default_str();
   out->add_option(
-         "--keep", o.keep,
+         "--keep", o.checkpoints.keep,
          "Checkpoints of this run to keep: older saves of its own lineage, verified along the "
          "manifests' hash chain, are deleted; anything else in --ckpt-dir is left alone (with a warning)")
       ->check(positive())
       ->capture_default_str();
-  out->add_option("--resume", o.resume,
+  out->add_option("--resume", o.checkpoints.resume,
                   "Resume from a checkpoint directory (a step dir, or the newest in a --ckpt-dir)");
   out->add_option(
-         "--expect-checkpoint", o.expect_checkpoint,
+         "--expect-checkpoint", o.checkpoints.expect,
          "Refuse (exit 3) unless the checkpoint resumed from has this manifest digest (SHA-256 of its "
          "manifest file, as `ckpt inspect` prints it)")
       ->check(sha256_hex());
@@ -120,67 +130,67 @@ void add_reporting_options(CLI::App* cmd, TrainOptions& o) {
 void add_parallel_options(CLI::App* cmd, TrainOptions& o) {
   auto* dp = cmd->add_option_group("data parallelism (under mpirun)");
   add_enum_option(
-      dp, "--allreduce", o.allreduce,
+      dp, "--allreduce", o.parallel.allreduce,
       "Gradient all-reduce: our ring, or a vendor baseline: MPI_Allreduce (host) or ncclAllReduce "
       "(--device cuda, one GPU per rank)");
   add_enum_option(
-      dp, "--allreduce-algo", o.allreduce_algo,
+      dp, "--allreduce-algo", o.parallel.algo,
       "Which of our all-reduce algorithms each bucket takes (--allreduce ring): ring; rd "
       "(recursive doubling: log2 P steps, fewest sealed messages); rhd (recursive halving-doubling: "
       "2 log2 P steps, the ring's bytes); auto (per bucket, the cheapest by the cost model for the "
       "TEE mode: --allreduce-cost, else defaults). rd and rhd add in another order than the ring: "
       "other parameter bits at P >= 3 (docs/design.md section 5)");
   dp->add_option(
-      "--allreduce-cost", o.allreduce_cost,
+      "--allreduce-cost", o.parallel.cost,
       "Cost model for --allreduce-algo auto: a calibration FILE written by `teetrain bench allreduce "
       "--calibrate FILE` (its model for this --tee mode)");
-  dp->add_option("--bucket-mb", o.bucket_mb,
+  dp->add_option("--bucket-mb", o.parallel.bucket_mb,
                  "Gradient bucket cap in MiB (first bucket 1 MiB; 0 = one bucket for the whole model)")
       ->check(non_negative())
       ->capture_default_str();
-  add_on_off_option(dp, "--overlap", o.overlap, "Launch bucket all-reduces while backward runs");
-  dp->add_option("--segment-kb", o.segment_kb,
+  add_on_off_option(dp, "--overlap", o.parallel.overlap, "Launch bucket all-reduces while backward runs");
+  dp->add_option("--segment-kb", o.parallel.segment_kb,
                  "Ring segment size in KiB (chunks are cut into segments that pipeline)")
       ->check(positive())
       ->capture_default_str();
-  dp->add_option("--check-replicas", o.check_replicas,
+  dp->add_option("--check-replicas", o.parallel.check_replicas,
                  "Compare a parameter digest across ranks every N steps (0 = off)")
       ->check(non_negative())
       ->capture_default_str();
-  dp->add_option("--timeout", o.timeout_s,
+  dp->add_option("--timeout", o.parallel.timeout_s,
                  "Seconds to wait for a peer before stopping with an error naming it")
       ->check(positive())
       ->capture_default_str();
-  add_enum_option(dp, "--comm-wait", o.comm_wait,
+  add_enum_option(dp, "--comm-wait", o.parallel.wait,
                   "How the ring waits for a message: adaptive yields, then naps (leaves cores to backward); "
                   "busy polls like MPI_Allreduce (a core per rank)");
 }
 
 // Virtual time and its modelled host (docs/design.md §11).
 void add_virtual_time_options(CLI::Option_group* em, TrainOptions& o) {
-  add_enum_option(em, "--time", o.time,
+  add_enum_option(em, "--time", o.compute.time,
                   "Emulated runs: virtual (auto's choice) computes every cost on per-rank timelines, so step "
                   "times depend only on the workload and the modelled platform (ring messages are sealed "
                   "tokens; the host's crypto is modelled: --host-*); wall measures the run with the wall "
                   "clock while ops wait (this machine's crypto and scheduling count). Real compute is always "
                   "measured");
   em->add_option(
-        "--host-aead-gbps", o.host.aead_gbps,
+        "--host-aead-gbps", o.compute.host.aead_gbps,
         "Virtual time: AES-256-GCM rate of one core of the modelled host, GB/s (default 3.36: ISPASS "
         "2025's TDX host, tools/calibration/h100_cc_sources.json)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  em->add_option("--host-crypto-cores", o.host.crypto_cores,
+  em->add_option("--host-crypto-cores", o.compute.host.crypto_cores,
                  "Virtual time: host cores sealing one rank's ring messages at once (0 = the mode's "
                  "--crypto-threads)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   em->add_option(
-        "--host-message-us", o.host.message_us,
+        "--host-message-us", o.compute.host.message_us,
         "Virtual time: software cost per sealed or opened message on the modelled host, microseconds")
       ->check(non_negative())
       ->capture_default_str();
-  em->add_flag("--bounce-reencrypt", o.host.bounce_reencrypt,
+  em->add_flag("--bounce-reencrypt", o.compute.host.bounce_reencrypt,
                "Virtual time: H100 CC's bounce-buffer bytes are encrypted a second time on the host "
                "(Fastrack's redundant re-encryption): host-sealed messages cost twice the bytes");
 }
@@ -188,14 +198,14 @@ void add_virtual_time_options(CLI::Option_group* em, TrainOptions& o) {
 void add_emulation_options(CLI::App* cmd, TrainOptions& o) {
   auto* em = cmd->add_option_group("emulation and tracing (overhead studies)");
   add_enum_option(
-      em, "--compute", o.compute,
+      em, "--compute", o.compute.mode,
       "real: run forward/backward; emulate: run the model on an emulated --gpu whose every op costs a "
       "time computed from its shape; buckets, the ring's messages and their sealing stay real (see --time)");
   add_virtual_time_options(em, o);
   std::string gpus;  // the emulated GPUs' one table (core/emulated/emulated_gpu.h)
   for (const GpuSpec& g : gpu_specs()) gpus += g.name + std::string(", ");
   em->add_option(
-        "--gpu", o.gpu,
+        "--gpu", o.compute.gpu.name,
         "GPU whose compute is emulated: " + gpus +
             "or a platform profile FILE.json (`teetrain bench host-profile` measures this machine's)")
       ->check(CLI::Validator(
@@ -209,51 +219,51 @@ void add_emulation_options(CLI::App* cmd, TrainOptions& o) {
           },
           "GPU"))
       ->capture_default_str();
-  add_enum_option(em, "--gpu-precision", o.gpu_precision,
+  add_enum_option(em, "--gpu-precision", o.compute.gpu.precision,
                   "Precision whose peak is used (tf32: what teetrain's CUDA backend runs with --tf32, the "
                   "default; bf16 also halves the element-wise bytes)");
-  em->add_option("--gpu-tflops", o.gpu_tflops, "Override the GPU's peak TFLOP/s (0 = table)")
+  em->add_option("--gpu-tflops", o.compute.gpu.tflops, "Override the GPU's peak TFLOP/s (0 = table)")
       ->check(non_negative())
       ->capture_default_str();
-  em->add_option("--gpu-efficiency", o.gpu_efficiency,
+  em->add_option("--gpu-efficiency", o.compute.gpu.efficiency,
                  "Override the matmuls' achieved fraction of peak (0 = table: 0.76, measured)")
       ->check(non_negative())
       ->capture_default_str();
-  em->add_option("--gpu-act-traffic", o.gpu_act_traffic,
+  em->add_option("--gpu-act-traffic", o.compute.gpu.act_traffic,
                  "Override the HBM traffic of element-wise ops per byte they read and write, paced at 80% of "
                  "the GPU's memory bandwidth (default: table, 1.19 measured for teetrain's CUDA kernels; 0 = "
                  "no element-wise cost)")
       ->check(non_negative());
-  em->add_option("--gpu-aead-gbps", o.gpu_aead_gbps,
+  em->add_option("--gpu-aead-gbps", o.compute.gpu.aead_gbps,
                  "Override the emulated GPU's AES-GCM GB/s used by --tee-device-crypto (0 = table, measured "
                  "with bench_gpu_aead)")
       ->check(non_negative())
       ->capture_default_str();
-  em->add_option("--link-gbps", o.link_gbps,
+  em->add_option("--link-gbps", o.parallel.link_gbps,
                  "Throttle each ring link to this many GB/s (1e9 B/s; 0 = none): NVLink, PCIe, network")
       ->check(non_negative())
       ->capture_default_str();
   add_enum_option(
-      em, "--link", o.link,
+      em, "--link", o.parallel.link,
       "real: ring messages move through host memory (throttled by --link-gbps). emulate (needs "
       "--compute emulate): plaintext ring messages of the emulated GPUs carry no payload and cost a "
       "wait at --link-gbps (default: the GPU's NVLink, 450 GB/s for h100), and the ring's adds are "
       "waits at the GPU's memory bandwidth; CPU-sealed messages (cc) still move for real. In virtual time "
       "(--time, emulated runs) every ring link is modelled whatever this says");
   em->add_option(
-        "--cc-transfer-us", o.cc_transfer_us,
+        "--cc-transfer-us", o.parallel.cc_transfer_us,
         "Fixed cost in microseconds of one H100 CC bounce-buffer crossing of an emulated GPU's gradient "
         "message (needs --compute emulate): charged before each host seal (device -> host) and after each "
         "host open (host -> device) of a ring message, one crossing at a time per rank. Only rings the CPU "
         "seals pay it (cc, or fast with --tee-device-crypto off). 0 = none: teetrain's own cost only")
       ->check(non_negative())
       ->capture_default_str();
-  em->add_option("--timing-warmup", o.timing_warmup,
+  em->add_option("--timing-warmup", o.schedule.timing_warmup,
                  "Leave the first N steps (allocations, first touch of buffers) out of the step time and the "
                  "phase times; counters still count every step")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  em->add_option("--trace", o.trace,
+  em->add_option("--trace", o.output.trace,
                  "Write a Chrome/Perfetto trace (one process per rank; compute, comm, crypto lanes)");
 }
 

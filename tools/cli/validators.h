@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/run_plan.h"
+#include "engine/run_choices.h"
 
 namespace tt::cli {
 
@@ -65,7 +65,7 @@ CLI::Option* add_bytes_option(CLI::App* g, const std::string& flag, T& target,
       ->capture_default_str();
 }
 
-// An option spelled as one of an enum's names (engine/run_plan.h EnumNames), stored in `target` (the
+// An option spelled as one of an enum's names (engine/run_choices.h EnumNames), stored in `target` (the
 // enum, or a std::optional of it whose default is decided later): the help lists the names and shows
 // `default_name`; anything else is refused naming the choices.
 template <typename E, typename Target>

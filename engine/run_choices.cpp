@@ -1,0 +1,54 @@
+#include "engine/run_choices.h"
+
+#include "base/error.h"
+
+namespace tt {
+
+namespace {
+
+bool resolve(Toggle t, bool mode_default) {
+  return t == Toggle::Auto ? mode_default : t == Toggle::On;
+}
+
+}  // namespace
+
+const char* name(ComputeMode m) {
+  return enum_name(m);
+}
+const char* name(AllreduceAlgo a) {
+  return enum_name(a);
+}
+const char* name(LinkModel l) {
+  return enum_name(l);
+}
+const char* name(TimeModel t) {
+  return enum_name(t);
+}
+const char* name(TeeMode m) {
+  return enum_name(m);
+}
+const char* name(Toggle t) {
+  return enum_name(t);
+}
+
+TeeSwitches resolve_tee(const TeeSettings& o, bool gpu_gradients) {
+  TeeSwitches s;
+  s.on = o.mode != TeeMode::Off;
+  s.cc = o.mode == TeeMode::Cc;
+  const bool fast = o.mode == TeeMode::Fast;
+  s.pipeline = s.on && resolve(o.pipeline, fast);
+  s.forward_ag = s.on && resolve(o.forward_ag, fast);
+  s.crypto_threads = o.crypto_threads > 0 ? o.crypto_threads : (fast ? 2 : 1);
+  s.direct_ingress = !s.on || resolve(o.direct_ingress, fast);
+  s.cipher = o.cipher;
+  // The GPU seals with AES-GCM only: with ChaCha the host seals (auto), and asking for both is an error.
+  const bool gpu_cipher = s.cipher != tee::Cipher::ChaCha20Poly1305;
+  if (s.on && gpu_gradients && o.device_crypto == Toggle::On && !gpu_cipher)
+    throw InputError(
+        "--tee-device-crypto on: the GPU seals with AES-GCM only; use --cipher aes-256-gcm or "
+        "aes-128-gcm, or --tee-device-crypto off for chacha20-poly1305");
+  s.device_crypto = s.on && gpu_gradients && gpu_cipher && resolve(o.device_crypto, fast);
+  return s;
+}
+
+}  // namespace tt

@@ -1,0 +1,189 @@
+// The typed choices a run is made of, as enums (the CLI parses names into them once; nothing
+// downstream compares strings), the TEE policy that resolves fast's and cc's switches, and the two parts
+// of a run's options that the pieces below the training run take whole: where the model computes
+// (ComputeOptions: the platform) and how the ranks average gradients (ParallelOptions: the gradient path).
+// engine/train_options.h groups every part; engine/run_plan.h resolves and validates them once.
+//
+// Names (name()/parse_*) are the command line's spellings; summaries and the configuration agreement
+// print them, so a run's JSON reads as its command line.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "comm/allreduce_algo.h"
+#include "comm/transport.h"
+#include "core/backend.h"
+#include "core/emulated/emulated_gpu.h"
+#include "core/enum_names.h"
+#include "engine/lr_schedule.h"
+#include "engine/optimizer.h"
+#include "platform/emulated/virtual_seal_channel.h"
+#include "tee/aead.h"
+
+namespace tt {
+
+enum class ComputeMode { Real, Emulated };     // emulated: forward/backward are waits on an emulated GPU
+enum class AllreduceAlgo { Ring, Mpi, Nccl };  // our ring, or a vendor baseline
+enum class LinkModel { Real, Emulate };        // emulate: plaintext ring payloads are not moved
+enum class TeeMode { Off, Cc, Fast };
+enum class Toggle { Auto, On, Off };  // Auto: the TEE mode's default
+// How an emulated run's time is had: computed (Note [Virtual time], core/run_clock.h) or measured
+// with the wall clock while ops wait. Auto: virtual for --compute emulate; real compute is always measured.
+enum class TimeModel { Auto, Virtual, Wall };
+
+const char* name(ComputeMode m);
+const char* name(AllreduceAlgo a);
+const char* name(LinkModel l);
+const char* name(TimeModel t);
+const char* name(TeeMode m);
+const char* name(Toggle t);
+
+// The spellings each enum accepts (core/enum_names.h), in the order help texts list them.
+template <>
+struct EnumNames<ComputeMode> {
+  static constexpr std::pair<const char*, ComputeMode> all[] = {{"real", ComputeMode::Real},
+                                                                {"emulate", ComputeMode::Emulated}};
+};
+template <>
+struct EnumNames<AllreduceAlgo> {
+  static constexpr std::pair<const char*, AllreduceAlgo> all[] = {
+      {"ring", AllreduceAlgo::Ring}, {"mpi", AllreduceAlgo::Mpi}, {"nccl", AllreduceAlgo::Nccl}};
+};
+template <>
+struct EnumNames<LinkModel> {
+  static constexpr std::pair<const char*, LinkModel> all[] = {{"real", LinkModel::Real},
+                                                              {"emulate", LinkModel::Emulate}};
+};
+template <>
+struct EnumNames<TimeModel> {
+  static constexpr std::pair<const char*, TimeModel> all[] = {
+      {"auto", TimeModel::Auto}, {"virtual", TimeModel::Virtual}, {"wall", TimeModel::Wall}};
+};
+template <>
+struct EnumNames<TeeMode> {
+  static constexpr std::pair<const char*, TeeMode> all[] = {
+      {"off", TeeMode::Off}, {"cc", TeeMode::Cc}, {"fast", TeeMode::Fast}};
+};
+template <>
+struct EnumNames<Toggle> {
+  static constexpr std::pair<const char*, Toggle> all[] = {
+      {"auto", Toggle::Auto}, {"on", Toggle::On}, {"off", Toggle::Off}};
+};
+template <>
+struct EnumNames<comm::WaitMode> {
+  static constexpr std::pair<const char*, comm::WaitMode> all[] = {{"adaptive", comm::WaitMode::Adaptive},
+                                                                   {"busy", comm::WaitMode::Busy}};
+};
+template <>
+struct EnumNames<OptimizerKind> {
+  static constexpr std::pair<const char*, OptimizerKind> all[] = {{"adamw", OptimizerKind::AdamW},
+                                                                  {"sgd", OptimizerKind::Sgd}};
+};
+template <>
+struct EnumNames<ScheduleKind> {
+  static constexpr std::pair<const char*, ScheduleKind> all[] = {{"cosine", ScheduleKind::Cosine},
+                                                                 {"constant", ScheduleKind::Constant}};
+};
+template <>
+struct EnumNames<DeviceKind> {
+  static constexpr std::pair<const char*, DeviceKind> all[] = {{"cpu", DeviceKind::Cpu},
+                                                               {"cuda", DeviceKind::Cuda}};
+};
+template <>
+struct EnumNames<tee::Cipher> {
+  static constexpr std::pair<const char*, tee::Cipher> all[] = {
+      {"aes-256-gcm", tee::Cipher::Aes256Gcm},
+      {"aes-128-gcm", tee::Cipher::Aes128Gcm},
+      {"chacha20-poly1305", tee::Cipher::ChaCha20Poly1305}};
+};
+
+// The TEE flags as given (Toggle::Auto: the mode's default).
+struct TeeSettings {
+  TeeMode mode = TeeMode::Off;
+  tee::Cipher cipher = tee::Cipher::Aes256Gcm;
+  std::uint64_t rekey_mb = 65536;        // rotate link keys after this many MiB sealed per stream
+  Toggle pipeline = Toggle::Auto;        // segment pipelining inside ring chunks
+  Toggle forward_ag = Toggle::Auto;      // forward-ciphertext all-gather (owner seals once)
+  int crypto_threads = 0;                // 0: mode default (cc 1, fast 2)
+  Toggle direct_ingress = Toggle::Auto;  // open batches once (fast) vs the bounce path (cc)
+  Toggle device_crypto = Toggle::Auto;   // seal/open gradients on the (emulated) GPU
+};
+
+// The switches in force after resolving Auto against the mode. cc emulates H100 CC as Lee et al.
+// measured it (all off); fast is our TEE-aware design (all on).
+struct TeeSwitches {
+  bool on = false;
+  bool cc = false;
+  bool pipeline = false;
+  bool forward_ag = false;
+  int crypto_threads = 1;
+  bool direct_ingress = true;
+  bool device_crypto = false;  // only where gradients live on a GPU
+  tee::Cipher cipher = tee::Cipher::Aes256Gcm;
+
+  // The mode these switches resolve (cc's are Lee et al.'s; any other sealing mode is fast's).
+  TeeMode mode() const { return !on ? TeeMode::Off : cc ? TeeMode::Cc : TeeMode::Fast; }
+};
+
+// gpu_gradients: the gradients live on a GPU (real or emulated). Device crypto exists only there: with
+// CPU compute the host IS the device, and the switch resolves to off. Throws InputError for device
+// crypto asked of a cipher the GPU does not run.
+TeeSwitches resolve_tee(const TeeSettings& s, bool gpu_gradients);
+
+// The host of an emulated GPU's confidential VM in virtual time: what sealing the ring's messages costs
+// there (platform/emulated/virtual_seal_channel.h). Defaults: tools/calibration/h100_cc_sources.json.
+struct HostModel {
+  double aead_gbps = platform::kModelledHostAeadGbps;  // one core's AES-256-GCM, GB/s
+  int crypto_cores = 0;           // cores sealing for one rank (0: the mode's --crypto-threads)
+  double message_us = 0;          // software cost per sealed or opened message
+  bool bounce_reencrypt = false;  // the bounce buffers' bytes are encrypted a second time on the host
+};
+
+// Where forward and backward run: --device (and --tf32, --threads), or an emulated GPU
+// (--compute emulate, --gpu*, its time model and modelled host). The platform is built from this part
+// (platform/platform.h).
+struct EmulatedGpuOptions {
+  std::string name = "h100";  // a table name or a platform profile FILE.json (resolve_gpu_spec)
+  GpuPrecision precision = GpuPrecision::Tf32;
+  double tflops = 0;        // override the peak (0: table)
+  double efficiency = 0;    // override the matmuls' fraction of peak (0: table)
+  double act_traffic = -1;  // element-wise traffic per byte (< 0: table)
+  double aead_gbps = 0;     // the GPU's AES-GCM rate (0: table)
+};
+
+struct ComputeOptions {
+  DeviceKind device = DeviceKind::Cpu;  // cuda: one GPU per rank, rank % visible GPUs
+  bool tf32 = false;                    // CUDA: TF32 tensor-core matmuls instead of exact FP32
+  int threads = 0;                      // per rank (0: the host's cores shared among its ranks)
+  ComputeMode mode = ComputeMode::Real;
+  EmulatedGpuOptions gpu;            // --compute emulate only
+  TimeModel time = TimeModel::Auto;  // emulated runs: virtual (computed) or wall-clock time
+  HostModel host;                    // the modelled host (virtual time)
+
+  // The platform the run is on (platform/platform.h): --compute emulate's GPU, else --device.
+  DeviceKind platform() const { return mode == ComputeMode::Emulated ? DeviceKind::Emulated : device; }
+  // The gradients live on a GPU, real or emulated.
+  bool gpu_gradients() const { return mode == ComputeMode::Emulated || device == DeviceKind::Cuda; }
+  bool virtual_time() const { return mode == ComputeMode::Emulated && time != TimeModel::Wall; }
+};
+
+// How the ranks average gradients: which path and algorithm, its buckets, segments and waits, and the
+// links' model (engine/gradient_paths.h builds the path from this part).
+struct ParallelOptions {
+  AllreduceAlgo allreduce = AllreduceAlgo::Ring;
+  comm::AlgoRequest algo = comm::AlgoRequest::Ring;  // which of ours (engine/allreduce_selection.h)
+  std::string cost;                                  // --allreduce-cost FILE ("": the mode's defaults)
+  double bucket_mb = 25;
+  bool overlap = true;    // bucket all-reduces run while backward does
+  int segment_kb = 1024;  // ring segment size (pipelining)
+  long check_replicas = 0;
+  double timeout_s = 30;
+  comm::WaitMode wait = comm::WaitMode::Adaptive;  // how the ring's thread waits for messages
+  double link_gbps = 0;              // throttle each ring link (0: none; --link emulate: the GPU's NVLink)
+  LinkModel link = LinkModel::Real;  // emulate: plaintext ring payloads of an emulated GPU are not moved
+  double cc_transfer_us = 0;  // fixed cost of one H100 CC bounce-buffer crossing of a CPU-sealed message
+};
+
+}  // namespace tt
