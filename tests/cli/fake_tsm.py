@@ -73,8 +73,12 @@ def main():
     p.add_argument("--privlevel-floor", type=int, default=0)
     p.add_argument("--extra-writes", type=int, default=0, help="pretend another process wrote the entry")
     p.add_argument("--silent", action="store_true", help="never answer")
+    p.add_argument("--ready", help="create this file once serving (the test waits for it: a loaded machine "
+                                   "may take longer to start Python than the prover's grace for a new entry)")
     args = p.parse_args()
     os.makedirs(args.report_dir, exist_ok=True)
+    if args.ready:
+        write(args.ready, b"")
     seen = set()
     while True:
         for name in os.listdir(args.report_dir):

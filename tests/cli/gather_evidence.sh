@@ -21,11 +21,20 @@ ok() { passes=$((passes + 1)); }
 bad() { echo "FAIL: $1"; [[ -n ${2:-} ]] && tail -5 "$2"; fails=$((fails + 1)); }
 FAKES=()
 trap 'for p in "${FAKES[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$WORK"' EXIT
-# fake DIR ARGS...: the kernel's stand-in serving DIR (its pid joins FAKES, stopped on exit).
+# fake DIR ARGS...: the kernel's stand-in serving DIR (its pid joins FAKES, stopped on exit). Returns
+# once it serves: the prover gives a new entry 2 s to show its attributes, which a loaded machine may
+# spend starting Python.
 fake() {
   mkdir -p "$1"
-  python3 tests/cli/fake_tsm.py "$@" 2>>"$WORK/fake.log" &
+  local ready="$WORK/ready.${#FAKES[@]}"
+  python3 tests/cli/fake_tsm.py "$@" --ready "$ready" 2>>"$WORK/fake.log" &
   FAKES+=($!)
+  for _ in $(seq 1 600); do
+    [[ -e "$ready" ]] && return 0
+    sleep 0.1
+  done
+  echo "FAIL: the configfs-tsm stand-in did not start within 60 s"; tail -5 "$WORK/fake.log"
+  fails=$((fails + 1))
 }
 G=("$TT" gather-evidence)
 NO_NVML=1
