@@ -71,7 +71,10 @@ std::string kernel_refusal(const std::filesystem::path& attr, int error, const s
 
 // A bound on the whole request. Its signal (SIGALRM without SA_RESTART, a handler that does nothing)
 // makes a blocked open() or read() return EINTR once the time is up, which the kernel's waits for a
-// quote allow (they are interruptible); the caller then sees the deadline passed and gives up.
+// quote allow (they are interruptible); the caller then sees the deadline passed and gives up. After
+// the limit the signal repeats every 100 ms: one that lands while no call is blocked (between two
+// attribute operations, or in the wait for a new entry's attributes) is lost, and a call that blocks
+// after it would otherwise wait forever.
 class Deadline {
  public:
   explicit Deadline(std::chrono::seconds limit) : limit_(limit), at_(Clock::now() + limit) {
@@ -79,9 +82,12 @@ class Deadline {
     quiet.sa_handler = +[](int) {};
     sigemptyset(&quiet.sa_mask);
     sigaction(SIGALRM, &quiet, &old_action_);
-    itimerval once{};
-    once.it_value.tv_sec = static_cast<time_t>(limit.count());
-    setitimer(ITIMER_REAL, &once, &old_timer_);
+    constexpr suseconds_t kRepeatUs = 100'000;
+    itimerval timer{};
+    timer.it_value.tv_sec = static_cast<time_t>(limit.count());
+    timer.it_value.tv_usec = limit.count() > 0 ? 0 : kRepeatUs;  // a zero value would disarm it
+    timer.it_interval.tv_usec = kRepeatUs;
+    setitimer(ITIMER_REAL, &timer, &old_timer_);
   }
   ~Deadline() {
     itimerval off{};

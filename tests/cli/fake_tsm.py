@@ -14,7 +14,8 @@ its attributes. A plain directory does none of that, so this process answers lik
   * when the prover opens `generation` (its last read), every attribute is removed, so its rmdir
     succeeds as on configfs; the generation served is the number of writes (+ --extra-writes).
 
---silent never answers (a quote service that is down). Stop it by its pid when the test ends.
+--silent never answers (a quote service that is down); --delay holds a new entry's attributes back (a
+slow kernel). Stop it by its pid when the test ends.
 """
 import argparse
 import os
@@ -38,6 +39,7 @@ def populate(entry, args):
 
 
 def serve(entry, args):
+    time.sleep(args.delay)
     populate(entry, args)
     inblob = os.path.join(entry, "inblob")
     while os.path.getsize(inblob) < 64:
@@ -73,6 +75,7 @@ def main():
     p.add_argument("--privlevel-floor", type=int, default=0)
     p.add_argument("--extra-writes", type=int, default=0, help="pretend another process wrote the entry")
     p.add_argument("--silent", action="store_true", help="never answer")
+    p.add_argument("--delay", type=float, default=0, help="seconds before a new entry gets its attributes")
     p.add_argument("--ready", help="create this file once serving (the test waits for it: a loaded machine "
                                    "may take longer to start Python than the prover's grace for a new entry)")
     args = p.parse_args()

@@ -8,7 +8,8 @@
 #     REPORTDATA (and refuses another nonce); a quote answering another REPORTDATA is refused (exit 3,
 #     nothing saved); an SEV-SNP guest gets its privilege level written, its certificate table saved
 #     beside the report, and the key-binding challenge of docs/design.md §12 as REPORT_DATA; a second
-#     writer (generation), a quote service that never answers (--timeout) are failures (exit 1); every
+#     writer (generation), a quote service that never answers (--timeout, also when the time runs out
+#     before the entry's attributes appear) are failures (exit 1); every
 #     entry is removed afterwards.
 source "$(dirname "$0")/lib.sh" "$@"
 F=tests/fixtures/evidence
@@ -121,6 +122,13 @@ start=$(date +%s)
 expect_exit 1 "configfs-tsm: no answer from the kernel within 2 s \(waiting on '.*/outblob'\): the quote service may be down" -- \
   "${G[@]}" --tsm-dir "$WORK/silent" --nonce $SPR_RD --out "$WORK/e" --timeout 2
 [[ $(($(date +%s) - start)) -lt 20 ]] && ok || bad "the timeout ends the wait"
+# The time runs out while the entry's attributes are still coming (the alarm finds no blocked call):
+# the wait for the report that follows still ends.
+fake "$WORK/late" --outblob $SPR --silent --delay 1.5
+start=$(date +%s)
+expect_exit 1 "configfs-tsm: no answer from the kernel within 1 s" -- \
+  "${G[@]}" --tsm-dir "$WORK/late" --nonce $SPR_RD --out "$WORK/e" --timeout 1
+[[ $(($(date +%s) - start)) -lt 20 ]] && ok || bad "the timeout ends the wait after a late entry"
 [[ ! -e "$WORK/e" ]] && ok || bad "nothing written by the failures"
 
 # The GPU path through tests/cli/fake_nvml.cpp, a stand-in for NVML serving NVIDIA's sample report
