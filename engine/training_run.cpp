@@ -379,7 +379,7 @@ nlohmann::json TrainingRun::summary(const TrainResult& r, const RunReport& repor
             {"bucket_mb", plan_.parallel().bucket_mb},
             {"buckets", buckets_.size()},
             {"overlap", plan_.parallel().overlap ? "on" : "off"},
-            {"tee", tee_json(plan_.tee(), plan_.compute().gpu_gradients())},
+            {"tee", plan_.json().at("tee")},  // the agreed configuration's: the resolved mode and switches
             {"rekeys", links_->session() != nullptr ? links_->session()->channel().rekeys() : 0},
             {"attestation", attestation_json(links_->attest(), world_)},
             {"agreed_inputs", inputs_.to_json()},

@@ -435,10 +435,10 @@ void write_step_json(const StepBenchOptions& o, const nlohmann::json& j) {
 }
 
 void run_step(const StepBenchOptions& o) {
-  TrainOptions plan;  // train's checks of the same choices (--tf32 needs --device cuda)
-  plan.compute.device = o.device;
-  plan.compute.tf32 = o.tf32;
-  validate(plan);
+  TrainOptions as_train;  // train's checks of the same choices (--tf32 needs --device cuda)
+  as_train.compute.device = o.device;
+  as_train.compute.tf32 = o.tf32;
+  validate(as_train);
   const bool image = is_image_model(o.model);
   if (!image && o.model.stem != ResnetStem::Auto)
     throw InputError("--stem applies to image models (resnet*) only");
