@@ -1,6 +1,7 @@
 #include "engine/host_layout.h"
 
 #include <mpi.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -11,6 +12,28 @@ namespace tt {
 
 int host_cores() {
   return static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+}
+
+int usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return host_cores();
+  return std::max(1, CPU_COUNT(&set));
+}
+
+int default_threads(int requested) {
+  if (requested > 0) return requested;
+  return std::max(1, std::min(host_cores() / ranks_on_this_host(), usable_cpus()));
+}
+
+std::string thread_binding_warning(int threads) {
+  const int cpus = usable_cpus();
+  if (threads <= cpus) return {};
+  return "--threads " + std::to_string(threads) + " but this rank may run on " + std::to_string(cpus) +
+         (cpus == 1 ? " CPU" : " CPUs") +
+         " (mpirun binds each rank to one core by default): the threads take turns and the step "
+         "runs slower; add `--bind-to none` or `--map-by slot:PE=" +
+         std::to_string(threads) + "` to mpirun, or lower --threads";
 }
 
 int ranks_on_this_host() {

@@ -18,11 +18,6 @@ namespace tt {
 namespace {
 
 // Ranks sharing this host split its cores between them unless --threads says otherwise.
-int default_threads(int requested) {
-  if (requested > 0) return requested;
-  return std::max(1, host_cores() / ranks_on_this_host());
-}
-
 // The banner's TEE field: the mode and the switches it resolved to.
 std::string tee_label(const TeeOptions& o, const TeeSwitches& ts) {
   if (!ts.on) return "tee off";
@@ -207,6 +202,11 @@ void TrainingRun::build_model() {
   if (platform_->real_values()) model_->init_params(plan_.schedule().seed);
   const std::string notice = platform_->notice(model_->name(), c.virtual_time());
   if (!notice.empty() && rank_ == 0) std::fprintf(stderr, "%s\n", notice.c_str());
+  // Threads only compute where the model runs on this CPU (an emulated GPU's ops are waits).
+  const std::string binding = c.device == DeviceKind::Cpu && platform_->real_values()
+                                  ? thread_binding_warning(threads_)
+                                  : std::string();
+  if (!binding.empty() && rank_ == 0) std::fprintf(stderr, "teetrain: warning: %s\n", binding.c_str());
   const OutputOptions& out = plan_.output();
   tc_.schedule = plan_.schedule();
   tc_.progress = !out.no_progress && !out.quiet;

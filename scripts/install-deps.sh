@@ -10,7 +10,7 @@ PACKAGES=(
   libssl-dev                          # OpenSSL 3: AES-GCM, ChaCha20-Poly1305, HKDF, X25519, Ed25519, X.509
   openssl                             # the CLI: tests check that `openssl verify` reads our certificates
   libxml2-dev libxmlsec1-dev libxmlsec1-openssl   # XML signatures of NVIDIA's RIMs (verify-evidence --rim)
-  libopenblas-dev                     # sgemm for the CPU backend
+  libopenblas-openmp-dev              # sgemm for the CPU backend, on the same OpenMP threads as its loops
   libdnnl-dev                         # oneDNN: the CPU backend's convolutions (as PyTorch's CPU path)
   libgtest-dev libbenchmark-dev       # tests and benchmarks
   libcli11-dev nlohmann-json3-dev     # command line and JSON

@@ -42,9 +42,11 @@ def run(cmd, log=None, env=None, check=True):
     return p
 
 
-def mpirun(P):
+def mpirun(P, threads=1):
     cmd = [shutil.which("mpirun") or "mpirun", "-np", str(P), "--oversubscribe", "-x", "OMPI_MCA_pml=ob1",
            "-x", "OMPI_MCA_btl=self,vader,tcp"]
+    if threads > 1:
+        cmd += ["--bind-to", "none"]  # mpirun binds a rank to one core: its threads would take turns on it
     if os.geteuid() == 0:
         cmd.insert(1, "--allow-run-as-root")
     return cmd
@@ -70,7 +72,7 @@ def profiles(args, P):
 
 
 def train(args, P, mode, threads, summary, extra, steps):
-    cmd = mpirun(P) + [args.bin, "train", "--model", args.model, "--data", args.data, "--batch", "1", "--seq",
+    cmd = mpirun(P, threads) + [args.bin, "train", "--model", args.model, "--data", args.data, "--batch", "1", "--seq",
                        str(args.seq), "--threads", str(threads), "--steps", str(steps + 1), "--timing-warmup", "1",
                        "--val-batches", "0", "--no-progress", "--tee", mode, "--summary", summary] + extra
     if mode != "off":
