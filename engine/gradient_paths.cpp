@@ -10,28 +10,44 @@
 
 namespace tt {
 
-comm::RingOptions ring_options(const TeeSwitches& ts, int segment_kb) {
+comm::RingOptions ring_options(const TeeSwitches& ts, std::size_t segment_bytes) {
   comm::RingOptions ro;
-  ro.segment_bytes = (ts.on && !ts.pipeline) ? 0 : static_cast<std::size_t>(segment_kb) * 1024;
+  ro.segment_bytes = (ts.on && !ts.pipeline) ? 0 : segment_bytes;
   ro.all_gather = ts.forward_ag ? comm::AllGatherMode::ForwardWire : comm::AllGatherMode::PerHop;
   return ro;
 }
 
+SegmentPick ring_segment(const GradientSetup& s) {
+  // Ranks in one process (tests, tools) share no MPI transport: nothing has an eager limit.
+  if (s.mpi == nullptr) return pick_segment(s.parallel.segment_kb, RingTransport{.name = "in-process"});
+  const RingTransport t =
+      ring_transport(s.ranks_on_host, s.transport.size(), s.parallel.link == LinkModel::Emulate);
+  return agreed_segment(s.parallel.segment_kb, t, s.mpi->comm());
+}
+
 namespace {
+
+// The pick as the ring for `ts` cuts it: cc seals each chunk whole (ring_options).
+SegmentPick as_cut(SegmentPick pick, const TeeSwitches& ts) {
+  if (ring_options(ts, pick.bytes).segment_bytes == 0) return {0, "whole chunks (--tee-pipeline off)"};
+  return pick;
+}
 
 // The paths built by other pieces (NCCL, the device ring) hand over a function and a description.
 template <typename Impl>
 class FnPath final : public GradientPath {
  public:
-  FnPath(std::unique_ptr<Impl> impl, std::string what)
-      : impl_(std::move(impl)), fn_(impl_->fn()), what_(std::move(what)) {}
+  FnPath(std::unique_ptr<Impl> impl, std::string what, std::optional<SegmentPick> segment = std::nullopt)
+      : impl_(std::move(impl)), fn_(impl_->fn()), what_(std::move(what)), segment_(segment) {}
   void sum(float* g, std::size_t n, long step, int bucket) override { fn_(g, n, step, bucket); }
   std::string describe() const override { return what_; }
+  std::optional<SegmentPick> segment() const override { return segment_; }
 
  private:
   std::unique_ptr<Impl> impl_;
   AllreduceFn fn_;
   std::string what_;
+  std::optional<SegmentPick> segment_;
 };
 
 class MpiPath final : public GradientPath {
@@ -51,12 +67,13 @@ class HostPath final : public GradientPath {
   explicit HostPath(const GradientSetup& s) {
     const ParallelOptions& o = s.parallel;
     const TeeSwitches& ts = s.tee;
-    const comm::RingOptions ro = ring_options(ts, o.segment_kb);
     const platform::RingParts parts = s.platform.host_ring(
         {s.transport, s.channel, s.sealed, ts.on, ts.device_crypto, ts.forward_ag,
          o.link == LinkModel::Emulate, o.link_gbps, o.cc_transfer_us,
          [&host = s.compute.host, ts](const EmulatedGpu& gpu) { return modelled_crypto(host, ts, gpu); },
          s.profiler});
+    segment_ = as_cut(ring_segment(s), ts);
+    const comm::RingOptions ro = ring_options(ts, segment_.bytes);
     algos_.emplace(parts.wire, parts.channel, parts.memory, ro, &s.profiler);
     // Note [same algorithm on every rank] (allreduce_selection.h): the model's inputs are agreed ones.
     selection_.emplace(o.algo, cost_model_for(o, s.compute, ts, s.platform.modelled_gpu()), parts.wire.size(),
@@ -71,9 +88,11 @@ class HostPath final : public GradientPath {
     algos_->allreduce_sum(c.algo, g, n, id, c.segment_bytes);
   }
   std::string describe() const override { return what_; }
+  std::optional<SegmentPick> segment() const override { return segment_; }
   AlgoSelection* selection() override { return &*selection_; }
 
  private:
+  SegmentPick segment_;
   std::optional<comm::Allreducer> algos_;
   std::optional<AlgoSelection> selection_;
   std::string what_;
@@ -96,6 +115,7 @@ class StagedPath final : public GradientPath {
     backend_.copy_to_device(g, staging_.data(), n * sizeof(float));
   }
   std::string describe() const override { return "host staging, " + inner_->describe(); }
+  std::optional<SegmentPick> segment() const override { return inner_->segment(); }
   AlgoSelection* selection() override { return inner_->selection(); }
 
  private:
@@ -121,13 +141,14 @@ std::unique_ptr<GradientPath> build_nccl(const GradientSetup& s) {
 
 std::unique_ptr<GradientPath> build_device_ring(const GradientSetup& s) {
   DeviceRingConfig dc;
-  dc.ring = ring_options(s.tee, s.parallel.segment_kb);
+  const SegmentPick segment = as_cut(ring_segment(s), s.tee);
+  dc.ring = ring_options(s.tee, segment.bytes);
   dc.sealed = s.tee.on ? s.sealed : nullptr;
   if (s.parallel.link_gbps > 0) dc.link = comm::LinkLimit{s.parallel.link_gbps, {}};
   dc.ranks_on_host = s.ranks_on_host;
   auto ring = make_device_allreduce(s.platform.backend(), *s.mpi, dc, s.profiler);
   std::string what = ring->describe();
-  return std::make_unique<FnPath<DeviceAllreduce>>(std::move(ring), std::move(what));
+  return std::make_unique<FnPath<DeviceAllreduce>>(std::move(ring), std::move(what), segment);
 }
 
 constexpr GradientPathEntry kPaths[] = {

@@ -18,6 +18,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -28,6 +29,7 @@
 #include "core/profiler.h"
 #include "engine/allreduce_selection.h"
 #include "engine/ddp_reducer.h"
+#include "engine/ring_segments.h"
 #include "engine/run_choices.h"
 #include "platform/platform.h"
 
@@ -36,7 +38,7 @@ namespace tt {
 // The ring's options for a TEE mode: cc seals each chunk whole (no pipelining) and re-seals at every
 // all-gather hop, as H100 CC does; fast cuts segments and forwards the owner's ciphertext. `train`
 // and `bench allreduce` both take their ring from here.
-comm::RingOptions ring_options(const TeeSwitches& ts, int segment_kb);
+comm::RingOptions ring_options(const TeeSwitches& ts, std::size_t segment_bytes);
 
 // What a gradient path is built from. Every reference must outlive the path.
 struct GradientSetup {
@@ -52,6 +54,10 @@ struct GradientSetup {
   Profiler& profiler;
 };
 
+// The ring's segments for this setup (--segment-kb, or automatic: engine/ring_segments.h), agreed over
+// the ranks when they run under mpirun: collective.
+SegmentPick ring_segment(const GradientSetup& s);
+
 // One path as built: sums a bucket in place across ranks.
 class GradientPath {
  public:
@@ -64,6 +70,9 @@ class GradientPath {
   virtual void sum(float* g, std::size_t n, long step, int bucket) = 0;
   // The run banner's `gradients` line, the summary's `gradient_path`.
   virtual std::string describe() const = 0;
+  // The ring's segments as cut (bytes 0: whole chunks) and why, or nullopt where the path cuts none of
+  // ours (MPI, NCCL).
+  virtual std::optional<SegmentPick> segment() const { return std::nullopt; }
   // Our host algorithms' per-bucket choice (null on other paths).
   virtual AlgoSelection* selection() { return nullptr; }
 };

@@ -24,6 +24,7 @@ class GradientReduction {
   std::string path() const { return path_->describe(); }
   // --cc-transfer-us as applied to the ring (0 when the ring is not sealed on the host).
   double cc_transfer_us() const { return platform_.cc_transfer_us(); }
+  std::optional<SegmentPick> segment() const { return path_->segment(); }
   // Our host algorithms: what each bucket took and why (AlgoSelection::summary); null on other paths.
   nlohmann::json selection() const {
     const AlgoSelection* s = path_->selection();

@@ -176,8 +176,8 @@ struct ParallelOptions {
   comm::AlgoRequest algo = comm::AlgoRequest::Ring;  // which of ours (engine/allreduce_selection.h)
   std::string cost;                                  // --allreduce-cost FILE ("": the mode's defaults)
   double bucket_mb = 25;
-  bool overlap = true;    // bucket all-reduces run while backward does
-  int segment_kb = 1024;  // ring segment size (pipelining)
+  bool overlap = true;  // bucket all-reduces run while backward does
+  int segment_kb = 0;   // ring segment size (pipelining); 0: automatic (engine/ring_segments.h)
   long check_replicas = 0;
   double timeout_s = 30;
   comm::WaitMode wait = comm::WaitMode::Adaptive;  // how the ring's thread waits for messages

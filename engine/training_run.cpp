@@ -355,6 +355,7 @@ RunDescription TrainingRun::describe() const {
   d.data = data_.describe;
   d.backend = backend_->describe();
   d.gradients = world_ > 1 ? grads_->path() : "not reduced (one rank)";
+  if (const auto segment = world_ > 1 ? grads_->segment() : std::nullopt) d.segments = segment->why;
   if (const auto& attest = links_->attest()) {
     d.attestation = attestation_banner(*attest, world_);
     d.unauthenticated = !attestation_summary(*attest, world_).warning.empty();
@@ -368,6 +369,7 @@ nlohmann::json TrainingRun::summary(const TrainResult& r, const RunReport& repor
   const EmulatedGpu* gpu = platform_->modelled_gpu();
   const nlohmann::json& phases = report.phases;
   nlohmann::json s = result_json(r, img_.has_value());
+  const std::optional<SegmentPick> segment = world_ > 1 ? grads_->segment() : std::nullopt;
   s.update({{"num_params", model_->num_params()},
             {"memory_gib_per_rank", memory_gib()},
             {"memory_state_gib_per_rank", memory_state_gib()},  // its part that does not grow with the batch
@@ -376,6 +378,9 @@ nlohmann::json TrainingRun::summary(const TrainResult& r, const RunReport& repor
             {"gradient_path", world_ > 1 ? grads_->path() : "none"},
             {"allreduce_selection", world_ > 1 ? grads_->selection() : nlohmann::json(nullptr)},
             {"cc_transfer_us", grads_->cc_transfer_us()},
+            // The ring's segments as cut (config's segment_kb 0 is automatic: engine/ring_segments.h).
+            {"segment_bytes", segment ? nlohmann::json(segment->bytes) : nlohmann::json(nullptr)},
+            {"segment", segment ? nlohmann::json(segment->why) : nlohmann::json(nullptr)},
             {"bucket_mb", plan_.parallel().bucket_mb},
             {"buckets", buckets_.size()},
             {"overlap", plan_.parallel().overlap ? "on" : "off"},

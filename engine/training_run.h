@@ -45,6 +45,7 @@ struct RunDescription {
   std::string tee;  // "tee off", or the mode and its switches
   std::size_t buckets = 0;
   std::string data, backend, gradients;
+  std::string segments;          // the ring's segment size and why (empty: the path cuts none of ours)
   std::string attestation;       // empty with TEE off
   std::string agreed_inputs;     // what every rank opened and agreed on (InputRecord::describe)
   bool unauthenticated = false;  // nothing authenticated the peers, or revocation was not checked: repeat

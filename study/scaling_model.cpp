@@ -121,7 +121,13 @@ RunPoint run_point(const nlohmann::json& s) {
   r.tee_on = tee.value("mode", "off") != "off";
   r.forward_ag = tee.value("forward_ag", false);
   const bool pipeline = tee.value("pipeline", false);
-  r.segment_bytes = (r.tee_on && !pipeline) ? 0.0 : config.value("segment_kb", 1024.0) * 1024.0;
+  // The segments as cut (segment_bytes; runs before it: config's segment_kb, 1 MiB for automatic).
+  const double segment_kb = config.value("segment_kb", 0.0);
+  const auto cut = s.find("segment_bytes");
+  r.segment_bytes = (r.tee_on && !pipeline)              ? 0.0
+                    : cut != s.end() && cut->is_number() ? cut->get<double>()
+                    : segment_kb > 0                     ? segment_kb * 1024.0
+                                                         : 1048576.0;
   r.overlap = s.value("overlap", "on") == "on";
   r.step_s = field(s, "step_s_mean").get<double>();
   const nlohmann::json& ph = field(s, "phases");

@@ -158,11 +158,11 @@ def part_c(args):
         alpha_src = "half the ping RTT" if m else "assumed: no ping here"
         for rate in args.rates.split(","):
             rig("shape", "2", rate)
-            # 63 KiB: under Open MPI's TCP eager limit (64 KiB with its header) even with the defaults.
-            for seg in (1024, 63):
-                # Segments over the limit also run with eager sends: the link without the handshake.
-                for eager in (False, True) if (seg << 10) >= TCP_EAGER_LIMIT else (False,):
-                    rows.append(rig_row(args, rate, seg, eager, alpha_us, alpha_src))
+            # 0: the ring's automatic segments, under Open MPI's TCP eager limit between hosts. 1 MiB
+            # segments are over it: by rendezvous with the defaults, and with eager sends (the link
+            # without the handshake).
+            for seg, eager in ((0, False), (1024, False), (1024, True)):
+                rows.append(rig_row(args, rate, seg, eager, alpha_us, alpha_src))
     finally:
         rig("shape", "2", "off", check=False)
         rig("down", check=False)
@@ -176,7 +176,7 @@ def rig_row(args, rate, seg, eager, alpha_us, alpha_src):
     way in the same hop, and the model has no term for that wait. `eager` raises the limit above the
     segment (every message goes at once), which isolates the link from the handshake."""
     tag = "eager" if eager else "mpi"
-    js = os.path.join(args.out, f"rig_{rate}_{seg}k_{tag}.json")
+    js = os.path.join(args.out, f"rig_{rate}_{seg or 'auto'}k_{tag}.json")
     limit = str((seg << 10) + 4096)
     mca = ["--mca", "btl_tcp_eager_limit", limit, "--mca", "btl_tcp_rndv_eager_limit", limit] if eager else []
     rig("mpirun", "-np", "2", "--map-by", "node", *mca, os.path.abspath(args.bin), "bench", "allreduce",
@@ -186,8 +186,9 @@ def rig_row(args, rate, seg, eager, alpha_us, alpha_src):
         rec = [r for r in json.load(f) if r.get("algorithm", r.get("mode")) == "ring"][0]
     size = rec.get("bytes", 4 << 20)
     meas = rec["busbw_gbps"] if "busbw_gbps" in rec else rec["busbw"]
-    pred = size / (alpha_beta_us(rate, size, seg << 10, alpha_us) * 1e3)
-    if eager or (seg << 10) < TCP_EAGER_LIMIT:
+    segment = rec["segment_bytes"]  # as the ring cut them
+    pred = size / (alpha_beta_us(rate, size, segment, alpha_us) * 1e3)
+    if eager or segment < TCP_EAGER_LIMIT:
         cause = (f"the ranks' TCP progress and copies share the cores with other work (load average "
                  f"{os.getloadavg()[0]:.1f}): CPU time is not in the alpha-beta model")
     else:
@@ -195,7 +196,8 @@ def rig_row(args, rate, seg, eager, alpha_us, alpha_src):
                  "data on the same TCP connection, which the alpha-beta model does not price (the eager row "
                  "below it is the same ring without the handshake)")
     what = f"eager sends (btl_tcp_eager_limit {limit})" if eager else "MPI's default eager limit"
-    return row("c", f"ring P=2 over {rate}, 4 MiB, {seg} KiB segments, {what} (alpha {alpha_us:.0f} us, "
+    segs = f"automatic segments ({segment / 1024:.2f} KiB)" if seg == 0 else f"{seg} KiB segments (--segment-kb)"
+    return row("c", f"ring P=2 over {rate}, 4 MiB, {segs}, {what} (alpha {alpha_us:.0f} us, "
                     f"{alpha_src})", pred, meas, cause)
 
 

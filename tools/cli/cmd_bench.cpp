@@ -90,7 +90,7 @@ struct AllreduceBenchOptions {
   std::optional<comm::AlgoRequest> algo;  // --allreduce-algo: our rows are this one only
   std::string cost;                       // --allreduce-cost FILE: auto's model
   std::string calibrate;                  // --calibrate FILE: fit the model to this run, write it
-  int segment_kb = 1024;
+  int segment_kb = 0;                     // 0: automatic (engine/ring_segments.h)
   // Unset: poll as Open MPI's MPI_Allreduce does (busy, adaptive when ranks outnumber cores), a fair
   // race (engine/host_layout.h fair_wait_mode).
   std::optional<comm::WaitMode> comm_wait;
@@ -174,7 +174,8 @@ CostModelSource cost_source(const AllreduceBenchOptions& o, const TeeSwitches& t
 }
 
 // The ring exactly as train runs it for the mode (engine/gradient_paths.h: ring_options).
-bench::BenchOptions bench_options(const AllreduceBenchOptions& o, const TeeSwitches& ts) {
+bench::BenchOptions bench_options(const AllreduceBenchOptions& o, const TeeSwitches& ts,
+                                  std::size_t segment_bytes) {
   bench::BenchOptions bo;
   bo.min_bytes = o.min_bytes;
   bo.max_bytes = o.max_bytes;
@@ -183,13 +184,13 @@ bench::BenchOptions bench_options(const AllreduceBenchOptions& o, const TeeSwitc
   bo.iters = o.iters;
   bo.modes = o.modes;
   bo.check = true;  // sealing must never change the sum: every size is checked in every mode
-  bo.ring = ring_options(ts, o.segment_kb);
+  bo.ring = ring_options(ts, segment_bytes);
   return bo;
 }
 
 void print_allreduce_header(const AllreduceBenchOptions& o, const TeeSwitches& ts,
                             const bench::BenchOptions& bo, const std::optional<comm::AttestConfig>& attest,
-                            int world) {
+                            int world, const SegmentPick& segment) {
   std::string modes;
   for (const bench::BenchAlgorithm m : o.modes) modes += std::string(modes.empty() ? "" : ",") + enum_name(m);
   std::printf(
@@ -199,12 +200,11 @@ void print_allreduce_header(const AllreduceBenchOptions& o, const TeeSwitches& t
     std::printf(
         "# tee %s: cipher %s, pipeline %s (segment %s), all-gather %s, crypto threads %d, rekey %llu MiB\n",
         name(o.tee.settings.mode), enum_name(ts.cipher), ts.pipeline ? "on" : "off",
-        ts.pipeline ? (std::to_string(o.segment_kb) + " KiB").c_str() : "whole chunk",
-        comm::all_gather_mode_name(bo.ring.all_gather), ts.crypto_threads,
-        static_cast<unsigned long long>(o.tee.settings.rekey_mb));
+        ts.pipeline ? segment.why.c_str() : "whole chunk", comm::all_gather_mode_name(bo.ring.all_gather),
+        ts.crypto_threads, static_cast<unsigned long long>(o.tee.settings.rekey_mb));
     std::printf("# attestation %s\n", attestation_banner(*attest, world).c_str());
   } else {
-    std::printf("# tee off: plaintext, ring segment %d KiB\n", o.segment_kb);
+    std::printf("# tee off: plaintext, ring segment %s\n", segment.why.c_str());
   }
   std::printf("# machine: %s\n", machine_line().c_str());
   const bool plain = runs_mode(o, bench::BenchAlgorithm::Plain);
@@ -222,7 +222,8 @@ void print_allreduce_header(const AllreduceBenchOptions& o, const TeeSwitches& t
   std::printf("%s\n", bench::format_bench_header(plain ? "plain" : "mpi").c_str());
 }
 
-void write_allreduce_json(const AllreduceBenchOptions& o, const std::vector<bench::BenchRecord>& records) {
+void write_allreduce_json(const AllreduceBenchOptions& o, const std::vector<bench::BenchRecord>& records,
+                          std::size_t segment_bytes) {
   const nlohmann::json tee = tee_json(o.tee);
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& r : records) {
@@ -245,6 +246,7 @@ void write_allreduce_json(const AllreduceBenchOptions& o, const std::vector<benc
                    {"picked", r.picked.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.picked)},
                    {"predicted_us", r.predicted_us},
                    {"comm_wait", enum_name(*o.comm_wait)},
+                   {"segment_bytes", segment_bytes},  // our rows' segments (0: whole chunks)
                    {"correct", r.correct}});
   }
   std::ofstream f(o.json);
@@ -266,6 +268,7 @@ void write_calibration(const AllreduceBenchOptions& o, const TeeSwitches& ts,
                    {"min_bytes", o.min_bytes},
                    {"max_bytes", o.max_bytes},
                    {"segment_kb", o.segment_kb},
+                   {"segment_bytes", bo.ring.segment_bytes},
                    {"samples", samples.size()},
                    {"machine", machine_line()}});
   std::printf("# calibration (tee %s) written to %s: %s; mean |error| %.0f%% over %zu timings\n",
@@ -288,8 +291,12 @@ void run_allreduce(AllreduceBenchOptions o) {
       TeeChannelOptions{ts.cipher, o.tee.settings.rekey_mb, static_cast<std::size_t>(ts.crypto_threads)},
       nullptr);
   if (TeeSession* session = links.session()) session->end_setup();  // the bench releases no secret
-  const bench::BenchOptions bo = bench_options(o, ts);
-  if (root) print_allreduce_header(o, ts, bo, links.attest(), transport.size());
+  // The segments every row cuts (each path agrees on the same pick when it is built).
+  const SegmentPick segment = agreed_segment(
+      o.segment_kb, ring_transport(ranks_on_this_host(), transport.size(), /*emulated_links=*/false),
+      links.mpi().comm());
+  const bench::BenchOptions bo = bench_options(o, ts, segment.bytes);
+  if (root) print_allreduce_header(o, ts, bo, links.attest(), transport.size(), segment);
   // Every row from train's table of gradient paths, on the cpu platform (host buffers).
   const auto cpu = platform::platform_entry(DeviceKind::Cpu).make(platform::Options{});
   BenchPaths paths(links, *cpu, {o.tee.settings, o.segment_kb, o.cost});
@@ -310,7 +317,7 @@ void run_allreduce(AllreduceBenchOptions o) {
   }
   const std::string adversary_view = links.wire().report();
   if (root && !adversary_view.empty()) std::printf("%s", adversary_view.c_str());
-  if (root && !o.json.empty()) write_allreduce_json(o, records);
+  if (root && !o.json.empty()) write_allreduce_json(o, records, bo.ring.segment_bytes);
   if (root && !o.calibrate.empty()) write_calibration(o, ts, records, bo, transport.size());
   // A wrong sum is a failed run, not a data point: scripts and CI must see it in the exit code.
   for (const auto& r : records) {
@@ -574,8 +581,10 @@ void register_bench_allreduce(CLI::App* bench) {
       "--calibrate", ar->calibrate,
       "Fit the cost model to this run's ring, rd and rhd times and write it to FILE under this --tee "
       "mode (other modes' models in the file are kept); train --allreduce-cost FILE uses it");
-  a->add_option("--segment-kb", ar->segment_kb, "Ring segment size in KiB")
-      ->check(positive())
+  a->add_option("--segment-kb", ar->segment_kb,
+                "Ring segment size in KiB; 0 = automatic: 1 MiB, or under Open MPI's TCP eager limit when "
+                "ranks span hosts")
+      ->check(non_negative())
       ->capture_default_str();
   add_enum_option(a, "--comm-wait", ar->comm_wait,
                   "How the ring waits for a message: busy polls like MPI_Allreduce (a core per rank); "

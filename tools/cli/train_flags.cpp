@@ -150,8 +150,9 @@ void add_parallel_options(CLI::App* cmd, TrainOptions& o) {
       ->capture_default_str();
   add_on_off_option(dp, "--overlap", o.parallel.overlap, "Launch bucket all-reduces while backward runs");
   dp->add_option("--segment-kb", o.parallel.segment_kb,
-                 "Ring segment size in KiB (chunks are cut into segments that pipeline)")
-      ->check(positive())
+                 "Ring segment size in KiB (chunks are cut into segments that pipeline); 0 = automatic: "
+                 "1 MiB, or under Open MPI's TCP eager limit (read from MPI) when ranks span hosts")
+      ->check(non_negative())
       ->capture_default_str();
   dp->add_option("--check-replicas", o.parallel.check_replicas,
                  "Compare a parameter digest across ranks every N steps (0 = off)")
