@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "base/error.h"
+#include "base/host_memory.h"
 #include "bench/sealed_bench.h"
 #include "comm/allreduce_algo.h"
 #include "comm/collectives.h"
@@ -67,7 +68,7 @@ std::vector<double> slowest_rank_times(Collectives& coll, const std::vector<doub
 namespace {
 
 // One checked run on the test pattern: true when every rank got the exact sum.
-bool check_algo(const Transport& t, Collectives& coll, const BenchAlgo& algo, std::vector<float>& buf,
+bool check_algo(const Transport& t, Collectives& coll, const BenchAlgo& algo, HostVector<float>& buf,
                 std::size_t count, std::uint64_t& seq) {
   fill(buf.data(), count, t.rank());
   algo.allreduce(buf.data(), count);
@@ -92,7 +93,7 @@ void summarise(BenchRecord& rec, std::vector<double>& times) {
 // barrier, so a burst of load on a shared machine hits every algorithm alike and the ratio stays fair.
 std::vector<BenchRecord> bench_size(const Transport& t, Collectives& coll,
                                     const std::vector<BenchAlgo>& algos, const BenchOptions& opt,
-                                    std::vector<float>& buf, std::size_t count, std::uint64_t& seq) {
+                                    HostVector<float>& buf, std::size_t count, std::uint64_t& seq) {
   const int p = t.size();
   std::vector<BenchRecord> recs(algos.size());
   for (std::size_t a = 0; a < algos.size(); ++a) {
@@ -143,7 +144,9 @@ std::vector<BenchRecord> run_allreduce_bench(Transport& t, const std::vector<Ben
     throw InputError("bench allreduce: need 4 <= min_bytes <= max_bytes, step factor >= 2, iters >= 1");
   }
   Collectives coll(t);  // plaintext control traffic, outside the timed region
-  std::vector<float> buf(opt.max_bytes / sizeof(float));  // (max_count,) reused at every size
+  // (max_count,) reused at every size; on huge pages, as a training run's gradient arena is (Note [Huge
+  // pages for large host buffers], base/host_memory.h): MPI_Allreduce's rows get the same buffer.
+  HostVector<float> buf(opt.max_bytes / sizeof(float));
   std::vector<BenchRecord> records;
   std::uint64_t seq = 0;
   for (std::size_t bytes = opt.min_bytes; bytes <= opt.max_bytes; bytes *= opt.step_factor) {

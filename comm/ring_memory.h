@@ -14,6 +14,7 @@
 #include <span>
 #include <vector>
 
+#include "base/host_memory.h"
 #include "comm/memory_space.h"
 #include "comm/send_schedule.h"
 
@@ -66,9 +67,10 @@ class HostRingMemory final : public RingMemory {
   void add_into(float* dst, const float* src, std::size_t n) override;
 
  private:
-  std::vector<float> reduce_;
-  std::vector<std::byte> wire_out_;
-  std::vector<std::byte> wire_in_;
+  // Huge pages from 2 MiB up (Note [Huge pages for large host buffers], base/host_memory.h).
+  HostVector<float> reduce_;
+  HostVector<std::byte> wire_out_;
+  HostVector<std::byte> wire_in_;
 };
 
 }  // namespace tt::comm

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/host_memory.h"
 #include "core/cpu/cpu_common.h"
 #include "core/cpu/cpu_conv.h"
 
@@ -50,18 +51,15 @@ std::string CpuBackend::describe() const {
 // ---- memory ---------------------------------------------------------------------------------------
 
 void* CpuBackend::allocate(std::size_t bytes) {
-  // aligned_alloc needs a size that is a multiple of the alignment; 64 bytes = one cache line and
-  // one AVX-512 vector, so the model's flat arenas start on a line boundary.
-  constexpr std::size_t kAlign = 64;
-  const std::size_t rounded = std::max<std::size_t>(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
-  void* p = std::aligned_alloc(kAlign, rounded);
-  if (p == nullptr) throw std::bad_alloc();
-  std::memset(p, 0, rounded);
+  // Huge pages from 2 MiB up: the parameter, gradient and optimizer arenas (Note [Huge pages for large
+  // host buffers], base/host_memory.h). Zero-filled, which also faults the pages in.
+  void* p = allocate_host_bytes(bytes);
+  std::memset(p, 0, std::max<std::size_t>(bytes, 1));
   return p;
 }
 
 void CpuBackend::deallocate(void* p) noexcept {
-  std::free(p);
+  free_host_bytes(p);
 }
 
 void CpuBackend::copy_to_device(void* dst, const void* host_src, std::size_t bytes) {
