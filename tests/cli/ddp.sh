@@ -49,4 +49,17 @@ grep -q '"bytes_sent"' "$WORK/p2.json" && passes=$((passes + 1)) || { echo "FAIL
 rc=0; "${MPI[@]}" -np 1 "$TT" "${base[@]}" --batch 4 : -np 1 "$TT" "${base[@]}" --batch 4 --lr 0.5 >"$WORK/mm.log" 2>&1 || rc=$?
 expect_eq "$rc" 2 "mismatched flags exit code"
 grep -q "differs from rank 0" "$WORK/mm.log" && passes=$((passes + 1)) || { echo "FAIL: mismatch message"; cat "$WORK/mm.log"; fails=$((fails + 1)); }
+# A rank bound to one core (mpirun's default for up to two ranks) with --threads 2 is warned, and
+# by default gets as many threads as CPUs it may use; unbound, the same run is quiet.
+one=(train --model gpt2-tiny --data "$WORK/data/tiny" --steps 1 --seq 16 --batch 2 --no-progress --val-batches 0)
+mpirun --allow-run-as-root -np 1 --bind-to core "$TT" "${one[@]}" --threads 2 >"$WORK/bound.log" 2>&1 || { echo "FAIL: bound run"; fails=$((fails + 1)); }
+grep -q "warning: --threads 2 but this rank may run on 1 CPU (mpirun binds each rank to one core by default)" "$WORK/bound.log" \
+  && passes=$((passes + 1)) || { echo "FAIL: no binding warning"; cat "$WORK/bound.log"; fails=$((fails + 1)); }
+mpirun --allow-run-as-root -np 1 --bind-to core "$TT" "${one[@]}" >"$WORK/bound_default.log" 2>&1 || { echo "FAIL: bound default run"; fails=$((fails + 1)); }
+grep -q "1 rank(s) x 1 thread(s)" "$WORK/bound_default.log" && ! grep -q "warning: --threads" "$WORK/bound_default.log" \
+  && passes=$((passes + 1)) || { echo "FAIL: a bound rank's default threads"; cat "$WORK/bound_default.log"; fails=$((fails + 1)); }
+mpirun --allow-run-as-root -np 1 --bind-to none "$TT" "${one[@]}" --threads 2 >"$WORK/unbound.log" 2>&1 || { echo "FAIL: unbound run"; fails=$((fails + 1)); }
+if [[ $(nproc) -ge 2 ]]; then
+  ! grep -q "warning: --threads" "$WORK/unbound.log" && passes=$((passes + 1)) || { echo "FAIL: unbound run warned"; cat "$WORK/unbound.log"; fails=$((fails + 1)); }
+fi
 finish
