@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "engine/ring_segments.h"
 
 namespace tt {
 
@@ -17,8 +18,9 @@ constexpr const char* kFormat = "teetrain-allreduce-cost-v1";
 // Shared memory between ranks on one host, as `bench allreduce` measures it on a 2-core x86 machine
 // (message: latency and MPI software per message; wire: one copy through shared memory; reduce: the
 // add loop). Open MPI's shared-memory transport sends up to 4096 bytes with its headers eagerly
-// (btl_vader_eager_limit); a longer message waits for a rendezvous, measured at about 4 us more
-// (4 KiB: 5.8-7.2 us against 1.9 us for 2 KiB). A calibration of the machine at hand replaces all of it.
+// (btl_vader_eager_limit; a run uses the limit MPI reports, agreed over the ranks); a longer message
+// waits for a rendezvous, measured at about 4 us more (4 KiB: 5.8-7.2 us against 1.9 us for 2 KiB). A
+// calibration of the machine at hand replaces all of it.
 constexpr comm::LinkCosts kSharedMemory{
     .message_us = 8.0, .gbps = 4.0, .reduce_gbps = 4.0, .eager_bytes = 4032, .rendezvous_us = 4.0};
 // One core's AES-256-GCM (OpenSSL, AES-NI), and what a sealed message costs beyond its bytes: the
@@ -98,9 +100,11 @@ platform::CryptoCostModel modelled_crypto(const HostModel& host, const TeeSwitch
 }
 
 CostModelSource default_cost_model(const ParallelOptions& parallel, const ComputeOptions& compute,
-                                   const TeeSwitches& ts, const EmulatedGpu* gpu) {
+                                   const TeeSwitches& ts, const EmulatedGpu* gpu, std::size_t eager_limit) {
   comm::LinkCosts link = kSharedMemory;
   std::string where = "shared memory";
+  // The limit MPI reports (its header included), where the ranks agreed on one.
+  if (eager_limit > kMpiHeaderBytes) link.eager_bytes = eager_limit - kMpiHeaderBytes;
   // An emulated GPU's links are modelled, not MPI's: no eager protocol to price.
   if (gpu != nullptr) link.eager_bytes = 0;
   if (gpu != nullptr && parallel.link == LinkModel::Emulate) {
@@ -120,8 +124,8 @@ CostModelSource default_cost_model(const ParallelOptions& parallel, const Comput
 }
 
 CostModelSource cost_model_for(const ParallelOptions& parallel, const ComputeOptions& compute,
-                               const TeeSwitches& ts, const EmulatedGpu* gpu) {
-  return parallel.cost.empty() ? default_cost_model(parallel, compute, ts, gpu)
+                               const TeeSwitches& ts, const EmulatedGpu* gpu, std::size_t eager_limit) {
+  return parallel.cost.empty() ? default_cost_model(parallel, compute, ts, gpu, eager_limit)
                                : load_cost_model(parallel.cost, ts.mode());
 }
 

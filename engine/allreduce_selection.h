@@ -39,14 +39,16 @@ platform::CryptoCostModel modelled_crypto(const HostModel& host, const TeeSwitch
 // The model for a TEE mode without a calibration: this class of machine's shared-memory link (or
 // --link-gbps), the CPU's AES-GCM per sealing thread, --cc-transfer-us per crossing; an emulated GPU
 // (`gpu`, null otherwise) brings its NVLink (--link emulate), HBM and AES-GCM rates, and in virtual time
-// the modelled host's sealing (modelled_crypto).
+// the modelled host's sealing (modelled_crypto). `eager_limit`: the ranks' agreed MPI eager limit,
+// header included (engine/ring_segments.h: agreed_transport; 0: Open MPI's shared-memory default).
 CostModelSource default_cost_model(const ParallelOptions& parallel, const ComputeOptions& compute,
-                                   const TeeSwitches& ts, const EmulatedGpu* gpu);
+                                   const TeeSwitches& ts, const EmulatedGpu* gpu,
+                                   std::size_t eager_limit = 0);
 
 // auto's model for a run: the plan's --allreduce-cost FILE (its model for the TEE mode), else the defaults
 // for the mode and platform. `train`'s host path and `bench allreduce` both take it from here.
 CostModelSource cost_model_for(const ParallelOptions& parallel, const ComputeOptions& compute,
-                               const TeeSwitches& ts, const EmulatedGpu* gpu);
+                               const TeeSwitches& ts, const EmulatedGpu* gpu, std::size_t eager_limit = 0);
 
 // The calibration file: {"format": "teetrain-allreduce-cost-v1", "models": {"off": {...}, "cc": ...}}.
 // Reads the model of `mode`; InputError (naming the file and the command that writes it) when the

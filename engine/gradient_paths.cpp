@@ -17,12 +17,12 @@ comm::RingOptions ring_options(const TeeSwitches& ts, std::size_t segment_bytes)
   return ro;
 }
 
-SegmentPick ring_segment(const GradientSetup& s) {
+RingTransport ring_link(const GradientSetup& s) {
   // Ranks in one process (tests, tools) share no MPI transport: nothing has an eager limit.
-  if (s.mpi == nullptr) return pick_segment(s.parallel.segment_kb, RingTransport{.name = "in-process"});
-  const RingTransport t =
-      ring_transport(s.ranks_on_host, s.transport.size(), s.parallel.link == LinkModel::Emulate);
-  return agreed_segment(s.parallel.segment_kb, t, s.mpi->comm());
+  if (s.mpi == nullptr) return RingTransport{.name = "in-process"};
+  return agreed_transport(
+      ring_transport(s.ranks_on_host, s.transport.size(), s.parallel.link == LinkModel::Emulate),
+      s.mpi->comm());
 }
 
 namespace {
@@ -72,12 +72,13 @@ class HostPath final : public GradientPath {
          o.link == LinkModel::Emulate, o.link_gbps, o.cc_transfer_us,
          [&host = s.compute.host, ts](const EmulatedGpu& gpu) { return modelled_crypto(host, ts, gpu); },
          s.profiler});
-    segment_ = as_cut(ring_segment(s), ts);
+    const RingTransport link = ring_link(s);
+    segment_ = as_cut(pick_segment(o.segment_kb, link), ts);
     const comm::RingOptions ro = ring_options(ts, segment_.bytes);
     algos_.emplace(parts.wire, parts.channel, parts.memory, ro, &s.profiler);
     // Note [same algorithm on every rank] (allreduce_selection.h): the model's inputs are agreed ones.
-    selection_.emplace(o.algo, cost_model_for(o, s.compute, ts, s.platform.modelled_gpu()), parts.wire.size(),
-                       ro.segment_bytes, parts.channel.overhead());
+    selection_.emplace(o.algo, cost_model_for(o, s.compute, ts, s.platform.modelled_gpu(), link.eager_limit),
+                       parts.wire.size(), ro.segment_bytes, parts.channel.overhead());
     what_ = selection_->describe() + " over " + parts.wire.name() + ", " + parts.channel.name();
   }
   void sum(float* g, std::size_t n, long step, int bucket) override {
@@ -141,7 +142,7 @@ std::unique_ptr<GradientPath> build_nccl(const GradientSetup& s) {
 
 std::unique_ptr<GradientPath> build_device_ring(const GradientSetup& s) {
   DeviceRingConfig dc;
-  const SegmentPick segment = as_cut(ring_segment(s), s.tee);
+  const SegmentPick segment = as_cut(pick_segment(s.parallel.segment_kb, ring_link(s)), s.tee);
   dc.ring = ring_options(s.tee, segment.bytes);
   dc.sealed = s.tee.on ? s.sealed : nullptr;
   if (s.parallel.link_gbps > 0) dc.link = comm::LinkLimit{s.parallel.link_gbps, {}};

@@ -54,9 +54,9 @@ struct GradientSetup {
   Profiler& profiler;
 };
 
-// The ring's segments for this setup (--segment-kb, or automatic: engine/ring_segments.h), agreed over
-// the ranks when they run under mpirun: collective.
-SegmentPick ring_segment(const GradientSetup& s);
+// The transport between this setup's ranks, agreed over them when they run under mpirun (collective):
+// its eager limit sets the automatic segments (engine/ring_segments.h) and auto's default model.
+RingTransport ring_link(const GradientSetup& s);
 
 // One path as built: sums a bucket in place across ranks.
 class GradientPath {

@@ -1,9 +1,11 @@
 #include "engine/ring_segments.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <optional>
+#include <span>
 
 #include "base/error.h"
 #include "comm/mpi_tool_vars.h"
@@ -30,15 +32,32 @@ RingTransport ring_transport(int ranks_on_host, int world, bool emulated_links) 
     return t;
   }
   t.across_hosts = ranks_on_host < world;
-  if (!t.across_hosts) {
-    t.name = "shared memory";
-    return t;
-  }
-  t.name = "TCP";
-  // Another point-to-point layer (UCX, say) has its own protocols: its TCP limit says nothing.
+  t.name = t.across_hosts ? "TCP" : "shared memory";
+  // Another point-to-point layer (UCX, say) has its own protocols: these limits say nothing of it.
   const std::optional<std::string> pml = comm::mpi_control_string("pml");
   if (pml && !pml->empty() && *pml != "ob1") return t;
-  t.eager_limit = comm::mpi_control_uint("btl_tcp_eager_limit").value_or(0);
+  // Open MPI 4 calls its shared-memory transport vader, Open MPI 5 sm.
+  static constexpr std::array<const char*, 1> kTcp{"btl_tcp_eager_limit"};
+  static constexpr std::array<const char*, 2> kShared{"btl_vader_eager_limit", "btl_sm_eager_limit"};
+  const std::span<const char* const> vars =
+      t.across_hosts ? std::span<const char* const>(kTcp) : std::span<const char* const>(kShared);
+  for (const char* var : vars) {
+    if (const auto limit = comm::mpi_control_uint(var)) {
+      t.eager_limit = static_cast<std::size_t>(*limit);
+      break;
+    }
+  }
+  return t;
+}
+
+RingTransport agreed_transport(const RingTransport& mine, MPI_Comm comm) {
+  // An unknown limit (0) agrees as "none known" only if every rank says so.
+  const std::uint64_t unknown = UINT64_MAX;
+  std::uint64_t local = mine.eager_limit > 0 ? mine.eager_limit : unknown, least = local;
+  if (MPI_Allreduce(&local, &least, 1, MPI_UINT64_T, MPI_MIN, comm) != MPI_SUCCESS)
+    throw RunError("agreeing on the ranks' eager limit: MPI_Allreduce failed");
+  RingTransport t = mine;
+  t.eager_limit = least == unknown ? 0 : static_cast<std::size_t>(least);
   return t;
 }
 
@@ -57,18 +76,6 @@ SegmentPick pick_segment(int segment_kb, const RingTransport& t) {
                        std::to_string(t.eager_limit) + " bytes, between hosts)"};
   }
   return {kDefaultSegmentBytes, kib(kDefaultSegmentBytes) + " (automatic, " + t.name + ")"};
-}
-
-SegmentPick agreed_segment(int segment_kb, const RingTransport& t, MPI_Comm comm) {
-  SegmentPick mine = pick_segment(segment_kb, t);
-  std::uint64_t local = mine.bytes, least = mine.bytes;
-  if (MPI_Allreduce(&local, &least, 1, MPI_UINT64_T, MPI_MIN, comm) != MPI_SUCCESS)
-    throw RunError("agreeing on the ring's segment size: MPI_Allreduce failed");
-  if (least != local) {
-    mine.bytes = static_cast<std::size_t>(least);
-    mine.why = kib(mine.bytes) + " (automatic: the smallest any rank's transport allows)";
-  }
-  return mine;
 }
 
 }  // namespace tt

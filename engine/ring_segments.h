@@ -8,7 +8,7 @@
 // (docs/reproducing.md, "Validating the emulator", (c)). Between hosts the automatic segment therefore
 // fits the TCP eager limit as MPI reports it (comm/mpi_tool_vars.h), so that a raised limit
 // (`--mca btl_tcp_eager_limit`) raises the segment with it. Within a host, shared memory's rendezvous
-// is one copy and a few microseconds: 1 MiB segments. Ranks must cut the same segments, so the pick is
+// is one copy and a few microseconds: 1 MiB segments. Ranks must cut the same segments, so the limit is
 // agreed (the smallest over ranks): two hosts may have been given different limits.
 #pragma once
 #include <mpi.h>
@@ -18,7 +18,8 @@
 
 namespace tt {
 
-// The link a ring hop may cross, as this rank sees it.
+// The link a ring hop may cross, as this rank sees it (ring_transport) or as the ranks agreed on it
+// (agreed_transport).
 struct RingTransport {
   bool across_hosts = false;    // some rank runs on another host
   std::size_t eager_limit = 0;  // MPI's eager limit for that link, header included (0: none known)
@@ -31,18 +32,23 @@ inline constexpr std::size_t kMpiHeaderBytes = 64;
 inline constexpr std::size_t kDefaultSegmentBytes = std::size_t{1} << 20;
 
 // What this rank's MPI says (no collective): across_hosts when its host holds fewer than `world`
-// ranks; the TCP eager limit then (btl_tcp_eager_limit), unless Open MPI was told to use another
-// point-to-point layer than ob1. `emulated_links`: the ring's messages are modelled, not MPI's.
+// ranks; the eager limit of the transport between them: TCP's (btl_tcp_eager_limit) across hosts,
+// shared memory's (btl_vader_eager_limit, btl_sm_eager_limit) within one, none when Open MPI was told
+// to use another point-to-point layer than ob1. `emulated_links`: the ring's messages are modelled,
+// not MPI's.
 RingTransport ring_transport(int ranks_on_host, int world, bool emulated_links);
+// The same agreed over the ranks of `comm` (the smallest eager limit: hosts may have been launched
+// with different limits): collective. Every rank then cuts the same segments and prices messages
+// alike (Note [same algorithm on every rank], engine/allreduce_selection.h).
+RingTransport agreed_transport(const RingTransport& mine, MPI_Comm comm);
 
 struct SegmentPick {
   std::size_t bytes = 0;  // payload per segment (a whole number of 64-byte lines)
   std::string why;        // for the run's description: "1024 KiB (--segment-kb)", ...
 };
-// --segment-kb `segment_kb` (0: automatic). An automatic segment leaves room for a sealed message's
-// header and tag whatever the channel, so that plaintext and sealed rings cut the same segments.
+// --segment-kb `segment_kb` (0: automatic) on an agreed transport. An automatic segment leaves room
+// for a sealed message's header and tag whatever the channel, so that plaintext and sealed rings cut
+// the same segments.
 SegmentPick pick_segment(int segment_kb, const RingTransport& t);
-// The same, agreed over the ranks of `comm` (the smallest): collective.
-SegmentPick agreed_segment(int segment_kb, const RingTransport& t, MPI_Comm comm);
 
 }  // namespace tt

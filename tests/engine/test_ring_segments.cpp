@@ -63,17 +63,31 @@ TEST(RingSegments, OpenMpisTcpEagerLimitIsReadThroughTheToolInterface) {
   EXPECT_FALSE(comm::mpi_control_string("btl_tcp_eager_limit").has_value());  // not a string
 }
 
-TEST(RingSegments, RanksAgreeOnTheSmallestPick) {
+TEST(RingSegments, RanksAgreeOnTheSmallestEagerLimit) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  // Rank 0 was given a smaller limit than the others (hosts launched with different --mca values).
-  const RingTransport mine = tcp(rank == 0 ? 32768 : 65536);
-  const SegmentPick agreed = agreed_segment(0, mine, MPI_COMM_WORLD);
-  EXPECT_EQ(agreed.bytes, pick_segment(0, tcp(32768)).bytes);
-  if (rank != 0) {
-    EXPECT_NE(agreed.why.find("smallest"), std::string::npos) << agreed.why;
-  }
+  // Rank 0 was given a smaller limit than the others (hosts launched with different --mca values); a
+  // limit no rank knows stays unknown.
+  const RingTransport agreed = agreed_transport(tcp(rank == 0 ? 32768 : 65536), MPI_COMM_WORLD);
+  EXPECT_EQ(agreed.eager_limit, 32768u);
+  EXPECT_EQ(pick_segment(0, agreed).bytes, pick_segment(0, tcp(32768)).bytes);
+  EXPECT_EQ(agreed_transport(tcp(0), MPI_COMM_WORLD).eager_limit, 0u);
+  // One rank that knows the limit is enough (another MPI on the others would not mix in one job).
+  EXPECT_EQ(agreed_transport(tcp(rank == size - 1 ? 65536 : 0), MPI_COMM_WORLD).eager_limit, 65536u);
+}
+
+TEST(RingSegments, ThisRanksTransportIsReadFromMpi) {
+  const RingTransport within = ring_transport(1, 1, /*emulated_links=*/false);
+  EXPECT_FALSE(within.across_hosts);
+  EXPECT_EQ(within.name, "shared memory");
+  const RingTransport across = ring_transport(1, 2, /*emulated_links=*/false);
+  EXPECT_TRUE(across.across_hosts);
+  EXPECT_EQ(across.eager_limit, comm::mpi_control_uint("btl_tcp_eager_limit").value_or(0));
+  EXPECT_GT(across.eager_limit, 0u);
+  const RingTransport modelled = ring_transport(1, 2, /*emulated_links=*/true);
+  EXPECT_EQ(modelled.eager_limit, 0u);
+  EXPECT_EQ(pick_segment(0, modelled).bytes, kMiB);
 }
 
 }  // namespace

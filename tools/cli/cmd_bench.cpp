@@ -167,10 +167,12 @@ void choose_modes(AllreduceBenchOptions& o, bool tee_on) {
 }
 
 // auto's cost model, as the bench's host rows take it (engine/allreduce_selection.h: cost_model_for).
-CostModelSource cost_source(const AllreduceBenchOptions& o, const TeeSwitches& ts) {
+// auto's model as the rows build it (engine/gradient_paths.cpp: HostPath), on the agreed transport.
+CostModelSource cost_source(const AllreduceBenchOptions& o, const TeeSwitches& ts,
+                            const RingTransport& link) {
   ParallelOptions parallel;
   parallel.cost = o.cost;
-  return cost_model_for(parallel, ComputeOptions{}, ts, nullptr);
+  return cost_model_for(parallel, ComputeOptions{}, ts, nullptr, link.eager_limit);
 }
 
 // The ring exactly as train runs it for the mode (engine/gradient_paths.h: ring_options).
@@ -190,7 +192,7 @@ bench::BenchOptions bench_options(const AllreduceBenchOptions& o, const TeeSwitc
 
 void print_allreduce_header(const AllreduceBenchOptions& o, const TeeSwitches& ts,
                             const bench::BenchOptions& bo, const std::optional<comm::AttestConfig>& attest,
-                            int world, const SegmentPick& segment) {
+                            int world, const RingTransport& link, const SegmentPick& segment) {
   std::string modes;
   for (const bench::BenchAlgorithm m : o.modes) modes += std::string(modes.empty() ? "" : ",") + enum_name(m);
   std::printf(
@@ -215,7 +217,7 @@ void print_allreduce_header(const AllreduceBenchOptions& o, const TeeSwitches& t
       "# busbw = algbw * 2(P-1)/P (nccl-tests convention); time = max over ranks, median over "
       "iterations\n");
   if (runs_mode(o, bench::BenchAlgorithm::Auto) || !o.calibrate.empty()) {
-    const CostModelSource m = cost_source(o, ts);
+    const CostModelSource m = cost_source(o, ts, link);
     std::printf("# auto: the cost model's cheapest per size; model_us = its time for what ran: %s (%s)\n",
                 comm::describe(m.model).c_str(), m.source.c_str());
   }
@@ -255,14 +257,14 @@ void write_allreduce_json(const AllreduceBenchOptions& o, const std::vector<benc
 }
 
 // --calibrate: the cost model fitted to this run's ring, rd and rhd times, merged into the file under
-// this TEE mode, and how well it fits. The transport's eager limit is the default model's (MPI's
-// shared-memory one); its rendezvous cost is fitted.
+// this TEE mode, and how well it fits. The transport's eager limit is the one MPI reports for the
+// ranks' link, as the rows use it; its rendezvous cost is fitted.
 void write_calibration(const AllreduceBenchOptions& o, const TeeSwitches& ts,
                        const std::vector<bench::BenchRecord>& records, const bench::BenchOptions& bo,
-                       int world) {
+                       int world, const RingTransport& link) {
   const auto samples = bench::cost_samples(records);
   const comm::CostFit fit =
-      comm::fit_cost_model(samples, bo.ring.segment_bytes, cost_source(o, ts).model.eager_bytes);
+      comm::fit_cost_model(samples, bo.ring.segment_bytes, cost_source(o, ts, link).model.eager_bytes);
   save_cost_model(o.calibrate, o.tee.settings.mode, fit,
                   {{"ranks", world},
                    {"min_bytes", o.min_bytes},
@@ -291,12 +293,12 @@ void run_allreduce(AllreduceBenchOptions o) {
       TeeChannelOptions{ts.cipher, o.tee.settings.rekey_mb, static_cast<std::size_t>(ts.crypto_threads)},
       nullptr);
   if (TeeSession* session = links.session()) session->end_setup();  // the bench releases no secret
-  // The segments every row cuts (each path agrees on the same pick when it is built).
-  const SegmentPick segment = agreed_segment(
-      o.segment_kb, ring_transport(ranks_on_this_host(), transport.size(), /*emulated_links=*/false),
-      links.mpi().comm());
+  // The transport every row agrees on when it is built, and the segments it cuts.
+  const RingTransport link = agreed_transport(
+      ring_transport(ranks_on_this_host(), transport.size(), /*emulated_links=*/false), links.mpi().comm());
+  const SegmentPick segment = pick_segment(o.segment_kb, link);
   const bench::BenchOptions bo = bench_options(o, ts, segment.bytes);
-  if (root) print_allreduce_header(o, ts, bo, links.attest(), transport.size(), segment);
+  if (root) print_allreduce_header(o, ts, bo, links.attest(), transport.size(), link, segment);
   // Every row from train's table of gradient paths, on the cpu platform (host buffers).
   const auto cpu = platform::platform_entry(DeviceKind::Cpu).make(platform::Options{});
   BenchPaths paths(links, *cpu, {o.tee.settings, o.segment_kb, o.cost});
@@ -318,7 +320,7 @@ void run_allreduce(AllreduceBenchOptions o) {
   const std::string adversary_view = links.wire().report();
   if (root && !adversary_view.empty()) std::printf("%s", adversary_view.c_str());
   if (root && !o.json.empty()) write_allreduce_json(o, records, bo.ring.segment_bytes);
-  if (root && !o.calibrate.empty()) write_calibration(o, ts, records, bo, transport.size());
+  if (root && !o.calibrate.empty()) write_calibration(o, ts, records, bo, transport.size(), link);
   // A wrong sum is a failed run, not a data point: scripts and CI must see it in the exit code.
   for (const auto& r : records) {
     if (!r.correct) {
