@@ -8,13 +8,12 @@
 #include <span>
 
 #include "base/error.h"
+#include "base/host_memory.h"
 #include "comm/mpi_tool_vars.h"
 #include "comm/sealed_channel.h"
 
 namespace tt {
 namespace {
-
-constexpr std::size_t kLine = 64;  // segments stay whole cache lines (and whole floats)
 
 std::string kib(std::size_t bytes) {
   char buf[32];
@@ -67,10 +66,10 @@ SegmentPick pick_segment(int segment_kb, const RingTransport& t) {
     const std::size_t bytes = static_cast<std::size_t>(segment_kb) * 1024;
     return {bytes, kib(bytes) + " (--segment-kb)"};
   }
-  // Note [Ring segments under the eager limit].
+  // Note [Ring segments under the eager limit]. Segments stay whole cache lines (and whole floats).
   constexpr std::size_t overhead = comm::SealedChannel::kOverhead;
-  if (t.across_hosts && t.eager_limit > kMpiHeaderBytes + overhead + kLine) {
-    const std::size_t fit = (t.eager_limit - kMpiHeaderBytes - overhead) / kLine * kLine;
+  if (t.across_hosts && t.eager_limit > kMpiHeaderBytes + overhead + kCacheLineBytes) {
+    const std::size_t fit = (t.eager_limit - kMpiHeaderBytes - overhead) / kCacheLineBytes * kCacheLineBytes;
     if (fit < kDefaultSegmentBytes)
       return {fit, kib(fit) + " (automatic: under MPI's " + t.name + " eager limit, " +
                        std::to_string(t.eager_limit) + " bytes, between hosts)"};

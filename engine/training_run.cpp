@@ -17,7 +17,6 @@
 namespace tt {
 namespace {
 
-// Ranks sharing this host split its cores between them unless --threads says otherwise.
 // The banner's TEE field: the mode and the switches it resolved to.
 std::string tee_label(const TeeOptions& o, const TeeSwitches& ts) {
   if (!ts.on) return "tee off";

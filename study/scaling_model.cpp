@@ -106,6 +106,15 @@ std::array<double, 3> features(const RunPoint& r) {
   return {t.messages * k, t.wire_bytes * k, (t.seal_bytes + t.open_bytes) * k};
 }
 
+// The ring's segments as the run cut them (its summary's segment_bytes). Summaries without that field
+// were written when config's segment_kb was always a size; 0 (automatic) is read as 1 MiB, what it cuts
+// within a host.
+double segment_bytes_of(const nlohmann::json& s, const nlohmann::json& config) {
+  if (const auto cut = s.find("segment_bytes"); cut != s.end() && cut->is_number()) return cut->get<double>();
+  const double segment_kb = config.value("segment_kb", 0.0);
+  return segment_kb > 0 ? segment_kb * 1024.0 : 1048576.0;
+}
+
 }  // namespace
 
 RunPoint run_point(const nlohmann::json& s) {
@@ -121,13 +130,7 @@ RunPoint run_point(const nlohmann::json& s) {
   r.tee_on = tee.value("mode", "off") != "off";
   r.forward_ag = tee.value("forward_ag", false);
   const bool pipeline = tee.value("pipeline", false);
-  // The segments as cut (segment_bytes; runs before it: config's segment_kb, 1 MiB for automatic).
-  const double segment_kb = config.value("segment_kb", 0.0);
-  const auto cut = s.find("segment_bytes");
-  r.segment_bytes = (r.tee_on && !pipeline)              ? 0.0
-                    : cut != s.end() && cut->is_number() ? cut->get<double>()
-                    : segment_kb > 0                     ? segment_kb * 1024.0
-                                                         : 1048576.0;
+  r.segment_bytes = (r.tee_on && !pipeline) ? 0.0 : segment_bytes_of(s, config);
   r.overlap = s.value("overlap", "on") == "on";
   r.step_s = field(s, "step_s_mean").get<double>();
   const nlohmann::json& ph = field(s, "phases");

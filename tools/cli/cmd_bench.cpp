@@ -166,8 +166,8 @@ void choose_modes(AllreduceBenchOptions& o, bool tee_on) {
         "--calibrate fits the cost model to ring, rd and rhd: run all three (--modes ring,rd,rhd,...)");
 }
 
-// auto's cost model, as the bench's host rows take it (engine/allreduce_selection.h: cost_model_for).
-// auto's model as the rows build it (engine/gradient_paths.cpp: HostPath), on the agreed transport.
+// auto's cost model as the bench's host rows build it (engine/gradient_paths.cpp: HostPath), on the
+// agreed transport.
 CostModelSource cost_source(const AllreduceBenchOptions& o, const TeeSwitches& ts,
                             const RingTransport& link) {
   ParallelOptions parallel;
