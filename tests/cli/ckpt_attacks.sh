@@ -37,7 +37,7 @@ fresh_copy a && rm -rf "$WORK/a/step_00000006" && mv "$WORK/a/step_00000003" "$W
 attack a "manifest.json.sealed: written for step_00000003 but the directory is step_00000006"
 fresh_copy a && rm "$WORK/a/step_00000006/manifest.json.sealed"
 attack a "step_00000006/manifest.json.sealed: missing"
-fresh_copy a && printf '\x55' | dd of="$WORK/a/step_00000006/manifest.json.sealed" bs=1 seek=200 conv=notrunc 2>/dev/null
+fresh_copy a && flip_byte "$WORK/a/step_00000006/manifest.json.sealed" 200
 attack a "manifest.json.sealed.*chunk 0"
 fresh_copy a && rm -rf "$WORK/a/step_00000006"  # the genuine step 3 is now the newest
 attack a "rollback: .*step_00000003 is step 3 but the freshness record .*k.key.freshness.* has seen step 6"

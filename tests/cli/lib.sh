@@ -51,6 +51,14 @@ expect_exit() {
   passes=$((passes + 1))
 }
 
+# flip_byte FILE OFFSET: invert the bits of one byte in place. (Writing a fixed value instead leaves
+# the byte unchanged whenever it already holds that value: 1 time in 256 for ciphertext.)
+flip_byte() {
+  local b
+  b=$(od -An -tu1 -j"$2" -N1 "$1")
+  printf "\\x$(printf %02x $((b ^ 0xff)))" | dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null
+}
+
 expect_eq() {
   if [[ "$1" == "$2" ]]; then passes=$((passes + 1)); else echo "FAIL: $3: '$1' != '$2'"; fails=$((fails + 1)); fi
 }

@@ -55,7 +55,7 @@ expect_exit 2 "TEE mode" -- "$TT" "${base[@]}" --tee off --data "$WORK/sealed/ti
 cp -r "$WORK/sealed" "$WORK/bad"
 size=$(stat -c %s "$WORK/bad/tiny_train.images.sealed")
 for off in $(seq 2000 4000 $((size - 100))); do
-  printf '\x01' | dd of="$WORK/bad/tiny_train.images.sealed" bs=1 seek="$off" conv=notrunc 2>/dev/null
+  flip_byte "$WORK/bad/tiny_train.images.sealed" "$off"
 done
 expect_exit 3 "tiny_train.images.sealed.*chunk" -- "$TT" "${base[@]}" --tee fast --data "$WORK/bad/tiny"
 # "classes":10 -> "classes":11 in the test split's clear header: well-formed, but no longer authentic.

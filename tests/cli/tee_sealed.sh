@@ -44,7 +44,7 @@ expect_eq "$leak" 0 "no key material in logs or checkpoints"
 
 # A flipped byte in a sealed checkpoint: verify and resume refuse with exit 3, naming the file.
 f="$WORK/ck/step_00000005/model.safetensors.sealed"
-printf '\x55' | dd of="$f" bs=1 seek=300 conv=notrunc 2>/dev/null
+flip_byte "$f" 300
 expect_exit 3 "model.safetensors.sealed" -- "$TT" ckpt verify "$WORK/ck" --key-file "$WORK/k.key"
 expect_exit 3 "model.safetensors.sealed|integrity" -- "$TT" "${base[@]}" --tee fast --data "$WORK/sealed/tiny" --resume "$WORK/ck/step_00000005"
 
@@ -52,7 +52,7 @@ expect_exit 3 "model.safetensors.sealed|integrity" -- "$TT" "${base[@]}" --tee f
 cp -r "$WORK/sealed" "$WORK/sealed_bad"
 f=$(ls "$WORK"/sealed_bad/*train*.sealed)
 size=$(stat -c %s "$f")
-for off in $(seq 400 1000 $((size - 100))); do printf '\x01' | dd of="$f" bs=1 seek="$off" conv=notrunc 2>/dev/null; done
+for off in $(seq 400 1000 $((size - 100))); do flip_byte "$f" "$off"; done
 expect_exit 3 "chunk" -- "$TT" "${base[@]}" --tee fast --data "$WORK/sealed_bad/tiny" --steps 30
 # Wrong key: refused before training.
 "$TT" keygen --out "$WORK/other.key" >/dev/null
