@@ -26,10 +26,17 @@ BenchPaths::Row& BenchPaths::build(bench::BenchAlgorithm mode) {
   row.parallel.cost = o_.cost;
   row.ts = plain ? TeeSwitches{} : resolve_tee(o_.tee, /*gpu_gradients=*/false);
   comm::Channel& channel = plain ? plain_ : links_.channel();
-  const GradientSetup setup{
-      row.parallel,         compute_,           row.ts,  platform_,
-      &links_.mpi(),        links_.transport(), channel, plain ? nullptr : links_.sealed(),
-      ranks_on_this_host(), profiler_};
+  const GradientSetup setup{row.parallel,
+                            compute_,
+                            row.ts,
+                            platform_,
+                            &links_.mpi(),
+                            links_.transport(),
+                            channel,
+                            plain ? nullptr : links_.sealed(),
+                            ranks_on_this_host(),
+                            profiler_,
+                            links_.shm_inline_bytes()};
   row.path = build_gradient_path(
       gradient_path(mode == B::Mpi ? GradientPathKind::Mpi : GradientPathKind::Host), setup);
   return row;

@@ -93,6 +93,10 @@ class Request {
 //   `bench allreduce` uses it while every rank has a core (engine/host_layout.h fair_wait_mode), so
 //   the ring and MPI_Allreduce wait the same way.
 enum class WaitMode : std::uint8_t { Adaptive, Busy };
+// How ranks on one host exchange messages (--host-transport): through ShmTransport's shared-memory
+// channels (comm/shm_transport.h), or MPI's own point-to-point path (MpiTransport) as a baseline.
+enum class HostTransport : std::uint8_t { Shm, Mpi };
+
 struct WaitPolicy {
   WaitMode mode = WaitMode::Adaptive;
   std::chrono::microseconds spin{200};

@@ -20,9 +20,9 @@ comm::RingOptions ring_options(const TeeSwitches& ts, std::size_t segment_bytes)
 RingTransport ring_link(const GradientSetup& s) {
   // Ranks in one process (tests, tools) share no MPI transport: nothing has an eager limit.
   if (s.mpi == nullptr) return RingTransport{.name = "in-process"};
-  return agreed_transport(
-      ring_transport(s.ranks_on_host, s.transport.size(), s.parallel.link == LinkModel::Emulate),
-      s.mpi->comm());
+  return agreed_transport(ring_transport(s.ranks_on_host, s.transport.size(),
+                                         s.parallel.link == LinkModel::Emulate, s.shm_inline_bytes),
+                          s.mpi->comm());
 }
 
 namespace {

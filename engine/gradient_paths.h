@@ -52,6 +52,7 @@ struct GradientSetup {
   comm::SealedChannel* sealed;   // the same channel when sealed, else null
   int ranks_on_host = 1;
   Profiler& profiler;
+  std::size_t shm_inline_bytes = 0;  // ShmTransport's inline limit when it links this host's ranks
 };
 
 // The transport between this setup's ranks, agreed over them when they run under mpirun (collective):

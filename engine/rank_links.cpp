@@ -1,17 +1,51 @@
 #include "engine/rank_links.h"
 
+#include "base/error.h"
+#include "engine/run_choices.h"
+
 namespace tt {
 
 namespace {
-comm::MpiTransport& with_wait(comm::MpiTransport& t, comm::WaitMode wait) {
-  t.set_wait_policy({.mode = wait});
-  return t;
+
+// Ranks that disagree would not even meet in ShmTransport's collective set-up: refuse on every rank.
+void agree_host_transport(comm::HostTransport host, MPI_Comm comm) {
+  const int mine = static_cast<int>(host);
+  int lo = 0, hi = 0;
+  comm::check_mpi(MPI_Allreduce(&mine, &lo, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce (--host-transport)");
+  comm::check_mpi(MPI_Allreduce(&mine, &hi, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce (--host-transport)");
+  if (lo != hi)
+    throw InputError("the ranks were launched with different --host-transport values (" +
+                     std::string(enum_name(static_cast<comm::HostTransport>(lo))) + " and " +
+                     enum_name(static_cast<comm::HostTransport>(hi)) + "); give every rank the same");
 }
+
+// The transport every message between ranks takes: MPI with the wait policy set, and on it (the
+// default) the shared-memory channels between ranks of one host.
+comm::Transport& host_links(comm::MpiTransport& mpi, std::optional<comm::ShmTransport>& shm,
+                            comm::WaitMode wait, comm::HostTransport host) {
+  mpi.set_wait_policy({.mode = wait});
+  agree_host_transport(host, mpi.comm());
+  if (host == comm::HostTransport::Mpi) return mpi;
+  return shm.emplace(mpi);
+}
+
 }  // namespace
 
+std::string RankLinks::host_transport_description() const {
+  if (!shm_) return "mpi (--host-transport mpi: MPI's point-to-point path)";
+  if (!shm_->fallback_reason().empty())
+    return "mpi (shared memory unavailable: " + shm_->fallback_reason() + ")";
+  if (shm_->host_peers() == 0) return "mpi (no other rank on this host)";
+  return "shm: " + std::to_string(shm_->host_peers()) +
+         " peer(s) on this host through shared-memory channels (" +
+         std::to_string(shm_->layout().slot_bytes / 1024) +
+         " KiB inline, longer messages' bytes through MPI)";
+}
+
 RankLinks::RankLinks(MPI_Comm comm, std::chrono::milliseconds timeout, comm::WaitMode wait,
-                     const std::optional<comm::AdversarySpec>& adversary, bool tee_on)
-    : mpi_(comm, timeout), wire_(with_wait(mpi_, wait), adversary, tee_on), tee_on_(tee_on) {}
+                     comm::HostTransport host, const std::optional<comm::AdversarySpec>& adversary,
+                     bool tee_on)
+    : mpi_(comm, timeout), wire_(host_links(mpi_, shm_, wait, host), adversary, tee_on), tee_on_(tee_on) {}
 
 void RankLinks::secure(const TrustOptions& trust, const std::string& config, const TeeChannelOptions& channel,
                        Profiler* profiler) {

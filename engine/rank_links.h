@@ -1,5 +1,6 @@
 // The links a command's ranks talk through, set up the one way `train` and `bench allreduce` share:
-// the MPI transport (its timeout and wait policy), the teaching adversary on it (adversary_wire.h),
+// the MPI transport (its timeout and wait policy), shared-memory channels between the ranks of a host
+// (comm/shm_transport.h) unless --host-transport mpi, the teaching adversary on it (adversary_wire.h),
 // and in TEE mode the attested handshake and the one sealed channel that carries every message
 // between ranks from then on (tee_session.h).
 #pragma once
@@ -13,6 +14,7 @@
 #include "comm/channel.h"
 #include "comm/mpi_transport.h"
 #include "comm/secure_session.h"
+#include "comm/shm_transport.h"
 #include "core/profiler.h"
 #include "engine/adversary_wire.h"
 #include "engine/tee_session.h"
@@ -22,8 +24,9 @@ namespace tt {
 class RankLinks {
  public:
   // Collective over `comm`. The wait policy is set before the adversary's decorator copies it.
-  // Throws InputError for an adversary spec that does not fit the world.
-  RankLinks(MPI_Comm comm, std::chrono::milliseconds timeout, comm::WaitMode wait,
+  // Throws InputError for an adversary spec that does not fit the world, and on every rank when the
+  // ranks were given different `host` transports.
+  RankLinks(MPI_Comm comm, std::chrono::milliseconds timeout, comm::WaitMode wait, comm::HostTransport host,
             const std::optional<comm::AdversarySpec>& adversary, bool tee_on);
   RankLinks(const RankLinks&) = delete;
   RankLinks& operator=(const RankLinks&) = delete;
@@ -37,7 +40,16 @@ class RankLinks {
   int rank() const { return mpi_.rank(); }
   int size() const { return mpi_.size(); }
   comm::MpiTransport& mpi() { return mpi_; }
-  comm::Transport& transport() { return wire_.transport(); }  // MPI, or the adversary on it
+  comm::Transport& transport() { return wire_.transport(); }     // shm or MPI, or the adversary on it
+  comm::ShmTransport* shm() { return shm_ ? &*shm_ : nullptr; }  // null with --host-transport mpi
+  // How this rank reaches the others of its host, for banners: "shm: 1 peer(s) on this host through
+  // shared-memory channels (...)", "mpi (--host-transport mpi)", or why shared memory was not used.
+  std::string host_transport_description() const;
+  // The longest message the ranks of this host exchange without a handshake through shared memory (0:
+  // they talk through MPI): engine/ring_segments.h's ring_transport.
+  std::size_t shm_inline_bytes() const {
+    return shm_ && shm_->host_peers() > 0 ? shm_->layout().slot_bytes : 0;
+  }
   AdversaryWire& wire() { return wire_; }
   // Every inter-rank message's channel: the sealed one once secure() ran in TEE mode, else plaintext.
   comm::Channel& channel() { return session_ ? static_cast<comm::Channel&>(session_->channel()) : plain_; }
@@ -48,6 +60,7 @@ class RankLinks {
 
  private:
   comm::MpiTransport mpi_;
+  std::optional<comm::ShmTransport> shm_;  // before wire_, which is built on it
   AdversaryWire wire_;
   bool tee_on_;
   std::optional<comm::AttestConfig> attest_;

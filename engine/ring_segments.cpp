@@ -24,13 +24,19 @@ std::string kib(std::size_t bytes) {
 
 }  // namespace
 
-RingTransport ring_transport(int ranks_on_host, int world, bool emulated_links) {
+RingTransport ring_transport(int ranks_on_host, int world, bool emulated_links,
+                             std::size_t shm_inline_bytes) {
   RingTransport t;
   if (emulated_links) {
     t.name = "emulated";
     return t;
   }
   t.across_hosts = ranks_on_host < world;
+  if (!t.across_hosts && shm_inline_bytes > 0) {
+    t.name = "shared-memory channels";
+    t.eager_limit = shm_inline_bytes + kMpiHeaderBytes;
+    return t;
+  }
   t.name = t.across_hosts ? "TCP" : "shared memory";
   // Another point-to-point layer (UCX, say) has its own protocols: these limits say nothing of it.
   const std::optional<std::string> pml = comm::mpi_control_string("pml");

@@ -35,8 +35,10 @@ inline constexpr std::size_t kDefaultSegmentBytes = std::size_t{1} << 20;
 // ranks; the eager limit of the transport between them: TCP's (btl_tcp_eager_limit) across hosts,
 // shared memory's (btl_vader_eager_limit, btl_sm_eager_limit) within one, none when Open MPI was told
 // to use another point-to-point layer than ob1. `emulated_links`: the ring's messages are modelled,
-// not MPI's.
-RingTransport ring_transport(int ranks_on_host, int world, bool emulated_links);
+// not MPI's. `shm_inline_bytes`: within one host, the longest message ShmTransport sends without a
+// handshake (comm/shm_transport.h; 0: the ranks talk through MPI), which then stands for the limit.
+RingTransport ring_transport(int ranks_on_host, int world, bool emulated_links,
+                             std::size_t shm_inline_bytes = 0);
 // The same agreed over the ranks of `comm` (the smallest eager limit: hosts may have been launched
 // with different limits): collective. Every rank then cuts the same segments and prices messages
 // alike (Note [same algorithm on every rank], engine/allreduce_selection.h).

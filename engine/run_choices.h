@@ -77,6 +77,11 @@ struct EnumNames<comm::WaitMode> {
                                                                    {"busy", comm::WaitMode::Busy}};
 };
 template <>
+struct EnumNames<comm::HostTransport> {
+  static constexpr std::pair<const char*, comm::HostTransport> all[] = {{"shm", comm::HostTransport::Shm},
+                                                                        {"mpi", comm::HostTransport::Mpi}};
+};
+template <>
 struct EnumNames<OptimizerKind> {
   static constexpr std::pair<const char*, OptimizerKind> all[] = {{"adamw", OptimizerKind::AdamW},
                                                                   {"sgd", OptimizerKind::Sgd}};
@@ -180,7 +185,8 @@ struct ParallelOptions {
   int segment_kb = 0;   // ring segment size (pipelining); 0: automatic (engine/ring_segments.h)
   long check_replicas = 0;
   double timeout_s = 30;
-  comm::WaitMode wait = comm::WaitMode::Adaptive;  // how the ring's thread waits for messages
+  comm::WaitMode wait = comm::WaitMode::Adaptive;                 // how the ring's thread waits for messages
+  comm::HostTransport host_transport = comm::HostTransport::Shm;  // ranks of one host: shared memory or MPI
   double link_gbps = 0;              // throttle each ring link (0: none; --link emulate: the GPU's NVLink)
   LinkModel link = LinkModel::Real;  // emulate: plaintext ring payloads of an emulated GPU are not moved
   double cc_transfer_us = 0;  // fixed cost of one H100 CC bounce-buffer crossing of a CPU-sealed message

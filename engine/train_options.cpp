@@ -68,6 +68,7 @@ nlohmann::json train_options_json(const TrainOptions& o) {
       {"overlap", p.overlap ? "on" : "off"},
       {"segment_kb", p.segment_kb},
       {"comm_wait", enum_name(p.wait)},
+      {"host_transport", enum_name(p.host_transport)},
       {"check_replicas", p.check_replicas},
       {"ingress_gbps", o.data.ingress_gbps},
       {"compute", name(c.mode)},

@@ -112,7 +112,7 @@ TrainingRun::TrainingRun(const TrainOptions& opts)
   if (plan_.compute().virtual_time()) profiler_.use_clock(virtual_clock_);
   const ParallelOptions& par = plan_.parallel();
   links_.emplace(MPI_COMM_WORLD, std::chrono::milliseconds(static_cast<long>(par.timeout_s * 1000.0)),
-                 par.wait, plan_.tee().adversary, plan_.switches().on);
+                 par.wait, par.host_transport, plan_.tee().adversary, plan_.switches().on);
   rank_ = links_->rank();
   world_ = links_->size();
   if (links_->wire().active() && rank_ == 0) std::fprintf(stderr, "%s\n", links_->wire().banner().c_str());
@@ -287,7 +287,7 @@ void TrainingRun::build_reducer() {
   const ParallelOptions& par = plan_.parallel();
   grads_.emplace(GradientSetup{par, plan_.compute(), plan_.switches(), *platform_, &links_->mpi(),
                                links_->transport(), links_->channel(), links_->sealed(), ranks_per_host_,
-                               profiler_});
+                               profiler_, links_->shm_inline_bytes()});
   const std::size_t cap = static_cast<std::size_t>(par.bucket_mb * 1024.0 * 1024.0);
   buckets_ = plan_buckets(model_->params(), model_->num_params(),
                           std::min<std::size_t>(std::size_t{1} << 20, cap), cap);
@@ -355,6 +355,7 @@ RunDescription TrainingRun::describe() const {
   d.backend = backend_->describe();
   d.gradients = world_ > 1 ? grads_->path() : "not reduced (one rank)";
   if (const auto segment = world_ > 1 ? grads_->segment() : std::nullopt) d.segments = segment->why;
+  if (world_ > 1) d.host_transport = links_->host_transport_description();
   if (const auto& attest = links_->attest()) {
     d.attestation = attestation_banner(*attest, world_);
     d.unauthenticated = !attestation_summary(*attest, world_).warning.empty();
@@ -380,6 +381,8 @@ nlohmann::json TrainingRun::summary(const TrainResult& r, const RunReport& repor
             // The ring's segments as cut (config's segment_kb 0 is automatic: engine/ring_segments.h).
             {"segment_bytes", segment ? nlohmann::json(segment->bytes) : nlohmann::json(nullptr)},
             {"segment", segment ? nlohmann::json(segment->why) : nlohmann::json(nullptr)},
+            {"host_transport",
+             world_ > 1 ? nlohmann::json(links_->host_transport_description()) : nlohmann::json(nullptr)},
             {"bucket_mb", plan_.parallel().bucket_mb},
             {"buckets", buckets_.size()},
             {"overlap", plan_.parallel().overlap ? "on" : "off"},

@@ -46,6 +46,7 @@ struct RunDescription {
   std::size_t buckets = 0;
   std::string data, backend, gradients;
   std::string segments;          // the ring's segment size and why (empty: the path cuts none of ours)
+  std::string host_transport;    // how the ranks of this host talk (empty: one rank)
   std::string attestation;       // empty with TEE off
   std::string agreed_inputs;     // what every rank opened and agreed on (InputRecord::describe)
   bool unauthenticated = false;  // nothing authenticated the peers, or revocation was not checked: repeat

@@ -19,7 +19,8 @@ namespace tt {
 namespace {
 
 TEST(BenchPaths, SmallSweepIsCorrectAndNamesAutosPick) {
-  RankLinks links(MPI_COMM_WORLD, comm::Transport::kDefaultTimeout, comm::WaitMode::Adaptive, std::nullopt,
+  RankLinks links(MPI_COMM_WORLD, comm::Transport::kDefaultTimeout, comm::WaitMode::Adaptive,
+                  comm::HostTransport::Shm, std::nullopt,
                   /*tee_on=*/false);
   // auto's model from a calibration file, so the pick below is known independently of this machine.
   const comm::CostModel model{.message_us = 10, .wire_ns_per_byte = 0.25, .reduce_ns_per_byte = 0.25};

@@ -26,8 +26,22 @@ for tee in cc fast; do
   expect_eq "$(train 3 "rd_$tee" --allreduce-algo rd --tee $tee)" "$rd" "P=3 rd: --tee $tee == off"
   expect_eq "$(train 3 "rhd_$tee" --allreduce-algo rhd --tee $tee)" "$rd" "P=3 rhd --tee $tee == rd (same tree)"
 done
-grep -q '"gradient_path": "recursive doubling over mpi, plain"' "$WORK/rd_off.json" && passes=$((passes + 1)) ||
+grep -q '"gradient_path": "recursive doubling over shm, plain"' "$WORK/rd_off.json" && passes=$((passes + 1)) ||
   { echo "FAIL: rd's gradient path"; grep gradient_path "$WORK/rd_off.json"; fails=$((fails + 1)); }
+# The host transport moves bytes, never changes them: MPI's point-to-point path gives the same
+# parameters as the shared-memory channels, sealed or not; ranks given different ones are refused.
+expect_eq "$(train 3 rd_mpi --allreduce-algo rd --host-transport mpi)" "$rd" "P=3 rd: --host-transport mpi == shm"
+expect_eq "$(train 3 ring_fast_mpi --tee fast --host-transport mpi)" "$(train 3 ring_fast --tee fast)" \
+  "P=3 ring --tee fast: --host-transport mpi == shm"
+grep -q '"host_transport": "mpi (--host-transport mpi' "$WORK/rd_mpi.json" && passes=$((passes + 1)) ||
+  { echo "FAIL: summary's host_transport"; grep host_transport "$WORK/rd_mpi.json"; fails=$((fails + 1)); }
+grep -q "host transport shm: 2 peer(s) on this host" "$WORK/ring_fast.log" && passes=$((passes + 1)) ||
+  { echo "FAIL: banner's host transport"; cat "$WORK/ring_fast.log"; fails=$((fails + 1)); }
+rc=0
+"${MPI[@]}" -np 1 "$TT" "${base[@]}" : -np 1 "$TT" "${base[@]}" --host-transport mpi >"$WORK/mixed.log" 2>&1 || rc=$?
+expect_eq "$rc" 2 "ranks with different --host-transport: exit 2"
+[[ $(grep -c "different --host-transport values (shm and mpi)" "$WORK/mixed.log") -eq 2 ]] && passes=$((passes + 1)) ||
+  { echo "FAIL: both ranks should name the disagreement"; cat "$WORK/mixed.log"; fails=$((fails + 1)); }
 
 # auto: what each bucket took, and why (defaults for the mode).
 train 3 auto_cc --allreduce-algo auto --tee cc >/dev/null

@@ -1,5 +1,6 @@
 // comm/ under mpirun (CTest runs this binary with P = 1, 2, 3, 4): ring all-reduce, collectives,
-// timeouts and short messages over MpiTransport and the MPI_Allreduce baseline (the bench's rows:
+// timeouts and short messages over MpiTransport (test_comm_mpi) and over ShmTransport (the same source
+// built as test_comm_shm), and the MPI_Allreduce baseline (the bench's rows:
 // tests/engine/test_bench_paths.cpp).
 //
 // MPI init/finalize: tt_test links GTest::gtest_main, so this file has no main(). A gtest global
@@ -17,6 +18,7 @@
 #include "comm/mpi_allreduce.h"
 #include "comm/mpi_transport.h"
 #include "comm/ring_allreduce.h"
+#include "comm/shm_transport.h"
 #include "core/profiler.h"
 #include "tests/comm/comm_test_util.h"
 #include "tests/comm/mpi_test_env.h"
@@ -27,6 +29,17 @@ namespace {
 using testing::ChecksumChannel;
 using testing::first_wrong;
 using testing::pattern_buffer;
+
+// The transport under test: MpiTransport, or (built as test_comm_shm) ShmTransport over it, with small
+// slots so that long messages and full channels are exercised as well as inline ones.
+struct TestLink {
+  MpiTransport mpi;
+#ifdef TT_TEST_SHM
+  ShmTransport t{mpi, ShmLayout{.slot_bytes = 4096, .slots = 4}};
+#else
+  MpiTransport& t = mpi;
+#endif
+};
 
 std::vector<std::size_t> counts_for(int p) {
   const auto P = static_cast<std::size_t>(p);
@@ -46,7 +59,8 @@ void expect_replicas_identical(Collectives& coll, const std::vector<float>& v) {
 }
 
 TEST(MpiRing, ExactSumsForAllCountsAndSegmentSizes) {
-  MpiTransport t;
+  TestLink link;
+  auto& t = link.t;
   Collectives coll(t);
   const int p = t.size();
   for (std::size_t seg : {std::size_t{0}, std::size_t{12}, std::size_t{4096}, std::size_t{1} << 20}) {
@@ -63,7 +77,8 @@ TEST(MpiRing, ExactSumsForAllCountsAndSegmentSizes) {
 }
 
 TEST(MpiRing, ReusedRingAndRandomFloatsAreIdenticalOnEveryRank) {
-  MpiTransport t;
+  TestLink link;
+  auto& t = link.t;
   Collectives coll(t);
   Profiler prof;
   RingAllreduce ring(t, RingOptions{.segment_bytes = 8192}, &prof);
@@ -92,7 +107,8 @@ TEST(MpiRing, ReusedRingAndRandomFloatsAreIdenticalOnEveryRank) {
 }
 
 TEST(MpiRing, SealedPathBothAllGatherModes) {
-  MpiTransport t;
+  TestLink link;
+  auto& t = link.t;
   const int p = t.size();
   for (auto mode : {AllGatherMode::PerHop, AllGatherMode::ForwardWire}) {
     ChecksumChannel ch;
@@ -110,7 +126,8 @@ TEST(MpiRing, SealedPathBothAllGatherModes) {
 class MpiAlgo : public ::testing::TestWithParam<ReduceAlgo> {};
 
 TEST_P(MpiAlgo, ExactSumsPlainAndSealed) {
-  MpiTransport t;
+  TestLink link;
+  auto& t = link.t;
   const int p = t.size();
   for (const bool sealed : {false, true}) {
     for (std::size_t seg : {std::size_t{0}, std::size_t{4096}, std::size_t{1} << 20}) {
@@ -130,7 +147,8 @@ TEST_P(MpiAlgo, ExactSumsPlainAndSealed) {
 }
 
 TEST_P(MpiAlgo, RandomFloatsAreIdenticalOnEveryRank) {
-  MpiTransport t;
+  TestLink link;
+  auto& t = link.t;
   Collectives coll(t);
   HostRingMemory memory;
   PlainChannel plain;
@@ -148,7 +166,8 @@ INSTANTIATE_TEST_SUITE_P(Algorithms, MpiAlgo, ::testing::ValuesIn(kReduceAlgos),
                          [](const auto& param_info) { return std::string(enum_name(param_info.param)); });
 
 TEST(MpiCollectives, BroadcastFromEveryRoot) {
-  MpiTransport t;
+  TestLink link;
+  auto& t = link.t;
   Collectives coll(t);
   coll.set_segment_bytes(64 << 10);
   for (int root = 0; root < t.size(); ++root) {
@@ -168,7 +187,8 @@ TEST(MpiCollectives, BroadcastFromEveryRoot) {
 }
 
 TEST(MpiCollectives, SealedBroadcastAndAllgather) {
-  MpiTransport t;
+  TestLink link;
+  auto& t = link.t;
   ChecksumChannel ch;
   Collectives coll(t, ch);
   coll.set_segment_bytes(1000);
@@ -183,7 +203,8 @@ TEST(MpiCollectives, SealedBroadcastAndAllgather) {
 }
 
 TEST(MpiCollectives, BarrierWaitsForTheLastRank) {
-  MpiTransport t;
+  TestLink link;
+  auto& t = link.t;
   Collectives coll(t);
   coll.barrier();
   const auto t0 = std::chrono::steady_clock::now();
@@ -194,7 +215,8 @@ TEST(MpiCollectives, BarrierWaitsForTheLastRank) {
 }
 
 TEST(MpiCollectives, AllgatherInRankOrder) {
-  MpiTransport t;
+  TestLink link;
+  auto& t = link.t;
   Collectives coll(t);
   std::array<std::byte, 32> mine{};
   mine.fill(static_cast<std::byte>(t.rank() + 1));
@@ -206,7 +228,8 @@ TEST(MpiCollectives, AllgatherInRankOrder) {
 }
 
 TEST(MpiTransportTest, SilentPeerTimesOutNamingIt) {
-  MpiTransport t;
+  TestLink link;
+  auto& t = link.t;
   Collectives coll(t);
   if (t.size() < 2) GTEST_SKIP() << "needs 2 ranks";
   if (t.rank() == 0) {
@@ -228,7 +251,8 @@ TEST(MpiTransportTest, SilentPeerTimesOutNamingIt) {
 }
 
 TEST(MpiTransportTest, ShortMessageIsVisibleAndLongOneIsAnError) {
-  MpiTransport t;
+  TestLink link;
+  auto& t = link.t;
   Collectives coll(t);
   if (t.size() < 2) GTEST_SKIP() << "needs 2 ranks";
   std::array<std::byte, 200> buf{};
@@ -247,10 +271,11 @@ TEST(MpiTransportTest, ShortMessageIsVisibleAndLongOneIsAnError) {
 }
 
 TEST(MpiBaseline, MpiAllreduceSums) {
-  MpiTransport t;
+  TestLink link;
+  auto& t = link.t;
   for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{1000}}) {
     auto v = pattern_buffer(n, t.rank());
-    mpi_allreduce_sum(t.comm(), v.data(), n);
+    mpi_allreduce_sum(link.mpi.comm(), v.data(), n);
     EXPECT_EQ(first_wrong(v, t.size()), -1);
   }
 }

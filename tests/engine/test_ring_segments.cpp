@@ -90,5 +90,16 @@ TEST(RingSegments, ThisRanksTransportIsReadFromMpi) {
   EXPECT_EQ(pick_segment(0, modelled).bytes, kMiB);
 }
 
+// Within a host, ShmTransport's inline limit stands for MPI's eager limit (header included, as MPI's
+// is), so auto's model prices a message of up to a slot as sent at once; across hosts TCP's still holds.
+TEST(RingSegments, SharedMemoryChannelsSetTheLimitWithinAHost) {
+  const RingTransport shm = ring_transport(1, 1, /*emulated_links=*/false, 65536);
+  EXPECT_EQ(shm.name, "shared-memory channels");
+  EXPECT_EQ(shm.eager_limit, 65536u + kMpiHeaderBytes);
+  EXPECT_EQ(pick_segment(0, shm).bytes, kMiB);
+  const RingTransport across = ring_transport(1, 2, /*emulated_links=*/false, 65536);
+  EXPECT_EQ(across.eager_limit, comm::mpi_control_uint("btl_tcp_eager_limit").value_or(0));
+}
+
 }  // namespace
 }  // namespace tt

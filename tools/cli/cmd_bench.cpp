@@ -94,6 +94,7 @@ struct AllreduceBenchOptions {
   // Unset: poll as Open MPI's MPI_Allreduce does (busy, adaptive when ranks outnumber cores), a fair
   // race (engine/host_layout.h fair_wait_mode).
   std::optional<comm::WaitMode> comm_wait;
+  comm::HostTransport host_transport = comm::HostTransport::Shm;
   // The TEE flags that shape the ring's traffic, with train's names and defaults; ingress and
   // at-rest keys do not apply to a benchmark of the ring alone.
   TeeOptions tee;
@@ -117,6 +118,7 @@ nlohmann::json allreduce_config_json(const AllreduceBenchOptions& o) {
                                  ? nlohmann::json(nullptr)
                                  : cost_model_json(load_cost_model(o.cost, o.tee.settings.mode).model)},
           {"comm_wait", enum_name(*o.comm_wait)},
+          {"host_transport", enum_name(o.host_transport)},
           {"tee", tee_json(o.tee)}};
 }
 
@@ -284,7 +286,8 @@ void run_allreduce(AllreduceBenchOptions o) {
   if (!o.comm_wait) o.comm_wait = fair_wait_mode();
   // The same links as `teetrain train` (engine/rank_links.h): in TEE mode the same attestation, key
   // agreement and single sealed channel, so the bench measures exactly the ring that training runs.
-  RankLinks links(MPI_COMM_WORLD, comm::Transport::kDefaultTimeout, *o.comm_wait, o.tee.adversary, ts.on);
+  RankLinks links(MPI_COMM_WORLD, comm::Transport::kDefaultTimeout, *o.comm_wait, o.host_transport,
+                  o.tee.adversary, ts.on);
   comm::Transport& transport = links.transport();
   const bool root = transport.rank() == 0;
   if (links.wire().active() && root) std::printf("# %s\n", links.wire().banner().c_str());
@@ -294,11 +297,16 @@ void run_allreduce(AllreduceBenchOptions o) {
       nullptr);
   if (TeeSession* session = links.session()) session->end_setup();  // the bench releases no secret
   // The transport every row agrees on when it is built, and the segments it cuts.
-  const RingTransport link = agreed_transport(
-      ring_transport(ranks_on_this_host(), transport.size(), /*emulated_links=*/false), links.mpi().comm());
+  const RingTransport link =
+      agreed_transport(ring_transport(ranks_on_this_host(), transport.size(), /*emulated_links=*/false,
+                                      links.shm_inline_bytes()),
+                       links.mpi().comm());
   const SegmentPick segment = pick_segment(o.segment_kb, link);
   const bench::BenchOptions bo = bench_options(o, ts, segment.bytes);
-  if (root) print_allreduce_header(o, ts, bo, links.attest(), transport.size(), link, segment);
+  if (root) {
+    print_allreduce_header(o, ts, bo, links.attest(), transport.size(), link, segment);
+    std::printf("# host transport: %s\n", links.host_transport_description().c_str());
+  }
   // Every row from train's table of gradient paths, on the cpu platform (host buffers).
   const auto cpu = platform::platform_entry(DeviceKind::Cpu).make(platform::Options{});
   BenchPaths paths(links, *cpu, {o.tee.settings, o.segment_kb, o.cost});
@@ -593,6 +601,11 @@ void register_bench_allreduce(CLI::App* bench) {
                   "adaptive yields, then naps (train's default). Default: busy, adaptive when ranks "
                   "outnumber the host's cores or Open MPI was told to yield (--mca mpi_yield_when_idle 1), "
                   "as Open MPI itself then yields");
+  add_enum_option(
+      a, "--host-transport", ar->host_transport,
+      "How ranks on one host exchange messages: shm, through shared-memory channels (a message of up to "
+      "16 KiB is one copy into a queue slot; longer ones pass their bytes through MPI); mpi, "
+      "through MPI's point-to-point path (the baseline). Ranks on other hosts always use MPI");
   auto* tg = a->add_option_group("TEE mode (sealed ring, as `teetrain train --tee`)");
   TeeSettings& t = ar->tee.settings;
   add_enum_option(tg, "--tee", t.mode,

@@ -22,6 +22,7 @@ void print_banner(const RunDescription& d, const ParallelOptions& p) {
       d.model.c_str(), d.params, d.memory_gib, d.world, d.threads, d.tee.c_str(), d.buckets,
       name(p.allreduce), p.overlap ? "on" : "off", d.data.c_str(), d.backend.c_str(), d.gradients.c_str());
   if (!d.segments.empty()) std::fprintf(stderr, "  ring segments %s\n", d.segments.c_str());
+  if (!d.host_transport.empty()) std::fprintf(stderr, "  host transport %s\n", d.host_transport.c_str());
   if (!d.attestation.empty()) std::fprintf(stderr, "  attestation %s\n", d.attestation.c_str());
 }
 

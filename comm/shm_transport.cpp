@@ -1,0 +1,363 @@
+#include "comm/shm_transport.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <optional>
+#include <vector>
+
+#include "base/error.h"
+#include "comm/shm_segment.h"
+
+namespace tt::comm {
+
+namespace {
+
+constexpr std::size_t kLine = 64;
+constexpr std::size_t kHeaderBytes = kLine;        // a slot's header line
+constexpr std::size_t kCountersBytes = 2 * kLine;  // `written` and `read`, a line each
+constexpr int kInline = -1;                        // SlotHeader::payload_tag of an inline message
+// Payload tags on the transport's own duplicate communicator: any range below MPI's TAG_UB of 32767.
+constexpr std::uint32_t kPayloadTags = 32000;
+
+struct SlotHeader {
+  std::uint64_t bytes;
+  std::int32_t tag;
+  std::int32_t payload_tag;  // kInline, or the tag its MPI message travels under
+};
+static_assert(sizeof(SlotHeader) <= kHeaderBytes);
+
+std::uint64_t load_acquire(std::uint64_t* p) {
+  return std::atomic_ref<std::uint64_t>(*p).load(std::memory_order_acquire);
+}
+void store_release(std::uint64_t* p, std::uint64_t v) {
+  std::atomic_ref<std::uint64_t>(*p).store(v, std::memory_order_release);
+}
+
+// One ordered pair's channel in shared memory (Note [Shared-memory channels]).
+struct Channel {
+  std::byte* base = nullptr;
+  std::size_t slot_stride = 0;
+  std::size_t slots = 0;
+  std::uint64_t* written() const { return reinterpret_cast<std::uint64_t*>(base); }
+  std::uint64_t* read() const { return reinterpret_cast<std::uint64_t*>(base + kLine); }
+  std::byte* slot(std::uint64_t index) const {
+    return base + kCountersBytes + static_cast<std::size_t>(index % slots) * slot_stride;
+  }
+  static std::size_t bytes(const ShmLayout& l) {
+    return kCountersBytes + l.slots * (kHeaderBytes + l.slot_bytes);
+  }
+};
+
+struct SendState;
+struct RecvState;
+
+// A message that arrived before a receive was posted for it.
+struct Unexpected {
+  SlotHeader header;
+  std::vector<std::byte> data;  // inline payload
+};
+
+struct HostPeer {
+  int rank = -1;  // in the transport's communicator
+  Channel out;    // in the peer's segment: this rank's messages to it
+  Channel in;     // in this rank's segment: its messages to this rank
+  std::uint64_t next_write = 0;
+  std::uint64_t next_read = 0;
+  std::uint32_t next_payload_tag = 0;
+  std::deque<SendState*> sends;  // posted, header not yet in a slot (in send order)
+  std::deque<RecvState*> recvs;  // posted, not yet matched (in posting order)
+  std::deque<Unexpected> unexpected;
+};
+
+}  // namespace
+
+struct ShmTransport::Impl {
+  Impl(MpiTransport& m, ShmLayout l) : mpi(m), payload(m.comm(), m.timeout()), layout(l) {}
+
+  MpiTransport& mpi;
+  MpiTransport payload;  // long messages' bytes, on a communicator of their own
+  ShmLayout layout;
+  std::vector<ShmSegment> segments;  // this rank's (index 0) and its host peers'
+  std::vector<HostPeer> peers;
+  std::vector<int> peer_index;  // by rank: index into `peers`, -1 for a rank on another host
+  std::string fallback;
+  int payloads_in_flight = 0;  // long messages' MPI requests not yet complete
+
+  HostPeer* host_peer(int rank) {
+    const int i = rank >= 0 && rank < static_cast<int>(peer_index.size())
+                      ? peer_index[static_cast<std::size_t>(rank)]
+                      : -1;
+    return i < 0 ? nullptr : &peers[static_cast<std::size_t>(i)];
+  }
+  void progress();
+  bool payload_done(Request& r) {
+    if (!payload.test(r)) return false;
+    --payloads_in_flight;
+    return true;
+  }
+  void drain(HostPeer& p);
+  void push(HostPeer& p);
+  bool write(HostPeer& p, SendState& s);
+  void deliver(HostPeer& p, const SlotHeader& h, const std::byte* inline_payload);
+  void match(HostPeer& p, RecvState& r, const SlotHeader& h, const std::byte* inline_payload);
+};
+
+namespace {
+
+struct SendState final : RequestState {
+  SendState(ShmTransport::Impl& t, HostPeer& p, std::span<const std::byte> d, int g)
+      : impl(t), peer(p), data(d), tag(g) {}
+  ~SendState() override {
+    if (!written) std::erase(peer.sends, this);  // never started: the stream is untouched
+    if (payload.pending()) --impl.payloads_in_flight;
+  }
+  // Every poll moves the whole transport on, as MPI's do: a sender that waits for one message must
+  // still write the messages queued behind it and drain what its peers send.
+  std::optional<std::size_t> poll() override {
+    impl.progress();
+    if (!written) return std::nullopt;
+    if (payload.pending() && !impl.payload_done(payload)) return std::nullopt;
+    return data.size();
+  }
+  ShmTransport::Impl& impl;
+  HostPeer& peer;
+  std::span<const std::byte> data;
+  int tag;
+  bool written = false;
+  Request payload;  // a long message's bytes
+};
+
+struct RecvState final : RequestState {
+  RecvState(ShmTransport::Impl& t, HostPeer& p, std::span<std::byte> b, int g)
+      : impl(t), peer(p), buffer(b), tag(g) {}
+  ~RecvState() override {
+    if (!matched) std::erase(peer.recvs, this);
+    if (payload.pending()) --impl.payloads_in_flight;
+  }
+  std::optional<std::size_t> poll() override {
+    impl.progress();
+    if (!error.empty()) throw RunError(error);
+    if (!matched) return std::nullopt;
+    if (payload.pending() && !impl.payload_done(payload)) return std::nullopt;
+    return bytes;
+  }
+  ShmTransport::Impl& impl;
+  HostPeer& peer;
+  std::span<std::byte> buffer;
+  int tag;
+  bool matched = false;
+  std::size_t bytes = 0;
+  std::string error;
+  Request payload;
+};
+
+}  // namespace
+
+void ShmTransport::Impl::progress() {
+  for (HostPeer& p : peers) {
+    drain(p);
+    push(p);
+  }
+  // MPI moves a long message on only inside MPI calls (comm/mpi_transport.h); while one is in flight,
+  // give it one here, whichever request this rank is waiting for.
+  if (payloads_in_flight > 0) {
+    int flag = 0;
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, payload.comm(), &flag, MPI_STATUS_IGNORE);
+  }
+}
+
+void ShmTransport::Impl::drain(HostPeer& p) {
+  const std::uint64_t written = load_acquire(p.in.written());
+  if (written == p.next_read) return;
+  for (; p.next_read < written; ++p.next_read) {
+    const std::byte* slot = p.in.slot(p.next_read);
+    SlotHeader h{};
+    std::memcpy(&h, slot, sizeof h);
+    deliver(p, h, slot + kHeaderBytes);
+  }
+  store_release(p.in.read(), p.next_read);
+}
+
+void ShmTransport::Impl::deliver(HostPeer& p, const SlotHeader& h, const std::byte* inline_payload) {
+  const auto it =
+      std::find_if(p.recvs.begin(), p.recvs.end(), [&](const RecvState* r) { return r->tag == h.tag; });
+  if (it != p.recvs.end()) {
+    RecvState* r = *it;
+    p.recvs.erase(it);
+    match(p, *r, h, inline_payload);
+    return;
+  }
+  Unexpected u{h, {}};
+  if (h.payload_tag == kInline) u.data.assign(inline_payload, inline_payload + h.bytes);
+  p.unexpected.push_back(std::move(u));
+}
+
+void ShmTransport::Impl::match(HostPeer& p, RecvState& r, const SlotHeader& h,
+                               const std::byte* inline_payload) {
+  r.matched = true;
+  if (h.bytes > r.buffer.size()) {
+    r.error = "rank " + std::to_string(mpi.rank()) + ": a message of " + std::to_string(h.bytes) +
+              " bytes from rank " + std::to_string(p.rank) + " (tag " + std::to_string(h.tag) +
+              ") is longer than the receive buffer of " + std::to_string(r.buffer.size()) + " bytes";
+    return;
+  }
+  r.bytes = static_cast<std::size_t>(h.bytes);
+  if (h.payload_tag == kInline) {
+    if (r.bytes > 0) std::memcpy(r.buffer.data(), inline_payload, r.bytes);
+  } else {
+    r.payload = payload.irecv(p.rank, r.buffer.first(r.bytes), h.payload_tag);
+    ++payloads_in_flight;
+  }
+}
+
+bool ShmTransport::Impl::write(HostPeer& p, SendState& s) {
+  if (p.next_write - load_acquire(p.out.read()) >= p.out.slots) return false;  // every slot in flight
+  std::byte* slot = p.out.slot(p.next_write);
+  SlotHeader h{s.data.size(), s.tag, kInline};
+  if (s.data.size() <= layout.slot_bytes) {
+    if (!s.data.empty()) std::memcpy(slot + kHeaderBytes, s.data.data(), s.data.size());
+  } else {
+    h.payload_tag = static_cast<std::int32_t>(p.next_payload_tag++ % kPayloadTags);
+    s.payload = payload.isend(p.rank, s.data, h.payload_tag);
+    ++payloads_in_flight;
+  }
+  std::memcpy(slot, &h, sizeof h);
+  store_release(p.out.written(), ++p.next_write);
+  s.written = true;
+  return true;
+}
+
+void ShmTransport::Impl::push(HostPeer& p) {
+  while (!p.sends.empty() && write(p, *p.sends.front())) p.sends.pop_front();
+}
+
+// ---- set-up ----
+
+namespace {
+
+constexpr std::size_t kNameBytes = 96;
+
+// The communicator's ranks on this host, in node-rank order.
+std::vector<int> host_ranks(MPI_Comm comm, MPI_Comm node) {
+  int rank = 0;
+  int n = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(node, &n);
+  std::vector<int> ranks(static_cast<std::size_t>(n));
+  check_mpi(MPI_Allgather(&rank, 1, MPI_INT, ranks.data(), 1, MPI_INT, node), "MPI_Allgather (host ranks)");
+  return ranks;
+}
+
+// True on every rank of `node` when `ok` holds on all of them.
+bool all_ok(bool ok, MPI_Comm node) {
+  int mine = ok ? 1 : 0;
+  int all = 0;
+  check_mpi(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, node), "MPI_Allreduce (shared memory set-up)");
+  return all == 1;
+}
+
+}  // namespace
+
+ShmTransport::ShmTransport(MpiTransport& mpi, ShmLayout layout) : impl_(std::make_unique<Impl>(mpi, layout)) {
+  if (layout.slot_bytes % kLine != 0 || layout.slots == 0)
+    throw std::invalid_argument("ShmTransport: slot_bytes must be a multiple of 64 and slots at least 1");
+  Impl& m = *impl_;
+  m.peer_index.assign(static_cast<std::size_t>(mpi.size()), -1);
+  MPI_Comm node = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split_type(mpi.comm(), MPI_COMM_TYPE_SHARED, mpi.rank(), MPI_INFO_NULL, &node),
+            "MPI_Comm_split_type");
+  const std::vector<int> ranks = host_ranks(mpi.comm(), node);
+  const std::size_t n = ranks.size();
+  if (n > 1) {
+    const std::size_t channel = Channel::bytes(layout);
+    const std::size_t me =
+        static_cast<std::size_t>(std::find(ranks.begin(), ranks.end(), mpi.rank()) - ranks.begin());
+    // Make this rank's segment (a channel per sender), tell the host its name, map the others'.
+    std::array<char, kNameBytes> mine{};
+    const std::string name = fresh_shm_name("teetrain");
+    std::snprintf(mine.data(), mine.size(), "%s", name.c_str());
+    std::optional<ShmSegment> own = ShmSegment::create(name, n * channel, m.fallback);
+    std::vector<char> names(n * kNameBytes);
+    check_mpi(MPI_Allgather(mine.data(), kNameBytes, MPI_CHAR, names.data(), kNameBytes, MPI_CHAR, node),
+              "MPI_Allgather (segment names)");
+    std::vector<std::optional<ShmSegment>> mapped(n);
+    bool ok = own.has_value();
+    for (std::size_t i = 0; ok && i < n; ++i)
+      if (i != me)
+        ok = (mapped[i] = ShmSegment::open(&names[i * kNameBytes], n * channel, m.fallback)).has_value();
+    const bool everyone = all_ok(ok, node);  // every peer has mapped this rank's segment, or gave up
+    ShmSegment::unlink(name);
+    if (everyone) {
+      m.segments.push_back(std::move(*own));
+      for (std::size_t i = 0; i < n; ++i) {
+        if (i == me) continue;
+        HostPeer p;
+        p.rank = ranks[i];
+        const std::size_t stride = kHeaderBytes + layout.slot_bytes;
+        p.out = Channel{mapped[i]->data() + me * channel, stride, layout.slots};
+        p.in = Channel{m.segments.front().data() + i * channel, stride, layout.slots};
+        m.peer_index[static_cast<std::size_t>(ranks[i])] = static_cast<int>(m.peers.size());
+        m.peers.push_back(std::move(p));
+        m.segments.push_back(std::move(*mapped[i]));
+      }
+      m.fallback.clear();
+    } else if (m.fallback.empty()) {
+      m.fallback = "another rank on this host could not set up its shared memory segment";
+    }
+  }
+  MPI_Comm_free(&node);
+  set_timeout(mpi.timeout());
+  set_wait_policy(mpi.wait_policy());
+}
+
+ShmTransport::~ShmTransport() = default;
+
+int ShmTransport::rank() const {
+  return impl_->mpi.rank();
+}
+int ShmTransport::size() const {
+  return impl_->mpi.size();
+}
+int ShmTransport::host_peers() const {
+  return static_cast<int>(impl_->peers.size());
+}
+const ShmLayout& ShmTransport::layout() const {
+  return impl_->layout;
+}
+const std::string& ShmTransport::fallback_reason() const {
+  return impl_->fallback;
+}
+
+std::string ShmTransport::name() const {
+  if (impl_->peers.empty()) return "mpi";
+  return static_cast<int>(impl_->peers.size()) + 1 == size() ? "shm" : "shm+mpi";
+}
+
+Request ShmTransport::isend(int peer, std::span<const std::byte> data, int tag) {
+  HostPeer* p = impl_->host_peer(peer);
+  if (p == nullptr) return impl_->mpi.isend(peer, data, tag);
+  auto s = std::make_unique<SendState>(*impl_, *p, data, tag);
+  if (!p->sends.empty() || !impl_->write(*p, *s)) p->sends.push_back(s.get());
+  return Request(std::move(s), Op::Send, peer, tag, data.size());
+}
+
+Request ShmTransport::irecv(int peer, std::span<std::byte> buffer, int tag) {
+  HostPeer* p = impl_->host_peer(peer);
+  if (p == nullptr) return impl_->mpi.irecv(peer, buffer, tag);
+  auto r = std::make_unique<RecvState>(*impl_, *p, buffer, tag);
+  const auto it = std::find_if(p->unexpected.begin(), p->unexpected.end(),
+                               [&](const Unexpected& u) { return u.header.tag == tag; });
+  if (it != p->unexpected.end()) {
+    impl_->match(*p, *r, it->header, it->data.data());
+    p->unexpected.erase(it);
+  } else {
+    p->recvs.push_back(r.get());
+  }
+  return Request(std::move(r), Op::Recv, peer, tag, buffer.size());
+}
+
+}  // namespace tt::comm

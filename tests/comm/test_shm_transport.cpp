@@ -1,0 +1,160 @@
+// What only the shared-memory transport does (comm/shm_transport.h, Note [Shared-memory channels]),
+// under mpirun with P = 2 and 3: messages that arrive before their receive, more messages than a
+// channel has slots, inline and long messages of one tag kept in send order, an abandoned receive,
+// and a set-up that cannot get its memory falling back to MPI on every rank. The Transport contract
+// itself (ordering, short and long messages, timeouts, every collective and algorithm) is
+// test_comm_mpi.cpp, built a second time over this transport as test_comm_shm.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/error.h"
+#include "comm/collectives.h"
+#include "comm/shm_transport.h"
+#include "tests/comm/mpi_test_env.h"
+
+namespace tt::comm {
+namespace {
+
+// Bytes of message `i` of length `n` from `rank`: any mix-up of messages or offsets shows.
+std::vector<std::byte> message(int rank, int i, std::size_t n) {
+  std::vector<std::byte> v(n);
+  for (std::size_t k = 0; k < n; ++k)
+    v[k] = static_cast<std::byte>(
+        (k * 13 + static_cast<std::size_t>(i) * 7 + static_cast<std::size_t>(rank)) & 0xFF);
+  return v;
+}
+
+constexpr ShmLayout kSmall{.slot_bytes = 256, .slots = 2};
+
+TEST(ShmTransport, EveryPeerOnThisHostIsReachedThroughSharedMemory) {
+  MpiTransport mpi;
+  ShmTransport t(mpi, kSmall);
+  EXPECT_EQ(t.host_peers(), t.size() - 1);
+  EXPECT_EQ(t.name(), "shm");
+  EXPECT_EQ(t.fallback_reason(), "");
+}
+
+// Rank 0 sends 12 messages on two tags, inline (<= 256 bytes) and long, more than the channel's two
+// slots hold; rank 1 posts its receives late and tag 2's before tag 1's. Each tag's messages arrive
+// in send order, whole.
+TEST(ShmTransport, LateReceivesFullChannelsAndMixedLengthsKeepSendOrder) {
+  MpiTransport mpi;
+  ShmTransport t(mpi, kSmall);
+  Collectives coll(t);
+  const std::vector<std::size_t> sizes{0, 1, 256, 257, 4096, 100, 70000, 255, 3, 1 << 20, 64, 512};
+  if (t.rank() == 0) {
+    std::vector<std::vector<std::byte>> out;
+    std::vector<Request> reqs;
+    for (std::size_t i = 0; i < sizes.size(); ++i) out.push_back(message(0, static_cast<int>(i), sizes[i]));
+    for (std::size_t i = 0; i < sizes.size(); ++i)
+      reqs.push_back(t.isend(1, out[i], tags::kUser + 1 + static_cast<int>(i % 2)));
+    for (Request& r : reqs) t.wait(r);
+  } else if (t.rank() == 1) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // every inline slot is full by now
+    for (const int tag_offset : {2, 1}) {
+      for (std::size_t i = static_cast<std::size_t>(tag_offset - 1); i < sizes.size(); i += 2) {
+        std::vector<std::byte> in(sizes[i] + 16);
+        Request r = t.irecv(0, in, tags::kUser + tag_offset);
+        ASSERT_EQ(t.wait(r), sizes[i]) << "message " << i;
+        in.resize(sizes[i]);
+        EXPECT_EQ(in, message(0, static_cast<int>(i), sizes[i])) << "message " << i;
+      }
+    }
+  }
+  coll.barrier();
+}
+
+// Every rank sends to every other at once, both ways, many rounds: no deadlock when all channels fill.
+TEST(ShmTransport, AllToAllRoundsThroughTwoSlotChannels) {
+  MpiTransport mpi;
+  ShmTransport t(mpi, kSmall);
+  const int p = t.size();
+  for (int round = 0; round < 20; ++round) {
+    const std::size_t n = round % 3 == 0 ? 5000 : 200;
+    std::vector<std::vector<std::byte>> out, in;
+    std::vector<Request> reqs;
+    for (int q = 0; q < p; ++q) {
+      if (q == t.rank()) continue;
+      out.push_back(message(t.rank(), round, n));
+      in.emplace_back(n);
+    }
+    std::size_t k = 0;
+    for (int q = 0; q < p; ++q)
+      if (q != t.rank()) reqs.push_back(t.isend(q, out[k++], tags::kUser));
+    k = 0;
+    for (int q = 0; q < p; ++q)
+      if (q != t.rank()) reqs.push_back(t.irecv(q, in[k++], tags::kUser));
+    for (Request& r : reqs) t.wait(r);
+    k = 0;
+    for (int q = 0; q < p; ++q) {
+      if (q == t.rank()) continue;
+      EXPECT_EQ(in[k++], message(q, round, n)) << "round " << round << " from " << q;
+    }
+  }
+}
+
+// A receive abandoned before its message came (an error unwinding) leaves the stream intact: the
+// next receive of that tag gets the next message.
+TEST(ShmTransport, AbandonedReceiveDoesNotTakeALaterMessage) {
+  MpiTransport mpi;
+  ShmTransport t(mpi, kSmall);
+  Collectives coll(t);
+  std::vector<std::byte> a(64), b(64);
+  if (t.rank() == 1) {
+    { Request gone = t.irecv(0, a, tags::kUser); }
+    coll.barrier(1);
+    Request r = t.irecv(0, b, tags::kUser);
+    EXPECT_EQ(t.wait(r), 64U);
+    EXPECT_EQ(b, message(0, 9, 64));
+  } else {
+    coll.barrier(1);
+    if (t.rank() == 0) {
+      const auto m = message(0, 9, 64);
+      Request s = t.isend(1, m, tags::kUser);
+      t.wait(s);
+    }
+  }
+  coll.barrier(2);
+}
+
+TEST(ShmTransport, MessageLongerThanTheReceiveIsAnErrorNamingBoth) {
+  MpiTransport mpi;
+  ShmTransport t(mpi, kSmall);
+  Collectives coll(t);
+  const auto m = message(0, 1, 100);
+  if (t.rank() == 0) {
+    Request s = t.isend(1, m, tags::kUser);
+    t.wait(s);
+  } else if (t.rank() == 1) {
+    std::vector<std::byte> in(50);
+    Request r = t.irecv(0, in, tags::kUser);
+    try {
+      t.wait(r);
+      ADD_FAILURE() << "a 100-byte message fit a 50-byte buffer";
+    } catch (const RunError& e) {
+      EXPECT_NE(std::string(e.what()).find("100 bytes from rank 0"), std::string::npos) << e.what();
+    }
+  }
+  coll.barrier();
+}
+
+// Channels of 2 x 64 GiB do not fit any /dev/shm: every rank of the host says why and uses MPI.
+TEST(ShmTransport, SetUpWithoutRoomFallsBackToMpiOnEveryRank) {
+  MpiTransport mpi;
+  ShmTransport t(mpi, ShmLayout{.slot_bytes = std::size_t{64} << 30, .slots = 2});
+  EXPECT_EQ(t.host_peers(), 0);
+  EXPECT_EQ(t.name(), "mpi");
+  EXPECT_NE(t.fallback_reason(), "");
+  Collectives coll(t);
+  std::vector<std::int64_t> v{t.rank() + 1};
+  const auto all = coll.allgather(std::as_bytes(std::span(v)));
+  EXPECT_EQ(all.size(), sizeof(std::int64_t) * static_cast<std::size_t>(t.size()));
+}
+
+}  // namespace
+}  // namespace tt::comm
