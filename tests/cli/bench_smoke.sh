@@ -73,6 +73,20 @@ else
   echo "FAIL: bench allreduce --comm-wait adaptive"; tail -5 "$WORK/ar_adaptive.log"; fails=$((fails + 1))
 fi
 expect_exit 2 "comm-wait" -- "$TT" bench allreduce --comm-wait sometimes
+# Our rows reach the other rank through the shared-memory channels by default, through MPI's
+# point-to-point path with --host-transport mpi (as tools/bench/README.md shows); header and records say so.
+grep -q "^# host transport: shm: 1 peer(s) on this host" "$WORK/ar_off.log" && passes=$((passes + 1)) ||
+  { echo "FAIL: no shm host transport line"; grep "^#" "$WORK/ar_off.log"; fails=$((fails + 1)); }
+if "${MPI[@]}" "$TT" bench allreduce --max-bytes 1M --iters 2 --warmup 1 --host-transport mpi --json "$WORK/ar_mpi.json" \
+  >"$WORK/ar_mpi.log" 2>&1; then
+  grep -q "^# host transport: mpi (--host-transport mpi" "$WORK/ar_mpi.log" && passes=$((passes + 1)) ||
+    { echo "FAIL: --host-transport mpi not in the header"; fails=$((fails + 1)); }
+  expect_eq "$(grep -c '"host_transport": "mpi"' "$WORK/ar_mpi.json" || true)" "$(grep -c '"time_us_median"' "$WORK/ar_mpi.json")" \
+    "--host-transport mpi: every record names it"
+else
+  echo "FAIL: bench allreduce --host-transport mpi"; tail -5 "$WORK/ar_mpi.log"; fails=$((fails + 1))
+fi
+expect_exit 2 "host-transport" -- "$TT" bench allreduce --host-transport pigeon
 # Sealing MPI_Allreduce is impossible: asking for it in TEE mode is bad input (exit 2).
 expect_exit 2 "mpi.*cannot be sealed" -- "$TT" bench allreduce --max-bytes 4096 --iters 1 --tee cc --modes ring,mpi
 # plain is the plaintext ring beside a sealed one; a size with an unknown unit is refused.

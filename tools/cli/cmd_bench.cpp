@@ -250,6 +250,7 @@ void write_allreduce_json(const AllreduceBenchOptions& o, const std::vector<benc
                    {"picked", r.picked.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.picked)},
                    {"predicted_us", r.predicted_us},
                    {"comm_wait", enum_name(*o.comm_wait)},
+                   {"host_transport", enum_name(o.host_transport)},
                    {"segment_bytes", segment_bytes},  // our rows' segments (0: whole chunks)
                    {"correct", r.correct}});
   }
