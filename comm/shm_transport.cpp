@@ -10,25 +10,18 @@
 #include <vector>
 
 #include "base/error.h"
+#include "comm/shm_channel.h"
 #include "comm/shm_segment.h"
 
 namespace tt::comm {
 
 namespace {
 
-constexpr std::size_t kLine = 64;
-constexpr std::size_t kHeaderBytes = kLine;        // a slot's header line
-constexpr std::size_t kCountersBytes = 2 * kLine;  // `written` and `read`, a line each
-constexpr int kInline = -1;                        // SlotHeader::payload_tag of an inline message
-// Payload tags on the transport's own duplicate communicator: any range below MPI's TAG_UB of 32767.
-constexpr std::uint32_t kPayloadTags = 32000;
-
-struct SlotHeader {
-  std::uint64_t bytes;
-  std::int32_t tag;
-  std::int32_t payload_tag;  // kInline, or the tag its MPI message travels under
-};
-static_assert(sizeof(SlotHeader) <= kHeaderBytes);
+using shm::kCountersBytes;
+using shm::kHeaderBytes;
+using shm::kInline;
+using shm::kLine;
+using shm::SlotHeader;
 
 std::uint64_t load_acquire(std::uint64_t* p) {
   return std::atomic_ref<std::uint64_t>(*p).load(std::memory_order_acquire);
@@ -104,6 +97,11 @@ struct ShmTransport::Impl {
   bool write(HostPeer& p, SendState& s);
   void deliver(HostPeer& p, const SlotHeader& h, const std::byte* inline_payload);
   void match(HostPeer& p, RecvState& r, const SlotHeader& h, const std::byte* inline_payload);
+  [[noreturn]] void corrupt(const HostPeer& p, const std::string& what) const {
+    throw IntegrityError("rank " + std::to_string(mpi.rank()) + ": the shared-memory channel with rank " +
+                         std::to_string(p.rank) + " is corrupt (" + what +
+                         "): another process on this host wrote into it");
+  }
 };
 
 namespace {
@@ -173,10 +171,12 @@ void ShmTransport::Impl::progress() {
 void ShmTransport::Impl::drain(HostPeer& p) {
   const std::uint64_t written = load_acquire(p.in.written());
   if (written == p.next_read) return;
+  if (auto bad = shm::written_error(written, p.next_read, p.in.slots)) corrupt(p, *bad);
   for (; p.next_read < written; ++p.next_read) {
     const std::byte* slot = p.in.slot(p.next_read);
     SlotHeader h{};
     std::memcpy(&h, slot, sizeof h);
+    if (auto bad = shm::slot_header_error(h, layout.slot_bytes)) corrupt(p, *bad);
     deliver(p, h, slot + kHeaderBytes);
   }
   store_release(p.in.read(), p.next_read);
@@ -215,13 +215,16 @@ void ShmTransport::Impl::match(HostPeer& p, RecvState& r, const SlotHeader& h,
 }
 
 bool ShmTransport::Impl::write(HostPeer& p, SendState& s) {
-  if (p.next_write - load_acquire(p.out.read()) >= p.out.slots) return false;  // every slot in flight
+  const std::uint64_t read = load_acquire(p.out.read());
+  if (auto bad = shm::read_error(read, p.next_write)) corrupt(p, *bad);
+  if (p.next_write - read >= p.out.slots) return false;  // every slot in flight
   std::byte* slot = p.out.slot(p.next_write);
   SlotHeader h{s.data.size(), s.tag, kInline};
   if (s.data.size() <= layout.slot_bytes) {
     if (!s.data.empty()) std::memcpy(slot + kHeaderBytes, s.data.data(), s.data.size());
   } else {
-    h.payload_tag = static_cast<std::int32_t>(p.next_payload_tag++ % kPayloadTags);
+    h.payload_tag =
+        static_cast<std::int32_t>(p.next_payload_tag++ % static_cast<std::uint32_t>(shm::kPayloadTags));
     s.payload = payload.isend(p.rank, s.data, h.payload_tag);
     ++payloads_in_flight;
   }
@@ -330,6 +333,12 @@ const ShmLayout& ShmTransport::layout() const {
 }
 const std::string& ShmTransport::fallback_reason() const {
   return impl_->fallback;
+}
+
+std::span<std::byte> ShmTransport::channel_bytes_to(int peer) {
+  const HostPeer* p = impl_->host_peer(peer);
+  if (p == nullptr) return {};
+  return {p->out.base, Channel::bytes(impl_->layout)};
 }
 
 std::string ShmTransport::name() const {

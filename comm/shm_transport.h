@@ -19,11 +19,15 @@
 // the receiver to post. The sender publishes a slot with a release store of `written`, the receiver
 // frees it with a release store of `read`: the matching acquire loads order the payload copies.
 //
+// The channel's counters and headers are checked before use (comm/shm_channel.h): a process that
+// writes into them is reported as an IntegrityError naming the channel, never followed.
+//
 // Progress happens inside isend, irecv and polls, like MPI's; the threading contract is MpiTransport's
 // (comm/mpi_transport.h): one thread at a time.
 #pragma once
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "comm/mpi_transport.h"
@@ -55,6 +59,10 @@ class ShmTransport final : public Transport {
   int host_peers() const;  // other ranks reached through shared memory
   const ShmLayout& layout() const;
   const std::string& fallback_reason() const;  // empty unless set-up failed on some rank of this host
+  // The bytes of the channel this rank writes to `peer` (empty when `peer` is not reached through
+  // shared memory): what any process of this host's user can map and overwrite, so the receiver
+  // checks what it reads there (comm/shm_channel.h). Tests overwrite it to see that checked.
+  std::span<std::byte> channel_bytes_to(int peer);
 
   struct Impl;
 

@@ -8,12 +8,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/error.h"
 #include "comm/collectives.h"
+#include "comm/shm_channel.h"
 #include "comm/shm_transport.h"
 #include "tests/comm/mpi_test_env.h"
 
@@ -154,6 +156,73 @@ TEST(ShmTransport, SetUpWithoutRoomFallsBackToMpiOnEveryRank) {
   std::vector<std::int64_t> v{t.rank() + 1};
   const auto all = coll.allgather(std::as_bytes(std::span(v)));
   EXPECT_EQ(all.size(), sizeof(std::int64_t) * static_cast<std::size_t>(t.size()));
+}
+
+// A process of the host's user overwrites the counter of rank 0's channel to rank 1: rank 1 reports
+// the corrupt channel as an integrity failure naming it, instead of reading slots nobody wrote.
+TEST(ShmTransport, OverwrittenCounterIsAnIntegrityFailureNamingTheChannel) {
+  MpiTransport mpi;
+  ShmTransport t(mpi, kSmall);
+  Collectives coll(mpi);  // the barrier goes around the channel about to be broken
+  if (t.rank() == 0) {
+    const std::span<std::byte> ch = t.channel_bytes_to(1);
+    ASSERT_GE(ch.size(), sizeof(std::uint64_t));
+    const std::uint64_t claim = 1000;  // `written`: far more messages than the channel's slots
+    std::memcpy(ch.data(), &claim, sizeof claim);
+  }
+  coll.barrier(1);
+  if (t.rank() == 1) {
+    std::vector<std::byte> in(64);
+    Request r = t.irecv(0, in, tags::kUser);
+    try {
+      t.wait(r);
+      ADD_FAILURE() << "a corrupt channel was read";
+    } catch (const IntegrityError& e) {
+      EXPECT_NE(std::string(e.what()).find("shared-memory channel with rank 0 is corrupt"), std::string::npos)
+          << e.what();
+    }
+  }
+  coll.barrier(2);
+}
+
+// Headers as a writer into the shared memory could leave them: every one is either within what a
+// sender of ours writes or refused, with a reason (the receiver then never copies past its slot).
+TEST(ShmChannel, EveryHeaderIsWithinItsSlotOrRefused) {
+  std::uint64_t x = 88172645463325252ULL;  // xorshift64: reproducible
+  auto next = [&x] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  constexpr std::size_t slot = 256;
+  int refused = 0;
+  for (int i = 0; i < 200000; ++i) {
+    shm::SlotHeader h{next() % (i % 2 == 0 ? 1024 : UINT64_MAX), static_cast<std::int32_t>(next()),
+                      i % 3 == 0 ? shm::kInline : static_cast<std::int32_t>(next() % 70000) - 2000};
+    const auto bad = shm::slot_header_error(h, slot);
+    if (bad) {
+      ++refused;
+      EXPECT_FALSE(bad->empty());
+      continue;
+    }
+    if (h.payload_tag == shm::kInline) {
+      EXPECT_LE(h.bytes, slot);
+    } else {
+      EXPECT_GT(h.bytes, slot);
+      EXPECT_GE(h.payload_tag, 0);
+      EXPECT_LT(h.payload_tag, shm::kPayloadTags);
+    }
+  }
+  EXPECT_GT(refused, 0);
+  EXPECT_EQ(shm::slot_header_error({slot, 5, shm::kInline}, slot), std::nullopt);
+  EXPECT_NE(shm::slot_header_error({slot + 1, 5, shm::kInline}, slot), std::nullopt);
+  EXPECT_NE(shm::slot_header_error({slot, 5, 0}, slot), std::nullopt);  // fits a slot: never sent long
+  EXPECT_EQ(shm::written_error(10, 8, 2), std::nullopt);
+  EXPECT_NE(shm::written_error(11, 8, 2), std::nullopt);
+  EXPECT_NE(shm::written_error(7, 8, 2), std::nullopt);
+  EXPECT_NE(shm::read_error(9, 8), std::nullopt);
+  EXPECT_EQ(shm::read_error(8, 8), std::nullopt);
 }
 
 }  // namespace

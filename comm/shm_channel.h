@@ -1,0 +1,36 @@
+// The layout of one shared-memory channel (Note [Shared-memory channels], comm/shm_transport.h) and
+// the checks its bytes pass before they are used. The channel lives in memory that any process of
+// the host's user can map: like a wire, it is outside every trust boundary, so a counter or header
+// that no sender of ours writes is reported (IntegrityError in ShmTransport), never followed.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace tt::comm::shm {
+
+inline constexpr std::size_t kLine = 64;
+inline constexpr std::size_t kHeaderBytes = kLine;        // a slot's header line
+inline constexpr std::size_t kCountersBytes = 2 * kLine;  // `written` and `read`, a line each
+inline constexpr std::int32_t kInline = -1;               // SlotHeader::payload_tag of an inline message
+inline constexpr std::int32_t kPayloadTags = 32000;       // payload tags 0 .. kPayloadTags-1 (< MPI's TAG_UB)
+
+struct SlotHeader {
+  std::uint64_t bytes;
+  std::int32_t tag;
+  std::int32_t payload_tag;  // kInline, or the tag its MPI message travels under
+};
+static_assert(sizeof(SlotHeader) <= kHeaderBytes);
+
+// What is wrong with a header read from a slot of `slot_bytes` (nullopt: a sender of ours could
+// have written it): an inline message longer than the slot, a payload tag out of range, a long
+// message short enough to have been inline.
+std::optional<std::string> slot_header_error(const SlotHeader& h, std::size_t slot_bytes);
+// What is wrong with a channel's counters as the receiver sees them: `written` behind what it has
+// read, or ahead of it by more than the channel's slots.
+std::optional<std::string> written_error(std::uint64_t written, std::uint64_t read, std::size_t slots);
+// ... and as the sender sees them: the receiver claims to have read messages never written.
+std::optional<std::string> read_error(std::uint64_t read, std::uint64_t written);
+
+}  // namespace tt::comm::shm
