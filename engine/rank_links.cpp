@@ -36,10 +36,12 @@ std::string RankLinks::host_transport_description() const {
   if (!shm_->fallback_reason().empty())
     return "mpi (shared memory unavailable: " + shm_->fallback_reason() + ")";
   if (shm_->host_peers() == 0) return "mpi (no other rank on this host)";
+  const int elsewhere = size() - 1 - shm_->host_peers();
   return "shm: " + std::to_string(shm_->host_peers()) +
          " peer(s) on this host through shared-memory channels (" +
          std::to_string(shm_->layout().slot_bytes / 1024) +
-         " KiB inline, longer messages' bytes through MPI)";
+         " KiB inline, longer messages' bytes through MPI)" +
+         (elsewhere > 0 ? "; " + std::to_string(elsewhere) + " rank(s) on other hosts through MPI" : "");
 }
 
 RankLinks::RankLinks(MPI_Comm comm, std::chrono::milliseconds timeout, comm::WaitMode wait,

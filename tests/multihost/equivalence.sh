@@ -5,7 +5,8 @@
 #    host: where the ranks live changes the transport, never the arithmetic;
 #  - the summary says ranks_per_host 2 (ranks sharing rank 0's host, not the world size) and the
 #    default --threads splits the host's cores between those ranks: max(1, host_cores / 2);
-#  - with rank 0 alone on its host (hosts of 1 and 2 slots) it says 1 and takes every core.
+#  - with rank 0 alone on its host (hosts of 1 and 2 slots) it says 1 and takes every core;
+#  - rank 0 reaches its host's other rank through the shared-memory channels, the others through MPI.
 source "$(dirname "$0")/rig.sh" "$@"
 make_corpus
 rig_up 2 --slots 2
@@ -36,6 +37,9 @@ sha1=$(json_field "$WORK/one.json" params_sha256)
 echo "2 hosts: threads $threads of $cores cores, params_sha256 $sha2; 1 host: $sha1"
 expect_eq "$sha2" "$sha1" "params_sha256: 4 ranks on 2 hosts == 4 ranks on 1 host"
 grep -q "params_sha256 $sha2" "$WORK/two.log" && ok "done line names $sha2" || fail "done line lacks params_sha256"
+# Rank 0 reaches its host's other rank through the shared-memory channels and the other host through MPI.
+grep -q "host transport shm: 1 peer(s) on this host .*; 2 rank(s) on other hosts through MPI" "$WORK/two.log" \
+  && ok "2 hosts: one peer through shared memory, two through MPI" || fail "2 hosts: host transport line"
 
 # Rank 0 alone on host 1, ranks 1-2 on host 2.
 "${BOUND[@]}" "$RIG" mpirun -np 3 --host 10.213.0.1:1,10.213.0.2:2 "$TT" "${base[@]}" --steps 2 \
