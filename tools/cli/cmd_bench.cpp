@@ -602,11 +602,7 @@ void register_bench_allreduce(CLI::App* bench) {
                   "adaptive yields, then naps (train's default). Default: busy, adaptive when ranks "
                   "outnumber the host's cores or Open MPI was told to yield (--mca mpi_yield_when_idle 1), "
                   "as Open MPI itself then yields");
-  add_enum_option(
-      a, "--host-transport", ar->host_transport,
-      "How ranks on one host exchange messages: shm, through shared-memory channels (a message of up to "
-      "16 KiB is one copy into a queue slot; longer ones pass their bytes through MPI); mpi, "
-      "through MPI's point-to-point path (the baseline). Ranks on other hosts always use MPI");
+  add_host_transport_option(a, ar->host_transport);
   auto* tg = a->add_option_group("TEE mode (sealed ring, as `teetrain train --tee`)");
   TeeSettings& t = ar->tee.settings;
   add_enum_option(tg, "--tee", t.mode,

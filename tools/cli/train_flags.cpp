@@ -165,11 +165,7 @@ void add_parallel_options(CLI::App* cmd, TrainOptions& o) {
   add_enum_option(dp, "--comm-wait", o.parallel.wait,
                   "How the ring waits for a message: adaptive yields, then naps (leaves cores to backward); "
                   "busy polls like MPI_Allreduce (a core per rank)");
-  add_enum_option(
-      dp, "--host-transport", o.parallel.host_transport,
-      "How ranks on one host exchange messages: shm, through shared-memory channels (a message of up to "
-      "16 KiB is one copy into a queue slot; longer ones pass their bytes through MPI); mpi, "
-      "through MPI's point-to-point path (the baseline). Ranks on other hosts always use MPI");
+  add_host_transport_option(dp, o.parallel.host_transport);
 }
 
 // Virtual time and its modelled host (docs/design.md §11).

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/shm_transport.h"
 #include "engine/run_choices.h"
 
 namespace tt::cli {
@@ -91,6 +92,16 @@ template <typename E>
 CLI::Option* add_enum_option(CLI::App* g, const std::string& flag, std::optional<E>& target,
                              const std::string& description) {
   return add_enum_choice<E>(g, flag, target, description, "auto");
+}
+
+// --host-transport, as train and bench allreduce share it (the inline limit from ShmLayout's default).
+inline CLI::Option* add_host_transport_option(CLI::App* g, comm::HostTransport& target) {
+  return add_enum_option(
+      g, "--host-transport", target,
+      "How ranks on one host exchange messages: shm, through shared-memory channels (a message of up to " +
+          std::to_string(comm::ShmLayout{}.slot_bytes / 1024) +
+          " KiB is one copy into a queue slot; longer ones pass their bytes through MPI); mpi, through MPI's "
+          "point-to-point path (the baseline). Ranks on other hosts always use MPI");
 }
 
 // on|off as a bool.
