@@ -84,6 +84,38 @@ double matmul_flops_per_s(Backend& be, int reps, int N, int C) {
   return flops / seconds;
 }
 
+// Bytes/s of the transformer's row kernels at its activations (N rows, C columns) — layer norm and
+// GELU forward and backward, and a residual add — in the bytes the emulator charges each
+// (core/emulated/emulated_backend.cpp) over their summed median times. On a CPU the first four are
+// not streams of bytes (a row's mean and variance, a tanh per element, a thread team's start-up), and
+// a plain add alone ran 15-20 times faster per byte than layer norm at gpt2-mini's (64, 256).
+double row_kernel_bytes_per_s(Backend& be, int reps, int N, int C) {
+  const auto rows = static_cast<std::size_t>(N), cols = static_cast<std::size_t>(C);
+  const std::size_t nc = rows * cols, n4 = 4 * nc;
+  DeviceBuffer x = floats(be, n4), y = floats(be, n4), dy = floats(be, n4), dx = floats(be, n4),
+               w = floats(be, cols), b = floats(be, cols), dw = floats(be, cols), db = floats(be, cols),
+               mean = floats(be, rows), rstd = floats(be, rows);
+  be.fill(f(rstd), 1.0f, rows);
+  struct Kernel {
+    std::size_t floats;  // what the emulator charges it, in floats moved
+    std::function<void()> run;
+  };
+  const Kernel kernels[] = {
+      {2 * nc + 2 * rows, [&] { be.layernorm_forward(f(y), f(mean), f(rstd), f(x), f(w), f(b), N, C); }},
+      {4 * nc,
+       [&] { be.layernorm_backward(f(dx), f(dw), f(db), f(dy), f(x), f(w), f(mean), f(rstd), N, C); }},
+      {2 * n4, [&] { be.gelu_forward(f(y), f(x), n4); }},
+      {4 * n4, [&] { be.gelu_backward(f(dx), f(x), f(dy), n4); }},
+      {3 * nc, [&] { be.add(f(y), f(x), f(dy), nc); }},
+  };
+  double bytes = 0, seconds = 0;
+  for (const Kernel& k : kernels) {
+    bytes += static_cast<double>(k.floats * sizeof(float));
+    seconds += median_seconds(be, reps, k.run);
+  }
+  return bytes / seconds;
+}
+
 // Bytes/s of element-wise ops (out = a + b: two floats read, one written) over n floats.
 double elementwise_bytes_per_s(Backend& be, int reps, std::size_t n) {
   DeviceBuffer a = floats(be, n), b = floats(be, n), o = floats(be, n);
@@ -164,7 +196,7 @@ GpuSpec measure_profile(const HostProfileOptions& o, nlohmann::json& measured) {
   std::unique_ptr<Backend> be = make_backend(backend_options(DeviceKind::Cpu, o.threads));
   const int C = mc["n_embd"].get<int>(), N = o.batch * o.seq;
   const double mm = matmul_flops_per_s(*be, o.reps, N, C);
-  const double ew = elementwise_bytes_per_s(*be, o.reps, static_cast<std::size_t>(N) * 4 * C);
+  const double ew = row_kernel_bytes_per_s(*be, o.reps, N, C);
   const auto params = mc["params"].get<std::size_t>();
   const double mem = elementwise_bytes_per_s(*be, std::max(3, o.reps / 4), params);
   const double cp = copy_bytes_per_s(*be, o.reps);
@@ -208,15 +240,16 @@ void run_host_profile(const HostProfileOptions& o) {
   nlohmann::json measured;
   const GpuSpec g = measure_profile(o, measured);
   nlohmann::json j = platform_profile_json(g);
-  j["about"] =
-      "This machine measured by `teetrain bench host-profile` (" + o.model.name + " shapes, batch " +
-      std::to_string(o.batch) + " x " + std::to_string(o.seq) + ", " + std::to_string(o.threads) +
-      " thread(s)): matmuls at the transformer's shapes (peak, efficiency 1), element-wise adds "
-      "(hbm_gbps = their rate / 0.8; memory_gbps: the same add over the parameters, which ops larger than "
-      "cache_bytes, the threads' L2, run at), AdamW per tensor after the model's backward, 1 MiB copies (the "
-      "link), one-float adds "
-      "(row_kernel_seconds), "
-      "AES-256-GCM at 1 MiB (aead_gbps, host.aead_gbps_per_core). Convolutions are not measured.";
+  j["about"] = "This machine measured by `teetrain bench host-profile` (" + o.model.name + " shapes, batch " +
+               std::to_string(o.batch) + " x " + std::to_string(o.seq) + ", " + std::to_string(o.threads) +
+               " thread(s)): matmuls at the transformer's shapes (peak, efficiency 1), its row kernels at "
+               "the activations: layer norm, GELU and a residual add (hbm_gbps = their rate / 0.8; "
+               "memory_gbps: an add "
+               "over the parameters, which ops larger than cache_bytes, the threads' L2, run at), AdamW per "
+               "tensor after the model's backward, 1 MiB copies (the "
+               "link), one-float adds "
+               "(row_kernel_seconds), "
+               "AES-256-GCM at 1 MiB (aead_gbps, host.aead_gbps_per_core). Convolutions are not measured.";
   j["measured"] = measured;
   j["host"] = {{"aead_gbps_per_core", measured["aes256gcm_gbps"].get<double>() / o.threads}};
   std::printf("# teetrain bench host-profile: %s\n%s\n", o.out.empty() ? "(no --out)" : o.out.c_str(),
@@ -315,7 +348,8 @@ void register_bench_host_profile(CLI::App* bench) {
   auto* c = bench->add_subcommand(
       "host-profile",
       "Measure this machine as a platform profile for `train --compute emulate --gpu FILE.json`: matmul, "
-      "element-wise (at the activations' and at the parameters' size), optimizer, copy and AES-GCM rates of "
+      "element-wise (the row kernels at the activations', an add at the parameters' size), optimizer, copy "
+      "and AES-GCM rates of "
       "the CPU backend at a transformer's shapes");
   add_model_options(c, o->model);
   c->add_option("--batch", o->batch, "Batch (the shapes measured: batch x seq rows)")
