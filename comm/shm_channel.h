@@ -8,6 +8,16 @@
 #include <optional>
 #include <string>
 
+namespace tt::comm {
+
+// A channel's slots (ShmTransport's layout: every ordered pair of ranks on a host has one channel).
+struct ShmLayout {
+  std::size_t slot_bytes = 64 * 1024;  // the longest message sent inline (a multiple of 64)
+  std::size_t slots = 8;               // messages in flight per ordered pair of ranks
+};
+
+}  // namespace tt::comm
+
 namespace tt::comm::shm {
 
 inline constexpr std::size_t kLine = 64;

@@ -11,17 +11,11 @@
 #include <random>
 #include <utility>
 
+#include "tee/unique_fd.h"
+
 namespace tt::comm {
 
 namespace {
-
-// Closes the descriptor when the mapping is made (the mapping outlives it) or setup fails.
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 std::byte* map_shared(int fd, std::size_t bytes) {
   void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -35,19 +29,20 @@ std::string failed(const std::string& name, const std::string& what, int err) {
 }  // namespace
 
 std::optional<ShmSegment> ShmSegment::create(const std::string& name, std::size_t bytes, std::string& error) {
-  Fd f{::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600)};
-  if (f.fd < 0) {
+  // The descriptor closes once the mapping is made (the mapping outlives it) or set-up fails.
+  const tee::UniqueFd f(::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600));
+  if (!f) {
     error = failed(name, "shm_open", errno);
     return std::nullopt;
   }
   const auto len = static_cast<off_t>(bytes);
   // posix_fallocate returns the error instead of setting errno.
-  if (const int rc = ::ftruncate(f.fd, len) != 0 ? errno : ::posix_fallocate(f.fd, 0, len); rc != 0) {
+  if (const int rc = ::ftruncate(f.get(), len) != 0 ? errno : ::posix_fallocate(f.get(), 0, len); rc != 0) {
     error = failed(name, "reserving " + std::to_string(bytes) + " bytes (is /dev/shm full?)", rc);
     ShmSegment::unlink(name);
     return std::nullopt;
   }
-  std::byte* base = map_shared(f.fd, bytes);
+  std::byte* base = map_shared(f.get(), bytes);
   if (base == nullptr) {
     error = failed(name, "mmap", errno);
     ShmSegment::unlink(name);
@@ -57,17 +52,17 @@ std::optional<ShmSegment> ShmSegment::create(const std::string& name, std::size_
 }
 
 std::optional<ShmSegment> ShmSegment::open(const std::string& name, std::size_t bytes, std::string& error) {
-  Fd f{::shm_open(name.c_str(), O_RDWR, 0)};
-  if (f.fd < 0) {
+  const tee::UniqueFd f(::shm_open(name.c_str(), O_RDWR, 0));
+  if (!f) {
     error = failed(name, "shm_open", errno);
     return std::nullopt;
   }
   struct stat st {};
-  if (::fstat(f.fd, &st) != 0 || static_cast<std::size_t>(st.st_size) < bytes) {
+  if (::fstat(f.get(), &st) != 0 || static_cast<std::size_t>(st.st_size) < bytes) {
     error = "shared memory segment " + name + ": smaller than " + std::to_string(bytes) + " bytes";
     return std::nullopt;
   }
-  std::byte* base = map_shared(f.fd, bytes);
+  std::byte* base = map_shared(f.get(), bytes);
   if (base == nullptr) {
     error = failed(name, "mmap", errno);
     return std::nullopt;

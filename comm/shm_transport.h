@@ -31,13 +31,9 @@
 #include <string>
 
 #include "comm/mpi_transport.h"
+#include "comm/shm_channel.h"
 
 namespace tt::comm {
-
-struct ShmLayout {
-  std::size_t slot_bytes = 64 * 1024;  // the longest message sent inline (a multiple of 64)
-  std::size_t slots = 8;               // messages in flight per ordered pair of ranks
-};
 
 class ShmTransport final : public Transport {
  public:

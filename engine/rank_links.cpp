@@ -1,5 +1,7 @@
 #include "engine/rank_links.h"
 
+#include <array>
+
 #include "base/error.h"
 #include "engine/run_choices.h"
 
@@ -9,10 +11,12 @@ namespace {
 
 // Ranks that disagree would not even meet in ShmTransport's collective set-up: refuse on every rank.
 void agree_host_transport(comm::HostTransport host, MPI_Comm comm) {
+  // One collective: the smallest of the values and of their negations gives the least and the most.
   const int mine = static_cast<int>(host);
-  int lo = 0, hi = 0;
-  comm::check_mpi(MPI_Allreduce(&mine, &lo, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce (--host-transport)");
-  comm::check_mpi(MPI_Allreduce(&mine, &hi, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce (--host-transport)");
+  std::array<int, 2> in{mine, -mine}, least{};
+  comm::check_mpi(MPI_Allreduce(in.data(), least.data(), 2, MPI_INT, MPI_MIN, comm),
+                  "MPI_Allreduce (--host-transport)");
+  const int lo = least[0], hi = -least[1];
   if (lo != hi)
     throw InputError("the ranks were launched with different --host-transport values (" +
                      std::string(enum_name(static_cast<comm::HostTransport>(lo))) + " and " +

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/shm_transport.h"
+#include "comm/shm_channel.h"
 #include "engine/run_choices.h"
 
 namespace tt::cli {
