@@ -9,7 +9,7 @@ std::optional<std::string> slot_header_error(const SlotHeader& h, std::size_t sl
              std::to_string(slot_bytes);
     return std::nullopt;
   }
-  if (h.payload_tag < 0 || h.payload_tag >= kPayloadTags)
+  if (h.payload_tag != kDirect && (h.payload_tag < 0 || h.payload_tag >= kPayloadTags))
     return "payload tag " + std::to_string(h.payload_tag) + " out of range";
   if (h.bytes <= slot_bytes)
     return "a message of " + std::to_string(h.bytes) + " bytes sent long, which fits a slot of " +

@@ -14,6 +14,9 @@ namespace tt::comm {
 struct ShmLayout {
   std::size_t slot_bytes = 64 * 1024;  // the longest message sent inline (a multiple of 64)
   std::size_t slots = 8;               // messages in flight per ordered pair of ranks
+  // A longer message's bytes: read by the receiver straight from the sender's memory (Linux's
+  // process_vm_readv, where the ranks may; else, and with false, through MPI).
+  bool direct_reads = true;
 };
 
 }  // namespace tt::comm
@@ -23,19 +26,25 @@ namespace tt::comm::shm {
 inline constexpr std::size_t kLine = 64;
 inline constexpr std::size_t kHeaderBytes = kLine;        // a slot's header line
 inline constexpr std::size_t kCountersBytes = 2 * kLine;  // `written` and `read`, a line each
-inline constexpr std::int32_t kInline = -1;               // SlotHeader::payload_tag of an inline message
-inline constexpr std::int32_t kPayloadTags = 32000;       // payload tags 0 .. kPayloadTags-1 (< MPI's TAG_UB)
+inline constexpr std::size_t kTickets = 64;               // direct reads in flight per channel
+inline constexpr std::size_t kTicketsBytes = kTickets * sizeof(std::uint64_t);  // their `done` words
+inline constexpr std::int32_t kInline = -1;  // SlotHeader::payload_tag of an inline message
+inline constexpr std::int32_t kDirect = -2;  // ... of a long message the receiver reads from the sender
+inline constexpr std::int32_t kPayloadTags = 32000;  // payload tags 0 .. kPayloadTags-1 (< MPI's TAG_UB)
 
 struct SlotHeader {
   std::uint64_t bytes;
   std::int32_t tag;
-  std::int32_t payload_tag;  // kInline, or the tag its MPI message travels under
+  std::int32_t payload_tag;   // kInline, kDirect, or the tag its MPI message travels under
+  std::uint64_t address = 0;  // kDirect: where the bytes are in the sender's memory
+  std::uint64_t ticket = 0;   // kDirect: the sender's count of such messages, its `done` word's key
 };
 static_assert(sizeof(SlotHeader) <= kHeaderBytes);
 
 // What is wrong with a header read from a slot of `slot_bytes` (nullopt: a sender of ours could
 // have written it): an inline message longer than the slot, a payload tag out of range, a long
-// message short enough to have been inline.
+// message short enough to have been inline. (A direct message's address is checked by reading it:
+// the kernel refuses what the sender has not mapped.)
 std::optional<std::string> slot_header_error(const SlotHeader& h, std::size_t slot_bytes);
 // What is wrong with a channel's counters as the receiver sees them: `written` behind what it has
 // read, or ahead of it by more than the channel's slots.

@@ -1,5 +1,8 @@
 #include "comm/shm_transport.h"
 
+#include <sys/uio.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -18,9 +21,12 @@ namespace tt::comm {
 namespace {
 
 using shm::kCountersBytes;
+using shm::kDirect;
 using shm::kHeaderBytes;
 using shm::kInline;
 using shm::kLine;
+using shm::kTickets;
+using shm::kTicketsBytes;
 using shm::SlotHeader;
 
 std::uint64_t load_acquire(std::uint64_t* p) {
@@ -37,11 +43,15 @@ struct Channel {
   std::size_t slots = 0;
   std::uint64_t* written() const { return reinterpret_cast<std::uint64_t*>(base); }
   std::uint64_t* read() const { return reinterpret_cast<std::uint64_t*>(base + kLine); }
+  // A direct read's completion: the receiver stores ticket + 1 once it has copied the bytes.
+  std::uint64_t* done(std::uint64_t ticket) const {
+    return reinterpret_cast<std::uint64_t*>(base + kCountersBytes) + ticket % kTickets;
+  }
   std::byte* slot(std::uint64_t index) const {
-    return base + kCountersBytes + static_cast<std::size_t>(index % slots) * slot_stride;
+    return base + kCountersBytes + kTicketsBytes + static_cast<std::size_t>(index % slots) * slot_stride;
   }
   static std::size_t bytes(const ShmLayout& l) {
-    return kCountersBytes + l.slots * (kHeaderBytes + l.slot_bytes);
+    return kCountersBytes + kTicketsBytes + l.slots * (kHeaderBytes + l.slot_bytes);
   }
 };
 
@@ -56,13 +66,15 @@ struct Unexpected {
 
 struct HostPeer {
   int rank = -1;  // in the transport's communicator
+  pid_t pid = 0;  // its process, for direct reads
   Channel out;    // in the peer's segment: this rank's messages to it
   Channel in;     // in this rank's segment: its messages to this rank
   std::uint64_t next_write = 0;
   std::uint64_t next_read = 0;
   std::uint32_t next_payload_tag = 0;
-  std::deque<SendState*> sends;  // posted, header not yet in a slot (in send order)
-  std::deque<RecvState*> recvs;  // posted, not yet matched (in posting order)
+  std::uint64_t next_ticket = 0;  // direct reads sent to it
+  std::deque<SendState*> sends;   // posted, header not yet in a slot (in send order)
+  std::deque<RecvState*> recvs;   // posted, not yet matched (in posting order)
   std::deque<Unexpected> unexpected;
 };
 
@@ -79,6 +91,7 @@ struct ShmTransport::Impl {
   std::vector<int> peer_index;  // by rank: index into `peers`, -1 for a rank on another host
   std::string fallback;
   int payloads_in_flight = 0;  // long messages' MPI requests not yet complete
+  bool direct = false;         // long messages are read from the sender's memory (set-up's probe)
 
   HostPeer* host_peer(int rank) {
     const int i = rank >= 0 && rank < static_cast<int>(peer_index.size())
@@ -97,6 +110,7 @@ struct ShmTransport::Impl {
   bool write(HostPeer& p, SendState& s);
   void deliver(HostPeer& p, const SlotHeader& h, const std::byte* inline_payload);
   void match(HostPeer& p, RecvState& r, const SlotHeader& h, const std::byte* inline_payload);
+  void read_direct(HostPeer& p, const SlotHeader& h, std::span<std::byte> into);
   [[noreturn]] void corrupt(const HostPeer& p, const std::string& what) const {
     throw IntegrityError("rank " + std::to_string(mpi.rank()) + ": the shared-memory channel with rank " +
                          std::to_string(p.rank) + " is corrupt (" + what +
@@ -119,6 +133,8 @@ struct SendState final : RequestState {
     impl.progress();
     if (!written) return std::nullopt;
     if (payload.pending() && !impl.payload_done(payload)) return std::nullopt;
+    // Note [Direct reads]: a done word only grows (ticket + 1, then that + kTickets, ...).
+    if (ticket && load_acquire(peer.out.done(*ticket)) <= *ticket) return std::nullopt;
     return data.size();
   }
   ShmTransport::Impl& impl;
@@ -126,7 +142,8 @@ struct SendState final : RequestState {
   std::span<const std::byte> data;
   int tag;
   bool written = false;
-  Request payload;  // a long message's bytes
+  Request payload;                      // a long message's bytes through MPI
+  std::optional<std::uint64_t> ticket;  // ... or read directly: done once the receiver says so
 };
 
 struct RecvState final : RequestState {
@@ -208,20 +225,55 @@ void ShmTransport::Impl::match(HostPeer& p, RecvState& r, const SlotHeader& h,
   r.bytes = static_cast<std::size_t>(h.bytes);
   if (h.payload_tag == kInline) {
     if (r.bytes > 0) std::memcpy(r.buffer.data(), inline_payload, r.bytes);
+  } else if (h.payload_tag == kDirect) {
+    read_direct(p, h, r.buffer.first(r.bytes));
   } else {
     r.payload = payload.irecv(p.rank, r.buffer.first(r.bytes), h.payload_tag);
     ++payloads_in_flight;
   }
 }
 
+// Note [Direct reads]: the receiver copies a long message out of the sender's memory with one
+// process_vm_readv into the receive buffer: one copy, as Open MPI's shared-memory single-copy path
+// makes, without its rendezvous, matching and requests, and without the sender having to run. The
+// sender keeps its buffer until the receiver stores ticket + 1 in the channel's done word for the
+// ticket (ticket mod kTickets). A word is reused kTickets tickets later, once its last ticket is done,
+// so it only grows, and a send is done once its word is past its ticket: the ring may wait for a send
+// long after later tickets reused the word. Completion waits for a matching receive, as the MPI
+// rendezvous it replaces does (a message longer than a slot is far above Open MPI's 4 KiB eager
+// limit). A header whose address the sender has not mapped (a writer that is not ours) is refused by
+// the kernel and reported as a corrupt channel. A send abandoned before it completes (a run already
+// failing) leaves the receiver to read freed memory: garbage or the same report, never a crash.
+void ShmTransport::Impl::read_direct(HostPeer& p, const SlotHeader& h, std::span<std::byte> into) {
+  std::size_t got = 0;
+  while (got < into.size()) {
+    iovec local{into.data() + got, into.size() - got};
+    iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(h.address + got)), into.size() - got};
+    const ssize_t n = process_vm_readv(p.pid, &local, 1, &remote, 1, 0);
+    if (n <= 0) corrupt(p, "a long message's bytes are not readable in the sender's memory");
+    got += static_cast<std::size_t>(n);
+  }
+  store_release(p.in.done(h.ticket), h.ticket + 1);
+}
+
 bool ShmTransport::Impl::write(HostPeer& p, SendState& s) {
   const std::uint64_t read = load_acquire(p.out.read());
   if (auto bad = shm::read_error(read, p.next_write)) corrupt(p, *bad);
   if (p.next_write - read >= p.out.slots) return false;  // every slot in flight
+  const bool long_message = s.data.size() > layout.slot_bytes;
+  // Note [Direct reads]: a done word is free once the ticket kTickets before this one is done.
+  if (long_message && direct && p.next_ticket >= kTickets &&
+      load_acquire(p.out.done(p.next_ticket)) < p.next_ticket - kTickets + 1)
+    return false;
   std::byte* slot = p.out.slot(p.next_write);
   SlotHeader h{s.data.size(), s.tag, kInline};
-  if (s.data.size() <= layout.slot_bytes) {
+  if (!long_message) {
     if (!s.data.empty()) std::memcpy(slot + kHeaderBytes, s.data.data(), s.data.size());
+  } else if (direct) {
+    h.payload_tag = kDirect;
+    h.address = reinterpret_cast<std::uintptr_t>(s.data.data());
+    h.ticket = p.next_ticket++;
+    s.ticket = h.ticket;
   } else {
     h.payload_tag =
         static_cast<std::int32_t>(p.next_payload_tag++ % static_cast<std::uint32_t>(shm::kPayloadTags));
@@ -261,6 +313,37 @@ bool all_ok(bool ok, MPI_Comm node) {
   int all = 0;
   check_mpi(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, node), "MPI_Allreduce (shared memory set-up)");
   return all == 1;
+}
+
+// Whether every rank of the host can read its peers' memory (Note [Direct reads]): each publishes its
+// pid and the address of a word holding a value only it knows (its pid, mixed), and reads every
+// peer's. A container's seccomp filter or Yama's ptrace_scope (1 and up) refuse process_vm_readv
+// between sibling processes; then long messages keep MPI's path on the whole host. Records the pids.
+bool probe_direct_reads(ShmTransport::Impl& m, const std::vector<int>& ranks, MPI_Comm node) {
+  struct Probe {
+    std::int64_t pid;
+    std::uint64_t address;
+  };
+  constexpr std::uint64_t kMix = 0x9e3779b97f4a7c15ULL;
+  const auto expected = [&](std::int64_t pid) { return static_cast<std::uint64_t>(pid) * kMix; };
+  const std::int64_t me = getpid();
+  const std::uint64_t cookie = expected(me);
+  const Probe mine{me, reinterpret_cast<std::uintptr_t>(&cookie)};
+  std::vector<Probe> all(ranks.size());
+  check_mpi(MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, node),
+            "MPI_Allgather (direct-read probe)");
+  bool ok = true;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    HostPeer* p = m.host_peer(ranks[i]);
+    if (p == nullptr) continue;  // this rank
+    p->pid = static_cast<pid_t>(all[i].pid);
+    std::uint64_t theirs = 0;
+    iovec local{&theirs, sizeof theirs};
+    iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(all[i].address)), sizeof theirs};
+    ok = ok && process_vm_readv(p->pid, &local, 1, &remote, 1, 0) == sizeof theirs &&
+         theirs == expected(all[i].pid);
+  }
+  return all_ok(ok, node);  // also keeps `cookie` alive until every peer has read it
 }
 
 }  // namespace
@@ -312,6 +395,7 @@ ShmTransport::ShmTransport(MpiTransport& mpi, ShmLayout layout) : impl_(std::mak
       m.fallback = "another rank on this host could not set up its shared memory segment";
     }
   }
+  if (!m.peers.empty() && layout.direct_reads) m.direct = probe_direct_reads(m, ranks, node);
   MPI_Comm_free(&node);
   set_timeout(mpi.timeout());
   set_wait_policy(mpi.wait_policy());
@@ -331,6 +415,10 @@ int ShmTransport::host_peers() const {
 const ShmLayout& ShmTransport::layout() const {
   return impl_->layout;
 }
+bool ShmTransport::direct_reads() const {
+  return impl_->direct;
+}
+
 const std::string& ShmTransport::fallback_reason() const {
   return impl_->fallback;
 }

@@ -11,10 +11,12 @@
 // the receiver's segment: a `written` counter that only the sender advances, a `read` counter that
 // only the receiver advances (each on its own cache line), and `slots` slots of a 64-byte header and
 // `slot_bytes` of payload. A message that fits is copied into one slot (inline). A longer one puts
-// only its header in the slot and travels as an MPI message (Open MPI's shared-memory transport then
-// copies it once, process to process), under a tag that only this pair's payloads use; because every
-// header passes through the one channel in send order, matching stays in send order whichever way
-// the bytes travel, which is the Transport contract (comm/transport.h). Headers that arrive before
+// only its header in the slot: where the ranks may read each other's memory the receiver copies the
+// bytes straight out of the sender's buffer (Note [Direct reads], shm_transport.cpp), else they travel
+// as an MPI message (Open MPI's shared-memory transport then copies them once, process to process)
+// under a tag that only this pair's payloads use. Because every header passes through the one channel
+// in send order, matching stays in send order whichever way the bytes travel, which is the Transport
+// contract (comm/transport.h). Headers that arrive before
 // their receive is posted are kept aside (the payload too, when inline), so a sender never waits for
 // the receiver to post. The sender publishes a slot with a release store of `written`, the receiver
 // frees it with a release store of `read`: the matching acquire loads order the payload copies.
@@ -55,6 +57,9 @@ class ShmTransport final : public Transport {
   int host_peers() const;  // other ranks reached through shared memory
   const ShmLayout& layout() const;
   const std::string& fallback_reason() const;  // empty unless set-up failed on some rank of this host
+  // Long messages are read from the sender's memory (Note [Direct reads]): the layout asked for it and
+  // every rank of the host could read its peers' memory.
+  bool direct_reads() const;
   // The bytes of the channel this rank writes to `peer` (empty when `peer` is not reached through
   // shared memory): what any process of this host's user can map and overwrite, so the receiver
   // checks what it reads there (comm/shm_channel.h). Tests overwrite it to see that checked.

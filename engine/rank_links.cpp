@@ -43,8 +43,9 @@ std::string RankLinks::host_transport_description() const {
   const int elsewhere = size() - 1 - shm_->host_peers();
   return "shm: " + std::to_string(shm_->host_peers()) +
          " peer(s) on this host through shared-memory channels (" +
-         std::to_string(shm_->layout().slot_bytes / 1024) +
-         " KiB inline, longer messages' bytes through MPI)" +
+         std::to_string(shm_->layout().slot_bytes / 1024) + " KiB inline, longer messages' bytes " +
+         (shm_->direct_reads() ? "read from the sender's memory" : "through MPI: direct reads refused here") +
+         ")" +
          (elsewhere > 0 ? "; " + std::to_string(elsewhere) + " rank(s) on other hosts through MPI" : "");
 }
 

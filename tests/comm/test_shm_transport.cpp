@@ -1,8 +1,9 @@
 // What only the shared-memory transport does (comm/shm_transport.h, Note [Shared-memory channels]),
 // under mpirun with P = 2 and 3: messages that arrive before their receive, more messages than a
-// channel has slots, inline and long messages of one tag kept in send order, an abandoned receive,
-// and a set-up that cannot get its memory falling back to MPI on every rank. The Transport contract
-// itself (ordering, short and long messages, timeouts, every collective and algorithm) is
+// channel has slots, inline and long messages of one tag kept in send order (long ones read from the
+// sender's memory and through MPI), sends completed out of order, a forged long-message address, an
+// abandoned receive, and a set-up that cannot get its memory falling back to MPI on every rank. The Transport
+// contract itself (ordering, short and long messages, timeouts, every collective and algorithm) is
 // test_comm_mpi.cpp, built a second time over this transport as test_comm_shm.
 #include <gtest/gtest.h>
 
@@ -43,11 +44,23 @@ TEST(ShmTransport, EveryPeerOnThisHostIsReachedThroughSharedMemory) {
 
 // Rank 0 sends 12 messages on two tags, inline (<= 256 bytes) and long, more than the channel's two
 // slots hold; rank 1 posts its receives late and tag 2's before tag 1's. Each tag's messages arrive
-// in send order, whole.
-TEST(ShmTransport, LateReceivesFullChannelsAndMixedLengthsKeepSendOrder) {
+// in send order, whole, with long messages read from the sender's memory and through MPI.
+class LongPath : public ::testing::TestWithParam<bool> {};  // direct reads asked for
+
+TEST_P(LongPath, LateReceivesFullChannelsAndMixedLengthsKeepSendOrder) {
   MpiTransport mpi;
-  ShmTransport t(mpi, kSmall);
+  ShmLayout layout = kSmall;
+  layout.direct_reads = GetParam();
+  ShmTransport t(mpi, layout);
+  if (!GetParam()) {
+    EXPECT_FALSE(t.direct_reads());
+  }
   Collectives coll(t);
+  // Every rank of the host took the same path (a mixed host would mismatch headers and payloads).
+  const std::vector<std::int32_t> mine{t.direct_reads() ? 1 : 0};
+  const auto all = coll.allgather(std::as_bytes(std::span(mine)));
+  for (std::size_t r = 0; r < all.size(); r += sizeof(std::int32_t))
+    EXPECT_EQ(std::memcmp(all.data() + r, mine.data(), sizeof(std::int32_t)), 0);
   const std::vector<std::size_t> sizes{0, 1, 256, 257, 4096, 100, 70000, 255, 3, 1 << 20, 64, 512};
   if (t.rank() == 0) {
     std::vector<std::vector<std::byte>> out;
@@ -70,6 +83,36 @@ TEST(ShmTransport, LateReceivesFullChannelsAndMixedLengthsKeepSendOrder) {
   }
   coll.barrier();
 }
+
+// Rank 0 posts 200 long messages (more than a channel's done words, shm::kTickets) and waits for them
+// last to first: the first send's word has been reused twice by then, and it still completes.
+TEST_P(LongPath, ASendWaitedForAfterItsDoneWordWasReusedCompletes) {
+  MpiTransport mpi;
+  ShmLayout layout = kSmall;
+  layout.direct_reads = GetParam();
+  ShmTransport t(mpi, layout);
+  constexpr int kMessages = 200;
+  constexpr std::size_t kBytes = 300;  // longer than kSmall's 256-byte slots
+  if (t.rank() == 0) {
+    std::vector<std::vector<std::byte>> out;
+    std::vector<Request> reqs;
+    for (int i = 0; i < kMessages; ++i) out.push_back(message(0, i, kBytes));
+    for (int i = 0; i < kMessages; ++i)
+      reqs.push_back(t.isend(1, out[static_cast<std::size_t>(i)], tags::kUser));
+    for (auto r = reqs.rbegin(); r != reqs.rend(); ++r) EXPECT_EQ(t.wait(*r), kBytes);
+  } else if (t.rank() == 1) {
+    for (int i = 0; i < kMessages; ++i) {
+      std::vector<std::byte> in(kBytes);
+      Request r = t.irecv(0, in, tags::kUser);
+      ASSERT_EQ(t.wait(r), kBytes);
+      EXPECT_EQ(in, message(0, i, kBytes)) << "message " << i;
+    }
+  }
+  Collectives(t).barrier();
+}
+
+INSTANTIATE_TEST_SUITE_P(DirectAndMpi, LongPath, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& p) { return p.param ? "direct" : "mpi"; });
 
 // Every rank sends to every other at once, both ways, many rounds: no deadlock when all channels fill.
 TEST(ShmTransport, AllToAllRoundsThroughTwoSlotChannels) {
@@ -185,6 +228,37 @@ TEST(ShmTransport, OverwrittenCounterIsAnIntegrityFailureNamingTheChannel) {
   coll.barrier(2);
 }
 
+// A process of the host's user writes a long message's header into rank 0's channel to rank 1 that
+// points at memory rank 0 never mapped: rank 1's direct read is refused by the kernel and reported as
+// a corrupt channel, never as a message.
+TEST(ShmTransport, DirectReadOfAForgedAddressIsAnIntegrityFailure) {
+  MpiTransport mpi;
+  ShmTransport t(mpi, kSmall);
+  if (!t.direct_reads()) GTEST_SKIP() << "this host refuses process_vm_readv between the ranks";
+  Collectives coll(mpi);
+  if (t.rank() == 0) {
+    const std::span<std::byte> ch = t.channel_bytes_to(1);
+    const shm::SlotHeader h{kSmall.slot_bytes + 8, tags::kUser, shm::kDirect, /*address=*/4096, /*ticket=*/0};
+    std::memcpy(ch.data() + shm::kCountersBytes + shm::kTicketsBytes, &h, sizeof h);  // slot 0
+    const std::uint64_t written = 1;
+    std::memcpy(ch.data(), &written, sizeof written);
+  }
+  coll.barrier(1);
+  if (t.rank() == 1) {
+    std::vector<std::byte> in(kSmall.slot_bytes + 8);
+    Request r = t.irecv(0, in, tags::kUser);
+    try {
+      t.wait(r);
+      ADD_FAILURE() << "a forged address was read as a message";
+    } catch (const IntegrityError& e) {
+      EXPECT_NE(std::string(e.what()).find("shared-memory channel with rank 0 is corrupt"), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("not readable"), std::string::npos) << e.what();
+    }
+  }
+  coll.barrier(2);
+}
+
 // Headers as a writer into the shared memory could leave them: every one is either within what a
 // sender of ours writes or refused, with a reason (the receiver then never copies past its slot).
 TEST(ShmChannel, EveryHeaderIsWithinItsSlotOrRefused) {
@@ -210,14 +284,19 @@ TEST(ShmChannel, EveryHeaderIsWithinItsSlotOrRefused) {
       EXPECT_LE(h.bytes, slot);
     } else {
       EXPECT_GT(h.bytes, slot);
-      EXPECT_GE(h.payload_tag, 0);
-      EXPECT_LT(h.payload_tag, shm::kPayloadTags);
+      if (h.payload_tag != shm::kDirect) {
+        EXPECT_GE(h.payload_tag, 0);
+        EXPECT_LT(h.payload_tag, shm::kPayloadTags);
+      }
     }
   }
   EXPECT_GT(refused, 0);
   EXPECT_EQ(shm::slot_header_error({slot, 5, shm::kInline}, slot), std::nullopt);
   EXPECT_NE(shm::slot_header_error({slot + 1, 5, shm::kInline}, slot), std::nullopt);
   EXPECT_NE(shm::slot_header_error({slot, 5, 0}, slot), std::nullopt);  // fits a slot: never sent long
+  EXPECT_NE(shm::slot_header_error({slot, 5, shm::kDirect}, slot), std::nullopt);
+  EXPECT_EQ(shm::slot_header_error({slot + 1, 5, shm::kDirect}, slot), std::nullopt);
+  EXPECT_NE(shm::slot_header_error({slot + 1, 5, -3}, slot), std::nullopt);
   EXPECT_EQ(shm::written_error(10, 8, 2), std::nullopt);
   EXPECT_NE(shm::written_error(11, 8, 2), std::nullopt);
   EXPECT_NE(shm::written_error(7, 8, 2), std::nullopt);
