@@ -195,10 +195,13 @@ def main():
         sys.exit(f"compare_ddp_torch: --seq {args.seq} exceeds gpt2-mini's context {SHAPE['context']}")
     if args.torch_data:
         args.torch_data = os.path.join(REPO, args.torch_data)
-    # Same threads per rank on both sides; passive OpenMP waits so idle ranks do not steal the cores.
+    # Same threads per rank on both sides; passive OpenMP waits so idle ranks do not steal the cores,
+    # after the short spin teetrain's workers make (tools/cli/main.cpp), on both sides alike.
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), OPENBLAS_NUM_THREADS=str(args.threads),
-               OMP_WAIT_POLICY="passive", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    os.environ.update({k: env[k] for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY")})
+               OMP_WAIT_POLICY="passive", GOMP_SPINCOUNT=os.environ.get("GOMP_SPINCOUNT", "1000"),
+               OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    os.environ.update(
+        {k: env[k] for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")})
 
     load0 = os.getloadavg()
     t = run_torch(args)

@@ -26,7 +26,11 @@ import statistics
 import tempfile
 import time
 
-import torch
+# teetrain's OpenMP workers spin 1000 polls before they sleep (tools/cli/main.cpp); give PyTorch's
+# the same, before its libgomp loads, so the two are compared on the same waiting policy.
+os.environ.setdefault("GOMP_SPINCOUNT", "1000")
+
+import torch  # noqa: E402
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -174,6 +178,7 @@ def main():
     print(f"torch {torch.__version__}: {build_config()}")
     print(f"threads: torch.get_num_threads() = {torch.get_num_threads()}, "
           f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}, "
+          f"GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT', 'unset')}, "
           f"mkldnn enabled {torch.backends.mkldnn.enabled and torch.backends.mkldnn.is_available()}")
     print(f"oneDNN primitives in one step: {paths}")
     print(f"{what}{stem} {args.size}x{args.size} batch {args.batch} threads {args.threads}: "
