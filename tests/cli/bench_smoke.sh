@@ -48,6 +48,10 @@ PY
         && passes=$((passes + 1)) || { echo "FAIL: $tee: no sealing-cost summary"; fails=$((fails + 1)); }
     fi
     if ! grep -q "^# machine:" "$WORK/ar_$tee.log"; then echo "FAIL: $tee: no machine line"; fails=$((fails + 1)); fi
+    # The OpenMP workers' waiting: passive as exported above, after the spin teetrain sets when unset.
+    if ! grep -q "^# machine:.*OpenMP waits OMP_WAIT_POLICY=passive GOMP_SPINCOUNT=1000$" "$WORK/ar_$tee.log"; then
+      echo "FAIL: $tee: machine line without OpenMP's waits"; grep "^# machine" "$WORK/ar_$tee.log"; fails=$((fails + 1))
+    fi
   else
     echo "FAIL: bench allreduce --tee $tee"; tail -5 "$WORK/ar_$tee.log"; fails=$((fails + 1))
   fi
@@ -73,6 +77,10 @@ else
   echo "FAIL: bench allreduce --comm-wait adaptive"; tail -5 "$WORK/ar_adaptive.log"; fails=$((fails + 1))
 fi
 expect_exit 2 "comm-wait" -- "$TT" bench allreduce --comm-wait sometimes
+# A user's own GOMP_SPINCOUNT wins over teetrain's.
+GOMP_SPINCOUNT=7 "${MPI[@]}" -x GOMP_SPINCOUNT "$TT" bench allreduce --max-bytes 4K --iters 1 --warmup 0 >"$WORK/ar_spin.log" 2>&1 &&
+  grep -q "^# machine:.*GOMP_SPINCOUNT=7$" "$WORK/ar_spin.log" && passes=$((passes + 1)) ||
+  { echo "FAIL: a user's GOMP_SPINCOUNT was not kept"; grep "^# machine" "$WORK/ar_spin.log"; fails=$((fails + 1)); }
 # Our rows reach the other rank through the shared-memory channels by default, through MPI's
 # point-to-point path with --host-transport mpi (as tools/bench/README.md shows); header and records say so.
 grep -q "^# host transport: shm: 1 peer(s) on this host" "$WORK/ar_off.log" && passes=$((passes + 1)) ||

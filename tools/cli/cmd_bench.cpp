@@ -71,9 +71,18 @@ std::string machine_line() {
   }
   std::array<double, 3> load{-1, -1, -1};
   if (getloadavg(load.data(), 3) != 3) load = {-1, -1, -1};
-  std::array<char, 512> buf{};
-  std::snprintf(buf.data(), buf.size(), "%u hardware threads, %s, load average %.2f %.2f %.2f",
-                std::thread::hardware_concurrency(), cpu.c_str(), load[0], load[1], load[2]);
+  // How idle OpenMP workers wait (set in main.cpp unless the user set it): it moves a step's time by
+  // a third on 2 threads, so a report names it.
+  const auto env = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v != nullptr ? v : "unset";
+  };
+  std::array<char, 640> buf{};
+  std::snprintf(buf.data(), buf.size(),
+                "%u hardware threads, %s, load average %.2f %.2f %.2f, OpenMP waits OMP_WAIT_POLICY=%s "
+                "GOMP_SPINCOUNT=%s",
+                std::thread::hardware_concurrency(), cpu.c_str(), load[0], load[1], load[2],
+                env("OMP_WAIT_POLICY"), env("GOMP_SPINCOUNT"));
   return buf.data();
 }
 
