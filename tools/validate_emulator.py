@@ -3,8 +3,9 @@
 the paper's figures. Writes OUT/validation.md (predicted, measured, error, pass/miss, cause) and
 OUT/validation.json.
 
-  (a) host:      `teetrain bench host-profile` measures this machine (one profile per rank count, with
-                 that many profiles measured at once, so each rank gets its share of the cores and memory);
+  (a) host:      `teetrain bench host-profile` measures this machine (one profile per rank count, measured
+                 by that many ranks under mpirun in lockstep, so each rank gets its share of the cores and
+                 memory at the moments a step's ranks contend for them);
                  the emulator runs gpt2-mini on it (`--compute emulate --gpu PROFILE.json`) and is compared
                  with the real-compute runs at P = 1 and 2, --tee off, cc, fast: within 20%.
   (b) fixtures:  `teetrain bench emulated-step` against tests/fixtures/gpu_size_sweep_h200 and step_h100:
@@ -59,16 +60,17 @@ def row(part, what, pred, meas, cause=""):
 
 
 def profiles(args, P):
-    """P profiles measured at once (each rank's share of the machine); returns the first one's path."""
+    """The profile of one rank of P: P ranks under mpirun, placed as the real runs' ranks are, measure
+    in lockstep (each rank's share of the machine, contending for memory at the same moments as a
+    P-rank step's ranks do); rank 0 writes it. Returns its path and the threads per rank."""
     threads = max(1, (os.cpu_count() or 1) // P)
-    outs = [os.path.join(args.out, f"profile_P{P}_{i}.json") for i in range(P)]
-    procs = [subprocess.Popen([args.bin, "bench", "host-profile", "--model", args.model, "--batch", "1", "--seq",
-                               str(args.seq), "--threads", str(threads), "--out", o],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for o in outs]
-    for p in procs:
-        if p.wait() != 0:
-            sys.exit(f"validate_emulator: bench host-profile failed: {p.stderr.read()[-800:]}")
-    return outs[0], threads
+    out = os.path.join(args.out, f"profile_P{P}.json")
+    p = subprocess.run(mpirun(P, threads) + [args.bin, "bench", "host-profile", "--model", args.model, "--batch",
+                                             "1", "--seq", str(args.seq), "--threads", str(threads), "--out", out],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        sys.exit(f"validate_emulator: bench host-profile failed: {p.stderr[-800:]}")
+    return out, threads
 
 
 def train(args, P, mode, threads, summary, extra, steps):

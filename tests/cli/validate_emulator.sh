@@ -29,6 +29,12 @@ fi
 make_corpus
 check "profile has the memory rate" "$PY" -c "import json,sys; p=json.load(open(sys.argv[1]))
 assert p['memory_gbps'] > 0 and p['cache_bytes'] > 0" "$WORK/host.json"
+# Under mpirun the ranks measure in lockstep and rank 0 alone reports and writes the profile.
+mpirun --allow-run-as-root --oversubscribe -np 2 "$TT" bench host-profile --model gpt2-mini --reps 3 \
+  --out "$WORK/host2.json" >"$WORK/host2.log" 2>&1
+expect_eq "$(grep -c '^# teetrain bench host-profile' "$WORK/host2.log" || true)" 1 "one report from two ranks"
+check "two ranks' profile" "$PY" -c "import json,sys; p=json.load(open(sys.argv[1]))
+assert p['optimizer_gbps'] > 0 and p['measured']['threads'] == 1" "$WORK/host2.json"
 check "emulated run on a profile" "$TT" train --model gpt2-mini --data "$WORK/data/tiny" --batch 1 --seq 32 \
   --steps 2 --val-batches 0 --no-progress --compute emulate --gpu "$WORK/host.json" --gpu-precision fp32 \
   --summary "$WORK/emu.json"

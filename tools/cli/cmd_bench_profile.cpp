@@ -3,6 +3,7 @@
 // and AES-256-GCM, and writes them as a platform profile (engine/platform_profile.h) that
 // `teetrain train --compute emulate --gpu FILE.json` reads. Nothing in it is fitted to a training
 // step: each rate is one op kind's, measured by itself (AdamW in the cache state a backward leaves).
+#include <mpi.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -39,12 +40,33 @@ struct HostProfileOptions {
   std::string out;
 };
 
-// Median seconds of one call of `op` (after one untimed call).
+// Under `mpirun -np P`, the P ranks measure in lockstep: a barrier before each timed repetition, so
+// that they contend for memory and caches as the ranks of a training step do, each running the same
+// op at the same moment (AdamW at P = 2 ran 1.8x slower in lockstep than alone, and 1.3x slower
+// beside an unsynchronised second process). Alone, it does nothing.
+void lockstep() {
+  int on = 0;
+  MPI_Initialized(&on);
+  int ranks = 1;
+  if (on != 0) MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  if (ranks > 1) MPI_Barrier(MPI_COMM_WORLD);
+}
+
+int world_rank() {
+  int on = 0;
+  MPI_Initialized(&on);
+  int rank = 0;
+  if (on != 0) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+// Median seconds of one call of `op` (after one untimed call), the ranks in lockstep.
 double median_seconds(Backend& be, int reps, const std::function<void()>& op) {
   op();
   be.synchronize();
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
+    lockstep();
     const auto t0 = std::chrono::steady_clock::now();
     op();
     be.synchronize();
@@ -145,6 +167,7 @@ double optimizer_bytes_per_s(Backend& be, int reps, const ModelOptions& mo, int 
     model->forward(b);
     model->backward({});
     be.synchronize();
+    lockstep();
     const auto t0 = std::chrono::steady_clock::now();
     adamw->step(*model, 1e-4f, 1.0f, step);
     be.synchronize();
@@ -173,6 +196,7 @@ double cache_bytes(int threads) {
 
 // AES-256-GCM seal GB/s of `threads` cores at the ring's 1 MiB segments.
 double aead_gbps(int threads) {
+  lockstep();
   const auto recs =
       bench::run_crypto_bench(*tee::parse_cipher("aes-256-gcm"), {std::size_t{1} << 20}, threads, 0.2);
   double seal = 0, open = 0;
@@ -252,6 +276,8 @@ void run_host_profile(const HostProfileOptions& o) {
                "AES-256-GCM at 1 MiB (aead_gbps, host.aead_gbps_per_core). Convolutions are not measured.";
   j["measured"] = measured;
   j["host"] = {{"aead_gbps_per_core", measured["aes256gcm_gbps"].get<double>() / o.threads}};
+  // Under mpirun every rank measured its share in lockstep; rank 0 reports and writes the profile.
+  if (world_rank() != 0) return;
   std::printf("# teetrain bench host-profile: %s\n%s\n", o.out.empty() ? "(no --out)" : o.out.c_str(),
               measured.dump(1).c_str());
   if (o.out.empty()) return;
@@ -350,7 +376,8 @@ void register_bench_host_profile(CLI::App* bench) {
       "Measure this machine as a platform profile for `train --compute emulate --gpu FILE.json`: matmul, "
       "element-wise (the row kernels at the activations', an add at the parameters' size), optimizer, copy "
       "and AES-GCM rates of "
-      "the CPU backend at a transformer's shapes");
+      "the CPU backend at a transformer's shapes. Under `mpirun -np P` the P ranks measure in lockstep "
+      "(each rank's share of the machine, contending as a P-rank step's ranks do) and rank 0 writes --out");
   add_model_options(c, o->model);
   c->add_option("--batch", o->batch, "Batch (the shapes measured: batch x seq rows)")
       ->check(positive())
