@@ -2,8 +2,9 @@
 //
 // For each message size (min..max, times step_factor) and each algorithm: one checked run on
 // integer-valued floats (the sum is exact, so the check is equality) and `warmup` untimed runs; then
-// `iters` rounds in which every algorithm runs once, each run preceded by a barrier (interleaved, so
-// load on a shared machine hits every algorithm alike). An iteration's time is the slowest rank's; the
+// `iters` rounds in which every algorithm runs once, each run preceded by a barrier and each round
+// starting with the next algorithm (interleaved and rotated, so load on a shared machine and the
+// position in a round hit every algorithm alike). An iteration's time is the slowest rank's; the
 // record gives the median and spread over iterations and
 //   algbw = bytes / time,   busbw = algbw * 2 (P-1) / P   (GB = 1e9 bytes, as nccl-tests)
 // busbw is the per-link rate a ring needs, so it is comparable across P and with the link's bandwidth.
