@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 18's CLI surface: `bench step` for image models (resnet-small, resnet18 at 32x32) prints
+# The image models' CLI surface: `bench step` for image models (resnet-small, resnet18 at 32x32) prints
 # images/s and GFLOP/s next to sgemm's and writes JSON; `train --epochs N` derives the steps from the
 # training images and the global batch (batch x ranks), and refuses --steps with it and token data;
 # two runs with the same seed end with the same parameters (oneDNN convolutions are deterministic).

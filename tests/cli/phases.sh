@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The run report adds up and counts right (issue 5): at P = 2 the training thread's phases account
+# The run report adds up and counts right at P = 2 the training thread's phases account
 # for the measured step time, and the ring's seal/open counters follow docs/design.md §5's arithmetic:
 # per rank and bucket, scatter-reduce P-1 seals and P-1 opens; all-gather P-1 seals per hop (cc) or
 # 1 seal by the owner (forward-ciphertext all-gather), P-1 opens. --segment-kb larger than any chunk
@@ -71,7 +71,7 @@ for pid in (0, 1):
     assert any(a0 < b1 and b0 < a1 for a0, a1 in ar for b0, b1 in bwd), f"rank {pid}: no all-reduce overlaps backward"
 PY
 then passes=$((passes + 1)); else echo "FAIL: overlap in the trace"; fails=$((fails + 1)); fi
-# Real compute (issue 15 item 4): gpt2-mini at batch 4, seq 64, P = 2 and 4, with the default
+# Real compute: gpt2-mini at batch 4, seq 64, P = 2 and 4, with the default
 # validation (8 batches at the end, a fifth of these 8 steps' time) in every TEE mode. The training
 # thread's phases, validation and the zeroing of the gradients included, account for at least 97% of
 # the measured step (the issue's bar; measured 1.000-1.003 at P = 2 and 4); before validation had a

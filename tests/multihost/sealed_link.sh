@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sealed near line rate on a network (issue 15 item 3). Two emulated hosts, one rank each, the cable
+# Sealed near line rate on a network. Two emulated hosts, one rank each, the cable
 # limited to 2 Gbit/s (250 MB/s, below what one core seals and opens with AES-256-GCM, ~2.5 GB/s):
 # the sealed ring (`--tee fast`: pipelined segments, crypto threads) hides its crypto behind the wire,
 # so `bench allreduce` at 16 MiB, which runs the plaintext ring beside it in the same run, reports a
