@@ -26,7 +26,7 @@ struct CryptoBenchRecord {
 std::vector<CryptoBenchRecord> run_crypto_bench(tee::Cipher cipher, const std::vector<std::size_t>& sizes,
                                                 std::size_t threads, double min_seconds = 0.2);
 
-// The default sizes of the issue: 16 B .. 64 MiB, times 4.
+// The default sizes: 16 B .. 64 MiB, times 4.
 std::vector<std::size_t> default_crypto_bench_sizes();
 
 // A table: cipher, mode, bytes, threads, GB/s.

@@ -30,7 +30,7 @@ for r in range(P):
     if c["ring_sealed"][r] != steps * buckets * seals: errs.append(f"rank {r}: ring_sealed {c['ring_sealed'][r]}, expected {steps}x{buckets}x{seals}")
     if c["ring_opened"][r] != steps * buckets * opens: errs.append(f"rank {r}: ring_opened {c['ring_opened'][r]}, expected {steps}x{buckets}x{opens}")
 acc = s["phases_accounted_s"] / s["step_s_mean"]
-# The issue asks for 5%; shared CI machines get a little slack below (time the report cannot place:
+# docs/reproducing.md asks for 5%; shared CI machines get a little slack below (time the report cannot place:
 # the loss average, the progress line), none above (phases must never exceed the step).
 if not 0.90 <= acc <= 1.05: errs.append(f"phases account for {acc:.3f} of the step")
 print(f"{label}: accounted {acc:.3f}; " + ("; ".join(errs) if errs else "ok"))
@@ -74,7 +74,7 @@ then passes=$((passes + 1)); else echo "FAIL: overlap in the trace"; fails=$((fa
 # Real compute: gpt2-mini at batch 4, seq 64, P = 2 and 4, with the default
 # validation (8 batches at the end, a fifth of these 8 steps' time) in every TEE mode. The training
 # thread's phases, validation and the zeroing of the gradients included, account for at least 97% of
-# the measured step (the issue's bar; measured 1.000-1.003 at P = 2 and 4); before validation had a
+# the measured step (the bar; measured 1.000-1.003 at P = 2 and 4); before validation had a
 # phase they accounted for ~0.80. Above, phases must never exceed the step.
 for P in 2 4; do
   for tee in off cc fast; do
