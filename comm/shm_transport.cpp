@@ -47,6 +47,9 @@ struct Channel {
   std::uint64_t* done(std::uint64_t ticket) const {
     return reinterpret_cast<std::uint64_t*>(base + kCountersBytes) + ticket % kTickets;
   }
+  // Note [Direct reads]: a done word only grows (ticket + 1, then that + kTickets, ...), so a ticket
+  // is done once its word is past it, however many later tickets have reused the word since.
+  bool ticket_done(std::uint64_t ticket) const { return load_acquire(done(ticket)) > ticket; }
   std::byte* slot(std::uint64_t index) const {
     return base + kCountersBytes + kTicketsBytes + static_cast<std::size_t>(index % slots) * slot_stride;
   }
@@ -133,8 +136,7 @@ struct SendState final : RequestState {
     impl.progress();
     if (!written) return std::nullopt;
     if (payload.pending() && !impl.payload_done(payload)) return std::nullopt;
-    // Note [Direct reads]: a done word only grows (ticket + 1, then that + kTickets, ...).
-    if (ticket && load_acquire(peer.out.done(*ticket)) <= *ticket) return std::nullopt;
+    if (ticket && !peer.out.ticket_done(*ticket)) return std::nullopt;
     return data.size();
   }
   ShmTransport::Impl& impl;
@@ -262,8 +264,7 @@ bool ShmTransport::Impl::write(HostPeer& p, SendState& s) {
   if (p.next_write - read >= p.out.slots) return false;  // every slot in flight
   const bool long_message = s.data.size() > layout.slot_bytes;
   // Note [Direct reads]: a done word is free once the ticket kTickets before this one is done.
-  if (long_message && direct && p.next_ticket >= kTickets &&
-      load_acquire(p.out.done(p.next_ticket)) < p.next_ticket - kTickets + 1)
+  if (long_message && direct && p.next_ticket >= kTickets && !p.out.ticket_done(p.next_ticket - kTickets))
     return false;
   std::byte* slot = p.out.slot(p.next_write);
   SlotHeader h{s.data.size(), s.tag, kInline};

@@ -107,7 +107,7 @@ def part_a(args):
                      f"the real repeats spread {spread:.0%}, and the profile was measured at another moment")
             if spread < 0.1:
                 cause = ("the rank's communication and crypto threads share its cores with compute, which the "
-                         "profile (one process, compute only) does not see" if P > 1 else
+                         "profile (compute only) does not see" if P > 1 else
                          "the profile's rates are each op's alone, warm; the step's ops follow each other on "
                          "other buffers")
             rows.append(row("a", f"gpt2-mini P={P} --tee {mode} ({threads} thread/rank; real: median of "

@@ -44,20 +44,23 @@ struct HostProfileOptions {
 // that they contend for memory and caches as the ranks of a training step do, each running the same
 // op at the same moment (AdamW at P = 2 ran 1.8x slower in lockstep than alone, and 1.3x slower
 // beside an unsynchronised second process). Alone, it does nothing.
-void lockstep() {
+struct World {
+  int rank = 0;
+  int size = 1;
+};
+World world() {
+  World w;
   int on = 0;
   MPI_Initialized(&on);
-  int ranks = 1;
-  if (on != 0) MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-  if (ranks > 1) MPI_Barrier(MPI_COMM_WORLD);
+  if (on != 0) {
+    MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &w.size);
+  }
+  return w;
 }
 
-int world_rank() {
-  int on = 0;
-  MPI_Initialized(&on);
-  int rank = 0;
-  if (on != 0) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
+void lockstep() {
+  if (world().size > 1) MPI_Barrier(MPI_COMM_WORLD);
 }
 
 // Median seconds of one call of `op` (after one untimed call), the ranks in lockstep.
@@ -268,16 +271,14 @@ void run_host_profile(const HostProfileOptions& o) {
                std::to_string(o.batch) + " x " + std::to_string(o.seq) + ", " + std::to_string(o.threads) +
                " thread(s)): matmuls at the transformer's shapes (peak, efficiency 1), its row kernels at "
                "the activations: layer norm, GELU and a residual add (hbm_gbps = their rate / 0.8; "
-               "memory_gbps: an add "
-               "over the parameters, which ops larger than cache_bytes, the threads' L2, run at), AdamW per "
-               "tensor after the model's backward, 1 MiB copies (the "
-               "link), one-float adds "
-               "(row_kernel_seconds), "
-               "AES-256-GCM at 1 MiB (aead_gbps, host.aead_gbps_per_core). Convolutions are not measured.";
+               "memory_gbps: an add over the parameters, which ops larger than cache_bytes, the threads' "
+               "L2, run at), AdamW per tensor after the model's backward, 1 MiB copies (the link), "
+               "one-float adds (row_kernel_seconds), AES-256-GCM at 1 MiB (aead_gbps, "
+               "host.aead_gbps_per_core). Convolutions are not measured.";
   j["measured"] = measured;
   j["host"] = {{"aead_gbps_per_core", measured["aes256gcm_gbps"].get<double>() / o.threads}};
   // Under mpirun every rank measured its share in lockstep; rank 0 reports and writes the profile.
-  if (world_rank() != 0) return;
+  if (world().rank != 0) return;
   std::printf("# teetrain bench host-profile: %s\n%s\n", o.out.empty() ? "(no --out)" : o.out.c_str(),
               measured.dump(1).c_str());
   if (o.out.empty()) return;
@@ -375,8 +376,8 @@ void register_bench_host_profile(CLI::App* bench) {
       "host-profile",
       "Measure this machine as a platform profile for `train --compute emulate --gpu FILE.json`: matmul, "
       "element-wise (the row kernels at the activations', an add at the parameters' size), optimizer, copy "
-      "and AES-GCM rates of "
-      "the CPU backend at a transformer's shapes. Under `mpirun -np P` the P ranks measure in lockstep "
+      "and AES-GCM rates of the CPU backend at a transformer's shapes. Under `mpirun -np P` the P ranks "
+      "measure in lockstep "
       "(each rank's share of the machine, contending as a P-rank step's ranks do) and rank 0 writes --out");
   add_model_options(c, o->model);
   c->add_option("--batch", o->batch, "Batch (the shapes measured: batch x seq rows)")

@@ -101,8 +101,7 @@ inline CLI::Option* add_host_transport_option(CLI::App* g, comm::HostTransport& 
       "How ranks on one host exchange messages: shm, through shared-memory channels (a message of up to " +
           std::to_string(comm::ShmLayout{}.slot_bytes / 1024) +
           " KiB is one copy into a queue slot; a longer one the receiver copies straight from the sender's "
-          "memory "
-          "where the host allows it (process_vm_readv), else through MPI); mpi, through MPI's "
+          "memory where the host allows it (process_vm_readv), else through MPI); mpi, through MPI's "
           "point-to-point path (the baseline). Ranks on other hosts always use MPI");
 }
 
