@@ -150,9 +150,11 @@ double EmulatedGpu::optimizer_seconds(double bytes) const {
 std::string EmulatedGpu::describe() const {
   char buf[200];
   const double peak = flops_per_second() / efficiency() / 1e12;
+  // The convolutions' figure is the one conv_flops_per_second() uses: exact FP32 has its own.
+  const double conv = conv_flops_per_second() / (peak * 1e12);
   std::snprintf(buf, sizeof buf, "%s %s %.1f TFLOP/s x %.2f (conv x %.2f) + element-wise x%.2f at %.0f GB/s",
                 spec.name.c_str(), tflops_override > 0 ? "custom" : enum_name(precision), peak, efficiency(),
-                spec.conv_efficiency, act_traffic(), spec.hbm_gbps);
+                conv, act_traffic(), spec.hbm_gbps);
   return buf;
 }
 

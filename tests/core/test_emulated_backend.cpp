@@ -40,6 +40,11 @@ TEST(EmulatedGpu, TableAndOverrides) {
   EXPECT_NEAR(g.elementwise_seconds(1e9), 1e9 * kMeasuredActTraffic / (3350e9 * 0.8), 1e-12);
   g.precision = GpuPrecision::Fp32;
   EXPECT_NEAR(g.conv_flops_per_second(), 67e12 * kMeasuredConvEfficiencyFp32, 1e9);
+  // The description names the convolutions' figure that applies: exact FP32 has its own.
+  EXPECT_NE(g.describe().find("(conv x 0.21)"), std::string::npos) << g.describe();
+  g.precision = GpuPrecision::Tf32;
+  EXPECT_NE(g.describe().find("(conv x 0.13)"), std::string::npos) << g.describe();
+  g.precision = GpuPrecision::Fp32;
   g.act_traffic_override = 0;
   EXPECT_EQ(g.elementwise_seconds(1e9), 0.0);
   g.act_traffic_override = 2;
