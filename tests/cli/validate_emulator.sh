@@ -20,6 +20,9 @@ check "bad --parts named" grep -q "choose from a, b, c" "$WORK/parts.log"
 if "$PY" "$VAL" --parts b --fixtures tests/fixtures/step_h100/gpt2-tf32.json --bin "$TT" --out "$WORK/val" \
     >"$WORK/val.log" 2>&1; then
   check "fixture row" grep -qE "^\| b \| gpt2 tf32 on h100 .*\| pass" "$WORK/val/validation.md"
+  check "a fixture row names each pass's error" "$PY" -c "import json,re,sys
+r = json.load(open(sys.argv[1]))['rows'][0]
+assert re.match(r'forward [+-][0-9]+%, backward [+-][0-9]+%: ', r['cause']), r['cause']" "$WORK/val/validation.json"
 else
   echo "FAIL: validate_emulator.py --parts b"; tail -20 "$WORK/val.log"; fails=$((fails + 1))
 fi
