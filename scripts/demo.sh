@@ -10,29 +10,37 @@
 #      modelled 3.36 GB/s per core, and every message is a real sealed token. Here cc costs many times
 #      off, as Lee et al. measured on H100s, and fast removes almost all of it; the demo fails (exit 1)
 #      unless cc >= 5x off and fast <= 1.2x off. These numbers are the same on any machine.
-# Idempotent; safe to re-run. Under 3 minutes after the build on 2 cores.
+# Idempotent; safe to re-run. About a minute after the build on 2 cores.
 #   STEPS=200 RANKS=4 scripts/demo.sh     # longer / wider real-compute part
 #   EMU_MODEL=gpt2 scripts/demo.sh        # another model for the emulated part
+#   DEMO_PART=real|emulated scripts/demo.sh   # one part only (default: both)
+#   TEETRAIN=PATH DEMO_CACHE=DIR DEMO_OUT=DIR scripts/demo.sh   # a built binary (no install, no build),
+#                                         # data, keys and identities in DIR, results in DIR (the tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-scripts/build.sh release teetrain
+if [[ -z "${TEETRAIN:-}" ]]; then
+  scripts/install-deps.sh
+  scripts/build.sh release teetrain
+fi
 start=$SECONDS  # the demo itself, after the build
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_pml=ob1
-TT=build/teetrain
+TT="${TEETRAIN:-build/teetrain}"
 steps="${STEPS:-40}"
 ranks="${RANKS:-2}"
 emu_model="${EMU_MODEL:-gpt2-medium}"
 emu_ranks=4
-out=runs/demo
-mkdir -p "$out/emu" data-cache
+part="${DEMO_PART:-both}"
+case "$part" in both | real | emulated) ;; *) echo "demo: DEMO_PART=$part: choose real, emulated or both" >&2; exit 2;; esac
+out="${DEMO_OUT:-runs/demo}"
+cache="${DEMO_CACHE:-data-cache}"
+mkdir -p "$out/emu" "$cache"
 
-[[ -f data-cache/fortunes_train.bin ]] || $TT prepare-text --out data-cache --name fortunes
-[[ -f data-cache/teetrain.key ]] || $TT keygen --out data-cache/teetrain.key
-[[ -f data-cache/sealed/fortunes_train.bin.sealed ]] || $TT seal-data --data data-cache/fortunes --out data-cache/sealed
+[[ -f $cache/fortunes_train.bin ]] || $TT prepare-text --out "$cache" --name fortunes
+[[ -f $cache/teetrain.key ]] || $TT keygen --out "$cache/teetrain.key"
+[[ -f $cache/sealed/fortunes_train.bin.sealed ]] || $TT seal-data --data "$cache/fortunes" --out "$cache/sealed" --key-file "$cache/teetrain.key"
 # The emulated GPU vendor certifies one device identity per rank (idempotent: issues only missing
 # ones); TEE ranks attest to each other with them before any key is agreed.
-$TT provision --out data-cache/vendor --devices "$((ranks > emu_ranks ? ranks : emu_ranks))" >/dev/null
+$TT provision --out "$cache/vendor" --devices "$((ranks > emu_ranks ? ranks : emu_ranks))" >/dev/null
 
 cpu=$(sed -n 's/^model name[[:space:]]*: *//p' /proc/cpuinfo | head -1)
 echo "== machine: $(nproc) cores, ${cpu:-unknown CPU}"
@@ -42,17 +50,14 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a/b}'; }
 
 # ---- 1. Real CPU compute ---------------------------------------------------------------------------
 common=(train --model gpt2-mini --steps "$steps" --batch 8 --seq 128 --lr 2e-3 --warmup 10 --seed 1
-        --val-batches 4 --no-progress --key-file data-cache/teetrain.key
-        --trust-root data-cache/vendor/vendor_root.crt --device-identity 'data-cache/vendor/device_{rank}.pem')
+        --val-batches 4 --no-progress --key-file "$cache/teetrain.key"
+        --trust-root "$cache/vendor/vendor_root.crt" --device-identity "$cache/vendor/device_{rank}.pem")
 run() { # mode data extra...
   local mode="$1" data="$2"; shift 2
   echo "== $ranks ranks, --tee $mode: mpirun -np $ranks $TT ${common[*]} --tee $mode --data $data $*"
   mpirun --oversubscribe -np "$ranks" $TT "${common[@]}" --tee "$mode" --data "$data" \
     --summary "$out/$mode.json" --metrics "$out/$mode.jsonl" "$@"
 }
-run off data-cache/fortunes
-run cc data-cache/sealed/fortunes
-run fast data-cache/sealed/fortunes --save-every "$steps" --ckpt-dir "$out/ckpt"
 
 real_table() {
   echo "== Real CPU compute (gpt2-mini, $ranks ranks, $steps steps, batch 8 x 128): the TEE costs little, because slow CPU compute hides it"
@@ -65,16 +70,23 @@ real_table() {
       "$(field "$out/$m.json" final_loss)" "$(field "$out/$m.json" params_sha256)"
   done
 }
-sha_off=$(field "$out/off.json" params_sha256)
-if ! [[ "$(field "$out/cc.json" params_sha256)" == "$sha_off" && "$(field "$out/fast.json" params_sha256)" == "$sha_off" ]]; then
-  real_table
-  echo "ERROR: parameters differ between TEE modes" >&2
-  exit 1
-fi
-echo
-echo "== sample from the sealed checkpoint of the fast run"
-$TT sample --ckpt "$out/ckpt" --key-file data-cache/teetrain.key --prompt "The " --tokens 160
-echo
+real_part() {
+  run off "$cache/fortunes"
+  run cc "$cache/sealed/fortunes"
+  run fast "$cache/sealed/fortunes" --save-every "$steps" --ckpt-dir "$out/ckpt"
+  local sha_off
+  sha_off=$(field "$out/off.json" params_sha256)
+  if ! [[ "$(field "$out/cc.json" params_sha256)" == "$sha_off" && "$(field "$out/fast.json" params_sha256)" == "$sha_off" ]]; then
+    real_table
+    echo "ERROR: parameters differ between TEE modes" >&2
+    exit 1
+  fi
+  echo
+  echo "== sample from the sealed checkpoint of the fast run"
+  $TT sample --ckpt "$out/ckpt" --key-file "$cache/teetrain.key" --prompt "The " --tokens 160
+  echo
+}
+if [[ $part != emulated ]]; then real_part; fi  # (not `a || f`: set -e would not apply inside f)
 
 # ---- 2. Emulated H100 compute ----------------------------------------------------------------------
 # The reproduction grid's emulated settings (tools/reproduce.py, docs/reproducing.md): batch 4 x 1024
@@ -87,9 +99,8 @@ echo
 cc_us="${CC_TRANSFER_US:-8320.8}"
 emu=(train --model "$emu_model" --batch 4 --seq 1024 --bucket-mb 25 --overlap on --timing-warmup 1 --seed 1
      --val-batches 0 --no-progress --compute emulate --gpu h100 --link emulate --cc-transfer-us "$cc_us"
-     --key-file data-cache/teetrain.key
-     --trust-root data-cache/vendor/vendor_root.crt --device-identity 'data-cache/vendor/device_{rank}.pem')
-echo "== emulated H100 compute: mpirun --oversubscribe -np $emu_ranks $TT ${emu[*]} --tee MODE --steps N --data D"
+     --key-file "$cache/teetrain.key"
+     --trust-root "$cache/vendor/vendor_root.crt" --device-identity "$cache/vendor/device_{rank}.pem")
 emu_run() { # name mode timed-steps data extra...
   local name="$1" mode="$2" n="$3" data="$4"; shift 4
   if ! mpirun --oversubscribe -np "$emu_ranks" $TT "${emu[@]}" --tee "$mode" --steps "$((n + 1))" --data "$data" \
@@ -100,10 +111,6 @@ emu_run() { # name mode timed-steps data extra...
   fi
   echo "   $name: $(field "$out/emu/$name.json" step_s_mean) s/step"
 }
-emu_run off off 2 data-cache/fortunes
-emu_run fast fast 2 data-cache/sealed/fortunes
-emu_run cc cc 2 data-cache/sealed/fortunes
-emu_run cc-own cc 2 data-cache/sealed/fortunes --cc-transfer-us 0
 
 emu_table() {
   echo "== Emulated H100 compute ($emu_model, $emu_ranks ranks, batch 4 x 1024, 25 MiB buckets): at GPU speed cc costs many times off, and fast removes almost all of it"
@@ -124,25 +131,38 @@ emu_table() {
   echo "   platform's numbers, the same on any machine; the host seals at 3.36 GB/s per core, one core per rank.)"
 }
 # The point of the demo, checked: cc >= 5x off and fast <= 1.2x off on emulated GPU-speed compute.
-off_s=$(field "$out/emu/off.json" step_s_mean)
-cc_x=$(ratio "$(field "$out/emu/cc.json" step_s_mean)" "$off_s")
-fast_x=$(ratio "$(field "$out/emu/fast.json" step_s_mean)" "$off_s")
-if ! awk -v c="$cc_x" -v f="$fast_x" 'BEGIN{exit !(c >= 5 && f <= 1.2)}'; then
-  emu_table
-  echo "ERROR: on emulated H100 compute expected cc >= 5x off and fast <= 1.2x off, computed cc ${cc_x}x and" \
-       "fast ${fast_x}x (logs: $out/emu/*.log)" >&2
-  exit 1
-fi
+emulated_part() {
+  echo "== emulated H100 compute: mpirun --oversubscribe -np $emu_ranks $TT ${emu[*]} --tee MODE --steps N --data D"
+  emu_run off off 2 "$cache/fortunes"
+  emu_run fast fast 2 "$cache/sealed/fortunes"
+  emu_run cc cc 2 "$cache/sealed/fortunes"
+  emu_run cc-own cc 2 "$cache/sealed/fortunes" --cc-transfer-us 0
+  local off_s
+  off_s=$(field "$out/emu/off.json" step_s_mean)
+  cc_x=$(ratio "$(field "$out/emu/cc.json" step_s_mean)" "$off_s")
+  fast_x=$(ratio "$(field "$out/emu/fast.json" step_s_mean)" "$off_s")
+  if ! awk -v c="$cc_x" -v f="$fast_x" 'BEGIN{exit !(c >= 5 && f <= 1.2)}'; then
+    emu_table
+    echo "ERROR: on emulated H100 compute expected cc >= 5x off and fast <= 1.2x off, computed cc ${cc_x}x and" \
+         "fast ${fast_x}x (logs: $out/emu/*.log)" >&2
+    exit 1
+  fi
+}
+if [[ $part != real ]]; then emulated_part; fi
 
 echo
 echo "== machine: $(nproc) cores, ${cpu:-unknown CPU}"
 echo
-real_table
-echo "all three runs produced bit-identical parameters: sealing never changes the arithmetic"
-echo
-emu_table
-echo "check passed: on emulated H100 compute cc costs ${cc_x}x off (>= 5x) and fast ${fast_x}x off (<= 1.2x)"
-echo
+if [[ $part != emulated ]]; then
+  real_table
+  echo "all three runs produced bit-identical parameters: sealing never changes the arithmetic"
+  echo
+fi
+if [[ $part != real ]]; then
+  emu_table
+  echo "check passed: on emulated H100 compute cc costs ${cc_x}x off (>= 5x) and fast ${fast_x}x off (<= 1.2x)"
+  echo
+fi
 echo "Summaries: $out/{off,cc,fast}.json (real), $out/emu/*.json and *.log (emulated); per-step metrics:" \
      "$out/*.jsonl; sealed checkpoint: $out/ckpt"
 echo "demo done in $((SECONDS - start)) s after the build"

@@ -14,10 +14,6 @@ MPI=(mpirun --allow-run-as-root --oversubscribe -np 4)
 emu=(train --model gpt2-mini --data "$WORK/data/tiny" --batch 2 --seq 64 --bucket-mb 25 --overlap on
      --steps 3 --timing-warmup 1 --seed 1 --val-batches 0 --no-progress --compute emulate --gpu h100
      --link emulate --cc-transfer-us 8320.8 --allow-plain-data "${TRUST[@]}")
-expect() { # expect MESSAGE command...: the command succeeds
-  local msg="$1"; shift
-  if "$@"; then passes=$((passes + 1)); else echo "FAIL: $msg"; fails=$((fails + 1)); fi
-}
 for mode in off cc fast; do
   if "${MPI[@]}" "$TT" "${emu[@]}" --tee "$mode" --summary "$WORK/$mode.json" >"$WORK/$mode.log" 2>&1 \
       && [[ -s "$WORK/$mode.json" ]]; then
@@ -26,14 +22,14 @@ for mode in off cc fast; do
     echo "FAIL: emulated --tee $mode run (or its summary)"; tail -8 "$WORK/$mode.log"; fails=$((fails + 1))
     continue
   fi
-  expect "$mode: no COMPUTE EMULATED banner" grep -q "COMPUTE EMULATED" "$WORK/$mode.log"
+  check "$mode: no COMPUTE EMULATED banner" grep -q "COMPUTE EMULATED" "$WORK/$mode.log"
   expect_eq "$(json_field "$WORK/$mode.json" compute)" emulate "$mode: summary's compute"
   expect_eq "$(json_field "$WORK/$mode.json" world_size)" 4 "$mode: summary's world_size"
   expect_eq "$(json_field "$WORK/$mode.json" timed_steps)" 2 "$mode: summary's timed_steps"
 done
 if [[ -s "$WORK/off.json" && -s "$WORK/cc.json" && -s "$WORK/fast.json" ]]; then
   # Only the CPU-sealed ring crosses bounce buffers; off and fast travel over emulated links.
-  expect "off: not over emulated links" grep -q '"gradient_path": "[^"]*emulated-link' "$WORK/off.json"
+  check "off: not over emulated links" grep -q '"gradient_path": "[^"]*emulated-link' "$WORK/off.json"
   expect_eq "$(json_field "$WORK/off.json" cc_transfer_us)" 0.0 "off pays no per-crossing cost"
   expect_eq "$(json_field "$WORK/fast.json" cc_transfer_us)" 0.0 "fast pays no per-crossing cost"
   expect_ne "$(json_field "$WORK/cc.json" cc_transfer_us)" 0.0 "cc pays the per-crossing cost"
@@ -41,7 +37,7 @@ if [[ -s "$WORK/off.json" && -s "$WORK/cc.json" && -s "$WORK/fast.json" ]]; then
   cc=$(json_field "$WORK/cc.json" step_s_mean)
   fast=$(json_field "$WORK/fast.json" step_s_mean)
   echo "emulated step times (gpt2-mini, 4 ranks): off $off s, cc $cc s, fast $fast s"
-  expect "cc's step ($cc s) is not longer than off's ($off s)" awk -v a="$cc" -v b="$off" 'BEGIN{exit !(a > b)}'
-  expect "cc's step ($cc s) is not longer than fast's ($fast s)" awk -v a="$cc" -v b="$fast" 'BEGIN{exit !(a > b)}'
+  check "cc's step ($cc s) is not longer than off's ($off s)" awk -v a="$cc" -v b="$off" 'BEGIN{exit !(a > b)}'
+  check "cc's step ($cc s) is not longer than fast's ($fast s)" awk -v a="$cc" -v b="$fast" 'BEGIN{exit !(a > b)}'
 fi
 finish

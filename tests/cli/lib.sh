@@ -59,6 +59,11 @@ flip_byte() {
   printf "\\x$(printf %02x $((b ^ 0xff)))" | dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null
 }
 
+# check NAME COMMAND...: the command succeeds.
+check() {
+  local name="$1"; shift
+  if "$@"; then passes=$((passes + 1)); else echo "FAIL: $name"; fails=$((fails + 1)); fi
+}
 expect_eq() {
   if [[ "$1" == "$2" ]]; then passes=$((passes + 1)); else echo "FAIL: $3: '$1' != '$2'"; fails=$((fails + 1)); fi
 }

@@ -7,11 +7,6 @@ source "$(dirname "$0")/lib.sh" "$@"
 PY=/usr/bin/python3
 [[ -x $PY ]] || PY=python3
 VAL="$(dirname "$0")/../../tools/validate_emulator.py"
-check() {  # check NAME CONDITION...
-  local name="$1"; shift
-  if "$@"; then passes=$((passes + 1)); else echo "FAIL: $name"; fails=$((fails + 1)); fi
-}
-
 check "--help" "$PY" "$VAL" --help >/dev/null
 "$PY" "$VAL" --parts x --bin "$TT" >"$WORK/parts.log" 2>&1 && st=0 || st=$?
 check "bad --parts refused" test "$st" -ne 0
