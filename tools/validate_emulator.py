@@ -108,8 +108,8 @@ def part_a(args):
             if spread < 0.1:
                 cause = ("the rank's communication and crypto threads share its cores with compute, which the "
                          "profile (compute only) does not see" if P > 1 else
-                         "the profile's rates are each op's alone, warm; the step's ops follow each other on "
-                         "other buffers")
+                         "the profile times its row kernels, AdamW and the per-op cost each alone (only the "
+                         "matmuls in a step's order, on each layer's own operands)")
             rows.append(row("a", f"gpt2-mini P={P} --tee {mode} ({threads} thread/rank; real: median of "
                                  f"{len(real)}, spread {spread:.0%})", emu, statistics.median(real), cause))
     return rows
@@ -136,7 +136,7 @@ def part_b(args):
         cause = f"{passes}: "
         if name.startswith("resnet"):
             cause += ("exact FP32 convolutions at one efficiency (0.21 of peak, no tile term: CUDA cores); cuDNN's "
-                      "FP32 algorithms differ per layer shape and the fixture has no per-layer times to model that"
+                      "FP32 kernels differ per layer shape and the fixture has no per-layer times to model that"
                       if prec == "fp32" else
                       "tensor-core convolutions: 0.128 of peak over the whole 128 x 256 tiles of each implicit GEMM; "
                       "cuDNN's per-layer choices beyond tile fill are not modelled")

@@ -27,6 +27,10 @@ fi
 make_corpus
 check "profile has the memory rate" "$PY" -c "import json,sys; p=json.load(open(sys.argv[1]))
 assert p['memory_gbps'] > 0 and p['cache_bytes'] > 0" "$WORK/host.json"
+# The matmuls are timed as a step calls them: one operand set per layer of the model (gpt2-mini: 4).
+check "profile's matmuls over the model's layers" "$PY" -c "import json,sys
+m=json.load(open(sys.argv[1]))['measured']; assert m['matmul_layers'] == 4 and m['matmul_gflops'] > 0, m" \
+  "$WORK/host.json"
 # Under mpirun the ranks measure in lockstep and rank 0 alone reports and writes the profile.
 mpirun --allow-run-as-root --oversubscribe -np 2 "$TT" bench host-profile --model gpt2-mini --reps 3 \
   --out "$WORK/host2.json" >"$WORK/host2.log" 2>&1

@@ -90,23 +90,45 @@ DeviceBuffer floats(Backend& be, std::size_t n) {
   return b;
 }
 
-// FLOP/s of the transformer's matmuls at (N = B*T rows, C): qkv, attention projection, MLP up and
-// down, forward and backward (input and weight gradients), FLOPs over the summed median times.
-double matmul_flops_per_s(Backend& be, int reps, int N, int C) {
+// FLOP/s of the transformer's matmuls at (N = B*T rows, C) as a step calls them: qkv, attention
+// projection, MLP up and down of each of `layers` layers, each layer with operands of its own, every
+// layer's forward in order, then every layer's backward (input and weight gradients) in reverse; FLOPs
+// over the two passes' median times. Timing each shape alone on one operand set, called back to back,
+// keeps its weights in cache and ran 12-18% faster (gpt2-mini, 1 thread: 120 against 102-108 GFLOP/s)
+// than the step's own matmuls, 106.5 GFLOP/s measured inside a real step (docs/reproducing.md).
+double matmul_flops_per_s(Backend& be, int reps, int N, int C, int layers) {
+  struct Operands {
+    int IC, OC;
+    DeviceBuffer in, w, out, din, dw;
+  };
   const int shapes[][2] = {{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}};
-  double flops = 0, seconds = 0;
-  for (const auto& s : shapes) {
-    const int IC = s[0], OC = s[1];
-    const auto n = static_cast<std::size_t>(N);
-    const auto ic = static_cast<std::size_t>(IC), oc = static_cast<std::size_t>(OC);
-    DeviceBuffer in = floats(be, n * ic), w = floats(be, ic * oc), out = floats(be, n * oc),
-                 din = floats(be, n * ic), dw = floats(be, ic * oc);
-    seconds += median_seconds(be, reps, [&] { be.matmul_forward(f(out), f(in), f(w), nullptr, N, IC, OC); });
-    seconds += median_seconds(
-        be, reps, [&] { be.matmul_backward(f(din), f(dw), nullptr, f(out), f(in), f(w), N, IC, OC); });
-    flops += 3.0 * 2.0 * N * IC * OC;
+  const auto n = static_cast<std::size_t>(N);
+  std::vector<Operands> ops;  // in call order: layer 0's four matmuls, then layer 1's, ...
+  double flops = 0;
+  for (int l = 0; l < layers; ++l) {
+    for (const auto& s : shapes) {
+      const auto ic = static_cast<std::size_t>(s[0]), oc = static_cast<std::size_t>(s[1]);
+      ops.push_back({s[0], s[1], floats(be, n * ic), floats(be, ic * oc), floats(be, n * oc),
+                     floats(be, n * ic), floats(be, ic * oc)});
+      flops += 3.0 * 2.0 * N * s[0] * s[1];
+    }
   }
-  return flops / seconds;
+  const double fwd = median_seconds(be, reps, [&] {
+    for (Operands& o : ops) be.matmul_forward(f(o.out), f(o.in), f(o.w), nullptr, N, o.IC, o.OC);
+  });
+  const double bwd = median_seconds(be, reps, [&] {
+    for (auto o = ops.rbegin(); o != ops.rend(); ++o)
+      be.matmul_backward(f(o->din), f(o->dw), nullptr, f(o->out), f(o->in), f(o->w), N, o->IC, o->OC);
+  });
+  return flops / (fwd + bwd);
+}
+
+// The layers matmul_flops_per_s runs: the model's, or as many as fit kMatmulOperandBytes (a working
+// set that large is far beyond any cache: more layers would not change the rate, only the memory).
+int matmul_layers(int n_layer, int N, int C) {
+  constexpr double kMatmulOperandBytes = 512.0 * (1 << 20);
+  const double per_layer = 4.0 * (24.0 * C * C + 23.0 * N * C);  // w and dw; in, out and din
+  return std::max(1, std::min(n_layer, static_cast<int>(kMatmulOperandBytes / per_layer)));
 }
 
 // Bytes/s of the transformer's row kernels at its activations (N rows, C columns) — layer norm and
@@ -222,7 +244,8 @@ GpuSpec measure_profile(const HostProfileOptions& o, nlohmann::json& measured) {
     throw InputError("--model: host-profile measures transformer shapes; choose a gpt2 or bert model");
   std::unique_ptr<Backend> be = make_backend(backend_options(DeviceKind::Cpu, o.threads));
   const int C = mc["n_embd"].get<int>(), N = o.batch * o.seq;
-  const double mm = matmul_flops_per_s(*be, o.reps, N, C);
+  const int layers = matmul_layers(mc["n_layer"].get<int>(), N, C);
+  const double mm = matmul_flops_per_s(*be, o.reps, N, C, layers);
   const double ew = row_kernel_bytes_per_s(*be, o.reps, N, C);
   const auto params = mc["params"].get<std::size_t>();
   const double mem = elementwise_bytes_per_s(*be, std::max(3, o.reps / 4), params);
@@ -253,6 +276,7 @@ GpuSpec measure_profile(const HostProfileOptions& o, nlohmann::json& measured) {
               {"seq", o.seq},
               {"threads", o.threads},
               {"matmul_gflops", mm / 1e9},
+              {"matmul_layers", layers},
               {"elementwise_gbps", ew / 1e9},
               {"optimizer_gbps", opt / 1e9},
               {"memory_elementwise_gbps", mem / 1e9},
@@ -269,7 +293,8 @@ void run_host_profile(const HostProfileOptions& o) {
   nlohmann::json j = platform_profile_json(g);
   j["about"] = "This machine measured by `teetrain bench host-profile` (" + o.model.name + " shapes, batch " +
                std::to_string(o.batch) + " x " + std::to_string(o.seq) + ", " + std::to_string(o.threads) +
-               " thread(s)): matmuls at the transformer's shapes (peak, efficiency 1), its row kernels at "
+               " thread(s)): matmuls at the transformer's shapes, each layer's own, in a step's order (peak, "
+               "efficiency 1), its row kernels at "
                "the activations: layer norm, GELU and a residual add (hbm_gbps = their rate / 0.8; "
                "memory_gbps: an add over the parameters, which ops larger than cache_bytes, the threads' "
                "L2, run at), AdamW per tensor after the model's backward, 1 MiB copies (the link), "
@@ -374,8 +399,10 @@ void register_bench_host_profile(CLI::App* bench) {
   auto o = std::make_shared<HostProfileOptions>();
   auto* c = bench->add_subcommand(
       "host-profile",
-      "Measure this machine as a platform profile for `train --compute emulate --gpu FILE.json`: matmul, "
-      "element-wise (the row kernels at the activations', an add at the parameters' size), optimizer, copy "
+      "Measure this machine as a platform profile for `train --compute emulate --gpu FILE.json`: matmul "
+      "(each "
+      "layer's own operands, in a step's order), element-wise (the row kernels at the activations', an add "
+      "at the parameters' size), optimizer, copy "
       "and AES-GCM rates of the CPU backend at a transformer's shapes. Under `mpirun -np P` the P ranks "
       "measure in lockstep "
       "(each rank's share of the machine, contending as a P-rank step's ranks do) and rank 0 writes --out");
