@@ -127,6 +127,18 @@ done
 
 [[ ${BENCH:-1} != 0 ]] && step_vs_torch tf32
 
+# 6. ResNet-50's convolutions layer by layer (batch 32, 224 px), exact FP32 and TF32: the per-layer times
+#    the emulator's convolution model can be checked against (docs/reproducing.md, "Validating the
+#    emulator", (b)); keep the two JSON files beside tests/fixtures/step_h100 as a fixture.
+if [[ ${BENCH:-1} != 0 ]]; then
+  for p in fp32 tf32; do
+    flag=(); [[ $p == tf32 ]] && flag=(--tf32)
+    stage "conv_layers_$p" 240 $TT bench conv --device cuda --model resnet50 --batch 32 --image-size 224 --reps 10 \
+      "${flag[@]}" --json "$OUTDIR/conv_layers_resnet50_$p.json"
+    row "resnet50 convolutions per step, $p" "$(grep -o 'per step: .*' "$OUTDIR/conv_layers_$p.log")"
+  done
+fi
+
 echo
 cat "$OUTDIR/stages.txt"
 echo

@@ -195,6 +195,7 @@ void EmulatedBackend::sgd_update(float*, const float*, float*, std::size_t n, co
 // weight gradient M = OC, N = IC*KH*KW, K = B*OH*OW. Their shapes decide the tiles they fill.
 void EmulatedBackend::conv2d_forward(float*, const float*, const float*, const float* bias, float*,
                                      const Conv2dShape& s) {
+  if (conv_log_ != nullptr) conv_log_->push_back(s);
   const double pixels = d(s.B) * d(s.OH()) * d(s.OW()), taps = d(s.IC) * d(s.KH) * d(s.KW);
   charge(EmulatedWork::Conv, gpu_.conv_gemm_flops(pixels, d(s.OC), taps));
   if (bias != nullptr) charge_elementwise_floats(2.0 * pixels * d(s.OC));

@@ -24,6 +24,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/backend.h"
 #include "core/emulated/aliased_memory.h"
@@ -60,6 +61,9 @@ class EmulatedBackend final : public Backend {
   void reset_seconds();
   // Transformer kernels (Launch::RowKernel) charged since the last reset_seconds().
   long kernels() const { return kernels_.load(); }
+  // Appends the shape of every convolution forward to `log` from now on (null: stop): a model's
+  // layers as its forward calls them (`teetrain bench conv`).
+  void log_convs(std::vector<Conv2dShape>* log) { conv_log_ = log; }
 
   void* allocate(std::size_t bytes) override { return memory_.allocate(bytes); }
   void deallocate(void* p) noexcept override { memory_.deallocate(p); }
@@ -148,6 +152,7 @@ class EmulatedBackend final : public Backend {
   std::thread::id compute_thread_ = std::this_thread::get_id();
   std::array<std::atomic<double>, kEmulatedWorkKinds> seconds_{};
   std::atomic<long> kernels_{0};  // the comm thread charges too
+  std::vector<Conv2dShape>* conv_log_ = nullptr;
 };
 
 }  // namespace tt

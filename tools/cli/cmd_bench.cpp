@@ -688,13 +688,15 @@ void register_bench(CLI::App& app) {
   auto* bench = app.add_subcommand(
       "bench",
       "Benchmarks: allreduce (our ring vs MPI), step (one training step), crypto (seal/open GB/s), "
-      "host-profile (this machine as an emulator platform)");
+      "host-profile (this machine as an emulator platform), emulated-step (the emulator's step), conv (a "
+      "model's convolutions layer by layer)");
   bench->require_subcommand(1);
   register_bench_allreduce(bench);
   register_bench_step(bench);
   register_bench_crypto(bench);
   register_bench_host_profile(bench);
   register_bench_emulated_step(bench);
+  register_bench_conv(bench);
 }
 
 }  // namespace tt::cli

@@ -344,10 +344,10 @@ void run_emulated_step(const EmulatedStepOptions& o) {
   be.reset_seconds();
   model->zero_grad();
   model->forward(b);
-  const double fwd = be.seconds();
+  const double fwd = be.seconds(), fwd_conv = be.seconds(EmulatedWork::Conv);
   be.reset_seconds();
   model->backward({});
-  const double bwd = be.seconds();
+  const double bwd = be.seconds(), bwd_conv = be.seconds(EmulatedWork::Conv);
   be.reset_seconds();
   const std::size_t n = model->num_params();
   if (image) {
@@ -364,6 +364,8 @@ void run_emulated_step(const EmulatedStepOptions& o) {
                          {"forward_s", fwd},
                          {"backward_s", bwd},
                          {"optimizer_s", opt},
+                         {"forward_conv_s", fwd_conv},  // of forward_s and backward_s: the convolutions'
+                         {"backward_conv_s", bwd_conv},
                          {"step_s", fwd + bwd + opt},
                          {"backend", be.describe()}};
   std::printf("%s\n", j.dump(1).c_str());

@@ -12,6 +12,7 @@ void register_sample(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_bench_host_profile(CLI::App* bench);   // cmd_bench_profile.cpp
 void register_bench_emulated_step(CLI::App* bench);  // cmd_bench_profile.cpp
+void register_bench_conv(CLI::App* bench);           // cmd_bench_conv.cpp
 void register_attest(CLI::App& app);
 void register_provision(CLI::App& app);
 void register_verify_evidence(CLI::App& app);
