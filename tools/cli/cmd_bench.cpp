@@ -41,6 +41,7 @@
 #include "platform/platform.h"
 #include "tee/aead.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/json_file.h"
 #include "tools/cli/model_flags.h"
 #include "tools/cli/tee_options.h"
 #include "tools/cli/validators.h"
@@ -263,9 +264,7 @@ void write_allreduce_json(const AllreduceBenchOptions& o, const std::vector<benc
                    {"segment_bytes", segment_bytes},  // our rows' segments (0: whole chunks)
                    {"correct", r.correct}});
   }
-  std::ofstream f(o.json);
-  if (!f) throw InputError("--json " + o.json + ": cannot open for writing");
-  f << arr.dump(2) << '\n';
+  write_json_file("--json", o.json, arr);
 }
 
 // --calibrate: the cost model fitted to this run's ring, rd and rhd times, merged into the file under
@@ -456,9 +455,7 @@ double median_of(std::vector<double> v) {
 }
 
 void write_step_json(const StepBenchOptions& o, const nlohmann::json& j) {
-  std::ofstream out(o.json);
-  if (!out) throw InputError("--json " + o.json + ": cannot open for writing");
-  out << j.dump(2) << '\n';
+  write_json_file("--json", o.json, j);
 }
 
 void run_step(const StepBenchOptions& o) {
@@ -559,11 +556,7 @@ void run_crypto(const CryptoBenchOptions& o) {
       }
     }
   }
-  if (!o.json.empty()) {
-    std::ofstream f(o.json);
-    if (!f) throw InputError("--json " + o.json + ": cannot open for writing");
-    f << arr.dump(2) << '\n';
-  }
+  if (!o.json.empty()) write_json_file("--json", o.json, arr);
 }
 
 void register_bench_allreduce(CLI::App* bench) {

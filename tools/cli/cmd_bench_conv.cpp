@@ -18,6 +18,7 @@
 #include "engine/train_options.h"
 #include "models/model_registry.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/json_file.h"
 #include "tools/cli/model_flags.h"
 #include "tools/cli/validators.h"
 
@@ -159,8 +160,6 @@ void run_conv_bench(const ConvBenchOptions& o) {
   std::printf("per step: forward %.3f ms, dgrad %.3f ms, wgrad %.3f ms (convolutions only)\n", total[0] * 1e3,
               total[1] * 1e3, total[2] * 1e3);
   if (o.json.empty()) return;
-  std::ofstream out(o.json);
-  if (!out) throw InputError("--json " + o.json + ": cannot open for writing");
   const nlohmann::json j{{"model", model_config_json(o.model)},
                          {"batch", o.batch},
                          {"backend", timer.backend->describe()},
@@ -169,7 +168,7 @@ void run_conv_bench(const ConvBenchOptions& o) {
                          {"step_forward_s", total[0]},
                          {"step_dgrad_s", total[1]},
                          {"step_wgrad_s", total[2]}};
-  out << j.dump(1) << '\n';
+  write_json_file("--json", o.json, j);
 }
 
 }  // namespace

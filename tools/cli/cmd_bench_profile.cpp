@@ -25,6 +25,7 @@
 #include "models/model_registry.h"
 #include "tee/aead.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/json_file.h"
 #include "tools/cli/model_flags.h"
 #include "tools/cli/validators.h"
 
@@ -306,10 +307,7 @@ void run_host_profile(const HostProfileOptions& o) {
   if (world().rank != 0) return;
   std::printf("# teetrain bench host-profile: %s\n%s\n", o.out.empty() ? "(no --out)" : o.out.c_str(),
               measured.dump(1).c_str());
-  if (o.out.empty()) return;
-  std::ofstream out(o.out);
-  if (!out) throw InputError("--out " + o.out + ": cannot open for writing");
-  out << j.dump(2) << '\n';
+  if (!o.out.empty()) write_json_file("--out", o.out, j);
 }
 
 struct EmulatedStepOptions {
@@ -369,10 +367,7 @@ void run_emulated_step(const EmulatedStepOptions& o) {
                          {"step_s", fwd + bwd + opt},
                          {"backend", be.describe()}};
   std::printf("%s\n", j.dump(1).c_str());
-  if (o.json.empty()) return;
-  std::ofstream out(o.json);
-  if (!out) throw InputError("--json " + o.json + ": cannot open for writing");
-  out << j.dump(2) << '\n';
+  if (!o.json.empty()) write_json_file("--json", o.json, j);
 }
 
 }  // namespace

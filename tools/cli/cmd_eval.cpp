@@ -12,6 +12,7 @@
 #include "engine/key_file.h"
 #include "engine/sealed_codec.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/json_file.h"
 #include "tools/cli/model_flags.h"
 #include "tools/cli/validators.h"
 
@@ -78,12 +79,10 @@ void run_eval(const EvalOptions& o) {
               mo.name.c_str(), meta.step, img.test_source().c_str(), static_cast<unsigned long long>(n), loss,
               100.0 * acc, correct);
   if (!o.json.empty()) {
-    std::ofstream f(o.json);
-    if (!f) throw InputError("--json " + o.json + ": cannot open for writing");
     const nlohmann::json j = {
         {"model", mo.name}, {"step", meta.step}, {"data", img.test_source()}, {"images", n},
         {"loss", loss},     {"accuracy", acc},   {"correct", correct},        {"checkpoint", dir.string()}};
-    f << j.dump(2) << '\n';
+    write_json_file("--json", o.json, j);
   }
 }
 

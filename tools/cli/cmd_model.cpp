@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "study/scaling_model.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/json_file.h"
 #include "tools/cli/validators.h"
 
 namespace tt::cli {
@@ -106,11 +107,7 @@ void register_model_cmd(CLI::App& app) {
     print_costs(report);
     print_points(report);
     print_projection(report);
-    if (!json_out->empty()) {
-      std::ofstream f(*json_out);
-      if (!f) throw InputError("--json " + *json_out + ": cannot open for writing");
-      f << report.dump(2) << '\n';
-    }
+    if (!json_out->empty()) write_json_file("--json", *json_out, report);
   });
 }
 

@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "engine/training_run.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/json_file.h"
 #include "tools/cli/run_report.h"
 #include "tools/cli/train_flags.h"
 
@@ -44,9 +45,7 @@ void print_result(const RunDescription& d, const TrainResult& r, const RunReport
 }
 
 void write_summary(const std::string& path, const nlohmann::json& summary) {
-  std::ofstream f(path);
-  if (!f) throw InputError("--summary " + path + ": cannot open for writing");
-  f << summary.dump(2) << '\n';
+  write_json_file("--summary", path, summary);
 }
 
 // The CLI's part: let the engine build the run, train, report. `key_file_given`: --key-file was on
