@@ -3,8 +3,9 @@
 // Descriptors and algorithm choices are cached per shape (ConvPlan). Each direction tries the
 // deterministic algorithms in a fixed order of preference: the GEMM-based ones first (precise, and
 // the same algorithm for every shape, so a step's time follows from its shapes), then Winograd/FFT
-// variants (deterministic but less precise) only where cuDNN reports the former unsupported. TF32 tensor cores are allowed (CUDNN_DEFAULT_MATH) only when the
-// backend was created with tf32; otherwise CUDNN_FMA_MATH keeps full FP32 arithmetic.
+// variants (deterministic but less precise) only where cuDNN reports the former unsupported. TF32
+// tensor cores are allowed (CUDNN_DEFAULT_MATH) only when the backend was created with tf32;
+// otherwise CUDNN_FMA_MATH keeps full FP32 arithmetic.
 //
 // The workspace is the backend's own (grown to the largest need seen), so conv2d_workspace_floats
 // returns 0 and the caller's workspace argument is unused.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The run report adds up and counts right at P = 2 the training thread's phases account
+# The run report adds up and counts right: at P = 2 the training thread's phases account
 # for the measured step time, and the ring's seal/open counters follow docs/design.md §5's arithmetic:
 # per rank and bucket, scatter-reduce P-1 seals and P-1 opens; all-gather P-1 seals per hop (cc) or
 # 1 seal by the owner (forward-ciphertext all-gather), P-1 opens. --segment-kb larger than any chunk

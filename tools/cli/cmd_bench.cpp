@@ -34,12 +34,12 @@
 #include "engine/mlm_masking.h"
 #include "engine/optimizer.h"
 #include "engine/rank_links.h"
-#include "engine/run_plan.h"
 #include "engine/tee_session.h"
 #include "engine/trainer.h"
 #include "models/model_registry.h"
 #include "platform/platform.h"
 #include "tee/aead.h"
+#include "tools/cli/bench_common.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/json_file.h"
 #include "tools/cli/model_flags.h"
@@ -449,28 +449,15 @@ StepTimes time_steps(const StepBenchOptions& o, Backend& be, Model& model, Optim
   return t;
 }
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 void write_step_json(const StepBenchOptions& o, const nlohmann::json& j) {
   write_json_file("--json", o.json, j);
 }
 
 void run_step(const StepBenchOptions& o) {
-  TrainOptions as_train;  // train's checks of the same choices (--tf32 needs --device cuda)
-  as_train.compute.device = o.device;
-  as_train.compute.tf32 = o.tf32;
-  validate(as_train);
   const bool image = is_image_model(o.model);
   if (!image && o.model.stem != ResnetStem::Auto)
     throw InputError("--stem applies to image models (resnet*) only");
-  BackendOptions bo;
-  bo.device = o.device;
-  bo.threads = o.threads;
-  bo.tf32 = o.tf32;
-  std::unique_ptr<Backend> be = make_backend(bo);
+  std::unique_ptr<Backend> be = bench_backend(o.device, o.threads, o.tf32);
   const nlohmann::json mc = model_config_json(o.model);
   std::unique_ptr<Model> model = make_model(*be, o.model);
   model->init_params(1);

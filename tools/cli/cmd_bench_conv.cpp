@@ -1,22 +1,18 @@
 // `teetrain bench conv`: a model's convolutions layer by layer, each distinct shape's forward, input
 // gradient and weight gradient timed on a backend (bench/conv_bench.h), or, with --gpu, as the emulated
 // GPU charges them: the per-layer counterpart of `bench step` and `bench emulated-step`.
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "base/error.h"
 #include "bench/conv_bench.h"
-#include "core/backend_factory.h"
 #include "core/emulated/emulated_backend.h"
 #include "engine/platform_profile.h"
-#include "engine/run_plan.h"
-#include "engine/train_options.h"
 #include "models/model_registry.h"
+#include "tools/cli/bench_common.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/json_file.h"
 #include "tools/cli/model_flags.h"
@@ -42,13 +38,7 @@ std::vector<Conv2dShape> model_convs(const ConvBenchOptions& o) {
   EmulatedBackend be(EmulatedGpu{gpu_spec("h100"), GpuPrecision::Fp32}, EmulatedBackend::Timing::Account,
                      std::size_t{1} << 20);
   std::unique_ptr<Model> model = make_model(be, o.model);
-  const nlohmann::json mc = model_config_json(o.model);
-  const auto side = mc["image_size"].get<std::size_t>();
-  Batch b;
-  b.B = o.batch;
-  b.images.assign(static_cast<std::size_t>(o.batch) * mc["image_channels"].get<std::size_t>() * side * side,
-                  0.0f);
-  b.targets.assign(static_cast<std::size_t>(o.batch), 0);
+  const Batch b = placeholder_batch(model_config_json(o.model), true, o.batch, 0);
   model->reserve(o.batch, 0);
   std::vector<Conv2dShape> calls;
   be.log_convs(&calls);
@@ -80,28 +70,10 @@ Timer make_timer(const ConvBenchOptions& o) {
     t.backend = std::move(be);
     return t;
   }
-  TrainOptions as_train;  // train's checks of the same choices (--tf32 needs --device cuda)
-  as_train.compute.device = o.device;
-  as_train.compute.tf32 = o.tf32;
-  validate(as_train);
-  BackendOptions bo = backend_options(o.device, o.threads);
-  bo.tf32 = o.tf32;
-  t.backend = make_backend(bo);
+  t.backend = bench_backend(o.device, o.threads, o.tf32);
   Backend* be = t.backend.get();
   const int reps = o.reps;
-  t.seconds = [be, reps](const std::function<void()>& op) {
-    op();  // untimed: plans, workspaces, first touch
-    be->synchronize();
-    std::vector<double> s;
-    for (int i = 0; i < reps; ++i) {
-      const auto t0 = std::chrono::steady_clock::now();
-      op();
-      be->synchronize();
-      s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
-    std::sort(s.begin(), s.end());
-    return s[s.size() / 2];
-  };
+  t.seconds = [be, reps](const std::function<void()>& op) { return median_op_seconds(*be, reps, op); };
   return t;
 }
 

@@ -2,7 +2,8 @@
 // backend's own ops at a transformer's shapes (matmuls, element-wise, AdamW, copies, per-op overhead)
 // and AES-256-GCM, and writes them as a platform profile (engine/platform_profile.h) that
 // `teetrain train --compute emulate --gpu FILE.json` reads. Nothing in it is fitted to a training
-// step: each rate is one op kind's, measured by itself (AdamW in the cache state a backward leaves).
+// step: each rate is one op kind's, measured by itself (the matmuls in a step's order over the model's
+// layers, AdamW in the cache state a backward leaves).
 #include <mpi.h>
 #include <unistd.h>
 
@@ -24,6 +25,7 @@
 #include "engine/platform_profile.h"
 #include "models/model_registry.h"
 #include "tee/aead.h"
+#include "tools/cli/bench_common.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/json_file.h"
 #include "tools/cli/model_flags.h"
@@ -66,18 +68,7 @@ void lockstep() {
 
 // Median seconds of one call of `op` (after one untimed call), the ranks in lockstep.
 double median_seconds(Backend& be, int reps, const std::function<void()>& op) {
-  op();
-  be.synchronize();
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    lockstep();
-    const auto t0 = std::chrono::steady_clock::now();
-    op();
-    be.synchronize();
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return median_op_seconds(be, reps, op, lockstep);
 }
 
 float* f(DeviceBuffer& b) {
@@ -199,9 +190,9 @@ double optimizer_bytes_per_s(Backend& be, int reps, const ModelOptions& mo, int 
     be.synchronize();
     if (step > 1) t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
-  std::sort(t.begin(), t.end());
+  const double median = median_of(std::move(t));
   const double calls = static_cast<double>(model->params().size());
-  const double s = std::max(t[t.size() / 2] - calls * op_overhead_s, t[t.size() / 2] / 2);
+  const double s = std::max(median - calls * op_overhead_s, median / 2);
   return 28.0 * static_cast<double>(model->num_params()) / s;
 }
 
@@ -294,13 +285,12 @@ void run_host_profile(const HostProfileOptions& o) {
   nlohmann::json j = platform_profile_json(g);
   j["about"] = "This machine measured by `teetrain bench host-profile` (" + o.model.name + " shapes, batch " +
                std::to_string(o.batch) + " x " + std::to_string(o.seq) + ", " + std::to_string(o.threads) +
-               " thread(s)): matmuls at the transformer's shapes, each layer's own, in a step's order (peak, "
-               "efficiency 1), its row kernels at "
-               "the activations: layer norm, GELU and a residual add (hbm_gbps = their rate / 0.8; "
-               "memory_gbps: an add over the parameters, which ops larger than cache_bytes, the threads' "
-               "L2, run at), AdamW per tensor after the model's backward, 1 MiB copies (the link), "
-               "one-float adds (row_kernel_seconds), AES-256-GCM at 1 MiB (aead_gbps, "
-               "host.aead_gbps_per_core). Convolutions are not measured.";
+               " thread(s)): matmuls at the transformer's shapes, each layer's own, in a step's order "
+               "(peak, efficiency 1), its row kernels at the activations: layer norm, GELU and a residual "
+               "add (hbm_gbps = their rate / 0.8; memory_gbps: an add over the parameters, which ops larger "
+               "than cache_bytes, the threads' L2, run at), AdamW per tensor after the model's backward, "
+               "1 MiB copies (the link), one-float adds (row_kernel_seconds), AES-256-GCM at 1 MiB "
+               "(aead_gbps, host.aead_gbps_per_core). Convolutions are not measured.";
   j["measured"] = measured;
   j["host"] = {{"aead_gbps_per_core", measured["aes256gcm_gbps"].get<double>() / o.threads}};
   // Under mpirun every rank measured its share in lockstep; rank 0 reports and writes the profile.
@@ -327,17 +317,7 @@ void run_emulated_step(const EmulatedStepOptions& o) {
   std::unique_ptr<Model> model = make_model(be, o.model);
   const nlohmann::json mc = model_config_json(o.model);
   const bool image = is_image_model(o.model);
-  Batch b;
-  b.B = o.batch;
-  if (image) {
-    const auto side = mc["image_size"].get<std::size_t>();
-    b.images.assign(o.batch * mc["image_channels"].get<std::size_t>() * side * side, 0.0f);
-    b.targets.assign(static_cast<std::size_t>(o.batch), 0);
-  } else {
-    b.T = o.seq;
-    b.tokens.assign(static_cast<std::size_t>(o.batch) * o.seq, 0);
-    b.targets = b.tokens;
-  }
+  const Batch b = placeholder_batch(mc, image, o.batch, o.seq);
   model->reserve(o.batch, o.seq);
   be.reset_seconds();
   model->zero_grad();
@@ -397,12 +377,10 @@ void register_bench_host_profile(CLI::App* bench) {
   auto* c = bench->add_subcommand(
       "host-profile",
       "Measure this machine as a platform profile for `train --compute emulate --gpu FILE.json`: matmul "
-      "(each "
-      "layer's own operands, in a step's order), element-wise (the row kernels at the activations', an add "
-      "at the parameters' size), optimizer, copy "
-      "and AES-GCM rates of the CPU backend at a transformer's shapes. Under `mpirun -np P` the P ranks "
-      "measure in lockstep "
-      "(each rank's share of the machine, contending as a P-rank step's ranks do) and rank 0 writes --out");
+      "(each layer's own operands, in a step's order), element-wise (the row kernels at the activations', "
+      "an add at the parameters' size), optimizer, copy and AES-GCM rates of the CPU backend at a "
+      "transformer's shapes. Under `mpirun -np P` the P ranks measure in lockstep (each rank's share of "
+      "the machine, contending as a P-rank step's ranks do) and rank 0 writes --out");
   add_model_options(c, o->model);
   c->add_option("--batch", o->batch, "Batch (the shapes measured: batch x seq rows)")
       ->check(positive())
