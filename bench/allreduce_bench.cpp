@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "base/error.h"
 #include "base/host_memory.h"
@@ -14,6 +15,7 @@
 #include "comm/allreduce_algo.h"
 #include "comm/collectives.h"
 #include "comm/mpi_allreduce.h"
+#include "comm/shared_buffer.h"
 
 namespace tt::bench {
 
@@ -67,12 +69,42 @@ std::vector<double> slowest_rank_times(Collectives& coll, const std::vector<doub
 
 namespace {
 
+// The buffers the algorithms run on, (max_count,) floats each, reused at every size. MPI_Allreduce's
+// is private memory on huge pages, what it runs fastest on (Note [Huge pages for large host buffers],
+// base/host_memory.h); ours is a SharedBuffer shared with the transport (Note [Shared buffers],
+// comm/shm_transport.h) unless the options or the host say no, then private like MPI's.
+class BenchBuffers {
+ public:
+  BenchBuffers(Transport& t, std::size_t max_count, BenchBuffer ours) : mpi_(max_count) {
+    std::string why;  // a host without memfds runs ours on private memory: the rows say so
+    if (ours == BenchBuffer::Shared) shared_ = comm::SharedBuffer::create(max_count * sizeof(float), why);
+    if (shared_) {
+      share_.emplace(t, *shared_);
+    } else {
+      private_.resize(max_count);
+    }
+  }
+  float* of(const BenchAlgo& a) {
+    if (a.mode == "mpi") return mpi_.data();
+    return shared_ ? shared_->floats().data() : private_.data();
+  }
+  BenchBuffer kind(const BenchAlgo& a) const {
+    return a.mode != "mpi" && shared_ ? BenchBuffer::Shared : BenchBuffer::Private;
+  }
+
+ private:
+  HostVector<float> mpi_;
+  HostVector<float> private_;
+  std::optional<comm::SharedBuffer> shared_;
+  std::optional<comm::ScopedShare> share_;  // declared after the buffer: unshared before it goes
+};
+
 // One checked run on the test pattern: true when every rank got the exact sum.
-bool check_algo(const Transport& t, Collectives& coll, const BenchAlgo& algo, HostVector<float>& buf,
-                std::size_t count, std::uint64_t& seq) {
-  fill(buf.data(), count, t.rank());
-  algo.allreduce(buf.data(), count);
-  const std::byte ok{static_cast<unsigned char>(verify(buf.data(), count, t.size()) ? 1 : 0)};
+bool check_algo(const Transport& t, Collectives& coll, const BenchAlgo& algo, float* buf, std::size_t count,
+                std::uint64_t& seq) {
+  fill(buf, count, t.rank());
+  algo.allreduce(buf, count);
+  const std::byte ok{static_cast<unsigned char>(verify(buf, count, t.size()) ? 1 : 0)};
   const auto oks = coll.allgather(std::span(&ok, 1), seq++);
   return std::all_of(oks.begin(), oks.end(), [](std::byte b) { return b == std::byte{1}; });
 }
@@ -94,7 +126,7 @@ void summarise(BenchRecord& rec, std::vector<double>& times) {
 // and the position in the round hit every algorithm alike and the ratio stays fair.
 std::vector<BenchRecord> bench_size(const Transport& t, Collectives& coll,
                                     const std::vector<BenchAlgo>& algos, const BenchOptions& opt,
-                                    HostVector<float>& buf, std::size_t count, std::uint64_t& seq) {
+                                    BenchBuffers& bufs, std::size_t count, std::uint64_t& seq) {
   const int p = t.size();
   std::vector<BenchRecord> recs(algos.size());
   for (std::size_t a = 0; a < algos.size(); ++a) {
@@ -105,9 +137,11 @@ std::vector<BenchRecord> bench_size(const Transport& t, Collectives& coll,
     recs[a].iters = opt.iters;
     if (algos[a].picks) recs[a].picked = algos[a].picks(count);
     if (algos[a].predicts) recs[a].predicted_us = algos[a].predicts(count);
+    recs[a].buffer = bufs.kind(algos[a]);
+    float* buf = bufs.of(algos[a]);
     if (opt.check) recs[a].correct = check_algo(t, coll, algos[a], buf, count, seq);
     // Timed runs reuse whatever the buffer holds: values only grow, and float adds take the same time.
-    for (int i = 0; i < opt.warmup; ++i) algos[a].allreduce(buf.data(), count);
+    for (int i = 0; i < opt.warmup; ++i) algos[a].allreduce(buf, count);
   }
   std::vector<std::vector<double>> mine(algos.size(),
                                         std::vector<double>(static_cast<std::size_t>(opt.iters)));
@@ -119,7 +153,7 @@ std::vector<BenchRecord> bench_size(const Transport& t, Collectives& coll,
       const std::size_t a = (k + i) % algos.size();
       coll.barrier(seq++);
       const auto t0 = std::chrono::steady_clock::now();
-      algos[a].allreduce(buf.data(), count);
+      algos[a].allreduce(bufs.of(algos[a]), count);
       mine[a][i] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
     }
   }
@@ -149,13 +183,11 @@ std::vector<BenchRecord> run_allreduce_bench(Transport& t, const std::vector<Ben
     throw InputError("bench allreduce: need 4 <= min_bytes <= max_bytes, step factor >= 2, iters >= 1");
   }
   Collectives coll(t);  // plaintext control traffic, outside the timed region
-  // (max_count,) reused at every size; on huge pages, as a training run's gradient arena is (Note [Huge
-  // pages for large host buffers], base/host_memory.h): MPI_Allreduce's rows get the same buffer.
-  HostVector<float> buf(opt.max_bytes / sizeof(float));
+  BenchBuffers bufs(t, opt.max_bytes / sizeof(float), opt.buffer);
   std::vector<BenchRecord> records;
   std::uint64_t seq = 0;
   for (std::size_t bytes = opt.min_bytes; bytes <= opt.max_bytes; bytes *= opt.step_factor) {
-    for (auto& rec : bench_size(t, coll, algos, opt, buf, bytes / sizeof(float), seq)) {
+    for (auto& rec : bench_size(t, coll, algos, opt, bufs, bytes / sizeof(float), seq)) {
       if (on_record) on_record(rec);
       records.push_back(std::move(rec));
     }

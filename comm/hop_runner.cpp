@@ -49,6 +49,7 @@ void HopRunner::begin(const std::string& name, const SegmentLayout& layout, std:
   const std::size_t segs = layout_.segments(RingRange{0, max_range});
   schedule_ = send_schedule(*channel_, *memory_);
   eager_ = schedule_ == SendSchedule::Eager;
+  host_sums_ = pass && memory_->adds_on_host();
   reduce_slots_ = 0;
   if (eager_ && segs > 2) {
     reduce_slots_ =
@@ -81,12 +82,20 @@ void HopRunner::run(float* data, const Hop& h, const Hop* next) {
   const bool presend = std::exchange(presend_, false);
   fuse_ = fuses(h, next);
   next_ = next;
+  // Note [Shared buffers] (shm_transport.h): plaintext host adds happen on receipt, in the transport,
+  // where the buffer is shared: every rank's caller makes the same choice, so the peer's bytes can be
+  // added from where they lie. Not where this hop's send reads the range they write (recursive
+  // doubling's exchange). Elsewhere the adds stay here, from the slots, timed as the reduce phase.
+  const bool same = h.send.active() && h.send.range.offset < h.recv.range.offset + h.recv.range.count &&
+                    h.recv.range.offset < h.send.range.offset + h.send.range.count;
+  summing_ = host_sums_ && h.reduce && h.recv.active() && !same && t_.sums_on_receive(h.recv.peer) &&
+             t_.shared(data + h.recv.range.offset, h.recv.range.count * sizeof(float));
   sends_.clear();
   recvs_.clear();
   // Post every receive of the hop first, unless the memory's transport needs matched windows; then,
   // when nothing has to be sealed first, every send: the peer pulls our segments at its own pace while
   // we pull and add its segments (no lock-step between the two).
-  const bool slotted = reduce_slots_ > 0 && h.reduce;
+  const bool slotted = reduce_slots_ > 0 && h.reduce && !summing_;
   if (!windowed) post_receives(data, h, 0, slotted ? std::min(n_in, reduce_slots_) : n_in);
   if (presend) {
     std::swap(sends_, early_sends_);  // sent segment by segment as the previous hop added them
@@ -131,6 +140,10 @@ void HopRunner::post_receives(float* data, const Hop& h, std::size_t k0, std::si
   const bool pass = channel_->pass_through();
   for (std::size_t k = k0; k < k1; ++k) {
     const RingRange seg = layout_.segment(in, k);
+    if (summing_) {
+      recvs_.push_back(t_.irecv_sum(h.recv.peer, std::span(data + seg.offset, seg.count), tag_));
+      continue;
+    }
     std::span<std::byte> dst;
     if (!pass) {
       dst =
@@ -200,7 +213,7 @@ void HopRunner::finish_receives(float* data, const Hop& h, std::size_t k0, std::
   if (!h.reduce) return;
   add_segments(data, h, k0, k1);
   // Slots: the ones just added in are free for the segments `reduce_slots_` further on.
-  if (reduce_slots_ > 0)
+  if (reduce_slots_ > 0 && !summing_)
     post_receives(data, h, std::min(k0 + reduce_slots_, layout_.segments(in)),
                   std::min(k1 + reduce_slots_, layout_.segments(in)));
 }
@@ -211,13 +224,13 @@ void HopRunner::add_segments(float* data, const Hop& h, std::size_t k0, std::siz
   // Sending and adding the same memory (recursive doubling): our send of a segment must be done
   // reading it before the add writes it. Sealed sends read the wire scratch, never the buffer.
   const bool same = h.send.active() && h.send.range.offset == in.offset && channel_->pass_through();
-  for (std::size_t k = k0; k < k1 && same && k < sends_.size(); ++k) {
+  for (std::size_t k = k0; k < k1 && same && !summing_ && k < sends_.size(); ++k) {
     wait(sends_[k],
          context(h, h.send, k, rank_, h.send.peer, layout_.segment(h.send.range, k).count * sizeof(float)));
   }
   {
     ScopedPhase timer(prof_, Phase::Reduce, Lane::Comm);
-    for (std::size_t k = k0; k < k1; ++k) {
+    for (std::size_t k = k0; k < k1 && !summing_; ++k) {
       const RingRange seg = layout_.segment(in, k);
       memory_->add_into(data + seg.offset, reduce_slot(in, k), seg.count);
     }

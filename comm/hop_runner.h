@@ -16,6 +16,10 @@
 // - Sealed: "seal and send window k, finish window k" for windows of parallelism() segments.
 // - A hop whose send and receive ranges are the same (recursive doubling's exchange) adds segment k
 //   only once its own send of segment k has completed: the send reads the memory the add writes.
+// - Plaintext on a buffer shared with the transport (Note [Shared buffers], shm_transport.h): a reduce
+//   hop whose ranges do not overlap posts its receives as sums straight into the buffer, which the
+//   transport adds from the peer's memory: no slots and no add here, so those adds are timed as the
+//   receive's wait, not as the reduce phase.
 //
 // Errors (docs/design.md §5): a late, short or unopenable message is fatal and the exception names
 // this rank, the algorithm and the message's full context (its phase names the algorithm's step).
@@ -121,6 +125,8 @@ class HopRunner {
   bool fuse_ = false;          // the hop being run sends the next hop's segments as it adds them
   const Hop* next_ = nullptr;  // that next hop (valid during run())
   bool presend_ = false;       // the hop being run had its sends posted by the previous one
+  bool host_sums_ = false;     // plaintext on memory whose adds the transport may do (this call)
+  bool summing_ = false;       // the hop being run adds on receipt (Note [Shared buffers])
 
   // Request and job lists (capacity kept between calls). recvs_[k] is segment k of the current hop.
   std::vector<Request> sends_;

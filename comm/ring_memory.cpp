@@ -15,7 +15,7 @@ std::size_t HostRingMemory::scratch_bytes() const {
 }
 
 // Plain loop; the compiler vectorises it. No FMA or reassociation: one add per element.
-void HostRingMemory::add_into(float* dst, const float* src, std::size_t n) {
+void add_floats(float* dst, const float* src, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) dst[i] += src[i];
 }
 

@@ -56,7 +56,13 @@ class RingMemory {
   // NcclTransport. InOrder: add_into stands for device work that is modelled rather than done (an
   // emulated GPU's kernel: a wait), so each send must follow its adds. Default: host memory, Eager.
   virtual SendSchedule send_schedule() const { return SendSchedule::Eager; }
+  // add_into is add_floats on host memory, done at once: then a transport that sums on receipt
+  // (Transport::irecv_sum) may do the same adds for it. Not an emulated GPU's modelled adds.
+  virtual bool adds_on_host() const { return false; }
 };
+
+// dst[i] += src[i] for i in [0, n): the host's one add loop (HostRingMemory, ShmTransport's sums).
+void add_floats(float* dst, const float* src, std::size_t n);
 
 // Host memory: vectors, a vectorised loop, nothing queued.
 class HostRingMemory final : public RingMemory {
@@ -64,7 +70,8 @@ class HostRingMemory final : public RingMemory {
   MemorySpace space() const override { return MemorySpace::Host; }
   RingScratch scratch(std::size_t reduce_floats, std::size_t wire_bytes) override;
   std::size_t scratch_bytes() const override;
-  void add_into(float* dst, const float* src, std::size_t n) override;
+  void add_into(float* dst, const float* src, std::size_t n) override { add_floats(dst, src, n); }
+  bool adds_on_host() const override { return true; }
 
  private:
   // Huge pages from 2 MiB up (Note [Huge pages for large host buffers], base/host_memory.h).

@@ -14,6 +14,16 @@ std::optional<std::string> slot_header_error(const SlotHeader& h, std::size_t sl
   if (h.bytes <= slot_bytes)
     return "a message of " + std::to_string(h.bytes) + " bytes sent long, which fits a slot of " +
            std::to_string(slot_bytes);
+  if (h.buffer_id == 0) return std::nullopt;
+  if (h.payload_tag != kDirect || h.buffer_fd < 0)
+    return "a shared buffer named by a message that is not read in place (descriptor " +
+           std::to_string(h.buffer_fd) + ")";
+  // address - base + bytes <= buffer_bytes, written so that nothing overflows.
+  if (h.address < h.buffer_base || h.bytes > h.buffer_bytes ||
+      h.address - h.buffer_base > h.buffer_bytes - h.bytes)
+    return "a message of " + std::to_string(h.bytes) + " bytes at address " + std::to_string(h.address) +
+           ", outside the shared buffer of " + std::to_string(h.buffer_bytes) + " bytes at " +
+           std::to_string(h.buffer_base);
   return std::nullopt;
 }
 

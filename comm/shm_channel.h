@@ -38,13 +38,21 @@ struct SlotHeader {
   std::int32_t payload_tag;   // kInline, kDirect, or the tag its MPI message travels under
   std::uint64_t address = 0;  // kDirect: where the bytes are in the sender's memory
   std::uint64_t ticket = 0;   // kDirect: the sender's count of such messages, its `done` word's key
+  // kDirect from a shared buffer (Note [Shared buffers], shm_transport.h): its memfd's descriptor in
+  // the sender, inode number (0: not from a shared buffer), address and length there.
+  std::int32_t buffer_fd = -1;
+  std::uint32_t unused = 0;
+  std::uint64_t buffer_id = 0;
+  std::uint64_t buffer_base = 0;
+  std::uint64_t buffer_bytes = 0;
 };
 static_assert(sizeof(SlotHeader) <= kHeaderBytes);
 
 // What is wrong with a header read from a slot of `slot_bytes` (nullopt: a sender of ours could
 // have written it): an inline message longer than the slot, a payload tag out of range, a long
-// message short enough to have been inline. (A direct message's address is checked by reading it:
-// the kernel refuses what the sender has not mapped.)
+// message short enough to have been inline, a shared buffer named by anything but a direct message
+// or that does not hold the message. (A direct message's address is checked by reading it: the
+// kernel refuses what the sender has not mapped; a shared buffer's identity by its inode number.)
 std::optional<std::string> slot_header_error(const SlotHeader& h, std::size_t slot_bytes);
 // What is wrong with a channel's counters as the receiver sees them: `written` behind what it has
 // read, or ahead of it by more than the channel's slots.

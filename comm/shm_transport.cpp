@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "base/error.h"
+#include "comm/ring_memory.h"
+#include "comm/shared_buffer.h"
 #include "comm/shm_channel.h"
 #include "comm/shm_segment.h"
 
@@ -61,6 +63,19 @@ struct Channel {
 struct SendState;
 struct RecvState;
 
+// A buffer this rank shares (Transport::share).
+struct SharedRegion {
+  const std::byte* base = nullptr;
+  std::size_t bytes = 0;
+  int fd = -1;
+  std::uint64_t id = 0;
+};
+
+// How many of a peer's shared buffers stay mapped here: the oldest is unmapped to make room.
+constexpr std::size_t kPeerViews = 8;
+// A sum read with process_vm_readv goes through a bounce buffer of this size, still in cache when added.
+constexpr std::size_t kBounceBytes = std::size_t{256} << 10;
+
 // A message that arrived before a receive was posted for it.
 struct Unexpected {
   SlotHeader header;
@@ -68,6 +83,13 @@ struct Unexpected {
 };
 
 struct HostPeer {
+  HostPeer() = default;
+  HostPeer(HostPeer&&) = default;  // move-only (its views): a vector of them moves them when it grows
+  HostPeer& operator=(HostPeer&&) = default;
+  HostPeer(const HostPeer&) = delete;
+  HostPeer& operator=(const HostPeer&) = delete;
+  ~HostPeer() = default;
+
   int rank = -1;  // in the transport's communicator
   pid_t pid = 0;  // its process, for direct reads
   Channel out;    // in the peer's segment: this rank's messages to it
@@ -79,6 +101,8 @@ struct HostPeer {
   std::deque<SendState*> sends;   // posted, header not yet in a slot (in send order)
   std::deque<RecvState*> recvs;   // posted, not yet matched (in posting order)
   std::deque<Unexpected> unexpected;
+  std::vector<PeerView> views;         // its shared buffers mapped here, oldest first
+  std::vector<std::uint64_t> refused;  // ... and those the host would not let us map
 };
 
 }  // namespace
@@ -93,8 +117,10 @@ struct ShmTransport::Impl {
   std::vector<HostPeer> peers;
   std::vector<int> peer_index;  // by rank: index into `peers`, -1 for a rank on another host
   std::string fallback;
-  int payloads_in_flight = 0;  // long messages' MPI requests not yet complete
-  bool direct = false;         // long messages are read from the sender's memory (set-up's probe)
+  int payloads_in_flight = 0;        // long messages' MPI requests not yet complete
+  bool direct = false;               // long messages are read from the sender's memory (set-up's probe)
+  std::vector<SharedRegion> shared;  // this rank's shared buffers
+  std::vector<float> bounce;         // (kBounceBytes / 4,) a sum read with process_vm_readv
 
   HostPeer* host_peer(int rank) {
     const int i = rank >= 0 && rank < static_cast<int>(peer_index.size())
@@ -114,6 +140,11 @@ struct ShmTransport::Impl {
   void deliver(HostPeer& p, const SlotHeader& h, const std::byte* inline_payload);
   void match(HostPeer& p, RecvState& r, const SlotHeader& h, const std::byte* inline_payload);
   void read_direct(HostPeer& p, const SlotHeader& h, std::span<std::byte> into);
+  void sum_direct(HostPeer& p, const SlotHeader& h, float* acc);
+  const std::byte* view_of(HostPeer& p, const SlotHeader& h);
+  const SharedRegion* region_of(const void* p, std::size_t bytes) const;
+  void fill_shared(SlotHeader& h, std::span<const std::byte> data) const;
+  Request post_receive(HostPeer& p, std::unique_ptr<RecvState> state);
   [[noreturn]] void corrupt(const HostPeer& p, const std::string& what) const {
     throw IntegrityError("rank " + std::to_string(mpi.rank()) + ": the shared-memory channel with rank " +
                          std::to_string(p.rank) + " is corrupt (" + what +
@@ -149,8 +180,8 @@ struct SendState final : RequestState {
 };
 
 struct RecvState final : RequestState {
-  RecvState(ShmTransport::Impl& t, HostPeer& p, std::span<std::byte> b, int g)
-      : impl(t), peer(p), buffer(b), tag(g) {}
+  RecvState(ShmTransport::Impl& t, HostPeer& p, std::span<std::byte> b, int g, float* s = nullptr)
+      : impl(t), peer(p), buffer(b), tag(g), sum(s) {}
   ~RecvState() override {
     if (!matched) std::erase(peer.recvs, this);
     if (payload.pending()) --impl.payloads_in_flight;
@@ -160,16 +191,22 @@ struct RecvState final : RequestState {
     if (!error.empty()) throw RunError(error);
     if (!matched) return std::nullopt;
     if (payload.pending() && !impl.payload_done(payload)) return std::nullopt;
+    if (!staged.empty()) {  // a sum's bytes came through MPI: add them now
+      add_floats(sum, staged.data(), bytes / sizeof(float));
+      staged.clear();
+    }
     return bytes;
   }
   ShmTransport::Impl& impl;
   HostPeer& peer;
-  std::span<std::byte> buffer;
+  std::span<std::byte> buffer;  // a sum's: its accumulator's bytes
   int tag;
+  float* sum = nullptr;  // irecv_sum: the message is added here instead of stored
   bool matched = false;
   std::size_t bytes = 0;
   std::string error;
   Request payload;
+  std::vector<float> staged;  // a sum's bytes through MPI, until they have arrived
 };
 
 }  // namespace
@@ -218,19 +255,39 @@ void ShmTransport::Impl::deliver(HostPeer& p, const SlotHeader& h, const std::by
 void ShmTransport::Impl::match(HostPeer& p, RecvState& r, const SlotHeader& h,
                                const std::byte* inline_payload) {
   r.matched = true;
+  const auto from = [&] {  // built only for an error: this is every message's path
+    return "rank " + std::to_string(mpi.rank()) + ": a message of " + std::to_string(h.bytes) +
+           " bytes from rank " + std::to_string(p.rank) + " (tag " + std::to_string(h.tag) + ")";
+  };
   if (h.bytes > r.buffer.size()) {
-    r.error = "rank " + std::to_string(mpi.rank()) + ": a message of " + std::to_string(h.bytes) +
-              " bytes from rank " + std::to_string(p.rank) + " (tag " + std::to_string(h.tag) +
-              ") is longer than the receive buffer of " + std::to_string(r.buffer.size()) + " bytes";
+    r.error = from() + " is longer than the receive buffer of " + std::to_string(r.buffer.size()) + " bytes";
+    return;
+  }
+  if (r.sum != nullptr && (h.bytes % sizeof(float) != 0 || h.address % alignof(float) != 0)) {
+    r.error = from() + " is not whole, aligned floats, so it cannot be added in";
     return;
   }
   r.bytes = static_cast<std::size_t>(h.bytes);
+  const std::size_t n = r.bytes / sizeof(float);
   if (h.payload_tag == kInline) {
-    if (r.bytes > 0) std::memcpy(r.buffer.data(), inline_payload, r.bytes);
+    if (r.sum != nullptr) {
+      add_floats(r.sum, reinterpret_cast<const float*>(inline_payload), n);
+    } else if (r.bytes > 0) {
+      std::memcpy(r.buffer.data(), inline_payload, r.bytes);
+    }
   } else if (h.payload_tag == kDirect) {
-    read_direct(p, h, r.buffer.first(r.bytes));
+    if (r.sum != nullptr) {
+      sum_direct(p, h, r.sum);
+    } else {
+      read_direct(p, h, r.buffer.first(r.bytes));
+    }
   } else {
-    r.payload = payload.irecv(p.rank, r.buffer.first(r.bytes), h.payload_tag);
+    std::span<std::byte> into = r.buffer.first(r.bytes);
+    if (r.sum != nullptr) {
+      r.staged.resize(n);
+      into = std::as_writable_bytes(std::span(r.staged));
+    }
+    r.payload = payload.irecv(p.rank, into, h.payload_tag);
     ++payloads_in_flight;
   }
 }
@@ -247,15 +304,91 @@ void ShmTransport::Impl::match(HostPeer& p, RecvState& r, const SlotHeader& h,
 // the kernel and reported as a corrupt channel. A send abandoned before it completes (a run already
 // failing) leaves the receiver to read freed memory: garbage or the same report, never a crash.
 void ShmTransport::Impl::read_direct(HostPeer& p, const SlotHeader& h, std::span<std::byte> into) {
-  std::size_t got = 0;
-  while (got < into.size()) {
-    iovec local{into.data() + got, into.size() - got};
-    iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(h.address + got)), into.size() - got};
-    const ssize_t n = process_vm_readv(p.pid, &local, 1, &remote, 1, 0);
-    if (n <= 0) corrupt(p, "a long message's bytes are not readable in the sender's memory");
-    got += static_cast<std::size_t>(n);
+  if (const std::byte* view = view_of(p, h)) {
+    std::memcpy(into.data(), view, into.size());
+  } else {
+    std::size_t got = 0;
+    while (got < into.size()) {
+      iovec local{into.data() + got, into.size() - got};
+      iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(h.address + got)), into.size() - got};
+      const ssize_t n = process_vm_readv(p.pid, &local, 1, &remote, 1, 0);
+      if (n <= 0) corrupt(p, "a long message's bytes are not readable in the sender's memory");
+      got += static_cast<std::size_t>(n);
+    }
   }
   store_release(p.in.done(h.ticket), h.ticket + 1);
+}
+
+// Note [Shared buffers]: a sum of a direct message adds straight from the sender's buffer where it is
+// mapped here; else it reads it in pieces small enough to be added while still in cache.
+void ShmTransport::Impl::sum_direct(HostPeer& p, const SlotHeader& h, float* acc) {
+  const std::size_t n = static_cast<std::size_t>(h.bytes) / sizeof(float);
+  if (const std::byte* view = view_of(p, h)) {
+    add_floats(acc, reinterpret_cast<const float*>(view), n);
+    store_release(p.in.done(h.ticket), h.ticket + 1);
+    return;
+  }
+  bounce.resize(kBounceBytes / sizeof(float));
+  for (std::size_t i = 0; i < n;) {
+    const std::size_t k = std::min(bounce.size(), n - i);
+    std::size_t got = 0;
+    while (got < k * sizeof(float)) {
+      iovec local{reinterpret_cast<std::byte*>(bounce.data()) + got, k * sizeof(float) - got};
+      iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(h.address + i * sizeof(float) + got)),
+                   k * sizeof(float) - got};
+      const ssize_t r = process_vm_readv(p.pid, &local, 1, &remote, 1, 0);
+      if (r <= 0) corrupt(p, "a long message's bytes are not readable in the sender's memory");
+      got += static_cast<std::size_t>(r);
+    }
+    add_floats(acc + i, bounce.data(), k);
+    i += k;
+  }
+  store_release(p.in.done(h.ticket), h.ticket + 1);
+}
+
+// Where a direct message's bytes are mapped here (Note [Shared buffers]), or null: not from a shared
+// buffer, or one the host will not let us map. The header has passed slot_header_error, so the
+// message lies within the buffer it names; a descriptor that is not that buffer is a corrupt channel.
+const std::byte* ShmTransport::Impl::view_of(HostPeer& p, const SlotHeader& h) {
+  if (h.buffer_id == 0 || std::find(p.refused.begin(), p.refused.end(), h.buffer_id) != p.refused.end())
+    return nullptr;
+  const auto it = std::find_if(p.views.begin(), p.views.end(), [&](const PeerView& v) {
+    return v.id() == h.buffer_id && v.size() >= h.buffer_bytes;
+  });
+  const std::size_t offset = static_cast<std::size_t>(h.address - h.buffer_base);
+  if (it != p.views.end()) return it->data() + offset;
+  PeerView::Failure failure{};
+  std::string error;
+  auto view = PeerView::open(p.pid, h.buffer_fd, h.buffer_id, static_cast<std::size_t>(h.buffer_bytes),
+                             failure, error);
+  if (!view) {
+    if (failure == PeerView::Failure::Mismatch) corrupt(p, error);
+    p.refused.push_back(h.buffer_id);
+    return nullptr;
+  }
+  if (p.views.size() == kPeerViews) p.views.erase(p.views.begin());
+  p.views.push_back(std::move(*view));
+  return p.views.back().data() + offset;
+}
+
+// The shared buffer that holds `bytes` at `p`, or null.
+const SharedRegion* ShmTransport::Impl::region_of(const void* p, std::size_t bytes) const {
+  const auto begin = reinterpret_cast<std::uintptr_t>(p);
+  for (const SharedRegion& r : shared) {
+    const auto base = reinterpret_cast<std::uintptr_t>(r.base);
+    if (begin >= base && bytes <= r.bytes && begin - base <= r.bytes - bytes) return &r;
+  }
+  return nullptr;
+}
+
+// Names the shared buffer a direct message's bytes lie in, if any (Note [Shared buffers]).
+void ShmTransport::Impl::fill_shared(SlotHeader& h, std::span<const std::byte> data) const {
+  const SharedRegion* r = region_of(data.data(), data.size());
+  if (r == nullptr) return;
+  h.buffer_fd = r->fd;
+  h.buffer_id = r->id;
+  h.buffer_base = reinterpret_cast<std::uintptr_t>(r->base);
+  h.buffer_bytes = r->bytes;
 }
 
 bool ShmTransport::Impl::write(HostPeer& p, SendState& s) {
@@ -275,6 +408,7 @@ bool ShmTransport::Impl::write(HostPeer& p, SendState& s) {
     h.address = reinterpret_cast<std::uintptr_t>(s.data.data());
     h.ticket = p.next_ticket++;
     s.ticket = h.ticket;
+    fill_shared(h, s.data);
   } else {
     h.payload_tag =
         static_cast<std::int32_t>(p.next_payload_tag++ % static_cast<std::uint32_t>(shm::kPayloadTags));
@@ -446,16 +580,49 @@ Request ShmTransport::isend(int peer, std::span<const std::byte> data, int tag) 
 Request ShmTransport::irecv(int peer, std::span<std::byte> buffer, int tag) {
   HostPeer* p = impl_->host_peer(peer);
   if (p == nullptr) return impl_->mpi.irecv(peer, buffer, tag);
-  auto r = std::make_unique<RecvState>(*impl_, *p, buffer, tag);
+  return impl_->post_receive(*p, std::make_unique<RecvState>(*impl_, *p, buffer, tag));
+}
+
+Request ShmTransport::irecv_sum(int peer, std::span<float> acc, int tag) {
+  HostPeer* p = impl_->host_peer(peer);
+  if (p == nullptr) return Transport::irecv_sum(peer, acc, tag);
+  return impl_->post_receive(
+      *p, std::make_unique<RecvState>(*impl_, *p, std::as_writable_bytes(acc), tag, acc.data()));
+}
+
+bool ShmTransport::shared(const void* p, std::size_t bytes) const {
+  return impl_->region_of(p, bytes) != nullptr;
+}
+
+bool ShmTransport::sums_on_receive(int peer) const {
+  return impl_->host_peer(peer) != nullptr;
+}
+
+void ShmTransport::share(const SharedBuffer& b) {
+  auto& shared = impl_->shared;
+  if (std::none_of(shared.begin(), shared.end(), [&](const SharedRegion& r) { return r.base == b.data(); }))
+    shared.push_back({b.data(), b.size(), b.fd(), b.id()});
+}
+
+void ShmTransport::unshare(const SharedBuffer& b) {
+  std::erase_if(impl_->shared, [&](const SharedRegion& r) { return r.base == b.data(); });
+}
+
+// Matches a new receive with a message that came first, or queues it.
+Request ShmTransport::Impl::post_receive(HostPeer& hp, std::unique_ptr<RecvState> state) {
+  auto* p = &hp;
+  RecvState* r = state.get();
+  const int tag = r->tag;
+  const std::size_t bytes = r->buffer.size();
   const auto it = std::find_if(p->unexpected.begin(), p->unexpected.end(),
                                [&](const Unexpected& u) { return u.header.tag == tag; });
   if (it != p->unexpected.end()) {
-    impl_->match(*p, *r, it->header, it->data.data());
+    match(*p, *r, it->header, it->data.data());
     p->unexpected.erase(it);
   } else {
-    p->recvs.push_back(r.get());
+    p->recvs.push_back(r);
   }
-  return Request(std::move(r), Op::Recv, peer, tag, buffer.size());
+  return Request(std::move(state), Op::Recv, p->rank, tag, bytes);
 }
 
 }  // namespace tt::comm

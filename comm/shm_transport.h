@@ -21,6 +21,18 @@
 // the receiver to post. The sender publishes a slot with a release store of `written`, the receiver
 // frees it with a release store of `read`: the matching acquire loads order the payload copies.
 //
+// Note [Shared buffers]: a long message read with process_vm_readv is one copy, and a reduce then
+// reads that copy again to add it in: the same bytes cross memory twice more than the add needs. A
+// buffer made as a SharedBuffer (comm/shared_buffer.h) and shared with the transport (ScopedShare)
+// lets the receiver map it, read-only, and add straight from the sender's memory (irecv_sum) or copy
+// from it (irecv). The header of a direct message from such a buffer names it (memfd descriptor, inode
+// number, extent); the receiver maps a buffer the first time it is named, keeps the last few mapped,
+// and falls back to process_vm_readv where the host will not let it (the same access check, so rarely).
+// The sender's side is Note [Direct reads]'s: its buffer stays untouched until the receiver is done.
+// Only plaintext uses it: a rank that shares a buffer shows it to every process of its host's user
+// that may read its memory anyway. A sum from anywhere else (inline, read, through MPI) is stored in a
+// small buffer and added at once, so every host peer's messages can be summed on receipt.
+//
 // The channel's counters and headers are checked before use (comm/shm_channel.h): a process that
 // writes into them is reported as an IntegrityError naming the channel, never followed.
 //
@@ -53,6 +65,13 @@ class ShmTransport final : public Transport {
   std::string name() const override;
   Request isend(int peer, std::span<const std::byte> data, int tag) override;
   Request irecv(int peer, std::span<std::byte> buffer, int tag) override;
+  // Note [Shared buffers]: every host peer's messages can be added on receipt, and sends from a
+  // shared buffer are read in place by host peers that may map it.
+  void share(const SharedBuffer& buffer) override;
+  void unshare(const SharedBuffer& buffer) override;
+  bool shared(const void* p, std::size_t bytes) const override;
+  bool sums_on_receive(int peer) const override;
+  Request irecv_sum(int peer, std::span<float> acc, int tag) override;
 
   int host_peers() const;  // other ranks reached through shared memory
   const ShmLayout& layout() const;

@@ -20,6 +20,11 @@ std::string describe_timeout(int rank, const Request& r, std::chrono::millisecon
   return os.str();
 }
 
+Request Transport::irecv_sum(int peer, std::span<float> /*acc*/, int /*tag*/) {
+  throw RunError("the " + name() + " transport cannot add a message from rank " + std::to_string(peer) +
+                 " on receipt (sums_on_receive is false)");
+}
+
 bool Transport::test(Request& r) {
   if (r.done_) return true;
   if (!r.state_) return false;  // default-constructed handle: nothing was posted

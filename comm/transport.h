@@ -23,6 +23,8 @@
 
 namespace tt::comm {
 
+class SharedBuffer;  // comm/shared_buffer.h
+
 // Tags keep the traffic of different collectives apart (each transport owns its own communicator,
 // so these never collide with anybody else's messages). All below MPI's guaranteed TAG_UB of 32767.
 namespace tags {
@@ -121,6 +123,20 @@ class Transport {
   // Posts a receive of at most buffer.size() bytes from `peer`.
   virtual Request irecv(int peer, std::span<std::byte> buffer, int tag) = 0;
 
+  // Note [Shared buffers] (comm/shm_transport.h): a transport that can may let its host peers read
+  // sends from `buffer` in place, until unshare(), which must come before the buffer goes (ScopedShare
+  // below). Others ignore both.
+  virtual void share(const SharedBuffer& /*buffer*/) {}
+  virtual void unshare(const SharedBuffer& /*buffer*/) {}
+  // Whether `bytes` at `p` lie in a buffer shared with this transport.
+  virtual bool shared(const void* /*p*/, std::size_t /*bytes*/) const { return false; }
+  // Whether irecv_sum may be posted for messages from `peer`.
+  virtual bool sums_on_receive(int /*peer*/) const { return false; }
+  // Posts a receive of at most acc.size() floats that are added into `acc` (acc[i] += received[i],
+  // one IEEE add per element, as RingMemory::add_into) instead of stored; the byte count and the
+  // short-message rule are irecv's. Only where sums_on_receive(peer); elsewhere it throws RunError.
+  virtual Request irecv_sum(int peer, std::span<float> acc, int tag);
+
   // Non-blocking completion check; true once done (then r.bytes() is the transferred count).
   bool test(Request& r);
   // Blocks until done; returns the bytes transferred (received bytes for a receive). Throws RunError
@@ -141,6 +157,22 @@ class Transport {
  private:
   std::chrono::milliseconds timeout_ = kDefaultTimeout;
   WaitPolicy policy_{};
+};
+
+// Shares a buffer with a transport for the guard's lifetime (Transport::share). Both must outlive it.
+class ScopedShare {
+ public:
+  ScopedShare() = default;
+  ScopedShare(Transport& t, const SharedBuffer& b) : t_(&t), b_(&b) { t.share(b); }
+  ScopedShare(const ScopedShare&) = delete;
+  ScopedShare& operator=(const ScopedShare&) = delete;
+  ~ScopedShare() {
+    if (t_ != nullptr) t_->unshare(*b_);
+  }
+
+ private:
+  Transport* t_ = nullptr;
+  const SharedBuffer* b_ = nullptr;
 };
 
 // "rank 1: receive from rank 2 (tag 100, 4096 bytes) did not complete within 30 s" — shared wording so

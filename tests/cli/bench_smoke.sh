@@ -95,6 +95,28 @@ else
   echo "FAIL: bench allreduce --host-transport mpi"; tail -5 "$WORK/ar_mpi.log"; fails=$((fails + 1))
 fi
 expect_exit 2 "host-transport" -- "$TT" bench allreduce --host-transport pigeon
+# Our rows run on a buffer shared with the transport in plaintext (host peers add from it in place),
+# MPI_Allreduce's on private memory; with a TEE ours are private too, and asking for shared is refused.
+expect_eq "$(python3 - "$WORK/ar_off.json" "$WORK/ar_cc.json" <<'PY'
+import json, sys
+off, cc = (json.load(open(f)) for f in sys.argv[1:])
+print(all(r["buffer"] == ("private" if r["mode"] == "mpi" else "shared") for r in off)
+      and all(r["buffer"] == "private" for r in cc))
+PY
+)" True "records name the buffer: ours shared and MPI's private in plaintext, all private sealed"
+grep -q "^# buffers (--buffer): ours shared" "$WORK/ar_off.log" && passes=$((passes + 1)) ||
+  { echo "FAIL: no buffers line"; grep "^#" "$WORK/ar_off.log"; fails=$((fails + 1)); }
+if "${MPI[@]}" "$TT" bench allreduce --max-bytes 1M --iters 2 --warmup 1 --buffer private --json "$WORK/ar_private.json" \
+  >"$WORK/ar_private.log" 2>&1; then
+  expect_eq "$(grep -c '"buffer": "private"' "$WORK/ar_private.json" || true)" "$(grep -c '"time_us_median"' "$WORK/ar_private.json")" \
+    "--buffer private: every record runs on private memory"
+  expect_eq "$(grep -c '"correct": true' "$WORK/ar_private.json" || true)" "$(grep -c '"time_us_median"' "$WORK/ar_private.json")" \
+    "--buffer private: every record is correct"
+else
+  echo "FAIL: bench allreduce --buffer private"; tail -5 "$WORK/ar_private.log"; fails=$((fails + 1))
+fi
+expect_exit 2 "for --tee off only" -- "$TT" bench allreduce --max-bytes 4096 --iters 1 --tee cc --buffer shared
+expect_exit 2 "buffer" -- "$TT" bench allreduce --buffer pigeon
 # Sealing MPI_Allreduce is impossible: asking for it in TEE mode is bad input (exit 2).
 expect_exit 2 "mpi.*cannot be sealed" -- "$TT" bench allreduce --max-bytes 4096 --iters 1 --tee cc --modes ring,mpi
 # plain is the plaintext ring beside a sealed one; a size with an unknown unit is refused.

@@ -18,6 +18,7 @@
 #include "comm/mpi_allreduce.h"
 #include "comm/mpi_transport.h"
 #include "comm/ring_allreduce.h"
+#include "comm/shared_buffer.h"
 #include "comm/shm_transport.h"
 #include "core/profiler.h"
 #include "tests/comm/comm_test_util.h"
@@ -159,6 +160,36 @@ TEST_P(MpiAlgo, RandomFloatsAreIdenticalOnEveryRank) {
       v[i] = 0.001f * static_cast<float>((i * 2654435761U + 97U * static_cast<unsigned>(t.rank())) % 10007);
     all.allreduce_sum(GetParam(), v.data(), n, MessageContext{});
     expect_replicas_identical(coll, v);
+  }
+}
+
+// On a buffer shared with the transport (Note [Shared buffers], comm/shm_transport.h: over shared
+// memory, peers add from it in place) every algorithm gives exactly the bits it gives on private
+// memory, for every count and segment size.
+TEST_P(MpiAlgo, SharedBufferGivesTheBitsOfPrivateMemory) {
+  TestLink link;
+  auto& t = link.t;
+  const int p = t.size();
+  std::string error;
+  auto shared = SharedBuffer::create(((std::size_t{1} << 20) + 3) * sizeof(float), error);
+  ASSERT_TRUE(shared.has_value()) << error;
+  ScopedShare share(t, *shared);
+  HostRingMemory memory;
+  PlainChannel plain;
+  for (std::size_t seg : {std::size_t{0}, std::size_t{4096}, std::size_t{1} << 20}) {
+    Allreducer all(t, plain, memory, RingOptions{.segment_bytes = seg});
+    for (std::size_t n : counts_for(p)) {
+      std::vector<float> v(n);
+      for (std::size_t i = 0; i < n; ++i)
+        v[i] = 0.001f * static_cast<float>((i * 2654435761U + 97U * static_cast<unsigned>(t.rank())) % 10007);
+      float* sh = shared->floats().data();
+      std::copy(v.begin(), v.end(), sh);
+      all.allreduce_sum(GetParam(), v.data(), n, MessageContext{});
+      all.allreduce_sum(GetParam(), sh, n, MessageContext{.step = 1});
+      EXPECT_TRUE(std::equal(v.begin(), v.end(), sh,
+                             [](float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }))
+          << enum_name(GetParam()) << " P=" << p << " count=" << n << " seg=" << seg;
+    }
   }
 }
 

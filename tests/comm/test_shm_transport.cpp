@@ -2,20 +2,23 @@
 // under mpirun with P = 2 and 3: messages that arrive before their receive, more messages than a
 // channel has slots, inline and long messages of one tag kept in send order (long ones read from the
 // sender's memory and through MPI), sends completed out of order, a forged long-message address, an
-// abandoned receive, and a set-up that cannot get its memory falling back to MPI on every rank. The Transport
-// contract itself (ordering, short and long messages, timeouts, every collective and algorithm) is
+// abandoned receive, and a set-up that cannot get its memory falling back to MPI on every rank; sums
+// on receipt (Note [Shared buffers]) from private and shared memory, and a forged shared buffer. The
+// Transport contract itself (ordering, short and long messages, timeouts, every collective and algorithm) is
 // test_comm_mpi.cpp, built a second time over this transport as test_comm_shm.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/error.h"
 #include "comm/collectives.h"
+#include "comm/shared_buffer.h"
 #include "comm/shm_channel.h"
 #include "comm/shm_transport.h"
 #include "tests/comm/mpi_test_env.h"
@@ -113,6 +116,132 @@ TEST_P(LongPath, ASendWaitedForAfterItsDoneWordWasReusedCompletes) {
 
 INSTANTIATE_TEST_SUITE_P(DirectAndMpi, LongPath, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& p) { return p.param ? "direct" : "mpi"; });
+
+// Floats of message `i` of `n` from `rank`: small integers, so that every sum is exact.
+std::vector<float> values(int rank, int i, std::size_t n) {
+  std::vector<float> v(n);
+  for (std::size_t k = 0; k < n; ++k)
+    v[k] =
+        static_cast<float>((k * 7 + static_cast<std::size_t>(i) * 13 + static_cast<std::size_t>(rank)) % 251);
+  return v;
+}
+
+// Rank 0 sends float messages inline and long, each from private memory and from a buffer shared with
+// the transport; rank 1 adds them on receipt into accumulators that already hold values, then stores
+// one more from the shared buffer. Every sum is exact whichever way the bytes came: from the slot,
+// read (process_vm_readv, or the shared buffer mapped), or through MPI.
+TEST_P(LongPath, SumsOnReceiptAreExactWhicheverWayTheBytesCome) {
+  MpiTransport mpi;
+  ShmLayout layout = kSmall;
+  layout.direct_reads = GetParam();
+  ShmTransport t(mpi, layout);
+  Collectives coll(mpi);
+  std::string error;
+  auto shared = SharedBuffer::create(std::size_t{1} << 20, error);
+  ASSERT_TRUE(shared.has_value()) << error;
+  ScopedShare share(t, *shared);
+  const std::vector<std::size_t> counts{1, 64, 65, 5000, 100'000};  // 4 and 256 bytes fit a slot
+  float* sh = shared->floats().data();
+  if (t.rank() == 0) {
+    std::vector<std::vector<float>> own(counts.size());
+    std::vector<Request> sends;
+    std::size_t off = 0;
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+      own[i] = values(0, static_cast<int>(i), counts[i]);
+      sends.push_back(t.isend(1, std::as_bytes(std::span(own[i])), tags::kUser));
+      const auto v = values(0, static_cast<int>(i) + 100, counts[i]);
+      std::copy(v.begin(), v.end(), sh + off);
+      sends.push_back(t.isend(1, std::as_bytes(std::span(sh + off, counts[i])), tags::kUser));
+      off += counts[i];
+    }
+    const auto v = values(0, 999, 3000);
+    std::copy(v.begin(), v.end(), sh + off);
+    sends.push_back(t.isend(1, std::as_bytes(std::span(sh + off, v.size())), tags::kUser));
+    for (auto& r : sends) t.wait(r);
+  } else if (t.rank() == 1) {
+    ASSERT_TRUE(t.sums_on_receive(0));
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+      for (const int from_shared : {0, 1}) {
+        const auto start = values(1, static_cast<int>(i), counts[i]);
+        const auto sent = values(0, static_cast<int>(i) + 100 * from_shared, counts[i]);
+        std::vector<float> acc = start;
+        Request r = t.irecv_sum(0, acc, tags::kUser);
+        EXPECT_EQ(t.wait(r), counts[i] * sizeof(float));
+        std::size_t wrong = 0;
+        for (std::size_t k = 0; k < counts[i]; ++k) wrong += acc[k] != start[k] + sent[k] ? 1 : 0;
+        EXPECT_EQ(wrong, 0U) << counts[i] << " floats from " << (from_shared ? "shared" : "private")
+                             << " memory";
+      }
+    }
+    std::vector<float> in(3000);
+    Request r = t.irecv(0, std::as_writable_bytes(std::span(in)), tags::kUser);
+    EXPECT_EQ(t.wait(r), in.size() * sizeof(float));
+    EXPECT_EQ(in, values(0, 999, 3000));
+  }
+  coll.barrier(1);
+}
+
+// More shared buffers than a receiver keeps mapped, each sent from twice, in turn: the oldest mapping
+// makes room and a buffer seen again is mapped again; every sum stays exact.
+TEST(ShmTransport, MoreSharedBuffersThanStayMappedStillSumExactly) {
+  MpiTransport mpi;
+  ShmTransport t(mpi, kSmall);
+  Collectives coll(mpi);
+  constexpr std::size_t kBuffers = 11;
+  constexpr std::size_t kCount = 1000;  // 4000 bytes: long in 256-byte slots
+  std::vector<SharedBuffer> buffers;
+  std::string error;
+  for (std::size_t b = 0; b < kBuffers; ++b) {
+    auto sb = SharedBuffer::create(kCount * sizeof(float), error);
+    ASSERT_TRUE(sb.has_value()) << error;
+    buffers.push_back(std::move(*sb));
+  }
+  std::vector<std::unique_ptr<ScopedShare>> guards;
+  for (const auto& b : buffers) guards.push_back(std::make_unique<ScopedShare>(t, b));
+  for (int round = 0; round < 2; ++round) {
+    for (std::size_t b = 0; b < kBuffers; ++b) {
+      const int i = round * 100 + static_cast<int>(b);
+      if (t.rank() == 0) {
+        const auto v = values(0, i, kCount);
+        std::copy(v.begin(), v.end(), buffers[b].floats().data());
+        Request s = t.isend(1, std::as_bytes(buffers[b].floats().first(kCount)), tags::kUser);
+        t.wait(s);
+      } else if (t.rank() == 1) {
+        std::vector<float> acc(kCount, 1.0f);
+        Request r = t.irecv_sum(0, acc, tags::kUser);
+        t.wait(r);
+        const auto v = values(0, i, kCount);
+        std::size_t wrong = 0;
+        for (std::size_t k = 0; k < kCount; ++k) wrong += acc[k] != v[k] + 1.0f ? 1 : 0;
+        EXPECT_EQ(wrong, 0U) << "buffer " << b << ", round " << round;
+      }
+    }
+  }
+  guards.clear();
+  coll.barrier(1);
+}
+
+// A message of bytes that are not whole floats cannot be added in: the receive says so and fails.
+TEST(ShmTransport, SumOfAMessageThatIsNotWholeFloatsIsAnErrorNamingIt) {
+  MpiTransport mpi;
+  ShmTransport t(mpi, kSmall);
+  Collectives coll(mpi);
+  if (t.rank() == 0) {
+    const auto m = message(0, 1, 7);
+    Request s = t.isend(1, m, tags::kUser);
+    t.wait(s);
+  } else if (t.rank() == 1) {
+    std::vector<float> acc(4);
+    Request r = t.irecv_sum(0, acc, tags::kUser);
+    try {
+      t.wait(r);
+      ADD_FAILURE() << "7 bytes were added in as floats";
+    } catch (const RunError& e) {
+      EXPECT_NE(std::string(e.what()).find("not whole, aligned floats"), std::string::npos) << e.what();
+    }
+  }
+  coll.barrier(1);
+}
 
 // Every rank sends to every other at once, both ways, many rounds: no deadlock when all channels fill.
 TEST(ShmTransport, AllToAllRoundsThroughTwoSlotChannels) {
@@ -257,6 +386,37 @@ TEST(ShmTransport, DirectReadOfAForgedAddressIsAnIntegrityFailure) {
   coll.barrier(2);
 }
 
+// A writer into rank 0's channel to rank 1 names a real shared buffer of rank 0's by its descriptor
+// but with another inode number: rank 1 must not take whatever that descriptor is for the buffer named,
+// and reports a corrupt channel.
+TEST(ShmTransport, ASharedBufferNamedWithTheWrongIdentityIsAnIntegrityFailure) {
+  MpiTransport mpi;
+  ShmTransport t(mpi, kSmall);
+  if (!t.direct_reads()) GTEST_SKIP() << "this host refuses process_vm_readv between the ranks";
+  Collectives coll(mpi);
+  std::string error;
+  auto shared = SharedBuffer::create(4096, error);
+  ASSERT_TRUE(shared.has_value()) << error;
+  if (t.rank() == 0) {
+    const std::span<std::byte> ch = t.channel_bytes_to(1);
+    shm::SlotHeader h{kSmall.slot_bytes + 8, tags::kUser, shm::kDirect};
+    h.address = reinterpret_cast<std::uintptr_t>(shared->data());
+    h.buffer_fd = shared->fd();
+    h.buffer_id = shared->id() + 1;
+    h.buffer_base = h.address;
+    h.buffer_bytes = shared->size();
+    std::memcpy(ch.data() + shm::kCountersBytes + shm::kTicketsBytes, &h, sizeof h);  // slot 0
+    const std::uint64_t written = 1;
+    std::memcpy(ch.data(), &written, sizeof written);
+  }
+  coll.barrier(1);
+  if (t.rank() == 1) {
+    const std::string what = corrupt_channel_error(t, kSmall.slot_bytes + 8);
+    EXPECT_NE(what.find("is not the"), std::string::npos) << what;
+  }
+  coll.barrier(2);
+}
+
 // Headers as a writer into the shared memory could leave them: every one is either within what a
 // sender of ours writes or refused, with a reason (the receiver then never copies past its slot).
 TEST(ShmChannel, EveryHeaderIsWithinItsSlotOrRefused) {
@@ -295,6 +455,25 @@ TEST(ShmChannel, EveryHeaderIsWithinItsSlotOrRefused) {
   EXPECT_NE(shm::slot_header_error({slot, 5, shm::kDirect}, slot), std::nullopt);
   EXPECT_EQ(shm::slot_header_error({slot + 1, 5, shm::kDirect}, slot), std::nullopt);
   EXPECT_NE(shm::slot_header_error({slot + 1, 5, -3}, slot), std::nullopt);
+  // A shared buffer (Note [Shared buffers]) must hold the whole message and be named by a direct one.
+  const auto in_buffer = [&](std::uint64_t bytes, std::int32_t payload_tag, int fd, std::uint64_t address) {
+    shm::SlotHeader h{bytes, 5, payload_tag};
+    h.address = address;
+    h.buffer_fd = fd;
+    h.buffer_id = 42;
+    h.buffer_base = 1 << 20;
+    h.buffer_bytes = 4096;
+    return shm::slot_header_error(h, slot);
+  };
+  constexpr std::uint64_t base = 1 << 20;
+  EXPECT_EQ(in_buffer(4096, shm::kDirect, 3, base), std::nullopt);
+  EXPECT_EQ(in_buffer(slot + 1, shm::kDirect, 3, base + 4096 - (slot + 1)), std::nullopt);
+  EXPECT_NE(in_buffer(slot + 1, shm::kDirect, 3, base + 4096 - slot), std::nullopt);  // runs past its end
+  EXPECT_NE(in_buffer(4097, shm::kDirect, 3, base), std::nullopt);
+  EXPECT_NE(in_buffer(slot + 1, shm::kDirect, 3, base - 1), std::nullopt);        // starts before it
+  EXPECT_NE(in_buffer(slot + 1, shm::kDirect, 3, UINT64_MAX - 8), std::nullopt);  // wraps around
+  EXPECT_NE(in_buffer(slot + 1, 7, 3, base), std::nullopt);                       // bytes through MPI
+  EXPECT_NE(in_buffer(slot + 1, shm::kDirect, -1, base), std::nullopt);
   EXPECT_EQ(shm::written_error(10, 8, 2), std::nullopt);
   EXPECT_NE(shm::written_error(11, 8, 2), std::nullopt);
   EXPECT_NE(shm::written_error(7, 8, 2), std::nullopt);

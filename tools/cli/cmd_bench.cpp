@@ -105,6 +105,7 @@ struct AllreduceBenchOptions {
   // race (engine/host_layout.h fair_wait_mode).
   std::optional<comm::WaitMode> comm_wait;
   comm::HostTransport host_transport = comm::HostTransport::Shm;
+  std::optional<bench::BenchBuffer> buffer;  // unset: shared in plaintext, private when sealed
   // The TEE flags that shape the ring's traffic, with train's names and defaults; ingress and
   // at-rest keys do not apply to a benchmark of the ring alone.
   TeeOptions tee;
@@ -129,6 +130,7 @@ nlohmann::json allreduce_config_json(const AllreduceBenchOptions& o) {
                                  : cost_model_json(load_cost_model(o.cost, o.tee.settings.mode).model)},
           {"comm_wait", enum_name(*o.comm_wait)},
           {"host_transport", enum_name(o.host_transport)},
+          {"buffer", enum_name(*o.buffer)},
           {"tee", tee_json(o.tee)}};
 }
 
@@ -199,6 +201,7 @@ bench::BenchOptions bench_options(const AllreduceBenchOptions& o, const TeeSwitc
   bo.modes = o.modes;
   bo.check = true;  // sealing must never change the sum: every size is checked in every mode
   bo.ring = ring_options(ts, segment_bytes);
+  bo.buffer = *o.buffer;
   return bo;
 }
 
@@ -222,6 +225,10 @@ void print_allreduce_header(const AllreduceBenchOptions& o, const TeeSwitches& t
   }
   std::printf("# machine: %s\n", machine_line().c_str());
   const bool plain = runs_mode(o, bench::BenchAlgorithm::Plain);
+  std::printf("# buffers (--buffer): ours %s, MPI_Allreduce's private on huge pages\n",
+              *o.buffer == bench::BenchBuffer::Shared
+                  ? "shared (host peers read and add from them in place where the host allows it)"
+                  : "private on huge pages");
   std::printf("# ring waits: %s (--comm-wait); %s, iterations interleaved\n", enum_name(*o.comm_wait),
               plain ? "plain = our ring in plaintext; vs_plain = its time / this one's"
                     : "vs_mpi = MPI_Allreduce's time / this one's");
@@ -261,6 +268,7 @@ void write_allreduce_json(const AllreduceBenchOptions& o, const std::vector<benc
                    {"predicted_us", r.predicted_us},
                    {"comm_wait", enum_name(*o.comm_wait)},
                    {"host_transport", enum_name(o.host_transport)},
+                   {"buffer", enum_name(r.buffer)},
                    {"segment_bytes", segment_bytes},  // our rows' segments (0: whole chunks)
                    {"correct", r.correct}});
   }
@@ -293,6 +301,12 @@ void run_allreduce(AllreduceBenchOptions o) {
   const TeeSwitches ts = resolve_tee(o.tee.settings, /*gpu_gradients=*/false);
   choose_modes(o, ts.on);
   if (!o.comm_wait) o.comm_wait = fair_wait_mode();
+  // Note [Shared buffers] (comm/shm_transport.h): a shared buffer shows its plaintext to the host.
+  if (!o.buffer) o.buffer = ts.on ? bench::BenchBuffer::Private : bench::BenchBuffer::Shared;
+  if (ts.on && *o.buffer == bench::BenchBuffer::Shared)
+    throw InputError(
+        "bench allreduce: --buffer shared lets every process of this host's user read the "
+        "gradients in place; it is for --tee off only (drop --buffer, or use --buffer private)");
   // The same links as `teetrain train` (engine/rank_links.h): in TEE mode the same attestation, key
   // agreement and single sealed channel, so the bench measures exactly the ring that training runs.
   RankLinks links(MPI_COMM_WORLD, comm::Transport::kDefaultTimeout, *o.comm_wait, o.host_transport,
@@ -592,6 +606,10 @@ void register_bench_allreduce(CLI::App* bench) {
                   "outnumber the host's cores or Open MPI was told to yield (--mca mpi_yield_when_idle 1), "
                   "as Open MPI itself then yields");
   add_host_transport_option(a, ar->host_transport);
+  add_enum_option(a, "--buffer", ar->buffer,
+                  "The memory our algorithms run on: shared, a buffer that ranks on this host map and read "
+                  "(and add from) in place, where the host lets them; private, ordinary memory on huge "
+                  "pages, as MPI_Allreduce's always is. Default: shared with --tee off, private with a TEE");
   auto* tg = a->add_option_group("TEE mode (sealed ring, as `teetrain train --tee`)");
   TeeSettings& t = ar->tee.settings;
   add_enum_option(tg, "--tee", t.mode,
