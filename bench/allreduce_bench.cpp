@@ -75,9 +75,10 @@ namespace {
 // comm/shm_transport.h) unless the options or the host say no, then private like MPI's.
 class BenchBuffers {
  public:
-  BenchBuffers(Transport& t, std::size_t max_count, BenchBuffer ours) : mpi_(max_count) {
+  BenchBuffers(Transport& t, std::size_t max_count, comm::BufferMemory ours) : mpi_(max_count) {
     std::string why;  // a host without memfds runs ours on private memory: the rows say so
-    if (ours == BenchBuffer::Shared) shared_ = comm::SharedBuffer::create(max_count * sizeof(float), why);
+    if (ours == comm::BufferMemory::Shared)
+      shared_ = comm::SharedBuffer::create(max_count * sizeof(float), why);
     if (shared_) {
       share_.emplace(t, *shared_);
     } else {
@@ -88,8 +89,8 @@ class BenchBuffers {
     if (a.mode == "mpi") return mpi_.data();
     return shared_ ? shared_->floats().data() : private_.data();
   }
-  BenchBuffer kind(const BenchAlgo& a) const {
-    return a.mode != "mpi" && shared_ ? BenchBuffer::Shared : BenchBuffer::Private;
+  comm::BufferMemory kind(const BenchAlgo& a) const {
+    return a.mode != "mpi" && shared_ ? comm::BufferMemory::Shared : comm::BufferMemory::Private;
   }
 
  private:

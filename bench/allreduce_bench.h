@@ -20,6 +20,7 @@
 #include "comm/channel.h"
 #include "comm/ring_aead.h"
 #include "comm/ring_allreduce.h"
+#include "comm/shared_buffer.h"
 #include "comm/transport.h"
 #include "core/enum_names.h"
 #include "core/profiler.h"
@@ -32,10 +33,6 @@ namespace tt::bench {
 // per size (allreduce_cost.h) — the MPI library's MPI_Allreduce, and our ring in plaintext beside a
 // sealed one (what sealing costs, measured in the same run).
 enum class BenchAlgorithm { Ring, Mpi, Plain, Rd, Rhd, Auto };
-// The memory our algorithms run on (--buffer): a SharedBuffer shared with the transport, which host
-// peers read and add from in place (Note [Shared buffers], comm/shm_transport.h), or private memory as
-// MPI_Allreduce's.
-enum class BenchBuffer { Shared, Private };
 
 }  // namespace tt::bench
 
@@ -46,11 +43,6 @@ struct EnumNames<bench::BenchAlgorithm> {
       {"ring", bench::BenchAlgorithm::Ring}, {"rd", bench::BenchAlgorithm::Rd},
       {"rhd", bench::BenchAlgorithm::Rhd},   {"auto", bench::BenchAlgorithm::Auto},
       {"mpi", bench::BenchAlgorithm::Mpi},   {"plain", bench::BenchAlgorithm::Plain}};
-};
-template <>
-struct EnumNames<bench::BenchBuffer> {
-  static constexpr std::pair<const char*, bench::BenchBuffer> all[] = {
-      {"shared", bench::BenchBuffer::Shared}, {"private", bench::BenchBuffer::Private}};
 };
 }  // namespace tt
 
@@ -85,12 +77,12 @@ struct BenchOptions {
   bool check = true;
   std::vector<BenchAlgorithm> modes = {BenchAlgorithm::Ring, BenchAlgorithm::Mpi};
   RingOptions ring{};  // our algorithms' options (segments, all-gather mode): the AEAD bounds, --calibrate
-  BenchBuffer buffer = BenchBuffer::Shared;  // ours; MPI_Allreduce's is always private
+  comm::BufferMemory buffer = comm::BufferMemory::Shared;  // ours (--buffer); MPI_Allreduce's is private
 };
 
 struct BenchRecord {
   std::string mode;
-  BenchBuffer buffer = BenchBuffer::Private;  // what it ran on: Shared only where one could be made
+  comm::BufferMemory buffer = comm::BufferMemory::Private;  // what ours ran on: Shared where one was made
   int ranks = 1;
   std::size_t bytes = 0;
   std::size_t count = 0;  // floats

@@ -12,8 +12,15 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
+
+#include "core/enum_names.h"
 
 namespace tt::comm {
+
+// Where buffers the ranks reduce live (--buffer, --grad-memory): in a SharedBuffer that host peers
+// read and add from in place (Note [Shared buffers], comm/shm_transport.h), or private memory.
+enum class BufferMemory : std::uint8_t { Shared, Private };
 
 class SharedBuffer {
  public:
@@ -74,3 +81,11 @@ class PeerView {
 };
 
 }  // namespace tt::comm
+
+namespace tt {
+template <>
+struct EnumNames<comm::BufferMemory> {
+  static constexpr std::pair<const char*, comm::BufferMemory> all[] = {
+      {"shared", comm::BufferMemory::Shared}, {"private", comm::BufferMemory::Private}};
+};
+}  // namespace tt

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,10 @@ class Model {
   virtual std::size_t num_params() const = 0;
   virtual float* param_data() = 0;  // device, (num_params)
   virtual float* grad_data() = 0;   // device, (num_params)
+  // Moves the gradient arena into `memory`, (num_params) floats or more that the caller owns and keeps
+  // alive while the model's gradients are used, contents kept (DeviceBuffer::move_into): a host
+  // backend's gradients in a buffer the ranks share (Note [Shared buffers], comm/shm_transport.h).
+  virtual void place_grads(std::span<float> memory) = 0;
 
   // Fills parameters from `seed` (deterministic, independent of thread count).
   virtual void init_params(uint64_t seed) = 0;

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "comm/allreduce_algo.h"
+#include "comm/shared_buffer.h"
 #include "comm/transport.h"
 #include "core/backend.h"
 #include "core/emulated/emulated_gpu.h"
@@ -187,6 +188,10 @@ struct ParallelOptions {
   double timeout_s = 30;
   comm::WaitMode wait = comm::WaitMode::Adaptive;                 // how the ring's thread waits for messages
   comm::HostTransport host_transport = comm::HostTransport::Shm;  // ranks of one host: shared memory or MPI
+  // A CPU run's gradients: private memory on huge pages, or (where that applies) a buffer the host's
+  // ranks add from in place (TrainingRun::place_grads). Private by default: on the reference VM shared
+  // gradients saved the ring's adds but lost huge pages, and neither won (docs/design.md §5).
+  comm::BufferMemory grad_memory = comm::BufferMemory::Private;
   double link_gbps = 0;              // throttle each ring link (0: none; --link emulate: the GPU's NVLink)
   LinkModel link = LinkModel::Real;  // emulate: plaintext ring payloads of an emulated GPU are not moved
   double cc_transfer_us = 0;  // fixed cost of one H100 CC bounce-buffer crossing of a CPU-sealed message

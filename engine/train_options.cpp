@@ -88,6 +88,8 @@ nlohmann::json train_options_json(const TrainOptions& o) {
       {"tee", tee_json(o.tee, c.gpu_gradients())}};
   // Only when given, so runs without pins keep the configuration digest (and policies) they had.
   if (!o.data.expect_dataset.empty()) j["expect_dataset"] = o.data.expect_dataset;
+  // The same for the gradients' memory: only when not the default.
+  if (p.grad_memory != comm::BufferMemory::Private) j["grad_memory"] = enum_name(p.grad_memory);
   if (!o.checkpoints.expect.empty()) j["expect_checkpoint"] = o.checkpoints.expect;
   return j;
 }

@@ -282,9 +282,33 @@ void TrainingRun::agree_on_inputs() {
   inputs_ = agree_inputs(*dist_, inputs_, {plan_.data().expect_dataset, plan_.checkpoints().expect});
 }
 
+// Note [Shared buffers] (comm/shm_transport.h): where the ring adds this CPU's gradients in plaintext
+// and reaches other ranks of this host through shared memory, the gradient arena moves into a
+// SharedBuffer shared with the transport, so that those ranks add from it in place. Returns where the
+// gradients are and why.
+std::string TrainingRun::place_grads() {
+  if (plan_.parallel().grad_memory == comm::BufferMemory::Private)
+    return "private (--grad-memory private, the default)";
+  if (plan_.switches().on) return "private (a TEE keeps the plaintext gradients to this rank)";
+  if (plan_.compute().platform() != DeviceKind::Cpu || !platform_->real_values())
+    return "private (the gradients are not in this CPU's memory)";
+  comm::Transport& t = links_->transport();
+  bool host_peer = false;
+  for (int r = 0; r < world_; ++r) host_peer = host_peer || (r != rank_ && t.sums_on_receive(r));
+  if (!host_peer) return "private (no other rank on this host is reached through shared memory)";
+  std::string error;
+  auto buffer = comm::SharedBuffer::create(model_->num_params() * sizeof(float), error);
+  if (!buffer) return "private (no shared buffer: " + error + ")";
+  grad_buffer_.emplace(std::move(*buffer));
+  model_->place_grads(grad_buffer_->floats());
+  grad_share_.emplace(t, *grad_buffer_);
+  return "shared (the ranks on this host add from each other's gradients in place)";
+}
+
 // Gradient reduction on the reducer's communication thread: one path, chosen by the engine from the plan.
 void TrainingRun::build_reducer() {
   const ParallelOptions& par = plan_.parallel();
+  if (world_ > 1) grad_memory_ = place_grads();
   grads_.emplace(GradientSetup{par, plan_.compute(), plan_.switches(), *platform_, &links_->mpi(),
                                links_->transport(), links_->channel(), links_->sealed(), ranks_per_host_,
                                profiler_, links_->shm_inline_bytes()});
@@ -356,6 +380,7 @@ RunDescription TrainingRun::describe() const {
   d.gradients = world_ > 1 ? grads_->path() : "not reduced (one rank)";
   if (const auto segment = world_ > 1 ? grads_->segment() : std::nullopt) d.segments = segment->why;
   if (world_ > 1) d.host_transport = links_->host_transport_description();
+  d.grad_memory = grad_memory_;
   if (const auto& attest = links_->attest()) {
     d.attestation = attestation_banner(*attest, world_);
     d.unauthenticated = !attestation_summary(*attest, world_).warning.empty();
@@ -383,6 +408,7 @@ nlohmann::json TrainingRun::summary(const TrainResult& r, const RunReport& repor
             {"segment", segment ? nlohmann::json(segment->why) : nlohmann::json(nullptr)},
             {"host_transport",
              world_ > 1 ? nlohmann::json(links_->host_transport_description()) : nlohmann::json(nullptr)},
+            {"grad_memory", world_ > 1 ? nlohmann::json(grad_memory_) : nlohmann::json(nullptr)},
             {"bucket_mb", plan_.parallel().bucket_mb},
             {"buckets", buckets_.size()},
             {"overlap", plan_.parallel().overlap ? "on" : "off"},

@@ -14,6 +14,7 @@
 
 #include "comm/channel.h"
 #include "comm/mpi_transport.h"
+#include "comm/shared_buffer.h"
 #include "core/backend.h"
 #include "core/emulated/virtual_clock.h"
 #include "core/profiler.h"
@@ -47,6 +48,7 @@ struct RunDescription {
   std::string data, backend, gradients;
   std::string segments;          // the ring's segment size and why (empty: the path cuts none of ours)
   std::string host_transport;    // how the ranks of this host talk (empty: one rank)
+  std::string grad_memory;       // where the gradients live and why (empty: one rank)
   std::string attestation;       // empty with TEE off
   std::string agreed_inputs;     // what every rank opened and agreed on (InputRecord::describe)
   bool unauthenticated = false;  // nothing authenticated the peers, or revocation was not checked: repeat
@@ -106,6 +108,7 @@ class TrainingRun {
   void restore_or_broadcast();
   void agree_on_inputs();
   void build_reducer();
+  std::string place_grads();
 
   VirtualClock virtual_clock_;  // the profiler's clock when the plan is in virtual time
   Profiler profiler_;
@@ -125,6 +128,11 @@ class TrainingRun {
   int ranks_per_host_ = 1;
   std::unique_ptr<platform::Platform> platform_;  // chosen once from the plan: owns the backend
   Backend* backend_ = nullptr;                    // platform_->backend()
+  // The gradient arena where it is shared (place_grads, Note [Shared buffers] in comm/shm_transport.h):
+  // declared before model_, which uses it, and after links_, whose transport it is shared with.
+  std::optional<comm::SharedBuffer> grad_buffer_;
+  std::optional<comm::ScopedShare> grad_share_;
+  std::string grad_memory_;  // where the gradients are and why (the banner, the summary)
   std::unique_ptr<Model> model_;
   TrainConfig tc_;
   std::unique_ptr<Optimizer> optimizer_;

@@ -52,6 +52,7 @@ class TokenModel : public Model {
   std::size_t num_params() const override { return num_params_; }
   float* param_data() override { return params_buf_.as<float>(); }
   float* grad_data() override { return grads_buf_.as<float>(); }
+  void place_grads(std::span<float> memory) override { grads_buf_.move_into(std::as_writable_bytes(memory)); }
   void zero_grad() override;
   // Validates a B x T batch against the context (InputError naming the family) and grows the arenas to
   // hold it; when they grow, the family carves its views again and any saved forward is gone.

@@ -142,6 +142,7 @@ class Resnet final : public Model {
   std::size_t num_params() const override { return lay_.num_params; }
   float* param_data() override { return params_buf_.as<float>(); }
   float* grad_data() override { return grads_buf_.as<float>(); }
+  void place_grads(std::span<float> memory) override { grads_buf_.move_into(std::as_writable_bytes(memory)); }
 
   // Parameters from `seed` as torchvision initializes them (kaiming-normal fan_out convs, bn 1/0,
   // Linear's default uniform fc); running mean 0, running var 1.

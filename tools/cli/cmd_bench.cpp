@@ -105,7 +105,7 @@ struct AllreduceBenchOptions {
   // race (engine/host_layout.h fair_wait_mode).
   std::optional<comm::WaitMode> comm_wait;
   comm::HostTransport host_transport = comm::HostTransport::Shm;
-  std::optional<bench::BenchBuffer> buffer;  // unset: shared in plaintext, private when sealed
+  std::optional<comm::BufferMemory> buffer;  // unset: shared in plaintext, private when sealed
   // The TEE flags that shape the ring's traffic, with train's names and defaults; ingress and
   // at-rest keys do not apply to a benchmark of the ring alone.
   TeeOptions tee;
@@ -226,7 +226,7 @@ void print_allreduce_header(const AllreduceBenchOptions& o, const TeeSwitches& t
   std::printf("# machine: %s\n", machine_line().c_str());
   const bool plain = runs_mode(o, bench::BenchAlgorithm::Plain);
   std::printf("# buffers (--buffer): ours %s, MPI_Allreduce's private on huge pages\n",
-              *o.buffer == bench::BenchBuffer::Shared
+              *o.buffer == comm::BufferMemory::Shared
                   ? "shared (host peers read and add from them in place where the host allows it)"
                   : "private on huge pages");
   std::printf("# ring waits: %s (--comm-wait); %s, iterations interleaved\n", enum_name(*o.comm_wait),
@@ -290,6 +290,7 @@ void write_calibration(const AllreduceBenchOptions& o, const TeeSwitches& ts,
                    {"max_bytes", o.max_bytes},
                    {"segment_kb", o.segment_kb},
                    {"segment_bytes", bo.ring.segment_bytes},
+                   {"buffer", enum_name(bo.buffer)},  // shared: peers' adds in place, a lower reduce cost
                    {"samples", samples.size()},
                    {"machine", machine_line()}});
   std::printf("# calibration (tee %s) written to %s: %s; mean |error| %.0f%% over %zu timings\n",
@@ -302,8 +303,8 @@ void run_allreduce(AllreduceBenchOptions o) {
   choose_modes(o, ts.on);
   if (!o.comm_wait) o.comm_wait = fair_wait_mode();
   // Note [Shared buffers] (comm/shm_transport.h): a shared buffer shows its plaintext to the host.
-  if (!o.buffer) o.buffer = ts.on ? bench::BenchBuffer::Private : bench::BenchBuffer::Shared;
-  if (ts.on && *o.buffer == bench::BenchBuffer::Shared)
+  if (!o.buffer) o.buffer = ts.on ? comm::BufferMemory::Private : comm::BufferMemory::Shared;
+  if (ts.on && *o.buffer == comm::BufferMemory::Shared)
     throw InputError(
         "bench allreduce: --buffer shared lets every process of this host's user read the "
         "gradients in place; it is for --tee off only (drop --buffer, or use --buffer private)");

@@ -24,6 +24,7 @@ void print_banner(const RunDescription& d, const ParallelOptions& p) {
       name(p.allreduce), p.overlap ? "on" : "off", d.data.c_str(), d.backend.c_str(), d.gradients.c_str());
   if (!d.segments.empty()) std::fprintf(stderr, "  ring segments %s\n", d.segments.c_str());
   if (!d.host_transport.empty()) std::fprintf(stderr, "  host transport %s\n", d.host_transport.c_str());
+  if (!d.grad_memory.empty()) std::fprintf(stderr, "  gradients' memory %s\n", d.grad_memory.c_str());
   if (!d.attestation.empty()) std::fprintf(stderr, "  attestation %s\n", d.attestation.c_str());
 }
 

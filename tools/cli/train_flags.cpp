@@ -166,6 +166,12 @@ void add_parallel_options(CLI::App* cmd, TrainOptions& o) {
                   "How the ring waits for a message: adaptive yields, then naps (leaves cores to backward); "
                   "busy polls like MPI_Allreduce (a core per rank)");
   add_host_transport_option(dp, o.parallel.host_transport);
+  add_enum_option(
+      dp, "--grad-memory", o.parallel.grad_memory,
+      "Where a CPU run's gradients live: private, ordinary memory on huge pages; shared, a buffer "
+      "that the ranks on this host map and add from in place as the ring reduces (with --tee off, "
+      "--device cpu and shm between ranks of one host; elsewhere private), which saves the ring "
+      "a pass over each bucket but gives up huge pages");
 }
 
 // Virtual time and its modelled host (docs/design.md §11).
