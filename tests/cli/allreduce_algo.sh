@@ -5,6 +5,7 @@
 #  - auto reports, per bucket, what it took and what the model predicted, from defaults or from the
 #    calibration `bench allreduce --calibrate` writes (the file's coefficients are agreed by every rank);
 #  - a tampered rd message stops the run with exit 3 naming the algorithm's phase;
+#  - gradients in a shared buffer (--grad-memory shared) give the parameters of private ones;
 #  - emulated GPUs over emulated links run every algorithm; bad combinations are refused (exit 2).
 source "$(dirname "$0")/lib.sh" "$@"
 make_corpus
@@ -42,6 +43,26 @@ rc=0
 expect_eq "$rc" 2 "ranks with different --host-transport: exit 2"
 [[ $(grep -c "different --host-transport values (shm and mpi)" "$WORK/mixed.log") -eq 2 ]] && passes=$((passes + 1)) ||
   { echo "FAIL: both ranks should name the disagreement"; cat "$WORK/mixed.log"; fails=$((fails + 1)); }
+
+# Where the gradients live moves where the bytes are read from, never the sums: with --grad-memory
+# shared the host's ranks add from each other's gradients in place (Note [Shared buffers]; small
+# buckets' messages from the queue slots, 1 MiB ones from the mapped arena), with the parameters of
+# private memory for every algorithm. Banner and summary say where they are and why; a TEE keeps them
+# private.
+for algo in ring rd rhd; do
+  for bucket in 0.05 1; do
+    expect_eq "$(train 3 "${algo}_${bucket}_shared" --allreduce-algo $algo --grad-memory shared --bucket-mb $bucket)" \
+      "$(train 3 "${algo}_${bucket}_private" --allreduce-algo $algo --bucket-mb $bucket)" \
+      "P=3 $algo, $bucket MB buckets: --grad-memory shared == private"
+  done
+done
+grep -q '"grad_memory": "shared (the ranks on this host add from each other' "$WORK/ring_1_shared.json" &&
+  grep -q '"grad_memory": "private (--grad-memory private, the default)"' "$WORK/ring_1_private.json" &&
+  grep -q "gradients' memory shared" "$WORK/ring_1_shared.log" && passes=$((passes + 1)) ||
+  { echo "FAIL: where the gradients are"; grep -h grad_memory "$WORK"/ring_1_*.json; fails=$((fails + 1)); }
+train 3 ring_shared_fast --tee fast --grad-memory shared >/dev/null
+grep -q '"grad_memory": "private (a TEE keeps the plaintext gradients to this rank)"' "$WORK/ring_shared_fast.json" &&
+  passes=$((passes + 1)) || { echo "FAIL: a TEE run's gradients"; grep grad_memory "$WORK/ring_shared_fast.json"; fails=$((fails + 1)); }
 
 # auto: what each bucket took, and why (defaults for the mode).
 train 3 auto_cc --allreduce-algo auto --tee cc >/dev/null

@@ -2,9 +2,11 @@
 // that lists the presets, and a checkpoint's model configuration builds the same model again.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <climits>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/error.h"
 #include "core/cpu/cpu_backend.h"
@@ -54,6 +56,31 @@ TEST(ModelRegistry, EveryPresetHasItsParameterCount) {
   for (const char* small : {"gpt2-tiny", "resnet-tiny"}) {
     const auto model = make_model(*backend, named(small));
     EXPECT_EQ(model->num_params(), model_config_json(named(small)).at("params").get<std::size_t>()) << small;
+  }
+}
+
+// Model::place_grads (a CPU run's gradients in a buffer the ranks share): the arena moves into the
+// caller's memory with its values, the model then reads and writes it there, and never frees it.
+TEST(ModelRegistry, GradientsPlacedInCallerMemoryKeepTheirValuesAndStayTheCallers) {
+  auto backend = make_cpu_backend(1);
+  for (const char* small : {"gpt2-tiny", "resnet-tiny"}) {
+    std::vector<float> memory;  // declared before the model: it outlives the model's use of it
+    auto model = make_model(*backend, named(small));
+    const std::size_t n = model->num_params();
+    for (std::size_t i = 0; i < n; ++i) model->grad_data()[i] = static_cast<float>(i % 97);
+    memory.assign(n + 3, -1.0f);
+    model->place_grads(memory);
+    EXPECT_EQ(model->grad_data(), memory.data()) << small;
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < n; ++i) wrong += memory[i] != static_cast<float>(i % 97) ? 1 : 0;
+    EXPECT_EQ(wrong, 0U) << small;
+    model->zero_grad();
+    EXPECT_EQ(std::count(memory.begin(), memory.begin() + static_cast<std::ptrdiff_t>(n), 0.0f),
+              static_cast<std::ptrdiff_t>(n))
+        << small;
+    EXPECT_EQ(memory[n], -1.0f) << small;  // past the arena: untouched
+    model.reset();                         // frees its own arenas, not `memory` (ASan: no bad free)
+    memory[0] = 1.0f;
   }
 }
 
