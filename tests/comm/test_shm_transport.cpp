@@ -346,6 +346,21 @@ std::string corrupt_channel_error(ShmTransport& t, std::size_t buffer_bytes) {
   return "";
 }
 
+// A process of the host's user writes header `h` into slot 0 of rank 0's channel to rank 1, as one
+// message written: rank 1's receive must fail as a corrupt channel. Returns its text on rank 1.
+std::string forged_message_error(ShmTransport& t, Collectives& coll, const shm::SlotHeader& h) {
+  if (t.rank() == 0) {
+    const std::span<std::byte> ch = t.channel_bytes_to(1);
+    std::memcpy(ch.data() + shm::kCountersBytes + shm::kTicketsBytes, &h, sizeof h);  // slot 0
+    const std::uint64_t written = 1;
+    std::memcpy(ch.data(), &written, sizeof written);
+  }
+  coll.barrier(1);
+  const std::string what = t.rank() == 1 ? corrupt_channel_error(t, static_cast<std::size_t>(h.bytes)) : "";
+  coll.barrier(2);
+  return what;
+}
+
 // A process of the host's user overwrites the counter of rank 0's channel to rank 1: rank 1 reports
 // the corrupt channel as an integrity failure naming it, instead of reading slots nobody wrote.
 TEST(ShmTransport, OverwrittenCounterIsAnIntegrityFailureNamingTheChannel) {
@@ -371,19 +386,11 @@ TEST(ShmTransport, DirectReadOfAForgedAddressIsAnIntegrityFailure) {
   ShmTransport t(mpi, kSmall);
   if (!t.direct_reads()) GTEST_SKIP() << "this host refuses process_vm_readv between the ranks";
   Collectives coll(mpi);
-  if (t.rank() == 0) {
-    const std::span<std::byte> ch = t.channel_bytes_to(1);
-    const shm::SlotHeader h{kSmall.slot_bytes + 8, tags::kUser, shm::kDirect, /*address=*/4096, /*ticket=*/0};
-    std::memcpy(ch.data() + shm::kCountersBytes + shm::kTicketsBytes, &h, sizeof h);  // slot 0
-    const std::uint64_t written = 1;
-    std::memcpy(ch.data(), &written, sizeof written);
-  }
-  coll.barrier(1);
+  const std::string what = forged_message_error(
+      t, coll, {kSmall.slot_bytes + 8, tags::kUser, shm::kDirect, /*address=*/4096, /*ticket=*/0});
   if (t.rank() == 1) {
-    const std::string what = corrupt_channel_error(t, kSmall.slot_bytes + 8);
     EXPECT_NE(what.find("not readable"), std::string::npos) << what;
   }
-  coll.barrier(2);
 }
 
 // A writer into rank 0's channel to rank 1 names a real shared buffer of rank 0's by its descriptor
@@ -397,24 +404,16 @@ TEST(ShmTransport, ASharedBufferNamedWithTheWrongIdentityIsAnIntegrityFailure) {
   std::string error;
   auto shared = SharedBuffer::create(4096, error);
   ASSERT_TRUE(shared.has_value()) << error;
-  if (t.rank() == 0) {
-    const std::span<std::byte> ch = t.channel_bytes_to(1);
-    shm::SlotHeader h{kSmall.slot_bytes + 8, tags::kUser, shm::kDirect};
-    h.address = reinterpret_cast<std::uintptr_t>(shared->data());
-    h.buffer_fd = shared->fd();
-    h.buffer_id = shared->id() + 1;
-    h.buffer_base = h.address;
-    h.buffer_bytes = shared->size();
-    std::memcpy(ch.data() + shm::kCountersBytes + shm::kTicketsBytes, &h, sizeof h);  // slot 0
-    const std::uint64_t written = 1;
-    std::memcpy(ch.data(), &written, sizeof written);
-  }
-  coll.barrier(1);
+  shm::SlotHeader h{kSmall.slot_bytes + 8, tags::kUser, shm::kDirect};
+  h.address = reinterpret_cast<std::uintptr_t>(shared->data());
+  h.buffer_fd = shared->fd();
+  h.buffer_id = shared->id() + 1;
+  h.buffer_base = h.address;
+  h.buffer_bytes = shared->size();
+  const std::string what = forged_message_error(t, coll, h);
   if (t.rank() == 1) {
-    const std::string what = corrupt_channel_error(t, kSmall.slot_bytes + 8);
     EXPECT_NE(what.find("is not the"), std::string::npos) << what;
   }
-  coll.barrier(2);
 }
 
 // Headers as a writer into the shared memory could leave them: every one is either within what a
