@@ -228,9 +228,9 @@ void HopRunner::add_segments(float* data, const Hop& h, std::size_t k0, std::siz
     wait(sends_[k],
          context(h, h.send, k, rank_, h.send.peer, layout_.segment(h.send.range, k).count * sizeof(float)));
   }
-  {
+  if (!summing_) {  // summed on receipt: nothing to add here
     ScopedPhase timer(prof_, Phase::Reduce, Lane::Comm);
-    for (std::size_t k = k0; k < k1 && !summing_; ++k) {
+    for (std::size_t k = k0; k < k1; ++k) {
       const RingRange seg = layout_.segment(in, k);
       memory_->add_into(data + seg.offset, reduce_slot(in, k), seg.count);
     }

@@ -90,8 +90,10 @@ std::optional<PeerView> PeerView::open(pid_t pid, int fd, std::uint64_t id, std:
     error = "fstat of " + path + ": " + std::strerror(errno);
     return std::nullopt;
   }
+  // Only a memfd (shared memory) answers F_GET_SEALS: a descriptor of any other file the sender holds
+  // open (a dataset, a checkpoint) is refused even where its inode number matches.
   if (static_cast<std::uint64_t>(st.st_ino) != id || !S_ISREG(st.st_mode) || st.st_size < 0 ||
-      static_cast<std::size_t>(st.st_size) < bytes) {
+      static_cast<std::size_t>(st.st_size) < bytes || ::fcntl(f.get(), F_GET_SEALS) < 0) {
     failure = Failure::Mismatch;
     error = path + " is not the " + std::to_string(bytes) + "-byte buffer " + std::to_string(id) +
             " its sender named";

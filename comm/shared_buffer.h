@@ -3,7 +3,8 @@
 //
 // A SharedBuffer is a memfd, sized and mapped once. A peer finds it through /proc/PID/fd/FD, which
 // the kernel lets it open on the terms it lets it read our memory with process_vm_readv (the same user,
-// ptrace's access check), and checks it is the file it was told about by its inode number.
+// ptrace's access check), and checks that it is a memfd and the one it was told about (its inode
+// number): never another file the sender holds open.
 #pragma once
 #include <sys/types.h>
 

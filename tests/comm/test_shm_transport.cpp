@@ -7,9 +7,11 @@
 // Transport contract itself (ordering, short and long messages, timeouts, every collective and algorithm) is
 // test_comm_mpi.cpp, built a second time over this transport as test_comm_shm.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -414,6 +416,33 @@ TEST(ShmTransport, ASharedBufferNamedWithTheWrongIdentityIsAnIntegrityFailure) {
   if (t.rank() == 1) {
     EXPECT_NE(what.find("is not the"), std::string::npos) << what;
   }
+}
+
+// The same with a descriptor of an ordinary file rank 0 holds open, named with that file's own inode
+// number: only a shared buffer (a memfd) may be mapped, never another file of the sender's.
+TEST(ShmTransport, AnOrdinaryFileNamedAsASharedBufferIsAnIntegrityFailure) {
+  MpiTransport mpi;
+  ShmTransport t(mpi, kSmall);
+  if (!t.direct_reads()) GTEST_SKIP() << "this host refuses process_vm_readv between the ranks";
+  Collectives coll(mpi);
+  std::FILE* file = std::tmpfile();
+  ASSERT_NE(file, nullptr);
+  const std::vector<std::byte> bytes(4096, std::byte{7});
+  ASSERT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), file), bytes.size());
+  std::fflush(file);
+  struct stat st {};
+  ASSERT_EQ(::fstat(::fileno(file), &st), 0);
+  shm::SlotHeader h{kSmall.slot_bytes + 8, tags::kUser, shm::kDirect};
+  h.address = reinterpret_cast<std::uintptr_t>(bytes.data());
+  h.buffer_fd = ::fileno(file);
+  h.buffer_id = static_cast<std::uint64_t>(st.st_ino);
+  h.buffer_base = h.address;
+  h.buffer_bytes = bytes.size();
+  const std::string what = forged_message_error(t, coll, h);
+  if (t.rank() == 1) {
+    EXPECT_NE(what.find("is not the"), std::string::npos) << what;
+  }
+  std::fclose(file);
 }
 
 // Headers as a writer into the shared memory could leave them: every one is either within what a
