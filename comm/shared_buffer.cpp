@@ -9,6 +9,7 @@
 #include <cstring>
 #include <utility>
 
+#include "base/host_memory.h"
 #include "tee/unique_fd.h"
 
 namespace tt::comm {
@@ -39,11 +40,16 @@ std::optional<SharedBuffer> SharedBuffer::create(std::size_t bytes, std::string&
     error = std::string("fstat of a memfd: ") + std::strerror(errno);
     return std::nullopt;
   }
-  void* p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, f.get(), 0);
+  void* p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, f.get(), 0);
   if (p == MAP_FAILED) {
     error = std::string("mmap of a memfd: ") + std::strerror(errno);
     return std::nullopt;
   }
+  // Note [Huge pages for large host buffers] (base/host_memory.h): shared memory gets them where the
+  // host's shmem_enabled is `advise` or more (Debian's default, `never`, refuses the advice at no
+  // cost). Asked before the first touch, which then faults every page in.
+  if (len >= kHugePageBytes) ::madvise(p, len, MADV_HUGEPAGE);
+  std::memset(p, 0, len);
   return SharedBuffer(static_cast<std::byte*>(p), len, f.release(), static_cast<std::uint64_t>(st.st_ino));
 }
 
