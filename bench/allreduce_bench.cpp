@@ -130,6 +130,7 @@ std::vector<BenchRecord> bench_size(const Transport& t, Collectives& coll,
                                     BenchBuffers& bufs, std::size_t count, std::uint64_t& seq) {
   const int p = t.size();
   std::vector<BenchRecord> recs(algos.size());
+  std::vector<float*> buf(algos.size());  // each algorithm's buffer, looked up outside the timed runs
   for (std::size_t a = 0; a < algos.size(); ++a) {
     recs[a].mode = algos[a].mode;
     recs[a].ranks = p;
@@ -139,10 +140,10 @@ std::vector<BenchRecord> bench_size(const Transport& t, Collectives& coll,
     if (algos[a].picks) recs[a].picked = algos[a].picks(count);
     if (algos[a].predicts) recs[a].predicted_us = algos[a].predicts(count);
     recs[a].buffer = bufs.kind(algos[a]);
-    float* buf = bufs.of(algos[a]);
-    if (opt.check) recs[a].correct = check_algo(t, coll, algos[a], buf, count, seq);
+    buf[a] = bufs.of(algos[a]);
+    if (opt.check) recs[a].correct = check_algo(t, coll, algos[a], buf[a], count, seq);
     // Timed runs reuse whatever the buffer holds: values only grow, and float adds take the same time.
-    for (int i = 0; i < opt.warmup; ++i) algos[a].allreduce(buf, count);
+    for (int i = 0; i < opt.warmup; ++i) algos[a].allreduce(buf[a], count);
   }
   std::vector<std::vector<double>> mine(algos.size(),
                                         std::vector<double>(static_cast<std::size_t>(opt.iters)));
@@ -154,7 +155,7 @@ std::vector<BenchRecord> bench_size(const Transport& t, Collectives& coll,
       const std::size_t a = (k + i) % algos.size();
       coll.barrier(seq++);
       const auto t0 = std::chrono::steady_clock::now();
-      algos[a].allreduce(bufs.of(algos[a]), count);
+      algos[a].allreduce(buf[a], count);
       mine[a][i] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
     }
   }

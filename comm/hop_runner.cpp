@@ -69,6 +69,12 @@ bool HopRunner::fuses(const Hop& h, const Hop* next) const {
          next->send.range.offset == h.recv.range.offset && next->send.range.count == h.recv.range.count;
 }
 
+// The hop sends the range it receives into (recursive doubling's exchange): its send reads the memory
+// its adds write. Every algorithm's two ranges of a hop are the same or disjoint.
+bool HopRunner::sends_what_it_adds(const Hop& h) {
+  return h.send.active() && h.recv.active() && h.send.range.offset == h.recv.range.offset;
+}
+
 // Where segment k of incoming range `in` lands in the reduce scratch.
 float* HopRunner::reduce_slot(const RingRange& in, std::size_t k) const {
   if (reduce_slots_ == 0) return scratch_.reduce + (layout_.segment(in, k).offset - in.offset);
@@ -86,9 +92,8 @@ void HopRunner::run(float* data, const Hop& h, const Hop* next) {
   // where the buffer is shared: every rank's caller makes the same choice, so the peer's bytes can be
   // added from where they lie. Not where this hop's send reads the range they write (recursive
   // doubling's exchange). Elsewhere the adds stay here, from the slots, timed as the reduce phase.
-  const bool same = h.send.active() && h.send.range.offset < h.recv.range.offset + h.recv.range.count &&
-                    h.recv.range.offset < h.send.range.offset + h.send.range.count;
-  summing_ = host_sums_ && h.reduce && h.recv.active() && !same && t_.sums_on_receive(h.recv.peer) &&
+  summing_ = host_sums_ && h.reduce && h.recv.active() && !sends_what_it_adds(h) &&
+             t_.sums_on_receive(h.recv.peer) &&
              t_.shared(data + h.recv.range.offset, h.recv.range.count * sizeof(float));
   sends_.clear();
   recvs_.clear();
@@ -223,8 +228,8 @@ void HopRunner::add_segments(float* data, const Hop& h, std::size_t k0, std::siz
   const RingRange in = h.recv.range;
   // Sending and adding the same memory (recursive doubling): our send of a segment must be done
   // reading it before the add writes it. Sealed sends read the wire scratch, never the buffer.
-  const bool same = h.send.active() && h.send.range.offset == in.offset && channel_->pass_through();
-  for (std::size_t k = k0; k < k1 && same && !summing_ && k < sends_.size(); ++k) {
+  const bool same = sends_what_it_adds(h) && channel_->pass_through();
+  for (std::size_t k = k0; k < k1 && same && k < sends_.size(); ++k) {
     wait(sends_[k],
          context(h, h.send, k, rank_, h.send.peer, layout_.segment(h.send.range, k).count * sizeof(float)));
   }

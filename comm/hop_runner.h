@@ -96,6 +96,7 @@ class HopRunner {
 
  private:
   bool fuses(const Hop& h, const Hop* next) const;
+  static bool sends_what_it_adds(const Hop& h);
   float* reduce_slot(const RingRange& in, std::size_t k) const;
   void post_receives(float* data, const Hop& h, std::size_t k0, std::size_t k1);
   void send_segments(float* data, const Hop& h, std::size_t k0, std::size_t k1, std::vector<Request>& sent);

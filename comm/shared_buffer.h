@@ -13,9 +13,6 @@
 #include <optional>
 #include <span>
 #include <string>
-#include <utility>
-
-#include "core/enum_names.h"
 
 namespace tt::comm {
 
@@ -82,11 +79,3 @@ class PeerView {
 };
 
 }  // namespace tt::comm
-
-namespace tt {
-template <>
-struct EnumNames<comm::BufferMemory> {
-  static constexpr std::pair<const char*, comm::BufferMemory> all[] = {
-      {"shared", comm::BufferMemory::Shared}, {"private", comm::BufferMemory::Private}};
-};
-}  // namespace tt

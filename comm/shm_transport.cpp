@@ -141,6 +141,7 @@ struct ShmTransport::Impl {
   void match(HostPeer& p, RecvState& r, const SlotHeader& h, const std::byte* inline_payload);
   void read_direct(HostPeer& p, const SlotHeader& h, std::span<std::byte> into);
   void sum_direct(HostPeer& p, const SlotHeader& h, float* acc);
+  void read_remote(const HostPeer& p, std::uint64_t address, std::span<std::byte> into);
   const std::byte* view_of(HostPeer& p, const SlotHeader& h);
   const SharedRegion* region_of(const void* p, std::size_t bytes) const;
   void fill_shared(SlotHeader& h, std::span<const std::byte> data) const;
@@ -180,8 +181,8 @@ struct SendState final : RequestState {
 };
 
 struct RecvState final : RequestState {
-  RecvState(ShmTransport::Impl& t, HostPeer& p, std::span<std::byte> b, int g, float* s = nullptr)
-      : impl(t), peer(p), buffer(b), tag(g), sum(s) {}
+  RecvState(ShmTransport::Impl& t, HostPeer& p, std::span<std::byte> b, int g, bool add = false)
+      : impl(t), peer(p), buffer(b), tag(g), adds(add) {}
   ~RecvState() override {
     if (!matched) std::erase(peer.recvs, this);
     if (payload.pending()) --impl.payloads_in_flight;
@@ -192,7 +193,7 @@ struct RecvState final : RequestState {
     if (!matched) return std::nullopt;
     if (payload.pending() && !impl.payload_done(payload)) return std::nullopt;
     if (!staged.empty()) {  // a sum's bytes came through MPI: add them now
-      add_floats(sum, staged.data(), bytes / sizeof(float));
+      add_floats(acc(), staged.data(), bytes / sizeof(float));
       staged.clear();
     }
     return bytes;
@@ -201,7 +202,8 @@ struct RecvState final : RequestState {
   HostPeer& peer;
   std::span<std::byte> buffer;  // a sum's: its accumulator's bytes
   int tag;
-  float* sum = nullptr;  // irecv_sum: the message is added here instead of stored
+  bool adds = false;  // irecv_sum: the message is added into `buffer`'s floats instead of stored
+  float* acc() const { return reinterpret_cast<float*>(buffer.data()); }
   bool matched = false;
   std::size_t bytes = 0;
   std::string error;
@@ -263,27 +265,27 @@ void ShmTransport::Impl::match(HostPeer& p, RecvState& r, const SlotHeader& h,
     r.error = from() + " is longer than the receive buffer of " + std::to_string(r.buffer.size()) + " bytes";
     return;
   }
-  if (r.sum != nullptr && (h.bytes % sizeof(float) != 0 || h.address % alignof(float) != 0)) {
+  if (r.adds && (h.bytes % sizeof(float) != 0 || h.address % alignof(float) != 0)) {
     r.error = from() + " is not whole, aligned floats, so it cannot be added in";
     return;
   }
   r.bytes = static_cast<std::size_t>(h.bytes);
   const std::size_t n = r.bytes / sizeof(float);
   if (h.payload_tag == kInline) {
-    if (r.sum != nullptr) {
-      add_floats(r.sum, reinterpret_cast<const float*>(inline_payload), n);
+    if (r.adds) {
+      add_floats(r.acc(), reinterpret_cast<const float*>(inline_payload), n);
     } else if (r.bytes > 0) {
       std::memcpy(r.buffer.data(), inline_payload, r.bytes);
     }
   } else if (h.payload_tag == kDirect) {
-    if (r.sum != nullptr) {
-      sum_direct(p, h, r.sum);
+    if (r.adds) {
+      sum_direct(p, h, r.acc());
     } else {
       read_direct(p, h, r.buffer.first(r.bytes));
     }
   } else {
     std::span<std::byte> into = r.buffer.first(r.bytes);
-    if (r.sum != nullptr) {
+    if (r.adds) {
       r.staged.resize(n);
       into = std::as_writable_bytes(std::span(r.staged));
     }
@@ -307,14 +309,7 @@ void ShmTransport::Impl::read_direct(HostPeer& p, const SlotHeader& h, std::span
   if (const std::byte* view = view_of(p, h)) {
     std::memcpy(into.data(), view, into.size());
   } else {
-    std::size_t got = 0;
-    while (got < into.size()) {
-      iovec local{into.data() + got, into.size() - got};
-      iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(h.address + got)), into.size() - got};
-      const ssize_t n = process_vm_readv(p.pid, &local, 1, &remote, 1, 0);
-      if (n <= 0) corrupt(p, "a long message's bytes are not readable in the sender's memory");
-      got += static_cast<std::size_t>(n);
-    }
+    read_remote(p, h.address, into);
   }
   store_release(p.in.done(h.ticket), h.ticket + 1);
 }
@@ -325,25 +320,27 @@ void ShmTransport::Impl::sum_direct(HostPeer& p, const SlotHeader& h, float* acc
   const std::size_t n = static_cast<std::size_t>(h.bytes) / sizeof(float);
   if (const std::byte* view = view_of(p, h)) {
     add_floats(acc, reinterpret_cast<const float*>(view), n);
-    store_release(p.in.done(h.ticket), h.ticket + 1);
-    return;
-  }
-  bounce.resize(kBounceBytes / sizeof(float));
-  for (std::size_t i = 0; i < n;) {
-    const std::size_t k = std::min(bounce.size(), n - i);
-    std::size_t got = 0;
-    while (got < k * sizeof(float)) {
-      iovec local{reinterpret_cast<std::byte*>(bounce.data()) + got, k * sizeof(float) - got};
-      iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(h.address + i * sizeof(float) + got)),
-                   k * sizeof(float) - got};
-      const ssize_t r = process_vm_readv(p.pid, &local, 1, &remote, 1, 0);
-      if (r <= 0) corrupt(p, "a long message's bytes are not readable in the sender's memory");
-      got += static_cast<std::size_t>(r);
+  } else {
+    bounce.resize(kBounceBytes / sizeof(float));
+    for (std::size_t i = 0; i < n; i += bounce.size()) {
+      const std::size_t k = std::min(bounce.size(), n - i);
+      read_remote(p, h.address + i * sizeof(float), std::as_writable_bytes(std::span(bounce).first(k)));
+      add_floats(acc + i, bounce.data(), k);
     }
-    add_floats(acc + i, bounce.data(), k);
-    i += k;
   }
   store_release(p.in.done(h.ticket), h.ticket + 1);
+}
+
+// Copies `into.size()` bytes at `address` in the peer's memory with process_vm_readv, which may stop
+// short; an address the peer has not mapped is a corrupt channel.
+void ShmTransport::Impl::read_remote(const HostPeer& p, std::uint64_t address, std::span<std::byte> into) {
+  for (std::size_t got = 0; got < into.size();) {
+    iovec local{into.data() + got, into.size() - got};
+    iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(address + got)), into.size() - got};
+    const ssize_t n = process_vm_readv(p.pid, &local, 1, &remote, 1, 0);
+    if (n <= 0) corrupt(p, "a long message's bytes are not readable in the sender's memory");
+    got += static_cast<std::size_t>(n);
+  }
 }
 
 // Where a direct message's bytes are mapped here (Note [Shared buffers]), or null: not from a shared
@@ -587,7 +584,7 @@ Request ShmTransport::irecv_sum(int peer, std::span<float> acc, int tag) {
   HostPeer* p = impl_->host_peer(peer);
   if (p == nullptr) return Transport::irecv_sum(peer, acc, tag);
   return impl_->post_receive(
-      *p, std::make_unique<RecvState>(*impl_, *p, std::as_writable_bytes(acc), tag, acc.data()));
+      *p, std::make_unique<RecvState>(*impl_, *p, std::as_writable_bytes(acc), tag, /*add=*/true));
 }
 
 bool ShmTransport::shared(const void* p, std::size_t bytes) const {

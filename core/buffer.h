@@ -43,7 +43,7 @@ class DeviceBuffer {
   }
   // Moves the contents into `memory` (at least bytes() of it, in the backend's address space: host
   // memory for a host backend) and keeps using it, without owning it: the caller keeps it alive for
-  // as long as this buffer is used, and frees it. The arena stays where the backend put it no longer.
+  // as long as this buffer is used, and frees it. The backend's own allocation is freed here.
   void move_into(std::span<std::byte> memory) {
     if (memory.size() < bytes_) throw std::invalid_argument("DeviceBuffer::move_into: memory too small");
     if (bytes_ > 0) backend_->copy(memory.data(), ptr_, bytes_);

@@ -83,6 +83,11 @@ struct EnumNames<comm::HostTransport> {
                                                                         {"mpi", comm::HostTransport::Mpi}};
 };
 template <>
+struct EnumNames<comm::BufferMemory> {
+  static constexpr std::pair<const char*, comm::BufferMemory> all[] = {
+      {"shared", comm::BufferMemory::Shared}, {"private", comm::BufferMemory::Private}};
+};
+template <>
 struct EnumNames<OptimizerKind> {
   static constexpr std::pair<const char*, OptimizerKind> all[] = {{"adamw", OptimizerKind::AdamW},
                                                                   {"sgd", OptimizerKind::Sgd}};

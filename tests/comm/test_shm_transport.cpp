@@ -363,6 +363,18 @@ std::string forged_message_error(ShmTransport& t, Collectives& coll, const shm::
   return what;
 }
 
+// A direct message's header, one long message at `data`, naming as its shared buffer the `bytes` there
+// as descriptor `fd` with inode number `id`.
+shm::SlotHeader naming_buffer(const void* data, std::size_t bytes, int fd, std::uint64_t id) {
+  shm::SlotHeader h{kSmall.slot_bytes + 8, tags::kUser, shm::kDirect};
+  h.address = reinterpret_cast<std::uintptr_t>(data);
+  h.buffer_fd = fd;
+  h.buffer_id = id;
+  h.buffer_base = h.address;
+  h.buffer_bytes = bytes;
+  return h;
+}
+
 // A process of the host's user overwrites the counter of rank 0's channel to rank 1: rank 1 reports
 // the corrupt channel as an integrity failure naming it, instead of reading slots nobody wrote.
 TEST(ShmTransport, OverwrittenCounterIsAnIntegrityFailureNamingTheChannel) {
@@ -406,13 +418,8 @@ TEST(ShmTransport, ASharedBufferNamedWithTheWrongIdentityIsAnIntegrityFailure) {
   std::string error;
   auto shared = SharedBuffer::create(4096, error);
   ASSERT_TRUE(shared.has_value()) << error;
-  shm::SlotHeader h{kSmall.slot_bytes + 8, tags::kUser, shm::kDirect};
-  h.address = reinterpret_cast<std::uintptr_t>(shared->data());
-  h.buffer_fd = shared->fd();
-  h.buffer_id = shared->id() + 1;
-  h.buffer_base = h.address;
-  h.buffer_bytes = shared->size();
-  const std::string what = forged_message_error(t, coll, h);
+  const std::string what = forged_message_error(
+      t, coll, naming_buffer(shared->data(), shared->size(), shared->fd(), shared->id() + 1));
   if (t.rank() == 1) {
     EXPECT_NE(what.find("is not the"), std::string::npos) << what;
   }
@@ -425,24 +432,19 @@ TEST(ShmTransport, AnOrdinaryFileNamedAsASharedBufferIsAnIntegrityFailure) {
   ShmTransport t(mpi, kSmall);
   if (!t.direct_reads()) GTEST_SKIP() << "this host refuses process_vm_readv between the ranks";
   Collectives coll(mpi);
-  std::FILE* file = std::tmpfile();
+  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::tmpfile(), &std::fclose);
   ASSERT_NE(file, nullptr);
   const std::vector<std::byte> bytes(4096, std::byte{7});
-  ASSERT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), file), bytes.size());
-  std::fflush(file);
+  ASSERT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), file.get()), bytes.size());
+  std::fflush(file.get());
   struct stat st {};
-  ASSERT_EQ(::fstat(::fileno(file), &st), 0);
-  shm::SlotHeader h{kSmall.slot_bytes + 8, tags::kUser, shm::kDirect};
-  h.address = reinterpret_cast<std::uintptr_t>(bytes.data());
-  h.buffer_fd = ::fileno(file);
-  h.buffer_id = static_cast<std::uint64_t>(st.st_ino);
-  h.buffer_base = h.address;
-  h.buffer_bytes = bytes.size();
-  const std::string what = forged_message_error(t, coll, h);
+  ASSERT_EQ(::fstat(::fileno(file.get()), &st), 0);
+  const std::string what = forged_message_error(
+      t, coll,
+      naming_buffer(bytes.data(), bytes.size(), ::fileno(file.get()), static_cast<std::uint64_t>(st.st_ino)));
   if (t.rank() == 1) {
     EXPECT_NE(what.find("is not the"), std::string::npos) << what;
   }
-  std::fclose(file);
 }
 
 // Headers as a writer into the shared memory could leave them: every one is either within what a
