@@ -12,10 +12,10 @@
 #include "base/error.h"
 #include "base/host_memory.h"
 #include "bench/sealed_bench.h"
-#include "comm/allreduce_algo.h"
+#include "comm/allreduce/allreduce_algo.h"
 #include "comm/collectives.h"
-#include "comm/mpi_allreduce.h"
-#include "comm/shared_buffer.h"
+#include "comm/transport/mpi_allreduce.h"
+#include "comm/transport/shared_buffer.h"
 
 namespace tt::bench {
 
@@ -72,7 +72,7 @@ namespace {
 // The buffers the algorithms run on, (max_count,) floats each, reused at every size. MPI_Allreduce's
 // is private memory on huge pages, what it runs fastest on (Note [Huge pages for large host buffers],
 // base/host_memory.h); ours is a SharedBuffer shared with the transport (Note [Shared buffers],
-// comm/shm_transport.h) unless the options or the host say no, then private like MPI's.
+// comm/transport/shm_transport.h) unless the options or the host say no, then private like MPI's.
 class BenchBuffers {
  public:
   BenchBuffers(Transport& t, std::size_t max_count, comm::BufferMemory ours) : mpi_(max_count) {
@@ -196,6 +196,13 @@ std::vector<BenchRecord> run_allreduce_bench(Transport& t, const std::vector<Ben
     if (bytes > opt.max_bytes / opt.step_factor) break;  // the next step would pass max_bytes (or overflow)
   }
   return records;
+}
+
+const BenchMode* find_bench_mode(std::string_view name) {
+  for (const BenchMode& m : kBenchModes) {
+    if (name == m.name) return &m;
+  }
+  return nullptr;
 }
 
 std::vector<CostSample> cost_samples(const std::vector<BenchRecord>& records) {

@@ -13,43 +13,49 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "comm/allreduce_cost.h"
+#include "comm/allreduce/allreduce_cost.h"
+#include "comm/allreduce/ring_aead.h"
+#include "comm/allreduce/ring_allreduce.h"
 #include "comm/channel.h"
-#include "comm/ring_aead.h"
-#include "comm/ring_allreduce.h"
-#include "comm/shared_buffer.h"
 #include "comm/transport.h"
+#include "comm/transport/shared_buffer.h"
 #include "core/enum_names.h"
 #include "core/profiler.h"
-#include "tee/aead.h"
+#include "engine/run_choices.h"
+#include "tee/crypto/aead.h"
 
 namespace tt::bench {
 
-// The algorithms `bench allreduce --modes` compares: ours (through the bench's channel: sealed in a TEE
+// What one row of `bench allreduce --modes` runs: ours (through the bench's channel: sealed in a TEE
 // mode) — the ring, recursive doubling, recursive halving-doubling, and `auto`, the cost model's pick
 // per size (allreduce_cost.h) — the MPI library's MPI_Allreduce, and our ring in plaintext beside a
-// sealed one (what sealing costs, measured in the same run).
-enum class BenchAlgorithm { Ring, Mpi, Plain, Rd, Rhd, Auto };
-
-}  // namespace tt::bench
-
-namespace tt {
-template <>
-struct EnumNames<bench::BenchAlgorithm> {
-  static constexpr std::pair<const char*, bench::BenchAlgorithm> all[] = {
-      {"ring", bench::BenchAlgorithm::Ring}, {"rd", bench::BenchAlgorithm::Rd},
-      {"rhd", bench::BenchAlgorithm::Rhd},   {"auto", bench::BenchAlgorithm::Auto},
-      {"mpi", bench::BenchAlgorithm::Mpi},   {"plain", bench::BenchAlgorithm::Plain}};
+// sealed one (what sealing costs, measured in the same run). Each is a provider and, for ours, an
+// algorithm (none: auto), as `train --allreduce X --allreduce-algo Y` asks for one.
+struct BenchMode {
+  const char* name;  // --modes spelling, the rows' and the JSON's "mode"
+  AllreduceProvider provider;
+  std::optional<comm::ReduceAlgo> algo;  // ours: which (none: auto); ignored for MPI_Allreduce
+  bool plain = false;                    // the plaintext reference beside sealed rows
+  bool ours() const { return provider == AllreduceProvider::Ours && !plain; }
 };
-}  // namespace tt
-
-namespace tt::bench {
+inline constexpr BenchMode kBenchModes[] = {
+    {"ring", AllreduceProvider::Ours, comm::ReduceAlgo::Ring},
+    {"rd", AllreduceProvider::Ours, comm::ReduceAlgo::Rd},
+    {"rhd", AllreduceProvider::Ours, comm::ReduceAlgo::Rhd},
+    {"auto", AllreduceProvider::Ours, std::nullopt},
+    {"mpi", AllreduceProvider::Mpi, std::nullopt},
+    {"plain", AllreduceProvider::Ours, comm::ReduceAlgo::Ring, /*plain=*/true},
+};
+// The mode of a spelling; null when none is spelled so.
+const BenchMode* find_bench_mode(std::string_view name);
 
 // The comm pieces a benchmark is made of.
-using comm::aead_time_us;  // the sealed ring's AEAD bound (comm/ring_aead.h)
+using comm::aead_time_us;  // the sealed ring's AEAD bound (comm/allreduce/ring_aead.h)
 using comm::AllGatherMode;
 using comm::Channel;
 using comm::CostModel;
@@ -75,7 +81,6 @@ struct BenchOptions {
   int warmup = 5;
   int iters = 20;
   bool check = true;
-  std::vector<BenchAlgorithm> modes = {BenchAlgorithm::Ring, BenchAlgorithm::Mpi};
   RingOptions ring{};  // our algorithms' options (segments, all-gather mode): the AEAD bounds, --calibrate
   comm::BufferMemory buffer = comm::BufferMemory::Shared;  // ours (--buffer); MPI_Allreduce's is private
 };

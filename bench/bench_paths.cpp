@@ -1,7 +1,7 @@
 #include "bench/bench_paths.h"
 
 #include "core/enum_names.h"
-#include "engine/host_layout.h"
+#include "engine/run/host_layout.h"
 
 namespace tt {
 
@@ -13,42 +13,41 @@ constexpr int kBucket = 0;
 
 }  // namespace
 
-BenchPaths::BenchPaths(RankLinks& links, platform::Platform& platform, const BenchPathOptions& o)
-    : links_(links), platform_(platform), o_(o) {}
+BenchPaths::BenchPaths(RankLinks& links, platform::Platform& platform, const BenchPathOptions& o,
+                       LinkFacts link)
+    : links_(links), platform_(platform), o_(o), link_(std::move(link)) {}
 
-BenchPaths::Row& BenchPaths::build(bench::BenchAlgorithm mode) {
-  using B = bench::BenchAlgorithm;
+// A row is a run's gradient path: the provider and algorithm the mode names, on this bench's links,
+// built as `train` builds its own (engine/gradients/gradient_paths.h).
+BenchPaths::Row& BenchPaths::build(const bench::BenchMode& mode) {
   Row& row = rows_.emplace_back();
-  const bool plain = mode == B::Plain;
-  row.parallel.allreduce = mode == B::Mpi ? AllreduceAlgo::Mpi : AllreduceAlgo::Ring;
-  if (mode != B::Mpi && !plain) row.parallel.algo = *parse_enum<comm::AlgoRequest>(enum_name(mode));
+  row.parallel.allreduce = mode.provider;
+  row.parallel.algo = mode.provider == AllreduceProvider::Ours ? mode.algo : comm::ReduceAlgo::Ring;
   row.parallel.segment_kb = o_.segment_kb;
   row.parallel.cost = o_.cost;
-  row.ts = plain ? TeeSwitches{} : resolve_tee(o_.tee, /*gpu_gradients=*/false);
-  comm::Channel& channel = plain ? plain_ : links_.channel();
-  const GradientSetup setup{row.parallel,
-                            compute_,
-                            row.ts,
-                            platform_,
-                            &links_.mpi(),
-                            links_.transport(),
-                            channel,
-                            plain ? nullptr : links_.sealed(),
-                            ranks_on_this_host(),
-                            profiler_,
-                            links_.shm_inline_bytes()};
-  row.path = build_gradient_path(
-      gradient_path(mode == B::Mpi ? GradientPathKind::Mpi : GradientPathKind::Host), setup);
+  row.ts = mode.plain ? TeeSwitches{} : resolve_tee(o_.tee, /*gpu_gradients=*/false);
+  row.path = build_gradient_path(GradientSetup{.parallel = row.parallel,
+                                               .compute = compute_,
+                                               .tee = row.ts,
+                                               .platform = platform_,
+                                               .mpi = &links_.mpi(),
+                                               .transport = links_.transport(),
+                                               .channel = mode.plain ? plain_ : links_.channel(),
+                                               .sealed = mode.plain ? nullptr : links_.sealed(),
+                                               .ranks_on_host = ranks_on_this_host(),
+                                               .profiler = profiler_,
+                                               .link = link_,
+                                               .adversary = links_.wire().active()});
   return row;
 }
 
-std::vector<bench::BenchAlgo> BenchPaths::rows(const std::vector<bench::BenchAlgorithm>& modes) {
+std::vector<bench::BenchAlgo> BenchPaths::rows(const std::vector<const bench::BenchMode*>& modes) {
   std::vector<bench::BenchAlgo> out;
-  for (const bench::BenchAlgorithm mode : modes) {
-    Row& row = build(mode);
-    bench::BenchAlgo b{enum_name(mode), {}, {}, {}};
+  for (const bench::BenchMode* mode : modes) {
+    Row& row = build(*mode);
+    bench::BenchAlgo b{mode->name, {}, {}, {}};
     b.allreduce = [&row](float* d, std::size_t n) { row.path->sum(d, n, row.step++, kBucket); };
-    if (AlgoSelection* sel = row.path->selection(); sel != nullptr && mode != bench::BenchAlgorithm::Plain) {
+    if (AlgoSelection* sel = row.path->selection(); sel != nullptr && !mode->plain) {
       b.picks = [sel](std::size_t n) { return std::string(enum_name(sel->pick(kBucket, n))); };
       b.predicts = [sel](std::size_t n) { return sel->predicted_us(kBucket, n); };
     }

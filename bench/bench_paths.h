@@ -1,4 +1,4 @@
-// `bench allreduce`'s rows, built from the gradient-path table (engine/gradient_paths.h) exactly as
+// `bench allreduce`'s rows, built from the gradient-path table (engine/gradients/gradient_paths.h) exactly as
 // `train` builds its path: ring, rd, rhd and auto are the host row with that --allreduce-algo, mpi is
 // the mpi row, and plain is the host row in plaintext (the ring as --tee off runs it) beside a
 // sealed one.
@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "bench/allreduce_bench.h"
-#include "engine/gradient_paths.h"
-#include "engine/rank_links.h"
+#include "engine/gradients/gradient_paths.h"
+#include "engine/run/rank_links.h"
 
 namespace tt {
 
@@ -22,13 +22,14 @@ struct BenchPathOptions {
 
 class BenchPaths {
  public:
-  // `links` (secured in TEE mode) and `platform` must outlive this object.
-  BenchPaths(RankLinks& links, platform::Platform& platform, const BenchPathOptions& o);
+  // `links` (secured in TEE mode) and `platform` must outlive this object; `link` is the link the
+  // ranks agreed on (RankLinks::agree_link).
+  BenchPaths(RankLinks& links, platform::Platform& platform, const BenchPathOptions& o, LinkFacts link);
   BenchPaths(const BenchPaths&) = delete;
   BenchPaths& operator=(const BenchPaths&) = delete;
 
   // One bench row per mode, in order. Each row's all-reduces are labelled with steps of their own.
-  std::vector<bench::BenchAlgo> rows(const std::vector<bench::BenchAlgorithm>& modes);
+  std::vector<bench::BenchAlgo> rows(const std::vector<const bench::BenchMode*>& modes);
 
  private:
   // What one row is built from: the options and switches its GradientSetup refers to, and the path.
@@ -38,11 +39,12 @@ class BenchPaths {
     std::unique_ptr<GradientPath> path;
     long step = 0;
   };
-  Row& build(bench::BenchAlgorithm mode);
+  Row& build(const bench::BenchMode& mode);
 
   RankLinks& links_;
   platform::Platform& platform_;
   BenchPathOptions o_;
+  LinkFacts link_;
   ComputeOptions compute_;    // the host's CPU (bench allreduce runs no model)
   comm::PlainChannel plain_;  // the plain row's channel
   Profiler profiler_;     // the emulated platform's clock would live here; the cpu platform records nothing

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "comm/sealed_channel.h"
+#include "comm/secure/sealed_channel.h"
 
 namespace tt::bench {
 

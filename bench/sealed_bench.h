@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tee/aead.h"
+#include "tee/crypto/aead.h"
 
 namespace tt::bench {
 

@@ -3,8 +3,8 @@
 // A channel turns a plaintext segment into wire bytes (seal) and wire bytes back into plaintext
 // (open), under a MessageContext that says exactly where the message belongs. With TEE off the
 // channel is PlainChannel (wire == plaintext, and the ring sends straight from / receives straight into
-// user memory); with TEE on a sealing channel (comm/sealed_channel.h) adds overhead() bytes and binds the
-// context as associated data. The collectives are the same code in both cases.
+// user memory); with TEE on a sealing channel (comm/secure/sealed_channel.h) adds overhead() bytes and binds
+// the context as associated data. The collectives are the same code in both cases.
 //
 // The receiver builds the context it EXPECTS from its own state (step, bucket, its ring position) and
 // passes that to open(); nothing of the context is ever read from the wire. A replayed, reordered,

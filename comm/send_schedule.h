@@ -20,7 +20,7 @@ enum class SendSchedule : std::uint8_t {
   // Each window's sends after its seal (or its modelled cost) and after the adds before it.
   InOrder = 1,
   // InOrder, and each window's receives posted right before its sends (Note [Posting receives],
-  // ring_memory.h): what NCCL's matched groups need.
+  // reduce_memory.h): what NCCL's matched groups need.
   Windowed = 2,
 };
 

@@ -23,7 +23,7 @@
 
 namespace tt::comm {
 
-class SharedBuffer;  // comm/shared_buffer.h
+class SharedBuffer;  // comm/transport/shared_buffer.h
 
 // Tags keep the traffic of different collectives apart (each transport owns its own communicator,
 // so these never collide with anybody else's messages). All below MPI's guaranteed TAG_UB of 32767.
@@ -32,7 +32,7 @@ inline constexpr int kRing = 100;
 inline constexpr int kBroadcast = 101;
 inline constexpr int kBarrier = 102;
 inline constexpr int kAllgather = 103;
-// 110 .. 119: attestation and key agreement (comm/secure_session.h)
+// 110 .. 119: attestation and key agreement (comm/secure/secure_session.h)
 inline constexpr int kAttestFirst = 110;
 inline constexpr int kAttestLast = 119;
 inline constexpr int kAdversaryReport = 120;  // --adversary: gathering its view on rank 0 (not attacked)
@@ -92,11 +92,11 @@ class Request {
 //   wait for. The default for training, where the comm thread shares cores with backward.
 // - Busy: polls without pause, as MPI's own progress loop does inside MPI_Allreduce: the lowest latency
 //   (every poll also moves MPI's rendezvous and copies forward), at the price of a whole core.
-//   `bench allreduce` uses it while every rank has a core (engine/host_layout.h fair_wait_mode), so
+//   `bench allreduce` uses it while every rank has a core (engine/run/host_layout.h fair_wait_mode), so
 //   the ring and MPI_Allreduce wait the same way.
 enum class WaitMode : std::uint8_t { Adaptive, Busy };
 // How ranks on one host exchange messages (--host-transport): through ShmTransport's shared-memory
-// channels (comm/shm_transport.h), or MPI's own point-to-point path (MpiTransport) as a baseline.
+// channels (comm/transport/shm_transport.h), or MPI's own point-to-point path (MpiTransport) as a baseline.
 enum class HostTransport : std::uint8_t { Shm, Mpi };
 
 struct WaitPolicy {
@@ -123,7 +123,7 @@ class Transport {
   // Posts a receive of at most buffer.size() bytes from `peer`.
   virtual Request irecv(int peer, std::span<std::byte> buffer, int tag) = 0;
 
-  // Note [Shared buffers] (comm/shm_transport.h): a transport that can may let its host peers read
+  // Note [Shared buffers] (comm/transport/shm_transport.h): a transport that can may let its host peers read
   // sends from `buffer` in place, until unshare(), which must come before the buffer goes (ScopedShare
   // below). Others ignore both.
   virtual void share(const SharedBuffer& /*buffer*/) {}
@@ -133,7 +133,7 @@ class Transport {
   // Whether irecv_sum may be posted for messages from `peer`.
   virtual bool sums_on_receive(int /*peer*/) const { return false; }
   // Posts a receive of at most acc.size() floats that are added into `acc` (acc[i] += received[i],
-  // one IEEE add per element, as RingMemory::add_into) instead of stored; the byte count and the
+  // one IEEE add per element, as ReduceMemory::add_into) instead of stored; the byte count and the
   // short-message rule are irecv's. Only where sums_on_receive(peer); elsewhere it throws RunError.
   virtual Request irecv_sum(int peer, std::span<float> acc, int tag);
 

@@ -59,7 +59,7 @@ class Model {
   virtual float* grad_data() = 0;   // device, (num_params)
   // Moves the gradient arena into `memory`, (num_params) floats or more that the caller owns and keeps
   // alive while the model's gradients are used, contents kept (DeviceBuffer::move_into): a host
-  // backend's gradients in a buffer the ranks share (Note [Shared buffers], comm/shm_transport.h).
+  // backend's gradients in a buffer the ranks share (Note [Shared buffers], comm/transport/shm_transport.h).
   virtual void place_grads(std::span<float> memory) = 0;
 
   // Fills parameters from `seed` (deterministic, independent of thread count).

@@ -3,7 +3,7 @@
 // duplicated or foreign file is refused instead of silently trained on.
 //
 // One seal-data run is one dataset. It draws a dataset id (16 random bytes, hex) and adds to the
-// clear metadata of each file it writes (tee/sealed_file.h; authenticated by every chunk's
+// clear metadata of each file it writes (tee/crypto/sealed_file.h; authenticated by every chunk's
 // associated data, so trustworthy once a chunk has opened):
 //   "dataset":  "<32 hex>"          the run's id, the same in every file
 //   "split":    "train"             the split the file belongs to

@@ -1,4 +1,4 @@
-// SealedBlobReader: random-access plaintext byte ranges out of one sealed file (tee/sealed_file.h),
+// SealedBlobReader: random-access plaintext byte ranges out of one sealed file (tee/crypto/sealed_file.h),
 // for sealed datasets of any kind (token shards now, image files later).
 //
 // Only the chunks a range touches are opened. The most recently opened chunk is kept (decrypted)
@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "core/profiler.h"
-#include "tee/purpose_keys.h"
-#include "tee/sealed_file.h"
+#include "tee/crypto/purpose_keys.h"
+#include "tee/crypto/sealed_file.h"
 
 namespace tt {
 

@@ -1,8 +1,8 @@
 // Sealed image sets (docs/design.md §7) and the loader that serves image batches from them in TEE mode.
 //
 // At rest: `teetrain seal-data --images SPEC` turns each split of an image dataset into
-// "<out>/<name>_<split>.images.sealed", a sealed file (tee/sealed_file.h) under the dataset key
-// (engine/key_file.h: derive_dataset_key). Its plaintext is N fixed-size records (CIFAR-10's layout):
+// "<out>/<name>_<split>.images.sealed", a sealed file (tee/crypto/sealed_file.h) under the dataset key
+// (engine/keys/key_file.h: derive_dataset_key). Its plaintext is N fixed-size records (CIFAR-10's layout):
 //   record i = label (1 byte) || pixels (C, H, W) uint8        -> image_record_bytes(C, H, W) bytes
 // and its clear, authenticated metadata is
 //   {"kind":"image-set","split":"train","images":N,"channels":C,"height":H,"width":W,"classes":K,
@@ -37,8 +37,8 @@
 #include "data/image_dataset.h"
 #include "data/sealed_blob.h"
 #include "data/sealed_ingress.h"
-#include "tee/purpose_keys.h"
-#include "tee/sealed_file.h"
+#include "tee/crypto/purpose_keys.h"
+#include "tee/crypto/sealed_file.h"
 
 namespace tt {
 

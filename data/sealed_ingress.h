@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "core/profiler.h"
-#include "tee/aead.h"
+#include "tee/crypto/aead.h"
 
 namespace tt {
 

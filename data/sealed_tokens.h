@@ -6,7 +6,7 @@
 // the dataset binding of data/dataset_binding.h ("dataset", "split", "shard", "shards", "splits",
 // "manifest"): one seal-data run is one dataset, the split comes from the file name
 // (<prefix>_<split>.bin or <prefix>_<split>_*.bin) and shards are numbered in name order within
-// their split. The files are sealed under the dataset key (engine/key_file.h: derive_dataset_key),
+// their split. The files are sealed under the dataset key (engine/keys/key_file.h: derive_dataset_key),
 // never under the master key.
 //
 // In training: SealedTokenLoader serves exactly the batches TokenLoader serves for the same data,
@@ -28,8 +28,8 @@
 #include "data/sealed_blob.h"
 #include "data/sealed_ingress.h"
 #include "data/window_order.h"
-#include "tee/purpose_keys.h"
-#include "tee/sealed_file.h"
+#include "tee/crypto/purpose_keys.h"
+#include "tee/crypto/sealed_file.h"
 
 namespace tt {
 

@@ -1,5 +1,5 @@
 // The seam between backward and gradient communication. Single-rank runs have no reducer;
-// the DDP reducer (engine/ddp_reducer.*) averages gradients across ranks bucket by bucket.
+// the DDP reducer (engine/gradients/ddp_reducer.*) averages gradients across ranks bucket by bucket.
 #pragma once
 #include <cstddef>
 

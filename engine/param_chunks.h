@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/backend.h"
@@ -32,5 +33,9 @@ void for_param_chunks(Backend& backend, Model& model, bool write_back, Fn&& fn,
     if (write_back) backend.copy_to_device(model.param_data() + off, chunk.data(), chunk.size_bytes());
   }
 }
+
+// The SHA-256 of the parameters' bytes in order, as lowercase hex: a run's `params_sha256`, and what a
+// checkpoint's state.json records of the model it holds.
+std::string params_sha256(Backend& backend, Model& model);
 
 }  // namespace tt

@@ -15,7 +15,7 @@ bool resolve(Toggle t, bool mode_default) {
 const char* name(ComputeMode m) {
   return enum_name(m);
 }
-const char* name(AllreduceAlgo a) {
+const char* name(AllreduceProvider a) {
   return enum_name(a);
 }
 const char* name(LinkModel l) {

@@ -2,32 +2,35 @@
 // downstream compares strings), the TEE policy that resolves fast's and cc's switches, and the two parts
 // of a run's options that the pieces below the training run take whole: where the model computes
 // (ComputeOptions: the platform) and how the ranks average gradients (ParallelOptions: the gradient path).
-// engine/train_options.h groups every part; engine/run_plan.h resolves and validates them once.
+// engine/run/train_options.h groups every part; engine/run/run_plan.h resolves and validates them once.
 //
 // Names (name()/parse_*) are the command line's spellings; summaries and the configuration agreement
 // print them, so a run's JSON reads as its command line.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 
-#include "comm/allreduce_algo.h"
-#include "comm/shared_buffer.h"
+#include "comm/allreduce/allreduce_algo.h"
 #include "comm/transport.h"
+#include "comm/transport/shared_buffer.h"
 #include "core/backend.h"
 #include "core/emulated/emulated_gpu.h"
 #include "core/enum_names.h"
 #include "engine/lr_schedule.h"
 #include "engine/optimizer.h"
 #include "platform/emulated/virtual_seal_channel.h"
-#include "tee/aead.h"
+#include "tee/crypto/aead.h"
 
 namespace tt {
 
-enum class ComputeMode { Real, Emulated };     // emulated: forward/backward are waits on an emulated GPU
-enum class AllreduceAlgo { Ring, Mpi, Nccl };  // our ring, or a vendor baseline
-enum class LinkModel { Real, Emulate };        // emulate: plaintext ring payloads are not moved
+enum class ComputeMode { Real, Emulated };  // emulated: forward/backward are waits on an emulated GPU
+// Who sums the gradients: teetrain's own algorithms (spelled "ring" on the command line and in
+// configurations; --allreduce-algo says which of them), or a vendor baseline.
+enum class AllreduceProvider { Ours, Mpi, Nccl };
+enum class LinkModel { Real, Emulate };  // emulate: plaintext ring payloads are not moved
 enum class TeeMode { Off, Cc, Fast };
 enum class Toggle { Auto, On, Off };  // Auto: the TEE mode's default
 // How an emulated run's time is had: computed (Note [Virtual time], core/run_clock.h) or measured
@@ -35,7 +38,7 @@ enum class Toggle { Auto, On, Off };  // Auto: the TEE mode's default
 enum class TimeModel { Auto, Virtual, Wall };
 
 const char* name(ComputeMode m);
-const char* name(AllreduceAlgo a);
+const char* name(AllreduceProvider a);
 const char* name(LinkModel l);
 const char* name(TimeModel t);
 const char* name(TeeMode m);
@@ -48,9 +51,9 @@ struct EnumNames<ComputeMode> {
                                                                 {"emulate", ComputeMode::Emulated}};
 };
 template <>
-struct EnumNames<AllreduceAlgo> {
-  static constexpr std::pair<const char*, AllreduceAlgo> all[] = {
-      {"ring", AllreduceAlgo::Ring}, {"mpi", AllreduceAlgo::Mpi}, {"nccl", AllreduceAlgo::Nccl}};
+struct EnumNames<AllreduceProvider> {
+  static constexpr std::pair<const char*, AllreduceProvider> all[] = {
+      {"ring", AllreduceProvider::Ours}, {"mpi", AllreduceProvider::Mpi}, {"nccl", AllreduceProvider::Nccl}};
 };
 template <>
 struct EnumNames<LinkModel> {
@@ -181,21 +184,24 @@ struct ComputeOptions {
 };
 
 // How the ranks average gradients: which path and algorithm, its buckets, segments and waits, and the
-// links' model (engine/gradient_paths.h builds the path from this part).
+// links' model (engine/gradients/gradient_paths.h builds the path from this part).
 struct ParallelOptions {
-  AllreduceAlgo allreduce = AllreduceAlgo::Ring;
-  comm::AlgoRequest algo = comm::AlgoRequest::Ring;  // which of ours (engine/allreduce_selection.h)
-  std::string cost;                                  // --allreduce-cost FILE ("": the mode's defaults)
+  AllreduceProvider allreduce = AllreduceProvider::Ours;
+  // Which of ours: one for every bucket, or none ("auto": the cost model picks per bucket,
+  // engine/gradients/allreduce_selection.h).
+  std::optional<comm::ReduceAlgo> algo = comm::ReduceAlgo::Ring;
+  std::string cost;  // --allreduce-cost FILE ("": the mode's defaults)
   double bucket_mb = 25;
   bool overlap = true;  // bucket all-reduces run while backward does
-  int segment_kb = 0;   // ring segment size (pipelining); 0: automatic (engine/ring_segments.h)
+  int segment_kb = 0;   // ring segment size (pipelining); 0: automatic (engine/gradients/segments.h)
   long check_replicas = 0;
   double timeout_s = 30;
   comm::WaitMode wait = comm::WaitMode::Adaptive;                 // how the ring's thread waits for messages
   comm::HostTransport host_transport = comm::HostTransport::Shm;  // ranks of one host: shared memory or MPI
   // A CPU run's gradients: private memory on huge pages, or (where that applies) a buffer the host's
-  // ranks add from in place (TrainingRun::place_grads). Private by default: on the reference VM shared
-  // gradients saved the ring's adds but lost huge pages, and neither won (docs/design.md §5).
+  // ranks add from in place (TrainingRun::place_grads). Private by default: sharing saves the ring one
+  // pass over memory, but Linux may give shared memory no huge pages, which the optimizer's pass over
+  // the gradients then pays for (docs/design.md §5, "Shared buffers"; measured: docs/benchmarks.md).
   comm::BufferMemory grad_memory = comm::BufferMemory::Private;
   double link_gbps = 0;              // throttle each ring link (0: none; --link emulate: the GPU's NVLink)
   LinkModel link = LinkModel::Real;  // emulate: plaintext ring payloads of an emulated GPU are not moved

@@ -231,11 +231,4 @@ TrainResult Trainer::run(long start_step, uint64_t samples_consumed) {
   return res;
 }
 
-std::string params_sha256(Backend& backend, Model& model) {
-  tee::Sha256 h;
-  for_param_chunks(backend, model, false,
-                   [&](std::span<float> c) { h.update(tee::bytes_of(std::span<const float>(c))); });
-  return tee::to_hex(h.finish());
-}
-
 }  // namespace tt

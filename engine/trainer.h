@@ -22,12 +22,12 @@ namespace tt {
 // Fills `out` with samples [first_sample, first_sample + count) of the run's sample stream.
 using BatchFn = std::function<void(Batch& out, uint64_t first_sample, int count)>;
 
-// The trainer's part of a run's options (engine/train_options.h): how many steps of what batch, the
+// The trainer's part of a run's options (engine/run/train_options.h): how many steps of what batch, the
 // learning rate and its schedule, the optimizer, the seed, validation, and the steps left out of the
 // timing.
 struct ScheduleOptions {
   long steps = 200;
-  long epochs = 0;  // > 0: the run plan turns it into steps (engine/run_plan.h); the trainer reads steps
+  long epochs = 0;  // > 0: the run plan turns it into steps (engine/run/run_plan.h); the trainer reads steps
   int batch = 8;    // per rank and micro-step
   int seq = 128;    // tokens per sample (0 for image models)
   int grad_accum = 1;
@@ -132,8 +132,5 @@ class Trainer {
   Batch batch_;
   double last_grad_norm_ = 0;
 };
-
-// SHA-256 (hex) of the flat parameter buffer: two runs compare exactly by this digest.
-std::string params_sha256(Backend& backend, Model& model);
 
 }  // namespace tt

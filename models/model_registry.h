@@ -39,7 +39,7 @@ ModelFamily model_family(const ModelOptions& opts);
 // True for image classifiers (the resnet family): they read image data and have no context/vocab.
 bool is_image_model(const ModelOptions& opts);
 // True for masked language models (the bert family): they train on text windows masked by
-// engine/mlm_masking.h, whose [MASK] is model_vocab() - 1, and do not generate text.
+// engine/input/mlm_masking.h, whose [MASK] is model_vocab() - 1, and do not generate text.
 bool is_masked_lm(const ModelOptions& opts);
 std::unique_ptr<Model> make_model(Backend& backend, const ModelOptions& opts);
 // The model's resolved configuration (preset plus overrides), for summaries and checkpoints.

@@ -1,5 +1,5 @@
 // Platform: the compute target a run is on — cpu, cuda or emulated — chosen once from the run plan
-// (engine/training_run.cpp). Each supplies in one place what differs between them: its backend,
+// (engine/run/training_run.cpp). Each supplies in one place what differs between them: its backend,
 // whether the values it computes are real, its host ring's memory, channel and links (the emulated
 // GPU's device crypto, payload-free links, modelled adds, modelled host sealing and bounce-buffer
 // crossings: platform/emulated/), and the run choices it refuses (platforms(): a table). The engine asks
@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "comm/channel.h"
-#include "comm/ring_memory.h"
-#include "comm/sealed_channel.h"
+#include "comm/reduce_memory.h"
+#include "comm/secure/sealed_channel.h"
 #include "comm/transport.h"
 #include "core/backend.h"
 #include "core/emulated/emulated_gpu.h"
@@ -24,7 +24,7 @@
 
 namespace tt::platform {
 
-// The run's choices a platform may refuse (engine/run_plan.cpp fills it from the plan).
+// The run's choices a platform may refuse (engine/run/run_plan.cpp fills it from the plan).
 struct Request {
   bool emulated_links = false;  // --link emulate
   bool virtual_time = false;    // --time virtual, as asked
@@ -45,7 +45,7 @@ struct Options {
 };
 
 // What the host ring (our algorithms on host buffers) needs of the run. References outlive the ring.
-struct RingRequest {
+struct HostPathRequest {
   comm::Transport& transport;   // the run's wire: MPI, or --adversary's decorator on it
   comm::Channel& channel;       // every inter-rank message's channel (sealed in TEE mode)
   comm::SealedChannel* sealed;  // the same channel when sealed, else null
@@ -62,10 +62,10 @@ struct RingRequest {
 
 // The host ring's parts on a platform: the channel its messages go through, the wire they cross and
 // the memory its scratch and adds live in.
-struct RingParts {
+struct HostPathParts {
   comm::Channel& channel;
   comm::Transport& wire;
-  comm::RingMemory& memory;
+  comm::ReduceMemory& memory;
 };
 
 class Platform {
@@ -81,15 +81,16 @@ class Platform {
   // GPU's memory holds placeholders (zeros): nothing of it is worth drawing or comparing.
   virtual bool real_values() const = 0;
   // True when gradients live in device memory the host cannot read (a real GPU): a path on host
-  // buffers stages them through the host, and the device ring can run on them (engine/gradient_paths.h).
-  // An emulated GPU's buffers are host memory; its crossings are the host ring's channel's to model.
+  // buffers stages them through the host, and the device ring can run on them
+  // (engine/gradients/gradient_paths.h). An emulated GPU's buffers are host memory; its crossings are the
+  // host ring's channel's to model.
   virtual bool device_gradients() const { return false; }
   // The modelled GPU (its spec and rates: the cost model, the summary), or null on real hardware.
   virtual const EmulatedGpu* modelled_gpu() const { return nullptr; }
   // What rank 0 announces about the platform before training ("" for none).
   virtual std::string notice(const std::string& /*model*/, bool /*virtual_time*/) const { return {}; }
   // The host ring's channel, wire and memory; called once.
-  virtual RingParts host_ring(const RingRequest& r) = 0;
+  virtual HostPathParts host_path(const HostPathRequest& r) = 0;
   // --cc-transfer-us as applied to the host ring (0 when its messages never cross a bounce buffer).
   virtual double cc_transfer_us() const { return 0.0; }
 };

@@ -6,7 +6,7 @@
 
 namespace tt::platform {
 
-RingParts RealPlatform::host_ring(const RingRequest& r) {
+HostPathParts RealPlatform::host_path(const HostPathRequest& r) {
   comm::Transport& wire =
       r.link_gbps > 0
           ? static_cast<comm::Transport&>(link_.emplace(r.transport, comm::LinkLimit{r.link_gbps, {}}))

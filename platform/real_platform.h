@@ -7,7 +7,7 @@
 #include <optional>
 #include <vector>
 
-#include "comm/throttled_transport.h"
+#include "comm/transport/throttled_transport.h"
 #include "platform/platform.h"
 
 namespace tt::platform {
@@ -20,13 +20,13 @@ class RealPlatform final : public Platform {
   Backend& backend() override { return *backend_; }
   bool real_values() const override { return true; }
   bool device_gradients() const override { return device_gradients_; }
-  RingParts host_ring(const RingRequest& r) override;
+  HostPathParts host_path(const HostPathRequest& r) override;
 
  private:
   DeviceKind kind_;
   std::unique_ptr<Backend> backend_;
   bool device_gradients_;
-  comm::HostRingMemory memory_;  // our algorithms' scratch on the host (one for all of them)
+  comm::HostReduceMemory memory_;  // our algorithms' scratch on the host (one for all of them)
   std::optional<comm::ThrottledTransport> link_;
 };
 

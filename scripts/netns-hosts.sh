@@ -142,7 +142,7 @@ cmd_mpirun() {
   # those same cores: a rank that busy-polls (MPI's default) holds the core the kernel needs to move
   # its peer's packets, and every message then waits for a scheduler tick (8 ms per message measured
   # on 2 cores, against 0.1 ms yielding). So the rig tells Open MPI to yield, as it does itself when
-  # oversubscribed; teetrain's waits follow (engine/host_layout.h fair_wait_mode). On real hosts,
+  # oversubscribed; teetrain's waits follow (engine/run/host_layout.h fair_wait_mode). On real hosts,
   # each with its own cores and NIC, leave it out.
   # shellcheck disable=SC2054  # the commas are Open MPI's list syntax
   local cmd=(mpirun --hostfile "$STATE/hostfile" --mca plm_rsh_agent "$SELF agent" --mca mpi_yield_when_idle 1

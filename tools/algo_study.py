@@ -5,7 +5,7 @@ Lee et al. (arXiv 2501.11771) end with "the need for TEE-aware communication des
 tuning". Under H100 CC every ring hop pays a fixed cost (two bounce-buffer crossings) on top of its
 bytes, and the ring sends 2(P-1) sealed messages per bucket; recursive halving-doubling (rhd) sends
 2 log2 P with the same bytes, recursive doubling (rd) log2 P with more bytes, and `auto` picks per
-bucket by a cost model that knows the TEE's costs (engine/allreduce_selection.h). Every run here is
+bucket by a cost model that knows the TEE's costs (engine/gradients/allreduce_selection.h). Every run here is
 the emulated platform in virtual time (docs/design.md §11): numbers of the modelled platform, the same
 on any machine.
 
@@ -137,7 +137,7 @@ def section(res, hardware_us, model=MODEL, ranks=RANKS, costs_us=COSTS_US, sweep
     text = (f"## Collectives under a TEE: ring vs recursive halving-doubling vs auto ({model}, emulated H100, "
             "virtual time)\n\n"
             "cc's step time over TEE off's, per algorithm (`--allreduce-algo`), 25 MiB buckets. `auto` picks ring, "
-            "rd or rhd per bucket with the cost model of the run's own platform (engine/allreduce_selection.h); "
+            "rd or rhd per bucket with the cost model of the run's own platform (engine/gradients/allreduce_selection.h); "
             "its picks are the buckets per algorithm. The hardware's per-crossing cost is independent of the "
             f"paper ({cost_text(hardware_us)}, ISPASS 2025); {cost_text(high)} is about what the paper's 41.6x -> 3.03x "
             "implies (Scenarios).\n\n")

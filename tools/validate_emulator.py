@@ -11,7 +11,7 @@ OUT/validation.json.
   (b) fixtures:  `teetrain bench emulated-step` against tests/fixtures/gpu_size_sweep_h200 and step_h100:
                  within 10%.
   (c) rig:       two emulated hosts (scripts/netns-hosts.sh) with a tc-limited link: the ring's busbw
-                 (`teetrain bench allreduce`) against the alpha-beta model of comm/allreduce_cost.h with
+                 (`teetrain bench allreduce`) against the alpha-beta model of comm/allreduce/allreduce_cost.h with
                  the link's rate and the measured round trip: within 15%. Skipped, with the reason, where
                  the rig cannot be built (needs root and iproute2).
 
@@ -209,7 +209,7 @@ def rig_row(args, rate, seg, eager, alpha_us, alpha_src):
 
 
 def alpha_beta_us(rate, size, segment, alpha_us):
-    """comm/allreduce_cost.h's model for the P = 2 ring: messages x alpha + wire bytes / link rate. The
+    """comm/allreduce/allreduce_cost.h's model for the P = 2 ring: messages x alpha + wire bytes / link rate. The
     link carries TCP payload at 1448 of every 1514 bytes on the wire (Ethernet, IP, TCP with timestamps)."""
     bits = float(re.match(r"[0-9.]+", rate).group()) * {"k": 1e3, "m": 1e6, "g": 1e9}[re.search(r"[kmg]", rate).group()]
     gbps = bits / 8 / 1e9 * 1448 / 1514

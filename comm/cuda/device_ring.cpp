@@ -6,18 +6,18 @@
 
 namespace tt::comm::cuda {
 
-RingScratch DeviceRingMemory::scratch(std::size_t reduce_floats, std::size_t wire_bytes) {
+ReduceScratch DeviceReduceMemory::scratch(std::size_t reduce_floats, std::size_t wire_bytes) {
   reduce_.reserve(reduce_floats * sizeof(float));
   wire_out_.reserve(wire_bytes);
   wire_in_.reserve(wire_bytes);
   return {reduce_.as<float>(), {wire_out_.data(), wire_bytes}, {wire_in_.data(), wire_bytes}};
 }
 
-void DeviceRingMemory::add_into(float* dst, const float* src, std::size_t n) {
+void DeviceReduceMemory::add_into(float* dst, const float* src, std::size_t n) {
   launch_add_into(dst, src, n, stream_);
 }
 
-void DeviceRingMemory::wait_queued() {
+void DeviceReduceMemory::wait_queued() {
   ::tt::cuda::check_cuda(cudaStreamSynchronize(stream_), "device ring: cudaStreamSynchronize", __FILE__,
                          __LINE__);
 }

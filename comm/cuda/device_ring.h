@@ -1,11 +1,12 @@
-// The ring all-reduce on DEVICE float buffers: comm/ring_allreduce.h's one ring with a DeviceRingMemory.
+// The ring all-reduce on DEVICE float buffers: comm/allreduce/ring_allreduce.h's one ring with a
+// DeviceReduceMemory.
 //
 // The algorithm, geometry, message contexts, sealing modes and error policy are the host ring's (the
 // same code runs); for equal inputs the result is bit-identical to it. What the device memory changes:
 // - The transport moves device memory (NcclTransport, or StagedTransport over MPI for ranks sharing a
 //   GPU), and a sealing channel seals device memory (GpuSealingCodec).
 // - Receives are posted per window of segments, right before that window's sends (Note [Posting
-//   receives], ring_memory.h): NcclTransport needs it to be deadlock-free; over MPI it only costs a few
+//   receives], reduce_memory.h): NcclTransport needs it to be deadlock-free; over MPI it only costs a few
 //   unexpected-message copies.
 // - Received scatter-reduce segments land in a device scratch and are added in by a kernel on `stream`
 //   (reduce_kernel.h). The stream is synchronised at the start of the call and after every hop, so a
@@ -19,21 +20,21 @@
 
 #include <cstddef>
 
+#include "comm/allreduce/ring_allreduce.h"
 #include "comm/channel.h"
 #include "comm/cuda/cuda_util.h"
-#include "comm/ring_allreduce.h"
-#include "comm/ring_memory.h"
+#include "comm/reduce_memory.h"
 #include "comm/transport.h"
 #include "core/profiler.h"
 
 namespace tt::comm::cuda {
 
 // Device memory of the current device at construction; adds run on `stream` (which must outlive it).
-class DeviceRingMemory final : public RingMemory {
+class DeviceReduceMemory final : public ReduceMemory {
  public:
-  explicit DeviceRingMemory(cudaStream_t stream) : stream_(stream) {}
+  explicit DeviceReduceMemory(cudaStream_t stream) : stream_(stream) {}
   MemorySpace space() const override { return MemorySpace::Device; }
-  RingScratch scratch(std::size_t reduce_floats, std::size_t wire_bytes) override;
+  ReduceScratch scratch(std::size_t reduce_floats, std::size_t wire_bytes) override;
   std::size_t scratch_bytes() const override { return reduce_.size() + wire_out_.size() + wire_in_.size(); }
   void add_into(float* dst, const float* src, std::size_t n) override;  // queued on the stream
   void wait_queued() override;
@@ -72,7 +73,7 @@ class DeviceRingAllreduce {
  private:
   int device_;
   PlainChannel plain_;
-  DeviceRingMemory memory_;
+  DeviceReduceMemory memory_;
   RingAllreduce ring_;
 };
 

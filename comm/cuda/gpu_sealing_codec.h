@@ -1,6 +1,6 @@
 // GpuSealingCodec: TEE `fast` on a real GPU — ring messages sealed and opened where the gradients are,
 // by the GPU AES-GCM (tee/cuda/gpu_aead.h), with the same key streams, nonces, associated data and wire
-// format as the CPU SealedChannel (comm/seal_streams.h). The codec draws its tickets from the rank's
+// format as the CPU SealedChannel (comm/secure/seal_streams.h). The codec draws its tickets from the rank's
 // SealedChannel's key streams (Note [One counter per message, CPU or GPU]): a message sealed here is
 // byte-identical to the one the CPU channel would have sealed in its place, and the host channel and
 // this codec can take turns on one stream (the ring on the GPU, broadcasts and loss averages on the
@@ -30,8 +30,8 @@
 #include "comm/channel.h"
 #include "comm/cuda/cuda_util.h"
 #include "comm/cuda/small_copies.h"
-#include "comm/seal_streams.h"
-#include "comm/sealed_channel.h"
+#include "comm/secure/seal_streams.h"
+#include "comm/secure/sealed_channel.h"
 #include "core/profiler.h"
 #include "tee/cuda/gpu_aead.h"
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "comm/mpi_transport.h"
+#include "comm/transport/mpi_transport.h"
 
 namespace tt::comm::cuda {
 

@@ -9,7 +9,7 @@
 // on any request of this transport issues everything queued so far as ONE NCCL group
 // (ncclGroupStart/End, which progresses all its sends and receives concurrently) and records one event
 // after it. Callers must therefore post "the receives and sends of one step" and then wait, the same
-// pattern on every rank — what DeviceRingAllreduce does (Note [Posting receives], comm/ring_memory.h).
+// pattern on every rank — what DeviceRingAllreduce does (Note [Posting receives], comm/reduce_memory.h).
 // (A memory without windowed receives, which posts a whole hop's receives before its first send and
 // waits in between, is NOT deadlock-free over this transport.)
 //

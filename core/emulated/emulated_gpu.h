@@ -62,7 +62,7 @@ struct GpuSpec {
 std::vector<GpuSpec> gpu_specs();
 // Looks `name` up (case-sensitive); throws InputError listing the known names.
 GpuSpec gpu_spec(const std::string& name);
-// Checks a spec read from a platform profile (engine/platform_profile.h): positive rates and
+// Checks a spec read from a platform profile (engine/run/platform_profile.h): positive rates and
 // efficiencies in (0, 1]; throws InputError naming the first bad field.
 void validate_gpu_spec(const GpuSpec& g);
 

@@ -22,7 +22,7 @@
 //
 // Masked LM: a batch's targets hold the original token at the positions to predict and kIgnoreTarget
 // elsewhere; the loss is the mean cross-entropy over the predicted positions. The last id of the
-// vocabulary is [MASK] (engine/mlm_masking.h makes such batches from text windows).
+// vocabulary is [MASK] (engine/input/mlm_masking.h makes such batches from text windows).
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -35,7 +35,7 @@ int check_batch(const Batch& b, int V) {
   if (predicted == 0) {
     throw InputError(
         "bert: the batch predicts no position (every target is kIgnoreTarget): masked-LM batches "
-        "come from engine/mlm_masking.h");
+        "come from engine/input/mlm_masking.h");
   }
   return predicted;
 }

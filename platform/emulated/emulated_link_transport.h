@@ -32,8 +32,8 @@
 #include <algorithm>
 #include <string>
 
-#include "comm/throttled_transport.h"
 #include "comm/transport.h"
+#include "comm/transport/throttled_transport.h"
 #include "core/profiler.h"
 
 namespace tt::platform {

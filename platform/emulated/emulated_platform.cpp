@@ -21,7 +21,7 @@ std::string EmulatedPlatform::notice(const std::string& model, bool virtual_time
 // cost (wall clock), a sealed token per message with modelled crypto (virtual time), and H100 CC's
 // bounce-buffer crossings on a ring the host seals. Virtual time is the profiler's clock (TrainingRun
 // sets it from the plan): a virtual ring needs a virtual clock to book its links and crypto in.
-comm::Channel& EmulatedPlatform::ring_channel(const RingRequest& r) {
+comm::Channel& EmulatedPlatform::ring_channel(const HostPathRequest& r) {
   comm::Channel* channel = &r.channel;
   if (r.profiler.virtual_time() && r.tee) {
     if (r.sealed == nullptr) throw RunError("a sealed ring in virtual time needs the run's sealed channel");
@@ -43,7 +43,7 @@ comm::Channel& EmulatedPlatform::ring_channel(const RingRequest& r) {
 // The ring's wire: --link emulate (and every ring in virtual time) sends tokens over modelled links —
 // plaintext messages carry no payload, sealed ones in virtual time carry their sealed token; otherwise
 // messages move for real, paced at --link-gbps if given.
-comm::Transport& EmulatedPlatform::ring_wire(const RingRequest& r, const comm::Channel& channel,
+comm::Transport& EmulatedPlatform::ring_wire(const HostPathRequest& r, const comm::Channel& channel,
                                              bool modelled_links) {
   const double link_gbps = r.link_gbps > 0  ? r.link_gbps
                            : modelled_links ? gpu_->gpu().spec.nvlink_gbps
@@ -63,13 +63,13 @@ comm::Transport& EmulatedPlatform::ring_wire(const RingRequest& r, const comm::C
 // so the bytes that arrive are not the bytes that were sent; only synthetic gradients, whose values
 // nobody reads (an emulated GPU's), may cross one. Links are therefore modelled only on this platform:
 // with --link emulate (which the real platforms refuse: real_platform.cpp) and in every ring in virtual
-// time; the ring's adds then live on the same emulated GPU (EmulatedRingMemory: costs, never done).
-RingParts EmulatedPlatform::host_ring(const RingRequest& r) {
+// time; the ring's adds then live on the same emulated GPU (EmulatedReduceMemory: costs, never done).
+HostPathParts EmulatedPlatform::host_path(const HostPathRequest& r) {
   const bool modelled_links = r.emulated_links || r.profiler.virtual_time();
   comm::Channel& channel = ring_channel(r);
   comm::Transport& wire = ring_wire(r, channel, modelled_links);
-  comm::RingMemory& memory =
-      modelled_links ? static_cast<comm::RingMemory&>(gpu_memory_.emplace(*gpu_)) : host_memory_;
+  comm::ReduceMemory& memory =
+      modelled_links ? static_cast<comm::ReduceMemory&>(gpu_memory_.emplace(*gpu_)) : host_memory_;
   return {channel, wire, memory};
 }
 

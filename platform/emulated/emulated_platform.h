@@ -3,7 +3,7 @@
 // factory and the model tests build it). Its values are placeholders, and everything its host ring
 // does on the GPU's behalf lives here: fast's device crypto as waits at the GPU's AES-GCM rate
 // (emulated_device_channel.h), payload-free links (emulated_link_transport.h), the ring's adds as
-// kernels on the GPU's communication stream (emulated_ring_memory.h), in virtual time a sealed token
+// kernels on the GPU's communication stream (emulated_reduce_memory.h), in virtual time a sealed token
 // per message with modelled crypto (virtual_seal_channel.h), and H100 CC's bounce-buffer crossings
 // (cc_transfer_channel.h).
 #pragma once
@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "comm/throttled_transport.h"
+#include "comm/transport/throttled_transport.h"
 #include "core/emulated/emulated_backend.h"
 #include "platform/emulated/cc_transfer_channel.h"
 #include "platform/emulated/emulated_device_channel.h"
 #include "platform/emulated/emulated_link_transport.h"
-#include "platform/emulated/emulated_ring_memory.h"
+#include "platform/emulated/emulated_reduce_memory.h"
 #include "platform/emulated/virtual_seal_channel.h"
 #include "platform/platform.h"
 
@@ -31,21 +31,21 @@ class EmulatedPlatform final : public Platform {
   bool real_values() const override { return false; }
   const EmulatedGpu* modelled_gpu() const override { return &gpu_->gpu(); }
   std::string notice(const std::string& model, bool virtual_time) const override;
-  RingParts host_ring(const RingRequest& r) override;
+  HostPathParts host_path(const HostPathRequest& r) override;
   double cc_transfer_us() const override { return cc_transfers_ ? cc_transfers_->toll_us() : 0.0; }
 
  private:
-  comm::Channel& ring_channel(const RingRequest& r);
-  comm::Transport& ring_wire(const RingRequest& r, const comm::Channel& channel, bool modelled_links);
+  comm::Channel& ring_channel(const HostPathRequest& r);
+  comm::Transport& ring_wire(const HostPathRequest& r, const comm::Channel& channel, bool modelled_links);
 
   std::unique_ptr<EmulatedBackend> gpu_;
-  std::optional<EmulatedRingMemory> gpu_memory_;  // modelled links: the ring's adds on the GPU
+  std::optional<EmulatedReduceMemory> gpu_memory_;  // modelled links: the ring's adds on the GPU
   std::optional<EmulatedDeviceChannel> gpu_crypto_;
   std::optional<VirtualSealChannel> virtual_seal_;  // virtual time: sealed tokens, modelled crypto
   std::optional<CcTransferChannel> cc_transfers_;   // wraps the ring's host-sealing channel
   std::optional<comm::ThrottledTransport> link_;
   std::optional<EmulatedLinkTransport> emulated_link_;
-  comm::HostRingMemory host_memory_;  // real links: the ring's adds on the host
+  comm::HostReduceMemory host_memory_;  // real links: the ring's adds on the host
 };
 
 std::unique_ptr<Platform> make_emulated_platform(const Options& o);

@@ -20,7 +20,7 @@
 #include <vector>
 
 namespace tt::tee {
-class StreamPosition;  // tee/stream_position.h
+class StreamPosition;  // tee/crypto/stream_position.h
 }
 
 namespace tt::tee::cuda {

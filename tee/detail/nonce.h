@@ -1,6 +1,6 @@
 // Inside tee/ only (the layering test refuses an include of tee/detail/ from any other folder): the
 // 96-bit AEAD nonce and the AEAD that takes one. Everything above tee/ seals at a StreamPosition
-// (tee/stream_position.h) through tee::Aead, or through a sealed file, which builds its own nonces.
+// (tee/crypto/stream_position.h) through tee::Aead, or through a sealed file, which builds its own nonces.
 //
 // 96-bit deterministic nonces: 32-bit origin id || 64-bit per-origin counter, both big-endian.
 //
@@ -23,9 +23,9 @@
 #include <memory>
 #include <string_view>
 
-#include "tee/aead.h"
 #include "tee/bytes.h"
-#include "tee/stream_position.h"
+#include "tee/crypto/aead.h"
+#include "tee/crypto/stream_position.h"
 
 struct evp_cipher_ctx_st;  // OpenSSL's EVP_CIPHER_CTX
 struct evp_cipher_st;      // OpenSSL's EVP_CIPHER

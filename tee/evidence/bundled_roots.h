@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "tee/x509.h"
+#include "tee/identity/x509.h"
 
 namespace tt::tee::evidence {
 

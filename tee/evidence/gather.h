@@ -21,7 +21,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tee/kx_binding.h"
+#include "tee/identity/kx_binding.h"
 
 namespace tt::tee::evidence {
 

@@ -20,7 +20,7 @@
 
 #include "tee/evidence/nvidia_opaque.h"
 #include "tee/evidence/spdm.h"
-#include "tee/x509.h"
+#include "tee/identity/x509.h"
 
 namespace tt::tee::evidence {
 

@@ -19,7 +19,7 @@
 
 #include "tee/evidence/nvidia_evidence.h"
 #include "tee/evidence/rim.h"
-#include "tee/x509.h"
+#include "tee/identity/x509.h"
 
 namespace tt::tee::evidence {
 

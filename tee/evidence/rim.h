@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tee/x509.h"
+#include "tee/identity/x509.h"
 
 namespace tt::tee::evidence {
 

@@ -33,7 +33,7 @@
 #include "tee/evidence/bundled_roots.h"
 #include "tee/evidence/nvidia_verify.h"
 #include "tee/evidence/report_data.h"
-#include "tee/x509.h"
+#include "tee/identity/x509.h"
 
 namespace tt::tee::evidence {
 

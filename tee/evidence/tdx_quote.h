@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "tee/evidence/nvidia_verify.h"
-#include "tee/x509.h"
+#include "tee/identity/x509.h"
 
 namespace tt::tee::evidence {
 

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "tee/kx_binding.h"
+#include "tee/identity/kx_binding.h"
 
 namespace tt::tee::evidence {
 

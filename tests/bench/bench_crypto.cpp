@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "tee/aead.h"
+#include "tee/crypto/aead.h"
+#include "tee/crypto/stream_position.h"
 #include "tee/secure_bytes.h"
-#include "tee/stream_position.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Parsing a safetensors header of n tensors: linear in n (engine/safetensors.cpp parses the key
+// Parsing a safetensors header of n tensors: linear in n (engine/checkpoint/safetensors.cpp parses the key
 // order in a SAX pass; nlohmann's parser callback rescanned the top-level object after every tensor,
 // which was quadratic: 20k tensors took seconds, 60k minutes). The target, 60k tensors in well under
 // a second, is read off this benchmark's output (and the fitted complexity), never asserted in a test.
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/safetensors.h"
+#include "engine/checkpoint/safetensors.h"
 
 namespace {
 

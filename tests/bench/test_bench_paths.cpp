@@ -8,10 +8,10 @@
 
 #include "bench/allreduce_bench.h"
 #include "bench/bench_paths.h"
-#include "comm/allreduce_cost.h"
+#include "comm/allreduce/allreduce_cost.h"
 #include "core/enum_names.h"
-#include "engine/allreduce_selection.h"
-#include "engine/rank_links.h"
+#include "engine/gradients/allreduce_selection.h"
+#include "engine/run/rank_links.h"
 #include "platform/platform.h"
 #include "tests/comm/mpi_test_env.h"
 
@@ -29,7 +29,7 @@ TEST(BenchPaths, SmallSweepIsCorrectAndNamesAutosPick) {
           .string();
   save_cost_model(cost, TeeMode::Off, {model, 0}, {{"ranks", links.size()}});
   const auto cpu = platform::platform_entry(DeviceKind::Cpu).make(platform::Options{});
-  BenchPaths paths(links, *cpu, {TeeSettings{}, 1024, cost});
+  BenchPaths paths(links, *cpu, {TeeSettings{}, 1024, cost}, links.agree_link(/*emulated_links=*/false));
 
   bench::BenchOptions opt;
   opt.min_bytes = 1 << 10;
@@ -37,9 +37,9 @@ TEST(BenchPaths, SmallSweepIsCorrectAndNamesAutosPick) {
   opt.step_factor = 4;
   opt.warmup = 1;
   opt.iters = 3;
-  using B = bench::BenchAlgorithm;
-  const auto recs = bench::run_allreduce_bench(links.transport(),
-                                               paths.rows({B::Ring, B::Rd, B::Rhd, B::Auto, B::Mpi}), opt);
+  std::vector<const bench::BenchMode*> modes;
+  for (const char* m : {"ring", "rd", "rhd", "auto", "mpi"}) modes.push_back(bench::find_bench_mode(m));
+  const auto recs = bench::run_allreduce_bench(links.transport(), paths.rows(modes), opt);
   ASSERT_EQ(recs.size(), 4U * 5U);  // 1, 4, 16, 64 KiB x {ring, rd, rhd, auto, mpi}
   for (const auto& r : recs) {
     EXPECT_TRUE(r.correct) << r.mode << " " << r.bytes;

@@ -35,7 +35,7 @@ rc=0; "${MPI[@]}" -np 2 "$TT" "${base[@]}" >"$WORK/noroot.log" 2>&1 || rc=$?
 expect_eq "$rc" 2 "no trust root with 2 ranks: exit 2"
 grep -q "needs a root of trust.*teetrain provision --out vendor --devices 2" "$WORK/noroot.log" && ok || bad "says how to provision" "$WORK/noroot.log"
 expect_exit 2 "needs --device-identity" -- "$TT" "${base[@]}" "${ROOT[@]}"
-# bench allreduce starts its TEE session through the same function (engine/tee_session.h): it refuses
+# bench allreduce starts its TEE session through the same function (engine/keys/tee_session.h): it refuses
 # what train refuses, with the same words.
 bench=(bench allreduce --max-bytes 4096 --iters 1 --warmup 0 --tee fast)
 rc=0; "${MPI[@]}" -np 2 "$TT" "${bench[@]}" >"$WORK/bench_noroot.log" 2>&1 || rc=$?

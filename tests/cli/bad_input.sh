@@ -17,6 +17,12 @@ expect_exit 2 "steps" -- "${TRAIN[@]}" --data "$D" --steps -3
 expect_exit 2 "n_head|divisible|head" -- "${TRAIN[@]}" --data "$D" --n-head 5
 expect_exit 2 "resume" -- "${TRAIN[@]}" --data "$D" --resume "$WORK/no_such_ckpt"
 expect_exit 2 "not a number|could not be converted|valid" -- "${TRAIN[@]}" --data "$D" --lr abc
+# The options are checked before any data is opened: with an image model, a bad flag is named (exit 2)
+# whatever the data path holds — nothing, or a FIFO that would block a reader.
+IMG=("$TT" train --model resnet-tiny --steps 2 --batch 2 --no-progress --allreduce nccl)
+expect_exit 2 "--allreduce nccl reduces GPU buffers" -- "${IMG[@]}" --data "$WORK/no_such_images"
+mkfifo "$WORK/images.fifo"
+expect_exit 2 "--allreduce nccl reduces GPU buffers" -- timeout 20 "${IMG[@]}" --data "$WORK/images.fifo"
 expect_exit 2 "ckpt" -- "$TT" sample --ckpt "$WORK/no_such_ckpt"
 expect_exit 2 "no text|not found|no such|cannot" -- "$TT" prepare-text "$WORK/empty_dir_missing" --out "$WORK/o"
 finish

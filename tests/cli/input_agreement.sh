@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The agreed view of a run's inputs (engine/input_agreement.h), attacked by someone who owns ONE host's
+# The agreed view of a run's inputs (engine/run/input_agreement.h), attacked by someone who owns ONE host's
 # disk: each rank runs in its own mount namespace (rank_view.sh), so rank 1 sees other files at the
 # same paths as rank 0, every file genuine and sealed under the same key. Refused on every rank with
 # exit 3 and one line naming rank 1 and the input: a checkpoint of another lineage, the shards of

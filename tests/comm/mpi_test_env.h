@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "comm/mpi_transport.h"
+#include "comm/transport/mpi_transport.h"
 
 namespace tt::comm::testing {
 

@@ -8,13 +8,13 @@
 #include <vector>
 
 #include "base/error.h"
-#include "comm/adversary_gcm.h"
-#include "comm/adversary_transport.h"
-#include "comm/inproc_transport.h"
-#include "comm/secure_session.h"
-#include "tee/aead.h"
-#include "tee/attestation.h"
+#include "comm/adversary/adversary_gcm.h"
+#include "comm/adversary/adversary_transport.h"
+#include "comm/secure/secure_session.h"
+#include "tee/crypto/aead.h"
+#include "tee/identity/attestation.h"
 #include "tests/common/fuzz.h"
+#include "tests/common/inproc_transport.h"
 #include "tests/common/positions.h"
 
 namespace tt::comm {

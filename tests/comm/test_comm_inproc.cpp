@@ -7,12 +7,12 @@
 #include <string>
 
 #include "base/error.h"
-#include "comm/allreduce_algo.h"
+#include "comm/allreduce/allreduce_algo.h"
+#include "comm/allreduce/ring_allreduce.h"
 #include "comm/collectives.h"
-#include "comm/inproc_transport.h"
-#include "comm/ring_allreduce.h"
 #include "core/profiler.h"
 #include "tests/comm/comm_test_util.h"
+#include "tests/common/inproc_transport.h"
 
 namespace tt::comm {
 namespace {
@@ -127,7 +127,7 @@ void run_ring_case(const RingCase& c) {
   expect_no_errors(world.run([&](Transport& t) {
     ChecksumChannel sealed;
     PlainChannel plain;
-    HostRingMemory memory;
+    HostReduceMemory memory;
     Channel& ch = c.sealed ? static_cast<Channel&>(sealed) : plain;
     Allreducer all(t, ch, memory, RingOptions{.segment_bytes = c.segment_bytes, .all_gather = c.mode});
     for (std::size_t n : counts) {

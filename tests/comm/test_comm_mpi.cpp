@@ -13,13 +13,13 @@
 #include <thread>
 
 #include "base/error.h"
-#include "comm/allreduce_algo.h"
+#include "comm/allreduce/allreduce_algo.h"
+#include "comm/allreduce/ring_allreduce.h"
 #include "comm/collectives.h"
-#include "comm/mpi_allreduce.h"
-#include "comm/mpi_transport.h"
-#include "comm/ring_allreduce.h"
-#include "comm/shared_buffer.h"
-#include "comm/shm_transport.h"
+#include "comm/transport/mpi_allreduce.h"
+#include "comm/transport/mpi_transport.h"
+#include "comm/transport/shared_buffer.h"
+#include "comm/transport/shm_transport.h"
 #include "core/profiler.h"
 #include "tests/comm/comm_test_util.h"
 #include "tests/comm/mpi_test_env.h"
@@ -134,7 +134,7 @@ TEST_P(MpiAlgo, ExactSumsPlainAndSealed) {
     for (std::size_t seg : {std::size_t{0}, std::size_t{4096}, std::size_t{1} << 20}) {
       ChecksumChannel check;
       PlainChannel plain;
-      HostRingMemory memory;
+      HostReduceMemory memory;
       Allreducer all(t, sealed ? static_cast<Channel&>(check) : plain, memory,
                      RingOptions{.segment_bytes = seg, .all_gather = AllGatherMode::ForwardWire});
       for (std::size_t n : counts_for(p)) {
@@ -151,7 +151,7 @@ TEST_P(MpiAlgo, RandomFloatsAreIdenticalOnEveryRank) {
   TestLink link;
   auto& t = link.t;
   Collectives coll(t);
-  HostRingMemory memory;
+  HostReduceMemory memory;
   PlainChannel plain;
   Allreducer all(t, plain, memory, RingOptions{.segment_bytes = 8192});
   for (std::size_t n : {std::size_t{100'000}, std::size_t{777}, std::size_t{3}}) {
@@ -163,7 +163,7 @@ TEST_P(MpiAlgo, RandomFloatsAreIdenticalOnEveryRank) {
   }
 }
 
-// On a buffer shared with the transport (Note [Shared buffers], comm/shm_transport.h: over shared
+// On a buffer shared with the transport (Note [Shared buffers], comm/transport/shm_transport.h: over shared
 // memory, peers add from it in place) every algorithm gives exactly the bits it gives on private
 // memory, for every count and segment size.
 TEST_P(MpiAlgo, SharedBufferGivesTheBitsOfPrivateMemory) {
@@ -174,7 +174,7 @@ TEST_P(MpiAlgo, SharedBufferGivesTheBitsOfPrivateMemory) {
   auto shared = SharedBuffer::create(((std::size_t{1} << 20) + 3) * sizeof(float), error);
   ASSERT_TRUE(shared.has_value()) << error;
   ScopedShare share(t, *shared);
-  HostRingMemory memory;
+  HostReduceMemory memory;
   PlainChannel plain;
   for (std::size_t seg : {std::size_t{0}, std::size_t{4096}, std::size_t{1} << 20}) {
     Allreducer all(t, plain, memory, RingOptions{.segment_bytes = seg});

@@ -21,15 +21,15 @@
 #include <vector>
 
 #include "base/error.h"
+#include "comm/allreduce/ring_allreduce.h"
 #include "comm/channel.h"
 #include "comm/cuda/cuda_util.h"
 #include "comm/cuda/device_ring.h"
 #include "comm/cuda/gpu_sealing_codec.h"
 #include "comm/cuda/nccl_comm.h"
 #include "comm/cuda/staged_transport.h"
-#include "comm/mpi_transport.h"
-#include "comm/ring_allreduce.h"
-#include "comm/sealed_channel.h"
+#include "comm/secure/sealed_channel.h"
+#include "comm/transport/mpi_transport.h"
 #include "tee/digest.h"
 #include "tests/comm/comm_test_util.h"
 #include "tests/comm/mpi_test_env.h"

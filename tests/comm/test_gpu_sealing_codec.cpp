@@ -18,7 +18,7 @@
 #include "base/error.h"
 #include "comm/cuda/cuda_util.h"
 #include "comm/cuda/gpu_sealing_codec.h"
-#include "comm/sealed_channel.h"
+#include "comm/secure/sealed_channel.h"
 #include "tee/digest.h"
 
 namespace tt::comm::cuda {

@@ -20,12 +20,12 @@
 #include <vector>
 
 #include "base/error.h"
+#include "comm/allreduce/ring_allreduce.h"
 #include "comm/cuda/cuda_util.h"
 #include "comm/cuda/device_ring.h"
 #include "comm/cuda/nccl_comm.h"
 #include "comm/cuda/nccl_transport.h"
-#include "comm/mpi_transport.h"
-#include "comm/ring_allreduce.h"
+#include "comm/transport/mpi_transport.h"
 #include "tests/comm/comm_test_util.h"
 #include "tests/comm/mpi_test_env.h"
 

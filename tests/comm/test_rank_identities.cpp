@@ -1,4 +1,4 @@
-// One device identity per rank (comm/rank_identities.h): records round-trip through their wire form
+// One device identity per rank (comm/secure/rank_identities.h): records round-trip through their wire form
 // and any bytes decode without a crash (a peer's status is untrusted); two ranks with the same key or
 // the same serial conflict, naming both; a rank described two ways conflicts; an untrusted reporter
 // is heard only about itself.
@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "comm/rank_identities.h"
+#include "comm/secure/rank_identities.h"
 #include "tests/common/fuzz.h"
 
 namespace tt::comm {

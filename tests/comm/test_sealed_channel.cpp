@@ -11,15 +11,15 @@
 #include <tuple>
 
 #include "base/error.h"
-#include "comm/allreduce_algo.h"
+#include "comm/allreduce/allreduce_algo.h"
+#include "comm/allreduce/ring_aead.h"
+#include "comm/allreduce/ring_allreduce.h"
 #include "comm/collectives.h"
-#include "comm/inproc_transport.h"
-#include "comm/ring_aead.h"
-#include "comm/ring_allreduce.h"
-#include "comm/sealed_channel.h"
+#include "comm/secure/sealed_channel.h"
 #include "core/profiler.h"
 #include "tee/digest.h"
 #include "tests/comm/comm_test_util.h"
+#include "tests/common/inproc_transport.h"
 
 namespace tt::comm {
 namespace {
@@ -174,7 +174,7 @@ Outcome run(const RingSetup& s, bool sealed = true) {
     RingOptions ro;
     ro.segment_bytes = s.segment_bytes;
     ro.all_gather = s.mode;
-    HostRingMemory memory;
+    HostReduceMemory memory;
     Allreducer algos(t, ch, memory, ro, &prof);
     Collectives coll(t, ch, &prof);
     coll.set_segment_bytes(512);

@@ -15,12 +15,12 @@
 #include <vector>
 
 #include "base/error.h"
-#include "comm/attest_evidence.h"
-#include "comm/inproc_transport.h"
-#include "comm/ring_allreduce.h"
-#include "comm/secure_session.h"
-#include "tee/vendor.h"
+#include "comm/allreduce/ring_allreduce.h"
+#include "comm/secure/attest_evidence.h"
+#include "comm/secure/secure_session.h"
+#include "tee/identity/vendor.h"
 #include "tests/comm/comm_test_util.h"
+#include "tests/common/inproc_transport.h"
 
 namespace tt::comm {
 namespace {

@@ -1,4 +1,4 @@
-// What only the shared-memory transport does (comm/shm_transport.h, Note [Shared-memory channels]),
+// What only the shared-memory transport does (comm/transport/shm_transport.h, Note [Shared-memory channels]),
 // under mpirun with P = 2 and 3: messages that arrive before their receive, more messages than a
 // channel has slots, inline and long messages of one tag kept in send order (long ones read from the
 // sender's memory and through MPI), sends completed out of order, a forged long-message address, an
@@ -20,9 +20,9 @@
 
 #include "base/error.h"
 #include "comm/collectives.h"
-#include "comm/shared_buffer.h"
-#include "comm/shm_channel.h"
-#include "comm/shm_transport.h"
+#include "comm/transport/shared_buffer.h"
+#include "comm/transport/shm_channel.h"
+#include "comm/transport/shm_transport.h"
 #include "tests/comm/mpi_test_env.h"
 
 namespace tt::comm {

@@ -6,8 +6,8 @@
 #include <numeric>
 #include <vector>
 
-#include "comm/inproc_transport.h"
-#include "comm/throttled_transport.h"
+#include "comm/transport/throttled_transport.h"
+#include "tests/common/inproc_transport.h"
 
 namespace tt::comm {
 namespace {

@@ -1,10 +1,10 @@
 // Stream positions other than 0 for tests (a known-answer nonce, a counter near its end), drawn the way
 // production code must: from a counter of the test's own, moved forward (Note [A counter is never
-// duplicated], tee/stream_position.h). There is no way to resume a counter somebody else owns.
+// duplicated], tee/crypto/stream_position.h). There is no way to resume a counter somebody else owns.
 #pragma once
 #include <cstdint>
 
-#include "tee/stream_position.h"
+#include "tee/crypto/stream_position.h"
 
 namespace tt::testing {
 

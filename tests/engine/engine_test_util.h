@@ -10,8 +10,9 @@
 #include <vector>
 
 #include "core/cpu/cpu_backend.h"
-#include "engine/checkpoint.h"
+#include "engine/checkpoint/checkpoint.h"
 #include "engine/optimizer.h"
+#include "engine/param_chunks.h"
 #include "engine/trainer.h"
 #include "models/gpt2/gpt2.h"
 #include "tee/bytes.h"

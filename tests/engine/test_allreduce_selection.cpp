@@ -1,8 +1,8 @@
-// The cost model behind --allreduce-algo auto (comm/allreduce_cost.h) and its selection and calibration
-// file (engine/allreduce_selection.h): the work each algorithm does matches docs/design.md §5's table,
-// the pick follows the model (and ties keep the ring), a fit recovers known coefficients, the defaults
-// carry the TEE's costs, and the calibration file round-trips and is refused (InputError, never another
-// exception) in every malformed form.
+// The cost model behind --allreduce-algo auto (comm/allreduce/allreduce_cost.h) and its selection and
+// calibration file (engine/gradients/allreduce_selection.h): the work each algorithm does matches
+// docs/design.md §5's table, the pick follows the model (and ties keep the ring), a fit recovers known
+// coefficients, the defaults carry the TEE's costs, and the calibration file round-trips and is refused
+// (InputError, never another exception) in every malformed form.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "base/error.h"
-#include "comm/allreduce_cost.h"
-#include "engine/allreduce_selection.h"
-#include "engine/train_options.h"
+#include "comm/allreduce/allreduce_cost.h"
+#include "engine/gradients/allreduce_selection.h"
+#include "engine/run/train_options.h"
 #include "tests/common/fuzz.h"
 
 namespace tt {
@@ -189,7 +189,7 @@ TEST(AllreduceSelection, VirtualTimePricesTheModelledHost) {
 
 TEST(AllreduceSelection, PicksPerBucketAndReportsWhy) {
   const CostModelSource src{{.message_us = 100, .wire_ns_per_byte = 0.1, .reduce_ns_per_byte = 0.1}, "test"};
-  AlgoSelection autos(comm::AlgoRequest::Auto, src, 8, 1 << 20);
+  AlgoSelection autos(std::nullopt, src, 8, 1 << 20);
   EXPECT_EQ(autos.pick(0, 64), ReduceAlgo::Rd);
   EXPECT_EQ(autos.pick(1, std::size_t{64} << 20), ReduceAlgo::Ring);
   EXPECT_EQ(autos.pick(0, 64), ReduceAlgo::Rd);  // remembered
@@ -202,10 +202,10 @@ TEST(AllreduceSelection, PicksPerBucketAndReportsWhy) {
   EXPECT_GT(s["buckets"][0]["predicted_us"]["ring"].get<double>(),
             s["buckets"][0]["predicted_us"]["rd"].get<double>());
   EXPECT_EQ(s["model"]["source"], "test");
-  AlgoSelection fixed(comm::AlgoRequest::Rhd, src, 8, 1 << 20);
+  AlgoSelection fixed(comm::ReduceAlgo::Rhd, src, 8, 1 << 20);
   EXPECT_EQ(fixed.pick(0, 64), ReduceAlgo::Rhd);
   EXPECT_EQ(fixed.describe(), "recursive halving-doubling");
-  EXPECT_EQ(AlgoSelection(comm::AlgoRequest::Ring, src, 2, 0).describe(), "ring");
+  EXPECT_EQ(AlgoSelection(comm::ReduceAlgo::Ring, src, 2, 0).describe(), "ring");
 }
 
 TEST(AllreduceSelection, CalibrationFileRoundTripsPerMode) {

@@ -7,14 +7,15 @@
 #include <string>
 
 #include "base/error.h"
-#include "engine/checkpoint.h"
-#include "engine/ckpt_tools.h"
-#include "engine/freshness.h"
-#include "engine/key_file.h"
-#include "engine/sealed_codec.h"
+#include "engine/checkpoint/checkpoint.h"
+#include "engine/checkpoint/ckpt_tools.h"
+#include "engine/checkpoint/freshness.h"
+#include "engine/checkpoint/sealed_codec.h"
+#include "engine/keys/key_file.h"
+#include "engine/param_chunks.h"
 #include "models/resnet/resnet.h"
+#include "tee/crypto/sealed_file.h"
 #include "tee/errors.h"
-#include "tee/sealed_file.h"
 #include "tests/engine/engine_test_util.h"
 
 namespace tt {

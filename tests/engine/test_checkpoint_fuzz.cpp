@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "base/error.h"
-#include "engine/checkpoint.h"
-#include "engine/freshness.h"
-#include "engine/key_file.h"
+#include "engine/checkpoint/checkpoint.h"
+#include "engine/checkpoint/freshness.h"
+#include "engine/keys/key_file.h"
+#include "tee/crypto/sealed_file.h"
 #include "tee/digest.h"
 #include "tee/errors.h"
-#include "tee/sealed_file.h"
 #include "tests/engine/engine_test_util.h"
 
 namespace tt {

@@ -4,14 +4,14 @@
 #include <string>
 
 #include "base/error.h"
-#include "engine/ckpt_tools.h"
-#include "engine/key_file.h"
-#include "engine/safetensors.h"
-#include "engine/sealed_codec.h"
+#include "engine/checkpoint/ckpt_tools.h"
+#include "engine/checkpoint/safetensors.h"
+#include "engine/checkpoint/sealed_codec.h"
+#include "engine/keys/key_file.h"
 #include "tee/bytes.h"
+#include "tee/crypto/sealed_file.h"
 #include "tee/digest.h"
 #include "tee/errors.h"
-#include "tee/sealed_file.h"
 #include "tests/engine/engine_test_util.h"
 
 namespace tt {

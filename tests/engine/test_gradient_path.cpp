@@ -1,24 +1,25 @@
 // The run plan -> gradient path matrix: every combination of compute, TEE mode, all-reduce and link
 // model on the CPU (CUDA's paths need a GPU and are checked by scripts/gpu-check.sh), each either
-// refused by validate() with a sentence naming the conflict, or built by GradientReduction — the one
+// refused by validate() with a sentence naming the conflict, or built by build_gradient_path — the one
 // function `train` takes its gradient path from — on three in-process ranks, where it must name the
 // path it took and, wherever payloads move, leave every rank with the exact sum.
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "base/error.h"
-#include "comm/inproc_transport.h"
-#include "comm/sealed_channel.h"
-#include "engine/gradient_paths.h"
-#include "engine/gradient_reduction.h"
-#include "engine/run_plan.h"
+#include "comm/secure/sealed_channel.h"
+#include "engine/gradients/gradient_paths.h"
+#include "engine/run/run_plan.h"
 #include "platform/platform.h"
 #include "tee/digest.h"
 #include "tests/comm/comm_test_util.h"
+#include "tests/common/inproc_transport.h"
 
 namespace tt {
 namespace {
@@ -47,12 +48,12 @@ TeeSwitches switches(const TrainOptions& p) {
   return resolve_tee(p.tee.settings, p.compute.gpu_gradients());
 }
 
-// The rule the plan follows, written out independently of engine/run_plan.cpp.
+// The rule the plan follows, written out independently of engine/run/run_plan.cpp.
 bool refused(const TrainOptions& p) {
   return (p.parallel.link == LinkModel::Emulate && p.compute.mode == ComputeMode::Real) ||
-         (p.parallel.link == LinkModel::Emulate && p.parallel.allreduce != AllreduceAlgo::Ring) ||
-         p.parallel.allreduce == AllreduceAlgo::Nccl ||  // needs --device cuda
-         (p.tee.settings.mode != TeeMode::Off && p.parallel.allreduce != AllreduceAlgo::Ring);
+         (p.parallel.link == LinkModel::Emulate && p.parallel.allreduce != AllreduceProvider::Ours) ||
+         p.parallel.allreduce == AllreduceProvider::Nccl ||  // needs --device cuda
+         (p.tee.settings.mode != TeeMode::Off && p.parallel.allreduce != AllreduceProvider::Ours);
 }
 
 // What the path must say: the wire, then the channel.
@@ -94,11 +95,11 @@ Outcome run_path(const TrainOptions& plan) {
     if (ts.on)
       sealed = std::make_unique<comm::SealedChannel>(comm::SealedChannelOptions{r, kRanks}, keys(r), &prof);
     comm::Channel& channel = sealed ? static_cast<comm::Channel&>(*sealed) : plain;
-    GradientReduction g(GradientSetup{plan.parallel, plan.compute, ts, *platform, nullptr, t, channel,
-                                      sealed.get(), kRanks, prof});
+    const auto g = build_gradient_path(GradientSetup{plan.parallel, plan.compute, ts, *platform, nullptr, t,
+                                                     channel, sealed.get(), kRanks, prof});
     std::vector<float> v = pattern_buffer(kCount, r);
-    g.fn()(v.data(), v.size(), 7, 2);
-    out[static_cast<std::size_t>(r)] = {g.path(), first_wrong(v, kRanks)};
+    g->sum(v.data(), v.size(), 7, 2);
+    out[static_cast<std::size_t>(r)] = {g->describe(), first_wrong(v, kRanks)};
   });
   for (const auto& e : errors) {
     if (e) std::rethrow_exception(e);
@@ -128,7 +129,8 @@ TEST(GradientPath, EveryCombinationIsRefusedOrBuiltAndSums) {
   int built = 0, refusals = 0, need_mpi = 0;
   for (ComputeMode compute : {ComputeMode::Real, ComputeMode::Emulated}) {
     for (TeeMode tee : {TeeMode::Off, TeeMode::Cc, TeeMode::Fast}) {
-      for (AllreduceAlgo algo : {AllreduceAlgo::Ring, AllreduceAlgo::Mpi, AllreduceAlgo::Nccl}) {
+      for (AllreduceProvider algo :
+           {AllreduceProvider::Ours, AllreduceProvider::Mpi, AllreduceProvider::Nccl}) {
         for (LinkModel link : {LinkModel::Real, LinkModel::Emulate}) {
           TrainOptions p = host_plan(compute, tee, link);
           p.parallel.allreduce = algo;
@@ -142,15 +144,16 @@ TEST(GradientPath, EveryCombinationIsRefusedOrBuiltAndSums) {
             EXPECT_THROW(validate(p), InputError) << what;
             continue;
           }
-          if (algo == AllreduceAlgo::Mpi) {  // in-process ranks have no MPI communicator
+          if (algo == AllreduceProvider::Mpi) {  // in-process ranks have no MPI communicator
             ++need_mpi;
             comm::InprocWorld world(1);
             const auto pf = make_platform(p);
             Profiler prof(false);
             comm::PlainChannel plain;
             try {
-              GradientReduction g(GradientSetup{p.parallel, p.compute, switches(p), *pf, nullptr,
-                                                world.transport(0), plain, nullptr, 1, prof});
+              const auto g =
+                  build_gradient_path(GradientSetup{p.parallel, p.compute, switches(p), *pf, nullptr,
+                                                    world.transport(0), plain, nullptr, 1, prof});
               ADD_FAILURE() << what << ": built without MPI";
             } catch (const InputError& e) {
               EXPECT_NE(std::string(e.what()).find("mpirun"), std::string::npos) << e.what();
@@ -180,18 +183,19 @@ TEST(GradientPath, EveryAlgorithmOnEveryHostPath) {
   for (ComputeMode compute : {ComputeMode::Real, ComputeMode::Emulated}) {
     for (TeeMode tee : {TeeMode::Off, TeeMode::Cc, TeeMode::Fast}) {
       for (LinkModel link : {LinkModel::Real, LinkModel::Emulate}) {
-        for (comm::AlgoRequest algo :
-             {comm::AlgoRequest::Rd, comm::AlgoRequest::Rhd, comm::AlgoRequest::Auto}) {
+        for (const std::optional<comm::ReduceAlgo> algo :
+             {std::optional(comm::ReduceAlgo::Rd), std::optional(comm::ReduceAlgo::Rhd),
+              std::optional<comm::ReduceAlgo>()}) {
           TrainOptions p = host_plan(compute, tee, link);
           p.parallel.algo = algo;
           if (!plan_conflicts(p).empty()) continue;
           ++built;
           const std::string what =
-              std::string(name(compute)) + "/" + name(tee) + "/" + name(link) + "/" + enum_name(algo);
+              std::string(name(compute)) + "/" + name(tee) + "/" + name(link) + "/" + comm::algo_name(algo);
           const Outcome o = run_path(p);
-          const std::string title = algo == comm::AlgoRequest::Rd    ? "recursive doubling"
-                                    : algo == comm::AlgoRequest::Rhd ? "recursive halving-doubling"
-                                                                     : "auto (cost model";
+          const std::string title = algo == comm::ReduceAlgo::Rd    ? "recursive doubling"
+                                    : algo == comm::ReduceAlgo::Rhd ? "recursive halving-doubling"
+                                                                    : "auto (cost model";
           EXPECT_EQ(o.path.rfind(title, 0), 0u) << what << ": " << o.path;
           const std::string rest = expected_path(p, switches(p)).substr(std::string("ring").size());
           EXPECT_NE(o.path.find(rest), std::string::npos) << what << ": " << o.path;
@@ -205,13 +209,13 @@ TEST(GradientPath, EveryAlgorithmOnEveryHostPath) {
   EXPECT_EQ(built, 27);  // the matrix's 9 host paths x 3 algorithms
   // Our algorithms only: a vendor all-reduce has no --allreduce-algo.
   TrainOptions mpi;
-  mpi.parallel.allreduce = AllreduceAlgo::Mpi;
-  mpi.parallel.algo = comm::AlgoRequest::Rd;
+  mpi.parallel.allreduce = AllreduceProvider::Mpi;
+  mpi.parallel.algo = comm::ReduceAlgo::Rd;
   EXPECT_THROW(validate(mpi), InputError);
   // The device ring of --device cuda (TEE off or device crypto) is a ring.
   TrainOptions gpu;
   gpu.compute.device = DeviceKind::Cuda;
-  gpu.parallel.algo = comm::AlgoRequest::Auto;
+  gpu.parallel.algo = std::nullopt;  // auto
   EXPECT_THROW(validate(gpu), InputError);
   gpu.tee.settings.mode = TeeMode::Cc;  // staged through the host ring: every algorithm
   EXPECT_TRUE(plan_conflicts(gpu).empty());
@@ -240,61 +244,69 @@ class DeviceMemoryPlatform final : public platform::Platform {
   Backend& backend() override { return cpu_->backend(); }
   bool real_values() const override { return true; }
   bool device_gradients() const override { return true; }
-  platform::RingParts host_ring(const platform::RingRequest& r) override { return cpu_->host_ring(r); }
+  platform::HostPathParts host_path(const platform::HostPathRequest& r) override {
+    return cpu_->host_path(r);
+  }
 
  private:
   std::unique_ptr<platform::Platform> cpu_;
 };
 
 // Which row of the table serves a plan, on a platform, with or without mpirun.
-GradientPathKind served(const TrainOptions& p, platform::Platform& pf, bool needs_mpi, int ranks = 2) {
+std::string served(const TrainOptions& p, platform::Platform& pf, bool needs_mpi, int ranks = 2) {
   comm::InprocWorld world(ranks);
   Profiler prof(false);
   comm::PlainChannel plain;
   const TeeSwitches ts = switches(p);
   const GradientSetup s{p.parallel, p.compute, ts, pf, nullptr, world.transport(0), plain, nullptr, 1, prof};
-  const GradientPathEntry* row = nullptr;
-  for (const GradientPathEntry& r : gradient_paths()) {
-    if (r.asked(s)) {
-      row = &r;
-      break;
-    }
-  }
-  if (row == nullptr) throw std::logic_error("no row asked");
-  if (needs_mpi) {
-    EXPECT_THROW(select_gradient_path(s), InputError);  // null mpi: in-process ranks
-  } else {
-    EXPECT_EQ(&select_gradient_path(s), row);
-  }
-  return row->kind;
+  const PathRequest r = path_request(s);
+  const GradientPathEntry& row = served_by(r);
+  // Null mpi (in-process ranks): the rows that need mpirun say so; the others can run.
+  EXPECT_EQ(path_conflicts(r).empty(), !needs_mpi) << row.name;
+  return row.name;
 }
 
 TEST(GradientPaths, TheTableServesEachPlanFromOneRow) {
   const auto cpu = platform::platform_entry(DeviceKind::Cpu).make({});
   DeviceMemoryPlatform gpu;
   TrainOptions p;
-  EXPECT_EQ(served(p, *cpu, false), GradientPathKind::Host);
-  EXPECT_EQ(served(p, gpu, true), GradientPathKind::DeviceRing);  // tee off on device memory
-  p.tee.settings.mode = TeeMode::Cc;                              // cc stages through the host ring
-  EXPECT_EQ(served(p, gpu, false), GradientPathKind::Host);
+  EXPECT_EQ(served(p, *cpu, false), "host");
+  EXPECT_EQ(served(p, gpu, true), "device ring");  // tee off on device memory
+  p.tee.settings.mode = TeeMode::Cc;               // cc stages through the host ring
+  EXPECT_EQ(served(p, gpu, false), "host");
   p.tee.settings.mode = TeeMode::Off;
-  EXPECT_EQ(served(p, gpu, false, /*ranks=*/1), GradientPathKind::Host);  // one rank: nothing to ring
-  p.parallel.allreduce = AllreduceAlgo::Mpi;
-  EXPECT_EQ(served(p, *cpu, true), GradientPathKind::Mpi);
-  p.parallel.allreduce = AllreduceAlgo::Nccl;
-  EXPECT_EQ(served(p, gpu, true), GradientPathKind::Nccl);
-  // Every kind has exactly one row, with a name.
-  for (GradientPathKind k : {GradientPathKind::Nccl, GradientPathKind::DeviceRing, GradientPathKind::Mpi,
-                             GradientPathKind::Host}) {
-    int rows = 0;
-    for (const GradientPathEntry& r : gradient_paths()) {
-      if (r.kind == k) {
-        ++rows;
-        EXPECT_NE(std::string(r.name), "");
-      }
-    }
-    EXPECT_EQ(rows, 1);
-  }
+  EXPECT_EQ(served(p, gpu, false, /*ranks=*/1), "host");  // one rank: nothing to ring
+  p.parallel.allreduce = AllreduceProvider::Mpi;
+  EXPECT_EQ(served(p, *cpu, true), "mpi");
+  p.parallel.allreduce = AllreduceProvider::Nccl;
+  p.compute.device = DeviceKind::Cuda;  // as the plan asks (the device memory is the test platform's)
+  EXPECT_EQ(served(p, gpu, true), "nccl");
+  // Every row has its own name.
+  std::set<std::string> names;
+  for (const GradientPathEntry& r : gradient_paths()) names.insert(r.name);
+  EXPECT_EQ(names.size(), gradient_paths().size());
+}
+
+// A row's conflicts are the same sentences whether the run plan asks (options only) or the engine
+// builds (a setup): the table is the one place they live.
+TEST(GradientPaths, ThePlanRefusesWhatTheRowsRefuse) {
+  TrainOptions p;
+  p.parallel.allreduce = AllreduceProvider::Mpi;
+  p.tee.settings.mode = TeeMode::Cc;
+  p.parallel.algo = comm::ReduceAlgo::Rd;
+  const std::vector<std::string> plan = plan_conflicts(p);
+  ASSERT_EQ(plan.size(), 2u);
+  EXPECT_NE(plan[0].find("--allreduce mpi sends gradients in plaintext"), std::string::npos) << plan[0];
+  EXPECT_NE(plan[1].find("--allreduce-algo rd chooses among teetrain's own algorithms"), std::string::npos)
+      << plan[1];
+  const PathRequest r{.parallel = p.parallel,
+                      .compute = p.compute,
+                      .tee = switches(p),
+                      .adversary = false,
+                      .device_gradients = false,
+                      .mpirun = true,
+                      .several_ranks = true};
+  EXPECT_EQ(path_conflicts(r), plan);
 }
 
 TEST(GradientPaths, RowsThatNeedMpirunSaySo) {
@@ -302,13 +314,13 @@ TEST(GradientPaths, RowsThatNeedMpirunSaySo) {
   comm::InprocWorld world(2);
   Profiler prof(false);
   comm::PlainChannel plain;
-  for (AllreduceAlgo a : {AllreduceAlgo::Ring, AllreduceAlgo::Mpi, AllreduceAlgo::Nccl}) {
+  for (AllreduceProvider a : {AllreduceProvider::Ours, AllreduceProvider::Mpi, AllreduceProvider::Nccl}) {
     TrainOptions p;
     p.parallel.allreduce = a;
     const TeeSwitches ts = switches(p);
     try {
-      GradientReduction g(GradientSetup{p.parallel, p.compute, ts, gpu, nullptr, world.transport(0), plain,
-                                        nullptr, 1, prof});
+      const auto g = build_gradient_path(GradientSetup{p.parallel, p.compute, ts, gpu, nullptr,
+                                                       world.transport(0), plain, nullptr, 1, prof});
       ADD_FAILURE() << name(a) << ": built without MPI";
     } catch (const InputError& e) {
       EXPECT_NE(std::string(e.what()).find("needs ranks started by mpirun"), std::string::npos) << e.what();
@@ -330,10 +342,11 @@ TEST(GradientPaths, HostRowsStageDeviceGradients) {
     DeviceMemoryPlatform gpu;
     Profiler prof(false);
     comm::SealedChannel sealed(comm::SealedChannelOptions{r, kRanks}, keys(r), &prof);
-    GradientReduction g(GradientSetup{p.parallel, p.compute, ts, gpu, nullptr, t, sealed, &sealed, 1, prof});
+    const auto g = build_gradient_path(
+        GradientSetup{p.parallel, p.compute, ts, gpu, nullptr, t, sealed, &sealed, 1, prof});
     std::vector<float> v = pattern_buffer(kCount, r);
-    g.fn()(v.data(), v.size(), 1, 0);
-    paths[static_cast<std::size_t>(r)] = g.path();
+    g->sum(v.data(), v.size(), 1, 0);
+    paths[static_cast<std::size_t>(r)] = g->describe();
     wrong[static_cast<std::size_t>(r)] = first_wrong(v, kRanks);
     EXPECT_GT(prof.phase_totals()[static_cast<std::size_t>(Phase::Stage)], 0.0);
   });

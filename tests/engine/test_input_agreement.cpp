@@ -1,4 +1,4 @@
-// engine/input_agreement: the record of what a rank opened, its wire format, the comparison across
+// engine/run/input_agreement: the record of what a rank opened, its wire format, the comparison across
 // ranks (the first difference, named), the data owner's pins, and the collective on in-process
 // ranks, where every rank must refuse alike.
 #include <gtest/gtest.h>
@@ -8,12 +8,12 @@
 
 #include "base/error.h"
 #include "comm/channel.h"
-#include "comm/inproc_transport.h"
-#include "engine/dist_context.h"
-#include "engine/input_agreement.h"
-#include "tee/attestation.h"
+#include "engine/run/dist_context.h"
+#include "engine/run/input_agreement.h"
 #include "tee/digest.h"
+#include "tee/identity/attestation.h"
 #include "tests/common/fuzz.h"
+#include "tests/common/inproc_transport.h"
 
 namespace tt {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "base/error.h"
-#include "engine/key_file.h"
+#include "engine/keys/key_file.h"
 #include "tee/bytes.h"
 #include "tests/engine/engine_test_util.h"
 

@@ -1,4 +1,4 @@
-// engine/run_choices and engine/run_plan: the TEE policy (every mode's defaults, every switch on its
+// engine/run_choices and engine/run/run_plan: the TEE policy (every mode's defaults, every switch on its
 // own), validate(), which reports every conflicting choice of a run at once, and the plan resolved once
 // from the options.
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <string>
 
 #include "base/error.h"
-#include "engine/run_plan.h"
+#include "engine/run/run_plan.h"
 
 namespace tt {
 namespace {
@@ -23,7 +23,7 @@ std::string error_of(const TrainOptions& p) {
 TEST(RunPlan, NamesRoundTrip) {
   for (const auto& [n, e] : EnumNames<TeeMode>::all) EXPECT_EQ(parse_enum<TeeMode>(n), e);
   for (const auto& [n, e] : EnumNames<tee::Cipher>::all) EXPECT_EQ(std::string(enum_name(e)), n);
-  EXPECT_EQ(parse_enum<AllreduceAlgo>("bogus"), std::nullopt);
+  EXPECT_EQ(parse_enum<AllreduceProvider>("bogus"), std::nullopt);
   EXPECT_STREQ(name(ComputeMode::Emulated), "emulate");
   EXPECT_STREQ(name(LinkModel::Real), "real");
 }
@@ -81,18 +81,21 @@ TEST(RunPlan, EachConflictIsNamed) {
   };
   one([](TrainOptions& q) { q.compute.device = DeviceKind::Cuda, q.compute.mode = ComputeMode::Emulated; },
       "use one or the other");
-  one([](TrainOptions& q) { q.parallel.allreduce = AllreduceAlgo::Nccl; }, "add --device cuda");
+  one([](TrainOptions& q) { q.parallel.allreduce = AllreduceProvider::Nccl; }, "add --device cuda");
   one([](TrainOptions& q) { q.compute.tf32 = true; }, "--tf32 applies to --device cuda only");
   one([](TrainOptions& q) { q.parallel.link = LinkModel::Emulate; }, "add --compute emulate");
   one([](TrainOptions& q) { q.parallel.cc_transfer_us = 1; }, "--cc-transfer-us");
   one([](TrainOptions& q) { q.compute.mode = ComputeMode::Emulated, q.checkpoints.save_every = 5; },
       "drop --save-every/--resume");
-  one([](TrainOptions& q) { q.tee.settings.mode = TeeMode::Fast, q.parallel.allreduce = AllreduceAlgo::Mpi; },
+  one(
+      [](TrainOptions& q) {
+        q.tee.settings.mode = TeeMode::Fast, q.parallel.allreduce = AllreduceProvider::Mpi;
+      },
       "--allreduce mpi sends gradients in plaintext");
   one([](TrainOptions& q) { q.tee.adversary = comm::parse_adversary("mitm"); }, "only TEE mode runs");
   one(
       [](TrainOptions& q) {
-        q.tee.adversary = comm::parse_adversary("snoop"), q.parallel.allreduce = AllreduceAlgo::Mpi;
+        q.tee.adversary = comm::parse_adversary("snoop"), q.parallel.allreduce = AllreduceProvider::Mpi;
       },
       "bypass");
   one([](TrainOptions& q) { q.schedule.timing_warmup = 10; }, "leaves no step to time");
@@ -140,12 +143,12 @@ TEST(RunPlan, VirtualTimeNeedsEmulatedComputeAndOurRing) {
   p.compute.mode = ComputeMode::Emulated;
   EXPECT_TRUE(p.compute.virtual_time());
   EXPECT_EQ(error_of(p), "");
-  p.parallel.allreduce = AllreduceAlgo::Mpi;
+  p.parallel.allreduce = AllreduceProvider::Mpi;
   EXPECT_NE(error_of(p).find("use --allreduce ring, or --time wall"), std::string::npos);
   p.compute.time = TimeModel::Wall;
   EXPECT_FALSE(p.compute.virtual_time());
   EXPECT_EQ(error_of(p), "");
-  p.parallel.allreduce = AllreduceAlgo::Ring;
+  p.parallel.allreduce = AllreduceProvider::Ours;
   p.compute.time = TimeModel::Auto;
   p.compute.host.aead_gbps = 0;
   EXPECT_NE(error_of(p).find("--host-aead-gbps must be > 0"), std::string::npos);
@@ -170,7 +173,7 @@ TEST(RunPlan, EveryConflictInOneMessage) {
   p.compute.device = DeviceKind::Cuda;
   p.compute.mode = ComputeMode::Emulated;
   p.parallel.link = LinkModel::Emulate;
-  p.parallel.allreduce = AllreduceAlgo::Mpi;
+  p.parallel.allreduce = AllreduceProvider::Mpi;
   p.schedule.timing_warmup = 20;
   EXPECT_EQ(plan_conflicts(p).size(), 4u);
   const std::string e = error_of(p);
@@ -203,7 +206,7 @@ TEST(RunPlan, ResolvesOnceAndRefusesConflicts) {
     EXPECT_NE(std::string(e.what()).find("for token data give --steps"), std::string::npos) << e.what();
   }
   o.schedule.epochs = 0;
-  o.parallel.allreduce = AllreduceAlgo::Mpi;  // sealed gradients over MPI_Allreduce
+  o.parallel.allreduce = AllreduceProvider::Mpi;  // sealed gradients over MPI_Allreduce
   EXPECT_THROW(RunPlan(o, nullptr, 2), InputError);
 }
 

@@ -1,4 +1,4 @@
-// Fuzz-style test of the safetensors parsers (engine/safetensors.h): safetensors_decode and the
+// Fuzz-style test of the safetensors parsers (engine/checkpoint/safetensors.h): safetensors_decode and the
 // header-only reader safetensors_read_header (ckpt inspect), which share one header validator. Random
 // bytes, every truncation, bit flips, type-mangled header JSON, and shapes whose element count
 // overflows 64 bits or is negative. Every input parses or throws InputError naming the file (exit 2):
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "engine/safetensors.h"
+#include "engine/checkpoint/safetensors.h"
 #include "tests/common/fuzz.h"
 
 namespace tt {

@@ -1,5 +1,5 @@
 // Large safetensors headers parse, correctly and in file order: a header of 60k tensors (a real
-// model's state dict has thousands). The parse is linear (engine/safetensors.cpp: TopLevelKeys);
+// model's state dict has thousands). The parse is linear (engine/checkpoint/safetensors.cpp: TopLevelKeys);
 // tests/bench/bench_safetensors.cpp measures it, this test only checks the result.
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "engine/safetensors.h"
+#include "engine/checkpoint/safetensors.h"
 
 namespace tt {
 namespace {

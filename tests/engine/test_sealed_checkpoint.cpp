@@ -7,10 +7,11 @@
 #include <utility>
 
 #include "base/error.h"
-#include "engine/key_file.h"
-#include "engine/sealed_codec.h"
+#include "engine/checkpoint/sealed_codec.h"
+#include "engine/keys/key_file.h"
+#include "engine/param_chunks.h"
+#include "tee/crypto/sealed_file.h"
 #include "tee/errors.h"
-#include "tee/sealed_file.h"
 #include "tests/engine/engine_test_util.h"
 
 namespace tt {

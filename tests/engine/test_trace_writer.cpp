@@ -6,7 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "engine/trace_writer.h"
+#include "engine/run/trace_writer.h"
 
 namespace tt {
 namespace {

@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include "engine/train_options.h"
+#include "engine/run/train_options.h"
 
 namespace tt {
 namespace {
@@ -60,7 +60,7 @@ TEST(TrainOptionsJson, EveryFieldKeepsItsBytes) {
   o.schedule.val_batches = 4;
   o.checkpoints.save_every = 50;
   o.schedule.timing_warmup = 2;
-  o.parallel.algo = comm::AlgoRequest::Auto;
+  o.parallel.algo = std::nullopt;  // auto
   o.parallel.bucket_mb = 4;
   o.parallel.overlap = false;
   o.parallel.segment_kb = 256;
@@ -98,7 +98,7 @@ TEST(TrainOptionsJson, EmulatedGpuKeepsItsBytes) {
   o.tee.settings.mode = TeeMode::Cc;
   expect_fixture("emulated_gpu", o);
   o.compute.time = TimeModel::Wall;
-  o.parallel.allreduce = AllreduceAlgo::Ring;
+  o.parallel.allreduce = AllreduceProvider::Ours;
   o.tee.settings.mode = TeeMode::Fast;
   o.tee.settings.device_crypto = Toggle::Off;
   expect_fixture("emulated_gpu_wall", o);
@@ -106,9 +106,9 @@ TEST(TrainOptionsJson, EmulatedGpuKeepsItsBytes) {
 
 TEST(TrainOptionsJson, VendorBaselinesKeepTheirBytes) {
   TrainOptions o;
-  o.parallel.allreduce = AllreduceAlgo::Mpi;
+  o.parallel.allreduce = AllreduceProvider::Mpi;
   expect_fixture("mpi", o);
-  o.parallel.allreduce = AllreduceAlgo::Nccl;
+  o.parallel.allreduce = AllreduceProvider::Nccl;
   o.compute.device = DeviceKind::Cuda;
   o.compute.tf32 = true;
   expect_fixture("nccl_cuda", o);

@@ -1,4 +1,4 @@
-// engine/training_run.h as a library, without the CLI: a front end fills TrainOptions, builds a
+// engine/run/training_run.h as a library, without the CLI: a front end fills TrainOptions, builds a
 // TrainingRun, runs it and reads what it reports. Runs under mpirun (P = 1 and 2): the run's ranks are
 // MPI_COMM_WORLD's, as in `teetrain train`.
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 
 #include "base/error.h"
 #include "data/token_shard.h"
-#include "engine/training_run.h"
+#include "engine/run/training_run.h"
 #include "tests/comm/mpi_test_env.h"
 
 namespace tt {
@@ -98,7 +98,7 @@ TEST(TrainingRun, SameOptionsSameParameters) {
 TEST(TrainingRun, ConflictingOptionsAreRefusedBeforeAnyCollective) {
   // validate() runs first on every rank, so each rank throws alone and none waits on a peer.
   TrainOptions o = tiny_options();
-  o.parallel.allreduce = AllreduceAlgo::Mpi;
+  o.parallel.allreduce = AllreduceProvider::Mpi;
   o.tee.settings.mode = TeeMode::Fast;
   try {
     TrainingRun run(o);

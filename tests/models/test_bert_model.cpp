@@ -1,6 +1,6 @@
 // Bert beyond the fixture: the published parameter counts, gradient-readiness signals, finite
 // differences of the whole model's loss, BERT's init, evaluation counts and bad input; and the
-// masked-LM batches of engine/mlm_masking.h.
+// masked-LM batches of engine/input/mlm_masking.h.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,7 +9,7 @@
 #include "base/error.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/rng.h"
-#include "engine/mlm_masking.h"
+#include "engine/input/mlm_masking.h"
 #include "models/bert/bert.h"
 #include "tests/models/fixture_test_util.h"
 

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "base/error.h"
-#include "comm/inproc_transport.h"
-#include "comm/ring_allreduce.h"
+#include "comm/allreduce/ring_allreduce.h"
 #include "core/profiler.h"
 #include "platform/emulated/cc_transfer_channel.h"
+#include "tests/common/inproc_transport.h"
 
 namespace tt::platform {
 namespace {

@@ -6,10 +6,10 @@
 #include <chrono>
 #include <mutex>
 
-#include "comm/inproc_transport.h"
-#include "comm/ring_allreduce.h"
+#include "comm/allreduce/ring_allreduce.h"
 #include "platform/emulated/emulated_device_channel.h"
 #include "tests/comm/comm_test_util.h"
+#include "tests/common/inproc_transport.h"
 
 namespace tt::platform {
 namespace {

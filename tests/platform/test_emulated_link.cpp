@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "base/error.h"
-#include "comm/inproc_transport.h"
-#include "comm/ring_allreduce.h"
+#include "comm/allreduce/ring_allreduce.h"
 #include "core/profiler.h"
 #include "platform/emulated/emulated_link_transport.h"
+#include "tests/common/inproc_transport.h"
 
 namespace tt::platform {
 namespace {
@@ -90,12 +90,12 @@ TEST(EmulatedLink, NeedsARate) {
   EXPECT_THROW(EmulatedLinkTransport(world.transport(0), {0.0, {}}), InputError);
 }
 
-// An emulated GPU's ring memory as the ring sees it (platform/emulated/emulated_ring_memory.h): adds are
+// An emulated GPU's ring memory as the ring sees it (platform/emulated/emulated_reduce_memory.h): adds are
 // modelled, here only counted.
-class CountingMemory final : public RingMemory {
+class CountingMemory final : public ReduceMemory {
  public:
   MemorySpace space() const override { return MemorySpace::Host; }
-  RingScratch scratch(std::size_t reduce_floats, std::size_t wire_bytes) override {
+  ReduceScratch scratch(std::size_t reduce_floats, std::size_t wire_bytes) override {
     return host_.scratch(reduce_floats, wire_bytes);
   }
   std::size_t scratch_bytes() const override { return host_.scratch_bytes(); }
@@ -104,7 +104,7 @@ class CountingMemory final : public RingMemory {
   std::size_t added = 0;
 
  private:
-  HostRingMemory host_;
+  HostReduceMemory host_;
 };
 
 TEST(EmulatedLink, RingCompletesWithRealCountsAndEmulatedReduce) {

@@ -10,14 +10,14 @@
 #include <vector>
 
 #include "base/error.h"
-#include "comm/inproc_transport.h"
-#include "comm/ring_allreduce.h"
-#include "comm/sealed_channel.h"
+#include "comm/allreduce/ring_allreduce.h"
+#include "comm/secure/sealed_channel.h"
 #include "core/emulated/virtual_clock.h"
 #include "core/profiler.h"
 #include "platform/emulated/emulated_link_transport.h"
 #include "platform/emulated/virtual_seal_channel.h"
 #include "tee/digest.h"
+#include "tests/common/inproc_transport.h"
 
 namespace tt::platform {
 namespace {

@@ -1,6 +1,7 @@
 // Test-only: device certificates with chosen extensions, signed by a provisioned vendor's real root
-// key, so that the chain verifies and only the device profile (tee/x509.h) can refuse them. Production
-// code mints certificates in tee/vendor.cpp alone; this is the attacker's (or a careless vendor's) mint.
+// key, so that the chain verifies and only the device profile (tee/identity/x509.h) can refuse them.
+// Production code mints certificates in tee/identity/vendor.cpp alone; this is the attacker's (or a careless
+// vendor's) mint.
 #pragma once
 #include <openssl/bn.h>
 #include <openssl/pem.h>
@@ -12,9 +13,9 @@
 #include <vector>
 
 #include "tee/errors.h"
-#include "tee/keys.h"
-#include "tee/vendor.h"
-#include "tee/x509.h"
+#include "tee/identity/keys.h"
+#include "tee/identity/vendor.h"
+#include "tee/identity/x509.h"
 
 namespace tt::tee::test {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <type_traits>
 
-#include "tee/aead.h"
+#include "tee/crypto/aead.h"
 #include "tee/detail/nonce.h"
 #include "tee/errors.h"
 #include "tests/common/positions.h"

@@ -7,7 +7,7 @@
 #include <atomic>
 #include <cstdlib>
 
-#include "tee/aead.h"
+#include "tee/crypto/aead.h"
 #include "tests/tee/test_util.h"
 
 namespace tt::tee {

@@ -5,9 +5,9 @@
 
 #include <fstream>
 
-#include "tee/attestation.h"
 #include "tee/errors.h"
-#include "tee/vendor.h"
+#include "tee/identity/attestation.h"
+#include "tee/identity/vendor.h"
 #include "tests/tee/test_util.h"
 
 namespace tt::tee {

@@ -1,6 +1,6 @@
-// The vendor's device profile and the revocation requirement (tee/x509.h): certificates that chain to
-// the trusted root but are not device identities — CA:TRUE, without the digitalSignature key usage,
-// with a foreign or no extended key usage, without any extension — are refused with the reason, by
+// The vendor's device profile and the revocation requirement (tee/identity/x509.h): certificates that chain
+// to the trusted root but are not device identities — CA:TRUE, without the digitalSignature key usage, with a
+// foreign or no extended key usage, without any extension — are refused with the reason, by
 // check_device_profile and by TrustAnchor::verify (what a verifier runs on a peer's certificate and
 // on its own); what provision issues is accepted. A trust anchor cannot be loaded without its CRL
 // unless explicitly without revocation, which it then reports; deleting the public CRL and
@@ -10,8 +10,8 @@
 #include <fstream>
 
 #include "tee/errors.h"
-#include "tee/vendor.h"
-#include "tee/x509.h"
+#include "tee/identity/vendor.h"
+#include "tee/identity/x509.h"
 #include "tests/tee/cert_factory.h"
 #include "tests/tee/test_util.h"
 

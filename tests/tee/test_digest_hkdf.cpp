@@ -9,12 +9,12 @@
 #include <vector>
 
 #include "base/error.h"
+#include "tee/crypto/hkdf.h"
+#include "tee/crypto/purpose_keys.h"
+#include "tee/crypto/ratchet.h"
 #include "tee/digest.h"
 #include "tee/errors.h"
-#include "tee/hkdf.h"
-#include "tee/purpose_keys.h"
-#include "tee/ratchet.h"
-#include "tee/traffic_keys.h"
+#include "tee/identity/traffic_keys.h"
 #include "tests/tee/test_util.h"
 
 namespace tt::tee {

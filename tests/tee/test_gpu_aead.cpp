@@ -14,7 +14,7 @@
 #include "base/cuda/cuda_check.h"
 #include "base/cuda/device.h"
 #include "base/cuda/device_memory.h"
-#include "tee/aead.h"
+#include "tee/crypto/aead.h"
 #include "tee/cuda/gpu_aead.h"
 #include "tee/detail/nonce.h"
 

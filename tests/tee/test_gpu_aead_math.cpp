@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "tee/aead.h"
+#include "tee/crypto/aead.h"
 #include "tee/cuda/gcm_key.h"
 #include "tee/cuda/gcm_math.h"
 #include "tee/detail/nonce.h"

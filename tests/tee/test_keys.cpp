@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "tee/errors.h"
-#include "tee/keys.h"
+#include "tee/identity/keys.h"
 #include "tests/tee/test_util.h"
 
 namespace tt::tee {

@@ -1,4 +1,4 @@
-// The challenge that binds a rank's key-exchange key into real evidence (tee/kx_binding.h,
+// The challenge that binds a rank's key-exchange key into real evidence (tee/identity/kx_binding.h,
 // docs/design.md §12): its exact bytes, computed independently (Python's hashlib over the same
 // concatenation), so a verifier written in any language derives the same value; and that every input
 // moves it, so a relay's own key, another rank or another verifier's nonce gives another challenge.
@@ -6,7 +6,7 @@
 
 #include <numeric>
 
-#include "tee/kx_binding.h"
+#include "tee/identity/kx_binding.h"
 
 namespace tt::tee {
 namespace {

@@ -6,11 +6,11 @@
 #include <type_traits>
 #include <utility>
 
+#include "tee/crypto/hkdf.h"
+#include "tee/crypto/ratchet.h"
+#include "tee/crypto/stream_position.h"
 #include "tee/detail/nonce.h"
 #include "tee/errors.h"
-#include "tee/hkdf.h"
-#include "tee/ratchet.h"
-#include "tee/stream_position.h"
 #include "tests/common/positions.h"
 #include "tests/tee/test_util.h"
 
@@ -83,7 +83,7 @@ TEST(MessageCounter, SkipsForwardButNeverBack) {
 SecretBytes fixed_secret() {
   return SecretBytes(ByteView(from_hex("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f")));
 }
-// A ratchet starts only from a stream's secret (tee/traffic_keys.h).
+// A ratchet starts only from a stream's secret (tee/identity/traffic_keys.h).
 StreamSecret fixed_stream() {
   return StreamSecret(fixed_secret());
 }

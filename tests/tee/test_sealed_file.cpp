@@ -4,8 +4,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "tee/crypto/sealed_file.h"
 #include "tee/errors.h"
-#include "tee/sealed_file.h"
 #include "tests/tee/test_util.h"
 
 namespace tt::tee {

@@ -1,4 +1,4 @@
-// Fuzz-style test of the sealed-file parsers (tee/sealed_file.h): read_sealed_header and
+// Fuzz-style test of the sealed-file parsers (tee/crypto/sealed_file.h): read_sealed_header and
 // SealedFileReader on random bytes, every truncation, bit flips and byte overwrites of a valid file.
 // Each input is refused with IntegrityError or, for read_sealed_header, may parse; nothing else
 // (no crash, hang, sanitizer report or other exception). And since every byte of a sealed file is
@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "tee/crypto/sealed_file.h"
 #include "tee/errors.h"
-#include "tee/sealed_file.h"
 #include "tests/common/fuzz.h"
 #include "tests/tee/test_util.h"
 

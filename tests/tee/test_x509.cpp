@@ -7,8 +7,8 @@
 #include <fstream>
 
 #include "tee/errors.h"
-#include "tee/vendor.h"
-#include "tee/x509.h"
+#include "tee/identity/vendor.h"
+#include "tee/identity/x509.h"
 #include "tests/tee/test_util.h"
 
 namespace tt::tee {

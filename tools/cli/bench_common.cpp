@@ -4,8 +4,8 @@
 #include <chrono>
 
 #include "core/backend_factory.h"
-#include "engine/run_plan.h"
-#include "engine/train_options.h"
+#include "engine/run/run_plan.h"
+#include "engine/run/train_options.h"
 
 namespace tt::cli {
 

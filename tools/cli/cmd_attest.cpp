@@ -1,15 +1,15 @@
 // `teetrain provision` and `teetrain attest`: the emulated vendor root of trust and attestation, for
-// running TEE mode and for teaching. provision plays the GPU vendor (tee/vendor.h); attest prints
+// running TEE mode and for teaching. provision plays the GPU vendor (tee/identity/vendor.h); attest prints
 // this binary's signed evidence field by field, verifies saved evidence, or writes a verifier policy.
 #include <cstdio>
 #include <fstream>
 
 #include "base/error.h"
-#include "comm/attest_evidence.h"
-#include "engine/tee_session.h"
-#include "tee/attestation.h"
+#include "comm/secure/attest_evidence.h"
+#include "engine/keys/tee_session.h"
+#include "tee/identity/attestation.h"
+#include "tee/identity/vendor.h"
 #include "tee/regular_file.h"
-#include "tee/vendor.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/tee_options.h"
 #include "tools/cli/validators.h"

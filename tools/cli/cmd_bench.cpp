@@ -17,28 +17,28 @@
 
 #include "base/error.h"
 #include "bench/allreduce_bench.h"
+#include "bench/allreduce_run.h"
 #include "bench/bench_paths.h"
 #include "bench/sealed_bench.h"
-#include "comm/mpi_allreduce.h"
-#include "comm/mpi_transport.h"
-#include "comm/sealed_channel.h"
-#include "comm/secure_session.h"
+#include "comm/secure/sealed_channel.h"
+#include "comm/secure/secure_session.h"
+#include "comm/transport/mpi_allreduce.h"
+#include "comm/transport/mpi_transport.h"
 #include "core/backend_factory.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/rng.h"
 #include "data/token_loader.h"
-#include "engine/adversary_wire.h"
-#include "engine/allreduce_selection.h"
-#include "engine/gradient_paths.h"
-#include "engine/host_layout.h"
-#include "engine/mlm_masking.h"
+#include "engine/gradients/allreduce_selection.h"
+#include "engine/gradients/gradient_paths.h"
+#include "engine/input/mlm_masking.h"
+#include "engine/keys/tee_session.h"
 #include "engine/optimizer.h"
-#include "engine/rank_links.h"
-#include "engine/tee_session.h"
+#include "engine/run/adversary_wire.h"
+#include "engine/run/host_layout.h"
 #include "engine/trainer.h"
 #include "models/model_registry.h"
 #include "platform/platform.h"
-#include "tee/aead.h"
+#include "tee/crypto/aead.h"
 #include "tools/cli/bench_common.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/json_file.h"
@@ -87,144 +87,28 @@ std::string machine_line() {
   return buf.data();
 }
 
-struct AllreduceBenchOptions {
-  std::size_t min_bytes = std::size_t{1} << 10;
-  std::size_t max_bytes = std::size_t{256} << 20;
-  std::size_t factor = 4;
-  int warmup = 3;
-  int iters = 10;
-  std::vector<bench::BenchAlgorithm> modes = {bench::BenchAlgorithm::Ring, bench::BenchAlgorithm::Rd,
-                                              bench::BenchAlgorithm::Rhd, bench::BenchAlgorithm::Auto,
-                                              bench::BenchAlgorithm::Mpi};
-  bool modes_given = false;               // --modes on the command line (else the default depends on --tee)
-  std::optional<comm::AlgoRequest> algo;  // --allreduce-algo: our rows are this one only
-  std::string cost;                       // --allreduce-cost FILE: auto's model
-  std::string calibrate;                  // --calibrate FILE: fit the model to this run, write it
-  int segment_kb = 0;                     // 0: automatic (engine/ring_segments.h)
-  // Unset: poll as Open MPI's MPI_Allreduce does (busy, adaptive when ranks outnumber cores), a fair
-  // race (engine/host_layout.h fair_wait_mode).
-  std::optional<comm::WaitMode> comm_wait;
-  comm::HostTransport host_transport = comm::HostTransport::Shm;
-  std::optional<comm::BufferMemory> buffer;  // unset: shared in plaintext, private when sealed
-  // The TEE flags that shape the ring's traffic, with train's names and defaults; ingress and
-  // at-rest keys do not apply to a benchmark of the ring alone.
-  TeeOptions tee;
-  std::string json;
-};
-
-// The canonical form of the bench's settings: every rank attests it (a rank started with other flags
-// is refused before any key is agreed, as in train). nlohmann::json sorts keys, so dump() is canonical.
-nlohmann::json allreduce_config_json(const AllreduceBenchOptions& o) {
-  std::vector<std::string> modes;
-  for (const bench::BenchAlgorithm m : o.modes) modes.emplace_back(enum_name(m));
-  return {{"command", "bench allreduce"},
-          {"min_bytes", o.min_bytes},
-          {"max_bytes", o.max_bytes},
-          {"factor", o.factor},
-          {"warmup", o.warmup},
-          {"iters", o.iters},
-          {"modes", modes},
-          {"segment_kb", o.segment_kb},
-          {"allreduce_cost", o.cost.empty()
-                                 ? nlohmann::json(nullptr)
-                                 : cost_model_json(load_cost_model(o.cost, o.tee.settings.mode).model)},
-          {"comm_wait", enum_name(*o.comm_wait)},
-          {"host_transport", enum_name(o.host_transport)},
-          {"buffer", enum_name(*o.buffer)},
-          {"tee", tee_json(o.tee)}};
-}
-
-// Which algorithms run: a sealed bench and the adversary both have only our ring to act on.
-bool runs_mode(const AllreduceBenchOptions& o, bench::BenchAlgorithm m) {
-  return std::find(o.modes.begin(), o.modes.end(), m) != o.modes.end();
-}
-
-bool is_ours(bench::BenchAlgorithm m) {
-  return m != bench::BenchAlgorithm::Mpi && m != bench::BenchAlgorithm::Plain;
-}
-
-void choose_modes(AllreduceBenchOptions& o, bool tee_on) {
-  const char* tee_mode = name(o.tee.settings.mode);
-  using B = bench::BenchAlgorithm;
-  if (o.algo) {
-    // --allreduce-algo X: our rows are X alone, beside the reference (MPI_Allreduce, or the plain ring).
-    if (o.modes_given)
-      throw InputError("--allreduce-algo names our one algorithm; --modes lists them all: give one");
-    o.modes = {*parse_enum<B>(enum_name(*o.algo)), B::Mpi};
-  }
-  if (tee_on) {
-    // MPI_Allreduce moves plaintext through MPI's buffers: it has no sealed counterpart to compare.
-    // The plaintext ring runs beside the sealed ones instead, so what sealing costs is measured in one run.
-    if (!o.modes_given) std::replace(o.modes.begin(), o.modes.end(), B::Mpi, B::Plain);
-    for (const B m : o.modes) {
-      if (m == B::Mpi)
-        throw InputError(std::string("--modes mpi cannot be sealed; use --modes ring,plain with --tee ") +
-                         tee_mode);
-    }
-  } else if (runs_mode(o, B::Plain)) {
-    throw InputError(
-        "--modes plain is the plaintext ring beside a sealed one: use it with --tee cc|fast (with --tee "
-        "off, ring is the plaintext ring)");
-  }
-  if (o.tee.adversary) {
-    // The adversary sits on our algorithms' transport: MPI_Allreduce and the plain reference bypass it.
-    if (!o.modes_given) o.modes = {o.algo ? o.modes.front() : B::Ring};
-    if (!std::all_of(o.modes.begin(), o.modes.end(), is_ours))
-      throw InputError(
-          "--adversary attacks our algorithms only; use --modes ring|rd|rhd|auto (MPI_Allreduce "
-          "bypasses it)");
-  }
-  const bool all = runs_mode(o, B::Ring) && runs_mode(o, B::Rd) && runs_mode(o, B::Rhd);
-  if (!o.calibrate.empty() && !all)
-    throw InputError(
-        "--calibrate fits the cost model to ring, rd and rhd: run all three (--modes ring,rd,rhd,...)");
-}
-
-// auto's cost model as the bench's host rows build it (engine/gradient_paths.cpp: HostPath), on the
-// agreed transport.
-CostModelSource cost_source(const AllreduceBenchOptions& o, const TeeSwitches& ts,
-                            const RingTransport& link) {
-  ParallelOptions parallel;
-  parallel.cost = o.cost;
-  return cost_model_for(parallel, ComputeOptions{}, ts, nullptr, link.eager_limit);
-}
-
-// The ring exactly as train runs it for the mode (engine/gradient_paths.h: ring_options).
-bench::BenchOptions bench_options(const AllreduceBenchOptions& o, const TeeSwitches& ts,
-                                  std::size_t segment_bytes) {
-  bench::BenchOptions bo;
-  bo.min_bytes = o.min_bytes;
-  bo.max_bytes = o.max_bytes;
-  bo.step_factor = o.factor;
-  bo.warmup = o.warmup;
-  bo.iters = o.iters;
-  bo.modes = o.modes;
-  bo.check = true;  // sealing must never change the sum: every size is checked in every mode
-  bo.ring = ring_options(ts, segment_bytes);
-  bo.buffer = *o.buffer;
-  return bo;
-}
-
-void print_allreduce_header(const AllreduceBenchOptions& o, const TeeSwitches& ts,
-                            const bench::BenchOptions& bo, const std::optional<comm::AttestConfig>& attest,
-                            int world, const RingTransport& link, const SegmentPick& segment) {
+void print_allreduce_header(AllreduceRun& run) {
+  const AllreduceBenchOptions& o = run.options();
+  const TeeSwitches& ts = run.switches();
+  const bench::BenchOptions& bo = run.bench_options();
+  const SegmentPick& segment = run.segment();
   std::string modes;
-  for (const bench::BenchAlgorithm m : o.modes) modes += std::string(modes.empty() ? "" : ",") + enum_name(m);
+  for (const bench::BenchMode* m : o.modes) modes += std::string(modes.empty() ? "" : ",") + m->name;
   std::printf(
-      "# teetrain bench allreduce: %d ranks, modes %s, sizes %zu..%zu B (x%zu), warmup %d, iters %d\n", world,
-      modes.c_str(), o.min_bytes, o.max_bytes, o.factor, o.warmup, o.iters);
+      "# teetrain bench allreduce: %d ranks, modes %s, sizes %zu..%zu B (x%zu), warmup %d, iters %d\n",
+      run.size(), modes.c_str(), o.min_bytes, o.max_bytes, o.factor, o.warmup, o.iters);
   if (ts.on) {
     std::printf(
         "# tee %s: cipher %s, pipeline %s (segment %s), all-gather %s, crypto threads %d, rekey %llu MiB\n",
         name(o.tee.settings.mode), enum_name(ts.cipher), ts.pipeline ? "on" : "off",
         ts.pipeline ? segment.why.c_str() : "whole chunk", comm::all_gather_mode_name(bo.ring.all_gather),
         ts.crypto_threads, static_cast<unsigned long long>(o.tee.settings.rekey_mb));
-    std::printf("# attestation %s\n", attestation_banner(*attest, world).c_str());
+    std::printf("# attestation %s\n", attestation_banner(*run.attest(), run.size()).c_str());
   } else {
     std::printf("# tee off: plaintext, ring segment %s\n", segment.why.c_str());
   }
   std::printf("# machine: %s\n", machine_line().c_str());
-  const bool plain = runs_mode(o, bench::BenchAlgorithm::Plain);
+  const bool plain = runs_mode(o, "plain");
   std::printf("# buffers (--buffer): ours %s, MPI_Allreduce's private on huge pages\n",
               *o.buffer == comm::BufferMemory::Shared
                   ? "shared (host peers read and add from them in place where the host allows it)"
@@ -235,8 +119,8 @@ void print_allreduce_header(const AllreduceBenchOptions& o, const TeeSwitches& t
   std::printf(
       "# busbw = algbw * 2(P-1)/P (nccl-tests convention); time = max over ranks, median over "
       "iterations\n");
-  if (runs_mode(o, bench::BenchAlgorithm::Auto) || !o.calibrate.empty()) {
-    const CostModelSource m = cost_source(o, ts, link);
+  if (runs_mode(o, "auto") || !o.calibrate.empty()) {
+    const CostModelSource m = run.cost_source();
     std::printf("# auto: the cost model's cheapest per size; model_us = its time for what ran: %s (%s)\n",
                 comm::describe(m.model).c_str(), m.source.c_str());
   }
@@ -278,14 +162,14 @@ void write_allreduce_json(const AllreduceBenchOptions& o, const std::vector<benc
 // --calibrate: the cost model fitted to this run's ring, rd and rhd times, merged into the file under
 // this TEE mode, and how well it fits. The transport's eager limit is the one MPI reports for the
 // ranks' link, as the rows use it; its rendezvous cost is fitted.
-void write_calibration(const AllreduceBenchOptions& o, const TeeSwitches& ts,
-                       const std::vector<bench::BenchRecord>& records, const bench::BenchOptions& bo,
-                       int world, const RingTransport& link) {
+void write_calibration(const AllreduceRun& run, const std::vector<bench::BenchRecord>& records) {
+  const AllreduceBenchOptions& o = run.options();
+  const bench::BenchOptions& bo = run.bench_options();
   const auto samples = bench::cost_samples(records);
   const comm::CostFit fit =
-      comm::fit_cost_model(samples, bo.ring.segment_bytes, cost_source(o, ts, link).model.eager_bytes);
+      comm::fit_cost_model(samples, bo.ring.segment_bytes, run.cost_source().model.eager_bytes);
   save_cost_model(o.calibrate, o.tee.settings.mode, fit,
-                  {{"ranks", world},
+                  {{"ranks", run.size()},
                    {"min_bytes", o.min_bytes},
                    {"max_bytes", o.max_bytes},
                    {"segment_kb", o.segment_kb},
@@ -298,61 +182,38 @@ void write_calibration(const AllreduceBenchOptions& o, const TeeSwitches& ts,
               100 * fit.mean_abs_rel_error, samples.size());
 }
 
-void run_allreduce(AllreduceBenchOptions o) {
-  const TeeSwitches ts = resolve_tee(o.tee.settings, /*gpu_gradients=*/false);
-  choose_modes(o, ts.on);
-  if (!o.comm_wait) o.comm_wait = fair_wait_mode();
-  // Note [Shared buffers] (comm/shm_transport.h): a shared buffer shows its plaintext to the host.
-  if (!o.buffer) o.buffer = ts.on ? comm::BufferMemory::Private : comm::BufferMemory::Shared;
-  if (ts.on && *o.buffer == comm::BufferMemory::Shared)
-    throw InputError(
-        "bench allreduce: --buffer shared lets every process of this host's user read the "
-        "gradients in place; it is for --tee off only (drop --buffer, or use --buffer private)");
-  // The same links as `teetrain train` (engine/rank_links.h): in TEE mode the same attestation, key
-  // agreement and single sealed channel, so the bench measures exactly the ring that training runs.
-  RankLinks links(MPI_COMM_WORLD, comm::Transport::kDefaultTimeout, *o.comm_wait, o.host_transport,
-                  o.tee.adversary, ts.on);
-  comm::Transport& transport = links.transport();
-  const bool root = transport.rank() == 0;
-  if (links.wire().active() && root) std::printf("# %s\n", links.wire().banner().c_str());
-  links.secure(
-      o.tee.trust, allreduce_config_json(o).dump(),
-      TeeChannelOptions{ts.cipher, o.tee.settings.rekey_mb, static_cast<std::size_t>(ts.crypto_threads)},
-      nullptr);
-  if (TeeSession* session = links.session()) session->end_setup();  // the bench releases no secret
-  // The transport every row agrees on when it is built, and the segments it cuts.
-  const RingTransport link =
-      agreed_transport(ring_transport(ranks_on_this_host(), transport.size(), /*emulated_links=*/false,
-                                      links.shm_inline_bytes()),
-                       links.mpi().comm());
-  const SegmentPick segment = pick_segment(o.segment_kb, link);
-  const bench::BenchOptions bo = bench_options(o, ts, segment.bytes);
+// The run is the engine's (bench/allreduce_run.h); this prints its header, rows and reports.
+void run_allreduce(AllreduceBenchOptions options) {
+  AllreduceRun run(std::move(options));
+  const AllreduceBenchOptions& o = run.options();
+  const bench::BenchOptions& bo = run.bench_options();
+  const bool root = run.rank() == 0;
+  if (const std::string banner = run.adversary_banner(); root && !banner.empty())
+    std::printf("# %s\n", banner.c_str());
   if (root) {
-    print_allreduce_header(o, ts, bo, links.attest(), transport.size(), link, segment);
-    std::printf("# host transport: %s\n", links.host_transport_description().c_str());
+    print_allreduce_header(run);
+    std::printf("# host transport: %s\n", run.host_transport().c_str());
   }
-  // Every row from train's table of gradient paths, on the cpu platform (host buffers).
-  const auto cpu = platform::platform_entry(DeviceKind::Cpu).make(platform::Options{});
-  BenchPaths paths(links, *cpu, {o.tee.settings, o.segment_kb, o.cost});
   auto records =
-      bench::run_allreduce_bench(transport, paths.rows(o.modes), bo, [&](const bench::BenchRecord& r) {
+      bench::run_allreduce_bench(run.transport(), run.rows(), bo, [&](const bench::BenchRecord& r) {
         if (root) std::printf("%s\n", bench::format_bench_row(r).c_str());
         std::fflush(stdout);
       });
-  // Sealed beside plain (never with --adversary: choose_modes): also what the crypto alone allows,
+  // Sealed beside plain (never with --adversary: the run refuses it): also what the crypto alone allows,
   // measured now on the same cores.
-  if (runs_mode(o, bench::BenchAlgorithm::Plain)) {
+  if (runs_mode(o, "plain")) {
     // The ring's message size: a segment, or (whole chunks) a few MiB.
     const std::size_t message = bo.ring.segment_bytes > 0 ? bo.ring.segment_bytes : std::size_t{4} << 20;
-    const bench::AeadRates rates =
-        bench::measure_aead_rates(transport, ts.cipher, message, static_cast<std::size_t>(ts.crypto_threads));
+    const TeeSwitches& ts = run.switches();
+    const bench::AeadRates rates = bench::measure_aead_rates(run.transport(), ts.cipher, message,
+                                                             static_cast<std::size_t>(ts.crypto_threads));
     bench::add_aead_bounds(records, rates, bo.ring.all_gather);
     if (root) std::printf("%s", bench::format_sealed_summary(records, rates).c_str());
   }
-  const std::string adversary_view = links.wire().report();
+  const std::string adversary_view = run.adversary_report();
   if (root && !adversary_view.empty()) std::printf("%s", adversary_view.c_str());
   if (root && !o.json.empty()) write_allreduce_json(o, records, bo.ring.segment_bytes);
-  if (root && !o.calibrate.empty()) write_calibration(o, ts, records, bo, transport.size(), link);
+  if (root && !o.calibrate.empty()) write_calibration(run, records);
   // A wrong sum is a failed run, not a data point: scripts and CI must see it in the exit code.
   for (const auto& r : records) {
     if (!r.correct) {
@@ -576,7 +437,7 @@ void register_bench_allreduce(CLI::App* bench) {
        "--modes",
        [ar](const std::vector<std::string>& names) {
          ar->modes.clear();
-         for (const auto& n : names) ar->modes.push_back(*parse_enum<bench::BenchAlgorithm>(n));
+         for (const auto& n : names) ar->modes.push_back(bench::find_bench_mode(n));
        },
        "Algorithms: ours (sealed with --tee cc|fast): ring, rd (recursive doubling), rhd (recursive "
        "halving-doubling), auto (the cost model's pick per size); mpi (MPI_Allreduce, plaintext only), plain "
@@ -585,10 +446,12 @@ void register_bench_allreduce(CLI::App* bench) {
       ->check(CLI::IsMember({"ring", "rd", "rhd", "auto", "mpi", "plain"}))
       ->delimiter(',')
       ->default_str("ring,rd,rhd,auto,mpi");
-  add_enum_option(
-      a, "--allreduce-algo", ar->algo,
-      "Run only this one of ours (ring, rd, rhd or auto) beside MPI_Allreduce (or, with --tee, the "
-      "plain ring): train's --allreduce-algo");
+  a->add_option_function<std::string>(
+       "--allreduce-algo", [ar](const std::string& n) { ar->algo = bench::find_bench_mode(n); },
+       "Run only this one of ours (ring, rd, rhd or auto) beside MPI_Allreduce (or, with --tee, the "
+       "plain ring): train's --allreduce-algo")
+      ->check(CLI::IsMember({"auto", "ring", "rd", "rhd"}))
+      ->default_str("auto");
   a->add_option("--allreduce-cost", ar->cost,
                 "auto's cost model: a calibration FILE (its model for this --tee mode); default: train's "
                 "defaults for the mode");

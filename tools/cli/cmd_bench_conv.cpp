@@ -10,7 +10,7 @@
 #include "base/error.h"
 #include "bench/conv_bench.h"
 #include "core/emulated/emulated_backend.h"
-#include "engine/platform_profile.h"
+#include "engine/run/platform_profile.h"
 #include "models/model_registry.h"
 #include "tools/cli/bench_common.h"
 #include "tools/cli/commands.h"

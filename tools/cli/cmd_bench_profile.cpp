@@ -1,6 +1,6 @@
 // `teetrain bench host-profile`: this machine as a platform the emulator can run on. It times the CPU
 // backend's own ops at a transformer's shapes (matmuls, element-wise, AdamW, copies, per-op overhead)
-// and AES-256-GCM, and writes them as a platform profile (engine/platform_profile.h) that
+// and AES-256-GCM, and writes them as a platform profile (engine/run/platform_profile.h) that
 // `teetrain train --compute emulate --gpu FILE.json` reads. Nothing in it is fitted to a training
 // step: each rate is one op kind's, measured by itself (the matmuls in a step's order over the model's
 // layers, AdamW in the cache state a backward leaves).
@@ -22,9 +22,9 @@
 #include "core/buffer.h"
 #include "core/emulated/emulated_backend.h"
 #include "engine/optimizer.h"
-#include "engine/platform_profile.h"
+#include "engine/run/platform_profile.h"
 #include "models/model_registry.h"
-#include "tee/aead.h"
+#include "tee/crypto/aead.h"
 #include "tools/cli/bench_common.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/json_file.h"

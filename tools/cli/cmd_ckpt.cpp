@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <optional>
 
-#include "engine/ckpt_tools.h"
-#include "engine/freshness.h"
-#include "engine/key_file.h"
+#include "engine/checkpoint/ckpt_tools.h"
+#include "engine/checkpoint/freshness.h"
+#include "engine/keys/key_file.h"
 #include "tools/cli/commands.h"
 
 namespace tt::cli {

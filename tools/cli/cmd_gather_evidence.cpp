@@ -2,7 +2,8 @@
 // a challenge and saves what it returned, for `verify-evidence`: an Intel TDX quote or an AMD SEV-SNP
 // report through the kernel's configfs-tsm, or NVIDIA GPU evidence through NVML. The challenge is
 // --nonce, or derived from a verifier's nonce, a rank and its X25519 key as docs/design.md §12 binds
-// a key-exchange key (tee/kx_binding.h). Exit 2 where the hardware is absent, naming what is missing.
+// a key-exchange key (tee/identity/kx_binding.h). Exit 2 where the hardware is absent, naming what is
+// missing.
 #include <unistd.h>
 
 #include <algorithm>

@@ -8,8 +8,8 @@
 #include "data/image_dataset.h"
 #include "data/sealed_images.h"
 #include "data/sealed_tokens.h"
-#include "engine/key_file.h"
-#include "tee/aead.h"
+#include "engine/keys/key_file.h"
+#include "tee/crypto/aead.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/validators.h"
 

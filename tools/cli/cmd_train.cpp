@@ -1,12 +1,12 @@
 // `teetrain train`: parses the flags into TrainOptions, lets the engine build and run the training run
-// (engine/training_run.h), and prints what it reports: the banner (stderr), the phase table and the
+// (engine/run/training_run.h), and prints what it reports: the banner (stderr), the phase table and the
 // result line (stdout), and the --summary file.
 #include <cstdio>
 #include <fstream>
 #include <memory>
 
 #include "base/error.h"
-#include "engine/training_run.h"
+#include "engine/run/training_run.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/json_file.h"
 #include "tools/cli/run_report.h"
@@ -22,7 +22,7 @@ void print_banner(const RunDescription& d, const ParallelOptions& p) {
       "allreduce %s, overlap %s\n  data %s\n  backend %s\n  gradients %s\n",
       d.model.c_str(), d.params, d.memory_gib, d.world, d.threads, d.tee.c_str(), d.buckets,
       name(p.allreduce), p.overlap ? "on" : "off", d.data.c_str(), d.backend.c_str(), d.gradients.c_str());
-  if (!d.segments.empty()) std::fprintf(stderr, "  ring segments %s\n", d.segments.c_str());
+  if (d.segment) std::fprintf(stderr, "  ring segments %s\n", d.segment->why.c_str());
   if (!d.host_transport.empty()) std::fprintf(stderr, "  host transport %s\n", d.host_transport.c_str());
   if (!d.grad_memory.empty()) std::fprintf(stderr, "  gradients' memory %s\n", d.grad_memory.c_str());
   if (!d.attestation.empty()) std::fprintf(stderr, "  attestation %s\n", d.attestation.c_str());

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "base/error.h"
-#include "comm/first_failure.h"
-#include "comm/mpi_transport.h"
+#include "comm/secure/first_failure.h"
+#include "comm/transport/mpi_transport.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/error_report.h"
 #include "tools/cli/parse_hints.h"
@@ -22,7 +22,7 @@
 namespace {
 
 // Prints the one line of a failure and returns its exit code. In a job of several ranks only the
-// first failure is the verdict (Note [One detection line], comm/first_failure.h): a rank whose failure
+// first failure is the verdict (Note [One detection line], comm/secure/first_failure.h): a rank whose failure
 // followed from another rank's detected attack says so and waits for that rank to abort the job.
 int report_failure(const std::exception& e, tt::comm::FailureNotices* notices) {
   // base/error.h gives each error its category; an attack is announced as such on its one line.
@@ -49,14 +49,13 @@ int report_failure(const std::exception& e, tt::comm::FailureNotices* notices) {
 
 int main(int argc, char** argv) {
   // OpenMP threads must sleep rather than spin when idle: ranks, the communication thread and crypto
-  // workers share few cores, and spinning workers starve them (5-8x slower steps measured on 2 cores
-  // under load). But not at once: a step's ops open a parallel region every few microseconds, and a
-  // worker that went to sleep at the end of one must be woken by a system call at the start of the
-  // next. A spin of 1000 polls (a few microseconds) bridges those gaps: gpt2-mini on 2 threads went
-  // from 4993 to 7046 tokens/s (forward 3.65 -> 2.68 ms, backward 6.81 -> 4.72 ms; libgomp's
-  // passive default spins 0), as fast as spinning for 100 times longer, while a longer wait still
-  // sleeps. libgomp reads both variables when it is loaded, before main, so we set them and
-  // re-execute ourselves once (MPI is not initialised yet, so this is safe under mpirun too).
+  // workers share few cores, and spinning workers starve them. But not at once: a step's ops open a
+  // parallel region every few microseconds, and a worker that went to sleep at the end of one must be
+  // woken by a system call at the start of the next. A spin of 1000 polls (a few microseconds;
+  // libgomp's passive default spins 0) bridges those gaps, while a longer wait still sleeps (measured:
+  // docs/benchmarks.md, "OpenMP waits"). libgomp reads both variables when it is loaded, before main,
+  // so we set them and re-execute ourselves once (MPI is not initialised yet, so this is safe under
+  // mpirun too).
   // A user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT wins.
   const bool policy = std::getenv("OMP_WAIT_POLICY") == nullptr;
   const bool spin = std::getenv("GOMP_SPINCOUNT") == nullptr;

@@ -1,9 +1,9 @@
 // The end-of-run phase table: per-phase time (mean per step; max and mean across ranks) and counters,
-// from engine/training_run.h's gather_phase_report.
+// from engine/run/training_run.h's gather_phase_report.
 #pragma once
 #include <nlohmann/json.hpp>
 
-#include "engine/training_run.h"
+#include "engine/run/training_run.h"
 
 namespace tt::cli {
 

@@ -1,4 +1,4 @@
-// TEE-mode flags of `teetrain train` and `bench allreduce`, parsed into engine/train_options.h's
+// TEE-mode flags of `teetrain train` and `bench allreduce`, parsed into engine/run/train_options.h's
 // TeeOptions. `cc` emulates H100 confidential computing as Lee et al. measured it; `fast` is our
 // TEE-aware design. Every optimization of fast is also a switch of its own so an ablation can add
 // them one at a time.
@@ -9,14 +9,15 @@
 #include <optional>
 #include <string>
 
-#include "engine/train_options.h"
+#include "engine/run/train_options.h"
 
 namespace tt::cli {
 
 void add_tee_options(CLI::App* cmd, TeeOptions& o);
 // The attestation flags alone (train and bench allreduce add them with the TEE group; attest too).
 void add_trust_options(CLI::App* g, TrustOptions& t);
-// --adversary SPEC (comm/adversary_spec.h), parsed into `out` (a bad spec is an InputError: exit 2).
+// --adversary SPEC (comm/adversary/adversary_spec.h), parsed into `out` (a bad spec is an InputError: exit
+// 2).
 void add_adversary_option(CLI::App* g, std::optional<comm::AdversarySpec>& out);
 
 // --nonce HEX: the verifier's 32-byte challenge (64 hex digits); nullopt for an empty string, InputError

@@ -5,7 +5,7 @@
 
 #include "base/error.h"
 #include "core/emulated/emulated_gpu.h"
-#include "engine/platform_profile.h"
+#include "engine/run/platform_profile.h"
 #include "tools/cli/model_flags.h"
 #include "tools/cli/tee_options.h"
 #include "tools/cli/validators.h"
@@ -133,8 +133,8 @@ void add_parallel_options(CLI::App* cmd, TrainOptions& o) {
       dp, "--allreduce", o.parallel.allreduce,
       "Gradient all-reduce: our ring, or a vendor baseline: MPI_Allreduce (host) or ncclAllReduce "
       "(--device cuda, one GPU per rank)");
-  add_enum_option(
-      dp, "--allreduce-algo", o.parallel.algo,
+  add_algo_option(
+      dp, o.parallel.algo,
       "Which of our all-reduce algorithms each bucket takes (--allreduce ring): ring; rd "
       "(recursive doubling: log2 P steps, fewest sealed messages); rhd (recursive halving-doubling: "
       "2 log2 P steps, the ring's bytes); auto (per bucket, the cheapest by the cost model for the "

@@ -1,8 +1,8 @@
-// Every flag of `teetrain train`, parsed into engine/train_options.h's TrainOptions.
+// Every flag of `teetrain train`, parsed into engine/run/train_options.h's TrainOptions.
 #pragma once
 #include <CLI/CLI.hpp>
 
-#include "engine/train_options.h"
+#include "engine/run/train_options.h"
 
 namespace tt::cli {
 

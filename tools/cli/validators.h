@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/shm_channel.h"
+#include "comm/transport/shm_channel.h"
 #include "engine/run_choices.h"
 
 namespace tt::cli {
@@ -92,6 +92,19 @@ template <typename E>
 CLI::Option* add_enum_option(CLI::App* g, const std::string& flag, std::optional<E>& target,
                              const std::string& description) {
   return add_enum_choice<E>(g, flag, target, description, "auto");
+}
+
+// --allreduce-algo as train spells it: one of our algorithms, or "auto" (none: the cost model's pick per
+// bucket, comm/allreduce/allreduce_algo.h).
+inline CLI::Option* add_algo_option(CLI::App* g, std::optional<comm::ReduceAlgo>& target,
+                                    const std::string& description) {
+  std::vector<std::string> names{comm::kAutoAlgo};
+  for (const auto& [n, e] : EnumNames<comm::ReduceAlgo>::all) names.emplace_back(n);
+  return g
+      ->add_option_function<std::string>(
+          "--allreduce-algo", [&target](const std::string& v) { comm::parse_algo(v, target); }, description)
+      ->check(CLI::IsMember(names))
+      ->default_str(comm::algo_name(target));
 }
 
 // --host-transport, as train and bench allreduce share it (the inline limit from ShmLayout's default).

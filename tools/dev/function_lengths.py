@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Lists C++/CUDA functions longer than --max lines (default 80) under the given folders.
 
-The project's rule (DEVELOPERS.md, "How we write code"): functions under ~80 lines. A function is
+The project's rule (docs/CONTRIBUTING.md): functions under ~80 lines. A function is
 counted from the line that ends its signature with `{` to its closing brace, so a long signature
 does not count against it. The scan is lexical (braces outside comments and string literals), which
 is enough for our formatting (clang-format, one signature per line end). Exit 1 when any function

@@ -10,10 +10,10 @@ something that can drift, so that re-running this script keeps them true:
   trust-boundary.svg   who holds what: ranks as TEEs, links and disk in the adversary's hands
   ring.svg             the ring at P = 4 and the number of every message on every link, as
                        `--adversary flip:N@R` counts them: ring_messages() replays the order of
-                       comm/ring_allreduce.cpp and comm/ring_geometry.cpp, and check_ring() runs
+                       comm/allreduce/ring_allreduce.cpp and comm/allreduce/ring_geometry.cpp, and check_ring() runs
                        real attacks and compares the context each error names with the prediction
   sealed-message.svg   a sealed message's bytes, its nonce and its associated data; the sizes and the
-                       field offsets are read from comm/seal_streams.{h,cpp} (make_aad)
+                       field offsets are read from comm/secure/seal_streams.{h,cpp} (make_aad)
   chain-of-trust.svg   vendor root -> device certificate -> evidence -> link key
   trace.svg            one cc step and one fast step of rank 0, from the --trace files of two short
                        runs on emulated H100s (lab 4's runs, one timed step each)
@@ -160,9 +160,9 @@ def ring_messages(p: int, rank: int, steps: int, buckets: int = 1, segments: int
                   forward_ag: bool = False) -> list[Context]:
     """The gradient messages rank `rank` sends to rank+1, in the order `--adversary` counts them (N = index+1).
 
-    comm/ring_allreduce.cpp: per bucket (launched in order, one at a time), scatter-reduce hops
+    comm/allreduce/ring_allreduce.cpp: per bucket (launched in order, one at a time), scatter-reduce hops
     s = 0..P-2 then all-gather hops s = 0..P-2, each sending segments 0..S-1 of one chunk.
-    comm/ring_geometry.cpp: scatter-reduce hop s sends chunk (r - s) mod P, all-gather hop s chunk
+    comm/allreduce/ring_geometry.cpp: scatter-reduce hop s sends chunk (r - s) mod P, all-gather hop s chunk
     (r + 1 - s) mod P; the owner of a finished chunk c is (c - 1) mod P. With forward-ag (fast), an
     all-gather message is the owner's sealed object: hop 0, origin = sender = owner, receiver any.
     """
@@ -233,7 +233,7 @@ def ring(plt, out: str) -> None:
                   for n, m in enumerate(p2)) +
         "\nso flip:3 hits step 1, scatter-reduce, hop 0, chunk 0.")
     ax.text(7.0, 7.1, text, ha="left", va="top", fontsize=8, family="DejaVu Sans Mono")
-    ax.text(7.0, 0.25, "Numbering derived from comm/ring_allreduce.cpp and ring_geometry.cpp\n"
+    ax.text(7.0, 0.25, "Numbering derived from comm/allreduce/ring_allreduce.cpp and ring_geometry.cpp\n"
             "and checked against real runs by tools/figures/make_figures.py.", fontsize=7, color=NEUTRAL_EDGE)
     save(fig, out, "ring.svg")
 
@@ -269,7 +269,7 @@ def check_ring(teetrain: str, work: str) -> list[str]:
 
 
 def seal_layout() -> tuple[dict[str, int], list[tuple[int, int, str]]]:
-    """Sizes and the associated data's fields (offset, bytes, name), read from comm/seal_streams.*."""
+    """Sizes and the associated data's fields (offset, bytes, name), read from comm/secure/seal_streams.*."""
     with open(os.path.join(REPO, "comm", "seal_streams.h"), encoding="utf-8") as f:
         header = f.read()
     with open(os.path.join(REPO, "comm", "seal_streams.cpp"), encoding="utf-8") as f:
@@ -300,7 +300,7 @@ def sealed_message(plt, out: str) -> None:
     end = fields[-1][0] + fields[-1][1] if fields else 0
     if not (header == 12 and tag == 16 and aad_size == end and all(
             a[0] + a[1] == b[0] for a, b in zip(fields, fields[1:]))):
-        sys.exit(f"make_figures.py: comm/seal_streams.* changed shape (header {header}, tag {tag}, "
+        sys.exit(f"make_figures.py: comm/secure/seal_streams.* changed shape (header {header}, tag {tag}, "
                  f"AD {aad_size} bytes, fields end at {end}): update sealed_message()")
     fig, ax = canvas(plt, 10, 5.6, 10, 5.6)
     from matplotlib.patches import Rectangle
@@ -312,7 +312,7 @@ def sealed_message(plt, out: str) -> None:
         ax.add_patch(Rectangle((x, y), w, 0.8, fc=face, ec=edge, lw=1.2))
         ax.text(x + w / 2, y + 0.4, text, ha="center", va="center", fontsize=8)
     ax.text(0.3, 5.35, f"a sealed message on the wire: plaintext length + {overhead} bytes "
-            "(comm/sealed_channel.h)", fontsize=9.5, weight="bold")
+            "(comm/secure/sealed_channel.h)", fontsize=9.5, weight="bold")
     ax.annotate("", xy=(9.7, 4.2), xytext=(7.1, 4.2), arrowprops={"arrowstyle": "<->", "color": INK})
     ax.text(8.4, 3.95, f"clear header ({header} bytes): DIAGNOSTIC ONLY —\nthe receiver never reads it to open",
             ha="center", va="top", fontsize=7.5)

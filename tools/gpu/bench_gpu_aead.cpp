@@ -23,9 +23,9 @@
 #include "base/cuda/cuda_check.h"
 #include "base/cuda/device.h"
 #include "base/cuda/device_memory.h"
-#include "tee/aead.h"
+#include "tee/crypto/aead.h"
+#include "tee/crypto/stream_position.h"
 #include "tee/cuda/gpu_aead.h"
-#include "tee/stream_position.h"
 
 namespace {
 

@@ -95,7 +95,7 @@ def batch_bytes(tokens: list[int], seq: int, batch: int, rank: int, seed: int) -
 
 
 def plausible(x: float) -> bool:
-    """comm/snoop.h's test: zero, or finite with 1e-12 <= |x| <= 10."""
+    """comm/adversary/snoop.h's test: zero, or finite with 1e-12 <= |x| <= 10."""
     return x == 0.0 or (math.isfinite(x) and 1e-12 <= abs(x) <= 10.0)
 
 

@@ -1,0 +1,228 @@
+#include "comm/allreduce/allreduce_cost.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "base/error.h"
+#include "comm/allreduce/recursive_allreduce.h"
+#include "comm/allreduce/ring_geometry.h"
+
+namespace tt::comm {
+
+namespace {
+
+// One rank's hops for `algo` (the ring's labels do not matter here: only ranges and peers).
+std::vector<Hop> hops_of(ReduceAlgo algo, int rank, int ranks, std::size_t count) {
+  if (algo != ReduceAlgo::Ring) {
+    return recursive_hops(algo == ReduceAlgo::Rd ? RecursiveKind::Doubling : RecursiveKind::HalvingDoubling,
+                          rank, ranks, count);
+  }
+  const RingGeometry geo(rank, ranks, count, 0, false, 0);
+  std::vector<Hop> out;
+  for (std::uint32_t s = 0; s + 1 < static_cast<std::uint32_t>(ranks); ++s)
+    out.push_back(geo.scatter_reduce_hop(s));
+  for (std::uint32_t s = 0; s + 1 < static_cast<std::uint32_t>(ranks); ++s)
+    out.push_back(geo.all_gather_hop(s));
+  return out;
+}
+
+// Segments of `range` longer than `eager_bytes` on the wire (0: no limit). All but the last are full.
+std::size_t rendezvous_segments(const SegmentLayout& layout, const ElemRange& range, std::size_t eager_bytes,
+                                std::size_t overhead) {
+  const std::size_t n = layout.segments(range);
+  if (eager_bytes == 0 || n == 0) return 0;
+  const auto wire = [&](std::size_t elems) { return elems * sizeof(float) + overhead; };
+  const std::size_t last = range.count - (n - 1) * layout.segment_elems();
+  return (n - 1) * (wire(layout.segment_elems()) > eager_bytes ? 1 : 0) + (wire(last) > eager_bytes ? 1 : 0);
+}
+
+// A hop's sends and receives overlap: it takes as long as its longer direction.
+AllreduceWork work_of(const std::vector<Hop>& hops, std::size_t segment_bytes, std::size_t eager_bytes,
+                      std::size_t overhead) {
+  std::size_t widest = 0;
+  for (const Hop& h : hops) widest = std::max({widest, h.send.range.count, h.recv.range.count});
+  const SegmentLayout layout(segment_bytes, widest, 0);
+  AllreduceWork w;
+  for (const Hop& h : hops) {
+    const ElemRange out = h.send.active() ? h.send.range : ElemRange{};
+    const ElemRange in = h.recv.active() ? h.recv.range : ElemRange{};
+    w.messages += static_cast<double>(std::max(layout.segments(out), layout.segments(in)));
+    w.rendezvous += static_cast<double>(std::max(rendezvous_segments(layout, out, eager_bytes, overhead),
+                                                 rendezvous_segments(layout, in, eager_bytes, overhead)));
+    w.wire_bytes += static_cast<double>(std::max(out.count, in.count) * sizeof(float));
+    if (h.reduce) w.reduce_bytes += static_cast<double>(in.count * sizeof(float));
+  }
+  return w;
+}
+
+constexpr int kTerms = 4;  // message, rendezvous, wire, reduce
+using Terms = std::array<double, kTerms>;
+
+Terms terms_of(const AllreduceWork& w) {
+  return {w.messages, w.rendezvous, w.wire_bytes * 1e-3, w.reduce_bytes * 1e-3};
+}
+
+// Solves the normal equations of the columns in `use` (others fixed at 0); false when singular.
+bool solve_subset(const std::vector<Terms>& rows, const std::array<bool, kTerms>& use, Terms& x) {
+  std::array<std::array<double, kTerms + 1>, kTerms> a{};  // augmented (A^T A | A^T 1)
+  for (const auto& r : rows) {
+    for (int i = 0; i < kTerms; ++i) {
+      for (int j = 0; j < kTerms; ++j) a[i][j] += r[i] * r[j];
+      a[i][kTerms] += r[i];
+    }
+  }
+  for (int i = 0; i < kTerms; ++i) {
+    if (use[i]) continue;
+    a[i] = {};
+    a[i][i] = 1;
+    for (int j = 0; j < kTerms; ++j) {
+      if (j != i) a[j][i] = 0;
+    }
+  }
+  for (int c = 0; c < kTerms; ++c) {  // Gauss-Jordan with partial pivoting
+    int piv = c;
+    for (int r = c + 1; r < kTerms; ++r) {
+      if (std::fabs(a[r][c]) > std::fabs(a[piv][c])) piv = r;
+    }
+    if (std::fabs(a[piv][c]) < 1e-12) return false;
+    std::swap(a[c], a[piv]);
+    for (int r = 0; r < kTerms; ++r) {
+      if (r == c) continue;
+      const double f = a[r][c] / a[c][c];
+      for (int j = c; j <= kTerms; ++j) a[r][j] -= f * a[c][j];
+    }
+  }
+  for (int i = 0; i < kTerms; ++i) x[i] = use[i] ? a[i][kTerms] / a[i][i] : 0.0;
+  return true;
+}
+
+double dot(const Terms& r, const Terms& x) {
+  double s = 0;
+  for (int i = 0; i < kTerms; ++i) s += r[i] * x[i];
+  return s;
+}
+
+}  // namespace
+
+AllreduceWork allreduce_work(ReduceAlgo algo, int ranks, std::size_t count, std::size_t segment_bytes,
+                             std::size_t eager_bytes, std::size_t overhead) {
+  AllreduceWork busiest;
+  if (ranks < 2 || count == 0) return busiest;
+  for (int r = 0; r < ranks; ++r) {
+    const AllreduceWork w = work_of(hops_of(algo, r, ranks, count), segment_bytes, eager_bytes, overhead);
+    if (w.messages > busiest.messages ||
+        (w.messages == busiest.messages && w.wire_bytes > busiest.wire_bytes))
+      busiest = w;
+  }
+  return busiest;
+}
+
+double CostModel::predict_us(const AllreduceWork& w) const {
+  return w.messages * message_us + w.rendezvous * rendezvous_us +
+         (w.wire_bytes * wire_ns_per_byte + w.reduce_bytes * reduce_ns_per_byte) * 1e-3;
+}
+
+std::size_t CostModel::eager_segment_bytes(std::size_t overhead) const {
+  if (eager_bytes <= overhead + sizeof(float)) return 0;
+  return (eager_bytes - overhead) / sizeof(float) * sizeof(float);
+}
+
+CostModel compose(const LinkCosts& link, const TeeCosts& tee) {
+  const auto ns_per_byte = [](double gbps) { return gbps > 0 ? 1.0 / gbps : 0.0; };  // 1 GB/s = 1 ns/B
+  return {
+      .message_us = link.message_us + tee.message_us,
+      .wire_ns_per_byte = ns_per_byte(link.gbps) + ns_per_byte(tee.seal_gbps) + ns_per_byte(tee.open_gbps),
+      .reduce_ns_per_byte = ns_per_byte(link.reduce_gbps),
+      .eager_bytes = link.eager_bytes,
+      .rendezvous_us = link.rendezvous_us};
+}
+
+AlgoChoice choose_algo(const CostModel& m, int ranks, std::size_t count, std::size_t segment_bytes,
+                       std::size_t overhead) {
+  const std::size_t eager = m.eager_segment_bytes(overhead);
+  const bool cut = segment_bytes != 0 && eager != 0 && eager < segment_bytes;
+  AlgoChoice c;
+  for (std::size_t i = 0; i < kReduceAlgos.size(); ++i) {
+    const auto price = [&](std::size_t seg) {
+      return m.predict_us(allreduce_work(kReduceAlgos[i], ranks, count, seg, m.eager_bytes, overhead));
+    };
+    c.predicted_us[i] = price(segment_bytes);
+    c.segments_of[i] = segment_bytes;
+    if (cut) {
+      const double eager_us = price(eager);
+      if (eager_us < c.predicted_us[i]) {
+        c.predicted_us[i] = eager_us;
+        c.segments_of[i] = eager;
+      }
+    }
+    // Strictly cheaper only: ties keep the earlier algorithm (the ring first).
+    if (i == 0 || c.predicted_us[i] < c.predicted_us[static_cast<std::size_t>(c.algo)])
+      c.algo = kReduceAlgos[i];
+  }
+  c.segment_bytes = c.segments_of[static_cast<std::size_t>(c.algo)];
+  return c;
+}
+
+CostFit fit_cost_model(std::span<const CostSample> samples, std::size_t segment_bytes,
+                       std::size_t eager_bytes) {
+  // Rows scaled to relative error: (terms / measured) . x ~ 1, columns scaled to unit maximum.
+  std::vector<Terms> rows;
+  Terms scale{1e-30, 1e-30, 1e-30, 1e-30};
+  for (const auto& s : samples) {
+    const AllreduceWork w = allreduce_work(s.algo, s.ranks, s.count, segment_bytes, eager_bytes);
+    if (!(s.us > 0) || w.messages == 0) continue;
+    Terms r = terms_of(w);
+    for (int i = 0; i < kTerms; ++i) {
+      r[i] /= s.us;
+      scale[i] = std::max(scale[i], r[i]);
+    }
+    rows.push_back(r);
+  }
+  if (rows.size() < 3)
+    throw InputError("all-reduce cost fit: need at least three timed all-reduces of ring, rd or rhd");
+  for (auto& r : rows) {
+    for (int i = 0; i < kTerms; ++i) r[i] /= scale[i];
+  }
+  // Non-negative least squares by enumeration: every subset of the terms, the best feasible one.
+  Terms best{};
+  double best_err = -1;
+  for (int mask = 1; mask < (1 << kTerms); ++mask) {
+    std::array<bool, kTerms> use{};
+    for (int i = 0; i < kTerms; ++i) use[i] = (mask & (1 << i)) != 0;
+    Terms x{};
+    if (!solve_subset(rows, use, x) || std::any_of(x.begin(), x.end(), [](double v) { return v < 0; }))
+      continue;
+    double err = 0;
+    for (const auto& r : rows) err += (dot(r, x) - 1.0) * (dot(r, x) - 1.0);
+    if (best_err < 0 || err < best_err) {
+      best_err = err;
+      best = x;
+    }
+  }
+  CostFit fit;
+  fit.model = {.message_us = best[0] / scale[0],
+               .wire_ns_per_byte = best[2] / scale[2],
+               .reduce_ns_per_byte = best[3] / scale[3],
+               .eager_bytes = eager_bytes,
+               .rendezvous_us = best[1] / scale[1]};
+  double sum = 0;
+  for (const auto& r : rows) sum += std::fabs(dot(r, best) - 1.0);
+  fit.mean_abs_rel_error = sum / static_cast<double>(rows.size());
+  return fit;
+}
+
+std::string describe(const CostModel& m) {
+  char buf[192];
+  std::snprintf(buf, sizeof buf, "message %.2f us, wire %.3f ns/B, reduce %.3f ns/B", m.message_us,
+                m.wire_ns_per_byte, m.reduce_ns_per_byte);
+  std::string out = buf;
+  if (m.eager_bytes > 0) {
+    std::snprintf(buf, sizeof buf, ", rendezvous %.2f us above %zu B", m.rendezvous_us, m.eager_bytes);
+    out += buf;
+  }
+  return out;
+}
+
+}  // namespace tt::comm

@@ -1,0 +1,108 @@
+// The cost model that picks an all-reduce algorithm per bucket (docs/design.md §5, "Choosing").
+//
+// An α-β model of the busiest rank's critical path, with the TEE's costs folded into both terms:
+//
+//   time = messages x message_us + wire bytes x wire_ns_per_byte + added bytes x reduce_ns_per_byte
+//
+// where, for the TEE mode in use,
+//   message_us       = α (latency and software per message) + the TEE's fixed cost per sealed message
+//                      (AEAD set-up, nonce and associated data; H100 CC's bounce-buffer crossings, two
+//                      per message, when --cc-transfer-us models them)
+//   wire_ns_per_byte = 1 / link rate + 1 / seal rate + 1 / open rate (a message is sealed, sent, opened)
+//   reduce_ns_per_byte = 1 / add rate
+// Messages count segments: a hop of a 4 MiB range in 1 MiB segments is 4 messages. Sealing is priced
+// per byte sent: the ring's forward-ciphertext all-gather, which seals less, is priced as re-sealing.
+//
+// The transport's eager limit: MPI sends a message of up to `eager_bytes` (Open MPI's shared-memory
+// default: 4 KiB with its header) at once, and a longer one by rendezvous, a request-to-send round trip
+// before the data: `rendezvous_us` more per such message. So a message of a few KiB can cost twice
+// what two eager halves cost, and `auto` may cut a small bucket's messages into eager-sized segments
+// (choose_algo) where the run's segments allow cutting at all (not cc's whole chunks).
+//
+// The coefficients come from `teetrain bench allreduce --calibrate FILE` (fitted to the measured times
+// of ring, rd and rhd on the machine, per TEE mode), or from defaults / the emulated platform
+// (engine/gradients/allreduce_selection.h). The pick depends only on the coefficients, P, the bucket's size
+// and the segment size: inputs every rank agrees on, never a rank's own timing, so every rank picks the same
+// algorithm for the same bucket.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <span>
+#include <string>
+
+#include "comm/allreduce/allreduce_algo.h"
+
+namespace tt::comm {
+
+// One all-reduce's work along the busiest rank's critical path.
+struct AllreduceWork {
+  double messages = 0;      // sequential messages (segments)
+  double rendezvous = 0;    // of them, those longer than the eager limit
+  double wire_bytes = 0;    // bytes sent (sealed and opened in a TEE mode)
+  double reduce_bytes = 0;  // bytes added in
+};
+// eager_bytes 0: no limit (no message counts as rendezvous); overhead: wire bytes per message beyond
+// its payload (the channel's header and tag).
+AllreduceWork allreduce_work(ReduceAlgo algo, int ranks, std::size_t count, std::size_t segment_bytes,
+                             std::size_t eager_bytes = 0, std::size_t overhead = 0);
+
+struct CostModel {
+  double message_us = 0;
+  double wire_ns_per_byte = 0;
+  double reduce_ns_per_byte = 0;
+  std::size_t eager_bytes = 0;  // the transport's eager limit in wire bytes (0: none modelled)
+  double rendezvous_us = 0;     // extra per message longer than eager_bytes
+  double predict_us(const AllreduceWork& w) const;
+  // The segment that keeps a message eager: the largest whole-float payload that fits with `overhead`
+  // (0 when no limit is modelled or nothing fits).
+  std::size_t eager_segment_bytes(std::size_t overhead) const;
+};
+
+// The model's parts, for defaults and emulated platforms.
+struct LinkCosts {
+  double message_us = 0;        // α
+  double gbps = 1;              // wire, GB/s (1e9 bytes)
+  double reduce_gbps = 1;       // the add
+  std::size_t eager_bytes = 0;  // the transport's eager limit (0: none)
+  double rendezvous_us = 0;     // extra per longer message
+};
+struct TeeCosts {
+  double message_us = 0;  // per sealed message (0 with TEE off)
+  double seal_gbps = 0;   // 0: nothing is sealed
+  double open_gbps = 0;
+};
+CostModel compose(const LinkCosts& link, const TeeCosts& tee);
+
+struct AlgoChoice {
+  ReduceAlgo algo = ReduceAlgo::Ring;
+  std::size_t segment_bytes = 0;             // the picked algorithm's segments
+  std::array<double, 3> predicted_us{};      // per kReduceAlgos entry, at its cheaper segmentation
+  std::array<std::size_t, 3> segments_of{};  // per kReduceAlgos entry: that segmentation
+};
+// The cheapest algorithm for one all-reduce of `count` floats (ties: ring, then rd, then rhd), each
+// at the run's segments or, where the model has an eager limit and segment_bytes is not 0 (whole
+// chunks), at eager-sized ones if the model prices them lower (ties: the run's).
+AlgoChoice choose_algo(const CostModel& m, int ranks, std::size_t count, std::size_t segment_bytes,
+                       std::size_t overhead = 0);
+
+// One measured all-reduce (the slowest rank's median time).
+struct CostSample {
+  ReduceAlgo algo = ReduceAlgo::Ring;
+  int ranks = 2;
+  std::size_t count = 0;
+  double us = 0;
+};
+struct CostFit {
+  CostModel model;
+  double mean_abs_rel_error = 0;  // over the samples
+};
+// Non-negative least squares on relative errors (every size counts alike, 1 KiB as much as 256 MiB).
+// With eager_bytes > 0 the rendezvous cost is fitted too (samples on both sides of the limit tell it
+// apart from the per-message cost). Throws InputError when there are fewer than three usable samples.
+CostFit fit_cost_model(std::span<const CostSample> samples, std::size_t segment_bytes,
+                       std::size_t eager_bytes = 0);
+
+// "message 12.1 us, wire 0.41 ns/B, reduce 0.10 ns/B"
+std::string describe(const CostModel& m);
+
+}  // namespace tt::comm

@@ -1,0 +1,80 @@
+// The geometry of one ring all-reduce call (docs/design.md §5), shared by the host ring
+// (comm/allreduce/ring_allreduce) and the ring on device buffers (comm/cuda/device_ring): how a buffer of
+// `count` floats is cut into P chunks, which chunk each hop sends and receives and how its messages
+// are labelled (a Hop, run by comm/allreduce/hop_runner.h). One implementation means both rings cut, order
+// and label messages identically, so a sealing channel binds the same associated data on the CPU and on the
+// GPU. SegmentLayout, how any range is cut into segments and where a segment sits in a wire buffer, is shared
+// by every algorithm (the recursive ones too: recursive_allreduce.h).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "comm/channel.h"
+
+namespace tt::comm {
+
+struct ElemRange {
+  std::size_t offset = 0;  // elements
+  std::size_t count = 0;
+};
+
+// Balanced partition of `count` elements into `parts` blocks: the first (count % parts) blocks get one
+// extra element; block b starts at b * (count / parts) + min(b, count % parts).
+ElemRange balanced_block(std::size_t count, std::size_t parts, std::size_t b);
+
+// How a range travels: segments of `segment_elems` floats (the last may be shorter), each in a wire
+// buffer slot of the segment's bytes plus the channel's overhead, padded to 64 bytes.
+class SegmentLayout {
+ public:
+  SegmentLayout() = default;
+  // segment_bytes 0: a range is one message (segments of `whole_elems`, the largest range sent).
+  SegmentLayout(std::size_t segment_bytes, std::size_t whole_elems, std::size_t overhead);
+  std::size_t segments(const ElemRange& range) const;
+  ElemRange segment(const ElemRange& range, std::size_t k) const;
+  std::size_t segment_elems() const { return seg_elems_; }  // a full segment (the last may be shorter)
+  std::size_t wire_offset(std::size_t k) const;  // byte offset of segment k's slot in a wire buffer
+  // Wire scratch for a range of `elems` floats.
+  std::size_t wire_bytes(std::size_t elems) const { return wire_offset(segments(ElemRange{0, elems})); }
+
+ private:
+  std::size_t seg_elems_ = 1;
+  std::size_t overhead_ = 0;
+};
+
+struct Hop;
+
+class RingGeometry {
+ public:
+  RingGeometry() = default;
+  // segment_bytes 0: each chunk is one message. forward_wire: all-gather forwards the owner's sealed
+  // bytes (only meaningful for a sealing channel). overhead: wire bytes per message beyond the plaintext.
+  RingGeometry(int rank, int size, std::size_t count, std::size_t segment_bytes, bool forward_wire,
+               std::size_t overhead);
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  std::size_t max_chunk() const {
+    return (count_ + static_cast<std::size_t>(size_) - 1) / static_cast<std::size_t>(size_);
+  }
+
+  // Hop s of each phase (s = 0..P-2). Scatter-reduce sends chunk (r - s) to r + 1, receives (r - s - 1)
+  // from r - 1 and adds it in; after P-1 hops rank r owns chunk (r + 1). All-gather sends chunk
+  // (r + 1 - s), receives (r - s) and stores it. Sender and receiver label each message from their own
+  // ring positions (origin: the sender in scatter-reduce, the chunk's owner in all-gather); nothing
+  // comes from the wire. Forward-wire all-gather: one sealed object per chunk (Hop::forwarded).
+  Hop scatter_reduce_hop(std::uint32_t s) const;
+  Hop all_gather_hop(std::uint32_t s) const;
+
+  // Balanced partition: the first (count % P) chunks get one extra element.
+  ElemRange chunk(std::uint32_t c) const;
+  const SegmentLayout& layout() const { return layout_; }
+
+ private:
+  int rank_ = 0;
+  int size_ = 1;
+  std::size_t count_ = 0;
+  SegmentLayout layout_;
+  bool forward_wire_ = false;
+};
+
+}  // namespace tt::comm

@@ -1,0 +1,291 @@
+#include "engine/checkpoint/verified_checkpoint.h"
+
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <span>
+
+#include "base/error.h"
+#include "engine/checkpoint/safetensors.h"
+#include "tee/crypto/sealed_file.h"
+#include "tee/digest.h"
+#include "tee/errors.h"
+#include "tee/regular_file.h"
+#include "tee/unique_fd.h"
+
+namespace tt {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::uint64_t kMaxManifestBytes = std::uint64_t{1} << 20;  // a real one is under 1 KiB
+constexpr std::string_view kSealedMagic = "TTSEAL01";
+constexpr std::string_view kSealedSuffix = ".sealed";
+
+[[noreturn]] void refuse(const fs::path& p, const std::string& why) {
+  throw IntegrityError(p.string() + ": " + why);
+}
+
+bool ends_with_sealed(const std::string& n) {
+  return n.size() > kSealedSuffix.size() &&
+         n.compare(n.size() - kSealedSuffix.size(), kSealedSuffix.size(), kSealedSuffix) == 0;
+}
+
+std::string base_name(const std::string& n) {
+  return ends_with_sealed(n) ? n.substr(0, n.size() - kSealedSuffix.size()) : n;
+}
+
+// A file of the checkpoint, opened without blocking and without following a link (Note [Opening a
+// user's file], tee/regular_file.h). Missing or a link is the checkpoint's integrity failure; a
+// FIFO, device or directory is refused as input (exit 2) before anything could block on it.
+tee::RegularFile open_listed(const fs::path& path) {
+  tee::OpenAttempt a = tee::try_open_regular(path, tee::FollowLinks::No);
+  if (a.ok()) return std::move(a.file);
+  if (a.error == ENOENT) refuse(path, "missing");
+  if (a.error == ELOOP) refuse(path, "is a symbolic link (refused in a checkpoint)");
+  throw InputError("checkpoint file '" + tee::printable_path(path) + "': " + a.why());
+}
+
+// The whole file in one read through one descriptor: what is hashed is what is used.
+std::vector<std::uint8_t> read_once(const fs::path& path, std::uint64_t max_size) {
+  const tee::RegularFile f = open_listed(path);
+  const std::uint64_t size = f.size;
+  if (size > max_size)
+    refuse(path, std::to_string(size) + " bytes, more than the " + std::to_string(max_size) + " expected");
+  std::vector<std::uint8_t> raw(static_cast<std::size_t>(size));
+  std::uint8_t extra = 0;
+  if (tee::pread_full(f.fd.get(), raw, 0) != static_cast<long long>(size) ||
+      tee::pread_full(f.fd.get(), tee::MutableByteView(&extra, 1), size) != 0)
+    refuse(path, "changed size while being read");
+  return raw;
+}
+
+// Opens sealed bytes from a private in-memory file (memfd), never from the checkpoint directory
+// again: the bytes opened are the bytes hashed. Error messages name the real file.
+void open_sealed_copy(std::vector<std::uint8_t>& raw, const fs::path& path, const tee::CheckpointKey& key,
+                      CheckedFile& out) {
+  tee::UniqueFd mem(::memfd_create("teetrain-checkpoint", MFD_CLOEXEC));
+  if (!mem || !tee::pwrite_full(mem.get(), raw, 0))
+    throw RunError(path.string() + ": cannot make a private copy (" + std::strerror(errno) + ")");
+  raw = {};  // the ciphertext now lives only in the private copy
+  const std::string proc = "/proc/self/fd/" + std::to_string(mem.get());
+  try {
+    tee::SealedFileReader r(proc, key);
+    out.chunks = r.chunk_count();
+    out.sealed_metadata = r.header().metadata;
+    out.plain = r.read_all();
+  } catch (const IntegrityError& e) {
+    std::string what = e.what();
+    for (std::size_t at = what.find(proc); at != std::string::npos;
+         at = what.find(proc, at + path.string().size()))
+      what.replace(at, proc.size(), path.string());
+    throw IntegrityError(what);
+  }
+}
+
+// A sealed header names the file it was written as (sealed_codec.h), authenticated once its chunks
+// opened: a second binding of each file to its name, independent of the manifest's digests.
+void check_sealed_name(const CheckedFile& f, const fs::path& p) {
+  if (f.chunks == 0) return;
+  const auto meta = nlohmann::json::parse(f.sealed_metadata, nullptr, /*allow_exceptions=*/false);
+  const std::string name = p.filename().string();
+  if (!meta.is_object() || !meta.contains("name") || meta["name"] != name)
+    refuse(p, "its sealed header was written for another file (metadata " + f.sealed_metadata + ")");
+}
+
+// The directory as an absolute path without a trailing separator: "ck/step_5/" and "." have names.
+fs::path absolute_dir(const fs::path& dir) {
+  fs::path n = fs::absolute(dir).lexically_normal();
+  if (!n.has_filename()) n = n.parent_path();
+  return n;
+}
+
+std::string file_line(const fs::path& p, const CheckedFile& f) {
+  return "  " + p.filename().string() + ": " +
+         (f.chunks > 0 ? "sealed, " + std::to_string(f.chunks) + " chunks ok" : std::string("plain"));
+}
+
+// The manifest: present (the sealed one whenever a key is given), opens, parses, names this directory.
+void open_manifest(VerifiedCheckpoint& ck, const tee::CheckpointKey* key) {
+  const fs::path sealed = ck.dir / (std::string(kManifestFile) + ".sealed");
+  const fs::path plain = ck.dir / kManifestFile;
+  std::error_code ec;
+  const bool has_sealed = fs::exists(fs::symlink_status(sealed, ec));
+  const bool has_plain = fs::exists(fs::symlink_status(plain, ec));
+  if (key != nullptr && !has_sealed && has_plain)
+    refuse(plain,
+           "a plaintext manifest, but a key was given (a sealed checkpoint's is manifest.json.sealed)");
+  if (!has_sealed && !has_plain)
+    refuse(key != nullptr ? sealed : plain,
+           "missing (the manifest was deleted, or the checkpoint predates manifests)");
+  ck.manifest_path = has_sealed ? sealed : plain;  // both present: the other is refused as unlisted
+  const CheckedFile f = read_checkpoint_file(ck.manifest_path, key, kMaxManifestBytes);
+  check_sealed_name(f, ck.manifest_path);
+  ck.manifest = parse_manifest(f.plain, ck.manifest_path.string());
+  ck.manifest_sha256 = f.sha256;
+  ck.sealed = f.chunks > 0;
+  ck.chunks += f.chunks;
+  ++ck.files;
+  const std::string actual = absolute_dir(ck.dir).filename().string();
+  if (ck.manifest.dir != actual)
+    refuse(ck.manifest_path, "written for " + ck.manifest.dir + " but the directory is " + actual +
+                                 " (a renamed or moved checkpoint)");
+  if (ends_with_sealed(ck.manifest.files.front().name) != ck.sealed)
+    refuse(ck.manifest_path,
+           ck.sealed ? "a sealed manifest lists plaintext files" : "a plaintext manifest lists sealed files");
+  ck.report += file_line(ck.manifest_path, f) + ", run " + ck.manifest.run_id + ", step " +
+               std::to_string(ck.manifest.step) + ", names this directory\n";
+}
+
+// Nothing in the directory beyond the marker, the manifest and what the manifest lists.
+void check_listing(const VerifiedCheckpoint& ck) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(ck.dir, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n == kCheckpointMarker || n == ck.manifest_path.filename().string()) continue;
+    if (ck.manifest.find(n) == nullptr)
+      refuse(e.path(), "not listed in the manifest (a file added to the checkpoint)");
+  }
+  if (ec) throw InputError(ck.dir.string() + ": cannot list (" + ec.message() + ")");
+}
+
+// A listed file with the recorded size; read (once) and matched against the recorded digest.
+CheckedFile checked_file(VerifiedCheckpoint& ck, const ManifestFile& mf, const tee::CheckpointKey* key,
+                         bool read) {
+  const fs::path p = ck.dir / mf.name;
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(p, ec))) refuse(p, "listed in the manifest but missing");
+  const std::uint64_t size = open_listed(p).size;
+  if (size != mf.size)
+    refuse(p, std::to_string(size) + " bytes, the manifest records " + std::to_string(mf.size));
+  CheckedFile f;
+  if (!read) return f;
+  f = read_checkpoint_file(p, key, mf.size);
+  if (f.size != mf.size || f.sha256 != mf.sha256)
+    refuse(p, "SHA-256 differs from the manifest's (a file from another checkpoint, or edited)");
+  check_sealed_name(f, p);
+  ck.chunks += f.chunks;
+  ++ck.files;
+  return f;
+}
+
+std::size_t parse_tensors(const std::vector<std::uint8_t>& bytes, const fs::path& p) {
+  try {
+    return safetensors_decode(std::as_bytes(std::span(bytes)), p.string()).tensors.size();
+  } catch (const InputError& e) {
+    throw IntegrityError(e.what());  // it opened (or is plain) and matched, yet does not parse
+  }
+}
+
+// params_sha256 is SHA-256 of the flat parameter buffer, which the model file's data section starts
+// with (tensors in parameter-table order, contiguous; buffers follow): this ties model to state.
+std::string check_params_digest(const VerifiedCheckpoint& ck, const fs::path& p) {
+  const std::span<const std::uint8_t> m(ck.model);
+  // The one safetensors header parser says where the data section starts (the file parsed already).
+  const std::uint64_t offset = safetensors_parse_header(std::as_bytes(m), p.string()).data_offset;
+  const std::span<const std::uint8_t> data = m.subspan(static_cast<std::size_t>(offset));
+  if (ck.meta.param_floats > data.size() / sizeof(float))
+    refuse(p, "holds fewer values than the " + std::to_string(ck.meta.param_floats) +
+                  " parameters state.json records");
+  const std::string digest =
+      tee::to_hex(tee::sha256(data.first(static_cast<std::size_t>(ck.meta.param_floats) * 4)));
+  if (digest != ck.meta.params_sha256)
+    refuse(p, "parameters hash to " + digest + " but state.json records " + ck.meta.params_sha256);
+  return "  params_sha256 " + digest + " matches state.json\n";
+}
+
+// The lineage's previous save, when it is present beside this one, must be the one it followed.
+std::string check_chain_link(const VerifiedCheckpoint& ck, const tee::CheckpointKey* key) {
+  if (!ck.manifest.prev_step) return "  chain: first save of run " + ck.manifest.run_id + "\n";
+  const std::string prev_name = step_dir_name(*ck.manifest.prev_step);
+  const fs::path prev_dir = absolute_dir(ck.dir).parent_path() / prev_name;
+  std::error_code ec;
+  if (!fs::exists(prev_dir / kCheckpointMarker, ec))
+    return "  chain: previous save " + prev_name + " not present (pruned or elsewhere); link not checked\n";
+  const fs::path pm = prev_dir / ck.manifest_path.filename();
+  const CheckedFile f = read_checkpoint_file(pm, key, kMaxManifestBytes);
+  const CheckpointManifest prev = parse_manifest(f.plain, pm.string());
+  if (prev.run_id != ck.manifest.run_id)
+    return "  chain: " + prev_name + " belongs to another run (its step was re-used); link not checked\n";
+  if (f.sha256 != *ck.manifest.prev_manifest_sha256)
+    refuse(pm, "chain broken: " + ck.manifest.dir + " was saved after a different " + prev_name +
+                   " of this run (a checkpoint was replaced, or an older one resumed into this directory)");
+  return "  chain: follows " + prev_name + " (prev_manifest_sha256 matches)\n";
+}
+
+void check_files(VerifiedCheckpoint& ck, const tee::CheckpointKey* key, VerifyScope scope) {
+  // state.json first: the model's digest is checked against it.
+  std::vector<const ManifestFile*> order;
+  for (const ManifestFile& f : ck.manifest.files) order.push_back(&f);
+  std::stable_partition(order.begin(), order.end(),
+                        [](const ManifestFile* f) { return base_name(f->name) == kStateFile; });
+  for (const ManifestFile* mf : order) {
+    const std::string base = base_name(mf->name);
+    const fs::path p = ck.dir / mf->name;
+    CheckedFile f = checked_file(ck, *mf, key, scope == VerifyScope::Full || base == kStateFile);
+    if (f.sha256.empty()) continue;  // State scope: size checked, content not read
+    std::string line = file_line(p, f) + ", size and sha256 as listed";
+    if (base == kStateFile) {
+      ck.meta = parse_checkpoint_state(f.plain, p.string());
+      if (ck.meta.step != ck.manifest.step)
+        refuse(p, "step " + std::to_string(ck.meta.step) + ", but the manifest says " +
+                      std::to_string(ck.manifest.step));
+      line += ", step " + std::to_string(ck.meta.step);
+    } else {
+      line += ", " + std::to_string(parse_tensors(f.plain, p)) + " tensors parse";
+      (base == kModelFile ? ck.model : ck.optimizer) = std::move(f.plain);
+    }
+    ck.report += line + "\n";
+  }
+  if (scope == VerifyScope::Full) {
+    const ManifestFile* model = ck.manifest.find(kModelFile + std::string(ck.sealed ? ".sealed" : ""));
+    ck.report += check_params_digest(ck, ck.dir / model->name);
+  }
+}
+
+}  // namespace
+
+CheckedFile read_checkpoint_file(const fs::path& path, const tee::CheckpointKey* key,
+                                 std::uint64_t max_size) {
+  std::vector<std::uint8_t> raw = read_once(path, max_size);
+  CheckedFile out;
+  out.size = raw.size();
+  out.sha256 = tee::to_hex(tee::sha256(raw));
+  const bool sealed =
+      raw.size() >= kSealedMagic.size() && std::equal(kSealedMagic.begin(), kSealedMagic.end(), raw.begin());
+  const bool sealed_name = ends_with_sealed(path.filename().string());
+  if (!sealed) {
+    if (key != nullptr) refuse(path, "plaintext where a sealed file is required (a key was given)");
+    if (sealed_name) refuse(path, "plaintext under a sealed file's name");
+    out.plain = std::move(raw);
+    return out;
+  }
+  if (!sealed_name) refuse(path, "sealed bytes under a plaintext file's name");
+  if (key == nullptr)
+    throw InputError(path.string() +
+                     " is sealed; this needs the key (--key-file, the master key the run used)");
+  open_sealed_copy(raw, path, *key, out);
+  return out;
+}
+
+VerifiedCheckpoint open_verified_checkpoint(const fs::path& step_dir, const tee::CheckpointKey* key,
+                                            VerifyScope scope) {
+  std::error_code ec;
+  if (!fs::is_directory(step_dir, ec))
+    throw InputError("checkpoint '" + step_dir.string() + "': no such directory");
+  VerifiedCheckpoint ck;
+  ck.dir = step_dir.has_filename() ? step_dir : step_dir.parent_path();  // "ck/step_5/" names ck/step_5
+  if (!fs::exists(ck.dir / kCheckpointMarker, ec))
+    refuse(ck.dir, "incomplete checkpoint (no COMPLETE marker): a save was interrupted");
+  open_manifest(ck, key);
+  check_listing(ck);
+  check_files(ck, key, scope);
+  if (scope == VerifyScope::Full) ck.report += check_chain_link(ck, key);
+  return ck;
+}
+
+}  // namespace tt

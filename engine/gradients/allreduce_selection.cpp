@@ -1,0 +1,251 @@
+#include "engine/gradients/allreduce_selection.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <utility>
+
+#include "base/error.h"
+#include "engine/gradients/segments.h"
+
+namespace tt {
+
+namespace {
+
+constexpr const char* kFormat = "teetrain-allreduce-cost-v1";
+
+// Shared memory between ranks on one host, as `bench allreduce` measures it on a 2-core x86 machine
+// (message: latency and MPI software per message; wire: one copy through shared memory; reduce: the
+// add loop). Open MPI's shared-memory transport sends up to 4096 bytes with its headers eagerly
+// (btl_vader_eager_limit; a run uses the limit MPI reports, agreed over the ranks); a longer message
+// waits for a rendezvous, measured at about 4 us more (4 KiB: 5.8-7.2 us against 1.9 us for 2 KiB). A
+// calibration of the machine at hand replaces all of it.
+constexpr comm::LinkCosts kSharedMemory{
+    .message_us = 8.0, .gbps = 4.0, .reduce_gbps = 4.0, .eager_bytes = 4032, .rendezvous_us = 4.0};
+// One core's AES-256-GCM (OpenSSL, AES-NI), and what a sealed message costs beyond its bytes: the
+// AEAD's set-up, the nonce, the associated data and the tag check, at both ends.
+constexpr double kCpuAeadGbps = 2.5;
+constexpr double kSealedMessageUs = 2.0;
+// An emulated GPU's link and reduce kernel: launch and synchronisation per message.
+constexpr double kGpuMessageUs = 10.0;
+
+std::string mode_name(TeeMode m) {
+  return enum_name(m);
+}
+
+comm::TeeCosts tee_costs(const ParallelOptions& parallel, const ComputeOptions& compute,
+                         const TeeSwitches& ts, const EmulatedGpu* gpu) {
+  if (!ts.on) return {};
+  comm::TeeCosts t;
+  const bool on_gpu = ts.device_crypto && gpu != nullptr;
+  if (gpu != nullptr && compute.virtual_time()) {
+    // What the virtual-time channel will charge: the bytes at the modelled rate, and its per-message
+    // cost at each end (a bounce re-encryption doubles the bytes). A hop's message spreads over the
+    // host's cores only when the ring is pipelined into segments; otherwise one core seals it.
+    const platform::CryptoCostModel m = modelled_crypto(compute.host, ts, *gpu);
+    const double cores = on_gpu || !ts.pipeline ? 1.0 : std::max(m.cores, 1);
+    t.seal_gbps = m.aead_gbps * cores / (m.bounce_reencrypt ? 2.0 : 1.0);
+    t.open_gbps = t.seal_gbps;
+    t.message_us = 2 * m.per_message_us / cores;
+  } else {
+    const double rate = on_gpu ? gpu->aead_gbps() : kCpuAeadGbps * std::max(ts.crypto_threads, 1);
+    t.seal_gbps = rate;
+    t.open_gbps = rate;
+    t.message_us = kSealedMessageUs;
+  }
+  // H100 CC's bounce buffers: one crossing at the sender, one at the receiver (cc_transfer_channel.h).
+  if (parallel.cc_transfer_us > 0 && !on_gpu) t.message_us += 2 * parallel.cc_transfer_us;
+  return t;
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) return nullptr;
+  return nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+}
+
+std::string how_to_write(TeeMode mode) {
+  return "write it with `mpirun -np P teetrain bench allreduce --tee " + mode_name(mode) +
+         " --calibrate FILE`";
+}
+
+// The file's format tag ("" when absent or not a string: never a json type error).
+std::string format_of(const nlohmann::json& doc) {
+  const auto it = doc.find("format");
+  return it != doc.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+double number(const nlohmann::json& m, const char* key) {
+  const auto it = m.find(key);
+  if (it == m.end() || !it->is_number() || it->get<double>() < 0) return -1;
+  return it->get<double>();
+}
+
+}  // namespace
+
+platform::CryptoCostModel modelled_crypto(const HostModel& host, const TeeSwitches& ts,
+                                          const EmulatedGpu& gpu) {
+  platform::CryptoCostModel m;
+  if (ts.device_crypto) {
+    m.where = "GPU";
+    m.aead_gbps = gpu.aead_gbps();
+    return m;
+  }
+  m.aead_gbps = host.aead_gbps;
+  m.cores = host.crypto_cores > 0 ? host.crypto_cores : ts.crypto_threads;
+  m.per_message_us = host.message_us;
+  m.bounce_reencrypt = host.bounce_reencrypt;
+  return m;
+}
+
+CostModelSource default_cost_model(const ParallelOptions& parallel, const ComputeOptions& compute,
+                                   const TeeSwitches& ts, const EmulatedGpu* gpu, std::size_t eager_limit) {
+  comm::LinkCosts link = kSharedMemory;
+  std::string where = "shared memory";
+  // The limit MPI reports (its header included), where the ranks agreed on one.
+  if (eager_limit > kMpiHeaderBytes) link.eager_bytes = eager_limit - kMpiHeaderBytes;
+  // An emulated GPU's links are modelled, not MPI's: no eager protocol to price.
+  if (gpu != nullptr) link.eager_bytes = 0;
+  if (gpu != nullptr && parallel.link == LinkModel::Emulate) {
+    link = {
+        .message_us = kGpuMessageUs, .gbps = gpu->spec.nvlink_gbps, .reduce_gbps = gpu->spec.hbm_gbps / 3};
+    where = gpu->spec.name + " NVLink";
+  }
+  if (parallel.link_gbps > 0) {
+    link.gbps = parallel.link_gbps;
+    where = "--link-gbps " + std::to_string(parallel.link_gbps);
+  }
+  const comm::TeeCosts tee = tee_costs(parallel, compute, ts, gpu);
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "defaults: %s, tee %s (seal/open %.1f GB/s, %.1f us per sealed message)",
+                where.c_str(), mode_name(ts.mode()).c_str(), tee.seal_gbps, tee.message_us);
+  return {comm::compose(link, tee), buf};
+}
+
+CostModelSource cost_model_for(const ParallelOptions& parallel, const ComputeOptions& compute,
+                               const TeeSwitches& ts, const EmulatedGpu* gpu, std::size_t eager_limit) {
+  return parallel.cost.empty() ? default_cost_model(parallel, compute, ts, gpu, eager_limit)
+                               : load_cost_model(parallel.cost, ts.mode());
+}
+
+nlohmann::json cost_model_json(const comm::CostModel& m) {
+  nlohmann::json j = {{"message_us", m.message_us},
+                      {"wire_ns_per_byte", m.wire_ns_per_byte},
+                      {"reduce_ns_per_byte", m.reduce_ns_per_byte}};
+  if (m.eager_bytes > 0) {
+    j["eager_bytes"] = m.eager_bytes;
+    j["rendezvous_us"] = m.rendezvous_us;
+  }
+  return j;
+}
+
+CostModelSource load_cost_model(const std::string& path, TeeMode mode) {
+  const nlohmann::json doc = read_json(path);
+  if (doc.is_null() || !doc.is_object()) {
+    throw InputError("--allreduce-cost " + path + ": not a readable calibration file; " + how_to_write(mode));
+  }
+  const auto models = doc.find("models");
+  if (format_of(doc) != kFormat || models == doc.end() || !models->is_object()) {
+    throw InputError("--allreduce-cost " + path + ": not a " + kFormat + " file; " + how_to_write(mode));
+  }
+  const auto m = models->find(mode_name(mode));
+  if (m == models->end() || !m->is_object()) {
+    throw InputError("--allreduce-cost " + path + " has no model for --tee " + mode_name(mode) + "; " +
+                     how_to_write(mode));
+  }
+  comm::CostModel model{number(*m, "message_us"), number(*m, "wire_ns_per_byte"),
+                        number(*m, "reduce_ns_per_byte")};
+  if (model.message_us < 0 || model.wire_ns_per_byte < 0 || model.reduce_ns_per_byte < 0) {
+    throw InputError("--allreduce-cost " + path + ": the --tee " + mode_name(mode) +
+                     " model needs non-negative message_us, wire_ns_per_byte and reduce_ns_per_byte");
+  }
+  // The eager limit is optional (a model without one prices every message alike).
+  if (m->contains("eager_bytes") || m->contains("rendezvous_us")) {
+    const double eager = number(*m, "eager_bytes");
+    model.rendezvous_us = number(*m, "rendezvous_us");
+    if (eager < 0 || eager > 1e9 || model.rendezvous_us < 0) {
+      throw InputError("--allreduce-cost " + path + ": the --tee " + mode_name(mode) +
+                       " model's eager_bytes and rendezvous_us must both be non-negative numbers "
+                       "(eager_bytes at most 1e9); " +
+                       how_to_write(mode));
+    }
+    model.eager_bytes = static_cast<std::size_t>(eager);
+  }
+  return {model, "calibration " + path + " (tee " + mode_name(mode) + ")"};
+}
+
+void save_cost_model(const std::string& path, TeeMode mode, const comm::CostFit& fit,
+                     const nlohmann::json& about) {
+  std::error_code ec;
+  nlohmann::json doc = std::filesystem::exists(path, ec) ? read_json(path) : nlohmann::json::object();
+  if (!doc.is_object() || (doc.contains("format") && format_of(doc) != kFormat) ||
+      (doc.contains("models") && !doc["models"].is_object())) {
+    throw InputError("--calibrate " + path + ": exists and is not a " + kFormat + " file; give another path");
+  }
+  doc["format"] = kFormat;
+  nlohmann::json entry = cost_model_json(fit.model);
+  entry["fit_mean_abs_rel_error"] = fit.mean_abs_rel_error;
+  entry["measured"] = about;
+  doc["models"][mode_name(mode)] = entry;
+  std::ofstream f(path);
+  if (!f) throw InputError("--calibrate " + path + ": cannot open for writing");
+  f << doc.dump(2) << '\n';
+}
+
+AlgoSelection::AlgoSelection(std::optional<comm::ReduceAlgo> request, CostModelSource model, int ranks,
+                             std::size_t segment_bytes, std::size_t overhead)
+    : request_(request),
+      model_(std::move(model)),
+      ranks_(ranks),
+      segment_bytes_(segment_bytes),
+      overhead_(overhead) {}
+
+const comm::AlgoChoice& AlgoSelection::choice(int bucket, std::size_t count) {
+  const auto it = buckets_.find(bucket);
+  if (it != buckets_.end() && it->second.bytes == count * sizeof(float)) return it->second.choice;
+  Pick p{count * sizeof(float), comm::choose_algo(model_.model, ranks_, count, segment_bytes_, overhead_)};
+  if (request_) {
+    // A fixed algorithm runs as asked: at the run's segments, priced there.
+    const comm::ReduceAlgo algo = *request_;
+    const auto i = static_cast<std::size_t>(algo);
+    p.choice.algo = algo;
+    p.choice.segment_bytes = segment_bytes_;
+    p.choice.segments_of[i] = segment_bytes_;
+    p.choice.predicted_us[i] = model_.model.predict_us(
+        comm::allreduce_work(algo, ranks_, count, segment_bytes_, model_.model.eager_bytes, overhead_));
+  }
+  return (buckets_[bucket] = p).choice;
+}
+
+double AlgoSelection::predicted_us(int bucket, std::size_t count) {
+  const comm::AlgoChoice& c = choice(bucket, count);
+  return c.predicted_us[static_cast<std::size_t>(c.algo)];
+}
+
+std::string AlgoSelection::describe() const {
+  if (!request_) return "auto (cost model: ring, rd or rhd per bucket)";
+  return comm::reduce_algo_title(*request_);
+}
+
+nlohmann::json AlgoSelection::summary() const {
+  nlohmann::json counts = {{"ring", 0}, {"rd", 0}, {"rhd", 0}};
+  nlohmann::json buckets = nlohmann::json::array();
+  for (const auto& [b, p] : buckets_) {
+    counts[enum_name(p.choice.algo)] = counts[enum_name(p.choice.algo)].get<int>() + 1;
+    nlohmann::json predicted;
+    for (std::size_t i = 0; i < comm::kReduceAlgos.size(); ++i)
+      predicted[enum_name(comm::kReduceAlgos[i])] = p.choice.predicted_us[i];
+    buckets.push_back({{"bucket", b},
+                       {"bytes", p.bytes},
+                       {"algorithm", enum_name(p.choice.algo)},
+                       {"segment_bytes", p.choice.segment_bytes},
+                       {"predicted_us", predicted}});
+  }
+  nlohmann::json model = cost_model_json(model_.model);
+  model["source"] = model_.source;
+  return {
+      {"requested", comm::algo_name(request_)}, {"model", model}, {"counts", counts}, {"buckets", buckets}};
+}
+
+}  // namespace tt

@@ -1,0 +1,96 @@
+// Which all-reduce algorithm each gradient bucket takes (`--allreduce-algo auto|ring|rd|rhd`), and the
+// cost model behind `auto` (comm/allreduce/allreduce_cost.h): its coefficients from a calibration file that
+// `teetrain bench allreduce --calibrate FILE` writes, or from defaults for the TEE mode and platform.
+//
+// Note [same algorithm on every rank]: a bucket's algorithm is a function of the request, the model's
+// coefficients, P, the bucket's size and the segment size — all of them agreed before the first
+// gradient moves (the run's configuration, coefficients included, is compared across ranks at start-up)
+// and never a rank's own timing. Ranks that chose differently would post mismatched messages.
+//
+// The default is `ring`: rd and rhd sum in another order than the ring (docs/design.md §5), so `auto`
+// would change the parameters' bits of existing runs whenever it picks them at P >= 3, and, since its
+// pick depends on the TEE mode's costs, make --tee off and cc differ. With a fixed algorithm every
+// TEE mode gives the same bits.
+#pragma once
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "comm/allreduce/allreduce_algo.h"
+#include "comm/allreduce/allreduce_cost.h"
+#include "core/emulated/emulated_gpu.h"
+#include "engine/run_choices.h"
+#include "platform/emulated/virtual_seal_channel.h"
+
+namespace tt {
+
+struct CostModelSource {
+  comm::CostModel model;
+  std::string source;  // "defaults for tee cc (...)", "calibration runs/cost.json (tee cc)", ...
+};
+
+// What sealing one rank's ring messages costs on the emulated platform in virtual time: the modelled
+// host's AES-GCM (--host-aead-gbps, --host-crypto-cores, --host-message-us, --bounce-reencrypt), or the
+// emulated GPU's with device crypto. The one source of the sealing channel's charges and of the cost
+// model `auto` chooses by, so that what auto predicts is what the run then books.
+platform::CryptoCostModel modelled_crypto(const HostModel& host, const TeeSwitches& ts,
+                                          const EmulatedGpu& gpu);
+
+// The model for a TEE mode without a calibration: this class of machine's shared-memory link (or
+// --link-gbps), the CPU's AES-GCM per sealing thread, --cc-transfer-us per crossing; an emulated GPU
+// (`gpu`, null otherwise) brings its NVLink (--link emulate), HBM and AES-GCM rates, and in virtual time
+// the modelled host's sealing (modelled_crypto). `eager_limit`: the ranks' agreed MPI eager limit,
+// header included (engine/gradients/segments.h: agreed_link; 0: Open MPI's shared-memory default).
+CostModelSource default_cost_model(const ParallelOptions& parallel, const ComputeOptions& compute,
+                                   const TeeSwitches& ts, const EmulatedGpu* gpu,
+                                   std::size_t eager_limit = 0);
+
+// auto's model for a run: the plan's --allreduce-cost FILE (its model for the TEE mode), else the defaults
+// for the mode and platform. `train`'s host path and `bench allreduce` both take it from here.
+CostModelSource cost_model_for(const ParallelOptions& parallel, const ComputeOptions& compute,
+                               const TeeSwitches& ts, const EmulatedGpu* gpu, std::size_t eager_limit = 0);
+
+// The calibration file: {"format": "teetrain-allreduce-cost-v1", "models": {"off": {...}, "cc": ...}}.
+// Reads the model of `mode`; InputError (naming the file and the command that writes it) when the
+// file is unreadable, malformed or has no model for the mode.
+CostModelSource load_cost_model(const std::string& path, TeeMode mode);
+// Adds (or replaces) `mode`'s model in the file, creating it; `about` records how it was measured.
+void save_cost_model(const std::string& path, TeeMode mode, const comm::CostFit& fit,
+                     const nlohmann::json& about);
+nlohmann::json cost_model_json(const comm::CostModel& m);
+
+// Per bucket: the algorithm and its segments, remembered the first time the bucket is seen (bucket
+// sizes are fixed for a run), and what the model predicted for each algorithm. A fixed request runs
+// at the run's segments; auto may cut a small bucket's messages to the transport's eager limit
+// (comm/allreduce/allreduce_cost.h).
+class AlgoSelection {
+ public:
+  // overhead: the channel's wire bytes per message beyond the payload (header and tag when sealed).
+  AlgoSelection(std::optional<comm::ReduceAlgo> request, CostModelSource model, int ranks,
+                std::size_t segment_bytes, std::size_t overhead = 0);
+  // What runs for the bucket: algo and segment_bytes (predicted_us: the model's view of each algorithm).
+  const comm::AlgoChoice& choice(int bucket, std::size_t count);
+  comm::ReduceAlgo pick(int bucket, std::size_t count) { return choice(bucket, count).algo; }
+  // The model's time for what pick(bucket, count) runs, in microseconds.
+  double predicted_us(int bucket, std::size_t count);
+  const std::optional<comm::ReduceAlgo>& request() const { return request_; }
+  // "auto (cost model: ring, rd or rhd per bucket)", or the fixed algorithm's title.
+  std::string describe() const;
+  // {"requested", "model": {coefficients, "source"}, "counts": {"ring": n, ...}, "buckets": [...]}.
+  nlohmann::json summary() const;
+
+ private:
+  struct Pick {
+    std::size_t bytes = 0;
+    comm::AlgoChoice choice;
+  };
+  std::optional<comm::ReduceAlgo> request_;  // none: auto
+  CostModelSource model_;
+  int ranks_;
+  std::size_t segment_bytes_;
+  std::size_t overhead_;
+  std::map<int, Pick> buckets_;
+};
+
+}  // namespace tt

@@ -1,0 +1,130 @@
+#include "engine/gradients/ddp_reducer.h"
+
+#include <algorithm>
+
+namespace tt {
+
+std::vector<Bucket> plan_buckets(const std::vector<ParamInfo>& params, std::size_t num_params,
+                                 std::size_t first_cap_bytes, std::size_t cap_bytes) {
+  std::vector<Bucket> out;
+  if (num_params == 0) return out;
+  if (cap_bytes == 0) return {Bucket{0, num_params}};
+  // Parameters sorted by offset descending: backward finishes them in this order.
+  std::vector<const ParamInfo*> order;
+  for (const ParamInfo& p : params) order.push_back(&p);
+  std::sort(order.begin(), order.end(),
+            [](const ParamInfo* a, const ParamInfo* b) { return a->offset > b->offset; });
+  std::size_t end = num_params;
+  std::size_t cap = first_cap_bytes / sizeof(float);
+  for (const ParamInfo* p : order) {
+    if (end - p->offset >= cap) {
+      out.push_back(Bucket{p->offset, end});
+      end = p->offset;
+      cap = cap_bytes / sizeof(float);
+    }
+  }
+  if (end > 0) out.push_back(Bucket{0, end});
+  return out;
+}
+
+DdpReducer::DdpReducer(Backend& backend, Model& model, std::vector<Bucket> buckets, GradientPath& path,
+                       DdpOptions opts, Profiler* profiler)
+    : backend_(backend),
+      model_(model),
+      buckets_(std::move(buckets)),
+      path_(path),
+      opts_(opts),
+      profiler_(profiler),
+      clock_(profiler != nullptr ? profiler->clock() : wall_),
+      comm_thread_([this] { comm_loop(); }) {}
+
+DdpReducer::~DdpReducer() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  comm_thread_.join();
+}
+
+void DdpReducer::begin_step(long step) {
+  std::lock_guard lock(mu_);
+  step_ = step;
+  next_to_launch_ = 0;
+  completed_ = 0;
+  queue_.clear();
+}
+
+void DdpReducer::on_grad_ready(std::size_t from) {
+  if (opts_.overlap) launch_ready(from);
+}
+
+void DdpReducer::launch_ready(std::size_t from) {
+  backend_.publish();  // the communication thread may read [from, num_params) once this returns
+  const RunClock::TimePoint ready = clock_.now();
+  std::lock_guard lock(mu_);
+  bool any = false;
+  // Buckets are in launch order with decreasing offsets: launch each one whose slice is final.
+  while (next_to_launch_ < buckets_.size() && buckets_[next_to_launch_].begin >= from) {
+    queue_.push_back(Launched{next_to_launch_++, ready});
+    any = true;
+  }
+  if (any) cv_.notify_all();
+}
+
+void DdpReducer::finish_step() {
+  launch_ready(0);  // without overlap everything launches now; with it, anything left over
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [this] { return completed_ == buckets_.size() || error_ != nullptr; });
+  if (error_ != nullptr) {
+    std::exception_ptr e = error_;
+    error_ = nullptr;
+    std::rethrow_exception(e);
+  }
+  clock_.advance_to(last_done_);  // the averaged gradients exist from then on
+  if (profiler_ != nullptr) profiler_->add(Counter::Buckets, static_cast<int64_t>(buckets_.size()));
+}
+
+void DdpReducer::comm_loop() {
+  const float inv_world = 1.0f / static_cast<float>(opts_.world);
+  for (;;) {
+    std::size_t b = 0;
+    long step = 0;
+    RunClock::TimePoint ready{};
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      if (stop_) return;
+      b = queue_.front().bucket;
+      ready = queue_.front().ready;
+      queue_.pop_front();
+      step = step_;
+    }
+    try {
+      const Bucket& bk = buckets_[b];
+      float* g = model_.grad_data() + bk.begin;
+      clock_.advance_to(ready);  // a bucket cannot leave before backward has made it final
+      const RunClock::TimePoint t0 = clock_.now();
+      path_.sum(g, bk.size(), step, static_cast<int>(b));
+      {
+        ScopedPhase t(profiler_, Phase::Reduce, Lane::Comm, "average");
+        backend_.scale(g, inv_world, bk.size());
+      }
+      if (profiler_ != nullptr && profiler_->tracing()) {
+        profiler_->record("bucket " + std::to_string(b), Lane::Comm, t0, clock_.now());
+      }
+    } catch (...) {
+      std::lock_guard lock(mu_);
+      error_ = std::current_exception();
+      cv_.notify_all();
+      continue;
+    }
+    const RunClock::TimePoint done = clock_.now();
+    std::lock_guard lock(mu_);
+    last_done_ = std::max(last_done_, done);
+    ++completed_;
+    cv_.notify_all();
+  }
+}
+
+}  // namespace tt

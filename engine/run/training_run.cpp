@@ -1,0 +1,461 @@
+#include "engine/run/training_run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "base/error.h"
+#include "comm/secure/secure_session.h"
+#include "engine/checkpoint/sealed_codec.h"
+#include "engine/keys/key_file.h"
+#include "engine/param_chunks.h"
+#include "engine/run/host_layout.h"
+#include "engine/run/platform_profile.h"
+#include "engine/run/trace_writer.h"
+#include "models/model_registry.h"
+#include "platform/platform.h"
+
+namespace tt {
+namespace {
+
+// The banner's TEE field: the mode and the switches it resolved to.
+std::string tee_label(const TeeOptions& o, const TeeSwitches& ts) {
+  if (!ts.on) return "tee off";
+  return std::string("tee ") + name(o.settings.mode) + " (" + enum_name(ts.cipher) + ", pipeline " +
+         (ts.pipeline ? "on" : "off") + ", forward-ag " + (ts.forward_ag ? "on" : "off") +
+         ", crypto threads " + std::to_string(ts.crypto_threads) + ", ingress " +
+         (ts.direct_ingress ? "direct" : "bounce") +
+         (ts.device_crypto ? ", gradients sealed on the GPU" : "") + ")";
+}
+
+// The summary's "attestation" object (null with TEE off): how the peers were authenticated, whether
+// revoked devices were refused, and a warning when either is not so.
+nlohmann::json attestation_json(const std::optional<comm::AttestConfig>& attest, int world) {
+  if (!attest) return nullptr;
+  const AttestationSummary s = attestation_summary(*attest, world);
+  nlohmann::json j = {
+      {"mode", s.mode}, {"authenticated", s.authenticated}, {"revocation_checked", s.revocation_checked}};
+  if (!s.warning.empty()) j["warning"] = s.warning;
+  return j;
+}
+
+// What the trainer measured, as the summary's first fields.
+nlohmann::json result_json(const TrainResult& r, bool images) {
+  return {{"steps", r.steps},
+          {"final_loss", r.final_loss},
+          {"val_loss", r.val_loss},
+          {"val_accuracy", r.val_accuracy},
+          {images ? "images_per_s" : "tokens_per_s", r.items_per_s},
+          {"items_per_s", r.items_per_s},
+          {"items", images ? "images" : "tokens"},
+          {"step_s_mean", r.step_seconds_mean},
+          {"time", r.virtual_time ? "virtual" : "wall"},  // virtual: computed (docs/design.md §11)
+          {"timed_steps", r.timed_steps},
+          {"train_seconds", r.seconds},
+          {"params_sha256", r.params_sha256}};
+}
+
+}  // namespace
+
+nlohmann::json gather_phase_report(DistContext& dist, const Profiler& profiler, long steps) {
+  const auto totals = profiler.phase_totals();
+  std::vector<double> per_step(totals.begin(), totals.end());
+  for (double& v : per_step) v /= static_cast<double>(std::max(1L, steps));
+  // The trainer times the whole batch fetch as data; sealed loaders also time their ingress part
+  // (opening, bounce path), so data is reported net of it and the phases still add up.
+  auto& data = per_step[static_cast<std::size_t>(Phase::Data)];
+  data = std::max(0.0, data - per_step[static_cast<std::size_t>(Phase::Ingress)]);
+  const auto [mx, mean] = dist.max_and_mean(per_step);
+  nlohmann::json phases = nlohmann::json::object();
+  for (int i = 0; i < Profiler::kPhases; ++i) {
+    const auto idx = static_cast<std::size_t>(i);
+    phases[std::string(phase_name(static_cast<Phase>(i)))] = {{"max", mx[idx]}, {"mean", mean[idx]}};
+  }
+  const auto counts = profiler.counter_totals();
+  nlohmann::json counters = nlohmann::json::object();
+  for (int i = 0; i < Profiler::kCounters; ++i) {
+    counters[std::string(counter_name(static_cast<Counter>(i)))] =
+        dist.gather(counts[static_cast<std::size_t>(i)]);
+  }
+  return {{"phases", phases}, {"counters", counters}};
+}
+
+double main_thread_seconds(const nlohmann::json& report) {
+  double s = 0;
+  for (const Phase p : {Phase::Data, Phase::Ingress, Phase::Forward, Phase::Backward, Phase::CommExposed,
+                        Phase::Optimizer, Phase::Checkpoint, Phase::Validation, Phase::Bookkeeping}) {
+    s += report["phases"][std::string(phase_name(p))]["mean"].get<double>();
+  }
+  return s;
+}
+
+namespace {
+
+// An image model's data opens first: its shape and classes complete the plan (engine/run/run_plan.h).
+// The options are checked before (every conflict, exit 2): a bad flag never waits on reading a dataset.
+std::optional<ImageSource> open_images(const TrainOptions& o) {
+  validate(o);
+  if (!is_image_model(o.model)) return std::nullopt;
+  return open_image_source({o.data.path, o.schedule.seed, /*augment=*/false,
+                            o.tee.settings.mode != TeeMode::Off, o.tee.allow_plain_data});
+}
+
+int world_size() {
+  int world = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  return world;
+}
+
+}  // namespace
+
+TrainingRun::TrainingRun(const TrainOptions& opts)
+    : profiler_(/*trace=*/!opts.output.trace.empty()),
+      img_(open_images(opts)),
+      plan_(opts, img_ ? &*img_ : nullptr, world_size()) {  // every conflicting choice at once (exit 2)
+  if (plan_.compute().virtual_time()) profiler_.use_clock(virtual_clock_);
+  const ParallelOptions& par = plan_.parallel();
+  links_.emplace(MPI_COMM_WORLD, std::chrono::milliseconds(static_cast<long>(par.timeout_s * 1000.0)),
+                 par.wait, par.host_transport, plan_.tee().adversary, plan_.switches().on);
+  rank_ = links_->rank();
+  world_ = links_->size();
+  if (links_->wire().active() && rank_ == 0) std::fprintf(stderr, "%s\n", links_->wire().banner().c_str());
+  start_links();
+  open_data();
+  build_model();
+  setup_checkpoints();
+  restore_or_broadcast();
+  agree_on_inputs();
+  build_reducer();
+  facts_ = gather_facts();
+}
+
+// In TEE mode: attest the ring neighbours, agree keys, and build the one sealed channel that carries
+// every message between ranks from then on (gradients, broadcasts, agreement, replica checks); then
+// check every rank runs this configuration with the same trust root and policy (Note [Agreed
+// inputs], round one), and release the keys at rest.
+void TrainingRun::start_links() {
+  comm::Transport& transport = links_->transport();
+  const TeeOptions& tee = plan_.tee();
+  const TeeSwitches& ts = plan_.switches();
+  const std::string config = plan_.json().dump();
+  links_->secure(
+      tee.trust, config,
+      TeeChannelOptions{ts.cipher, tee.settings.rekey_mb, static_cast<std::size_t>(ts.crypto_threads)},
+      &profiler_);
+  const std::optional<comm::AttestConfig>& attest = links_->attest();
+  dist_.emplace(transport, links_->channel(), &profiler_);
+  add_configuration(inputs_, config);
+  if (attest && attest->anchor) add_trust(inputs_, *attest->anchor);
+  if (attest) add_policy(inputs_, attest->policy);
+  agree_inputs(*dist_, inputs_);
+  if (!ts.on) return;
+  TeeSession& session = *links_->session();
+  if (!session.keys().group.empty()) add_key(inputs_, "session group key", session.keys().group.secret());
+  const bool sealed_data =
+      img_ ? img_->sealed() : require_sealed_data(plan_.data().path, "train", tee.allow_plain_data);
+  at_rest_ = release_at_rest_keys(
+      transport, session.keys(), tee.key_file, sealed_data, plan_.checkpoints().any(),
+      [](const std::string& w) { std::fprintf(stderr, "teetrain: warning: %s\n", w.c_str()); });
+  session.end_setup();  // every secret is out: wipe the session's link and group secrets
+  if (at_rest_.dataset) add_key(inputs_, "dataset key", at_rest_.dataset->secret());
+  if (at_rest_.checkpoint) add_key(inputs_, "checkpoint key", at_rest_.checkpoint->secret());
+}
+
+void TrainingRun::open_data() {
+  const DataOptions& d = plan_.data();
+  const TeeSwitches& ts = plan_.switches();
+  if (!img_) {
+    const ScheduleOptions& s = plan_.schedule();
+    data_ = open_token_data(
+        {d.path, s.seq, s.seed, d.ingress_gbps, model_vocab(plan_.model()), is_masked_lm(plan_.model())}, ts,
+        at_rest_.dataset ? &*at_rest_.dataset : nullptr, rank_, profiler_);
+    if (!data_.val && rank_ == 0 && !plan_.output().quiet)
+      std::fprintf(stderr, "note: no validation split for --data %s; reporting training loss only\n",
+                   d.path.c_str());
+    add_token_data(inputs_, data_);
+    return;
+  }
+  // Sealed image sets open only now, with the released dataset key (their shape came from the clear
+  // metadata).
+  if (img_->sealed()) {
+    img_->open_sealed(*at_rest_.dataset,
+                      {ts.direct_ingress ? IngressMode::Direct : IngressMode::Bounce, ts.cipher,
+                       static_cast<uint32_t>(rank_), d.ingress_gbps},
+                      &profiler_);
+  }
+  data_.train = img_->train;
+  data_.val = img_->val;
+  data_.describe = img_->describe;
+  add_image_data(inputs_, *img_);
+}
+
+// The platform, chosen once from the plan (platform/platform.h). On the emulated one the real model and
+// optimizer run on an EmulatedBackend, whose ops are waits on the chosen GPU; gradients' bytes,
+// buckets, ring, crypto and ingress stay real.
+void TrainingRun::build_model() {
+  const ComputeOptions& c = plan_.compute();
+  threads_ = default_threads(c.threads);
+  ranks_per_host_ = ranks_on_this_host();
+  platform_ =
+      platform::platform_entry(c.platform()).make(platform_options(c, threads_, rank_, profiler_.clock()));
+  backend_ = &platform_->backend();
+  model_ = make_model(*backend_, plan_.model());
+  // Placeholder values (an emulated GPU's memory holds zeros): drawing 1.5B random numbers on the
+  // host for gpt2-xl would only cost time and memory.
+  if (platform_->real_values()) model_->init_params(plan_.schedule().seed);
+  const std::string notice = platform_->notice(model_->name(), c.virtual_time());
+  if (!notice.empty() && rank_ == 0) std::fprintf(stderr, "%s\n", notice.c_str());
+  // Threads only compute where the model runs on this CPU (an emulated GPU's ops are waits).
+  const std::string binding = c.device == DeviceKind::Cpu && platform_->real_values()
+                                  ? thread_binding_warning(threads_)
+                                  : std::string();
+  if (!binding.empty() && rank_ == 0) std::fprintf(stderr, "teetrain: warning: %s\n", binding.c_str());
+  const OutputOptions& out = plan_.output();
+  tc_.schedule = plan_.schedule();
+  tc_.progress = !out.no_progress && !out.quiet;
+  tc_.metrics_path = rank_ == 0 ? out.metrics : "";
+  tc_.save_every = plan_.checkpoints().save_every;
+  tc_.digest_params = platform_->real_values();
+  optimizer_ = make_optimizer(*backend_, tc_.schedule.optimizer, model_->num_params());
+  if (const long every = plan_.parallel().check_replicas; every > 0) {
+    tc_.after_step = [this, every](long step) {
+      if (step % every == 0) dist_->check_replicas(*backend_, *model_, step);
+    };
+  }
+}
+
+// Checkpoints: rank 0 writes them (replicas are identical); every rank reads them on resume. They
+// are sealed in TEE mode (the model, optimizer state and run state never rest in clear). The key
+// owner's anti-rollback record (engine/checkpoint/freshness.h) needs the master key, which only rank 0 holds.
+void TrainingRun::setup_checkpoints() {
+  const CheckpointOptions& ck = plan_.checkpoints();
+  const std::string& key_file = plan_.tee().key_file;
+  codec_ = at_rest_.checkpoint ? make_sealed_codec(*at_rest_.checkpoint, plan_.switches().cipher)
+                               : make_plain_codec();
+  // The master key as rank 0 read it to release the keys (one read: the file could be replaced
+  // between two), used for the freshness key and then dropped.
+  if (at_rest_.master) freshness_.emplace(freshness_record_path(key_file), *at_rest_.master);
+  at_rest_.master.reset();
+  if (ck.save_every > 0 && rank_ == 0)
+    store_ = std::make_unique<CheckpointStore>(
+        ck.dir, ck.keep, *codec_, freshness_ ? &*freshness_ : nullptr,
+        [](const std::string& w) { std::fprintf(stderr, "teetrain: warning: %s\n", w.c_str()); });
+  tc_.save_checkpoint = [this](long step, uint64_t samples) {
+    if (rank_ != 0) return;
+    const CheckpointMeta meta{step, samples, plan_.schedule().seed, params_sha256(*backend_, *model_),
+                              plan_.json()};
+    const auto dir = store_->save(*backend_, *model_, optimizer_.get(), meta);
+    if (tc_.progress) std::fprintf(stderr, "\ncheckpoint: %s\n", dir.c_str());
+  };
+}
+
+void TrainingRun::restore_or_broadcast() {
+  const std::string& resume = plan_.checkpoints().resume;
+  if (resume.empty()) {
+    if (platform_->real_values())
+      dist_->broadcast_params(*backend_, *model_);  // every replica starts from rank 0's parameters
+    return;
+  }
+  const auto dir = CheckpointStore::resolve(resume);
+  // Every rank runs the checks of `teetrain ckpt verify` (manifest, digests, chunks, chain); rank 0
+  // also refuses a rollback past the freshness record (the others get no record: nullptr).
+  const VerifiedCheckpoint ck = open_verified_checkpoint(dir, codec_->key());
+  const CheckpointMeta meta =
+      CheckpointStore::load(ck, *backend_, *model_, optimizer_.get(), freshness_ ? &*freshness_ : nullptr);
+  if (store_) store_->continue_lineage(ck);  // same run_id; the next save chains to this manifest
+  add_checkpoint(inputs_, ck);
+  if (meta.config.contains("model") && meta.config["model"] != plan_.json()["model"]) {
+    throw InputError("--resume " + dir.string() + ": checkpoint model " + meta.config["model"].dump() +
+                     " differs from this run's; use the same --model and shape flags");
+  }
+  start_step_ = meta.step;
+  samples_ = meta.samples_consumed;
+  if (start_step_ >= plan_.schedule().steps) {
+    throw InputError("--resume: the checkpoint is at step " + std::to_string(start_step_) +
+                     "; --steps must be larger to continue");
+  }
+  if (rank_ == 0 && !plan_.output().quiet) {
+    std::fprintf(stderr, "resumed from %s at step %ld%s\n", dir.c_str(), start_step_,
+                 freshness_ && freshness_->exists() ? " (not older than the freshness record)" : "");
+    const std::string rollback = rollback_warning(freshness_ ? &*freshness_ : nullptr);
+    if (!rollback.empty()) std::fprintf(stderr, "teetrain: warning: %s\n", rollback.c_str());
+  }
+}
+
+// Every input is open (data, checkpoint) and no step has run: every rank checks that all of them
+// opened the same things, and that the data owner's pins hold (Note [Agreed inputs], round two).
+void TrainingRun::agree_on_inputs() {
+  inputs_ = agree_inputs(*dist_, inputs_, {plan_.data().expect_dataset, plan_.checkpoints().expect});
+}
+
+// Note [Shared buffers] (comm/transport/shm_transport.h): where the ring adds this CPU's gradients in
+// plaintext and reaches other ranks of this host through shared memory, the gradient arena moves into a
+// SharedBuffer shared with the transport, so that those ranks add from it in place. Returns where the
+// gradients are and why.
+std::string TrainingRun::place_grads() {
+  if (plan_.parallel().grad_memory == comm::BufferMemory::Private)
+    return "private (--grad-memory private, the default)";
+  if (plan_.switches().on) return "private (a TEE keeps the plaintext gradients to this rank)";
+  if (plan_.compute().platform() != DeviceKind::Cpu || !platform_->real_values())
+    return "private (the gradients are not in this CPU's memory)";
+  comm::Transport& t = links_->transport();
+  bool host_peer = false;
+  for (int r = 0; r < world_; ++r) host_peer = host_peer || (r != rank_ && t.sums_on_receive(r));
+  if (!host_peer) return "private (no other rank on this host is reached through shared memory)";
+  std::string error;
+  auto buffer = comm::SharedBuffer::create(model_->num_params() * sizeof(float), error);
+  if (!buffer) return "private (no shared buffer: " + error + ")";
+  grad_buffer_.emplace(std::move(*buffer));
+  model_->place_grads(grad_buffer_->floats());
+  grad_share_.emplace(t, *grad_buffer_);
+  return "shared (the ranks on this host add from each other's gradients in place)";
+}
+
+// Gradient reduction on the reducer's communication thread: one path, chosen by the engine from the
+// plan, over the link the ranks agree on here (collective).
+void TrainingRun::build_reducer() {
+  const ParallelOptions& par = plan_.parallel();
+  if (plan_.reduced()) grad_memory_ = place_grads();
+  const LinkFacts link = links_->agree_link(par.link == LinkModel::Emulate);
+  path_ = build_gradient_path(GradientSetup{.parallel = par,
+                                            .compute = plan_.compute(),
+                                            .tee = plan_.switches(),
+                                            .platform = *platform_,
+                                            .mpi = &links_->mpi(),
+                                            .transport = links_->transport(),
+                                            .channel = links_->channel(),
+                                            .sealed = links_->sealed(),
+                                            .ranks_on_host = ranks_per_host_,
+                                            .profiler = profiler_,
+                                            .link = link,
+                                            .adversary = plan_.tee().adversary.has_value()});
+  const std::size_t cap = static_cast<std::size_t>(par.bucket_mb * 1024.0 * 1024.0);
+  buckets_ = plan_buckets(model_->params(), model_->num_params(),
+                          std::min<std::size_t>(std::size_t{1} << 20, cap), cap);
+  if (!plan_.reduced()) return;
+  reducer_ = std::make_unique<DdpReducer>(*backend_, *model_, buckets_, *path_,
+                                          DdpOptions{par.overlap, world_}, &profiler_);
+}
+
+TrainResult TrainingRun::run() {
+  RankInfo ranks{rank_, world_, [this](double x) { return dist_->mean(x); }};
+  if (profiler_.virtual_time()) {
+    // Note [Virtual time]: where the ranks wait for each other on the training thread, their times meet.
+    ranks.sync_clocks = [this] {
+      RunClock& clock = profiler_.clock();
+      const double mine = static_cast<double>(clock.now().time_since_epoch().count());
+      const double latest = dist_->max_and_mean({mine}).first.at(0);
+      clock.advance_to(RunClock::TimePoint(RunClock::TimePoint::duration(static_cast<long long>(latest))));
+    };
+  }
+  Trainer trainer(*backend_, *model_, *optimizer_, profiler_, ranks, reducer_.get(), tc_, data_.train,
+                  data_.val);
+  return trainer.run(start_step_, samples_);
+}
+
+RunReport TrainingRun::finish(const TrainResult& r) {
+  RunReport out;
+  out.phases = gather_phase_report(*dist_, profiler_, r.timed_steps);
+  out.adversary_view = links_->wire().report();
+  if (const std::string& trace = plan_.output().trace; !trace.empty()) {
+    write_trace_part(trace, rank_, profiler_.trace_events());
+    dist_->mean(0.0);  // barrier: every part is on disk before rank 0 merges
+    if (rank_ == 0) out.trace_parts = merge_trace_parts(trace, world_);
+  }
+  return out;
+}
+
+bool TrainingRun::bf16_emulated() const {
+  const EmulatedGpu* gpu = platform_->modelled_gpu();
+  return gpu != nullptr && gpu->precision == GpuPrecision::Bf16;
+}
+
+double TrainingRun::memory_state_gib() const {
+  return static_cast<double>(model_->num_params()) * (bf16_emulated() ? 18.0 : 16.0) / (1 << 30);
+}
+
+double TrainingRun::memory_gib() const {
+  const bool bf16 = bf16_emulated();
+  const double state = memory_state_gib() * (1 << 30);
+  const double activations =
+      static_cast<double>(model_->activation_bytes(plan_.schedule().batch, plan_.schedule().seq)) *
+      (bf16 ? 0.5 : 1.0);
+  return (state + activations) / (1 << 30);
+}
+
+RunDescription TrainingRun::gather_facts() const {
+  RunDescription d;
+  d.model = model_->name();
+  d.params = model_->num_params();
+  d.memory_gib = memory_gib();
+  d.memory_state_gib = memory_state_gib();
+  d.world = world_;
+  d.threads = threads_;
+  d.tee = tee_label(plan_.tee(), plan_.switches());
+  d.buckets = buckets_.size();
+  d.data = data_.describe;
+  d.backend = backend_->describe();
+  d.cc_transfer_us = platform_->cc_transfer_us();
+  if (d.reduced) {
+    d.gradients = path_->describe();
+    d.segment = path_->segment();
+    d.host_transport = links_->host_transport_description();
+    d.grad_memory = grad_memory_;
+    const AlgoSelection* selection = path_->selection();
+    d.selection = selection != nullptr ? selection->summary() : nlohmann::json(nullptr);
+  } else {
+    d.gradients = "not reduced (one rank)";
+  }
+  d.attestation_summary = attestation_json(links_->attest(), world_);
+  if (const auto& attest = links_->attest()) {
+    d.attestation = attestation_banner(*attest, world_);
+    d.unauthenticated = !attestation_summary(*attest, world_).warning.empty();
+  }
+  d.images = img_.has_value();
+  d.agreed_inputs = inputs_.describe();
+  return d;
+}
+
+nlohmann::json TrainingRun::summary(const TrainResult& r, const RunReport& report) const {
+  const RunDescription& d = facts_;
+  const EmulatedGpu* gpu = platform_->modelled_gpu();
+  const nlohmann::json& phases = report.phases;
+  const auto or_null = [&d](const std::string& v) {
+    return d.reduced ? nlohmann::json(v) : nlohmann::json(nullptr);
+  };
+  nlohmann::json s = result_json(r, d.images);
+  s.update({{"num_params", d.params},
+            {"memory_gib_per_rank", d.memory_gib},
+            {"memory_state_gib_per_rank", d.memory_state_gib},
+            {"world_size", d.world},
+            {"allreduce", name(plan_.parallel().allreduce)},
+            {"gradient_path", d.reduced ? d.gradients : "none"},
+            {"allreduce_selection", d.selection},
+            {"cc_transfer_us", d.cc_transfer_us},
+            // The segments as cut (config's segment_kb 0 is automatic: engine/gradients/segments.h).
+            {"segment_bytes", d.segment ? nlohmann::json(d.segment->bytes) : nlohmann::json(nullptr)},
+            {"segment", d.segment ? nlohmann::json(d.segment->why) : nlohmann::json(nullptr)},
+            {"host_transport", or_null(d.host_transport)},
+            {"grad_memory", or_null(d.grad_memory)},
+            {"bucket_mb", plan_.parallel().bucket_mb},
+            {"buckets", d.buckets},
+            {"overlap", plan_.parallel().overlap ? "on" : "off"},
+            {"tee", plan_.json().at("tee")},  // the agreed configuration's: the resolved mode and switches
+            {"rekeys", links_->session() != nullptr ? links_->session()->channel().rekeys() : 0},
+            {"attestation", d.attestation_summary},
+            {"agreed_inputs", inputs_.to_json()},
+            {"bytes_sent", phases["counters"]["bytes_sent"]},
+            {"phases", phases["phases"]},
+            {"phases_accounted_s", main_thread_seconds(phases)},
+            {"counters", phases["counters"]},
+            {"backend", d.backend},
+            {"threads", d.threads},
+            {"host_cores", host_cores()},
+            {"ranks_per_host", ranks_per_host_},
+            {"compute", name(plan_.compute().mode)},
+            {"gpu", gpu ? nlohmann::json(gpu->describe()) : nlohmann::json(nullptr)},
+            {"config", plan_.json()}});
+  return s;
+}
+
+}  // namespace tt
