@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checkpoints against an attacker who controls the checkpoint directory (README "Checkpoints"):
+# Checkpoints against an attacker who controls the checkpoint directory (docs/training.md, "Checkpoints"):
 # every manipulation makes both `teetrain train --resume` and `teetrain ckpt verify` exit 3 with a
 # short message naming the file; an untouched checkpoint resumes bit for bit. One rank, no mpirun.
 source "$(dirname "$0")/lib.sh" "$@"

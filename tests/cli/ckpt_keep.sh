@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `--keep` against a checkpoint directory an attacker has written into (README "Checkpoints"): it
+# `--keep` against a checkpoint directory an attacker has written into (docs/training.md, "Checkpoints"): it
 # deletes only the run's own saves, found by walking its manifests' hash chain back from the save it
 # just made; a planted `step_99999999/COMPLETE`, a step directory of garbage and another run's genuine
 # checkpoints are left alone with one warning line each. Also: a resume without a freshness record

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Hostile files where teetrain reads its inputs (README "Hostile files"): a FIFO in place of a key,
+# Hostile files where teetrain reads its inputs (docs/training.md, "Hostile files"): a FIFO in place of a key,
 # trust root, CRL, policy, evidence, device identity, checkpoint file, freshness record, token shard,
 # sealed shard, image file or text file is refused at once with exit 2 and a line naming the path and
 # what it is; non-UTF-8 and over-long paths and a read-only checkpoint directory get exit 2 and a clear

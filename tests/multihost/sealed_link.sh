@@ -4,7 +4,7 @@
 # sealed and plain sums are exact, the report gives the sealed/plain ratio and the target it is read
 # against, a bad option is refused, and the rig's ranks wait adaptively (the rig tells Open MPI to
 # yield, and the bench follows). The ratio itself is a benchmark figure, never a bar here: it
-# depends on what else shares the cores (README "Benchmarks" has the measured one).
+# depends on what else shares the cores (docs/benchmarks.md has the measured one).
 source "$(dirname "$0")/rig.sh" "$@"
 rig_check
 BENCH="$(dirname "$0")/../../tools/bench/sealed_link.sh"
