@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "base/error.h"
+#include "base/hex.h"
 #include "engine/image_source.h"
 #include "engine/token_source.h"
 #include "engine/verified_checkpoint.h"
@@ -64,9 +65,10 @@ std::string what(const AgreedInput& in) {
   return in.name.empty() ? k.label : std::string(k.label) + " " + in.name;
 }
 
-// Digests and ids shortened to 16 characters for rank-to-rank messages and the report.
+// Digests and ids shortened to 16 characters for rank-to-rank messages and the report; a short value
+// (a count, a name) prints whole.
 std::string shorten(const std::string& v) {
-  return v.size() > 20 ? v.substr(0, 16) + "..." : v;
+  return v.size() > 20 ? short_hex(v, 16) : v;
 }
 
 std::string json_key(const char* field) {
