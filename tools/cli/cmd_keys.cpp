@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "base/error.h"
+#include "base/warning.h"
 #include "data/image_dataset.h"
 #include "data/sealed_images.h"
 #include "data/sealed_tokens.h"
@@ -32,10 +33,6 @@ struct SealDataOptions {
   // for images (kImageSealChunkSize: one chunk opened per shuffled image).
   uint32_t chunk_kb = 0;
 };
-
-void warn(const std::string& w) {
-  std::fprintf(stderr, "teetrain: warning: %s\n", w.c_str());
-}
 
 // "fashion-mnist" -> "fashion-mnist"; "data/cifar-10-batches-bin/" -> "cifar-10-batches-bin".
 std::string image_set_name(const std::string& spec) {
@@ -77,7 +74,7 @@ void run_seal_data(const SealDataOptions& o) {
   if (!o.name.empty() && o.images.empty()) throw InputError("--name applies to --images only");
   if (o.chunk_kb > (1u << 20))
     throw InputError("--chunk-kb " + std::to_string(o.chunk_kb) + ": at most 1048576 (1 GiB)");
-  const tee::MasterKey master = load_key_file(o.key_file, warn, KeyUse::SealNew);
+  const tee::MasterKey master = load_key_file(o.key_file, print_warning, KeyUse::SealNew);
   if (!o.images.empty()) {
     seal_images(o, *cipher, derive_dataset_key(master));
     return;
@@ -105,7 +102,7 @@ void register_keys(CLI::App& app) {
                "Overwrite an existing key file (everything sealed with it becomes unreadable)");
   kg->callback([k] {
     const std::string fp = create_key_file(k->out, k->force);
-    const tee::MasterKey master = load_key_file(k->out, warn);
+    const tee::MasterKey master = load_key_file(k->out, print_warning);
     std::printf(
         "created %s (fingerprint %s; dataset key %s, checkpoint key %s). Keep it secret; it is never "
         "printed.\n",
