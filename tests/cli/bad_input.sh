@@ -18,5 +18,11 @@ expect_exit 2 "n_head|divisible|head" -- "${TRAIN[@]}" --data "$D" --n-head 5
 expect_exit 2 "resume" -- "${TRAIN[@]}" --data "$D" --resume "$WORK/no_such_ckpt"
 expect_exit 2 "not a number|could not be converted|valid" -- "${TRAIN[@]}" --data "$D" --lr abc
 expect_exit 2 "ckpt" -- "$TT" sample --ckpt "$WORK/no_such_ckpt"
+# train and seal-data take the same --cipher spellings (tee/aead.h's one table), as the README writes
+# them: a spelling outside it is refused by both, naming the choices.
+for bad in AES-256-GCM aes-256-cbc; do
+  expect_exit 2 "aes-256-gcm.*chacha20-poly1305" -- "${TRAIN[@]}" --data "$D" --tee fast --cipher "$bad"
+  expect_exit 2 "aes-256-gcm.*chacha20-poly1305" -- "$TT" seal-data --data "$D" --out "$WORK/sealed" --cipher "$bad"
+done
 expect_exit 2 "no text|not found|no such|cannot" -- "$TT" prepare-text "$WORK/empty_dir_missing" --out "$WORK/o"
 finish
