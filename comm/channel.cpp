@@ -17,7 +17,7 @@ const char* phase_name(MessagePhase p) {
       return "broadcast";
     case MessagePhase::Barrier:
       return "barrier";
-    case MessagePhase::Allgather:
+    case MessagePhase::BlobAllgather:
       return "allgather";
     case MessagePhase::RdFold:
       return "rd_fold";

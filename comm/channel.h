@@ -28,7 +28,7 @@ enum class MessagePhase : std::uint8_t {
   AllGather = 1,      // ring: finished chunks travelling around the ring
   Broadcast = 2,
   Barrier = 3,
-  Allgather = 4,         // small-blob allgather (digests)
+  BlobAllgather = 4,     // small-blob allgather (digests); phase_name() prints "allgather"
   RdFold = 5,            // recursive doubling: an extra rank's buffer to its partner (P not 2^k)
   RdExchange = 6,        // recursive doubling: step `hop`, whole buffers swapped with rank ^ 2^hop
   RdUnfold = 7,          // recursive doubling: the result back to the extra rank
@@ -41,7 +41,7 @@ const char* phase_name(MessagePhase p);
 // A message of the gradient all-reduce (any algorithm): what the ring_sealed / ring_opened counters
 // count (docs/design.md §5's arithmetic).
 inline bool is_allreduce_phase(MessagePhase p) {
-  return p != MessagePhase::Broadcast && p != MessagePhase::Barrier && p != MessagePhase::Allgather;
+  return p != MessagePhase::Broadcast && p != MessagePhase::Barrier && p != MessagePhase::BlobAllgather;
 }
 
 inline constexpr int kAnyRank = -1;  // receiver of a group message (forward-wire all-gather)

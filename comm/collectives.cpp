@@ -153,10 +153,10 @@ std::vector<std::byte> Collectives::allgather(std::span<const std::byte> mine, s
     const int out_block = (r - s + p) % p;
     const int in_block = (r - s - 1 + 2 * p) % p;
     const auto hop = static_cast<std::uint32_t>(s);
-    const auto out_ctx = make_ctx(MessagePhase::Allgather, seq, hop, static_cast<std::uint32_t>(out_block), 0,
-                                  out_block, r, next, n);
-    const auto in_ctx = make_ctx(MessagePhase::Allgather, seq, hop, static_cast<std::uint32_t>(in_block), 0,
-                                 in_block, prev, r, n);
+    const auto out_ctx = make_ctx(MessagePhase::BlobAllgather, seq, hop,
+                                  static_cast<std::uint32_t>(out_block), 0, out_block, r, next, n);
+    const auto in_ctx = make_ctx(MessagePhase::BlobAllgather, seq, hop, static_cast<std::uint32_t>(in_block),
+                                 0, in_block, prev, r, n);
     Request send;
     send_sealed(next, tags::kAllgather, out_ctx,
                 std::span<const std::byte>(all).subspan(n * static_cast<std::size_t>(out_block), n), wire,

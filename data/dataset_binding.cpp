@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "base/error.h"
+#include "base/hex.h"
 #include "tee/bytes.h"
 #include "tee/errors.h"
 #include "tee/regular_file.h"
@@ -16,22 +17,11 @@ namespace {
 
 constexpr const char* kReseal = "re-run `teetrain seal-data` to re-seal the dataset";
 
-bool is_hex(const std::string& s, std::size_t n) {
-  return s.size() == n && std::all_of(s.begin(), s.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
-}
-
 // Split names go into the manifest's space-separated lines, so they must not hold spaces or newlines.
 bool is_split_name(const std::string& s) {
   return !s.empty() && s.size() <= 32 && std::all_of(s.begin(), s.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
   });
-}
-
-// "3f2a9c1e...": enough of an id or digest to tell two apart in a message.
-std::string short_hex(const std::string& h) {
-  return h.substr(0, 8) + "...";
 }
 
 // Reads the binding fields of (authenticated) metadata; every problem is an IntegrityError naming
@@ -83,7 +73,7 @@ class BindingReader {
 // ---- DatasetBinding ----
 
 std::string DatasetBinding::describe() const {
-  return "dataset " + short_hex(dataset) + ", " + split + " shard " + std::to_string(shard) + " of " +
+  return "dataset " + short_hex(dataset, 8) + ", " + split + " shard " + std::to_string(shard) + " of " +
          std::to_string(shards);
 }
 
@@ -193,7 +183,7 @@ std::vector<std::size_t> check_split_files(const std::vector<BoundFile>& files, 
   if (missing != order.end()) {
     throw IntegrityError("sealed " + split + " split next to '" + files.front().file.string() + "': shard " +
                          std::to_string(missing - order.begin()) + " of " + std::to_string(n) + " (dataset " +
-                         short_hex(files.front().binding.dataset) + ") is missing (" +
+                         short_hex(files.front().binding.dataset, 8) + ") is missing (" +
                          std::to_string(files.size()) + " of its files found); restore it or " + kReseal);
   }
   return order;
@@ -204,9 +194,9 @@ void check_same_dataset(const BoundFile& a, const BoundFile& b) {
   const DatasetBinding& y = b.binding;
   if (x.dataset != y.dataset || x.manifest != y.manifest || x.splits != y.splits) {
     throw IntegrityError(tee::quoted_path(b.file, "sealed file") +
-                         " belongs to another sealed dataset (dataset " + short_hex(y.dataset) +
-                         ", manifest " + short_hex(y.manifest) + ") than '" + a.file.string() +
-                         "' (dataset " + short_hex(x.dataset) + ", manifest " + short_hex(x.manifest) +
+                         " belongs to another sealed dataset (dataset " + short_hex(y.dataset, 8) +
+                         ", manifest " + short_hex(y.manifest, 8) + ") than '" + a.file.string() +
+                         "' (dataset " + short_hex(x.dataset, 8) + ", manifest " + short_hex(x.manifest, 8) +
                          "); all files must come from one `teetrain seal-data` run");
   }
 }

@@ -27,12 +27,6 @@ std::vector<std::uint8_t> read_raw(const fs::path& p) {
   return tee::read_regular_file(p, "token shard", UINT64_MAX);
 }
 
-int32_t get_le32(const std::uint8_t* p) {
-  uint32_t u = 0;
-  for (int i = 0; i < 4; ++i) u |= static_cast<uint32_t>(p[i]) << (8 * i);
-  return static_cast<int32_t>(u);
-}
-
 }  // namespace
 
 // ---- sealing ----
@@ -201,10 +195,7 @@ SealedTokenDataset::Shard SealedTokenDataset::open_shard(const fs::path& f,
     throw InputError(what + " is not a token shard (metadata " + text.substr(0, 200) + ")");
   }
   s.binding = read_binding(meta, f);
-  const int32_t magic = get_le32(&h[0]);
-  const int32_t version = get_le32(&h[4]);
-  const int32_t count = get_le32(&h[8]);
-  const int32_t vocab = get_le32(&h[12]);
+  const auto [magic, version, count, vocab] = read_shard_header(h);
   if (magic != kShardMagic || version != kShardVersion || count < 0 || vocab < 0 || vocab > 65536 ||
       s.reader->size() != kShardHeaderBytes + 2 * static_cast<uint64_t>(count)) {
     throw InputError(what + " holds a malformed token shard (magic " + std::to_string(magic) + ", version " +

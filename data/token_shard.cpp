@@ -12,6 +12,7 @@
 #include <system_error>
 
 #include "base/error.h"
+#include "tee/bytes.h"
 #include "tee/regular_file.h"
 
 namespace tt {
@@ -24,11 +25,6 @@ void put_i32(unsigned char* p, int32_t v) {
   const auto u = static_cast<uint32_t>(v);
   for (int i = 0; i < 4; ++i) p[i] = static_cast<unsigned char>(u >> (8 * i));
 }
-int32_t get_i32(const unsigned char* p) {
-  uint32_t u = 0;
-  for (int i = 0; i < 4; ++i) u |= static_cast<uint32_t>(p[i]) << (8 * i);
-  return static_cast<int32_t>(u);
-}
 
 void swap_u16_if_big_endian(std::span<uint16_t> v) {
   if constexpr (std::endian::native == std::endian::big) {
@@ -40,6 +36,13 @@ void swap_u16_if_big_endian(std::span<uint16_t> v) {
 constexpr const char* kRemakeHint = "re-create it with `teetrain prepare-text` (or llm.c's dev/data scripts)";
 
 }  // namespace
+
+ShardHeaderFields read_shard_header(std::span<const uint8_t, kShardHeaderBytes> header) {
+  const auto field = [&](std::size_t i) {
+    return static_cast<int32_t>(tee::load_le(header.subspan(4 * i, 4)));
+  };
+  return {field(0), field(1), field(2), field(3)};
+}
 
 void write_token_shard(const fs::path& path, std::span<const uint16_t> tokens, int vocab) {
   if (vocab < 0 || vocab > 65536) {
@@ -119,10 +122,7 @@ TokenShard read_token_shard(const fs::path& path) {
   if (tee::pread_full(file.fd.get(), header, 0) != static_cast<long long>(header.size()))
     throw InputError("cannot read the header of token shard " + tee::quoted_path(path));
 
-  const int32_t magic = get_i32(&header[0]);
-  const int32_t version = get_i32(&header[4]);
-  const int32_t count = get_i32(&header[8]);
-  const int32_t vocab = get_i32(&header[12]);
+  const auto [magic, version, count, vocab] = read_shard_header(header);
   if (magic != kShardMagic) {
     throw InputError("token shard " + tee::quoted_path(path) + " has wrong magic " + std::to_string(magic) +
                      " (expected 20240520): not an llm.c/teetrain token file; " + kRemakeHint);

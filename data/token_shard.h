@@ -27,6 +27,13 @@ inline constexpr std::size_t kShardHeaderBytes = kShardHeaderInts * sizeof(int32
 inline constexpr int kGpt2Vocab = 50257;  // what an llm.c shard without a recorded vocabulary holds
 inline constexpr int kByteVocab = 256;    // byte-level text
 
+// The four fields an llm.c header sets (little-endian int32s; the rest of its 1024 bytes are zero), as
+// a plain shard's file and a sealed shard's plaintext both begin.
+struct ShardHeaderFields {
+  int32_t magic = 0, version = 0, count = 0, vocab = 0;
+};
+ShardHeaderFields read_shard_header(std::span<const uint8_t, kShardHeaderBytes> header);
+
 // One shard, read whole into memory (our shards are a few MB; llm.c's are ~200 MB, still fine).
 struct TokenShard {
   std::filesystem::path path;

@@ -107,10 +107,7 @@ struct EnumNames<DeviceKind> {
 };
 template <>
 struct EnumNames<tee::Cipher> {
-  static constexpr std::pair<const char*, tee::Cipher> all[] = {
-      {"aes-256-gcm", tee::Cipher::Aes256Gcm},
-      {"aes-128-gcm", tee::Cipher::Aes128Gcm},
-      {"chacha20-poly1305", tee::Cipher::ChaCha20Poly1305}};
+  static constexpr const auto& all = tee::kCipherNames;  // tee/crypto/aead.h: the names seal-data takes too
 };
 
 // The TEE flags as given (Toggle::Auto: the mode's default).

@@ -48,6 +48,13 @@ inline std::uint64_t load_be64(const std::uint8_t* p) {
   for (int i = 0; i < 8; ++i) v = (v << 8) | p[i];
   return v;
 }
+// Little-endian value of up to 8 bytes: the formats others define (llm.c token shards, safetensors,
+// SPDM, TDX and SEV-SNP evidence) are little-endian, whatever the host is.
+inline std::uint64_t load_le(ByteView b) {
+  std::uint64_t v = 0;
+  for (std::size_t i = b.size(); i-- > 0;) v = (v << 8) | b[i];
+  return v;
+}
 
 // Lower-case hex of non-secret bytes (digests, public keys, fingerprints, ciphertext).
 std::string to_hex(ByteView bytes);

@@ -5,6 +5,7 @@
 #include <set>
 #include <utility>
 
+#include "base/hex.h"
 #include "tee/bytes.h"
 #include "tee/identity/x509.h"
 
@@ -16,10 +17,6 @@ namespace {
 // serial hex prefix 16 (NUL-padded) | zero padding up to kIdentityRecordBytes.
 constexpr std::size_t kRankAt = 1, kKeyAt = 5, kHasSerialAt = 37, kDigestAt = 38, kHexAt = 70, kHexBytes = 16;
 static_assert(kHexAt + kHexBytes <= kIdentityRecordBytes);
-
-std::string short_hex(tee::ByteView bytes) {
-  return tee::to_hex(bytes).substr(0, 16) + "..";
-}
 
 IdentityRecord with_serial(IdentityRecord r, const std::string& serial_hex) {
   r.has_serial = true;
@@ -40,7 +37,8 @@ std::pair<int, std::string> conflict(const IdentityRecord& a, const IdentityReco
   if (a.rank == b.rank) {
     if (same_key && a.has_serial == b.has_serial && (same_serial || !a.has_serial)) return {a.rank, ""};
     // Named strings: std::minmax of two temporaries would return references to destroyed strings.
-    const std::string ka = short_hex(a.device_key), kb = short_hex(b.device_key);
+    const std::string ka = short_hex(tee::to_hex(a.device_key), 16, ".."),
+                      kb = short_hex(tee::to_hex(b.device_key), 16, "..");
     const std::string& lo = std::min(ka, kb);
     const std::string& hi = std::max(ka, kb);
     return {a.rank,
@@ -51,10 +49,11 @@ std::pair<int, std::string> conflict(const IdentityRecord& a, const IdentityReco
   const std::string serial = a.serial_hex + "..";
   if (same_key && same_serial)
     return {subject, "the same device identity as rank " + std::to_string(other) + " (device key " +
-                         short_hex(a.device_key) + ", certificate serial " + serial +
+                         short_hex(tee::to_hex(a.device_key), 16, "..") + ", certificate serial " + serial +
                          "): every rank needs its own; does --device-identity lack {rank}?"};
   if (same_key)
-    return {subject, "the same device key as rank " + std::to_string(other) + " (" + short_hex(a.device_key) +
+    return {subject, "the same device key as rank " + std::to_string(other) + " (" +
+                         short_hex(tee::to_hex(a.device_key), 16, "..") +
                          "), under another certificate: every rank needs its own device"};
   if (same_serial)
     return {subject, "the same certificate serial as rank " + std::to_string(other) + " (" + serial +

@@ -8,7 +8,6 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
-#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -17,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "base/warning.h"
 #include "core/backend.h"
 #include "core/model.h"
 #include "engine/checkpoint/checkpoint_manifest.h"
@@ -44,7 +44,6 @@ std::unique_ptr<FileCodec> make_plain_codec();
 
 class CheckpointStore {
  public:
-  using WarnFn = std::function<void(const std::string&)>;
   // A fresh lineage (a new random run_id) unless continue_lineage() is called. `freshness`, when
   // set (rank 0 in TEE mode: the holder of the master key), records every save (freshness.h).
   // `warn` gets one line per directory entry that pruning leaves alone. Refuses (InputError) a

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <set>
 
+#include "base/hex.h"
 #include "tee/bytes.h"
 #include "tee/errors.h"
 
@@ -18,12 +19,6 @@ namespace {
 }
 
 }  // namespace
-
-bool is_hex(const std::string& s, std::size_t len) {
-  return s.size() == len && std::all_of(s.begin(), s.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
-}
 
 // No exceptions from nlohmann: a parse failure becomes our IntegrityError naming the file.
 Json parse_object(std::span<const std::uint8_t> bytes, const std::string& what) {

@@ -87,7 +87,6 @@ const nlohmann::json& field(const nlohmann::json& j, const char* key, const std:
 std::uint64_t get_u64(const nlohmann::json& j, const char* key, const std::string& what);
 long get_step(const nlohmann::json& j, const char* key, const std::string& what);  // 0..kMaxCheckpointStep
 std::string get_hex(const nlohmann::json& j, const char* key, std::size_t len, const std::string& what);
-bool is_hex(const std::string& s, std::size_t len);  // exactly `len` lowercase hex digits
 }  // namespace ckptjson
 
 }  // namespace tt

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/hex.h"
 #include "engine/keys/key_file.h"
 #include "tee/crypto/sealed_file.h"
 #include "tee/errors.h"
@@ -35,7 +36,7 @@ Runs parse_record(const std::vector<std::uint8_t>& bytes, const std::string& wha
   if (!runs.is_object()) throw IntegrityError(what + ": field 'runs' is not an object");
   Runs out;
   for (const auto& [run_id, e] : runs.items()) {
-    if (!ckptjson::is_hex(run_id, 32)) throw IntegrityError(what + ": a run id is not 32 hex digits");
+    if (!is_hex(run_id, 32)) throw IntegrityError(what + ": a run id is not 32 hex digits");
     if (!e.is_object()) throw IntegrityError(what + ": run " + run_id + " is not an object");
     out[run_id] = {ckptjson::get_step(e, "step", what), ckptjson::get_hex(e, "manifest_sha256", 64, what)};
   }

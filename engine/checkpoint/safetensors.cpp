@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "base/error.h"
+#include "tee/bytes.h"
 #include "tee/regular_file.h"
 
 namespace tt {
@@ -195,10 +196,9 @@ SafetensorsHeader parse_header_text(std::string_view text, std::uint64_t data_si
   return out;
 }
 
+// The little-endian u64 that starts the file.
 std::uint64_t header_length(const std::byte* p) {
-  std::uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = (n << 8) | std::to_integer<std::uint64_t>(p[i]);
-  return n;
+  return tee::load_le(tee::ByteView(reinterpret_cast<const std::uint8_t*>(p), 8));
 }
 
 std::string too_long() {

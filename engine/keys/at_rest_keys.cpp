@@ -7,7 +7,7 @@ namespace tt {
 
 AtRestKeys release_at_rest_keys(comm::Transport& transport, comm::SessionKeys& keys,
                                 const std::string& key_file, bool sealed_data, bool need_ckpt_key,
-                                const std::function<void(const std::string&)>& warn) {
+                                const WarnFn& warn) {
   AtRestKeys k;
   if (!sealed_data && !need_ckpt_key) return k;
   std::optional<tee::MasterKey> master;

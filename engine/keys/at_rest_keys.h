@@ -1,10 +1,10 @@
 // Keys at rest. Rank 0 stands in for the data owner: it reads the master key file and releases the
 // dataset and checkpoint keys to every rank over the attested, sealed links — never in clear.
 #pragma once
-#include <functional>
 #include <optional>
 #include <string>
 
+#include "base/warning.h"
 #include "comm/secure/secure_session.h"
 #include "comm/transport.h"
 #include "tee/crypto/purpose_keys.h"
@@ -24,6 +24,6 @@ struct AtRestKeys {
 // (e.g. loose permissions) on rank 0. Throws InputError when rank 0 has no key file.
 AtRestKeys release_at_rest_keys(comm::Transport& transport, comm::SessionKeys& keys,
                                 const std::string& key_file, bool sealed_data, bool need_ckpt_key,
-                                const std::function<void(const std::string&)>& warn);
+                                const WarnFn& warn);
 
 }  // namespace tt

@@ -96,7 +96,7 @@ std::string create_key_file(const fs::path& path, bool force) {
   return key.fingerprint();
 }
 
-tee::MasterKey load_key_file(const fs::path& path, const KeyWarningFn& warn, KeyUse use) {
+tee::MasterKey load_key_file(const fs::path& path, const WarnFn& warn, KeyUse use) {
   tee::OpenAttempt a = tee::try_open_regular(path);
   if (a.error == ENOENT) throw InputError(missing_key_file(path, use));
   if (!a.ok()) throw InputError(tee::quoted_path(path, "key file") + ": " + a.why());

@@ -11,10 +11,10 @@
 // Keys are never printed; SecretBytes::fingerprint() is what messages may show.
 #pragma once
 #include <filesystem>
-#include <functional>
 #include <string>
 #include <string_view>
 
+#include "base/warning.h"
 #include "tee/crypto/purpose_keys.h"
 
 namespace tt {
@@ -25,10 +25,6 @@ inline constexpr std::size_t kMasterKeySize = 32;
 // print). Refuses (InputError) to replace an existing file unless `force`; the file appears
 // atomically (temporary file, fsync, then link or rename), so a crash never leaves a short key.
 std::string create_key_file(const std::filesystem::path& path, bool force = false);
-
-// Called with one line when a key file is readable by group or others (a warning, not an error:
-// the user may have reasons, e.g. a tmpfs inside a confidential VM).
-using KeyWarningFn = std::function<void(const std::string&)>;
 
 // What a key file is loaded for, which decides what a missing one's message advises: sealed data and
 // checkpoints open only under the key they were sealed with (a new key from `keygen` cannot open
@@ -41,8 +37,9 @@ enum class KeyUse {
 
 // Loads a master key. Throws InputError naming the path when the file is missing (advice for `use`,
 // and the name of a similarly spelled file beside it), is not a regular file, or is not exactly 32
-// bytes. Calls `warn` (if set) when permissions are wider than 0600.
-tee::MasterKey load_key_file(const std::filesystem::path& path, const KeyWarningFn& warn = {},
+// bytes. Calls `warn` (if set) with one line when permissions are wider than 0600: a warning, not an
+// error, since the user may have reasons (e.g. a tmpfs inside a confidential VM).
+tee::MasterKey load_key_file(const std::filesystem::path& path, const WarnFn& warn = {},
                              KeyUse use = KeyUse::OpenSealed);
 // The message load_key_file throws for a key file that is not there.
 std::string missing_key_file(const std::filesystem::path& path, KeyUse use);

@@ -6,9 +6,11 @@
 #include <tuple>
 
 #include "base/error.h"
+#include "base/hex.h"
 #include "engine/checkpoint/verified_checkpoint.h"
 #include "engine/input/image_source.h"
 #include "engine/input/token_source.h"
+#include "tee/byte_reader.h"
 #include "tee/bytes.h"
 #include "tee/digest.h"
 #include "tee/identity/attestation.h"
@@ -64,9 +66,10 @@ std::string what(const AgreedInput& in) {
   return in.name.empty() ? k.label : std::string(k.label) + " " + in.name;
 }
 
-// Digests and ids shortened to 16 characters for rank-to-rank messages and the report.
+// Digests and ids shortened to 16 characters for rank-to-rank messages and the report; a short value
+// (a count, a name) prints whole.
 std::string shorten(const std::string& v) {
-  return v.size() > 20 ? v.substr(0, 16) + "..." : v;
+  return v.size() > 20 ? short_hex(v, 16) : v;
 }
 
 std::string json_key(const char* field) {
@@ -86,39 +89,35 @@ void put_string(std::vector<std::byte>& out, const std::string& s) {
   for (const char c : s) out.push_back(static_cast<std::byte>(c));
 }
 
-// Reads the wire format front to back; every shortfall or bad value is an IntegrityError naming `who`.
+[[noreturn]] void malformed(const std::string& who, const std::string& why) {
+  throw IntegrityError(who + " is malformed (" + why + "); the ranks cannot agree on their inputs");
+}
+
+// Reads the wire format front to back (the bounds checks are the ByteReader's); every shortfall or bad
+// value is an IntegrityError naming `who`, since a peer, not the user, sent it.
 class Reader {
  public:
-  Reader(std::span<const std::byte> b, const std::string& who) : b_(b), who_(who) {}
-  [[noreturn]] void fail(const std::string& why) const {
-    throw IntegrityError(who_ + " is malformed (" + why + "); the ranks cannot agree on their inputs");
-  }
-  std::span<const std::byte> take(std::size_t n) {
-    if (n > b_.size() - at_) fail("truncated at byte " + std::to_string(at_));
-    const auto s = b_.subspan(at_, n);
-    at_ += n;
-    return s;
-  }
-  std::uint8_t u8() { return std::to_integer<std::uint8_t>(take(1)[0]); }
-  std::size_t u16() {
-    const auto s = take(2);
-    return (std::to_integer<std::size_t>(s[0]) << 8) | std::to_integer<std::size_t>(s[1]);
-  }
+  Reader(std::span<const std::byte> b, const std::string& who)
+      : in_(tee::ByteView(reinterpret_cast<const std::uint8_t*>(b.data()), b.size()), who,
+            [who](std::size_t at) { malformed(who, "truncated at byte " + std::to_string(at)); }),
+        who_(who) {}
+  [[noreturn]] void fail(const std::string& why) const { malformed(who_, why); }
+  tee::ByteView take(std::size_t n) { return in_.take(n, "input record"); }
+  std::uint8_t u8() { return in_.u8("input record"); }
+  std::size_t u16() { return in_.be16("input record"); }
   std::string string() {
     const std::size_t n = u16();
     if (n > kMaxAgreedString) fail("a string of " + std::to_string(n) + " bytes");
-    const auto s = take(n);
-    std::string out(n, '\0');
-    std::transform(s.begin(), s.end(), out.begin(), [](std::byte c) { return static_cast<char>(c); });
+    const tee::ByteView s = take(n);
+    std::string out(s.begin(), s.end());
     if (!printable(out)) fail("a string that is not printable ASCII");
     return out;
   }
-  bool done() const { return at_ == b_.size(); }
+  bool done() const { return in_.remaining() == 0; }
 
  private:
-  std::span<const std::byte> b_;
+  tee::ByteReader in_;
   std::string who_;
-  std::size_t at_ = 0;
 };
 
 AgreedInput read_input(Reader& in) {
@@ -210,9 +209,7 @@ InputRecord InputRecord::decode(std::span<const std::byte> bytes, const std::str
   Reader in(bytes, who);
   if (bytes.size() > kMaxAgreementBytes) in.fail(std::to_string(bytes.size()) + " bytes");
   const auto magic = in.take(kMagic.size());
-  if (!std::equal(magic.begin(), magic.end(), kMagic.begin(),
-                  [](std::byte a, std::uint8_t b) { return std::to_integer<std::uint8_t>(a) == b; }))
-    in.fail("not a version 1 input record");
+  if (!std::equal(magic.begin(), magic.end(), kMagic.begin())) in.fail("not a version 1 input record");
   const std::size_t n = in.u16();
   if (n > kMaxAgreedInputs) in.fail(std::to_string(n) + " inputs");
   InputRecord r;

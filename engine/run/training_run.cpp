@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "base/error.h"
+#include "base/warning.h"
 #include "comm/secure/secure_session.h"
 #include "engine/checkpoint/sealed_codec.h"
 #include "engine/keys/key_file.h"
@@ -153,9 +154,8 @@ void TrainingRun::start_links() {
   if (!session.keys().group.empty()) add_key(inputs_, "session group key", session.keys().group.secret());
   const bool sealed_data =
       img_ ? img_->sealed() : require_sealed_data(plan_.data().path, "train", tee.allow_plain_data);
-  at_rest_ = release_at_rest_keys(
-      transport, session.keys(), tee.key_file, sealed_data, plan_.checkpoints().any(),
-      [](const std::string& w) { std::fprintf(stderr, "teetrain: warning: %s\n", w.c_str()); });
+  at_rest_ = release_at_rest_keys(transport, session.keys(), tee.key_file, sealed_data,
+                                  plan_.checkpoints().any(), print_warning);
   session.end_setup();  // every secret is out: wipe the session's link and group secrets
   if (at_rest_.dataset) add_key(inputs_, "dataset key", at_rest_.dataset->secret());
   if (at_rest_.checkpoint) add_key(inputs_, "checkpoint key", at_rest_.checkpoint->secret());
@@ -209,7 +209,7 @@ void TrainingRun::build_model() {
   const std::string binding = c.device == DeviceKind::Cpu && platform_->real_values()
                                   ? thread_binding_warning(threads_)
                                   : std::string();
-  if (!binding.empty() && rank_ == 0) std::fprintf(stderr, "teetrain: warning: %s\n", binding.c_str());
+  if (!binding.empty() && rank_ == 0) print_warning(binding);
   const OutputOptions& out = plan_.output();
   tc_.schedule = plan_.schedule();
   tc_.progress = !out.no_progress && !out.quiet;
@@ -237,9 +237,8 @@ void TrainingRun::setup_checkpoints() {
   if (at_rest_.master) freshness_.emplace(freshness_record_path(key_file), *at_rest_.master);
   at_rest_.master.reset();
   if (ck.save_every > 0 && rank_ == 0)
-    store_ = std::make_unique<CheckpointStore>(
-        ck.dir, ck.keep, *codec_, freshness_ ? &*freshness_ : nullptr,
-        [](const std::string& w) { std::fprintf(stderr, "teetrain: warning: %s\n", w.c_str()); });
+    store_ = std::make_unique<CheckpointStore>(ck.dir, ck.keep, *codec_, freshness_ ? &*freshness_ : nullptr,
+                                               print_warning);
   tc_.save_checkpoint = [this](long step, uint64_t samples) {
     if (rank_ != 0) return;
     const CheckpointMeta meta{step, samples, plan_.schedule().seed, params_sha256(*backend_, *model_),
@@ -278,7 +277,7 @@ void TrainingRun::restore_or_broadcast() {
     std::fprintf(stderr, "resumed from %s at step %ld%s\n", dir.c_str(), start_step_,
                  freshness_ && freshness_->exists() ? " (not older than the freshness record)" : "");
     const std::string rollback = rollback_warning(freshness_ ? &*freshness_ : nullptr);
-    if (!rollback.empty()) std::fprintf(stderr, "teetrain: warning: %s\n", rollback.c_str());
+    if (!rollback.empty()) print_warning(rollback);
   }
 }
 

@@ -16,14 +16,8 @@
 namespace tt::tee {
 
 std::string_view cipher_name(Cipher c) {
-  switch (c) {
-    case Cipher::Aes256Gcm:
-      return "aes-256-gcm";
-    case Cipher::Aes128Gcm:
-      return "aes-128-gcm";
-    case Cipher::ChaCha20Poly1305:
-      return "chacha20-poly1305";
-  }
+  for (const auto& [name, cipher] : kCipherNames)
+    if (cipher == c) return name;
   return "unknown";
 }
 
@@ -31,8 +25,8 @@ std::optional<Cipher> parse_cipher(std::string_view name) {
   std::string lower(name);
   std::transform(lower.begin(), lower.end(), lower.begin(),
                  [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-  for (Cipher c : {Cipher::Aes256Gcm, Cipher::Aes128Gcm, Cipher::ChaCha20Poly1305})
-    if (lower == cipher_name(c)) return c;
+  for (const auto& [n, c] : kCipherNames)
+    if (lower == n) return c;
   return std::nullopt;
 }
 

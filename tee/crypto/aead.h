@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <utility>
 
 #include "tee/bytes.h"
 #include "tee/crypto/stream_position.h"
@@ -24,7 +25,14 @@ namespace tt::tee {
 
 enum class Cipher : std::uint8_t { Aes256Gcm = 1, Aes128Gcm = 2, ChaCha20Poly1305 = 3 };
 
-// "aes-256-gcm", "aes-128-gcm", "chacha20-poly1305" (the --cipher spellings).
+// The --cipher spellings, in the order help texts list them: the one table that cipher_name, parse_cipher
+// and the command line's choices (EnumNames<tee::Cipher>, engine/run_choices.h) all read.
+inline constexpr std::pair<const char*, Cipher> kCipherNames[] = {
+    {"aes-256-gcm", Cipher::Aes256Gcm},
+    {"aes-128-gcm", Cipher::Aes128Gcm},
+    {"chacha20-poly1305", Cipher::ChaCha20Poly1305}};
+
+// "aes-256-gcm", "aes-128-gcm", "chacha20-poly1305" (kCipherNames).
 std::string_view cipher_name(Cipher c);
 // Parses the names above (case-insensitive); nullopt for anything else, so the caller can list them.
 std::optional<Cipher> parse_cipher(std::string_view name);

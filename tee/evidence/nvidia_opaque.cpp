@@ -4,7 +4,7 @@
 #include <array>
 
 #include "base/error.h"
-#include "tee/evidence/byte_reader.h"
+#include "tee/byte_reader.h"
 
 namespace tt::tee::evidence {
 namespace {
@@ -96,7 +96,7 @@ std::string counters_of(ByteView v) {
   out += " counters:";
   for (std::size_t i = 0; i < v.size(); i += 4) {
     out += ' ';
-    out += std::to_string(ByteReader::le(v.subspan(i, 4)));
+    out += std::to_string(load_le(v.subspan(i, 4)));
   }
   return out;
 }
@@ -130,7 +130,7 @@ std::string opaque_field_text(const OpaqueField& field) {
     case Render::Vbios:
       return vbios_of(v);
     case Render::Number:
-      return v.size() <= 8 && !v.empty() ? std::to_string(ByteReader::le(v)) : "0x" + to_hex(v);
+      return v.size() <= 8 && !v.empty() ? std::to_string(load_le(v)) : "0x" + to_hex(v);
     case Render::Counters:
       return counters_of(v);
     case Render::Nvdec:

@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "base/error.h"
-#include "tee/evidence/byte_reader.h"
+#include "tee/byte_reader.h"
 #include "tee/evidence/field_text.h"
 
 namespace tt::tee::evidence {
@@ -141,7 +141,7 @@ namespace {
 
 std::string value_text(const SnpReport& r, const Field& f) {
   const ByteView v = r.field(f.offset, f.size);
-  const std::uint64_t n = f.size <= 8 ? ByteReader::le(v) : 0;
+  const std::uint64_t n = f.size <= 8 ? load_le(v) : 0;
   switch (f.show) {
     case Show::Number:
       return std::to_string(n);
@@ -172,14 +172,14 @@ void expect(bool ok, const std::string& what) {
 }  // namespace
 
 std::uint64_t SnpReport::number(std::size_t offset, std::size_t size) const {
-  return ByteReader::le(field(offset, size));
+  return load_le(field(offset, size));
 }
 
 bool looks_like_snp_report(ByteView b) {
   if (b.size() != kSnpReportBytes) return false;
-  const std::uint64_t version = ByteReader::le(b.subspan(0, 4));
+  const std::uint64_t version = load_le(b.subspan(0, 4));
   return version >= kFirstVersion && version <= kLastVersion &&
-         ByteReader::le(b.subspan(0x34, 4)) == kEcdsaP384Sha384;
+         load_le(b.subspan(0x34, 4)) == kEcdsaP384Sha384;
 }
 
 SnpReport parse_snp_report(ByteView bytes, const std::string& where) {

@@ -4,7 +4,7 @@
 #include <array>
 
 #include "base/error.h"
-#include "tee/evidence/byte_reader.h"
+#include "tee/byte_reader.h"
 
 namespace tt::tee::evidence {
 namespace {

@@ -3,7 +3,7 @@
 #include <array>
 
 #include "base/error.h"
-#include "tee/evidence/byte_reader.h"
+#include "tee/byte_reader.h"
 #include "tee/evidence/field_text.h"
 
 namespace tt::tee::evidence {
@@ -80,8 +80,7 @@ void parse_certification(ByteReader& sig, TdxQuote& q) {
 }  // namespace
 
 bool looks_like_tdx_quote(ByteView b) {
-  return b.size() >= 8 && ByteReader::le(b.subspan(0, 2)) == kVersion4 &&
-         ByteReader::le(b.subspan(4, 4)) == kTeeTdx;
+  return b.size() >= 8 && load_le(b.subspan(0, 2)) == kVersion4 && load_le(b.subspan(4, 4)) == kTeeTdx;
 }
 
 TdxQuote parse_tdx_quote(ByteView bytes, const std::string& where) {

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "base/hex.h"
 #include "tee/crypto/hkdf.h"
 #include "tee/errors.h"
 
@@ -24,13 +25,9 @@ bool listed(const std::vector<Sha256Digest>& list, const Sha256Digest& d) {
   return std::any_of(list.begin(), list.end(), [&](const Sha256Digest& x) { return equal_ct(x, d); });
 }
 
-std::string short_hex(const Sha256Digest& d) {
-  return to_hex(d).substr(0, 16) + "..";
-}
-
 std::string expected_text(const std::vector<Sha256Digest>& list) {
   std::string s;
-  for (const auto& d : list) s += (s.empty() ? "" : ", ") + short_hex(d);
+  for (const auto& d : list) s += (s.empty() ? "" : ", ") + short_hex(to_hex(d), 16, "..");
   return list.size() == 1 ? "expected " + s : "expected one of " + s;
 }
 }  // namespace
@@ -157,10 +154,10 @@ VerifyResult verify(const Evidence& e, const EvidenceCheck& check) {
     return {false, "stale nonce: the evidence does not answer this verifier's challenge (replayed?)"};
   if (check.policy != nullptr) {
     if (!listed(check.policy->binaries, e.measurement.binary))
-      return {false, "binary measurement " + short_hex(e.measurement.binary) + " is not in the policy (" +
-                         expected_text(check.policy->binaries) + ")"};
+      return {false, "binary measurement " + short_hex(to_hex(e.measurement.binary), 16, "..") +
+                         " is not in the policy (" + expected_text(check.policy->binaries) + ")"};
     if (!listed(check.policy->configs, e.measurement.config))
-      return {false, "configuration measurement " + short_hex(e.measurement.config) +
+      return {false, "configuration measurement " + short_hex(to_hex(e.measurement.config), 16, "..") +
                          " is not in the policy (" + expected_text(check.policy->configs) +
                          "; was the rank started with other flags?)"};
   }

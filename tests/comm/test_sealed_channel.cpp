@@ -696,5 +696,15 @@ TEST(SealedChannelUnit, WireCarriesNoPlaintextAndOpensBack) {
   EXPECT_THROW(sender.seal(c, plain, wire), RunError);
 }
 
+// The phase byte is in every sealed message's associated data, and its name in every error: the ring's
+// all-gather and the small-blob allgather keep their values and names whatever their enumerators are called.
+TEST(SealedChannelUnit, PhaseValuesAndNamesAreFixed) {
+  EXPECT_EQ(static_cast<int>(MessagePhase::AllGather), 1);
+  EXPECT_EQ(static_cast<int>(MessagePhase::BlobAllgather), 4);
+  EXPECT_STREQ(phase_name(MessagePhase::AllGather), "all_gather");
+  EXPECT_STREQ(phase_name(MessagePhase::BlobAllgather), "allgather");
+  EXPECT_FALSE(is_allreduce_phase(MessagePhase::BlobAllgather));
+}
+
 }  // namespace
 }  // namespace tt::comm

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <optional>
 
+#include "base/warning.h"
 #include "engine/checkpoint/ckpt_tools.h"
 #include "engine/checkpoint/freshness.h"
 #include "engine/keys/key_file.h"
@@ -29,8 +30,7 @@ struct CkptKeys {
 CkptKeys keys_of(const std::string& key_file) {
   CkptKeys k;
   if (key_file.empty()) return k;
-  const tee::MasterKey master = load_key_file(
-      key_file, [](const std::string& w) { std::fprintf(stderr, "teetrain: warning: %s\n", w.c_str()); });
+  const tee::MasterKey master = load_key_file(key_file, print_warning);
   k.checkpoint = derive_checkpoint_key(master);
   k.freshness.emplace(freshness_record_path(key_file), master);
   return k;

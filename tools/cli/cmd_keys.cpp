@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "base/error.h"
+#include "base/warning.h"
 #include "data/image_dataset.h"
 #include "data/sealed_images.h"
 #include "data/sealed_tokens.h"
@@ -27,15 +28,11 @@ struct SealDataOptions {
   std::string name;    // output prefix for --images (default: derived from the spec)
   std::string out = "data-cache/sealed";
   std::string key_file = "data-cache/teetrain.key";
-  std::string cipher = "aes-256-gcm";
+  tee::Cipher cipher = tee::Cipher::Aes256Gcm;
   // 0 = per kind: 64 KiB for token shards (a random window opens little more than itself), 4 KiB
   // for images (kImageSealChunkSize: one chunk opened per shuffled image).
   uint32_t chunk_kb = 0;
 };
-
-void warn(const std::string& w) {
-  std::fprintf(stderr, "teetrain: warning: %s\n", w.c_str());
-}
 
 // "fashion-mnist" -> "fashion-mnist"; "data/cifar-10-batches-bin/" -> "cifar-10-batches-bin".
 std::string image_set_name(const std::string& spec) {
@@ -54,13 +51,14 @@ void print_binding(const DatasetBinding& b) {
   std::printf("\n");
 }
 
-void seal_images(const SealDataOptions& o, tee::Cipher cipher, const tee::DatasetKey& dataset_key) {
+void seal_images(const SealDataOptions& o, const tee::DatasetKey& dataset_key) {
   const uint32_t chunk = o.chunk_kb > 0 ? o.chunk_kb * 1024 : kImageSealChunkSize;
   const std::string name = o.name.empty() ? image_set_name(o.images) : o.name;
   const ImageSet train = open_image_dataset(o.images, "train");
   const ImageSet test = open_image_dataset(o.images, "test");
   // Both splits are one sealed dataset, bound together (and normalized with the training statistics).
-  const SealedImageDataset sealed = seal_image_dataset(train, test, o.out, name, dataset_key, cipher, chunk);
+  const SealedImageDataset sealed =
+      seal_image_dataset(train, test, o.out, name, dataset_key, o.cipher, chunk);
   for (const auto* s : {&train, &test}) {
     const SealedImageInfo& i = s == &train ? sealed.train : sealed.test;
     std::printf("sealed %s -> %s (%zu images %dx%dx%d, %u-byte chunks)\n", s->source.c_str(), i.file.c_str(),
@@ -72,19 +70,17 @@ void seal_images(const SealDataOptions& o, tee::Cipher cipher, const tee::Datase
 }
 
 void run_seal_data(const SealDataOptions& o) {
-  const auto cipher = tee::parse_cipher(o.cipher);
-  if (!cipher) throw InputError("--cipher " + o.cipher + ": unknown");
   if (!o.name.empty() && o.images.empty()) throw InputError("--name applies to --images only");
   if (o.chunk_kb > (1u << 20))
     throw InputError("--chunk-kb " + std::to_string(o.chunk_kb) + ": at most 1048576 (1 GiB)");
-  const tee::MasterKey master = load_key_file(o.key_file, warn, KeyUse::SealNew);
+  const tee::MasterKey master = load_key_file(o.key_file, print_warning, KeyUse::SealNew);
   if (!o.images.empty()) {
-    seal_images(o, *cipher, derive_dataset_key(master));
+    seal_images(o, derive_dataset_key(master));
     return;
   }
   const uint32_t chunk = (o.chunk_kb > 0 ? o.chunk_kb : 64) * 1024;
   const auto inputs = list_token_shards(o.data);
-  const auto infos = seal_token_shards(inputs, o.out, derive_dataset_key(master), *cipher, chunk);
+  const auto infos = seal_token_shards(inputs, o.out, derive_dataset_key(master), o.cipher, chunk);
   for (const auto& i : infos) {
     std::printf("sealed %s -> %s (%llu tokens, %llu chunks)\n", i.input.c_str(), i.output.c_str(),
                 static_cast<unsigned long long>(i.tokens), static_cast<unsigned long long>(i.chunks));
@@ -105,7 +101,7 @@ void register_keys(CLI::App& app) {
                "Overwrite an existing key file (everything sealed with it becomes unreadable)");
   kg->callback([k] {
     const std::string fp = create_key_file(k->out, k->force);
-    const tee::MasterKey master = load_key_file(k->out, warn);
+    const tee::MasterKey master = load_key_file(k->out, print_warning);
     std::printf(
         "created %s (fingerprint %s; dataset key %s, checkpoint key %s). Keep it secret; it is never "
         "printed.\n",
@@ -140,9 +136,7 @@ void register_keys(CLI::App& app) {
   sd->add_option("--out", s->out, "Output directory")->capture_default_str();
   sd->add_option("--key-file", s->key_file, "Master key file (create with `teetrain keygen`)")
       ->capture_default_str();
-  sd->add_option("--cipher", s->cipher, "AEAD cipher")
-      ->check(CLI::IsMember({"aes-256-gcm", "aes-128-gcm", "chacha20-poly1305"}))
-      ->capture_default_str();
+  add_enum_option(sd, "--cipher", s->cipher, "AEAD cipher");
   sd->add_option("--chunk-kb", s->chunk_kb,
                  "Sealed chunk size in KiB (0 = 64 for token shards, 4 for images)")
       ->check(non_negative())
