@@ -12,25 +12,6 @@ bool resolve(Toggle t, bool mode_default) {
 
 }  // namespace
 
-const char* name(ComputeMode m) {
-  return enum_name(m);
-}
-const char* name(AllreduceProvider a) {
-  return enum_name(a);
-}
-const char* name(LinkModel l) {
-  return enum_name(l);
-}
-const char* name(TimeModel t) {
-  return enum_name(t);
-}
-const char* name(TeeMode m) {
-  return enum_name(m);
-}
-const char* name(Toggle t) {
-  return enum_name(t);
-}
-
 TeeSwitches resolve_tee(const TeeSettings& o, bool gpu_gradients) {
   TeeSwitches s;
   s.on = o.mode != TeeMode::Off;

@@ -37,13 +37,6 @@ enum class Toggle { Auto, On, Off };  // Auto: the TEE mode's default
 // with the wall clock while ops wait. Auto: virtual for --compute emulate; real compute is always measured.
 enum class TimeModel { Auto, Virtual, Wall };
 
-const char* name(ComputeMode m);
-const char* name(AllreduceProvider a);
-const char* name(LinkModel l);
-const char* name(TimeModel t);
-const char* name(TeeMode m);
-const char* name(Toggle t);
-
 // The spellings each enum accepts (core/enum_names.h), in the order help texts list them.
 template <>
 struct EnumNames<ComputeMode> {
@@ -109,6 +102,15 @@ template <>
 struct EnumNames<tee::Cipher> {
   static constexpr const auto& all = tee::kCipherNames;  // tee/crypto/aead.h: the names seal-data takes too
 };
+
+// A choice's command-line spelling (the EnumNames table above): what summaries and banners print.
+template <typename E>
+requires requires {
+  EnumNames<E>::all;
+}
+const char* name(E choice) {
+  return enum_name(choice);
+}
 
 // The TEE flags as given (Toggle::Auto: the mode's default).
 struct TeeSettings {

@@ -389,6 +389,7 @@ RunDescription TrainingRun::gather_facts() const {
   d.memory_gib = memory_gib();
   d.memory_state_gib = memory_state_gib();
   d.world = world_;
+  d.reduced = plan_.reduced();
   d.threads = threads_;
   d.tee = tee_label(plan_.tee(), plan_.switches());
   d.buckets = buckets_.size();
@@ -400,8 +401,6 @@ RunDescription TrainingRun::gather_facts() const {
     d.segment = path_->segment();
     d.host_transport = links_->host_transport_description();
     d.grad_memory = grad_memory_;
-    const AlgoSelection* selection = path_->selection();
-    d.selection = selection != nullptr ? selection->summary() : nlohmann::json(nullptr);
   } else {
     d.gradients = "not reduced (one rank)";
   }
@@ -417,6 +416,7 @@ RunDescription TrainingRun::gather_facts() const {
 
 nlohmann::json TrainingRun::summary(const TrainResult& r, const RunReport& report) const {
   const RunDescription& d = facts_;
+  const AlgoSelection* selection = d.reduced ? path_->selection() : nullptr;
   const EmulatedGpu* gpu = platform_->modelled_gpu();
   const nlohmann::json& phases = report.phases;
   const auto or_null = [&d](const std::string& v) {
@@ -429,7 +429,8 @@ nlohmann::json TrainingRun::summary(const TrainResult& r, const RunReport& repor
             {"world_size", d.world},
             {"allreduce", name(plan_.parallel().allreduce)},
             {"gradient_path", d.reduced ? d.gradients : "none"},
-            {"allreduce_selection", d.selection},
+            // What each bucket took: known once the run has summed them.
+            {"allreduce_selection", selection != nullptr ? selection->summary() : nlohmann::json(nullptr)},
             {"cc_transfer_us", d.cc_transfer_us},
             // The segments as cut (config's segment_kb 0 is automatic: engine/gradients/segments.h).
             {"segment_bytes", d.segment ? nlohmann::json(d.segment->bytes) : nlohmann::json(nullptr)},

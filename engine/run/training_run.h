@@ -53,7 +53,6 @@ struct RunDescription {
   std::optional<SegmentPick> segment;  // the segments as cut and why (nullopt: the path cuts none of ours)
   std::string host_transport;          // how the ranks of this host talk
   std::string grad_memory;             // where the gradients live and why
-  nlohmann::json selection;            // our algorithms' per-bucket choice (null on other paths)
   double cc_transfer_us = 0;           // --cc-transfer-us as applied to the host path
   std::string attestation;             // empty with TEE off
   nlohmann::json attestation_summary;  // the summary's "attestation" (null with TEE off)

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "comm/transport/shm_channel.h"
@@ -12,36 +13,30 @@
 
 namespace tt::cli {
 
-inline CLI::Validator positive() {
+// A number that `ok` accepts, else the message `rule` (e.g. "must be greater than 0") with the value.
+template <typename Ok>
+CLI::Validator number_where(Ok ok, std::string rule, std::string label) {
   return CLI::Validator(
-      [](std::string& s) -> std::string {
+      [ok, rule](std::string& s) -> std::string {
         try {
           std::size_t pos = 0;
           const double v = std::stod(s, &pos);
           if (pos != s.size()) return "'" + s + "' is not a number";
-          if (!(v > 0)) return "must be greater than 0 (got " + s + ")";
+          if (!ok(v)) return rule + " (got " + s + ")";
         } catch (const std::exception&) {
           return "'" + s + "' is not a number";
         }
         return {};
       },
-      "POSITIVE");
+      std::move(label));
+}
+
+inline CLI::Validator positive() {
+  return number_where([](double v) { return v > 0; }, "must be greater than 0", "POSITIVE");
 }
 
 inline CLI::Validator non_negative() {
-  return CLI::Validator(
-      [](std::string& s) -> std::string {
-        try {
-          std::size_t pos = 0;
-          const double v = std::stod(s, &pos);
-          if (pos != s.size()) return "'" + s + "' is not a number";
-          if (v < 0) return "must be 0 or more (got " + s + ")";
-        } catch (const std::exception&) {
-          return "'" + s + "' is not a number";
-        }
-        return {};
-      },
-      "NON-NEGATIVE");
+  return number_where([](double v) { return v >= 0; }, "must be 0 or more", "NON-NEGATIVE");
 }
 
 // A SHA-256 digest as 64 hex digits (either case; the engine compares them in lower case).
