@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "base/error.h"
+#include "base/untrusted_json.h"
 #include "data/sealed_tokens.h"
 #include "data/shard_files.h"
 #include "tee/errors.h"
@@ -59,7 +60,7 @@ class MetaReader {
 
 // The metadata of an image set (InputError if it is not JSON of kind image-set).
 nlohmann::json parse_meta(const tee::SealedHeader& h, const fs::path& file) {
-  nlohmann::json meta = nlohmann::json::parse(h.metadata, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json meta = parse_untrusted_json(h.metadata);
   if (!meta.is_object() || !meta.contains("kind") || meta["kind"] != kImageSetKind) {
     throw InputError(tee::quoted_path(file) + " is not a sealed image set (metadata " +
                      h.metadata.substr(0, 200) + "); seal images with `teetrain seal-data --images ...`");

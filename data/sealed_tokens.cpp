@@ -12,6 +12,7 @@
 #include <system_error>
 
 #include "base/error.h"
+#include "base/untrusted_json.h"
 #include "core/rng.h"
 #include "data/shard_files.h"
 #include "data/token_shard.h"
@@ -190,7 +191,7 @@ SealedTokenDataset::Shard SealedTokenDataset::open_shard(const fs::path& f,
   std::array<std::uint8_t, kShardHeaderBytes> h{};
   s.reader->read(0, h);
   const std::string& text = s.reader->header().metadata;
-  const nlohmann::json meta = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json meta = parse_untrusted_json(text);
   if (!meta.is_object() || !meta.contains("kind") || meta["kind"] != kTokenShardKind) {
     throw InputError(what + " is not a token shard (metadata " + text.substr(0, 200) + ")");
   }

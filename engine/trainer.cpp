@@ -11,6 +11,7 @@
 #include "engine/param_chunks.h"
 #include "tee/bytes.h"
 #include "tee/digest.h"
+#include "tee/regular_file.h"
 
 namespace tt {
 
@@ -143,7 +144,7 @@ Trainer::Validation Trainer::validate_if_due(long step, bool last, TrainResult& 
   return val;
 }
 
-void Trainer::report_step(const StepLog& s, const Validation& val, std::ofstream& metrics) {
+void Trainer::report_step(const StepLog& s, const Validation& val, const tee::UniqueFd& metrics) {
   const double ips = s.items_per_step / s.mean_s;
   const double eta = s.mean_s * static_cast<double>(cfg_.schedule.steps - s.step);
   print_progress(s.step, s.loss, ips, eta, s.last);
@@ -153,22 +154,21 @@ void Trainer::report_step(const StepLog& s, const Validation& val, std::ofstream
     if (val.accuracy >= 0) std::fprintf(stderr, " | val_accuracy %.2f%%", 100.0 * val.accuracy);
     std::fputc('\n', stderr);
   }
-  if (!metrics.is_open()) return;
+  if (!metrics) return;
   nlohmann::json m = {{"step", s.step},           {"loss", s.loss},
                       {"lr", lr_.at(s.step - 1)}, {"grad_norm", last_grad_norm_},
                       {"step_s", s.step_s},       {"items_per_s", s.items_per_step / s.step_s}};
   if (val.loss >= 0) m["val_loss"] = val.loss;
   if (val.accuracy >= 0) m["val_accuracy"] = val.accuracy;
-  metrics << m.dump() << '\n';
-  metrics.flush();
+  tee::write_output(metrics.get(), m.dump() + "\n", cfg_.metrics_path, "--metrics");
 }
 
 TrainResult Trainer::run(long start_step, uint64_t samples_consumed) {
   const auto now = [this] { return profiler_.now(); };
-  std::ofstream metrics;
+  tee::UniqueFd metrics;  // JSON lines, rank 0 only: appended to on resume
   if (!cfg_.metrics_path.empty() && ranks_.rank == 0) {
-    metrics.open(cfg_.metrics_path, start_step > 0 ? std::ios::app : std::ios::trunc);
-    if (!metrics) throw InputError("--metrics " + cfg_.metrics_path + ": cannot open for writing");
+    metrics = tee::open_output_file(cfg_.metrics_path, "--metrics",
+                                    start_step > 0 ? tee::OutputMode::Append : tee::OutputMode::Truncate);
   }
   const uint64_t global_batch = static_cast<uint64_t>(cfg_.schedule.batch) *
                                 static_cast<uint64_t>(ranks_.world) *

@@ -16,6 +16,7 @@
 #include "engine/grad_reducer.h"
 #include "engine/lr_schedule.h"
 #include "engine/optimizer.h"
+#include "tee/unique_fd.h"
 
 namespace tt {
 
@@ -117,7 +118,7 @@ class Trainer {
     bool last;
   };
   Validation validate_if_due(long step, bool last, TrainResult& res);
-  void report_step(const StepLog& s, const Validation& val, std::ofstream& metrics);
+  void report_step(const StepLog& s, const Validation& val, const tee::UniqueFd& metrics);
 
   Backend& backend_;
   Model& model_;

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/untrusted_json.h"
 #include "engine/file_util.h"
 
 namespace tt::study {
@@ -297,7 +298,7 @@ std::vector<nlohmann::json> load_runs(const std::string& path) {
   }
   std::vector<nlohmann::json> out;
   const auto parse = [](const std::string& text, const fs::path& f) {
-    nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    nlohmann::json j = parse_untrusted_json(text);
     if (j.is_discarded()) throw InputError("--runs " + f.string() + ": not a JSON run summary");
     return j;
   };

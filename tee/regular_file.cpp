@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -109,6 +110,42 @@ RegularFile open_regular_file(const fs::path& path, const std::string& what, Fol
   OpenAttempt a = try_open_regular(path, follow);
   if (!a.ok()) throw InputError(quoted_path(path, what) + ": " + a.why());
   return std::move(a.file);
+}
+
+UniqueFd open_output_file(const fs::path& path, const std::string& what, OutputMode mode) {
+  const auto refuse = [&](const std::string& why) {
+    return InputError(what + " " + printable_path(path) + ": cannot open for writing: " + why);
+  };
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0644));
+  if (!fd) {
+    // A FIFO without a reader refuses a non-blocking writer with ENXIO: name what the path is.
+    struct stat st {};
+    if (errno == ENXIO && ::stat(path.c_str(), &st) == 0)
+      throw refuse("is " + file_type_text(st.st_mode & S_IFMT) + ", not a regular file");
+    throw refuse(open_error_text(errno));
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) throw refuse(open_error_text(errno));
+  if (!S_ISREG(st.st_mode))
+    throw refuse("is " + file_type_text(st.st_mode & S_IFMT) + ", not a regular file");
+  const int flags = ::fcntl(fd.get(), F_GETFL);
+  const bool ok =
+      flags >= 0 &&
+      ::fcntl(fd.get(), F_SETFL, (flags & ~O_NONBLOCK) | (mode == OutputMode::Append ? O_APPEND : 0)) == 0 &&
+      (mode == OutputMode::Append || ::ftruncate(fd.get(), 0) == 0);
+  if (!ok) throw refuse(open_error_text(errno));
+  return fd;
+}
+
+void write_output(int fd, std::string_view text, const fs::path& path, const std::string& what) {
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      throw RunError(what + " " + printable_path(path) + ": write failed (" + std::strerror(errno) + ")");
+    done += static_cast<std::size_t>(n);
+  }
 }
 
 std::vector<std::uint8_t> read_regular_file(const fs::path& path, const std::string& what,

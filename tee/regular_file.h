@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tee/unique_fd.h"
@@ -52,6 +53,17 @@ OpenAttempt try_open_regular(const std::filesystem::path& path, FollowLinks foll
 // The same, throwing InputError("<what> '<path>': <why>") unless it is a regular file.
 RegularFile open_regular_file(const std::filesystem::path& path, const std::string& what,
                               FollowLinks follow = FollowLinks::Yes);
+
+// Output files a user names (--summary, --json, --metrics, --trace, --write-policy, --calibrate) are
+// opened the same way (Note [Opening a user's file]): without blocking, and refused unless what the
+// descriptor names is a regular file — a FIFO planted at the path would block a plain open() until a
+// reader appears, and a device or directory is no place for a result.
+enum class OutputMode { Truncate, Append };
+// Opens `path` for writing (created if missing), truncated or positioned at its end. Throws
+// InputError("<what> <path>: cannot open for writing: <why>") otherwise.
+UniqueFd open_output_file(const std::filesystem::path& path, const std::string& what, OutputMode mode);
+// Writes all of `text` at the descriptor's position; RunError("<what> <path>: write failed (...)").
+void write_output(int fd, std::string_view text, const std::filesystem::path& path, const std::string& what);
 
 // Longest PEM file (certificate, key, revocation list) read: far above any genuine one.
 inline constexpr std::uint64_t kMaxPemFileBytes = std::uint64_t{16} << 20;

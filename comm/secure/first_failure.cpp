@@ -2,9 +2,11 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <thread>
@@ -18,15 +20,14 @@ namespace tt::comm {
 
 namespace {
 
-// Far above any tag of ours (and on MPI_COMM_WORLD, which our transports never use: they duplicate it).
-constexpr int kFailureNoticeTag = 32000;
+constexpr int kFailureNoticeTag = FailureNotices::kTag;
 constexpr std::uint64_t kNone = std::numeric_limits<std::uint64_t>::max();
-
-// A notice: the order key (Note [One detection line]), the exit code, and whether it is a failure
-// (a candidate) or the verdict (its sender prints it now). Smaller key = earlier.
-enum Field { kNotIntegrity, kStep, kBucket, kPhase, kHop, kDistance, kRank, kCode, kVerdict, kFields };
 using Notice = FailureNotices::Notice;
-static_assert(std::tuple_size_v<Notice> == kFields);
+using Field = FailureNotices::Field;
+constexpr int kNotIntegrity = Field::kNotIntegrity, kStep = Field::kStep, kBucket = Field::kBucket,
+              kPhase = Field::kPhase, kHop = Field::kHop, kDistance = Field::kDistance, kRank = Field::kRank,
+              kCode = Field::kCode, kVerdict = Field::kVerdict, kFields = Field::kFields;
+constexpr int kIntegrityCode = static_cast<int>(ExitCode::kIntegrity);
 
 Notice notice_of(const std::exception& e, int code, int rank, int world) {
   Notice n;
@@ -64,23 +65,41 @@ void tell_everyone(const Notice& n, int rank, int world) {
   }
 }
 
-// A notice from another rank, if one has arrived.
-std::optional<Notice> next_notice() {
-  int flag = 0;
-  MPI_Status st;
-  if (MPI_Iprobe(MPI_ANY_SOURCE, kFailureNoticeTag, MPI_COMM_WORLD, &flag, &st) != MPI_SUCCESS || flag == 0)
-    return std::nullopt;
-  Notice n{};
-  MPI_Recv(n.data(), kFields, MPI_UINT64_T, st.MPI_SOURCE, kFailureNoticeTag, MPI_COMM_WORLD,
-           MPI_STATUS_IGNORE);
-  return n;
+// Note [Notices never lower a verdict] (first_failure.h): what a notice may claim.
+bool well_formed(const Notice& n, int source) {
+  const std::uint64_t code = n[kCode];
+  return n[kRank] == static_cast<std::uint64_t>(source) && code >= 1 && code <= 3 &&
+         n[kNotIntegrity] == (code == kIntegrityCode ? 0u : 1u) && n[kVerdict] <= 1;
 }
 
-FirstFailure failure_of(const Notice& n, bool mine) {
+// The next well-formed notice from another rank, if one has arrived (malformed ones are dropped). A
+// message of another size on the notices' tag is received whole (MPI_Get_count) and dropped too: it
+// is never handed to MPI as a truncation.
+std::optional<Notice> next_notice() {
+  for (;;) {
+    int flag = 0;
+    MPI_Status st;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, kFailureNoticeTag, MPI_COMM_WORLD, &flag, &st) != MPI_SUCCESS || flag == 0)
+      return std::nullopt;
+    int bytes = 0;
+    MPI_Get_count(&st, MPI_BYTE, &bytes);
+    std::vector<std::uint8_t> raw(static_cast<std::size_t>(std::max(bytes, 0)));
+    MPI_Recv(raw.data(), bytes, MPI_BYTE, st.MPI_SOURCE, kFailureNoticeTag, MPI_COMM_WORLD,
+             MPI_STATUS_IGNORE);
+    if (raw.size() != sizeof(Notice)) continue;
+    Notice n{};
+    std::memcpy(n.data(), raw.data(), sizeof(Notice));
+    if (well_formed(n, st.MPI_SOURCE)) return n;
+  }
+}
+
+// Note [Notices never lower a verdict]: `own` is this rank's exit code; the result's code is the
+// first failure's, raised to `own` when that is an integrity failure.
+FirstFailure failure_of(const Notice& n, bool mine, int own) {
   FirstFailure out;
   out.mine = mine;
   out.rank = static_cast<int>(n[kRank]);
-  out.code = static_cast<int>(n[kCode]);
+  out.code = own == kIntegrityCode ? own : static_cast<int>(n[kCode]);
   out.integrity = n[kNotIntegrity] == 0;
   return out;
 }
@@ -112,14 +131,16 @@ FirstFailure FailureNotices::settle(const std::exception& error, int code, std::
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
       continue;
     }
-    if ((*n)[kVerdict] != 0) return failure_of(*n, false);
+    // A verdict that is not an integrity failure cannot precede ours if ours is one: dropped.
+    if ((*n)[kNotIntegrity] > mine[kNotIntegrity]) continue;
+    if ((*n)[kVerdict] != 0) return failure_of(*n, false, code);
     if (earlier(*n, first)) first = *n;
   }
-  if (first[kRank] != mine[kRank]) return failure_of(first, false);
+  if (first[kRank] != mine[kRank]) return failure_of(first, false, code);
   verdict_ = mine;
   verdict_[kVerdict] = 1;
   tell_everyone(verdict_, rank, world);
-  return failure_of(mine, true);
+  return failure_of(mine, true, code);
 }
 
 std::string consequence_line(int my_rank, const FirstFailure& first) {

@@ -31,9 +31,20 @@ struct FirstFailure {
 
 // Collective among the ranks that fail (the others never take part). main() holds one for the life of
 // the process: the notices it sends are read by MPI until the job is aborted.
+// Note [Notices never lower a verdict]: notices travel in clear on MPI_COMM_WORLD, so anything on the
+// host that can reach it can forge one. A notice may therefore stop a run, and name the failure the
+// ranks report, but never make a rank's exit less severe than its own finding: a rank that detected
+// an attack exits 3 whatever it hears. A notice whose sender is not the rank it names, whose exit code
+// is not a failure's (1, 2 or 3), or that claims to be the verdict before a rank's own integrity
+// failure while being none itself, is ignored.
 class FailureNotices {
  public:
-  using Notice = std::array<std::uint64_t, 9>;
+  // A notice's fields: the order key (Note [One detection line]), the exit code, and whether it is a
+  // failure (a candidate) or the verdict (its sender prints it now). Smaller key = earlier.
+  enum Field { kNotIntegrity, kStep, kBucket, kPhase, kHop, kDistance, kRank, kCode, kVerdict, kFields };
+  using Notice = std::array<std::uint64_t, kFields>;
+  // Far above any tag of ours, on MPI_COMM_WORLD, which our transports never use (they duplicate it).
+  static constexpr int kTag = 32000;
   // Sends this rank's notice for `error` (exit code `code`) to every other rank of MPI_COMM_WORLD and
   // listens for theirs for `grace` (longer for a failure on a forwarded message); returns whose
   // failure is the verdict. Call once.

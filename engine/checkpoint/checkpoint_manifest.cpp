@@ -5,6 +5,7 @@
 #include <set>
 
 #include "base/hex.h"
+#include "base/untrusted_json.h"
 #include "tee/bytes.h"
 #include "tee/errors.h"
 
@@ -22,8 +23,8 @@ namespace {
 
 // No exceptions from nlohmann: a parse failure becomes our IntegrityError naming the file.
 Json parse_object(std::span<const std::uint8_t> bytes, const std::string& what) {
-  Json j = Json::parse(bytes.begin(), bytes.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) malformed(what, "not valid JSON");
+  Json j = parse_untrusted_json(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  if (j.is_discarded()) malformed(what, "not valid JSON (or nested deeper than 64 levels)");
   if (!j.is_object()) malformed(what, "not a JSON object");
   return j;
 }

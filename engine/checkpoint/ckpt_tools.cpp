@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/printable.h"
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/checkpoint/freshness.h"
 #include "engine/checkpoint/safetensors.h"
@@ -92,7 +93,7 @@ std::string tensor_summary(const SafetensorsHeader& header) {
       shape.append(std::to_string(d));
     }
     if (tensors < 6) {
-      first.append("\n      ").append(t.name).append(" ").append(t.dtype);
+      first.append("\n      ").append(printable(t.name)).append(" ").append(printable(t.dtype));
       first.append("[").append(shape).append("]");
     }
     ++tensors;
@@ -120,7 +121,8 @@ std::string sealed_header_text(const tee::SealedHeader& h) {
          std::string(tee::cipher_name(h.cipher)) + ", key fingerprint " + tee::to_hex(h.key_fingerprint) +
          " (checkpoint key), chunk " + bytes_text(h.chunk_size) + " x " + std::to_string(h.chunk_count()) +
          ", plaintext " + bytes_text(h.plaintext_size) + "\n      metadata " +
-         (h.metadata.empty() ? std::string("(none)") : h.metadata) + " (unauthenticated until verify)";
+         (h.metadata.empty() ? std::string("(none)") : printable(h.metadata)) +
+         " (unauthenticated until verify)";
 }
 
 std::vector<std::uint8_t> read_plain(const fs::path& p) {
@@ -145,8 +147,8 @@ std::string json_summary(const std::vector<std::uint8_t>& bytes, const fs::path&
            ", params_sha256 " + m.params_sha256;
   }
   const CheckpointManifest m = parse_manifest(bytes, f.string());
-  return "manifest of run " + m.run_id + ", step " + std::to_string(m.step) + " (" + m.dir + "), " +
-         std::to_string(m.files.size()) + " files listed, previous save " +
+  return "manifest of run " + m.run_id + ", step " + std::to_string(m.step) + " (" + printable(m.dir) +
+         "), " + std::to_string(m.files.size()) + " files listed, previous save " +
          (m.prev_step ? step_dir_name(*m.prev_step) : std::string("none (first of its run)"));
 }
 
@@ -185,21 +187,22 @@ std::string inspect_file(const fs::path& f, const tee::CheckpointKey* key) {
     const auto b = read_plain(f);
     std::string text(b.begin(), b.end());
     while (!text.empty() && text.back() == '\n') text.pop_back();
-    return "completion marker (" + text + ")\n";
+    return "completion marker (" + printable(text) + ")\n";
   }
   return bytes_text(tee::open_regular_file(f, "checkpoint file").size) + "\n";
 }
 
 std::string inspect_step(const fs::path& dir, const tee::CheckpointKey* key) {
   std::error_code ec;
-  std::string out =
-      dir.string() + (fs::exists(dir / kMarker, ec) ? "" : "  [INCOMPLETE: no COMPLETE marker]") + "\n";
+  std::string out = printable(dir.string()) +
+                    (fs::exists(dir / kMarker, ec) ? "" : "  [INCOMPLETE: no COMPLETE marker]") + "\n";
   for (const fs::path& f : files_of(dir)) {
-    out += "  " + f.filename().string() + ": ";
+    // Names and whatever a broken file's error quotes of it are the directory's, not ours: one line each.
+    out += "  " + printable(f.filename().string()) + ": ";
     try {
       out += inspect_file(f, key);
     } catch (const std::exception& e) {  // inspect describes broken files, it does not stop at them
-      out += std::string("UNREADABLE: ") + e.what() + "\n";
+      out += "UNREADABLE: " + printable(e.what()) + "\n";
     }
   }
   return out;

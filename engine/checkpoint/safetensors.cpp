@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "base/error.h"
+#include "base/untrusted_json.h"
 #include "tee/bytes.h"
 #include "tee/regular_file.h"
 
@@ -160,9 +161,8 @@ SafetensorsHeader parse_header_text(std::string_view text, std::uint64_t data_si
     TopLevelKeys order_pass;
     if (!nlohmann::json::sax_parse(text.begin(), text.end(), &order_pass)) throw r.bad("header is not JSON");
     const std::vector<std::string>& order = order_pass.keys;
-    const nlohmann::json header = nlohmann::json::parse(text.begin(), text.end(), nullptr,
-                                                        /*allow_exceptions=*/false);
-    if (header.is_discarded()) throw r.bad("header is not JSON");
+    const nlohmann::json header = parse_untrusted_json(text);
+    if (header.is_discarded()) throw r.bad("header is not JSON (or nests deeper than 64 levels)");
     if (!header.is_object()) throw r.bad("header is not a JSON object");
     std::set<std::string> seen;  // a repeated key holds its last value, listed once
     for (const std::string& key : order) {

@@ -10,6 +10,7 @@
 #include <span>
 
 #include "base/error.h"
+#include "base/untrusted_json.h"
 #include "engine/checkpoint/safetensors.h"
 #include "tee/crypto/sealed_file.h"
 #include "tee/digest.h"
@@ -91,7 +92,7 @@ void open_sealed_copy(std::vector<std::uint8_t>& raw, const fs::path& path, cons
 // opened: a second binding of each file to its name, independent of the manifest's digests.
 void check_sealed_name(const CheckedFile& f, const fs::path& p) {
   if (f.chunks == 0) return;
-  const auto meta = nlohmann::json::parse(f.sealed_metadata, nullptr, /*allow_exceptions=*/false);
+  const auto meta = parse_untrusted_json(f.sealed_metadata);
   const std::string name = p.filename().string();
   if (!meta.is_object() || !meta.contains("name") || meta["name"] != name)
     refuse(p, "its sealed header was written for another file (metadata " + f.sealed_metadata + ")");

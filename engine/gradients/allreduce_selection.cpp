@@ -7,7 +7,9 @@
 #include <utility>
 
 #include "base/error.h"
+#include "base/untrusted_json.h"
 #include "engine/gradients/segments.h"
+#include "tee/regular_file.h"
 
 namespace tt {
 
@@ -62,7 +64,8 @@ comm::TeeCosts tee_costs(const ParallelOptions& parallel, const ComputeOptions& 
 nlohmann::json read_json(const std::string& path) {
   std::ifstream f(path);
   if (!f) return nullptr;
-  return nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return parse_untrusted_json(text);
 }
 
 std::string how_to_write(TeeMode mode) {
@@ -188,9 +191,8 @@ void save_cost_model(const std::string& path, TeeMode mode, const comm::CostFit&
   entry["fit_mean_abs_rel_error"] = fit.mean_abs_rel_error;
   entry["measured"] = about;
   doc["models"][mode_name(mode)] = entry;
-  std::ofstream f(path);
-  if (!f) throw InputError("--calibrate " + path + ": cannot open for writing");
-  f << doc.dump(2) << '\n';
+  const tee::UniqueFd fd = tee::open_output_file(path, "--calibrate", tee::OutputMode::Truncate);
+  tee::write_output(fd.get(), doc.dump(2) + "\n", path, "--calibrate");
 }
 
 AlgoSelection::AlgoSelection(std::optional<comm::ReduceAlgo> request, CostModelSource model, int ranks,

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -96,6 +97,23 @@ std::string create_key_file(const fs::path& path, bool force) {
   return key.fingerprint();
 }
 
+namespace {
+
+// A key that takes fewer than 8 distinct byte values: all zeros, a repeated byte or short pattern, a
+// filled-in placeholder. 32 random bytes take about 30 distinct values; fewer than 8 happens with
+// probability below 2^-100, so only a key that was never random is refused.
+bool low_entropy(tee::ByteView key) {
+  std::array<bool, 256> seen{};
+  int distinct = 0;
+  for (const std::uint8_t b : key) {
+    if (!seen[b]) ++distinct;
+    seen[b] = true;
+  }
+  return distinct < 8;
+}
+
+}  // namespace
+
 tee::MasterKey load_key_file(const fs::path& path, const WarnFn& warn, KeyUse use) {
   tee::OpenAttempt a = tee::try_open_regular(path);
   if (a.error == ENOENT) throw InputError(missing_key_file(path, use));
@@ -120,6 +138,10 @@ tee::MasterKey load_key_file(const fs::path& path, const WarnFn& warn, KeyUse us
   const long long got = tee::pread_full(fd.get(), key.mutable_view(), 0);
   if (got != static_cast<long long>(kMasterKeySize))
     throw InputError(tee::quoted_path(path, "key file") + ": short read");
+  if (low_entropy(key.view()))
+    throw InputError(tee::quoted_path(path, "key file") +
+                     " is not a random key (its 32 bytes take fewer than 8 distinct values, as an all-zero "
+                     "or repeated pattern does); write one with `teetrain keygen`");
   return tee::MasterKey(std::move(key));
 }
 

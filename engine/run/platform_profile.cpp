@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "base/error.h"
+#include "base/untrusted_json.h"
 
 namespace tt {
 namespace {
@@ -82,8 +83,10 @@ GpuSpec resolve_gpu_spec(const std::string& gpu) {
   if (!is_platform_profile(gpu)) return gpu_spec(gpu);
   std::ifstream in(gpu);
   if (!in) throw InputError("--gpu " + gpu + ": cannot read the platform profile" + kHint);
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) throw InputError("--gpu " + gpu + ": not valid JSON" + kHint);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const nlohmann::json j = parse_untrusted_json(text);
+  if (j.is_discarded())
+    throw InputError("--gpu " + gpu + ": not valid JSON (or nested deeper than 64 levels)" + kHint);
   return platform_profile_from_json(j, "--gpu " + gpu);
 }
 

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "engine/file_util.h"
+#include "tee/regular_file.h"
 
 namespace tt {
 namespace {
@@ -17,10 +18,8 @@ nlohmann::json meta(const char* what, int pid, int tid, const std::string& name)
 }
 
 void write_json(const std::filesystem::path& path, const nlohmann::json& j) {
-  std::ofstream f(path, std::ios::trunc);
-  if (!f) throw InputError("--trace " + path.string() + ": cannot open for writing");
-  f << j.dump() << '\n';
-  if (!f) throw InputError("--trace " + path.string() + ": write failed");
+  const tee::UniqueFd fd = tee::open_output_file(path, "--trace", tee::OutputMode::Truncate);
+  tee::write_output(fd.get(), j.dump() + "\n", path, "--trace");
 }
 
 nlohmann::json wrap(nlohmann::json events) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/untrusted_json.h"
 #include "tee/regular_file.h"
 
 namespace tt::tee::evidence {
@@ -117,12 +118,11 @@ bool looks_like_json(std::string_view text) {
 }
 
 std::vector<GpuEvidence> parse_sdk_evidence_json(std::string_view json, const std::string& where) {
-  Json doc;
-  try {
-    doc = Json::parse(json);
-  } catch (const Json::exception&) {
-    throw InputError(where + ": not valid JSON (expected the attestation SDK's serialized evidence)");
-  }
+  Json doc = parse_untrusted_json(json);
+  if (doc.is_discarded())
+    throw InputError(where +
+                     ": not valid JSON (expected the attestation SDK's serialized evidence), or nested deeper "
+                     "than 64 levels");
   if (doc.is_object()) doc = Json::array({doc});
   if (!doc.is_array() || doc.empty() || doc.size() > kMaxGpus)
     throw InputError(where + ": expected a list of 1 to " + std::to_string(kMaxGpus) +

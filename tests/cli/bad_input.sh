@@ -31,4 +31,11 @@ for bad in AES-256-GCM aes-256-cbc; do
   expect_exit 2 "aes-256-gcm.*chacha20-poly1305" -- "$TT" seal-data --data "$D" --out "$WORK/sealed" --cipher "$bad"
 done
 expect_exit 2 "no text|not found|no such|cannot" -- "$TT" prepare-text "$WORK/empty_dir_missing" --out "$WORK/o"
+# A key file of the right size that was never random (all zeros, a repeated pattern) is refused.
+head -c 32 /dev/zero >"$WORK/zero.key" && chmod 600 "$WORK/zero.key"
+printf 'abcdabcdabcdabcdabcdabcdabcdabcd' >"$WORK/pattern.key" && chmod 600 "$WORK/pattern.key"
+for k in zero pattern; do
+  expect_exit 2 "$k.key.*is not a random key.*teetrain keygen" -- \
+    "$TT" seal-data --data "$D" --out "$WORK/sealed_$k" --key-file "$WORK/$k.key"
+done
 finish

@@ -123,4 +123,41 @@ truncate -s $((52 + meta + keep_plain + 2 * 16)) "$f"
 printf "$(printf '\\x%02x' 0 0 0 0 0 0 $((keep_plain >> 8)) $((keep_plain & 255)))" |
   dd of="$f" bs=1 seek=16 conv=notrunc 2>/dev/null
 expect_exit 3 "tiny_train.bin.sealed.*chunk 1 of 2 failed to open" -- "${tee_run[@]}" --data "$WORK/s3/tiny"
+# JSON nested 100,000 deep (1.2 MB, under every size cap) where a file holds JSON: refused with exit 2
+# naming the file, never a crash (base/untrusted_json.h bounds the nesting at 64 levels).
+python3 -c "import sys; n = 100000; sys.stdout.write('{\"a\":' * n + '1' + '}' * n)" >"$WORK/deep.json"
+expect_exit 2 "nested deeper than 64 levels" -- timeout 10 "$TT" verify-evidence "$WORK/deep.json"
+deep_ckpt=$(dirname "$(find "$WORK/pk" -name manifest.json | head -1)")
+cp "$WORK/deep.json" "$deep_ckpt/manifest.json"
+# A checkpoint's manifest is what binds its files: one that does not parse is a damaged checkpoint
+# (exit 3, as any malformed manifest is), and `inspect` describes it as unreadable.
+expect_exit 3 "manifest.json: not valid JSON \(or nested deeper than 64 levels\)" -- \
+  timeout 10 "$TT" ckpt verify "$deep_ckpt"
+out=$(timeout 10 "$TT" ckpt inspect "$deep_ckpt" 2>&1) && grep -q "manifest.json: UNREADABLE: .*nested deeper than 64" <<<"$out" &&
+  passes=$((passes + 1)) || { echo "FAIL: ckpt inspect of a 100,000-deep manifest: $out"; fails=$((fails + 1)); }
+# `ckpt inspect` prints what it reads from outside as one line each (\xNN escapes): a file name or a
+# marker that carries a newline and a forged "manifest sha256 ... (pin with --expect-checkpoint)" line
+# does not draw that line.
+forge=$'\n      manifest sha256 0000000000000000000000000000000000000000000000000000000000000000 (pin with --expect-checkpoint)'
+"${plain_run[@]}" --save-every 2 --ckpt-dir "$WORK/pk2" 2>/dev/null
+plain_step=$(dirname "$(find "$WORK/pk2" -name COMPLETE | head -1)")
+touch "$plain_step/x${forge}"
+printf 'done%s\n' "$forge" >"$plain_step/COMPLETE"
+out=$(timeout 10 "$TT" ckpt inspect "$WORK/pk2" 2>&1)
+pins=$(grep -c "^      manifest sha256 [0-9a-f]\{64\} (pin with --expect-checkpoint)$" <<<"$out" || true)
+manifests=$(find "$WORK/pk2" -name manifest.json | wc -l)
+if [[ "$pins" -eq "$manifests" && "$manifests" -ge 1 ]] && grep -qF 'x\x0a      manifest sha256 0000' <<<"$out" &&
+  grep -qF '(done\x0a      manifest sha256 0000' <<<"$out"; then passes=$((passes + 1)); else
+  echo "FAIL: ckpt inspect printed outside text raw ($pins pin lines for $manifests manifests):"; echo "$out"
+  fails=$((fails + 1)); fi
+# Output paths are opened like input paths: a FIFO planted where a result goes is refused at once (exit
+# 2, naming the flag and what the path is), never waited on (every command runs under `timeout 10`).
+for flag in --summary --metrics --trace; do
+  fifo "$WORK/out$flag"
+  expect_exit 2 "$flag .*out$flag: cannot open for writing: is a FIFO" -- "${plain_run[@]}" -q "$flag" "$WORK/out$flag"
+done
+fifo "$WORK/policy.fifo"
+expect_exit 2 "--write-policy .*policy.fifo: cannot open for writing: is a FIFO" -- \
+  timeout 10 "$TT" attest "${ROOT[@]}" --device-identity "$WORK/vendor/device_1.pem" --rank 1 --config '{"x":1}' \
+  --write-policy "$WORK/policy.fifo"
 finish

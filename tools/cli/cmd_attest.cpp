@@ -73,8 +73,9 @@ void run_attest(const AttestOptions& o) {
   if (!o.verify.empty()) return verify_file(o, ac);
   if (!o.write_policy.empty()) {
     const std::string text = comm::policy_text(comm::expected_measurement(ac));
-    std::ofstream out(o.write_policy);
-    if (!(out << text).flush()) throw InputError("--write-policy " + o.write_policy + ": cannot write");
+    const tee::UniqueFd fd =
+        tee::open_output_file(o.write_policy, "--write-policy", tee::OutputMode::Truncate);
+    tee::write_output(fd.get(), text, o.write_policy, "--write-policy");
     std::printf("%swritten to %s (pass it to verifiers with --policy)\n", text.c_str(),
                 o.write_policy.c_str());
     return;

@@ -270,12 +270,12 @@ def check_ring(teetrain: str, work: str) -> list[str]:
 
 def seal_layout() -> tuple[dict[str, int], list[tuple[int, int, str]]]:
     """Sizes and the associated data's fields (offset, bytes, name), read from comm/secure/seal_streams.*."""
-    with open(os.path.join(REPO, "comm", "seal_streams.h"), encoding="utf-8") as f:
+    with open(os.path.join(REPO, "comm", "secure", "seal_streams.h"), encoding="utf-8") as f:
         header = f.read()
-    with open(os.path.join(REPO, "comm", "seal_streams.cpp"), encoding="utf-8") as f:
+    with open(os.path.join(REPO, "comm", "secure", "seal_streams.cpp"), encoding="utf-8") as f:
         source = f.read()
     sizes = {k: int(v) for k, v in re.findall(r"constexpr std::size_t (kSeal\w+) = (\d+);", header)}
-    with open(os.path.join(REPO, "tee", "aead.h"), encoding="utf-8") as f:
+    with open(os.path.join(REPO, "tee", "crypto", "aead.h"), encoding="utf-8") as f:
         tag = re.search(r"kTagSize = (\d+)", f.read())
     sizes["tag"] = int(tag.group(1)) if tag else 0
     body = source[source.index("make_aad("):]

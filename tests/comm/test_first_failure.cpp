@@ -1,0 +1,111 @@
+// Failure notices (comm/secure/first_failure.h) under forgery: Note [Notices never lower a verdict].
+// Rank 1 plays a process that can reach MPI_COMM_WORLD and sends rank 0 notices no honest rank sends —
+// a verdict with exit code 0 (the forgery that once turned a detected attack into a clean exit), one
+// in another rank's name, a non-integrity verdict ahead of an integrity failure, a message of the
+// wrong size — before rank 0 settles its own failure. Rank 0 must keep its own finding.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "base/error.h"
+#include "comm/secure/first_failure.h"
+#include "tests/comm/mpi_test_env.h"
+
+namespace tt::comm {
+namespace {
+
+using F = FailureNotices;
+
+F::Notice forged(int rank, int code, bool verdict) {
+  F::Notice n{};
+  n[F::kNotIntegrity] = code == 3 ? 0 : 1;
+  n[F::kRank] = static_cast<std::uint64_t>(rank);
+  n[F::kCode] = static_cast<std::uint64_t>(code);
+  n[F::kVerdict] = verdict ? 1 : 0;
+  return n;
+}
+
+// The forger's messages: sent without waiting (the large one needs rank 0's receive to complete).
+struct Forgeries {
+  std::vector<F::Notice> notices;
+  std::vector<std::uint64_t> big = std::vector<std::uint64_t>(4096, 7);  // the notices' tag, another size
+  std::vector<MPI_Request> sent;
+
+  void send_all(int to) {
+    for (const F::Notice& n : notices) {
+      sent.emplace_back();
+      MPI_Isend(n.data(), F::kFields, MPI_UINT64_T, to, F::kTag, MPI_COMM_WORLD, &sent.back());
+    }
+    sent.emplace_back();
+    MPI_Isend(big.data(), static_cast<int>(big.size()), MPI_UINT64_T, to, F::kTag, MPI_COMM_WORLD,
+              &sent.back());
+  }
+  void wait() { MPI_Waitall(static_cast<int>(sent.size()), sent.data(), MPI_STATUSES_IGNORE); }
+};
+
+// Every rank but 0 takes rank 0's two notices (its failure, then its verdict), so none is pending at
+// the end; returns the verdict's exit code.
+std::uint64_t drain_rank0() {
+  F::Notice n{};
+  for (int i = 0; i < 2; ++i)
+    MPI_Recv(n.data(), F::kFields, MPI_UINT64_T, 0, F::kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  EXPECT_EQ(n[F::kVerdict], 1u);
+  return n[F::kCode];
+}
+
+// Rank 0 settles `own` after rank 1's forgeries have arrived; returns what it settled on.
+FirstFailure settle_after_forgeries(const std::exception& own, int code, bool non_integrity_verdict) {
+  int rank = 0, world = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  Forgeries forger;
+  if (rank == 1) {
+    forger.notices.push_back(forged(1, 0, true));  // "the verdict is success"
+    forger.notices.push_back(forged(0, 3, true));  // a verdict in rank 0's own name, from rank 1
+    if (non_integrity_verdict) forger.notices.push_back(forged(1, 1, true));
+    forger.send_all(0);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);  // every forgery is on its way before rank 0 listens
+  FirstFailure f;
+  F notices;  // rank 0's notices are read from it until every rank has them (the last barrier)
+  if (rank == 0) {
+    f = notices.settle(own, code, std::chrono::milliseconds(300));
+  } else {
+    EXPECT_EQ(drain_rank0(), static_cast<std::uint64_t>(code));
+  }
+  if (rank == 1) forger.wait();
+  MPI_Barrier(MPI_COMM_WORLD);
+  return f;
+}
+
+TEST(FailureNotices, ForgedNoticesNeverLowerAnIntegrityVerdict) {
+  int rank = 0, world = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  if (world < 2) GTEST_SKIP() << "needs a rank to forge notices";
+  const FirstFailure f = settle_after_forgeries(IntegrityError("a sealed message failed to open"), 3, true);
+  if (rank == 0) {
+    EXPECT_TRUE(f.mine);  // none of the forgeries was taken for the first failure
+    EXPECT_EQ(f.code, 3);
+    EXPECT_TRUE(f.integrity);
+  }
+}
+
+TEST(FailureNotices, ForgedNoticesNeverTurnAFailureIntoSuccess) {
+  int rank = 0, world = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  if (world < 2) GTEST_SKIP() << "needs a rank to forge notices";
+  const FirstFailure f = settle_after_forgeries(RunError("the peer stopped answering"), 1, false);
+  if (rank == 0) {
+    EXPECT_TRUE(f.mine);
+    EXPECT_EQ(f.code, 1);
+    EXPECT_FALSE(f.integrity);
+  }
+}
+
+}  // namespace
+}  // namespace tt::comm
