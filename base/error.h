@@ -38,6 +38,15 @@ class RunError : public Error {
   explicit RunError(const std::string& what) : Error(ExitCode::kRunFailure, what) {}
 };
 
+// A message whose framing is not what the receiver posted for (longer than its buffer, not whole
+// floats): a transport failure (exit 1) where messages travel in clear, but on a sealed path a message
+// out of its place — reordered, replayed or forged — so the all-reduce that receives it reports an
+// integrity failure instead (comm/allreduce/hop_runner.cpp, HopRunner::wait).
+class FramingError : public RunError {
+ public:
+  explicit FramingError(const std::string& what) : RunError(what) {}
+};
+
 // A seal failed to open or a sealed object is not what it claims to be: tampered, replayed,
 // reordered, truncated, malformed, or opened with the wrong key; or a peer failed attestation.
 // Exit code 3. The message names what failed (file, chunk, field) and never contains key material.

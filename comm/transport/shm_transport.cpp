@@ -189,7 +189,10 @@ struct RecvState final : RequestState {
   }
   std::optional<std::size_t> poll() override {
     impl.progress();
-    if (!error.empty()) throw RunError(error);
+    if (!error.empty()) {
+      if (framing) throw FramingError(error);
+      throw RunError(error);
+    }
     if (!matched) return std::nullopt;
     if (payload.pending() && !impl.payload_done(payload)) return std::nullopt;
     if (!staged.empty()) {  // a sum's bytes came through MPI: add them now
@@ -207,6 +210,7 @@ struct RecvState final : RequestState {
   bool matched = false;
   std::size_t bytes = 0;
   std::string error;
+  bool framing = false;  // `error` is the message's length or shape: a FramingError
   Request payload;
   std::vector<float> staged;  // a sum's bytes through MPI, until they have arrived
 };
@@ -263,9 +267,11 @@ void ShmTransport::Impl::match(HostPeer& p, RecvState& r, const SlotHeader& h,
   };
   if (h.bytes > r.buffer.size()) {
     r.error = from() + " is longer than the receive buffer of " + std::to_string(r.buffer.size()) + " bytes";
+    r.framing = true;
     return;
   }
   if (r.adds && (h.bytes % sizeof(float) != 0 || h.address % alignof(float) != 0)) {
+    r.framing = true;
     r.error = from() + " is not whole, aligned floats, so it cannot be added in";
     return;
   }

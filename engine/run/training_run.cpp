@@ -40,6 +40,20 @@ nlohmann::json attestation_json(const std::optional<comm::AttestConfig>& attest,
   return j;
 }
 
+// Each protection the run gave up, by its flag (RunDescription::opt_outs). `plain_data`: a TEE run
+// on plaintext data, which only --allow-plain-data lets through.
+std::vector<std::string> opt_outs(const TeeOptions& tee, const std::optional<comm::AttestConfig>& attest,
+                                  bool plain_data, int world) {
+  std::vector<std::string> out;
+  if (attest && world > 1 && attest->mode == comm::AttestationMode::None)
+    out.emplace_back("--attestation none");
+  if (attest && attest->anchor != nullptr && !attest->anchor->checks_revocation())
+    out.emplace_back("--no-revocation-check");
+  if (plain_data) out.emplace_back("--allow-plain-data");
+  if (tee.adversary) out.push_back(std::string("--adversary ") + comm::attack_name(tee.adversary->kind));
+  return out;
+}
+
 // What the trainer measured, as the summary's first fields.
 nlohmann::json result_json(const TrainResult& r, bool images) {
   return {{"steps", r.steps},
@@ -405,6 +419,9 @@ RunDescription TrainingRun::gather_facts() const {
     d.gradients = "not reduced (one rank)";
   }
   d.attestation_summary = attestation_json(links_->attest(), world_);
+  // A TEE run holds a dataset key exactly when its data is sealed (start_links).
+  const bool plain_data = plan_.switches().on && !at_rest_.dataset && !(img_ && img_->sealed());
+  d.opt_outs = opt_outs(plan_.tee(), links_->attest(), plain_data, world_);
   if (const auto& attest = links_->attest()) {
     d.attestation = attestation_banner(*attest, world_);
     d.unauthenticated = !attestation_summary(*attest, world_).warning.empty();
@@ -443,6 +460,7 @@ nlohmann::json TrainingRun::summary(const TrainResult& r, const RunReport& repor
             {"tee", plan_.json().at("tee")},  // the agreed configuration's: the resolved mode and switches
             {"rekeys", links_->session() != nullptr ? links_->session()->channel().rekeys() : 0},
             {"attestation", d.attestation_summary},
+            {"opt_outs", d.opt_outs},
             {"agreed_inputs", inputs_.to_json()},
             {"bytes_sent", phases["counters"]["bytes_sent"]},
             {"phases", phases["phases"]},

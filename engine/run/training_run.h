@@ -57,6 +57,9 @@ struct RunDescription {
   std::string attestation;             // empty with TEE off
   nlohmann::json attestation_summary;  // the summary's "attestation" (null with TEE off)
   std::string agreed_inputs;           // what every rank opened and agreed on (InputRecord::describe)
+  // What the run gave up, each by the flag that gave it up ("--attestation none", "--allow-plain-data",
+  // "--no-revocation-check", "--adversary flip"): the banner, the result line and the summary name them.
+  std::vector<std::string> opt_outs;
   bool unauthenticated = false;  // nothing authenticated the peers, or revocation was not checked: repeat
                                  // the banner at the end
   bool images = false;           // rates are images/s, else tokens/s

@@ -153,4 +153,13 @@ for cmd in train "bench allreduce"; do
   grep -q -- "--adversary SPEC" <<<"$("$TT" $cmd --help)" && passes=$((passes + 1)) ||
     { echo "FAIL: $cmd --help has no --adversary"; fails=$((fails + 1)); }
 done
+# A reorder across buckets delivers a longer message than the one posted for: on a sealed path that is
+# a message out of its place (exit 3, an integrity failure), not a transport error (exit 1).
+# At P = 2 the swapped message is the next bucket's, longer than the one posted for; at P = 4 what the
+# receiver meets first depends on timing (a longer, a shorter or a misplaced message), always exit 3.
+run 2 "$WORK/reorder_across_2.log" "${sealed[@]}" --bucket-mb 0.02 --adversary reorder:2
+check "P=2 reorder across buckets" 3 "INTEGRITY FAILURE.*longer than the receive buffer.*out of its place" \
+  "$WORK/reorder_across_2.log"
+run 4 "$WORK/reorder_across_4.log" "${sealed[@]}" --bucket-mb 0.02 --adversary reorder:2
+check "P=4 reorder across buckets" 3 "INTEGRITY FAILURE" "$WORK/reorder_across_4.log"
 finish

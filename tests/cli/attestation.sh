@@ -49,6 +49,10 @@ expect_exit 2 "device_7.pem" -- "$TT" "${base[@]}" "${ROOT[@]}" --device-identit
 "${MPI[@]}" -np 2 "$TT" "${base[@]}" --attestation none --summary "$WORK/none.json" >"$WORK/none.log" 2>&1 || bad "attestation none run" "$WORK/none.log"
 expect_eq "$(grep -c "WARNING: no attestation: an on-path adversary can read everything" "$WORK/none.log")" 2 "banner and end flag it"
 grep -q '"warning": "no attestation: an on-path adversary can read everything"' "$WORK/none.json" && ok || bad "summary flags it"
+# -q 2>/dev/null leaves the result line alone: it names every opt-out (here plaintext data in a TEE run too).
+"${MPI[@]}" -np 2 "$TT" "${base[@]}" --attestation none -q 2>/dev/null >"$WORK/none_q.log" || bad "attestation none -q" "$WORK/none_q.log"
+grep -qE "^done: .*params_sha256 [0-9a-f]{64} \| opt-outs: --attestation none, --allow-plain-data$" "$WORK/none_q.log" &&
+  ok || bad "-q's done line names --attestation none and --allow-plain-data" "$WORK/none_q.log"
 # Certified: trains, and gives the same parameters.
 "${MPI[@]}" -np 2 "$TT" "${base[@]}" "${ROOT[@]}" "${ID[@]}" --summary "$WORK/cert.json" >"$WORK/cert.log" 2>&1 || bad "certified run" "$WORK/cert.log"
 grep -q "attestation certified by vendor root" "$WORK/cert.log" && ok || bad "banner names the root" "$WORK/cert.log"

@@ -57,6 +57,12 @@ expect_eq "$(grep -c "WARNING: revocation NOT checked: a revoked device is accep
   "banner and end flag the opt-out"
 grep -q '"revocation_checked": false' "$WORK/optout.json" && ok || bad "summary: revocation_checked false" "$WORK/optout.json"
 grep -q '"warning": "revocation NOT checked' "$WORK/optout.json" && ok || bad "summary warns" "$WORK/optout.json"
+# The result line names the opt-out too (what `-q 2>/dev/null` leaves), as do the banner and the summary.
+grep -qE "^done: .*params_sha256 [0-9a-f]{64} \| opt-outs: --no-revocation-check" "$WORK/optout.log" && ok ||
+  bad "the done line names --no-revocation-check" "$WORK/optout.log"
+grep -q "^  opt-outs --no-revocation-check" "$WORK/optout.log" && ok || bad "the banner lists the opt-out" "$WORK/optout.log"
+grep -q '"opt_outs": \[' "$WORK/optout.json" && grep -q '"--no-revocation-check"' "$WORK/optout.json" && ok ||
+  bad "summary: opt_outs" "$WORK/optout.json"
 
 # (d) attest --verify without the CRL refuses, and with the opt-out never claims "not revoked".
 expect_exit 2 "no revocation list.*--no-revocation-check" -- "$TT" attest --verify "$WORK/ev1.bin" "${ROOT[@]}"

@@ -15,6 +15,12 @@
 namespace tt::cli {
 namespace {
 
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& i : items) out += (out.empty() ? "" : ", ") + i;
+  return out;
+}
+
 void print_banner(const RunDescription& d, const ParallelOptions& p) {
   std::fprintf(
       stderr,
@@ -26,6 +32,7 @@ void print_banner(const RunDescription& d, const ParallelOptions& p) {
   if (!d.host_transport.empty()) std::fprintf(stderr, "  host transport %s\n", d.host_transport.c_str());
   if (!d.grad_memory.empty()) std::fprintf(stderr, "  gradients' memory %s\n", d.grad_memory.c_str());
   if (!d.attestation.empty()) std::fprintf(stderr, "  attestation %s\n", d.attestation.c_str());
+  if (!d.opt_outs.empty()) std::fprintf(stderr, "  opt-outs %s\n", joined(d.opt_outs).c_str());
 }
 
 // What the run produced goes to stdout (`train ... > out.txt` keeps it); what it says about itself
@@ -33,9 +40,12 @@ void print_banner(const RunDescription& d, const ParallelOptions& p) {
 void print_result(const RunDescription& d, const TrainResult& r, const RunReport& report, bool quiet) {
   char val[32] = "none";  // no validation split, or --val-batches 0
   if (r.val_loss >= 0) std::snprintf(val, sizeof val, "%.4f", r.val_loss);
-  std::printf("done: %ld steps, loss %.4f, val_loss %s, %.0f %s, %.3f s/step, params_sha256 %s\n", r.steps,
+  // The result line names every opt-out, so `-q 2>/dev/null` never shows a clean result of a run that
+  // gave a protection up.
+  const std::string given_up = d.opt_outs.empty() ? "" : " | opt-outs: " + joined(d.opt_outs);
+  std::printf("done: %ld steps, loss %.4f, val_loss %s, %.0f %s, %.3f s/step, params_sha256 %s%s\n", r.steps,
               r.final_loss, val, r.items_per_s, d.images ? "images/s" : "tok/s", r.step_seconds_mean,
-              r.params_sha256.c_str());
+              r.params_sha256.c_str(), given_up.c_str());
   if (r.val_accuracy >= 0) std::printf("val_accuracy %.2f%%\n", 100.0 * r.val_accuracy);
   if (!report.adversary_view.empty()) std::printf("%s", report.adversary_view.c_str());
   if (!quiet)
