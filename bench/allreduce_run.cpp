@@ -75,8 +75,7 @@ void choose_modes(AllreduceBenchOptions& o, bool tee_on) {
 }
 
 // The options resolved against the TEE mode: rows, waits and buffers.
-AllreduceBenchOptions resolved(AllreduceBenchOptions o) {
-  const TeeSwitches ts = resolve_tee(o.tee.settings, /*gpu_gradients=*/false);
+AllreduceBenchOptions resolved(AllreduceBenchOptions o, const TeeSwitches& ts) {
   choose_modes(o, ts.on);
   if (!o.comm_wait) o.comm_wait = fair_wait_mode();
   // Note [Shared buffers] (comm/transport/shm_transport.h): a shared buffer shows its plaintext to the host.
@@ -108,8 +107,8 @@ bench::BenchOptions options_for(const AllreduceBenchOptions& o, const TeeSwitche
 // The same links as `teetrain train` (engine/run/rank_links.h): in TEE mode the same attestation, key
 // agreement and single sealed channel, so the bench measures exactly the ring that training runs.
 AllreduceRun::AllreduceRun(AllreduceBenchOptions o)
-    : o_(resolved(std::move(o))),
-      ts_(resolve_tee(o_.tee.settings, /*gpu_gradients=*/false)),
+    : ts_(resolve_tee(o.tee.settings, /*gpu_gradients=*/false)),
+      o_(resolved(std::move(o), ts_)),
       links_(MPI_COMM_WORLD, comm::Transport::kDefaultTimeout, *o_.comm_wait, o_.host_transport,
              o_.tee.adversary, ts_.on) {
   links_.secure(

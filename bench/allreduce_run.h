@@ -80,8 +80,8 @@ class AllreduceRun {
   std::vector<bench::BenchAlgo> rows();
 
  private:
+  TeeSwitches ts_;  // before o_: the options are resolved against it
   AllreduceBenchOptions o_;
-  TeeSwitches ts_;
   RankLinks links_;
   LinkFacts link_;
   SegmentPick segment_;

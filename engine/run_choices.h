@@ -142,8 +142,13 @@ struct TeeSwitches {
 
 // gpu_gradients: the gradients live on a GPU (real or emulated). Device crypto exists only there: with
 // CPU compute the host IS the device, and the switch resolves to off. Throws InputError for device
-// crypto asked of a cipher the GPU does not run.
+// crypto asked of a cipher the GPU does not run (tee_conflict's sentence).
 TeeSwitches resolve_tee(const TeeSettings& s, bool gpu_gradients);
+// The switches as resolve_tee gives them, where a conflict leaves device crypto off instead of throwing:
+// for whoever lists every conflict at once (the run plan) and asks tee_conflict for this one.
+TeeSwitches resolve_tee_lenient(const TeeSettings& s, bool gpu_gradients);
+// The one conflict among the TEE flags themselves (device crypto asked of ChaCha on a GPU), or "".
+std::string tee_conflict(const TeeSettings& s, bool gpu_gradients);
 
 // The host of an emulated GPU's confidential VM in virtual time: what sealing the ring's messages costs
 // there (platform/emulated/virtual_seal_channel.h). Defaults: tools/calibration/h100_cc_sources.json.

@@ -23,10 +23,7 @@ namespace {
 constexpr int kFailureNoticeTag = FailureNotices::kTag;
 constexpr std::uint64_t kNone = std::numeric_limits<std::uint64_t>::max();
 using Notice = FailureNotices::Notice;
-using Field = FailureNotices::Field;
-constexpr int kNotIntegrity = Field::kNotIntegrity, kStep = Field::kStep, kBucket = Field::kBucket,
-              kPhase = Field::kPhase, kHop = Field::kHop, kDistance = Field::kDistance, kRank = Field::kRank,
-              kCode = Field::kCode, kVerdict = Field::kVerdict, kFields = Field::kFields;
+using enum FailureNotices::Field;
 constexpr int kIntegrityCode = static_cast<int>(ExitCode::kIntegrity);
 
 Notice notice_of(const std::exception& e, int code, int rank, int world) {

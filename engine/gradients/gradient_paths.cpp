@@ -227,7 +227,9 @@ std::vector<std::string> path_conflicts(const PathRequest& r) {
 std::unique_ptr<GradientPath> build_gradient_path(const GradientSetup& s) {
   const PathRequest r = path_request(s);
   const GradientPathEntry& row = served_by(r);
-  if (const std::vector<std::string> conflicts = path_conflicts(r); !conflicts.empty()) {
+  std::vector<std::string> conflicts;
+  row.refuse(r, conflicts);
+  if (!conflicts.empty()) {
     std::string msg;
     for (const std::string& c : conflicts) msg += (msg.empty() ? "" : "; ") + c;
     throw InputError(msg);

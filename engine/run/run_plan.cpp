@@ -16,6 +16,12 @@ TeeSwitches tee_switches(const TrainOptions& o) {
   return resolve_tee(o.tee.settings, o.compute.gpu_gradients());
 }
 
+// The switches for checking the other choices: a conflict among the TEE flags is listed on its own
+// (plan_conflicts), not thrown before the rest are seen.
+TeeSwitches lenient_switches(const TrainOptions& o) {
+  return resolve_tee_lenient(o.tee.settings, o.compute.gpu_gradients());
+}
+
 // Image models take their input shape and classes from the data and have no sequence length.
 TrainOptions resolved(const TrainOptions& given, const ImageSource* images, int world) {
   TrainOptions o = given;
@@ -39,9 +45,8 @@ platform::Request platform_request(const TrainOptions& o) {
   r.cc_transfer_us = p.cc_transfer_us;
   r.checkpoints = o.checkpoints.any();
   r.tf32 = c.tf32;
-  // tee_switches() only where it matters (it throws for device crypto asked of ChaCha).
   r.adversary_on_device_crypto = o.tee.adversary && c.mode == ComputeMode::Emulated && !c.virtual_time() &&
-                                 tee_switches(o).device_crypto;
+                                 lenient_switches(o).device_crypto;
   return r;
 }
 
@@ -64,16 +69,9 @@ void platform_conflicts(const TrainOptions& o, std::vector<std::string>& out) {
 void path_conflicts(const TrainOptions& o, std::vector<std::string>& out) {
   const ComputeOptions& c = o.compute;
   const std::optional<comm::AdversarySpec>& adversary = o.tee.adversary;
-  // tee_switches() throws for device crypto asked of ChaCha: that conflict is the platform's to name.
-  TeeSwitches ts;
-  try {
-    ts = tee_switches(o);
-  } catch (const InputError&) {
-    ts.on = o.tee.settings.mode != TeeMode::Off;
-  }
   const PathRequest request{.parallel = o.parallel,
                             .compute = c,
-                            .tee = ts,
+                            .tee = lenient_switches(o),
                             .adversary = adversary.has_value(),
                             .device_gradients = c.platform() == DeviceKind::Cuda,
                             .mpirun = true,          // a plan is a run under mpirun
@@ -130,6 +128,8 @@ long steps_for_epochs(const ScheduleOptions& s, const ImageSource* images, int w
 
 std::vector<std::string> plan_conflicts(const TrainOptions& o) {
   std::vector<std::string> out;
+  if (std::string tee = tee_conflict(o.tee.settings, o.compute.gpu_gradients()); !tee.empty())
+    out.push_back(std::move(tee));
   platform_conflicts(o, out);
   path_conflicts(o, out);
   const ScheduleOptions& s = o.schedule;

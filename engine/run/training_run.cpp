@@ -420,7 +420,7 @@ RunDescription TrainingRun::gather_facts() const {
   }
   d.attestation_summary = attestation_json(links_->attest(), world_);
   // A TEE run holds a dataset key exactly when its data is sealed (start_links).
-  const bool plain_data = plan_.switches().on && !at_rest_.dataset && !(img_ && img_->sealed());
+  const bool plain_data = plan_.switches().on && !at_rest_.dataset;
   d.opt_outs = opt_outs(plan_.tee(), links_->attest(), plain_data, world_);
   if (const auto& attest = links_->attest()) {
     d.attestation = attestation_banner(*attest, world_);

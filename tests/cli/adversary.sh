@@ -155,11 +155,11 @@ for cmd in train "bench allreduce"; do
 done
 # A reorder across buckets delivers a longer message than the one posted for: on a sealed path that is
 # a message out of its place (exit 3, an integrity failure), not a transport error (exit 1).
-# At P = 2 the swapped message is the next bucket's, longer than the one posted for; at P = 4 what the
-# receiver meets first depends on timing (a longer, a shorter or a misplaced message), always exit 3.
+# What the receiver meets first depends on timing (on an idle machine at P = 2, the next bucket's longer
+# message; under load a shorter or misplaced one): always exit 3. The longer-message path itself:
+# test_sealed_channel (SealedFaults) and test_shm_transport.
 run 2 "$WORK/reorder_across_2.log" "${sealed[@]}" --bucket-mb 0.02 --adversary reorder:2
-check "P=2 reorder across buckets" 3 "INTEGRITY FAILURE.*longer than the receive buffer.*out of its place" \
-  "$WORK/reorder_across_2.log"
+check "P=2 reorder across buckets" 3 "INTEGRITY FAILURE" "$WORK/reorder_across_2.log"
 run 4 "$WORK/reorder_across_4.log" "${sealed[@]}" --bucket-mb 0.02 --adversary reorder:2
 check "P=4 reorder across buckets" 3 "INTEGRITY FAILURE" "$WORK/reorder_across_4.log"
 finish

@@ -450,6 +450,22 @@ TEST(SealedFaults, ReorderIsCaught) {
   expect_names_message(message_of(o.errors[1]), "replayed or reordered");
 }
 
+// A longer message where a shorter one belongs (chunks of 1536 B: segments of 1024 and 512 B; segment 1
+// replaced by segment 0, as a reorder across buckets delivers one) fails in the transport as a framing
+// error, which the sealed ring reports as an integrity failure, never as a transport failure (exit 1).
+TEST(SealedFaults, ALongerMessageWhereAShorterBelongsIsAnIntegrityFailure) {
+  FaultRule rule{FaultKind::Replay};
+  rule.index = 1;
+  RingSetup s = fault_setup(rule);
+  s.count = 3 * 384;
+  const auto o = run(s);
+  ASSERT_EQ(o.fired.size(), 1U);
+  EXPECT_TRUE(is<IntegrityError>(o.errors[1])) << message_of(o.errors[1]);
+  const std::string e = message_of(o.errors[1]);
+  EXPECT_NE(e.find("1052-byte message from rank 0 into a 540-byte buffer"), std::string::npos) << e;
+  EXPECT_NE(e.find("(a sealed message out of its place)"), std::string::npos) << e;
+}
+
 TEST(SealedFaults, TruncationIsAnIntegrityFailure) {
   FaultRule rule{FaultKind::Truncate};
   rule.keep_bytes = 100;

@@ -240,6 +240,7 @@ TEST(ShmTransport, SumOfAMessageThatIsNotWholeFloatsIsAnErrorNamingIt) {
       ADD_FAILURE() << "7 bytes were added in as floats";
     } catch (const RunError& e) {
       EXPECT_NE(std::string(e.what()).find("not whole, aligned floats"), std::string::npos) << e.what();
+      EXPECT_NE(dynamic_cast<const FramingError*>(&e), nullptr) << e.what();
     }
   }
   coll.barrier(1);
@@ -314,6 +315,8 @@ TEST(ShmTransport, MessageLongerThanTheReceiveIsAnErrorNamingBoth) {
       ADD_FAILURE() << "a 100-byte message fit a 50-byte buffer";
     } catch (const RunError& e) {
       EXPECT_NE(std::string(e.what()).find("100 bytes from rank 0"), std::string::npos) << e.what();
+      // A framing error: a sealed all-reduce reports it as an integrity failure (hop_runner.cpp).
+      EXPECT_NE(dynamic_cast<const FramingError*>(&e), nullptr) << e.what();
     }
   }
   coll.barrier();

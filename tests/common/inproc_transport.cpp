@@ -102,11 +102,11 @@ class Mailbox {
     std::lock_guard lock(mu_);
     if (!r.matched) progress(queues_[{src, dst, tag}]);  // a delayed message may have become visible
     if (!r.matched) return std::nullopt;
-    if (r.too_long != 0) {
-      throw RunError("inproc transport: rank " + std::to_string(dst) + " received a " +
-                     std::to_string(r.too_long) + "-byte message from rank " + std::to_string(src) +
-                     " into a " + std::to_string(r.buffer.size()) + "-byte buffer (tag " +
-                     std::to_string(tag) + ")");
+    if (r.too_long != 0) {  // as the real transports frame it (base/error.h)
+      throw FramingError("inproc transport: rank " + std::to_string(dst) + " received a " +
+                         std::to_string(r.too_long) + "-byte message from rank " + std::to_string(src) +
+                         " into a " + std::to_string(r.buffer.size()) + "-byte buffer (tag " +
+                         std::to_string(tag) + ")");
     }
     return r.bytes;
   }

@@ -1,7 +1,6 @@
 // Writing a command's JSON output file (--json, --summary, --out): one place that opens it and says,
 // naming the flag, when it cannot.
 #pragma once
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
