@@ -1,6 +1,7 @@
 #include "comm/allreduce/hop_runner.h"
 
 #include <algorithm>
+#include <exception>
 #include <utility>
 
 #include "base/error.h"
@@ -96,6 +97,15 @@ HopRunner::HopMode HopRunner::mode_of(float* data, const Hop& h, const Hop* next
 }
 
 void HopRunner::run(float* data, const Hop& h, const Hop* next) {
+  // Note [Withdrawn sends] (comm/transport/shm_transport.cpp): a hop that fails drops its pending
+  // requests before the exception leaves, while the memory they read is alive and unchanged.
+  struct DropOnThrow {
+    HopRunner& runner;
+    int unwinding = std::uncaught_exceptions();
+    ~DropOnThrow() {
+      if (std::uncaught_exceptions() > unwinding) runner.drop_requests();
+    }
+  } drop_on_throw{*this};
   const SegmentLayout& layout = call_.layout;
   const std::size_t n_in = h.recv.active() ? layout.segments(h.recv.range) : 0;
   const std::size_t n_out = h.send.active() ? layout.segments(h.send.range) : 0;
@@ -283,6 +293,12 @@ void HopRunner::check_length(std::size_t got, std::size_t expected, int peer,
   // Sealed traffic cut short is an attack signal like a bad tag (exit 3), not a transport failure.
   if (!channel_->pass_through()) throw IntegrityError(what);
   throw RunError(what);
+}
+
+void HopRunner::drop_requests() {
+  sends_.clear();
+  early_sends_.clear();
+  recvs_.clear();
 }
 
 // Waits with the call's timeout and turns a transport failure into one line naming the message.

@@ -131,6 +131,7 @@ class HopRunner {
                          std::size_t bytes) const;
   void check_length(std::size_t got, std::size_t expected, int peer, const MessageContext& ctx) const;
   std::size_t wait(Request& r, const MessageContext& ctx);
+  void drop_requests();  // abandons every pending request (a failing hop)
 
   Transport& t_;
   Channel* channel_;

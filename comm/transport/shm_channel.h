@@ -28,6 +28,10 @@ inline constexpr std::size_t kHeaderBytes = kLine;        // a slot's header lin
 inline constexpr std::size_t kCountersBytes = 2 * kLine;  // `written` and `read`, a line each
 inline constexpr std::size_t kTickets = 64;               // direct reads in flight per channel
 inline constexpr std::size_t kTicketsBytes = kTickets * sizeof(std::uint64_t);  // their `done` words
+// ... and their `withdrawn` words (Note [Withdrawn sends], shm_transport.cpp), the same size again.
+inline constexpr std::size_t kWithdrawnBytes = kTicketsBytes;
+// Where a channel's first slot begins: its counters, done words and withdrawn words come first.
+inline constexpr std::size_t kSlotsOffset = kCountersBytes + kTicketsBytes + kWithdrawnBytes;
 inline constexpr std::int32_t kInline = -1;  // SlotHeader::payload_tag of an inline message
 inline constexpr std::int32_t kDirect = -2;  // ... of a long message the receiver reads from the sender
 inline constexpr std::int32_t kPayloadTags = 32000;  // payload tags 0 .. kPayloadTags-1 (< MPI's TAG_UB)

@@ -1,11 +1,13 @@
 #include "comm/transport/shm_transport.h"
 
+#include <signal.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -27,6 +29,7 @@ using shm::kDirect;
 using shm::kHeaderBytes;
 using shm::kInline;
 using shm::kLine;
+using shm::kSlotsOffset;
 using shm::kTickets;
 using shm::kTicketsBytes;
 using shm::SlotHeader;
@@ -52,11 +55,15 @@ struct Channel {
   // Note [Direct reads]: a done word only grows (ticket + 1, then that + kTickets, ...), so a ticket
   // is done once its word is past it, however many later tickets have reused the word since.
   bool ticket_done(std::uint64_t ticket) const { return load_acquire(done(ticket)) > ticket; }
+  // Note [Withdrawn sends]: the sender stores ticket + 1 here before the ticket's buffer may change.
+  std::uint64_t* withdrawn(std::uint64_t ticket) const {
+    return reinterpret_cast<std::uint64_t*>(base + kCountersBytes + kTicketsBytes) + ticket % kTickets;
+  }
   std::byte* slot(std::uint64_t index) const {
-    return base + kCountersBytes + kTicketsBytes + static_cast<std::size_t>(index % slots) * slot_stride;
+    return base + kSlotsOffset + static_cast<std::size_t>(index % slots) * slot_stride;
   }
   static std::size_t bytes(const ShmLayout& l) {
-    return kCountersBytes + kTicketsBytes + l.slots * (kHeaderBytes + l.slot_bytes);
+    return kSlotsOffset + l.slots * (kHeaderBytes + l.slot_bytes);
   }
 };
 
@@ -139,9 +146,10 @@ struct ShmTransport::Impl {
   bool write(HostPeer& p, SendState& s);
   void deliver(HostPeer& p, const SlotHeader& h, const std::byte* inline_payload);
   void match(HostPeer& p, RecvState& r, const SlotHeader& h, const std::byte* inline_payload);
-  void read_direct(HostPeer& p, const SlotHeader& h, std::span<std::byte> into);
-  void sum_direct(HostPeer& p, const SlotHeader& h, float* acc);
-  void read_remote(const HostPeer& p, std::uint64_t address, std::span<std::byte> into);
+  std::optional<std::string> read_direct(HostPeer& p, const SlotHeader& h, std::span<std::byte> into);
+  std::optional<std::string> sum_direct(HostPeer& p, const SlotHeader& h, float* acc);
+  int read_remote(const HostPeer& p, std::uint64_t address, std::span<std::byte> into);
+  std::optional<std::string> finish_direct(HostPeer& p, const SlotHeader& h, int read_errno);
   const std::byte* view_of(HostPeer& p, const SlotHeader& h);
   const SharedRegion* region_of(const void* p, std::size_t bytes) const;
   void fill_shared(SlotHeader& h, std::span<const std::byte> data) const;
@@ -161,6 +169,11 @@ struct SendState final : RequestState {
   ~SendState() override {
     if (!written) std::erase(peer.sends, this);  // never started: the stream is untouched
     if (payload.pending()) --impl.payloads_in_flight;
+    // Note [Withdrawn sends]: abandoned while the receiver may still read it.
+    if (ticket && !peer.out.ticket_done(*ticket)) {
+      store_release(peer.out.withdrawn(*ticket), *ticket + 1);
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+    }
   }
   // Every poll moves the whole transport on, as MPI's do: a sender that waits for one message must
   // still write the messages queued behind it and drain what its peers send.
@@ -284,11 +297,8 @@ void ShmTransport::Impl::match(HostPeer& p, RecvState& r, const SlotHeader& h,
       std::memcpy(r.buffer.data(), inline_payload, r.bytes);
     }
   } else if (h.payload_tag == kDirect) {
-    if (r.adds) {
-      sum_direct(p, h, r.acc());
-    } else {
-      read_direct(p, h, r.buffer.first(r.bytes));
-    }
+    auto stopped = r.adds ? sum_direct(p, h, r.acc()) : read_direct(p, h, r.buffer.first(r.bytes));
+    if (stopped) r.error = from() + " " + *stopped;
   } else {
     std::span<std::byte> into = r.buffer.first(r.bytes);
     if (r.adds) {
@@ -309,44 +319,74 @@ void ShmTransport::Impl::match(HostPeer& p, RecvState& r, const SlotHeader& h,
 // long after later tickets reused the word. Completion waits for a matching receive, as the MPI
 // rendezvous it replaces does (a message longer than a slot is far above Open MPI's 4 KiB eager
 // limit). A header whose address the sender has not mapped (a writer that is not ours) is refused by
-// the kernel and reported as a corrupt channel. A send abandoned before it completes (a run already
-// failing) leaves the receiver to read freed memory: garbage or the same report, never a crash.
-void ShmTransport::Impl::read_direct(HostPeer& p, const SlotHeader& h, std::span<std::byte> into) {
+// the kernel and reported as a corrupt channel.
+//
+// Note [Withdrawn sends]: a send abandoned before it completes (its rank is failing, and its buffer
+// will be freed and reused) stores ticket + 1 in the ticket's withdrawn word first, then fences.
+// The receiver reads the bytes, fences, then loads that word: a read that overlapped any change to
+// the buffer finds the word set, so its bytes (garbage, not an attack's) are never opened or added;
+// the receive fails as a stopped peer (RunError), as does a read refused because the sender's
+// process is gone. Only a refusal from a live sender that withdrew nothing is a corrupt channel. So a
+// rank that stops first is never reported by its peers as an attacker (docs/design.md §7).
+// The two seq_cst fences pair up (a seqlock's argument); on x86 process_vm_readv is a barrier too.
+std::optional<std::string> ShmTransport::Impl::read_direct(HostPeer& p, const SlotHeader& h,
+                                                           std::span<std::byte> into) {
+  int err = 0;
   if (const std::byte* view = view_of(p, h)) {
     std::memcpy(into.data(), view, into.size());
   } else {
-    read_remote(p, h.address, into);
+    err = read_remote(p, h.address, into);
   }
-  store_release(p.in.done(h.ticket), h.ticket + 1);
+  return finish_direct(p, h, err);
 }
 
 // Note [Shared buffers]: a sum of a direct message adds straight from the sender's buffer where it is
-// mapped here; else it reads it in pieces small enough to be added while still in cache.
-void ShmTransport::Impl::sum_direct(HostPeer& p, const SlotHeader& h, float* acc) {
+// mapped here; else it reads it in pieces small enough to be added while still in cache. A sum that
+// finds the send withdrawn (Note [Withdrawn sends]) has added garbage: its receive fails, and the
+// accumulator is the failing run's, never used.
+std::optional<std::string> ShmTransport::Impl::sum_direct(HostPeer& p, const SlotHeader& h, float* acc) {
   const std::size_t n = static_cast<std::size_t>(h.bytes) / sizeof(float);
+  int err = 0;
   if (const std::byte* view = view_of(p, h)) {
     add_floats(acc, reinterpret_cast<const float*>(view), n);
   } else {
     bounce.resize(kBounceBytes / sizeof(float));
-    for (std::size_t i = 0; i < n; i += bounce.size()) {
+    for (std::size_t i = 0; i < n && err == 0; i += bounce.size()) {
       const std::size_t k = std::min(bounce.size(), n - i);
-      read_remote(p, h.address + i * sizeof(float), std::as_writable_bytes(std::span(bounce).first(k)));
-      add_floats(acc + i, bounce.data(), k);
+      err = read_remote(p, h.address + i * sizeof(float), std::as_writable_bytes(std::span(bounce).first(k)));
+      if (err == 0) add_floats(acc + i, bounce.data(), k);
     }
   }
+  return finish_direct(p, h, err);
+}
+
+// Note [Withdrawn sends]: after a direct read (`read_errno` 0, or why the kernel refused it), whether
+// its bytes are the sender's: nullopt, or why not when the sender stopped. Marks the ticket done.
+std::optional<std::string> ShmTransport::Impl::finish_direct(HostPeer& p, const SlotHeader& h,
+                                                             int read_errno) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  const bool withdrawn = load_acquire(p.in.withdrawn(h.ticket)) == h.ticket + 1;
   store_release(p.in.done(h.ticket), h.ticket + 1);
+  const std::string who = "rank " + std::to_string(p.rank);
+  if (withdrawn)
+    return "was withdrawn while it was read: " + who + " stopped first, so its bytes are not used";
+  if (read_errno == 0) return std::nullopt;
+  if (read_errno == ESRCH || (kill(p.pid, 0) != 0 && errno == ESRCH))
+    return "could not be read: the process of " + who + " has exited";
+  corrupt(p, "a long message's bytes are not readable in the sender's memory");
 }
 
 // Copies `into.size()` bytes at `address` in the peer's memory with process_vm_readv, which may stop
-// short; an address the peer has not mapped is a corrupt channel.
-void ShmTransport::Impl::read_remote(const HostPeer& p, std::uint64_t address, std::span<std::byte> into) {
+// short. Returns 0, or the errno of a read the kernel refused (the caller decides what it means).
+int ShmTransport::Impl::read_remote(const HostPeer& p, std::uint64_t address, std::span<std::byte> into) {
   for (std::size_t got = 0; got < into.size();) {
     iovec local{into.data() + got, into.size() - got};
     iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(address + got)), into.size() - got};
     const ssize_t n = process_vm_readv(p.pid, &local, 1, &remote, 1, 0);
-    if (n <= 0) corrupt(p, "a long message's bytes are not readable in the sender's memory");
+    if (n <= 0) return n == 0 ? EFAULT : errno;
     got += static_cast<std::size_t>(n);
   }
+  return 0;
 }
 
 // Where a direct message's bytes are mapped here (Note [Shared buffers]), or null: not from a shared

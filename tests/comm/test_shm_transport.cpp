@@ -2,10 +2,11 @@
 // under mpirun with P = 2 and 3: messages that arrive before their receive, more messages than a
 // channel has slots, inline and long messages of one tag kept in send order (long ones read from the
 // sender's memory and through MPI), sends completed out of order, a forged long-message address, an
-// abandoned receive, and a set-up that cannot get its memory falling back to MPI on every rank; sums
-// on receipt (Note [Shared buffers]) from private and shared memory, and a forged shared buffer. The
-// Transport contract itself (ordering, short and long messages, timeouts, every collective and algorithm) is
-// test_comm_mpi.cpp, built a second time over this transport as test_comm_shm.
+// abandoned receive, an abandoned long send (a stopped peer, never an attack), and a set-up that cannot get
+// its memory falling back to MPI on every rank; sums on receipt (Note [Shared buffers]) from private and
+// shared memory, and a forged shared buffer. The Transport contract itself (ordering, short and long
+// messages, timeouts, every collective and algorithm) is test_comm_mpi.cpp, built a second time over this
+// transport as test_comm_shm.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -299,6 +300,53 @@ TEST(ShmTransport, AbandonedReceiveDoesNotTakeALaterMessage) {
   coll.barrier(2);
 }
 
+// Note [Withdrawn sends]: rank 0 posts a long message and abandons it (its run is failing), then
+// overwrites the buffer, as a freed and reused one would be; rank 1 receives it later, as a copy and
+// as a sum. The receive fails as a stopped peer (RunError naming the withdrawal), never as an
+// integrity failure, and its bytes are not delivered. A send completed normally is untouched by it.
+class WithdrawnSend : public ::testing::TestWithParam<bool> {};  // the receive sums
+
+TEST_P(WithdrawnSend, IsAStoppedPeerNeverAnIntegrityFailure) {
+  MpiTransport mpi;
+  ShmTransport t(mpi, kSmall);
+  if (!t.direct_reads()) GTEST_SKIP() << "this host refuses process_vm_readv between the ranks";
+  Collectives coll(mpi);
+  constexpr std::size_t n = 4 * kSmall.slot_bytes;  // a direct read
+  std::vector<std::byte> buf = message(0, 3, n);
+  if (t.rank() == 0) {
+    { Request gone = t.isend(1, buf, tags::kUser); }
+    std::fill(buf.begin(), buf.end(), std::byte{0xEE});  // what a reused buffer would hold
+    coll.barrier(1);
+    const auto m = message(0, 4, n);
+    Request s = t.isend(1, m, tags::kUser + 1);
+    t.wait(s);
+  } else if (t.rank() == 1) {
+    coll.barrier(1);
+    std::vector<float> acc(n / sizeof(float), 0.0F);
+    std::vector<std::byte> into(n);
+    Request r = GetParam() ? t.irecv_sum(0, acc, tags::kUser) : t.irecv(0, into, tags::kUser);
+    try {
+      t.wait(r, std::chrono::seconds(20));
+      ADD_FAILURE() << "a withdrawn send was received";
+    } catch (const IntegrityError& e) {
+      ADD_FAILURE() << "a withdrawn send was reported as an attack: " << e.what();
+    } catch (const RunError& e) {
+      EXPECT_NE(std::string(e.what()).find("withdrawn while it was read: rank 0 stopped first"),
+                std::string::npos)
+          << e.what();
+    }
+    std::vector<std::byte> next(n);
+    Request ok = t.irecv(0, next, tags::kUser + 1);
+    EXPECT_EQ(t.wait(ok, std::chrono::seconds(20)), n);
+    EXPECT_EQ(next, message(0, 4, n));
+  } else {
+    coll.barrier(1);
+  }
+  coll.barrier(2);
+}
+
+INSTANTIATE_TEST_SUITE_P(CopyAndSum, WithdrawnSend, ::testing::Bool());
+
 TEST(ShmTransport, MessageLongerThanTheReceiveIsAnErrorNamingBoth) {
   MpiTransport mpi;
   ShmTransport t(mpi, kSmall);
@@ -356,7 +404,7 @@ std::string corrupt_channel_error(ShmTransport& t, std::size_t buffer_bytes) {
 std::string forged_message_error(ShmTransport& t, Collectives& coll, const shm::SlotHeader& h) {
   if (t.rank() == 0) {
     const std::span<std::byte> ch = t.channel_bytes_to(1);
-    std::memcpy(ch.data() + shm::kCountersBytes + shm::kTicketsBytes, &h, sizeof h);  // slot 0
+    std::memcpy(ch.data() + shm::kSlotsOffset, &h, sizeof h);  // slot 0
     const std::uint64_t written = 1;
     std::memcpy(ch.data(), &written, sizeof written);
   }
