@@ -106,7 +106,7 @@ bench::BenchOptions options_for(const AllreduceBenchOptions& o, const TeeSwitche
 
 // The same links as `teetrain train` (engine/run/rank_links.h): in TEE mode the same attestation, key
 // agreement and single sealed channel, so the bench measures exactly the ring that training runs.
-AllreduceRun::AllreduceRun(AllreduceBenchOptions o)
+AllreduceRun::AllreduceRun(AllreduceBenchOptions o, comm::FailureNotices* notices)
     : ts_(resolve_tee(o.tee.settings, /*gpu_gradients=*/false)),
       o_(resolved(std::move(o), ts_)),
       links_(MPI_COMM_WORLD, comm::Transport::kDefaultTimeout, *o_.comm_wait, o_.host_transport,
@@ -114,7 +114,7 @@ AllreduceRun::AllreduceRun(AllreduceBenchOptions o)
   links_.secure(
       o_.tee.trust, allreduce_config_json(o_).dump(),
       TeeChannelOptions{ts_.cipher, o_.tee.settings.rekey_mb, static_cast<std::size_t>(ts_.crypto_threads)},
-      nullptr);
+      nullptr, notices);
   if (TeeSession* session = links_.session()) session->end_setup();  // the bench releases no secret
   // The link every row is built on (collective), and the segments it cuts.
   link_ = links_.agree_link(/*emulated_links=*/false);

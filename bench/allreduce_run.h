@@ -57,7 +57,8 @@ class AllreduceRun {
  public:
   // Collective. Resolves the options (throws InputError naming a conflict: a sealed mpi row, --modes
   // with --allreduce-algo, ...), sets up the links and, in TEE mode, attests and seals them.
-  explicit AllreduceRun(AllreduceBenchOptions o);
+  // `notices` (main's, or null): armed with the session's key once it exists (Note [Sealed notices]).
+  explicit AllreduceRun(AllreduceBenchOptions o, comm::FailureNotices* notices = nullptr);
   AllreduceRun(const AllreduceRun&) = delete;
   AllreduceRun& operator=(const AllreduceRun&) = delete;
 

@@ -1,20 +1,24 @@
 #include "comm/secure/first_failure.h"
 
 #include <mpi.h>
+#include <openssl/crypto.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <string_view>
 #include <thread>
 #include <tuple>
 #include <vector>
 
 #include "base/error.h"
 #include "comm/secure/seal_streams.h"
+#include "tee/digest.h"
 
 namespace tt::comm {
 
@@ -51,17 +55,6 @@ bool earlier(const Notice& a, const Notice& b) {
   return false;
 }
 
-// `n` must outlive the sends: callers pass notices that live until the process ends (MPI_Abort).
-void tell_everyone(const Notice& n, int rank, int world) {
-  for (int peer = 0; peer < world; ++peer) {
-    if (peer == rank) continue;
-    MPI_Request req = MPI_REQUEST_NULL;
-    if (MPI_Isend(n.data(), kFields, MPI_UINT64_T, peer, kFailureNoticeTag, MPI_COMM_WORLD, &req) ==
-        MPI_SUCCESS)
-      MPI_Request_free(&req);
-  }
-}
-
 // Note [Notices never lower a verdict] (first_failure.h): what a notice may claim.
 bool well_formed(const Notice& n, int source) {
   const std::uint64_t code = n[kCode];
@@ -69,26 +62,18 @@ bool well_formed(const Notice& n, int source) {
          n[kNotIntegrity] == (code == kIntegrityCode ? 0u : 1u) && n[kVerdict] <= 1;
 }
 
-// The next well-formed notice from another rank, if one has arrived (malformed ones are dropped). A
-// message of another size on the notices' tag is received whole (MPI_Get_count) and dropped too: it
-// is never handed to MPI as a truncation.
-std::optional<Notice> next_notice() {
-  for (;;) {
-    int flag = 0;
-    MPI_Status st;
-    if (MPI_Iprobe(MPI_ANY_SOURCE, kFailureNoticeTag, MPI_COMM_WORLD, &flag, &st) != MPI_SUCCESS || flag == 0)
-      return std::nullopt;
-    int bytes = 0;
-    MPI_Get_count(&st, MPI_BYTE, &bytes);
-    std::vector<std::uint8_t> raw(static_cast<std::size_t>(std::max(bytes, 0)));
-    MPI_Recv(raw.data(), bytes, MPI_BYTE, st.MPI_SOURCE, kFailureNoticeTag, MPI_COMM_WORLD,
-             MPI_STATUS_IGNORE);
-    if (raw.size() != sizeof(Notice)) continue;
-    Notice n{};
-    std::memcpy(n.data(), raw.data(), sizeof(Notice));
-    if (well_formed(n, st.MPI_SOURCE)) return n;
-  }
+// Note [Sealed notices]: the tag covers every field under a label of its own.
+tee::Sha256Digest notice_mac(const Notice& n, const tee::NoticeKey& key) {
+  constexpr std::string_view kLabel = "teetrain failure notice v1";
+  std::vector<std::uint8_t> data(kLabel.begin(), kLabel.end());
+  const auto* fields = reinterpret_cast<const std::uint8_t*>(n.data());
+  data.insert(data.end(), fields, fields + sizeof(Notice));
+  return tee::hmac_sha256(key.view(), data);
 }
+
+// A rank's notices waiting to be settled are few (one per failing rank, twice): a flood of forged
+// ones beyond this is dropped instead of growing the queue.
+constexpr std::size_t kQueuedNotices = 64;
 
 // Note [Notices never lower a verdict]: `own` is this rank's exit code; the result's code is the
 // first failure's, raised to `own` when that is an integrity failure.
@@ -103,24 +88,136 @@ FirstFailure failure_of(const Notice& n, bool mine, int own) {
 
 }  // namespace
 
+FailureNotices::Wire FailureNotices::seal(const Notice& n, const tee::NoticeKey* key) {
+  Wire w{};
+  std::copy(n.begin(), n.end(), w.begin());
+  if (key != nullptr) {
+    const tee::Sha256Digest mac = notice_mac(n, *key);
+    std::memcpy(w.data() + kFields, mac.data(), mac.size());
+  }
+  return w;
+}
+
+std::optional<Notice> FailureNotices::open(const Wire& w, int source, const tee::NoticeKey* key) {
+  Notice n{};
+  std::copy(w.begin(), w.begin() + kFields, n.begin());
+  if (!well_formed(n, source)) return std::nullopt;
+  if (key == nullptr) return n;  // Note [Notices never lower a verdict]
+  const tee::Sha256Digest mac = notice_mac(n, *key);
+  if (CRYPTO_memcmp(mac.data(), w.data() + kFields, mac.size()) != 0) return std::nullopt;
+  return n;
+}
+
+FailureNotices::~FailureNotices() {
+  stop_listening();
+}
+
+void FailureNotices::arm(tee::NoticeKey key) {
+  const std::lock_guard lock(mutex_);
+  key_ = std::move(key);
+}
+
+// The next notice from another rank, if one has arrived; others are dropped: ill-formed ones, untagged
+// ones on an armed rank, and a message of another size on the notices' tag, which is matched by
+// MPI_Improbe and received whole into a buffer of its own size, never handed to MPI as a truncation.
+std::optional<Notice> FailureNotices::receive() {
+  for (;;) {
+    int flag = 0;
+    MPI_Message msg = MPI_MESSAGE_NULL;
+    MPI_Status st;
+    if (MPI_Improbe(MPI_ANY_SOURCE, kFailureNoticeTag, MPI_COMM_WORLD, &flag, &msg, &st) != MPI_SUCCESS ||
+        flag == 0)
+      return std::nullopt;
+    int bytes = 0;
+    MPI_Get_count(&st, MPI_BYTE, &bytes);
+    std::vector<std::uint8_t> raw(static_cast<std::size_t>(std::max(bytes, 0)));
+    MPI_Mrecv(raw.data(), bytes, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+    if (raw.size() != sizeof(Wire)) continue;
+    Wire w{};
+    std::memcpy(w.data(), raw.data(), sizeof(Wire));
+    const std::lock_guard lock(mutex_);
+    if (auto n = open(w, st.MPI_SOURCE, key_ ? &*key_ : nullptr)) return n;
+  }
+}
+
+std::optional<Notice> FailureNotices::next_notice() {
+  {
+    const std::lock_guard lock(mutex_);
+    if (!queue_.empty()) {
+      const Notice n = queue_.front();
+      queue_.pop_front();
+      return n;
+    }
+  }
+  return receive();
+}
+
+// Note [Every rank prints a line]: a verdict heard while this rank has not failed stops it with a
+// line of its own; other notices wait in the queue for settle(), should this rank fail too.
+void FailureNotices::listen() {
+  listener_ = std::jthread([this](const std::stop_token& stop) {
+    while (!stop.stop_requested()) {
+      const std::optional<Notice> n = receive();
+      if (!n) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        continue;
+      }
+      if ((*n)[kVerdict] != 0) {
+        int rank = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        const FirstFailure first = failure_of(*n, false, 0);
+        std::fprintf(stderr, "teetrain: %s\n", consequence_line(rank, first, false).c_str());
+        std::fflush(stderr);
+        await_abort(first);
+      }
+      const std::lock_guard lock(mutex_);
+      if (queue_.size() < kQueuedNotices) queue_.push_back(*n);
+    }
+  });
+}
+
+void FailureNotices::stop_listening() {
+  if (!listener_.joinable()) return;
+  listener_.request_stop();
+  listener_.join();
+}
+
+// `wire` must outlive the sends: it is a member, alive until the process ends (MPI_Abort).
+void FailureNotices::tell_everyone(const Notice& n, Wire& wire) {
+  int rank = 0, world = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  {
+    const std::lock_guard lock(mutex_);
+    wire = seal(n, key_ ? &*key_ : nullptr);
+  }
+  for (int peer = 0; peer < world; ++peer) {
+    if (peer == rank) continue;
+    MPI_Request req = MPI_REQUEST_NULL;
+    if (MPI_Isend(wire.data(), kWireWords, MPI_UINT64_T, peer, kFailureNoticeTag, MPI_COMM_WORLD, &req) ==
+        MPI_SUCCESS)
+      MPI_Request_free(&req);
+  }
+}
+
 // Every failing rank announces its failure and listens. A verdict from another rank settles it at
 // once; otherwise, at the end of its grace period, the rank whose failure is the earliest it has seen
-// announces the verdict and prints it. Two ranks can both announce one only if neither heard of the
-// other's failure before its own deadline — but the later of the two started listening after the
-// earlier one's announcement and hears it first. A failure on a forwarded message (received from a
-// rank other than its origin) waits longer: a rank nearer the origin got the same bytes first and may
-// still be opening them, and its line names the link the message was altered on.
+// is the verdict: it prints its line and announces it. Two ranks can both announce one only if
+// neither heard of the other's failure before its own deadline — but the later of the two started
+// listening after the earlier one's announcement and hears it first. A failure on a forwarded message
+// (received from a rank other than its origin) waits longer: a rank nearer the origin got the same
+// bytes first and may still be opening them, and its line names the link the message was altered on.
 FirstFailure FailureNotices::settle(const std::exception& error, int code, std::chrono::milliseconds grace) {
+  stop_listening();  // from here this thread reads the notices, the queued ones first
   int rank = 0, world = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   // A peer may be gone already: a failed send must not abort this rank before it has spoken.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  Notice& mine = mine_;  // read by the pending sends until the process ends
-  mine = notice_of(error, code, rank, world);
-  tell_everyone(mine, rank, world);
-  Notice first = mine;
-  const bool forwarded = mine[kDistance] != kNone && mine[kDistance] > 1;
+  mine_ = notice_of(error, code, rank, world);
+  tell_everyone(mine_, mine_wire_);
+  Notice first = mine_;
+  const bool forwarded = mine_[kDistance] != kNone && mine_[kDistance] > 1;
   const auto until = std::chrono::steady_clock::now() + (forwarded ? 6 * grace : grace);
   while (std::chrono::steady_clock::now() < until) {
     const std::optional<Notice> n = next_notice();
@@ -129,22 +226,28 @@ FirstFailure FailureNotices::settle(const std::exception& error, int code, std::
       continue;
     }
     // A verdict that is not an integrity failure cannot precede ours if ours is one: dropped.
-    if ((*n)[kNotIntegrity] > mine[kNotIntegrity]) continue;
+    if ((*n)[kNotIntegrity] > mine_[kNotIntegrity]) continue;
     if ((*n)[kVerdict] != 0) return failure_of(*n, false, code);
     if (earlier(*n, first)) first = *n;
   }
-  if (first[kRank] != mine[kRank]) return failure_of(first, false, code);
-  verdict_ = mine;
-  verdict_[kVerdict] = 1;
-  tell_everyone(verdict_, rank, world);
-  return failure_of(mine, true, code);
+  if (first[kRank] != mine_[kRank]) return failure_of(first, false, code);
+  return failure_of(mine_, true, code);
 }
 
-std::string consequence_line(int my_rank, const FirstFailure& first) {
-  return "rank " + std::to_string(my_rank) + ": stopped: rank " + std::to_string(first.rank) +
-         (first.integrity ? " detected an attack first (its line is the verdict); this rank's "
-                            "own failure followed from it"
-                          : " failed first; this rank's own failure followed from it");
+void FailureNotices::announce(std::chrono::milliseconds pause) {
+  Notice verdict = mine_;
+  verdict[kVerdict] = 1;
+  tell_everyone(verdict, verdict_wire_);
+  std::this_thread::sleep_for(pause);
+}
+
+std::string consequence_line(int my_rank, const FirstFailure& first, bool own_failure) {
+  const std::string cause = "rank " + std::to_string(my_rank) + ": stopped: rank " +
+                            std::to_string(first.rank) +
+                            (first.integrity ? " detected an attack" : " failed");
+  if (!own_failure) return cause + (first.integrity ? " (its line is the verdict)" : "");
+  return cause + " first" + (first.integrity ? " (its line is the verdict)" : "") +
+         "; this rank's own failure followed from it";
 }
 
 void await_abort(const FirstFailure& first, std::chrono::milliseconds patience) {

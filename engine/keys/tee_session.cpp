@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "base/error.h"
+#include "tee/identity/traffic_keys.h"
 
 namespace tt {
 
@@ -104,7 +105,7 @@ std::string attestation_banner(const comm::AttestConfig& config, int world) {
 
 TeeSession::TeeSession(comm::Transport& transport, const comm::AttestConfig& config,
                        const TeeChannelOptions& c, Profiler* profiler)
-    : keys_(comm::establish_keys(transport, config)) {
+    : keys_(comm::establish_keys(transport, config)), notice_key_(tee::derive_notice_key(keys_->group)) {
   comm::SealedChannelOptions so;
   so.cipher = c.cipher;
   so.rekey = tee::RekeyPolicy::from_megabytes(c.rekey_mb);

@@ -71,9 +71,13 @@ class TeeSession {
   // Wipes the session's link and group secrets once every secret has been released: from here on
   // only the channel's ratchets hold key material, and they wipe each epoch's secret when they move on.
   void end_setup() { keys_.reset(); }
+  // The key the ranks' failure notices are tagged under (Note [Sealed notices],
+  // comm/secure/first_failure.h): derived from the group secret, kept after end_setup().
+  const tee::NoticeKey& notice_key() const { return notice_key_; }
 
  private:
   std::optional<comm::SessionKeys> keys_;
+  tee::NoticeKey notice_key_;
   std::unique_ptr<comm::SealedChannel> channel_;
 };
 

@@ -56,10 +56,11 @@ RankLinks::RankLinks(MPI_Comm comm, std::chrono::milliseconds timeout, comm::Wai
     : mpi_(comm, timeout), wire_(host_links(mpi_, shm_, wait, host), adversary, tee_on), tee_on_(tee_on) {}
 
 void RankLinks::secure(const TrustOptions& trust, const std::string& config, const TeeChannelOptions& channel,
-                       Profiler* profiler) {
+                       Profiler* profiler, comm::FailureNotices* notices) {
   if (!tee_on_) return;
   attest_ = make_attest_config(trust, rank(), size(), config);
   session_.emplace(transport(), *attest_, channel, profiler);
+  if (notices != nullptr) notices->arm(session_->notice_key().clone());
 }
 
 LinkFacts RankLinks::agree_link(bool emulated_links) {

@@ -12,6 +12,7 @@
 
 #include "comm/adversary/adversary_spec.h"
 #include "comm/channel.h"
+#include "comm/secure/first_failure.h"
 #include "comm/secure/secure_session.h"
 #include "comm/transport/mpi_transport.h"
 #include "comm/transport/shm_transport.h"
@@ -35,8 +36,9 @@ class RankLinks {
   // TEE mode (a no-op otherwise), collective: checks `trust` and attests the ring neighbours for the
   // configuration every rank must run (`config`: its canonical JSON), agrees keys and builds the sealed
   // channel. Throws InputError for unusable trust options, IntegrityError when a peer fails.
+  // Arms `notices` (may be null) with the session's notice key at once (Note [Sealed notices]).
   void secure(const TrustOptions& trust, const std::string& config, const TeeChannelOptions& channel,
-              Profiler* profiler);
+              Profiler* profiler, comm::FailureNotices* notices);
 
   int rank() const { return mpi_.rank(); }
   int size() const { return mpi_.size(); }

@@ -123,8 +123,9 @@ int world_size() {
 
 }  // namespace
 
-TrainingRun::TrainingRun(const TrainOptions& opts)
-    : profiler_(/*trace=*/!opts.output.trace.empty()),
+TrainingRun::TrainingRun(const TrainOptions& opts, comm::FailureNotices* notices)
+    : notices_(notices),
+      profiler_(/*trace=*/!opts.output.trace.empty()),
       img_(open_images(opts)),
       plan_(opts, img_ ? &*img_ : nullptr, world_size()) {  // every conflicting choice at once (exit 2)
   if (plan_.compute().virtual_time()) profiler_.use_clock(virtual_clock_);
@@ -156,7 +157,7 @@ void TrainingRun::start_links() {
   links_->secure(
       tee.trust, config,
       TeeChannelOptions{ts.cipher, tee.settings.rekey_mb, static_cast<std::size_t>(ts.crypto_threads)},
-      &profiler_);
+      &profiler_, notices_);
   const std::optional<comm::AttestConfig>& attest = links_->attest();
   dist_.emplace(transport, links_->channel(), &profiler_);
   add_configuration(inputs_, config);

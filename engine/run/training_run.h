@@ -89,7 +89,8 @@ class TrainingRun {
  public:
   // Builds every stage; throws InputError (exit 2) for conflicting options or bad input,
   // IntegrityError (exit 3) when a peer, the data or a checkpoint fails its checks.
-  explicit TrainingRun(const TrainOptions& opts);
+  // `notices` (main's, or null): armed with the session's key once it exists (Note [Sealed notices]).
+  explicit TrainingRun(const TrainOptions& opts, comm::FailureNotices* notices = nullptr);
   TrainingRun(const TrainingRun&) = delete;
   TrainingRun& operator=(const TrainingRun&) = delete;
 
@@ -121,7 +122,8 @@ class TrainingRun {
   std::string place_grads();
   RunDescription gather_facts() const;
 
-  VirtualClock virtual_clock_;  // the profiler's clock when the plan is in virtual time
+  comm::FailureNotices* notices_;  // main's (null: none): armed when the session's keys exist
+  VirtualClock virtual_clock_;     // the profiler's clock when the plan is in virtual time
   Profiler profiler_;
   // An image set opens before the plan: its shape and classes are the model's (engine/run/run_plan.h).
   std::optional<ImageSource> img_;

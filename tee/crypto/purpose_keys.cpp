@@ -30,6 +30,7 @@ std::string_view derivation_label(KeyPurpose purpose) {
     case KeyPurpose::Stream:
     case KeyPurpose::Traffic:
     case KeyPurpose::Release:
+    case KeyPurpose::Notice:
       break;
   }
   return "teetrain unknown";

@@ -35,6 +35,7 @@ enum class KeyPurpose : std::uint8_t {
   Stream,        // one key stream's epoch-0 secret: the only input of a KeyRatchet (ratchet.h)
   Traffic,       // one stream's AEAD key for one epoch: the only output of a KeyRatchet
   Release,       // a one-time key of one hop of a secret released by rank 0 (one message)
+  Notice,        // from the group secret: authenticates failure notices (comm/secure/first_failure.h)
 };
 
 // A key for one purpose. Wrapping raw bytes is explicit (a key file read, a handshake's output, a key
@@ -70,6 +71,7 @@ using GroupTrafficSecret = Key<KeyPurpose::GroupTraffic>;
 using StreamSecret = Key<KeyPurpose::Stream>;
 using TrafficKey = Key<KeyPurpose::Traffic>;
 using ReleaseKey = Key<KeyPurpose::Release>;
+using NoticeKey = Key<KeyPurpose::Notice>;
 
 // The HKDF info of a key derived from the master key ("teetrain dataset", ...).
 std::string_view derivation_label(KeyPurpose purpose);

@@ -71,6 +71,10 @@ std::array<std::uint8_t, 16> derive_run_id(const GroupSecret& group) {
   return id;
 }
 
+NoticeKey derive_notice_key(const GroupSecret& group) {
+  return NoticeKey(expand(group.secret(), label_info("teetrain failure notice v1", 0, 0)));
+}
+
 StreamSecret derive_group_stream_secret(const GroupTrafficSecret& traffic, std::uint32_t sender) {
   return StreamSecret(expand(traffic.secret(), label_info("teetrain group stream v1", sender, kAnyRank)));
 }

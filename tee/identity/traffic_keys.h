@@ -10,6 +10,7 @@
 //   link stream secret  = HKDF-Expand(link,  "teetrain traffic v1"       || be32(from) || be32(to), 32)
 //   group traffic       = HKDF-Expand(group, "teetrain group traffic v1" || be32(0) || be32(0), 32)
 //   run id              = HKDF-Expand(group, "teetrain run id v1"        || be32(0) || be32(0), 16)
+//   notice key          = HKDF-Expand(group, "teetrain failure notice v1" || be32(0) || be32(0), 32)
 //   group stream secret = HKDF-Expand(group traffic, "teetrain group stream v1" || be32(sender)
 //                                             || be32(0xffffffff), 32)
 //   pair stream secret  = HKDF-Expand(group traffic, "teetrain pair stream v1" || be32(sender)
@@ -53,6 +54,9 @@ StreamSecret derive_link_stream_secret(const LinkSecret& link, std::uint32_t fro
 GroupTrafficSecret derive_group_traffic_secret(const GroupSecret& group);
 // 16 bytes, the same on every rank and new every session: bound into every sealed message's AAD.
 std::array<std::uint8_t, 16> derive_run_id(const GroupSecret& group);
+// The key that authenticates the ranks' failure notices (comm/secure/first_failure.h): the same on
+// every rank of the session, and held after the session's other secrets are wiped.
+NoticeKey derive_notice_key(const GroupSecret& group);
 // The secret of `sender`'s stream to the whole group, and of the off-ring stream sender -> receiver.
 StreamSecret derive_group_stream_secret(const GroupTrafficSecret& traffic, std::uint32_t sender);
 StreamSecret derive_pair_stream_secret(const GroupTrafficSecret& traffic, std::uint32_t sender,

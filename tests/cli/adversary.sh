@@ -85,7 +85,8 @@ check "mitm:cert" 3 "rank 1: evidence signed by a key that is not the certified 
 
 # One tampered message, one verdict: with four ranks a flipped all-gather message fails to open on
 # the rank behind the adversary's link and again on every rank it was forwarded to; only the first is
-# the attack (Note [One detection line]); the others say they stopped because of it.
+# the attack (Note [One detection line]); the others say they stopped because of it, each in a line
+# of its own, also the ranks that had not failed yet (Note [Every rank prints a line]).
 for i in 1 2 3; do
   run 4 "$WORK/one.log" "${sealed[@]}" --adversary flip:4@3
   expect_eq "$rc" 3 "P=4 flip:4@3 run $i: exit"
@@ -93,8 +94,10 @@ for i in 1 2 3; do
   check "P=4 flip:4@3 run $i: the verdict names the attacked link" 3 \
     "^teetrain: INTEGRITY FAILURE: rank 0: sealed message from rank 3 failed to open" "$WORK/one.log"
   others=$(grep "^teetrain: " "$WORK/one.log" | grep -v "INTEGRITY FAILURE" |
-    grep -vc "^teetrain: rank [123]: stopped: rank 0 detected an attack first" || true)
+    grep -vc "^teetrain: rank [123]: stopped: rank 0 detected an attack" || true)
   expect_eq "$others" 0 "P=4 flip:4@3 run $i: other ranks' lines are consequences"
+  expect_eq "$(grep -oE "^teetrain: (INTEGRITY FAILURE: )?rank [0-9]+:" "$WORK/one.log" | grep -oE "rank [0-9]+" |
+    sort | uniq | tr '\n' ' ')" "rank 0 rank 1 rank 2 rank 3 " "P=4 flip:4@3 run $i: every rank prints its line"
 done
 
 # rewrite: the previous message again, its clear header rewritten to the expected counter. Sealed, the

@@ -30,15 +30,16 @@ F::Notice forged(int rank, int code, bool verdict) {
 
 // The forger's messages: sent without waiting (the large one needs rank 0's receive to complete).
 struct Forgeries {
-  std::vector<F::Notice> notices;
+  std::vector<F::Wire> notices;
   std::vector<std::uint64_t> big = std::vector<std::uint64_t>(4096, 7);  // the notices' tag, another size
   std::vector<MPI_Request> sent;
 
-  void send_all(int to) {
-    for (const F::Notice& n : notices) {
+  void send_all(int to, bool with_big = true) {
+    for (const F::Wire& n : notices) {
       sent.emplace_back();
-      MPI_Isend(n.data(), F::kFields, MPI_UINT64_T, to, F::kTag, MPI_COMM_WORLD, &sent.back());
+      MPI_Isend(n.data(), F::kWireWords, MPI_UINT64_T, to, F::kTag, MPI_COMM_WORLD, &sent.back());
     }
+    if (!with_big) return;
     sent.emplace_back();
     MPI_Isend(big.data(), static_cast<int>(big.size()), MPI_UINT64_T, to, F::kTag, MPI_COMM_WORLD,
               &sent.back());
@@ -49,11 +50,19 @@ struct Forgeries {
 // Every rank but 0 takes rank 0's two notices (its failure, then its verdict), so none is pending at
 // the end; returns the verdict's exit code.
 std::uint64_t drain_rank0() {
-  F::Notice n{};
+  F::Wire n{};
   for (int i = 0; i < 2; ++i)
-    MPI_Recv(n.data(), F::kFields, MPI_UINT64_T, 0, F::kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Recv(n.data(), F::kWireWords, MPI_UINT64_T, 0, F::kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   EXPECT_EQ(n[F::kVerdict], 1u);
   return n[F::kCode];
+}
+
+// Rank 0's failure notice and its verdict (`count` 2), or just its failure when another rank's verdict
+// came first (1), taken off the wire so that no notice is pending when the next case starts.
+void drain_rank0_notices(int count) {
+  F::Wire n{};
+  for (int i = 0; i < count; ++i)
+    MPI_Recv(n.data(), F::kWireWords, MPI_UINT64_T, 0, F::kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 }
 
 // Rank 0 settles `own` after rank 1's forgeries have arrived; returns what it settled on.
@@ -63,9 +72,9 @@ FirstFailure settle_after_forgeries(const std::exception& own, int code, bool no
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   Forgeries forger;
   if (rank == 1) {
-    forger.notices.push_back(forged(1, 0, true));  // "the verdict is success"
-    forger.notices.push_back(forged(0, 3, true));  // a verdict in rank 0's own name, from rank 1
-    if (non_integrity_verdict) forger.notices.push_back(forged(1, 1, true));
+    forger.notices.push_back(F::seal(forged(1, 0, true), nullptr));  // "the verdict is success"
+    forger.notices.push_back(F::seal(forged(0, 3, true), nullptr));  // in rank 0's own name, from rank 1
+    if (non_integrity_verdict) forger.notices.push_back(F::seal(forged(1, 1, true), nullptr));
     forger.send_all(0);
   }
   MPI_Barrier(MPI_COMM_WORLD);  // every forgery is on its way before rank 0 listens
@@ -73,6 +82,7 @@ FirstFailure settle_after_forgeries(const std::exception& own, int code, bool no
   F notices;  // rank 0's notices are read from it until every rank has them (the last barrier)
   if (rank == 0) {
     f = notices.settle(own, code, std::chrono::milliseconds(300));
+    if (f.mine) notices.announce(std::chrono::milliseconds(0));
   } else {
     EXPECT_EQ(drain_rank0(), static_cast<std::uint64_t>(code));
   }
@@ -104,6 +114,58 @@ TEST(FailureNotices, ForgedNoticesNeverTurnAFailureIntoSuccess) {
     EXPECT_TRUE(f.mine);
     EXPECT_EQ(f.code, 1);
     EXPECT_FALSE(f.integrity);
+  }
+}
+
+// Note [Sealed notices]: a tagged notice opens under its key only, with every field as sent.
+TEST(FailureNotices, TaggedNoticesOpenUnderTheirKeyOnly) {
+  const tee::NoticeKey key = tee::NoticeKey::random();
+  const tee::NoticeKey other = tee::NoticeKey::random();
+  const F::Notice n = forged(2, 3, true);
+  ASSERT_TRUE(F::open(F::seal(n, &key), 2, &key).has_value());
+  EXPECT_EQ(*F::open(F::seal(n, &key), 2, &key), n);
+  EXPECT_FALSE(F::open(F::seal(n, nullptr), 2, &key).has_value());  // untagged, to an armed rank
+  EXPECT_FALSE(F::open(F::seal(n, &other), 2, &key).has_value());   // another session's key
+  F::Wire w = F::seal(n, &key);
+  w[F::kCode] = 1;  // a field changed after tagging
+  EXPECT_FALSE(F::open(w, 2, &key).has_value());
+  EXPECT_FALSE(F::open(F::seal(n, &key), 1, &key).has_value());  // sent by a rank it does not name
+  EXPECT_TRUE(
+      F::open(F::seal(n, nullptr), 2, nullptr).has_value());  // unarmed: Note [Notices never lower...]
+}
+
+// An armed rank (its session has keys) hears a verdict forged in clear by rank 1 — "rank 1 failed
+// first" — while it settles a failure of its own: the forgery neither stops it nor names the
+// failure; a verdict tagged under the session's key does.
+TEST(FailureNotices, AnArmedRankIgnoresUntaggedVerdicts) {
+  int rank = 0, world = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  if (world < 2) GTEST_SKIP() << "needs a rank to forge notices";
+  // Every rank derives the same key (a session's group secret stands for it here: fixed bytes).
+  const tee::NoticeKey key(tee::SecretBytes(std::vector<std::uint8_t>(32, 0x5a)));
+  for (const bool tagged : {false, true}) {
+    Forgeries forger;
+    if (rank == 1) {
+      forger.notices.push_back(F::seal(forged(1, 1, true), tagged ? &key : nullptr));
+      forger.send_all(0, /*with_big=*/false);  // a tagged verdict ends rank 0's listening at once
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    F notices;
+    notices.arm(key.clone());
+    FirstFailure f;
+    if (rank == 0)
+      f = notices.settle(RunError("the peer stopped answering"), 1, std::chrono::milliseconds(300));
+    if (rank == 1) forger.wait();
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+      EXPECT_EQ(f.mine, !tagged) << (tagged ? "tagged" : "untagged");
+      EXPECT_EQ(f.rank, tagged ? 1 : 0);
+      if (f.mine) notices.announce(std::chrono::milliseconds(0));
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank != 0) drain_rank0_notices(tagged ? 1 : 2);
+    MPI_Barrier(MPI_COMM_WORLD);
   }
 }
 

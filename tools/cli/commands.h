@@ -2,14 +2,20 @@
 #pragma once
 #include <CLI/CLI.hpp>
 
+namespace tt::comm {
+class FailureNotices;
+}
+
 namespace tt::cli {
 
 void register_models(CLI::App& app);
 void register_prepare_text(CLI::App& app);
-void register_train(CLI::App& app);
+// `notices`: main's failure notices in a job of several ranks (null otherwise), which the commands that
+// attest their peers arm with the session's key (Note [Sealed notices], comm/secure/first_failure.h).
+void register_train(CLI::App& app, comm::FailureNotices* notices);
 void register_eval(CLI::App& app);
 void register_sample(CLI::App& app);
-void register_bench(CLI::App& app);
+void register_bench(CLI::App& app, comm::FailureNotices* notices);
 void register_bench_host_profile(CLI::App* bench);   // cmd_bench_profile.cpp
 void register_bench_emulated_step(CLI::App* bench);  // cmd_bench_profile.cpp
 void register_bench_conv(CLI::App* bench);           // cmd_bench_conv.cpp

@@ -29,19 +29,23 @@ int report_failure(const std::exception& e, tt::comm::FailureNotices* notices) {
   // Anything else is put into words (error_report.h): no raw library text reaches the user.
   const tt::cli::ErrorReport r = tt::cli::report_error(e);
   const int code = static_cast<int>(r.code);
+  std::optional<tt::comm::FirstFailure> first;
   if (notices != nullptr) {
-    const tt::comm::FirstFailure first = notices->settle(e, code);
-    if (!first.mine && first.integrity) {
+    first = notices->settle(e, code);
+    if (!first->mine && first->integrity) {
       int rank = 0;
       MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-      std::fprintf(stderr, "teetrain: %s\n", tt::comm::consequence_line(rank, first).c_str());
+      std::fprintf(stderr, "teetrain: %s\n", tt::comm::consequence_line(rank, *first).c_str());
       std::fflush(stderr);
-      tt::comm::await_abort(first);
+      tt::comm::await_abort(*first);
     }
   }
   std::fprintf(stderr, "teetrain: %s: %s\n",
                code == static_cast<int>(tt::ExitCode::kIntegrity) ? "INTEGRITY FAILURE" : "error",
                r.text.c_str());
+  std::fflush(stderr);
+  // The verdict's line is out: now the others hear it and print theirs (Note [Every rank prints a line]).
+  if (first && first->mine) notices->announce();
   return code;
 }
 
@@ -76,10 +80,20 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "teetrain 0.1.0");
   tt::cli::register_models(app);
   tt::cli::register_prepare_text(app);
-  tt::cli::register_train(app);
+  // Commands that talk between ranks run inside one MPI session, opened before they start so that
+  // an error can still abort every rank (a lone rank that merely exited would leave its peers waiting).
+  std::optional<tt::comm::MpiSession> mpi;
+  if (argc > 1 && (std::strcmp(argv[1], "train") == 0 || std::strcmp(argv[1], "bench") == 0))
+    mpi.emplace(&argc, &argv);
+  // Alive until exit: MPI may still read what it sent. Its listener hears a verdict while this rank
+  // runs (Note [Every rank prints a line]); the session's notice key arms it (Note [Sealed notices]).
+  tt::comm::FailureNotices notices;
+  const bool several = mpi && mpi->world_size() > 1;
+  if (several && mpi->multiple()) notices.listen();
+  tt::cli::register_train(app, several ? &notices : nullptr);
   tt::cli::register_eval(app);
   tt::cli::register_sample(app);
-  tt::cli::register_bench(app);
+  tt::cli::register_bench(app, several ? &notices : nullptr);
   tt::cli::register_provision(app);
   tt::cli::register_attest(app);
   tt::cli::register_verify_evidence(app);
@@ -87,12 +101,6 @@ int main(int argc, char** argv) {
   tt::cli::register_keys(app);
   tt::cli::register_ckpt(app);
   tt::cli::register_model_cmd(app);
-  // Commands that talk between ranks run inside one MPI session, opened before they start so that
-  // an error can still abort every rank (a lone rank that merely exited would leave its peers waiting).
-  std::optional<tt::comm::MpiSession> mpi;
-  if (argc > 1 && (std::strcmp(argv[1], "train") == 0 || std::strcmp(argv[1], "bench") == 0))
-    mpi.emplace(&argc, &argv);
-  tt::comm::FailureNotices notices;  // alive until exit: MPI may still read what it sent
   int code = 0;
   try {
     app.parse(argc, argv);
@@ -105,7 +113,7 @@ int main(int argc, char** argv) {
     if (hint) std::fprintf(stderr, "teetrain: error: %s\n", hint->c_str());
     code = hint ? 2 : (app.exit(e) == 0 ? 0 : 2);
   } catch (const std::exception& e) {
-    code = report_failure(e, mpi && mpi->world_size() > 1 ? &notices : nullptr);
+    code = report_failure(e, several ? &notices : nullptr);
   }
   if (code != 0 && mpi && mpi->world_size() > 1) {
     // Stop every rank now with this exit code: no rank applies an update after a failed step.
