@@ -16,7 +16,7 @@ std::string describe_timeout(int rank, const Request& r, std::chrono::millisecon
   std::ostringstream os;
   os << "rank " << rank << ": " << op_name(r.op()) << (r.op() == Op::Send ? " to" : " from") << " rank "
      << r.peer() << " (tag " << r.tag() << ", " << r.posted_bytes() << " bytes) did not complete within "
-     << static_cast<double>(timeout.count()) / 1000.0 << " s; the peer is dead, stuck or not answering";
+     << static_cast<double>(timeout.count()) / 1000.0 << " s; the peer, or the link to it, is dead, stuck or held up";
   return os.str();
 }
 
