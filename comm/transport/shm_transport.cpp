@@ -171,8 +171,8 @@ struct SendState final : RequestState {
     if (payload.pending()) --impl.payloads_in_flight;
     // Note [Withdrawn sends]: abandoned while the receiver may still read it.
     if (ticket && !peer.out.ticket_done(*ticket)) {
-      store_release(peer.out.withdrawn(*ticket), *ticket + 1);
-      std::atomic_thread_fence(std::memory_order_seq_cst);
+      std::atomic_ref<std::uint64_t>(*peer.out.withdrawn(*ticket))
+          .store(*ticket + 1, std::memory_order_seq_cst);
     }
   }
   // Every poll moves the whole transport on, as MPI's do: a sender that waits for one message must
@@ -322,13 +322,13 @@ void ShmTransport::Impl::match(HostPeer& p, RecvState& r, const SlotHeader& h,
 // the kernel and reported as a corrupt channel.
 //
 // Note [Withdrawn sends]: a send abandoned before it completes (its rank is failing, and its buffer
-// will be freed and reused) stores ticket + 1 in the ticket's withdrawn word first, then fences.
-// The receiver reads the bytes, fences, then loads that word: a read that overlapped any change to
+// will be freed and reused) stores ticket + 1 in the ticket's withdrawn word first (seq_cst).
+// The receiver reads the bytes, then reads that word (seq_cst): a read that overlapped any change to
 // the buffer finds the word set, so its bytes (garbage, not an attack's) are never opened or added;
 // the receive fails as a stopped peer (RunError), as does a read refused because the sender's
 // process is gone. Only a refusal from a live sender that withdrew nothing is a corrupt channel. So a
 // rank that stops first is never reported by its peers as an attacker (docs/design.md §7).
-// The two seq_cst fences pair up (a seqlock's argument); on x86 process_vm_readv is a barrier too.
+// The two seq_cst operations order the accesses around them (a seqlock's argument).
 std::optional<std::string> ShmTransport::Impl::read_direct(HostPeer& p, const SlotHeader& h,
                                                            std::span<std::byte> into) {
   int err = 0;
@@ -364,8 +364,11 @@ std::optional<std::string> ShmTransport::Impl::sum_direct(HostPeer& p, const Slo
 // its bytes are the sender's: nullopt, or why not when the sender stopped. Marks the ticket done.
 std::optional<std::string> ShmTransport::Impl::finish_direct(HostPeer& p, const SlotHeader& h,
                                                              int read_errno) {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  const bool withdrawn = load_acquire(p.in.withdrawn(h.ticket)) == h.ticket + 1;
+  // A read-modify-write, not a plain load: a full barrier after the data reads (x86: a locked
+  // instruction), which a load alone is not, and one ThreadSanitizer understands (a fence it does not).
+  const bool withdrawn =
+      std::atomic_ref<std::uint64_t>(*p.in.withdrawn(h.ticket)).fetch_add(0, std::memory_order_seq_cst) ==
+      h.ticket + 1;
   store_release(p.in.done(h.ticket), h.ticket + 1);
   const std::string who = "rank " + std::to_string(p.rank);
   if (withdrawn)
