@@ -286,11 +286,13 @@ fs::path device_identity_path(const fs::path& dir, int i) {
 namespace {
 
 // Whether this call issues the next list: the revocations changed, a copy is missing, the public list
-// is stale (a verifier would refuse it), or the vendor renews it before its nextUpdate.
+// is stale (a verifier would refuse it) or older than the vendor's record (an older list put back), or
+// the vendor renews it before its nextUpdate.
 bool needs_new_list(const ProvisionOptions& o, const ProvisionReport& report, const IssuedLists& lists,
                     bool list_grew) {
   std::error_code ec;
-  const bool stale = !lists.published || !lists.published->numbered || lists.published->expired;
+  const bool stale = !lists.published || !lists.published->numbered || lists.published->expired ||
+                     lists.published->number < lists.last_number;
   return o.renew_crl || report.created_root || !report.revoked.empty() || list_grew || stale ||
          !fs::exists(crl_record_path(o.dir), ec);
 }

@@ -19,10 +19,11 @@
 // devices that are missing, adds revocations, and certifies again (same key, new serial, revocation
 // kept) a device whose certificate an older provision issued outside the device profile. It issues the
 // next list when the revocations change, when either copy of the list is missing, when the public list
-// is stale (expired, or from an older provision without a number) and when asked (`renew_crl`: the
-// vendor's periodic re-issue before the nextUpdate); otherwise the list stays as it is. Everything is
-// EMULATED and labelled so in the certificates' subject names; the formats are real (PEM, X.509 v3, CRL v2),
-// readable by `openssl x509 -text` and `openssl crl -text`.
+// is stale (expired, from an older provision without a number, or older than the vendor's record) and
+// when asked (`renew_crl`: the vendor's periodic re-issue before the nextUpdate); otherwise the list
+// stays as it is. Everything is EMULATED and labelled so in the certificates' subject names; the
+// formats are real (PEM, X.509 v3, CRL v2 with cRLNumber), readable by `openssl x509 -text` and
+// `openssl crl -text`.
 #pragma once
 #include <filesystem>
 #include <string>
