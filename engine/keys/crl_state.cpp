@@ -1,5 +1,7 @@
 #include "engine/keys/crl_state.h"
 
+#include <unistd.h>
+
 #include <charconv>
 #include <optional>
 #include <vector>
@@ -86,9 +88,11 @@ void remember_crl(const fs::path& state, const tee::TrustAnchor& anchor, int ran
   if (!list) return;
   const fs::path dir = state.parent_path().empty() ? fs::path(".") : state.parent_path();
   std::error_code ec;
-  if (!fs::is_directory(dir, ec))
-    throw InputError("--crl-state " + tee::printable_path(state) +
-                     ": no such directory; give the file in a directory this rank can write");
+  if (!fs::is_directory(dir, ec) || ::access(dir.c_str(), W_OK) != 0)
+    throw InputError("--crl-state " + tee::printable_path(state) + ": " +
+                     (fs::is_directory(dir, ec) ? "this rank cannot write in " + tee::printable_path(dir)
+                                                : std::string("no such directory")) +
+                     "; give the file in a directory this rank can write");
   const FileLock lock(state);  // ranks of one host may share the file: one read-modify-write at a time
   CrlState known = read_state(state);
   const std::string root = tee::to_hex(tee::sha256(anchor.root().der()));

@@ -51,7 +51,8 @@ std::filesystem::path crl_state_beside(const std::filesystem::path& device_ident
 
 // Checks `anchor`'s revocation list against the state at `state` and records its number when higher.
 // IntegrityError naming `rank`, the list, its number and the number remembered when the list is
-// older; InputError when the state's directory does not exist. An anchor without a list: nothing.
+// older; InputError when the state's directory does not exist or cannot be written. An anchor
+// without a list: nothing.
 void remember_crl(const std::filesystem::path& state, const tee::TrustAnchor& anchor, int rank);
 
 }  // namespace tt

@@ -285,7 +285,7 @@ namespace {
 void refuse_stale(const CrlFacts& f) {
   const std::string list = "revocation list '" + printable_path(f.path) + "'";
   const std::string dir = f.path.parent_path().empty() ? "." : printable_path(f.path.parent_path());
-  const std::string fix = ": put the vendor's current list there (`teetrain provision --out " + dir +
+  const std::string fix = "; put the vendor's current list there (`teetrain provision --out " + dir +
                           " --renew-crl` issues one), or pass --allow-expired-crl to accept it (flagged in "
                           "every report)";
   if (!f.numbered)

@@ -95,6 +95,18 @@ TEST(CrlFreshness, ProvisionReplacesAStaleList) {
   EXPECT_TRUE(r.issued_crl);
   EXPECT_EQ(r.crl.number, 7u);  // after the highest number either copy carries
   EXPECT_FALSE(r.crl.expired);
+
+  // An older genuine list put back in place of the public one: the vendor issues its current list again.
+  const fs::path older = dir / "older.crl";
+  fs::copy_file(crl_of(dir.path()), older);
+  ProvisionOptions revoke = options(dir.path());
+  revoke.revoke = {1};
+  EXPECT_EQ(provision(revoke).crl.number, 8u);
+  fs::copy_file(older, crl_of(dir.path()), fs::copy_options::overwrite_existing);
+  const ProvisionReport again = provision(options(dir.path()));
+  EXPECT_TRUE(again.issued_crl);
+  EXPECT_EQ(again.crl.number, 9u);
+  EXPECT_EQ(TrustAnchor::load(root_of(dir.path()), crl_of(dir.path())).revoked_count(), 1u);
 }
 
 TEST(CrlFreshness, AnExpiredListIsRefusedUnlessAcceptedAndStillRevokes) {
