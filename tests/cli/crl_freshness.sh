@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Revocation lists cannot be rolled back or outlive their validity (Note [Revocation list freshness],
-# tee/identity/x509.h): provision numbers every list (cRLNumber, as openssl reads it) with a nextUpdate
-# a week out; once the ranks accepted list 2, which revokes device 1, the vendor's genuine list 1 put
-# back on the host's disk is refused (exit 3) on every rank, naming the list and both numbers, where it
-# used to let device 1 train at P = 4; a genuine list past its nextUpdate is refused unless
-# --allow-expired-crl, which the banner, the result line and the summary then report; a list without a
-# number likewise; a rank given an older list than its peers is named by the ranks' agreement at P = 3
-# and 4 (or by its own memory); a hostile CRL state file is refused in one line.
+# tee/identity/x509.h; the commands of docs/tee.md, "Revocation lists: numbered and short-lived"):
+# provision numbers every list (cRLNumber, as openssl reads it) with a nextUpdate a week out; once the
+# ranks accepted list 2, which revokes device 1, the vendor's genuine list 1 put back on the host's
+# disk is refused (exit 3) on every rank, naming the list and both numbers, where it used to let
+# device 1 train at P = 4; a genuine list past its nextUpdate is refused unless --allow-expired-crl,
+# which the banner, the result line and the summary then report; a list without a number likewise; a
+# rank given an older list than its peers is named by the ranks' agreement at P = 3 and 4 (or by its
+# own memory); a hostile CRL state file is refused in one line.
 source "$(dirname "$0")/lib.sh" "$@"
 VIEW="$(dirname "$0")/rank_view.sh"
 make_corpus
