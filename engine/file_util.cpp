@@ -1,6 +1,7 @@
 #include "engine/file_util.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -56,6 +57,22 @@ void write_text_atomic(const fs::path& path, const std::string& text) {
 void sync_directory(const fs::path& dir) {
   Fd f{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
   if (f.fd >= 0) ::fsync(f.fd);
+}
+
+FileLock::FileLock(const fs::path& path) {
+  const fs::path lock = path.string() + ".lock";
+  fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd_ < 0) throw RunError(lock.string() + ": cannot open (" + std::strerror(errno) + ")");
+  while (::flock(fd_, LOCK_EX) != 0) {
+    if (errno == EINTR) continue;
+    const std::string why = std::strerror(errno);
+    ::close(fd_);
+    throw RunError(lock.string() + ": cannot lock (" + why + ")");
+  }
+}
+
+FileLock::~FileLock() {
+  ::close(fd_);
 }
 
 }  // namespace tt

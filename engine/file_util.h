@@ -18,4 +18,18 @@ void write_text_atomic(const std::filesystem::path& path, const std::string& tex
 // fsync a directory so a rename inside it is durable.
 void sync_directory(const std::filesystem::path& dir);
 
+// An exclusive advisory lock on "<path>.lock" (created if missing), held while the object lives: a
+// read-modify-write of a small state file shared by several processes (the freshness record, the CRL
+// state) must not lose another's update. Throws RunError naming the lock file when it cannot be taken.
+class FileLock {
+ public:
+  explicit FileLock(const std::filesystem::path& path);
+  ~FileLock();
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_ = -1;  // the lock goes with the descriptor
+};
+
 }  // namespace tt

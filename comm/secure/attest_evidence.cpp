@@ -76,7 +76,7 @@ std::string policy_text(const tee::Measurements& m) {
 }
 
 std::shared_ptr<const tee::TrustAnchor> load_trust_anchor(const std::filesystem::path& root_pem,
-                                                          RevocationCheck revocation) {
+                                                          RevocationCheck revocation, tee::StaleCrl stale) {
   const std::filesystem::path crl = tee::TrustAnchor::crl_beside(root_pem);
   std::error_code ec;
   // Only beside a root that can be read: anything else (missing, a FIFO) is the loader's to name first.
@@ -91,8 +91,10 @@ std::shared_ptr<const tee::TrustAnchor> load_trust_anchor(const std::filesystem:
   }
   try {
     return std::make_shared<const tee::TrustAnchor>(
-        revocation == RevocationCheck::Required ? tee::TrustAnchor::load(root_pem, crl)
+        revocation == RevocationCheck::Required ? tee::TrustAnchor::load(root_pem, crl, stale)
                                                 : tee::TrustAnchor::load_without_revocation(root_pem));
+  } catch (const IntegrityError&) {
+    throw;  // a genuine list that is stale: an integrity failure, not a malformed file
   } catch (const std::runtime_error& e) {
     throw InputError(std::string("--trust-root: ") + e.what());
   }

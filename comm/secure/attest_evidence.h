@@ -68,11 +68,14 @@ enum class RevocationCheck { Required, OptedOut };
 
 // Loads the certified parts of a config: the trust root with its CRL beside it (ROOT.crl; with
 // OptedOut, the root alone) and the identity (a key and the certificate for it). InputError naming
-// the file when either is unusable, and saying how to get the CRL when it is missing. Whether the
-// identity is trusted is for the verifiers to say: a revoked or foreign certificate is refused in
-// the handshake on every rank (exit 3), its holder's included.
+// the file when either is unusable, and saying how to get the CRL when it is missing; IntegrityError
+// for a genuine list that is stale, unless `stale` accepts it (--allow-expired-crl; Note [Revocation
+// list freshness], tee/identity/x509.h). Whether the identity is trusted is for the verifiers to say:
+// a revoked or foreign certificate is refused in the handshake on every rank (exit 3), its holder's
+// included.
 std::shared_ptr<const tee::TrustAnchor> load_trust_anchor(
-    const std::filesystem::path& root_pem, RevocationCheck revocation = RevocationCheck::Required);
+    const std::filesystem::path& root_pem, RevocationCheck revocation = RevocationCheck::Required,
+    tee::StaleCrl stale = tee::StaleCrl::Refuse);
 std::shared_ptr<const tee::DeviceIdentity> load_identity(const std::filesystem::path& pem);
 
 // Evidence of this process as `rank`, answering `nonce` (a throwaway X25519 key is bound in): what

@@ -1,21 +1,15 @@
 #include "engine/checkpoint/freshness.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
 #include "base/hex.h"
+#include "engine/file_util.h"
 #include "engine/keys/key_file.h"
 #include "tee/crypto/sealed_file.h"
 #include "tee/errors.h"
 #include "tee/regular_file.h"
-#include "tee/unique_fd.h"
 
 namespace tt {
 namespace fs = std::filesystem;
@@ -49,22 +43,6 @@ std::vector<std::uint8_t> encode_record(const Runs& runs) {
   const std::string text = nlohmann::json({{"format", kFormat}, {"runs", r}}).dump(1) + "\n";
   return {text.begin(), text.end()};
 }
-
-// Saves from several jobs under one key file must not lose each other's updates (read-modify-write).
-class RecordLock {
- public:
-  explicit RecordLock(const fs::path& record) {
-    const fs::path lock = record.string() + ".lock";
-    fd_ = tee::UniqueFd(::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-    if (!fd_) throw RunError(lock.string() + ": cannot open (" + std::strerror(errno) + ")");
-    while (::flock(fd_.get(), LOCK_EX) != 0) {
-      if (errno != EINTR) throw RunError(lock.string() + ": cannot lock (" + std::strerror(errno) + ")");
-    }
-  }  // the lock goes with the descriptor
-
- private:
-  tee::UniqueFd fd_;
-};
 
 }  // namespace
 
@@ -122,7 +100,7 @@ std::string FreshnessRecord::check(const VerifiedCheckpoint& ck) const {
 }
 
 void FreshnessRecord::record(const std::string& run_id, long step, const std::string& manifest_sha256) {
-  const RecordLock lock(path_);
+  const FileLock lock(path_);  // saves from several jobs under one key file: one at a time
   Runs runs;
   if (exists()) runs = parse_record(tee::read_sealed_file(path_, key_), path_.string());
   const auto it = runs.find(run_id);

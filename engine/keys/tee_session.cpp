@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "base/error.h"
+#include "engine/keys/crl_state.h"
 #include "tee/identity/traffic_keys.h"
 
 namespace tt {
@@ -12,6 +13,13 @@ namespace {
 constexpr const char* kNoTrustWarning = "no attestation: an on-path adversary can read everything";
 constexpr const char* kNoRevocationWarning =
     "revocation NOT checked: a revoked device is accepted (--no-revocation-check)";
+
+// A stale list accepted under --allow-expired-crl (Note [Revocation list freshness]): empty otherwise.
+std::string stale_list_warning(const std::optional<tee::CrlFacts>& list) {
+  if (!list || (list->numbered && !list->expired)) return "";
+  return "revocation list " + list->describe() +
+         " accepted: a device revoked after it may be accepted (--allow-expired-crl)";
+}
 
 std::string provision_hint(int world) {
   return "run `teetrain provision --out vendor --devices " + std::to_string(world) +
@@ -46,18 +54,40 @@ std::string expand_rank(const std::string& pattern, int rank) {
   return out.append(pattern, from);
 }
 
+std::filesystem::path crl_state_path(const TrustOptions& trust, int rank) {
+  if (!trust.crl_state.empty()) return expand_rank(trust.crl_state, rank);
+  if (!trust.device_identity.empty()) return crl_state_beside(expand_rank(trust.device_identity, rank));
+  return {};
+}
+
+std::shared_ptr<const tee::TrustAnchor> load_trust(const TrustOptions& trust, int rank) {
+  if (trust.trust_root.empty()) return nullptr;
+  if (trust.no_revocation_check && (trust.allow_expired_crl || !trust.crl_state.empty()))
+    throw InputError(
+        "--allow-expired-crl and --crl-state concern the revocation list, which --no-revocation-check "
+        "drops; give one or the other");
+  auto anchor = comm::load_trust_anchor(
+      trust.trust_root,
+      trust.no_revocation_check ? comm::RevocationCheck::OptedOut : comm::RevocationCheck::Required,
+      trust.allow_expired_crl ? tee::StaleCrl::Accept : tee::StaleCrl::Refuse);
+  const std::filesystem::path state = crl_state_path(trust, rank);
+  if (!state.empty()) remember_crl(state, *anchor, rank);
+  return anchor;
+}
+
 comm::AttestConfig make_attest_config(const TrustOptions& trust, int rank, int world,
                                       std::string run_config) {
   comm::AttestConfig config;
   config.mode = trust.mode;
   config.run_config = std::move(run_config);
-  const bool any_trust_flag =
-      !trust.trust_root.empty() || !trust.device_identity.empty() || trust.no_revocation_check;
+  const bool any_trust_flag = !trust.trust_root.empty() || !trust.device_identity.empty() ||
+                              trust.no_revocation_check || trust.allow_expired_crl ||
+                              !trust.crl_state.empty();
   if (trust.mode == comm::AttestationMode::None) {
     if (any_trust_flag)
       throw InputError(
           "--attestation none runs without a root of trust; drop --trust-root/--device-identity/"
-          "--no-revocation-check, or drop --attestation none to use them");
+          "--no-revocation-check/--allow-expired-crl/--crl-state, or drop --attestation none to use them");
   } else if (trust.trust_root.empty() != trust.device_identity.empty()) {
     throw InputError(trust.trust_root.empty()
                          ? "--device-identity needs --trust-root (the vendor root that certified it)"
@@ -69,12 +99,11 @@ comm::AttestConfig make_attest_config(const TrustOptions& trust, int rank, int w
                      " (or --attestation none, flagged in every report: " + kNoTrustWarning + ")");
   }
   if (!trust.trust_root.empty()) {
-    config.anchor = comm::load_trust_anchor(trust.trust_root, trust.no_revocation_check
-                                                                  ? comm::RevocationCheck::OptedOut
-                                                                  : comm::RevocationCheck::Required);
+    // The identity's file first: the CRL state lies beside it by default.
     const std::string identity = expand_rank(trust.device_identity, rank);
     if (!std::filesystem::exists(identity))
       throw InputError(missing_identity(trust.device_identity, identity, rank, world));
+    config.anchor = load_trust(trust, rank);
     config.identity = comm::load_identity(identity);
   }
   if (!trust.policy.empty()) config.policy = comm::load_policy(trust.policy);
@@ -83,10 +112,14 @@ comm::AttestConfig make_attest_config(const TrustOptions& trust, int rank, int w
 
 AttestationSummary attestation_summary(const comm::AttestConfig& config, int world) {
   const bool revocation = config.anchor != nullptr && config.anchor->checks_revocation();
-  const std::string revocation_warning = config.anchor != nullptr && !revocation ? kNoRevocationWarning : "";
-  if (world == 1) return {"single rank", config.anchor != nullptr, revocation, revocation_warning};
-  if (config.mode == comm::AttestationMode::None) return {"none", false, false, kNoTrustWarning};
-  return {"certified", true, revocation, revocation_warning};
+  const std::optional<tee::CrlFacts> list =
+      config.anchor != nullptr ? config.anchor->crl_facts() : std::optional<tee::CrlFacts>();
+  const std::string revocation_warning =
+      config.anchor != nullptr && !revocation ? kNoRevocationWarning : stale_list_warning(list);
+  if (world == 1) return {"single rank", config.anchor != nullptr, revocation, list, revocation_warning};
+  if (config.mode == comm::AttestationMode::None)
+    return {"none", false, false, std::nullopt, kNoTrustWarning};
+  return {"certified", true, revocation, list, revocation_warning};
 }
 
 std::string attestation_banner(const comm::AttestConfig& config, int world) {

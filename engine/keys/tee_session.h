@@ -9,6 +9,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,6 +30,9 @@ struct TrustOptions {
   std::string device_identity;       // this rank's key + certificate (PEM); "{rank}" becomes the rank
   std::string policy;                // reference measurements (comm/secure/attest_evidence.h); empty: our own
   bool no_revocation_check = false;  // run without the CRL (flagged in every report)
+  bool allow_expired_crl =
+      false;              // accept a stale CRL (flagged in every report; Note [Revocation list freshness])
+  std::string crl_state;  // engine/keys/crl_state.h; "{rank}" becomes the rank; empty: beside the identity
 };
 
 // "{rank}" in `pattern` replaced by `rank` (every occurrence); other text unchanged.
@@ -38,8 +42,18 @@ std::string expand_rank(const std::string& pattern, int rank);
 // what to do, on: TEE with several ranks and neither a trust root nor --attestation none; a trust
 // root without an identity or the reverse; --attestation none together with trust flags; a trust
 // root without its revocation list (unless no_revocation_check); any file that cannot be used.
-// Whether the identity is trusted is checked by the peers (exit 3 everywhere).
+// IntegrityError (exit 3) on a stale revocation list or one older than this rank accepted before
+// (load_trust). Whether the identity is trusted is checked by the peers (exit 3 everywhere).
 comm::AttestConfig make_attest_config(const TrustOptions& trust, int rank, int world, std::string run_config);
+
+// The trust root the options name (null without --trust-root), with its revocation list refused when
+// stale (unless allow_expired_crl) and checked against, then recorded in, this rank's CRL state
+// (engine/keys/crl_state.h; Note [Revocation list freshness], tee/identity/x509.h).
+std::shared_ptr<const tee::TrustAnchor> load_trust(const TrustOptions& trust, int rank);
+
+// Where this rank's CRL state is: --crl-state with {rank} expanded, else beside the rank's device
+// identity; empty when neither is given (a verifier without an identity: nothing is remembered).
+std::filesystem::path crl_state_path(const TrustOptions& trust, int rank);
 
 // One line for banners: how the peers of this run were authenticated.
 std::string attestation_banner(const comm::AttestConfig& config, int world);
@@ -48,8 +62,10 @@ std::string attestation_banner(const comm::AttestConfig& config, int world);
 struct AttestationSummary {
   std::string mode;  // "certified", "none", "single rank"
   bool authenticated = false;
-  bool revocation_checked = false;  // a trust anchor with its CRL
-  std::string warning;  // non-empty when nothing authenticates the peers, or revocation is not checked
+  bool revocation_checked = false;               // a trust anchor with its CRL
+  std::optional<tee::CrlFacts> revocation_list;  // that CRL's number and nextUpdate
+  // Non-empty when nothing authenticates the peers, revocation is not checked, or the list is stale.
+  std::string warning;
 };
 AttestationSummary attestation_summary(const comm::AttestConfig& config, int world);
 

@@ -33,7 +33,7 @@ struct KindInfo {
 constexpr KindInfo kKinds[] = {
     {InputKind::Configuration, "configuration", "configuration", false, 1, {"sha256"}},
     {InputKind::TrustRoot, "trust root", "trust_root", false, 1, {"sha256"}},
-    {InputKind::RevocationList, "revocation list", "revocation_list", false, 1, {"sha256"}},
+    {InputKind::RevocationList, "revocation list", "revocation_list", false, 2, {"number", "sha256"}},
     {InputKind::VerifierPolicy, "verifier policy", "verifier_policy", false, 1, {"sha256"}},
     {InputKind::Key, "", "keys", true, 1, {"fingerprint"}},
     {InputKind::DatasetSplit, "dataset split", "dataset", true, 3, {"manifest sha256", "dataset id", "size"}},
@@ -310,8 +310,12 @@ void add_configuration(InputRecord& r, const std::string& config_text) {
 
 void add_trust(InputRecord& r, const tee::TrustAnchor& anchor) {
   r.add(InputKind::TrustRoot, "", {tee::to_hex(tee::sha256(anchor.root().der()))});
+  // The number first: a rank given an older list is named by it ("number 1 vs 2"), the digest
+  // catches any other difference (Note [Revocation list freshness], tee/identity/x509.h).
   const std::vector<std::uint8_t> crl = anchor.crl_der();
-  r.add(InputKind::RevocationList, "", {crl.empty() ? "none" : tee::to_hex(tee::sha256(crl))});
+  const std::optional<tee::CrlFacts>& list = anchor.crl_facts();
+  r.add(InputKind::RevocationList, "",
+        {list ? std::to_string(list->number) : "none", crl.empty() ? "none" : tee::to_hex(tee::sha256(crl))});
 }
 
 void add_policy(InputRecord& r, const tee::VerifierPolicy& policy) {

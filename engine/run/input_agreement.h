@@ -4,7 +4,7 @@
 // and every rank checks that all records agree:
 //   configuration     SHA-256 of the resolved options (train_options_json)
 //   trust root        SHA-256 of the vendor root certificate's DER, as loaded
-//   revocation list   SHA-256 of the CRL's DER, as loaded ("none" without one)
+//   revocation list   its CRL number and the SHA-256 of its DER, as loaded ("none" without one)
 //   verifier policy   SHA-256 of the reference measurements it accepts from peers (--policy), or
 //                     "own" (only what it runs itself)
 //   keys              fingerprints (tee::SecretBytes::fingerprint: a hash, never the key) of the

@@ -36,6 +36,12 @@ nlohmann::json attestation_json(const std::optional<comm::AttestConfig>& attest,
   const AttestationSummary s = attestation_summary(*attest, world);
   nlohmann::json j = {
       {"mode", s.mode}, {"authenticated", s.authenticated}, {"revocation_checked", s.revocation_checked}};
+  // The list the run checked against: which one (its number) and until when it was current.
+  j["revocation_list"] = s.revocation_list ? nlohmann::json{{"number", s.revocation_list->number},
+                                                            {"numbered", s.revocation_list->numbered},
+                                                            {"next_update", s.revocation_list->next_update},
+                                                            {"expired", s.revocation_list->expired}}
+                                           : nlohmann::json(nullptr);
   if (!s.warning.empty()) j["warning"] = s.warning;
   return j;
 }
@@ -49,6 +55,8 @@ std::vector<std::string> opt_outs(const TeeOptions& tee, const std::optional<com
     out.emplace_back("--attestation none");
   if (attest && attest->anchor != nullptr && !attest->anchor->checks_revocation())
     out.emplace_back("--no-revocation-check");
+  if (attest && attest->anchor != nullptr && attest->anchor->stale_crl() == tee::StaleCrl::Accept)
+    out.emplace_back("--allow-expired-crl");
   if (plain_data) out.emplace_back("--allow-plain-data");
   if (tee.adversary) out.push_back(std::string("--adversary ") + comm::attack_name(tee.adversary->kind));
   return out;

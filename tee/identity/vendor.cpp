@@ -9,8 +9,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -164,10 +166,18 @@ void issue_device(const Vendor& v, const ProvisionOptions& o, int index) {
       0600);
 }
 
-// Serials already revoked (hex) by the CRL at `path`, if there is one.
-void read_revoked_serials(const fs::path& path, std::set<std::string>& out) {
+// What the vendor's lists in DIR hold together, so that a new list adds to them instead of replacing
+// them: every revoked serial (hex), the highest number issued so far, and the public list's facts.
+struct IssuedLists {
+  std::set<std::string> serials;
+  std::uint64_t last_number = 0;
+  std::optional<CrlFacts> published;  // DIR/vendor_root.crl's, when there is one
+};
+
+// Adds the CRL at `path`, if there is one, to `lists`; returns its facts.
+std::optional<CrlFacts> read_list(const fs::path& path, IssuedLists& lists) {
   std::error_code ec;
-  if (!fs::exists(path, ec)) return;
+  if (!fs::exists(path, ec)) return std::nullopt;
   const std::vector<std::uint8_t> pem = read_regular_file(path, "revocation list", kMaxPemFileBytes);
   BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
   std::unique_ptr<X509_CRL, decltype(&X509_CRL_free)> crl(
@@ -179,27 +189,35 @@ void read_revoked_serials(const fs::path& path, std::set<std::string>& out) {
   const STACK_OF(X509_REVOKED)* list = X509_CRL_get_REVOKED(crl.get());
   for (int i = 0; list != nullptr && i < sk_X509_REVOKED_num(list); ++i) {
     const ASN1_INTEGER* s = X509_REVOKED_get0_serialNumber(sk_X509_REVOKED_value(list, i));
-    out.insert(to_hex(ByteView(ASN1_STRING_get0_data(s), static_cast<std::size_t>(ASN1_STRING_length(s)))));
+    lists.serials.insert(
+        to_hex(ByteView(ASN1_STRING_get0_data(s), static_cast<std::size_t>(ASN1_STRING_length(s)))));
   }
+  CrlFacts facts = read_crl_facts(crl.get(), path);
+  lists.last_number = std::max(lists.last_number, facts.number);
+  return facts;
 }
 
-// Serials already revoked in DIR, public list and the vendor's record together, so a later run adds
-// to the list instead of replacing it.
-std::set<std::string> revoked_serials(const fs::path& dir) {
-  std::set<std::string> out;
-  read_revoked_serials(crl_path(dir), out);
-  read_revoked_serials(crl_record_path(dir), out);
-  return out;
+IssuedLists issued_lists(const fs::path& dir) {
+  IssuedLists lists;
+  lists.published = read_list(crl_path(dir), lists);
+  read_list(crl_record_path(dir), lists);
+  return lists;
 }
 
-void write_crl_file(const Vendor& v, const ProvisionOptions& o, const std::set<std::string>& serials) {
+// Signs the next list (Note [Revocation list freshness], x509.h): number `number`, current from an
+// hour ago (hosts whose clocks differ a little accept a fresh list) until `crl_days` from now.
+CrlFacts write_crl_file(const Vendor& v, const ProvisionOptions& o, const std::set<std::string>& serials,
+                        std::uint64_t number) {
   std::unique_ptr<X509_CRL, decltype(&X509_CRL_free)> crl(X509_CRL_new(), X509_CRL_free);
-  CPtr<ASN1_TIME, ASN1_TIME_free> now(X509_gmtime_adj(nullptr, 0));
-  CPtr<ASN1_TIME, ASN1_TIME_free> next(X509_gmtime_adj(nullptr, static_cast<long>(o.valid_days) * 86400L));
-  if (!crl || !now || !next || X509_CRL_set_version(crl.get(), 1) != 1 ||
+  CPtr<ASN1_TIME, ASN1_TIME_free> now(X509_gmtime_adj(nullptr, -3600));
+  CPtr<ASN1_TIME, ASN1_TIME_free> next(X509_gmtime_adj(nullptr, static_cast<long>(o.crl_days) * 86400L));
+  Asn1IntPtr crl_number(ASN1_INTEGER_new());
+  if (!crl || !now || !next || !crl_number || ASN1_INTEGER_set_uint64(crl_number.get(), number) != 1 ||
+      X509_CRL_set_version(crl.get(), 1) != 1 ||
       X509_CRL_set_issuer_name(crl.get(), X509_get_subject_name(v.root.native())) != 1 ||
       X509_CRL_set1_lastUpdate(crl.get(), now.get()) != 1 ||
-      X509_CRL_set1_nextUpdate(crl.get(), next.get()) != 1)
+      X509_CRL_set1_nextUpdate(crl.get(), next.get()) != 1 ||
+      X509_CRL_add1_ext_i2d(crl.get(), NID_crl_number, crl_number.get(), 0, 0) != 1)
     throw_openssl_error("CRL setup");
   for (const std::string& hex : serials) {
     const std::vector<std::uint8_t> raw = from_hex(hex);
@@ -218,6 +236,7 @@ void write_crl_file(const Vendor& v, const ProvisionOptions& o, const std::set<s
   const std::string pem = pem_of(write_crl, crl.get(), "revocation list");
   write_file(crl_record_path(o.dir), pem, 0600);
   write_file(crl_path(o.dir), pem, 0644);
+  return read_crl_facts(crl.get(), crl_path(o.dir));
 }
 
 // A device issued by an older provision, before the device profile (tee/identity/x509.h), would be refused by
@@ -264,8 +283,51 @@ fs::path device_identity_path(const fs::path& dir, int i) {
   return dir / ("device_" + std::to_string(i) + ".pem");
 }
 
+namespace {
+
+// Whether this call issues the next list: the revocations changed, a copy is missing, the public list
+// is stale (a verifier would refuse it) or older than the vendor's record (an older list put back), or
+// the vendor renews it before its nextUpdate.
+bool needs_new_list(const ProvisionOptions& o, const ProvisionReport& report, const IssuedLists& lists,
+                    bool list_grew) {
+  std::error_code ec;
+  const bool stale = !lists.published || !lists.published->numbered || lists.published->expired ||
+                     lists.published->number < lists.last_number;
+  return o.renew_crl || report.created_root || !report.revoked.empty() || list_grew || stale ||
+         !fs::exists(crl_record_path(o.dir), ec);
+}
+
+// What a user reads: every file and what it is for.
+std::string report_text(const ProvisionOptions& o, const ProvisionReport& report) {
+  const std::string crl_status = report.issued_crl
+                                     ? "issued now, valid " + std::to_string(o.crl_days) + " day(s)"
+                                     : std::string("unchanged");
+  return "EMULATED vendor root of trust in " + o.dir.string() + (report.created_root ? " (new)" : "") +
+         "\n  " + vendor_root_path(o.dir).string() +
+         "   root certificate: give it to verifiers (--trust-root)" + "\n  " + crl_path(o.dir).string() +
+         "   revocation list (" + std::to_string(report.revoked_total) + " revoked), read beside the root" +
+         "\n    list " + report.crl.describe() + ": " + crl_status +
+         " (verifiers refuse it after its next update; --renew-crl issues the next)" + "\n  " +
+         root_key_path(o.dir).string() + "   the vendor's secret root key: keep it away from training hosts" +
+         "\n  " +
+         (report.devices == 0 ? std::string("no device identities yet (--devices N issues them)")
+                              : (o.dir / "device_{0..").string() + std::to_string(report.devices - 1) +
+                                    "}.pem   device identities (key + certificate), " +
+                                    std::to_string(report.issued.size()) + " issued now: one per rank " +
+                                    "(--device-identity " + (o.dir / "device_{rank}.pem").string() + ")") +
+         "\n" +
+         (report.reissued.empty()
+              ? std::string()
+              : "  " + std::to_string(report.reissued.size()) +
+                    " older device certificate(s) issued again in the device profile (same keys)\n");
+}
+
+}  // namespace
+
 ProvisionReport provision(const ProvisionOptions& o) {
   if (o.devices < 0 || o.valid_days < 1) throw InputError("provision: --devices must be >= 0");
+  if (o.crl_days < 1 || o.crl_days > kMaxCrlDays)
+    throw InputError("provision: --crl-days must be from 1 to " + std::to_string(kMaxCrlDays));
   std::error_code ec;
   fs::create_directories(o.dir, ec);
   if (ec) throw InputError("provision: cannot create '" + o.dir.string() + "' (" + ec.message() + ")");
@@ -277,36 +339,22 @@ ProvisionReport provision(const ProvisionOptions& o) {
     report.issued.push_back(i);
   }
   report.devices = count_devices(o.dir);
-  std::set<std::string> serials = revoked_serials(o.dir);
-  const bool list_grew = reissue_outside_profile(v, o, serials, report);
+  IssuedLists lists = issued_lists(o.dir);
+  const bool list_grew = reissue_outside_profile(v, o, lists.serials, report);
   for (int i : o.revoke) {
     if (i < 0 || !fs::exists(device_identity_path(o.dir, i), ec))
       throw InputError("provision: --revoke " + std::to_string(i) + ": no such device in '" + o.dir.string() +
                        "'");
-    if (serials.insert(Certificate::load_pem(device_identity_path(o.dir, i)).serial_hex()).second)
+    if (lists.serials.insert(Certificate::load_pem(device_identity_path(o.dir, i)).serial_hex()).second)
       report.revoked.push_back(i);
   }
-  if (report.created_root || !report.revoked.empty() || list_grew || !fs::exists(crl_path(o.dir), ec) ||
-      !fs::exists(crl_record_path(o.dir), ec))
-    write_crl_file(v, o, serials);
-  report.revoked_total = serials.size();
-
-  report.text =
-      "EMULATED vendor root of trust in " + o.dir.string() + (report.created_root ? " (new)" : "") + "\n  " +
-      vendor_root_path(o.dir).string() + "   root certificate: give it to verifiers (--trust-root)" + "\n  " +
-      crl_path(o.dir).string() + "   revocation list (" + std::to_string(serials.size()) +
-      " revoked), read beside the root" + "\n  " + root_key_path(o.dir).string() +
-      "   the vendor's secret root key: keep it away from training hosts" + "\n  " +
-      (report.devices == 0 ? std::string("no device identities yet (--devices N issues them)")
-                           : (o.dir / "device_{0..").string() + std::to_string(report.devices - 1) +
-                                 "}.pem   device identities (key + certificate), " +
-                                 std::to_string(report.issued.size()) + " issued now: one per rank " +
-                                 "(--device-identity " + (o.dir / "device_{rank}.pem").string() + ")") +
-      "\n" +
-      (report.reissued.empty()
-           ? std::string()
-           : "  " + std::to_string(report.reissued.size()) +
-                 " older device certificate(s) issued again in the device profile (same keys)\n");
+  report.issued_crl = needs_new_list(o, report, lists, list_grew);
+  if (report.issued_crl && lists.last_number >= kMaxCrlNumber)
+    throw InputError("provision: '" + o.dir.string() + "' has issued its last revocation list number");
+  report.crl =
+      report.issued_crl ? write_crl_file(v, o, lists.serials, lists.last_number + 1) : *lists.published;
+  report.revoked_total = lists.serials.size();
+  report.text = report_text(o, report);
   return report;
 }
 

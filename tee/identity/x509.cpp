@@ -8,6 +8,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include <ctime>
 #include <stdexcept>
 
 #include "tee/errors.h"
@@ -59,6 +60,14 @@ std::string time_text(const ASN1_TIME* t) {
   BioPtr mem(BIO_new(BIO_s_mem()));
   if (!mem || ASN1_TIME_print(mem.get(), t) != 1) return "?";
   return bio_text(mem.get());
+}
+
+// "2026-12-06T08:50:32Z" (UTC, ISO 8601): how banners, summaries and messages print a list's dates.
+std::string iso_time(const ASN1_TIME* t) {
+  std::tm tm{};
+  if (t == nullptr || ASN1_TIME_to_tm(t, &tm) != 1) return "?";
+  char buf[32] = {};
+  return std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm) > 0 ? buf : "?";
 }
 
 // The refusal a verifier reports for an OpenSSL chain error, in words a student can act on.
@@ -237,9 +246,63 @@ ChainVerdict check_device_profile(const Certificate& leaf) {
   return check_device_purpose(leaf);
 }
 
+// ---- Revocation lists ----
+
+std::string CrlFacts::describe() const {
+  std::string s = numbered ? "number " + std::to_string(number) : "without a CRL number (taken as number 0)";
+  s += next_update.empty() ? ", no next update" : ", next update " + next_update;
+  return expired ? s + " (EXPIRED)" : s;
+}
+
+CrlFacts read_crl_facts(const X509_CRL* crl, const fs::path& path) {
+  CrlFacts f;
+  f.path = path;
+  int found = 0;  // -1: absent, -2: repeated, otherwise present (null: it did not parse)
+  CPtr<ASN1_INTEGER, ASN1_INTEGER_free> number(
+      static_cast<ASN1_INTEGER*>(X509_CRL_get_ext_d2i(crl, NID_crl_number, &found, nullptr)));
+  std::uint64_t value = 0;
+  const bool ok =
+      number ? ASN1_INTEGER_get_uint64(&value, number.get()) == 1 && value <= kMaxCrlNumber : found == -1;
+  clear_openssl_errors();
+  if (!ok) {
+    throw InputError("revocation list '" + printable_path(path) + "': " +
+                     (found == -2 ? std::string("two CRL number extensions")
+                                  : "its CRL number is not a number from 0 to 2^63-1"));
+  }
+  f.numbered = number != nullptr;
+  f.number = value;
+  const ASN1_TIME* next = X509_CRL_get0_nextUpdate(crl);
+  f.next_update = next != nullptr ? iso_time(next) : "";
+  // X509_cmp_current_time: -1 at or before now, 1 after, 0 on a malformed time (then stale too).
+  f.expired = next == nullptr || X509_cmp_current_time(next) <= 0;
+  return f;
+}
+
+namespace {
+
+// Note [Revocation list freshness]: a list that cannot show it is current is refused unless the
+// verifier accepts stale lists explicitly.
+void refuse_stale(const CrlFacts& f) {
+  const std::string list = "revocation list '" + printable_path(f.path) + "'";
+  const std::string dir = f.path.parent_path().empty() ? "." : printable_path(f.path.parent_path());
+  const std::string fix = "; put the vendor's current list there (`teetrain provision --out " + dir +
+                          " --renew-crl` issues one), or pass --allow-expired-crl to accept it (flagged in "
+                          "every report)";
+  if (!f.numbered)
+    throw IntegrityError(list + " has no CRL number, so an older list could stand in for it" + fix);
+  const std::string which = list + " (number " + std::to_string(f.number) + ")";
+  if (f.next_update.empty()) throw IntegrityError(which + " has no nextUpdate, so it never goes stale" + fix);
+  if (f.expired)
+    throw IntegrityError(which + " expired at " + f.next_update +
+                         " (its nextUpdate): it may miss later revocations" + fix);
+}
+
+}  // namespace
+
 // ---- TrustAnchor ----
 
-TrustAnchor::TrustAnchor(Certificate root, X509CrlPtr crl) : root_(std::move(root)), crl_(std::move(crl)) {}
+TrustAnchor::TrustAnchor(Certificate root, X509CrlPtr crl, std::optional<CrlFacts> facts, StaleCrl stale)
+    : root_(std::move(root)), crl_(std::move(crl)), facts_(std::move(facts)), stale_(stale) {}
 
 fs::path TrustAnchor::crl_beside(const fs::path& root_pem) {
   fs::path crl = root_pem;
@@ -262,7 +325,7 @@ Certificate load_root(const fs::path& root_pem) {
 
 }  // namespace
 
-TrustAnchor TrustAnchor::load(const fs::path& root_pem, const fs::path& crl_pem) {
+TrustAnchor TrustAnchor::load(const fs::path& root_pem, const fs::path& crl_pem, StaleCrl stale) {
   Certificate root = load_root(root_pem);
   if (crl_pem.empty())
     throw InputError("trust root '" + root_pem.string() + "': no revocation list given (expected " +
@@ -274,11 +337,13 @@ TrustAnchor TrustAnchor::load(const fs::path& root_pem, const fs::path& crl_pem)
     throw InputError("revocation list '" + crl_pem.string() + "': not a PEM CRL signed by the trust root '" +
                      root_pem.string() + "'");
   }
-  return TrustAnchor(std::move(root), std::move(crl));
+  CrlFacts facts = read_crl_facts(crl.get(), crl_pem);
+  if (stale == StaleCrl::Refuse) refuse_stale(facts);
+  return TrustAnchor(std::move(root), std::move(crl), std::move(facts), stale);
 }
 
 TrustAnchor TrustAnchor::load_without_revocation(const fs::path& root_pem) {
-  return TrustAnchor(load_root(root_pem), nullptr);
+  return TrustAnchor(load_root(root_pem), nullptr, std::nullopt, StaleCrl::Refuse);
 }
 
 namespace {
@@ -287,6 +352,22 @@ namespace {
 // some issuers (RevocationScope::WhereGiven); every other error still is.
 int skip_missing_crl(int ok, X509_STORE_CTX* ctx) {
   return ok == 0 && X509_STORE_CTX_get_error(ctx) == X509_V_ERR_UNABLE_TO_GET_CRL ? 1 : ok;
+}
+// A list past its nextUpdate still revokes what it names when the verifier accepts stale lists
+// (StaleCrl::Accept); OpenSSL would refuse the whole path instead.
+int skip_expired_crl(int ok, X509_STORE_CTX* ctx) {
+  return ok == 0 && X509_STORE_CTX_get_error(ctx) == X509_V_ERR_CRL_HAS_EXPIRED ? 1 : ok;
+}
+int skip_missing_or_expired_crl(int ok, X509_STORE_CTX* ctx) {
+  return skip_expired_crl(skip_missing_crl(ok, ctx), ctx);
+}
+
+// The verify callback for a path's options: which CRL errors are not refusals.
+X509_STORE_CTX_verify_cb verify_callback(const PathOptions& options) {
+  const bool where_given = options.revocation == RevocationScope::WhereGiven;
+  if (options.stale_crl == StaleCrl::Accept)
+    return where_given ? skip_missing_or_expired_crl : skip_expired_crl;
+  return where_given ? skip_missing_crl : nullptr;
 }
 
 struct X509StackFree {
@@ -318,10 +399,10 @@ ChainVerdict verify_certificate_path(const Certificate& root, const Certificate&
   for (const auto& crl : options.crls)
     if (X509_STORE_add_crl(store.get(), crl.get()) != 1) throw_openssl_error("X509 store CRL");
   if (options.revocation == RevocationScope::Leaf) X509_STORE_set_flags(store.get(), X509_V_FLAG_CRL_CHECK);
-  if (options.revocation == RevocationScope::WhereGiven) {
+  if (options.revocation == RevocationScope::WhereGiven)
     X509_STORE_set_flags(store.get(), X509_V_FLAG_CRL_CHECK | X509_V_FLAG_CRL_CHECK_ALL);
-    X509_STORE_set_verify_cb(store.get(), skip_missing_crl);
-  }
+  if (X509_STORE_CTX_verify_cb callback = verify_callback(options))
+    X509_STORE_set_verify_cb(store.get(), callback);
   if (X509_STORE_CTX_init(ctx.get(), store.get(), leaf.native(), untrusted.get()) != 1)
     throw_openssl_error("X509 store context");
   if (options.at_unix_time)
@@ -340,6 +421,7 @@ ChainVerdict TrustAnchor::verify(const Certificate& leaf) const {
   if (crl_) {
     options.crls.push_back(crl_);
     options.revocation = RevocationScope::Leaf;
+    options.stale_crl = stale_;
   }
   if (ChainVerdict chain = verify_certificate_path(root_, leaf, options); !chain) return chain;
   if (ChainVerdict profile = check_device_profile(leaf); !profile) return profile;
@@ -370,8 +452,9 @@ std::vector<std::uint8_t> TrustAnchor::crl_der() const {
 std::string TrustAnchor::describe() const {
   return "vendor root " + root_.subject() + " (serial " + root_.serial_hex().substr(0, 16) +
          ".., EMULATED), " +
-         (crl_ ? "revocation list with " + std::to_string(revoked_count()) + " revoked device(s)"
-               : std::string("revocation NOT checked: a revoked device is accepted"));
+         (facts_ ? "revocation list " + facts_->describe() + ", " + std::to_string(revoked_count()) +
+                       " revoked device(s)"
+                 : std::string("revocation NOT checked: a revoked device is accepted"));
 }
 
 // ---- DeviceIdentity ----

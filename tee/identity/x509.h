@@ -13,6 +13,17 @@
 //   revocation list an X.509 CRL signed by the root, naming revoked device serial numbers; a trust
 //                   anchor needs it unless its user explicitly opts out (load_without_revocation)
 //
+// Note [Revocation list freshness]: a genuine list is not a current one. Every list the vendor
+// issues carries a cRLNumber one more than the list before it and a nextUpdate a few days out
+// (vendor.h). An older list, signed by the same root, revokes less; putting it back on a host's disk
+// would un-revoke a device. Two checks bound that: a list past its nextUpdate, or one without a
+// number (which cannot be ordered), is refused when loaded unless the verifier accepts stale lists
+// explicitly (StaleCrl::Accept, `--allow-expired-crl`, flagged in every report; a list without a
+// number is then number 0); and every rank remembers the highest number it has accepted for a root
+// and refuses a lower one (engine/keys/crl_state.h). A rank that never saw the newer list cannot
+// tell, which is why the validity is short: a rolled-back list is refused at its nextUpdate at the
+// latest, and the ranks' agreement on their inputs compares the numbers (engine/run/input_agreement.h).
+//
 // Everything here is public except the private keys; nothing is trusted until verify_chain says so.
 #pragma once
 #include <cstdint>
@@ -92,6 +103,32 @@ struct ChainVerdict {
 // "ok", or the first rule the certificate breaks, in words. Never throws on a bad certificate.
 ChainVerdict check_device_profile(const Certificate& leaf);
 
+// Whether a revocation list that cannot show it is current is used (Note [Revocation list freshness]).
+enum class StaleCrl {
+  Refuse,  // a list past its nextUpdate, without one, or without a CRL number is refused
+  Accept,  // the explicit opt-out: such a list is used (without a number: as number 0) and reported
+};
+
+// Largest CRL number accepted: 63 bits, far above any vendor's count of lists (RFC 5280 allows 20
+// octets); a larger one is refused as malformed.
+inline constexpr std::uint64_t kMaxCrlNumber = 0x7fffffffffffffffULL;
+
+// What a revocation list says about itself, as a trust anchor loaded it.
+struct CrlFacts {
+  std::filesystem::path path;  // the file it was loaded from, for messages
+  std::uint64_t number = 0;    // its cRLNumber; 0 without one
+  bool numbered = false;       // whether it carries a cRLNumber at all
+  std::string next_update;     // "2026-12-06T08:50:32Z"; empty when the list has no nextUpdate
+  bool expired = false;        // past its nextUpdate (or without one) when loaded
+  // "number 2, next update 2026-12-06T08:50:32Z", flagged "EXPIRED" or "without a CRL number".
+  std::string describe() const;
+};
+
+// The number and validity `crl` states, at this moment (no signature check: the caller decides whom
+// it trusts). Throws InputError naming `path` when the cRLNumber is repeated, negative or above
+// kMaxCrlNumber.
+CrlFacts read_crl_facts(const X509_crl_st* crl, const std::filesystem::path& path);
+
 // How a certificate path is checked beyond its trusted root (verify_certificate_path).
 enum class RevocationScope {
   None,        // no revocation list consulted
@@ -103,6 +140,7 @@ struct PathOptions {
   std::vector<std::shared_ptr<X509_crl_st>> crls;
   RevocationScope revocation = RevocationScope::None;
   std::optional<std::int64_t> at_unix_time;  // check validity at this time instead of now
+  StaleCrl stale_crl = StaleCrl::Refuse;     // Accept: a list past its nextUpdate still revokes
 };
 
 // The options for a chain as a prover sent it, leaf first: the rest are intermediates (a copy of the
@@ -124,8 +162,11 @@ class TrustAnchor {
   // Loads the root certificate (PEM) and the CRL (PEM), checking that the root is a self-signed CA
   // and that the CRL is signed by it. Throws InputError naming the file on anything malformed or
   // missing, an empty `crl_pem` included (a configuration error, exit 2 at the CLI): revocation is
-  // not optional, or deleting a file would switch it off.
-  static TrustAnchor load(const std::filesystem::path& root_pem, const std::filesystem::path& crl_pem);
+  // not optional, or deleting a file would switch it off. A genuine list that cannot show it is
+  // current (past its nextUpdate, without one, or without a CRL number) is an IntegrityError naming
+  // the list, its number and nextUpdate, unless `stale` is Accept (Note [Revocation list freshness]).
+  static TrustAnchor load(const std::filesystem::path& root_pem, const std::filesystem::path& crl_pem,
+                          StaleCrl stale = StaleCrl::Refuse);
   // The explicit opt-out: the root alone. Such an anchor accepts revoked devices, and says so
   // (checks_revocation() is false; describe() flags it) for every report to repeat.
   static TrustAnchor load_without_revocation(const std::filesystem::path& root_pem);
@@ -140,18 +181,23 @@ class TrustAnchor {
 
   const Certificate& root() const { return root_; }
   bool checks_revocation() const { return crl_ != nullptr; }
+  // The list's number and validity (nullopt without a list), and whether a stale one is accepted.
+  const std::optional<CrlFacts>& crl_facts() const { return facts_; }
+  StaleCrl stale_crl() const { return stale_; }
   std::size_t revoked_count() const;
   // The CRL as loaded, DER-encoded (empty without one): what a run digests to agree with its peers
   // on the revocation list it verified with (engine/run/input_agreement.h).
   std::vector<std::uint8_t> crl_der() const;
-  // "vendor root CN=... (serial ..), revocation list with N revoked device(s)", or "..., revocation
-  // NOT checked: a revoked device is accepted" without a CRL
+  // "vendor root CN=... (serial ..), revocation list number 2 with N revoked device(s), next update
+  // DATE", or "..., revocation NOT checked: a revoked device is accepted" without a CRL
   std::string describe() const;
 
  private:
-  TrustAnchor(Certificate root, X509CrlPtr crl);
+  TrustAnchor(Certificate root, X509CrlPtr crl, std::optional<CrlFacts> facts, StaleCrl stale);
   Certificate root_;
   std::shared_ptr<X509_crl_st> crl_;  // shared: an anchor is copied into each rank's config
+  std::optional<CrlFacts> facts_;
+  StaleCrl stale_ = StaleCrl::Refuse;
 };
 
 // A device's identity: its private key and the certificate the vendor issued for it.

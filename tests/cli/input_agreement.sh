@@ -4,7 +4,8 @@
 # same paths as rank 0, every file genuine and sealed under the same key. Refused on every rank with
 # exit 3 and one line naming rank 1 and the input: a checkpoint of another lineage, the shards of
 # another dataset, a trust root swapped on rank 0 that admits another vendor's device as rank 1,
-# another genuine revocation list of the same vendor on rank 1, and a looser verifier policy on rank 1.
+# another genuine revocation list of the same vendor on rank 1 (named by its number), and a looser
+# verifier policy on rank 1.
 # The honest run (through the same wrapper) records the agreed digests in its summary; the data
 # owner's pins --expect-dataset and --expect-checkpoint refuse a wrong digest and accept the right
 # one, at one rank too. Emulated sealing in wall-clock time refuses --adversary (exit 2).
@@ -49,6 +50,7 @@ assert s["dataset"]["train"]["manifest_sha256"] == sys.argv[2], s
 assert s["dataset"]["val"]["manifest_sha256"] == sys.argv[2], s
 assert s["trust_root"]["sha256"] == sys.argv[3], s  # of the root certificate's DER, as loaded
 assert len(s["configuration"]["sha256"]) == 64 and len(s["revocation_list"]["sha256"]) == 64, s
+assert s["revocation_list"]["number"] == "1", s  # provision's first list
 assert set(s["keys"]) == {"session group key", "dataset key", "checkpoint key"}, s
 assert all(len(k["fingerprint"]) == 16 for k in s["keys"].values()), s
 assert s["verifier_policy"]["sha256"] == "own", s
@@ -79,12 +81,13 @@ attacked root "(attestation refused on every rank: rank 0: certificate not issue
 
 # Rank 1 sees another genuine revocation list of the same vendor at the same path (issued later, with
 # a device of no rank revoked): every certificate still verifies on both ranks, and only the agreement
-# tells that the ranks did not check against the same list.
+# tells that the ranks did not check against the same list, by its number. (A CRL state of its own for
+# this run: rank 1's default one would remember list 2, which the runs below no longer give it.)
 cp -r "$v" "$WORK/vendor3"
 "$TT" provision --out "$WORK/vendor3" --devices 4 --revoke 3 >/dev/null
 cmp -s "$WORK/vendor3/vendor_root.crl" "$v/vendor_root.crl" && bad "provision --revoke should issue a new list"
-attacked crl "rank 1's revocation list differs from rank 0's \(sha256 " "" "$WORK/vendor3/vendor_root.crl=$v/vendor_root.crl" \
-  -- --steps 2 --seed 9
+attacked crl "rank 1's revocation list differs from rank 0's \(number 2 vs 1\)" "" "$WORK/vendor3/vendor_root.crl=$v/vendor_root.crl" \
+  -- --steps 2 --seed 9 --crl-state "$WORK/crl3_{rank}.state"
 
 # Rank 1's policy (same path) also accepts a modified binary: both accept the genuine one, so every
 # handshake passes; the agreement refuses before any key is released.

@@ -10,10 +10,14 @@
 #include "comm/channel.h"
 #include "engine/run/dist_context.h"
 #include "engine/run/input_agreement.h"
+#include "tee/bytes.h"
 #include "tee/digest.h"
 #include "tee/identity/attestation.h"
+#include "tee/identity/vendor.h"
+#include "tee/identity/x509.h"
 #include "tests/common/fuzz.h"
 #include "tests/common/inproc_transport.h"
+#include "tests/common/temp_dir.h"
 
 namespace tt {
 namespace {
@@ -27,7 +31,7 @@ InputRecord honest() {
   InputRecord r;
   add_configuration(r, "{\"steps\": 10}");
   r.add(InputKind::TrustRoot, "", {std::string(64, 'e')});
-  r.add(InputKind::RevocationList, "", {"none"});
+  r.add(InputKind::RevocationList, "", {"none", "none"});
   r.add(InputKind::Key, "dataset key", {"0123456789abcdef"});
   r.add(InputKind::DatasetSplit, "val", {kManifestA, kId, "500"});
   r.add(InputKind::DatasetSplit, "train", {kManifestA, kId, "9000"});
@@ -113,6 +117,13 @@ TEST(InputAgreement, NamesTheRankAndTheInputThatDiffer) {
   EXPECT_EQ(d.message,
             "rank 1's checkpoint differs from rank 0's (lineage 8888888888888888... vs 7777777777777777...)");
 
+  InputRecord list = honest();
+  list.add(InputKind::RevocationList, "", {"1", std::string(64, '1')});
+  InputRecord newer = honest();
+  newer.add(InputKind::RevocationList, "", {"2", std::string(64, '2')});
+  EXPECT_EQ(first_difference({newer, newer, list}).message,
+            "rank 2's revocation list differs from rank 0's (number 1 vs 2)");
+
   InputRecord root = honest();
   root.add(InputKind::TrustRoot, "", {std::string(64, 'f')});
   EXPECT_NE(first_difference({honest(), root}).message.find("rank 1's trust root differs from rank 0's"),
@@ -122,6 +133,31 @@ TEST(InputAgreement, NamesTheRankAndTheInputThatDiffer) {
   key.add(InputKind::Key, "dataset key", {"fedcba9876543210"});
   EXPECT_EQ(first_difference({honest(), key}).message,
             "rank 1's dataset key differs from rank 0's (fingerprint fedcba9876543210 vs 0123456789abcdef)");
+}
+
+// What a run records of its trust anchor: the root's digest, and the list's number before its digest,
+// so that a rank given an older genuine list is named by the number.
+TEST(InputAgreement, TheRevocationListIsRecordedByNumberAndDigest) {
+  tt::testing::TempDir dir;
+  tee::ProvisionOptions o;
+  o.dir = dir.path();
+  tee::provision(o);
+  const auto anchor = [&] {
+    const auto root = tee::vendor_root_path(dir.path());
+    return tee::TrustAnchor::load(root, tee::TrustAnchor::crl_beside(root));
+  };
+  InputRecord older, newer;
+  add_trust(older, anchor());
+  o.renew_crl = true;
+  tee::provision(o);
+  add_trust(newer, anchor());
+  const AgreedInput* list = newer.find(InputKind::RevocationList);
+  ASSERT_NE(list, nullptr);
+  EXPECT_EQ(list->values[0], "2");
+  EXPECT_EQ(list->values[1], tee::to_hex(tee::sha256(anchor().crl_der())));
+  EXPECT_EQ(first_difference({newer, newer, newer, older}).message,
+            "rank 3's revocation list differs from rank 0's (number 1 vs 2)");
+  EXPECT_EQ(newer.to_json()["revocation_list"]["number"], "2");
 }
 
 TEST(InputAgreement, AnInputOnlyOneRankHasIsADifference) {

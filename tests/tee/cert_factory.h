@@ -9,6 +9,8 @@
 #include <openssl/x509v3.h>
 
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +65,60 @@ inline Certificate mint_device_certificate(const std::filesystem::path& vendor_d
   }
   if (X509_sign(cert.get(), root_key.native(), nullptr) <= 0) throw_openssl_error("X509_sign");
   return Certificate(std::move(cert));
+}
+
+// A revocation list signed by the vendor in `vendor_dir` (its secret root key), written to `out` (PEM):
+// current from `last_update_s` until `next_update_s` seconds from now (no nextUpdate when null), with
+// the cRLNumber extensions `numbers` (none: an older provision's list; two: a malformed one; a
+// negative one: a malformed number) and revoking `serials_hex`. What an attacker holding an old genuine
+// list, or a careless vendor, puts on a disk; production lists come from vendor.cpp alone.
+struct CrlSpec {
+  std::vector<long long> numbers;
+  long last_update_s = -3600;
+  std::optional<long> next_update_s = 7L * 86400L;
+  std::vector<std::string> serials_hex;
+};
+inline void mint_crl(const std::filesystem::path& vendor_dir, const CrlSpec& spec,
+                     const std::filesystem::path& out) {
+  const Ed25519KeyPair root_key = Ed25519KeyPair::load_pem(vendor_dir / "vendor_secret" / "root.key");
+  const Certificate root = Certificate::load_pem(vendor_root_path(vendor_dir));
+  std::unique_ptr<X509_CRL, decltype(&X509_CRL_free)> crl(X509_CRL_new(), X509_CRL_free);
+  if (!crl || X509_CRL_set_version(crl.get(), 1) != 1 ||
+      X509_CRL_set_issuer_name(crl.get(), X509_get_subject_name(root.native())) != 1)
+    throw_openssl_error("test CRL");
+  std::unique_ptr<ASN1_TIME, decltype(&ASN1_TIME_free)> last(X509_gmtime_adj(nullptr, spec.last_update_s),
+                                                             ASN1_TIME_free);
+  if (!last || X509_CRL_set1_lastUpdate(crl.get(), last.get()) != 1)
+    throw_openssl_error("test CRL lastUpdate");
+  if (spec.next_update_s) {
+    std::unique_ptr<ASN1_TIME, decltype(&ASN1_TIME_free)> next(X509_gmtime_adj(nullptr, *spec.next_update_s),
+                                                               ASN1_TIME_free);
+    if (!next || X509_CRL_set1_nextUpdate(crl.get(), next.get()) != 1)
+      throw_openssl_error("test CRL nextUpdate");
+  }
+  for (const long long n : spec.numbers) {
+    std::unique_ptr<ASN1_INTEGER, decltype(&ASN1_INTEGER_free)> v(ASN1_INTEGER_new(), ASN1_INTEGER_free);
+    if (!v || ASN1_INTEGER_set_int64(v.get(), n) != 1 ||
+        X509_CRL_add1_ext_i2d(crl.get(), NID_crl_number, v.get(), 0, X509V3_ADD_APPEND) != 1)
+      throw_openssl_error("test CRL number");
+  }
+  for (const std::string& hex : spec.serials_hex) {
+    BIGNUM* bn = nullptr;
+    X509_REVOKED* r = X509_REVOKED_new();
+    ASN1_INTEGER* serial = BN_hex2bn(&bn, hex.c_str()) != 0 ? BN_to_ASN1_INTEGER(bn, nullptr) : nullptr;
+    BN_free(bn);
+    const bool added = serial != nullptr && r != nullptr && X509_REVOKED_set_serialNumber(r, serial) == 1 &&
+                       X509_REVOKED_set_revocationDate(r, last.get()) == 1 &&
+                       X509_CRL_add0_revoked(crl.get(), r) == 1;
+    ASN1_INTEGER_free(serial);
+    if (!added) {
+      X509_REVOKED_free(r);
+      throw_openssl_error("test CRL entry");
+    }
+  }
+  if (X509_CRL_sign(crl.get(), root_key.native(), nullptr) <= 0) throw_openssl_error("test CRL signature");
+  std::unique_ptr<BIO, decltype(&BIO_free)> file(BIO_new_file(out.c_str(), "w"), BIO_free);
+  if (!file || PEM_write_bio_X509_CRL(file.get(), crl.get()) != 1) throw_openssl_error("test CRL file");
 }
 
 // The PEM text of a certificate, to write beside a key as `teetrain provision` does.

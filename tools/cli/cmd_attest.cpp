@@ -45,13 +45,14 @@ void verify_file(const AttestOptions& o, const comm::AttestConfig& ac) {
   const auto nonce = parse_nonce_hex(o.nonce);
   const tee::VerifyResult r = comm::verify_evidence(ev, ac, std::nullopt, nonce);
   if (!r.ok) throw IntegrityError(o.verify + ": evidence REJECTED: " + r.reason);
-  const char* who =
+  const std::string who =
       !ac.anchor ? "signature valid under the key it names (NO ROOT OF TRUST: proves nothing about who)"
-      : ac.anchor->checks_revocation()
-          ? "the device certificate chains to the trusted root and is not revoked"
+      : ac.anchor->crl_facts()
+          ? "the device certificate chains to the trusted root and is not revoked (revocation list " +
+                ac.anchor->crl_facts()->describe() + ")"
           : "the device certificate chains to the trusted root; revocation NOT checked "
             "(--no-revocation-check)";
-  std::printf("evidence verified: %s; binary and configuration match the policy; %s\n", who,
+  std::printf("evidence verified: %s; binary and configuration match the policy; %s\n", who.c_str(),
               nonce ? "it answers the given nonce (fresh)"
                     : "freshness NOT checked (give --nonce with the challenge you issued)");
 }
@@ -63,9 +64,7 @@ void run_attest(const AttestOptions& o) {
   if (!o.verify.empty() && trust.device_identity.empty() && !trust.trust_root.empty()) {
     comm::AttestConfig ac;
     ac.run_config = read_config(o);
-    ac.anchor = comm::load_trust_anchor(trust.trust_root, trust.no_revocation_check
-                                                              ? comm::RevocationCheck::OptedOut
-                                                              : comm::RevocationCheck::Required);
+    ac.anchor = load_trust(trust, static_cast<int>(o.rank));
     if (!trust.policy.empty()) ac.policy = comm::load_policy(trust.policy);
     return verify_file(o, ac);
   }
@@ -103,12 +102,6 @@ void run_attest(const AttestOptions& o) {
   }
 }
 
-struct ProvisionCliOptions {
-  std::string out;
-  int devices = 0;
-  std::vector<int> revoke;
-};
-
 }  // namespace
 
 void register_attest(CLI::App& app) {
@@ -139,20 +132,30 @@ void register_attest(CLI::App& app) {
 }
 
 void register_provision(CLI::App& app) {
-  auto o = std::make_shared<ProvisionCliOptions>();
+  auto o = std::make_shared<tee::ProvisionOptions>();
   auto* cmd = app.add_subcommand(
       "provision",
       "Play the GPU vendor (EMULATED): a root certificate, its revocation list and N certified device "
       "identities, for TEE runs with --trust-root and --device-identity. Again on the same DIR: adds devices "
-      "and revocations under the same root");
-  cmd->add_option("--out", o->out, "Vendor directory (created if missing)")->required();
+      "and revocations under the same root. Every new revocation list carries the next CRL number and a "
+      "nextUpdate --crl-days out");
+  cmd->add_option("--out", o->dir, "Vendor directory (created if missing)")->required();
   cmd->add_option("--devices", o->devices,
                   "Device identities 0..N-1 that must exist afterwards (missing ones are issued)")
       ->check(non_negative())
       ->capture_default_str();
-  cmd->add_option("--revoke", o->revoke, "Revoke device I (repeatable): its certificate goes on the CRL");
+  cmd->add_option("--revoke", o->revoke,
+                  "Revoke device I (repeatable): its certificate goes on the next revocation list");
+  cmd->add_option("--crl-days", o->crl_days,
+                  "A new revocation list is current for this many days (its nextUpdate): verifiers refuse it "
+                  "after that, so an older list put back on a disk stops working")
+      ->check(CLI::Range(1, tee::kMaxCrlDays))
+      ->capture_default_str();
+  cmd->add_flag("--renew-crl", o->renew_crl,
+                "Issue the next revocation list (number + 1, a fresh nextUpdate) even when no revocation "
+                "changed: the vendor's re-issue before the current list expires");
   cmd->callback([o] {
-    const tee::ProvisionReport r = tee::provision({o->out, o->devices, o->revoke});  // InputError: exit 2
+    const tee::ProvisionReport r = tee::provision(*o);  // InputError: exit 2
     std::printf("%s", r.text.c_str());
     for (int i : r.revoked) std::printf("revoked device %d\n", i);
   });

@@ -74,6 +74,14 @@ void add_trust_options(CLI::App* g, TrustOptions& t) {
                 "provision`");
   g->add_flag("--no-revocation-check", t.no_revocation_check,
               "Run without the revocation list: a revoked device is accepted (flagged in every report)");
+  g->add_flag("--allow-expired-crl", t.allow_expired_crl,
+              "Accept a revocation list past its nextUpdate, or one without a CRL number (an older "
+              "provision's, taken as number 0): a device revoked since may be accepted (flagged in every "
+              "report)");
+  g->add_option("--crl-state", t.crl_state,
+                "This rank's memory of the highest revocation list number it accepted per vendor root: a "
+                "lower one is refused (exit 3); {rank} in the path becomes the rank")
+      ->default_str("DEVICE_IDENTITY.crl-state");
   g->add_option("--device-identity", t.device_identity,
                 "This rank's device key and certificate (PEM); {rank} in the path becomes the rank, e.g. "
                 "vendor/device_{rank}.pem: every rank needs its own identity");
