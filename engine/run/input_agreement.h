@@ -34,7 +34,8 @@
 // policy, so a rank whose peers were admitted under another root or policy never receives the keys;
 // and every setting that decides which messages follow: whether the data is sealed (a dataset key is
 // released or not), whether the rank resumes (a checkpoint key is released or not; the parameters are
-// read from the checkpoint or broadcast from rank 0) and the adversary on the links. So a rank that
+// read from the checkpoint or broadcast from rank 0), the adversary on the links, and whether the rank
+// writes a trace (those that do meet once more at the end). So a rank that
 // differs in any of them stops with the others on one line naming it, instead of waiting for a
 // message its peers never send (a timeout, "the peer is dead"). Round two, once every rank has opened
 // its data and its checkpoint and built its backend, and before the first step, holds everything; its
@@ -47,7 +48,7 @@
 // Wire format of one rank's record (untrusted bytes: decode() refuses anything else):
 //   "TTAGREE" 0x02                      magic and version
 //   u16 n                               inputs, at most kMaxAgreedInputs
-//   n x { u8 kind; u16 len; name;       kind: InputKind; name: a split or key name, or empty
+//   n x { u8 kind; u16 len; name;       kind: InputKind; name: a split, key or setting name, or empty
 //         u8 m; m x { u16 len; value } }  m: exactly the kind's field count
 // Integers big-endian (network order, like the other wire formats); names and values printable ASCII
 // (0x20..0x7e), at most kMaxAgreedString bytes; inputs strictly ordered by (kind, name), so each appears once

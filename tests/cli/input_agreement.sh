@@ -7,9 +7,10 @@
 # another genuine revocation list of the same vendor on rank 1, and a looser verifier policy on rank 1.
 # Then what decides the messages or the bits given to one rank only (mpirun's "A : B" syntax gives
 # each rank its own flags): --resume, sealed data on one rank and plain on the other (with and without
-# --allow-plain-data), a plain shard of the same size but other tokens, --threads 1 : --threads 2 and
-# --adversary: exit 3 naming the rank and the flag, never the timeout a rank waiting for a message its
-# peer never sends would end in. The honest run (through the same wrapper) records the agreed digests
+# --allow-plain-data), a plain shard of the same size but other tokens, --threads 1 : --threads 2 (and
+# a count given to one rank only), --adversary and --trace: exit 3 naming the rank and the flag, never
+# the timeout a rank waiting for a message its peer never sends would end in. A plain split's content
+# digest is its shard's sha256sum. The honest run (through the same wrapper) records the agreed digests
 # and settings in its summary; the data owner's pins --expect-dataset and --expect-checkpoint refuse a
 # wrong digest and accept the right one, at one rank too. Emulated sealing in wall-clock time refuses
 # --adversary (exit 2).
@@ -146,6 +147,9 @@ lone threads_default "rank 1's --threads differs from rank 0's \(value [0-9]+ vs
 # An adversary on one rank's links only: rank 0's report would never say it was there.
 r0=(--steps 2 --seed 9) r1=(--steps 2 --seed 9 --adversary snoop)
 lone adversary_one "rank 1's --adversary differs from rank 0's \(value snoop vs none\)" ""
+# A trace on rank 0 only: the ranks that write a part meet once more at the end, to merge them.
+r0=(--steps 2 --seed 9 --trace "$WORK/trace.json") r1=(--steps 2 --seed 9)
+lone trace_one "rank 1's --trace differs from rank 0's \(value none vs given\)" ""
 
 # The honest resume, pinned: the right checkpoint digest passes and the summary records it.
 resume=(--steps 6 --seed 9 --resume "$WORK/ck" --expect-dataset "$digest")
@@ -163,6 +167,10 @@ wrong=$(printf '%064d' 0)
 expect_exit 3 "expect-dataset: dataset split train has manifest sha256 $digest, expected $wrong" -- "$TT" "${one[@]}" --expect-dataset "$wrong"
 "$TT" "${one[@]}" --expect-dataset "${digest^^}" >/dev/null 2>&1 && ok || bad "right --expect-dataset at one rank"
 expect_exit 3 "expect-dataset: .*manifest sha256 none \(plain data\)" -- "$TT" "${one[@]}" --tee off --data "$WORK/data/tiny" --expect-dataset "$digest"
+# A plain split's content digest is the shard file's, as sha256sum prints it.
+"$TT" "${one[@]}" --tee off --data "$WORK/data/tiny" --summary "$WORK/plain.json" >/dev/null 2>&1 || bad "plain run"
+expect_eq "$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["agreed_inputs"]["dataset"]["train"]["content_sha256"])' "$WORK/plain.json")" \
+  "$(sha256sum "$WORK/data/tiny_train.bin" | cut -c1-64)" "plain split: content sha256 is the shard's sha256sum"
 expect_exit 2 "not a SHA-256 digest" -- "$TT" "${one[@]}" --expect-dataset abc
 expect_exit 2 "add --resume" -- "$TT" "${one[@]}" --expect-checkpoint "$digest"
 
