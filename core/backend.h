@@ -69,6 +69,11 @@ class Backend {
   virtual DeviceKind kind() const = 0;
   // Human-readable description, e.g. "cpu: OpenBLAS 0.3.21 Haswell, 2 threads".
   virtual std::string describe() const = 0;
+  // What decides the bits of the results besides the inputs (and, on the CPU, the thread count): the
+  // libraries, their versions, the kernel set picked for this machine and the precision. Never a device
+  // ordinal, a memory size or a thread count, so ranks on identical hardware and software report the
+  // same; ranks that report different ones compute different bits (a run's ranks agree on it first).
+  virtual std::string numerics() const = 0;
 
   // ---- memory -------------------------------------------------------------------------------
   virtual void* allocate(std::size_t bytes) = 0;  // aligned to at least 64 bytes, zero-filled

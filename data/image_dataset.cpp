@@ -11,6 +11,8 @@
 
 #include "base/error.h"
 #include "core/rng.h"
+#include "tee/bytes.h"
+#include "tee/digest.h"
 #include "tee/regular_file.h"
 
 namespace tt {
@@ -103,6 +105,19 @@ std::string hex(uint32_t v) {
 std::string ImageSet::describe() const {
   return source + ": " + std::to_string(size()) + " images " + std::to_string(C) + "x" + std::to_string(H) +
          "x" + std::to_string(W) + ", " + std::to_string(classes) + " classes";
+}
+
+std::string ImageSet::sha256() const {
+  const std::string shape = "teetrain image set " + std::to_string(C) + "x" + std::to_string(H) + "x" +
+                            std::to_string(W) + ", " + std::to_string(classes) + " classes, " +
+                            std::to_string(size()) + " images\n";
+  std::vector<uint8_t> le(4 * labels.size());  // (N, 4): each label as a little-endian int32
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    for (std::size_t b = 0; b < 4; ++b)
+      le[4 * i + b] = static_cast<uint8_t>(static_cast<uint32_t>(labels[i]) >> (8 * b));
+  tee::Sha256 h;
+  h.update(shape).update(pixels).update(le);
+  return tee::to_hex(h.finish());
 }
 
 ImageSet read_idx(const fs::path& images, const fs::path& labels) {

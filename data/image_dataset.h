@@ -33,6 +33,10 @@ struct ImageSet {
   std::vector<int32_t> labels;  // (N)
   std::size_t size() const { return labels.size(); }
   std::string describe() const;  // "fashion-mnist train: 60000 images 1x28x28, 10 classes (...)"
+  // SHA-256 (lowercase hex) of what a run trains on, decoded (a gzipped file digests as its content): a
+  // line naming the shape, classes and count, the pixels, then each label as a little-endian int32.
+  // What ranks training on plain images agree on (engine/run/input_agreement.h).
+  std::string sha256() const;
 };
 
 // MNIST / Fashion-MNIST idx pair (gzip-compressed or plain; detected from the content). Throws

@@ -162,13 +162,15 @@ std::vector<fs::path> find_sealed_shards(const std::string& spec, const std::str
   return find_split_files(spec, split, std::string(".bin") + kSealedSuffix, is_sealed_file);
 }
 
+void refuse_plain_shards(const std::string& spec) {
+  throw InputError("--data '" + spec +
+                   "': plain shards refused in TEE mode; seal them with `teetrain seal-data` " +
+                   "or pass --allow-plain-data");
+}
+
 bool require_sealed_data(const std::string& spec, const std::string& split, bool allow_plain) {
   if (!find_sealed_shards(spec, split).empty()) return true;
-  if (!allow_plain) {
-    throw InputError("--data '" + spec +
-                     "': plain shards refused in TEE mode; seal them with `teetrain seal-data` " +
-                     "or pass --allow-plain-data");
-  }
+  if (!allow_plain) refuse_plain_shards(spec);
   return false;
 }
 

@@ -80,6 +80,8 @@ std::vector<std::filesystem::path> find_sealed_shards(const std::string& spec, c
 // allow_plain is false, throws InputError ("plain shards refused in TEE mode; ..."); with
 // allow_plain it returns false and the caller loads plain data with TokenDataset.
 bool require_sealed_data(const std::string& spec, const std::string& split, bool allow_plain);
+// Throws the InputError above: `spec` names plain shards where TEE mode wants sealed ones.
+[[noreturn]] void refuse_plain_shards(const std::string& spec);
 
 // True iff `path` is a regular file that starts with the sealed-file magic.
 bool is_sealed_file(const std::filesystem::path& path);

@@ -12,6 +12,8 @@
 #include "base/error.h"
 #include "core/rng.h"
 #include "data/shard_files.h"
+#include "tee/bytes.h"
+#include "tee/digest.h"
 
 namespace tt {
 namespace fs = std::filesystem;
@@ -21,8 +23,9 @@ namespace {}  // namespace
 TokenDataset::TokenDataset(const std::vector<fs::path>& files) {
   if (files.empty()) throw InputError("no token shards given; run `teetrain prepare-text` first");
   shards_.reserve(files.size());
+  tee::Sha256 digest;
   for (const auto& f : files) {
-    shards_.push_back(read_token_shard(f));
+    shards_.push_back(read_token_shard(f, &digest));
     const int v = shards_.back().vocab();
     if (shards_.size() > 1 && v != vocab_) {
       throw InputError("token shard '" + f.string() + "' has vocabulary " + std::to_string(v) + " but '" +
@@ -31,6 +34,7 @@ TokenDataset::TokenDataset(const std::vector<fs::path>& files) {
     }
     vocab_ = v;
   }
+  sha256_ = tee::to_hex(digest.finish());
 }
 
 TokenDataset TokenDataset::open(const std::string& spec, const std::string& split) {

@@ -47,12 +47,17 @@ class TokenDataset {
 
   const std::vector<TokenShard>& shards() const { return shards_; }
   int vocab() const { return vocab_; }  // the shards' vocabulary (GPT-2's if none recorded)
+  // SHA-256 (lowercase hex) of the shard files' bytes as read, one after another in the dataset's order:
+  // `cat` of the files piped to sha256sum. What ranks training on plain shards agree on
+  // (engine/run/input_agreement.h).
+  const std::string& sha256() const { return sha256_; }
   uint64_t num_tokens() const;
   std::string describe() const;  // "data-cache/fortunes_train.bin (2.3M tokens, vocab 256)"
 
  private:
   std::vector<TokenShard> shards_;
   int vocab_ = 0;
+  std::string sha256_;
 };
 
 // The first global sample index of rank `rank`'s micro-batch `micro_step` at optimizer step

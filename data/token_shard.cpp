@@ -13,6 +13,7 @@
 
 #include "base/error.h"
 #include "tee/bytes.h"
+#include "tee/digest.h"
 #include "tee/regular_file.h"
 
 namespace tt {
@@ -102,7 +103,7 @@ void write_token_shard(const fs::path& path, std::span<const uint16_t> tokens, i
   }
 }
 
-TokenShard read_token_shard(const fs::path& path) {
+TokenShard read_token_shard(const fs::path& path, tee::Sha256* file_digest) {
   // Note [Opening a user's file] (tee/regular_file.h): a FIFO or device is refused, never read.
   tee::OpenAttempt opened = tee::try_open_regular(path);
   if (opened.error == ENOENT) {
@@ -157,6 +158,7 @@ TokenShard read_token_shard(const fs::path& path) {
   if (tee::pread_full(file.fd.get(), token_bytes, kShardHeaderBytes) !=
       static_cast<long long>(token_bytes.size()))
     throw InputError("cannot read the tokens of token shard " + tee::quoted_path(path));
+  if (file_digest != nullptr) file_digest->update(header).update(token_bytes);
   swap_u16_if_big_endian(shard.tokens);
 
   if (vocab > 0) {

@@ -19,6 +19,9 @@
 #include <vector>
 
 namespace tt {
+namespace tee {
+class Sha256;
+}
 
 inline constexpr int32_t kShardMagic = 20240520;
 inline constexpr int32_t kShardVersion = 1;
@@ -52,7 +55,8 @@ void write_token_shard(const std::filesystem::path& path, std::span<const uint16
 
 // Reads and validates a shard. Throws InputError (one line naming the file, the problem and what to
 // do) when the file is missing, is not a shard (wrong magic), has an unsupported version, is
-// truncated or has trailing bytes, or holds a token outside its recorded vocabulary.
-TokenShard read_token_shard(const std::filesystem::path& path);
+// truncated or has trailing bytes, or holds a token outside its recorded vocabulary. `file_digest`, when
+// given, is updated with the file's bytes exactly as read (header, then tokens): what a run trained on.
+TokenShard read_token_shard(const std::filesystem::path& path, tee::Sha256* file_digest = nullptr);
 
 }  // namespace tt

@@ -127,6 +127,24 @@ void check_adversary(const AdversarySpec& spec, int world) {
   }
 }
 
+std::string canonical_spec(const AdversarySpec& a) {
+  std::string at = "@";  // appended: GCC 12's -Wrestrict misfires on "@" + std::to_string(...) at -O3
+  at += std::to_string(a.link);
+  const std::string kind = attack_name(a.kind);
+  switch (a.kind) {
+    case AttackKind::Snoop:
+      return kind;
+    case AttackKind::Mitm:
+      return kind + (a.forgery == MitmForgery::StolenCertificate ? ":cert" : "") + at;
+    case AttackKind::MitmRelay:
+      return kind + at;
+    case AttackKind::Delay:
+      return kind + ":" + std::to_string(a.nth) + ":" + std::to_string(a.delay.count()) + at;
+    default:
+      return kind + ":" + std::to_string(a.nth) + at;
+  }
+}
+
 std::string describe(const AdversarySpec& a, int world) {
   const std::string link =
       "the link rank " + std::to_string(a.link) + " -> rank " + std::to_string((a.link + 1) % world);

@@ -60,5 +60,9 @@ AdversarySpec parse_adversary(std::string_view spec);
 void check_adversary(const AdversarySpec& spec, int world);
 // One line for the run banner: what the adversary does, on which link.
 std::string describe(const AdversarySpec& spec, int world);
+// The attack as SPEC spells it, canonical ("flip:3@0", "delay:2:50@1", "mitm:cert@0", "snoop"): what the
+// ranks agree on (engine/run/input_agreement.h). Snoop's directory is left out: each rank writes its own
+// captures where it was told, and that changes nothing on the links.
+std::string canonical_spec(const AdversarySpec& spec);
 
 }  // namespace tt::comm

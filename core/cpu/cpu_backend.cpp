@@ -38,14 +38,23 @@ void CpuBackend::use_blas_threads() const {
   if (openblas_get_num_threads() != threads_) openblas_set_num_threads(threads_);
 }
 
-std::string CpuBackend::describe() const {
-  // openblas_get_config() gives e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Zen MAX_THREADS=64";
-  // the core name says which kernel set was picked at run time (e.g. "Haswell", "Zen").
+namespace {
+// openblas_get_config() gives e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Zen MAX_THREADS=64"; the
+// core name says which kernel set was picked at run time (e.g. "Haswell", "Zen").
+std::string blas_kernels() {
   std::string config = openblas_get_config();
   while (!config.empty() && config.back() == ' ') config.pop_back();
-  return "cpu: " + config + ", core " + openblas_get_corename() + ", " + std::to_string(threads_) +
-         (threads_ == 1 ? " thread" : " threads") + ", conv " +
-         (dnnl_ ? cpu::dnnl_describe() : "im2col+sgemm");
+  return "cpu: " + config + ", core " + openblas_get_corename();
+}
+}  // namespace
+
+std::string CpuBackend::describe() const {
+  return blas_kernels() + ", " + std::to_string(threads_) + (threads_ == 1 ? " thread" : " threads") +
+         ", conv " + (dnnl_ ? cpu::dnnl_describe() : "im2col+sgemm");
+}
+
+std::string CpuBackend::numerics() const {
+  return blas_kernels() + ", conv " + (dnnl_ ? cpu::dnnl_describe() : "im2col+sgemm");
 }
 
 // ---- memory ---------------------------------------------------------------------------------------

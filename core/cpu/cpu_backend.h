@@ -51,6 +51,7 @@ class CpuBackend final : public Backend {
 
   DeviceKind kind() const override { return DeviceKind::Cpu; }
   std::string describe() const override;
+  std::string numerics() const override;
 
   void* allocate(std::size_t bytes) override;
   void deallocate(void* p) noexcept override;

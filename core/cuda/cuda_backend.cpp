@@ -98,13 +98,14 @@ CudaBackend::CudaBackend(int device_ordinal, bool tf32)
   TT_CUBLAS_CHECK(cublasGetVersion(cublas_.get(), &cublas_version));  // e.g. 130000 = 13.0.0
   const auto cudnn_version = static_cast<int>(cudnnGetVersion());     // e.g. 91900 = 9.19.0
   const double gib = static_cast<double>(prop.totalGlobalMem) / static_cast<double>(1ull << 30);
-  description_ = "cuda: " + std::string(prop.name) + " (device " + std::to_string(device_) + ", sm_" +
-                 std::to_string(prop.major) + std::to_string(prop.minor) + ", " +
-                 std::to_string(static_cast<long>(gib + 0.5)) + " GiB), cuBLAS " +
-                 version3(cublas_version / 10000, cublas_version % 10000 / 100, cublas_version % 100) +
-                 ", cuDNN " +
-                 version3(cudnn_version / 10000, cudnn_version % 10000 / 100, cudnn_version % 100) +
-                 (tf32_ ? ", TF32" : ", FP32");
+  const std::string sm = "sm_" + std::to_string(prop.major) + std::to_string(prop.minor);
+  const std::string libraries =
+      "cuBLAS " + version3(cublas_version / 10000, cublas_version % 10000 / 100, cublas_version % 100) +
+      ", cuDNN " + version3(cudnn_version / 10000, cudnn_version % 10000 / 100, cudnn_version % 100) +
+      (tf32_ ? ", TF32" : ", FP32");
+  description_ = "cuda: " + std::string(prop.name) + " (device " + std::to_string(device_) + ", " + sm +
+                 ", " + std::to_string(static_cast<long>(gib + 0.5)) + " GiB), " + libraries;
+  numerics_ = "cuda: " + std::string(prop.name) + " (" + sm + "), " + libraries;
 }
 
 // Out of line: the plans' and scratch buffers' destructors run here, in reverse declaration order.

@@ -86,6 +86,7 @@ class CudaBackend final : public Backend {
 
   DeviceKind kind() const override { return DeviceKind::Cuda; }
   std::string describe() const override { return description_; }
+  std::string numerics() const override { return numerics_; }
 
   void* allocate(std::size_t bytes) override;
   void deallocate(void* p) noexcept override;
@@ -176,6 +177,7 @@ class CudaBackend final : public Backend {
   bool tf32_;
   cublasComputeType_t compute_type_;
   std::string description_;
+  std::string numerics_;  // description_ without the device ordinal and memory size
   // Declaration order is destruction order reversed: buffers and plans go first, then the library
   // handles, then the stream they were bound to.
   StreamPtr stream_;

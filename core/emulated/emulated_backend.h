@@ -50,6 +50,7 @@ class EmulatedBackend final : public Backend {
 
   DeviceKind kind() const override { return DeviceKind::Emulated; }
   std::string describe() const override;
+  std::string numerics() const override { return describe(); }  // what is modelled: no values are computed
   const EmulatedGpu& gpu() const { return gpu_; }
   EmulatedGpuQueue& comm_stream() { return comm_; }
   // An HBM-bound kernel of the communication side on comm_stream(): `bytes` at full HBM bandwidth

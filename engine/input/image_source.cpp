@@ -46,6 +46,12 @@ void plan_sealed(ImageSource& s, const ImageSourceOptions& o, const std::filesys
 
 }  // namespace
 
+void refuse_plain_images(const std::string& data) {
+  throw InputError("--data " + data +
+                   ": plain images refused in TEE mode; seal them with `teetrain seal-data " + "--images " +
+                   data + " --out DIR` and pass --data DIR/<name>, or pass --allow-plain-data");
+}
+
 ImageSource open_image_source(const ImageSourceOptions& o) {
   ImageSource s;
   s.options = o;
@@ -53,11 +59,7 @@ ImageSource open_image_source(const ImageSourceOptions& o) {
     plan_sealed(s, o, *sealed_train);
     return s;
   }
-  if (o.tee && !o.allow_plain_data) {
-    throw InputError("--data " + o.data +
-                     ": plain images refused in TEE mode; seal them with `teetrain seal-data " + "--images " +
-                     o.data + " --out DIR` and pass --data DIR/<name>, or pass --allow-plain-data");
-  }
+  if (o.tee && !o.allow_plain_data) refuse_plain_images(o.data);
   s.train_set = std::make_unique<ImageSet>(open_image_dataset(o.data, "train"));
   s.test_set = std::make_unique<ImageSet>(open_image_dataset(o.data, "test"));
   const ImageSet& tr = *s.train_set;

@@ -67,5 +67,7 @@ struct ImageSource {
 // Throws InputError on a missing or malformed dataset, non-square images, plain data in TEE mode
 // without --allow-plain-data, or sealed data outside TEE mode.
 ImageSource open_image_source(const ImageSourceOptions& o);
+// Throws the InputError open_image_source throws for plain images in TEE mode without --allow-plain-data.
+[[noreturn]] void refuse_plain_images(const std::string& data);
 
 }  // namespace tt

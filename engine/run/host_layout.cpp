@@ -21,9 +21,8 @@ int usable_cpus() {
   return std::max(1, CPU_COUNT(&set));
 }
 
-int default_threads(int requested) {
-  if (requested > 0) return requested;
-  return std::max(1, std::min(host_cores() / ranks_on_this_host(), usable_cpus()));
+int host_share_threads(int ranks_on_host) {
+  return std::max(1, std::min(host_cores() / std::max(1, ranks_on_host), usable_cpus()));
 }
 
 std::string thread_binding_warning(int threads) {

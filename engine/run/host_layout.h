@@ -12,9 +12,10 @@ int host_cores();
 // CPUs this process may run on: its affinity mask, which mpirun narrows when it binds a rank (one
 // core per rank by default at up to two ranks), at least 1.
 int usable_cpus();
-// Compute threads when the user gave none: the host's cores shared among its ranks, and never more
-// than the CPUs this rank may run on.
-int default_threads(int requested);
+// This rank's share of its host when the user gave no --threads: the host's cores shared among its
+// `ranks_on_host` ranks, and never more than the CPUs this rank may run on (at least 1). Hosts differ,
+// so a run takes the smallest share over its ranks (TrainingRun).
+int host_share_threads(int ranks_on_host);
 // Empty, or a warning that `threads` compute threads share fewer CPUs (a bound rank): each op's
 // threads then take turns on a core, and the step runs slower than with fewer threads.
 std::string thread_binding_warning(int threads);

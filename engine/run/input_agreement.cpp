@@ -19,7 +19,7 @@
 namespace tt {
 namespace {
 
-constexpr std::array<std::uint8_t, 8> kMagic = {'T', 'T', 'A', 'G', 'R', 'E', 'E', 1};
+constexpr std::array<std::uint8_t, 8> kMagic = {'T', 'T', 'A', 'G', 'R', 'E', 'E', 2};
 
 // What each kind of input is: how messages name it, its key in the summary, and its fields.
 struct KindInfo {
@@ -28,7 +28,7 @@ struct KindInfo {
   const char* json_key;  // the summary's key; a named kind maps names to objects under it
   bool named;
   std::size_t fields;
-  std::array<const char*, 3> field;
+  std::array<const char*, 4> field;
 };
 constexpr KindInfo kKinds[] = {
     {InputKind::Configuration, "configuration", "configuration", false, 1, {"sha256"}},
@@ -36,9 +36,19 @@ constexpr KindInfo kKinds[] = {
     {InputKind::RevocationList, "revocation list", "revocation_list", false, 2, {"number", "sha256"}},
     {InputKind::VerifierPolicy, "verifier policy", "verifier_policy", false, 1, {"sha256"}},
     {InputKind::Key, "", "keys", true, 1, {"fingerprint"}},
-    {InputKind::DatasetSplit, "dataset split", "dataset", true, 3, {"manifest sha256", "dataset id", "size"}},
+    {InputKind::DatasetSplit,
+     "dataset split",
+     "dataset",
+     true,
+     4,
+     {"manifest sha256", "dataset id", "content sha256", "size"}},
     {InputKind::Checkpoint, "checkpoint", "checkpoint", false, 3, {"lineage", "step", "manifest sha256"}},
+    {InputKind::Setting, "", "settings", true, 1, {"value"}},
 };
+
+// Each setting's name in records and messages: the flag that gives it, or what it is.
+constexpr std::array<const char*, 6> kSettingNames = {"--adversary", "--resume",     "--threads",
+                                                      "--trace",     "data at rest", "backend"};
 
 const KindInfo* kind_info(std::uint8_t kind) {
   for (const KindInfo& k : kKinds)
@@ -66,10 +76,10 @@ std::string what(const AgreedInput& in) {
   return in.name.empty() ? k.label : std::string(k.label) + " " + in.name;
 }
 
-// Digests and ids shortened to 16 characters for rank-to-rank messages and the report; a short value
-// (a count, a name) prints whole.
+// Digests and ids shortened to 16 characters for rank-to-rank messages and the report; any other value
+// (a count, a name, a setting's words) prints whole.
 std::string shorten(const std::string& v) {
-  return v.size() > 20 ? short_hex(v, 16) : v;
+  return v.size() > 20 && is_hex(v, v.size()) ? short_hex(v, 16) : v;
 }
 
 std::string json_key(const char* field) {
@@ -338,31 +348,38 @@ void add_key(InputRecord& r, const std::string& name, const tee::SecretBytes& ke
 }
 
 namespace {
+// A sealed split's manifest commits to every file's content (data/dataset_binding.h).
 void add_sealed_split(InputRecord& r, const std::string& split, const DatasetBinding& b, std::uint64_t size) {
-  r.add(InputKind::DatasetSplit, split, {b.manifest, b.dataset, std::to_string(size)});
+  r.add(InputKind::DatasetSplit, split, {b.manifest, b.dataset, "in the manifest", std::to_string(size)});
 }
-void add_plain_split(InputRecord& r, const std::string& split, std::uint64_t size) {
-  r.add(InputKind::DatasetSplit, split, {"none", "plain", std::to_string(size)});
+void add_plain_split(InputRecord& r, const std::string& split, const std::string& sha256,
+                     std::uint64_t size) {
+  r.add(InputKind::DatasetSplit, split, {"none", "plain", sha256, std::to_string(size)});
 }
 }  // namespace
 
 void add_token_data(InputRecord& r, const DataSource& d) {
   if (d.sealed_train) add_sealed_split(r, "train", d.sealed_train->binding(), d.sealed_train->num_tokens());
   if (d.sealed_val) add_sealed_split(r, "val", d.sealed_val->binding(), d.sealed_val->num_tokens());
-  if (d.plain_train) add_plain_split(r, "train", d.plain_train->num_tokens());
-  if (d.plain_val) add_plain_split(r, "val", d.plain_val->num_tokens());
+  if (d.plain_train) add_plain_split(r, "train", d.plain_train->sha256(), d.plain_train->num_tokens());
+  if (d.plain_val) add_plain_split(r, "val", d.plain_val->sha256(), d.plain_val->num_tokens());
 }
 
 void add_image_data(InputRecord& r, const ImageSource& s) {
   if (s.sealed_train) add_sealed_split(r, "train", s.sealed_train->binding(), s.sealed_train->size());
   if (s.sealed_test) add_sealed_split(r, "test", s.sealed_test->binding(), s.sealed_test->size());
-  if (s.train_set) add_plain_split(r, "train", s.train_set->size());
-  if (s.test_set) add_plain_split(r, "test", s.test_set->size());
+  if (s.train_set) add_plain_split(r, "train", s.train_set->sha256(), s.train_set->size());
+  if (s.test_set) add_plain_split(r, "test", s.test_set->sha256(), s.test_set->size());
 }
 
 void add_checkpoint(InputRecord& r, const VerifiedCheckpoint& ck) {
   r.add(InputKind::Checkpoint, "",
         {ck.manifest.run_id, std::to_string(ck.manifest.step), ck.manifest_sha256});
+}
+
+void add_setting(InputRecord& r, Setting s, const std::string& value) {
+  r.add(InputKind::Setting, kSettingNames.at(static_cast<std::size_t>(s)),
+        {printable(value) ? value : "sha256 " + tee::to_hex(tee::sha256(value))});
 }
 
 }  // namespace tt

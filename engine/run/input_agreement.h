@@ -9,9 +9,19 @@
 //                     "own" (only what it runs itself)
 //   keys              fingerprints (tee::SecretBytes::fingerprint: a hash, never the key) of the
 //                     session group key, the dataset key and the checkpoint key
-//   dataset split     per split: manifest SHA-256 and dataset id (data/dataset_binding.h), and its
-//                     size (tokens or images); plain data has neither ("none", "plain")
+//   dataset split     per split: manifest SHA-256 and dataset id (data/dataset_binding.h), the SHA-256
+//                     of its content, and its size (tokens or images). Sealed data: the manifest
+//                     commits to the content ("in the manifest"); plain data has neither manifest nor id
+//                     ("none", "plain") and agrees by the content it read (TokenDataset::sha256,
+//                     ImageSet::sha256)
 //   checkpoint        resumed from: lineage (run_id), step, SHA-256 of its manifest file
+//   settings          what each rank was told or found on its own host that shapes the messages or the
+//                     bits, outside the configuration (which holds only what every rank's command line
+//                     says alike): --adversary (the attack, canonical, or "none"), --resume ("given" or
+//                     "none"), data at rest ("sealed" or "plain": what --data names on this rank's disk),
+//                     --trace ("given" or "none": the ranks that write a trace part meet at the end),
+//                     --threads (the effective count, where the model computes on this CPU) and backend
+//                     (Backend::numerics: libraries, kernel set, precision; where values are computed)
 // A difference stops the run on every rank with one line naming the rank and the input, e.g.
 // "rank 1's dataset split train differs from rank 0's (manifest sha256 ab12... vs cd34...)":
 // IntegrityError (exit 3), except a different configuration, which is a launch mistake: InputError
@@ -21,17 +31,24 @@
 // Note [Agreed inputs]: the agreement runs twice, with the same record type and the same comparison.
 // Round one, right after the attested handshake and before rank 0 releases the dataset and
 // checkpoint keys, holds what is known then: configuration, trust root, revocation list and verifier
-// policy, so a rank whose peers were admitted under another root or policy never receives the keys. Round
-// two, once every rank has opened its data and its checkpoint and before the first step, holds everything;
-// its record is what the summary ("agreed_inputs") and the end-of-run report show. What it proves: every rank
-// that passed attestation runs teetrain, so it reports truthfully what it opened; all ranks opened
-// the same things. What it does not: that those things are the right ones (only the pins say that),
-// nor anything about a rank admitted under a root that is itself the attacker's (docs/design.md §5).
+// policy, so a rank whose peers were admitted under another root or policy never receives the keys;
+// and every setting that decides which messages follow: whether the data is sealed (a dataset key is
+// released or not), whether the rank resumes (a checkpoint key is released or not; the parameters are
+// read from the checkpoint or broadcast from rank 0), the adversary on the links, and whether the rank
+// writes a trace (those that do meet once more at the end). So a rank that
+// differs in any of them stops with the others on one line naming it, instead of waiting for a
+// message its peers never send (a timeout, "the peer is dead"). Round two, once every rank has opened
+// its data and its checkpoint and built its backend, and before the first step, holds everything; its
+// record is what the summary ("agreed_inputs") and the end-of-run report show. What it proves: every
+// rank that passed attestation runs teetrain, so it reports truthfully what it opened; all ranks
+// opened the same things and compute the same bits. What it does not: that those things are the right
+// ones (only the pins say that), nor anything about a rank admitted under a root that is itself the
+// attacker's (docs/design.md §5).
 //
 // Wire format of one rank's record (untrusted bytes: decode() refuses anything else):
-//   "TTAGREE" 0x01                      magic and version
+//   "TTAGREE" 0x02                      magic and version
 //   u16 n                               inputs, at most kMaxAgreedInputs
-//   n x { u8 kind; u16 len; name;       kind: InputKind; name: a split or key name, or empty
+//   n x { u8 kind; u16 len; name;       kind: InputKind; name: a split, key or setting name, or empty
 //         u8 m; m x { u16 len; value } }  m: exactly the kind's field count
 // Integers big-endian (network order, like the other wire formats); names and values printable ASCII
 // (0x20..0x7e), at most kMaxAgreedString bytes; inputs strictly ordered by (kind, name), so each appears once
@@ -69,11 +86,16 @@ enum class InputKind : std::uint8_t {
   Key = 5,
   DatasetSplit = 6,
   Checkpoint = 7,
+  Setting = 8,
 };
+
+// The settings a record may hold (InputKind::Setting), each under the name messages give it.
+enum class Setting : std::uint8_t { Adversary, Resume, Threads, Trace, DataAtRest, Backend };
 
 struct AgreedInput {
   InputKind kind = InputKind::Configuration;
-  std::string name;                 // a split ("train") or key ("dataset key"); empty for the others
+  std::string name;                 // a split ("train"), key ("dataset key") or setting ("--resume");
+                                    // empty for the others
   std::vector<std::string> values;  // the kind's fields, in order (input_agreement.cpp: kKinds)
 };
 
@@ -130,5 +152,8 @@ void add_key(InputRecord& r, const std::string& name, const tee::SecretBytes& ke
 void add_token_data(InputRecord& r, const DataSource& data);
 void add_image_data(InputRecord& r, const ImageSource& images);
 void add_checkpoint(InputRecord& r, const VerifiedCheckpoint& ck);
+// One setting's value as this rank has it; a value that is not printable ASCII of at most
+// kMaxAgreedString bytes is recorded as its SHA-256 ("sha256 <hex>").
+void add_setting(InputRecord& r, Setting s, const std::string& value);
 
 }  // namespace tt

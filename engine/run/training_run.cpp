@@ -116,11 +116,12 @@ namespace {
 
 // An image model's data opens first: its shape and classes complete the plan (engine/run/run_plan.h).
 // The options are checked before (every conflict, exit 2): a bad flag never waits on reading a dataset.
+// Plain images in TEE mode are refused only once the ranks agree on what their disks hold (start_links).
 std::optional<ImageSource> open_images(const TrainOptions& o) {
   validate(o);
   if (!is_image_model(o.model)) return std::nullopt;
   return open_image_source({o.data.path, o.schedule.seed, /*augment=*/false,
-                            o.tee.settings.mode != TeeMode::Off, o.tee.allow_plain_data});
+                            o.tee.settings.mode != TeeMode::Off, /*allow_plain_data=*/true});
 }
 
 int world_size() {
@@ -155,8 +156,9 @@ TrainingRun::TrainingRun(const TrainOptions& opts, comm::FailureNotices* notices
 
 // In TEE mode: attest the ring neighbours, agree keys, and build the one sealed channel that carries
 // every message between ranks from then on (gradients, broadcasts, agreement, replica checks); then
-// check every rank runs this configuration with the same trust root and policy (Note [Agreed
-// inputs], round one), and release the keys at rest.
+// check every rank runs this configuration with the same trust root and policy, and that every
+// setting deciding the messages to come is the same on every rank (Note [Agreed inputs], round one),
+// and release the keys at rest.
 void TrainingRun::start_links() {
   comm::Transport& transport = links_->transport();
   const TeeOptions& tee = plan_.tee();
@@ -171,12 +173,21 @@ void TrainingRun::start_links() {
   add_configuration(inputs_, config);
   if (attest && attest->anchor) add_trust(inputs_, *attest->anchor);
   if (attest) add_policy(inputs_, attest->policy);
+  // Looked at once: the key release below follows this answer, whatever the disk says later.
+  const std::string& data = plan_.data().path;
+  const bool sealed_data = img_ ? img_->sealed() : !find_sealed_shards(data, "train").empty();
+  add_setting(inputs_, Setting::DataAtRest, sealed_data ? "sealed" : "plain");
+  add_setting(inputs_, Setting::Resume, plan_.checkpoints().resume.empty() ? "none" : "given");
+  add_setting(inputs_, Setting::Adversary, tee.adversary ? comm::canonical_spec(*tee.adversary) : "none");
+  add_setting(inputs_, Setting::Trace, plan_.output().trace.empty() ? "none" : "given");
   agree_inputs(*dist_, inputs_);
   if (!ts.on) return;
+  if (!sealed_data && !tee.allow_plain_data) {
+    if (img_) refuse_plain_images(data);
+    refuse_plain_shards(data);
+  }
   TeeSession& session = *links_->session();
   if (!session.keys().group.empty()) add_key(inputs_, "session group key", session.keys().group.secret());
-  const bool sealed_data =
-      img_ ? img_->sealed() : require_sealed_data(plan_.data().path, "train", tee.allow_plain_data);
   at_rest_ = release_at_rest_keys(transport, session.keys(), tee.key_file, sealed_data,
                                   plan_.checkpoints().any(), print_warning);
   session.end_setup();  // every secret is out: wipe the session's link and group secrets
@@ -217,8 +228,9 @@ void TrainingRun::open_data() {
 // buckets, ring, crypto and ingress stay real.
 void TrainingRun::build_model() {
   const ComputeOptions& c = plan_.compute();
-  threads_ = default_threads(c.threads);
+  // Both collective on every rank, whatever its flags: a collective that only some ranks call hangs.
   ranks_per_host_ = ranks_on_this_host();
+  threads_ = run_threads(c.threads);
   platform_ =
       platform::platform_entry(c.platform()).make(platform_options(c, threads_, rank_, profiler_.clock()));
   backend_ = &platform_->backend();
@@ -229,10 +241,13 @@ void TrainingRun::build_model() {
   const std::string notice = platform_->notice(model_->name(), c.virtual_time());
   if (!notice.empty() && rank_ == 0) std::fprintf(stderr, "%s\n", notice.c_str());
   // Threads only compute where the model runs on this CPU (an emulated GPU's ops are waits).
-  const std::string binding = c.device == DeviceKind::Cpu && platform_->real_values()
-                                  ? thread_binding_warning(threads_)
-                                  : std::string();
+  const bool cpu_compute = c.device == DeviceKind::Cpu && platform_->real_values();
+  const std::string binding = cpu_compute ? thread_binding_warning(threads_) : std::string();
   if (!binding.empty() && rank_ == 0) print_warning(binding);
+  // What decides the bits (Note [Agreed inputs], round two). oneDNN's convolutions reduce in an order
+  // that depends on the thread count, so on the CPU the count is agreed too (docs/design.md §5).
+  if (platform_->real_values()) add_setting(inputs_, Setting::Backend, backend_->numerics());
+  if (cpu_compute) add_setting(inputs_, Setting::Threads, std::to_string(threads_));
   const OutputOptions& out = plan_.output();
   tc_.schedule = plan_.schedule();
   tc_.progress = !out.no_progress && !out.quiet;
@@ -245,6 +260,14 @@ void TrainingRun::build_model() {
       if (step % every == 0) dist_->check_replicas(*backend_, *model_, step);
     };
   }
+}
+
+// --threads where given; else the smallest share of a host over the ranks (host_share_threads), so that
+// the default is the same on every rank, whatever its host: the bits depend on the count (Note [Agreed
+// inputs]), and a given count that differs between ranks is refused there. Collective.
+int TrainingRun::run_threads(int requested) {
+  const std::vector<int64_t> shares = dist_->gather(host_share_threads(ranks_per_host_));
+  return requested > 0 ? requested : static_cast<int>(*std::min_element(shares.begin(), shares.end()));
 }
 
 // Checkpoints: rank 0 writes them (replicas are identical); every rank reads them on resume. They

@@ -115,6 +115,7 @@ class TrainingRun {
   void start_links();
   void open_data();
   void build_model();
+  int run_threads(int requested);
   void setup_checkpoints();
   void restore_or_broadcast();
   void agree_on_inputs();

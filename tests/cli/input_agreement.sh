@@ -6,9 +6,15 @@
 # another dataset, a trust root swapped on rank 0 that admits another vendor's device as rank 1,
 # another genuine revocation list of the same vendor on rank 1 (named by its number), and a looser
 # verifier policy on rank 1.
-# The honest run (through the same wrapper) records the agreed digests in its summary; the data
-# owner's pins --expect-dataset and --expect-checkpoint refuse a wrong digest and accept the right
-# one, at one rank too. Emulated sealing in wall-clock time refuses --adversary (exit 2).
+# Then what decides the messages or the bits given to one rank only (mpirun's "A : B" syntax gives
+# each rank its own flags): --resume, sealed data on one rank and plain on the other (with and without
+# --allow-plain-data), a plain shard of the same size but other tokens, --threads 1 : --threads 2 (and
+# a count given to one rank only), --adversary and --trace: exit 3 naming the rank and the flag, never
+# the timeout a rank waiting for a message its peer never sends would end in. A plain split's content
+# digest is its shard's sha256sum. The honest run (through the same wrapper) records the agreed digests
+# and settings in its summary; the data owner's pins --expect-dataset and --expect-checkpoint refuse a
+# wrong digest and accept the right one, at one rank too. Emulated sealing in wall-clock time refuses
+# --adversary (exit 2).
 source "$(dirname "$0")/lib.sh" "$@"
 VIEW="$(dirname "$0")/rank_view.sh"
 make_corpus
@@ -55,6 +61,11 @@ assert set(s["keys"]) == {"session group key", "dataset key", "checkpoint key"},
 assert all(len(k["fingerprint"]) == 16 for k in s["keys"].values()), s
 assert s["verifier_policy"]["sha256"] == "own", s
 assert "checkpoint" not in s, s
+assert s["dataset"]["train"]["content_sha256"] == "in the manifest", s  # the manifest commits to the content
+settings = {k: v["value"] for k, v in s["settings"].items()}
+assert settings["data at rest"] == "sealed" and settings["--resume"] == "none", s
+assert settings["--adversary"] == "none" and settings["--threads"] == "1", s
+assert settings["backend"].startswith("cpu: ") and "thread" not in settings["backend"], s
 EOF
 grep -q "dataset split train: manifest sha256 ${digest:0:16}" "$WORK/honest.log" && ok || bad "report prints the inputs" "$WORK/honest.log"
 
@@ -97,6 +108,52 @@ sed -i '/^config/d' "$WORK/policy.txt"
 attacked policy "rank 1's verifier policy differs from rank 0's \(sha256 " "" "$WORK/policy_loose.txt=$WORK/policy.txt" \
   -- --steps 2 --seed 9 --policy "$WORK/policy.txt"
 
+# lone NAME PATTERN VIEW1: rank 0 runs "${base[@]}" "${r0[@]}", rank 1 (with the view VIEW1) "${base[@]}"
+# "${r1[@]}"; exit 3 naming PATTERN, sooner than the 60 s timeout a wait for a missing message ends in.
+lone() {
+  local name="$1" pattern="$2" view="$3" rc=0 start=$SECONDS
+  "${MPI[@]}" -np 1 -x RANK_VIEW_1="$view" bash "$VIEW" "$TT" "${base[@]}" --timeout 60 "${r0[@]}" : \
+    -np 1 -x RANK_VIEW_1="$view" bash "$VIEW" "$TT" "${base[@]}" --timeout 60 "${r1[@]}" >"$WORK/$name.log" 2>&1 || rc=$?
+  expect_eq "$rc" 3 "$name: exit 3"
+  grep -qE "INTEGRITY FAILURE: $pattern" "$WORK/$name.log" && ok || bad "$name: no /$pattern/" "$WORK/$name.log"
+  (( SECONDS - start < 60 )) && ok || bad "$name: took $((SECONDS - start)) s, as long as the timeout"
+}
+# --resume on rank 0 only: rank 0 would wait for the checkpoint key's release, rank 1 for rank 0's
+# parameters.
+r0=(--steps 6 --seed 9 --resume "$WORK/ck") r1=(--steps 6 --seed 9)
+lone resume_one "rank 1's --resume differs from rank 0's \(value none vs given\)" ""
+# Rank 1's disk holds the plain shards where rank 0's holds the sealed ones, at the same path: with
+# --allow-plain-data rank 1 would take no part in the dataset key's release; without it, rank 1's
+# refusal would be its own (exit 2) rather than the difference it is.
+r0=(--steps 2 --seed 9 --allow-plain-data) r1=("${r0[@]}")
+lone plain_one "rank 1's data at rest differs from rank 0's \(value plain vs sealed\)" "$WORK/data=$WORK/sealed"
+r0=(--steps 2 --seed 9) r1=("${r0[@]}")
+lone plain_refused "rank 1's data at rest differs from rank 0's \(value plain vs sealed\)" "$WORK/data=$WORK/sealed"
+# Plain shards agree by content: rank 1's training shard is as long as rank 0's, all 'A's.
+mkdir -p "$WORK/same_size"
+cp "$WORK/data/tiny_val.bin" "$WORK/same_size/"
+python3 - "$WORK/data/tiny_train.bin" "$WORK/same_size/tiny_train.bin" <<'EOF'
+import sys
+b = open(sys.argv[1], "rb").read()
+open(sys.argv[2], "wb").write(b[:1024] + b"A\0" * ((len(b) - 1024) // 2))
+EOF
+r0=(--steps 2 --seed 9 --data "$WORK/data/tiny" --allow-plain-data) r1=("${r0[@]}")
+lone content "rank 1's dataset split train differs from rank 0's \(content sha256 [0-9a-f]{16}\.\.\. vs [0-9a-f]{16}\.\.\.\)" \
+  "$WORK/same_size=$WORK/data"
+# The thread count decides the bits of oneDNN's convolutions, so it is agreed on every CPU run.
+r0=(--steps 2 --seed 9 --threads 1) r1=(--steps 2 --seed 9 --threads 2)
+lone threads "rank 1's --threads differs from rank 0's \(value 2 vs 1\)" ""
+# Given to rank 0 only: rank 1's default (the smallest share of a host over the ranks) is not it.
+many=$(( $(nproc) + 1 ))
+r0=(--steps 2 --seed 9 --threads "$many") r1=(--steps 2 --seed 9 --threads 0)
+lone threads_default "rank 1's --threads differs from rank 0's \(value [0-9]+ vs $many\)" ""
+# An adversary on one rank's links only: rank 0's report would never say it was there.
+r0=(--steps 2 --seed 9) r1=(--steps 2 --seed 9 --adversary snoop)
+lone adversary_one "rank 1's --adversary differs from rank 0's \(value snoop vs none\)" ""
+# A trace on rank 0 only: the ranks that write a part meet once more at the end, to merge them.
+r0=(--steps 2 --seed 9 --trace "$WORK/trace.json") r1=(--steps 2 --seed 9)
+lone trace_one "rank 1's --trace differs from rank 0's \(value none vs given\)" ""
+
 # The honest resume, pinned: the right checkpoint digest passes and the summary records it.
 resume=(--steps 6 --seed 9 --resume "$WORK/ck" --expect-dataset "$digest")
 "${MPI[@]}" -np 2 "$TT" "${base[@]}" "${resume[@]}" --expect-checkpoint "$ckdigest" --summary "$WORK/resumed.json" \
@@ -113,6 +170,10 @@ wrong=$(printf '%064d' 0)
 expect_exit 3 "expect-dataset: dataset split train has manifest sha256 $digest, expected $wrong" -- "$TT" "${one[@]}" --expect-dataset "$wrong"
 "$TT" "${one[@]}" --expect-dataset "${digest^^}" >/dev/null 2>&1 && ok || bad "right --expect-dataset at one rank"
 expect_exit 3 "expect-dataset: .*manifest sha256 none \(plain data\)" -- "$TT" "${one[@]}" --tee off --data "$WORK/data/tiny" --expect-dataset "$digest"
+# A plain split's content digest is the shard file's, as sha256sum prints it.
+"$TT" "${one[@]}" --tee off --data "$WORK/data/tiny" --summary "$WORK/plain.json" >/dev/null 2>&1 || bad "plain run"
+expect_eq "$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["agreed_inputs"]["dataset"]["train"]["content_sha256"])' "$WORK/plain.json")" \
+  "$(sha256sum "$WORK/data/tiny_train.bin" | cut -c1-64)" "plain split: content sha256 is the shard's sha256sum"
 expect_exit 2 "not a SHA-256 digest" -- "$TT" "${one[@]}" --expect-dataset abc
 expect_exit 2 "add --resume" -- "$TT" "${one[@]}" --expect-checkpoint "$digest"
 

@@ -51,6 +51,20 @@ TEST(AdversarySpec, ParsesEveryForm) {
   EXPECT_EQ(parse_adversary("mitm-relay@1").link, 1);
 }
 
+// What ranks agree on: one spelling per attack (the default link written out), parsed back to the
+// same attack; snoop's directory, each rank's own, left out.
+TEST(AdversarySpec, CanonicalSpellingRoundTrips) {
+  EXPECT_EQ(canonical_spec(parse_adversary("snoop:/tmp/a@b:c")), "snoop");
+  EXPECT_EQ(canonical_spec(parse_adversary("flip:7")), "flip:7@0");
+  EXPECT_EQ(canonical_spec(parse_adversary("delay:2:150@1")), "delay:2:150@1");
+  EXPECT_EQ(canonical_spec(parse_adversary("mitm")), "mitm@0");
+  EXPECT_EQ(canonical_spec(parse_adversary("mitm:cert@1")), "mitm:cert@1");
+  EXPECT_EQ(canonical_spec(parse_adversary("mitm-relay@1")), "mitm-relay@1");
+  for (const char* spec : {"flip:7@3", "drop:1@0", "replay:2@1", "reorder:4@0", "truncate:4@2", "rewrite:3@1",
+                           "delay:2:150@1", "mitm:cert@1", "mitm-relay@1", "snoop"})
+    EXPECT_EQ(canonical_spec(parse_adversary(spec)), spec);
+}
+
 TEST(AdversarySpec, RefusesWithAReason) {
   EXPECT_NE(error_of("bogus").find("unknown attack 'bogus'"), std::string::npos);
   EXPECT_NE(error_of("flip").find("needs the message number"), std::string::npos);

@@ -61,6 +61,15 @@ TEST(ImageIdx, PlainAndGzipAgree) {
   EXPECT_EQ(plain.labels[13], 3);
   const ImageSet viaDir = open_image_dataset(d.path().string(), "train");
   EXPECT_EQ(viaDir.pixels, plain.pixels);
+  // The content digest is of what trains, decoded: the gzipped copy digests alike; one pixel or one
+  // label more or less does not.
+  EXPECT_EQ(plain.sha256(), gz.sha256());
+  EXPECT_EQ(plain.sha256().size(), 64u);
+  ImageSet pixel = plain, label = plain;
+  pixel.pixels[7] ^= 1;
+  label.labels[13] = 4;
+  EXPECT_NE(pixel.sha256(), plain.sha256());
+  EXPECT_NE(label.sha256(), plain.sha256());
   expect_input_error([&] { open_image_dataset(d.path().string(), "test"); }, "t10k-images-idx3-ubyte");
 }
 

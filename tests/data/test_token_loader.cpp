@@ -3,12 +3,16 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "base/error.h"
 #include "data/token_loader.h"
+#include "tee/bytes.h"
+#include "tee/digest.h"
 #include "tests/common/temp_dir.h"
 
 namespace tt {
@@ -219,6 +223,23 @@ TEST(TokenDataset, OpenResolvesSpecs) {
     EXPECT_NE(msg.find("nothing"), std::string::npos) << msg;
     EXPECT_NE(msg.find("teetrain prepare-text"), std::string::npos) << msg;
   }
+}
+
+// The content digest is of the files' bytes as read, one after another in the dataset's order: what
+// `cat` of them piped to sha256sum prints. Same size, other tokens: another digest.
+TEST(TokenDataset, DigestsTheBytesItRead) {
+  TempDir dir;
+  const TokenDataset d = two_shards(dir);
+  std::string both;
+  for (const char* f : {"d_train_000.bin", "d_train_001.bin"}) {
+    std::ifstream in(dir / f, std::ios::binary);
+    both.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  EXPECT_EQ(d.sha256(), tee::to_hex(tee::sha256(both)));
+  write_ramp(dir / "d_train_001.bin", 5001, 1000);
+  const TokenDataset other = TokenDataset::open((dir / "d").string(), "train");
+  EXPECT_EQ(other.num_tokens(), d.num_tokens());
+  EXPECT_NE(other.sha256(), d.sha256());
 }
 
 TEST(TokenDataset, RejectsMixedVocabularies) {

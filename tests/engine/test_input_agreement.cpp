@@ -33,9 +33,11 @@ InputRecord honest() {
   r.add(InputKind::TrustRoot, "", {std::string(64, 'e')});
   r.add(InputKind::RevocationList, "", {"none", "none"});
   r.add(InputKind::Key, "dataset key", {"0123456789abcdef"});
-  r.add(InputKind::DatasetSplit, "val", {kManifestA, kId, "500"});
-  r.add(InputKind::DatasetSplit, "train", {kManifestA, kId, "9000"});
+  r.add(InputKind::DatasetSplit, "val", {kManifestA, kId, "in the manifest", "500"});
+  r.add(InputKind::DatasetSplit, "train", {kManifestA, kId, "in the manifest", "9000"});
   r.add(InputKind::Checkpoint, "", {std::string(32, '7'), "4", std::string(64, '9')});
+  add_setting(r, Setting::Resume, "given");
+  add_setting(r, Setting::DataAtRest, "sealed");
   return r;
 }
 
@@ -52,24 +54,27 @@ std::vector<std::byte> as_bytes(const std::string& s) {
 
 TEST(InputAgreement, RecordsAreCanonicalAndRoundTrip) {
   const InputRecord r = honest();
-  ASSERT_EQ(r.inputs().size(), 7u);
+  ASSERT_EQ(r.inputs().size(), 9u);
   EXPECT_EQ(r.inputs()[4].name, "train");  // ordered by kind, then name, whatever the order added
   const std::vector<std::byte> wire = r.encode();
-  EXPECT_EQ(as_string(wire).substr(0, 8), std::string("TTAGREE\x01", 8));
+  EXPECT_EQ(as_string(wire).substr(0, 8), std::string("TTAGREE\x02", 8));
   const InputRecord back = InputRecord::decode(wire, "rank 0's input record");
   EXPECT_EQ(back.encode(), wire);
   EXPECT_EQ(first_difference({r, back}).rank, -1);
   InputRecord again = honest();
-  again.add(InputKind::DatasetSplit, "train", {kManifestA, kId, "9000"});  // replaces, never repeats
+  again.add(InputKind::DatasetSplit, "train",
+            {kManifestA, kId, "in the manifest", "9000"});  // replaces, never repeats
   EXPECT_EQ(again.encode(), wire);
   const nlohmann::json j = r.to_json();
   EXPECT_EQ(j["dataset"]["train"]["manifest_sha256"], kManifestA);
   EXPECT_EQ(j["checkpoint"]["step"], "4");
   EXPECT_EQ(j["keys"]["dataset key"]["fingerprint"], "0123456789abcdef");
+  EXPECT_EQ(j["settings"]["--resume"]["value"], "given");
   EXPECT_NE(r.describe().find("dataset split train: manifest sha256 aaaaaaaaaaaaaaaa..., dataset id "
-                              "1111111111111111..., size 9000"),
+                              "1111111111111111..., content sha256 in the manifest, size 9000"),
             std::string::npos)
       << r.describe();
+  EXPECT_NE(r.describe().find("data at rest: value sealed"), std::string::npos) << r.describe();
 }
 
 // A policy agrees by what it accepts, not how its file is laid out; none at all is "own".
@@ -95,15 +100,16 @@ TEST(InputAgreement, PoliciesAgreeByMeaning) {
 TEST(InputAgreement, AddRefusesWhatDoesNotFitTheKind) {
   InputRecord r;
   EXPECT_THROW(r.add(InputKind::Checkpoint, "", {"only one"}), InputError);
-  EXPECT_THROW(r.add(InputKind::DatasetSplit, "", {kManifestA, kId, "1"}), InputError);  // splits are named
-  EXPECT_THROW(r.add(InputKind::TrustRoot, "x", {"a"}), InputError);                     // the root is not
+  EXPECT_THROW(r.add(InputKind::DatasetSplit, "", {kManifestA, kId, "in the manifest", "1"}),
+               InputError);                                           // named
+  EXPECT_THROW(r.add(InputKind::TrustRoot, "x", {"a"}), InputError);  // the root is not
   EXPECT_THROW(r.add(InputKind::Key, "bad\nname", {"a"}), InputError);
   EXPECT_THROW(r.add(InputKind::TrustRoot, "", {std::string(kMaxAgreedString + 1, 'a')}), InputError);
 }
 
 TEST(InputAgreement, NamesTheRankAndTheInputThatDiffer) {
   InputRecord other = honest();
-  other.add(InputKind::DatasetSplit, "train", {kManifestB, kId, "9000"});
+  other.add(InputKind::DatasetSplit, "train", {kManifestB, kId, "in the manifest", "9000"});
   InputDifference d = first_difference({honest(), honest(), other});
   EXPECT_EQ(d.rank, 2);
   EXPECT_FALSE(d.configuration);
@@ -171,10 +177,61 @@ TEST(InputAgreement, AnInputOnlyOneRankHasIsADifference) {
             "rank 1's checkpoint differs from rank 0's (only rank 1 has one: lineage 7777777777777777...)");
 }
 
+// Plain splits have no manifest: they agree by the SHA-256 of what each rank read, so a same-size
+// shard of other tokens is a difference.
+TEST(InputAgreement, PlainSplitsAgreeByContent) {
+  InputRecord a, b;
+  a.add(InputKind::DatasetSplit, "train", {"none", "plain", kManifestA, "9000"});
+  b.add(InputKind::DatasetSplit, "train", {"none", "plain", kManifestB, "9000"});
+  const InputDifference d = first_difference({a, b});
+  EXPECT_FALSE(d.configuration);
+  EXPECT_EQ(d.message,
+            "rank 1's dataset split train differs from rank 0's (content sha256 cd34bbbbbbbbbbbb... vs "
+            "aaaaaaaaaaaaaaaa...)");
+}
+
+// What a rank was told or found on its own host, outside the configuration, is named by its flag; a
+// difference is an integrity failure, not a launch mistake. Words print whole, digests shortened.
+TEST(InputAgreement, SettingsThatDifferAreNamed) {
+  auto with = [](Setting s, const std::string& v) {
+    InputRecord r = honest();
+    add_setting(r, s, v);
+    return first_difference({honest(), r});
+  };
+  InputDifference d = with(Setting::Resume, "none");
+  EXPECT_FALSE(d.configuration);
+  EXPECT_EQ(d.message, "rank 1's --resume differs from rank 0's (value none vs given)");
+  EXPECT_EQ(with(Setting::DataAtRest, "plain").message,
+            "rank 1's data at rest differs from rank 0's (value plain vs sealed)");
+  InputRecord snoop = honest(), none = honest();
+  add_setting(snoop, Setting::Adversary, "snoop");
+  add_setting(none, Setting::Adversary, "none");
+  EXPECT_EQ(first_difference({none, snoop}).message,
+            "rank 1's --adversary differs from rank 0's (value snoop vs none)");
+  InputRecord one = honest(), two = honest();
+  add_setting(one, Setting::Threads, "1");
+  add_setting(two, Setting::Threads, "2");
+  EXPECT_EQ(first_difference({one, two, one}).message,
+            "rank 1's --threads differs from rank 0's (value 2 vs 1)");
+  const std::string zen = "cpu: OpenBLAS 0.3.21 DYNAMIC_ARCH Zen MAX_THREADS=64, core Zen, conv oneDNN 2.6.3";
+  InputRecord k0 = honest(), k1 = honest();
+  add_setting(k0, Setting::Backend, zen);
+  add_setting(k1, Setting::Backend, "cpu: OpenBLAS 0.3.21, core Haswell, conv im2col+sgemm");
+  EXPECT_EQ(first_difference({k0, k1}).message,
+            "rank 1's backend differs from rank 0's (value cpu: OpenBLAS "
+            "0.3.21, core Haswell, conv im2col+sgemm vs " +
+                zen + ")");
+  // A value that does not fit a record is agreed by its digest.
+  InputRecord odd;
+  add_setting(odd, Setting::Backend, std::string(kMaxAgreedString + 1, 'k'));
+  EXPECT_EQ(odd.find(InputKind::Setting, "backend")->values[0],
+            "sha256 " + tee::to_hex(tee::sha256(std::string(kMaxAgreedString + 1, 'k'))));
+}
+
 TEST(InputAgreement, ADifferentConfigurationIsALaunchMistake) {
   InputRecord other = honest();
   add_configuration(other, "{\"steps\": 11}");
-  other.add(InputKind::DatasetSplit, "train", {kManifestB, kId, "9000"});
+  other.add(InputKind::DatasetSplit, "train", {kManifestB, kId, "in the manifest", "9000"});
   const InputDifference d = first_difference({honest(), other});
   EXPECT_TRUE(d.configuration);  // the configuration comes first in the record's order
   EXPECT_NE(d.message.find("rank 1's configuration differs from rank 0's"), std::string::npos);
@@ -195,7 +252,7 @@ TEST(InputAgreement, PinsNameWhatWasExpectedAndFound) {
             "manifest sha256 " +
                 std::string(64, '9') + ", expected " + kManifestB);
   InputRecord plain;
-  plain.add(InputKind::DatasetSplit, "train", {"none", "plain", "10"});
+  plain.add(InputKind::DatasetSplit, "train", {"none", "plain", std::string(64, 'c'), "10"});
   EXPECT_NE(unmet_expectation(plain, {kManifestA, ""}).find("manifest sha256 none (plain data)"),
             std::string::npos);
   EXPECT_NE(unmet_expectation(plain, {"", kManifestA}).find("resumed no checkpoint"), std::string::npos);
@@ -213,7 +270,7 @@ TEST(InputAgreement, DecodeRefusesWhatIsNotTheFormat) {
     }
   };
   refused("", "empty");
-  refused("TTAGREE\x02" + wire.substr(8), "version 2");
+  refused("TTAGREE\x01" + wire.substr(8), "version 1");
   refused(wire + "x", "trailing byte");
   refused(wire.substr(0, wire.size() - 1), "truncated");
   // Two inputs swapped (out of order), and one repeated.
@@ -221,13 +278,13 @@ TEST(InputAgreement, DecodeRefusesWhatIsNotTheFormat) {
   one.add(InputKind::TrustRoot, "", {"a"});
   two.add(InputKind::Configuration, "", {"b"});
   const std::string a = as_string(one.encode()).substr(10), b = as_string(two.encode()).substr(10);
-  refused(std::string("TTAGREE\x01\x00\x02", 10) + a + b, "out of order");
-  refused(std::string("TTAGREE\x01\x00\x02", 10) + b + b, "repeated");
-  refused(std::string("TTAGREE\x01\x00\x01", 10) + "\x09" + b.substr(1), "unknown kind");
-  std::string ctl = std::string("TTAGREE\x01\x00\x01", 10) + b;
+  refused(std::string("TTAGREE\x02\x00\x02", 10) + a + b, "out of order");
+  refused(std::string("TTAGREE\x02\x00\x02", 10) + b + b, "repeated");
+  refused(std::string("TTAGREE\x02\x00\x01", 10) + "\x09" + b.substr(1), "unknown kind");
+  std::string ctl = std::string("TTAGREE\x02\x00\x01", 10) + b;
   ctl.back() = '\x07';
   refused(ctl, "a control character");
-  std::string fields = std::string("TTAGREE\x01\x00\x01", 10) + b;
+  std::string fields = std::string("TTAGREE\x02\x00\x01", 10) + b;
   fields[13] = '\x02';  // kind, name length (2), field count
   refused(fields, "two fields for a one-field kind");
 }
@@ -262,7 +319,8 @@ TEST(InputAgreement, EveryRankRefusesAlike) {
       comm::PlainChannel channel;
       DistContext dist(t, channel, nullptr);
       InputRecord mine = honest();
-      if (attack && t.rank() == 1) mine.add(InputKind::DatasetSplit, "train", {kManifestB, kId, "123456789"});
+      if (attack && t.rank() == 1)
+        mine.add(InputKind::DatasetSplit, "train", {kManifestB, kId, "in the manifest", "123456789"});
       try {
         agreed[static_cast<std::size_t>(t.rank())] = agree_inputs(dist, mine).to_json();
       } catch (const IntegrityError& e) {

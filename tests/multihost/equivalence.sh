@@ -5,7 +5,8 @@
 #    host: where the ranks live changes the transport, never the arithmetic;
 #  - the summary says ranks_per_host 2 (ranks sharing rank 0's host, not the world size) and the
 #    default --threads splits the host's cores between those ranks: max(1, host_cores / 2);
-#  - with rank 0 alone on its host (hosts of 1 and 2 slots) it says 1 and takes every core;
+#  - with rank 0 alone on its host (hosts of 1 and 2 slots) it says 1, and takes the smallest share of a
+#    host over the ranks, the other host's (every rank computes with one thread count);
 #  - rank 0 reaches its host's other rank through the shared-memory channels, the others through MPI.
 source "$(dirname "$0")/rig.sh" "$@"
 make_corpus
@@ -45,5 +46,6 @@ grep -q "host transport shm: 1 peer(s) on this host .*; 2 rank(s) on other hosts
 "${BOUND[@]}" "$RIG" mpirun -np 3 --host 10.213.0.1:1,10.213.0.2:2 "$TT" "${base[@]}" --steps 2 \
   --summary "$WORK/lone.json" >"$WORK/lone.log" 2>&1 || { fail "1+2 ranks: exit $?"; cat "$WORK/lone.log"; }
 expect_eq "$(json_field "$WORK/lone.json" ranks_per_host)" 1 "rank 0 alone on its host: ranks_per_host"
-expect_eq "$(json_field "$WORK/lone.json" threads)" "$cores" "rank 0 alone on its host: default threads"
+expect_eq "$(json_field "$WORK/lone.json" threads)" "$(( cores / 2 > 1 ? cores / 2 : 1 ))" \
+  "rank 0 alone on its host: default threads, the other host's share"
 finish

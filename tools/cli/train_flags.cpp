@@ -41,7 +41,9 @@ void add_data_options(CLI::App* cmd, TrainOptions& o) {
       ->check(positive())
       ->capture_default_str();
   g->add_option("--seed", o.schedule.seed, "Seed for initialisation and data order")->capture_default_str();
-  g->add_option("--threads", o.compute.threads, "Compute threads per rank (0 = cores / ranks on this host)")
+  g->add_option("--threads", o.compute.threads,
+                "Compute threads per rank, the same on every rank (0 = cores / ranks on a host, the smallest "
+                "share over the hosts)")
       ->check(non_negative())
       ->capture_default_str();
   add_enum_option(
