@@ -123,25 +123,37 @@ int world_size() {
 
 }  // namespace
 
-TrainingRun::TrainingRun(const TrainOptions& opts)
-    : profiler_(/*trace=*/!opts.output.trace.empty()),
+// Note [Start-up watchdog]: each stage that waits for the other ranks is entered before it starts;
+// this rank's own work between them (data, model, checkpoint) is not bounded.
+TrainingRun::TrainingRun(const TrainOptions& opts, StartupWatchdog* watchdog)
+    : watchdog_(watchdog),
+      profiler_(/*trace=*/!opts.output.trace.empty()),
       img_(open_images(opts)),
       plan_(opts, img_ ? &*img_ : nullptr, world_size()) {  // every conflicting choice at once (exit 2)
   if (plan_.compute().virtual_time()) profiler_.use_clock(virtual_clock_);
   const ParallelOptions& par = plan_.parallel();
-  links_.emplace(MPI_COMM_WORLD, std::chrono::milliseconds(static_cast<long>(par.timeout_s * 1000.0)),
-                 par.wait, par.host_transport, plan_.tee().adversary, plan_.switches().on);
+  const std::chrono::milliseconds timeout(static_cast<long>(par.timeout_s * 1000.0));
+  if (watchdog_ != nullptr) watchdog_->set_timeout(timeout);
+  enter_stage(watchdog_, StartupStage::Links);
+  links_.emplace(MPI_COMM_WORLD, timeout, par.wait, par.host_transport, plan_.tee().adversary,
+                 plan_.switches().on);
   rank_ = links_->rank();
   world_ = links_->size();
+  ranks_per_host_ = ranks_on_this_host();  // collective, as default_threads may be
+  threads_ = default_threads(plan_.compute().threads);
   if (links_->wire().active() && rank_ == 0) std::fprintf(stderr, "%s\n", links_->wire().banner().c_str());
   start_links();
+  enter_stage(watchdog_, StartupStage::OwnWork);
   open_data();
   build_model();
   setup_checkpoints();
   restore_or_broadcast();
+  enter_stage(watchdog_, StartupStage::InputAgreement);
   agree_on_inputs();
+  enter_stage(watchdog_, StartupStage::Links);
   build_reducer();
   facts_ = gather_facts();
+  enter_stage(watchdog_, StartupStage::Running);
 }
 
 // In TEE mode: attest the ring neighbours, agree keys, and build the one sealed channel that carries
@@ -153,6 +165,7 @@ void TrainingRun::start_links() {
   const TeeOptions& tee = plan_.tee();
   const TeeSwitches& ts = plan_.switches();
   const std::string config = plan_.json().dump();
+  enter_stage(watchdog_, StartupStage::Attestation);
   links_->secure(
       tee.trust, config,
       TeeChannelOptions{ts.cipher, tee.settings.rekey_mb, static_cast<std::size_t>(ts.crypto_threads)},
@@ -162,8 +175,10 @@ void TrainingRun::start_links() {
   add_configuration(inputs_, config);
   if (attest && attest->anchor) add_trust(inputs_, *attest->anchor);
   if (attest) add_policy(inputs_, attest->policy);
+  enter_stage(watchdog_, StartupStage::ConfigAgreement);
   agree_inputs(*dist_, inputs_);
   if (!ts.on) return;
+  enter_stage(watchdog_, StartupStage::KeyRelease);
   TeeSession& session = *links_->session();
   if (!session.keys().group.empty()) add_key(inputs_, "session group key", session.keys().group.secret());
   const bool sealed_data =
@@ -208,8 +223,6 @@ void TrainingRun::open_data() {
 // buckets, ring, crypto and ingress stay real.
 void TrainingRun::build_model() {
   const ComputeOptions& c = plan_.compute();
-  threads_ = default_threads(c.threads);
-  ranks_per_host_ = ranks_on_this_host();
   platform_ =
       platform::platform_entry(c.platform()).make(platform_options(c, threads_, rank_, profiler_.clock()));
   backend_ = &platform_->backend();
@@ -265,6 +278,7 @@ void TrainingRun::setup_checkpoints() {
 void TrainingRun::restore_or_broadcast() {
   const std::string& resume = plan_.checkpoints().resume;
   if (resume.empty()) {
+    enter_stage(watchdog_, StartupStage::InputAgreement);
     if (platform_->real_values())
       dist_->broadcast_params(*backend_, *model_);  // every replica starts from rank 0's parameters
     return;

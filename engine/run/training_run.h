@@ -31,6 +31,7 @@
 #include "engine/run/input_agreement.h"
 #include "engine/run/rank_links.h"
 #include "engine/run/run_plan.h"
+#include "engine/run/startup_watchdog.h"
 #include "engine/trainer.h"
 #include "platform/platform.h"
 
@@ -88,8 +89,10 @@ double main_thread_seconds(const nlohmann::json& report);
 class TrainingRun {
  public:
   // Builds every stage; throws InputError (exit 2) for conflicting options or bad input,
-  // IntegrityError (exit 3) when a peer, the data or a checkpoint fails its checks.
-  explicit TrainingRun(const TrainOptions& opts);
+  // IntegrityError (exit 3) when a peer, the data or a checkpoint fails its checks. `watchdog`, where
+  // given, is told each start-up stage (Note [Start-up watchdog], engine/run/startup_watchdog.h) and
+  // stands down once the run is built.
+  explicit TrainingRun(const TrainOptions& opts, StartupWatchdog* watchdog = nullptr);
   TrainingRun(const TrainingRun&) = delete;
   TrainingRun& operator=(const TrainingRun&) = delete;
 
@@ -121,6 +124,7 @@ class TrainingRun {
   std::string place_grads();
   RunDescription gather_facts() const;
 
+  StartupWatchdog* watchdog_;   // may be null
   VirtualClock virtual_clock_;  // the profiler's clock when the plan is in virtual time
   Profiler profiler_;
   // An image set opens before the plan: its shape and classes are the model's (engine/run/run_plan.h).

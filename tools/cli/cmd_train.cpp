@@ -61,8 +61,8 @@ void write_summary(const std::string& path, const nlohmann::json& summary) {
 
 // The CLI's part: let the engine build the run, train, report. `key_file_given`: --key-file was on
 // the command line (not just its default).
-void run_train(const TrainOptions& opts, bool key_file_given) {
-  TrainingRun run(opts);
+void run_train(const TrainOptions& opts, bool key_file_given, StartupWatchdog& watchdog) {
+  TrainingRun run(opts, &watchdog);
   const RunDescription d = run.describe();
   const OutputOptions& out = run.plan().output();
   if (run.rank() == 0 && !out.quiet) print_banner(d, run.plan().parallel());
@@ -83,11 +83,11 @@ void run_train(const TrainOptions& opts, bool key_file_given) {
 
 }  // namespace
 
-void register_train(CLI::App& app) {
+void register_train(CLI::App& app, StartupWatchdog& watchdog) {
   auto opts = std::make_shared<TrainOptions>();
   auto* cmd = app.add_subcommand("train", "Train a model (one rank, or data-parallel under mpirun)");
   add_train_options(cmd, *opts);
-  cmd->callback([opts, cmd] { run_train(*opts, cmd->count("--key-file") > 0); });
+  cmd->callback([opts, cmd, &watchdog] { run_train(*opts, cmd->count("--key-file") > 0, watchdog); });
 }
 
 }  // namespace tt::cli

@@ -2,17 +2,19 @@
 #pragma once
 #include <CLI/CLI.hpp>
 
+#include "engine/run/startup_watchdog.h"
+
 namespace tt::cli {
 
 void register_models(CLI::App& app);
 void register_prepare_text(CLI::App& app);
-void register_train(CLI::App& app);
+void register_train(CLI::App& app, StartupWatchdog& watchdog);  // bounds the run's start-up
 void register_eval(CLI::App& app);
 void register_sample(CLI::App& app);
-void register_bench(CLI::App& app);
-void register_bench_host_profile(CLI::App* bench);   // cmd_bench_profile.cpp
-void register_bench_emulated_step(CLI::App* bench);  // cmd_bench_profile.cpp
-void register_bench_conv(CLI::App* bench);           // cmd_bench_conv.cpp
+void register_bench(CLI::App& app, StartupWatchdog& watchdog);  // bench allreduce's start-up
+void register_bench_host_profile(CLI::App* bench);              // cmd_bench_profile.cpp
+void register_bench_emulated_step(CLI::App* bench);             // cmd_bench_profile.cpp
+void register_bench_conv(CLI::App* bench);                      // cmd_bench_conv.cpp
 void register_attest(CLI::App& app);
 void register_provision(CLI::App& app);
 void register_verify_evidence(CLI::App& app);
