@@ -10,7 +10,10 @@
 #  - the summary says ranks_per_host 2 (ranks sharing rank 0's host, not the world size) and the
 #    default --threads splits the host's cores between those ranks: max(1, host_cores / 2);
 #  - with rank 0 alone on its host (hosts of 1 and 2 slots) it says 1 and takes every core;
-#  - rank 0 reaches its host's other rank through the shared-memory channels, the others through MPI.
+#  - rank 0 reaches its host's other rank through the shared-memory channels, the others through MPI;
+#  - a sealed run whose segments are longer than MPI's eager limit (each a rendezvous) finishes across
+#    the hosts with one host's parameters: every wait moves both the shared-memory channels and MPI
+#    (Note [Progress on both paths], comm/transport/shm_transport.h; without it the ring stopped).
 source "$(dirname "$0")/rig.sh" "$@"
 make_corpus
 rig_up 2 --slots 2
@@ -56,6 +59,16 @@ expect_eq "$(json_field "$WORK/two-vader.json" host_cores)" "$cores" "host_cores
 # The ranks really were on two hosts (h1, h2), started through the rig's agent.
 hosts_seen=$("${BOUND[@]}" "$RIG" mpirun -np 4 hostname 2>/dev/null | sort | uniq -c | tr -s ' ' | paste -sd, -)
 expect_eq "$hosts_seen" " 2 h1, 2 h2" "ranks per emulated host"
+
+# Sealed 1 MiB segments, above TCP's 64 KiB eager limit, on 2 hosts and on 1.
+provision_trust
+sealed=(--model gpt2-mini --steps 3 --tee fast --allow-plain-data "${TRUST[@]}" --segment-kb 1024)
+"${BOUND[@]}" "$RIG" mpirun -np 4 "$TT" "${base[@]}" "${sealed[@]}" --summary "$WORK/sealed2.json" \
+  >"$WORK/sealed2.log" 2>&1 || { fail "sealed rendezvous segments on 2 hosts: exit $?"; tail -5 "$WORK/sealed2.log"; }
+"${BOUND[@]}" mpirun --allow-run-as-root --oversubscribe -np 4 "$TT" "${base[@]}" "${sealed[@]}" --threads "$threads" \
+  --summary "$WORK/sealed1.json" >"$WORK/sealed1.log" 2>&1 || { fail "sealed on 1 host: exit $?"; cat "$WORK/sealed1.log"; }
+expect_eq "$(json_field "$WORK/sealed2.json" params_sha256)" "$(json_field "$WORK/sealed1.json" params_sha256)" \
+  "sealed 1 MiB segments: params_sha256 on 2 hosts == on 1 host"
 
 # Rank 0 alone on host 1, ranks 1-2 on host 2.
 "${BOUND[@]}" "$RIG" mpirun -np 3 --host 10.213.0.1:1,10.213.0.2:2 "$TT" "${base[@]}" --steps 2 \
