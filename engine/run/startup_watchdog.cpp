@@ -106,24 +106,29 @@ void StartupWatchdog::mpi_started(int rank, bool abort_from_any_thread) {
   mpi_abort_ = abort_from_any_thread;
 }
 
+// The thread looks every kTick while a deadline runs. A look that comes far later than asked means
+// this process itself was stopped (SIGSTOP, then continued: by mpirun about to end it, or by whoever
+// stopped it) or starved: the wait is its peers' to judge, and its own stage's deadline starts again.
 void StartupWatchdog::watch() {
+  using Clock = std::chrono::steady_clock;
   std::unique_lock lock(mutex_);
+  auto last = Clock::now();
   while (!over_ && stage_ != StartupStage::Running) {
     if (!deadline_) {
       changed_.wait(lock);
+      last = Clock::now();
       continue;
     }
-    const auto until = *deadline_;
-    // A stage entered meanwhile moved (or removed) the deadline: look again.
-    if (changed_.wait_until(lock, until) == std::cv_status::no_timeout || deadline_ != until) continue;
-    // Woken long after the deadline: this process itself was stopped (and is now continued, maybe by
-    // mpirun about to end it): its peers' watchdogs judge the wait, this one starts the stage's again.
-    const auto now = std::chrono::steady_clock::now();
-    if (now - until > kGrace) {
+    changed_.wait_until(lock, std::min(*deadline_, last + kTick));
+    const auto now = Clock::now();
+    const bool stopped = now - last > kTick + kGrace;
+    last = now;
+    if (!deadline_ || stage_ == StartupStage::Running) continue;  // a stage left meanwhile
+    if (stopped) {
       deadline_ = now + timeout_ + kGrace;
-      continue;
+    } else if (now >= *deadline_) {
+      end_job(lock);
     }
-    end_job(lock);
   }
 }
 

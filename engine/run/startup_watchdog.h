@@ -14,8 +14,9 @@
 // _exit (mpirun then stops the other ranks). kGrace lets our own deadlines, whose errors name the peer
 // and the message, speak first where they can. A stage that is this rank's own work (parsing options,
 // opening data, building the model, reading a checkpoint) is not bounded: a peer waiting for it is,
-// in its own stage. Once the run is assembled (StartupStage::Running) the watch is over: the steps'
-// waits are the transports'.
+// in its own stage. A rank that was itself stopped (its watch looks again long after it last did)
+// blames nobody: its peers judge the wait, and its own stage's deadline starts again. Once the run is
+// assembled (StartupStage::Running) the watch is over: the steps' waits are the transports'.
 #pragma once
 #include <chrono>
 #include <condition_variable>
@@ -50,6 +51,8 @@ class StartupWatchdog {
   static constexpr std::chrono::milliseconds kGrace{2000};
   // How long MPI_Abort may take to end this process before the watchdog leaves with _exit.
   static constexpr std::chrono::milliseconds kAbortPatience{5000};
+  // How often the thread looks while a deadline runs (a much later look: this process was stopped).
+  static constexpr std::chrono::milliseconds kTick{250};
   using LineFn = std::function<void(const std::string&)>;
 
   // Starts the watching thread, in OwnWork (nothing bounded yet). `rank`: this process's rank as its

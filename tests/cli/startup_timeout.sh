@@ -5,7 +5,8 @@
 #  - a peer stopped (SIGSTOP) in the collectives that set up the links: rank_links.cpp's MPI_Allreduce,
 #    ShmTransport's MPI_Comm_split_type (tests/cli/stop_in_mpi.cpp stops it there);
 # each ends with exit 1 (a slow or absent peer is no attack: never 3) within --timeout + 10 s, and one
-# line names the waiting rank and its stage. A healthy run with the same short --timeout finishes.
+# line names the waiting rank and its stage; the stopped rank, continued by mpirun to be ended, blames
+# nobody. A healthy run with the same short --timeout finishes.
 source "$(dirname "$0")/lib.sh" "$@"
 STOP_IN_MPI="$2"
 make_corpus
@@ -44,6 +45,9 @@ start_up never_started "MPI start-up (MPI_Init)" \
 for at in MPI_Allreduce MPI_Comm_split_type; do
   start_up "stopped_in_$at" "setting up the links between ranks" \
     "${MPI[@]}" -np 2 -x LD_PRELOAD="$STOP_IN_MPI" -x TT_STOP_AT="$at" -x TT_STOP_RANK=1 "$TT" "${args[@]}"
+  if grep -q "rank 1: start-up stuck" "$WORK/stopped_in_$at.log"; then
+    echo "FAIL: stopped_in_$at: the stopped rank blamed a peer"; fails=$((fails + 1))
+  else passes=$((passes + 1)); fi
 done
 
 # The watch stands down once the run is built: a healthy run is never cut short by it.
