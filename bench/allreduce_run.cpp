@@ -106,30 +106,36 @@ bench::BenchOptions options_for(const AllreduceBenchOptions& o, const TeeSwitche
 
 // The same links as `teetrain train` (engine/run/rank_links.h): in TEE mode the same attestation, key
 // agreement and single sealed channel, so the bench measures exactly the ring that training runs.
-AllreduceRun::AllreduceRun(AllreduceBenchOptions o, comm::FailureNotices* notices)
-    : ts_(resolve_tee(o.tee.settings, /*gpu_gradients=*/false)),
-      o_(resolved(std::move(o), ts_)),
-      links_(MPI_COMM_WORLD, comm::Transport::kDefaultTimeout, *o_.comm_wait, o_.host_transport,
-             o_.tee.adversary, ts_.on) {
-  links_.secure(
+AllreduceRun::AllreduceRun(AllreduceBenchOptions o, RunServices services)
+    : ts_(resolve_tee(o.tee.settings, /*gpu_gradients=*/false)) {
+  StartupWatchdog* watchdog = services.watchdog;
+  if (watchdog != nullptr) watchdog->set_timeout(comm::Transport::kDefaultTimeout);
+  enter_stage(watchdog, StartupStage::Links);  // resolving the waits counts the host's ranks: collective
+  o_ = resolved(std::move(o), ts_);
+  links_.emplace(MPI_COMM_WORLD, comm::Transport::kDefaultTimeout, *o_.comm_wait, o_.host_transport,
+                 o_.tee.adversary, ts_.on);
+  enter_stage(watchdog, StartupStage::Attestation);
+  links_->secure(
       o_.tee.trust, allreduce_config_json(o_).dump(),
       TeeChannelOptions{ts_.cipher, o_.tee.settings.rekey_mb, static_cast<std::size_t>(ts_.crypto_threads)},
-      nullptr, notices);
-  if (TeeSession* session = links_.session()) session->end_setup();  // the bench releases no secret
+      nullptr, services.notices);
+  if (TeeSession* session = links_->session()) session->end_setup();  // the bench releases no secret
   // The link every row is built on (collective), and the segments it cuts.
-  link_ = links_.agree_link(/*emulated_links=*/false);
+  enter_stage(watchdog, StartupStage::Links);
+  link_ = links_->agree_link(/*emulated_links=*/false);
   segment_ = pick_segment(o_.segment_kb, link_);
   bo_ = options_for(o_, ts_, segment_.bytes);
   cpu_ = platform::platform_entry(DeviceKind::Cpu).make(platform::Options{});
-  paths_.emplace(links_, *cpu_, BenchPathOptions{o_.tee.settings, o_.segment_kb, o_.cost}, link_);
+  paths_.emplace(*links_, *cpu_, BenchPathOptions{o_.tee.settings, o_.segment_kb, o_.cost}, link_);
+  enter_stage(watchdog, StartupStage::Running);
 }
 
 std::string AllreduceRun::adversary_banner() {
-  return links_.wire().active() ? links_.wire().banner() : std::string();
+  return links_->wire().active() ? links_->wire().banner() : std::string();
 }
 
 std::string AllreduceRun::adversary_report() {
-  return links_.wire().report();
+  return links_->wire().report();
 }
 
 CostModelSource AllreduceRun::cost_source() const {

@@ -17,6 +17,8 @@
 #include "engine/gradients/allreduce_selection.h"
 #include "engine/gradients/segments.h"
 #include "engine/run/rank_links.h"
+#include "engine/run/run_services.h"
+#include "engine/run/startup_watchdog.h"
 #include "engine/run/train_options.h"
 #include "platform/platform.h"
 
@@ -56,9 +58,11 @@ nlohmann::json allreduce_config_json(const AllreduceBenchOptions& o);
 class AllreduceRun {
  public:
   // Collective. Resolves the options (throws InputError naming a conflict: a sealed mpi row, --modes
-  // with --allreduce-algo, ...), sets up the links and, in TEE mode, attests and seals them.
-  // `notices` (main's, or null): armed with the session's key once it exists (Note [Sealed notices]).
-  explicit AllreduceRun(AllreduceBenchOptions o, comm::FailureNotices* notices = nullptr);
+  // with --allreduce-algo, ...), sets up the links and, in TEE mode, attests and seals them. Its
+  // services' watchdog, where given, bounds each of those stages (Note [Start-up watchdog],
+  // engine/run/startup_watchdog.h) and stands down once the run is built; its notices are armed with
+  // the session's key once it exists (Note [Sealed notices]).
+  explicit AllreduceRun(AllreduceBenchOptions o, RunServices services = {});
   AllreduceRun(const AllreduceRun&) = delete;
   AllreduceRun& operator=(const AllreduceRun&) = delete;
 
@@ -67,11 +71,11 @@ class AllreduceRun {
   const LinkFacts& link() const { return link_; }
   const SegmentPick& segment() const { return segment_; }
   const bench::BenchOptions& bench_options() const { return bo_; }
-  int rank() const { return links_.rank(); }
-  int size() const { return links_.size(); }
-  comm::Transport& transport() { return links_.transport(); }
-  const std::optional<comm::AttestConfig>& attest() const { return links_.attest(); }
-  std::string host_transport() const { return links_.host_transport_description(); }
+  int rank() const { return links_->rank(); }
+  int size() const { return links_->size(); }
+  comm::Transport& transport() { return links_->transport(); }
+  const std::optional<comm::AttestConfig>& attest() const { return links_->attest(); }
+  std::string host_transport() const { return links_->host_transport_description(); }
   // The adversary's banner and report (empty without --adversary).
   std::string adversary_banner();
   std::string adversary_report();
@@ -83,7 +87,7 @@ class AllreduceRun {
  private:
   TeeSwitches ts_;  // before o_: the options are resolved against it
   AllreduceBenchOptions o_;
-  RankLinks links_;
+  std::optional<RankLinks> links_;  // built once the watchdog is in its stage
   LinkFacts link_;
   SegmentPick segment_;
   bench::BenchOptions bo_;

@@ -144,9 +144,17 @@ cmd_mpirun() {
   # on 2 cores, against 0.1 ms yielding). So the rig tells Open MPI to yield, as it does itself when
   # oversubscribed; teetrain's waits follow (engine/run/host_layout.h fair_wait_mode). On real hosts,
   # each with its own cores and NIC, leave it out.
+  # The BTL list is the cluster's default (shared memory within a host, TCP between hosts) unless the
+  # caller names its own (`--mca btl tcp,self`, as clusters often do): Open MPI refuses a parameter
+  # given twice on one command line.
   # shellcheck disable=SC2054  # the commas are Open MPI's list syntax
+  local btl=(--mca btl self,vader,tcp) a prev=
+  for a in "$@"; do
+    [[ "$prev" == -*mca && "$a" == btl ]] && btl=()
+    prev="$a"
+  done
   local cmd=(mpirun --hostfile "$STATE/hostfile" --mca plm_rsh_agent "$SELF agent" --mca mpi_yield_when_idle 1
-             --mca oob_tcp_if_include "$NET.0/24" --mca btl_tcp_if_include "$NET.0/24" --mca btl self,vader,tcp "$@")
+             --mca oob_tcp_if_include "$NET.0/24" --mca btl_tcp_if_include "$NET.0/24" "${btl[@]}" "$@")
   # Say what runs: on real hosts it is the same command without the agent (ssh is the default).
   echo "netns-hosts: in h1: ${cmd[*]}" >&2
   in_host 1 "${cmd[@]}"

@@ -125,6 +125,7 @@ struct ShmTransport::Impl {
   std::vector<int> peer_index;  // by rank: index into `peers`, -1 for a rank on another host
   std::string fallback;
   int payloads_in_flight = 0;        // long messages' MPI requests not yet complete
+  int remote_in_flight = 0;          // requests to or from ranks on other hosts not yet complete
   bool direct = false;               // long messages are read from the sender's memory (set-up's probe)
   std::vector<SharedRegion> shared;  // this rank's shared buffers
   std::vector<float> bounce;         // (kBounceBytes / 4,) a sum read with process_vm_readv
@@ -154,6 +155,7 @@ struct ShmTransport::Impl {
   const SharedRegion* region_of(const void* p, std::size_t bytes) const;
   void fill_shared(SlotHeader& h, std::span<const std::byte> data) const;
   Request post_receive(HostPeer& p, std::unique_ptr<RecvState> state);
+  Request remote(Request r);  // wraps MPI's request to another host (Note [Progress on both paths])
   [[noreturn]] void corrupt(const HostPeer& p, const std::string& what) const {
     throw IntegrityError("rank " + std::to_string(mpi.rank()) + ": the shared-memory channel with rank " +
                          std::to_string(p.rank) + " is corrupt (" + what +
@@ -228,6 +230,25 @@ struct RecvState final : RequestState {
   std::vector<float> staged;  // a sum's bytes through MPI, until they have arrived
 };
 
+// A message to or from a rank on another host: MPI's request, polled after this transport's progress
+// (Note [Progress on both paths]).
+struct RemoteState final : RequestState {
+  RemoteState(ShmTransport::Impl& t, Request r) : impl(t), inner(std::move(r)) { ++impl.remote_in_flight; }
+  ~RemoteState() override {
+    if (!finished) --impl.remote_in_flight;
+  }
+  std::optional<std::size_t> poll() override {
+    impl.progress();
+    if (!impl.mpi.test(inner)) return std::nullopt;
+    finished = true;
+    --impl.remote_in_flight;
+    return inner.bytes();
+  }
+  ShmTransport::Impl& impl;
+  Request inner;
+  bool finished = false;
+};
+
 }  // namespace
 
 void ShmTransport::Impl::progress() {
@@ -236,8 +257,9 @@ void ShmTransport::Impl::progress() {
     push(p);
   }
   // MPI moves a long message on only inside MPI calls (comm/transport/mpi_transport.h); while one is in
-  // flight, give it one here, whichever request this rank is waiting for.
-  if (payloads_in_flight > 0) {
+  // flight, or a message to or from another host (Note [Progress on both paths]), give it one here,
+  // whichever request this rank is waiting for.
+  if (payloads_in_flight > 0 || remote_in_flight > 0) {
     int flag = 0;
     MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, payload.comm(), &flag, MPI_STATUS_IGNORE);
   }
@@ -617,7 +639,7 @@ std::string ShmTransport::name() const {
 
 Request ShmTransport::isend(int peer, std::span<const std::byte> data, int tag) {
   HostPeer* p = impl_->host_peer(peer);
-  if (p == nullptr) return impl_->mpi.isend(peer, data, tag);
+  if (p == nullptr) return impl_->remote(impl_->mpi.isend(peer, data, tag));
   auto s = std::make_unique<SendState>(*impl_, *p, data, tag);
   if (!p->sends.empty() || !impl_->write(*p, *s)) p->sends.push_back(s.get());
   return Request(std::move(s), Op::Send, peer, tag, data.size());
@@ -625,7 +647,7 @@ Request ShmTransport::isend(int peer, std::span<const std::byte> data, int tag) 
 
 Request ShmTransport::irecv(int peer, std::span<std::byte> buffer, int tag) {
   HostPeer* p = impl_->host_peer(peer);
-  if (p == nullptr) return impl_->mpi.irecv(peer, buffer, tag);
+  if (p == nullptr) return impl_->remote(impl_->mpi.irecv(peer, buffer, tag));
   return impl_->post_receive(*p, std::make_unique<RecvState>(*impl_, *p, buffer, tag));
 }
 
@@ -652,6 +674,13 @@ void ShmTransport::share(const SharedBuffer& b) {
 
 void ShmTransport::unshare(const SharedBuffer& b) {
   std::erase_if(impl_->shared, [&](const SharedRegion& r) { return r.base == b.data(); });
+}
+
+Request ShmTransport::Impl::remote(Request r) {
+  const Op op = r.op();
+  const int peer = r.peer(), tag = r.tag();
+  const std::size_t bytes = r.posted_bytes();
+  return Request(std::make_unique<RemoteState>(*this, std::move(r)), op, peer, tag, bytes);
 }
 
 // Matches a new receive with a message that came first, or queues it.

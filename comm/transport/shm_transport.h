@@ -38,6 +38,16 @@
 //
 // Progress happens inside isend, irecv and polls, like MPI's; the threading contract is MpiTransport's
 // (comm/transport/mpi_transport.h): one thread at a time.
+//
+// Note [Progress on both paths]: a rank with peers on other hosts has two paths, and each moves only
+// when polled: the channels push the sends queued behind full slots and drain arrivals inside this
+// transport's progress, MPI moves its TCP fragments and a rendezvous's data only inside MPI calls. So
+// a poll of any request moves both: a request to or from another host (MPI's, wrapped) runs this
+// transport's progress first, and while such a request is pending, progress gives MPI a call too.
+// Otherwise a rank waiting for a host peer's message never sends the rest of a rendezvous to the next
+// host, nor a rank waiting for another host's message the queued sends to its host peer, and a ring
+// across two hosts stops with every rank waiting for its predecessor (seen with 1 MiB sealed segments
+// between two emulated hosts: every run stopped in its first all-reduce).
 #pragma once
 #include <cstddef>
 #include <memory>

@@ -132,26 +132,36 @@ int world_size() {
 
 }  // namespace
 
-TrainingRun::TrainingRun(const TrainOptions& opts, comm::FailureNotices* notices)
-    : notices_(notices),
+// Note [Start-up watchdog]: each stage that waits for the other ranks is entered before it starts;
+// this rank's own work between them (data, model, checkpoint) is not bounded.
+TrainingRun::TrainingRun(const TrainOptions& opts, RunServices services)
+    : watchdog_(services.watchdog),
+      notices_(services.notices),
       profiler_(/*trace=*/!opts.output.trace.empty()),
       img_(open_images(opts)),
       plan_(opts, img_ ? &*img_ : nullptr, world_size()) {  // every conflicting choice at once (exit 2)
   if (plan_.compute().virtual_time()) profiler_.use_clock(virtual_clock_);
   const ParallelOptions& par = plan_.parallel();
-  links_.emplace(MPI_COMM_WORLD, std::chrono::milliseconds(static_cast<long>(par.timeout_s * 1000.0)),
-                 par.wait, par.host_transport, plan_.tee().adversary, plan_.switches().on);
+  const std::chrono::milliseconds timeout(static_cast<long>(par.timeout_s * 1000.0));
+  if (watchdog_ != nullptr) watchdog_->set_timeout(timeout);
+  enter_stage(watchdog_, StartupStage::Links);
+  links_.emplace(MPI_COMM_WORLD, timeout, par.wait, par.host_transport, plan_.tee().adversary,
+                 plan_.switches().on);
   rank_ = links_->rank();
   world_ = links_->size();
   if (links_->wire().active() && rank_ == 0) std::fprintf(stderr, "%s\n", links_->wire().banner().c_str());
   start_links();
+  enter_stage(watchdog_, StartupStage::OwnWork);
   open_data();
   build_model();
   setup_checkpoints();
   restore_or_broadcast();
+  enter_stage(watchdog_, StartupStage::InputAgreement);
   agree_on_inputs();
+  enter_stage(watchdog_, StartupStage::Links);
   build_reducer();
   facts_ = gather_facts();
+  enter_stage(watchdog_, StartupStage::Running);
 }
 
 // In TEE mode: attest the ring neighbours, agree keys, and build the one sealed channel that carries
@@ -164,6 +174,7 @@ void TrainingRun::start_links() {
   const TeeOptions& tee = plan_.tee();
   const TeeSwitches& ts = plan_.switches();
   const std::string config = plan_.json().dump();
+  enter_stage(watchdog_, StartupStage::Attestation);
   links_->secure(
       tee.trust, config,
       TeeChannelOptions{ts.cipher, tee.settings.rekey_mb, static_cast<std::size_t>(ts.crypto_threads)},
@@ -180,12 +191,14 @@ void TrainingRun::start_links() {
   add_setting(inputs_, Setting::Resume, plan_.checkpoints().resume.empty() ? "none" : "given");
   add_setting(inputs_, Setting::Adversary, tee.adversary ? comm::canonical_spec(*tee.adversary) : "none");
   add_setting(inputs_, Setting::Trace, plan_.output().trace.empty() ? "none" : "given");
+  enter_stage(watchdog_, StartupStage::ConfigAgreement);
   agree_inputs(*dist_, inputs_);
   if (!ts.on) return;
   if (!sealed_data && !tee.allow_plain_data) {
     if (img_) refuse_plain_images(data);
     refuse_plain_shards(data);
   }
+  enter_stage(watchdog_, StartupStage::KeyRelease);
   TeeSession& session = *links_->session();
   if (!session.keys().group.empty()) add_key(inputs_, "session group key", session.keys().group.secret());
   at_rest_ = release_at_rest_keys(transport, session.keys(), tee.key_file, sealed_data,
@@ -229,8 +242,10 @@ void TrainingRun::open_data() {
 void TrainingRun::build_model() {
   const ComputeOptions& c = plan_.compute();
   // Both collective on every rank, whatever its flags: a collective that only some ranks call hangs.
+  enter_stage(watchdog_, StartupStage::Links);
   ranks_per_host_ = ranks_on_this_host();
   threads_ = run_threads(c.threads);
+  enter_stage(watchdog_, StartupStage::OwnWork);
   platform_ =
       platform::platform_entry(c.platform()).make(platform_options(c, threads_, rank_, profiler_.clock()));
   backend_ = &platform_->backend();
@@ -297,6 +312,7 @@ void TrainingRun::setup_checkpoints() {
 void TrainingRun::restore_or_broadcast() {
   const std::string& resume = plan_.checkpoints().resume;
   if (resume.empty()) {
+    enter_stage(watchdog_, StartupStage::InputAgreement);
     if (platform_->real_values())
       dist_->broadcast_params(*backend_, *model_);  // every replica starts from rank 0's parameters
     return;

@@ -31,6 +31,8 @@
 #include "engine/run/input_agreement.h"
 #include "engine/run/rank_links.h"
 #include "engine/run/run_plan.h"
+#include "engine/run/run_services.h"
+#include "engine/run/startup_watchdog.h"
 #include "engine/trainer.h"
 #include "platform/platform.h"
 
@@ -88,9 +90,11 @@ double main_thread_seconds(const nlohmann::json& report);
 class TrainingRun {
  public:
   // Builds every stage; throws InputError (exit 2) for conflicting options or bad input,
-  // IntegrityError (exit 3) when a peer, the data or a checkpoint fails its checks.
-  // `notices` (main's, or null): armed with the session's key once it exists (Note [Sealed notices]).
-  explicit TrainingRun(const TrainOptions& opts, comm::FailureNotices* notices = nullptr);
+  // IntegrityError (exit 3) when a peer, the data or a checkpoint fails its checks. Its services'
+  // watchdog, where given, is told each start-up stage (Note [Start-up watchdog],
+  // engine/run/startup_watchdog.h) and stands down once the run is built; its notices are armed with
+  // the session's key once it exists (Note [Sealed notices], comm/secure/first_failure.h).
+  explicit TrainingRun(const TrainOptions& opts, RunServices services = {});
   TrainingRun(const TrainingRun&) = delete;
   TrainingRun& operator=(const TrainingRun&) = delete;
 
@@ -123,6 +127,7 @@ class TrainingRun {
   std::string place_grads();
   RunDescription gather_facts() const;
 
+  StartupWatchdog* watchdog_;      // may be null
   comm::FailureNotices* notices_;  // main's (null: none): armed when the session's keys exist
   VirtualClock virtual_clock_;     // the profiler's clock when the plan is in virtual time
   Profiler profiler_;

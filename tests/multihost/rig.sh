@@ -40,3 +40,22 @@ rig_check() {
 
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ok() { echo "ok: $*"; passes=$((passes + 1)); }
+
+# The point-to-point layers clusters launch Open MPI with, by name, as mpirun arguments (the rig
+# passes a caller's `--mca btl` instead of its own self,vader,tcp):
+#   tcp    TCP everywhere, between the ranks of one host too (clusters that rule shared memory out)
+#   vader  shared memory within a host, TCP between hosts (Open MPI 4's default)
+#   ucx    UCX's own transports (pml ucx; told to use any device, as the rig has no InfiniBand)
+TRANSPORT_NAMES=(tcp vader ucx)
+declare -A TRANSPORTS=(
+  [tcp]="--mca btl tcp,self"
+  [vader]="--mca btl self,vader,tcp"
+  [ucx]="--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any"
+)
+# transport_missing NAME: prints why this machine's Open MPI cannot run NAME (then a test skips it),
+# or nothing.
+transport_missing() {
+  if [[ "$1" == ucx ]] && ! ompi_info --parsable 2>/dev/null | grep -q '^mca:pml:ucx:'; then
+    echo "this Open MPI was built without UCX (ompi_info lists no pml ucx)"
+  fi
+}

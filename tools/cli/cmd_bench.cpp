@@ -183,8 +183,8 @@ void write_calibration(const AllreduceRun& run, const std::vector<bench::BenchRe
 }
 
 // The run is the engine's (bench/allreduce_run.h); this prints its header, rows and reports.
-void run_allreduce(AllreduceBenchOptions options, comm::FailureNotices* notices) {
-  AllreduceRun run(std::move(options), notices);
+void run_allreduce(AllreduceBenchOptions options, RunServices services) {
+  AllreduceRun run(std::move(options), services);
   const AllreduceBenchOptions& o = run.options();
   const bench::BenchOptions& bo = run.bench_options();
   const bool root = run.rank() == 0;
@@ -422,7 +422,7 @@ void run_crypto(const CryptoBenchOptions& o) {
   if (!o.json.empty()) write_json_file("--json", o.json, arr);
 }
 
-void register_bench_allreduce(CLI::App* bench, comm::FailureNotices* notices) {
+void register_bench_allreduce(CLI::App* bench, RunServices services) {
   auto ar = std::make_shared<AllreduceBenchOptions>();
   auto* a =
       bench->add_subcommand("allreduce", "All-reduce bus bandwidth, nccl-tests style (run under mpirun)");
@@ -495,10 +495,10 @@ void register_bench_allreduce(CLI::App* bench, comm::FailureNotices* notices) {
   add_adversary_option(tg, ar->tee.adversary);
   a->add_option("--json", ar->json, "Write the records as a JSON list to FILE");
   auto* modes_opt = a->get_option("--modes");
-  a->callback([ar, modes_opt, notices] {
+  a->callback([ar, modes_opt, services] {
     AllreduceBenchOptions o = *ar;
     o.modes_given = modes_opt->count() > 0;
-    run_allreduce(std::move(o), notices);
+    run_allreduce(std::move(o), services);
   });
 }
 
@@ -546,14 +546,14 @@ void register_bench_crypto(CLI::App* bench) {
 
 }  // namespace
 
-void register_bench(CLI::App& app, comm::FailureNotices* notices) {
+void register_bench(CLI::App& app, RunServices services) {
   auto* bench = app.add_subcommand(
       "bench",
       "Benchmarks: allreduce (our ring vs MPI), step (one training step), crypto (seal/open GB/s), "
       "host-profile (this machine as an emulator platform), emulated-step (the emulator's step), conv (a "
       "model's convolutions layer by layer)");
   bench->require_subcommand(1);
-  register_bench_allreduce(bench, notices);
+  register_bench_allreduce(bench, services);
   register_bench_step(bench);
   register_bench_crypto(bench);
   register_bench_host_profile(bench);

@@ -61,8 +61,8 @@ void write_summary(const std::string& path, const nlohmann::json& summary) {
 
 // The CLI's part: let the engine build the run, train, report. `key_file_given`: --key-file was on
 // the command line (not just its default).
-void run_train(const TrainOptions& opts, bool key_file_given, comm::FailureNotices* notices) {
-  TrainingRun run(opts, notices);
+void run_train(const TrainOptions& opts, bool key_file_given, RunServices services) {
+  TrainingRun run(opts, services);
   const RunDescription d = run.describe();
   const OutputOptions& out = run.plan().output();
   if (run.rank() == 0 && !out.quiet) print_banner(d, run.plan().parallel());
@@ -83,11 +83,11 @@ void run_train(const TrainOptions& opts, bool key_file_given, comm::FailureNotic
 
 }  // namespace
 
-void register_train(CLI::App& app, comm::FailureNotices* notices) {
+void register_train(CLI::App& app, RunServices services) {
   auto opts = std::make_shared<TrainOptions>();
   auto* cmd = app.add_subcommand("train", "Train a model (one rank, or data-parallel under mpirun)");
   add_train_options(cmd, *opts);
-  cmd->callback([opts, cmd, notices] { run_train(*opts, cmd->count("--key-file") > 0, notices); });
+  cmd->callback([opts, cmd, services] { run_train(*opts, cmd->count("--key-file") > 0, services); });
 }
 
 }  // namespace tt::cli

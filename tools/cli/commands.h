@@ -2,23 +2,21 @@
 #pragma once
 #include <CLI/CLI.hpp>
 
-namespace tt::comm {
-class FailureNotices;
-}
+#include "engine/run/run_services.h"
 
 namespace tt::cli {
 
 void register_models(CLI::App& app);
 void register_prepare_text(CLI::App& app);
-// `notices`: main's failure notices in a job of several ranks (null otherwise), which the commands that
-// attest their peers arm with the session's key (Note [Sealed notices], comm/secure/first_failure.h).
-void register_train(CLI::App& app, comm::FailureNotices* notices);
+// `services`: main's start-up watchdog and failure notices, which the commands that run a job of
+// ranks lend their run (engine/run/run_services.h).
+void register_train(CLI::App& app, RunServices services);
 void register_eval(CLI::App& app);
 void register_sample(CLI::App& app);
-void register_bench(CLI::App& app, comm::FailureNotices* notices);
-void register_bench_host_profile(CLI::App* bench);   // cmd_bench_profile.cpp
-void register_bench_emulated_step(CLI::App* bench);  // cmd_bench_profile.cpp
-void register_bench_conv(CLI::App* bench);           // cmd_bench_conv.cpp
+void register_bench(CLI::App& app, RunServices services);  // bench allreduce's run
+void register_bench_host_profile(CLI::App* bench);         // cmd_bench_profile.cpp
+void register_bench_emulated_step(CLI::App* bench);        // cmd_bench_profile.cpp
+void register_bench_conv(CLI::App* bench);                 // cmd_bench_conv.cpp
 void register_attest(CLI::App& app);
 void register_provision(CLI::App& app);
 void register_verify_evidence(CLI::App& app);

@@ -15,9 +15,11 @@
 #include "base/error.h"
 #include "comm/secure/first_failure.h"
 #include "comm/transport/mpi_transport.h"
+#include "engine/run/startup_watchdog.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/error_report.h"
 #include "tools/cli/parse_hints.h"
+#include "tools/cli/train_flags.h"
 
 namespace {
 
@@ -49,6 +51,30 @@ int report_failure(const std::exception& e, tt::comm::FailureNotices* notices) {
   return code;
 }
 
+// This process's rank as the launcher numbered it, before MPI can say (-1 without a launcher).
+int launcher_rank() {
+  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+    if (const char* v = std::getenv(var); v != nullptr && *v != '\0') return std::atoi(v);
+  return -1;
+}
+
+void print_error_line(const std::string& line) {
+  std::fprintf(stderr, "teetrain: error: %s\n", line.c_str());
+  std::fflush(stderr);
+}
+
+// Commands that talk between ranks run inside one MPI session, opened before they start so that
+// an error can still abort every rank (a lone rank that merely exited would leave its peers waiting).
+void start_mpi(int* argc, char*** argv, tt::StartupWatchdog& watchdog,
+               std::optional<tt::comm::MpiSession>& mpi) {
+  const char* command = *argc > 1 ? (*argv)[1] : "";
+  if (std::strcmp(command, "train") != 0 && std::strcmp(command, "bench") != 0) return;
+  watchdog.enter(tt::StartupStage::MpiInit);
+  mpi.emplace(argc, argv);
+  watchdog.mpi_started(mpi->world_rank(), mpi->multiple());
+  watchdog.enter(tt::StartupStage::OwnWork);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -78,22 +104,22 @@ int main(int argc, char** argv) {
   // A later flag overrides an earlier one (scripts append overrides to a base command line).
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.set_version_flag("--version", "teetrain 0.1.0");
+  // Note [Start-up watchdog] (engine/run/startup_watchdog.h): MPI_Init waits for every process of the
+  // job, so it is bounded before the options are parsed, by the --timeout the command line gives.
+  tt::StartupWatchdog watchdog(tt::cli::timeout_before_parse(argc, argv), launcher_rank(), print_error_line);
   tt::cli::register_models(app);
   tt::cli::register_prepare_text(app);
-  // Commands that talk between ranks run inside one MPI session, opened before they start so that
-  // an error can still abort every rank (a lone rank that merely exited would leave its peers waiting).
+  // Commands that talk between ranks run inside one MPI session (start_mpi, after the commands are
+  // registered). Declared before the notices, whose listener must stop before MPI is finalized.
   std::optional<tt::comm::MpiSession> mpi;
-  if (argc > 1 && (std::strcmp(argv[1], "train") == 0 || std::strcmp(argv[1], "bench") == 0))
-    mpi.emplace(&argc, &argv);
   // Alive until exit: MPI may still read what it sent. Its listener hears a verdict while this rank
   // runs (Note [Every rank prints a line]); the session's notice key arms it (Note [Sealed notices]).
   tt::comm::FailureNotices notices;
-  const bool several = mpi && mpi->world_size() > 1;
-  if (several && mpi->multiple()) notices.listen();
-  tt::cli::register_train(app, several ? &notices : nullptr);
+  const tt::RunServices services{&watchdog, &notices};
+  tt::cli::register_train(app, services);
   tt::cli::register_eval(app);
   tt::cli::register_sample(app);
-  tt::cli::register_bench(app, several ? &notices : nullptr);
+  tt::cli::register_bench(app, services);
   tt::cli::register_provision(app);
   tt::cli::register_attest(app);
   tt::cli::register_verify_evidence(app);
@@ -101,6 +127,9 @@ int main(int argc, char** argv) {
   tt::cli::register_keys(app);
   tt::cli::register_ckpt(app);
   tt::cli::register_model_cmd(app);
+  start_mpi(&argc, &argv, watchdog, mpi);
+  const bool several = mpi && mpi->world_size() > 1;
+  if (several && mpi->multiple()) notices.listen();
   int code = 0;
   try {
     app.parse(argc, argv);
@@ -113,6 +142,7 @@ int main(int argc, char** argv) {
     if (hint) std::fprintf(stderr, "teetrain: error: %s\n", hint->c_str());
     code = hint ? 2 : (app.exit(e) == 0 ? 0 : 2);
   } catch (const std::exception& e) {
+    watchdog.stand_down();  // this rank names its own failure, with its own exit code
     code = report_failure(e, several ? &notices : nullptr);
   }
   if (code != 0 && mpi && mpi->world_size() > 1) {

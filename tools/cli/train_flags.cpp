@@ -1,6 +1,9 @@
 #include "tools/cli/train_flags.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/error.h"
@@ -161,7 +164,9 @@ void add_parallel_options(CLI::App* cmd, TrainOptions& o) {
       ->check(non_negative())
       ->capture_default_str();
   dp->add_option("--timeout", o.parallel.timeout_s,
-                 "Seconds to wait for a peer before stopping with an error naming it")
+                 "Seconds to wait for a peer before stopping (exit 1) with an error naming it; each start-up "
+                 "stage that waits for the other ranks (MPI_Init, the links, attestation, agreement, key "
+                 "release) is bounded by it too, plus 2 s, with a line naming the stage")
       ->check(positive())
       ->capture_default_str();
   add_enum_option(dp, "--comm-wait", o.parallel.wait,
@@ -287,6 +292,28 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
   add_parallel_options(cmd, o);
   add_tee_options(cmd, o.tee);
   add_emulation_options(cmd, o);
+}
+
+std::chrono::milliseconds timeout_before_parse(int argc, char** argv) {
+  double seconds = ParallelOptions{}.timeout_s;
+  constexpr std::string_view flag = "--timeout";
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    std::string_view value;
+    if (a == flag && i + 1 < argc) {
+      value = argv[++i];
+    } else if (a.starts_with(flag) && a.size() > flag.size() && a[flag.size()] == '=') {
+      value = a.substr(flag.size() + 1);
+    } else {
+      continue;
+    }
+    char* end = nullptr;
+    const std::string text(value);
+    const double v = std::strtod(text.c_str(), &end);
+    seconds = end != nullptr && *end == '\0' && v > 0 ? v : ParallelOptions{}.timeout_s;
+  }
+  constexpr double kLongest = 1e9;  // ~32 years: the deadline stays a representable time
+  return std::chrono::milliseconds(static_cast<long>(std::min(seconds, kLongest) * 1000.0));
 }
 
 }  // namespace tt::cli
