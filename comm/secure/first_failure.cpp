@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "comm/mpi_calls.h"
 #include "comm/secure/seal_streams.h"
 
 namespace tt::comm {
@@ -69,24 +70,23 @@ bool well_formed(const Notice& n, int source) {
          n[kNotIntegrity] == (code == kIntegrityCode ? 0u : 1u) && n[kVerdict] <= 1;
 }
 
-// The next well-formed notice from another rank, if one has arrived (malformed ones are dropped). A
-// message of another size on the notices' tag is received whole (MPI_Get_count) and dropped too: it
-// is never handed to MPI as a truncation.
+// The next well-formed notice from another rank, if one has arrived (malformed ones are dropped).
+// Note [Sizes before receives] (comm/transport.h): a matched probe takes each message off the queue
+// with its size, and only a notice's size is received; anything else is refused unread (no buffer is
+// sized by it), and so is everything while MPI fails here, since a failing rank must still settle.
 std::optional<Notice> next_notice() {
   for (;;) {
-    int flag = 0;
-    MPI_Status st;
-    if (MPI_Iprobe(MPI_ANY_SOURCE, kFailureNoticeTag, MPI_COMM_WORLD, &flag, &st) != MPI_SUCCESS || flag == 0)
+    std::optional<ProbedMessage> m;
+    try {
+      m = probe_message(MPI_COMM_WORLD, MPI_ANY_SOURCE, kFailureNoticeTag);
+    } catch (const RunError&) {
       return std::nullopt;
-    int bytes = 0;
-    MPI_Get_count(&st, MPI_BYTE, &bytes);
-    std::vector<std::uint8_t> raw(static_cast<std::size_t>(std::max(bytes, 0)));
-    MPI_Recv(raw.data(), bytes, MPI_BYTE, st.MPI_SOURCE, kFailureNoticeTag, MPI_COMM_WORLD,
-             MPI_STATUS_IGNORE);
-    if (raw.size() != sizeof(Notice)) continue;
+    }
+    if (!m) return std::nullopt;
+    if (m->bytes != sizeof(Notice)) continue;
     Notice n{};
-    std::memcpy(n.data(), raw.data(), sizeof(Notice));
-    if (well_formed(n, st.MPI_SOURCE)) return n;
+    if (MPI_Mrecv(n.data(), kFields, MPI_UINT64_T, &m->handle, MPI_STATUS_IGNORE) != MPI_SUCCESS) continue;
+    if (well_formed(n, m->source)) return n;
   }
 }
 
