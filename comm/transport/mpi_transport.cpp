@@ -78,25 +78,34 @@ struct MpiTransport::Receive final : RequestState {
   std::optional<std::size_t> poll() override {
     t.match_arrived();
     if (!matched) return std::nullopt;
-    if (!refused.empty()) throw FramingError(refused);
+    if (!error.empty()) {
+      if (refused) throw FramingError(error);
+      throw RunError(error);
+    }
     int flag = 0;
     check_mpi(MPI_Test(&req, &flag, MPI_STATUS_IGNORE), "MPI_Test (receive)");
     return flag != 0 ? std::optional(bytes) : std::nullopt;
   }
 
   // Takes this receive's message if it has arrived: into `buffer` when it fits, else refused unread.
-  // False while none has arrived.
+  // False while none has arrived. Once matched it throws nothing (the poll reports), so that the
+  // transport's list never keeps a receive that has its message.
   bool match() {
     std::optional<ProbedMessage> m = probe_message(t.comm_, peer, tag);
     if (!m) return false;
     matched = true;
     bytes = m->bytes;
-    if (bytes > buffer.size()) {
-      refused = describe_oversize(t.rank_, peer, tag, bytes, buffer.size());
+    refused = bytes > buffer.size();
+    if (refused) {
+      error = describe_oversize(t.rank_, peer, tag, bytes, buffer.size());
       return true;
     }
-    check_mpi(MPI_Imrecv(buffer.data(), static_cast<int>(bytes), MPI_BYTE, &m->handle, &req),
-              "MPI_Imrecv from rank " + std::to_string(peer));
+    const int rc = MPI_Imrecv(buffer.data(), static_cast<int>(bytes), MPI_BYTE, &m->handle, &req);
+    try {
+      check_mpi(rc, "MPI_Imrecv from rank " + std::to_string(peer));
+    } catch (const RunError& e) {
+      error = e.what();
+    }
     return true;
   }
 
@@ -107,7 +116,8 @@ struct MpiTransport::Receive final : RequestState {
   MPI_Request req = MPI_REQUEST_NULL;
   bool matched = false;
   std::size_t bytes = 0;  // the matched message's
-  std::string refused;    // a refused message: the FramingError every poll throws
+  bool refused = false;   // longer than `buffer`: never received
+  std::string error;      // what every poll throws once matched: a FramingError when refused
 };
 
 const char* thread_level_name(int level) {
