@@ -45,7 +45,9 @@ std::size_t Collectives::wait(Request& r, const MessageContext& ctx) {
   try {
     return t_.wait(r);
   } catch (const RunError& e) {
-    throw RunError(std::string("collective failed at ") + to_string(ctx) + ": " + e.what());
+    // Note [Sizes before receives]: a longer message where a sealed one belongs is an attack signal.
+    throw_wait_failure(e, std::string("collective failed at ") + to_string(ctx) + ": " + e.what(),
+                       !channel_->pass_through());
   }
 }
 

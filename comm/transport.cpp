@@ -20,6 +20,18 @@ std::string describe_timeout(int rank, const Request& r, std::chrono::millisecon
   return os.str();
 }
 
+std::string describe_oversize(int rank, int peer, int tag, std::size_t bytes, std::size_t posted) {
+  return "rank " + std::to_string(rank) + ": a message of " + std::to_string(bytes) + " bytes from rank " +
+         std::to_string(peer) + " (tag " + std::to_string(tag) + ") is longer than the receive buffer of " +
+         std::to_string(posted) + " bytes; refused unread";
+}
+
+void throw_wait_failure(const std::exception& e, const std::string& what, bool sealed) {
+  if (dynamic_cast<const FramingError*>(&e) == nullptr) throw RunError(what);
+  if (sealed) throw IntegrityError(what + " (a sealed message out of its place)");
+  throw FramingError(what);  // the caller may know the bytes are attestation (secure_session.cpp)
+}
+
 Request Transport::irecv_sum(int peer, std::span<float> /*acc*/, int /*tag*/) {
   throw RunError("the " + name() + " transport cannot add a message from rank " + std::to_string(peer) +
                  " on receipt (sums_on_receive is false)");

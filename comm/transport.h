@@ -8,14 +8,30 @@
 //   and receives are matched in the order they were posted (MPI's non-overtaking rule).
 // - A buffer handed to isend / irecv must stay alive and untouched until the request completes.
 // - A receive completes with the number of bytes that actually arrived; a message longer than the
-//   posted buffer is an error (RunError), a shorter one completes normally and the caller checks the
-//   count (wait() returns it) — the ring treats any short message as fatal.
+//   posted buffer is refused unread (FramingError, Note [Sizes before receives]), a shorter one
+//   completes normally and the caller checks the count (wait() returns it) — the ring treats any
+//   short message as fatal.
 // - wait() never hangs: it throws tt::RunError naming this rank, the peer, the operation and the
 //   timeout when the request does not complete in time.
+//
+// Note [Sizes before receives]: no message is received before its size is known to fit. A peer, or
+// anything on the host that can reach the ranks' links, may send more than a receive posted for, and
+// a library handed that as a truncation may fail badly (Open MPI 4.1 writes past the buffer: a
+// segfault over shared memory, heap corruption over TCP). So every transport learns a message's size
+// first — MpiTransport by a matched probe (MPI_Improbe, comm/mpi_calls.h) before MPI_Imrecv,
+// ShmTransport from the header its channel checks — and refuses a longer message without receiving
+// any of it: the receive fails with a FramingError naming this rank, the peer, the tag and both
+// sizes (describe_oversize), and the next receive on that peer and tag gets the next message. The
+// send of a refused message may never complete (MPI's stays pending: nothing receives it), so only a
+// run that is failing refuses one. Whoever waits turns the FramingError into its verdict: an
+// integrity failure (exit 3) where the bytes are sealed (throw_wait_failure) or are attestation (the
+// handshake, comm/secure/secure_session.cpp), a run failure (exit 1) elsewhere. The failure notices
+// (comm/secure/first_failure.cpp) probe the same way before they receive.
 #pragma once
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <span>
@@ -178,5 +194,15 @@ class ScopedShare {
 // "rank 1: receive from rank 2 (tag 100, 4096 bytes) did not complete within 30 s" — shared wording so
 // every transport reports a stuck peer the same way.
 std::string describe_timeout(int rank, const Request& r, std::chrono::milliseconds timeout);
+
+// Note [Sizes before receives]: "rank 1: a message of 67108864 bytes from rank 0 (tag 111) is longer
+// than the receive buffer of 731 bytes; refused unread" — every transport's FramingError for it.
+std::string describe_oversize(int rank, int peer, int tag, std::size_t bytes, std::size_t posted);
+
+// What a failed wait becomes, as one line `what` (the caller's context, then the transport's error):
+// on a sealed path (`sealed`) a FramingError is a sealed message out of its place — reordered,
+// replayed, forged or oversized — so an IntegrityError (exit 3); elsewhere it stays a FramingError,
+// and anything else a RunError (exit 1 both).
+[[noreturn]] void throw_wait_failure(const std::exception& e, const std::string& what, bool sealed);
 
 }  // namespace tt::comm

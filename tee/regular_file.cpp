@@ -112,6 +112,14 @@ RegularFile open_regular_file(const fs::path& path, const std::string& what, Fol
   return std::move(a.file);
 }
 
+std::optional<std::uint64_t> first_hole(int fd, std::uint64_t size) {
+  if (size == 0) return std::nullopt;
+  // SEEK_HOLE moves the descriptor's offset: readers here use pread, which ignores it.
+  const off_t hole = ::lseek(fd, 0, SEEK_HOLE);
+  if (hole < 0 || static_cast<std::uint64_t>(hole) >= size) return std::nullopt;  // (EINVAL: cannot tell)
+  return static_cast<std::uint64_t>(hole);
+}
+
 UniqueFd open_output_file(const fs::path& path, const std::string& what, OutputMode mode) {
   const auto refuse = [&](const std::string& why) {
     return InputError(what + " " + printable_path(path) + ": cannot open for writing: " + why);

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -73,6 +74,12 @@ inline constexpr std::uint64_t kMaxPemFileBytes = std::uint64_t{16} << 20;
 // it is read is an InputError.
 std::vector<std::uint8_t> read_regular_file(const std::filesystem::path& path, const std::string& what,
                                             std::uint64_t max_size);
+
+// The offset of the first hole in the file's first `size` bytes (bytes it reads as zeros that the disk
+// does not hold, as `truncate -s` leaves), or nullopt when it has none or the filesystem cannot tell.
+// A file that is written whole (a sealed file: ciphertext never holds a block of zeros) with a hole
+// claims a size it never held, a cheap way to make a forged header's lengths match the file's size.
+std::optional<std::uint64_t> first_hole(int fd, std::uint64_t size);
 
 // "a FIFO (named pipe)", "a directory", "a character device", ... for a stat mode's type bits.
 std::string file_type_text(mode_t mode);

@@ -1,6 +1,7 @@
 #include "comm/adversary/adversary_spec.h"
 
 #include <charconv>
+#include <climits>
 #include <vector>
 
 #include "base/error.h"
@@ -29,15 +30,21 @@ const char* attack_name(AttackKind k) {
       return "mitm";
     case AttackKind::MitmRelay:
       return "mitm-relay";
+    case AttackKind::Oversize:
+      return "oversize";
   }
   return "unknown";
+}
+
+bool attacks_handshake(AttackKind k) {
+  return k == AttackKind::Mitm || k == AttackKind::MitmRelay || k == AttackKind::Oversize;
 }
 
 namespace {
 
 constexpr const char* kForms =
-    "snoop[:DIR], flip:N, drop:N, replay:N, reorder:N, truncate:N, delay:N:MS, rewrite:N, mitm[:cert] or "
-    "mitm-relay, "
+    "snoop[:DIR], flip:N, drop:N, replay:N, reorder:N, truncate:N, delay:N:MS, rewrite:N, mitm[:cert], "
+    "oversize[:BYTES] or mitm-relay, "
     "each optionally followed by @RANK (the link from that rank; default @0)";
 
 [[noreturn]] void bad(std::string_view spec, const std::string& why) {
@@ -66,7 +73,7 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
 std::optional<AttackKind> kind_named(std::string_view name) {
   for (AttackKind k : {AttackKind::Snoop, AttackKind::Flip, AttackKind::Drop, AttackKind::Replay,
                        AttackKind::Reorder, AttackKind::Truncate, AttackKind::Delay, AttackKind::Rewrite,
-                       AttackKind::Mitm, AttackKind::MitmRelay}) {
+                       AttackKind::Mitm, AttackKind::MitmRelay, AttackKind::Oversize}) {
     if (name == attack_name(k)) return k;
   }
   return std::nullopt;
@@ -99,6 +106,12 @@ AdversarySpec parse_adversary(std::string_view spec) {
       return a;
     case AttackKind::MitmRelay:
       if (f.size() > 1) bad(spec, "mitm-relay takes no arguments");
+      return a;
+    case AttackKind::Oversize:
+      if (f.size() > 2) bad(spec, "oversize takes only the message's size in bytes (oversize:BYTES)");
+      // At most MPI's int count: a message no transport could send is no attack.
+      if (f.size() == 2) a.oversize_bytes = static_cast<std::size_t>(number(spec, f[1], "size", 1));
+      if (a.oversize_bytes > static_cast<std::size_t>(INT_MAX)) bad(spec, "size must be at most 2147483647");
       return a;
     case AttackKind::Delay:
       if (f.size() != 3) bad(spec, "delay needs the message and the milliseconds (delay:N:MS)");
@@ -172,6 +185,10 @@ std::string describe(const AdversarySpec& a, int world) {
       return "mitm-relay: a relay on " + link +
              " runs its own key exchange with each end and re-seals "
              "every message between them";
+    case AttackKind::Oversize:
+      return "oversize: sends " + std::to_string(a.oversize_bytes) + " bytes where rank " +
+             std::to_string(a.link) + "'s attestation evidence to rank " +
+             std::to_string((a.link + 1) % world) + " belongs";
     case AttackKind::Mitm:
       return std::string("mitm: a relay on ") + link + " answers the attestation challenge with " +
              (a.forgery == MitmForgery::OwnVendor

@@ -16,6 +16,10 @@
 //   mitm[:cert][@r]    a relay replaces rank r's attestation evidence to its ring successor with its
 //                      own: signed by a device of the relay's own vendor root, or (`:cert`) carrying
 //                      rank r's genuine certificate but signed with the relay's key
+//   oversize[:BYTES][@r]
+//                      sends a message of BYTES (default 64 MiB) where rank r's attestation evidence
+//                      to its ring successor belongs (731 bytes with a certified identity): the
+//                      receiver must refuse it unread (Note [Sizes before receives], comm/transport.h)
 //   mitm-relay[@r]     a relay on the link r -> r+1 that runs the whole handshake with each end itself
 //                      (its own evidence and key-exchange key to both), keeps both ends' key
 //                      confirmations consistent, and re-seals every message between them: under
@@ -35,8 +39,22 @@
 
 namespace tt::comm {
 
-enum class AttackKind { Snoop, Flip, Drop, Replay, Reorder, Truncate, Delay, Rewrite, Mitm, MitmRelay };
+enum class AttackKind {
+  Snoop,
+  Flip,
+  Drop,
+  Replay,
+  Reorder,
+  Truncate,
+  Delay,
+  Rewrite,
+  Mitm,
+  MitmRelay,
+  Oversize
+};
 const char* attack_name(AttackKind k);
+// Whether the attack is on the attestation handshake (which only TEE mode runs).
+bool attacks_handshake(AttackKind k);
 
 enum class MitmForgery {
   OwnVendor,         // the relay's own device certificate, from a root the ranks do not trust
@@ -50,6 +68,7 @@ struct AdversarySpec {
   std::chrono::milliseconds delay{0};
   std::filesystem::path snoop_dir;  // snoop:DIR (empty: report only)
   MitmForgery forgery = MitmForgery::OwnVendor;
+  std::size_t oversize_bytes = std::size_t{64} << 20;  // oversize:BYTES
 
   bool passive() const { return kind == AttackKind::Snoop; }
 };

@@ -158,9 +158,9 @@ Request AdversaryTransport::isend(int peer, std::span<const std::byte> data, int
                 data.size());
   }
   if (rank() != spec_.link) return inner_.isend(peer, data, tag);
-  if (spec_.kind == AttackKind::Mitm) {
+  if (spec_.kind == AttackKind::Mitm || spec_.kind == AttackKind::Oversize) {
     if (tag == tags::kAttestEvidence && peer == (rank() + 1) % size() && !forged_)
-      return forge_evidence(peer, data, tag);
+      return spec_.kind == AttackKind::Mitm ? forge_evidence(peer, data, tag) : oversize(peer, data, tag);
     return inner_.isend(peer, data, tag);
   }
   if (tag != tags::kRing) return inner_.isend(peer, data, tag);
@@ -302,6 +302,20 @@ Request AdversaryTransport::forge_evidence(int peer, std::span<const std::byte> 
   std::memcpy(bytes.data(), forged.data(), forged.size());
   return wrap(std::make_unique<CopiedSend>(inner_, std::move(bytes), peer, tag, data.size()), peer, tag,
               data.size());
+}
+
+// oversize: a message of the spec's size in place of the evidence. Its receiver refuses it unread
+// (Note [Sizes before receives]), so its send never completes: the adversary keeps it (and its bytes)
+// to itself, and the rank whose evidence it replaced sees its own send complete at once.
+Request AdversaryTransport::oversize(int peer, std::span<const std::byte> data, int tag) {
+  forged_ = true;
+  fired("sent " + std::to_string(spec_.oversize_bytes) + " bytes in place of rank " + std::to_string(rank()) +
+        "'s attestation evidence to rank " + std::to_string(peer) + " (" + std::to_string(data.size()) +
+        " bytes)");
+  std::vector<std::byte> bytes(spec_.oversize_bytes, std::byte{0x41});
+  injected_.push_back(
+      wrap(std::make_unique<CopiedSend>(inner_, std::move(bytes), peer, tag, 0), peer, tag, 0));
+  return wrap(std::make_unique<CompletedSend>(data.size()), peer, tag, data.size());
 }
 
 }  // namespace tt::comm

@@ -58,6 +58,7 @@ class AdversaryTransport final : public Transport {
   Request attack(int peer, std::span<const std::byte> data, int tag);
   Request rewrite(int peer, std::span<const std::byte> data, int tag, const std::string& where);
   Request forge_evidence(int peer, std::span<const std::byte> data, int tag);
+  Request oversize(int peer, std::span<const std::byte> data, int tag);
   void fired(const std::string& what);
   // Rank 0 gets every rank's blob (in rank order), the others nothing: over the inner transport.
   std::vector<std::vector<std::byte>> gather(std::vector<std::byte> mine);
@@ -77,7 +78,8 @@ class AdversaryTransport final : public Transport {
   };
   std::optional<Held> held_;  // reorder: the message waiting for the next one
   bool forged_ = false;
-  std::unique_ptr<Relay> relay_;  // mitm-relay, on the rank at the receiving end of the link
+  std::vector<Request> injected_;  // oversize: its own sends, which no receiver completes
+  std::unique_ptr<Relay> relay_;   // mitm-relay, on the rank at the receiving end of the link
   std::vector<std::string> events_;
 };
 

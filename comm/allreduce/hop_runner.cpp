@@ -306,13 +306,12 @@ std::size_t HopRunner::wait(Request& r, const MessageContext& ctx) {
   try {
     return call_.timeout.count() > 0 ? t_.wait(r, call_.timeout) : t_.wait(r);
   } catch (const RunError& e) {
-    const std::string what = *call_.name + " on rank " + std::to_string(call_.rank) + " failed at " +
-                             to_string(ctx) + ": " + e.what();
-    // A message of the wrong length where a sealed one belongs is out of its place (reordered across
-    // buckets, replayed, forged): an attack signal, as a short one is (check_length).
-    if (dynamic_cast<const FramingError*>(&e) != nullptr && !channel_->pass_through())
-      throw IntegrityError(what + " (a sealed message out of its place)");
-    throw RunError(what);
+    // Note [Sizes before receives]: a message longer than a sealed one's place is an attack signal, as
+    // a short one is (check_length).
+    throw_wait_failure(e,
+                       *call_.name + " on rank " + std::to_string(call_.rank) + " failed at " +
+                           to_string(ctx) + ": " + e.what(),
+                       !channel_->pass_through());
   }
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "comm/mpi_calls.h"
 #include "comm/secure/seal_streams.h"
 #include "tee/digest.h"
 
@@ -117,26 +118,25 @@ void FailureNotices::arm(tee::NoticeKey key) {
   key_ = std::move(key);
 }
 
-// The next notice from another rank, if one has arrived; others are dropped: ill-formed ones, untagged
-// ones on an armed rank, and a message of another size on the notices' tag, which is matched by
-// MPI_Improbe and received whole into a buffer of its own size, never handed to MPI as a truncation.
+// The next notice from another rank, if one has arrived; others are dropped: ill-formed ones and
+// untagged ones on an armed rank. Note [Sizes before receives] (comm/transport.h): a matched probe
+// takes each message off the queue with its size, and only a notice's size is received; anything else
+// is refused unread (no buffer is sized by it), and so is everything while MPI fails here, since a
+// failing rank must still settle.
 std::optional<Notice> FailureNotices::receive() {
   for (;;) {
-    int flag = 0;
-    MPI_Message msg = MPI_MESSAGE_NULL;
-    MPI_Status st;
-    if (MPI_Improbe(MPI_ANY_SOURCE, kFailureNoticeTag, MPI_COMM_WORLD, &flag, &msg, &st) != MPI_SUCCESS ||
-        flag == 0)
+    std::optional<ProbedMessage> m;
+    try {
+      m = probe_message(MPI_COMM_WORLD, MPI_ANY_SOURCE, kFailureNoticeTag);
+    } catch (const RunError&) {
       return std::nullopt;
-    int bytes = 0;
-    MPI_Get_count(&st, MPI_BYTE, &bytes);
-    std::vector<std::uint8_t> raw(static_cast<std::size_t>(std::max(bytes, 0)));
-    MPI_Mrecv(raw.data(), bytes, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
-    if (raw.size() != sizeof(Wire)) continue;
+    }
+    if (!m) return std::nullopt;
+    if (m->bytes != sizeof(Wire)) continue;
     Wire w{};
-    std::memcpy(w.data(), raw.data(), sizeof(Wire));
+    if (MPI_Mrecv(w.data(), kWireWords, MPI_UINT64_T, &m->handle, MPI_STATUS_IGNORE) != MPI_SUCCESS) continue;
     const std::lock_guard lock(mutex_);
-    if (auto n = open(w, st.MPI_SOURCE, key_ ? &*key_ : nullptr)) return n;
+    if (auto n = open(w, m->source, key_ ? &*key_ : nullptr)) return n;
   }
 }
 

@@ -112,7 +112,13 @@ std::string refusal_message(const std::string& what, const Reports& reports) {
 // Allgathers every rank's status and throws the same AttestationError on every rank if any rank
 // reported a failure or two ranks share a device identity.
 void refuse_on_every_rank(Transport& t, const Status& mine, const std::string& what) {
-  const auto all = Collectives(t).allgather(encode_status(mine));
+  std::vector<std::byte> all;
+  try {
+    all = Collectives(t).allgather(encode_status(mine));
+  } catch (const FramingError& e) {
+    // Note [Sizes before receives]: attestation bytes out of their place are an attack signal.
+    throw AttestationError(what + " refused on rank " + std::to_string(t.rank()) + ": " + e.what());
+  }
   std::vector<Status> statuses;
   for (int r = 0; r < t.size(); ++r)
     statuses.push_back(
@@ -137,8 +143,17 @@ void refuse_on_every_rank(Transport& t, const Status& mine, const std::string& w
   if (total > 0) throw AttestationError(refusal_message(what, reports));
 }
 
-std::size_t wait_for(Transport& t, Request& r, const AttestConfig* cfg) {
-  return cfg != nullptr && cfg->timeout.count() > 0 ? t.wait(r, cfg->timeout) : t.wait(r);
+// Waits for one handshake message. Note [Sizes before receives] (comm/transport.h): a message longer
+// than its place was refused unread, which is its sender's failure (`subject`): reported with the
+// others, so that every rank refuses together (AttestationError, exit 3); nullopt then.
+std::optional<std::size_t> wait_for(Transport& t, Request& r, const AttestConfig* cfg,
+                                    std::vector<Failure>& failures, int subject) {
+  try {
+    return cfg != nullptr && cfg->timeout.count() > 0 ? t.wait(r, cfg->timeout) : t.wait(r);
+  } catch (const FramingError& e) {
+    failures.push_back({subject, e.what()});
+    return std::nullopt;
+  }
 }
 
 }  // namespace
@@ -207,7 +222,8 @@ std::vector<Link> ring_links(int r, int p) {
   return links;
 }
 
-void exchange_challenges(Transport& t, std::vector<Link>& links, const AttestConfig& config) {
+void exchange_challenges(Transport& t, std::vector<Link>& links, const AttestConfig& config,
+                         std::vector<Failure>& failures) {
   std::vector<Request> reqs;
   for (auto& l : links)
     reqs.push_back(t.irecv(l.peer, std::as_writable_bytes(std::span(l.theirs)), tags::kAttestNonce));
@@ -216,7 +232,7 @@ void exchange_challenges(Transport& t, std::vector<Link>& links, const AttestCon
     reqs.push_back(t.isend(l.peer, std::as_bytes(std::span(l.mine)), tags::kAttestNonce));
   }
   for (std::size_t i = 0; i < reqs.size(); ++i) {
-    const std::size_t got = wait_for(t, reqs[i], &config);
+    const auto got = wait_for(t, reqs[i], &config, failures, reqs[i].peer());
     if (i < links.size()) links[i].challenge_ok = got == sizeof(tee::VerifierNonce);
   }
 }
@@ -244,10 +260,10 @@ void exchange_evidence(Transport& t, std::vector<Link>& links, const LocalParty&
   for (auto& l : links)
     reqs.push_back(t.isend(l.peer, std::as_bytes(std::span(l.out)), tags::kAttestEvidence));
   for (std::size_t i = 0; i < reqs.size(); ++i) {
-    const std::size_t got = wait_for(t, reqs[i], &config);
-    if (i >= links.size()) continue;
+    const auto got = wait_for(t, reqs[i], &config, failures, reqs[i].peer());
+    if (i >= links.size() || !got) continue;
     Link& l = links[i];
-    l.in.resize(got);
+    l.in.resize(*got);
     if (!l.challenge_ok) {
       failures.push_back({l.peer, "malformed handshake message"});
       continue;
@@ -289,8 +305,8 @@ void confirm_keys(Transport& t, std::vector<Link>& links, const AttestConfig& co
     reqs.push_back(t.isend(links[i].peer, std::as_bytes(std::span(out[i])), tags::kKeyConfirm));
   }
   for (std::size_t i = 0; i < reqs.size(); ++i) {
-    const std::size_t got = wait_for(t, reqs[i], &config);
-    if (i >= links.size() || links[i].secret.empty()) continue;
+    const auto got = wait_for(t, reqs[i], &config, failures, reqs[i].peer());
+    if (i >= links.size() || !got || links[i].secret.empty()) continue;
     const Link& l = links[i];
     if (got != l.confirm_in.size() || !tee::equal_ct(l.confirm_in, confirmation(l.secret, l.peer, r)))
       failures.push_back({l.peer,
@@ -358,7 +374,7 @@ SessionKeys establish_keys(Transport& t, const AttestConfig& config, const Evide
   LocalParty me;
   prepare(config, source, keys, me, mine, status);
   std::vector<Link> links = ring_links(keys.rank, keys.world_size);
-  exchange_challenges(t, links, config);
+  exchange_challenges(t, links, config, status.failures);
   exchange_evidence(t, links, me, config, source, mine, status.failures);
   confirm_keys(t, links, config, status.failures);
   if (config.anchor)
@@ -407,13 +423,13 @@ tee::SecretBytes release_secret(Transport& t, SessionKeys& keys, const tee::Secr
   } else {
     std::vector<std::uint8_t> wire(size + tee::kTagSize);
     Request req = t.irecv(prev, std::as_writable_bytes(std::span(wire)), tags::kKeyRelease);
-    const std::size_t got = t.wait(req);
+    const auto got = wait_for(t, req, nullptr, failures, r);
     // The first (and only) message of prev's stream under this release's key.
     tee::OpeningStream from_prev(tee::Cipher::Aes256Gcm, link_key(keys.link_prev, prev, r).view(),
                                  static_cast<std::uint32_t>(prev));
-    if (got != wire.size()) {
+    if (got && *got != wire.size()) {  // (a longer one was refused unread, and is reported already)
       failures.push_back({r, std::string(label) + " from rank " + std::to_string(prev) + " arrived short"});
-    } else if (!from_prev.try_open(aad(prev, r), wire, out.mutable_view())) {
+    } else if (got && !from_prev.try_open(aad(prev, r), wire, out.mutable_view())) {
       failures.push_back({r, std::string(label) + " from rank " + std::to_string(prev) +
                                  " failed to open (tag mismatch: tampered or wrong key)"});
     }

@@ -13,11 +13,20 @@
 //   communicator.
 // - Requests are polled with MPI_Test from the thread that waits; MPI progress happens only inside those
 //   calls (Open MPI's ob1 has no progress thread), so do not leave requests unwaited for long.
+// - Note [Sizes before receives] (comm/transport.h): a receive is not handed to MPI when it is posted.
+//   Every poll of this transport's requests matches the messages that have arrived to its pending
+//   receives with a matched probe (comm/mpi_calls.h), oldest receive first for each (peer, tag), and
+//   posts MPI_Imrecv only for a message that fits; a longer one is refused unread (FramingError). So a
+//   rendezvous message moves on while its receiver waits on anything of this transport, as with a
+//   receive posted up front.
 #pragma once
 #include <mpi.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "comm/mpi_calls.h"
 #include "comm/transport.h"
 
 namespace tt::comm {
@@ -57,18 +66,26 @@ class MpiTransport final : public Transport {
   int size() const override { return size_; }
   std::string name() const override { return "mpi"; }
   Request isend(int peer, std::span<const std::byte> data, int tag) override;
+  // Receives name their peer and tag: MPI_ANY_SOURCE or MPI_ANY_TAG is refused (RunError), since a
+  // message is matched to its receive by a probe for exactly that pair (Note [Sizes before receives]).
   Request irecv(int peer, std::span<std::byte> buffer, int tag) override;
+
+  // Note [Sizes before receives]: matches every pending receive whose message has arrived (posting
+  // order per peer and tag). Each poll of a request does it; ShmTransport calls it while a long
+  // message's bytes travel through this transport.
+  void match_arrived();
 
   // The duplicated communicator, e.g. for the MPI_Allreduce baseline.
   MPI_Comm comm() const { return comm_; }
+
+  struct Receive;  // a posted receive (mpi_transport.cpp); none may outlive the transport
 
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
+  std::vector<Receive*> unmatched_;           // posted receives without their message yet, in posting order
+  std::vector<std::pair<int, int>> waiting_;  // match_arrived's scratch, kept to keep polls allocation-free
 };
-
-// Throws tt::RunError with MPI's error string when rc != MPI_SUCCESS.
-void check_mpi(int rc, const std::string& what);
 
 }  // namespace tt::comm

@@ -256,10 +256,12 @@ void ShmTransport::Impl::progress() {
     drain(p);
     push(p);
   }
-  // MPI moves a long message on only inside MPI calls (comm/transport/mpi_transport.h); while one is in
-  // flight, or a message to or from another host (Note [Progress on both paths]), give it one here,
-  // whichever request this rank is waiting for.
+  // MPI moves a long message on only inside MPI calls (comm/transport/mpi_transport.h), and its
+  // receive is posted to MPI only once its size is known (Note [Sizes before receives]): while one is
+  // in flight, or a message to or from another host (Note [Progress on both paths]), match what has
+  // arrived and give MPI a turn here, whichever request this rank waits for.
   if (payloads_in_flight > 0 || remote_in_flight > 0) {
+    payload.match_arrived();
     int flag = 0;
     MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, payload.comm(), &flag, MPI_STATUS_IGNORE);
   }
@@ -300,8 +302,8 @@ void ShmTransport::Impl::match(HostPeer& p, RecvState& r, const SlotHeader& h,
     return "rank " + std::to_string(mpi.rank()) + ": a message of " + std::to_string(h.bytes) +
            " bytes from rank " + std::to_string(p.rank) + " (tag " + std::to_string(h.tag) + ")";
   };
-  if (h.bytes > r.buffer.size()) {
-    r.error = from() + " is longer than the receive buffer of " + std::to_string(r.buffer.size()) + " bytes";
+  if (h.bytes > r.buffer.size()) {  // Note [Sizes before receives]: its header said so; never read
+    r.error = describe_oversize(mpi.rank(), p.rank, h.tag, h.bytes, r.buffer.size());
     r.framing = true;
     return;
   }

@@ -78,9 +78,7 @@ void path_conflicts(const TrainOptions& o, std::vector<std::string>& out) {
                             .several_ranks = true};  // whatever the world: the same conflicts
   for (std::string& conflict : tt::path_conflicts(request)) out.push_back(std::move(conflict));
   const TeeSettings& tee = o.tee.settings;
-  const bool mitm = adversary && (adversary->kind == comm::AttackKind::Mitm ||
-                                  adversary->kind == comm::AttackKind::MitmRelay);
-  if (mitm && tee.mode == TeeMode::Off)
+  if (adversary && comm::attacks_handshake(adversary->kind) && tee.mode == TeeMode::Off)
     out.push_back(std::string("--adversary ") + comm::attack_name(adversary->kind) +
                   " attacks the attestation handshake, which only TEE mode runs: add --tee cc or --tee fast");
   if (adversary && adversary->kind == comm::AttackKind::MitmRelay && tee.cipher != tee::Cipher::Aes256Gcm)

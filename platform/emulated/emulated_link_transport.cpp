@@ -54,7 +54,10 @@ class TokenRecv final : public comm::RequestState {
         pacer_(pacer),
         prof_(prof),
         token_(token_bytes) {}
-  void post(int tag) { req_ = inner_.irecv(peer_, token_, tag); }
+  void post(int tag) {
+    tag_ = tag;
+    req_ = inner_.irecv(peer_, token_, tag);
+  }
   std::optional<std::size_t> poll() override {
     if (!arrive_) {
       if (!req_.done() && !inner_.test(req_)) return std::nullopt;
@@ -81,11 +84,8 @@ class TokenRecv final : public comm::RequestState {
     }
     const auto* t = reinterpret_cast<const std::uint8_t*>(token_.data());
     const std::uint64_t length = tee::load_be64(t);
-    if (length > buffer_.size()) {
-      throw RunError("emulated link: message of " + std::to_string(length) + " bytes from rank " +
-                     std::to_string(peer_) + " is longer than the " + std::to_string(buffer_.size()) +
-                     "-byte receive buffer");
-    }
+    if (length > buffer_.size())  // Note [Sizes before receives]: the token says so; nothing is copied
+      throw FramingError(comm::describe_oversize(inner_.rank(), peer_, tag_, length, buffer_.size()));
     bytes_ = static_cast<std::size_t>(length);
     const std::size_t carried = std::min<std::size_t>(carry_, bytes_);
     const std::size_t came = std::min(got - EmulatedLinkTransport::kHeaderBytes, carried);
@@ -114,6 +114,7 @@ class TokenRecv final : public comm::RequestState {
   comm::Transport& inner_;
   std::span<std::byte> buffer_;
   int peer_;
+  int tag_ = 0;
   std::size_t carry_;
   RunClock* clock_;
   const comm::LinkPacer& pacer_;

@@ -296,6 +296,12 @@ SealedFileReader::SealedFileReader(std::filesystem::path path, AtRestKey key)
   if (actual != header_.file_size())
     fail(path_, "size " + std::to_string(actual) + " bytes does not match the header's " +
                     std::to_string(header_.file_size()) + " (truncated, extended or length edited)");
+  // A writer writes every byte, and ciphertext holds no block of zeros: bytes the header declares that
+  // the disk does not hold are a forgery's, refused before a chunk of that size is allocated and read.
+  if (const auto hole = first_hole(fd_.get(), actual))
+    fail(path_, "the disk holds no bytes at offset " + std::to_string(*hole) + " of the " +
+                    std::to_string(actual) +
+                    " its header declares (a hole: the file was extended, not written)");
   header_digest_ = header_.digest();
   chunks_ = std::make_unique<detail::ChunkCipher>(header_.cipher, derive_file_keys(key.secret(), header_));
   scratch_.resize(

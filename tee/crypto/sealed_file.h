@@ -27,7 +27,9 @@
 // the length field -- zeroed in the digest because a streaming writer learns it only at the end --
 // is still authenticated: a reader trusts L only if chunk N-1 opens as "last" with exactly the size
 // L implies, which the tag binds. A reader also insists on the exact file size L implies, so
-// appended bytes are refused.
+// appended bytes are refused, and, before it allocates a chunk, on a file without holes: every byte
+// of that size stored (tee::first_hole), so that a forged header (C = L = 2^30) with the file extended
+// sparsely to match costs no gigabyte of memory and reading: an IntegrityError at once.
 //
 // The header is readable without the key (read_sealed_header, for `inspect`), but nothing in it is
 // trustworthy until a chunk has opened. All failures throw IntegrityError naming the file (and the

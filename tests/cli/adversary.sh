@@ -5,7 +5,8 @@
 # adversary's report says so; mitm is refused at attestation. One tampered message gives one verdict
 # line, the other failing ranks say they stopped because of it. rewrite (a replay whose clear header
 # claims to be the expected message) is refused when sealed and accepted when plain; mitm-relay reads
-# everything under --attestation none, with the run's result unchanged, and is refused with a root.
+# everything under --attestation none, with the run's result unchanged, and is refused with a root;
+# an oversized message where evidence belongs is refused unread, exit 3, over MPI and shared memory.
 source "$(dirname "$0")/lib.sh" "$@"
 make_corpus
 provision_trust
@@ -82,6 +83,22 @@ run 2 "$WORK/mitm.log" "${sealed[@]}" --adversary mitm
 check "mitm" 3 "certificate not issued by the trusted vendor root" "$WORK/mitm.log"
 run 2 "$WORK/mitm_cert.log" "${sealed[@]}" --adversary mitm:cert@1
 check "mitm:cert" 3 "rank 1: evidence signed by a key that is not the certified device key" "$WORK/mitm_cert.log"
+
+# An oversized message where attestation evidence belongs (64 MiB; the receive is posted for at most
+# 16624 bytes), over MPI's own path and over shared memory: refused unread (Note [Sizes before
+# receives]), attestation refused on every rank naming both sizes: exit 3 with one verdict line and no
+# crash (Open MPI, handed it as a truncation, segfaulted).
+for ht in mpi shm; do
+  run 2 "$WORK/oversize.log" "${sealed[@]}" --host-transport $ht --adversary oversize
+  check "oversize over $ht" 3 "^teetrain: INTEGRITY FAILURE: attestation refused on every rank: .*rank 1: a message of \
+67108864 bytes from rank 0 \(tag 111\) is longer than the receive buffer of 16624 bytes; refused unread" "$WORK/oversize.log"
+  expect_eq "$(grep -c "INTEGRITY FAILURE" "$WORK/oversize.log")" 1 "oversize over $ht: verdict lines"
+  expect_eq "$(grep -ciE "segmentation|signal|corrupt|Bad address" "$WORK/oversize.log")" 0 "oversize over $ht: no crash"
+done
+run 2 "$WORK/oversize_small.log" "${sealed[@]}" --host-transport mpi --adversary oversize:100000@1
+check "oversize:100000@1" 3 "rank 0: a message of 100000 bytes from rank 1 \(tag 111\)" "$WORK/oversize_small.log"
+expect_exit 2 "oversize attacks the attestation handshake, which only TEE mode runs" -- \
+  "$TT" "${plain[@]}" --adversary oversize
 
 # One tampered message, one verdict: with four ranks a flipped all-gather message fails to open on
 # the rank behind the adversary's link and again on every rank it was forwarded to; only the first is

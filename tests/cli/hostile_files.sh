@@ -4,7 +4,8 @@
 # sealed shard, image file or text file is refused at once with exit 2 and a line naming the path and
 # what it is; non-UTF-8 and over-long paths and a read-only checkpoint directory get exit 2 and a clear
 # line, never raw library text; a sealed shard whose length field was edited (and the file cut to
-# match) is an integrity failure (exit 3). Every command runs under `timeout 10`: a reader that blocks
+# match) is an integrity failure (exit 3), and so, at once, is one whose header declares 1 GiB chunks
+# matched by a sparse file. Every command runs under `timeout 10`: a reader that blocks
 # on a FIFO fails here (exit 124) instead of hanging the suite.
 source "$(dirname "$0")/lib.sh" "$@"
 make_corpus
@@ -123,6 +124,15 @@ truncate -s $((52 + meta + keep_plain + 2 * 16)) "$f"
 printf "$(printf '\\x%02x' 0 0 0 0 0 0 $((keep_plain >> 8)) $((keep_plain & 255)))" |
   dd of="$f" bs=1 seek=16 conv=notrunc 2>/dev/null
 expect_exit 3 "tiny_train.bin.sealed.*chunk 1 of 2 failed to open" -- "${tee_run[@]}" --data "$WORK/s3/tiny"
+# A forged header declaring 1 GiB chunks and a 1 GiB plaintext (bytes 12..23), the shard extended
+# sparsely to the size those imply: refused at once (exit 3, naming the hole), never a gigabyte
+# allocated, read and decrypted first to find the tag wrong.
+rm -rf "$WORK/s4" && cp -r "$WORK/sealed" "$WORK/s4"
+f="$WORK/s4/tiny_train.bin.sealed"
+printf '\x40\x00\x00\x00\x00\x00\x00\x00\x40\x00\x00\x00' | dd of="$f" bs=1 seek=12 conv=notrunc 2>/dev/null
+truncate -s $((52 + meta + (1 << 30) + 16)) "$f"
+expect_exit 3 "tiny_train.bin.sealed': the disk holds no bytes at offset [0-9]+ .*\(a hole" -- \
+  "${tee_run[@]}" --data "$WORK/s4/tiny"
 # JSON nested 100,000 deep (1.2 MB, under every size cap) where a file holds JSON: refused with exit 2
 # naming the file, never a crash (base/untrusted_json.h bounds the nesting at 64 levels).
 python3 -c "import sys; n = 100000; sys.stdout.write('{\"a\":' * n + '1' + '}' * n)" >"$WORK/deep.json"

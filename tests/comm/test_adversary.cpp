@@ -49,6 +49,9 @@ TEST(AdversarySpec, ParsesEveryForm) {
   EXPECT_EQ(parse_adversary("rewrite:3@1").nth, 3u);
   EXPECT_EQ(parse_adversary("mitm-relay@1").kind, AttackKind::MitmRelay);
   EXPECT_EQ(parse_adversary("mitm-relay@1").link, 1);
+  EXPECT_EQ(parse_adversary("oversize@1").oversize_bytes, std::size_t{64} << 20);
+  EXPECT_EQ(parse_adversary("oversize:100000@1").oversize_bytes, 100'000u);
+  EXPECT_EQ(parse_adversary("oversize:100000@1").link, 1);
 }
 
 // What ranks agree on: one spelling per attack (the default link written out), parsed back to the
@@ -75,6 +78,9 @@ TEST(AdversarySpec, RefusesWithAReason) {
   EXPECT_NE(error_of("flip:1@-1").find("rank must be at least 0"), std::string::npos);
   EXPECT_NE(error_of("mitm:key").find("only ':cert'"), std::string::npos);
   EXPECT_NE(error_of("snoop:").find("empty directory"), std::string::npos);
+  EXPECT_NE(error_of("oversize:0").find("size must be at least 1"), std::string::npos);
+  EXPECT_NE(error_of("oversize:4294967296").find("at most 2147483647"), std::string::npos);
+  EXPECT_NE(error_of("oversize:1:2").find("only the message's size"), std::string::npos);
   EXPECT_THROW(check_adversary(parse_adversary("flip:1@2"), 2), InputError);
   EXPECT_THROW(check_adversary(parse_adversary("snoop"), 1), InputError);
   EXPECT_NO_THROW(check_adversary(parse_adversary("flip:1@1"), 2));

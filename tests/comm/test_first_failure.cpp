@@ -1,8 +1,9 @@
 // Failure notices (comm/secure/first_failure.h) under forgery: Note [Notices never lower a verdict].
 // Rank 1 plays a process that can reach MPI_COMM_WORLD and sends rank 0 notices no honest rank sends —
 // a verdict with exit code 0 (the forgery that once turned a detected attack into a clean exit), one
-// in another rank's name, a non-integrity verdict ahead of an integrity failure, a message of the
-// wrong size — before rank 0 settles its own failure. Rank 0 must keep its own finding.
+// in another rank's name, a non-integrity verdict ahead of an integrity failure, messages of the
+// wrong size (one of them more than 2 GiB) — before rank 0 settles its own failure. Rank 0 must keep
+// its own finding, and refuse the wrong sizes unread.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -28,10 +29,13 @@ F::Notice forged(int rank, int code, bool verdict) {
   return n;
 }
 
-// The forger's messages: sent without waiting (the large one needs rank 0's receive to complete).
+// The forger's messages, sent without waiting. Besides the notices, two of another size on the notices'
+// tag: 32 KiB, and 4 GiB + 4 KiB (more bytes than MPI's int counts name; one 4 KiB block sent over and
+// over, a send buffer may repeat itself). Note [Sizes before receives]: rank 0 refuses both unread, so
+// their sends never complete; the forger frees them and keeps their buffers until the end.
 struct Forgeries {
   std::vector<F::Wire> notices;
-  std::vector<std::uint64_t> big = std::vector<std::uint64_t>(4096, 7);  // the notices' tag, another size
+  std::vector<std::uint64_t> big = std::vector<std::uint64_t>(4096, 7);  // (4096,): 32 KiB
   std::vector<MPI_Request> sent;
 
   void send_all(int to, bool with_big = true) {
@@ -40,9 +44,15 @@ struct Forgeries {
       MPI_Isend(n.data(), F::kWireWords, MPI_UINT64_T, to, F::kTag, MPI_COMM_WORLD, &sent.back());
     }
     if (!with_big) return;
-    sent.emplace_back();
-    MPI_Isend(big.data(), static_cast<int>(big.size()), MPI_UINT64_T, to, F::kTag, MPI_COMM_WORLD,
-              &sent.back());
+    MPI_Request refused = MPI_REQUEST_NULL;
+    MPI_Isend(big.data(), static_cast<int>(big.size()), MPI_UINT64_T, to, F::kTag, MPI_COMM_WORLD, &refused);
+    MPI_Request_free(&refused);
+    MPI_Datatype repeated = MPI_DATATYPE_NULL;  // (2^20 + 1) times the same 4 KiB of `big`
+    MPI_Type_create_hvector((1 << 20) + 1, 4096, 0, MPI_BYTE, &repeated);
+    MPI_Type_commit(&repeated);
+    MPI_Isend(big.data(), 1, repeated, to, F::kTag, MPI_COMM_WORLD, &refused);
+    MPI_Request_free(&refused);
+    MPI_Type_free(&repeated);
   }
   void wait() { MPI_Waitall(static_cast<int>(sent.size()), sent.data(), MPI_STATUSES_IGNORE); }
 };

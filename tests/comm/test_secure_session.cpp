@@ -1,8 +1,9 @@
 // The attested handshake over the in-process transport: with certified identities, keys agree for
 // P = 1..4 and drive a sealed ring; a man in the middle (uncertified key, another vendor's genuine
 // certificate, a revoked device, replayed evidence) is refused on EVERY rank and receives no key; a
-// binary or configuration outside the policy, a bad signature, or a tampered group key refuses on
-// every rank naming the culprit; evidence files round-trip for `teetrain attest`.
+// binary or configuration outside the policy, a bad signature, a tampered group key or an oversized
+// handshake message refuses on every rank naming the culprit; evidence files round-trip for
+// `teetrain attest`.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -448,6 +449,26 @@ TEST(SecureSession, TamperedKeyConfirmationOnTheClosingLinkRefuses) {
   const auto r = handshake(3, lab, {}, flip_one(2, 0, tags::kKeyConfirm, 5));
   expect_refused_everywhere(r, "rank 2: key confirmation failed");
   expect_refused_everywhere(r, "(reported by rank 0)");
+}
+
+// Note [Sizes before receives]: a message longer than its place in the handshake (64 MiB where 731
+// bytes of evidence belong) is refused unread, and every rank refuses together naming the sizes
+// (AttestationError, exit 3), on every tag of the handshake and the key release.
+TEST(SecureSession, AnOversizedHandshakeMessageRefusesOnEveryRank) {
+  Lab lab;
+  for (const int tag : {tags::kAttestNonce, tags::kAttestEvidence, tags::kKeyConfirm, tags::kKeyRelease}) {
+    FaultPlan plan;
+    FaultRule rule{FaultKind::Inflate};
+    rule.src = 0;
+    rule.dst = 1;
+    rule.tag = tag;
+    rule.grow_to = std::size_t{64} << 20;
+    plan.add(rule);
+    const auto r = handshake(2, lab, {}, std::move(plan));
+    expect_refused_everywhere(r, "rank 1: a message of 67108864 bytes from rank 0 (tag " +
+                                     std::to_string(tag) + ") is longer than the receive buffer of ");
+    expect_refused_everywhere(r, "refused unread");
+  }
 }
 
 TEST(SecureSession, EvidenceFilesForTeaching) {

@@ -26,6 +26,8 @@ const char* fault_name(FaultKind k) {
       return "reorder";
     case FaultKind::Delay:
       return "delay";
+    case FaultKind::Inflate:
+      return "inflate";
   }
   return "unknown";
 }
@@ -102,12 +104,8 @@ class Mailbox {
     std::lock_guard lock(mu_);
     if (!r.matched) progress(queues_[{src, dst, tag}]);  // a delayed message may have become visible
     if (!r.matched) return std::nullopt;
-    if (r.too_long != 0) {  // as the real transports frame it (base/error.h)
-      throw FramingError("inproc transport: rank " + std::to_string(dst) + " received a " +
-                         std::to_string(r.too_long) + "-byte message from rank " + std::to_string(src) +
-                         " into a " + std::to_string(r.buffer.size()) + "-byte buffer (tag " +
-                         std::to_string(tag) + ")");
-    }
+    if (r.too_long != 0)  // as the real transports refuse it (Note [Sizes before receives])
+      throw FramingError(describe_oversize(dst, src, tag, r.too_long, r.buffer.size()));
     return r.bytes;
   }
 
@@ -170,6 +168,10 @@ class Mailbox {
         return false;
       case FaultKind::Delay:
         m.visible_at = Clock::now() + r.delay;
+        mark(rs);
+        return true;
+      case FaultKind::Inflate:
+        m.bytes.resize(std::max(r.grow_to, m.bytes.size()));
         mark(rs);
         return true;
     }

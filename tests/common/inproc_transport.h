@@ -2,12 +2,12 @@
 //
 // For tests: ring and collective tests without mpirun, ThreadSanitizer runs, and the TEE security
 // tests, which need an adversary on the wire. A FaultPlan lets that adversary drop, flip a bit in,
-// truncate, replay, reorder or delay a chosen message.
+// truncate, replay, reorder, delay or inflate a chosen message.
 //
 // Semantics match MpiTransport: per (sender, receiver, tag) messages are matched in send order to
 // receives in post order; sends are buffered (the bytes are copied at isend, so a send completes at
-// once); a message longer than the posted buffer fails the receive with RunError; a shorter one
-// completes with its real length.
+// once); a message longer than the posted buffer is refused unread (FramingError, Note [Sizes before
+// receives] in comm/transport.h); a shorter one completes with its real length.
 #pragma once
 #include <chrono>
 #include <cstddef>
@@ -27,6 +27,7 @@ enum class FaultKind {
   Replay,    // the previous message on the same link is delivered again instead of this one
   Reorder,   // this message and the next one on the same link swap places
   Delay,     // the message (and, as on a stream, everything behind it on its tag) arrives `delay` later
+  Inflate,   // the message grows to grow_to bytes (zeros appended): longer than its receive posted for
 };
 const char* fault_name(FaultKind k);
 
@@ -43,6 +44,7 @@ struct FaultRule {
   std::size_t bit = 0;                   // FlipBit: bit index, modulo the payload's bit length
   std::size_t keep_bytes = 0;            // Truncate: bytes that arrive (clamped below the size)
   std::chrono::milliseconds delay{100};  // Delay
+  std::size_t grow_to = 0;               // Inflate: bytes that arrive (at least the message's own)
 };
 
 struct FaultPlan {

@@ -2,7 +2,8 @@
 // SealedFileReader on random bytes, every truncation, bit flips and byte overwrites of a valid file.
 // Each input is refused with IntegrityError or, for read_sealed_header, may parse; nothing else
 // (no crash, hang, sanitizer report or other exception). And since every byte of a sealed file is
-// authenticated, no changed byte and no truncation may ever open. Deterministic; a second or two.
+// authenticated, no changed byte and no truncation may ever open. Deterministic; a second or two. A
+// forged header whose lengths a sparse file matches is refused before anything is allocated.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -59,6 +60,31 @@ TEST(SealedFileFuzz, HeaderAndReaderRefuseEveryDamagedFile) {
   }
   EXPECT_GT(header_ok, 0);  // damage past the header still parses as a header, then fails to open
   EXPECT_EQ(read_sealed_file(good, key), test::pattern(1000));
+}
+
+// A forged header declaring 1 GiB chunks and a 1 GiB plaintext, the file extended (sparsely, as
+// `truncate -s` does) to the size those imply: refused before a chunk is allocated or read, naming the
+// hole, instead of allocating and decrypting a gigabyte of zeros to find the tag wrong.
+TEST(SealedFileFuzz, ADeclaredLengthTheDiskDoesNotHoldIsRefusedAtOnce) {
+  tt::testing::FuzzDir dir;
+  const auto key = DatasetKey::random();
+  const std::filesystem::path f = dir / "forged.sealed";
+  write_sealed_file(f, key, test::pattern(1000), SealOptions{});
+  std::string bytes = tt::testing::read_bytes(f);
+  SealedHeader h = read_sealed_header(f);
+  h.chunk_size = kMaxSealChunkSize;
+  h.plaintext_size = kMaxSealChunkSize;
+  const std::vector<std::uint8_t> head = h.encode();
+  bytes.replace(0, head.size(), reinterpret_cast<const char*>(head.data()), head.size());
+  tt::testing::write_bytes(f, bytes);
+  std::filesystem::resize_file(f, h.file_size());
+  try {
+    SealedFileReader reader(f, key);
+    ADD_FAILURE() << "a forged header with a sparse file opened";
+  } catch (const IntegrityError& e) {
+    EXPECT_NE(std::string(e.what()).find("(a hole: the file was extended, not written)"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

@@ -14,7 +14,8 @@ void add_adversary_option(CLI::App* g, std::optional<comm::AdversarySpec>& out) 
        "truncate:N, delay:N:MS attack the N-th gradient message on a link (append @R for the link from "
        "rank R, default @0); rewrite:N replays the previous message in place of the N-th with its clear "
        "header rewritten to the N-th's; mitm[:cert] replaces rank R's attestation evidence with a relay's; "
-       "mitm-relay runs its own handshake with both ends of the link and re-seals every message (it reads "
+       "oversize[:BYTES] sends BYTES (default 64 MiB) where that evidence belongs; mitm-relay runs its own "
+       "handshake with both ends of the link and re-seals every message (it reads "
        "everything under --attestation none; a root of trust refuses it)")
       ->type_name("SPEC");
 }
