@@ -75,6 +75,20 @@ void start_mpi(int* argc, char*** argv, tt::StartupWatchdog& watchdog,
   watchdog.enter(tt::StartupStage::OwnWork);
 }
 
+// Ends a process of an MPI session that failed with `code`. Never returns.
+[[noreturn]] void leave_failed(int code, bool several) {
+  // Stop every rank now with this exit code: no rank applies an update after a failed step.
+  std::fflush(stdout);
+  std::fflush(stderr);
+  if (several) MPI_Abort(MPI_COMM_WORLD, code);
+  // A single process (an MPI singleton, started without mpirun) that failed: leave without
+  // MPI_Finalize. Open MPI 4.1's singleton finalize can deadlock joining its progress thread, or
+  // crash unwinding it, when it follows init closely (seen under load: a refused run then hangs
+  // instead of exiting 2). Nothing of ours needs finalizing after a failure: outputs are written
+  // atomically or not at all.
+  std::_Exit(code);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -145,20 +159,6 @@ int main(int argc, char** argv) {
     watchdog.stand_down();  // this rank names its own failure, with its own exit code
     code = report_failure(e, several ? &notices : nullptr);
   }
-  if (code != 0 && mpi && mpi->world_size() > 1) {
-    // Stop every rank now with this exit code: no rank applies an update after a failed step.
-    std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, code);
-  }
-  if (code != 0 && mpi) {
-    // A single process (an MPI singleton, started without mpirun) that failed: leave without
-    // MPI_Finalize. Open MPI 4.1's singleton finalize can deadlock joining its progress thread, or
-    // crash unwinding it, when it follows init closely (seen under load: a refused run then hangs
-    // instead of exiting 2). Nothing of ours needs finalizing after a failure: outputs are written
-    // atomically or not at all.
-    std::fflush(stdout);
-    std::fflush(stderr);
-    std::_Exit(code);
-  }
+  if (code != 0 && mpi) leave_failed(code, several);
   return code;
 }
