@@ -155,12 +155,15 @@ std::string field_difference(const AgreedInput& theirs, const AgreedInput& ours)
   return {};
 }
 
-// How a rank's record and rank 0's differ, as one line; empty when they agree. Walks both records in
-// their canonical order, so an input only one of them holds shows as "none" on the other side.
-std::string record_difference(int rank, const InputRecord& theirs, const InputRecord& ours, bool& config) {
+// How a rank's record and the record of rank `ref` (rank 0, or the others' when rank 0 is the odd one)
+// differ, as one line; empty when they agree. Walks both records in their canonical order, so an input
+// only one of them holds shows as "none" on the other side.
+std::string record_difference(int rank, const InputRecord& theirs, int ref, const InputRecord& ours,
+                              bool& config) {
   const auto& a = theirs.inputs();
   const auto& b = ours.inputs();
   const std::string who = "rank " + std::to_string(rank) + "'s ";
+  const std::string against = "rank " + std::to_string(ref);
   std::size_t i = 0, j = 0;
   while (i < a.size() || j < b.size()) {
     const bool only_theirs = j == b.size() || (i < a.size() && before(a[i], b[j]));
@@ -168,12 +171,12 @@ std::string record_difference(int rank, const InputRecord& theirs, const InputRe
     const AgreedInput& in = only_ours ? b[j] : a[i];
     config = in.kind == InputKind::Configuration;
     if (only_theirs || only_ours) {
-      const std::string side = only_theirs ? "rank " + std::to_string(rank) : "rank 0";
-      return who + what(in) + " differs from rank 0's (only " + side + " has one: " + info(in.kind).field[0] +
-             " " + shorten(in.values[0]) + ")";
+      const std::string side = only_theirs ? "rank " + std::to_string(rank) : against;
+      return who + what(in) + " differs from " + against + "'s (only " + side +
+             " has one: " + info(in.kind).field[0] + " " + shorten(in.values[0]) + ")";
     }
     const std::string diff = field_difference(a[i], b[j]);
-    if (!diff.empty()) return who + what(in) + " differs from rank 0's" + diff;
+    if (!diff.empty()) return who + what(in) + " differs from " + against + "'s" + diff;
     ++i;
     ++j;
   }
@@ -259,16 +262,29 @@ std::string InputRecord::describe() const {
   return out;
 }
 
+// Note [The odd rank out]: every record is compared with rank 0's, so when rank 0 itself is the one
+// that differs — every other rank agrees with the others and not with it — the first comparison would
+// name rank 1, an honest rank. With three ranks or more, that case names rank 0 against the others'
+// record. (With two ranks nothing says which of the two is odd: rank 1 is named against rank 0.)
 InputDifference first_difference(const std::vector<InputRecord>& by_rank) {
-  for (std::size_t r = 1; r < by_rank.size(); ++r) {
-    InputDifference d;
-    d.message = record_difference(static_cast<int>(r), by_rank[r], by_rank[0], d.configuration);
-    if (d.message.empty()) continue;
-    d.rank = static_cast<int>(r);
-    if (d.configuration) d.message += ": start every rank with the same flags and files";
-    return d;
+  InputDifference d;
+  for (std::size_t r = 1; r < by_rank.size() && d.rank < 0; ++r) {
+    d.message = record_difference(static_cast<int>(r), by_rank[r], 0, by_rank[0], d.configuration);
+    if (!d.message.empty()) d.rank = static_cast<int>(r);
   }
-  return {};
+  if (d.rank < 0) return {};
+  bool others_agree = by_rank.size() >= 3;
+  for (std::size_t r = 2; r < by_rank.size() && others_agree; ++r) {
+    bool config = false;
+    others_agree = record_difference(static_cast<int>(r), by_rank[r], 1, by_rank[1], config).empty();
+  }
+  if (others_agree) {
+    d.message =
+        record_difference(0, by_rank[0], 1, by_rank[1], d.configuration) + ", as every other rank has it";
+    d.rank = 0;
+  }
+  if (d.configuration) d.message += ": start every rank with the same flags and files";
+  return d;
 }
 
 std::string unmet_expectation(const InputRecord& agreed, const InputExpectations& expect) {

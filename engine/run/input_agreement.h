@@ -121,7 +121,8 @@ class InputRecord {
   std::vector<AgreedInput> inputs_;
 };
 
-// The first input in which a rank's record differs from rank 0's, by rank and then by input order.
+// The first input in which a rank's record differs from rank 0's, by rank and then by input order; rank 0
+// itself when it alone differs from the others, three or more (Note [The odd rank out]).
 struct InputDifference {
   int rank = -1;  // -1: every record agrees
   std::string message;

@@ -107,6 +107,22 @@ TEST(InputAgreement, AddRefusesWhatDoesNotFitTheKind) {
   EXPECT_THROW(r.add(InputKind::TrustRoot, "", {std::string(kMaxAgreedString + 1, 'a')}), InputError);
 }
 
+// Note [The odd rank out]: rank 0 alone holds another trust root; the line names rank 0, not rank 1.
+TEST(InputAgreement, NamesRankZeroWhenItAloneDiffers) {
+  InputRecord root = honest();
+  root.add(InputKind::TrustRoot, "", {std::string(64, 'f')});
+  InputDifference d = first_difference({root, honest(), honest(), honest()});
+  EXPECT_EQ(d.rank, 0);
+  EXPECT_EQ(d.message.rfind("rank 0's trust root differs from rank 1's (sha256 ffffffffffffffff... vs ", 0),
+            0U)
+      << d.message;
+  EXPECT_NE(d.message.find(", as every other rank has it"), std::string::npos) << d.message;
+  EXPECT_EQ(first_difference({root, honest()}).rank, 1);  // two ranks: nothing says which is odd
+  InputRecord other = honest();
+  other.add(InputKind::TrustRoot, "", {std::string(64, 'd')});
+  EXPECT_EQ(first_difference({root, honest(), other}).rank, 1);  // no majority: rank 0's view stands
+}
+
 TEST(InputAgreement, NamesTheRankAndTheInputThatDiffer) {
   InputRecord other = honest();
   other.add(InputKind::DatasetSplit, "train", {kManifestB, kId, "in the manifest", "9000"});
