@@ -41,10 +41,13 @@ start_up() {
 start_up never_started "MPI start-up (MPI_Init)" \
   "${MPI[@]}" -np 1 "$TT" "${args[@]}" : -np 1 sh -c 'sleep 120' "$WORK/data/tiny"
 
-# A peer stopped inside the links' set-up: rank 0 waits inside MPI for rank 1.
+# A peer stopped inside the links' set-up: rank 0 waits inside MPI for rank 1. Under ASan the sanitizer's
+# runtime must come first among the preloaded libraries (it checks), so it is preloaded ahead of ours.
+sanitizer=$(ldd "$TT" | awk '/libasan/ {print $3}')
+preload="${sanitizer:+$sanitizer:}$STOP_IN_MPI"
 for at in MPI_Allreduce MPI_Comm_split_type; do
   start_up "stopped_in_$at" "setting up the links between ranks" \
-    "${MPI[@]}" -np 2 -x LD_PRELOAD="$STOP_IN_MPI" -x TT_STOP_AT="$at" -x TT_STOP_RANK=1 "$TT" "${args[@]}"
+    "${MPI[@]}" -np 2 -x LD_PRELOAD="$preload" -x TT_STOP_AT="$at" -x TT_STOP_RANK=1 "$TT" "${args[@]}"
   if grep -q "rank 1: start-up stuck" "$WORK/stopped_in_$at.log"; then
     echo "FAIL: stopped_in_$at: the stopped rank blamed a peer"; fails=$((fails + 1))
   else passes=$((passes + 1)); fi
