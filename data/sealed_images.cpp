@@ -134,7 +134,7 @@ void for_each_record_batch(const ImageSet& set, Fn&& fn) {
 // What seal_image_set refuses before writing anything.
 void check_sealable(const ImageSet& set, const ImageTransform& norm, std::uint32_t chunk_size) {
   if (chunk_size == 0 || chunk_size > tee::kMaxSealChunkSize) {
-    throw InputError("--chunk-kb: chunk size must be 1 .. 2^30 bytes (got " + std::to_string(chunk_size) +
+    throw InputError("--chunk-kb: chunk size must be 1 byte .. 64 MiB (got " + std::to_string(chunk_size) +
                      ")");
   }
   if (set.size() == 0) throw InputError("image dataset " + set.source + " is empty; nothing to seal");

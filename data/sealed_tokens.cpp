@@ -133,7 +133,7 @@ std::vector<SealedShardInfo> seal_token_shards(const std::vector<fs::path>& inpu
                                                const tee::DatasetKey& dataset_key, tee::Cipher cipher,
                                                std::uint32_t chunk_size) {
   if (chunk_size == 0 || chunk_size > tee::kMaxSealChunkSize) {
-    throw InputError("--chunk-size must be 1 .. 2^30 bytes (got " + std::to_string(chunk_size) + ")");
+    throw InputError("--chunk-size must be 1 byte .. 64 MiB (got " + std::to_string(chunk_size) + ")");
   }
   DatasetManifest manifest(kTokenShardKind, new_dataset_id());
   const std::vector<PlannedShard> plan = plan_shards(inputs, manifest);

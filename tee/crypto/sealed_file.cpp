@@ -94,7 +94,7 @@ std::array<std::uint8_t, kAadSize> chunk_aad(const Sha256Digest& header_digest, 
 
 void check_options(const SealOptions& o) {
   if (o.chunk_size == 0 || o.chunk_size > kMaxSealChunkSize)
-    throw std::invalid_argument("sealed file: chunk size must be 1 .. 2^30 bytes");
+    throw std::invalid_argument("sealed file: chunk size must be 1 byte .. 64 MiB");
   if (o.metadata.size() > kMaxSealMetadata) throw std::invalid_argument("sealed file: metadata over 1 MiB");
 }
 
@@ -175,7 +175,7 @@ SealedHeader read_header_fd(int fd, const std::filesystem::path& path) {
   std::copy_n(fixed.begin() + 32, h.file_nonce.size(), h.file_nonce.begin());
   const std::uint32_t meta_len = load_be32(&fixed[48]);
   if (h.chunk_size == 0 || h.chunk_size > kMaxSealChunkSize)
-    fail(path, "invalid chunk size " + std::to_string(h.chunk_size));
+    fail(path, "invalid chunk size " + std::to_string(h.chunk_size) + " (at most 64 MiB)");
   if (h.plaintext_size > kMaxPlaintext)
     fail(path, "invalid plaintext length " + std::to_string(h.plaintext_size));
   if (meta_len > kMaxSealMetadata) fail(path, "invalid metadata length " + std::to_string(meta_len));

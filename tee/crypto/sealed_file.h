@@ -7,7 +7,7 @@
 //        8     2  format version (1)
 //       10     1  cipher id (1 aes-256-gcm, 2 aes-128-gcm, 3 chacha20-poly1305)
 //       11     1  flags (0; reserved)
-//       12     4  chunk size C: plaintext bytes per chunk, 1 .. 2^30
+//       12     4  chunk size C: plaintext bytes per chunk, 1 .. 2^26 (64 MiB; see kMaxSealChunkSize)
 //       16     8  plaintext length L
 //       24     8  key fingerprint: key_fingerprint(at-rest key) -- identifies the key, never the key
 //       32    16  file nonce: random, fresh for every file written
@@ -28,7 +28,7 @@
 // is still authenticated: a reader trusts L only if chunk N-1 opens as "last" with exactly the size
 // L implies, which the tag binds. A reader also insists on the exact file size L implies, so
 // appended bytes are refused, and, before it allocates a chunk, on a file without holes: every byte
-// of that size stored (tee::first_hole), so that a forged header (C = L = 2^30) with the file extended
+// of that size stored (tee::first_hole), so that a forged header (C = L = 64 MiB) with the file extended
 // sparsely to match costs no gigabyte of memory and reading: an IntegrityError at once.
 //
 // The header is readable without the key (read_sealed_header, for `inspect`), but nothing in it is
@@ -57,7 +57,11 @@ class ChunkCipher;  // sealed_file.cpp: the file key's AEAD at chunk i's nonce
 }
 
 inline constexpr std::uint32_t kDefaultSealChunkSize = std::uint32_t{1} << 20;  // 1 MiB
-inline constexpr std::uint32_t kMaxSealChunkSize = std::uint32_t{1} << 30;
+// A reader allocates one chunk before it can tell whether the chunk is genuine, so the largest chunk
+// is what a forged header (backed by real bytes on the disk) can make every reader allocate and
+// decrypt in vain. 64 MiB bounds that; larger chunks buy nothing (AES-GCM runs at full speed long
+// before, and shuffled reads want small chunks).
+inline constexpr std::uint32_t kMaxSealChunkSize = std::uint32_t{1} << 26;
 inline constexpr std::uint32_t kMaxSealMetadata = std::uint32_t{1} << 20;
 
 struct SealedHeader {

@@ -4,7 +4,7 @@
 # sealed shard, image file or text file is refused at once with exit 2 and a line naming the path and
 # what it is; non-UTF-8 and over-long paths and a read-only checkpoint directory get exit 2 and a clear
 # line, never raw library text; a sealed shard whose length field was edited (and the file cut to
-# match) is an integrity failure (exit 3), and so, at once, is one whose header declares 1 GiB chunks
+# match) is an integrity failure (exit 3), and so, at once, is one whose header declares 64 MiB chunks
 # matched by a sparse file. Every command runs under `timeout 10`: a reader that blocks
 # on a FIFO fails here (exit 124) instead of hanging the suite.
 source "$(dirname "$0")/lib.sh" "$@"
@@ -12,6 +12,9 @@ make_corpus
 provision_trust
 "$TT" keygen --out "$WORK/k.key" >/dev/null
 "$TT" seal-data --data "$WORK/data/tiny" --out "$WORK/sealed" --key-file "$WORK/k.key" --chunk-kb 1 >/dev/null
+# Chunks over the format's 64 MiB cap are refused before anything is written.
+expect_exit 2 "--chunk-kb 65537: at most 65536 \(64 MiB\)" -- \
+  "$TT" seal-data --data "$WORK/data/tiny" --out "$WORK/big" --key-file "$WORK/k.key" --chunk-kb 65537
 common=(train --model gpt2-tiny --seq 16 --batch 2 --no-progress --threads 1 --seed 9 --val-batches 0 --steps 2)
 plain_run=(timeout 10 "$TT" "${common[@]}" --tee off --data "$WORK/data/tiny")
 tee_run=(timeout 10 "$TT" "${common[@]}" --tee fast --data "$WORK/sealed/tiny" --key-file "$WORK/k.key")
@@ -124,13 +127,20 @@ truncate -s $((52 + meta + keep_plain + 2 * 16)) "$f"
 printf "$(printf '\\x%02x' 0 0 0 0 0 0 $((keep_plain >> 8)) $((keep_plain & 255)))" |
   dd of="$f" bs=1 seek=16 conv=notrunc 2>/dev/null
 expect_exit 3 "tiny_train.bin.sealed.*chunk 1 of 2 failed to open" -- "${tee_run[@]}" --data "$WORK/s3/tiny"
-# A forged header declaring 1 GiB chunks and a 1 GiB plaintext (bytes 12..23), the shard extended
-# sparsely to the size those imply: refused at once (exit 3, naming the hole), never a gigabyte
+# A forged header declaring 1 GiB chunks (bytes 12..15): over the 64 MiB cap, refused from the header
+# (exit 3), whatever the file holds.
+rm -rf "$WORK/s5" && cp -r "$WORK/sealed" "$WORK/s5"
+f="$WORK/s5/tiny_train.bin.sealed"
+printf '\x40\x00\x00\x00' | dd of="$f" bs=1 seek=12 conv=notrunc 2>/dev/null
+expect_exit 3 "tiny_train.bin.sealed': invalid chunk size 1073741824 \(at most 64 MiB\)" -- \
+  "${tee_run[@]}" --data "$WORK/s5/tiny"
+# A forged header declaring 64 MiB chunks and a 64 MiB plaintext (bytes 12..23), the shard extended
+# sparsely to the size those imply: refused at once (exit 3, naming the hole), never 64 MiB
 # allocated, read and decrypted first to find the tag wrong.
 rm -rf "$WORK/s4" && cp -r "$WORK/sealed" "$WORK/s4"
 f="$WORK/s4/tiny_train.bin.sealed"
-printf '\x40\x00\x00\x00\x00\x00\x00\x00\x40\x00\x00\x00' | dd of="$f" bs=1 seek=12 conv=notrunc 2>/dev/null
-truncate -s $((52 + meta + (1 << 30) + 16)) "$f"
+printf '\x04\x00\x00\x00\x00\x00\x00\x00\x04\x00\x00\x00' | dd of="$f" bs=1 seek=12 conv=notrunc 2>/dev/null
+truncate -s $((52 + meta + (1 << 26) + 16)) "$f"
 expect_exit 3 "tiny_train.bin.sealed': the disk holds no bytes at offset [0-9]+ .*\(a hole" -- \
   "${tee_run[@]}" --data "$WORK/s4/tiny"
 # JSON nested 100,000 deep (1.2 MB, under every size cap) where a file holds JSON: refused with exit 2

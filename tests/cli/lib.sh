@@ -6,6 +6,20 @@ trap 'rm -rf "$WORK"' EXIT
 fails=0
 passes=0
 
+# start_burners: two CPU burners per core (a busy cluster node or CI runner) until stop_burners,
+# which a test's EXIT trap calls.
+BURNERS=()
+start_burners() {
+  for _ in $(seq 1 $((2 * $(nproc)))); do
+    yes >/dev/null &
+    BURNERS+=($!)
+  done
+}
+stop_burners() {
+  ((${#BURNERS[@]} == 0)) || kill "${BURNERS[@]}" 2>/dev/null || true
+  BURNERS=()
+}
+
 # A tiny byte-level corpus and shards for fast runs.
 make_corpus() {
   mkdir -p "$WORK/text"

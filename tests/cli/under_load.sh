@@ -10,12 +10,8 @@ source "$(dirname "$0")/lib.sh" "$@"
 make_corpus
 provision_trust
 MPI=(mpirun --allow-run-as-root --oversubscribe -np 2)
-burners=()
-for _ in $(seq 1 $((2 * $(nproc)))); do
-  yes >/dev/null &
-  burners+=($!)
-done
-trap 'kill "${burners[@]}" 2>/dev/null; rm -rf "$WORK"' EXIT
+start_burners
+trap 'stop_burners; rm -rf "$WORK"' EXIT
 "$TT" keygen --out "$WORK/k.key" >/dev/null
 "$TT" seal-data --data "$WORK/data/tiny" --out "$WORK/sealed" --key-file "$WORK/k.key" >/dev/null
 base=(train --model gpt2-mini --data "$WORK/sealed/tiny" --batch 2 --seq 64 --no-progress --key-file "$WORK/k.key"

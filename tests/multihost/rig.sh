@@ -12,6 +12,7 @@ export TT_NETNS_TAG
 export TMPDIR="$WORK"
 cleanup() {
   local rc=$?
+  stop_burners
   "$RIG" down || true
   rm -rf "$WORK"
   return $rc

@@ -62,7 +62,30 @@ TEST(SealedFileFuzz, HeaderAndReaderRefuseEveryDamagedFile) {
   EXPECT_EQ(read_sealed_file(good, key), test::pattern(1000));
 }
 
-// A forged header declaring 1 GiB chunks and a 1 GiB plaintext, the file extended (sparsely, as
+// A header declaring chunks over the 64 MiB cap: refused from the header alone (what a forged file
+// backed by real bytes could otherwise make every reader allocate and decrypt).
+TEST(SealedFileFuzz, AChunkOverTheCapIsRefusedFromTheHeader) {
+  tt::testing::FuzzDir dir;
+  const auto key = DatasetKey::random();
+  const std::filesystem::path f = dir / "big-chunks.sealed";
+  write_sealed_file(f, key, test::pattern(1000), SealOptions{});
+  std::string bytes = tt::testing::read_bytes(f);
+  bytes.replace(12, 4, std::string("\x04\x00\x00\x01", 4));  // chunk size 2^26 + 1, big-endian
+  tt::testing::write_bytes(f, bytes);
+  try {
+    (void)read_sealed_header(f);
+    ADD_FAILURE() << "a chunk size over the cap was accepted";
+  } catch (const IntegrityError& e) {
+    EXPECT_NE(std::string(e.what()).find("invalid chunk size 67108865 (at most 64 MiB)"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(write_sealed_file(dir / "w.sealed", key, test::pattern(10),
+                                 SealOptions{.cipher = Cipher::Aes256Gcm, .chunk_size = kMaxSealChunkSize + 1,
+                                             .metadata = {}}),
+               std::invalid_argument);
+}
+
+// A forged header declaring 64 MiB chunks and a 64 MiB plaintext, the file extended (sparsely, as
 // `truncate -s` does) to the size those imply: refused before a chunk is allocated or read, naming the
 // hole, instead of allocating and decrypting a gigabyte of zeros to find the tag wrong.
 TEST(SealedFileFuzz, ADeclaredLengthTheDiskDoesNotHoldIsRefusedAtOnce) {

@@ -71,8 +71,8 @@ void seal_images(const SealDataOptions& o, const tee::DatasetKey& dataset_key) {
 
 void run_seal_data(const SealDataOptions& o) {
   if (!o.name.empty() && o.images.empty()) throw InputError("--name applies to --images only");
-  if (o.chunk_kb > (1u << 20))
-    throw InputError("--chunk-kb " + std::to_string(o.chunk_kb) + ": at most 1048576 (1 GiB)");
+  if (o.chunk_kb > (1u << 16))
+    throw InputError("--chunk-kb " + std::to_string(o.chunk_kb) + ": at most 65536 (64 MiB)");
   const tee::MasterKey master = load_key_file(o.key_file, print_warning, KeyUse::SealNew);
   if (!o.images.empty()) {
     seal_images(o, derive_dataset_key(master));
@@ -138,7 +138,7 @@ void register_keys(CLI::App& app) {
       ->capture_default_str();
   add_enum_option(sd, "--cipher", s->cipher, "AEAD cipher");
   sd->add_option("--chunk-kb", s->chunk_kb,
-                 "Sealed chunk size in KiB (0 = 64 for token shards, 4 for images)")
+                 "Sealed chunk size in KiB, at most 65536 (0 = 64 for token shards, 4 for images)")
       ->check(non_negative())
       ->capture_default_str();
   sd->callback([s] { run_seal_data(*s); });
