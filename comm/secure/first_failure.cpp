@@ -166,7 +166,7 @@ void FailureNotices::listen() {
         int rank = 0;
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);
         const FirstFailure first = failure_of(*n, false, 0);
-        std::fprintf(stderr, "teetrain: %s\n", consequence_line(rank, first, false).c_str());
+        std::fprintf(stderr, "teetrain: %s\n", consequence_line(rank, first, OwnFailure::kNone).c_str());
         std::fflush(stderr);
         await_abort(first);
       }
@@ -241,13 +241,20 @@ void FailureNotices::announce(std::chrono::milliseconds pause) {
   std::this_thread::sleep_for(pause);
 }
 
-std::string consequence_line(int my_rank, const FirstFailure& first, bool own_failure) {
+std::string consequence_line(int my_rank, const FirstFailure& first, OwnFailure own) {
   const std::string cause = "rank " + std::to_string(my_rank) + ": stopped: rank " +
                             std::to_string(first.rank) +
                             (first.integrity ? " detected an attack" : " failed");
-  if (!own_failure) return cause + (first.integrity ? " (its line is the verdict)" : "");
-  return cause + " first" + (first.integrity ? " (its line is the verdict)" : "") +
-         "; this rank's own failure followed from it";
+  const std::string verdict = first.integrity ? " (its line is the verdict)" : "";
+  switch (own) {
+    case OwnFailure::kNone:
+      return cause + verdict;
+    case OwnFailure::kFollowing:
+      return cause + " first" + verdict + "; this rank's own failure followed from it";
+    case OwnFailure::kIntegrity:
+      return cause + " first" + verdict + "; this rank detected an integrity failure too";
+  }
+  return cause + verdict;
 }
 
 void await_abort(const FirstFailure& first, std::chrono::milliseconds patience) {

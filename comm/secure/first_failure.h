@@ -108,9 +108,16 @@ class FailureNotices {
   Wire verdict_wire_{};
 };
 
-// The line a rank stopped by `first` prints: instead of its own error when it failed too
-// (`own_failure`), else on its own (Note [Every rank prints a line]).
-std::string consequence_line(int my_rank, const FirstFailure& first, bool own_failure = true);
+// What a rank that is not the verdict's had itself seen when the verdict came.
+enum class OwnFailure {
+  kNone,       // nothing: it was computing or waiting (Note [Every rank prints a line])
+  kFollowing,  // a failure that follows from a stopped peer (a closed link, a timeout)
+  kIntegrity,  // an integrity failure of its own: the same tampered input, or a forwarded message
+};
+// The line a rank stopped by `first` prints, instead of its own error when it failed too. A rank that
+// detected an attack itself says so: with one input tampered on a disk that every rank reads, each
+// detects it independently, and "followed from it" would be false.
+std::string consequence_line(int my_rank, const FirstFailure& first, OwnFailure own);
 
 // For a rank that is not first: waits up to `patience` for the first rank's MPI_Abort to end this
 // process, then aborts the job itself with the first failure's code. Never returns.

@@ -179,5 +179,22 @@ TEST(FailureNotices, AnArmedRankIgnoresUntaggedVerdicts) {
   }
 }
 
+// What a rank that is not the verdict's prints says what it saw itself: nothing, a failure that
+// followed from the verdict's (a stopped peer), or an attack it detected on its own (the same
+// tampered input on every rank's disk), which must not be called a consequence.
+TEST(FailureNotices, AConsequenceLineSaysWhatThisRankSaw) {
+  const FirstFailure first{.mine = false, .rank = 0, .code = 3, .integrity = true};
+  EXPECT_EQ(consequence_line(2, first, OwnFailure::kNone),
+            "rank 2: stopped: rank 0 detected an attack (its line is the verdict)");
+  EXPECT_EQ(consequence_line(2, first, OwnFailure::kFollowing),
+            "rank 2: stopped: rank 0 detected an attack first (its line is the verdict); this rank's own "
+            "failure followed from it");
+  EXPECT_EQ(consequence_line(2, first, OwnFailure::kIntegrity),
+            "rank 2: stopped: rank 0 detected an attack first (its line is the verdict); this rank detected "
+            "an integrity failure too");
+  const FirstFailure dead{.mine = false, .rank = 1, .code = 1, .integrity = false};
+  EXPECT_EQ(consequence_line(0, dead, OwnFailure::kNone), "rank 0: stopped: rank 1 failed");
+}
+
 }  // namespace
 }  // namespace tt::comm

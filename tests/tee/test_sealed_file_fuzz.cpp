@@ -79,10 +79,11 @@ TEST(SealedFileFuzz, AChunkOverTheCapIsRefusedFromTheHeader) {
     EXPECT_NE(std::string(e.what()).find("invalid chunk size 67108865 (at most 64 MiB)"), std::string::npos)
         << e.what();
   }
-  EXPECT_THROW(write_sealed_file(dir / "w.sealed", key, test::pattern(10),
-                                 SealOptions{.cipher = Cipher::Aes256Gcm, .chunk_size = kMaxSealChunkSize + 1,
-                                             .metadata = {}}),
-               std::invalid_argument);
+  EXPECT_THROW(
+      write_sealed_file(
+          dir / "w.sealed", key, test::pattern(10),
+          SealOptions{.cipher = Cipher::Aes256Gcm, .chunk_size = kMaxSealChunkSize + 1, .metadata = {}}),
+      std::invalid_argument);
 }
 
 // A forged header declaring 64 MiB chunks and a 64 MiB plaintext, the file extended (sparsely, as

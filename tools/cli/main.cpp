@@ -37,7 +37,9 @@ int report_failure(const std::exception& e, tt::comm::FailureNotices* notices) {
     if (!first->mine && first->integrity) {
       int rank = 0;
       MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-      std::fprintf(stderr, "teetrain: %s\n", tt::comm::consequence_line(rank, *first).c_str());
+      const auto own = code == static_cast<int>(tt::ExitCode::kIntegrity) ? tt::comm::OwnFailure::kIntegrity
+                                                                          : tt::comm::OwnFailure::kFollowing;
+      std::fprintf(stderr, "teetrain: %s\n", tt::comm::consequence_line(rank, *first, own).c_str());
       std::fflush(stderr);
       tt::comm::await_abort(*first);
     }
