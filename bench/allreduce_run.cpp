@@ -4,7 +4,9 @@
 
 #include "base/error.h"
 #include "engine/gradients/gradient_paths.h"
+#include "engine/run/dist_context.h"
 #include "engine/run/host_layout.h"
+#include "engine/run/input_agreement.h"
 
 namespace tt {
 
@@ -120,6 +122,16 @@ AllreduceRun::AllreduceRun(AllreduceBenchOptions o, RunServices services)
       TeeChannelOptions{ts_.cipher, o_.tee.settings.rekey_mb, static_cast<std::size_t>(ts_.crypto_threads)},
       nullptr, services.notices);
   if (TeeSession* session = links_->session()) session->end_setup();  // the bench releases no secret
+  // Every rank runs the same rows on the same sizes, or one waits for a message its peers never send
+  // (a timeout that blames a live peer). Attestation binds the configuration in TEE mode; in plaintext
+  // this is the only check, and in both a difference is one line naming the rank (exit 2).
+  enter_stage(watchdog, StartupStage::ConfigAgreement);
+  {
+    DistContext dist(links_->transport(), links_->channel(), nullptr);
+    InputRecord mine;
+    add_configuration(mine, allreduce_config_json(o_).dump());
+    agree_inputs(dist, mine);
+  }
   // The link every row is built on (collective), and the segments it cuts.
   enter_stage(watchdog, StartupStage::Links);
   link_ = links_->agree_link(/*emulated_links=*/false);

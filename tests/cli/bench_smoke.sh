@@ -137,4 +137,13 @@ if "$TT" bench step --model gpt2-tiny --steps 1 --batch 2 --seq 16 --threads 1 >
 else
   echo "FAIL: bench step"; tail -5 "$WORK/step.log"; fails=$((fails + 1))
 fi
+# Ranks started with different options (here the largest size) would run different collectives and
+# wait out the timeout blaming a live peer; they are refused at once, on one line naming the rank.
+one=(bench allreduce --min-bytes 1K --max-bytes 64K --iters 2 --warmup 1 --modes ring)
+rc=0
+timeout 60 mpirun --allow-run-as-root --oversubscribe -np 1 "$TT" "${one[@]}" : -np 1 "$TT" "${one[@]}" --max-bytes 256K \
+  >"$WORK/differ.log" 2>&1 || rc=$?
+expect_eq "$rc" 2 "ranks with different options: exit"
+expect_eq "$(grep -c "^teetrain: error: rank 1's configuration differs from rank 0's .*start every rank with the same flags" \
+  "$WORK/differ.log")" 2 "ranks with different options: one line on each rank"
 finish
