@@ -22,6 +22,25 @@ std::string kib(std::size_t bytes) {
   return buf;
 }
 
+// Whether Open MPI's pml request leaves ob1 (whose BTLs' eager limits apply) as the layer it picks:
+// unset or "ob1"; or an exclusion list ("^ucx", as sites write to rule UCX out) that rules out UCX
+// and not ob1 (cm, the remaining one, is picked only over a high-speed MTL, where none of this applies
+// anyway: its limits are unknown either way).
+bool pml_is_ob1(const std::optional<std::string>& pml) {
+  if (!pml || pml->empty() || *pml == "ob1") return true;
+  if ((*pml)[0] != '^') return false;
+  bool ucx_excluded = false;
+  std::size_t start = 1;
+  while (start <= pml->size()) {
+    const std::size_t end = std::min(pml->find(',', start), pml->size());
+    const std::string name = pml->substr(start, end - start);
+    if (name == "ob1") return false;
+    ucx_excluded = ucx_excluded || name == "ucx";
+    start = end + 1;
+  }
+  return ucx_excluded;
+}
+
 }  // namespace
 
 LinkFacts local_link(int ranks_on_host, int world, bool emulated_links, std::size_t shm_inline_bytes) {
@@ -38,8 +57,7 @@ LinkFacts local_link(int ranks_on_host, int world, bool emulated_links, std::siz
   }
   t.name = t.across_hosts ? "TCP" : "shared memory";
   // Another point-to-point layer (UCX, say) has its own protocols: these limits say nothing of it.
-  const std::optional<std::string> pml = comm::mpi_control_string("pml");
-  if (pml && !pml->empty() && *pml != "ob1") return t;
+  if (!pml_is_ob1(comm::mpi_control_string("pml"))) return t;
   // Open MPI 4 calls its shared-memory transport vader, Open MPI 5 sm.
   static constexpr std::array<const char*, 1> kTcp{"btl_tcp_eager_limit"};
   static constexpr std::array<const char*, 2> kShared{"btl_vader_eager_limit", "btl_sm_eager_limit"};
