@@ -120,6 +120,21 @@ std::optional<std::uint64_t> first_hole(int fd, std::uint64_t size) {
   return static_cast<std::uint64_t>(hole);
 }
 
+std::string output_path_problem(const fs::path& path, const std::string& what) {
+  const std::string head = what + " " + printable_path(path) + ": cannot be written: ";
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (!S_ISREG(st.st_mode))
+      return head + "is " + file_type_text(st.st_mode & S_IFMT) + ", not a regular file";
+    return {};
+  }
+  if (errno != ENOENT) return head + open_error_text(errno);
+  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return head + "its directory " + printable_path(dir) + " does not exist; create it first";
+  return {};
+}
+
 UniqueFd open_output_file(const fs::path& path, const std::string& what, OutputMode mode) {
   const auto refuse = [&](const std::string& why) {
     return InputError(what + " " + printable_path(path) + ": cannot open for writing: " + why);

@@ -63,6 +63,11 @@ enum class OutputMode { Truncate, Append };
 // Opens `path` for writing (created if missing), truncated or positioned at its end. Throws
 // InputError("<what> <path>: cannot open for writing: <why>") otherwise.
 UniqueFd open_output_file(const std::filesystem::path& path, const std::string& what, OutputMode mode);
+// Why `path` cannot take an output file written later (at a run's end), checked before the run so that
+// a FIFO, a directory or a missing directory costs no training: "" when it may be written (missing,
+// or a regular file, in an existing directory), else "<what> <path>: cannot be written: <why>". The
+// open itself (open_output_file) checks again: the path can change in between.
+std::string output_path_problem(const std::filesystem::path& path, const std::string& what);
 // Writes all of `text` at the descriptor's position; RunError("<what> <path>: write failed (...)").
 void write_output(int fd, std::string_view text, const std::filesystem::path& path, const std::string& what);
 

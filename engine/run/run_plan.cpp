@@ -1,12 +1,14 @@
 #include "engine/run/run_plan.h"
 
 #include <optional>
+#include <utility>
 
 #include "base/error.h"
 #include "engine/gradients/gradient_paths.h"
 #include "engine/input/image_source.h"
 #include "engine/run/platform_profile.h"
 #include "platform/platform.h"
+#include "tee/regular_file.h"
 
 namespace tt {
 
@@ -135,6 +137,12 @@ std::vector<std::string> plan_conflicts(const TrainOptions& o) {
   if (s.epochs <= 0 && s.timing_warmup > 0 && s.timing_warmup >= s.steps)
     out.push_back("--timing-warmup " + std::to_string(s.timing_warmup) +
                   " leaves no step to time; it must be smaller than --steps " + std::to_string(s.steps));
+  // Outputs written at the end (or every step) are refused now, not after the whole run.
+  for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--metrics", o.output.metrics},
+                                   {"--summary", o.output.summary},
+                                   {"--trace", o.output.trace}})
+    if (!path.empty())
+      if (std::string why = tee::output_path_problem(path, flag); !why.empty()) out.push_back(std::move(why));
   if (!o.checkpoints.expect.empty() && o.checkpoints.resume.empty())
     out.push_back("--expect-checkpoint pins the checkpoint a run resumes from: add --resume DIR");
   // Image models have no sequence (the plan sets it to 0); a token model's is at most its context.

@@ -170,11 +170,14 @@ if [[ "$pins" -eq "$manifests" && "$manifests" -ge 1 ]] && grep -qF 'x\x0a      
   grep -qF '(done\x0a      manifest sha256 0000' <<<"$out"; then passes=$((passes + 1)); else
   echo "FAIL: ckpt inspect printed outside text raw ($pins pin lines for $manifests manifests):"; echo "$out"
   fails=$((fails + 1)); fi
-# Output paths are opened like input paths: a FIFO planted where a result goes is refused at once (exit
-# 2, naming the flag and what the path is), never waited on (every command runs under `timeout 10`).
+# Output paths are opened like input paths: a FIFO planted where a result goes is refused before the
+# run, not after it (exit 2, naming the flag and what the path is), never waited on (every command runs
+# under `timeout 10`); so is a result in a directory that does not exist.
 for flag in --summary --metrics --trace; do
   fifo "$WORK/out$flag"
-  expect_exit 2 "$flag .*out$flag: cannot open for writing: is a FIFO" -- "${plain_run[@]}" -q "$flag" "$WORK/out$flag"
+  expect_exit 2 "$flag .*out$flag: cannot be written: is a FIFO" -- "${plain_run[@]}" -q "$flag" "$WORK/out$flag"
+  expect_exit 2 "$flag .*: cannot be written: its directory .*nodir does not exist" -- \
+    "${plain_run[@]}" -q "$flag" "$WORK/nodir/out.json"
 done
 fifo "$WORK/policy.fifo"
 expect_exit 2 "--write-policy .*policy.fifo: cannot open for writing: is a FIFO" -- \

@@ -56,6 +56,23 @@ TEST(RegularFile, NamesWhatItRefuses) {
   EXPECT_NE(try_open_regular(dir / "link", FollowLinks::No).why().find("symbolic link"), std::string::npos);
 }
 
+// What a run checks before it starts, for outputs it writes later: a FIFO, a directory or a missing
+// directory is named; a missing file in an existing directory, or a regular file, may be written.
+TEST(RegularFile, OutputPathProblemsAreNamedBeforeTheRun) {
+  test::TempDir dir;
+  const auto fifo = dir / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(output_path_problem(fifo, "--summary"),
+            "--summary " + fifo.string() + ": cannot be written: is a FIFO (named pipe), not a regular file");
+  EXPECT_NE(output_path_problem(dir.path(), "--trace").find("is a directory, not a regular file"),
+            std::string::npos);
+  EXPECT_NE(output_path_problem(dir / "nodir" / "s.json", "--metrics").find("its directory"),
+            std::string::npos);
+  EXPECT_EQ(output_path_problem(dir / "new.json", "--summary"), "");
+  std::ofstream(dir / "old.json") << "{}";
+  EXPECT_EQ(output_path_problem(dir / "old.json", "--summary"), "");
+}
+
 TEST(RegularFile, PrintablePathEscapesInvalidUtf8) {
   EXPECT_EQ(printable_path("/tmp/caf\xc3\xa9"), "/tmp/caf\xc3\xa9");  // valid UTF-8 is kept
   EXPECT_EQ(printable_path("/tmp/ck-\xff\xfe"), "/tmp/ck-\\xff\\xfe");
