@@ -2,6 +2,7 @@
 """Draws the labs' figures (docs/labs/figures/*.svg) from the code and from real runs.
 
 Usage: /usr/bin/python3 tools/figures/make_figures.py [--teetrain build/teetrain] [--out docs/labs/figures]
+                                                      [--keep | --work DIR]
 
 Needs python3-matplotlib (scripts/install-deps.sh installs it; it is Debian's /usr/bin/python3's),
 and for the run-based parts the teetrain binary and Open MPI's mpirun. Every figure is derived from
@@ -16,7 +17,9 @@ something that can drift, so that re-running this script keeps them true:
                        field offsets are read from comm/secure/seal_streams.{h,cpp} (make_aad)
   chain-of-trust.svg   vendor root -> device certificate -> evidence -> link key
   trace.svg            one cc step and one fast step of rank 0, from the --trace files of two short
-                       runs on emulated H100s (lab 4's runs, one timed step each)
+                       runs on emulated H100s (lab 4's runs, one timed step each); the titles state
+                       the runs' own numbers from their --summary files (virtual time: the same on
+                       every machine, so a stale figure shows)
 
 Exit status 0 when every figure was written and the ring numbering matched every real run; 1
 otherwise (naming what differed).
@@ -37,12 +40,22 @@ from dataclasses import dataclass
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIGURES = ("trust-boundary.svg", "ring.svg", "sealed-message.svg", "chain-of-trust.svg", "trace.svg")
 
-# One palette for every figure: trusted (green), adversary (red), clear bytes (orange), neutral.
-TRUSTED, TRUSTED_EDGE = "#e3f2e1", "#2e7d32"
-HOSTILE, HOSTILE_EDGE = "#fdecea", "#c62828"
-CLEAR = "#ffe0b2"
-NEUTRAL, NEUTRAL_EDGE = "#eceff1", "#455a64"
-INK = "#212121"
+# Note [Figure palette]
+# ~~~~~~~~~~~~~~~~~~~~~
+# Every figure of the labs, and the report's (tools/reproduce.py), draws with Okabe and Ito's eight
+# colours, which stay apart under the common colour-vision deficiencies, or with light tints of them
+# for the faces of boxes; one colour per series, and what a colour means is also written next to it
+# (a label) or drawn (a hatch pattern). tests/labs/figures_test.py simulates deuteranopia on these and
+# on every colour the SVGs use, and fails when two that differ become alike; it also fails on text
+# under 9 pt.
+INK, ORANGE, SKY, GREEN = "#000000", "#E69F00", "#56B4E9", "#009E73"
+YELLOW, BLUE, VERMILLION, PURPLE, GREY = "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#999999"
+OKABE_ITO = (INK, ORANGE, SKY, GREEN, YELLOW, BLUE, VERMILLION, PURPLE, GREY)
+# Roles: trusted (blue), the adversary's (vermillion), clear bytes (yellow), neutral (grey).
+TRUSTED, TRUSTED_EDGE = "#D5E8F4", BLUE
+HOSTILE, HOSTILE_EDGE = "#F8E0CC", VERMILLION
+CLEAR = "#FAF4B8"
+NEUTRAL, NEUTRAL_EDGE = "#EEEEEE", "#555555"
 
 
 def pyplot():
@@ -400,78 +413,118 @@ def prepare(teetrain: str, work: str) -> None:
     run([teetrain, "provision", "--out", "vendor", "--devices", "4"], work)
 
 
-def traced_step(teetrain: str, work: str, tee: str) -> tuple[list[dict], dict[int, str], float, float]:
-    """The last (timed) step of rank 0 from a --trace file: its spans, the lane names, start and end (us)."""
+@dataclass
+class TracedStep:
+    spans: list[dict]     # rank 0's spans that overlap the timed step
+    lanes: dict[int, str]  # thread id -> lane name
+    start: float           # us: the end of the previous step's optimizer, as the run's summary times a step
+    end: float             # us: the end of this step's optimizer
+    summary: dict          # the run's --summary: the numbers the figure states
+
+
+def traced_step(teetrain: str, work: str, tee: str) -> TracedStep:
+    """The last (timed) step of rank 0 of a short run on emulated H100s, from its --trace file."""
     trace = os.path.join(work, f"{tee}.trace.json")
     run(["mpirun", "-np", "2", teetrain, "train", "--model", "gpt2", "--data", "data/clinic", "--allow-plain-data",
          "--batch", "4", "--seq", "1024", "--steps", "2", "--timing-warmup", "1", "--val-batches", "0",
          "--no-progress", "--compute", "emulate", "--gpu", "h100", "--link", "emulate", "--tee", tee,
          "--trust-root", "vendor/vendor_root.crt", "--device-identity", "vendor/device_{rank}.pem",
-         "--trace", trace], work)
+         "--trace", trace, "--summary", os.path.join(work, f"{tee}.summary.json")], work)
     with open(trace, encoding="utf-8") as f:
         events = json.load(f)["traceEvents"]
     lanes = {e["tid"]: e["args"]["name"] for e in events if e.get("name") == "thread_name" and e["pid"] == 0}
     spans = [e for e in events if e.get("ph") == "X" and e["pid"] == 0]
-    forwards = sorted(e["ts"] for e in spans if e["name"] == "forward")
     optimizers = sorted(e["ts"] + e["dur"] for e in spans if e["name"] == "optimizer")
-    if not forwards or not optimizers:
-        sys.exit(f"make_figures.py: {trace} has no forward or optimizer span on rank 0")
-    start, end = forwards[-1], optimizers[-1]
-    return [e for e in spans if e["ts"] + e["dur"] > start and e["ts"] < end], lanes, start, end
+    if len(optimizers) < 2:
+        sys.exit(f"make_figures.py: {trace} has fewer than two optimizer spans on rank 0 (a warm-up and a timed step)")
+    start, end = optimizers[-2], optimizers[-1]
+    with open(os.path.join(work, f"{tee}.summary.json"), encoding="utf-8") as f:
+        summary = json.load(f)
+    return TracedStep([e for e in spans if e["ts"] + e["dur"] > start and e["ts"] < end], lanes, start, end, summary)
 
 
-# What each span of the trace is drawn as: (colour, legend label, drawing order); others are skipped.
+def span_kind(name: str) -> str | None:
+    """Which series of the trace figure a span belongs to (a key of TRACE_STYLE), or None: not drawn.
+
+    Crypto spans are named by what they do and where it is charged: `seal` / `open` measured on this
+    CPU (--time wall), `seal (modelled host)` / `open (modelled host)` for the host that seals an
+    emulated GPU's messages (cc), `... (modelled GPU)` / `... (emulated GPU)` for device crypto (fast)."""
+    if name.startswith("bucket"):
+        return "bucket"
+    op, _, where = name.partition(" (")
+    if op in ("seal", "open"):
+        return "crypto on the GPU" if "GPU" in where else f"{op} on the host"
+    return name if name in TRACE_STYLE else None
+
+
+# What each series of the trace is drawn as: (colour, hatch, legend label, drawing order), one colour per
+# series from the Okabe-Ito palette (Note [Figure palette]).
 TRACE_STYLE = {
-    "forward": ("#90caf9", "forward", 0), "backward": ("#42a5f5", "backward", 0),
-    "comm_exposed": ("#ef9a9a", "comm_exposed", 0), "optimizer": ("#7e57c2", "optimizer", 0),
-    "bucket": ("#b0bec5", "bucket N (all-reduce)", 0), "reduce": ("#ffca28", "reduce (add)", 1),
-    "seal": (HOSTILE_EDGE, "seal (CPU)", 0), "open": ("#ff7043", "open (CPU)", 0),
-    "seal (emulated GPU)": ("#8d6e63", "seal/open on the GPU (emulated)", 0),
-    "open (emulated GPU)": ("#8d6e63", "seal/open on the GPU (emulated)", 0),
+    "forward": (SKY, "", "forward", 0), "backward": (BLUE, "", "backward", 0),
+    "comm_exposed": (VERMILLION, "////", "comm_exposed (waiting)", 0), "optimizer": (PURPLE, "", "optimizer", 0),
+    "bucket": (GREY, "", "bucket N (all-reduce)", 0), "reduce": (YELLOW, "", "reduce (add)", 1),
+    "seal on the host": (ORANGE, "", "seal on the host", 0), "open on the host": (GREEN, "xxx", "open on the host", 0),
+    "crypto on the GPU": (INK, "", "seal/open on the GPU", 0),
 }
 
 
+def trace_title(tee: str, step: TracedStep) -> str:
+    """The run's own numbers, from its summary (what `teetrain train` printed in its phase table; rank 0's
+    mean over the timed steps): the step, its exposed communication, and the sealing and opening, which
+    ran on the modelled host (cc) or on the GPU (fast) as the trace's crypto spans say."""
+    ms = {k: v["mean"] * 1e3 for k, v in step.summary["phases"].items()}
+    step_ms = step.summary["step_s_mean"] * 1e3
+    on_gpu = any(span_kind(e["name"]) == "crypto on the GPU" for e in step.spans)
+    return (f"--tee {tee}: one step = {step_ms:.1f} ms, of which comm_exposed {ms['comm_exposed']:.1f} ms "
+            f"({ms['comm_exposed'] / step_ms:.0%});\nseal {ms['seal']:.1f} ms + open {ms['open']:.1f} ms, "
+            + ("on the GPU (modelled)" if on_gpu else f"on the host (modelled: {host_rate(step.summary)})"))
+
+
+def host_rate(summary: dict) -> str:
+    """The modelled host's AES-GCM rate and cores, as the run's gradient path names them."""
+    m = re.search(r"host AES-GCM ([\d.]+ GB/s x \d+ cores?)", summary.get("gradient_path", ""))
+    return m.group(1) if m else "the host"
+
+
 def trace(plt, out: str, teetrain: str, work: str) -> None:
-    fig, axes = plt.subplots(2, 1, figsize=(10, 6.2))
-    seen: dict[str, str] = {}
+    fig, axes = plt.subplots(2, 1, figsize=(10, 7.0))
+    seen: dict[str, tuple[str, str]] = {}
     for ax, tee in zip(axes, ("cc", "fast")):
-        events, lanes, start, end = traced_step(teetrain, work, tee)
+        step = traced_step(teetrain, work, tee)
+        events, lanes, start, end = step.spans, step.lanes, step.start, step.end
         order = sorted(lanes)
         rows = {tid: i for i, tid in enumerate(order)}
-        groups: dict[tuple[int, str, int], list[tuple[float, float]]] = {}
+        groups: dict[tuple[int, str, str, int], list[tuple[float, float]]] = {}
         for e in events:
-            style = TRACE_STYLE.get("bucket" if e["name"].startswith("bucket") else e["name"])
-            if style is None or e["tid"] not in rows:
+            kind = span_kind(e["name"])
+            if kind is None or e["tid"] not in rows:
                 continue
-            colour, label, layer = style
-            seen[label] = colour
-            groups.setdefault((layer, colour, rows[e["tid"]]), []).append(((e["ts"] - start) / 1e3, e["dur"] / 1e3))
-        for (layer, colour, row), bars in sorted(groups.items()):
+            colour, hatch, label, layer = TRACE_STYLE[kind]
+            seen[label] = (colour, hatch)
+            groups.setdefault((layer, colour, hatch, rows[e["tid"]]), []).append(
+                ((e["ts"] - start) / 1e3, e["dur"] / 1e3))
+        for (layer, colour, hatch, row), bars in sorted(groups.items()):
             # Rasterised bars keep the SVG small (a cc step has hundreds of spans); text stays text.
-            ax.broken_barh(bars, (row - 0.38, 0.76), facecolors=colour, edgecolors="none", rasterized=True)
+            ax.broken_barh(bars, (row - 0.38, 0.76), facecolors=colour, edgecolors="white" if hatch else "none",
+                           hatch=hatch or None, linewidth=0, rasterized=True)
         ax.set_yticks(range(len(order)))
         ax.set_yticklabels([lanes[t] for t in order])
         ax.invert_yaxis()
         step_ms = (end - start) / 1e3
         ax.set_xlim(0, step_ms * 1.01)
-        ax.set_xlabel("ms since the step's forward began (rank 0)")
-        exposed = sum(e["dur"] for e in events if e["name"] == "comm_exposed") / 1e3
-        cpu = sum(e["dur"] for e in events if e["name"] in ("seal", "open")) / 1e3
-        gpu = sum(e["dur"] for e in events if e["name"].endswith("(emulated GPU)")) / 1e3
-        ax.set_title(f"--tee {tee}: one step = {step_ms:.0f} ms, of which comm_exposed {exposed:.0f} ms "
-                     f"({exposed / step_ms:.0%}); seal + open on the CPU {cpu:.0f} ms"
-                     + (f", on the emulated GPU {gpu:.0f} ms" if gpu else ""), fontsize=9, loc="left")
+        ax.set_xlabel("ms since the step began (rank 0)")
+        ax.set_title(trace_title(tee, step), fontsize=9, loc="left")
         biggest = max((e for e in events if e["name"] == "comm_exposed"), key=lambda e: e["dur"], default=None)
         if biggest is not None and biggest["dur"] / 1e3 > 0.3 * step_ms:
             ax.text((biggest["ts"] - start + biggest["dur"] / 2) / 1e3, rows[biggest["tid"]],
-                    "comm_exposed: backward is done; the training thread waits for the sealed all-reduce",
-                    ha="center", va="center", fontsize=7.5)
+                    "comm_exposed: backward is done; the training thread\nwaits for the sealed all-reduce",
+                    ha="center", va="center", fontsize=9, bbox={"fc": "white", "ec": "none", "alpha": 0.85})
     from matplotlib.patches import Patch
-    fig.legend(handles=[Patch(color=c, label=l) for l, c in seen.items()], loc="lower center", ncol=5,
-               fontsize=7.5, frameon=False)
-    fig.suptitle("gpt2 (124M), 2 ranks, 4 x 1024 tokens per rank, emulated H100s: the timed step of each run, "
-                 "rank 0's threads", fontsize=9.5)
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    fig.legend(handles=[Patch(facecolor=c, edgecolor="white" if h else c, hatch=h or None, label=l)
+                        for l, (c, h) in seen.items()], loc="lower center", ncol=5, fontsize=9, frameon=False)
+    fig.suptitle("gpt2 (124M), 2 ranks, 4 x 1024 tokens per rank, emulated H100s:\nthe timed step of each run, "
+                 "rank 0's threads (virtual time: the same on every machine)", fontsize=10)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     save(fig, out, "trace.svg")
 
 
@@ -483,6 +536,8 @@ def main() -> int:
     ap.add_argument("--teetrain", default=os.path.join(REPO, "build", "teetrain"), help="the binary")
     ap.add_argument("--out", default=os.path.join(REPO, "docs", "labs", "figures"), help="output directory")
     ap.add_argument("--keep", action="store_true", help="keep the runs' working directory")
+    ap.add_argument("--work", help="run in this (empty or new) directory and keep it: the traces, the runs' "
+                    "summaries ({cc,fast}.summary.json)")
     args = ap.parse_args()
     teetrain = os.path.abspath(args.teetrain)
     if not os.access(teetrain, os.X_OK):
@@ -491,7 +546,12 @@ def main() -> int:
         sys.exit("make_figures.py: mpirun not found (Open MPI: scripts/install-deps.sh)")
     plt = pyplot()
     os.makedirs(args.out, exist_ok=True)
-    work = tempfile.mkdtemp(prefix="teetrain-figures-")
+    if args.work:
+        os.makedirs(args.work, exist_ok=True)
+        work = os.path.abspath(args.work)
+        args.keep = True
+    else:
+        work = tempfile.mkdtemp(prefix="teetrain-figures-")
     try:
         trust_boundary(plt, args.out)
         ring(plt, args.out)
