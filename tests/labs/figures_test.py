@@ -36,6 +36,43 @@ def texts(path):
     return sorted(html.unescape(t).strip() for t in re.findall(r"<text[^>]*>(.*?)</text>", svg, re.S))
 
 
+sys.path.insert(0, os.path.dirname(SCRIPT))
+import palette  # noqa: E402  (tools/figures/palette.py: Note [Figure palette])
+
+
+def readability(name, path):
+    """Text under palette.MIN_FONT_PT, and colours of the figure a deuteranope confuses (problems)."""
+    with open(path, encoding="utf-8") as f:
+        svg = f.read()
+    small = sorted({float(px) for px in re.findall(r"font:(?: \w+)? ([\d.]+)px", svg)
+                    if float(px) < palette.MIN_FONT_PT})
+    colours = re.findall(r"(?:fill|stroke)(?::\s*|=\")(#[0-9a-fA-F]{6})\b", svg)
+    out = [f"{name}: text of {px:g} pt (under {palette.MIN_FONT_PT})" for px in small]
+    out += [f"{name}: {a} and {b} look alike under deuteranopia (delta E {d:.1f})"
+            for a, b, d in palette.confusable(colours)]
+    return out
+
+
+def styles_apart():
+    """The series styles drawn as raster (the trace's bars) or by tools/reproduce.py (series_styles), whose
+    colours the SVG text does not show: no two may be alike under deuteranopia."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("make_figures", SCRIPT)
+    figures = importlib.util.module_from_spec(spec)
+    sys.modules["make_figures"] = figures
+    spec.loader.exec_module(figures)
+    groups = {"trace.svg's series": [(c, h, label) for c, h, label, _ in figures.TRACE_STYLE.values()],
+              "tools/reproduce.py's 11 series": [(c, h, i) for i, (c, h, _) in enumerate(palette.series_styles(11))]}
+    out = []
+    for what, styles in groups.items():
+        for i, a in enumerate(styles):
+            for b in styles[i + 1:]:
+                if a[2] != b[2] and palette.alike(a[:2], b[:2]):
+                    out.append(f"{what}: {a[2]} ({a[0]} {a[1]!r}) and {b[2]} ({b[0]} {b[1]!r}) look alike "
+                               "under deuteranopia")
+    return out
+
+
 def trace_numbers(work):
     """What trace.svg's titles must say: each run's numbers, from the summary `teetrain train` wrote."""
     want = []
@@ -63,7 +100,10 @@ def main():
                 fails.append(f"{name}: not drawn")
             elif not os.path.isfile(os.path.join(COMMITTED, name)):
                 fails.append(f"{name}: not committed in docs/labs/figures/")
-            elif texts(fresh) != texts(os.path.join(COMMITTED, name)):
+            else:
+                fails += readability(name, os.path.join(COMMITTED, name))
+            if os.path.isfile(fresh) and os.path.isfile(os.path.join(COMMITTED, name)) and \
+                    texts(fresh) != texts(os.path.join(COMMITTED, name)):
                 new, old = Counter(texts(fresh)), Counter(texts(os.path.join(COMMITTED, name)))
                 fails.append(f"{name}: the committed figure is out of date (re-run tools/figures/make_figures.py):"
                              f" new text {sorted((new - old).elements())[:5]}, gone {sorted((old - new).elements())[:5]}")
@@ -71,6 +111,7 @@ def main():
             committed = "\n".join(texts(os.path.join(COMMITTED, "trace.svg")))
             fails += [f"trace.svg does not state its runs' numbers: {w!r} (re-run tools/figures/make_figures.py)"
                       for w in trace_numbers(work) if w not in committed]
+    fails += styles_apart()
     for f in fails:
         print(f"FAIL: {f}")
     print("figures: ok" if not fails else f"figures: {len(fails)} problem(s)")

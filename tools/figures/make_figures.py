@@ -40,22 +40,9 @@ from dataclasses import dataclass
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIGURES = ("trust-boundary.svg", "ring.svg", "sealed-message.svg", "chain-of-trust.svg", "trace.svg")
 
-# Note [Figure palette]
-# ~~~~~~~~~~~~~~~~~~~~~
-# Every figure of the labs, and the report's (tools/reproduce.py), draws with Okabe and Ito's eight
-# colours, which stay apart under the common colour-vision deficiencies, or with light tints of them
-# for the faces of boxes; one colour per series, and what a colour means is also written next to it
-# (a label) or drawn (a hatch pattern). tests/labs/figures_test.py simulates deuteranopia on these and
-# on every colour the SVGs use, and fails when two that differ become alike; it also fails on text
-# under 9 pt.
-INK, ORANGE, SKY, GREEN = "#000000", "#E69F00", "#56B4E9", "#009E73"
-YELLOW, BLUE, VERMILLION, PURPLE, GREY = "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#999999"
-OKABE_ITO = (INK, ORANGE, SKY, GREEN, YELLOW, BLUE, VERMILLION, PURPLE, GREY)
-# Roles: trusted (blue), the adversary's (vermillion), clear bytes (yellow), neutral (grey).
-TRUSTED, TRUSTED_EDGE = "#D5E8F4", BLUE
-HOSTILE, HOSTILE_EDGE = "#F8E0CC", VERMILLION
-CLEAR = "#FAF4B8"
-NEUTRAL, NEUTRAL_EDGE = "#EEEEEE", "#555555"
+# Colours, patterns and text size: Note [Figure palette] (palette.py, beside this script).
+from palette import (BLUE, CLEAR, DARK_GREY, HOSTILE, HOSTILE_EDGE, INK, LIGHT_GREY, MIN_FONT_PT, NEUTRAL,
+                     NEUTRAL_EDGE, ORANGE, PURPLE, SKY, TRUSTED, TRUSTED_EDGE, VERMILLION, hatch_ink, rcparams)
 
 
 def pyplot():
@@ -66,8 +53,8 @@ def pyplot():
                  "(Debian's python3-matplotlib, scripts/install-deps.sh)")
     matplotlib.use("Agg")
     # Reproducible, small SVG: text stays text, ids and metadata do not change from run to run.
-    matplotlib.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "teetrain", "font.size": 9,
-                                "font.family": "DejaVu Sans"})
+    matplotlib.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "teetrain", "font.family": "DejaVu Sans",
+                                **rcparams()})
     import matplotlib.pyplot as plt
     return plt
 
@@ -87,7 +74,7 @@ def box(ax, x, y, w, h, text, face=NEUTRAL, edge=NEUTRAL_EDGE, size=9, weight="n
             wrap=True)
 
 
-def arrow(ax, x0, y0, x1, y1, text="", color=NEUTRAL_EDGE, ls="-", rad=0.0, size=8, offset=(0, 0.12),
+def arrow(ax, x0, y0, x1, y1, text="", color=NEUTRAL_EDGE, ls="-", rad=0.0, size=MIN_FONT_PT, offset=(0, 0.12),
           both=False):
     ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
                 arrowprops={"arrowstyle": "<|-|>" if both else "-|>", "color": color, "lw": 1.3, "ls": ls,
@@ -110,40 +97,42 @@ def canvas(plt, w, h, xmax, ymax):
 
 
 def trust_boundary(plt, out: str) -> None:
-    fig, ax = canvas(plt, 10, 6.0, 10, 6.0)
+    fig, ax = canvas(plt, 10, 6.6, 10, 6.0)
+    ax.set_ylim(-0.6, 6.0)
     from matplotlib.patches import Rectangle
-    ax.add_patch(Rectangle((0.1, 0.1), 9.8, 4.1, fc=HOSTILE, ec=HOSTILE_EDGE, lw=1.2, ls="--"))
-    ax.text(0.25, 4.05, "the adversary's: links (PCIe, NVLink, host memory, network) and disks; it may read, "
-            "flip, drop, replay, reorder, delay (labs 1, 2, 5)", fontsize=8, color=HOSTILE_EDGE, va="top")
-    ax.text(0.25, 3.72, "what crosses the links: gradients (ring all-reduce), the initial parameter broadcast, "
-            "barriers, the attestation handshake", fontsize=8, color=HOSTILE_EDGE, va="top")
+    ax.add_patch(Rectangle((0.1, 0.1), 9.8, 4.3, fc=HOSTILE, ec=HOSTILE_EDGE, lw=1.2, ls="--"))
+    ax.text(0.25, 4.3, "the ADVERSARY's: links (PCIe, NVLink, host memory, network) and disks;\n"
+            "it may read, flip, drop, replay, reorder, delay (labs 1, 2, 5)", fontsize=MIN_FONT_PT,
+            color=HOSTILE_EDGE, va="top", weight="bold")
+    ax.text(0.25, 3.78, "what crosses the links: gradients (ring all-reduce), the initial parameter broadcast, "
+            "barriers,\nthe attestation handshake", fontsize=MIN_FONT_PT, color=HOSTILE_EDGE, va="top")
     xs = [0.6, 3.9, 7.2]
     for i, x in enumerate(xs):
         box(ax, x, 2.0, 2.2, 1.3, f"rank {i}: a TEE\n(one GPU package)\nparameters, gradients,\n"
-            "batches, keys: in clear", TRUSTED, TRUSTED_EDGE, size=8.5)
+            "batches, keys: in clear", TRUSTED, TRUSTED_EDGE, size=MIN_FONT_PT)
     for a, b in ((0, 1), (1, 2)):
         arrow(ax, xs[a] + 2.2, 2.65, xs[b], 2.65, "sealed\nmessages", HOSTILE_EDGE, offset=(0, 0.3))
     ax.annotate("", xy=(xs[0] + 1.1, 2.0), xytext=(xs[2] + 1.1, 2.0),
                 arrowprops={"arrowstyle": "-|>", "color": HOSTILE_EDGE, "lw": 1.3,
                             "connectionstyle": "arc3,rad=-0.18", "shrinkA": 2, "shrinkB": 2})
-    ax.text(5.0, 1.2, "link 2 -> 0 closes the ring", ha="center", va="center", fontsize=8, color=HOSTILE_EDGE)
-    box(ax, 0.6, 0.3, 3.1, 0.75, "disk: sealed token shards\n(seal-data, lab 5)", NEUTRAL, HOSTILE_EDGE, size=8.5)
+    ax.text(5.0, 1.2, "link 2 -> 0 closes the ring", ha="center", va="center", fontsize=MIN_FONT_PT, color=HOSTILE_EDGE)
+    box(ax, 0.6, 0.3, 3.1, 0.75, "disk: sealed token shards\n(seal-data, lab 5)", NEUTRAL, HOSTILE_EDGE, size=MIN_FONT_PT)
     box(ax, 6.3, 0.3, 3.1, 0.75, "disk: sealed checkpoints +\nmanifest chain (lab 5)", NEUTRAL, HOSTILE_EDGE,
-        size=8.5)
+        size=MIN_FONT_PT)
     arrow(ax, 2.2, 1.05, 1.5, 2.0, "ingress", HOSTILE_EDGE, offset=(-0.45, 0))
     arrow(ax, 8.3, 2.0, 7.9, 1.05, "save", HOSTILE_EDGE, offset=(0.35, 0))
     # Outside the adversary's zone: who vouches and who owns the data.
     box(ax, 0.3, 4.75, 3.2, 1.1, "vendor (provision, lab 3)\nroot certificate, revocation list;\n"
-        "root key never on a training host", NEUTRAL, NEUTRAL_EDGE, size=8)
+        "root key never on a training host", NEUTRAL, NEUTRAL_EDGE, size=MIN_FONT_PT)
     box(ax, 6.5, 4.75, 3.2, 1.1, "data owner\nmaster key (keygen): releases the\n"
-        "dataset key to attested ranks only", NEUTRAL, NEUTRAL_EDGE, size=8)
+        "dataset key to attested ranks only", NEUTRAL, NEUTRAL_EDGE, size=MIN_FONT_PT)
     box(ax, 3.75, 4.75, 2.5, 1.1, "verifier = every rank:\nchecks its ring neighbours'\nevidence (lab 3)",
-        NEUTRAL, NEUTRAL_EDGE, size=8)
+        NEUTRAL, NEUTRAL_EDGE, size=MIN_FONT_PT)
     arrow(ax, 1.9, 4.75, 1.7, 3.3, "certifies", NEUTRAL_EDGE, ls=":", offset=(0.45, 0.62))
     arrow(ax, 8.1, 4.75, 8.3, 3.3, "key, sealed", NEUTRAL_EDGE, ls=":", offset=(-0.55, 0.62))
-    ax.text(5.0, 0.12, "in clear on the wire even with the TEE on: who talks to whom, when, how much; "
-            "the 12-byte header of each sealed message; the handshake", ha="center", fontsize=7.5,
-            color=HOSTILE_EDGE, va="bottom")
+    ax.text(5.0, 0.0, "in clear on the wire even with the TEE on: who talks to whom, when, how much;\n"
+            "the 12-byte header of each sealed message; the handshake", ha="center", fontsize=MIN_FONT_PT,
+            color=HOSTILE_EDGE, va="top")
     save(fig, out, "trust-boundary.svg")
 
 
@@ -222,9 +211,9 @@ def ring(plt, out: str) -> None:
         dx, dy = mx - cx, my - cy
         norm = math.hypot(dx, dy)
         lx, ly = cx + dx / norm * (rad + 1.15), cy + dy / norm * (rad + 1.15)
-        ax.text(lx, ly, label, ha="center", va="center", fontsize=7.5, family="DejaVu Sans Mono",
+        ax.text(lx, ly, label, ha="center", va="center", fontsize=MIN_FONT_PT, family="DejaVu Sans Mono",
                 bbox={"fc": "white", "ec": HOSTILE_EDGE, "lw": 0.8, "boxstyle": "round,pad=0.3"})
-    ax.text(cx, cy, "P = 4\none bucket,\none segment\nper chunk", ha="center", va="center", fontsize=8,
+    ax.text(cx, cy, "P = 4\none bucket,\none segment\nper chunk", ha="center", va="center", fontsize=MIN_FONT_PT,
             color=NEUTRAL_EDGE)
     p2 = ring_messages(2, 0, 2)
     text = (
@@ -245,9 +234,9 @@ def ring(plt, out: str) -> None:
         "\n".join(f"  N = {n + 1}: step {m.step}, {short[m.phase]} hop {m.hop}, chunk {m.chunk}"
                   for n, m in enumerate(p2)) +
         "\nso flip:3 hits step 1, scatter-reduce, hop 0, chunk 0.")
-    ax.text(7.0, 7.1, text, ha="left", va="top", fontsize=8, family="DejaVu Sans Mono")
+    ax.text(7.0, 7.1, text, ha="left", va="top", fontsize=MIN_FONT_PT, family="DejaVu Sans Mono")
     ax.text(7.0, 0.25, "Numbering derived from comm/allreduce/ring_allreduce.cpp and ring_geometry.cpp\n"
-            "and checked against real runs by tools/figures/make_figures.py.", fontsize=7, color=NEUTRAL_EDGE)
+            "and checked against real runs by tools/figures/make_figures.py.", fontsize=MIN_FONT_PT, color=NEUTRAL_EDGE)
     save(fig, out, "ring.svg")
 
 
@@ -315,7 +304,7 @@ def sealed_message(plt, out: str) -> None:
             a[0] + a[1] == b[0] for a, b in zip(fields, fields[1:]))):
         sys.exit(f"make_figures.py: comm/secure/seal_streams.* changed shape (header {header}, tag {tag}, "
                  f"AD {aad_size} bytes, fields end at {end}): update sealed_message()")
-    fig, ax = canvas(plt, 10, 5.6, 10, 5.6)
+    fig, ax = canvas(plt, 12, 5.6, 12, 5.6)
     from matplotlib.patches import Rectangle
     y = 4.3
     parts = [(0.3, 5.2, "ciphertext (length bytes)\nAES-256-GCM of the gradient chunk", NEUTRAL, HOSTILE_EDGE),
@@ -323,34 +312,37 @@ def sealed_message(plt, out: str) -> None:
              (7.1, 1.0, "be32\nkey epoch", CLEAR, HOSTILE_EDGE), (8.1, 1.6, "be64\nnonce counter", CLEAR, HOSTILE_EDGE)]
     for x, w, text, face, edge in parts:
         ax.add_patch(Rectangle((x, y), w, 0.8, fc=face, ec=edge, lw=1.2))
-        ax.text(x + w / 2, y + 0.4, text, ha="center", va="center", fontsize=8)
+        ax.text(x + w / 2, y + 0.4, text, ha="center", va="center", fontsize=MIN_FONT_PT)
     ax.text(0.3, 5.35, f"a sealed message on the wire: plaintext length + {overhead} bytes "
             "(comm/secure/sealed_channel.h)", fontsize=9.5, weight="bold")
     ax.annotate("", xy=(9.7, 4.2), xytext=(7.1, 4.2), arrowprops={"arrowstyle": "<->", "color": INK})
     ax.text(8.4, 3.95, f"clear header ({header} bytes): DIAGNOSTIC ONLY —\nthe receiver never reads it to open",
-            ha="center", va="top", fontsize=7.5)
+            ha="center", va="top", fontsize=MIN_FONT_PT)
     ax.text(0.3, 3.35, "never sent — the receiver builds both from its own state (which step, bucket, hop, "
-            "which message of the stream it expects):", fontsize=8.5, weight="bold")
-    ax.add_patch(Rectangle((0.3, 2.55), 1.6, 0.55, fc=TRUSTED, ec=TRUSTED_EDGE))
-    ax.text(1.1, 2.82, "be32 stream sender", ha="center", va="center", fontsize=7.5)
-    ax.add_patch(Rectangle((1.9, 2.55), 2.4, 0.55, fc=TRUSTED, ec=TRUSTED_EDGE))
-    ax.text(3.1, 2.82, "be64 counter (expected)", ha="center", va="center", fontsize=7.5)
-    ax.text(4.45, 2.82, "96-bit nonce: never repeats under a key (tee/detail/nonce.h)", va="center", fontsize=8)
-    x0, x1 = 0.3, 9.7
+            "which message of the stream it expects):", fontsize=MIN_FONT_PT, weight="bold")
+    ax.add_patch(Rectangle((0.3, 2.55), 2.0, 0.55, fc=TRUSTED, ec=TRUSTED_EDGE))
+    ax.text(1.3, 2.82, "be32 stream sender", ha="center", va="center", fontsize=MIN_FONT_PT)
+    ax.add_patch(Rectangle((2.3, 2.55), 2.4, 0.55, fc=TRUSTED, ec=TRUSTED_EDGE))
+    ax.text(3.5, 2.82, "be64 counter (expected)", ha="center", va="center", fontsize=MIN_FONT_PT)
+    ax.text(4.85, 2.82, "96-bit nonce: never repeats under a key (tee/detail/nonce.h)", va="center", fontsize=MIN_FONT_PT)
+    x0, x1 = 0.3, 11.7
     scale = (x1 - x0) / aad_size
+    labelled = -2  # the last offset written below the row: neighbours 1 byte apart would overlap
     for off, n, name in fields:
         ax.add_patch(Rectangle((x0 + off * scale, 1.45), n * scale, 0.6, fc=TRUSTED, ec=TRUSTED_EDGE, lw=0.8))
         if n >= 4:
-            ax.text(x0 + (off + n / 2) * scale, 1.75, name, ha="center", va="center", fontsize=6.5, rotation=90
+            ax.text(x0 + (off + n / 2) * scale, 1.75, name, ha="center", va="center", fontsize=MIN_FONT_PT, rotation=90
                     if n * scale < 0.45 else 0)
-        ax.text(x0 + off * scale, 1.38, str(off), ha="left", va="top", fontsize=5.5, color=NEUTRAL_EDGE)
+        if off - labelled >= 2:
+            ax.text(x0 + off * scale, 1.38, str(off), ha="left", va="top", fontsize=MIN_FONT_PT, color=NEUTRAL_EDGE)
+            labelled = off
     singles = ", ".join(name for off, n, name in fields if n < 4)
     ax.text(0.3, 2.2, f"associated data ({aad_size} bytes, big-endian; byte offsets below; "
-            f"1-byte fields: {singles})", fontsize=8)
+            f"1-byte fields: {singles})", fontsize=MIN_FONT_PT)
     ax.text(0.3, 0.95, "A message opens only where it was sealed for: change one bit of the ciphertext or the "
             "tag, deliver it at\nanother step/hop/chunk, from another sender, twice, late or early — the "
             "receiver's nonce or AD differs and\nthe tag check fails (lab 2). Receiver 'any': an all-gather "
-            "object forwarded unchanged (--tee fast).", fontsize=8, va="top")
+            "object forwarded unchanged (--tee fast).", fontsize=MIN_FONT_PT, va="top")
     save(fig, out, "sealed-message.svg")
 
 
@@ -359,8 +351,8 @@ def sealed_message(plt, out: str) -> None:
 
 
 def chain_of_trust(plt, out: str) -> None:
-    fig, ax = canvas(plt, 10, 4.4, 10, 4.4)
-    y, w, step = 2.1, 2.0, 2.5
+    fig, ax = canvas(plt, 11.2, 4.4, 11.2, 4.4)
+    y, w, step = 2.1, 2.3, 2.95
     steps = [
         ("vendor root CA\nvendor_root.crt\n(self-signed, Ed25519)\n+ vendor_root.crl", NEUTRAL, NEUTRAL_EDGE),
         ("device identity\ndevice_<i>.pem\nkey + leaf certificate\n(CA:FALSE, serial)", TRUSTED, TRUSTED_EDGE),
@@ -369,12 +361,12 @@ def chain_of_trust(plt, out: str) -> None:
         ("link key\nX25519 + HKDF-SHA256\nsalted with both\nevidences", TRUSTED, TRUSTED_EDGE),
     ]
     for i, (text, face, edge) in enumerate(steps):
-        box(ax, 0.1 + i * step, y, w, 1.4, text, face, edge, size=8)
+        box(ax, 0.1 + i * step, y, w, 1.4, text, face, edge, size=MIN_FONT_PT)
     labels = ["root key\nsigns", "device key\nsigns", "verified:\nagree"]
     for i, label in enumerate(labels):
         x = 0.1 + i * step + w
         arrow(ax, x, y + 0.7, x + step - w, y + 0.7)
-        ax.text(x + (step - w) / 2, y + 1.05, label, ha="center", va="bottom", fontsize=7)
+        ax.text(x + (step - w) / 2, y + 1.05, label, ha="center", va="bottom", fontsize=MIN_FONT_PT)
     checks = ("The verifier (each ring neighbour, or teetrain attest --verify) checks, and names the first "
               "failure:\n"
               "  1. the certificate chains to the trusted root ..... another vendor's device, the relay's own root\n"
@@ -385,7 +377,7 @@ def chain_of_trust(plt, out: str) -> None:
               "  5. binary and config match the policy ............. a modified binary, other flags\n"
               "Then every link confirms its key (both ends derived the same) before any gradient is sealed;\n"
               "rank 0 (the data owner) releases the dataset and group keys only over attested links.")
-    ax.text(0.1, 1.85, checks, ha="left", va="top", fontsize=7.8, family="DejaVu Sans Mono")
+    ax.text(0.1, 1.85, checks, ha="left", va="top", fontsize=MIN_FONT_PT, family="DejaVu Sans Mono")
     ax.text(0.1, 4.2, "who vouches for what (lab 3); the vendor's secret root key (vendor_secret/root.key) "
             "never reaches a training host", fontsize=9, weight="bold", va="top")
     save(fig, out, "chain-of-trust.svg")
@@ -458,13 +450,13 @@ def span_kind(name: str) -> str | None:
 
 
 # What each series of the trace is drawn as: (colour, hatch, legend label, drawing order), one colour per
-# series from the Okabe-Ito palette (Note [Figure palette]).
+# series, no two alike under deuteranopia (Note [Figure palette]; figures_test.py checks it).
 TRACE_STYLE = {
     "forward": (SKY, "", "forward", 0), "backward": (BLUE, "", "backward", 0),
     "comm_exposed": (VERMILLION, "////", "comm_exposed (waiting)", 0), "optimizer": (PURPLE, "", "optimizer", 0),
-    "bucket": (GREY, "", "bucket N (all-reduce)", 0), "reduce": (YELLOW, "", "reduce (add)", 1),
-    "seal on the host": (ORANGE, "", "seal on the host", 0), "open on the host": (GREEN, "xxx", "open on the host", 0),
-    "crypto on the GPU": (INK, "", "seal/open on the GPU", 0),
+    "bucket": (TRUSTED, "", "bucket N (all-reduce)", 0), "reduce": (DARK_GREY, "", "reduce (add)", 1),
+    "seal on the host": (ORANGE, "", "seal on the host", 0),
+    "open on the host": (LIGHT_GREY, "xxx", "open on the host", 0), "crypto on the GPU": (INK, "", "seal/open on the GPU", 0),
 }
 
 
@@ -505,8 +497,9 @@ def trace(plt, out: str, teetrain: str, work: str) -> None:
                 ((e["ts"] - start) / 1e3, e["dur"] / 1e3))
         for (layer, colour, hatch, row), bars in sorted(groups.items()):
             # Rasterised bars keep the SVG small (a cc step has hundreds of spans); text stays text.
-            ax.broken_barh(bars, (row - 0.38, 0.76), facecolors=colour, edgecolors="white" if hatch else "none",
-                           hatch=hatch or None, linewidth=0, rasterized=True)
+            ax.broken_barh(bars, (row - 0.38, 0.76), facecolors=colour,
+                           edgecolors=hatch_ink(colour) if hatch else "none", hatch=hatch or None, linewidth=0,
+                           rasterized=True)
         ax.set_yticks(range(len(order)))
         ax.set_yticklabels([lanes[t] for t in order])
         ax.invert_yaxis()
@@ -520,7 +513,7 @@ def trace(plt, out: str, teetrain: str, work: str) -> None:
                     "comm_exposed: backward is done; the training thread\nwaits for the sealed all-reduce",
                     ha="center", va="center", fontsize=9, bbox={"fc": "white", "ec": "none", "alpha": 0.85})
     from matplotlib.patches import Patch
-    fig.legend(handles=[Patch(facecolor=c, edgecolor="white" if h else c, hatch=h or None, label=l)
+    fig.legend(handles=[Patch(facecolor=c, edgecolor=hatch_ink(c) if h else c, hatch=h or None, label=l)
                         for l, (c, h) in seen.items()], loc="lower center", ncol=5, fontsize=9, frameon=False)
     fig.suptitle("gpt2 (124M), 2 ranks, 4 x 1024 tokens per rank, emulated H100s:\nthe timed step of each run, "
                  "rank 0's threads (virtual time: the same on every machine)", fontsize=10)
