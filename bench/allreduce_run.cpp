@@ -120,6 +120,13 @@ AllreduceRun::AllreduceRun(AllreduceBenchOptions o, RunServices services)
       TeeChannelOptions{ts_.cipher, o_.tee.settings.rekey_mb, static_cast<std::size_t>(ts_.crypto_threads)},
       nullptr, services.notices);
   if (TeeSession* session = links_->session()) session->end_setup();  // the bench releases no secret
+  // Alone, a rank has no link to time: every row would be a local copy with a bus bandwidth of 0. (Its
+  // options, the TEE's included, are checked first: a bad one is named before this.)
+  if (links_->size() < 2) {
+    throw InputError(
+        "bench allreduce times the links between ranks and needs at least 2: run it under mpirun, e.g. "
+        "`mpirun -np 2 teetrain bench allreduce` (more ranks than cores: add --oversubscribe)");
+  }
   // The link every row is built on (collective), and the segments it cuts.
   enter_stage(watchdog, StartupStage::Links);
   link_ = links_->agree_link(/*emulated_links=*/false);

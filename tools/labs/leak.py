@@ -70,12 +70,35 @@ def derive_seed(base: int, a: int, b: int = 0) -> int:
     return r.next_u64()
 
 
+def bad_input(message: str) -> None:
+    """One line naming the problem and what to do, exit 2 (bad input), as teetrain itself does."""
+    print(f"leak.py: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+# What each input is, and where it comes from: the hint of the error when it cannot be read.
+INPUTS = {
+    "capture": "a run with --adversary snoop:DIR writes DIR/link_0_to_1_gradients_first.bin",
+    "training shard": "give --data the shard the run trained on, data/NAME_train.bin",
+}
+
+
+def read_bytes(path: str, what: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        bad_input(f"cannot read the {what} {path}: {e.strerror} ({INPUTS[what]})")
+        raise  # not reached: bad_input exits
+
+
 def read_tokens(path: str) -> list[int]:
-    with open(path, "rb") as f:
-        raw = f.read()
+    raw = read_bytes(path, "training shard")
+    if len(raw) < SHARD_HEADER_BYTES:
+        bad_input(f"{path}: {len(raw)} bytes, too short for a token shard's header")
     magic, version, count = struct.unpack_from("<3i", raw, 0)
     if magic != 20240520 or version != 1:
-        sys.exit(f"leak.py: {path}: not a teetrain/llm.c token shard (magic {magic}, version {version})")
+        bad_input(f"{path}: not a teetrain/llm.c token shard (magic {magic}, version {version})")
     return list(struct.unpack_from(f"<{count}H", raw, SHARD_HEADER_BYTES))
 
 
@@ -135,11 +158,10 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1337, help="--seed of the run")
     args = ap.parse_args()
 
-    with open(args.capture, "rb") as f:
-        raw = f.read()
+    raw = read_bytes(args.capture, "capture")
     n = args.vocab * args.dim
     if len(raw) < 4 * n:
-        sys.exit(f"leak.py: {args.capture}: {len(raw)} bytes, fewer than a {args.vocab} x {args.dim} float32 matrix")
+        bad_input(f"{args.capture}: {len(raw)} bytes, fewer than a {args.vocab} x {args.dim} float32 matrix")
     words = struct.unpack_from(f"<{len(raw) // 4}f", raw)
     share = sum(plausible(x) for x in words) / len(words)
     print(f"message: {len(raw)} bytes, {share:.1%} of its 4-byte words decode as plausible gradients "
