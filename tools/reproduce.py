@@ -303,6 +303,7 @@ def figures(out, recs, sections):
     except ImportError:
         return [], "matplotlib is not importable here (run with /usr/bin/python3 and python3-matplotlib): no figures."
     # Colours, patterns and text size: Note [Figure palette] (tools/figures/palette.py).
+    sys.dont_write_bytecode = True  # no cache of palette.py in the repository
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "figures"))
     import palette
     matplotlib.rcParams.update(palette.rcparams())

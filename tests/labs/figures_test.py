@@ -36,6 +36,7 @@ def texts(path):
     return sorted(html.unescape(t).strip() for t in re.findall(r"<text[^>]*>(.*?)</text>", svg, re.S))
 
 
+sys.dont_write_bytecode = True  # importing the figures' modules leaves no cache in the repository
 sys.path.insert(0, os.path.dirname(SCRIPT))
 import palette  # noqa: E402  (tools/figures/palette.py: Note [Figure palette])
 

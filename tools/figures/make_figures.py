@@ -41,6 +41,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 FIGURES = ("trust-boundary.svg", "ring.svg", "sealed-message.svg", "chain-of-trust.svg", "trace.svg")
 
 # Colours, patterns and text size: Note [Figure palette] (palette.py, beside this script).
+sys.dont_write_bytecode = True  # no cache of palette.py in the repository
 from palette import (BLUE, CLEAR, DARK_GREY, HOSTILE, HOSTILE_EDGE, INK, LIGHT_GREY, MIN_FONT_PT, NEUTRAL,
                      NEUTRAL_EDGE, ORANGE, PURPLE, SKY, TRUSTED, TRUSTED_EDGE, VERMILLION, hatch_ink, rcparams)
 
