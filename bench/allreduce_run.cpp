@@ -122,6 +122,13 @@ AllreduceRun::AllreduceRun(AllreduceBenchOptions o, RunServices services)
       TeeChannelOptions{ts_.cipher, o_.tee.settings.rekey_mb, static_cast<std::size_t>(ts_.crypto_threads)},
       nullptr, services.notices);
   if (TeeSession* session = links_->session()) session->end_setup();  // the bench releases no secret
+  // Alone, a rank has no link to time: every row would be a local copy with a bus bandwidth of 0. (Its
+  // options, the TEE's included, are checked first: a bad one is named before this.)
+  if (links_->size() < 2) {
+    throw InputError(
+        "bench allreduce times the links between ranks and needs at least 2: run it under mpirun, e.g. "
+        "`mpirun -np 2 teetrain bench allreduce` (more ranks than cores: add --oversubscribe)");
+  }
   // Every rank runs the same rows on the same sizes, or one waits for a message its peers never send
   // (a timeout that blames a live peer). Attestation binds the configuration in TEE mode; in plaintext
   // this is the only check, and in both a difference is one line naming the rank (exit 2).

@@ -54,10 +54,18 @@ ResnetConfig resnet_config(const ModelOptions& o) {
   return c;
 }
 
+// A name is a family's only when it is one of its presets: a near miss ('gpt2-smal') is then refused
+// by model_family() with every family's presets, not with one family's.
+bool is_gpt2_preset(const std::string& name) {
+  for (const Gpt2Preset& p : Gpt2Config::presets())
+    if (p.name == name) return true;
+  return false;
+}
+
 }  // namespace
 
 ModelFamily model_family(const ModelOptions& o) {
-  if (o.name.rfind("gpt2", 0) == 0) return ModelFamily::Gpt2;
+  if (is_gpt2_preset(o.name)) return ModelFamily::Gpt2;
   if (BertConfig::is_preset(o.name)) return ModelFamily::Bert;
   if (ResnetConfig::is_preset(o.name)) return ModelFamily::Resnet;
   std::string names;

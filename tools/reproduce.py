@@ -302,16 +302,22 @@ def figures(out, recs, sections):
         import matplotlib.pyplot as plt
     except ImportError:
         return [], "matplotlib is not importable here (run with /usr/bin/python3 and python3-matplotlib): no figures."
+    # Colours, patterns and text size: Note [Figure palette] (tools/figures/palette.py).
+    sys.dont_write_bytecode = True  # no cache of palette.py in the repository
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "figures"))
+    import palette
+    matplotlib.rcParams.update(palette.rcparams())
     made = []
     for name, (title, xlabel, series, logx) in sections.items():
         if not any(series.values()):
             continue
-        fig, ax = plt.subplots(figsize=(6, 4))
-        for v, pts in series.items():
+        fig, ax = plt.subplots(figsize=(6.5, 4.5))
+        for (v, pts), (colour, hatch, marker) in zip(series.items(), palette.series_styles(len(series))):
             if pts:
                 xs, ys = zip(*sorted(pts))
-                ax.plot(xs, ys, marker="o", label=v)
-        ax.axhline(PAPER["mean_4gpu"], ls="--", c="gray", lw=0.8, label=f"paper mean 4 GPUs ({PAPER['mean_4gpu']}x)")
+                ax.plot(xs, ys, marker=marker, color=colour, ls=palette.LINESTYLES[hatch], label=v)
+        ax.axhline(PAPER["mean_4gpu"], ls=":", c=palette.DARK_GREY, lw=1.2,
+                   label=f"paper mean 4 GPUs ({PAPER['mean_4gpu']}x)")
         ax.set_yscale("log")
         if logx:
             ax.set_xscale("log")  # every x is > 0: parameters, or MiB with the whole model at 1e6
@@ -320,10 +326,12 @@ def figures(out, recs, sections):
             ax.set_xticks(xs_all)
             ax.set_xticklabels(["whole" if x >= 1e6 else f"{x:g}" for x in xs_all])
             ax.minorticks_off()
+        elif not logx and xs_all and all(float(x).is_integer() for x in xs_all):
+            ax.set_xticks(xs_all)  # ranks: whole numbers only, at the measured points
         ax.set_xlabel(xlabel)
         ax.set_ylabel("step time / TEE off")
         ax.set_title(title)
-        ax.legend(fontsize=7)
+        ax.legend()
         fig.tight_layout()
         fig.savefig(os.path.join(out, name + ".png"), dpi=110)
         plt.close(fig)
@@ -336,19 +344,22 @@ def figures(out, recs, sections):
             continue
         sel.sort(key=lambda r: (r.get("num_params", 0), r["run"]["variant"]))
         labels = [f"{r['run']['model']}\n{r['run']['variant']}" for r in sel]
-        fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(sel)), 4.5))
+        fig, ax = plt.subplots(figsize=(max(7, 0.8 * len(sel)), 5.5))
         bottom = [0.0] * len(sel)
-        for ph, vals in phase_bars(sel, phases):
-            ax.bar(range(len(sel)), vals, bottom=bottom, label=ph)
+        bars = phase_bars(sel, phases)
+        for (ph, vals), (colour, hatch, _) in zip(bars, palette.series_styles(len(bars))):
+            # The hatch is drawn in the edge colour: black lines on the fill, no outline.
+            ax.bar(range(len(sel)), vals, bottom=bottom, label=ph, color=colour, hatch=hatch or None,
+                   edgecolor=palette.INK if hatch else colour, linewidth=0)
             bottom = [b + v for b, v in zip(bottom, vals)]
         ax.plot(range(len(sel)), [r["step_s_mean"] for r in sel], "k_", ms=18, label="measured step")
         ax.set_xticks(range(len(sel)))
-        ax.set_xticklabels(labels, fontsize=6, rotation=60)
+        ax.set_xticklabels(labels, rotation=60)
         ax.set_ylabel("seconds per step (rank mean)")
         ax.set_title("phase breakdown (P=4, emulated H100 compute)" if group == "model-size" else "ablation of fast (P=4)")
-        ax.legend(fontsize=6)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the bars, never over them
         fig.tight_layout()
-        fig.savefig(os.path.join(out, name + ".png"), dpi=110)
+        fig.savefig(os.path.join(out, name + ".png"), dpi=110, bbox_inches="tight")
         plt.close(fig)
         made.append(name)
     return made, ""

@@ -263,15 +263,15 @@ std::vector<fs::path> CheckpointStore::complete_steps(const fs::path& root) {
   return out;
 }
 
-fs::path CheckpointStore::resolve(const fs::path& path) {
+fs::path CheckpointStore::resolve(const fs::path& path, const std::string& flag) {
   std::error_code ec;
   const bool found = fs::exists(path, ec);
-  if (ec) throw InputError("--resume '" + tee::printable_path(path) + "': " + ec.message());
-  if (!found) throw InputError("--resume " + path.string() + ": no such checkpoint directory");
+  if (ec) throw InputError(flag + " '" + tee::printable_path(path) + "': " + ec.message());
+  if (!found) throw InputError(flag + " " + path.string() + ": no such checkpoint directory");
   if (fs::exists(path / kMarker, ec)) return path;
   const auto steps = complete_steps(path);
   if (steps.empty()) {
-    throw InputError("--resume " + path.string() + ": no complete checkpoint inside (looked for step_*/" +
+    throw InputError(flag + " " + path.string() + ": no complete checkpoint inside (looked for step_*/" +
                      kMarker + ")");
   }
   return steps.back();

@@ -62,8 +62,10 @@ class CheckpointStore {
   std::filesystem::path save(Backend& backend, Model& model, Optimizer* optimizer,
                              const CheckpointMeta& meta);
 
-  // `path` is a step directory or a checkpoint root (then its newest complete step is used).
-  static std::filesystem::path resolve(const std::filesystem::path& path);
+  // `path` is a step directory or a checkpoint root (then its newest complete step is used). `flag`
+  // is the option the user gave it with, which the error names (`sample --ckpt`, `train --resume`).
+  static std::filesystem::path resolve(const std::filesystem::path& path,
+                                       const std::string& flag = "--resume");
   static std::vector<std::filesystem::path> complete_steps(const std::filesystem::path& root);
 
   // Loads parameters (and optimizer state when `optimizer` is non-null) from a verified checkpoint

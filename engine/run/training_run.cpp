@@ -466,6 +466,11 @@ RunDescription TrainingRun::gather_facts() const {
   } else {
     d.gradients = "not reduced (one rank)";
   }
+  if (plan_.switches().on && world_ == 1)
+    d.single_rank_note = std::string("--tee ") + name(plan_.tee().settings.mode) +
+                         " on 1 rank: no gradient crosses a link, so only the data and checkpoints are "
+                         "sealed; for data-parallel training under the TEE start several ranks: "
+                         "mpirun -np N teetrain train ...";
   d.attestation_summary = attestation_json(links_->attest(), world_);
   // A TEE run holds a dataset key exactly when its data is sealed (start_links).
   const bool plain_data = plan_.switches().on && !at_rest_.dataset;

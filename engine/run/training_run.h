@@ -59,6 +59,9 @@ struct RunDescription {
   std::string attestation;             // empty with TEE off
   nlohmann::json attestation_summary;  // the summary's "attestation" (null with TEE off)
   std::string agreed_inputs;           // what every rank opened and agreed on (InputRecord::describe)
+  // A TEE run of one rank (no mpirun, or -np 1) has no link to seal: what it protects and how to train
+  // several ranks instead; empty otherwise.
+  std::string single_rank_note;
   // What the run gave up, each by the flag that gave it up ("--attestation none", "--allow-plain-data",
   // "--no-revocation-check", "--adversary flip"): the banner, the result line and the summary name them.
   std::vector<std::string> opt_outs;

@@ -7,6 +7,9 @@ Usage: run_lab.py TEETRAIN_BINARY LAB.md [LAB.md ...] [--same-dir] [--keep] [--v
 The convention (docs/labs/README.md, "How the labs are checked"), chosen to render as ordinary
 code blocks on GitHub:
 
+  ```bash setup                the handout's Setup, run first, exactly as a student types it, with
+                               `/path/to/teetrain/build` replaced by the binary's directory and
+                               `/path/to/teetrain` by the repository; every handout has one
   ```bash lab                  a runnable block: run with bash, must exit 0
   ```bash lab exit=3           ... must exit with status 3 exactly
   ```bash lab timeout=90       ... is killed after 90 s (default 120 s)
@@ -19,15 +22,16 @@ Any other block (```bash without `lab`, ```text without `expect`) is shown to th
 run: that is where long or optional commands go. An `expect` block must follow a runnable block
 with no other code block between them (prose is fine).
 
-All runnable blocks of one lab run in order in one fresh temporary directory (files persist from
-block to block, as in a student's terminal); with --same-dir, all the given files share one
+A lab runs as a student runs it: in a clean environment (a fresh, empty HOME and what a login shell
+has: the system PATH, LANG, USER; no variable of the caller's, so nothing the Setup does not set),
+starting with its Setup block (which makes and enters its folder under ~), then every runnable
+block in order (files persist from block to block, as in a student's terminal); with --same-dir, all the given files share one
 directory and one shell state, in order: a teacher's guide (docs/labs/teachers/NN-*.md) continues
 from where its lab's handout left off, and may have no runnable block of its own; each block is its own `bash -e` process (a failing
 command ends the block; a pipeline's status is its last command's, as in a terminal, so
 `... | head` is safe), and what it exports and its last working directory carry over to the next
-block. The environment: the binary's directory first on PATH (labs say `teetrain ...`),
-TEETRAIN_REPO (the repository root), TEETRAIN_BIN (the binary), and Open MPI's run-as-root
-settings and ob1 transport.
+block. Whatever a lab needs (the binary on PATH, TEETRAIN_REPO, Open MPI's run-as-root settings)
+its Setup must export, as the student's terminal would.
 
 --burners N keeps N CPU-burning processes running beside the lab: a lab whose claims rest on
 virtual time (labs 4 and 6) must pass while the machine is busy.
@@ -74,7 +78,11 @@ class Block:
 
     @property
     def runnable(self) -> bool:
-        return "lab" in self.words
+        return "lab" in self.words or self.setup
+
+    @property
+    def setup(self) -> bool:
+        return "setup" in self.words
 
 
 def fenced_blocks(path: str) -> list[Block]:
@@ -122,8 +130,11 @@ def parse_lab(path: str) -> list[Block]:
         elif b.runnable:
             if b.lang not in ("bash", "sh", "shell", "console"):
                 raise LabError(f"{path}:{b.line}: runnable blocks are ```bash lab (got ```{b.lang})")
+            if b.setup and (runnable or "lab" in b.words):
+                raise LabError(f"{path}:{b.line}: the ```bash setup block comes before every ```bash lab block,"
+                               " once")
             for w in b.words:
-                if w == "lab":
+                if w in ("lab", "setup"):
                     continue
                 key, _, value = w.partition("=")
                 try:
@@ -134,7 +145,7 @@ def parse_lab(path: str) -> list[Block]:
                     else:
                         raise ValueError
                 except ValueError:
-                    raise LabError(f"{path}:{b.line}: unknown option {w!r} (lab, exit=N, timeout=S)") from None
+                    raise LabError(f"{path}:{b.line}: unknown option {w!r} (lab, setup, exit=N, timeout=S)") from None
             runnable.append(b)
         previous = b
     return runnable
@@ -147,18 +158,25 @@ def line_matches(expected: str, output_lines: list[str]) -> bool:
     return any(pattern.search(ln) for ln in output_lines)
 
 
-def lab_env(binary: str, state_dir: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PATH"] = os.path.dirname(binary) + os.pathsep + env.get("PATH", "")
-    env.update({
-        "TEETRAIN_REPO": REPO,
-        "TEETRAIN_BIN": binary,
-        "OMPI_ALLOW_RUN_AS_ROOT": "1",
-        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-        "OMPI_MCA_pml": "ob1",
-        "LAB_STATE": state_dir,
-    })
+# A fresh login shell's environment: a student's terminal before the lab's Setup. Nothing of the
+# caller's (CTest's Open MPI settings, a developer's TEETRAIN_REPO) may leak in, or a lab whose Setup
+# forgets a variable would pass here and fail for the student.
+LOGIN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def lab_env(home: str) -> dict[str, str]:
+    env = {"HOME": home, "PATH": LOGIN_PATH, "LANG": "C.UTF-8", "SHELL": "/bin/bash"}
+    for name in ("USER", "LOGNAME"):
+        if name in os.environ:
+            env[name] = os.environ[name]
     return env
+
+
+def setup_script(b: Block, binary: str) -> Block:
+    """The Setup block as the student runs it: the placeholder paths become this checkout's."""
+    body = b.body.replace("/path/to/teetrain/build", os.path.dirname(binary)).replace("/path/to/teetrain", REPO)
+    return Block(line=b.line, lang=b.lang, words=b.words, body=body, exit_code=b.exit_code, timeout=b.timeout,
+                 expect=b.expect, expect_line=b.expect_line)
 
 
 def block_script(b: Block, state_dir: str) -> str:
@@ -202,11 +220,17 @@ def fail(path: str, b: Block, what: str, output: str) -> None:
 def run_lab(paths: list[str], binary: str, keep: bool, verbose: bool) -> bool:
     """Runs the files' blocks in order in one fresh directory (a lab, or a lab and its teacher's guide)."""
     plan = [(path, parse_lab(path)) for path in paths]
-    if not plan[0][1]:
+    if not any(not b.setup for b in plan[0][1]):
         raise LabError(f"{paths[0]}: no runnable block (```bash lab)")
-    work = tempfile.mkdtemp(prefix="teetrain-lab-")
+    if not plan[0][1][0].setup:
+        raise LabError(f"{paths[0]}: no ```bash setup block: a lab starts from its Setup, as a student does")
+    plan[0][1][0] = setup_script(plan[0][1][0], binary)
+    for path, blocks in plan[1:]:
+        if any(b.setup for b in blocks):
+            raise LabError(f"{path}: a continuation (--same-dir) has no Setup of its own")
+    work = tempfile.mkdtemp(prefix="teetrain-lab-home-")  # the student's HOME; the Setup makes the lab's folder
     state = tempfile.mkdtemp(prefix="teetrain-lab-state-")
-    env = lab_env(binary, state)
+    env = lab_env(work)
     name = " + ".join(paths)
     count = sum(len(blocks) for _, blocks in plan)
     print(f"== {name}: {count} checked block(s) in {work}", flush=True)

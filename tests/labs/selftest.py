@@ -3,8 +3,8 @@
 
 Usage: selftest.py TEETRAIN_BINARY
 
-fixtures/good.md exercises the convention (state carried across blocks, exports, `cd`, blocks
-that are shown but not run, `exit=3`, `...` wildcards, the environment the runner provides). Each
+fixtures/good.md exercises the convention (its Setup run in a clean environment, state carried
+across blocks, exports, `cd`, blocks that are shown but not run, `exit=3`, `...` wildcards). Each
 mutation below breaks one command or one expected line of a copy of it, and the runner must then
 exit 1 (2 for a lab that breaks the convention) and say where. Finally every lab under docs/labs/
 must parse: at least one checked block, and no expect block without its command.
@@ -24,7 +24,7 @@ CONTINUED = os.path.join(HERE, "fixtures", "good-continued.md")
 # name, (old, new) replacements in good.md, expected runner exit, strings its output must contain
 MUTATIONS = [
     ("wrong expected line", [("carried over in sub\n", "carried over in the wrong place\n")], 1,
-     ["expected line(s) not in the output", "carried over in the wrong place", ":22\n"]),
+     ["expected line(s) not in the output", "carried over in the wrong place", ":30\n"]),
     ("wrong wildcard line", [("step 4, loss ... s/step", "step 5, loss ... s/step")], 1,
      ["step 5, loss ... s/step"]),
     ("broken command", [("cat ../note.txt\n", "cat ../no-such-note.txt\n")], 1,
@@ -32,13 +32,20 @@ MUTATIONS = [
     ("failure no longer fails", [("exit 3\n```", "exit 0\n```")], 1, ["exit status 0, expected 3"]),
     ("fails with another code", [("exit 3\n```", "exit 2\n```")], 1, ["exit status 2, expected 3"]),
     ("error in the middle of a block", [("mkdir -p sub && cd sub\n", "false\nmkdir -p sub && cd sub\n")], 1,
-     ["exit status 1, expected 0", ":5\n"]),
+     ["exit status 1, expected 0", ":13\n"]),
     ("state not created", [('echo "hello from the lab" > note.txt\n', 'echo "hello from the lab"\n')], 1,
      ["note.txt: No such file"]),
     ("timeout", [("```bash lab timeout=30\nsleep 0.1", "```bash lab timeout=1\nsleep 30")], 1,
      ["timed out after 1 s"]),
     ("expect block after a shown block", [("exit 42\n```\n", "exit 42\n```\n\n```text expect\nhello\n```\n")], 2,
      ["an `expect` block must follow"]),
+    # The runner passes nothing of its own caller's environment: a Setup that forgets a variable fails.
+    ("setup forgets TEETRAIN_REPO", [("export TEETRAIN_REPO=/path/to/teetrain\n", "")], 1,
+     ["exit status 1, expected 0"]),
+    ("setup forgets an Open MPI setting", [("export OMPI_MCA_pml=ob1\n", "")], 1, ["exit status 1, expected 0"]),
+    ("setup does not put teetrain on PATH", [("export PATH=/path/to/teetrain/build:$PATH\n", "")], 1,
+     ["teetrain: command not found"]),
+    ("no setup block", [("```bash setup\n", "```bash\n")], 2, ["no ```bash setup block"]),
     ("unknown option", [("```bash lab exit=3", "```bash lab exit=3 retries=2")], 2, ["unknown option"]),
 ]
 
@@ -56,17 +63,17 @@ def main():
     if rc != 0:
         print(f"FAIL: the good fixture does not pass (exit {rc}):\n{out}")
         fails += 1
-    elif out.count("  ok  ") != 4:
-        print(f"FAIL: the good fixture should run exactly its 4 checked blocks:\n{out}")
+    elif out.count("  ok  ") != 5:
+        print(f"FAIL: the good fixture should run exactly its Setup and 4 checked blocks:\n{out}")
         fails += 1
     # A teacher's guide continues in its lab's directory and shell state (--same-dir), and only there.
     rc, out = run(binary, GOOD, CONTINUED, "--same-dir")
-    if rc != 0 or out.count("  ok  ") != 5:
-        print(f"FAIL: good.md + good-continued.md with --same-dir should pass 5 blocks (exit {rc}):\n{out}")
+    if rc != 0 or out.count("  ok  ") != 6:
+        print(f"FAIL: good.md + good-continued.md with --same-dir should pass 6 blocks (exit {rc}):\n{out}")
         fails += 1
     rc, out = run(binary, GOOD, CONTINUED)
-    if rc != 1 or "note.txt: No such file" not in out:
-        print(f"FAIL: good-continued.md in a directory of its own should fail (exit {rc}):\n{out}")
+    if rc != 2 or "no ```bash setup block" not in out:
+        print(f"FAIL: good-continued.md alone has no Setup and should be refused (exit {rc}):\n{out}")
         fails += 1
     good = open(GOOD).read()
     with tempfile.TemporaryDirectory() as tmp:

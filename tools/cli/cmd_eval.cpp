@@ -30,7 +30,7 @@ struct EvalOptions {
 };
 
 void run_eval(const EvalOptions& o) {
-  const auto dir = CheckpointStore::resolve(o.ckpt);
+  const auto dir = CheckpointStore::resolve(o.ckpt, "--ckpt");
   // --key-file may serve the checkpoint (sealed in TEE mode), the test split (sealed images), or both:
   // the checkpoint's own files say whether it is sealed.
   std::unique_ptr<FileCodec> codec = make_plain_codec();

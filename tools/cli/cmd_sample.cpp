@@ -58,7 +58,7 @@ void run_sample(const SampleOptions& o) {
     const tee::MasterKey master = load_key_file(o.key_file);
     codec = make_sealed_codec(derive_checkpoint_key(master));
   }
-  const auto dir = CheckpointStore::resolve(o.ckpt);
+  const auto dir = CheckpointStore::resolve(o.ckpt, "--ckpt");
   const CheckpointMeta meta = CheckpointStore::read_meta(dir, *codec);
   const ModelOptions mo = model_options_from_checkpoint(meta.config, dir.string());
   if (is_image_model(mo)) {

@@ -25,7 +25,9 @@ the rank trained on. No zero is needed, and none occurs.
 
 With the TEE on, the same bytes are AES-GCM ciphertext: they do not decode as gradients at all
 (about 17% of the words are plausible float32 gradients, what random bytes give, against ~100% in
-clear), and the script says so instead of "recovering" noise.
+clear). The script says so, then runs the same attack on them anyway, as an attacker who ignored the
+warning would: what it "recovers" is as good as bytes drawn at random, and with --data it prints
+the precision such a random guess would have beside its own.
 
 The real batch (to score the attack, as the lab does): teetrain's data order is a pure function of
 (data, --seq, --seed) (data/window_order.h): sample g of epoch 0 is window perm(g), where perm is a
@@ -70,12 +72,35 @@ def derive_seed(base: int, a: int, b: int = 0) -> int:
     return r.next_u64()
 
 
+def bad_input(message: str) -> None:
+    """One line naming the problem and what to do, exit 2 (bad input), as teetrain itself does."""
+    print(f"leak.py: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+# What each input is, and where it comes from: the hint of the error when it cannot be read.
+INPUTS = {
+    "capture": "a run with --adversary snoop:DIR writes DIR/link_0_to_1_gradients_first.bin",
+    "training shard": "give --data the shard the run trained on, data/NAME_train.bin",
+}
+
+
+def read_bytes(path: str, what: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        bad_input(f"cannot read the {what} {path}: {e.strerror} ({INPUTS[what]})")
+        raise  # not reached: bad_input exits
+
+
 def read_tokens(path: str) -> list[int]:
-    with open(path, "rb") as f:
-        raw = f.read()
+    raw = read_bytes(path, "training shard")
+    if len(raw) < SHARD_HEADER_BYTES:
+        bad_input(f"{path}: {len(raw)} bytes, too short for a token shard's header")
     magic, version, count = struct.unpack_from("<3i", raw, 0)
     if magic != 20240520 or version != 1:
-        sys.exit(f"leak.py: {path}: not a teetrain/llm.c token shard (magic {magic}, version {version})")
+        bad_input(f"{path}: not a teetrain/llm.c token shard (magic {magic}, version {version})")
     return list(struct.unpack_from(f"<{count}H", raw, SHARD_HEADER_BYTES))
 
 
@@ -100,7 +125,10 @@ def plausible(x: float) -> bool:
 
 
 def row_distances(values: tuple[float, ...], vocab: int, dim: int) -> list[float]:
-    """Each row's distance from the median row (the common part of every row cancels)."""
+    """Each row's distance from the median row (the common part of every row cancels). Words that are
+    no finite number (ciphertext read as floats) count as 0, and huge ones are clipped, so that the
+    attack runs on any bytes."""
+    values = tuple(max(-1e6, min(1e6, x)) if math.isfinite(x) else 0.0 for x in values)
     rows = [values[r * dim:(r + 1) * dim] for r in range(vocab)]
     median = [statistics.median(row[c] for row in rows) for c in range(dim)]
     return [math.sqrt(sum((x - m) ** 2 for x, m in zip(row, median))) for row in rows]
@@ -135,28 +163,29 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1337, help="--seed of the run")
     args = ap.parse_args()
 
-    with open(args.capture, "rb") as f:
-        raw = f.read()
+    raw = read_bytes(args.capture, "capture")
     n = args.vocab * args.dim
     if len(raw) < 4 * n:
-        sys.exit(f"leak.py: {args.capture}: {len(raw)} bytes, fewer than a {args.vocab} x {args.dim} float32 matrix")
+        bad_input(f"{args.capture}: {len(raw)} bytes, fewer than a {args.vocab} x {args.dim} float32 matrix")
     words = struct.unpack_from(f"<{len(raw) // 4}f", raw)
     share = sum(plausible(x) for x in words) / len(words)
     print(f"message: {len(raw)} bytes, {share:.1%} of its 4-byte words decode as plausible gradients "
           f"(random bytes: ~17%)")
-    recovered: set[int] = set()
-    if share < 0.9:
-        print("recovered: nothing: these bytes are not gradients (ciphertext); any rows read from them would be noise")
+    sealed = share < 0.9
+    dists = row_distances(words[:n], args.vocab, args.dim)
+    cut = gap_cut(dists, args.jump)
+    recovered = {t for t, v in enumerate(dists) if v >= cut}
+    rest = [v for v in dists if v < cut]
+    if sealed:
+        print("these bytes are not gradients (ciphertext): the same attack on them anyway, rows of noise:")
     else:
-        dists = row_distances(words[:n], args.vocab, args.dim)
         zeros = sum(1 for x in words[:n] if x == 0.0)
-        cut = gap_cut(dists, args.jump)
-        recovered = {t for t, v in enumerate(dists) if v >= cut}
-        rest = [v for v in dists if v < cut]
         print(f"embedding gradient: {args.vocab} x {args.dim}, {zeros} zero values (dense: tied output layer)")
-        print(f"distance of each row from the median row: {len(recovered)} rows beyond the first jump of "
-              f"x{args.jump:g} (cut {cut:.3g}); the other {len(rest)} within {min(rest):.3g} .. {max(rest):.3g}")
-        print(f"recovered {len(recovered)} bytes: {''.join(show(b) for b in sorted(recovered))}")
+    print(f"distance of each row from the median row: {len(recovered)} rows beyond the first jump of "
+          f"x{args.jump:g} (cut {cut:.3g}); the other {len(rest)} within {min(rest, default=0):.3g} .. "
+          f"{max(rest, default=0):.3g}")
+    print(f"recovered {len(recovered)} bytes: {''.join(show(b) for b in sorted(recovered))}" if recovered
+          else "recovered 0 bytes: no row stands out from the others")
     if args.data:
         tokens = read_tokens(args.data)
         truth = batch_bytes(tokens, args.seq, args.batch, args.rank, args.seed)
@@ -167,7 +196,13 @@ def main() -> int:
         print(f"  (the training data uses {len(used)} distinct bytes: {len(used - truth)} of them are not in this "
               f"batch, {256 - len(used)} never occur)")
         precision = f"{hit / len(recovered):.0%}" if recovered else "n/a (nothing recovered)"
-        print(f"recall {hit}/{len(truth)} = {hit / len(truth):.0%}, precision {precision}")
+        print(f"recall {hit}/{len(truth)} = {hit / len(truth):.0%}, precision {precision} (bytes drawn at random: "
+              f"precision {len(truth) / args.vocab:.0%})")
+        # An attacker told how many bytes the batch holds takes that many of the most outlying rows.
+        k = len(truth)
+        top = set(sorted(range(len(dists)), key=lambda t: -dists[t])[:k])
+        print(f"told it holds {k} bytes, the {k} most outlying rows hold {len(top & truth)} of them "
+              f"(bytes drawn at random: {k * k / args.vocab:.1f})")
         if recovered - truth:
             print(f"  recovered but not in the batch: {''.join(show(b) for b in sorted(recovered - truth))}")
         if truth - recovered:
