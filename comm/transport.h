@@ -26,7 +26,11 @@
 // run that is failing refuses one. Whoever waits turns the FramingError into its verdict: an
 // integrity failure (exit 3) where the bytes are sealed (throw_wait_failure) or are attestation (the
 // handshake, comm/secure/secure_session.cpp), a run failure (exit 1) elsewhere. The failure notices
-// (comm/secure/first_failure.cpp) probe the same way before they receive.
+// (comm/secure/first_failure.cpp) probe the same way before they receive. NcclTransport cannot: NCCL
+// has no probe, and a send and receive of different counts are undefined there. Its messages run on
+// communicators that only the job's own ranks hold (ncclCommInitRank with the unique id the ranks
+// exchanged), so nothing else on the host can inject into them; its sizes come from the ring's own
+// plan on both sides.
 #pragma once
 #include <chrono>
 #include <cstddef>
