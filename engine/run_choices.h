@@ -169,6 +169,8 @@ struct EmulatedGpuOptions {
   double efficiency = 0;    // override the matmuls' fraction of peak (0: table)
   double act_traffic = -1;  // element-wise traffic per byte (< 0: table)
   double aead_gbps = 0;     // the GPU's AES-GCM rate (0: table)
+  // --cc-hardware: the GPU's CC mode in TEE runs (Note [CC hardware costs], core/emulated/emulated_gpu.h)
+  CcHardware cc = CcHardware::None;
 };
 
 struct ComputeOptions {

@@ -29,6 +29,7 @@ struct Request {
   bool emulated_links = false;  // --link emulate
   bool virtual_time = false;    // --time virtual, as asked
   double cc_transfer_us = 0;    // --cc-transfer-us
+  bool cc_hardware = false;     // --cc-hardware other than none
   bool checkpoints = false;     // --save-every or --resume
   bool tf32 = false;            // --tf32
   // --adversary on a ring whose gradients fast seals "on the GPU" in wall-clock time.
@@ -93,6 +94,13 @@ class Platform {
   virtual HostPathParts host_path(const HostPathRequest& r) = 0;
   // --cc-transfer-us as applied to the host ring (0 when its messages never cross a bounce buffer).
   virtual double cc_transfer_us() const { return 0.0; }
+  // What a GPU in CC mode (--cc-hardware) added to the compute stream so far: kernel launches and
+  // host <-> device copies, the batch's included (seconds; zero on real hardware and with CC off).
+  struct CcCharges {
+    double launch_s = 0;
+    double copy_s = 0;
+  };
+  virtual CcCharges cc_charges() const { return {}; }
 };
 
 // One row of the platform table: its name, the choices it refuses (each a sentence saying what to

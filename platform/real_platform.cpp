@@ -38,6 +38,10 @@ void refuse_real(const Request& r, std::vector<std::string>& out) {
     out.push_back(
         "--cc-transfer-us charges the bounce-buffer crossings of an emulated GPU's gradients: add "
         "--compute emulate (a real GPU's copies cost what they cost)");
+  if (r.cc_hardware)
+    out.push_back(
+        "--cc-hardware prices an emulated GPU's CC mode: add --compute emulate (a real GPU in CC mode "
+        "costs what it costs)");
   if (r.virtual_time)
     out.push_back(
         "--time virtual computes an emulated run's time; real compute is measured: add --compute "

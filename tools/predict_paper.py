@@ -92,22 +92,29 @@ def independent_crossing_us():
     return (costs["page_h2d"]["added_fixed_us"] + costs["page_d2h"]["added_fixed_us"]) / 2
 
 
-def comm_seconds(grad_bytes, buckets, P, aes_gbps, crossing, bounce_bytes, crypto_threads=1):
-    """Per-rank CPU time of one step's sealed ring: sealing and crossings, one hop after another."""
+def comm_seconds(grad_bytes, buckets, P, aes_gbps, crossing, bounce_bytes, crypto_threads=1, copies=False):
+    """Per-rank CPU time of one step's sealed ring: sealing and crossings, one hop after another. copies:
+    the crossings' bytes at the CC copy plateaus (`--cc-hardware`), which include one AES-GCM pass each."""
     hops = 2 * (P - 1) * buckets
     chunk_bytes_total = 2 * (P - 1) / P * grad_bytes  # what a rank sends (and receives) per step
     fixed = hops * (crossing["d2h"]["added_fixed_us"] + crossing["h2d"]["added_fixed_us"]) * 1e-6
     per_byte = 2 / (aes_gbps * 1e9)  # seal what is sent, open what is received
-    if bounce_bytes:
+    copy_extra = 0.0  # per byte, beyond the host's AES-GCM pass: one crossing at a time, not threaded
+    if copies:  # as the emulator's crossings (platform/emulated/emulated_platform.cpp, crossing_bytes)
+        copy_extra = sum(max(0.0, 1 / (crossing[d]["cc"][1] * 1e9) - 1 / (aes_gbps * 1e9)) for d in ("d2h", "h2d"))
+        if bounce_bytes:
+            per_byte *= 2  # --bounce-reencrypt: the host's cipher passes over every byte twice
+    elif bounce_bytes:
         per_byte += (crossing["d2h"]["added_us_per_byte"] + crossing["h2d"]["added_us_per_byte"]) * 1e-6
-    return fixed + chunk_bytes_total * per_byte / crypto_threads
+    return fixed + chunk_bytes_total * (per_byte / crypto_threads + copy_extra)
 
 
-def predict(t_off, t_bwd, grad_bytes, buckets, P, aes_gbps, crossing, bounce_bytes, crypto_threads=1):
+def predict(t_off, t_bwd, grad_bytes, buckets, P, aes_gbps, crossing, bounce_bytes, crypto_threads=1,
+            copies=False):
     """(slowdown with `buckets` buckets, with one whole-model bucket): the step rule every platform shares
     (predict_platforms.slowdowns), with the sealed ring's CPU time as the communication."""
-    comm_25 = comm_seconds(grad_bytes, buckets, P, aes_gbps, crossing, bounce_bytes, crypto_threads)
-    comm_1 = comm_seconds(grad_bytes, 1, P, aes_gbps, crossing, bounce_bytes, crypto_threads)
+    comm_25 = comm_seconds(grad_bytes, buckets, P, aes_gbps, crossing, bounce_bytes, crypto_threads, copies)
+    comm_1 = comm_seconds(grad_bytes, 1, P, aes_gbps, crossing, bounce_bytes, crypto_threads, copies)
     return predict_platforms.slowdowns({"t_off": t_off, "t_backward": t_bwd}, 1.0, comm_25, comm_1, 0.0)
 
 

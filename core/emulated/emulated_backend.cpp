@@ -43,6 +43,8 @@ double EmulatedBackend::seconds() const {
 void EmulatedBackend::reset_seconds() {
   for (auto& w : seconds_) w.store(0.0);
   kernels_.store(0);
+  cc_launch_s_.store(0.0);
+  cc_copy_s_.store(0.0);
 }
 
 void EmulatedBackend::charge(EmulatedWork w, double amount, Launch launch) {
@@ -61,8 +63,18 @@ void EmulatedBackend::charge(EmulatedWork w, double amount, Launch launch) {
       s += gpu_.optimizer_seconds(amount);
       break;
     case EmulatedWork::Transfer:
-      s += amount / kPcieBytesPerSecond;
+      // In CC mode through the bounce buffers (the charge below), else over plain PCIe.
+      s += gpu_.cc.on() ? 0.0 : amount / kPcieBytesPerSecond;
       break;
+  }
+  // Note [CC hardware costs] (emulated_gpu.h): every copy goes through the bounce buffers at CC's
+  // measured rate, every other op is a kernel whose launch CC makes dearer.
+  if (gpu_.cc.on()) {
+    const bool copy = w == EmulatedWork::Transfer;
+    const double cc =
+        copy ? gpu_.cc.copy_seconds(launch == Launch::ToDevice, amount) : gpu_.cc.launch_extra_us * 1e-6;
+    (copy ? cc_copy_s_ : cc_launch_s_).fetch_add(cc);
+    s += cc;
   }
   seconds_[static_cast<std::size_t>(w)].fetch_add(s);
   if (launch == Launch::RowKernel) kernels_.fetch_add(1);
@@ -81,10 +93,10 @@ void EmulatedBackend::synchronize() {
 // ---- memory: the block must keep holding zeros (aliased_memory.h), so only copies to the host move
 // data; the rest are costs.
 void EmulatedBackend::copy_to_device(void* /*dst*/, const void* /*host_src*/, std::size_t bytes) {
-  charge(EmulatedWork::Transfer, d(bytes));
+  charge(EmulatedWork::Transfer, d(bytes), Launch::ToDevice);
 }
 void EmulatedBackend::copy_to_host(void* host_dst, const void* src, std::size_t bytes) {
-  charge(EmulatedWork::Transfer, d(bytes));
+  charge(EmulatedWork::Transfer, d(bytes), Launch::ToHost);
   synchronize();
   if (bytes > 0) std::memcpy(host_dst, src, bytes);
 }

@@ -62,6 +62,10 @@ class EmulatedBackend final : public Backend {
   void reset_seconds();
   // Transformer kernels (Launch::RowKernel) charged since the last reset_seconds().
   long kernels() const { return kernels_.load(); }
+  // Of seconds(), what the GPU's CC mode added since the last reset_seconds() (Note [CC hardware
+  // costs], emulated_gpu.h): kernel launches, and host <-> device copies through the bounce buffers.
+  double cc_launch_seconds() const { return cc_launch_s_.load(); }
+  double cc_copy_seconds() const { return cc_copy_s_.load(); }
   // Appends the shape of every convolution forward to `log` from now on (null: stop): a model's
   // layers as its forward calls them (`teetrain bench conv`).
   void log_convs(std::vector<Conv2dShape>* log) { conv_log_ = log; }
@@ -133,7 +137,8 @@ class EmulatedBackend final : public Backend {
 
  private:
   // RowKernel: one of the transformer's kernels, which pay kRowKernelSeconds on top of their work.
-  enum class Launch { Plain, RowKernel };
+  // ToDevice, ToHost: a copy (EmulatedWork::Transfer) and its direction, which CC prices apart.
+  enum class Launch { Plain, RowKernel, ToDevice, ToHost };
   // Charges `amount` of one kind of work: FLOPs for Matmul and Conv, bytes for the others.
   void charge(EmulatedWork w, double amount, Launch launch = Launch::Plain);
   double channel_parallel(int C) const;
@@ -153,6 +158,7 @@ class EmulatedBackend final : public Backend {
   std::thread::id compute_thread_ = std::this_thread::get_id();
   std::array<std::atomic<double>, kEmulatedWorkKinds> seconds_{};
   std::atomic<long> kernels_{0};  // the comm thread charges too
+  std::atomic<double> cc_launch_s_{0}, cc_copy_s_{0};
   std::vector<Conv2dShape>* conv_log_ = nullptr;
 };
 

@@ -49,6 +49,38 @@ std::vector<GpuSpec> gpu_specs() {
   };
 }
 
+CcCosts cc_costs(CcHardware h) {
+  // ISPASS 2025 artifact (Note [CC hardware costs]): the copy rates and added fixed costs are
+  // tools/predict_paper.py's fit of t(B) = fixed + B / rate to the bandwidth sweep (64 B .. 64 MiB), CC
+  // on minus CC off; the launches are median cudaLaunchKernel times (fig12).
+  constexpr double kLaunchCc = 9.98, kLaunchOff = 4.93;
+  switch (h) {
+    case CcHardware::None:
+      break;
+    case CcHardware::H100Pinned:
+      return {.hardware = h,
+              .d2h_gbps = 2.926,
+              .h2d_gbps = 2.880,
+              .d2h_fixed_us = 20.05,
+              .h2d_fixed_us = 20.87,
+              .launch_us = kLaunchCc,
+              .launch_extra_us = kLaunchCc - kLaunchOff};
+    case CcHardware::H100Pageable:
+      return {.hardware = h,
+              .d2h_gbps = 2.519,
+              .h2d_gbps = 2.617,
+              .d2h_fixed_us = 37.00,
+              .h2d_fixed_us = 33.39,
+              .launch_us = kLaunchCc,
+              .launch_extra_us = kLaunchCc - kLaunchOff};
+  }
+  return {};
+}
+
+double CcCosts::copy_seconds(bool to_device, double bytes) const {
+  return (to_device ? h2d_fixed_us : d2h_fixed_us) * 1e-6 + bytes / ((to_device ? h2d_gbps : d2h_gbps) * 1e9);
+}
+
 GpuSpec gpu_spec(const std::string& name) {
   std::string names;
   for (const GpuSpec& g : gpu_specs()) {
@@ -155,7 +187,12 @@ std::string EmulatedGpu::describe() const {
   std::snprintf(buf, sizeof buf, "%s %s %.1f TFLOP/s x %.2f (conv x %.2f) + element-wise x%.2f at %.0f GB/s",
                 spec.name.c_str(), tflops_override > 0 ? "custom" : enum_name(precision), peak, efficiency(),
                 conv, act_traffic(), spec.hbm_gbps);
-  return buf;
+  if (!cc.on()) return buf;
+  char more[200];
+  std::snprintf(more, sizeof more,
+                "; CC mode (%s, ISPASS 2025): copies %.2f/%.2f GB/s + %.0f us, launches +%.2f us",
+                enum_name(cc.hardware), cc.d2h_gbps, cc.h2d_gbps, cc.crossing_us(), cc.launch_extra_us);
+  return std::string(buf) + more;
 }
 
 }  // namespace tt

@@ -35,6 +35,39 @@ struct EnumNames<GpuPrecision> {
       {"fp32", GpuPrecision::Fp32}, {"tf32", GpuPrecision::Tf32}, {"bf16", GpuPrecision::Bf16}};
 };
 
+// Note [CC hardware costs]: what a GPU in confidential-computing mode costs beyond the same GPU with CC
+// off, as measured on an H100 NVL with Intel TDX (Yang, Sonji, Jog, ISPASS 2025 artifact:
+// tools/calibration/h100_cc_sources.json and h100_cc_bandwidth_ispass25.csv; docs/reference/
+// published-numbers.md). Every host <-> device copy goes through bounce buffers the driver encrypts:
+// bandwidthTest's CC plateaus are 2.52-2.93 GB/s (pinned: 100 queued copies; pageable: one synchronous
+// copy), and CC adds 20-37 us to each copy's fixed cost; a kernel launch takes 9.98 us instead of 4.93.
+// An emulated run charges them where they happen (`--cc-hardware`, applied only to TEE runs: the TEE-off
+// baseline is the same GPU with CC off): the batch's copy to the GPU (the ingress), every kernel's launch
+// (in virtual time the host waits for each op, so the extra launch latency is on the critical path: an
+// upper bound), and each gradient message's two crossings (platform/emulated/cc_transfer_channel.h).
+enum class CcHardware { None, H100Pinned, H100Pageable };
+template <>
+struct EnumNames<CcHardware> {
+  static constexpr std::pair<const char*, CcHardware> all[] = {{"none", CcHardware::None},
+                                                               {"h100-pinned", CcHardware::H100Pinned},
+                                                               {"h100-pageable", CcHardware::H100Pageable}};
+};
+
+// One row of the CC hardware table (cc_costs()): Note [CC hardware costs].
+struct CcCosts {
+  CcHardware hardware = CcHardware::None;
+  double d2h_gbps = 0, h2d_gbps = 0;          // CC copy plateau per direction, GB/s
+  double d2h_fixed_us = 0, h2d_fixed_us = 0;  // what CC adds to one copy's fixed cost, us
+  double launch_us = 0;                       // one kernel launch in CC, us
+  double launch_extra_us = 0;                 // what CC adds to a launch (launch_us - the same with CC off)
+  bool on() const { return hardware != CcHardware::None; }
+  // Seconds one copy of `bytes` takes through the bounce buffers (CC's fixed cost + bytes at the plateau).
+  double copy_seconds(bool to_device, double bytes) const;
+  // Mean of the two directions' added fixed cost: one gradient crossing's toll, us.
+  double crossing_us() const { return (d2h_fixed_us + h2d_fixed_us) / 2; }
+};
+CcCosts cc_costs(CcHardware h);
+
 // Peak dense throughput of one GPU (no structured sparsity), from the vendors' data sheets.
 struct GpuSpec {
   std::string name;
@@ -74,6 +107,7 @@ struct EmulatedGpu {
   double efficiency_override = 0;               // > 0: replaces the matmul efficiency (--gpu-efficiency)
   double aead_override = 0;                     // > 0: replaces the AES-GCM rate (--gpu-aead-gbps)
   double act_traffic_override = -1;  // >= 0: replaces act_traffic (--gpu-act-traffic; 0 = FLOPs only)
+  CcCosts cc{};                      // the GPU in CC mode (Note [CC hardware costs]); none: CC off
 
   // GB/s of the GPU's AES-GCM (device crypto); throws InputError when the table has no measurement.
   double aead_gbps() const;

@@ -56,8 +56,22 @@ comm::TeeCosts tee_costs(const ParallelOptions& parallel, const ComputeOptions& 
     t.open_gbps = rate;
     t.message_us = kSealedMessageUs;
   }
-  // H100 CC's bounce buffers: one crossing at the sender, one at the receiver (cc_transfer_channel.h).
-  if (parallel.cc_transfer_us > 0 && !on_gpu) t.message_us += 2 * parallel.cc_transfer_us;
+  // H100 CC's bounce buffers: one crossing at the sender, one at the receiver (cc_transfer_channel.h),
+  // priced as the emulated platform charges them (EmulatedPlatform::ring_channel): a GPU in CC mode
+  // (Note [CC hardware costs]) also makes GPU-sealed rings cross, and each crossing's bytes cost the
+  // copy plateau beyond the host's own AES-GCM pass.
+  const CcCosts cc = gpu != nullptr ? gpu->cc : CcCosts{};
+  const double toll_us = parallel.cc_transfer_us > 0 ? parallel.cc_transfer_us : cc.crossing_us();
+  if (toll_us > 0 && (!on_gpu || cc.on())) t.message_us += 2 * toll_us;
+  if (cc.on()) {
+    const double host_pass_s =
+        on_gpu ? 0.0 : 1.0 / ((compute.virtual_time() ? compute.host.aead_gbps : kCpuAeadGbps) * 1e9);
+    const auto slower = [host_pass_s](double gbps, double copy_gbps) {
+      return 1e-9 / (1.0 / (gbps * 1e9) + std::max(0.0, 1.0 / (copy_gbps * 1e9) - host_pass_s));
+    };
+    t.seal_gbps = slower(t.seal_gbps, cc.d2h_gbps);
+    t.open_gbps = slower(t.open_gbps, cc.h2d_gbps);
+  }
   return t;
 }
 
@@ -93,6 +107,9 @@ platform::CryptoCostModel modelled_crypto(const HostModel& host, const TeeSwitch
   if (ts.device_crypto) {
     m.where = "GPU";
     m.aead_gbps = gpu.aead_gbps();
+    // A seal or open is a kernel: in CC mode its launch costs what CC's launches measure (Note [CC
+    // hardware costs]); without CC the measured rate already includes it.
+    m.per_message_us = gpu.cc.launch_us;
     return m;
   }
   m.aead_gbps = host.aead_gbps;

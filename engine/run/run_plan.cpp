@@ -45,6 +45,7 @@ platform::Request platform_request(const TrainOptions& o) {
   r.emulated_links = p.link == LinkModel::Emulate;
   r.virtual_time = c.time == TimeModel::Virtual;
   r.cc_transfer_us = p.cc_transfer_us;
+  r.cc_hardware = c.gpu.cc != CcHardware::None;
   r.checkpoints = o.checkpoints.any();
   r.tf32 = c.tf32;
   r.adversary_on_device_crypto = o.tee.adversary && c.mode == ComputeMode::Emulated && !c.virtual_time() &&
@@ -96,7 +97,8 @@ RunPlan::RunPlan(const TrainOptions& options, const ImageSource* images, int wor
   json_ = train_options_json(o_);
 }
 
-platform::Options platform_options(const ComputeOptions& c, int threads, int rank, RunClock& clock) {
+platform::Options platform_options(const ComputeOptions& c, bool tee, int threads, int rank,
+                                   RunClock& clock) {
   platform::Options po;
   po.threads = threads;
   po.rank = rank;
@@ -105,6 +107,8 @@ platform::Options platform_options(const ComputeOptions& c, int threads, int ran
     const EmulatedGpuOptions& g = c.gpu;
     po.gpu = EmulatedGpu{
         resolve_gpu_spec(g.name), g.precision, g.tflops, g.efficiency, g.aead_gbps, g.act_traffic};
+    // The TEE-off baseline is the same GPU with CC off (Note [CC hardware costs]).
+    if (tee) po.gpu->cc = cc_costs(g.cc);
     po.clock = &clock;
   }
   return po;

@@ -59,7 +59,8 @@ long steps_for_epochs(const ScheduleOptions& s, const ImageSource* images, int w
 
 // What the platform of `c` is built from (platform/platform.h): the backend's threads, the rank (which
 // GPU), TF32, and an emulated GPU from the --gpu flags, whose ops advance `clock`.
-platform::Options platform_options(const ComputeOptions& c, int threads, int rank, RunClock& clock);
+// tee: the run is sealed (its emulated GPU then runs in CC mode where --cc-hardware asks for it).
+platform::Options platform_options(const ComputeOptions& c, bool tee, int threads, int rank, RunClock& clock);
 
 // Each conflicting choice, as one sentence saying what to do; empty when the options are consistent.
 std::vector<std::string> plan_conflicts(const TrainOptions& o);

@@ -86,6 +86,9 @@ nlohmann::json train_options_json(const TrainOptions& o) {
       {"link", name(p.link)},
       {"cc_transfer_us", p.cc_transfer_us},
       {"tee", tee_json(o.tee, c.gpu_gradients())}};
+  // Only when asked for, so that runs without it keep the configuration digest they had.
+  if (c.mode == ComputeMode::Emulated && c.gpu.cc != CcHardware::None)
+    j["gpu"]["cc_hardware"] = enum_name(c.gpu.cc);
   // Only when given, so runs without pins keep the configuration digest (and policies) they had.
   if (!o.data.expect_dataset.empty()) j["expect_dataset"] = o.data.expect_dataset;
   // The same for the gradients' memory: only when not the default.

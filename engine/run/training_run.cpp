@@ -246,8 +246,8 @@ void TrainingRun::build_model() {
   ranks_per_host_ = ranks_on_this_host();
   threads_ = run_threads(c.threads);
   enter_stage(watchdog_, StartupStage::OwnWork);
-  platform_ =
-      platform::platform_entry(c.platform()).make(platform_options(c, threads_, rank_, profiler_.clock()));
+  platform_ = platform::platform_entry(c.platform())
+                  .make(platform_options(c, plan_.switches().on, threads_, rank_, profiler_.clock()));
   backend_ = &platform_->backend();
   model_ = make_model(*backend_, plan_.model());
   // Placeholder values (an emulated GPU's memory holds zeros): drawing 1.5B random numbers on the
@@ -484,6 +484,22 @@ RunDescription TrainingRun::gather_facts() const {
   return d;
 }
 
+namespace {
+// A GPU in CC mode (Note [CC hardware costs], core/emulated/emulated_gpu.h): what CC added to the
+// compute stream per step, on average over every step run (warm-up included), beside the phases that
+// hold it (launches: forward, backward, optimizer; the batch's copy: forward). Null with CC off.
+nlohmann::json cc_hardware_json(const EmulatedGpu* gpu, const platform::Platform::CcCharges& c, long steps) {
+  if (gpu == nullptr || !gpu->cc.on() || steps <= 0) return nullptr;
+  const double n = static_cast<double>(steps);
+  return {{"name", enum_name(gpu->cc.hardware)},
+          {"launch_extra_us", gpu->cc.launch_extra_us},
+          {"copy_d2h_gbps", gpu->cc.d2h_gbps},
+          {"copy_h2d_gbps", gpu->cc.h2d_gbps},
+          {"kernel_launches_s_per_step", c.launch_s / n},
+          {"copies_s_per_step", c.copy_s / n}};
+}
+}  // namespace
+
 nlohmann::json TrainingRun::summary(const TrainResult& r, const RunReport& report) const {
   const RunDescription& d = facts_;
   const AlgoSelection* selection = d.reduced ? path_->selection() : nullptr;
@@ -502,6 +518,7 @@ nlohmann::json TrainingRun::summary(const TrainResult& r, const RunReport& repor
             // What each bucket took: known once the run has summed them.
             {"allreduce_selection", selection != nullptr ? selection->summary() : nlohmann::json(nullptr)},
             {"cc_transfer_us", d.cc_transfer_us},
+            {"cc_hardware", cc_hardware_json(gpu, platform_->cc_charges(), r.steps)},
             // The segments as cut (config's segment_kb 0 is automatic: engine/gradients/segments.h).
             {"segment_bytes", d.segment ? nlohmann::json(d.segment->bytes) : nlohmann::json(nullptr)},
             {"segment", d.segment ? nlohmann::json(d.segment->why) : nlohmann::json(nullptr)},

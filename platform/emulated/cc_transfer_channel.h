@@ -11,6 +11,11 @@
 // bucket-size finding down to exactly this: "the cost of securing and verifying many small
 // transmissions dominates", and larger buckets "cut round-trip counts".
 //
+// With a GPU in CC mode (--cc-hardware, Note [CC hardware costs] in core/emulated/emulated_gpu.h) a
+// crossing also costs its bytes at the measured copy plateau: `per_byte`, the part of that rate beyond
+// what the channel inside already charges for the bytes (the host's AES-GCM pass in cc; nothing for
+// fast's GPU-sealed ciphertext, which on H100 CC reaches another GPU only through host memory).
+//
 // This channel wraps the real sealing channel and charges `toll` per crossing: before each seal (the
 // device -> host copy of the plaintext) and after each open (the host -> device copy), as a blocking
 // wait on one per-rank bridge, so crossings never overlap one another. Everything else (bytes, nonces,
@@ -28,11 +33,18 @@
 
 namespace tt::platform {
 
+// Seconds per byte of a crossing, each direction (0: the fixed toll only).
+struct CcCopyPerByte {
+  double d2h_s = 0;  // before a seal: device -> host
+  double h2d_s = 0;  // after an open: host -> device
+};
+
 class CcTransferChannel final : public comm::Channel {
  public:
   using Clock = std::chrono::steady_clock;
   // toll_us: fixed cost of one crossing in microseconds, > 0. `inner` must outlive this channel.
-  CcTransferChannel(comm::Channel& inner, double toll_us, Profiler* profiler, RunClock* clock = nullptr);
+  CcTransferChannel(comm::Channel& inner, double toll_us, Profiler* profiler, RunClock* clock = nullptr,
+                    CcCopyPerByte per_byte = {});
 
   std::string name() const override;  // "<inner>, cc transfers (3000 us each)"
   std::size_t overhead() const override { return inner_.overhead(); }
@@ -57,12 +69,14 @@ class CcTransferChannel final : public comm::Channel {
   double toll_us() const { return toll_us_; }
 
  private:
-  // Blocks until `n` more crossings have gone over the bridge (after any still in flight).
-  void cross(std::size_t n);
+  // Blocks until `n` more crossings of `bytes` in all have gone over the bridge (after any still in
+  // flight); s_per_byte: the direction's CcCopyPerByte.
+  void cross(std::size_t n, std::size_t bytes, double s_per_byte);
 
   comm::Channel& inner_;
   Clock::duration toll_;
   double toll_us_;
+  CcCopyPerByte per_byte_;
   Profiler* prof_;
   RunClock* clock_;  // virtual time, else null
   mutable std::mutex mu_;

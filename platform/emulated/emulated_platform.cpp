@@ -1,5 +1,7 @@
 #include "platform/emulated/emulated_platform.h"
 
+#include <algorithm>
+
 #include "base/error.h"
 #include "core/backend_factory.h"
 
@@ -32,12 +34,28 @@ comm::Channel& EmulatedPlatform::ring_channel(const HostPathRequest& r) {
     channel = &gpu_crypto_.emplace(gpu_->gpu().aead_gbps(), r.forward_ag, &r.profiler, &gpu_->comm_stream());
   }
   // --cc-transfer-us: a ring sealed on the host pays H100 CC's fixed cost per bounce-buffer crossing
-  // of the emulated GPU's chunks (cc_transfer_channel.h). Plaintext and GPU-sealed rings never cross.
-  if (r.cc_transfer_us > 0 && r.tee && !r.device_crypto) {
-    cc_transfers_.emplace(*channel, r.cc_transfer_us, &r.profiler, &r.profiler.clock());
+  // of the emulated GPU's chunks (cc_transfer_channel.h). A GPU in CC mode (--cc-hardware) also pays
+  // the copies' bytes, and its fixed cost when --cc-transfer-us gives none; there fast's GPU-sealed
+  // ciphertext crosses too (H100 CC has no encrypted GPU-to-GPU path: it goes through host memory).
+  // Plaintext rings, and device-sealed ones on a GPU without CC costs (the direct-channel what-if),
+  // never cross.
+  const CcCosts& cc = gpu_->gpu().cc;
+  const double toll_us = r.cc_transfer_us > 0 ? r.cc_transfer_us : cc.crossing_us();
+  if (toll_us > 0 && r.tee && (!r.device_crypto || cc.on())) {
+    cc_transfers_.emplace(*channel, toll_us, &r.profiler, &r.profiler.clock(), crossing_bytes(r, cc));
     channel = &*cc_transfers_;
   }
   return *channel;
+}
+
+// A crossing's bytes at the CC copy plateau, less what the channel inside already charges for them per
+// byte: the host's AES-GCM pass (cc; in virtual time the modelled host's rate), so that a hop costs
+// what H100 CC's copies measure; the GPU's seal of fast's ciphertext is a kernel, not part of a copy.
+CcCopyPerByte EmulatedPlatform::crossing_bytes(const HostPathRequest& r, const CcCosts& cc) const {
+  if (!cc.on()) return {};
+  const double host_s = r.device_crypto || !r.crypto ? 0.0 : 1.0 / (r.crypto(gpu_->gpu()).aead_gbps * 1e9);
+  return {.d2h_s = std::max(0.0, 1.0 / (cc.d2h_gbps * 1e9) - host_s),
+          .h2d_s = std::max(0.0, 1.0 / (cc.h2d_gbps * 1e9) - host_s)};
 }
 
 // The ring's wire: --link emulate (and every ring in virtual time) sends tokens over modelled links —

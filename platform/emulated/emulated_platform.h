@@ -33,9 +33,13 @@ class EmulatedPlatform final : public Platform {
   std::string notice(const std::string& model, bool virtual_time) const override;
   HostPathParts host_path(const HostPathRequest& r) override;
   double cc_transfer_us() const override { return cc_transfers_ ? cc_transfers_->toll_us() : 0.0; }
+  CcCharges cc_charges() const override {
+    return {.launch_s = gpu_->cc_launch_seconds(), .copy_s = gpu_->cc_copy_seconds()};
+  }
 
  private:
   comm::Channel& ring_channel(const HostPathRequest& r);
+  CcCopyPerByte crossing_bytes(const HostPathRequest& r, const CcCosts& cc) const;
   comm::Transport& ring_wire(const HostPathRequest& r, const comm::Channel& channel, bool modelled_links);
 
   std::unique_ptr<EmulatedBackend> gpu_;

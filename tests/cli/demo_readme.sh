@@ -14,12 +14,14 @@ check "it prints its table" grep -q "^== Emulated H100 compute (gpt2-medium, 4 r
 check "the README's figures are the demo's" python3 - "$REPO/README.md" "$WORK/out/emu" <<'PY'
 import json, re, sys
 readme = " ".join(open(sys.argv[1]).read().split())
-m = re.search(r"It prints off ([0-9.]+) s/step, `fast` ([0-9.]+) \(([0-9.]+)x\), `cc` ([0-9.]+) \(([0-9.]+)x\) "
-              r"and `cc` without H100 CC's per-crossing cost ([0-9.]+) \(([0-9.]+)x\)", readme)
+m = re.search(r"It prints off ([0-9.]+) s/step, `cc` on H100 CC as measured ([0-9.]+) \(([0-9.]+)x\), `fast` on "
+              r"H100 CC ([0-9.]+) \(([0-9.]+)x\), `fast` over a direct GPU-to-GPU link ([0-9.]+) \(([0-9.]+)x\) and `cc` "
+              r"with the PAPER-FITTED per-crossing cost ([0-9.]+) \(([0-9.]+)x\).*the paper-fitted cost \(([0-9.]+) µs "
+              r"per crossing\)", readme)
 assert m, "the README's sentence with the demo's figures is gone"
-step = {k: json.load(open(f"{sys.argv[2]}/{k}.json"))["step_s_mean"] for k in ("off", "fast", "cc", "cc-own")}
-want = [step["off"], step["fast"], step["fast"] / step["off"], step["cc"], step["cc"] / step["off"],
-        step["cc-own"], step["cc-own"] / step["off"]]
+step = {k: json.load(open(f"{sys.argv[2]}/{k}.json"))["step_s_mean"] for k in ("off", "cc", "fast-h100", "fast", "cc-paper")}
+want = [step["off"]] + [v for k in ("cc", "fast-h100", "fast", "cc-paper") for v in (step[k], step[k] / step["off"])]
+want.append(json.load(open(f"{sys.argv[2]}/cc-paper.json"))["cc_transfer_us"])
 bad = []
 for text, value in zip(m.groups(), want):
     digits = len(text.split(".")[1]) if "." in text else 0

@@ -170,6 +170,32 @@ TEST(EmulatedBackend, OtherThreadsRunOnTheCommunicationStream) {
   EXPECT_GT(be.comm_stream().seconds(), 0.0);
 }
 
+// Note [CC hardware costs]: in CC mode every copy crosses the bounce buffers at the measured plateau
+// plus CC's fixed cost, in its direction, and every kernel's launch costs 5.05 us more; with CC off the
+// same ops cost what they did.
+TEST(EmulatedBackend, CcModeChargesCopiesAtThePlateauAndEveryLaunch) {
+  EmulatedGpu plain = slow_gpu();
+  EmulatedGpu cc = slow_gpu();
+  cc.cc = cc_costs(CcHardware::H100Pageable);
+  EXPECT_EQ(cc_costs(CcHardware::None).on(), false);
+  EXPECT_NEAR(cc.cc.launch_extra_us, 9.98 - 4.93, 1e-12);
+  EmulatedBackend off(plain, EmulatedBackend::Timing::Account), on(cc, EmulatedBackend::Timing::Account);
+  std::vector<float> host(1 << 20);
+  for (EmulatedBackend* be : {&off, &on}) {
+    DeviceBuffer buf(*be, host.size() * sizeof(float));
+    be->copy_to_device(buf.data(), host.data(), host.size() * sizeof(float));
+    be->matmul_forward(buf.as<float>(), buf.as<float>(), buf.as<float>(), nullptr, 64, 64, 64);
+    be->copy_to_host(host.data(), buf.data(), 4);
+  }
+  const double bytes = 4.0 * (1 << 20);
+  EXPECT_NEAR(on.cc_copy_seconds(), 33.39e-6 + bytes / 2.617e9 + 37.00e-6 + 4 / 2.519e9, 1e-12);
+  EXPECT_NEAR(on.seconds(EmulatedWork::Transfer), on.cc_copy_seconds(), 1e-12);  // not PCIe's rate as well
+  EXPECT_NEAR(on.cc_launch_seconds(), 5.05e-6, 1e-12);                           // one kernel: the matmul
+  EXPECT_NEAR(on.seconds(EmulatedWork::Matmul), off.seconds(EmulatedWork::Matmul) + 5.05e-6, 1e-12);
+  EXPECT_EQ(off.cc_copy_seconds() + off.cc_launch_seconds(), 0.0);
+  EXPECT_NE(cc.describe().find("CC mode (h100-pageable"), std::string::npos);
+}
+
 TEST(EmulatedBackend, MemoryIsAliasedAndKeepsHoldingZeros) {
   EmulatedBackend be(slow_gpu(), EmulatedBackend::Timing::Account, std::size_t{1} << 20);
   // 1 GiB of address space on a 1 MiB block: every MiB is the same memory.

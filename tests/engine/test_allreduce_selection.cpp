@@ -149,6 +149,29 @@ TEST(AllreduceSelection, DefaultsCarryTheTeeCosts) {
               1.0 / gpu.spec.nvlink_gbps, 1e-12);
 }
 
+// A GPU in CC mode (--cc-hardware): the model prices each crossing as the emulated platform charges it,
+// its fixed cost from the table and its bytes at the copy plateau (beyond the host's own AES-GCM pass),
+// and fast's GPU-sealed ring crosses too.
+TEST(AllreduceSelection, CcHardwarePricesTheCrossings) {
+  EmulatedGpu gpu{gpu_spec("h100")};
+  const EmulatedGpu off = gpu;  // the same GPU with CC off
+  gpu.cc = cc_costs(CcHardware::H100Pageable);
+  TrainOptions plan;
+  plan.compute.mode = ComputeMode::Emulated;
+  TeeSwitches cc;
+  cc.on = cc.cc = true;
+  const auto plain = default_cost_model(plan.parallel, plan.compute, cc, &off).model;
+  const auto m = default_cost_model(plan.parallel, plan.compute, cc, &gpu).model;
+  EXPECT_NEAR(m.message_us - plain.message_us, 2 * gpu.cc.crossing_us(), 1e-9);
+  // seal + open: each the copy's ns/B in place of one host pass at 3.36 GB/s
+  EXPECT_NEAR(m.wire_ns_per_byte - plain.wire_ns_per_byte, (1 / 2.519 - 1 / 3.36) + (1 / 2.617 - 1 / 3.36),
+              1e-9);
+  TeeSwitches fast;
+  fast.on = fast.device_crypto = true;
+  EXPECT_GT(default_cost_model(plan.parallel, plan.compute, fast, &gpu).model.message_us,
+            default_cost_model(plan.parallel, plan.compute, fast, &off).model.message_us + 2 * 35.0);
+}
+
 // In virtual time the model prices sealing as the run will book it: the modelled host's AES-GCM
 // (--host-aead-gbps, one core per unpipelined hop, both ends' --host-message-us), the same
 // CryptoCostModel the sealing channel charges.

@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "comm/allreduce/ring_allreduce.h"
+#include "core/emulated/virtual_clock.h"
 #include "core/profiler.h"
 #include "platform/emulated/cc_transfer_channel.h"
 #include "tests/common/inproc_transport.h"
@@ -85,6 +86,26 @@ TEST(CcTransferChannel, BatchesChargeEveryMessageAndThreadsShareOneBridge) {
   EXPECT_GE(since(t0), 10e-3);
   EXPECT_EQ(ch.crossings(), 10);
   EXPECT_EQ(inner.seals, 10);
+}
+
+// A GPU in CC mode (--cc-hardware): each crossing also costs its bytes, device -> host before a seal
+// and host -> device after an open, each at its own rate; in virtual time nothing is waited for.
+TEST(CcTransferChannel, ChargesEachCrossingsBytesInItsDirection) {
+  InvertingChannel inner;
+  VirtualClock clock;
+  Profiler prof;
+  CcTransferChannel ch(inner, 10.0, &prof, &clock, {.d2h_s = 1e-9, .h2d_s = 2e-9});
+  EXPECT_EQ(ch.name(), "inverting, cc transfers (10.0 us each + 1.000/2.000 ns/B)");
+  const std::vector<std::byte> plain(1000, std::byte{5});
+  std::vector<std::byte> wire(1000), back(1000);
+  const auto t0 = clock.now();
+  ch.seal(MessageContext{}, plain, wire);
+  EXPECT_NEAR(std::chrono::duration<double>(clock.now() - t0).count(), 10e-6 + 1e-6, 1e-9);
+  ch.open(MessageContext{}, wire, back);
+  EXPECT_NEAR(std::chrono::duration<double>(clock.now() - t0).count(), 2 * 10e-6 + 3e-6, 1e-9);
+  EXPECT_EQ(back, plain);
+  EXPECT_EQ(ch.crossings(), 2);
+  EXPECT_THROW(CcTransferChannel(inner, 10.0, nullptr, nullptr, {.d2h_s = -1e-9, .h2d_s = 0}), InputError);
 }
 
 TEST(CcTransferChannel, NeedsAPositiveToll) {

@@ -273,6 +273,14 @@ void add_emulation_options(CLI::App* cmd, TrainOptions& o) {
         "seals pay it (cc, or fast with --tee-device-crypto off). 0 = none: teetrain's own cost only")
       ->check(non_negative())
       ->capture_default_str();
+  add_enum_option(
+      em, "--cc-hardware", o.compute.gpu.cc,
+      "The emulated GPU's confidential-computing mode in TEE runs (the TEE-off run stays CC off): none "
+      "charges no CC hardware cost, and fast's GPU-sealed ciphertext crosses a direct GPU-to-GPU link "
+      "(a what-if: no shipping GPU has one); h100-pinned or h100-pageable charges H100 CC's measured "
+      "costs (ISPASS 2025): every copy, the batch's included, through the bounce buffers at that "
+      "memory's plateau plus CC's fixed cost per copy (the crossing's, unless --cc-transfer-us is "
+      "given), +5.05 us per kernel launch, and fast's ciphertext through host memory");
   em->add_option("--timing-warmup", o.schedule.timing_warmup,
                  "Leave the first N steps (allocations, first touch of buffers) out of the step time and the "
                  "phase times; counters still count every step")

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# A GPU in CC mode (--cc-hardware; Note [CC hardware costs], core/emulated/emulated_gpu.h): in virtual
+# time an H100 CC run pays the measured copy rates, CC's kernel launches and the batch's copy through
+# the bounce buffers, fast's GPU-sealed ciphertext crosses host memory instead of a direct GPU-to-GPU
+# link, and the TEE-off baseline stays the same GPU with CC off.
+source "$(dirname "$0")/lib.sh" "$@"
+make_corpus
+provision_trust
+PY=$(command -v python3)
+emu=(train --model gpt2-tiny --data "$WORK/data/tiny" --batch 2 --seq 32 --steps 3 --timing-warmup 1
+     --val-batches 0 --no-progress --compute emulate --gpu h100 --allow-plain-data "${TRUST[@]}")
+run() { # run NAME args...: summary in $WORK/NAME.json, stdout and stderr in $WORK/NAME.log
+  local name="$1"; shift
+  if mpirun --allow-run-as-root --oversubscribe -np 2 "$TT" "${emu[@]}" --summary "$WORK/$name.json" "$@" \
+       >"$WORK/$name.log" 2>&1; then
+    passes=$((passes + 1))
+  else
+    echo "FAIL: run $name"; tail -8 "$WORK/$name.log"; fails=$((fails + 1))
+  fi
+}
+run off --tee off
+run off-hw --tee off --cc-hardware h100-pageable
+run cc --tee cc
+run cc-hw --tee cc --cc-hardware h100-pageable
+run fast --tee fast
+run fast-hw --tee fast --cc-hardware h100-pageable
+if "$PY" - "$WORK" <<'PY'
+import json, sys
+r = {n: json.load(open(f"{sys.argv[1]}/{n}.json")) for n in ("off", "off-hw", "cc", "cc-hw", "fast", "fast-hw")}
+phase = lambda n, p: r[n]["phases"].get(p, {}).get("mean", 0.0)
+# The baseline: TEE off runs on the same GPU with CC off.
+assert r["off-hw"]["step_s_mean"] == r["off"]["step_s_mean"] and r["off-hw"]["cc_hardware"] is None
+assert r["cc"]["cc_hardware"] is None and r["cc"]["cc_transfer_us"] == 0 and phase("cc", "stage") == 0
+hw = r["cc-hw"]["cc_hardware"]
+assert hw["name"] == "h100-pageable" and abs(hw["launch_extra_us"] - 5.05) < 1e-9, hw
+assert hw["kernel_launches_s_per_step"] > 0 and hw["copies_s_per_step"] > 0, hw
+# cc's crossings: the fixed cost from the table (pageable, mean of the two directions) and the bytes.
+assert abs(r["cc-hw"]["cc_transfer_us"] - 35.195) < 1e-9, r["cc-hw"]["cc_transfer_us"]
+assert phase("cc-hw", "stage") > 0
+assert phase("cc-hw", "forward") > phase("cc", "forward")  # the batch's copy and the launches
+assert r["cc-hw"]["step_s_mean"] > r["cc"]["step_s_mean"]
+# fast: a direct link without CC hardware (the what-if), through host memory on H100 CC.
+assert phase("fast", "stage") == 0 and phase("fast-hw", "stage") > 0
+assert r["fast-hw"]["step_s_mean"] > r["fast"]["step_s_mean"]
+assert r["cc-hw"]["config"]["gpu"]["cc_hardware"] == "h100-pageable" and "cc_hardware" not in r["cc"]["config"]["gpu"]
+PY
+then passes=$((passes + 1)); else echo "FAIL: CC hardware costs in virtual time"; fails=$((fails + 1)); fi
+grep -q "of which the GPU's CC mode (h100-pageable, ISPASS 2025): kernel launches" "$WORK/cc-hw.log" &&
+  passes=$((passes + 1)) || { echo "FAIL: the CC line under the phase table"; fails=$((fails + 1)); }
+expect_exit 2 "cc-hardware prices an emulated GPU's CC mode" -- "$TT" train --model gpt2-tiny \
+  --data "$WORK/data/tiny" --steps 1 --cc-hardware h100-pinned
+finish
