@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tools/reproduce.py's report never mixes virtual-time results with wall-clock measurements: its
-# virtual-time part (report-virtual.md) is byte-identical whether the grid ran alone or beside two
-# CPU-burning processes, and report.md puts the measured runs in a part of their own, with checks of
+# virtual-time part (report-virtual.md) is byte-identical whether the grid ran alone or beside CPU
+# burners (two per core), and report.md puts the measured runs in a part of their own, with checks of
 # their own. A --cc-transfer-us that the paper's figures imply (8320.8 us, fitted on an earlier
 # emulator) is reported as PAPER-FITTED, with today's fit beside it, not as "given".
 source "$(dirname "$0")/lib.sh" "$@"
@@ -13,12 +13,11 @@ grid() { # grid OUT: a slice of the quick grid in virtual time
   "$PY" "$REPRO" --quick --only ranks-emu --cc-transfer-us 8320.8 --bin "$TT" \
     --data "$WORK/data/tiny" --out "$1" >"$1.log" 2>&1
 }
-burn() { for _ in 1 2; do (while :; do :; done) & done; }
-unburn() { kill $(jobs -p) 2>/dev/null; wait 2>/dev/null || true; }
+trap 'stop_burners; rm -rf "$WORK"' EXIT
 check "the grid alone" grid "$WORK/alone"
-burn
-check "the grid beside two CPU burners" grid "$WORK/busy"
-unburn
+start_burners
+check "the grid beside CPU burners (two per core)" grid "$WORK/busy"
+stop_burners
 check "the virtual-time report is byte-identical under load" cmp "$WORK/alone/report-virtual.md" "$WORK/busy/report-virtual.md"
 check "report.md separates the parts" "$PY" - "$WORK/alone/report.md" "$WORK/alone/report-virtual.md" <<'PY'
 import sys
