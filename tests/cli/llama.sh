@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The Llama family end to end (docs/llama.md): `teetrain models` lists the six presets with the published
+# counts; a short llama-mini run lowers its loss and saves a checkpoint that `sample` continues and
+# `ckpt export` writes with a Llama checkpoint's tensor names; `bench step` times llama-mini; an emulated
+# llama-3-8b step prints its time and memory in virtual time; a Llama on CUDA (where built) says the ops
+# are not there yet.
+source "$(dirname "$0")/lib.sh" "$@"
+make_corpus
+
+models=$("$TT" models)
+for row in 'smollm2-135m +L=30 H=9/3 C=576 F=1536 V=49152 T=8192 tied +134515008 ' \
+           'llama-3.2-1b +L=16 H=32/8 C=2048 F=8192 V=128256 T=131072 tied +1235814400 ' \
+           'llama-3-8b +L=32 H=32/8 C=4096 F=14336 V=128256 T=8192 +8030261248 ' \
+           'llama-3-70b +L=80 H=64/8 C=8192 F=28672 V=128256 T=8192 +70553706496 ' \
+           'llama-tiny ' 'llama-mini '; do
+  grep -qE "^$row" <<<"$models" && passes=$((passes + 1)) || { echo "FAIL: models: no row /$row/"; fails=$((fails + 1)); }
+done
+
+# llama-mini, 30 steps on the tiny corpus: the loss falls from ln 256 = 5.55.
+"$TT" train --model llama-mini --data "$WORK/data/tiny" --steps 30 --batch 4 --seq 64 --lr 2e-3 --threads 2 \
+  --val-batches 2 --save-every 30 --ckpt-dir "$WORK/ck" --summary "$WORK/m.json" >"$WORK/m.log" 2>&1 ||
+  { echo "FAIL: llama-mini training"; tail -5 "$WORK/m.log"; fails=$((fails + 1)); }
+first=$(sed -n 's/^step  *1\/30 | loss \([0-9.]*\).*/\1/p' "$WORK/m.log")
+last=$(json_field "$WORK/m.json" final_loss)
+echo "llama-mini loss: step 1 $first -> step 30 $last"
+awk -v a="${first:-0}" -v b="${last:-99}" 'BEGIN { exit !(a > 5.0 && b < a - 1.0) }' && passes=$((passes + 1)) ||
+  { echo "FAIL: loss did not fall by 1 nat ($first -> $last)"; fails=$((fails + 1)); }
+out=$("$TT" sample --ckpt "$WORK/ck" --prompt "Fortune" --tokens 20 2>&1) && [[ ${#out} -ge 27 ]] &&
+  passes=$((passes + 1)) || { echo "FAIL: sample llama-mini: $out"; fails=$((fails + 1)); }
+"$TT" ckpt export "$WORK/ck" --out "$WORK/export.safetensors" >"$WORK/export.log" 2>&1 &&
+  grep -aq 'model.layers.3.self_attn.k_proj.weight' "$WORK/export.safetensors" &&
+  grep -aq 'model.layers.0.mlp.gate_proj.weight' "$WORK/export.safetensors" && passes=$((passes + 1)) ||
+  { echo "FAIL: ckpt export names"; cat "$WORK/export.log"; fails=$((fails + 1)); }
+
+out=$("$TT" bench step --model llama-mini --batch 2 --seq 64 --steps 1 --warmup 0 --threads 2 2>&1) &&
+  grep -q 'llama-mini' <<<"$out" && grep -qi 'GFLOP/s' <<<"$out" && passes=$((passes + 1)) ||
+  { echo "FAIL: bench step llama-mini: $out"; fails=$((fails + 1)); }
+
+# llama-3-8b on emulated H100s in virtual time: a step time and the memory a rank needs.
+"$TT" train --model llama-3-8b --data "$WORK/data/tiny" --batch 1 --seq 64 --steps 2 --timing-warmup 1 \
+  --val-batches 0 --no-progress --compute emulate --gpu h100 --summary "$WORK/e.json" >"$WORK/e.log" 2>&1 &&
+  grep -q "COMPUTE EMULATED: llama-3-8b runs on an emulated GPU" "$WORK/e.log" &&
+  awk -v s="$(json_field "$WORK/e.json" step_s_mean)" 'BEGIN { exit !(s > 0) }' && passes=$((passes + 1)) ||
+  { echo "FAIL: emulated llama-3-8b"; tail -5 "$WORK/e.log"; fails=$((fails + 1)); }
+finish
