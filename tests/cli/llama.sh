@@ -2,7 +2,8 @@
 # The Llama family end to end (docs/llama.md): `teetrain models` lists the six presets with the published
 # counts; a short llama-mini run lowers its loss and saves a checkpoint that `sample` continues and
 # `ckpt export` writes with a Llama checkpoint's tensor names; `bench step` times llama-mini; llama-3-8b
-# at P = 8 on emulated H100s prints its step time and a rank's memory in virtual time.
+# at P = 8 on emulated H100s prints its step time and a rank's memory in virtual time; a tampered message
+# of a sealed run exits 3.
 source "$(dirname "$0")/lib.sh" "$@"
 make_corpus
 
@@ -46,6 +47,14 @@ emulated() { # name tee
     grep -qE 'llama-3-8b \(8030261248 params, [0-9.]+ GiB/rank\)' "$WORK/$1.log" && passes=$((passes + 1)) ||
     { echo "FAIL: emulated llama-3-8b P=8 --tee $2"; tail -5 "$WORK/$1.log"; fails=$((fails + 1)); }
 }
+# A tampered gradient message of a sealed llama-tiny run is an attack: exit 3, naming what failed to open.
+rc=0
+mpirun --allow-run-as-root --oversubscribe -np 2 "$TT" train --model llama-tiny --data "$WORK/data/tiny" --steps 4 \
+  --seq 16 --batch 2 --no-progress --threads 1 --val-batches 0 --allow-plain-data "${TRUST[@]}" --tee fast \
+  --adversary flip:3 >"$WORK/flip.log" 2>&1 || rc=$?
+expect_eq "$rc" 3 "llama-tiny --tee fast --adversary flip:3: exit code"
+grep -q "INTEGRITY FAILURE: .*failed to open" "$WORK/flip.log" && passes=$((passes + 1)) ||
+  { echo "FAIL: flip on llama-tiny: no integrity failure line"; tail -3 "$WORK/flip.log"; fails=$((fails + 1)); }
 emulated e_off off
 emulated e_fast fast
 off_s=$(json_field "$WORK/e_off.json" step_s_mean) fast_s=$(json_field "$WORK/e_fast.json" step_s_mean)
