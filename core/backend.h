@@ -6,7 +6,7 @@
 //  - Row-major, PyTorch layouts: a Linear weight is (OC, IC); activations are (N, C) with N = B*T.
 //  - Every *_backward op ACCUMULATES (+=) into each gradient it writes, for parameters and for
 //    activations alike, so that a residual branch and gradient accumulation need no special case.
-//    Callers zero gradient buffers once per step (fill(..., 0)).
+//    Callers zero gradient buffers once per step (fill(..., 0)). Exception: rope_backward (in place).
 //  - Results are deterministic for a given backend and thread count: reductions use a fixed
 //    partition and a fixed order, never atomics, so repeated runs are bit-identical.
 //  - A nullptr bias/gradient argument means "absent / not needed".
