@@ -6,7 +6,7 @@
 //  - Row-major, PyTorch layouts: a Linear weight is (OC, IC); activations are (N, C) with N = B*T.
 //  - Every *_backward op ACCUMULATES (+=) into each gradient it writes, for parameters and for
 //    activations alike, so that a residual branch and gradient accumulation need no special case.
-//    Callers zero gradient buffers once per step (fill(..., 0)).
+//    Callers zero gradient buffers once per step (fill(..., 0)). Exception: rope_backward (in place).
 //  - Results are deterministic for a given backend and thread count: reductions use a fixed
 //    partition and a fixed order, never atomics, so repeated runs are bit-identical.
 //  - A nullptr bias/gradient argument means "absent / not needed".
@@ -100,6 +100,7 @@ class Backend {
 
   // ---- transformer ops ------------------------------------------------------------------------
   // out (B,T,C) = wte[tokens] + wpe[0..T)      tokens (B,T) int32, wte (V,C), wpe (maxT,C)
+  // A null wpe (a model without learned positions: Llama) adds nothing; backward then takes a null dwpe.
   virtual void encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B,
                                int T, int C) = 0;
   virtual void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B,
@@ -145,6 +146,39 @@ class Backend {
   // kIgnoreTarget untouched.
   virtual void softmax_xent_backward(float* dlogits, const float* probs, const int32_t* targets, int N, int V,
                                      int Vp, float dloss) = 0;
+
+  // ---- Llama ops: RMSNorm, rotary position embeddings, SwiGLU, grouped-query attention ------------
+  // out (N,C) = inp * rstd * weight; rstd (N) = 1 / sqrt(mean_c(inp^2) + eps), saved for backward.
+  virtual void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int N, int C,
+                               float eps) = 0;
+  // dinp (N,C) +=; dweight (C) +=.
+  virtual void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                                const float* weight, const float* rstd, int N, int C) = 0;
+
+  // Rotary position embeddings, IN PLACE on the first `heads` heads of HS floats of every row of
+  // x (B, T, row_floats): in a Llama's qkv rows, its query and key heads. Row (b, t) is at position t; the
+  // pair (i, i + HS/2) of each head turns by the angle t * base^(-2i/HS) (HF's rotate_half layout).
+  virtual void rope_forward(float* x, int B, int T, int row_floats, int heads, int HS, float base) = 0;
+  // A rotation's gradient is the inverse rotation, so backward turns dx back IN PLACE: the one *_backward
+  // op that transforms instead of accumulating (its caller owns dx, attention_backward's output).
+  virtual void rope_backward(float* dx, int B, int T, int row_floats, int heads, int HS, float base) = 0;
+
+  // SwiGLU: out (N,F) = silu(gate) * up, where inp (N, 2F) holds gate (N, F) and up (N, F) side by side in
+  // every row (one matmul against gate_proj and up_proj stacked computes it).
+  virtual void swiglu_forward(float* out, const float* inp, int N, int F) = 0;
+  // dinp (N, 2F) +=.
+  virtual void swiglu_backward(float* dinp, const float* inp, const float* dout, int N, int F) = 0;
+
+  // Grouped-query self-attention. qkv (B, T, (NH + 2 NKV) HS) holds NH query heads, NKV key heads and NKV
+  // value heads side by side; query head h reads key/value head h / (NH / NKV) (NKV divides NH).
+  // out (B, T, NH HS); att (B, NH, T, T) as attention_forward's; scale 1/sqrt(HS). attention_forward is
+  // this op with NKV = NH and HS = C / NH.
+  virtual void gqa_attention_forward(float* out, float* att, const float* qkv, int B, int T, int NH, int NKV,
+                                     int HS, AttentionMask mask) = 0;
+  // dqkv (B, T, (NH + 2 NKV) HS) +=; datt_scratch (B, NH, T, T) is workspace.
+  virtual void gqa_attention_backward(float* dqkv, float* datt_scratch, const float* dout, const float* qkv,
+                                      const float* att, int B, int T, int NH, int NKV, int HS,
+                                      AttentionMask mask) = 0;
 
   // ---- optimizers -----------------------------------------------------------------------------
   // One AdamW step on n parameters. grad_scale multiplies g first (gradient clipping, averaging);

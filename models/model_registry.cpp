@@ -5,6 +5,7 @@
 #include "base/error.h"
 #include "models/bert/bert.h"
 #include "models/gpt2/gpt2.h"
+#include "models/llama/llama.h"
 #include "models/resnet/resnet.h"
 
 namespace tt {
@@ -43,6 +44,10 @@ BertConfig bert_config(const ModelOptions& o) {
   return with_overrides(BertConfig::preset(o.name), o);
 }
 
+LlamaConfig llama_config(const ModelOptions& o) {
+  return with_overrides(LlamaConfig::preset(o.name), o);
+}
+
 // The preset's architecture with the dataset's input shape and classes.
 ResnetConfig resnet_config(const ModelOptions& o) {
   ResnetConfig c = ResnetConfig::preset(o.name);
@@ -68,6 +73,7 @@ ModelFamily model_family(const ModelOptions& o) {
   if (is_gpt2_preset(o.name)) return ModelFamily::Gpt2;
   if (BertConfig::is_preset(o.name)) return ModelFamily::Bert;
   if (ResnetConfig::is_preset(o.name)) return ModelFamily::Resnet;
+  if (LlamaConfig::is_preset(o.name)) return ModelFamily::Llama;
   std::string names;
   for (const auto& r : list_presets()) names += (names.empty() ? "" : ", ") + r.name;
   throw InputError("unknown model '" + o.name + "': choose one of " + names + " (see `teetrain models`)");
@@ -87,6 +93,8 @@ std::unique_ptr<Model> make_model(Backend& backend, const ModelOptions& opts) {
       return std::make_unique<Resnet>(backend, resnet_config(opts), opts.name);
     case ModelFamily::Bert:
       return std::make_unique<Bert>(backend, bert_config(opts), opts.name);
+    case ModelFamily::Llama:
+      return std::make_unique<Llama>(backend, llama_config(opts), opts.name);
     case ModelFamily::Gpt2:
       break;
   }
@@ -106,6 +114,12 @@ nlohmann::json model_config_json(const ModelOptions& opts) {
   if (model_family(opts) == ModelFamily::Bert) {
     const BertConfig c = bert_config(opts);
     return {{"name", opts.name},    {"family", "bert"},        {"n_layer", c.n_layer},
+            {"n_head", c.n_head},   {"n_embd", c.n_embd},      {"vocab", c.vocab_size},
+            {"context", c.context}, {"params", c.num_params()}};
+  }
+  if (model_family(opts) == ModelFamily::Llama) {
+    const LlamaConfig c = llama_config(opts);
+    return {{"name", opts.name},    {"family", "llama"},       {"n_layer", c.n_layer},
             {"n_head", c.n_head},   {"n_embd", c.n_embd},      {"vocab", c.vocab_size},
             {"context", c.context}, {"params", c.num_params()}};
   }
@@ -147,6 +161,8 @@ int model_context(const ModelOptions& opts) {
       return INT_MAX;
     case ModelFamily::Bert:
       return bert_config(opts).context;
+    case ModelFamily::Llama:
+      return llama_config(opts).context;
     case ModelFamily::Gpt2:
       break;
   }
@@ -159,6 +175,8 @@ int model_vocab(const ModelOptions& opts) {
       return 0;
     case ModelFamily::Bert:
       return bert_config(opts).vocab_size;
+    case ModelFamily::Llama:
+      return llama_config(opts).vocab_size;
     case ModelFamily::Gpt2:
       break;
   }
@@ -170,6 +188,8 @@ std::vector<PresetRow> list_presets() {
   for (const Gpt2Preset& p : Gpt2Config::presets())
     rows.push_back({p.name, p.config.describe(), p.config.num_params(), p.note});
   for (const BertPreset& p : BertConfig::presets())
+    rows.push_back({p.name, p.config.describe(), p.config.num_params(), p.note});
+  for (const LlamaPreset& p : LlamaConfig::presets())
     rows.push_back({p.name, p.config.describe(), p.config.num_params(), p.note});
   for (const ResnetPreset& p : ResnetConfig::presets()) {
     rows.push_back({p.name, p.config.describe(), p.config.num_params(), p.note});

@@ -14,7 +14,7 @@
 namespace tt {
 
 // The families a preset belongs to (a checkpoint's config["model"]["family"] names it).
-enum class ModelFamily { Gpt2, Bert, Resnet };
+enum class ModelFamily { Gpt2, Bert, Resnet, Llama };
 
 struct ModelOptions {
   std::string name = "gpt2-mini";

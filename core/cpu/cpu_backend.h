@@ -34,8 +34,9 @@ std::unique_ptr<Backend> make_cpu_backend(int threads, CpuConv conv = CpuConv::A
 
 // Declared here (rather than hidden in a .cpp) so the op groups can live in separate files:
 // cpu_backend.cpp (memory, elementwise, reductions), cpu_ops_transformer.cpp (encoder, layernorm,
-// matmul, GELU, softmax-cross-entropy), cpu_ops_attention.cpp, cpu_ops_optim.cpp, cpu_ops_cnn.cpp
-// (convolution, dispatching to cpu_conv_dnnl.cpp or cpu_conv_im2col.cpp), cpu_ops_cnn_norm.cpp.
+// matmul, GELU, softmax-cross-entropy), cpu_ops_attention.cpp, cpu_ops_llama.cpp (RMSNorm, rotary
+// embeddings, SwiGLU), cpu_ops_optim.cpp, cpu_ops_cnn.cpp (convolution, dispatching to
+// cpu_conv_dnnl.cpp or cpu_conv_im2col.cpp), cpu_ops_cnn_norm.cpp.
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(int threads, CpuConv conv = CpuConv::Auto);
@@ -84,6 +85,19 @@ class CpuBackend final : public Backend {
   void attention_backward(float* dqkv, float* datt_scratch, const float* dout, const float* qkv,
                           const float* att, int B, int T, int C, int NH, AttentionMask mask) override;
   void add_bias(float* x, const float* bias, int N, int C) override;
+  void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int N, int C,
+                       float eps) override;
+  void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
+                        const float* rstd, int N, int C) override;
+  void rope_forward(float* x, int B, int T, int row_floats, int heads, int HS, float base) override;
+  void rope_backward(float* dx, int B, int T, int row_floats, int heads, int HS, float base) override;
+  void swiglu_forward(float* out, const float* inp, int N, int F) override;
+  void swiglu_backward(float* dinp, const float* inp, const float* dout, int N, int F) override;
+  void gqa_attention_forward(float* out, float* att, const float* qkv, int B, int T, int NH, int NKV, int HS,
+                             AttentionMask mask) override;
+  void gqa_attention_backward(float* dqkv, float* datt_scratch, const float* dout, const float* qkv,
+                              const float* att, int B, int T, int NH, int NKV, int HS,
+                              AttentionMask mask) override;
   void gelu_forward(float* out, const float* inp, std::size_t n) override;
   void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t n) override;
   void softmax_xent_forward(float* losses, float* probs, const float* logits, const int32_t* targets, int N,

@@ -86,4 +86,24 @@ constexpr float kGeluA = 0.044715f;
   }
 }
 
+// SwiGLU over one row: out[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + exp(-g)), i < n.
+[[gnu::noinline]] inline void swiglu_span(float* out, const float* gate, const float* up, std::ptrdiff_t n) {
+  for (std::ptrdiff_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    out[i] = g / (1.0f + fast_exp(-g)) * up[i];
+  }
+}
+
+// dgate += dout * up * silu'(gate), dup += dout * silu(gate), i < n; silu'(g) = s (1 + g (1 - s)) with
+// s = sigmoid(g).
+[[gnu::noinline]] inline void swiglu_backward_span(float* dgate, float* dup, const float* gate,
+                                                   const float* up, const float* dout, std::ptrdiff_t n) {
+  for (std::ptrdiff_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    const float s = 1.0f / (1.0f + fast_exp(-g));
+    dgate[i] += dout[i] * up[i] * s * (1.0f + g * (1.0f - s));
+    dup[i] += dout[i] * g * s;
+  }
+}
+
 }  // namespace tt::cpu

@@ -38,7 +38,11 @@ void CpuBackend::encoder_forward(float* out, const int32_t* tokens, const float*
     const std::ptrdiff_t t = bt % T;
     float* __restrict o = out + bt * C;                                             // (C)
     const float* __restrict e = wte + static_cast<std::ptrdiff_t>(tokens[bt]) * C;  // (C)
-    const float* __restrict p = wpe + t * C;                                        // (C)
+    if (wpe == nullptr) {
+      std::copy(e, e + C, o);
+      continue;
+    }
+    const float* __restrict p = wpe + t * C;  // (C)
     for (int c = 0; c < C; ++c) o[c] = e[c] + p[c];
   }
 }

@@ -119,6 +119,19 @@ class CudaBackend final : public Backend {
   void attention_backward(float* dqkv, float* datt_scratch, const float* dout, const float* qkv,
                           const float* att, int B, int T, int C, int NH, AttentionMask mask) override;
   void add_bias(float* x, const float* bias, int N, int C) override;
+  void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int N, int C,
+                       float eps) override;
+  void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
+                        const float* rstd, int N, int C) override;
+  void rope_forward(float* x, int B, int T, int row_floats, int heads, int HS, float base) override;
+  void rope_backward(float* dx, int B, int T, int row_floats, int heads, int HS, float base) override;
+  void swiglu_forward(float* out, const float* inp, int N, int F) override;
+  void swiglu_backward(float* dinp, const float* inp, const float* dout, int N, int F) override;
+  void gqa_attention_forward(float* out, float* att, const float* qkv, int B, int T, int NH, int NKV, int HS,
+                             AttentionMask mask) override;
+  void gqa_attention_backward(float* dqkv, float* datt_scratch, const float* dout, const float* qkv,
+                              const float* att, int B, int T, int NH, int NKV, int HS,
+                              AttentionMask mask) override;
   void gelu_forward(float* out, const float* inp, std::size_t n) override;
   void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t n) override;
   void softmax_xent_forward(float* losses, float* probs, const float* logits, const int32_t* targets, int N,

@@ -27,7 +27,7 @@ __global__ void encoder_forward_kernel(float* __restrict__ out, const int32_t* _
     const std::size_t bt = i / C;
     const auto c = static_cast<int>(i % C);
     const std::size_t t = bt % T;
-    out[i] = wte[static_cast<std::size_t>(tokens[bt]) * C + c] + wpe[t * C + c];
+    out[i] = wte[static_cast<std::size_t>(tokens[bt]) * C + c] + (wpe != nullptr ? wpe[t * C + c] : 0.0f);
   }
 }
 

@@ -129,9 +129,9 @@ double EmulatedBackend::mean(const float*, std::size_t n) {
 }
 
 // ---- transformer ops (N = B*T rows of C).
-void EmulatedBackend::encoder_forward(float*, const int32_t*, const float*, const float*, int B, int T,
+void EmulatedBackend::encoder_forward(float*, const int32_t*, const float*, const float* wpe, int B, int T,
                                       int C) {
-  charge_row_floats(3.0 * d(B) * d(T) * d(C));  // two rows gathered, one written
+  charge_row_floats((wpe != nullptr ? 3.0 : 2.0) * d(B) * d(T) * d(C));  // rows gathered, one written
 }
 void EmulatedBackend::encoder_backward(float*, float*, const float*, const int32_t*, int B, int T, int C) {
   charge_row_floats(5.0 * d(B) * d(T) * d(C));  // dout read, two rows read-modify-written
@@ -159,19 +159,52 @@ void EmulatedBackend::matmul_backward(float* dinp, float* dweight, float* dbias,
 // Our CUDA attention runs Q K^T and att V as batched gemms and materialises the (B, NH, T, T)
 // matrices: forward writes the scores, softmax reads and writes them, att V reads them (4 passes);
 // backward makes 7 passes (datt written, read by softmax backward which writes dscores, read twice
-// by the dq and dk gemms; att read twice).
+// by the dq and dk gemms; att read twice). Rows: forward reads qkv (B, T, (NH + 2 NKV) HS) and writes
+// out (B, T, NH HS); backward reads qkv and dout and read-modify-writes dqkv.
 // Both masks cost the same: the CUDA backend computes the full (T, T) scores either way.
-void EmulatedBackend::attention_forward(float*, float*, const float*, int B, int T, int C, int NH,
-                                        AttentionMask) {
-  const double N = d(B) * d(T);
-  charge(EmulatedWork::Matmul, 4.0 * N * d(T) * d(C), Launch::RowKernel);
-  charge_row_floats(4.0 * d(B) * d(NH) * d(T) * d(T) + 4.0 * N * d(C));
+void EmulatedBackend::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
+                                        AttentionMask mask) {
+  gqa_attention_forward(out, att, qkv, B, T, NH, NH, C / NH, mask);
 }
-void EmulatedBackend::attention_backward(float*, float*, const float*, const float*, const float*, int B,
-                                         int T, int C, int NH, AttentionMask) {
+void EmulatedBackend::attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
+                                         const float* att, int B, int T, int C, int NH, AttentionMask mask) {
+  gqa_attention_backward(dqkv, datt, dout, qkv, att, B, T, NH, NH, C / NH, mask);
+}
+void EmulatedBackend::gqa_attention_forward(float*, float*, const float*, int B, int T, int NH, int NKV,
+                                            int HS, AttentionMask) {
   const double N = d(B) * d(T);
-  charge(EmulatedWork::Matmul, 8.0 * N * d(T) * d(C), Launch::RowKernel);
-  charge_row_floats(7.0 * d(B) * d(NH) * d(T) * d(T) + 10.0 * N * d(C));
+  const double qkv = d(NH + 2 * NKV) * d(HS);
+  charge(EmulatedWork::Matmul, 4.0 * N * d(T) * d(NH) * d(HS), Launch::RowKernel);
+  charge_row_floats(4.0 * d(B) * d(NH) * d(T) * d(T) + N * (qkv + d(NH) * d(HS)));
+}
+void EmulatedBackend::gqa_attention_backward(float*, float*, const float*, const float*, const float*, int B,
+                                             int T, int NH, int NKV, int HS, AttentionMask) {
+  const double N = d(B) * d(T);
+  const double qkv = d(NH + 2 * NKV) * d(HS);
+  charge(EmulatedWork::Matmul, 8.0 * N * d(T) * d(NH) * d(HS), Launch::RowKernel);
+  charge_row_floats(7.0 * d(B) * d(NH) * d(T) * d(T) + N * (3.0 * qkv + d(NH) * d(HS)));
+}
+// Llama's row kernels, by the floats they move as the kernels above: RMSNorm as layernorm (one statistic
+// per row instead of two), rotary embeddings read and write their heads in place, SwiGLU reads gate and
+// up and writes their product (backward: reads both and dout, read-modify-writes dgate and dup).
+void EmulatedBackend::rmsnorm_forward(float*, float*, const float*, const float*, int N, int C, float) {
+  charge_row_floats(2.0 * d(N) * d(C) + d(N));
+}
+void EmulatedBackend::rmsnorm_backward(float*, float*, const float*, const float*, const float*, const float*,
+                                       int N, int C) {
+  charge_row_floats(4.0 * d(N) * d(C));  // dout and inp read, dinp read-modify-written
+}
+void EmulatedBackend::rope_forward(float*, int B, int T, int, int heads, int HS, float) {
+  charge_row_floats(2.0 * d(B) * d(T) * d(heads) * d(HS));
+}
+void EmulatedBackend::rope_backward(float*, int B, int T, int, int heads, int HS, float) {
+  charge_row_floats(2.0 * d(B) * d(T) * d(heads) * d(HS));
+}
+void EmulatedBackend::swiglu_forward(float*, const float*, int N, int F) {
+  charge_row_floats(3.0 * d(N) * d(F));
+}
+void EmulatedBackend::swiglu_backward(float*, const float*, const float*, int N, int F) {
+  charge_row_floats(7.0 * d(N) * d(F));
 }
 void EmulatedBackend::add_bias(float*, const float*, int N, int C) {
   charge_row_floats(2.0 * d(N) * d(C));  // x read-modify-written

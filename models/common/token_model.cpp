@@ -21,12 +21,17 @@ TokenModel::TokenModel(Backend& backend, std::string family, std::string name, s
 }
 
 TransformerGrads TransformerGrads::carve(float* dacts, std::size_t N, std::size_t C, std::size_t att) {
+  return carve(dacts, N, C, att, 4 * C);
+}
+
+TransformerGrads TransformerGrads::carve(float* dacts, std::size_t N, std::size_t C, std::size_t att,
+                                         std::size_t wide) {
   TransformerGrads g;
   ArenaCarver<float> c(dacts);
   g.dresidual = c.take(N * C);
   g.dbtc = c.take(N * C);
-  g.dbt4c_a = c.take(4 * N * C);
-  g.dbt4c_b = c.take(4 * N * C);
+  g.dbt4c_a = c.take(N * wide);
+  g.dbt4c_b = c.take(N * wide);
   g.datt = c.take(att);
   g.dacts_floats = c.used();
   return g;
@@ -76,6 +81,26 @@ const ParamInfo& TokenModel::param(const std::string& pname) const {
     if (p.name == pname) return p;
   }
   throw InputError(family_ + ": no parameter named '" + pname + "'");
+}
+
+std::vector<float> TokenModel::last_position_logits(const float* hidden, float* scratch, float* logits,
+                                                    const float* head, int B, int T, int C, int V, int Vp) {
+  const std::size_t row = static_cast<std::size_t>(C) * sizeof(float);
+  for (int b = 0; b < B; ++b) {
+    const std::size_t src =
+        (static_cast<std::size_t>(b) * static_cast<std::size_t>(T) + static_cast<std::size_t>(T - 1)) *
+        static_cast<std::size_t>(C);
+    backend_.copy(scratch + static_cast<std::size_t>(b) * static_cast<std::size_t>(C), hidden + src, row);
+  }
+  backend_.matmul_forward(logits, scratch, head, nullptr, B, C, Vp);  // (B, Vp)
+  std::vector<float> padded(static_cast<std::size_t>(B) * static_cast<std::size_t>(Vp));
+  backend_.copy_to_host(padded.data(), logits, padded.size() * sizeof(float));
+  std::vector<float> out(static_cast<std::size_t>(B) * static_cast<std::size_t>(V));
+  for (int b = 0; b < B; ++b) {
+    const float* r = padded.data() + static_cast<std::size_t>(b) * static_cast<std::size_t>(Vp);
+    std::copy(r, r + V, out.begin() + static_cast<std::ptrdiff_t>(b) * V);
+  }
+  return out;
 }
 
 }  // namespace tt

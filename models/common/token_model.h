@@ -30,12 +30,16 @@ inline double transformer_block_flops(int B, int T, int C) {
 struct TransformerGrads {
   float* dresidual = nullptr;    // (B, T, C)  gradient of the residual stream
   float* dbtc = nullptr;         // (B, T, C)
-  float* dbt4c_a = nullptr;      // (B, T, 4C)
-  float* dbt4c_b = nullptr;      // (B, T, 4C)
+  float* dbt4c_a = nullptr;      // (B, T, 4C), or (B, T, wide)
+  float* dbt4c_b = nullptr;      // (B, T, 4C), or (B, T, wide)
   float* datt = nullptr;         // (B, NH, T, T) attention backward workspace
   std::size_t dacts_floats = 0;  // size of the activation-gradient arena
   // Carved from `dacts` (null: sizes only) for N = B*T rows of width C; att = B*NH*T*T.
   static TransformerGrads carve(float* dacts, std::size_t N, std::size_t C, std::size_t att);
+  // The same with the two wide buffers (N, wide) instead of (N, 4C), for a family whose widest
+  // activation is another width (Llama: its stacked gate and up projections, or its qkv rows).
+  static TransformerGrads carve(float* dacts, std::size_t N, std::size_t C, std::size_t att,
+                                std::size_t wide);
 };
 
 // Bytes of a token model's arenas for a B x T batch: the two float arenas and the (B, T) token and
@@ -44,6 +48,16 @@ inline std::size_t token_arena_bytes(std::size_t acts_floats, std::size_t dacts_
   const std::size_t N = static_cast<std::size_t>(B) * static_cast<std::size_t>(T);
   return (acts_floats + dacts_floats) * sizeof(float) + 2 * N * sizeof(int32_t);
 }
+
+// A model that continues text (GPT-2, Llama): `teetrain sample` asks it for the next token's logits.
+class CausalLm {
+ public:
+  virtual ~CausalLm() = default;
+  virtual int max_context() const = 0;  // the longest window forward_logits takes
+  // Forward without targets; returns the logits at the last position of each row, (B, V) on the host.
+  // tokens is (B, T). Invalidates the state kept for backward().
+  virtual std::vector<float> forward_logits(const std::vector<int32_t>& tokens, int B, int T) = 0;
+};
 
 class TokenModel : public Model {
  public:
@@ -72,6 +86,12 @@ class TokenModel : public Model {
   virtual int context() const = 0;
   virtual std::pair<std::size_t, std::size_t> arena_floats(int B, int T) const = 0;
   virtual void carve_views() = 0;
+
+  // forward_logits' last step: gathers the last position of each row of `hidden` (B, T, C) into `scratch`
+  // (B, C), runs the lm head `head` (Vp, C) on those B rows (not B*T) into `logits` (B, Vp), and returns
+  // them on the host with the padded columns dropped, (B, V).
+  std::vector<float> last_position_logits(const float* hidden, float* scratch, float* logits,
+                                          const float* head, int B, int T, int C, int V, int Vp);
 
   Backend& backend_;
   std::string family_;  // "gpt2", "bert": prefixes messages

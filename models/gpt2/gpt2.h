@@ -55,7 +55,7 @@ struct Gpt2Preset {
   std::string note;  // one line for `teetrain models`
 };
 
-class Gpt2 final : public TokenModel {
+class Gpt2 final : public TokenModel, public CausalLm {
  public:
   // Allocates the parameter and gradient buffers (zeroed); call init_params() or load parameters.
   // `name` is what name() reports (a preset name); empty -> "gpt2(" + cfg.describe() + ")".
@@ -72,13 +72,13 @@ class Gpt2 final : public TokenModel {
   static StepFlops flops_for(const Gpt2Config& cfg, int B, int T);
   static std::size_t activation_bytes_for(const Gpt2Config& cfg, int B, int T);
 
-  // Forward without targets; returns the logits at the last position of each row, (B, V) on the host
-  // (padded columns dropped). tokens is (B, T). Invalidates the state kept for backward().
   // The parameter table of `cfg` (names, PyTorch shapes, offsets in forward order) without
   // allocating anything: emulated models and tools use it for paper-scale shapes.
   static std::vector<ParamInfo> param_table(const Gpt2Config& cfg);
 
-  std::vector<float> forward_logits(const std::vector<int32_t>& tokens, int B, int T);
+  int max_context() const override { return cfg_.context; }
+  // CausalLm's (padded columns dropped).
+  std::vector<float> forward_logits(const std::vector<int32_t>& tokens, int B, int T) override;
 
   const Gpt2Config& config() const { return cfg_; }
   // Device logits (B, T, Vp) of the last forward(batch); backward() overwrites them (dlogits).

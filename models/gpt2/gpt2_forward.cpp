@@ -89,28 +89,8 @@ std::vector<float> Gpt2::forward_logits(const std::vector<int32_t>& tokens, int 
   have_forward_ = false;  // the arenas no longer hold a forward that backward() could use
   forward_trunk(B, T);
 
-  // Only the last position of each row is needed: gather those rows of lnf into scratch (B, C) and
-  // run the lm head on B rows instead of B*T.
-  const int C = cfg_.n_embd;
-  const int V = cfg_.vocab_size;
-  const int Vp = cfg_.padded_vocab();
-  const std::size_t row = static_cast<std::size_t>(C) * sizeof(float);
-  for (int b = 0; b < B; ++b) {
-    const std::size_t src =
-        (static_cast<std::size_t>(b) * static_cast<std::size_t>(T) + static_cast<std::size_t>(T - 1)) *
-        static_cast<std::size_t>(C);
-    backend_.copy(v_.scratch + static_cast<std::size_t>(b) * static_cast<std::size_t>(C), v_.lnf + src, row);
-  }
-  const float* wte = params_buf_.as<float>();
-  backend_.matmul_forward(v_.logits, v_.scratch, wte, nullptr, B, C, Vp);  // (B, Vp)
-  std::vector<float> padded(static_cast<std::size_t>(B) * static_cast<std::size_t>(Vp));
-  backend_.copy_to_host(padded.data(), v_.logits, padded.size() * sizeof(float));
-  std::vector<float> out(static_cast<std::size_t>(B) * static_cast<std::size_t>(V));
-  for (int b = 0; b < B; ++b) {
-    const float* r = padded.data() + static_cast<std::size_t>(b) * static_cast<std::size_t>(Vp);
-    std::copy(r, r + V, out.begin() + static_cast<std::ptrdiff_t>(b) * V);
-  }
-  return out;
+  return last_position_logits(v_.lnf, v_.scratch, v_.logits, params_buf_.as<float>(), B, T, cfg_.n_embd,
+                              cfg_.vocab_size, cfg_.padded_vocab());  // tied lm head: wte
 }
 
 }  // namespace tt

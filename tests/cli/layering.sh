@@ -23,7 +23,7 @@ layer "engine/ includes nothing above it" "bench|study/" engine
 layer "bench/ (benchmarks) sits on the engine: not under study/" "study/" bench
 layer "only tee/ uses the nonce-taking AEAD (tee/detail/)" "tee/detail/" base core models data comm platform engine bench study tools
 layer "engine/ names no concrete model (models/ only through its registry)" \
-  "models/(gpt2|bert|resnet)" engine
+  "models/(gpt2|bert|llama|resnet)" engine
 layer "no source folder includes test code (test-only types live under tests/)" "tests/" \
   base tee core engine models data comm platform bench study tools
 

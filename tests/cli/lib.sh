@@ -37,9 +37,9 @@ make_idx() {
     >"$WORK/img/$pre-labels-idx1-ubyte"
 }
 
-# An emulated vendor with 4 certified devices; TEE runs of several ranks pass "${TRUST[@]}".
+# An emulated vendor with N (default 4) certified devices; TEE runs of several ranks pass "${TRUST[@]}".
 provision_trust() {
-  "$TT" provision --out "$WORK/vendor" --devices 4 >/dev/null
+  "$TT" provision --out "$WORK/vendor" --devices "${1:-4}" >/dev/null
   TRUST=(--trust-root "$WORK/vendor/vendor_root.crt" --device-identity "$WORK/vendor/device_{rank}.pem")
 }
 

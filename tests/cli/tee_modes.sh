@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sealing never changes the arithmetic: --tee off, cc, fast and every single-switch ablation of fast
-# give bit-identical parameters (gpt2-tiny, 20 steps, P = 2 and P = 4). Also: TEE refuses plain data
-# without --allow-plain-data, and refuses MPI_Allreduce (plaintext) as the reduction.
+# give bit-identical parameters (gpt2-tiny, 20 steps, P = 2 and P = 4; llama-tiny, P = 2, the three
+# modes). Also: TEE refuses plain data without --allow-plain-data, and refuses MPI_Allreduce
+# (plaintext) as the reduction.
 source "$(dirname "$0")/lib.sh" "$@"
 make_corpus
 provision_trust
@@ -26,6 +27,12 @@ for np in 2 4; do
   done
   # Every message between ranks was sealed and opened: counters are non-zero and balanced.
   grep -q '"messages_sealed": \[' "$WORK/np${np}___tee_cc_.json" && passes=$((passes + 1)) || { echo "FAIL: no seal counters"; fails=$((fails + 1)); }
+done
+# The Llama family through the same path: its own ops, its untied head and its gradient readiness.
+base=("${base[@]/gpt2-tiny/llama-tiny}")
+llama_ref=$(sha_of 2 llama_off --tee off)
+for mode in cc fast; do
+  expect_eq "$(sha_of 2 "llama_$mode" --tee $mode)" "$llama_ref" "llama-tiny P=2 --tee $mode equals --tee off"
 done
 expect_exit 2 "allow-plain-data|seal-data" -- "$TT" train --model gpt2-tiny --data "$WORK/data/tiny" --steps 1 --seq 16 --tee fast
 expect_exit 2 "allreduce mpi" -- "$TT" train --model gpt2-tiny --data "$WORK/data/tiny" --steps 1 --seq 16 --tee cc --allreduce mpi --allow-plain-data

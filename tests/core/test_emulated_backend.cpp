@@ -93,6 +93,47 @@ TEST(EmulatedBackend, OpsCostWhatTheirShapesSay) {
 // On tensor cores a convolution's implicit GEMMs are charged the whole 128 x 256 tiles covering their
 // output: ResNet's first-stage 3x3 conv (64 -> 64 channels, 56 x 56, batch 32) fills a quarter of
 // each tile's 256 columns in all three GEMMs, so it costs 4x its FLOPs; exact FP32 costs its FLOPs.
+// The Llama ops: each row kernel charged from the floats it moves; grouped attention with one query head per
+// key/value head costs what attention_forward/backward do, and sharing key/value heads moves fewer floats
+// for the same FLOPs.
+TEST(EmulatedBackend, LlamaOpsCostTheFloatsTheyMove) {
+  EmulatedBackend be(slow_gpu(), EmulatedBackend::Timing::Account);
+  const double row = kMeasuredRowKernelSeconds;
+  auto floats = [&be](double n) { return be.gpu().elementwise_seconds(n * sizeof(float)); };
+  be.rmsnorm_forward(nullptr, nullptr, nullptr, nullptr, 100, 64, 1e-5f);
+  EXPECT_NEAR(be.seconds(), row + floats(2.0 * 100 * 64 + 100), 1e-12);
+  be.reset_seconds();
+  be.swiglu_backward(nullptr, nullptr, nullptr, 100, 96);
+  EXPECT_NEAR(be.seconds(), row + floats(7.0 * 100 * 96), 1e-12);
+  be.reset_seconds();
+  be.rope_forward(nullptr, 2, 50, 512, 6, 64, 10000.0f);
+  EXPECT_NEAR(be.seconds(), row + floats(2.0 * 100 * 6 * 64), 1e-12);
+
+  auto cost = [&be](auto op) {
+    be.reset_seconds();
+    op();
+    return std::pair{be.seconds(EmulatedWork::Matmul), be.seconds(EmulatedWork::Elementwise)};
+  };
+  const auto mha =
+      cost([&] { be.attention_forward(nullptr, nullptr, nullptr, 2, 64, 256, 4, AttentionMask::Causal); });
+  const auto same = cost(
+      [&] { be.gqa_attention_forward(nullptr, nullptr, nullptr, 2, 64, 4, 4, 64, AttentionMask::Causal); });
+  const auto grouped = cost(
+      [&] { be.gqa_attention_forward(nullptr, nullptr, nullptr, 2, 64, 4, 1, 64, AttentionMask::Causal); });
+  EXPECT_EQ(mha, same);
+  EXPECT_EQ(grouped.first, mha.first);
+  EXPECT_LT(grouped.second, mha.second);
+  const auto mha_b = cost([&] {
+    be.attention_backward(nullptr, nullptr, nullptr, nullptr, nullptr, 2, 64, 256, 4, AttentionMask::Causal);
+  });
+  const auto grouped_b = cost([&] {
+    be.gqa_attention_backward(nullptr, nullptr, nullptr, nullptr, nullptr, 2, 64, 4, 1, 64,
+                              AttentionMask::Causal);
+  });
+  EXPECT_EQ(grouped_b.first, mha_b.first);
+  EXPECT_LT(grouped_b.second, mha_b.second);
+}
+
 TEST(EmulatedBackend, TensorCoreConvolutionsPayForWholeTiles) {
   const Conv2dShape s{32, 64, 56, 56, 64, 3, 3, 1, 1};
   const double M = 32.0 * 56 * 56, K = 64.0 * 9, flops = 2.0 * M * 64 * K;  // M: 784 whole tiles of 128

@@ -9,7 +9,7 @@
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/checkpoint/sealed_codec.h"
 #include "engine/keys/key_file.h"
-#include "models/gpt2/gpt2.h"
+#include "models/common/token_model.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/model_flags.h"
 #include "tools/cli/validators.h"
@@ -63,13 +63,13 @@ void run_sample(const SampleOptions& o) {
   const ModelOptions mo = model_options_from_checkpoint(meta.config, dir.string());
   if (is_image_model(mo)) {
     throw InputError("sample: the checkpoint holds " + mo.name +
-                     ", an image classifier; sample takes GPT-2 checkpoints");
+                     ", an image classifier; sample takes GPT-2 and Llama checkpoints");
   }
   if (is_masked_lm(mo)) {
     throw InputError(
         "sample: the checkpoint holds " + mo.name +
         ", a masked language model (it fills in [MASK], it does not continue text); sample takes "
-        "GPT-2 checkpoints");
+        "GPT-2 and Llama checkpoints");
   }
   if (mo.vocab != 256) {
     throw InputError("sample: the checkpoint's model has vocabulary " + std::to_string(mo.vocab) +
@@ -78,8 +78,8 @@ void run_sample(const SampleOptions& o) {
   std::unique_ptr<Backend> backend = make_backend(backend_options(o.device, o.threads > 0 ? o.threads : 2));
   std::unique_ptr<Model> model = make_model(*backend, mo);
   CheckpointStore::load(dir, *codec, *backend, *model, nullptr);
-  auto& gpt = dynamic_cast<Gpt2&>(*model);
-  const int context = gpt.config().context;
+  auto& lm = dynamic_cast<CausalLm&>(*model);
+  const int context = lm.max_context();
 
   std::vector<int32_t> tokens;
   for (unsigned char c : o.prompt) tokens.push_back(c);
@@ -89,7 +89,7 @@ void run_sample(const SampleOptions& o) {
   for (int i = 0; i < o.tokens; ++i) {
     const int T = std::min(static_cast<int>(tokens.size()), context);
     const std::vector<int32_t> window(tokens.end() - T, tokens.end());
-    const std::vector<float> logits = gpt.forward_logits(window, 1, T);
+    const std::vector<float> logits = lm.forward_logits(window, 1, T);
     const int next = draw(logits, o.temperature, o.top_k, rng);
     tokens.push_back(next);
     std::fputc(next, stdout);

@@ -5,9 +5,9 @@
 namespace tt::cli {
 
 void add_model_options(CLI::App* cmd, ModelOptions& opts) {
-  cmd->add_option(
-         "--model", opts.name,
-         "Model preset (see `teetrain models`): gpt2* (next-token LM), bert* (masked LM), resnet* (images)")
+  cmd->add_option("--model", opts.name,
+                  "Model preset (see `teetrain models`): gpt2* and llama-*, smollm2-* (next-token LM), bert* "
+                  "(masked LM), resnet* (images)")
       ->capture_default_str();
   cmd->add_option("--n-layer", opts.n_layer, "Override the preset's number of layers")->check(positive());
   cmd->add_option("--n-head", opts.n_head, "Override the number of attention heads")->check(positive());
