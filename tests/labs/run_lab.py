@@ -17,6 +17,11 @@ code blocks on GitHub:
                                line (trimmed) must occur in the block's stdout+stderr; a line that
                                is just `...` is ignored; `...` inside a line matches anything on
                                one output line (e.g. `done: 4 steps, loss ... params_sha256`)
+  ```bash lab id=NAME          a runnable block with a name, whose expected output is kept elsewhere:
+  ```text expect id=NAME       ... in a later file of the same run (a teacher's guide, so that the
+                               handout shows no expected output): anywhere in it, checked when
+                               the named block runs. A name used twice, or an expect id=NAME
+                               without its block, breaks the convention (exit 2)
 
 Any other block (```bash without `lab`, ```text without `expect`) is shown to the reader and never
 run: that is where long or optional commands go. An `expect` block must follow a runnable block
@@ -75,6 +80,8 @@ class Block:
     timeout: float = DEFAULT_TIMEOUT
     expect: list[str] = field(default_factory=list)
     expect_line: int = 0
+    expect_path: str = ""          # where the expect block is, when not right after the command
+    ident: str = ""                # id=NAME: its expect block may be in a later file (Note [Kept expectations])
 
     @property
     def runnable(self) -> bool:
@@ -115,17 +122,29 @@ def fenced_blocks(path: str) -> list[Block]:
     return blocks
 
 
-def parse_lab(path: str) -> list[Block]:
-    """The runnable blocks of a lab, each with its options and expected lines."""
+def expected_lines(body: str) -> list[str]:
+    return [ln.strip() for ln in body.split("\n") if ln.strip() and ln.strip() != "..."]
+
+
+def parse_lab(path: str, kept: dict[str, Block] | None = None) -> list[Block]:
+    """The runnable blocks of a lab, each with its options and expected lines; `expect id=NAME`
+    blocks go into `kept`, by name, for attach_kept."""
     runnable: list[Block] = []
     previous: Block | None = None
     for b in fenced_blocks(path):
-        if b.lang == "text" and "expect" in b.words:
+        ident = next((w.partition("=")[2] for w in b.words if w.startswith("id=")), "")
+        if b.lang == "text" and "expect" in b.words and ident:
+            if kept is not None and ident in kept:
+                raise LabError(f"{path}:{b.line}: a second `expect id={ident}` block")
+            if kept is not None:
+                kept[ident] = Block(line=b.line, lang=b.lang, words=b.words, body=b.body,
+                                    expect=expected_lines(b.body), expect_path=path)
+        elif b.lang == "text" and "expect" in b.words:
             if previous is None or not previous.runnable:
                 raise LabError(f"{path}:{b.line}: an `expect` block must follow a ```bash lab block")
             if previous.expect_line:
                 raise LabError(f"{path}:{b.line}: a second `expect` block for the command at line {previous.line}")
-            previous.expect = [ln.strip() for ln in b.body.split("\n") if ln.strip() and ln.strip() != "..."]
+            previous.expect = expected_lines(b.body)
             previous.expect_line = b.line
         elif b.runnable:
             if b.lang not in ("bash", "sh", "shell", "console"):
@@ -142,13 +161,38 @@ def parse_lab(path: str) -> list[Block]:
                         b.exit_code = int(value)
                     elif key == "timeout":
                         b.timeout = float(value)
+                    elif key == "id" and value:
+                        b.ident = value
                     else:
                         raise ValueError
                 except ValueError:
-                    raise LabError(f"{path}:{b.line}: unknown option {w!r} (lab, setup, exit=N, timeout=S)") from None
+                    raise LabError(f"{path}:{b.line}: unknown option {w!r} (lab, setup, exit=N, timeout=S, id=NAME)") from None
             runnable.append(b)
         previous = b
     return runnable
+
+
+# Note [Kept expectations]
+# A handout must not print what its commands output (students would copy it instead of running
+# them), yet the test must still check that output. So a handout's block can carry a name
+# (```bash lab id=NAME) and its expected lines live in the teacher's guide (```text expect id=NAME),
+# which the test reads together with the handout (--same-dir): attach_kept moves them onto the
+# block before anything runs, so they are checked when the handout's block runs, as a student runs it.
+def attach_kept(plan: list[tuple[str, list[Block]]], kept: dict[str, Block]) -> None:
+    by_name: dict[str, tuple[str, Block]] = {}
+    for path, blocks in plan:
+        for b in blocks:
+            if b.ident in by_name:
+                raise LabError(f"{path}:{b.line}: a second block named id={b.ident} ({by_name[b.ident][0]})")
+            if b.ident:
+                by_name[b.ident] = (path, b)
+    for name, e in kept.items():
+        if name not in by_name:
+            raise LabError(f"{e.expect_path}:{e.line}: `expect id={name}` names no ```bash lab id={name} block")
+        path, b = by_name[name]
+        if b.expect_line:
+            raise LabError(f"{e.expect_path}:{e.line}: the block id={name} ({path}:{b.line}) has its own expect block")
+        b.expect, b.expect_line, b.expect_path = e.expect, e.line, e.expect_path
 
 
 def line_matches(expected: str, output_lines: list[str]) -> bool:
@@ -176,7 +220,7 @@ def setup_script(b: Block, binary: str) -> Block:
     """The Setup block as the student runs it: the placeholder paths become this checkout's."""
     body = b.body.replace("/path/to/teetrain/build", os.path.dirname(binary)).replace("/path/to/teetrain", REPO)
     return Block(line=b.line, lang=b.lang, words=b.words, body=body, exit_code=b.exit_code, timeout=b.timeout,
-                 expect=b.expect, expect_line=b.expect_line)
+                 expect=b.expect, expect_line=b.expect_line, expect_path=b.expect_path, ident=b.ident)
 
 
 def block_script(b: Block, state_dir: str) -> str:
@@ -219,7 +263,8 @@ def fail(path: str, b: Block, what: str, output: str) -> None:
 
 def run_lab(paths: list[str], binary: str, keep: bool, verbose: bool) -> bool:
     """Runs the files' blocks in order in one fresh directory (a lab, or a lab and its teacher's guide)."""
-    plan = [(path, parse_lab(path)) for path in paths]
+    kept: dict[str, Block] = {}
+    plan = [(path, parse_lab(path, kept)) for path in paths]
     if not any(not b.setup for b in plan[0][1]):
         raise LabError(f"{paths[0]}: no runnable block (```bash lab)")
     if not plan[0][1][0].setup:
@@ -228,6 +273,7 @@ def run_lab(paths: list[str], binary: str, keep: bool, verbose: bool) -> bool:
     for path, blocks in plan[1:]:
         if any(b.setup for b in blocks):
             raise LabError(f"{path}: a continuation (--same-dir) has no Setup of its own")
+    attach_kept(plan, kept)
     work = tempfile.mkdtemp(prefix="teetrain-lab-home-")  # the student's HOME; the Setup makes the lab's folder
     state = tempfile.mkdtemp(prefix="teetrain-lab-state-")
     env = lab_env(work)
@@ -272,7 +318,7 @@ def run_one(path: str, b: Block, work: str, env: dict[str, str], state: str, ver
     lines = out.split("\n")
     missing = [e for e in b.expect if not line_matches(e, lines)]
     if missing:
-        where = f" (expect block at line {b.expect_line})"
+        where = f" (expect block at {b.expect_path + ':' if b.expect_path else 'line '}{b.expect_line})"
         fail(path, b, f"expected line(s) not in the output{where}:\n" + "\n".join(f"    {m}" for m in missing), out)
         return False
     where = f"{os.path.basename(os.path.dirname(os.path.abspath(path)))}/{os.path.basename(path)}:{b.line}"

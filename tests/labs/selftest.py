@@ -56,6 +56,32 @@ def run(binary, *labs):
     return p.returncode, p.stdout
 
 
+def kept_expectations(binary):
+    """Note [Kept expectations]: an expected line kept in the continuation is checked against the
+    handout's block (a wrong one fails it and names where it is), and one naming no block is refused."""
+    fails = 0
+    continued = open(CONTINUED).read()
+    cases = [("kept expected line wrong", ("its expected line is in the continuation\n```",
+                                           "a line the block does not print\n```"), 1,
+              ["good.md:64", "good-continued.md:", "a line the block does not print"]),
+             ("kept expectation names no block", ("expect id=kept", "expect id=nosuch"), 2,
+              ["`expect id=nosuch` names no ```bash lab id=nosuch block"])]
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, (old, new), want_rc, want_text in cases:
+            assert continued.count(old) == 1, f"{name}: {old!r} is not in good-continued.md exactly once"
+            path = os.path.join(tmp, "good-continued.md")
+            with open(path, "w") as f:
+                f.write(continued.replace(old, new))
+            rc, out = run(binary, GOOD, path, "--same-dir")
+            missing = [w for w in want_text if w not in out]
+            if rc != want_rc or missing:
+                print(f"FAIL: {name}: exit {rc} (want {want_rc}), missing {missing} in:\n{out}")
+                fails += 1
+            else:
+                print(f"ok: {name}: the runner exits {rc}")
+    return fails
+
+
 def main():
     binary = sys.argv[1]
     fails = 0
@@ -63,14 +89,16 @@ def main():
     if rc != 0:
         print(f"FAIL: the good fixture does not pass (exit {rc}):\n{out}")
         fails += 1
-    elif out.count("  ok  ") != 5:
-        print(f"FAIL: the good fixture should run exactly its Setup and 4 checked blocks:\n{out}")
+    elif out.count("  ok  ") != 6:
+        print(f"FAIL: the good fixture should run exactly its Setup and 5 checked blocks:\n{out}")
         fails += 1
     # A teacher's guide continues in its lab's directory and shell state (--same-dir), and only there.
     rc, out = run(binary, GOOD, CONTINUED, "--same-dir")
-    if rc != 0 or out.count("  ok  ") != 6:
-        print(f"FAIL: good.md + good-continued.md with --same-dir should pass 6 blocks (exit {rc}):\n{out}")
+    if rc != 0 or out.count("  ok  ") != 7 or "good.md:64 " not in out or "1 expected line(s)  echo \"its" not in out:
+        print(f"FAIL: good.md + good-continued.md with --same-dir should pass 7 blocks, good.md's id=kept block"
+              f" with the continuation's expected line (exit {rc}):\n{out}")
         fails += 1
+    fails += kept_expectations(binary)
     rc, out = run(binary, GOOD, CONTINUED)
     if rc != 2 or "no ```bash setup block" not in out:
         print(f"FAIL: good-continued.md alone has no Setup and should be refused (exit {rc}):\n{out}")
@@ -108,7 +136,7 @@ def main():
         if p.returncode != 0 or not os.path.isfile(lab):
             print(f"FAIL: {guide} does not parse, or has no lab {lab}:\n{p.stdout}")
             fails += 1
-    total = len(MUTATIONS) + 3 + len(labs) + len(guides)
+    total = len(MUTATIONS) + 5 + len(labs) + len(guides)
     print(f"{total - fails} passed, {fails} failed ({len(labs)} labs, {len(guides)} teacher's guides parsed)")
     return 1 if fails else 0
 
