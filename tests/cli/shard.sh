@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # --shard optimizer|gradients (ZeRO-1 and ZeRO-2, docs/design.md "Sharded data parallelism"):
 #  - the same parameters as DDP (--shard none) bit for bit, at P = 1, 2, 3 (shards of unequal size) and
-#    4, in --tee off, cc and fast (Note [Shard layout], Note [Gradient norm order]), with clipping on;
+#    4, in --tee off, cc and fast (Note [Shard layout]), with clipping on, and the same gradient norms
+#    (Note [Gradient norm order]);
 #  - the banner names what each rank keeps;
 #  - checkpoints hold DDP's layout: saved sharded, resumed sharded or not (and the reverse), exactly;
 #  - a flipped or replayed reduce-scatter or all-gather message exits 3 on every rank;
@@ -22,10 +23,15 @@ train() { # np name extra...: the run's params_sha256 ("none" when it failed)
 }
 
 # Every stage gives DDP's parameters; a TEE mode changes no bit.
+# The gradient norm too, to the last bit of its double (Note [Gradient norm order]): clipping scales
+# by it in float, which hides most differences in the parameters.
+norms() { grep -o '"grad_norm":[^,]*' "$1"; }
 for np in 1 2 3 4; do
-  ddp=$(train $np "ddp_$np")
+  ddp=$(train $np "ddp_$np" --metrics "$WORK/ddp_$np.jsonl")
   expect_ne "$ddp" none "P=$np DDP ran"
-  expect_eq "$(train $np "zero1_$np" --shard optimizer)" "$ddp" "P=$np --shard optimizer == none"
+  expect_eq "$(train $np "zero1_$np" --shard optimizer --metrics "$WORK/zero1_$np.jsonl")" "$ddp" \
+    "P=$np --shard optimizer == none"
+  expect_eq "$(norms "$WORK/zero1_$np.jsonl")" "$(norms "$WORK/ddp_$np.jsonl")" "P=$np: the same gradient norms"
 done
 expect_eq "$(train 3 zero2_3 --shard gradients)" "$(json_field "$WORK/ddp_3.json" params_sha256)" \
   "P=3 --shard gradients == none"
