@@ -3,7 +3,7 @@
 #  - the same parameters as DDP (--shard none) bit for bit, at P = 1, 2, 3 (shards of unequal size) and
 #    4, in --tee off, cc and fast (Note [Shard layout]), with clipping on, and the same gradient norms
 #    (Note [Gradient norm order]);
-#  - the banner names what each rank keeps;
+#  - the banner and `teetrain models --ranks P --shard S` say what each rank keeps;
 #  - checkpoints hold DDP's layout: saved sharded, resumed sharded or not (and the reverse), exactly;
 #  - a flipped or replayed reduce-scatter or all-gather message exits 3 on every rank;
 #  - what sharding does not run on yet is refused with exit 2 naming what is supported.
@@ -58,6 +58,14 @@ expect_eq "$(train 3 zero1_resume --shard optimizer --resume "$WORK/ck1")" "$ddp
 expect_eq "$(train 3 zero1_to_ddp --resume "$WORK/ck1")" "$ddp3" "sharded save, DDP resume == DDP"
 expect_eq "$(train 3 ddp_to_zero2 --shard gradients --resume "$WORK/ck0")" "$ddp3" "DDP save, --shard gradients resume == DDP"
 
+# Sealed (TEE mode with a key): the gathered state is checkpointed as DDP's is; verify and export read it.
+"$TT" keygen --out "$WORK/k.key" >/dev/null
+quiet() { "$@" >/dev/null; }
+train 2 zero2_sealed --shard gradients --tee fast --key-file "$WORK/k.key" --save-every 3 --ckpt-dir "$WORK/cks" >/dev/null
+check "sealed sharded checkpoint verifies" quiet "$TT" ckpt verify "$WORK/cks/step_00000003" --key-file "$WORK/k.key"
+check "sealed sharded checkpoint exports" quiet "$TT" ckpt export "$WORK/cks/step_00000003" --key-file "$WORK/k.key" \
+  --out "$WORK/model.safetensors"
+
 # The adversary on a sealed sharded run, flipping or replaying a reduce-scatter message (the 2nd rank 0
 # sends) and one of the parameters' all-gather (the 20th: at P = 3 with 7 buckets a step's first 14
 # are the reduce-scatter's, 2 the norm's parts, then the parameters'): exit 3, every rank stopped, the
@@ -77,6 +85,13 @@ done
 grep -q "phase scatter_reduce" "$WORK/attack_flip_2.log" && grep -q "bucket 1, phase all_gather" "$WORK/attack_flip_20.log" &&
   grep -q "bucket 1, phase all_gather" "$WORK/attack_replay_20.log" &&
   passes=$((passes + 1)) || { echo "FAIL: attacks on both halves"; grep -h INTEGRITY "$WORK"/attack_*.log; fails=$((fails + 1)); }
+
+# What each rank keeps: gpt2's 124,439,808 parameters are 1.85 GiB of state per rank under DDP, and
+# 0.81 GiB (parameters whole, a quarter of the gradients and of AdamW's m and v) under ZeRO-2 at P = 4.
+gib() { "$TT" models "$@" | awk '$1 == "gpt2" {print $14}'; }
+expect_eq "$(gib)" 1.85 "models: DDP's state per rank"
+expect_eq "$(gib --ranks 4 --shard gradients)" 0.81 "models --ranks 4 --shard gradients: ZeRO-2's state per rank"
+expect_exit 2 "--ranks: must be greater than 0" -- "$TT" models --ranks 0
 
 # Refused with exit 2, naming what runs.
 expect_exit 2 "--shard optimizer .*--allreduce-algo ring" -- "$TT" "${base[@]}" --shard optimizer --allreduce-algo rd

@@ -23,7 +23,7 @@ void register_models(CLI::App& app) {
   auto* cmd = app.add_subcommand("models", "List model presets with parameter counts and training memory");
   auto flags = std::make_shared<ModelsFlags>();
   cmd->add_option("--ranks", flags->ranks, "Data-parallel ranks the memory is shared among")
-      ->check(CLI::PositiveNumber)
+      ->check(positive())
       ->capture_default_str();
   add_enum_option(
       cmd, "--shard", flags->shard,
