@@ -1,9 +1,6 @@
 #include "engine/optimizer.h"
 
 #include <algorithm>
-#include <cmath>
-
-#include "base/error.h"
 
 namespace tt {
 namespace {
@@ -99,14 +96,6 @@ std::unique_ptr<Optimizer> make_optimizer(Backend& backend, const OptimizerConfi
       shard ? std::move(*shard) : std::vector<ParamRange>{{.offset = 0, .count = num_params}};
   if (cfg.kind == OptimizerKind::Sgd) return std::make_unique<Sgd>(backend, cfg, std::move(ranges));
   return std::make_unique<AdamW>(backend, cfg, std::move(ranges));
-}
-ClipResult clip_factor(Backend& backend, const float* grads, std::size_t n, float max_norm) {
-  ClipResult r;
-  r.norm = std::sqrt(backend.sum_squares(grads, n));
-  if (max_norm > 0.0f && r.norm > static_cast<double>(max_norm)) {
-    r.scale = static_cast<float>(static_cast<double>(max_norm) / (r.norm + 1e-6));
-  }
-  return r;
 }
 
 }  // namespace tt

@@ -49,11 +49,4 @@ std::unique_ptr<Optimizer> make_optimizer(Backend& backend, const OptimizerConfi
                                           std::size_t num_params,
                                           std::optional<std::vector<ParamRange>> shard = std::nullopt);
 
-// Global L2 norm of the gradient buffer, and the factor that clips it to max_norm (1 if max_norm <= 0).
-struct ClipResult {
-  double norm = 0;
-  float scale = 1.0f;
-};
-ClipResult clip_factor(Backend& backend, const float* grads, std::size_t n, float max_norm);
-
 }  // namespace tt
