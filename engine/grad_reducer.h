@@ -14,6 +14,13 @@ class GradReducer {
   virtual void on_grad_ready(std::size_t from) = 0;
   // Blocks until every bucket is averaged across ranks. Time spent here is exposed communication.
   virtual void finish_step() = 0;
+  // The sum of squares of the averaged gradient, whose root the optimizer clips by, after finish_step
+  // (Note [Gradient norm order], engine/gradients/ddp_reducer.h).
+  virtual double grad_sum_squares() = 0;
+  // A sharded run (--shard): after the optimizer's update, finish_update() sends this rank's updated
+  // parameters to every rank and receives theirs.
+  virtual bool shards() const { return false; }
+  virtual void finish_update() {}
 };
 
 }  // namespace tt

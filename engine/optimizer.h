@@ -2,6 +2,8 @@
 // the momentum buffer for SGD) so it can be checkpointed and sealed as one blob.
 #pragma once
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,14 +36,17 @@ class Optimizer {
   virtual std::string name() const = 0;
 };
 
-std::unique_ptr<Optimizer> make_optimizer(Backend& backend, const OptimizerConfig& cfg,
-                                          std::size_t num_params);
-
-// Global L2 norm of the gradient buffer, and the factor that clips it to max_norm (1 if max_norm <= 0).
-struct ClipResult {
-  double norm = 0;
-  float scale = 1.0f;
+// A range of the flat parameter buffer, in floats.
+struct ParamRange {
+  std::size_t offset = 0;
+  std::size_t count = 0;
 };
-ClipResult clip_factor(Backend& backend, const float* grads, std::size_t n, float max_norm);
+
+// `shard`: the ranges this rank updates, in the order their state is laid out (a sharded run's,
+// Note [Shard layout] in engine/gradients/shard.h); none: every parameter. The state arena holds the
+// shard's floats only, so ZeRO's saving is real: each element is updated exactly as without a shard.
+std::unique_ptr<Optimizer> make_optimizer(Backend& backend, const OptimizerConfig& cfg,
+                                          std::size_t num_params,
+                                          std::optional<std::vector<ParamRange>> shard = std::nullopt);
 
 }  // namespace tt

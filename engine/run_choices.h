@@ -32,6 +32,9 @@ enum class ComputeMode { Real, Emulated };  // emulated: forward/backward are wa
 enum class AllreduceProvider { Ours, Mpi, Nccl };
 enum class LinkModel { Real, Emulate };  // emulate: plaintext ring payloads are not moved
 enum class TeeMode { Off, Cc, Fast };
+// What each rank keeps of the training state (--shard; Note [Shard layout], engine/gradients/shard.h):
+// everything (DDP), its shard of the optimizer state (ZeRO-1), and of the averaged gradients (ZeRO-2).
+enum class ShardStage { None, Optimizer, Gradients };
 enum class Toggle { Auto, On, Off };  // Auto: the TEE mode's default
 // How an emulated run's time is had: computed (Note [Virtual time], core/run_clock.h) or measured
 // with the wall clock while ops wait. Auto: virtual for --compute emulate; real compute is always measured.
@@ -62,6 +65,11 @@ template <>
 struct EnumNames<TeeMode> {
   static constexpr std::pair<const char*, TeeMode> all[] = {
       {"off", TeeMode::Off}, {"cc", TeeMode::Cc}, {"fast", TeeMode::Fast}};
+};
+template <>
+struct EnumNames<ShardStage> {
+  static constexpr std::pair<const char*, ShardStage> all[] = {
+      {"none", ShardStage::None}, {"optimizer", ShardStage::Optimizer}, {"gradients", ShardStage::Gradients}};
 };
 template <>
 struct EnumNames<Toggle> {
@@ -212,6 +220,7 @@ struct ParallelOptions {
   double link_gbps = 0;              // throttle each ring link (0: none; --link emulate: the GPU's NVLink)
   LinkModel link = LinkModel::Real;  // emulate: plaintext ring payloads of an emulated GPU are not moved
   double cc_transfer_us = 0;  // fixed cost of one H100 CC bounce-buffer crossing of a CPU-sealed message
+  ShardStage shard = ShardStage::None;  // --shard: gradients reduce-scattered, optimizer on this rank's shard
 };
 
 }  // namespace tt

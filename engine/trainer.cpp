@@ -74,22 +74,31 @@ float Trainer::train_step(long step, uint64_t first_sample) {
     ScopedPhase t(&profiler_, Phase::CommExposed);
     reducer_->finish_step();  // gradients are now the mean over ranks
   }
-  ScopedPhase t(&profiler_, Phase::Optimizer);
-  // Each micro-step's loss is a mean, so the accumulated gradient is K times the mean gradient.
-  const float accum_scale = 1.0f / static_cast<float>(K);
-  const double norm = clip_factor(backend_, model_.grad_data(), model_.num_params(), 0.0f).norm *
-                      static_cast<double>(accum_scale);
-  if (!std::isfinite(norm)) {
-    throw RunError("step " + std::to_string(step + 1) + ": gradient norm is not finite (" +
-                   std::to_string(norm) + "); lower --lr or enable --grad-clip");
+  {
+    ScopedPhase t(&profiler_, Phase::Optimizer);
+    // Each micro-step's loss is a mean, so the accumulated gradient is K times the mean gradient.
+    const float accum_scale = 1.0f / static_cast<float>(K);
+    const double sum_squares = reducer_ != nullptr
+                                   ? reducer_->grad_sum_squares()
+                                   : backend_.sum_squares(model_.grad_data(), model_.num_params());
+    const double norm = std::sqrt(sum_squares) * static_cast<double>(accum_scale);
+    if (!std::isfinite(norm)) {
+      throw RunError("step " + std::to_string(step + 1) + ": gradient norm is not finite (" +
+                     std::to_string(norm) + "); lower --lr or enable --grad-clip");
+    }
+    float scale = accum_scale;
+    if (cfg_.schedule.grad_clip > 0.0f && norm > static_cast<double>(cfg_.schedule.grad_clip)) {
+      scale *= static_cast<float>(static_cast<double>(cfg_.schedule.grad_clip) / (norm + 1e-6));
+    }
+    last_grad_norm_ = norm;
+    optimizer_.step(model_, lr_.at(step), scale, step + 1);
+    backend_.synchronize();  // a queued optimizer (GPU) belongs to this phase, not the next step's forward
   }
-  float scale = accum_scale;
-  if (cfg_.schedule.grad_clip > 0.0f && norm > static_cast<double>(cfg_.schedule.grad_clip)) {
-    scale *= static_cast<float>(static_cast<double>(cfg_.schedule.grad_clip) / (norm + 1e-6));
+  if (reducer_ != nullptr && reducer_->shards()) {
+    // A sharded run's updated shards travel to every rank before the next forward (blocking).
+    ScopedPhase t(&profiler_, Phase::CommExposed, Lane::Compute, "parameter all-gather");
+    reducer_->finish_update();
   }
-  last_grad_norm_ = norm;
-  optimizer_.step(model_, lr_.at(step), scale, step + 1);
-  backend_.synchronize();  // a queued optimizer (GPU) belongs to this phase, not the next step's forward
   return static_cast<float>(loss_sum / K);
 }
 

@@ -88,6 +88,14 @@ class RingAllreduce {
   void allreduce_sum(float* data, std::size_t count, const MessageContext& id);
   // The same in segments of `segment_bytes` for this call (0: whole chunks), every rank alike.
   void allreduce_sum(float* data, std::size_t count, const MessageContext& id, std::size_t segment_bytes);
+  // The all-reduce's two halves on their own (sharded data parallelism, Note [Shard layout]): the
+  // scatter-reduce leaves this rank holding the finished sum of RingGeometry::owned() only (the rest
+  // of data is partly reduced); the all-gather sends that range to every rank and fills in the others.
+  // The same hops, messages, contexts and sealing as the all-reduce's, so reduce_scatter_sum followed
+  // by all_gather gives allreduce_sum's bits.
+  void reduce_scatter_sum(float* data, std::size_t count, const MessageContext& id,
+                          std::size_t segment_bytes);
+  void all_gather(float* data, std::size_t count, const MessageContext& id, std::size_t segment_bytes);
 
   const RingOptions& options() const { return opt_; }
   Channel& channel() { return *channel_; }
@@ -101,6 +109,9 @@ class RingAllreduce {
   ReduceMemory* memory_;
   RingOptions opt_;
   Profiler* prof_;
+  // Runs the scatter-reduce hops, the all-gather hops, or both (fused where they meet).
+  void run(float* data, std::size_t count, const MessageContext& id, std::size_t segment_bytes, bool scatter,
+           bool gather);
   HopRunner hops_;         // posting, sealing, checking, opening and adding each hop's messages
   std::string name_;       // "ring all-reduce", or "device ring all-reduce" on a GPU: errors say which
   std::vector<Hop> plan_;  // the current call's hops (capacity kept)

@@ -74,6 +74,10 @@ Hop RingGeometry::all_gather_hop(std::uint32_t s) const {
   return h;
 }
 
+ElemRange RingGeometry::owned_chunk(int rank, int size, std::size_t count) {
+  return balanced_block(count, static_cast<std::size_t>(size), static_cast<std::size_t>((rank + 1) % size));
+}
+
 ElemRange RingGeometry::chunk(std::uint32_t c) const {
   return balanced_block(count_, static_cast<std::size_t>(size_), c);
 }

@@ -67,6 +67,10 @@ class RingGeometry {
 
   // Balanced partition: the first (count % P) chunks get one extra element.
   ElemRange chunk(std::uint32_t c) const;
+  // The chunk whose finished sum this rank holds after the scatter-reduce, and sends first in the
+  // all-gather: chunk (r + 1). Note [Shard layout].
+  ElemRange owned() const { return owned_chunk(rank_, size_, count_); }
+  static ElemRange owned_chunk(int rank, int size, std::size_t count);
   const SegmentLayout& layout() const { return layout_; }
 
  private:

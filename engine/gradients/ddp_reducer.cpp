@@ -85,6 +85,54 @@ void DdpReducer::finish_step() {
   if (profiler_ != nullptr) profiler_->add(Counter::Buckets, static_cast<int64_t>(buckets_.size()));
 }
 
+// Ring chunk c of a bucket (comm/allreduce/ring_geometry.h's partition).
+comm::ElemRange DdpReducer::chunk(const Bucket& b, int c) const {
+  return comm::balanced_block(b.size(), static_cast<std::size_t>(opts_.world), static_cast<std::size_t>(c));
+}
+
+// Note [Gradient norm order].
+double DdpReducer::grad_sum_squares() {
+  const float* g = model_.grad_data();
+  if (!opts_.ordered_norm && !sharded()) return backend_.sum_squares(g, model_.num_params());
+  const std::size_t nb = buckets_.size();
+  const int world = opts_.world;
+  const int own = (opts_.rank + 1) % world;  // RingGeometry::owned's chunk
+  norm_parts_.assign(nb * static_cast<std::size_t>(world), 0.0);
+  for (std::size_t b = 0; b < nb; ++b) {
+    for (int c = 0; c < world; ++c) {
+      if (sharded() && c != own) continue;
+      const comm::ElemRange r = chunk(buckets_[b], c);
+      norm_parts_[static_cast<std::size_t>(c) * nb + b] =
+          backend_.sum_squares(g + buckets_[b].begin + r.offset, r.count);
+    }
+  }
+  if (sharded()) {
+    // Chunk c of this buffer is part c's nb doubles: the ring's partition of 2 nb P floats cuts it there,
+    // and rank r sends chunk r + 1 first, which is the one it filled. Labelled as the bucket after the last;
+    // timed with the optimizer, whose phase the trainer calls this in.
+    path_.all_gather(reinterpret_cast<float*>(norm_parts_.data()), norm_parts_.size() * 2, step_,
+                     static_cast<int>(nb));
+  }
+  double total = 0;
+  for (std::size_t b = 0; b < nb; ++b) {
+    for (int c = 0; c < world; ++c) total += norm_parts_[static_cast<std::size_t>(c) * nb + b];
+  }
+  return total;
+}
+
+void DdpReducer::finish_update() {
+  if (!sharded()) return;
+  backend_.publish();
+  all_gather_shards(model_.param_data(), step_, 0);
+}
+
+void DdpReducer::all_gather_shards(float* x, long step, int first_label) {
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    const Bucket& bk = buckets_[b];
+    path_.all_gather(x + bk.begin, bk.size(), step, first_label + static_cast<int>(b));
+  }
+}
+
 void DdpReducer::comm_loop() {
   const float inv_world = 1.0f / static_cast<float>(opts_.world);
   for (;;) {
@@ -105,10 +153,17 @@ void DdpReducer::comm_loop() {
       float* g = model_.grad_data() + bk.begin;
       clock_.advance_to(ready);  // a bucket cannot leave before backward has made it final
       const RunClock::TimePoint t0 = clock_.now();
-      path_.sum(g, bk.size(), step, static_cast<int>(b));
+      // Sharded: only this rank's chunk is finished, and only it is averaged (Note [Shard layout]).
+      const comm::ElemRange mine = sharded() ? chunk(bk, (opts_.rank + 1) % opts_.world)
+                                             : comm::ElemRange{.offset = 0, .count = bk.size()};
+      if (sharded()) {
+        path_.reduce_scatter(g, bk.size(), step, static_cast<int>(b));
+      } else {
+        path_.sum(g, bk.size(), step, static_cast<int>(b));
+      }
       {
         ScopedPhase t(profiler_, Phase::Reduce, Lane::Comm, "average");
-        backend_.scale(g, inv_world, bk.size());
+        backend_.scale(g + mine.offset, inv_world, mine.count);
       }
       if (profiler_ != nullptr && profiler_->tracing()) {
         profiler_->record("bucket " + std::to_string(b), Lane::Comm, t0, clock_.now());

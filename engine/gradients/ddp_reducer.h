@@ -4,6 +4,18 @@
 // communication thread as soon as backward has made all of its gradients final. finish_step() waits
 // for the last bucket; gradients are then the mean over ranks. Hand-offs between the two threads carry
 // the run clock's time (a bucket's ready time, the last bucket's end): Note [Virtual time] (run_clock.h).
+//
+// Sharded (--shard, Note [Shard layout] in shard.h): each bucket is reduce-scattered instead, on the same
+// thread at the same moments, and only this rank's shard of it is averaged; finish_update() all-gathers
+// the parameters the optimizer updated, bucket by bucket.
+//
+// Note [Gradient norm order]: the clipping norm sums squares over the whole gradient, the one sum that
+// spans shards. So that a sharded run clips exactly as DDP does, both take it in one order where
+// sharding can run (host gradients, real compute): the sum of squares of each bucket's ring chunk c
+// (backend sum_squares, in double), added up bucket by bucket in launch order, chunks 0..P-1 within
+// each. DDP computes every chunk's part itself; a sharded rank computes its own chunk's and the ring
+// all-gathers the parts (their double bytes, moved and never added in transit). Elsewhere
+// (ordered_norm false) the norm is one sum_squares over the buffer, as before.
 #pragma once
 #include <condition_variable>
 #include <cstddef>
@@ -14,11 +26,13 @@
 #include <thread>
 #include <vector>
 
+#include "comm/allreduce/ring_geometry.h"
 #include "core/backend.h"
 #include "core/model.h"
 #include "core/profiler.h"
 #include "engine/grad_reducer.h"
 #include "engine/gradients/gradient_path.h"
+#include "engine/run_choices.h"
 
 namespace tt {
 
@@ -38,6 +52,9 @@ std::vector<Bucket> plan_buckets(const std::vector<ParamInfo>& params, std::size
 struct DdpOptions {
   bool overlap = true;  // launch buckets during backward (false: all after backward)
   int world = 1;
+  int rank = 0;
+  ShardStage shard = ShardStage::None;  // anything but None: reduce-scatter, and finish_update gathers
+  bool ordered_norm = false;            // Note [Gradient norm order] (implied by a shard)
 };
 
 class DdpReducer final : public GradReducer {
@@ -52,12 +69,20 @@ class DdpReducer final : public GradReducer {
   void begin_step(long step) override;
   void on_grad_ready(std::size_t from) override;
   void finish_step() override;
+  double grad_sum_squares() override;
+  bool shards() const override { return sharded(); }
+  void finish_update() override;
+  // Sharded: all-gathers every bucket's shards of x (a buffer laid out as the parameters), labelling
+  // bucket b's messages `first_label + b` at `step` (collective).
+  void all_gather_shards(float* x, long step, int first_label);
 
   const std::vector<Bucket>& buckets() const { return buckets_; }
 
  private:
   void launch_ready(std::size_t from);  // enqueues buckets whose gradients are all final
   void comm_loop();
+  bool sharded() const { return opts_.shard != ShardStage::None; }
+  comm::ElemRange chunk(const Bucket& b, int c) const;
 
   Backend& backend_;
   Model& model_;
@@ -82,6 +107,7 @@ class DdpReducer final : public GradReducer {
   RunClock::TimePoint last_done_{};  // when the communication thread finished its latest bucket
   bool stop_ = false;
   std::exception_ptr error_;
+  std::vector<double> norm_parts_;  // (P chunks, buckets) sums of squares, chunk-major (training thread)
   std::thread comm_thread_;
 };
 

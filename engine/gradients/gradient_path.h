@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "base/error.h"
 #include "engine/gradients/allreduce_selection.h"
 #include "engine/gradients/segments.h"
 
@@ -30,6 +31,18 @@ class GradientPath {
   virtual std::optional<SegmentPick> segment() const { return std::nullopt; }
   // Our host algorithms' per-bucket choice (null on other paths).
   virtual AlgoSelection* selection() { return nullptr; }
+
+  // Sharded data parallelism (--shard; Note [Shard layout], shard.h): the two halves of sum(). The
+  // reduce-scatter leaves this rank the finished sum of its shard of g[0, n) only; the all-gather
+  // sends this rank's shard of x[0, n) to every rank and fills in theirs. A path that cannot (shards()
+  // false) is refused by its row of the table before it is built.
+  virtual bool shards() const { return false; }
+  virtual void reduce_scatter(float* /*g*/, std::size_t /*n*/, long /*step*/, int /*bucket*/) {
+    throw RunError(describe() + " cannot reduce-scatter");
+  }
+  virtual void all_gather(float* /*x*/, std::size_t /*n*/, long /*step*/, int /*bucket*/) {
+    throw RunError(describe() + " cannot all-gather");
+  }
 };
 
 }  // namespace tt

@@ -68,6 +68,7 @@ class HostPath final : public GradientPath {
     });
     segment_ = as_cut(pick_segment(o.segment_kb, s.link), ts);
     const comm::RingOptions ro = ring_options(ts, segment_.bytes);
+    ring_segment_bytes_ = ro.segment_bytes;
     algos_.emplace(parts.wire, parts.channel, parts.memory, ro, &s.profiler);
     // Note [same algorithm on every rank] (allreduce_selection.h): the model's inputs are agreed ones.
     selection_.emplace(o.algo,
@@ -77,17 +78,30 @@ class HostPath final : public GradientPath {
   }
   void sum(float* g, std::size_t n, long step, int bucket) override {
     const comm::AlgoChoice& c = selection_->choice(bucket, n);
-    comm::MessageContext id;
-    id.step = static_cast<uint64_t>(step);
-    id.bucket = static_cast<uint32_t>(bucket);
-    algos_->allreduce_sum(c.algo, g, n, id, c.segment_bytes);
+    algos_->allreduce_sum(c.algo, g, n, message_id(step, bucket), c.segment_bytes);
+  }
+  // Only the ring is split (the run plan refuses --shard with another --allreduce-algo).
+  bool shards() const override { return selection_->request() == comm::ReduceAlgo::Ring; }
+  void reduce_scatter(float* g, std::size_t n, long step, int bucket) override {
+    algos_->ring().reduce_scatter_sum(g, n, message_id(step, bucket), ring_segment_bytes_);
+  }
+  void all_gather(float* x, std::size_t n, long step, int bucket) override {
+    algos_->ring().all_gather(x, n, message_id(step, bucket), ring_segment_bytes_);
   }
   std::string describe() const override { return what_; }
   std::optional<SegmentPick> segment() const override { return segment_; }
   AlgoSelection* selection() override { return &*selection_; }
 
  private:
+  static comm::MessageContext message_id(long step, int bucket) {
+    comm::MessageContext id;
+    id.step = static_cast<uint64_t>(step);
+    id.bucket = static_cast<uint32_t>(bucket);
+    return id;
+  }
+
   SegmentPick segment_;
+  std::size_t ring_segment_bytes_ = 0;  // as the ring cuts them for this TEE mode (ring_options)
   std::optional<comm::Allreducer> algos_;
   std::optional<AlgoSelection> selection_;
   std::string what_;
@@ -132,6 +146,23 @@ void refuse_adversary(const PathRequest& r, std::vector<std::string>& out) {
         "mode with --tee cc or --tee-device-crypto off, so that the host really seals)");
 }
 
+// --shard splits our ring on host buffers into its reduce-scatter and all-gather; every row asks this.
+void refuse_shard(const PathRequest& r, std::vector<std::string>& out) {
+  const ShardStage shard = r.parallel.shard;
+  if (shard == ShardStage::None) return;
+  const std::string what = std::string("--shard ") + name(shard);
+  if (r.parallel.allreduce != AllreduceProvider::Ours)
+    out.push_back(what + " splits teetrain's ring into its reduce-scatter and all-gather; --allreduce " +
+                  name(r.parallel.allreduce) + " has none: use --allreduce ring, or --shard none");
+  if (r.parallel.algo != comm::ReduceAlgo::Ring)
+    out.push_back(what + " runs on the ring's reduce-scatter and all-gather; --allreduce-algo " +
+                  comm::algo_name(r.parallel.algo) + " is not split: use --allreduce-algo ring");
+  if (r.compute.gpu_gradients())
+    out.push_back(what +
+                  " runs on host gradients with real compute (--device cpu, --compute real); "
+                  "use those, or --shard none");
+}
+
 // A vendor all-reduce (MPI_Allreduce, NCCL): plaintext, none of our algorithms, real time on real links.
 void refuse_vendor(const PathRequest& r, std::vector<std::string>& out) {
   const char* vendor = name(r.parallel.allreduce);
@@ -172,6 +203,7 @@ constexpr GradientPathEntry kPaths[] = {
              "--allreduce nccl reduces GPU buffers with NCCL; add --device cuda, or use --allreduce "
              "ring|mpi");
        refuse_vendor(r, out);
+       refuse_shard(r, out);
        needs_mpirun(r, "--allreduce nccl", out);
      },
      [](const GradientSetup& s) {
@@ -185,12 +217,14 @@ constexpr GradientPathEntry kPaths[] = {
              std::string("--allreduce-algo ") + comm::algo_name(r.parallel.algo) +
              " runs on host buffers; the device ring of --device cuda is a ring: use --allreduce-algo "
              "ring, or --tee cc (gradients staged through the host)");
+       refuse_shard(r, out);
        needs_mpirun(r, "--allreduce ring on this device (the device ring)", out);
      },
      build_device_ring},
     {"mpi", true, [](const PathRequest& r) { return r.parallel.allreduce == AllreduceProvider::Mpi; },
      [](const PathRequest& r, std::vector<std::string>& out) {
        refuse_vendor(r, out);
+       refuse_shard(r, out);
        needs_mpirun(r, "--allreduce mpi", out);
      },
      [](const GradientSetup& s) -> std::unique_ptr<GradientPath> {
@@ -201,6 +235,7 @@ constexpr GradientPathEntry kPaths[] = {
        // The adversary's wire is the host's; with --device cuda the gradients' bytes never cross it
        // in the clear it attacks (the device ring), or do so only staged: refused alike.
        if (r.compute.device == DeviceKind::Cuda) refuse_adversary(r, out);
+       refuse_shard(r, out);
      },
      [](const GradientSetup& s) -> std::unique_ptr<GradientPath> { return std::make_unique<HostPath>(s); }},
 };

@@ -93,6 +93,8 @@ nlohmann::json train_options_json(const TrainOptions& o) {
   if (!o.data.expect_dataset.empty()) j["expect_dataset"] = o.data.expect_dataset;
   // The same for the gradients' memory: only when not the default.
   if (p.grad_memory != comm::BufferMemory::Private) j["grad_memory"] = enum_name(p.grad_memory);
+  // And --shard: the shard layout follows from it, the buckets and P (Note [Shard layout]).
+  if (p.shard != ShardStage::None) j["shard"] = name(p.shard);
   if (!o.checkpoints.expect.empty()) j["expect_checkpoint"] = o.checkpoints.expect;
   return j;
 }

@@ -8,11 +8,13 @@
 #include "base/warning.h"
 #include "comm/secure/secure_session.h"
 #include "engine/checkpoint/sealed_codec.h"
+#include "engine/gradients/shard.h"
 #include "engine/keys/key_file.h"
 #include "engine/param_chunks.h"
 #include "engine/run/host_layout.h"
 #include "engine/run/platform_profile.h"
 #include "engine/run/trace_writer.h"
+#include "engine/state_memory.h"
 #include "models/model_registry.h"
 #include "platform/platform.h"
 
@@ -269,7 +271,16 @@ void TrainingRun::build_model() {
   tc_.metrics_path = rank_ == 0 ? out.metrics : "";
   tc_.save_every = plan_.checkpoints().save_every;
   tc_.digest_params = platform_->real_values();
-  optimizer_ = make_optimizer(*backend_, tc_.schedule.optimizer, model_->num_params());
+  // The buckets, planned here because a sharded run's optimizer holds state for its shard of each
+  // (Note [Shard layout], engine/gradients/shard.h); one rank has no shard to cut.
+  const double bucket_mb = plan_.parallel().bucket_mb;
+  const std::size_t cap = static_cast<std::size_t>(bucket_mb * 1024.0 * 1024.0);
+  buckets_ = plan_buckets(model_->params(), model_->num_params(),
+                          std::min<std::size_t>(std::size_t{1} << 20, cap), cap);
+  if (plan_.parallel().shard != ShardStage::None && plan_.reduced())
+    shard_ = shard_ranges(buckets_, rank_, world_);
+  optimizer_ = make_optimizer(*backend_, tc_.schedule.optimizer, model_->num_params(),
+                              sharded() ? std::optional(shard_) : std::nullopt);
   if (const long every = plan_.parallel().check_replicas; every > 0) {
     tc_.after_step = [this, every](long step) {
       if (step % every == 0) dist_->check_replicas(*backend_, *model_, step);
@@ -301,10 +312,11 @@ void TrainingRun::setup_checkpoints() {
     store_ = std::make_unique<CheckpointStore>(ck.dir, ck.keep, *codec_, freshness_ ? &*freshness_ : nullptr,
                                                print_warning);
   tc_.save_checkpoint = [this](long step, uint64_t samples) {
+    const std::unique_ptr<Optimizer> whole = sharded() ? gather_optimizer(step) : nullptr;  // collective
     if (rank_ != 0) return;
     const CheckpointMeta meta{step, samples, plan_.schedule().seed, params_sha256(*backend_, *model_),
                               plan_.json()};
-    const auto dir = store_->save(*backend_, *model_, optimizer_.get(), meta);
+    const auto dir = store_->save(*backend_, *model_, whole ? whole.get() : optimizer_.get(), meta);
     if (tc_.progress) std::fprintf(stderr, "\ncheckpoint: %s\n", dir.c_str());
   };
 }
@@ -321,8 +333,15 @@ void TrainingRun::restore_or_broadcast() {
   // Every rank runs the checks of `teetrain ckpt verify` (manifest, digests, chunks, chain); rank 0
   // also refuses a rollback past the freshness record (the others get no record: nullptr).
   const VerifiedCheckpoint ck = open_verified_checkpoint(dir, codec_->key());
-  const CheckpointMeta meta =
-      CheckpointStore::load(ck, *backend_, *model_, optimizer_.get(), freshness_ ? &*freshness_ : nullptr);
+  // A sharded rank reads the whole optimizer state and keeps its shard (engine/gradients/shard.h).
+  const std::unique_ptr<Optimizer> whole =
+      sharded() ? make_optimizer(*backend_, plan_.schedule().optimizer, model_->num_params()) : nullptr;
+  const CheckpointMeta meta = CheckpointStore::load(
+      ck, *backend_, *model_, whole ? whole.get() : optimizer_.get(), freshness_ ? &*freshness_ : nullptr);
+  if (whole) {
+    const std::size_t n = model_->num_params();
+    pack_shard(shard_, n, whole->state_floats() / n, whole->state_data(), optimizer_->state_data());
+  }
   if (store_) store_->continue_lineage(ck);  // same run_id; the next save chains to this manifest
   add_checkpoint(inputs_, ck);
   if (meta.config.contains("model") && meta.config["model"] != plan_.json()["model"]) {
@@ -390,12 +409,16 @@ void TrainingRun::build_reducer() {
                                             .profiler = profiler_,
                                             .link = link,
                                             .adversary = plan_.tee().adversary.has_value()});
-  const std::size_t cap = static_cast<std::size_t>(par.bucket_mb * 1024.0 * 1024.0);
-  buckets_ = plan_buckets(model_->params(), model_->num_params(),
-                          std::min<std::size_t>(std::size_t{1} << 20, cap), cap);
   if (!plan_.reduced()) return;
+  // Note [Gradient norm order]: in one order wherever sharding could run, so that DDP and ZeRO agree.
+  const bool ordered_norm = plan_.compute().platform() == DeviceKind::Cpu && platform_->real_values();
   reducer_ = std::make_unique<DdpReducer>(*backend_, *model_, buckets_, *path_,
-                                          DdpOptions{par.overlap, world_}, &profiler_);
+                                          DdpOptions{.overlap = par.overlap,
+                                                     .world = world_,
+                                                     .rank = rank_,
+                                                     .shard = par.shard,
+                                                     .ordered_norm = ordered_norm},
+                                          &profiler_);
 }
 
 TrainResult TrainingRun::run() {
@@ -431,8 +454,16 @@ bool TrainingRun::bf16_emulated() const {
   return gpu != nullptr && gpu->precision == GpuPrecision::Bf16;
 }
 
+// The state each rank keeps (engine/state_memory.h: what --shard leaves it), and with bf16 a 16-bit copy
+// of the parameters for the matmuls.
 double TrainingRun::memory_state_gib() const {
-  return static_cast<double>(model_->num_params()) * (bf16_emulated() ? 18.0 : 16.0) / (1 << 30);
+  const auto n = static_cast<double>(model_->num_params());
+  return (state_bytes().total() + (bf16_emulated() ? 2.0 * n : 0.0)) / (1 << 30);
+}
+
+StateBytes TrainingRun::state_bytes() const {
+  return state_bytes_per_rank(model_->num_params(),
+                              plan_.reduced() ? plan_.parallel().shard : ShardStage::None, world_);
 }
 
 double TrainingRun::memory_gib() const {
@@ -442,6 +473,37 @@ double TrainingRun::memory_gib() const {
       static_cast<double>(model_->activation_bytes(plan_.schedule().batch, plan_.schedule().seq)) *
       (bf16 ? 0.5 : 1.0);
   return (state + activations) / (1 << 30);
+}
+
+// A sharded run's whole optimizer state in DDP's layout, every rank's shard all-gathered (collective):
+// what its checkpoints save (engine/gradients/shard.h). Labelled after the parameters' buckets and the
+// norm's parts.
+std::unique_ptr<Optimizer> TrainingRun::gather_optimizer(long step) {
+  const std::size_t n = model_->num_params();
+  std::unique_ptr<Optimizer> whole = make_optimizer(*backend_, plan_.schedule().optimizer, n);
+  const std::size_t slots = whole->state_floats() / n;
+  expand_shard(shard_, n, slots, optimizer_->state_data(), whole->state_data());
+  const int nb = static_cast<int>(buckets_.size());
+  for (std::size_t s = 0; s < slots; ++s)
+    reducer_->all_gather_shards(whole->state_data() + s * n, step, nb + 1 + static_cast<int>(s) * nb);
+  return whole;
+}
+
+// The banner's shard line: the stage and what this rank keeps of it (Note [Shard layout]).
+std::string TrainingRun::shard_description() const {
+  const ShardStage stage = plan_.parallel().shard;
+  if (stage == ShardStage::None) return "";
+  const std::size_t state = optimizer_->state_floats() / (optimizer_->name() == "adamw" ? 2 : 1);
+  const StateBytes b = state_bytes();
+  constexpr double kMiB = 1024.0 * 1024.0;
+  char bytes[160];
+  std::snprintf(bytes, sizeof bytes,
+                "; per rank: parameters %.2f MiB, gradients %.2f MiB, optimizer state %.2f MiB",
+                b.params / kMiB, b.grads / kMiB, b.optimizer / kMiB);
+  return std::string(name(stage)) + (stage == ShardStage::Optimizer ? " (ZeRO-1)" : " (ZeRO-2)") + ": rank " +
+         std::to_string(rank_) + " updates " + std::to_string(state) + " of " +
+         std::to_string(model_->num_params()) + " parameters (its ring chunk of each of " +
+         std::to_string(buckets_.size()) + " buckets)" + bytes;
 }
 
 RunDescription TrainingRun::gather_facts() const {
@@ -463,6 +525,7 @@ RunDescription TrainingRun::gather_facts() const {
     d.segment = path_->segment();
     d.host_transport = links_->host_transport_description();
     d.grad_memory = grad_memory_;
+    d.shard = shard_description();
   } else {
     d.gradients = "not reduced (one rank)";
   }
@@ -524,6 +587,11 @@ nlohmann::json TrainingRun::summary(const TrainResult& r, const RunReport& repor
             {"segment", d.segment ? nlohmann::json(d.segment->why) : nlohmann::json(nullptr)},
             {"host_transport", or_null(d.host_transport)},
             {"grad_memory", or_null(d.grad_memory)},
+            {"shard", name(plan_.parallel().shard)},
+            {"state_bytes_per_rank",
+             {{"params", state_bytes().params},
+              {"grads", state_bytes().grads},
+              {"optimizer", state_bytes().optimizer}}},
             {"bucket_mb", plan_.parallel().bucket_mb},
             {"buckets", d.buckets},
             {"overlap", plan_.parallel().overlap ? "on" : "off"},

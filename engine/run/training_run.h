@@ -33,6 +33,7 @@
 #include "engine/run/run_plan.h"
 #include "engine/run/run_services.h"
 #include "engine/run/startup_watchdog.h"
+#include "engine/state_memory.h"
 #include "engine/trainer.h"
 #include "platform/platform.h"
 
@@ -55,6 +56,7 @@ struct RunDescription {
   std::optional<SegmentPick> segment;  // the segments as cut and why (nullopt: the path cuts none of ours)
   std::string host_transport;          // how the ranks of this host talk
   std::string grad_memory;             // where the gradients live and why
+  std::string shard;                   // --shard and what this rank keeps (empty: not sharded)
   double cc_transfer_us = 0;           // --cc-transfer-us as applied to the host path
   std::string attestation;             // empty with TEE off
   nlohmann::json attestation_summary;  // the summary's "attestation" (null with TEE off)
@@ -117,6 +119,10 @@ class TrainingRun {
   // parameter) and the activations of one batch; an emulated BF16 run keeps a BF16 copy of the weights
   // too (2 bytes) and its activations in 2-byte elements (half), as mixed-precision training does.
   double memory_gib() const;
+  std::string shard_description() const;
+  bool sharded() const { return !shard_.empty(); }
+  std::unique_ptr<Optimizer> gather_optimizer(long step);
+  StateBytes state_bytes() const;   // per rank, as --shard leaves it
   double memory_state_gib() const;  // the per-parameter part alone
   bool bf16_emulated() const;
   void start_links();
@@ -166,6 +172,7 @@ class TrainingRun {
   uint64_t samples_ = 0;
   std::unique_ptr<GradientPath> path_;  // the plan's, built on every rank count
   std::vector<Bucket> buckets_;
+  std::vector<ParamRange> shard_;        // this rank's (Note [Shard layout]); empty: not sharded
   std::unique_ptr<DdpReducer> reducer_;  // several ranks only
   RunDescription facts_;                 // gathered once the run is built
 };

@@ -178,6 +178,35 @@ TEST(InprocRing, BatchedChannelGetsWindowsOfSegments) {
   }
 }
 
+// The all-reduce split in two (sharded data parallelism): after the reduce-scatter this rank's owned
+// chunk holds the exact sum; the all-gather of that chunk then gives the all-reduce's bits, plain and
+// sealed, per hop and forward-wire, for counts with unequal and empty chunks.
+TEST(InprocRing, ReduceScatterThenAllGatherIsTheAllreduce) {
+  for (int p = 1; p <= 4; ++p) {
+    for (auto mode : {AllGatherMode::PerHop, AllGatherMode::ForwardWire}) {
+      InprocWorld world(p);
+      expect_no_errors(world.run([&](Transport& t) {
+        ChecksumChannel ch;
+        RingAllreduce ring(t, ch, RingOptions{.segment_bytes = 40, .all_gather = mode});
+        for (std::size_t n : {std::size_t{2}, std::size_t{31}, std::size_t{1001}}) {
+          auto whole = pattern_buffer(n, t.rank());
+          ring.allreduce_sum(whole.data(), n, MessageContext{.step = 1});
+          auto split = pattern_buffer(n, t.rank());
+          ring.reduce_scatter_sum(split.data(), n, MessageContext{.step = 2}, 40);
+          const ElemRange own = RingGeometry::owned_chunk(t.rank(), p, n);
+          for (std::size_t i = own.offset; i < own.offset + own.count; ++i)
+            ASSERT_EQ(split[i], whole[i]) << "P=" << p << " n=" << n << " element " << i;
+          // Only the owned chunk is the sum: the all-gather must overwrite the rest.
+          for (std::size_t i = 0; i < n && p > 1; ++i)
+            if (i < own.offset || i >= own.offset + own.count) split[i] = -1.0f;
+          ring.all_gather(split.data(), n, MessageContext{.step = 3}, 40);
+          EXPECT_EQ(split, whole) << "P=" << p << " n=" << n << " " << all_gather_mode_name(mode);
+        }
+      }));
+    }
+  }
+}
+
 // docs/design.md §5: per rank and bucket, per-hop seals 2(P-1) messages, forward-wire seals P; both open
 // 2(P-1).
 TEST(InprocRing, SealCountsMatchTheDesign) {

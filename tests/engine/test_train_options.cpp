@@ -63,6 +63,7 @@ TEST(TrainOptionsJson, EveryFieldKeepsItsBytes) {
   o.parallel.algo = std::nullopt;  // auto
   o.parallel.bucket_mb = 4;
   o.parallel.overlap = false;
+  o.parallel.shard = ShardStage::Optimizer;
   o.parallel.segment_kb = 256;
   o.parallel.wait = comm::WaitMode::Busy;
   o.parallel.check_replicas = 5;

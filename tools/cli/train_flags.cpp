@@ -154,6 +154,12 @@ void add_parallel_options(CLI::App* cmd, TrainOptions& o) {
       ->check(non_negative())
       ->capture_default_str();
   add_on_off_option(dp, "--overlap", o.parallel.overlap, "Launch bucket all-reduces while backward runs");
+  add_enum_option(dp, "--shard", o.parallel.shard,
+                  "What each rank keeps of the training state: none (DDP: everything); optimizer (ZeRO-1: "
+                  "AdamW state for its shard only; gradients are reduce-scattered per bucket, parameters "
+                  "all-gathered after the step); gradients (ZeRO-2: also only its shard of the averaged "
+                  "gradients). The ring on host gradients only (--device cpu, --allreduce-algo ring); the "
+                  "same parameters as none, bit for bit");
   dp->add_option("--segment-kb", o.parallel.segment_kb,
                  "Ring segment size in KiB (chunks are cut into segments that pipeline); 0 = automatic: "
                  "1 MiB, or under Open MPI's TCP eager limit (read from MPI) when ranks span hosts")

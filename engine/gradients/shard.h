@@ -1,0 +1,66 @@
+// What each rank of a sharded run owns (--shard optimizer|gradients: ZeRO-1 and ZeRO-2).
+//
+// Note [Shard layout]: a ring all-reduce IS a reduce-scatter followed by an all-gather
+// (comm/allreduce/ring_allreduce.h); after the scatter-reduce of a bucket, rank r holds the finished
+// sum of the bucket's ring chunk r + 1 (RingGeometry::owned). That chunk, in every bucket, is rank r's
+// shard: the reduce-scatter leaves it the averaged gradients there (and nowhere else), the optimizer
+// updates those parameters only, with AdamW state for them only, and the ring's all-gather of each
+// bucket of the parameters sends them to every rank. The layout is a function of the buckets (the
+// parameter table and --bucket-mb), the world size and the rank: all agreed inputs (the configuration
+// names --shard and --bucket-mb; engine/run/input_agreement.h), so every rank cuts the same shards. Every
+// element is summed by the same ring hops as DDP's all-reduce and updated by the same per-element
+// optimizer step, so a sharded run's parameters are DDP's bit for bit (with the ring; the gradient norm
+// is the one sum that spans shards: Note [Gradient norm order], ddp_reducer.h).
+//
+// Checkpoints of a sharded run hold the whole optimizer state in DDP's layout (as PyTorch FSDP's full
+// state dict does): before a save the ranks all-gather it (DdpReducer::gather_full), rank 0 writes it
+// as DDP's; on resume each rank keeps its shard of it. So a checkpoint resumes at any world size and
+// stage, and `ckpt export` writes the whole model as ever.
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+#include "comm/allreduce/ring_geometry.h"
+#include "engine/gradients/ddp_reducer.h"
+#include "engine/optimizer.h"
+
+namespace tt {
+
+// Rank `rank`'s shard of the flat parameter buffer: its ring chunk of every bucket, in launch order.
+inline std::vector<ParamRange> shard_ranges(const std::vector<Bucket>& buckets, int rank, int world) {
+  std::vector<ParamRange> out;
+  for (const Bucket& b : buckets) {
+    const comm::ElemRange own = comm::RingGeometry::owned_chunk(rank, world, b.size());
+    if (own.count > 0) out.push_back(ParamRange{.offset = b.begin + own.offset, .count = own.count});
+  }
+  return out;
+}
+
+// Between a shard's packed optimizer state ([slot (S floats)] x slots, S the shard's floats) and the
+// whole model's ([slot (n floats)] x slots, zeros outside the shard when expanded).
+inline void expand_shard(const std::vector<ParamRange>& shard, std::size_t n, std::size_t slots,
+                         const float* packed, float* full) {
+  std::size_t s_floats = 0;
+  for (const ParamRange& r : shard) s_floats += r.count;
+  std::fill(full, full + slots * n, 0.0f);
+  for (std::size_t s = 0; s < slots; ++s) {
+    std::size_t at = s * s_floats;
+    for (const ParamRange& r : shard) {
+      std::copy(packed + at, packed + at + r.count, full + s * n + r.offset);
+      at += r.count;
+    }
+  }
+}
+
+inline void pack_shard(const std::vector<ParamRange>& shard, std::size_t n, std::size_t slots,
+                       const float* full, float* packed) {
+  for (std::size_t s = 0; s < slots; ++s) {
+    for (const ParamRange& r : shard) {
+      const float* from = full + s * n + r.offset;
+      packed = std::copy(from, from + r.count, packed);
+    }
+  }
+}
+
+}  // namespace tt

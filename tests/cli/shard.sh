@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# --shard optimizer|gradients (ZeRO-1 and ZeRO-2, docs/design.md "Sharded data parallelism"):
+#  - the same parameters as DDP (--shard none) bit for bit, at P = 1, 2, 3 (shards of unequal size) and
+#    4, in --tee off, cc and fast (Note [Shard layout]), with clipping on, and the same gradient norms
+#    (Note [Gradient norm order]);
+#  - the banner and `teetrain models --ranks P --shard S` say what each rank keeps;
+#  - checkpoints hold DDP's layout: saved sharded, resumed sharded or not (and the reverse), exactly;
+#  - a flipped or replayed reduce-scatter or all-gather message exits 3 on every rank;
+#  - what sharding does not run on yet is refused with exit 2 naming what is supported.
+source "$(dirname "$0")/lib.sh" "$@"
+make_corpus
+provision_trust
+MPI=(mpirun --allow-run-as-root --oversubscribe)
+export OMP_WAIT_POLICY=passive
+base=(train --model gpt2-tiny --data "$WORK/data/tiny" --steps 3 --seq 16 --batch 2 --no-progress --threads 1
+      --seed 5 --val-batches 1 --bucket-mb 0.01 --grad-clip 0.5 --allow-plain-data "${TRUST[@]}")
+train() { # np name extra...: the run's params_sha256 ("none" when it failed)
+  local np="$1" name="$2"; shift 2
+  if ! "${MPI[@]}" -np "$np" "$TT" "${base[@]}" --summary "$WORK/$name.json" "$@" >"$WORK/$name.log" 2>&1; then
+    echo "FAIL: $name" >&2; tail -5 "$WORK/$name.log" >&2; echo none; return
+  fi
+  json_field "$WORK/$name.json" params_sha256
+}
+
+# Every stage gives DDP's parameters; a TEE mode changes no bit.
+# The gradient norm too, to the last bit of its double (Note [Gradient norm order]): clipping scales
+# by it in float, which hides most differences in the parameters.
+norms() { grep -o '"grad_norm":[^,]*' "$1"; }
+for np in 1 2 3 4; do
+  ddp=$(train $np "ddp_$np" --metrics "$WORK/ddp_$np.jsonl")
+  expect_ne "$ddp" none "P=$np DDP ran"
+  expect_eq "$(train $np "zero1_$np" --shard optimizer --metrics "$WORK/zero1_$np.jsonl")" "$ddp" \
+    "P=$np --shard optimizer == none"
+  expect_eq "$(norms "$WORK/zero1_$np.jsonl")" "$(norms "$WORK/ddp_$np.jsonl")" "P=$np: the same gradient norms"
+done
+expect_eq "$(train 3 zero2_3 --shard gradients)" "$(json_field "$WORK/ddp_3.json" params_sha256)" \
+  "P=3 --shard gradients == none"
+expect_eq "$(train 2 zero1_2_cc --shard optimizer --tee cc)" "$(json_field "$WORK/ddp_2.json" params_sha256)" \
+  "P=2 --shard optimizer --tee cc == DDP off"
+expect_eq "$(train 3 zero2_3_fast --shard gradients --tee fast)" "$(json_field "$WORK/ddp_3.json" params_sha256)" \
+  "P=3 --shard gradients --tee fast == DDP off"
+expect_eq "$(train 4 zero1_4_cc --shard optimizer --tee cc)" "$(json_field "$WORK/ddp_4.json" params_sha256)" \
+  "P=4 --shard optimizer --tee cc == DDP off"
+grep -q "shard optimizer (ZeRO-1): rank 0 updates [0-9]* of 34688 parameters (its ring chunk of each of 7 buckets)" \
+  "$WORK/zero1_3.log" &&
+  passes=$((passes + 1)) || { echo "FAIL: the banner's shard line"; cat "$WORK/zero1_3.log"; fails=$((fails + 1)); }
+grep -q '"shard": "gradients"' "$WORK/zero2_3.json" && passes=$((passes + 1)) ||
+  { echo "FAIL: the summary's shard"; fails=$((fails + 1)); }
+
+# Checkpoints hold the whole optimizer state in DDP's layout: a sharded run saved at step 2 and
+# resumed, sharded or not, ends where the uninterrupted DDP run does; so does a DDP checkpoint resumed
+# sharded.
+ddp3=$(json_field "$WORK/ddp_3.json" params_sha256)
+train 3 zero1_save --shard optimizer --save-every 2 --ckpt-dir "$WORK/ck1" >/dev/null
+train 3 ddp_save --save-every 2 --ckpt-dir "$WORK/ck0" >/dev/null
+rm -rf "$WORK/ck1/step_00000003" "$WORK/ck0/step_00000003"
+expect_eq "$(train 3 zero1_resume --shard optimizer --resume "$WORK/ck1")" "$ddp3" "sharded save, sharded resume == DDP"
+expect_eq "$(train 3 zero1_to_ddp --resume "$WORK/ck1")" "$ddp3" "sharded save, DDP resume == DDP"
+expect_eq "$(train 3 ddp_to_zero2 --shard gradients --resume "$WORK/ck0")" "$ddp3" "DDP save, --shard gradients resume == DDP"
+
+# Sealed (TEE mode with a key): the gathered state is checkpointed as DDP's is; verify and export read it.
+"$TT" keygen --out "$WORK/k.key" >/dev/null
+quiet() { "$@" >/dev/null; }
+train 2 zero2_sealed --shard gradients --tee fast --key-file "$WORK/k.key" --save-every 3 --ckpt-dir "$WORK/cks" >/dev/null
+check "sealed sharded checkpoint verifies" quiet "$TT" ckpt verify "$WORK/cks/step_00000003" --key-file "$WORK/k.key"
+check "sealed sharded checkpoint exports" quiet "$TT" ckpt export "$WORK/cks/step_00000003" --key-file "$WORK/k.key" \
+  --out "$WORK/model.safetensors"
+
+# The adversary on a sealed sharded run, flipping or replaying a reduce-scatter message (the 2nd rank 0
+# sends) and one of the parameters' all-gather (the 20th: at P = 3 with 7 buckets a step's first 14
+# are the reduce-scatter's, 2 the norm's parts, then the parameters'): exit 3, every rank stopped, the
+# failing message named.
+context="INTEGRITY FAILURE: .*step [0-9]+, bucket [0-9]+, phase "
+for attack in flip:2 replay:2 flip:20 replay:20; do
+  rc=0
+  "${MPI[@]}" -np 3 "$TT" "${base[@]}" --tee fast --shard optimizer --timeout 5 --adversary "$attack" \
+    >"$WORK/attack.log" 2>&1 || rc=$?
+  expect_eq "$rc" 3 "--shard optimizer --tee fast --adversary $attack: exit 3"
+  grep -qE "$context" "$WORK/attack.log" && passes=$((passes + 1)) ||
+    { echo "FAIL: $attack: no verdict line"; tail -5 "$WORK/attack.log"; fails=$((fails + 1)); }
+  [[ $(grep -cE "^teetrain: (rank [0-9]+: stopped|INTEGRITY FAILURE)" "$WORK/attack.log") -eq 3 ]] && passes=$((passes + 1)) ||
+    { echo "FAIL: $attack: not every rank stopped"; cat "$WORK/attack.log"; fails=$((fails + 1)); }
+  cp "$WORK/attack.log" "$WORK/attack_${attack/:/_}.log"
+done
+grep -q "phase scatter_reduce" "$WORK/attack_flip_2.log" && grep -q "bucket 1, phase all_gather" "$WORK/attack_flip_20.log" &&
+  grep -q "bucket 1, phase all_gather" "$WORK/attack_replay_20.log" &&
+  passes=$((passes + 1)) || { echo "FAIL: attacks on both halves"; grep -h INTEGRITY "$WORK"/attack_*.log; fails=$((fails + 1)); }
+
+# What each rank keeps: gpt2's 124,439,808 parameters are 1.85 GiB of state per rank under DDP, and
+# 0.81 GiB (parameters whole, a quarter of the gradients and of AdamW's m and v) under ZeRO-2 at P = 4.
+gib() { "$TT" models "$@" | awk '$1 == "gpt2" {print $14}'; }
+expect_eq "$(gib)" 1.85 "models: DDP's state per rank"
+expect_eq "$(gib --ranks 4 --shard gradients)" 0.81 "models --ranks 4 --shard gradients: ZeRO-2's state per rank"
+expect_exit 2 "--ranks: must be greater than 0" -- "$TT" models --ranks 0
+
+# Refused with exit 2, naming what runs.
+expect_exit 2 "--shard optimizer .*--allreduce-algo ring" -- "$TT" "${base[@]}" --shard optimizer --allreduce-algo rd
+expect_exit 2 "--shard gradients .*--allreduce ring" -- "$TT" "${base[@]}" --shard gradients --allreduce mpi
+expect_exit 2 "--shard optimizer runs on host gradients with real compute" -- \
+  "$TT" "${base[@]}" --shard optimizer --compute emulate
+finish
