@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 B=${1:-build-gpu}
 OUT=${2:-gpu-bundle}
 BINS=(teetrain test_cuda_backend test_tee_gpu_aead test_tee_gpu_aead_math bench_gpu_aead test_device_ring
-  test_nccl_cuda test_gpu_sealing_codec)
+  test_nccl_cuda test_gpu_sealing_codec test_llama)
 rm -rf "$OUT" && mkdir -p "$OUT/bin"
 for b in "${BINS[@]}"; do
   f=$(find "$B" -name "$b" -type f -perm -u+x | head -1)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# One-shot GPU session: build the CUDA targets, run every CUDA test, the GPU benchmarks and the GPU
-# training checks, and write a small results table. Made for short leases on a GPU machine: every stage
-# has a time limit, a failing stage does not stop the others, and the table comes last.
+# One-shot GPU session: build the CUDA targets, run every CUDA test (the Llama ops and llama-tiny's
+# PyTorch fixture included), the GPU benchmarks and the GPU training checks, and write a small results
+# table. Made for short leases on a GPU machine: every stage has a time limit, a failing stage does not
+# stop the others, and the table comes last.
 #
 #   scripts/gpu-check.sh [OUT_DIR]      (default: $OUT if set, else runs/gpu-check)
 #   PREBUILT=DIR scripts/gpu-check.sh   use binaries built elsewhere (cmake --preset gpu), copied into
@@ -46,7 +47,7 @@ KEEP=(-- -k); [[ ${#GEN[@]} -gt 0 ]] && KEEP=(-- -k 0)
 [[ -z ${PREBUILT:-} ]] && stage configure 300 cmake -S . -B $B "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DTEETRAIN_CUDA=ON -DTEETRAIN_WERROR=OFF \
   -DTEETRAIN_BUILD_BENCHMARKS=OFF -DTEETRAIN_MARCH=native
 [[ -z ${PREBUILT:-} ]] && stage build 600 cmake --build $B -j"$(nproc)" --target teetrain test_cuda_backend test_tee_gpu_aead \
-  test_tee_gpu_aead_math bench_gpu_aead test_device_ring test_nccl_cuda test_gpu_sealing_codec "${KEEP[@]}"
+  test_tee_gpu_aead_math bench_gpu_aead test_device_ring test_nccl_cuda test_gpu_sealing_codec test_llama "${KEEP[@]}"
 row "build" "${PREBUILT:+prebuilt in $PREBUILT}$(tail -1 "$OUTDIR/stages.txt" 2>/dev/null)"
 
 # 0. The driver's own NVML through gather-evidence (docs/reference/gather-evidence.md): it loads, starts
@@ -64,6 +65,17 @@ for t in ${GTESTS-test_tee_gpu_aead_math test_tee_gpu_aead test_gpu_sealing_code
   stage "$t" 300 "$(bin $t)"
   gtest_row "$t" "$t"
 done
+# 1b. The Llama ops on the GPU: test_cuda_backend above compares RMSNorm, rotary embeddings, SwiGLU and
+#     grouped-query attention with the CPU ops (which the CPU tests check by finite differences); here
+#     llama-tiny's forward loss, every gradient and ten AdamW steps on the CUDA backend against the
+#     PyTorch fixture (tests/fixtures/llama_tiny), and llama-mini's first losses on the CPU and the GPU.
+stage test_llama_cuda 300 "$(bin test_llama)" --gtest_filter='LlamaFixture.Cuda*'
+gtest_row "llama-tiny vs PyTorch on cuda (test_llama)" test_llama_cuda
+lcommon=(train --model llama-mini --data data-cache/fortunes --steps 4 --batch 4 --seq 64 --lr 1e-4 --warmup 0 --val-batches 0 --no-progress)
+stage llama_loss_cpu 300 $TT "${lcommon[@]}" --device cpu --threads "$(nproc)" --metrics "$OUTDIR/llama_loss_cpu.jsonl"
+stage llama_loss_gpu 120 $TT "${lcommon[@]}" --device cuda --metrics "$OUTDIR/llama_loss_gpu.jsonl"
+row "llama-mini loss per step, cpu" "$(sed -n 's/.*"loss":\([0-9.]*\).*/\1/p' "$OUTDIR/llama_loss_cpu.jsonl" | tr '\n' ' ')"
+row "llama-mini loss per step, cuda" "$(sed -n 's/.*"loss":\([0-9.]*\).*/\1/p' "$OUTDIR/llama_loss_gpu.jsonl" | tr '\n' ' ')"
 for np in ${RING_RANKS-1 2 3}; do
   stage "test_device_ring_np$np" "${RING_LIMIT:-300}" mpirun --oversubscribe -np $np "$(bin test_device_ring)"
   gtest_row "test_device_ring (P=$np, one GPU)" "test_device_ring_np$np"

@@ -40,7 +40,8 @@ PAPER = {
 PAPER_SRC = "Lee et al., arXiv 2501.11771"
 
 TEE_MODES = ["off", "cc", "fast"]
-CONTEXT = {"gpt2-tiny": 32, "gpt2-mini": 256, "bert-base": 512, "bert-large": 512}  # presets' context lengths
+# Presets' context lengths, where shorter than the default --seq / --emu-seq (the other Llamas' are 8192+).
+CONTEXT = {"gpt2-tiny": 32, "gpt2-mini": 256, "bert-base": 512, "bert-large": 512, "llama-tiny": 32, "llama-mini": 256}
 IMAGE_PREFIX = "resnet"  # image classifiers read --image-data and have no sequence length
 # The ablation: cc plus one of fast's switches at a time, then fast (all of them).
 ABLATION = [

@@ -2,13 +2,14 @@
 //
 // Matmul-shaped work goes to cuBLAS (linear layers, and the per-head products of attention as strided
 // batched gemms), convolutions to cuDNN with deterministic algorithms only, everything else to our own
-// kernels. Reductions whose results the caller keeps (dbias, layernorm/batchnorm parameter gradients,
+// kernels. Reductions whose results the caller keeps (dbias, layernorm/RMSNorm/batchnorm parameter gradients,
 // encoder dwte/dwpe, sum_squares, mean) use a fixed partition and a fixed order and never atomics, so
 // repeated runs on the same GPU are bit-identical. Op groups live in separate files, as in cpu/:
 //   cuda_backend.cpp          construction, description, memory, copies
 //   cuda_ops_elementwise.cu   fill, add/accumulate/scale, sum_squares/mean, GELU, ReLU, AdamW, SGD
 //   cuda_ops_transformer.cu   encoder, layernorm, matmul, softmax-cross-entropy
-//   cuda_ops_attention.cu     causal self-attention
+//   cuda_ops_attention.cu     self-attention, multi-head or grouped-query, causal or bidirectional
+//   cuda_ops_llama.cu         RMSNorm, rotary position embeddings, SwiGLU
 //   cuda_ops_conv.cu          conv2d (cuDNN)
 //   cuda_ops_cnn_norm.cu      batch norm, pooling, global average pooling
 //
@@ -180,6 +181,8 @@ class CudaBackend final : public Backend {
                     float beta, float* C, int ldc, long long stride_c, int batch);
   // dst (C) += sum over rows of src (N, C), deterministic two-stage column sum.
   void column_sums_add(float* dst, const float* src, int N, int C);
+  // dst (C) += sum over chunks of partial (chunks, C), chunks in order: column sums' second stage.
+  void chunk_sums_add(float* dst, const double* partial, int chunks, int C);
   // sum over i < n of x[i] (squared when `squares`) in double, deterministic; synchronizes.
   double reduce_to_host(const float* x, std::size_t n, bool squares);
   ConvPlan& conv_plan(const Conv2dShape& s);

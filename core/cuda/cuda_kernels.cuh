@@ -26,6 +26,13 @@ inline unsigned grid_for_warps(std::size_t items) {
   return static_cast<unsigned>((items + kWarps - 1) / kWarps);
 }
 
+// Rows per chunk of the deterministic column sums (layernorm's and RMSNorm's weight gradients, bias
+// gradients): at most 256 chunks of at least 32 rows, a partition that depends on N alone.
+inline int rows_per_chunk(int N) {
+  constexpr int kMaxChunks = 256;
+  return std::max(32, (N + kMaxChunks - 1) / kMaxChunks);
+}
+
 template <typename T>
 __device__ inline T warp_sum(T v) {
   for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);

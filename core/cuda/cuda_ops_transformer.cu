@@ -131,15 +131,9 @@ __global__ void layernorm_backward_dinp_kernel(float* dinp, const float* __restr
 }
 
 // ---- deterministic column sums ---------------------------------------------------------------------
-// Rows are cut into chunks whose size depends only on N; stage 1 has one thread per (chunk, column)
-// summing its rows in order (coalesced across columns), stage 2 one thread per column summing the
-// chunk partials in order.
-
-constexpr int kMaxChunks = 256;
-
-int rows_per_chunk(int N) {
-  return std::max(32, (N + kMaxChunks - 1) / kMaxChunks);
-}
+// Rows are cut into chunks whose size depends only on N (rows_per_chunk, cuda_kernels.cuh); stage 1 has
+// one thread per (chunk, column) summing its rows in order (coalesced across columns), stage 2 one thread
+// per column summing the chunk partials in order.
 
 // partial (chunks, C) = sum over the chunk's rows of src (N, C).
 __global__ void colsum_partial_kernel(double* __restrict__ partial, const float* __restrict__ src, int N,
@@ -339,6 +333,12 @@ void CudaBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, 
 
 // ---- matmul ---------------------------------------------------------------------------------------
 
+void CudaBackend::chunk_sums_add(float* dst, const double* partial, int chunks, int C) {
+  colsum_final_kernel<<<(C + kThreads - 1) / kThreads, kThreads, 0, stream()>>>(dst, partial, nullptr,
+                                                                                nullptr, chunks, C);
+  TT_CUDA_CHECK_LAUNCH();
+}
+
 void CudaBackend::column_sums_add(float* dst, const float* src, int N, int C) {
   if (N == 0 || C == 0) return;
   const int rows = rows_per_chunk(N);
@@ -347,9 +347,7 @@ void CudaBackend::column_sums_add(float* dst, const float* src, int N, int C) {
   double* partial = colsum_scratch_.get<double>(per, stream());  // (chunks, C)
   colsum_partial_kernel<<<grid_for(per), kThreads, 0, stream()>>>(partial, src, N, C, rows);
   TT_CUDA_CHECK_LAUNCH();
-  colsum_final_kernel<<<(C + kThreads - 1) / kThreads, kThreads, 0, stream()>>>(dst, partial, nullptr,
-                                                                                nullptr, chunks, C);
-  TT_CUDA_CHECK_LAUNCH();
+  chunk_sums_add(dst, partial, chunks, C);
 }
 
 void CudaBackend::matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N,

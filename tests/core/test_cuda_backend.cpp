@@ -3,7 +3,9 @@
 // start from random gradient buffers to check that they accumulate (+=); forward outputs start as
 // NaN so that an element the GPU never writes fails the test. Also: determinism (bit-identical
 // repeats of every op with a reduction), TF32 matmuls within TF32 tolerance, copies from a second
-// thread. Shapes are deliberately odd (N not a multiple of 32, C = 48, T = 13, NH = 3, V = 50 in
+// thread. The Llama ops (RMSNorm, rotary embeddings, SwiGLU, grouped-query attention) are compared the
+// same way, the CPU ops being the ones test_cpu_backend_llama_ops.cpp checks by finite differences. Shapes
+// are deliberately odd (N not a multiple of 32, C = 48, T = 13, NH = 3, V = 50 in
 // Vp = 64, stride-2 and 7x7 convolutions, 3x3/s2/p1 max pooling).
 //
 // Without a visible GPU every test that needs one reports itself SKIPPED (and CTest shows the
@@ -441,6 +443,107 @@ TEST_F(CudaBackendTest, Attention) {
   }
 }
 
+// ---- Llama ops --------------------------------------------------------------------------------------
+
+TEST_F(CudaBackendTest, RmsNorm) {
+  for (const auto& [N, C] : {std::pair{37, 48}, std::pair{65, 576}, std::pair{300, 33}}) {
+    SCOPED_TRACE("N=" + std::to_string(N) + " C=" + std::to_string(C));
+    auto inp = rand(sz(N) * C, 171);
+    auto w = rand(sz(C), 172);
+    auto out = poisoned(sz(N) * C);
+    auto rstd = poisoned(sz(N));
+    cpu_->rmsnorm_forward(out.c(), rstd.c(), inp.c(), w.c(), N, C, 1e-5f);
+    gpu_->rmsnorm_forward(out.g(), rstd.g(), inp.g(), w.g(), N, C, 1e-5f);
+    expect_close(out, kTolElementwise, "rmsnorm_forward out");
+    expect_close(rstd, kTolElementwise, "rmsnorm_forward rstd");
+
+    auto dout = rand(sz(N) * C, 173);
+    auto dinp = rand(sz(N) * C, 174);
+    auto dw = rand(sz(C), 175);
+    cpu_->rmsnorm_backward(dinp.c(), dw.c(), dout.c(), inp.c(), w.c(), rstd.c(), N, C);
+    gpu_->rmsnorm_backward(dinp.g(), dw.g(), dout.g(), inp.g(), w.g(), rstd.g(), N, C);
+    expect_close(dinp, kTolElementwise, "rmsnorm_backward dinp");
+    expect_close(dw, kTolElementwise, "rmsnorm_backward dweight");
+    cpu_->rmsnorm_backward(nullptr, dw.c(), dout.c(), inp.c(), w.c(), rstd.c(), N, C);
+    gpu_->rmsnorm_backward(nullptr, dw.g(), dout.g(), inp.g(), w.g(), rstd.g(), N, C);
+    expect_close(dw, kTolElementwise, "rmsnorm_backward dweight (no dinp)");
+  }
+}
+
+TEST_F(CudaBackendTest, RotaryEmbeddings) {
+  // qkv rows of 5 query, 1 key and 1 value head: the first 6 heads turn, the value head stays.
+  const int B = 2, T = 37, HS = 16, heads = 6, row = 7 * HS;
+  for (const float base : {10000.0f, 500000.0f}) {
+    SCOPED_TRACE("base=" + std::to_string(base));
+    auto x = rand(sz(B) * T * row, 181);
+    const std::vector<float> x0 = x.on_cpu();
+    cpu_->rope_forward(x.c(), B, T, row, heads, HS, base);
+    gpu_->rope_forward(x.g(), B, T, row, heads, HS, base);
+    expect_close(x, kTolElementwise, "rope_forward");
+    const std::vector<float> g = x.on_gpu();
+    for (int bt = 0; bt < B * T; ++bt) {
+      for (int c = heads * HS; c < row; ++c)
+        ASSERT_EQ(g[sz(bt) * row + c], x0[sz(bt) * row + c]) << "value head";
+    }
+    cpu_->rope_backward(x.c(), B, T, row, heads, HS, base);
+    gpu_->rope_backward(x.g(), B, T, row, heads, HS, base);
+    expect_close(x, kTolElementwise, "rope_backward");
+    EXPECT_LT(rel_err(x.on_gpu(), x0), kTolElementwise) << "backward must undo forward";
+  }
+}
+
+TEST_F(CudaBackendTest, SwiGlu) {
+  for (const auto& [N, F] : {std::pair{37, 48}, std::pair{65, 1536}, std::pair{3, 1}}) {
+    SCOPED_TRACE("N=" + std::to_string(N) + " F=" + std::to_string(F));
+    auto inp = rand(sz(N) * 2 * F, 191);
+    auto out = poisoned(sz(N) * F);
+    cpu_->swiglu_forward(out.c(), inp.c(), N, F);
+    gpu_->swiglu_forward(out.g(), inp.g(), N, F);
+    expect_close(out, kTolElementwise, "swiglu_forward");
+    auto dout = rand(sz(N) * F, 192);
+    auto dinp = rand(sz(N) * 2 * F, 193);
+    cpu_->swiglu_backward(dinp.c(), inp.c(), dout.c(), N, F);
+    gpu_->swiglu_backward(dinp.g(), inp.g(), dout.g(), N, F);
+    expect_close(dinp, kTolElementwise, "swiglu_backward");
+  }
+}
+
+struct GqaShape {
+  int B, T, NH, NKV, HS;
+  AttentionMask mask;
+};
+// Groups of 3 and of 4 query heads, one key/value head for all, and the multi-head case (NKV = NH).
+const GqaShape kGqaShapes[] = {
+    {2, 13, 6, 2, 16, AttentionMask::Causal}, {1, 64, 8, 2, 8, AttentionMask::Causal},
+    {2, 37, 4, 1, 16, AttentionMask::Causal}, {1, 1, 6, 3, 16, AttentionMask::Causal},
+    {2, 13, 3, 3, 16, AttentionMask::Causal}, {2, 13, 6, 2, 16, AttentionMask::Bidirectional}};
+
+TEST_F(CudaBackendTest, GroupedQueryAttention) {
+  for (const GqaShape& s : kGqaShapes) {
+    SCOPED_TRACE("B=" + std::to_string(s.B) + " T=" + std::to_string(s.T) + " NH=" + std::to_string(s.NH) +
+                 " NKV=" + std::to_string(s.NKV) + " HS=" + std::to_string(s.HS));
+    const std::size_t N = sz(s.B) * s.T;
+    const std::size_t R = sz(s.NH + 2 * s.NKV) * s.HS;  // qkv row
+    const std::size_t C = sz(s.NH) * s.HS;              // out row
+    const std::size_t TT = sz(s.B) * s.NH * s.T * s.T;
+    auto qkv = rand(N * R, 201);
+    auto out = poisoned(N * C);
+    auto att = poisoned(TT);
+    cpu_->gqa_attention_forward(out.c(), att.c(), qkv.c(), s.B, s.T, s.NH, s.NKV, s.HS, s.mask);
+    gpu_->gqa_attention_forward(out.g(), att.g(), qkv.g(), s.B, s.T, s.NH, s.NKV, s.HS, s.mask);
+    expect_close(out, kTolGemm, "gqa_attention_forward out");
+    expect_close(att, kTolGemm, "gqa_attention_forward att");
+    auto dout = rand(N * C, 202);
+    auto dqkv = rand(N * R, 203);
+    auto scratch = poisoned(TT);
+    cpu_->gqa_attention_backward(dqkv.c(), scratch.c(), dout.c(), qkv.c(), att.c(), s.B, s.T, s.NH, s.NKV,
+                                 s.HS, s.mask);
+    gpu_->gqa_attention_backward(dqkv.g(), scratch.g(), dout.g(), qkv.g(), att.g(), s.B, s.T, s.NH, s.NKV,
+                                 s.HS, s.mask);
+    expect_close(dqkv, kTolGemm, "gqa_attention_backward dqkv");
+  }
+}
+
 TEST_F(CudaBackendTest, SoftmaxCrossEntropyIgnoresUnpredictedRows) {
   const int N = 9, V = 70, Vp = 80;
   std::vector<int32_t> t = random_tokens(sz(N), V, 64);
@@ -819,6 +922,45 @@ TEST_F(CudaBackendTest, AttentionIsBitIdenticalRunToRun) {
         g.attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, NH, AttentionMask::Causal);
       },
       "attention");
+}
+
+TEST_F(CudaBackendTest, LlamaOpsAreBitIdenticalRunToRun) {
+  Backend& g = *gpu_;
+  const int B = 2, T = 37, NH = 6, NKV = 2, HS = 16, C = NH * HS, R = (NH + 2 * NKV) * HS, F = 40;
+  const int N = B * T;
+  Repeat r(g);
+  float* x = r.buffer(random_vec(sz(N) * C, 211));
+  float* w = r.buffer(random_vec(sz(C), 212));
+  float* norm = r.buffer(nan_vec(sz(N) * C));
+  float* rstd = r.buffer(nan_vec(sz(N)));
+  float* dnorm = r.buffer(random_vec(sz(N) * C, 213));
+  float* dx = r.buffer(random_vec(sz(N) * C, 214));
+  float* dw = r.buffer(random_vec(sz(C), 215));
+  r.expect_bit_identical(
+      [&] {
+        g.rmsnorm_forward(norm, rstd, x, w, N, C, 1e-5f);
+        g.rmsnorm_backward(dx, dw, dnorm, x, w, rstd, N, C);
+      },
+      "rmsnorm");
+  float* qkv = r.buffer(random_vec(sz(N) * R, 216));
+  float* out = r.buffer(nan_vec(sz(N) * C));
+  float* att = r.buffer(nan_vec(sz(B) * NH * T * T));
+  float* dout = r.buffer(random_vec(sz(N) * C, 217));
+  float* dqkv = r.buffer(random_vec(sz(N) * R, 218));
+  float* scratch = r.buffer(nan_vec(sz(B) * NH * T * T));
+  float* gu = r.buffer(random_vec(sz(N) * 2 * F, 219));
+  float* act = r.buffer(nan_vec(sz(N) * F));
+  float* dgu = r.buffer(random_vec(sz(N) * 2 * F, 220));
+  r.expect_bit_identical(
+      [&] {
+        g.rope_forward(qkv, B, T, R, NH + NKV, HS, 10000.0f);
+        g.gqa_attention_forward(out, att, qkv, B, T, NH, NKV, HS, AttentionMask::Causal);
+        g.gqa_attention_backward(dqkv, scratch, dout, qkv, att, B, T, NH, NKV, HS, AttentionMask::Causal);
+        g.rope_backward(dqkv, B, T, R, NH + NKV, HS, 10000.0f);
+        g.swiglu_forward(act, gu, N, F);
+        g.swiglu_backward(dgu, gu, act, N, F);
+      },
+      "rope, grouped-query attention, swiglu");
 }
 
 TEST_F(CudaBackendTest, Conv2dBackwardIsBitIdenticalRunToRun) {

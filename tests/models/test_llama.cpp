@@ -4,12 +4,15 @@
 //
 // Tolerances: the reference is float64 arithmetic on the same float32 parameters, so they bound our float32
 // rounding: the loss and every gradient tensor within relative error 1e-5 (the gradient as a whole,
-// ||got - want|| / ||want||), and each element as the GPT-2 fixture test holds them.
+// ||got - want|| / ||want||), and each element as the GPT-2 fixture test holds them. The CUDA backend is
+// held to the same tolerances where a GPU is visible (scripts/gpu-check.sh runs it there).
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 
 #include "base/error.h"
+#include "core/backend_factory.h"
 #include "core/cpu/cpu_backend.h"
 #include "models/llama/llama.h"
 #include "models/model_registry.h"
@@ -91,33 +94,59 @@ double relative_error(const float* got, const float* want, std::size_t n) {
   return std::sqrt(num / den);
 }
 
-TEST(LlamaFixture, ForwardAndEveryGradientMatchPyTorch) {
+void expect_forward_and_gradients_match(Backend& be) {
   Reference ref;
-  auto be = make_cpu_backend(2);
-  Llama model(*be, ref.config());
-  load_params(*be, model, ref.params);
+  Llama model(be, ref.config());
+  load_params(be, model, ref.params);
   model.zero_grad();
   const double want = ref.manifest.at("loss").get<double>();
   EXPECT_NEAR(model.forward(ref.batch()), want, 1e-5 * want);
-  const std::vector<float> logits = to_host(*be, model.logits(), ref.logits.size());
+  const std::vector<float> logits = to_host(be, model.logits(), ref.logits.size());
   const auto m = worst(logits.data(), ref.logits.data(), logits.size(), 1e-4, 1e-5);
   EXPECT_LE(m.excess, 0.0) << "logits[" << m.index << "]: got " << m.got << " want " << m.want;
   model.backward({});
-  const std::vector<float> grads = to_host(*be, model.grad_data(), model.num_params());
+  const std::vector<float> grads = to_host(be, model.grad_data(), model.num_params());
   fixture_test::expect_grads_match(model, grads, ref.manifest, ref.grads);
   for (const ParamInfo& p : model.params()) {
     EXPECT_LE(relative_error(grads.data() + p.offset, ref.grads.data() + p.offset, p.numel), 1e-5) << p.name;
   }
 }
 
-TEST(LlamaFixture, AdamWTenStepsMatch) {
+void expect_adamw_steps_match(Backend& be) {
   Reference ref;
-  auto be = make_cpu_backend(2);
-  Llama model(*be, ref.config());
-  load_params(*be, model, ref.params);
-  const auto got = fixture_test::run_adamw(*be, model, ref.batch(), ref.manifest).first;
+  Llama model(be, ref.config());
+  load_params(be, model, ref.params);
+  const auto got = fixture_test::run_adamw(be, model, ref.batch(), ref.manifest).first;
   const auto w = worst(got.data(), ref.final_params.data(), got.size(), 1e-4, 2e-5);
   EXPECT_LE(w.excess, 0.0) << "final param [" << w.index << "]: got " << w.got << " want " << w.want;
+}
+
+// The CUDA backend (FP32, no TF32) against the same reference; skipped where no GPU is visible.
+std::unique_ptr<Backend> cuda_backend_or_null() {
+  if (cuda_device_count() == 0) return nullptr;
+  return make_backend(backend_options(DeviceKind::Cuda, 1));
+}
+
+TEST(LlamaFixture, ForwardAndEveryGradientMatchPyTorch) {
+  auto be = make_cpu_backend(2);
+  expect_forward_and_gradients_match(*be);
+}
+
+TEST(LlamaFixture, AdamWTenStepsMatch) {
+  auto be = make_cpu_backend(2);
+  expect_adamw_steps_match(*be);
+}
+
+TEST(LlamaFixture, CudaForwardAndEveryGradientMatchPyTorch) {
+  auto be = cuda_backend_or_null();
+  if (!be) GTEST_SKIP() << "no CUDA GPU visible (or a build without CUDA)";
+  expect_forward_and_gradients_match(*be);
+}
+
+TEST(LlamaFixture, CudaAdamWTenStepsMatch) {
+  auto be = cuda_backend_or_null();
+  if (!be) GTEST_SKIP() << "no CUDA GPU visible (or a build without CUDA)";
+  expect_adamw_steps_match(*be);
 }
 
 TEST(LlamaModel, GradientsBecomeReadyFromTheTopDown) {
