@@ -486,18 +486,18 @@ nlohmann::json project(const RunPoint& base, const ModelQuery& q, const std::vec
     }
     rows.push_back(row);
   }
-  return {
-      {"model", base.model},
-      {"bucket_mb", q.bucket_mb},
-      {"overlap", q.overlap},
-      {"compute_s", base.compute_s},
-      {"compute_P", base.P},
-      {"variants", variants},
-      {"rows", rows},
-      {"not_projected", unidentified},
-      {"bucket_plan", plan.empty() ? "equal slices (no run of this model at this bucket size)" : "the runs' bucket plan"},
-      {"buckets",
-       plan.empty() ? bucket_count(base.model_bytes, q.bucket_mb) : static_cast<int>(plan.size())}};
+  return {{"model", base.model},
+          {"bucket_mb", q.bucket_mb},
+          {"overlap", q.overlap},
+          {"compute_s", base.compute_s},
+          {"compute_P", base.P},
+          {"variants", variants},
+          {"rows", rows},
+          {"not_projected", unidentified},
+          {"bucket_plan", plan.empty() ? "equal slices (no run of this model at this bucket size)"
+                                       : "the runs' bucket plan"},
+          {"buckets",
+           plan.empty() ? bucket_count(base.model_bytes, q.bucket_mb) : static_cast<int>(plan.size())}};
 }
 
 }  // namespace

@@ -66,8 +66,7 @@ void print_projection(const nlohmann::json& report) {
               pr["model"].get<std::string>().c_str(), pr["bucket_mb"].get<double>(),
               pr["overlap"].get<bool>() ? "on" : "off", pr["compute_s"].get<double>(),
               pr["compute_P"].get<int>());
-  std::printf("  %d buckets: %s\n", pr["buckets"].get<int>(),
-              pr["bucket_plan"].get<std::string>().c_str());
+  std::printf("  %d buckets: %s\n", pr["buckets"].get<int>(), pr["bucket_plan"].get<std::string>().c_str());
   std::printf("  %6s", "P");
   for (const auto& v : pr["variants"]) std::printf(" %14s", v.get<std::string>().c_str());
   const bool have_off = report["costs"].contains("off");
