@@ -15,26 +15,34 @@
 
 namespace tt::study {
 
-RingTraffic ring_traffic(int P, double model_bytes, int buckets, double segment_bytes, bool tee_on,
+RingTraffic ring_traffic(int P, const std::vector<double>& bucket_bytes, double segment_bytes, bool tee_on,
                          bool forward_ag) {
   RingTraffic t;
-  if (P <= 1 || buckets <= 0 || model_bytes <= 0) return t;
+  if (P <= 1) return t;
   const double p = P;
-  const double bucket = model_bytes / buckets;
-  const double chunk = bucket / p;
-  const double segs = segment_bytes > 0 ? std::max(1.0, std::ceil(chunk / segment_bytes)) : 1.0;
   const double hops = 2.0 * (p - 1.0);  // P-1 scatter-reduce + P-1 all-gather sends
-  t.messages = buckets * hops * segs;
-  t.wire_bytes = buckets * hops * chunk;
-  if (tee_on) {
-    // Forward-ciphertext all-gather: each rank seals its P-1 scatter-reduce hops and its own finished
-    // chunk once; per-hop re-seals at every all-gather hop too.
-    const double sealed_chunks = forward_ag ? p : hops;
-    t.seals = buckets * sealed_chunks * segs;
-    t.seal_bytes = buckets * sealed_chunks * chunk;
-    t.open_bytes = buckets * hops * chunk;
+  // Forward-ciphertext all-gather: each rank seals its P-1 scatter-reduce hops and its own finished
+  // chunk once; per-hop re-seals at every all-gather hop too.
+  const double sealed_chunks = forward_ag ? p : hops;
+  for (const double bucket : bucket_bytes) {
+    if (bucket <= 0) continue;
+    const double chunk = bucket / p;
+    const double segs = segment_bytes > 0 ? std::max(1.0, std::ceil(chunk / segment_bytes)) : 1.0;
+    t.messages += hops * segs;
+    t.wire_bytes += hops * chunk;
+    if (!tee_on) continue;
+    t.seals += sealed_chunks * segs;
+    t.seal_bytes += sealed_chunks * chunk;
+    t.open_bytes += hops * chunk;
   }
   return t;
+}
+
+RingTraffic ring_traffic(int P, double model_bytes, int buckets, double segment_bytes, bool tee_on,
+                         bool forward_ag) {
+  if (buckets <= 0 || model_bytes <= 0) return {};
+  return ring_traffic(P, std::vector<double>(static_cast<std::size_t>(buckets), model_bytes / buckets),
+                      segment_bytes, tee_on, forward_ag);
 }
 
 int bucket_count(double model_bytes, double bucket_mb) {
@@ -110,6 +118,16 @@ std::array<double, 3> features(const RunPoint& r) {
 // The ring's segments as the run cut them (its summary's segment_bytes). Summaries without that field
 // were written when config's segment_kb was always a size; 0 (automatic) is read as 1 MiB, what it cuts
 // within a host.
+// A virtual-time run's known software cost per sealed or opened message (config gpu.time), spread over
+// its crypto cores as platform/emulated/virtual_seal_channel.cpp spreads it; 0 otherwise.
+double known_message_seconds(const nlohmann::json& config, bool tee_on) {
+  if (!tee_on || !config.contains("gpu") || !config["gpu"].is_object()) return 0.0;
+  const auto time = config["gpu"].find("time");
+  if (time == config["gpu"].end() || !time->is_object()) return 0.0;
+  const double cores = std::max(1.0, time->value("host_crypto_cores", 1.0));
+  return time->value("host_message_us", 0.0) * 1e-6 / cores;
+}
+
 double segment_bytes_of(const nlohmann::json& s, const nlohmann::json& config) {
   if (const auto cut = s.find("segment_bytes"); cut != s.end() && cut->is_number()) return cut->get<double>();
   const double segment_kb = config.value("segment_kb", 0.0);
@@ -126,6 +144,9 @@ RunPoint run_point(const nlohmann::json& s) {
   r.P = field(s, "world_size").get<int>();
   r.bucket_mb = s.value("bucket_mb", 0.0);
   r.buckets = s.value("buckets", 1);
+  if (const auto plan = s.find("bucket_bytes"); plan != s.end() && plan->is_array()) {
+    for (const auto& b : *plan) r.bucket_bytes.push_back(b.get<double>());
+  }
   r.model_bytes = static_cast<double>(field(s, "num_params").get<double>()) * 4.0;
   const nlohmann::json& tee = field(s, "tee");
   r.tee_on = tee.value("mode", "off") != "off";
@@ -141,6 +162,7 @@ RunPoint run_point(const nlohmann::json& s) {
   // A run in virtual time computed every rank's costs on resources of its own (docs/design.md §11):
   // however many ranks shared this machine's cores, nothing was oversubscribed.
   const bool virtual_time = s.value("time", "wall") == "virtual";
+  r.virtual_time = virtual_time;
   if (!virtual_time && s.contains("host_cores") && s.contains("ranks_per_host") &&
       s["host_cores"].get<double>() > 0) {
     r.oversubscription = std::max(1.0, s["ranks_per_host"].get<double>() / s["host_cores"].get<double>());
@@ -149,17 +171,33 @@ RunPoint run_point(const nlohmann::json& s) {
   r.open_s = phase_mean(ph, "open");
   r.host_links = config.value("link", "real") != "emulate";
   r.transfer_s = s.value("cc_transfer_us", 0.0) * 1e-6;  // as applied: 0 unless the host sealed the ring
+  r.message_s = known_message_seconds(config, r.tee_on);
   return r;
 }
 
+std::vector<double> bucket_plan(const RunPoint& r) {
+  if (!r.bucket_bytes.empty()) return r.bucket_bytes;
+  if (r.buckets <= 0 || r.model_bytes <= 0) return {};
+  return std::vector<double>(static_cast<std::size_t>(r.buckets), r.model_bytes / r.buckets);
+}
+
+RunPoint last_bucket(const RunPoint& r) {
+  RunPoint last = r;
+  const std::vector<double> plan = bucket_plan(r);
+  last.bucket_bytes = plan.empty() ? std::vector<double>{} : std::vector<double>{plan.back()};
+  last.buckets = 1;
+  return last;
+}
+
 RingTraffic traffic_of(const RunPoint& r) {
-  return ring_traffic(r.P, r.model_bytes, r.buckets, r.segment_bytes, r.tee_on, r.forward_ag);
+  return ring_traffic(r.P, bucket_plan(r), r.segment_bytes, r.tee_on, r.forward_ag);
 }
 
 double transfer_seconds(const RunPoint& r) {
-  if (r.transfer_s <= 0) return 0.0;
+  const double per_crossing = r.transfer_s + r.message_s;
+  if (per_crossing <= 0) return 0.0;
   const RingTraffic t = traffic_of(r);
-  return r.transfer_s * (t.seals + t.messages);  // a crossing per seal, and per received (opened) message
+  return per_crossing * (t.seals + t.messages);  // a crossing per seal, and per received (opened) message
 }
 
 namespace {
@@ -176,7 +214,7 @@ enum class Branch { Whole, LastBucket, PastBackward };
 Branch branch_of(const Costs& c, const RunPoint& r) {
   if (!r.overlap) return Branch::Whole;
   const double ring = ring_seconds(c, r);
-  return ring / std::max(1, r.buckets) >= ring - r.backward_s ? Branch::LastBucket : Branch::PastBackward;
+  return ring_seconds(c, last_bucket(r)) >= ring - r.backward_s ? Branch::LastBucket : Branch::PastBackward;
 }
 
 // One run as a linear row: exposed target y = x . g, columns (messages, wire bytes, crypto bytes, 1).
@@ -186,13 +224,14 @@ struct Row {
 };
 
 Row row_of(const RunPoint& r, Branch br) {
-  const auto f = features(r);
-  const double div = br == Branch::LastBucket ? std::max(1, r.buckets) : 1;
+  // The last bucket alone when only it stays exposed (Note [Real bucket plan]).
+  const RunPoint exposed = br == Branch::LastBucket ? last_bucket(r) : r;
+  const auto f = features(exposed);
   Row row;
-  for (std::size_t j = 0; j < 3; ++j) row.g[j] = f[j] / div;
+  for (std::size_t j = 0; j < 3; ++j) row.g[j] = f[j];
   row.g[3] = r.P > 1 ? 1.0 : 0.0;  // the tail: exposed whatever the overlap (no ring at P = 1)
   row.y =
-      r.step_s - r.compute_s + (br == Branch::PastBackward ? r.backward_s : 0.0) - transfer_seconds(r) / div;
+      r.step_s - r.compute_s + (br == Branch::PastBackward ? r.backward_s : 0.0) - transfer_seconds(exposed);
   return row;
 }
 
@@ -248,7 +287,11 @@ Costs fit_costs(const std::vector<RunPoint>& runs, double fixed_beta, const Cost
   Costs c;
   c.points = static_cast<int>(runs.size());
   if (runs.empty()) return c;
-  const std::array<double, 4> fixed{-1.0, fixed_beta >= 0 ? fixed_beta : -1.0, -1.0, -1.0};
+  // A virtual-time run has no unknown per-message cost (scaling_model.h): alpha stays 0 for such runs.
+  const bool all_virtual =
+      std::all_of(runs.begin(), runs.end(), [](const RunPoint& r) { return r.virtual_time; });
+  const std::array<double, 4> fixed{all_virtual ? 0.0 : -1.0, fixed_beta >= 0 ? fixed_beta : -1.0, -1.0,
+                                    -1.0};
   const std::array<double, 4> lower{floor != nullptr ? floor->alpha : 0.0, 0.0, 0.0,
                                     floor != nullptr ? floor->tail : 0.0};
   // predict_step's max() makes the exposed time piecewise linear in the costs: start with every run's
@@ -276,7 +319,7 @@ Costs fit_costs(const std::vector<RunPoint>& runs, double fixed_beta, const Cost
 
 double predict_step(const Costs& c, const RunPoint& r) {
   const double ring = ring_seconds(c, r);
-  const double exposed = r.overlap ? std::max(ring / std::max(1, r.buckets), ring - r.backward_s) : ring;
+  const double exposed = r.overlap ? std::max(ring_seconds(c, last_bucket(r)), ring - r.backward_s) : ring;
   return r.compute_s + (r.P > 1 ? c.tail : 0.0) + std::max(0.0, exposed);
 }
 
@@ -390,9 +433,20 @@ const RunPoint& projection_base(const std::vector<RunPoint>& runs, const ModelQu
   return *base;
 }
 
-nlohmann::json project(const RunPoint& base, const ModelQuery& q,
+// The projected model's bucket plan at the projection's bucket size: that of a measured run of the
+// model at that size (Note [Real bucket plan]); empty (equal slices) when no run has one.
+std::vector<double> projected_plan(const std::vector<RunPoint>& runs, const RunPoint& base,
+                                   double bucket_mb) {
+  for (const auto& r : runs) {
+    if (r.model == base.model && r.bucket_mb == bucket_mb && !r.bucket_bytes.empty()) return r.bucket_bytes;
+  }
+  return {};
+}
+
+nlohmann::json project(const RunPoint& base, const ModelQuery& q, const std::vector<RunPoint>& runs,
                        const std::map<std::string, std::vector<RunPoint>>& by_variant,
                        std::map<std::string, Costs>& costs) {
+  const std::vector<double> plan = projected_plan(runs, base, q.bucket_mb);
   // By default every variant over the base's kind of link whose costs the runs identify: one or two
   // multi-rank runs fit the four costs exactly whatever they are (an ablation's single run puts its whole
   // step into the per-message cost), so such a variant is listed as not projected instead of
@@ -421,7 +475,8 @@ nlohmann::json project(const RunPoint& base, const ModelQuery& q,
       r.variant = v;
       r.P = P;
       r.bucket_mb = q.bucket_mb;
-      r.buckets = bucket_count(r.model_bytes, q.bucket_mb);
+      r.bucket_bytes = plan;
+      r.buckets = plan.empty() ? bucket_count(r.model_bytes, q.bucket_mb) : static_cast<int>(plan.size());
       r.overlap = q.overlap;
       r.tee_on = like.tee_on;
       r.forward_ag = like.forward_ag;
@@ -431,12 +486,38 @@ nlohmann::json project(const RunPoint& base, const ModelQuery& q,
     }
     rows.push_back(row);
   }
-  return {{"model", base.model},  {"bucket_mb", q.bucket_mb},
-          {"overlap", q.overlap}, {"compute_s", base.compute_s},
-          {"compute_P", base.P},  {"variants", variants},
-          {"rows", rows},         {"not_projected", unidentified}};
+  return {{"model", base.model},
+          {"bucket_mb", q.bucket_mb},
+          {"overlap", q.overlap},
+          {"compute_s", base.compute_s},
+          {"compute_P", base.P},
+          {"variants", variants},
+          {"rows", rows},
+          {"not_projected", unidentified},
+          {"bucket_plan", plan.empty() ? "equal slices (no run of this model at this bucket size)"
+                                       : "the runs' bucket plan"},
+          {"buckets",
+           plan.empty() ? bucket_count(base.model_bytes, q.bucket_mb) : static_cast<int>(plan.size())}};
 }
 
+}  // namespace
+
+namespace {
+// Mean and max |relative error| of a set of runs.
+struct ErrorStats {
+  double sum = 0, max = 0;
+  int n = 0;
+  void add(double err) { sum += std::abs(err), max = std::max(max, std::abs(err)), ++n; }
+  void merge(const ErrorStats& o) { sum += o.sum, max = std::max(max, o.max), n += o.n; }
+  double mean() const { return n > 0 ? sum / n : 0.0; }
+  nlohmann::json json() const { return {{"runs", n}, {"mean_abs", mean()}, {"max_abs", max}}; }
+};
+// Every fitted run, for the projection's base.
+std::vector<RunPoint> multi_fit(const std::map<std::string, std::vector<RunPoint>>& by_variant) {
+  std::vector<RunPoint> all;
+  for (const auto& [v, rs] : by_variant) all.insert(all.end(), rs.begin(), rs.end());
+  return all;
+}
 }  // namespace
 
 nlohmann::json run_scaling_model(const ModelQuery& q) {
@@ -453,16 +534,20 @@ nlohmann::json run_scaling_model(const ModelQuery& q) {
       if (r.host_links) r.variant += " (host links)";
     }
   }
+  // Only the fit set calibrates; held-out runs (P > fit_max_p) are predicted, never fitted.
+  const auto held_out = [&q](const RunPoint& r) { return q.fit_max_p > 0 && r.P > q.fit_max_p; };
   std::map<std::string, std::vector<RunPoint>> by_variant;
-  for (const auto& r : runs) by_variant[r.variant].push_back(r);
+  for (const auto& r : runs) {
+    if (!held_out(r)) by_variant[r.variant].push_back(r);
+  }
 
   std::map<std::string, Costs> costs;
   nlohmann::json report = {{"costs", fit_variants(by_variant, costs)}, {"points", nlohmann::json::array()}};
-  double abs_err_sum = 0;
+  std::array<ErrorStats, 2> stats{};  // [0]: fit set, [1]: held out
   for (const auto& r : runs) {
     const double pred = predict_step(costs[r.variant], r);
     const double err = r.step_s > 0 ? (pred - r.step_s) / r.step_s : 0.0;
-    abs_err_sum += std::abs(err);
+    stats[held_out(r) ? 1 : 0].add(err);
     report["points"].push_back({{"model", r.model},
                                 {"variant", r.variant},
                                 {"P", r.P},
@@ -470,10 +555,17 @@ nlohmann::json run_scaling_model(const ModelQuery& q) {
                                 {"overlap", r.overlap},
                                 {"measured_s", r.step_s},
                                 {"predicted_s", pred},
-                                {"error", err}});
+                                {"error", err},
+                                {"held_out", held_out(r)}});
   }
-  report["mean_abs_error"] = runs.empty() ? 0.0 : abs_err_sum / static_cast<double>(runs.size());
-  report["projection"] = project(projection_base(runs, q), q, by_variant, costs);
+  ErrorStats all = stats[0];
+  all.merge(stats[1]);
+  report["mean_abs_error"] = all.mean();
+  report["fit_max_p"] = q.fit_max_p;
+  report["fit_error"] = stats[0].json();
+  report["held_out_error"] = stats[1].json();
+  const std::vector<RunPoint> fitted = by_variant.empty() ? runs : multi_fit(by_variant);
+  report["projection"] = project(projection_base(fitted, q), q, runs, by_variant, costs);
   return report;
 }
 

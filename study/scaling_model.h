@@ -5,18 +5,25 @@
 // Per rank and step:   step = compute + tail + exposed
 //   compute  = data + ingress + forward + backward + optimizer   (measured; does not depend on P)
 //   T_ring   = (alpha * messages + beta * wire_bytes + gamma * crypto_bytes) * oversubscription
-//              + transfer * crossings
-//              (all buckets; oversubscription = ranks per core of the measuring host, at least 1;
-//              transfer = --cc-transfer-us of the run, a known wait per crossing, not fitted)
+//              + transfer * crossings + message * crossings
+//              (all buckets of the run's bucket plan; oversubscription = ranks per core of the
+//              measuring host, at least 1; transfer = --cc-transfer-us of the run and message = its
+//              --host-message-us per crypto core, known costs per crossing, not fitted)
 //   exposed  = T_ring                                  (overlap off)
-//            = max(T_ring / buckets, T_ring - backward) (overlap on: all but the last bucket can
-//                                                        hide under backward)
-// alpha is the fixed cost of one message (post, match, seal/open set-up), beta the inverse link
+//            = max(T_last, T_ring - backward)           (overlap on: all but the last bucket can
+//                                                        hide under backward; T_last = T_ring of the
+//                                                        last bucket alone, the embedding's in GPT-2)
+// Note [Real bucket plan]: the traffic is that of the buckets a run has (its summary's bucket_bytes,
+// from the engine's plan_buckets), not of equal slices: gpt2 at 25 MiB has 6 buckets whose last one
+// holds the 147 MiB embedding, and equal slices put 5x too little in the last bucket.
+// alpha is the fixed cost of one message (post, match, seal/open set-up): fitted for wall-clock runs
+// only. A run in virtual time has no unknown per-message cost (its links have no latency and its
+// per-message software cost is the known --host-message-us), so alpha is 0 for it. beta the inverse link
 // bandwidth, gamma the inverse crypto bandwidth (seal + open bytes; it absorbs crypto threads and
 // pipelining, which is why it is calibrated per TEE variant). Traffic comes from the ring arithmetic
 // of docs/design.md §5 (ring_traffic below), not from the counters, because the counters also include the
 // start-up broadcast. tail is a per-step constant: what stays exposed however well buckets overlap
-// (the end-of-step synchronisation, a last bucket larger than average). (alpha, beta, gamma, tail) are
+// (the end-of-step synchronisation, the loss mean). (alpha, beta, gamma, tail) are
 // fitted per variant by non-negative least squares on step - compute, relative to the step time, with
 // predict_step's max() resolved by iterating which side each run is on; the TEE variants hold the
 // link cost of the `off` runs fixed and their per-message and tail costs at least off's, so a TEE
@@ -40,7 +47,10 @@ struct RingTraffic {
   double seals = 0;       // seal operations
 };
 
-// Ring all-reduce of `model_bytes` cut into `buckets` equal buckets over P ranks. Each of a bucket's
+// Ring all-reduce of the buckets `bucket_bytes` (Note [Real bucket plan]) over P ranks.
+RingTraffic ring_traffic(int P, const std::vector<double>& bucket_bytes, double segment_bytes, bool tee_on,
+                         bool forward_ag);
+// The same for `model_bytes` cut into `buckets` equal buckets. Each of a bucket's
 // P chunks travels in segments of `segment_bytes` (0: whole chunks). Per bucket and rank: 2(P-1)
 // chunk sends of bucket/P bytes; seals 2(P-1) chunks per hop, or P (P-1 scatter-reduce + 1 owner
 // seal) with forward-ciphertext all-gather; opens 2(P-1) chunks.
@@ -58,6 +68,9 @@ struct RunPoint {
   int P = 1;
   double bucket_mb = 0;
   int buckets = 1;
+  // Bytes of each bucket in launch order (the summary's bucket_bytes); empty: `buckets` equal slices
+  // of model_bytes (summaries written before the field). Note [Real bucket plan].
+  std::vector<double> bucket_bytes{};
   double model_bytes = 0;
   double segment_bytes = 0;  // 0 when chunks are sealed whole
   bool tee_on = false;
@@ -77,6 +90,10 @@ struct RunPoint {
   // cc_transfer_us (what the run applied: 0 unless its ring was sealed on the host), charged once per
   // seal and once per open (transfer_seconds below).
   double transfer_s = 0;
+  // Known seconds per sealed or opened message of a virtual-time run: the config's host_message_us
+  // over its crypto cores (0 unless given).
+  double message_s = 0;
+  bool virtual_time = false;  // the summary's "time" is "virtual": alpha is not fitted (see above)
   // Plaintext ring messages moved through this host's memory (--link real, the default; real compute
   // always) rather than as emulated-link waits (--link emulate): different link physics, so the two
   // are calibrated separately when a directory holds both.
@@ -90,7 +107,7 @@ struct Costs {
   double alpha = 0;  // s per message
   double beta = 0;   // s per wire byte
   double gamma = 0;  // s per crypto byte (seal + open)
-  double tail = 0;   // s per step exposed whatever the overlap (the last bucket's completion, loss mean)
+  double tail = 0;   // s per step exposed whatever the overlap (end-of-step synchronisation, loss mean)
   int points = 0;    // runs it was fitted on
 };
 
@@ -103,8 +120,12 @@ struct Costs {
 Costs fit_costs(const std::vector<RunPoint>& runs, double fixed_beta = -1, const Costs* floor = nullptr);
 double predict_step(const Costs& c, const RunPoint& r);
 RingTraffic traffic_of(const RunPoint& r);
-// Seconds per step of the run's known bounce-buffer crossings (transfer_s x (seals + opens)).
+// Seconds per step of the run's known costs per crossing ((transfer_s + message_s) x (seals + opens)).
 double transfer_seconds(const RunPoint& r);
+// The bucket sizes a run's traffic is computed from: bucket_bytes, else equal slices.
+std::vector<double> bucket_plan(const RunPoint& r);
+// The run reduced to its last bucket (what overlap leaves exposed).
+RunPoint last_bucket(const RunPoint& r);
 
 // The whole command: reads runs, fits, compares, projects. Returns the report as JSON (the CLI prints
 // it as tables: tools/cli/cmd_model.cpp): "costs" per variant (with "tee_on"), "points" (measured vs
@@ -117,6 +138,9 @@ struct ModelQuery {
   bool overlap = true;
   std::vector<std::string> variants;  // default: every variant measured
   std::vector<int> ranks{8, 16, 32, 64, 128, 256, 512, 1024};
+  // Fit only on runs with P <= fit_max_p (0: every run); the others are held out and their error is
+  // reported apart ("held_out" in "points", "fit_error" and "held_out_error": mean and max |error|).
+  int fit_max_p = 0;
 };
 nlohmann::json run_scaling_model(const ModelQuery& q);
 std::vector<nlohmann::json> load_runs(const std::string& path);

@@ -8,8 +8,10 @@ OUT/validation.json.
                  memory at the moments a step's ranks contend for them);
                  the emulator runs gpt2-mini on it (`--compute emulate --gpu PROFILE.json`) and is compared
                  with the real-compute runs at P = 1 and 2, --tee off, cc, fast: within 20%.
-  (b) fixtures:  `teetrain bench emulated-step` against tests/fixtures/gpu_size_sweep_h200 and step_h100:
-                 within 10%.
+  (b) fixtures:  `teetrain bench emulated-step` against tests/fixtures/gpu_size_sweep_h200 and step_h100, or
+                 against ground-truth fixtures of the documented format (--fixture FILE, FIXTURE_FORMAT
+                 below): within 10%; mean and max |error| per configuration family, the fit set (the
+                 fixtures the emulator's constants were fitted to) and the held-out set apart.
   (c) rig:       two emulated hosts (scripts/netns-hosts.sh) with a tc-limited link: the ring's busbw
                  (`teetrain bench allreduce`) against the alpha-beta model of comm/allreduce/allreduce_cost.h with
                  the link's rate and the measured round trip: within 15%. Skipped, with the reason, where
@@ -28,6 +30,23 @@ import subprocess
 import sys
 
 TOL = {"a": 0.20, "b": 0.10, "c": 0.15}
+# A ground-truth fixture: one measured training step (docs/reproducing.md, "Ground-truth fixtures").
+FIXTURE_FORMAT = "teetrain-step-fixture/1"
+FIXTURE_FIELDS = {  # field: (type, what it holds)
+    "format": (str, FIXTURE_FORMAT),
+    "platform": (dict, '{"gpu": "h100" or "h200" (the emulated GPU to compare with), "device": the GPU\'s name}'),
+    "model": (str, "a teetrain preset, e.g. gpt2"),
+    "batch": (int, "batch per GPU"),
+    "precision": (str, "tf32, fp32 or bf16"),
+    "versions": (dict, "driver, CUDA, cuBLAS, cuDNN and teetrain versions of the measurement"),
+    "measured": (dict, '{"forward_s", "backward_s", "optimizer_s"}: median seconds per step'),
+    "set": (str, "fit (the emulator's constants were fitted to it) or held_out"),
+}
+PRECISIONS = ("tf32", "fp32", "bf16")
+SETS = ("fit", "held_out")
+# The committed `bench step --json` fixtures, by directory and family: which set each belongs to.
+LEGACY_SETS = {("gpu_size_sweep_h200", "gpt2"): "fit", ("step_h100", "resnet"): "fit",
+               ("step_h100", "gpt2"): "held_out"}
 TEE_MODES = ["off", "cc", "fast"]
 RIG = "scripts/netns-hosts.sh"
 TCP_EAGER_LIMIT = 65536  # Open MPI's btl_tcp_eager_limit default, its header included
@@ -115,19 +134,81 @@ def part_a(args):
     return rows
 
 
-def part_b(args):
-    rows = []
-    fixtures = sorted(p for g in args.fixtures.split(",") for p in glob.glob(g))
-    if not fixtures:
-        sys.exit(f"validate_emulator: --fixtures {args.fixtures}: no fixture file matches")
-    for path in fixtures:
+MODEL_FAMILIES = ("gpt2", "resnet", "bert", "llama")
+
+
+def family_of(model):
+    return next((f for f in MODEL_FAMILIES if model.startswith(f)), model)
+
+
+def bad_fixture(path, problem):
+    """Bad input: one line naming the problem and where the format is described, exit 2."""
+    print(f"validate_emulator: --fixture {path}: {problem} (format {FIXTURE_FORMAT}: docs/reproducing.md, "
+          "\"Ground-truth fixtures\")", file=sys.stderr)
+    sys.exit(2)
+
+
+def read_fixture(path):
+    """A fixture of FIXTURE_FORMAT, checked field by field; exits 2 with one line naming the problem."""
+    try:
         with open(path) as f:
             m = json.load(f)
-        name, prec = os.path.basename(path)[:-5].rsplit("-", 1)
-        gpu = "h200" if "h200" in path else "h100"
+    except (OSError, ValueError) as e:
+        bad_fixture(path, f"not a readable JSON file ({type(e).__name__})")
+    if not isinstance(m, dict):
+        bad_fixture(path, "not a JSON object")
+    for k, (typ, what) in FIXTURE_FIELDS.items():
+        if not isinstance(m.get(k), typ) or isinstance(m.get(k), bool):
+            bad_fixture(path, f"field '{k}' missing or not a {typ.__name__}: {what}")
+    if m["format"] != FIXTURE_FORMAT:
+        bad_fixture(path, f"format '{m['format']}' is not {FIXTURE_FORMAT}")
+    checks = [(m["platform"].get("gpu") in ("h100", "h200"), "platform.gpu must be h100 or h200"),
+              (m["precision"] in PRECISIONS, f"precision must be one of {', '.join(PRECISIONS)}"),
+              (m["set"] in SETS, "set must be fit or held_out"),
+              (m["batch"] > 0, "batch must be > 0"),
+              (isinstance(m.get("seq" if family_of(m["model"]) != "resnet" else "image_size"), int),
+               "seq (token models) or image_size (image models) must be an integer"),
+              (all(isinstance(m["measured"].get(p), (int, float)) and m["measured"][p] > 0
+                   for p in ("forward_s", "backward_s", "optimizer_s")),
+               "measured.forward_s, backward_s and optimizer_s must be seconds > 0")]
+    for ok, problem in checks:
+        if not ok:
+            bad_fixture(path, problem)
+    return dict(model=m["model"], precision=m["precision"], gpu=m["platform"]["gpu"], batch=m["batch"],
+                shape=m.get("seq", m.get("image_size")), set=m["set"], source=os.path.basename(path),
+                family=m.get("family") or f"{family_of(m['model'])} {m['precision']} on {m['platform']['gpu']}",
+                **m["measured"])
+
+
+def legacy_fixture(path):
+    """A committed `teetrain bench step --json` file: the platform and precision come from its path."""
+    with open(path) as f:
+        m = json.load(f)
+    name, prec = os.path.basename(path)[:-5].rsplit("-", 1)
+    gpu = "h200" if "h200" in path else "h100"
+    where = os.path.basename(os.path.dirname(path))
+    image = family_of(name) == "resnet"
+    return dict(model=name, precision=prec, gpu=gpu, batch=m["batch"],
+                shape=m["model"]["image_size"] if image else m["seq"],
+                set=LEGACY_SETS.get((where, family_of(name)), "held_out"), source=where,
+                family=f"{family_of(name)} {prec} on {gpu}", forward_s=m["forward_s"], backward_s=m["backward_s"],
+                optimizer_s=m["optimizer_s"])
+
+
+def part_b(args):
+    rows = []
+    if args.fixture:
+        fixtures = [read_fixture(p) for p in args.fixture]
+    else:
+        paths = sorted(p for g in args.fixtures.split(",") for p in glob.glob(g))
+        if not paths:
+            sys.exit(f"validate_emulator: --fixtures {args.fixtures}: no fixture file matches")
+        fixtures = [legacy_fixture(p) for p in paths]
+    for m in fixtures:
+        name, prec, gpu = m["model"], m["precision"], m["gpu"]
         cmd = [args.bin, "bench", "emulated-step", "--model", name, "--batch", str(m["batch"]), "--gpu", gpu,
                "--gpu-precision", prec]
-        cmd += ["--image-size", str(m["model"]["image_size"])] if name.startswith("resnet") else ["--seq", str(m["seq"])]
+        cmd += ["--image-size" if family_of(name) == "resnet" else "--seq", str(m["shape"])]
         emu = json.loads(run(cmd).stdout)
         pred = emu["step_s"]
         meas = m["forward_s"] + m["backward_s"] + m["optimizer_s"]
@@ -142,8 +223,23 @@ def part_b(args):
                       "cuDNN's per-layer choices beyond tile fill are not modelled")
         else:
             cause += "matmuls at one efficiency (0.76 of peak) and one cost per transformer kernel"
-        rows.append(row("b", f"{name} {prec} on {gpu} ({os.path.dirname(path).split('/')[-1]})", pred, meas, cause))
+        r = row("b", f"{name} {prec} on {gpu} ({m['source']})", pred, meas, cause)
+        rows.append(dict(r, family=m["family"], set=m["set"]))
     return rows
+
+
+def family_table(rows):
+    """Mean and max |error| of part (b) per configuration family, the fit and held-out sets apart."""
+    groups = {}
+    for r in rows:
+        if r["part"] == "b":
+            groups.setdefault((r["set"], r["family"]), []).append(abs(r["error"]))
+    if not groups:
+        return []
+    lines = ["", "| set | family | fixtures | mean abs error | max abs error |", "| --- | --- | --- | --- | --- |"]
+    for (st, fam), errs in sorted(groups.items()):
+        lines.append(f"| {st.replace('_', '-')} | {fam} | {len(errs)} | {statistics.mean(errs):.1%} | {max(errs):.1%} |")
+    return lines
 
 
 def rig(*a, check=True):
@@ -230,6 +326,7 @@ def report(args, rows, c_note, machine):
         lines.append(f"| {r['part']} | {r['what']} | {unit(r['predicted'])} | {unit(r['measured'])} | "
                      f"{r['error']:+.1%} | {'pass' if r['ok'] else 'MISS'} (±{TOL[r['part']]:.0%}) | "
                      f"{'' if r['ok'] else r['cause']} |")
+    lines += family_table(rows)
     if c_note:
         lines += ["", f"(c) {c_note}"]
     with open(os.path.join(args.out, "validation.md"), "w") as f:
@@ -243,16 +340,21 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="runs/validate", help="output directory")
     ap.add_argument("--bin", default="build/teetrain", help="the teetrain binary")
-    ap.add_argument("--parts", default="a,b,c", help="which parts to run: a (host), b (fixtures), c (rig)")
+    ap.add_argument("--parts", help="which parts to run: a (host), b (fixtures), c (rig); default a,b,c "
+                                    "(b alone with --fixture)")
     ap.add_argument("--data", default="data-cache/fortunes", help="token shards (prepared if missing)")
     ap.add_argument("--fixtures", default="tests/fixtures/gpu_size_sweep_h200/*.json,tests/fixtures/step_h100/*.json",
                     help="comma-separated globs of part (b)'s fixtures (`teetrain bench step --json` of a GPU)")
+    ap.add_argument("--fixture", action="append", default=[],
+                    help=f"a ground-truth fixture of format {FIXTURE_FORMAT} for part (b), instead of --fixtures "
+                         "(repeatable; checked field by field, exit 2 naming a bad one)")
     ap.add_argument("--model", default="gpt2-mini", help="model of part (a)")
     ap.add_argument("--seq", type=int, default=64, help="sequence length of part (a) (batch 1 per rank)")
     ap.add_argument("--steps", type=int, default=20, help="timed steps of each real-compute run")
     ap.add_argument("--repeats", type=int, default=3, help="real-compute runs per point (the median is kept)")
     ap.add_argument("--rates", default="200mbit,1gbit", help="tc rates of part (c)")
     args = ap.parse_args()
+    args.parts = args.parts or ("b" if args.fixture else "a,b,c")
     parts = set(args.parts.split(","))
     if not parts or parts - {"a", "b", "c"}:
         sys.exit(f"validate_emulator: --parts {args.parts}: choose from a, b, c (comma-separated)")

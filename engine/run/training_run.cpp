@@ -561,6 +561,12 @@ nlohmann::json cc_hardware_json(const EmulatedGpu* gpu, const platform::Platform
           {"kernel_launches_s_per_step", c.launch_s / n},
           {"copies_s_per_step", c.copy_s / n}};
 }
+// Bytes of each gradient bucket, in launch order (4-byte floats).
+nlohmann::json bucket_bytes_json(const std::vector<Bucket>& buckets) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Bucket& b : buckets) out.push_back(b.size() * sizeof(float));
+  return out;
+}
 }  // namespace
 
 nlohmann::json TrainingRun::summary(const TrainResult& r, const RunReport& report) const {
@@ -594,6 +600,7 @@ nlohmann::json TrainingRun::summary(const TrainResult& r, const RunReport& repor
               {"optimizer", state_bytes().optimizer}}},
             {"bucket_mb", plan_.parallel().bucket_mb},
             {"buckets", d.buckets},
+            {"bucket_bytes", bucket_bytes_json(buckets_)},  // launch order: what the scaling model reads
             {"overlap", plan_.parallel().overlap ? "on" : "off"},
             {"tee", plan_.json().at("tee")},  // the agreed configuration's: the resolved mode and switches
             {"rekeys", links_->session() != nullptr ? links_->session()->channel().rekeys() : 0},

@@ -22,6 +22,23 @@ else
   echo "FAIL: validate_emulator.py --parts b"; tail -20 "$WORK/val.log"; fails=$((fails + 1))
 fi
 
+# A ground-truth fixture in the committed format (docs/reproducing.md, "Ground-truth fixtures"): its row,
+# and the per-family table with the held-out set named; a fixture missing a field exits 2 naming it.
+GT=tests/fixtures/ground_truth/h100-gpt2-tf32.json
+if "$PY" "$VAL" --fixture "$GT" --bin "$TT" --out "$WORK/gt" >"$WORK/gt.log" 2>&1; then
+  check "fixture of the format compared" grep -qE "^\| b \| gpt2 tf32 on h100 \(h100-gpt2-tf32.json\) .*\| pass" \
+    "$WORK/gt/validation.md"
+  check "per-family table names the held-out set" grep -qE "^\| held-out \| gpt2 tf32 on h100 \| 1 \|" \
+    "$WORK/gt/validation.md"
+else
+  echo "FAIL: validate_emulator.py --fixture"; tail -20 "$WORK/gt.log"; fails=$((fails + 1))
+fi
+"$PY" -c "import json,sys; m=json.load(open(sys.argv[1])); m.pop('versions'); json.dump(m, open(sys.argv[2], 'w'))" \
+  "$GT" "$WORK/noversions.json"
+expect_exit 2 "field 'versions' missing" -- "$PY" "$VAL" --fixture "$WORK/noversions.json" --bin "$TT" --out "$WORK/gt2"
+echo '{"format": ' >"$WORK/broken-fixture.json"
+expect_exit 2 "not a readable JSON file" -- "$PY" "$VAL" --fixture "$WORK/broken-fixture.json" --bin "$TT" --out "$WORK/gt3"
+
 # A measured profile of this machine runs an emulated step; the CPU's rates are in it.
 "$TT" bench host-profile --model gpt2-mini --reps 3 --out "$WORK/host.json" >/dev/null
 make_corpus

@@ -47,6 +47,16 @@ void print_points(const nlohmann::json& report) {
   }
   std::printf("  mean |error| %.1f%% over %zu runs\n", 100 * report["mean_abs_error"].get<double>(),
               report["points"].size());
+  const int fit_max_p = report["fit_max_p"].get<int>();
+  if (fit_max_p <= 0) return;
+  const nlohmann::json& fit = report["fit_error"];
+  const nlohmann::json& held = report["held_out_error"];
+  std::printf("  fit set (P <= %d): mean |error| %.1f%%, max %.1f%% over %d runs\n", fit_max_p,
+              100 * fit["mean_abs"].get<double>(), 100 * fit["max_abs"].get<double>(),
+              fit["runs"].get<int>());
+  std::printf("  held out (P > %d): mean |error| %.1f%%, max %.1f%% over %d runs\n", fit_max_p,
+              100 * held["mean_abs"].get<double>(), 100 * held["max_abs"].get<double>(),
+              held["runs"].get<int>());
 }
 
 // Step seconds per P and variant; a TEE variant also shows its slowdown versus the plaintext one.
@@ -56,6 +66,7 @@ void print_projection(const nlohmann::json& report) {
               pr["model"].get<std::string>().c_str(), pr["bucket_mb"].get<double>(),
               pr["overlap"].get<bool>() ? "on" : "off", pr["compute_s"].get<double>(),
               pr["compute_P"].get<int>());
+  std::printf("  %d buckets: %s\n", pr["buckets"].get<int>(), pr["bucket_plan"].get<std::string>().c_str());
   std::printf("  %6s", "P");
   for (const auto& v : pr["variants"]) std::printf(" %14s", v.get<std::string>().c_str());
   const bool have_off = report["costs"].contains("off");
@@ -101,6 +112,9 @@ void register_model_cmd(CLI::App& app) {
   cmd->add_option("--tee", q->variants, "TEE variants to project (default: all measured), e.g. off,cc,fast")
       ->delimiter(',');
   cmd->add_option("--ranks", q->ranks, "Rank counts to project")->delimiter(',')->check(CLI::PositiveNumber);
+  cmd->add_option("--fit-max-p", q->fit_max_p,
+                  "Fit on runs with P <= N only and report the others as held out (0 = fit on all)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--json", *json_out, "Also write the report as JSON to FILE");
   cmd->callback([q, json_out] {
     const nlohmann::json report = study::run_scaling_model(*q);
