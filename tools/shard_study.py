@@ -75,23 +75,24 @@ def rows(res, models, ranks):
                     if got is None or off is None:
                         continue
                     out.append([m, str(P), mode, STAGE_NAMES[stage], ms(off[0]), ms(got[0]),
-                                f"{got[0] / off[0]:.2f}x", "-" if ddp is None else f"{got[0] / ddp[0]:.2f}x",
+                                f"{got[0] / off[0]:.2f}x", "-" if ddp is None else f"{got[0] / ddp[0]:.3f}x",
                                 f"{got[1]:.0f}", mib(got[2])])
     return out
 
 
 def findings(res, models, ranks):
-    """One sentence per (model, P, mode): the cheapest stage and what ZeRO-2 costs over DDP."""
+    """One phrase per (model, P, mode): each stage's step over DDP's, and the collective messages it adds."""
     words = []
     for m in models:
         for P in ranks:
             for mode in MODES[1:]:
-                got = {st: res[(m, P, mode, st)][0] for st in STAGES if (m, P, mode, st) in res}
-                if "none" not in got or "gradients" not in got:
+                ddp = res.get((m, P, mode, "none"))
+                got = [(st, res[(m, P, mode, st)]) for st in STAGES[1:] if (m, P, mode, st) in res]
+                if ddp is None or not got:
                     continue
-                best = min(got, key=got.get)
-                words.append(f"{m} P={P} {mode}: ZeRO-2 {got['gradients'] / got['none']:.2f}x DDP's step, "
-                             f"cheapest {STAGE_NAMES[best]}")
+                words.append(f"{m} P={P} {mode}: " + ", ".join(
+                    f"{STAGE_NAMES[st]} {r[0] / ddp[0]:.3f}x DDP's step with {r[1] - ddp[1]:+.0f} messages"
+                    for st, r in got))
     return words
 
 
