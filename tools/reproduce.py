@@ -30,6 +30,7 @@ sys.path.insert(0, HERE)
 import algo_study  # noqa: E402  (tools/algo_study.py: ring vs rhd vs auto under a TEE)
 import predict_paper
 import scenarios  # noqa: E402  (tools/predict_paper.py: the independent H100 CC figures)
+import shard_study  # noqa: E402  (tools/shard_study.py: DDP vs ZeRO-1/2 under a TEE)
 
 # Reference figures (docs/reference/published-numbers.md).
 PAPER = {
@@ -595,7 +596,28 @@ def run_algo_study(args, out, emulate_ok):
     return algo_study.section(res, *grid_args), algo_study.figure(res, out, *grid_args)
 
 
-def report(args, out, recs, model_text, scenario_text="", algo_text="", algo_fig=None):
+# --- The sharding study (tools/shard_study.py): `--only sharding`, kept apart from the grid. ---
+def shard_study_grid(args):
+    """(hardware per-crossing cost us, models, ranks) of the sharding study from the command line."""
+    models = tuple(m for m in args.shard_models.split(",") if m)
+    ranks = tuple(int(x) for x in args.shard_ranks.split(","))
+    return round(predict_paper.independent_crossing_us(), 1), models, ranks
+
+
+def run_shard_study(args, out, emulate_ok):
+    """DDP, ZeRO-1 and ZeRO-2 under off, cc and fast (tools/shard_study.py). Only with `--only sharding`
+    (a long study: P = 8 and 16 of paper-size models). Returns the report's section ("" when not run)."""
+    if not study_selected(args, emulate_ok, "sharding", in_quick=False) or not args.only:
+        return ""
+    hardware_us, models, ranks = shard_study_grid(args)
+    specs = shard_study.specs(hardware_us, models, ranks)
+    run_specs(args, out, specs, "sharding")
+    if args.dry_run:
+        return ""
+    return shard_study.section(shard_study.load_results(out, specs), hardware_us, models, ranks)
+
+
+def report(args, out, recs, model_text, scenario_text="", algo_text="", algo_fig=None, shard_text=""):
     variants = TEE_MODES
     toll = args.cc_transfer_us
     cal = getattr(args, "calibration", None)
@@ -722,6 +744,7 @@ def report(args, out, recs, model_text, scenario_text="", algo_text="", algo_fig
                    "numbers.\n")
     parts.append(scenario_text)
     parts.append(algo_text)
+    parts.append(shard_text)  # the sharding study (tools/shard_study.py)
     parts.append(prediction_section(out))
     parts.append(checks_section(recs, out, "virtual time", scaling_model=False))
     with open(os.path.join(out, "report-virtual.md"), "w") as f:
@@ -775,7 +798,7 @@ def main():
                     "CC adds to one synchronous copy on an H100 (ISPASS 2025 artifact, tools/calibration/); "
                     "'paper': fitted to Lee et al.'s own 41.6x -> 3.03x with one calibration run of gpt2-xl (it "
                     "cannot confirm what it was fitted to); a number: that many us; 0: none")
-    ap.add_argument("--only", default="", help="comma-separated groups to run (scenarios, algorithms, ranks, ranks-emu, "
+    ap.add_argument("--only", default="", help="comma-separated groups to run (scenarios, algorithms, sharding, ranks, ranks-emu, "
                                                "model-size, families, buckets, overlap, ablation)")
     ap.add_argument("--no-emulate", action="store_true", help="skip the emulated-compute groups")
     ap.add_argument("--scenario-model", default=scenarios.MODEL, help="the model of the named scenarios "
@@ -789,6 +812,10 @@ def main():
                     "sweep's high end; default 250,1000,2000,4000,8000)")
     ap.add_argument("--algo-sweep-p", type=int, default=algo_study.SWEEP_P, help="ranks of the collectives study's "
                     "cost sweep (default 8; 0: the largest of --algo-ranks)")
+    ap.add_argument("--shard-models", default=",".join(shard_study.MODELS), help="the sharding study's models "
+                    "(tools/shard_study.py; runs with --only sharding)")
+    ap.add_argument("--shard-ranks", default=",".join(map(str, shard_study.RANKS)), help="the sharding study's "
+                    "ranks (default 8,16)")
     ap.add_argument("--repeats", type=int, default=1, help="make each real-compute run this many times and "
                     "keep the median (default 1; emulated runs are in virtual time, the same every time)")
     ap.add_argument("--force", action="store_true", help="re-run runs whose summary already exists")
@@ -856,6 +883,8 @@ def main():
         if study_selected(args, emulate_ok, "algorithms", in_quick=False):
             _, _, ranks, _, sweep_p = algo_study_args(args)
             widest += list(ranks) + [sweep_p]
+        if study_selected(args, emulate_ok, "sharding", in_quick=False):
+            widest += list(shard_study_grid(args)[2])
         subprocess.check_call([args.bin, "provision", "--out", os.path.join(out, "vendor"),
                                "--devices", str(max(widest))],
                               stdout=subprocess.DEVNULL)
@@ -888,6 +917,7 @@ def main():
         w.writerows(rows)
     scenario_text = run_scenarios(args, out, emulate_ok)
     algo_text, algo_fig = run_algo_study(args, out, emulate_ok)
+    shard_text = run_shard_study(args, out, emulate_ok)
     model_text = ""
     top_help = subprocess.run([args.bin, "--help"], capture_output=True, text=True).stdout
     if recs and re.search(r"^\s+model\s", top_help, re.M):
@@ -897,7 +927,7 @@ def main():
             sys.stderr.write("reproduce: `teetrain model` FAILED:\n" + p.stdout[-2000:] + p.stderr[-2000:])
             sys.exit(1)
         model_text = p.stdout
-    report(args, out, recs, model_text, scenario_text, algo_text, algo_fig)
+    report(args, out, recs, model_text, scenario_text, algo_text, algo_fig, shard_text=shard_text)
     print(f"reproduce: done in {time.time() - t_start:.0f} s; report: {os.path.join(out, 'report.md')}")
 
 

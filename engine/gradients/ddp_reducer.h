@@ -11,11 +11,13 @@
 //
 // Note [Gradient norm order]: the clipping norm sums squares over the whole gradient, the one sum that
 // spans shards. So that a sharded run clips exactly as DDP does, both take it in one order where
-// sharding can run (host gradients, real compute): the sum of squares of each bucket's ring chunk c
-// (backend sum_squares, in double), added up bucket by bucket in launch order, chunks 0..P-1 within
-// each. DDP computes every chunk's part itself; a sharded rank computes its own chunk's and the ring
-// all-gathers the parts (their double bytes, moved and never added in transit). Elsewhere
-// (ordered_norm false) the norm is one sum_squares over the buffer, as before.
+// sharding runs on real values (host gradients, real compute): the sum of squares of each bucket's ring chunk
+// c (backend sum_squares, in double), added up bucket by bucket in launch order, chunks 0..P-1 within each.
+// DDP computes every chunk's part itself; a sharded rank computes its own chunk's and the ring all-gathers
+// the parts (their double bytes, moved and never added in transit). Elsewhere (ordered_norm false) DDP's norm
+// is one sum_squares over the buffer, as before; a sharded run on an emulated GPU, whose values are
+// placeholders, still all-gathers its parts, so that their messages are sealed and costed as a real sharded
+// run's.
 #pragma once
 #include <condition_variable>
 #include <cstddef>

@@ -157,9 +157,11 @@ void refuse_shard(const PathRequest& r, std::vector<std::string>& out) {
   if (r.parallel.algo != comm::ReduceAlgo::Ring)
     out.push_back(what + " runs on the ring's reduce-scatter and all-gather; --allreduce-algo " +
                   comm::algo_name(r.parallel.algo) + " is not split: use --allreduce-algo ring");
-  if (r.compute.gpu_gradients())
+  // An emulated GPU's gradients are host buffers the ring reaches as it does DDP's (the platform's
+  // channel, links and memory cost them); a real GPU's are not, and the device ring is not split.
+  if (r.compute.platform() == DeviceKind::Cuda)
     out.push_back(what +
-                  " runs on host gradients with real compute (--device cpu, --compute real); "
+                  " runs on host gradients (--device cpu, with --compute real or emulate); "
                   "use those, or --shard none");
 }
 

@@ -410,7 +410,8 @@ void TrainingRun::build_reducer() {
                                             .link = link,
                                             .adversary = plan_.tee().adversary.has_value()});
   if (!plan_.reduced()) return;
-  // Note [Gradient norm order]: in one order wherever sharding could run, so that DDP and ZeRO agree.
+  // Note [Gradient norm order]: in one order wherever sharding runs on real values, so that DDP and ZeRO
+  // agree.
   const bool ordered_norm = plan_.compute().platform() == DeviceKind::Cpu && platform_->real_values();
   reducer_ = std::make_unique<DdpReducer>(*backend_, *model_, buckets_, *path_,
                                           DdpOptions{.overlap = par.overlap,

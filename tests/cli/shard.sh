@@ -6,7 +6,8 @@
 #  - the banner and `teetrain models --ranks P --shard S` say what each rank keeps;
 #  - checkpoints hold DDP's layout: saved sharded, resumed sharded or not (and the reverse), exactly;
 #  - a flipped or replayed reduce-scatter or all-gather message exits 3 on every rank;
-#  - what sharding does not run on yet is refused with exit 2 naming what is supported.
+#  - what sharding does not run on yet is refused with exit 2 naming what is supported (emulated GPUs:
+#    shard_emulated.sh).
 source "$(dirname "$0")/lib.sh" "$@"
 make_corpus
 provision_trust
@@ -96,6 +97,5 @@ expect_exit 2 "--ranks: must be greater than 0" -- "$TT" models --ranks 0
 # Refused with exit 2, naming what runs.
 expect_exit 2 "--shard optimizer .*--allreduce-algo ring" -- "$TT" "${base[@]}" --shard optimizer --allreduce-algo rd
 expect_exit 2 "--shard gradients .*--allreduce ring" -- "$TT" "${base[@]}" --shard gradients --allreduce mpi
-expect_exit 2 "--shard optimizer runs on host gradients with real compute" -- \
-  "$TT" "${base[@]}" --shard optimizer --compute emulate
+expect_exit 2 "--shard optimizer runs on host gradients" -- "$TT" "${base[@]}" --shard optimizer --device cuda
 finish
