@@ -49,7 +49,7 @@ for at in MPI_Allreduce MPI_Comm_split_type; do
   start_up "stopped_in_$at" "setting up the links between ranks" \
     "${MPI[@]}" -np 2 -x LD_PRELOAD="$preload" -x TT_STOP_AT="$at" -x TT_STOP_RANK=1 "$TT" "${args[@]}"
   if grep -q "rank 1: start-up stuck" "$WORK/stopped_in_$at.log"; then
-    echo "FAIL: stopped_in_$at: the stopped rank blamed a peer"; fails=$((fails + 1))
+    echo "FAIL: stopped_in_$at: the stopped rank blamed a peer"; cat "$WORK/stopped_in_$at.log"; fails=$((fails + 1))
   else passes=$((passes + 1)); fi
 done
 
