@@ -1,8 +1,10 @@
 #include "engine/run/startup_watchdog.h"
 
 #include <mpi.h>
+#include <signal.h>
 
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 
@@ -10,6 +12,35 @@
 
 namespace tt {
 namespace {
+
+// Note [Continued, not stuck]: a rank stopped (SIGSTOP) while its peers wait is the one a peer's
+// watchdog names; when that peer aborts the job, mpirun continues the stopped rank (SIGCONT) to end
+// it. The gap between two looks shows a long stop, but not a short one that came late in the stage
+// (a rank that entered it seconds after its peers): continued, such a rank could reach its own
+// deadline before mpirun's kill lands, and blame a peer for its own stop. So SIGCONT itself is
+// heard: while the watch runs, its handler marks the process continued, and the next look starts the
+// stage's deadline again, as a long gap does. A handler reaches only static storage: this flag, set
+// there and read by the watching thread, is the one such variable (lock-free, so signal-safe).
+std::atomic<bool> continued_since_look{false};
+
+// Installs the SIGCONT handler for the life of the watch and puts back what was there. SA_RESTART:
+// calls that the continue interrupts restart, as without a handler.
+class ContinueSignal {
+ public:
+  ContinueSignal() {
+    struct sigaction heard {};
+    heard.sa_handler = +[](int) { continued_since_look.store(true, std::memory_order_relaxed); };
+    heard.sa_flags = SA_RESTART;
+    sigemptyset(&heard.sa_mask);
+    sigaction(SIGCONT, &heard, &old_);
+  }
+  ~ContinueSignal() { sigaction(SIGCONT, &old_, nullptr); }
+  ContinueSignal(const ContinueSignal&) = delete;
+  ContinueSignal& operator=(const ContinueSignal&) = delete;
+
+ private:
+  struct sigaction old_ {};
+};
 
 // What a rank waiting for its peers should check: one of them is not where it should be.
 constexpr std::string_view kPeerStuck =
@@ -111,6 +142,7 @@ void StartupWatchdog::mpi_started(int rank, bool abort_from_any_thread) {
 // stopped it) or starved: the wait is its peers' to judge, and its own stage's deadline starts again.
 void StartupWatchdog::watch() {
   using Clock = std::chrono::steady_clock;
+  const ContinueSignal continues;  // Note [Continued, not stuck]
   std::unique_lock lock(mutex_);
   auto last = Clock::now();
   while (!over_ && stage_ != StartupStage::Running) {
@@ -121,7 +153,8 @@ void StartupWatchdog::watch() {
     }
     changed_.wait_until(lock, std::min(*deadline_, last + kTick));
     const auto now = Clock::now();
-    const bool stopped = now - last > kTick + kGrace;
+    const bool continued = continued_since_look.exchange(false, std::memory_order_relaxed);
+    const bool stopped = continued || now - last > kTick + kGrace;
     last = now;
     if (!deadline_ || stage_ == StartupStage::Running) continue;  // a stage left meanwhile
     if (stopped) {

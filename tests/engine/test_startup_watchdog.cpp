@@ -2,6 +2,8 @@
 // --timeout + kGrace ends the process with exit 1 and one line naming the rank and the stage; a stage
 // left in time, this rank's own work and a stood-down watch never do.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -53,6 +55,27 @@ TEST(StartupWatchdog, StagesLeftInTimeOwnWorkAndAStoodDownWatchNeverFire) {
   w.enter(StartupStage::Links);  // ignored: standing down is for good
   std::this_thread::sleep_for(kPast);
   SUCCEED();  // still here
+}
+
+// Note [Continued, not stuck]: a process continued (SIGCONT) starts its stage's deadline again, however
+// short the stop: here continues keep coming for longer than the deadline (--timeout 0.1 s + kGrace),
+// each well within a look's gap, and the watch never fires; once they stop, it does.
+TEST(StartupWatchdogDeathTest, AContinuedProcessStartsItsDeadlineAgain) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        StartupWatchdog w(milliseconds(100), 1, print_line);
+        w.enter(StartupStage::Links);
+        const auto until = std::chrono::steady_clock::now() + kPast * 2;
+        while (std::chrono::steady_clock::now() < until) {
+          ::kill(::getpid(), SIGCONT);
+          std::this_thread::sleep_for(milliseconds(200));
+        }
+        std::fprintf(stderr, "still running after the continues\n");
+        std::this_thread::sleep_for(kPast * 4);  // no continue now: the watchdog ends this process
+      },
+      ::testing::ExitedWithCode(1),
+      "still running after the continues\n.*rank 1: start-up stuck in setting up");
 }
 
 TEST(StartupWatchdog, OnlyStagesThatWaitForPeersAreBounded) {
