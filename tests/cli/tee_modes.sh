@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sealing never changes the arithmetic: --tee off, cc, fast and every single-switch ablation of fast
-# give bit-identical parameters (gpt2-tiny, 20 steps, P = 2 and P = 4; llama-tiny, P = 2, the three
-# modes). Also: TEE refuses plain data without --allow-plain-data, and refuses MPI_Allreduce
+# give bit-identical parameters (gpt2-tiny, 20 steps, P = 2 and P = 4; llama-tiny, P = 1 to 4: fast
+# everywhere, cc at P = 2 and 4). Also: TEE refuses plain data without --allow-plain-data, and refuses MPI_Allreduce
 # (plaintext) as the reduction.
 source "$(dirname "$0")/lib.sh" "$@"
 make_corpus
@@ -30,9 +30,13 @@ for np in 2 4; do
 done
 # The Llama family through the same path: its own ops, its untied head and its gradient readiness.
 base=("${base[@]/gpt2-tiny/llama-tiny}")
-llama_ref=$(sha_of 2 llama_off --tee off)
-for mode in cc fast; do
-  expect_eq "$(sha_of 2 "llama_$mode" --tee $mode)" "$llama_ref" "llama-tiny P=2 --tee $mode equals --tee off"
+for np in 1 2 3 4; do  # P = 3: chunks of unequal size
+  llama_ref=$(sha_of $np "llama_off$np" --tee off)
+  modes=(fast)
+  [[ $np == 2 || $np == 4 ]] && modes=(cc fast)
+  for mode in "${modes[@]}"; do
+    expect_eq "$(sha_of $np "llama_$mode$np" --tee $mode)" "$llama_ref" "llama-tiny P=$np --tee $mode equals --tee off"
+  done
 done
 expect_exit 2 "allow-plain-data|seal-data" -- "$TT" train --model gpt2-tiny --data "$WORK/data/tiny" --steps 1 --seq 16 --tee fast
 expect_exit 2 "allreduce mpi" -- "$TT" train --model gpt2-tiny --data "$WORK/data/tiny" --steps 1 --seq 16 --tee cc --allreduce mpi --allow-plain-data
