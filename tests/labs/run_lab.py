@@ -2,7 +2,7 @@
 """Runs the checked commands of a teetrain lab (docs/labs/NN-*.md) and checks their output.
 
 Usage: run_lab.py TEETRAIN_BINARY LAB.md [LAB.md ...] [--same-dir] [--keep] [--verbose] [--list]
-                  [--burners N]
+                  [--burners N] [--page]
 
 The convention (docs/labs/README.md, "How the labs are checked"), chosen to render as ordinary
 code blocks on GitHub:
@@ -36,7 +36,9 @@ from where its lab's handout left off, and may have no runnable block of its own
 command ends the block; a pipeline's status is its last command's, as in a terminal, so
 `... | head` is safe), and what it exports and its last working directory carry over to the next
 block. Whatever a lab needs (the binary on PATH, TEETRAIN_REPO, Open MPI's run-as-root settings)
-its Setup must export, as the student's terminal would.
+its Setup must export, as the student's terminal would. A documentation page that is not a lab
+(--page, e.g. docs/multihost.md) is read by someone already set up: it runs in the caller's
+environment with the binary's folder first on PATH, and has no Setup block.
 
 --burners N keeps N CPU-burning processes running beside the lab: a lab whose claims rest on
 virtual time (labs 4 and 6) must pass while the machine is busy.
@@ -261,22 +263,32 @@ def fail(path: str, b: Block, what: str, output: str) -> None:
         print(f"  | {ln}", flush=True)
 
 
-def run_lab(paths: list[str], binary: str, keep: bool, verbose: bool) -> bool:
-    """Runs the files' blocks in order in one fresh directory (a lab, or a lab and its teacher's guide)."""
+def page_env(binary: str) -> dict[str, str]:
+    """A documentation page's reader: already set up (the caller's environment), the binary first on PATH."""
+    env = dict(os.environ)
+    env["PATH"] = os.path.dirname(binary) + os.pathsep + env.get("PATH", LOGIN_PATH)
+    return env
+
+
+def run_lab(paths: list[str], binary: str, keep: bool, verbose: bool, page: bool = False) -> bool:
+    """Runs the files' blocks in order in one fresh directory (a lab, or a lab and its teacher's guide).
+    A page (--page) is a documentation page, not a lab: its reader is set up already, so it runs in the
+    caller's environment and needs no Setup block."""
     kept: dict[str, Block] = {}
     plan = [(path, parse_lab(path, kept)) for path in paths]
     if not any(not b.setup for b in plan[0][1]):
         raise LabError(f"{paths[0]}: no runnable block (```bash lab)")
-    if not plan[0][1][0].setup:
-        raise LabError(f"{paths[0]}: no ```bash setup block: a lab starts from its Setup, as a student does")
-    plan[0][1][0] = setup_script(plan[0][1][0], binary)
+    if not page:
+        if not plan[0][1][0].setup:
+            raise LabError(f"{paths[0]}: no ```bash setup block: a lab starts from its Setup, as a student does")
+        plan[0][1][0] = setup_script(plan[0][1][0], binary)
     for path, blocks in plan[1:]:
         if any(b.setup for b in blocks):
             raise LabError(f"{path}: a continuation (--same-dir) has no Setup of its own")
     attach_kept(plan, kept)
     work = tempfile.mkdtemp(prefix="teetrain-lab-home-")  # the student's HOME; the Setup makes the lab's folder
     state = tempfile.mkdtemp(prefix="teetrain-lab-state-")
-    env = lab_env(work)
+    env = page_env(binary) if page else lab_env(work)
     name = " + ".join(paths)
     count = sum(len(blocks) for _, blocks in plan)
     print(f"== {name}: {count} checked block(s) in {work}", flush=True)
@@ -335,6 +347,8 @@ def main() -> int:
     ap.add_argument("--list", action="store_true", help="list the checked blocks and exit")
     ap.add_argument("--same-dir", action="store_true",
                     help="run all the files in one directory, in order (a lab, then its teacher's guide)")
+    ap.add_argument("--page", action="store_true",
+                    help="a documentation page, not a lab: run it in the caller's environment, without a Setup")
     ap.add_argument("--burners", type=int, default=0,
                     help="keep this many CPU-burning processes running beside the lab")
     args = ap.parse_args()
@@ -361,7 +375,7 @@ def run(args) -> int:
                     print(f"{path}:{b.line}  {opts}  {len(b.expect)} expected  {first}")
             return 0
         for group in ([args.labs] if args.same_dir else [[path] for path in args.labs]):
-            if not run_lab(group, binary, args.keep, args.verbose):
+            if not run_lab(group, binary, args.keep, args.verbose, args.page):
                 return 1
     except (LabError, OSError) as e:
         print(f"run_lab.py: {e}", file=sys.stderr)

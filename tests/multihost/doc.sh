@@ -7,4 +7,4 @@ source "$(dirname "$0")/rig.sh" "$@"
 rig_check
 REPO="$(cd "$(dirname "$0")/../.." && pwd)"
 export PATH="$REPO/scripts:$PATH"  # the page's setup: netns-hosts.sh on PATH (run_lab.py adds teetrain's folder)
-timeout -k 5 270 python3 "$REPO/tests/labs/run_lab.py" "$TT" "$REPO/docs/multihost.md"
+timeout -k 5 270 python3 "$REPO/tests/labs/run_lab.py" --page "$TT" "$REPO/docs/multihost.md"
