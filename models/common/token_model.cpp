@@ -20,6 +20,20 @@ TokenModel::TokenModel(Backend& backend, std::string family, std::string name, s
   grads_buf_ = DeviceBuffer(backend_, num_params_ * sizeof(float));
 }
 
+void check_token_ids(const std::vector<int32_t>& v, std::size_t n, int V, const std::string& family,
+                     const char* what) {
+  if (v.size() != n) {
+    throw InputError(family + ": " + what + " has " + std::to_string(v.size()) + " entries, expected " +
+                     std::to_string(n));
+  }
+  for (int32_t t : v) {
+    if (t < 0 || t >= V) {
+      throw InputError(family + ": " + what + " id " + std::to_string(t) + " outside the vocabulary [0, " +
+                       std::to_string(V) + ")");
+    }
+  }
+}
+
 TransformerGrads TransformerGrads::carve(float* dacts, std::size_t N, std::size_t C, std::size_t att) {
   return carve(dacts, N, C, att, 4 * C);
 }

@@ -24,6 +24,11 @@ inline double transformer_block_flops(int B, int T, int C) {
   return 2.0 * N * 12.0 * c * c + 2.0 * 2.0 * N * T * c;
 }
 
+// Refuses a batch's ids before they reach the device, where an out-of-range id would index past the
+// embedding: `v` must hold n ids in [0, V). InputError "<family>: <what> ..." otherwise.
+void check_token_ids(const std::vector<int32_t>& v, std::size_t n, int V, const std::string& family,
+                     const char* what);
+
 // The activation-gradient arena of a transformer's backward: one set of buffers reused by every block
 // in turn (backward visits one block at a time). Each family's backward says which gradient each
 // buffer holds when. A family's Views derive from it.

@@ -7,24 +7,6 @@
 
 namespace tt {
 
-namespace {
-
-void check_tokens(const std::vector<int32_t>& v, std::size_t n, int V, const char* what) {
-  if (v.size() != n) {
-    throw InputError(std::string("gpt2: ") + what + " has " + std::to_string(v.size()) +
-                     " entries, expected " + std::to_string(n));
-  }
-  for (int32_t t : v) {
-    // An out-of-range id would index past wte on the device, so it is refused here.
-    if (t < 0 || t >= V) {
-      throw InputError(std::string("gpt2: ") + what + " id " + std::to_string(t) +
-                       " outside the vocabulary [0, " + std::to_string(V) + ")");
-    }
-  }
-}
-
-}  // namespace
-
 void Gpt2::forward_trunk(int B, int T) {
   const int C = cfg_.n_embd;
   const int NH = cfg_.n_head;
@@ -63,8 +45,8 @@ float Gpt2::forward(const Batch& batch) {
   const int T = batch.T;
   reserve(B, T);  // validates the shape; no-op when the arenas are large enough
   const std::size_t N = static_cast<std::size_t>(B) * static_cast<std::size_t>(T);
-  check_tokens(batch.tokens, N, cfg_.vocab_size, "token");
-  check_tokens(batch.targets, N, cfg_.vocab_size, "target");
+  check_token_ids(batch.tokens, N, cfg_.vocab_size, "gpt2", "token");
+  check_token_ids(batch.targets, N, cfg_.vocab_size, "gpt2", "target");
   backend_.copy_to_device(tokens_, batch.tokens.data(), N * sizeof(int32_t));
   backend_.copy_to_device(targets_, batch.targets.data(), N * sizeof(int32_t));
 
@@ -84,7 +66,7 @@ float Gpt2::forward(const Batch& batch) {
 std::vector<float> Gpt2::forward_logits(const std::vector<int32_t>& tokens, int B, int T) {
   reserve(B, T);
   const std::size_t N = static_cast<std::size_t>(B) * static_cast<std::size_t>(T);
-  check_tokens(tokens, N, cfg_.vocab_size, "token");
+  check_token_ids(tokens, N, cfg_.vocab_size, "gpt2", "token");
   backend_.copy_to_device(tokens_, tokens.data(), N * sizeof(int32_t));
   have_forward_ = false;  // the arenas no longer hold a forward that backward() could use
   forward_trunk(B, T);

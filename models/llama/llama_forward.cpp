@@ -10,20 +10,6 @@ namespace {
 
 constexpr float kRmsNormEps = 1e-5f;  // every preset's rms_norm_eps
 
-void check_tokens(const std::vector<int32_t>& v, std::size_t n, int V, const char* what) {
-  if (v.size() != n) {
-    throw InputError(std::string("llama: ") + what + " has " + std::to_string(v.size()) +
-                     " entries, expected " + std::to_string(n));
-  }
-  for (int32_t t : v) {
-    // An out-of-range id would index past the embedding on the device, so it is refused here.
-    if (t < 0 || t >= V) {
-      throw InputError(std::string("llama: ") + what + " id " + std::to_string(t) +
-                       " outside the vocabulary [0, " + std::to_string(V) + ")");
-    }
-  }
-}
-
 }  // namespace
 
 void Llama::forward_trunk(int B, int T) {
@@ -65,8 +51,8 @@ float Llama::forward(const Batch& batch) {
   const int T = batch.T;
   reserve(B, T);  // validates the shape
   const std::size_t N = static_cast<std::size_t>(B) * static_cast<std::size_t>(T);
-  check_tokens(batch.tokens, N, cfg_.vocab_size, "token");
-  check_tokens(batch.targets, N, cfg_.vocab_size, "target");
+  check_token_ids(batch.tokens, N, cfg_.vocab_size, "llama", "token");
+  check_token_ids(batch.targets, N, cfg_.vocab_size, "llama", "target");
   backend_.copy_to_device(tokens_, batch.tokens.data(), N * sizeof(int32_t));
   backend_.copy_to_device(targets_, batch.targets.data(), N * sizeof(int32_t));
 
@@ -83,7 +69,7 @@ float Llama::forward(const Batch& batch) {
 std::vector<float> Llama::forward_logits(const std::vector<int32_t>& tokens, int B, int T) {
   reserve(B, T);
   const std::size_t N = static_cast<std::size_t>(B) * static_cast<std::size_t>(T);
-  check_tokens(tokens, N, cfg_.vocab_size, "token");
+  check_token_ids(tokens, N, cfg_.vocab_size, "llama", "token");
   backend_.copy_to_device(tokens_, tokens.data(), N * sizeof(int32_t));
   have_forward_ = false;  // the arenas no longer hold a forward that backward() could use
   forward_trunk(B, T);
