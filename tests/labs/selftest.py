@@ -82,6 +82,21 @@ def kept_expectations(binary):
     return fails
 
 
+def lab_times(binary):
+    """Note [Lab times]: --times reports each step's run time under its heading, and estimates the
+    student's time from the handout's own words and questions at the stated rates."""
+    rc, out = run(binary, GOOD, "--times")
+    words = len(open(GOOD).read().split())
+    want = ["== times of", f"reading {words:,} words at 130 words/min", "commands  5 checked block(s) ran in",
+            "0 questions at 4 min", "(before any heading)", "total     about "]
+    missing = [w for w in want if w not in out]
+    if rc != 0 or missing:
+        print(f"FAIL: --times (exit {rc}), missing {missing} in:\n{out}")
+        return 1
+    print("ok: --times reports the steps' run times and the estimate")
+    return 0
+
+
 def main():
     binary = sys.argv[1]
     fails = 0
@@ -99,6 +114,7 @@ def main():
               f" with the continuation's expected line (exit {rc}):\n{out}")
         fails += 1
     fails += kept_expectations(binary)
+    fails += lab_times(binary)
     rc, out = run(binary, GOOD, CONTINUED)
     if rc != 2 or "no ```bash setup block" not in out:
         print(f"FAIL: good-continued.md alone has no Setup and should be refused (exit {rc}):\n{out}")
@@ -136,7 +152,7 @@ def main():
         if p.returncode != 0 or not os.path.isfile(lab):
             print(f"FAIL: {guide} does not parse, or has no lab {lab}:\n{p.stdout}")
             fails += 1
-    total = len(MUTATIONS) + 5 + len(labs) + len(guides)
+    total = len(MUTATIONS) + 6 + len(labs) + len(guides)
     print(f"{total - fails} passed, {fails} failed ({len(labs)} labs, {len(guides)} teacher's guides parsed)")
     return 1 if fails else 0
 
