@@ -6,7 +6,8 @@ Usage: lab_params_test.py TEETRAIN_BINARY
 
 For three IDs: the parameters differ between IDs and not between calls; the lab-2 attack, run on 4
 ranks, fails to open exactly where the teacher's value says; and the lab-4 run on the modelled host
-(virtual time) seals for exactly the teacher's milliseconds per step.
+(virtual time) seals for exactly the teacher's milliseconds per step. The teacher's guides of labs 2
+and 4 state two students' values, which must be the tool's.
 """
 import json
 import os
@@ -75,6 +76,22 @@ def lab4_fails(binary, work, p):
     return []
 
 
+def guides_state(params):
+    """The teacher's guides of labs 2 and 4 give two students' expected values: they must be the tool's."""
+    guides = os.path.join(REPO, "docs", "labs", "teachers")
+    rows = {"02-tampering.md": "| {student} | `{lab2_attack}`, {lab2_tee} | {expect_lab2_context} |",
+            "04-cost.md": "| {student} | {lab4_model}, {lab4_ranks} | {expect_lab4_seal_ms} ms |"}
+    fails = []
+    for guide, row in rows.items():
+        with open(os.path.join(guides, guide), encoding="utf-8") as f:
+            text = f.read()
+        for student in ("alice", "bob"):
+            line = row.format(**params[student])
+            if line not in text:
+                fails.append(f"docs/labs/teachers/{guide} lacks {student}'s values as the tool gives them: {line}")
+    return fails
+
+
 def main():
     binary = os.path.abspath(sys.argv[1])
     fails = []
@@ -91,6 +108,7 @@ def main():
             fails += lab2_fails(binary, work, p) + lab4_fails(binary, work, p)
             print(f"{p['student']}: {p['lab2_attack']} (--tee {p['lab2_tee']}) -> {p['expect_lab2_context']}; "
                   f"{p['lab4_model']} on {p['lab4_ranks']} ranks seals {p['expect_lab4_seal_ms']} ms")
+    fails += guides_state(params)
     for f in fails:
         print(f"FAIL: {f}")
     print("lab params: ok" if not fails else f"lab params: {len(fails)} problem(s)")

@@ -2,7 +2,7 @@
 """Runs the checked commands of a teetrain lab (docs/labs/NN-*.md) and checks their output.
 
 Usage: run_lab.py TEETRAIN_BINARY LAB.md [LAB.md ...] [--same-dir] [--keep] [--verbose] [--list]
-                  [--burners N] [--page]
+                  [--burners N] [--page] [--times]
 
 The convention (docs/labs/README.md, "How the labs are checked"), chosen to render as ordinary
 code blocks on GitHub:
@@ -42,6 +42,10 @@ environment with the binary's folder first on PATH, and has no Setup block.
 
 --burners N keeps N CPU-burning processes running beside the lab: a lab whose claims rest on
 virtual time (labs 4 and 6) must pass while the machine is busy.
+
+--times prints, after a lab that passed, how long a student needs for it (Note [Lab times]): each
+step's measured run time (the blocks under each `### N.` heading of the handout), and the reading,
+typing and answering time estimated from the handout's size, with the date, the cores and the load.
 
 Exit status: 0 if every block of every lab passed; 1 on the first failure, after printing the lab,
 the block's line, its command, what was wrong and the tail of its output; 2 on bad usage or a lab
@@ -197,6 +201,64 @@ def attach_kept(plan: list[tuple[str, list[Block]]], kept: dict[str, Block]) -> 
         b.expect, b.expect_line, b.expect_path = e.expect, e.line, e.expect_path
 
 
+# Note [Lab times]
+# A lab's time is mostly the student's, not the machine's: reading the handout, typing each checked
+# block and reading its output, answering the questions. Only the commands' run time can be measured
+# (here, from a fresh directory, as a student runs them); the rest is estimated from the handout at
+# these rates, which docs/labs/README.md ("Times") states and every handout's header and course.md
+# use. A step's run time is the sum of the blocks under its `### N.` heading.
+READING_WORDS_PER_MINUTE = 130   # technical text with commands in it
+MINUTES_PER_BLOCK = 1.5          # type one checked block and read its output
+MINUTES_PER_QUESTION = 4
+
+
+@dataclass
+class Walk:
+    """What one walk through a lab measured: run seconds per step heading, in the handout's order."""
+    path: str
+    steps: dict[str, float] = field(default_factory=dict)
+    blocks: int = 0
+    load_start: float = 0.0
+
+
+def handout_size(path: str) -> tuple[int, int]:
+    """(words, questions) of a handout: every whitespace-separated word a student reads, commands
+    included; the numbered items under its `## Questions` heading."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    _, _, questions = text.partition("\n## Questions\n")
+    questions = questions.split("\n## ")[0]
+    return len(text.split()), len(re.findall(r"^\d+\. ", questions, flags=re.M))
+
+
+def step_of(path: str, line: int) -> str:
+    """The `## Setup` or `### N. ...` heading above a line of a handout."""
+    with open(path, encoding="utf-8") as f:
+        above = f.read().split("\n")[:line]
+    for text in reversed(above):
+        if text.startswith("### ") or text.startswith("## "):
+            return text.lstrip("#").strip()
+    return "(before any heading)"
+
+
+def print_times(walk: Walk, total_secs: float) -> None:
+    words, questions = handout_size(walk.path)
+    reading = words / READING_WORDS_PER_MINUTE
+    typing = walk.blocks * MINUTES_PER_BLOCK
+    answering = questions * MINUTES_PER_QUESTION
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    print(f"== times of {walk.path}: walked {when} on {os.cpu_count()} cores, load {walk.load_start:.1f}"
+          f" at the start and {os.getloadavg()[0]:.1f} at the end (1-minute averages)", flush=True)
+    for step, secs in walk.steps.items():
+        print(f"   {step[:48]:48s} {secs:7.1f} s", flush=True)
+    print(f"   commands  {walk.blocks} checked block(s) ran in {total_secs:.1f} s", flush=True)
+    print(f"   estimate  reading {words:,} words at {READING_WORDS_PER_MINUTE} words/min = {reading:.0f} min;"
+          f" {walk.blocks} blocks typed and read at {MINUTES_PER_BLOCK:g} min = {typing:.0f} min;"
+          f" {questions} questions at {MINUTES_PER_QUESTION} min = {answering:.0f} min", flush=True)
+    total = reading + typing + answering + total_secs / 60
+    print(f"   total     about {5 * round(total / 5)} min ({total:.0f}; the commands' run time included)", flush=True)
+
+
 def line_matches(expected: str, output_lines: list[str]) -> bool:
     """`expected` occurs in one output line; `...` inside it matches anything on that line."""
     parts = [p.strip() for p in expected.split("...")]
@@ -270,7 +332,8 @@ def page_env(binary: str) -> dict[str, str]:
     return env
 
 
-def run_lab(paths: list[str], binary: str, keep: bool, verbose: bool, page: bool = False) -> bool:
+def run_lab(paths: list[str], binary: str, keep: bool, verbose: bool, page: bool = False,
+            times: bool = False) -> bool:
     """Runs the files' blocks in order in one fresh directory (a lab, or a lab and its teacher's guide).
     A page (--page) is a documentation page, not a lab: its reader is set up already, so it runs in the
     caller's environment and needs no Setup block."""
@@ -293,13 +356,18 @@ def run_lab(paths: list[str], binary: str, keep: bool, verbose: bool, page: bool
     count = sum(len(blocks) for _, blocks in plan)
     print(f"== {name}: {count} checked block(s) in {work}", flush=True)
     t_lab = time.monotonic()
+    walk = Walk(path=paths[0], load_start=os.getloadavg()[0])
     ok = True
     try:
         for path, blocks in plan:
             for b in blocks:
-                if not run_one(path, b, work, env, state, verbose):
+                secs = run_one(path, b, work, env, state, verbose)
+                if secs is None:
                     ok = False
                     break
+                step = step_of(path, b.line) if path == paths[0] else f"{os.path.basename(path)} (not the student's)"
+                walk.steps[step] = walk.steps.get(step, 0.0) + secs
+                walk.blocks += 0 if b.setup or path != paths[0] else 1
             if not ok:
                 break
     finally:
@@ -312,30 +380,33 @@ def run_lab(paths: list[str], binary: str, keep: bool, verbose: bool, page: bool
                       flush=True)
         shutil.rmtree(state, ignore_errors=True)
     print(f"== {name}: {'passed' if ok else 'FAILED'} in {time.monotonic() - t_lab:.1f} s", flush=True)
+    if ok and times:
+        print_times(walk, sum(s for step, s in walk.steps.items() if "not the student's" not in step))
     return ok
 
 
-def run_one(path: str, b: Block, work: str, env: dict[str, str], state: str, verbose: bool) -> bool:
-    """Runs one block and checks its exit status and expected lines; prints the verdict."""
+def run_one(path: str, b: Block, work: str, env: dict[str, str], state: str, verbose: bool) -> float | None:
+    """Runs one block and checks its exit status and expected lines; prints the verdict. Returns its
+    run time in seconds, or None when it failed."""
     rc, out, secs = run_block(b, work, env, state)
     first = b.body.strip().split("\n")[0] if b.body.strip() else "(empty)"
     if verbose:
         print(out, end="" if out.endswith("\n") or not out else "\n")
     if rc is None:
         fail(path, b, f"timed out after {b.timeout:g} s (raise it with `lab timeout=S`)", out)
-        return False
+        return None
     if rc != b.exit_code:
         fail(path, b, f"exit status {rc}, expected {b.exit_code}", out)
-        return False
+        return None
     lines = out.split("\n")
     missing = [e for e in b.expect if not line_matches(e, lines)]
     if missing:
         where = f" (expect block at {b.expect_path + ':' if b.expect_path else 'line '}{b.expect_line})"
         fail(path, b, f"expected line(s) not in the output{where}:\n" + "\n".join(f"    {m}" for m in missing), out)
-        return False
+        return None
     where = f"{os.path.basename(os.path.dirname(os.path.abspath(path)))}/{os.path.basename(path)}:{b.line}"
     print(f"  ok  {where:36s} {secs:6.1f} s  exit {rc}  {len(b.expect)} expected line(s)  {first[:60]}", flush=True)
-    return True
+    return secs
 
 
 def main() -> int:
@@ -349,6 +420,8 @@ def main() -> int:
                     help="run all the files in one directory, in order (a lab, then its teacher's guide)")
     ap.add_argument("--page", action="store_true",
                     help="a documentation page, not a lab: run it in the caller's environment, without a Setup")
+    ap.add_argument("--times", action="store_true",
+                    help="after each lab, its steps' run times and the student's time estimated from the handout")
     ap.add_argument("--burners", type=int, default=0,
                     help="keep this many CPU-burning processes running beside the lab")
     args = ap.parse_args()
@@ -375,7 +448,7 @@ def run(args) -> int:
                     print(f"{path}:{b.line}  {opts}  {len(b.expect)} expected  {first}")
             return 0
         for group in ([args.labs] if args.same_dir else [[path] for path in args.labs]):
-            if not run_lab(group, binary, args.keep, args.verbose, args.page):
+            if not run_lab(group, binary, args.keep, args.verbose, args.page, args.times):
                 return 1
     except (LabError, OSError) as e:
         print(f"run_lab.py: {e}", file=sys.stderr)

@@ -11,6 +11,7 @@ must parse: at least one checked block, and no expect block without its command.
 """
 import glob
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -82,6 +83,43 @@ def kept_expectations(binary):
     return fails
 
 
+def lab_times(binary):
+    """Note [Lab times]: --times reports each step's run time under its heading, and estimates the
+    student's time from the handout's own words and questions at the stated rates."""
+    rc, out = run(binary, GOOD, "--times")
+    words = len(open(GOOD).read().split())
+    want = ["== times of", f"reading {words:,} words at 130 words/min", "commands  5 checked block(s) ran in",
+            "0 questions at 4 min", "(before any heading)", "total     about "]
+    missing = [w for w in want if w not in out]
+    if rc != 0 or missing:
+        print(f"FAIL: --times (exit {rc}), missing {missing} in:\n{out}")
+        return 1
+    print("ok: --times reports the steps' run times and the estimate")
+    return 0
+
+
+def header_times(labs):
+    """Note [Lab times]: a handout's header states the words and checked commands its time was
+    estimated from; they must be the handout's own (within 5% for words, as the header's own edits
+    move the count), so that a lab that grows says so."""
+    sys.path.insert(0, HERE)
+    from run_lab import handout_size, parse_lab
+    fails = 0
+    for lab in labs:
+        text = open(lab, encoding="utf-8").read()
+        m = re.search(r"^\| time \| .*?reading \d+ \(([\d,]+) words\), steps \d+ \((\d+) checked commands\)", text, re.M)
+        words, _ = handout_size(lab)
+        blocks = sum(1 for b in parse_lab(lab) if not b.setup)
+        if not m:
+            print(f"FAIL: {lab}: no `| time | ... reading R (W words), steps S (N checked commands)` header")
+            fails += 1
+        elif abs(int(m.group(1).replace(",", "")) - words) > 0.05 * words or int(m.group(2)) != blocks:
+            print(f"FAIL: {lab}: its header says {m.group(1)} words and {m.group(2)} checked commands; it has"
+                  f" {words:,} and {blocks} (walk it again: run_lab.py --times)")
+            fails += 1
+    return fails
+
+
 def main():
     binary = sys.argv[1]
     fails = 0
@@ -99,6 +137,7 @@ def main():
               f" with the continuation's expected line (exit {rc}):\n{out}")
         fails += 1
     fails += kept_expectations(binary)
+    fails += lab_times(binary)
     rc, out = run(binary, GOOD, CONTINUED)
     if rc != 2 or "no ```bash setup block" not in out:
         print(f"FAIL: good-continued.md alone has no Setup and should be refused (exit {rc}):\n{out}")
@@ -127,6 +166,7 @@ def main():
         if p.returncode != 0 or not p.stdout.strip():
             print(f"FAIL: {lab} does not parse or has no checked block:\n{p.stdout}")
             fails += 1
+    fails += header_times(labs)
     # Teacher's guides may have no checked block of their own, but must parse, and belong to a lab.
     guides = sorted(glob.glob(os.path.join(REPO, "docs", "labs", "teachers", "[0-9][0-9]-*.md")))
     for guide in guides:
@@ -136,7 +176,7 @@ def main():
         if p.returncode != 0 or not os.path.isfile(lab):
             print(f"FAIL: {guide} does not parse, or has no lab {lab}:\n{p.stdout}")
             fails += 1
-    total = len(MUTATIONS) + 5 + len(labs) + len(guides)
+    total = len(MUTATIONS) + 6 + 2 * len(labs) + len(guides)
     print(f"{total - fails} passed, {fails} failed ({len(labs)} labs, {len(guides)} teacher's guides parsed)")
     return 1 if fails else 0
 
