@@ -89,7 +89,7 @@ grep -q "phase scatter_reduce" "$WORK/attack_flip_2.log" && grep -q "bucket 1, p
 
 # What each rank keeps: gpt2's 124,439,808 parameters are 1.85 GiB of state per rank under DDP, and
 # 0.81 GiB (parameters whole, a quarter of the gradients and of AdamW's m and v) under ZeRO-2 at P = 4.
-gib() { "$TT" models "$@" | awk '$1 == "gpt2" {print $14}'; }
+gib() { "$TT" models "$@" | awk '$1 == "gpt2" {print $18}'; }
 expect_eq "$(gib)" 1.85 "models: DDP's state per rank"
 expect_eq "$(gib --ranks 4 --shard gradients)" 0.81 "models --ranks 4 --shard gradients: ZeRO-2's state per rank"
 expect_exit 2 "--ranks: must be greater than 0" -- "$TT" models --ranks 0
