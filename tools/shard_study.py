@@ -271,6 +271,7 @@ def figure(res, every, out, models=MODELS, ranks=RANKS, sweep=None, buckets=BUCK
                 a2.plot(xs, ys, marker=marker, color=colour, ls=palette.LINESTYLES[hatch],
                         label=f"{STAGE_NAMES[st]} {what}")
         a2.set_xscale("log")
+        a2.set_yscale("log")  # the per-byte part is tens of times the per-message part
         a2.set_xticks(sorted(buckets))
         a2.set_xticklabels([f"{b:g}" for b in sorted(buckets)])
         a2.minorticks_off()
