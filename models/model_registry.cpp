@@ -183,6 +183,35 @@ int model_vocab(const ModelOptions& opts) {
   return gpt2_config(opts).vocab_size;
 }
 
+ModelMemory model_memory(const ModelOptions& opts, int B, int T) {
+  switch (model_family(opts)) {
+    case ModelFamily::Resnet: {
+      const ResnetConfig c = resnet_config(opts);
+      return {.params = c.num_params(),
+              .unit_params = c.max_stage_params(),
+              .activation_bytes = Resnet::activation_bytes_for(c, B)};
+    }
+    case ModelFamily::Bert: {
+      const BertConfig c = bert_config(opts);
+      return {.params = c.num_params(),
+              .unit_params = c.block_params(),
+              .activation_bytes = Bert::activation_bytes_for(c, B, T)};
+    }
+    case ModelFamily::Llama: {
+      const LlamaConfig c = llama_config(opts);
+      return {.params = c.num_params(),
+              .unit_params = c.block_params(),
+              .activation_bytes = Llama::activation_bytes_for(c, B, T)};
+    }
+    case ModelFamily::Gpt2:
+      break;
+  }
+  const Gpt2Config c = gpt2_config(opts);
+  return {.params = c.num_params(),
+          .unit_params = c.block_params(),
+          .activation_bytes = Gpt2::activation_bytes_for(c, B, T)};
+}
+
 std::vector<PresetRow> list_presets() {
   std::vector<PresetRow> rows;
   for (const Gpt2Preset& p : Gpt2Config::presets())

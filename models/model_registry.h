@@ -53,6 +53,17 @@ ModelOptions model_options_from_checkpoint(const nlohmann::json& config, const s
 int model_context(const ModelOptions& opts);
 int model_vocab(const ModelOptions& opts);
 
+// What a training step's memory is made of, from the configuration alone (no model is built, so a
+// preset of 70B parameters costs nothing to ask about): its parameters, the largest unit ZeRO-3 gathers
+// whole (a transformer block; a ResNet stage) and the activations of one batch of B sequences of T
+// tokens (B images for image models: T is unused), as the model's own activation_bytes() counts them.
+struct ModelMemory {
+  std::size_t params = 0;
+  std::size_t unit_params = 0;
+  std::size_t activation_bytes = 0;
+};
+ModelMemory model_memory(const ModelOptions& opts, int B, int T);
+
 struct PresetRow {
   std::string name;
   std::string shape;

@@ -323,6 +323,22 @@ double predict_step(const Costs& c, const RunPoint& r) {
   return r.compute_s + (r.P > 1 ? c.tail : 0.0) + std::max(0.0, exposed);
 }
 
+// Note [Stage pricing] (scaling_model.h).
+double predict_stage_step(const Costs& c, const RunPoint& r, ShardPrice stage) {
+  if (stage == ShardPrice::Ddp || r.P <= 1) return predict_step(c, r);
+  const double half = ring_seconds(c, r) / 2;
+  const double last_half = ring_seconds(c, last_bucket(r)) / 2;
+  const double base = r.compute_s + c.tail;
+  if (stage == ShardPrice::Zero12) {
+    const double scatter = r.overlap ? std::max(last_half, half - r.backward_s) : half;
+    return base + std::max(0.0, scatter) + half;
+  }
+  const double forward_s = std::max(0.0, r.compute_s - r.backward_s);
+  const double forward_gather = r.overlap ? std::max(0.0, half - forward_s) : half;
+  const double backward_comm = r.overlap ? std::max(last_half, 2 * half - r.backward_s) : 2 * half;
+  return base + forward_gather + std::max(0.0, backward_comm);
+}
+
 std::vector<nlohmann::json> load_runs(const std::string& path) {
   namespace fs = std::filesystem;
   std::vector<fs::path> files;
@@ -465,6 +481,7 @@ nlohmann::json project(const RunPoint& base, const ModelQuery& q, const std::vec
     }
   }
   nlohmann::json rows = nlohmann::json::array();
+  nlohmann::json stage_rows = nlohmann::json::array();  // Note [Stage pricing]: per P and variant
   for (int P : q.ranks) {
     nlohmann::json row = {{"P", P}};
     for (const auto& v : variants) {
@@ -483,6 +500,10 @@ nlohmann::json project(const RunPoint& base, const ModelQuery& q, const std::vec
       r.segment_bytes = like.segment_bytes;
       r.transfer_s = like.transfer_s;
       row[v] = predict_step(costs[v], r);
+      nlohmann::json stage_row = {{"P", P}, {"variant", v}};
+      for (const ShardPriceName& s : kShardPrices)
+        stage_row[s.name] = predict_stage_step(costs[v], r, s.stage);
+      stage_rows.push_back(stage_row);
     }
     rows.push_back(row);
   }
@@ -493,6 +514,7 @@ nlohmann::json project(const RunPoint& base, const ModelQuery& q, const std::vec
           {"compute_P", base.P},
           {"variants", variants},
           {"rows", rows},
+          {"stages", stage_rows},
           {"not_projected", unidentified},
           {"bucket_plan", plan.empty() ? "equal slices (no run of this model at this bucket size)"
                                        : "the runs' bucket plan"},

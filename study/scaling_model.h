@@ -119,6 +119,25 @@ struct Costs {
 // floor, when given, bounds alpha and tail from below (a TEE variant fitted above the `off` costs).
 Costs fit_costs(const std::vector<RunPoint>& runs, double fixed_beta = -1, const Costs* floor = nullptr);
 double predict_step(const Costs& c, const RunPoint& r);
+
+// Note [Stage pricing]: what the step of each sharding stage costs with a variant's costs, from the same
+// ring arithmetic. The ring all-reduce is a reduce-scatter (its first P - 1 hops) and an all-gather (its
+// last P - 1): each half is priced as half of ring_seconds (the same messages and bytes; sealing priced
+// as the all-reduce's). DDP: predict_step. ZeRO-1/2 move the same two halves, but the all-gather carries
+// the updated parameters after the optimizer, so it hides behind nothing: reduce-scatter exposed as
+// DDP's all-reduce is (past backward, or its last bucket), plus the whole all-gather. ZeRO-3 gathers
+// every unit's parameters in forward (prefetched: hidden behind the forward compute, compute_s -
+// backward_s, where it fits) and again in backward, where that all-gather and the reduce-scatter share
+// the link behind backward; nothing is gathered after the optimizer. Not priced: ZeRO's smaller
+// optimizer step (compute_s is the measured run's) and the gradient norm's P - 1 small messages.
+enum class ShardPrice { Ddp, Zero12, Zero3 };
+struct ShardPriceName {
+  ShardPrice stage;
+  const char* name;
+};
+inline constexpr ShardPriceName kShardPrices[] = {
+    {ShardPrice::Ddp, "DDP"}, {ShardPrice::Zero12, "ZeRO-1/2"}, {ShardPrice::Zero3, "ZeRO-3"}};
+double predict_stage_step(const Costs& c, const RunPoint& r, ShardPrice stage);
 RingTraffic traffic_of(const RunPoint& r);
 // Seconds per step of the run's known costs per crossing ((transfer_s + message_s) x (seals + opens)).
 double transfer_seconds(const RunPoint& r);

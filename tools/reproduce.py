@@ -598,26 +598,46 @@ def run_algo_study(args, out, emulate_ok):
 
 # --- The sharding study (tools/shard_study.py): `--only sharding`, kept apart from the grid. ---
 def shard_study_grid(args):
-    """(hardware per-crossing cost us, models, ranks) of the sharding study from the command line."""
+    """(hardware per-crossing cost us, models, ranks, the bucket sweep's (model, P) or None) of the sharding
+    study from the command line."""
     models = tuple(m for m in args.shard_models.split(",") if m)
     ranks = tuple(int(x) for x in args.shard_ranks.split(","))
-    return round(predict_paper.independent_crossing_us(), 1), models, ranks
+    sweep = None
+    if args.shard_sweep:
+        model, _, P = args.shard_sweep.partition(":")
+        sweep = (model, int(P))
+    return round(predict_paper.independent_crossing_us(), 1), models, ranks, sweep
 
 
 def run_shard_study(args, out, emulate_ok):
-    """DDP, ZeRO-1 and ZeRO-2 under off, cc and fast (tools/shard_study.py). Only with `--only sharding`
-    (a long study: P = 8 and 16 of paper-size models). Returns the report's section ("" when not run)."""
+    """DDP, ZeRO-1 and ZeRO-2 under off, cc and fast (tools/shard_study.py), where a rank fits the emulated
+    GPU, and the bucket sweep. Only with `--only sharding` (a long study: P = 8 to 64 of paper-size
+    models). Returns the report's section ("" when not run) and its figure (or None)."""
     if not study_selected(args, emulate_ok, "sharding", in_quick=False) or not args.only:
-        return ""
-    hardware_us, models, ranks = shard_study_grid(args)
-    specs = shard_study.specs(hardware_us, models, ranks)
+        return "", None
+    hardware_us, models, ranks, sweep = shard_study_grid(args)
+    memory = {}
+
+    def fits(m, P, stage):
+        seq = min(args.emu_seq, CONTEXT.get(m, args.emu_seq))
+        batch = shard_study.MODEL_BATCH.get(m, args.emu_batch)
+        memory[(m, P, stage)] = shard_study.rank_memory(args.bin, m, P, stage, batch, seq)
+        return memory[(m, P, stage)][1]
+
+    buckets = tuple(float(b) for b in args.shard_buckets.split(",") if b)
+    buckets = tuple(int(b) if b.is_integer() else b for b in buckets)  # ids and flags as 25, not 25.0
+    specs = shard_study.specs(hardware_us, models, ranks, fits, sweep, buckets)
+    skipped = [(m, P, st, gib) for (m, P, st), (gib, ok) in memory.items() if not ok]
     run_specs(args, out, specs, "sharding")
     if args.dry_run:
-        return ""
-    return shard_study.section(shard_study.load_results(out, specs), hardware_us, models, ranks)
+        return "", None
+    res, every = shard_study.load_results(out, specs)
+    return (shard_study.section(res, hardware_us, models, ranks, every, skipped, sweep, buckets),
+            shard_study.figure(res, every, out, models, ranks, sweep, buckets))
 
 
-def report(args, out, recs, model_text, scenario_text="", algo_text="", algo_fig=None, shard_text=""):
+def report(args, out, recs, model_text, scenario_text="", algo_text="", algo_fig=None, shard_text="",
+           shard_fig=None):
     variants = TEE_MODES
     toll = args.cc_transfer_us
     cal = getattr(args, "calibration", None)
@@ -756,7 +776,7 @@ def report(args, out, recs, model_text, scenario_text="", algo_text="", algo_fig
     parts += wall_parts
     parts.append(checks_section(wall, out, "wall clock", scaling_model=True))
     made, note = figures(out, recs + wall, secs)
-    made += [algo_fig] if algo_fig else []
+    made += [f for f in (algo_fig, shard_fig) if f]
     if made:
         parts.append("## Figures\n\n" + "\n".join(f"![{m}]({m}.png)" for m in made) + "\n")
     elif note:
@@ -815,7 +835,11 @@ def main():
     ap.add_argument("--shard-models", default=",".join(shard_study.MODELS), help="the sharding study's models "
                     "(tools/shard_study.py; runs with --only sharding)")
     ap.add_argument("--shard-ranks", default=",".join(map(str, shard_study.RANKS)), help="the sharding study's "
-                    "ranks (default 8,16)")
+                    "ranks (default " + ",".join(map(str, shard_study.RANKS)) + ")")
+    ap.add_argument("--shard-sweep", default=shard_study.SWEEP, help="MODEL:P of the sharding study's bucket "
+                    "(unit-size) sweep, off and cc (default " + shard_study.SWEEP + "; empty: none)")
+    ap.add_argument("--shard-buckets", default=",".join(map(str, shard_study.BUCKETS)), help="bucket sizes of "
+                    "the sharding study's sweep, MiB (default " + ",".join(map(str, shard_study.BUCKETS)) + ")")
     ap.add_argument("--repeats", type=int, default=1, help="make each real-compute run this many times and "
                     "keep the median (default 1; emulated runs are in virtual time, the same every time)")
     ap.add_argument("--force", action="store_true", help="re-run runs whose summary already exists")
@@ -884,7 +908,8 @@ def main():
             _, _, ranks, _, sweep_p = algo_study_args(args)
             widest += list(ranks) + [sweep_p]
         if study_selected(args, emulate_ok, "sharding", in_quick=False):
-            widest += list(shard_study_grid(args)[2])
+            _, _, ranks, sweep = shard_study_grid(args)
+            widest += list(ranks) + ([sweep[1]] if sweep else [])
         subprocess.check_call([args.bin, "provision", "--out", os.path.join(out, "vendor"),
                                "--devices", str(max(widest))],
                               stdout=subprocess.DEVNULL)
@@ -917,7 +942,7 @@ def main():
         w.writerows(rows)
     scenario_text = run_scenarios(args, out, emulate_ok)
     algo_text, algo_fig = run_algo_study(args, out, emulate_ok)
-    shard_text = run_shard_study(args, out, emulate_ok)
+    shard_text, shard_fig = run_shard_study(args, out, emulate_ok)
     model_text = ""
     top_help = subprocess.run([args.bin, "--help"], capture_output=True, text=True).stdout
     if recs and re.search(r"^\s+model\s", top_help, re.M):
@@ -927,7 +952,8 @@ def main():
             sys.stderr.write("reproduce: `teetrain model` FAILED:\n" + p.stdout[-2000:] + p.stderr[-2000:])
             sys.exit(1)
         model_text = p.stdout
-    report(args, out, recs, model_text, scenario_text, algo_text, algo_fig, shard_text=shard_text)
+    report(args, out, recs, model_text, scenario_text, algo_text, algo_fig, shard_text=shard_text,
+           shard_fig=shard_fig)
     print(f"reproduce: done in {time.time() - t_start:.0f} s; report: {os.path.join(out, 'report.md')}")
 
 

@@ -12,14 +12,31 @@ DDP under `cc` is measured here, not assumed. Every run is the emulated platform
 Per model, P, TEE mode and stage: the step time, its slowdown over the same stage with TEE off, the
 messages the gradient collectives sealed per step (summary counter ring_sealed: reduce-scatters,
 all-gathers, the gradient norm's parts) and every byte rank 0 sealed per step (bytes_sealed: those
-messages and the batches' ingress).
+messages and the batches' ingress). A (model, P, stage) whose rank does not fit the emulated GPU's
+memory (`teetrain models --ranks P --shard S --batch B --seq T`, the check `teetrain train` applies) is
+not run, and the section says so with its size.
+
+The bucket sweep (one model and P, off and cc, DDP and ZeRO-1, BUCKETS MiB; ZeRO-2 moves and seals what
+ZeRO-1 does) is the unit-size sweep of ZeRO-1/2, whose collectives go bucket by bucket: it separates cc's overhead over off into a part per
+message sealed and a part per byte sealed (least squares over the sweep), and the crossover, the
+message size at which the two parts are equal, says whether a message costs mostly its crossings or
+its bytes.
 """
 import os
+import re
+import subprocess
 
 import study_runs
 
 MODELS = ("gpt2", "gpt2-xl", "llama-3.2-1b", "llama-3-8b")
 RANKS = (8, 16)
+BUCKETS = (5, 25, 100)  # MiB, the sweep's bucket (unit) sizes
+SWEEP_BUCKET = 25  # the bucket of the grid, and of the sweep's middle point
+SWEEP = "gpt2-xl:16"  # MODEL:P of the bucket sweep (reproduce.py --shard-sweep)
+SWEEP_STAGES = ("none", "optimizer")
+# Sequences per GPU where the grid's 4 x 1024 leaves no trainable stage inside an H100's 80 GiB:
+# llama-3-8b's activations of 4 x 1024 tokens are 55.6 GiB, beside its parameters' 29.9.
+MODEL_BATCH = {"llama-3-8b": 1}
 MODES = ("off", "cc", "fast")
 STAGES = ("none", "optimizer", "gradients")
 STAGE_NAMES = {"none": "DDP", "optimizer": "ZeRO-1", "gradients": "ZeRO-2"}
@@ -27,18 +44,40 @@ STAGE_NAMES = {"none": "DDP", "optimizer": "ZeRO-1", "gradients": "ZeRO-2"}
 CC_HARDWARE = "h100-pageable"
 
 
-def spec(model, P, mode, stage, hardware_us):
+def spec(model, P, mode, stage, hardware_us, bucket=SWEEP_BUCKET):
     tee = ["--tee", mode, "--shard", stage]
     if mode != "off":
         tee += ["--cc-transfer-us", f"{hardware_us:g}", "--cc-hardware", CC_HARDWARE]
-    return dict(id=f"shard-{model}-P{P}-{mode}-{stage}", groups={"sharding"}, model=model, P=P, variant=mode,
-                tee_args=tee, bucket=25, overlap="on", emulate=True, batch=None, stage=stage)
+    tag = "" if bucket == SWEEP_BUCKET else f"-b{bucket:g}"
+    return dict(id=f"shard-{model}-P{P}-{mode}-{stage}{tag}", groups={"sharding"}, model=model, P=P,
+                variant=mode, tee_args=tee, bucket=bucket, overlap="on", emulate=True, batch=MODEL_BATCH.get(model),
+                stage=stage)
 
 
-def specs(hardware_us, models=MODELS, ranks=RANKS):
-    """Every run of the study, each made once (virtual time)."""
-    return [spec(m, P, mode, stage, hardware_us) for m in models for P in ranks for mode in MODES
-            for stage in STAGES]
+def rank_memory(binary, model, P, stage, batch, seq):
+    """(GiB per rank, whether the emulated h100 holds it), from `teetrain models`: the numbers the run's
+    own check (exit 2) uses."""
+    out = subprocess.run([binary, "models", "--model", model, "--ranks", str(P), "--shard", stage,
+                          "--batch", str(batch), "--seq", str(seq)], capture_output=True, text=True, check=True)
+    for line in out.stdout.splitlines():
+        got = re.search(r"([0-9.]+) GiB\s+(yes|no|-)\s", line + " ")
+        if line.split()[:1] == [model] and got:
+            return float(got.group(1)), got.group(2) != "no"
+    raise RuntimeError(f"teetrain models printed no row for {model}")
+
+
+def specs(hardware_us, models=MODELS, ranks=RANKS, fits=None, sweep=None, buckets=BUCKETS):
+    """Every run of the study, each made once (virtual time): those `fits(model, P, stage)` allows (every
+    one without it), and the bucket sweep at sweep = (model, P) when given (the grid's bucket reuses the
+    grid's runs)."""
+    grid = [spec(m, P, mode, stage, hardware_us) for m in models for P in ranks for mode in MODES
+            for stage in STAGES if fits is None or fits(m, P, stage)]
+    if sweep is not None:
+        m, P = sweep
+        grid += [spec(m, P, mode, stage, hardware_us, b) for b in buckets
+                 if b != SWEEP_BUCKET or m not in models or P not in ranks
+                 for mode in ("off", "cc") for stage in SWEEP_STAGES if fits is None or fits(m, P, stage)]
+    return grid
 
 
 def per_step(summary, counter):
@@ -50,10 +89,38 @@ def per_step(summary, counter):
 
 
 def load_results(out, runs):
-    """{(model, P, mode, stage): (step_s, collective messages sealed per step, bytes sealed per step)}."""
-    return {(r["model"], r["P"], r["variant"], r["stage"]):
-            (s["step_s_mean"], per_step(s, "ring_sealed"), per_step(s, "bytes_sealed"))
-            for r, s in study_runs.summaries(out, runs)}
+    """{(model, P, mode, stage): (step_s, collective messages sealed per step, bytes sealed per step)} of
+    the grid's bucket, and {(model, P, mode, stage, bucket): the same} of every run (the sweep's too)."""
+    every = {(r["model"], r["P"], r["variant"], r["stage"], r["bucket"]):
+             (s["step_s_mean"], per_step(s, "ring_sealed"), per_step(s, "bytes_sealed"))
+             for r, s in study_runs.summaries(out, runs)}
+    grid = {k[:4]: v for k, v in every.items() if k[4] == SWEEP_BUCKET}
+    return grid, every
+
+
+def crossover(every, model, P):
+    """cc's overhead over off in the sweep of (model, P), fitted as a x messages + b x bytes sealed per step
+    over every stage and bucket (least squares, both >= 0): (a seconds per message, b seconds per byte,
+    the crossover a / b in bytes), or None with fewer than three runs or no per-byte part."""
+    rows = []
+    for (m, p, mode, stage, bucket), got in every.items():
+        off = every.get((m, p, "off", stage, bucket))
+        if (m, p, mode) == (model, P, "cc") and off is not None:
+            rows.append((got[1], got[2], got[0] - off[0]))
+    if len(rows) < 3:
+        return None
+    sxx = sum(x * x for x, _, _ in rows)
+    syy = sum(y * y for _, y, _ in rows)
+    sxy = sum(x * y for x, y, _ in rows)
+    sxz = sum(x * z for x, _, z in rows)
+    syz = sum(y * z for _, y, z in rows)
+    det = sxx * syy - sxy * sxy
+    if det <= 0:
+        return None
+    a, b = (sxz * syy - syz * sxy) / det, (syz * sxx - sxz * sxy) / det
+    if a < 0 or b <= 0:  # the non-negative fit puts the whole overhead on one side
+        a, b = (0.0, syz / syy) if a < 0 else (sxz / sxx, 0.0)
+    return (a, b, a / b) if b > 0 else None
 
 
 def ms(s):
@@ -96,8 +163,38 @@ def findings(res, models, ranks):
     return words
 
 
-def section(res, hardware_us, models=MODELS, ranks=RANKS):
-    """The report's "Sharding" section (markdown; "" when no run is there)."""
+def sweep_rows(every, model, P, buckets):
+    out = []
+    for bucket in buckets:
+        for stage in SWEEP_STAGES:
+            got, off = every.get((model, P, "cc", stage, bucket)), every.get((model, P, "off", stage, bucket))
+            if got is not None and off is not None:
+                out.append([f"{bucket:g}", STAGE_NAMES[stage], ms(off[0]), ms(got[0]), f"{got[0] / off[0]:.2f}x",
+                            f"{got[1]:.0f}", mib(got[2])])
+    return out
+
+
+def sweep_text(every, model, P, buckets):
+    body = sweep_rows(every, model, P, buckets)
+    if not body:
+        return ""
+    head = ["bucket MiB", "stage", "off ms/step", "cc ms/step", "over off", "messages sealed/step", "MiB sealed/step"]
+    text = (f"### Bucket (unit) sweep: {model}, P = {P}, cc\n\n| " + " | ".join(head) + " |\n|"
+            + "---|" * len(head) + "\n" + "\n".join("| " + " | ".join(r) + " |" for r in body) + "\n\n")
+    fit = crossover(every, model, P)
+    if fit is not None:
+        a, b, x = fit
+        text += (f"cc's overhead over off, fitted over these runs: {1e6 * a:.1f} us per message sealed and "
+                 f"{1e9 * b:.3f} ns per byte sealed (every byte of a message is sealed, copied through the bounce "
+                 f"buffers and opened), so a message of **{x / 2**20:.2f} MiB** costs as much in its fixed costs "
+                 "as in its bytes: shorter messages (more ranks, smaller buckets) are dominated by the per-message "
+                 "cost, longer ones by the per-byte cost.\n\n")
+    return text
+
+
+def section(res, hardware_us, models=MODELS, ranks=RANKS, every=None, skipped=(), sweep=None, buckets=BUCKETS):
+    """The report's "Sharding" section (markdown; "" when no run is there). skipped: (model, P, stage,
+    GiB per rank) that the emulated GPU does not hold; sweep: the bucket sweep's (model, P)."""
     body = rows(res, models, ranks)
     if not body:
         return ""
@@ -109,9 +206,82 @@ def section(res, hardware_us, models=MODELS, ranks=RANKS):
             "step time over the same stage with TEE off; the messages are those rank 0's gradient collectives "
             "sealed per step (DDP: the all-reduce; ZeRO: the reduce-scatter, the gradient norm's parts and the "
             "parameter all-gather), the bytes all it sealed per step (the batches' ingress too).\n\n")
+    if skipped:
+        text += ("Not run, as an 80 GiB H100 does not hold a rank (`teetrain models --ranks P --shard S`, the "
+                 "check `teetrain train` refuses them with): "
+                 + ", ".join(f"{m} P={P} {STAGE_NAMES[st]} ({gib:.1f} GiB)" for m, P, st, gib in skipped) + ".\n\n")
     text += ("| " + " | ".join(head) + " |\n|" + "---|" * len(head) + "\n"
              + "\n".join("| " + " | ".join(r) + " |" for r in body) + "\n\n")
     words = findings(res, models, ranks)
     if words:
-        text += "**Findings**: " + "; ".join(words) + ".\n"
+        text += "**Findings**: " + "; ".join(words) + ".\n\n"
+    if every is not None and sweep is not None:
+        text += sweep_text(every, *sweep, buckets)
     return text
+
+
+def figure(res, every, out, models=MODELS, ranks=RANKS, sweep=None, buckets=BUCKETS):
+    """fig_sharding.png: cc's slowdown over off per stage against P (left) and, in the bucket sweep, cc's
+    overhead split into its per-message and per-byte parts (right). Returns its name, or None (no
+    matplotlib, or no runs)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    series = {}
+    for m in models:
+        for st in STAGES:
+            pts = [(P, res[(m, P, "cc", st)][0] / res[(m, P, "off", st)][0]) for P in ranks
+                   if (m, P, "cc", st) in res and (m, P, "off", st) in res]
+            if pts:
+                series[f"{m} {STAGE_NAMES[st]}"] = pts
+    if not series:
+        return None
+    import sys
+    sys.dont_write_bytecode = True  # Note [Figure palette]: tools/figures/palette.py
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "figures"))
+    import palette
+    matplotlib.rcParams.update(palette.rcparams())
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.5))
+    for (label, pts), (colour, hatch, marker) in zip(series.items(), palette.series_styles(len(series))):
+        a1.plot(*zip(*pts), marker=marker, color=colour, ls=palette.LINESTYLES[hatch], label=label)
+    a1.set_xscale("log", base=2)
+    a1.set_xticks(list(ranks))
+    a1.set_xticklabels([str(P) for P in ranks])
+    a1.minorticks_off()
+    a1.set_xlabel("ranks P")
+    a1.set_ylabel("cc step time / TEE off (same stage)")
+    a1.set_title("cc slowdown per stage")
+    a1.legend()
+    fit = crossover(every, *sweep) if sweep is not None else None
+    if fit is not None:
+        a, b, x = fit
+        styles = palette.series_styles(2 * len(SWEEP_STAGES))
+        for k, st in enumerate(SWEEP_STAGES):
+            pts = sorted((bk, every[(sweep[0], sweep[1], "cc", st, bk)]) for bk in buckets
+                         if (sweep[0], sweep[1], "cc", st, bk) in every)
+            if not pts:
+                continue
+            xs = [bk for bk, _ in pts]
+            for j, (what, ys) in enumerate((("per message", [1e3 * a * r[1] for _, r in pts]),
+                                            ("per byte", [1e3 * b * r[2] for _, r in pts]))):
+                colour, hatch, marker = styles[2 * k + j]
+                a2.plot(xs, ys, marker=marker, color=colour, ls=palette.LINESTYLES[hatch],
+                        label=f"{STAGE_NAMES[st]} {what}")
+        a2.set_xscale("log")
+        a2.set_yscale("log")  # the per-byte part is tens of times the per-message part
+        a2.set_xticks(sorted(buckets))
+        a2.set_xticklabels([f"{b:g}" for b in sorted(buckets)])
+        a2.minorticks_off()
+        a2.set_xlabel("bucket MiB")
+        a2.set_ylabel("cc overhead, ms per step")
+        a2.set_title(f"{sweep[0]} P={sweep[1]}: crossover at {x / 2**20:.2f} MiB per message")
+        a2.legend()
+    else:
+        a2.set_axis_off()
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "fig_sharding.png"), dpi=110)
+    plt.close(fig)
+    return "fig_sharding"

@@ -31,21 +31,21 @@ std::vector<GpuSpec> gpu_specs() {
   constexpr double kEff = kMeasuredMatmulEfficiency, kTraffic = kMeasuredActTraffic;
   constexpr double kConv = kMeasuredConvEfficiency, kConv32 = kMeasuredConvEfficiencyFp32;
   return {
-      // NVIDIA H100 SXM5 data sheet: FP32 67, TF32 989* / BF16 1979* TFLOPS (sparse), HBM3 3.35 TB/s.
+      // NVIDIA H100 SXM5 data sheet: FP32 67, TF32 989* / BF16 1979* TFLOPS (sparse), HBM3 3.35 TB/s, 80 GB.
       // AES-GCM: our kernel (tee/cuda) sealed 148.8 GB/s on an H200 for 64 x 1 MiB messages, the ring's
       // segment size (bench_gpu_aead, 2026-11-26). It is bound by SM integer throughput, not memory (it
       // moves ~0.3 TB/s of HBM's 3-5), and an H100 SXM has the same 132 SMs: the H200 figure is used.
       // NVLink 4: 18 links x 25 GB/s per direction = 450 GB/s each way (900 GB/s total).
-      {"h100", 67.0, 494.7, 989.4, 3350.0, kEff, kTraffic, 148.8, 450.0, kConv, kConv32, 132},
-      // NVIDIA H200 SXM data sheet: same Hopper compute as H100 SXM, HBM3e 4.8 TB/s.
-      {"h200", 67.0, 494.7, 989.4, 4800.0, kEff, kTraffic, 148.8, 450.0, kConv, kConv32, 132},
+      {"h100", 67.0, 494.7, 989.4, 3350.0, kEff, kTraffic, 148.8, 450.0, kConv, kConv32, 132, 80.0},
+      // NVIDIA H200 SXM data sheet: same Hopper compute as H100 SXM, HBM3e 4.8 TB/s, 141 GB.
+      {"h200", 67.0, 494.7, 989.4, 4800.0, kEff, kTraffic, 148.8, 450.0, kConv, kConv32, 132, 141.0},
       // NVIDIA A100 80GB SXM data sheet: FP32 19.5, TF32 156, BF16 312 TFLOPS, HBM2e 2039 GB/s.
       // NVLink 3: 12 links x 25 GB/s = 300 GB/s each way.
-      {"a100", 19.5, 156.0, 312.0, 2039.0, kEff, kTraffic, 0.0, 300.0, kConv, kConv32, 108},
+      {"a100", 19.5, 156.0, 312.0, 2039.0, kEff, kTraffic, 0.0, 300.0, kConv, kConv32, 108, 80.0},
       // NVIDIA V100 SXM2 data sheet: FP32 15.7 TFLOPS, FP16 tensor 125 TFLOPS (no TF32/BF16: the
-      // tf32 column repeats FP32, the bf16 column is FP16 mixed precision), HBM2 900 GB/s.
+      // tf32 column repeats FP32, the bf16 column is FP16 mixed precision), HBM2 900 GB/s, 32 GB.
       // NVLink 2: 6 links x 25 GB/s = 150 GB/s each way.
-      {"v100", 15.7, 15.7, 125.0, 900.0, kEff, kTraffic, 0.0, 150.0, kConv, kConv32, 80},
+      {"v100", 15.7, 15.7, 125.0, 900.0, kEff, kTraffic, 0.0, 150.0, kConv, kConv32, 80, 32.0},
   };
 }
 

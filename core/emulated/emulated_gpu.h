@@ -82,6 +82,9 @@ struct GpuSpec {
   double conv_efficiency = kMeasuredConvEfficiency;           // achieved fraction of peak in convolutions
   double conv_efficiency_fp32 = kMeasuredConvEfficiencyFp32;  // the same in exact FP32
   int sms = 132;  // streaming multiprocessors (kernels with fewer blocks than this leave some idle)
+  // Device memory, GiB (the data sheets' "80 GB" of HBM are 80 GiB); a run whose rank needs more is
+  // refused (engine/state_memory.h). 0: not checked (a host profile that does not give it).
+  double memory_gib = 0;
   double row_kernel_seconds = kMeasuredRowKernelSeconds;  // fixed cost of each transformer kernel
   double optimizer_gbps = 0;  // rate the fused optimizer streams its state (0 = 60% of hbm_gbps)
   // Element-wise ops whose traffic exceeds cache_bytes stream from memory at memory_gbps instead of

@@ -213,17 +213,23 @@ void save_cost_model(const std::string& path, TeeMode mode, const comm::CostFit&
 }
 
 AlgoSelection::AlgoSelection(std::optional<comm::ReduceAlgo> request, CostModelSource model, int ranks,
-                             std::size_t segment_bytes, std::size_t overhead)
+                             std::size_t segment_bytes, std::size_t overhead, bool split)
     : request_(request),
       model_(std::move(model)),
       ranks_(ranks),
       segment_bytes_(segment_bytes),
-      overhead_(overhead) {}
+      overhead_(overhead),
+      split_(split) {}
 
 const comm::AlgoChoice& AlgoSelection::choice(int bucket, std::size_t count) {
   const auto it = buckets_.find(bucket);
   if (it != buckets_.end() && it->second.bytes == count * sizeof(float)) return it->second.choice;
   Pick p{count * sizeof(float), comm::choose_algo(model_.model, ranks_, count, segment_bytes_, overhead_)};
+  if (!request_ && split_) {
+    // The ring at its cheaper segmentation, whatever rd or rhd would have cost.
+    p.choice.algo = comm::ReduceAlgo::Ring;
+    p.choice.segment_bytes = p.choice.segments_of[static_cast<std::size_t>(comm::ReduceAlgo::Ring)];
+  }
   if (request_) {
     // A fixed algorithm runs as asked: at the run's segments, priced there.
     const comm::ReduceAlgo algo = *request_;
@@ -243,6 +249,7 @@ double AlgoSelection::predicted_us(int bucket, std::size_t count) {
 }
 
 std::string AlgoSelection::describe() const {
+  if (!request_ && split_) return "auto (cost model: the ring's segments per bucket, its halves run apart)";
   if (!request_) return "auto (cost model: ring, rd or rhd per bucket)";
   return comm::reduce_algo_title(*request_);
 }

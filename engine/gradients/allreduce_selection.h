@@ -63,12 +63,14 @@ nlohmann::json cost_model_json(const comm::CostModel& m);
 // Per bucket: the algorithm and its segments, remembered the first time the bucket is seen (bucket
 // sizes are fixed for a run), and what the model predicted for each algorithm. A fixed request runs
 // at the run's segments; auto may cut a small bucket's messages to the transport's eager limit
-// (comm/allreduce/allreduce_cost.h).
+// (comm/allreduce/allreduce_cost.h). `split` (--shard): the bucket runs as the ring's reduce-scatter and
+// all-gather apart, and only the ring is split, so auto picks the ring's segmentation alone, priced as
+// the two halves (together the ring all-reduce's hops: allreduce_work's ring).
 class AlgoSelection {
  public:
   // overhead: the channel's wire bytes per message beyond the payload (header and tag when sealed).
   AlgoSelection(std::optional<comm::ReduceAlgo> request, CostModelSource model, int ranks,
-                std::size_t segment_bytes, std::size_t overhead = 0);
+                std::size_t segment_bytes, std::size_t overhead = 0, bool split = false);
   // What runs for the bucket: algo and segment_bytes (predicted_us: the model's view of each algorithm).
   const comm::AlgoChoice& choice(int bucket, std::size_t count);
   comm::ReduceAlgo pick(int bucket, std::size_t count) { return choice(bucket, count).algo; }
@@ -90,6 +92,7 @@ class AlgoSelection {
   int ranks_;
   std::size_t segment_bytes_;
   std::size_t overhead_;
+  bool split_;
   std::map<int, Pick> buckets_;
 };
 

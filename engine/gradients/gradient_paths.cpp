@@ -68,25 +68,29 @@ class HostPath final : public GradientPath {
     });
     segment_ = as_cut(pick_segment(o.segment_kb, s.link), ts);
     const comm::RingOptions ro = ring_options(ts, segment_.bytes);
-    ring_segment_bytes_ = ro.segment_bytes;
     algos_.emplace(parts.wire, parts.channel, parts.memory, ro, &s.profiler);
     // Note [same algorithm on every rank] (allreduce_selection.h): the model's inputs are agreed ones.
     selection_.emplace(o.algo,
                        cost_model_for(o, s.compute, ts, s.platform.modelled_gpu(), s.link.eager_limit),
-                       parts.wire.size(), ro.segment_bytes, parts.channel.overhead());
+                       parts.wire.size(), ro.segment_bytes, parts.channel.overhead(),
+                       /*split=*/o.shard != ShardStage::None);
     what_ = selection_->describe() + " over " + parts.wire.name() + ", " + parts.channel.name();
   }
   void sum(float* g, std::size_t n, long step, int bucket) override {
     const comm::AlgoChoice& c = selection_->choice(bucket, n);
     algos_->allreduce_sum(c.algo, g, n, message_id(step, bucket), c.segment_bytes);
   }
-  // Only the ring is split (the run plan refuses --shard with another --allreduce-algo).
-  bool shards() const override { return selection_->request() == comm::ReduceAlgo::Ring; }
+  // Only the ring is split (the run plan refuses --shard with rd or rhd; auto then picks the ring's
+  // segments alone: AlgoSelection's split).
+  bool shards() const override {
+    return selection_->request().value_or(comm::ReduceAlgo::Ring) == comm::ReduceAlgo::Ring;
+  }
   void reduce_scatter(float* g, std::size_t n, long step, int bucket) override {
-    algos_->ring().reduce_scatter_sum(g, n, message_id(step, bucket), ring_segment_bytes_);
+    algos_->ring().reduce_scatter_sum(g, n, message_id(step, bucket),
+                                      selection_->choice(bucket, n).segment_bytes);
   }
   void all_gather(float* x, std::size_t n, long step, int bucket) override {
-    algos_->ring().all_gather(x, n, message_id(step, bucket), ring_segment_bytes_);
+    algos_->ring().all_gather(x, n, message_id(step, bucket), selection_->choice(bucket, n).segment_bytes);
   }
   std::string describe() const override { return what_; }
   std::optional<SegmentPick> segment() const override { return segment_; }
@@ -101,7 +105,6 @@ class HostPath final : public GradientPath {
   }
 
   SegmentPick segment_;
-  std::size_t ring_segment_bytes_ = 0;  // as the ring cuts them for this TEE mode (ring_options)
   std::optional<comm::Allreducer> algos_;
   std::optional<AlgoSelection> selection_;
   std::string what_;
@@ -154,9 +157,9 @@ void refuse_shard(const PathRequest& r, std::vector<std::string>& out) {
   if (r.parallel.allreduce != AllreduceProvider::Ours)
     out.push_back(what + " splits teetrain's ring into its reduce-scatter and all-gather; --allreduce " +
                   name(r.parallel.allreduce) + " has none: use --allreduce ring, or --shard none");
-  if (r.parallel.algo != comm::ReduceAlgo::Ring)
+  if (r.parallel.algo && *r.parallel.algo != comm::ReduceAlgo::Ring)
     out.push_back(what + " runs on the ring's reduce-scatter and all-gather; --allreduce-algo " +
-                  comm::algo_name(r.parallel.algo) + " is not split: use --allreduce-algo ring");
+                  comm::algo_name(r.parallel.algo) + " is not split: use --allreduce-algo ring or auto");
   // An emulated GPU's gradients are host buffers the ring reaches as it does DDP's (the platform's
   // channel, links and memory cost them); a real GPU's are not, and the device ring is not split.
   if (r.compute.platform() == DeviceKind::Cuda)

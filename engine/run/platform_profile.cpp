@@ -32,6 +32,7 @@ constexpr ProfileField kFields[] = {
 constexpr ProfileField kOptionalFields[] = {
     {"cache_bytes", &GpuSpec::cache_bytes},
     {"memory_gbps", &GpuSpec::memory_gbps},
+    {"memory_gib", &GpuSpec::memory_gib},
 };
 constexpr const char* kHint = " (write one with `teetrain bench host-profile --out FILE.json`)";
 

@@ -251,6 +251,7 @@ void TrainingRun::build_model() {
   platform_ = platform::platform_entry(c.platform())
                   .make(platform_options(c, plan_.switches().on, threads_, rank_, profiler_.clock()));
   backend_ = &platform_->backend();
+  check_device_memory();
   model_ = make_model(*backend_, plan_.model());
   // Placeholder values (an emulated GPU's memory holds zeros): drawing 1.5B random numbers on the
   // host for gpt2-xl would only cost time and memory.
@@ -458,22 +459,70 @@ bool TrainingRun::bf16_emulated() const {
 // The state each rank keeps (engine/state_memory.h: what --shard leaves it), and with bf16 a 16-bit copy
 // of the parameters for the matmuls.
 double TrainingRun::memory_state_gib() const {
-  const auto n = static_cast<double>(model_->num_params());
-  return (state_bytes().total() + (bf16_emulated() ? 2.0 * n : 0.0)) / (1 << 30);
+  return state_bytes().state() / kGiB;
 }
 
 StateBytes TrainingRun::state_bytes() const {
-  return state_bytes_per_rank(model_->num_params(),
-                              plan_.reduced() ? plan_.parallel().shard : ShardStage::None, world_);
+  return state_bytes(plan_.reduced() ? plan_.parallel().shard : ShardStage::None);
+}
+
+// From the model's configuration (models' registry), so that it is known before the model is built.
+StateBytes TrainingRun::state_bytes(ShardStage stage) const {
+  const ScheduleOptions& s = plan_.schedule();
+  return state_bytes_per_rank(model_memory(plan_.model(), s.batch, s.seq), stage, world_, bf16_emulated());
 }
 
 double TrainingRun::memory_gib() const {
-  const bool bf16 = bf16_emulated();
-  const double state = memory_state_gib() * (1 << 30);
-  const double activations =
-      static_cast<double>(model_->activation_bytes(plan_.schedule().batch, plan_.schedule().seq)) *
-      (bf16 ? 0.5 : 1.0);
-  return (state + activations) / (1 << 30);
+  return state_bytes().total() / kGiB;
+}
+
+// "parameters 29.92, gradients 29.92, optimizer state 59.83, activations 0.63, gathered units 0.00 GiB
+// (of the emulated h100's 80 GiB)": the banner's memory line.
+std::string TrainingRun::memory_description() const {
+  const StateBytes b = state_bytes();
+  char text[200];
+  std::snprintf(text, sizeof text,
+                "parameters %.2f, gradients %.2f, optimizer state %.2f, activations %.2f, gathered units "
+                "%.2f GiB per rank",
+                b.params / kGiB, b.grads / kGiB, b.optimizer / kGiB, b.activations / kGiB, b.gathered / kGiB);
+  const EmulatedGpu* gpu = platform_->modelled_gpu();
+  if (gpu == nullptr || gpu->spec.memory_gib <= 0) return text;
+  char fits[80];
+  std::snprintf(fits, sizeof fits, " (of the emulated %s's %.0f GiB)", gpu->spec.name.c_str(),
+                gpu->spec.memory_gib);
+  return text + std::string(fits);
+}
+
+// Before the model is built: an emulated GPU holds what its rank needs, or the run is refused with the
+// numbers and each stage's total at this world size, so that the user sees which one fits.
+void TrainingRun::check_device_memory() const {
+  const EmulatedGpu* gpu = platform_->modelled_gpu();
+  if (gpu == nullptr || gpu->spec.memory_gib <= 0) return;
+  const StateBytes b = state_bytes();
+  if (b.total() <= gpu->spec.memory_gib * kGiB) return;
+  const ShardStage stage = plan_.reduced() ? plan_.parallel().shard : ShardStage::None;
+  char need[320];
+  std::snprintf(
+      need, sizeof need,
+      "%s needs %.1f GiB per rank with --shard %s at %d rank(s), more than the emulated %s's %.0f GiB "
+      "(parameters %.1f, gradients %.1f, optimizer state %.1f, activations %.1f, gathered units %.1f)",
+      plan_.model().name.c_str(), b.total() / kGiB, name(stage), world_, gpu->spec.name.c_str(),
+      gpu->spec.memory_gib, b.params / kGiB, b.grads / kGiB, b.optimizer / kGiB, b.activations / kGiB,
+      b.gathered / kGiB);
+  if (world_ == 1)
+    throw InputError(std::string(need) +
+                     ": one rank keeps the whole state; start several under mpirun with "
+                     "--shard optimizer|gradients, or lower --batch or --seq");
+  std::string stages;
+  for (const auto& [word, s] : EnumNames<ShardStage>::all) {
+    char one[64];
+    std::snprintf(one, sizeof one, "%s%s %.1f", stages.empty() ? "" : ", ", stage_label(s),
+                  state_bytes(s).total() / kGiB);
+    stages += one;
+  }
+  throw InputError(std::string(need) + ": per rank at " + std::to_string(world_) + " ranks, " + stages +
+                   " GiB (--shard none|optimizer|gradients|params); choose a stage that fits, start more "
+                   "ranks, or lower --batch or --seq");
 }
 
 // A sharded run's whole optimizer state in DDP's layout, every rank's shard all-gathered (collective):
@@ -501,10 +550,9 @@ std::string TrainingRun::shard_description() const {
   std::snprintf(bytes, sizeof bytes,
                 "; per rank: parameters %.2f MiB, gradients %.2f MiB, optimizer state %.2f MiB",
                 b.params / kMiB, b.grads / kMiB, b.optimizer / kMiB);
-  return std::string(name(stage)) + (stage == ShardStage::Optimizer ? " (ZeRO-1)" : " (ZeRO-2)") + ": rank " +
-         std::to_string(rank_) + " updates " + std::to_string(state) + " of " +
-         std::to_string(model_->num_params()) + " parameters (its ring chunk of each of " +
-         std::to_string(buckets_.size()) + " buckets)" + bytes;
+  return std::string(name(stage)) + " (" + stage_label(stage) + "): rank " + std::to_string(rank_) +
+         " updates " + std::to_string(state) + " of " + std::to_string(model_->num_params()) +
+         " parameters (its ring chunk of each of " + std::to_string(buckets_.size()) + " buckets)" + bytes;
 }
 
 RunDescription TrainingRun::gather_facts() const {
@@ -513,6 +561,7 @@ RunDescription TrainingRun::gather_facts() const {
   d.params = model_->num_params();
   d.memory_gib = memory_gib();
   d.memory_state_gib = memory_state_gib();
+  d.memory = memory_description();
   d.world = world_;
   d.reduced = plan_.reduced();
   d.threads = threads_;
@@ -579,6 +628,7 @@ nlohmann::json TrainingRun::summary(const TrainResult& r, const RunReport& repor
     return d.reduced ? nlohmann::json(v) : nlohmann::json(nullptr);
   };
   nlohmann::json s = result_json(r, d.images);
+  const nlohmann::json device_memory = gpu != nullptr ? nlohmann::json(gpu->spec.memory_gib) : nullptr;
   s.update({{"num_params", d.params},
             {"memory_gib_per_rank", d.memory_gib},
             {"memory_state_gib_per_rank", d.memory_state_gib},
@@ -598,7 +648,10 @@ nlohmann::json TrainingRun::summary(const TrainResult& r, const RunReport& repor
             {"state_bytes_per_rank",
              {{"params", state_bytes().params},
               {"grads", state_bytes().grads},
-              {"optimizer", state_bytes().optimizer}}},
+              {"optimizer", state_bytes().optimizer},
+              {"activations", state_bytes().activations},
+              {"gathered", state_bytes().gathered}}},
+            {"device_memory_gib", device_memory},
             {"bucket_mb", plan_.parallel().bucket_mb},
             {"buckets", d.buckets},
             {"bucket_bytes", bucket_bytes_json(buckets_)},  // launch order: what the scaling model reads

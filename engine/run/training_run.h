@@ -46,6 +46,7 @@ struct RunDescription {
   std::size_t params = 0;
   double memory_gib = 0;        // per rank: TrainingRun::memory_gib()
   double memory_state_gib = 0;  // its part that does not grow with the batch
+  std::string memory;           // what memory_gib is made of, and the emulated GPU's memory it fits in
   int world = 1;
   int threads = 1;
   std::string tee;  // "tee off", or the mode and its switches
@@ -116,13 +117,17 @@ class TrainingRun {
 
  private:
   // What one rank's device holds, GiB: FP32 parameters, gradients and two optimizer moments (16 bytes a
-  // parameter) and the activations of one batch; an emulated BF16 run keeps a BF16 copy of the weights
-  // too (2 bytes) and its activations in 2-byte elements (half), as mixed-precision training does.
+  // parameter, less as --shard divides them), the activations of one batch and ZeRO-3's gathered units;
+  // an emulated BF16 run keeps a BF16 copy of the weights too (2 bytes) and its activations in 2-byte
+  // elements (half), as mixed-precision training does (engine/state_memory.h).
   double memory_gib() const;
+  std::string memory_description() const;
+  void check_device_memory() const;  // an emulated GPU too small for it refuses the run (exit 2)
   std::string shard_description() const;
   bool sharded() const { return !shard_.empty(); }
   std::unique_ptr<Optimizer> gather_optimizer(long step);
-  StateBytes state_bytes() const;   // per rank, as --shard leaves it
+  StateBytes state_bytes() const;  // per rank, as --shard leaves it
+  StateBytes state_bytes(ShardStage stage) const;
   double memory_state_gib() const;  // the per-parameter part alone
   bool bf16_emulated() const;
   void start_links();

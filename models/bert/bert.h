@@ -50,7 +50,8 @@ struct BertConfig {
   // Throws InputError when a value is not positive, n_embd % n_head != 0 or V < 2.
   void validate() const;
   std::size_t num_params() const;
-  std::string describe() const;  // e.g. "L=12 H=12 C=768 V=30522 T=512"
+  std::size_t block_params() const;  // one encoder layer's floats (a ZeRO-3 unit)
+  std::string describe() const;      // e.g. "L=12 H=12 C=768 V=30522 T=512"
 
   static std::vector<BertPreset> presets();
   static bool is_preset(const std::string& name);

@@ -24,11 +24,16 @@ void BertConfig::validate() const {
   if (n_embd > (1 << 26) || vocab_size > (1 << 30)) throw InputError("bert: n_embd or vocab_size too large");
 }
 
+std::size_t BertConfig::block_params() const {
+  const std::size_t C = static_cast<std::size_t>(n_embd);
+  // qkv 3C^2+3C, output dense C^2+C, intermediate 4C^2+4C, output 4C^2+C, two LayerNorms 4C.
+  return 12 * C * C + 13 * C;
+}
+
 std::size_t BertConfig::num_params() const {
   const std::size_t C = static_cast<std::size_t>(n_embd);
   const std::size_t V = static_cast<std::size_t>(vocab_size);
-  // qkv 3C^2+3C, output dense C^2+C, intermediate 4C^2+4C, output 4C^2+C, two LayerNorms 4C.
-  const std::size_t per_layer = 12 * C * C + 13 * C;
+  const std::size_t per_layer = block_params();
   const std::size_t embeddings = (V + static_cast<std::size_t>(context) + kTypeVocab) * C + 2 * C;
   const std::size_t head = C * C + C + 2 * C + V;  // transform dense, its LayerNorm, decoder bias
   return embeddings + static_cast<std::size_t>(n_layer) * per_layer + head;

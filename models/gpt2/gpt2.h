@@ -42,7 +42,8 @@ struct Gpt2Config {
   void validate() const;
   // Floats in the flat parameter buffer (published count when vocab_multiple == 1).
   std::size_t num_params() const;
-  std::string describe() const;  // e.g. "L=12 H=12 C=768 V=50257 T=1024"
+  std::size_t block_params() const;  // one transformer block's floats (a ZeRO-3 unit)
+  std::string describe() const;      // e.g. "L=12 H=12 C=768 V=50257 T=1024"
 
   // Named presets; preset() throws InputError listing the valid names on an unknown name.
   static std::vector<Gpt2Preset> presets();

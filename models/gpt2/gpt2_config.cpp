@@ -32,12 +32,15 @@ void Gpt2Config::validate() const {
   }
 }
 
+std::size_t Gpt2Config::block_params() const {
+  const std::size_t C = static_cast<std::size_t>(n_embd);
+  return 12 * C * C + 13 * C;  // qkv 3C^2+3C, proj C^2+C, fc 4C^2+4C, fcproj 4C^2+C, 2 LN 4C
+}
+
 std::size_t Gpt2Config::num_params() const {
   const std::size_t C = static_cast<std::size_t>(n_embd);
-  const std::size_t per_layer =
-      12 * C * C + 13 * C;  // qkv 3C^2+3C, proj C^2+C, fc 4C^2+4C, fcproj 4C^2+C, 2 LN 4C
   return static_cast<std::size_t>(padded_vocab()) * C + static_cast<std::size_t>(context) * C +
-         static_cast<std::size_t>(n_layer) * per_layer + 2 * C;
+         static_cast<std::size_t>(n_layer) * block_params() + 2 * C;
 }
 
 std::string Gpt2Config::describe() const {

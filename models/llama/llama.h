@@ -51,7 +51,8 @@ struct LlamaConfig {
   // head size is odd (rotary embeddings turn pairs).
   void validate() const;
   std::size_t num_params() const;
-  std::string describe() const;  // e.g. "L=16 H=32/8 C=2048 F=8192 V=128256 T=131072 tied"
+  std::size_t block_params() const;  // one decoder block's floats (a ZeRO-3 unit)
+  std::string describe() const;      // e.g. "L=16 H=32/8 C=2048 F=8192 V=128256 T=131072 tied"
 
   static std::vector<LlamaPreset> presets();
   static LlamaConfig preset(const std::string& name);  // InputError listing the names on an unknown one

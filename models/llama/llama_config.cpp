@@ -33,11 +33,16 @@ void LlamaConfig::validate() const {
   }
 }
 
-std::size_t LlamaConfig::num_params() const {
+std::size_t LlamaConfig::block_params() const {
   const std::size_t C = static_cast<std::size_t>(n_embd);
   const std::size_t F = static_cast<std::size_t>(ffn_hidden);
   const std::size_t QW = static_cast<std::size_t>(n_head) * static_cast<std::size_t>(head_size());
-  const std::size_t per_layer = static_cast<std::size_t>(qkv_width()) * C + C * QW + 3 * C * F + 2 * C;
+  return static_cast<std::size_t>(qkv_width()) * C + C * QW + 3 * C * F + 2 * C;
+}
+
+std::size_t LlamaConfig::num_params() const {
+  const std::size_t C = static_cast<std::size_t>(n_embd);
+  const std::size_t per_layer = block_params();
   const std::size_t embed = static_cast<std::size_t>(vocab_size) * C;
   return embed * (tied ? 1 : 2) + static_cast<std::size_t>(n_layer) * per_layer + C;
 }

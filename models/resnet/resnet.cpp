@@ -86,6 +86,21 @@ std::size_t ResnetConfig::num_params() const {
   return ResnetLayout::build(*this).num_params;
 }
 
+// Stages are contiguous in the parameter buffer: a stage runs from its first block's first parameter to
+// the next stage's (the classifier's after the last).
+std::size_t ResnetConfig::max_stage_params() const {
+  validate();
+  const ResnetLayout lay = ResnetLayout::build(*this);
+  std::size_t largest = 0, first = 0;  // first: the stage's first block
+  for (const int n : layers) {
+    const std::size_t begin = lay.blocks[first].first_param;
+    first += static_cast<std::size_t>(n);
+    const std::size_t end = first < lay.blocks.size() ? lay.blocks[first].first_param : lay.fc_w;
+    largest = std::max(largest, end - begin);
+  }
+  return largest;
+}
+
 std::size_t ResnetConfig::num_buffers() const {
   validate();
   return ResnetLayout::build(*this).num_buffers;

@@ -65,9 +65,10 @@ struct ResnetConfig {
   int feature_channels() const;  // channels entering the classifier
   // Throws InputError when a value is not positive or the image is too small for the network.
   void validate() const;
-  std::size_t num_params() const;   // floats in the flat parameter buffer
-  std::size_t num_buffers() const;  // floats of batch-norm running statistics
-  std::string describe() const;     // e.g. "basic [2,2,2,2] w=64 3x224x224 -> 1000, imagenet stem"
+  std::size_t num_params() const;        // floats in the flat parameter buffer
+  std::size_t max_stage_params() const;  // the largest stage's floats (a ZeRO-3 unit)
+  std::size_t num_buffers() const;       // floats of batch-norm running statistics
+  std::string describe() const;          // e.g. "basic [2,2,2,2] w=64 3x224x224 -> 1000, imagenet stem"
 
   // Named presets; preset() throws InputError listing the valid names on an unknown name.
   static std::vector<ResnetPreset> presets();

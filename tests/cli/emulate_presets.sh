@@ -5,7 +5,9 @@
 # run that asks for checkpoints is refused with exit 2 and one line naming the conflict. The small presets
 # run at P = 2 (the ring moves their gradients); the 110M-70B BERTs, GPT-2s and Llamas at P = 1, since
 # moving 0.5-280 GB of placeholder gradients per step would test only the machine's memory bandwidth (and
-# ASan's patience). llama-3-8b runs at P = 8 (tests/cli/llama.sh adds its sealed run and compares the two).
+# ASan's patience). llama-3-8b runs at P = 8 with --shard gradients (DDP's 16 bytes a parameter, 120 GiB
+# per rank, exceed an H100's 80 GiB; tests/cli/llama.sh adds its sealed run and compares the two), and
+# llama-3-70b, which no rank of one H100 holds, is refused with exit 2 and the numbers.
 source "$(dirname "$0")/lib.sh" "$@"
 make_corpus
 common=(--steps 2 --timing-warmup 1 --val-batches 0 --no-progress --compute emulate --gpu h100)
@@ -15,7 +17,11 @@ for m in $presets; do
   np=2
   case $m in
     gpt2-tiny | gpt2-mini | bert-tiny | bert-mini | llama-tiny | llama-mini) data=(--data "$WORK/data/tiny" --batch 2 --seq 32) ;;
-    llama-3-8b) data=(--data "$WORK/data/tiny" --batch 1 --seq 32) np=8 ;;
+    llama-3-8b) data=(--data "$WORK/data/tiny" --batch 1 --seq 32 --shard gradients) np=8 ;;
+    llama-3-70b)
+      expect_exit 2 "llama-3-70b needs [0-9.]+ GiB per rank with --shard none at 1 rank\(s\), more than the emulated h100's 80 GiB" -- \
+        "$TT" train --model llama-3-70b --data "$WORK/data/tiny" --batch 1 --seq 32 "${common[@]}"
+      continue ;;
     gpt2* | bert* | llama* | smollm2*) data=(--data "$WORK/data/tiny" --batch 2 --seq 32) np=1 ;;
     resnet*)
       [[ -d /usr/share/datasets/fashion-mnist ]] || { echo "SKIP $m: no Fashion-MNIST"; continue; }

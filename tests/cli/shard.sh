@@ -6,6 +6,7 @@
 #  - the banner and `teetrain models --ranks P --shard S` say what each rank keeps;
 #  - checkpoints hold DDP's layout: saved sharded, resumed sharded or not (and the reverse), exactly;
 #  - a flipped or replayed reduce-scatter or all-gather message exits 3 on every rank;
+#  - --allreduce-algo auto with a shard runs the ring, at the segments the cost model picks;
 #  - what sharding does not run on yet is refused with exit 2 naming what is supported (emulated GPUs:
 #    shard_emulated.sh).
 source "$(dirname "$0")/lib.sh" "$@"
@@ -47,6 +48,16 @@ grep -q "shard optimizer (ZeRO-1): rank 0 updates [0-9]* of 34688 parameters (it
   passes=$((passes + 1)) || { echo "FAIL: the banner's shard line"; cat "$WORK/zero1_3.log"; fails=$((fails + 1)); }
 grep -q '"shard": "gradients"' "$WORK/zero2_3.json" && passes=$((passes + 1)) ||
   { echo "FAIL: the summary's shard"; fails=$((fails + 1)); }
+# --allreduce-algo auto with a shard: the cost model picks the ring's segments (only the ring is split),
+# so the parameters are DDP's with the ring, and every bucket's pick is the ring.
+expect_eq "$(train 3 zero1_auto --shard optimizer --allreduce-algo auto --tee cc)" \
+  "$(json_field "$WORK/ddp_3.json" params_sha256)" "P=3 --shard optimizer --allreduce-algo auto == DDP ring"
+check "auto with a shard picks the ring for every bucket" python3 - "$WORK/zero1_auto.json" <<'PY'
+import json, sys
+sel = json.load(open(sys.argv[1]))["allreduce_selection"]
+assert sel["requested"] == "auto" and sel["buckets"], sel
+assert sel["counts"]["ring"] > 0 and sel["counts"]["rd"] == 0 and sel["counts"]["rhd"] == 0, sel["counts"]
+PY
 
 # Checkpoints hold the whole optimizer state in DDP's layout: a sharded run saved at step 2 and
 # resumed, sharded or not, ends where the uninterrupted DDP run does; so does a DDP checkpoint resumed
@@ -89,7 +100,7 @@ grep -q "phase scatter_reduce" "$WORK/attack_flip_2.log" && grep -q "bucket 1, p
 
 # What each rank keeps: gpt2's 124,439,808 parameters are 1.85 GiB of state per rank under DDP, and
 # 0.81 GiB (parameters whole, a quarter of the gradients and of AdamW's m and v) under ZeRO-2 at P = 4.
-gib() { "$TT" models "$@" | awk '$1 == "gpt2" {print $14}'; }
+gib() { "$TT" models "$@" | awk '$1 == "gpt2" {print $18}'; }
 expect_eq "$(gib)" 1.85 "models: DDP's state per rank"
 expect_eq "$(gib --ranks 4 --shard gradients)" 0.81 "models --ranks 4 --shard gradients: ZeRO-2's state per rank"
 expect_exit 2 "--ranks: must be greater than 0" -- "$TT" models --ranks 0

@@ -4,7 +4,8 @@
 #    all-reduce's: a step's collective messages are DDP's plus the norm's P - 1 (cc re-seals every hop);
 #  - the optimizer is charged for the shard only;
 #  - the same numbers on every run (virtual time);
-#  - the study's first slice (tools/reproduce.py --only sharding) at a tiny size writes its section.
+#  - the study (tools/reproduce.py --only sharding) at a tiny size writes its section, with the bucket
+#    sweep and its figure, and leaves out a model whose rank the emulated GPU does not hold.
 source "$(dirname "$0")/lib.sh" "$@"
 make_corpus
 provision_trust
@@ -53,11 +54,19 @@ a, b = r["zero1-cc"], r["zero1-cc-again"]
 assert a["step_s_mean"] == b["step_s_mean"] and a["phases"] == b["phases"] and a["counters"] == b["counters"]
 PY
 
-# The study's first slice, tiny: DDP, ZeRO-1 and ZeRO-2 in off, cc and fast, its report section.
-"$PY" "$REPO/tools/reproduce.py" --bin "$TT" --data "$WORK/data/tiny" --only sharding --shard-models gpt2-tiny \
-  --shard-ranks 2 --steps 1 --emu-batch 2 --emu-seq 32 --out "$WORK/study" >"$WORK/study.log" 2>&1 ||
+# The study, tiny: DDP, ZeRO-1 and ZeRO-2 in off, cc and fast, and a two-point bucket sweep (the grid's
+# 25 MiB and 0.01 MiB) of DDP and ZeRO-1 in off and cc; llama-3-70b fits no H100 at P = 2 and is left out.
+"$PY" "$REPO/tools/reproduce.py" --bin "$TT" --data "$WORK/data/tiny" --only sharding \
+  --shard-models gpt2-tiny,llama-3-70b --shard-ranks 2 --shard-sweep gpt2-tiny:2 --shard-buckets 25,0.01 \
+  --steps 1 --emu-batch 2 --emu-seq 32 --out "$WORK/study" >"$WORK/study.log" 2>&1 ||
   { echo "FAIL: reproduce.py --only sharding"; tail -20 "$WORK/study.log"; fails=$((fails + 1)); }
 check "study: the sharding section" grep -q "^## Sharded data parallelism under a TEE" "$WORK/study/report.md"
+check "study: the bucket sweep" grep -q "^### Bucket (unit) sweep: gpt2-tiny, P = 2, cc" "$WORK/study/report.md"
+check "study: llama-3-70b not run, with its size" grep -qE "Not run, .*llama-3-70b P=2 DDP \([0-9.]+ GiB\)" \
+  "$WORK/study/report.md"
+if "$PY" -c "import matplotlib" 2>/dev/null; then
+  check "study: the figure" test -s "$WORK/study/fig_sharding.png"
+fi
 check "study: ZeRO-2 under fast seals 3 collective messages a step at P = 2" \
   grep -qE "^\| gpt2-tiny \| 2 \| fast \| ZeRO-2 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+x \| [0-9.]+x \| 3 \|" "$WORK/study/report.md"
 check "study: the findings" grep -qE "^\*\*Findings\*\*: gpt2-tiny P=2 cc: ZeRO-1 [0-9.]+x DDP's step with \+1 messages" \

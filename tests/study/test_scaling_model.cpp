@@ -59,6 +59,34 @@ RunPoint point(int P, int buckets, bool overlap) {
                   .backward_s = 0.3};
 }
 
+// Note [Stage pricing]: each half of the ring is half its time; ZeRO-1/2 leave the all-gather exposed
+// after the optimizer, ZeRO-3 gathers once more, hidden behind forward where it fits.
+TEST(ScalingModel, StagesPriceTheRingsHalves) {
+  Costs c;
+  c.gamma = 2e-8;  // s per crypto byte: a ring far longer than backward, as under cc
+  const double ring = predict_step(c, point(4, 8, false)) - 0.5;  // compute 0.5 s, no tail
+  const double last = ring / 8;                                   // 8 equal buckets
+  ASSERT_GT(ring, 1.0);
+  const RunPoint r = point(4, 8, true);  // backward 0.3 s, forward 0.2 s
+  const double ddp = predict_stage_step(c, r, ShardPrice::Ddp);
+  const double zero12 = predict_stage_step(c, r, ShardPrice::Zero12);
+  const double zero3 = predict_stage_step(c, r, ShardPrice::Zero3);
+  EXPECT_NEAR(ddp, 0.5 + std::max(last, ring - 0.3), 1e-9);
+  EXPECT_NEAR(zero12, 0.5 + std::max(last / 2, ring / 2 - 0.3) + ring / 2, 1e-9);
+  EXPECT_NEAR(zero3, 0.5 + (ring / 2 - 0.2) + std::max(last / 2, ring - 0.3), 1e-9);
+  // Backward hides 0.3 s of DDP's ring and as much of ZeRO-1/2's first half: the same step.
+  EXPECT_NEAR(ddp, zero12, 1e-9);
+  EXPECT_LT(zero12, zero3);
+  // A ring shorter than backward (TEE off): DDP hides all but its last bucket, ZeRO-1/2 not its all-gather.
+  Costs quick;
+  quick.gamma = c.gamma * 0.2 / ring;  // the whole ring takes 0.2 s
+  EXPECT_NEAR(predict_stage_step(quick, r, ShardPrice::Ddp), 0.5 + 0.2 / 8, 1e-9);
+  EXPECT_NEAR(predict_stage_step(quick, r, ShardPrice::Zero12), 0.5 + 0.1 / 8 + 0.1, 1e-9);
+  // Free communication: every stage costs the compute alone; one rank: DDP's step.
+  EXPECT_NEAR(predict_stage_step(Costs{}, r, ShardPrice::Zero3), 0.5, 1e-12);
+  EXPECT_EQ(predict_stage_step(c, point(1, 8, true), ShardPrice::Zero3), predict_step(c, point(1, 8, true)));
+}
+
 TEST(ScalingModel, FitRecoversCostsFromSyntheticRuns) {
   const Costs truth{50e-6, 1.0 / 5e9, 1.0 / 1e9, 0};
   std::vector<RunPoint> runs;

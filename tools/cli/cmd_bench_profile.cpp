@@ -258,6 +258,7 @@ GpuSpec measure_profile(const HostProfileOptions& o, nlohmann::json& measured) {
             .conv_efficiency = 1.0,
             .conv_efficiency_fp32 = 1.0,
             .sms = o.threads,
+            .memory_gib = 0,  // not checked: a host's memory is not what an emulated GPU holds
             .row_kernel_seconds = op,
             .optimizer_gbps = opt / 1e9,
             .cache_bytes = cache_bytes(o.threads),

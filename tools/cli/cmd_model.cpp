@@ -95,6 +95,23 @@ void print_projection(const nlohmann::json& report) {
   }
 }
 
+// Each variant's step per sharding stage, side by side (Note [Stage pricing], study/scaling_model.h).
+void print_stages(const nlohmann::json& report) {
+  const nlohmann::json& pr = report["projection"];
+  std::printf(
+      "\nstages: step seconds per sharding stage, same costs and bucket plan (--shard none, "
+      "optimizer|gradients, params)\n  %6s %-28s",
+      "P", "variant");
+  for (const study::ShardPriceName& s : study::kShardPrices) std::printf(" %10s", s.name);
+  std::printf("\n");
+  for (const auto& row : pr["stages"]) {
+    std::printf("  %6d %-28s", row["P"].get<int>(), row["variant"].get<std::string>().c_str());
+    for (const study::ShardPriceName& s : study::kShardPrices)
+      std::printf(" %10.3f", row[s.name].get<double>());
+    std::printf("\n");
+  }
+}
+
 }  // namespace
 
 void register_model_cmd(CLI::App& app) {
@@ -121,6 +138,7 @@ void register_model_cmd(CLI::App& app) {
     print_costs(report);
     print_points(report);
     print_projection(report);
+    print_stages(report);
     if (!json_out->empty()) write_json_file("--json", *json_out, report);
   });
 }

@@ -32,6 +32,7 @@ void print_banner(const RunDescription& d, const ParallelOptions& p) {
   if (!d.host_transport.empty()) std::fprintf(stderr, "  host transport %s\n", d.host_transport.c_str());
   if (!d.grad_memory.empty()) std::fprintf(stderr, "  gradients' memory %s\n", d.grad_memory.c_str());
   if (!d.shard.empty()) std::fprintf(stderr, "  shard %s\n", d.shard.c_str());
+  std::fprintf(stderr, "  memory %s\n", d.memory.c_str());
   if (!d.attestation.empty()) std::fprintf(stderr, "  attestation %s\n", d.attestation.c_str());
   if (!d.single_rank_note.empty()) std::fprintf(stderr, "note: %s\n", d.single_rank_note.c_str());
   if (!d.opt_outs.empty()) std::fprintf(stderr, "  opt-outs %s\n", joined(d.opt_outs).c_str());

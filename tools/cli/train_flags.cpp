@@ -158,8 +158,10 @@ void add_parallel_options(CLI::App* cmd, TrainOptions& o) {
                   "What each rank keeps of the training state: none (DDP: everything); optimizer (ZeRO-1: "
                   "AdamW state for its shard only; gradients are reduce-scattered per bucket, parameters "
                   "all-gathered after the step); gradients (ZeRO-2: also only its shard of the averaged "
-                  "gradients). The ring on host gradients only (--device cpu, --allreduce-algo ring; real "
-                  "compute, or --compute emulate's virtual time); the same parameters as none, bit for bit");
+                  "gradients); params (ZeRO-3: priced by `teetrain models`, not trained yet). The ring on "
+                  "host gradients only (--device cpu, --allreduce-algo ring or auto; real compute, or "
+                  "--compute emulate's virtual time); the same parameters as none, bit for bit. An emulated "
+                  "GPU refuses a rank that needs more than its memory");
   dp->add_option("--segment-kb", o.parallel.segment_kb,
                  "Ring segment size in KiB (chunks are cut into segments that pipeline); 0 = automatic: "
                  "1 MiB, or under Open MPI's TCP eager limit (read from MPI) when ranks span hosts")

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Memory you can read (docs/design.md §5, "Memory per rank"):
+#  - `teetrain models --model M --ranks P --shard S --batch B --seq T` gives a rank's parameters,
+#    gradients, optimizer state, activations and ZeRO-3's gathered units, and whether an emulated H100
+#    (80 GiB) holds the total: llama-3-8b at P = 8 does with --shard params and does not with DDP;
+#  - an emulated run whose rank needs more than its GPU holds is refused before it starts, with exit 2
+#    and the numbers; one that fits prints the parts in its banner's memory line and its summary;
+#  - --shard params trains nothing yet: refused with exit 2.
+source "$(dirname "$0")/lib.sh" "$@"
+make_corpus
+
+# The row's total per rank (GiB) and whether the h100 holds it: "123.45 no".
+total() { "$TT" models --model llama-3-8b --ranks 8 --batch 1 --seq 64 "$@" |
+  awk '$1 == "llama-3-8b"' | grep -oE '[0-9.]+ GiB +(yes|no)' | sed 's/ GiB */ /'; }
+read -r ddp ddp_fits <<<"$(total --shard none)"
+read -r zero3 zero3_fits <<<"$(total --shard params)"
+echo "llama-3-8b P=8 per rank: DDP $ddp GiB ($ddp_fits), ZeRO-3 $zero3 GiB ($zero3_fits)"
+check "DDP's rank exceeds 80 GiB" awk -v t="${ddp:-0}" 'BEGIN { exit !(t > 80) }'
+expect_eq "$ddp_fits" no "DDP does not fit an h100"
+check "ZeRO-3's rank is under 80 GiB" awk -v t="${zero3:-999}" 'BEGIN { exit !(t > 0 && t < 80) }'
+expect_eq "$zero3_fits" yes "ZeRO-3 fits an h100"
+# ZeRO-3's parts: a block (218,112,000 parameters) gathered twice in float32 is 1.63 GiB; the parameters
+# held are an eighth of 8,030,261,248 floats, 3.74 GiB.
+row=$("$TT" models --model llama-3-8b --ranks 8 --shard params | awk '$1 == "llama-3-8b"')
+grep -qE ' 3\.74 GiB .* 1\.63 GiB ' <<<"$row" && passes=$((passes + 1)) ||
+  { echo "FAIL: ZeRO-3's parameters and gathered units: $row"; fails=$((fails + 1)); }
+expect_exit 2 "unknown model 'llama-9b'" -- "$TT" models --model llama-9b
+
+emu=(train --data "$WORK/data/tiny" --batch 1 --seq 64 --steps 2 --timing-warmup 1 --val-batches 0 --no-progress
+     --compute emulate --gpu h100)
+# llama-3-8b's replica on one emulated H100: refused before the model is built, naming each part.
+expect_exit 2 "llama-3-8b needs 1[0-9][0-9]\.[0-9] GiB per rank with --shard none at 1 rank\(s\), more than the emulated h100's 80 GiB \(parameters 29\.9, gradients 29\.9, optimizer state 59\.8" -- \
+  "$TT" "${emu[@]}" --model llama-3-8b
+# The same on an H200 (141 GiB) fits: the check is the GPU's, not a fixed number.
+"$TT" "${emu[@]}" --model llama-3-8b --gpu h200 --summary "$WORK/h200.json" >"$WORK/h200.log" 2>&1 &&
+  grep -qE "memory parameters 29\.92, gradients 29\.92, optimizer state 59\.83, activations [0-9.]+, gathered units 0\.00 GiB per rank \(of the emulated h200's 141 GiB\)" "$WORK/h200.log" &&
+  passes=$((passes + 1)) || { echo "FAIL: llama-3-8b on an h200"; tail -5 "$WORK/h200.log"; fails=$((fails + 1)); }
+check "summary: the parts and the GPU's memory" python3 - "$WORK/h200.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+b = s["state_bytes_per_rank"]
+assert b["params"] == 4 * 8030261248 and b["optimizer"] == 8 * 8030261248 and b["gathered"] == 0, b
+assert b["activations"] > 0 and s["device_memory_gib"] == 141, s["device_memory_gib"]
+PY
+expect_exit 2 "--shard params \(ZeRO-3\): .teetrain models --shard params. gives its memory, but its training is not built yet" -- \
+  "$TT" "${emu[@]}" --model gpt2-tiny --seq 32 --shard params
+finish
