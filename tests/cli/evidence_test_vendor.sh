@@ -7,7 +7,10 @@
 #     the chain to the vendors' bundled roots fails (exit 3);
 #   - the revoked leaf (with its CA's CRL) and the expired leaf fail the chain (exit 3) naming why; a
 #     damaged MRTD fails the quote's signature;
-#   - --allow-test-roots alone, and a directory of roots without the test label, are bad input (exit 2).
+#   - --allow-test-roots alone, and a directory of roots without the test label, are bad input (exit 2);
+#   - docs/reference/attestation-policy.md: a policy written from a trusted quote passes it; a quote with
+#     another MRTD and debug allowed fails both fields, named in one refusal (exit 3); a policy with a
+#     typo is bad input (exit 2) naming the line and the closest field.
 source "$(dirname "$0")/lib.sh" "$@"
 VENDOR="$2"
 R="$WORK/roots"
@@ -50,4 +53,19 @@ expect_exit 2 "--allow-test-roots needs --test-roots DIR" -- "${V[@]}" "$WORK/q.
 mkdir "$WORK/not_test"
 cp tee/evidence/roots/intel_sgx_root_ca.pem "$WORK/not_test/intel_sgx_root.pem"
 expect_exit 2 "is not a test root" -- "${V[@]}" "$WORK/q.dat" --test-roots "$WORK/not_test" --allow-test-roots
+
+"$TT" attestation-policy --from "$WORK/q.dat" --out "$WORK/policy.txt" >"$WORK/policy.log"
+grep -q "^tdx.mrtd = $(printf 'ab%.0s' {1..48})$" "$WORK/policy.txt" && ok=1 || ok=0
+expect_eq "$ok" 1 "the policy lists the trusted quote's MRTD"
+grep -q "^tdx.debug = refuse$" "$WORK/policy.txt" && ok=1 || ok=0
+expect_eq "$ok" 1 "the policy refuses debug"
+out=$("${V[@]}" "$WORK/q.dat" "${ALLOW[@]}" --policy "$WORK/policy.txt")
+grep -q "^verdict: VERIFIED under TEST ROOTS .*; policy [0-9a-f]\{16\}\.\.\. passes" <<<"$out" && ok=1 || ok=0
+expect_eq "$ok" 1 "the trusted quote passes its policy, the verdict naming its digest"
+"$VENDOR" tdx --dir "$R" --report-data "$RD" --mrtd "$(printf 'cd%.0s' {1..48})" --td-attributes 1 --out "$WORK/off.dat"
+expect_exit 3 "policy check failed: tdx.mrtd: cdcdcdcdcdcdcdcd\.\.\. is not one of the 1 value\(s\) the policy allows; tdx.debug: the evidence allows DEBUG" -- \
+  "${V[@]}" "$WORK/off.dat" "${ALLOW[@]}" --policy "$WORK/policy.txt"
+sed 's/^tdx.mrtd/tdx.mrdt/' "$WORK/policy.txt" >"$WORK/typo.txt"
+expect_exit 2 "typo.txt': line 4: unknown field 'tdx.mrdt' \(did you mean tdx.mrtd\?\)" -- \
+  "${V[@]}" "$WORK/q.dat" "${ALLOW[@]}" --policy "$WORK/typo.txt"
 finish
