@@ -42,6 +42,9 @@ expect_exit 3 "certificate chain check failed: .*revoked" -- \
 "$VENDOR" snp --dir "$R" --report-data "$RD" --variant expired --out "$WORK/expired.bin" --vcek-out "$WORK/expired.pem"
 expect_exit 3 "certificate chain check failed: .*expired" -- \
   "${V[@]}" "$WORK/expired.bin" --vcek "$WORK/expired.pem" "${ALLOW[@]}"
+"$VENDOR" snp --dir "$R" --report-data "$RD" --variant revoked --out "$WORK/revoked.bin" --vcek-out "$WORK/revoked.pem"
+expect_exit 3 "certificate chain check failed: .*revoked" -- \
+  "${V[@]}" "$WORK/revoked.bin" --vcek "$WORK/revoked.pem" --crl "$R/amd_ask.crl.pem" "${ALLOW[@]}"
 "$VENDOR" gpu --dir "$R" --nonce "$NONCE" --variant revoked --out "$WORK/gpu_revoked.json"
 expect_exit 3 "certificate chain check failed: .*revoked" -- \
   "${V[@]}" "$WORK/gpu_revoked.json" --crl "$R/nvidia_device_ca.crl.pem" "${ALLOW[@]}"
