@@ -1,9 +1,11 @@
 // `teetrain verify-evidence`: real NVIDIA GPU attestation evidence, verified offline against NVIDIA's
 // bundled roots (tee/evidence/): the SDK's serialized evidence JSON, or the local verifier's report and
 // certificate chain; optionally its reference integrity manifests (RIMs) and revocation lists. Also an
-// Intel TDX quote or an AMD SEV-SNP report with its VCEK, against Intel's and AMD's bundled roots. Prints
-// the evidence field by field, every check's outcome, and one verdict line; exit 0 verified, 3 refused
-// (the first failed check), 2 malformed input.
+// Intel TDX quote or an AMD SEV-SNP report with its VCEK, against Intel's and AMD's bundled roots (or a
+// test vendor's with --test-roots, Note [Test roots]); with --policy, its measurements against a
+// verifier's policy (Note [Evidence policy]). Prints the evidence field by field, every check's outcome,
+// and one verdict line; exit 0 verified, 3 refused (the first failed check, or every failing policy
+// field), 2 malformed input.
 #include <algorithm>
 #include <array>
 #include <cstdio>
