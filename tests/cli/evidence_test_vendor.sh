@@ -8,6 +8,9 @@
 #   - the revoked leaf (with its CA's CRL) and the expired leaf fail the chain (exit 3) naming why; a
 #     damaged MRTD fails the quote's signature;
 #   - --allow-test-roots alone, and a directory of roots without the test label, are bad input (exit 2);
+#   - Intel's QE identity read offline (--qe-identity, --collateral-chain): the test vendor's, current,
+#     is checked and the verdict says so; an expired one is refused (exit 3) unless
+#     --allow-expired-collateral, which the verdict reports; an OutOfDate QE is refused;
 #   - docs/reference/attestation-policy.md: a policy written from a trusted quote passes it; a quote with
 #     another MRTD and debug allowed fails both fields, named in one refusal (exit 3); a policy with a
 #     typo is bad input (exit 2) naming the line and the closest field.
@@ -56,6 +59,22 @@ expect_exit 2 "--allow-test-roots needs --test-roots DIR" -- "${V[@]}" "$WORK/q.
 mkdir "$WORK/not_test"
 cp tee/evidence/roots/intel_sgx_root_ca.pem "$WORK/not_test/intel_sgx_root.pem"
 expect_exit 2 "is not a test root" -- "${V[@]}" "$WORK/q.dat" --test-roots "$WORK/not_test" --allow-test-roots
+
+QE=(--collateral-chain "$R/intel_qe_identity_chain.pem")
+"$VENDOR" qe-identity --dir "$R" --out "$WORK/qe.json"
+out=$("${V[@]}" "$WORK/q.dat" "${ALLOW[@]}" --qe-identity "$WORK/qe.json" "${QE[@]}")
+grep -q "^verdict: VERIFIED under TEST ROOTS .*; QE identity checked against Intel's collateral; TCB status NOT checked" <<<"$out" && ok=1 || ok=0
+expect_eq "$ok" 1 "the QE identity is checked, the verdict saying so"
+"$VENDOR" qe-identity --dir "$R" --out "$WORK/qe_old.json" --next-update -3600
+expect_exit 3 "collateral check failed: the QE identity expired at its nextUpdate" -- \
+  "${V[@]}" "$WORK/q.dat" "${ALLOW[@]}" --qe-identity "$WORK/qe_old.json" "${QE[@]}"
+out=$("${V[@]}" "$WORK/q.dat" "${ALLOW[@]}" --qe-identity "$WORK/qe_old.json" "${QE[@]}" --allow-expired-collateral)
+grep -q "expired collateral ACCEPTED by --allow-expired-collateral" <<<"$out" && ok=1 || ok=0
+expect_eq "$ok" 1 "accepted expired collateral is reported"
+"$VENDOR" qe-identity --dir "$R" --out "$WORK/qe_ood.json" --status OutOfDate
+expect_exit 3 "QE identity check failed: .*OutOfDate" -- \
+  "${V[@]}" "$WORK/q.dat" "${ALLOW[@]}" --qe-identity "$WORK/qe_ood.json" "${QE[@]}"
+expect_exit 2 "--qe-identity needs --collateral-chain" -- "${V[@]}" "$WORK/q.dat" "${ALLOW[@]}" --qe-identity "$WORK/qe.json"
 
 "$TT" attestation-policy --from "$WORK/q.dat" --out "$WORK/policy.txt" >"$WORK/policy.log"
 grep -q "^tdx.mrtd = $(printf 'ab%.0s' {1..48})$" "$WORK/policy.txt" && ok=1 || ok=0

@@ -16,6 +16,7 @@
 #include "tee/evidence/evidence_policy.h"
 #include "tee/evidence/nvidia_verify.h"
 #include "tee/evidence/snp_report.h"
+#include "tee/evidence/tdx_collateral.h"
 #include "tee/evidence/tdx_quote.h"
 #include "tee/regular_file.h"
 #include "tools/cli/commands.h"
@@ -39,6 +40,9 @@ struct EvidenceOptions {
   std::string test_roots;
   bool allow_test_roots = false;
   std::string policy;
+  std::string qe_identity;
+  std::string collateral_chain;
+  bool allow_expired_collateral = false;
 };
 
 // The roots to verify under: the vendors' bundled ones, or a test vendor's (Note [Test roots]).
@@ -164,6 +168,31 @@ void refuse_first_failure(const std::string& source, const std::vector<ev::Check
                            " check failed: " + c.detail);
 }
 
+// With --qe-identity, Intel's QE identity checked offline (tee/evidence/tdx_collateral.h), appended to
+// `checks`; what the verdict says about Intel's collateral either way.
+std::string check_tdx_collateral(const EvidenceOptions& o, const ev::TdxQuote& quote,
+                                 const ev::TdxTrust& trust, std::vector<ev::CheckOutcome>& checks) {
+  if (o.qe_identity.empty())
+    return "TCB status and QE identity NOT checked (no --qe-identity; Intel's TCB info is not read)";
+  if (o.collateral_chain.empty())
+    throw InputError("--qe-identity needs --collateral-chain PEM (the issuer chain Intel sends beside it)");
+  const std::vector<std::uint8_t> json = tee::read_regular_file(o.qe_identity, "--qe-identity", 1 << 20);
+  const std::vector<std::uint8_t> pem =
+      tee::read_regular_file(o.collateral_chain, "--collateral-chain", 1 << 20);
+  const ev::QeIdentity identity =
+      ev::parse_qe_identity(std::string_view(reinterpret_cast<const char*>(json.data()), json.size()),
+                            tee::printable_path(o.qe_identity));
+  const std::vector<tee::Certificate> chain = tee::certificates_from_pem(
+      std::string_view(reinterpret_cast<const char*>(pem.data()), pem.size()), "--collateral-chain");
+  const std::vector<ev::CheckOutcome> more = ev::verify_qe_identity(
+      identity, chain, quote, trust.intel_root, trust.at_unix_time,
+      o.allow_expired_collateral ? ev::StaleCollateral::Accept : ev::StaleCollateral::Refuse);
+  checks.insert(checks.end(), more.begin(), more.end());
+  return std::string("QE identity checked against Intel's collateral") +
+         (o.allow_expired_collateral ? " (expired collateral ACCEPTED by --allow-expired-collateral)" : "") +
+         "; TCB status NOT checked (Intel's TCB info is not read)";
+}
+
 void run_tdx(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
   if (!o.rims.empty() || !o.cert_chain.empty())
     throw InputError("--rim and --cert-chain are for NVIDIA evidence; '" + tee::printable_path(o.file) +
@@ -175,6 +204,7 @@ void run_tdx(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
   const ev::TdxQuote quote = ev::parse_tdx_quote(bytes, tee::printable_path(o.file));
   std::printf("%s", ev::describe(quote).c_str());
   std::vector<ev::CheckOutcome> checks = ev::verify_tdx_quote(quote, trust);
+  const std::string collateral = check_tdx_collateral(o, quote, trust, checks);
   add_roots_check(o, roots, checks);
   std::printf("checks\n");
   print_checks(checks);
@@ -182,9 +212,9 @@ void run_tdx(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
   const std::string policy = apply_policy(o, ev::measurements_of(quote));
   std::printf(
       "%s: Intel TDX quote: PCK chain to %s, QE report, attestation key, quote signature, report data %s; "
-      "%s; TCB status and QE identity NOT checked (they need Intel's collateral)\n",
+      "%s; %s\n",
       verified(roots), trust.intel_root.subject().c_str(), trust.report_data ? "(fresh)" : "NOT checked",
-      policy.c_str());
+      policy.c_str(), collateral.c_str());
 }
 
 // The verdict line: what was verified, and what was not (freshness, revocation, the debug policy).
@@ -336,6 +366,16 @@ void register_verify_evidence(CLI::App& app) {
       "--policy", o->policy,
       "A verifier's policy of real measurements (teetrain attestation-policy writes one): every "
       "field the evidence fails is named (exit 3); fields it leaves out are listed as NOT constrained");
+  cmd->add_option(
+      "--qe-identity", o->qe_identity,
+      "Intel's QE identity JSON for a TDX quote (fetched from Intel PCS: docs/reference/"
+      "verify-evidence.md), with --collateral-chain: the quoting enclave must be the one it names, at "
+      "an UpToDate TCB level; expired collateral is refused");
+  cmd->add_option(
+      "--collateral-chain", o->collateral_chain,
+      "The PEM issuer chain Intel sends beside the QE identity (TCB signing certificate, SGX root)");
+  cmd->add_flag("--allow-expired-collateral", o->allow_expired_collateral,
+                "Accept a QE identity past its nextUpdate; the verdict says so");
   cmd->add_flag("--allow-test-roots", o->allow_test_roots,
                 "Accept evidence under --test-roots (tests only): the verdict then says TEST ROOTS");
   cmd->callback([o] { run_verify_evidence(*o); });
