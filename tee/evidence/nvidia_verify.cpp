@@ -93,6 +93,12 @@ const char* check_name(Check check) {
       return "chip id";
     case Check::ReportedTcb:
       return "reported TCB";
+    case Check::TrustRoots:
+      return "trust roots";
+    case Check::Collateral:
+      return "collateral";
+    case Check::QeIdentity:
+      return "QE identity";
   }
   return "?";
 }
