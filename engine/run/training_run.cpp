@@ -33,7 +33,8 @@ std::string tee_label(const TeeOptions& o, const TeeSwitches& ts) {
 
 // The summary's "attestation" object (null with TEE off): how the peers were authenticated, whether
 // revoked devices were refused, and a warning when either is not so.
-nlohmann::json attestation_json(const std::optional<comm::AttestConfig>& attest, int world) {
+nlohmann::json attestation_json(const std::optional<comm::AttestConfig>& attest, const TeeSession* session,
+                                int world) {
   if (!attest) return nullptr;
   const AttestationSummary s = attestation_summary(*attest, world);
   nlohmann::json j = {
@@ -45,6 +46,14 @@ nlohmann::json attestation_json(const std::optional<comm::AttestConfig>& attest,
                                                             {"expired", s.revocation_list->expired}}
                                            : nlohmann::json(nullptr);
   if (!s.warning.empty()) j["warning"] = s.warning;
+  if (!s.evidence.empty()) {
+    // Real evidence: what verified it, and what this rank verified of each ring neighbour.
+    nlohmann::json peers = nlohmann::json::array();
+    if (session != nullptr)
+      for (const auto& p : session->verified_peers())
+        peers.push_back({{"rank", p.rank}, {"measurements", p.measurements}});
+    j["evidence"] = {{"verifier", s.evidence}, {"verified_peers", peers}};
+  }
   return j;
 }
 
@@ -535,12 +544,15 @@ RunDescription TrainingRun::gather_facts() const {
                          " on 1 rank: no gradient crosses a link, so only the data and checkpoints are "
                          "sealed; for data-parallel training under the TEE start several ranks: "
                          "mpirun -np N teetrain train ...";
-  d.attestation_summary = attestation_json(links_->attest(), world_);
+  d.attestation_summary = attestation_json(links_->attest(), links_->session(), world_);
   // A TEE run holds a dataset key exactly when its data is sealed (start_links).
   const bool plain_data = plan_.switches().on && !at_rest_.dataset;
   d.opt_outs = opt_outs(plan_.tee(), links_->attest(), plain_data, world_);
   if (const auto& attest = links_->attest()) {
     d.attestation = attestation_banner(*attest, world_);
+    if (const TeeSession* session = links_->session())
+      for (const auto& p : session->verified_peers())
+        d.attestation += "; verified rank " + std::to_string(p.rank) + ": " + p.measurements;
     d.unauthenticated = !attestation_summary(*attest, world_).warning.empty();
   }
   d.images = img_.has_value();

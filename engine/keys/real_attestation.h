@@ -1,0 +1,33 @@
+// Real attestation in the training handshake (`train --attestation tdx|snp|tdx+gpu|snp+gpu`): the
+// prover and verifier that comm/secure/real_evidence.h asks for, made of tee/evidence/ — the same
+// gathering as `gather-evidence` (configfs-tsm, NVML) and the same checks as `verify-evidence` (Intel's,
+// AMD's and NVIDIA's chains and signatures) — so a run and the offline tools cannot disagree.
+#pragma once
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/secure/real_evidence.h"
+
+namespace tt {
+
+// What the user gave for real attestation (paths not yet read).
+struct RealAttestationOptions {
+  std::string tsm_dir;  // configfs-tsm's report directory; "{rank}" becomes the rank; empty: the kernel's
+  std::string vcek;     // SEV-SNP: this rank's VCEK (PEM or DER, as AMD's KDS serves it); "{rank}" expands
+  std::chrono::seconds gather_timeout{60};
+};
+
+// The prover of this rank and the verifier of its peers for `kind`. InputError (exit 2), naming what
+// is missing and what to do, where this rank's hardware cannot answer (no configfs-tsm directory, an
+// SEV-SNP run without --vcek): checked before the handshake, so a machine without the hardware says
+// so at once instead of failing the handshake on every rank.
+comm::RealAttestation make_real_attestation(const comm::RealAttestationKind& kind,
+                                            const RealAttestationOptions& options, int rank);
+
+// The verifier alone (what a rank checks its peers' evidence with).
+std::shared_ptr<const comm::RealEvidenceVerifier> make_real_verifier();
+
+}  // namespace tt
