@@ -93,6 +93,8 @@ const char* check_name(Check check) {
       return "chip id";
     case Check::ReportedTcb:
       return "reported TCB";
+    case Check::TrustRoots:
+      return "trust roots";
   }
   return "?";
 }

@@ -34,10 +34,11 @@ enum class Check {
   AttestationKey,  // TDX: the quoting enclave's report vouches for the attestation key
   ChipId,          // SEV-SNP: the VCEK is the one of the chip the report names
   ReportedTcb,     // SEV-SNP: the VCEK was issued for the TCB the report claims
+  TrustRoots,      // the roots are the vendors', or test roots explicitly allowed (Note [Test roots])
 };
 
 // "certificate chain", "signature", "nonce", "RIM signature", "RIM version", "measurements",
-// "QE report", "attestation key", "chip id", "reported TCB".
+// "QE report", "attestation key", "chip id", "reported TCB", "trust roots".
 const char* check_name(Check check);
 
 struct CheckOutcome {

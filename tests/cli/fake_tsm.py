@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A STAND-IN FOR THE LINUX KERNEL'S configfs-tsm, for tests only: it signs nothing and attests nothing.
+"""A STAND-IN FOR THE LINUX KERNEL'S configfs-tsm, for tests only: it attests nothing.
 
 On a confidential guest the kernel serves /sys/kernel/config/tsm/report (tee/evidence/tsm_report.h,
 Note [configfs-tsm protocol]): a new entry gets its attributes at once, reading `outblob` makes the TEE
@@ -14,11 +14,17 @@ its attributes. A plain directory does none of that, so this process answers lik
   * when the prover opens `generation` (its last read), every attribute is removed, so its rmdir
     succeeds as on configfs; the generation served is the number of writes (+ --extra-writes).
 
+With --vendor (tt_test_vendor's path) and --vendor-dir (its test roots), the report served is not
+OUTBLOB but a TDX quote or SEV-SNP report the test vendor signs over the 64 bytes in inblob, as the
+hardware would (Note [Test roots] in tee/evidence/bundled_roots.h); --vendor-arg passes it more
+(--mrtd HEX, --td-attributes 1, ...), and an SEV-SNP report's VCEK is written to --vcek-to.
+
 --silent never answers (a quote service that is down); --delay holds a new entry's attributes back (a
 slow kernel). Stop it by its pid when the test ends.
 """
 import argparse
 import os
+import subprocess
 import threading
 import time
 
@@ -38,6 +44,18 @@ def populate(entry, args):
     write(os.path.join(entry, "inblob"), b"")  # last: the prover starts once it appears
 
 
+def signed_report(report_data, args):
+    kind = "tdx" if args.provider == "tdx_guest" else "snp"
+    out = os.path.join(args.vendor_dir, "served.%d" % threading.get_ident())
+    command = [args.vendor, kind, "--dir", args.vendor_dir, "--report-data", report_data[:64].hex(), "--out", out]
+    if kind == "snp":
+        command += ["--vcek-out", args.vcek_to or out + ".vcek"]
+    subprocess.run(command + (args.vendor_arg or []), check=True)
+    data = open(out, "rb").read()
+    os.unlink(out)
+    return data
+
+
 def serve(entry, args):
     time.sleep(args.delay)
     populate(entry, args)
@@ -48,7 +66,7 @@ def serve(entry, args):
         return
     report_data = open(inblob, "rb").read()
     privlevel = open(os.path.join(entry, "privlevel"), "rb").read() if args.provider == "sev_guest" else b""
-    out = bytearray(open(args.outblob, "rb").read())
+    out = bytearray(signed_report(report_data, args) if args.vendor else open(args.outblob, "rb").read())
     if args.echo_at is not None:
         out[args.echo_at:args.echo_at + 64] = report_data
     if args.privlevel_at is not None and privlevel:
@@ -68,7 +86,11 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("report_dir")
     p.add_argument("--provider", default="tdx_guest", choices=["tdx_guest", "sev_guest"])
-    p.add_argument("--outblob", required=True, help="the bytes to serve as the report")
+    p.add_argument("--outblob", help="the bytes to serve as the report (unless --vendor signs one)")
+    p.add_argument("--vendor", help="tt_test_vendor: serve a report it signs over inblob")
+    p.add_argument("--vendor-dir", help="the test vendor's roots (tt_test_vendor roots --dir)")
+    p.add_argument("--vendor-arg", action="append", help="one more argument for the test vendor (repeatable)")
+    p.add_argument("--vcek-to", help="where the test vendor writes an SEV-SNP report's VCEK")
     p.add_argument("--auxblob", help="bytes to serve as auxblob (SEV-SNP's certificate table)")
     p.add_argument("--echo-at", type=int, help="copy inblob into the report at this offset")
     p.add_argument("--privlevel-at", type=int, help="write the privlevel (4 bytes LE) into the report here")
@@ -79,6 +101,8 @@ def main():
     p.add_argument("--ready", help="create this file once serving (the test waits for it: a loaded machine "
                                    "may take longer to start Python than the prover's grace for a new entry)")
     args = p.parse_args()
+    if not args.outblob and not (args.vendor and args.vendor_dir):
+        p.error("give --outblob, or --vendor and --vendor-dir")
     os.makedirs(args.report_dir, exist_ok=True)
     if args.ready:
         write(args.ready, b"")

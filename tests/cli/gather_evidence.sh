@@ -10,7 +10,10 @@
 #     beside the report, and the key-binding challenge of docs/design.md §12 as REPORT_DATA; a second
 #     writer (generation), a quote service that never answers (--timeout, also when the time runs out
 #     before the entry's attributes appear) are failures (exit 1); every
-#     entry is removed afterwards.
+#     entry is removed afterwards;
+#   - signed stand-ins: fake_tsm.py and fake_nvml with the test vendor (tests/support/test_vendor) serve
+#     a TDX quote, an SEV-SNP report and GPU evidence signed over the challenge asked for, which
+#     verify-evidence verifies under the test roots with --allow-test-roots (and refuses without).
 source "$(dirname "$0")/lib.sh" "$@"
 F=tests/fixtures/evidence
 SPR=$F/tdx_prod_quote_SPR_E4.dat
@@ -156,6 +159,39 @@ PY
     env TT_FAKE_NVML_CC=off "${NV[@]}" "${G[@]}" --source gpu --nonce $SDK_NONCE --out "$WORK/gpu3.json"
 else
   bad "the NVML stand-in was not given or not built (cmake --build --preset release --target fake_nvml)"
+fi
+
+# Signed stand-ins: the test vendor signs over what the prover asks for (Note [Test roots]).
+VENDOR=${3:-}
+if [[ -x "$VENDOR" ]]; then
+  "$VENDOR" roots --dir "$WORK/roots"
+  ALLOW=(--test-roots "$WORK/roots" --allow-test-roots)
+  fake "$WORK/stdx" --vendor "$VENDOR" --vendor-dir "$WORK/roots" --vendor-arg=--td-attributes --vendor-arg=0
+  "${G[@]}" --tsm-dir "$WORK/stdx" --nonce "$OTHER" --out "$WORK/signed.dat" >"$WORK/stdx.log" 2>&1 && ok ||
+    bad "gather a signed quote" "$WORK/stdx.log"
+  "$TT" verify-evidence "$WORK/signed.dat" --nonce "$OTHER" "${ALLOW[@]}" >"$WORK/stdxv.log" 2>&1 && ok ||
+    bad "the signed quote verifies under the test roots" "$WORK/stdxv.log"
+  grep -q "^verdict: VERIFIED under TEST ROOTS .*Intel TDX quote: .*report data (fresh)" "$WORK/stdxv.log" && ok ||
+    bad "TDX verdict under test roots" "$WORK/stdxv.log"
+  expect_exit 3 "trust roots check failed: .*test root" -- "$TT" verify-evidence "$WORK/signed.dat" --test-roots "$WORK/roots"
+  fake "$WORK/ssnp" --provider sev_guest --vendor "$VENDOR" --vendor-dir "$WORK/roots" --vcek-to "$WORK/vcek.pem"
+  "${G[@]}" --tsm-dir "$WORK/ssnp" --verifier-nonce $VNONCE --rank 1 --kx-public $KX --out "$WORK/signed.bin" \
+    >"$WORK/ssnp.log" 2>&1 && ok || bad "gather a signed SEV-SNP report" "$WORK/ssnp.log"
+  CH1=$(sed -n 's/^challenge     \([0-9a-f]*\) .*/\1/p' "$WORK/ssnp.log")
+  "$TT" verify-evidence "$WORK/signed.bin" --vcek "$WORK/vcek.pem" --nonce "$CH1" "${ALLOW[@]}" >"$WORK/ssnpv.log" 2>&1 &&
+    ok || bad "the signed report verifies with the key-binding challenge" "$WORK/ssnpv.log"
+  if [[ -f "$FAKE_NVML/libnvidia-ml.so.1" ]]; then
+    SNV=(env LD_LIBRARY_PATH="$FAKE_NVML" TT_FAKE_NVML_VENDOR="$VENDOR" TT_FAKE_NVML_VENDOR_DIR="$WORK/roots"
+      TT_FAKE_NVML_REPORT="$WORK/sreport.bin" TT_FAKE_NVML_CHAIN="$WORK/schain.pem")
+    "${SNV[@]}" "${G[@]}" --source gpu --nonce "$OTHER" --out "$WORK/sgpu.json" >"$WORK/sgpu.log" 2>&1 && ok ||
+      bad "gather signed GPU evidence for the nonce asked" "$WORK/sgpu.log"
+    "$TT" verify-evidence "$WORK/sgpu.json" --nonce "$OTHER" "${ALLOW[@]}" >"$WORK/sgpuv.log" 2>&1 && ok ||
+      bad "the signed GPU evidence verifies under the test roots" "$WORK/sgpuv.log"
+    grep -q "^verdict: VERIFIED under TEST ROOTS .*1 NVIDIA GPU(s): .*nonce (fresh)" "$WORK/sgpuv.log" && ok ||
+      bad "GPU verdict under test roots" "$WORK/sgpuv.log"
+  fi
+else
+  bad "the test vendor was not given or not built (cmake --build --preset release --target tt_test_vendor)"
 fi
 
 "$TT" gather-evidence --help >"$WORK/help.log" 2>&1 || bad "help"

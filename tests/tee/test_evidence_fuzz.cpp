@@ -1,11 +1,12 @@
 // Fuzz-style (tests/common/fuzz.h): the parsers of real evidence (the SDK's JSON, the local verifier's
 // hex report and PEM chain, SPDM transcripts, NVIDIA opaque data, RIM XML, and the RIM signature check
-// on whatever still parses; TDX quotes and SEV-SNP reports with their checks) refuse damaged input with
-// InputError or IntegrityError only: never a crash, another exception, or an acceptance of a damaged signed
-// object.
+// on whatever still parses; TDX quotes and SEV-SNP reports with their checks; the verifier's policy file)
+// refuse damaged input with InputError or IntegrityError only: never a crash, another exception, or an
+// acceptance of a damaged signed object.
 #include <gtest/gtest.h>
 
 #include "tee/evidence/bundled_roots.h"
+#include "tee/evidence/evidence_policy.h"
 #include "tee/evidence/nvidia_verify.h"
 #include "tee/evidence/snp_report.h"
 #include "tee/evidence/tdx_quote.h"
@@ -116,6 +117,24 @@ TEST(EvidenceFuzz, RimXmlAndItsSignature) {
     if (ok) {
       EXPECT_GE(first_difference(in.bytes, xml), key_info) << in.what << " verified";
     }
+  }
+}
+
+// The verifier's policy file (Note [Evidence policy]): damaged text is an InputError, never a crash;
+// what still parses writes a canonical text that reads back to the same digest.
+TEST(EvidenceFuzz, PolicyFile) {
+  const std::string policy = "# seed\nteetrain-evidence-policy 1\ntdx.mrtd = " + std::string(96, 'a') +
+                             "\ntdx.debug = refuse\ntdx.min_tee_tcb_svn = " + std::string(32, '0') +
+                             "\nsnp.measurement = " + std::string(96, 'b') +
+                             "\nsnp.min_reported_tcb = 0300000000000873\ngpu.driver_version = 550.90.07\n"
+                             "gpu.rim = NV_GPU_DRIVER_GH100_550.90.07\n";
+  for (const auto& in : fuzz_inputs(policy, FuzzPlan{})) {
+    run_parser(
+        [&] {
+          const EvidencePolicy p = parse_policy(in.bytes, "fuzzed policy");
+          EXPECT_EQ(policy_digest(parse_policy(write_policy(p), "rewritten")), policy_digest(p)) << in.what;
+        },
+        in.what);
   }
 }
 

@@ -33,7 +33,27 @@ struct EvidenceOptions {
   std::string at;
   std::string device_root;
   std::string rim_root;
+  std::string test_roots;
+  bool allow_test_roots = false;
 };
+
+// The roots to verify under: the vendors' bundled ones, or a test vendor's (Note [Test roots]).
+ev::EvidenceRoots roots_of(const EvidenceOptions& o) {
+  return o.test_roots.empty() ? ev::bundled_roots() : ev::load_test_roots(o.test_roots);
+}
+
+// The trust roots check, appended to every evidence's checks: test roots only with --allow-test-roots.
+void add_roots_check(const EvidenceOptions& o, const ev::EvidenceRoots& roots,
+                     std::vector<ev::CheckOutcome>& checks) {
+  checks.push_back(ev::check_roots(roots, o.allow_test_roots ? ev::TestRoots::Allow : ev::TestRoots::Refuse));
+}
+
+// How every verdict line starts: under test roots it says so first.
+const char* verified(const ev::EvidenceRoots& roots) {
+  return roots.test
+             ? "verdict: VERIFIED under TEST ROOTS (--allow-test-roots: no vendor vouches for this evidence)"
+             : "verdict: VERIFIED";
+}
 
 // --at YYYY-MM-DD (UTC midnight) as Unix time.
 std::optional<std::int64_t> parse_date(const std::string& text) {
@@ -69,8 +89,8 @@ std::vector<std::shared_ptr<X509_crl_st>> load_crls(const EvidenceOptions& o) {
   return crls;
 }
 
-ev::EvidenceTrust make_trust(const EvidenceOptions& o) {
-  return {o.device_root.empty() ? ev::nvidia_device_root() : tee::Certificate::load_pem(o.device_root),
+ev::EvidenceTrust make_trust(const EvidenceOptions& o, const ev::EvidenceRoots& roots) {
+  return {o.device_root.empty() ? roots.nvidia_device_root : tee::Certificate::load_pem(o.device_root),
           load_crls(o), parse_nonce_hex(o.nonce), parse_date(o.at)};
 }
 
@@ -89,10 +109,10 @@ void print_mismatches(const ev::GoldenComparison& cmp) {
 }
 
 // The RIMs, each with its own signature checked once (not per GPU).
-std::vector<ev::CheckOutcome> load_rims(const EvidenceOptions& o, std::optional<std::int64_t> at,
-                                        std::vector<ev::Rim>& rims) {
+std::vector<ev::CheckOutcome> load_rims(const EvidenceOptions& o, const ev::EvidenceRoots& roots,
+                                        std::optional<std::int64_t> at, std::vector<ev::Rim>& rims) {
   const tee::Certificate root =
-      o.rim_root.empty() ? ev::nvidia_rim_root() : tee::Certificate::load_pem(o.rim_root);
+      o.rim_root.empty() ? roots.nvidia_rim_root : tee::Certificate::load_pem(o.rim_root);
   std::vector<ev::CheckOutcome> checks;
   for (const std::string& path : o.rims) {
     rims.push_back(ev::load_rim(path));
@@ -121,25 +141,26 @@ void run_tdx(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
   if (!o.rims.empty() || !o.cert_chain.empty())
     throw InputError("--rim and --cert-chain are for NVIDIA evidence; '" + tee::printable_path(o.file) +
                      "' is a TDX quote (its PCK chain is inside it)");
+  const ev::EvidenceRoots roots = roots_of(o);
   const ev::TdxTrust trust{
-      o.device_root.empty() ? ev::intel_sgx_root() : tee::Certificate::load_pem(o.device_root), load_crls(o),
+      o.device_root.empty() ? roots.intel_sgx_root : tee::Certificate::load_pem(o.device_root), load_crls(o),
       parse_report_data_hex(o.nonce), parse_date(o.at)};
   const ev::TdxQuote quote = ev::parse_tdx_quote(bytes, tee::printable_path(o.file));
   std::printf("%s", ev::describe(quote).c_str());
-  const std::vector<ev::CheckOutcome> checks = ev::verify_tdx_quote(quote, trust);
+  std::vector<ev::CheckOutcome> checks = ev::verify_tdx_quote(quote, trust);
+  add_roots_check(o, roots, checks);
   std::printf("checks\n");
   print_checks(checks);
   refuse_first_failure(quote.source, checks);
   std::printf(
-      "verdict: VERIFIED: Intel TDX quote: PCK chain to %s, QE report, attestation key, quote signature, "
-      "report "
-      "data %s; TCB status and QE identity NOT checked (they need Intel's collateral)\n",
-      trust.intel_root.subject().c_str(), trust.report_data ? "(fresh)" : "NOT checked");
+      "%s: Intel TDX quote: PCK chain to %s, QE report, attestation key, quote signature, report data %s; "
+      "TCB status and QE identity NOT checked (they need Intel's collateral)\n",
+      verified(roots), trust.intel_root.subject().c_str(), trust.report_data ? "(fresh)" : "NOT checked");
 }
 
 // The verdict line: what was verified, and what was not (freshness, revocation, the debug policy).
 void print_snp_verdict(const ev::SnpReport& report, const std::vector<tee::Certificate>& vcek,
-                       const ev::SnpTrust& trust) {
+                       const ev::SnpTrust& trust, const ev::EvidenceRoots& roots) {
   const char* debug =
       report.debug_allowed()
           ? "WARNING: the guest's POLICY ALLOWS DEBUG (the hypervisor may read and change its memory)"
@@ -149,11 +170,11 @@ void print_snp_verdict(const ev::SnpReport& report, const std::vector<tee::Certi
                                ? ", revocation NOT checked (no --crl)"
                                : ", revocation NOT checked (no --crl issued by a CA of the chain)";
   std::printf(
-      "verdict: VERIFIED: AMD SEV-SNP report: VCEK chain to %s, report signature, chip id, reported TCB, "
+      "%s: AMD SEV-SNP report: VCEK chain to %s, report signature, chip id, reported TCB, "
       "report data %s%s; %s; whether the TCB is recent enough and MEASUREMENT the image you expect NOT "
       "checked (your policy)\n",
-      ev::root_for(trust, vcek.front())->ark.subject().c_str(), trust.report_data ? "(fresh)" : "NOT checked",
-      revocation, debug);
+      verified(roots), ev::root_for(trust, vcek.front())->ark.subject().c_str(),
+      trust.report_data ? "(fresh)" : "NOT checked", revocation, debug);
 }
 
 // An SEV-SNP report: with --vcek, whatever the file looks like (a damaged report is then named as one);
@@ -171,26 +192,31 @@ void run_snp(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
                      "distribution service serves it for the report's CHIP_ID and REPORTED_TCB)");
   const ev::SnpReport report = ev::parse_snp_report(bytes, where);
   const std::vector<tee::Certificate> vcek = ev::load_vcek(o.vcek);
-  ev::SnpTrust trust{ev::amd_roots(), load_crls(o), parse_report_data_hex(o.nonce), parse_date(o.at)};
+  const ev::EvidenceRoots roots = roots_of(o);
+  ev::SnpTrust trust{roots.amd_roots, load_crls(o), parse_report_data_hex(o.nonce), parse_date(o.at)};
   if (!o.device_root.empty())
     trust.roots = {{"--device-root", tee::Certificate::load_pem(o.device_root), {}}};
   std::printf("%s%s", ev::describe(report).c_str(), ev::describe_vcek(vcek).c_str());
-  const std::vector<ev::CheckOutcome> checks = ev::verify_snp_report(report, vcek, trust);
+  std::vector<ev::CheckOutcome> checks = ev::verify_snp_report(report, vcek, trust);
+  add_roots_check(o, roots, checks);
   std::printf("checks\n");
   print_checks(checks);
   refuse_first_failure(report.source, checks);
-  print_snp_verdict(report, vcek, trust);
+  print_snp_verdict(report, vcek, trust, roots);
 }
 
 void run_verify_evidence(const EvidenceOptions& o) {
+  if (o.allow_test_roots && o.test_roots.empty())
+    throw InputError("--allow-test-roots needs --test-roots DIR (the test roots to allow)");
   const std::vector<std::uint8_t> bytes =
       tee::read_regular_file(o.file, "evidence", ev::kMaxEvidenceFileBytes);
   if (!o.vcek.empty() || (o.cert_chain.empty() && ev::looks_like_snp_report(bytes))) return run_snp(o, bytes);
   if (o.cert_chain.empty() && ev::looks_like_tdx_quote(bytes)) return run_tdx(o, bytes);
-  const ev::EvidenceTrust trust = make_trust(o);
+  const ev::EvidenceRoots roots = roots_of(o);
+  const ev::EvidenceTrust trust = make_trust(o, roots);
   const std::vector<ev::GpuEvidence> gpus = load_gpus(o, bytes);
   std::vector<ev::Rim> rims;
-  const std::vector<ev::CheckOutcome> rim_signatures = load_rims(o, trust.at_unix_time, rims);
+  const std::vector<ev::CheckOutcome> rim_signatures = load_rims(o, roots, trust.at_unix_time, rims);
   std::optional<std::string> refusal;
   for (const ev::GpuEvidence& gpu : gpus) {
     std::printf("%s", ev::describe(gpu).c_str());
@@ -201,6 +227,7 @@ void run_verify_evidence(const EvidenceOptions& o) {
       const std::vector<ev::CheckOutcome> golden = ev::check_against_rims(gpu, rims, cmp);
       checks.insert(checks.end(), golden.begin(), golden.end());
     }
+    add_roots_check(o, roots, checks);
     std::printf("checks\n");
     print_checks(checks);
     print_mismatches(cmp);
@@ -211,7 +238,7 @@ void run_verify_evidence(const EvidenceOptions& o) {
     return ev::applicable_crls(trust.crls, trust.device_root, g.chain) > 0;
   });
   std::printf(
-      "verdict: VERIFIED: %zu NVIDIA GPU(s): certificate chain to %s, report signature, nonce %s%s%s\n",
+      "%s: %zu NVIDIA GPU(s): certificate chain to %s, report signature, nonce %s%s%s\n", verified(roots),
       gpus.size(), trust.device_root.subject().c_str(), trust.nonce ? "(fresh)" : "NOT checked",
       rims.empty() ? ", measurements NOT compared (no --rim)" : ", every measurement matches the RIMs",
       revocation           ? ", not revoked by the given --crl"
@@ -270,6 +297,12 @@ void register_verify_evidence(CLI::App& app) {
       "ASKs: give the ASK after the VCEK in --vcek)");
   cmd->add_option("--rim-root", o->rim_root,
                   "Trust this root (PEM) for RIMs instead of NVIDIA's bundled RIM root");
+  cmd->add_option("--test-roots", o->test_roots,
+                  "Verify under the TEST roots in this directory (tt_test_vendor roots: labelled \"teetrain "
+                  "TEST\", never a vendor's) instead of the bundled ones; evidence under them is refused "
+                  "(exit 3, naming the test root) unless --allow-test-roots");
+  cmd->add_flag("--allow-test-roots", o->allow_test_roots,
+                "Accept evidence under --test-roots (tests only): the verdict then says TEST ROOTS");
   cmd->callback([o] { run_verify_evidence(*o); });
 }
 

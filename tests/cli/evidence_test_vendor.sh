@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# `teetrain verify-evidence --test-roots DIR [--allow-test-roots]` on the test vendor's evidence
+# (tests/support/test_vendor, Note [Test roots]), as docs/reference/verify-evidence.md shows it:
+#   - an Intel TDX quote, an SEV-SNP report and NVIDIA GPU evidence issued under the test roots verify
+#     with --allow-test-roots, the verdict saying TEST ROOTS;
+#   - without --allow-test-roots each is refused, exit 3, naming the test root; without --test-roots
+#     the chain to the vendors' bundled roots fails (exit 3);
+#   - the revoked leaf (with its CA's CRL) and the expired leaf fail the chain (exit 3) naming why; a
+#     damaged MRTD fails the quote's signature;
+#   - --allow-test-roots alone, and a directory of roots without the test label, are bad input (exit 2).
+source "$(dirname "$0")/lib.sh" "$@"
+VENDOR="$2"
+R="$WORK/roots"
+"$VENDOR" roots --dir "$R"
+RD=$(printf '%064d' 42)$(printf '%064d' 0)
+NONCE=$(printf '%064d' 42)
+V=("$TT" verify-evidence)
+ALLOW=(--test-roots "$R" --allow-test-roots)
+
+"$VENDOR" tdx --dir "$R" --report-data "$RD" --mrtd "$(printf 'ab%.0s' {1..48})" --out "$WORK/q.dat"
+"$VENDOR" snp --dir "$R" --report-data "$RD" --tcb 0300000000000873 --out "$WORK/r.bin" --vcek-out "$WORK/vcek.pem"
+"$VENDOR" gpu --dir "$R" --nonce "$NONCE" --out "$WORK/gpu.json"
+for e in "q.dat" "r.bin --vcek $WORK/vcek.pem" "gpu.json"; do
+  read -r file extra <<<"$e"
+  # shellcheck disable=SC2086
+  out=$("${V[@]}" "$WORK/$file" $extra --nonce "$NONCE" "${ALLOW[@]}")
+  grep -q "^verdict: VERIFIED under TEST ROOTS" <<<"$out" && ok=1 || ok=0
+  expect_eq "$ok" 1 "$file verifies under the allowed test roots, the verdict saying so"
+  # shellcheck disable=SC2086
+  expect_exit 3 "evidence REFUSED: .*trust roots check failed: .*test root.*refused without --allow-test-roots" -- \
+    "${V[@]}" "$WORK/$file" $extra --nonce "$NONCE" --test-roots "$R"
+  # shellcheck disable=SC2086
+  expect_exit 3 "evidence REFUSED: .*certificate chain check failed" -- "${V[@]}" "$WORK/$file" $extra --nonce "$NONCE"
+done
+
+"$VENDOR" tdx --dir "$R" --report-data "$RD" --variant revoked --out "$WORK/revoked.dat"
+expect_exit 3 "certificate chain check failed: .*revoked" -- \
+  "${V[@]}" "$WORK/revoked.dat" --crl "$R/intel_pck_ca.crl.pem" "${ALLOW[@]}"
+"$VENDOR" snp --dir "$R" --report-data "$RD" --variant expired --out "$WORK/expired.bin" --vcek-out "$WORK/expired.pem"
+expect_exit 3 "certificate chain check failed: .*expired" -- \
+  "${V[@]}" "$WORK/expired.bin" --vcek "$WORK/expired.pem" "${ALLOW[@]}"
+"$VENDOR" gpu --dir "$R" --nonce "$NONCE" --variant revoked --out "$WORK/gpu_revoked.json"
+expect_exit 3 "certificate chain check failed: .*revoked" -- \
+  "${V[@]}" "$WORK/gpu_revoked.json" --crl "$R/nvidia_device_ca.crl.pem" "${ALLOW[@]}"
+cp "$WORK/q.dat" "$WORK/damaged.dat"
+flip_byte "$WORK/damaged.dat" $((48 + 136))
+expect_exit 3 "signature check failed" -- "${V[@]}" "$WORK/damaged.dat" "${ALLOW[@]}"
+
+expect_exit 2 "--allow-test-roots needs --test-roots DIR" -- "${V[@]}" "$WORK/q.dat" --allow-test-roots
+mkdir "$WORK/not_test"
+cp tee/evidence/roots/intel_sgx_root_ca.pem "$WORK/not_test/intel_sgx_root.pem"
+expect_exit 2 "is not a test root" -- "${V[@]}" "$WORK/q.dat" --test-roots "$WORK/not_test" --allow-test-roots
+finish

@@ -1,0 +1,150 @@
+// tt_test_vendor: the test vendor of test_vendor.h as a command, for the CLI tests and the stand-ins of
+// configfs-tsm and NVML (tests/cli/fake_tsm.py, tests/cli/fake_nvml.cpp). README.md shows every use.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <map>
+
+#include "base/error.h"
+#include "base/hex.h"
+#include "tee/bytes.h"
+#include "tests/support/test_vendor/test_vendor.h"
+
+namespace tv = tt::tee::evidence::test_vendor;
+using tt::InputError;
+
+namespace {
+
+struct Options {
+  std::string dir;
+  std::string out;
+  std::string extra_out;  // the VCEK (snp) or the PEM chain (gpu --report-out)
+  std::string variant = "good";
+  std::string report_data;
+  std::string measurement;  // TDX MRTD, SNP MEASUREMENT
+  std::vector<std::string> rtmr;
+  std::uint64_t attributes = 0;  // TD attributes, SNP policy
+  bool snp_policy_given = false;
+  std::string tcb;  // TEE_TCB_SVN (16 bytes), REPORTED_TCB (8 bytes)
+  std::string chip_id;
+  std::string driver;
+  std::string vbios;
+};
+
+template <std::size_t N>
+std::array<std::uint8_t, N> hex_field(const std::string& hex, const char* flag) {
+  std::array<std::uint8_t, N> out{};
+  if (hex.empty()) return out;
+  if (hex.size() != 2 * N || !tt::is_hex(hex, 2 * N))
+    throw InputError(std::string(flag) + ": expected " + std::to_string(2 * N) + " hex digits");
+  const std::vector<std::uint8_t> raw = tt::tee::from_hex(hex);
+  std::copy(raw.begin(), raw.end(), out.begin());
+  return out;
+}
+
+tv::Variant variant_of(const std::string& name) {
+  const std::map<std::string, tv::Variant> variants = {
+      {"good", tv::Variant::Good}, {"revoked", tv::Variant::Revoked}, {"expired", tv::Variant::Expired}};
+  const auto it = variants.find(name);
+  if (it == variants.end()) throw InputError("--variant '" + name + "': expected good, revoked or expired");
+  return it->second;
+}
+
+void write_file(const std::string& path, tt::tee::ByteView bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw InputError("cannot write '" + path + "'");
+}
+
+void issue_tdx(const Options& o) {
+  tv::TdxSpec spec;
+  spec.report_data = hex_field<64>(o.report_data, "--report-data");
+  spec.mrtd = hex_field<48>(o.measurement, "--mrtd");
+  for (std::size_t i = 0; i < o.rtmr.size() && i < 4; ++i) spec.rtmr[i] = hex_field<48>(o.rtmr[i], "--rtmr");
+  spec.td_attributes = o.attributes;
+  spec.tee_tcb_svn = hex_field<16>(o.tcb, "--tcb");
+  spec.variant = variant_of(o.variant);
+  write_file(o.out, tv::issue_tdx_quote(o.dir, spec));
+}
+
+void issue_snp(const Options& o) {
+  tv::SnpSpec spec;
+  spec.report_data = hex_field<64>(o.report_data, "--report-data");
+  spec.measurement = hex_field<48>(o.measurement, "--measurement");
+  if (o.snp_policy_given) spec.policy = o.attributes;
+  spec.reported_tcb = hex_field<8>(o.tcb, "--tcb");
+  spec.chip_id = hex_field<64>(o.chip_id, "--chip-id");
+  spec.variant = variant_of(o.variant);
+  const tv::SnpEvidence ev = tv::issue_snp_report(o.dir, spec);
+  write_file(o.out, ev.report);
+  if (!o.extra_out.empty()) write_file(o.extra_out, tt::tee::bytes_of(ev.vcek_pem));
+}
+
+void issue_gpu(const Options& o, bool sdk_json) {
+  tv::GpuSpec spec;
+  spec.nonce = hex_field<32>(o.report_data, "--nonce");
+  if (!o.driver.empty()) spec.driver_version = o.driver;
+  if (!o.vbios.empty()) spec.vbios_version = hex_field<8>(o.vbios, "--vbios");
+  spec.variant = variant_of(o.variant);
+  const tt::tee::evidence::SdkEvidenceEntry gpu = tv::issue_gpu_evidence(o.dir, spec);
+  if (sdk_json)
+    return write_file(o.out, tt::tee::bytes_of(tt::tee::evidence::write_sdk_evidence_json({gpu})));
+  write_file(o.out, gpu.report);
+  write_file(o.extra_out, tt::tee::bytes_of(gpu.certificate_pem));
+}
+
+CLI::App* evidence_command(CLI::App& app, const char* name, const char* what, Options& o) {
+  CLI::App* cmd = app.add_subcommand(name, what);
+  cmd->add_option("--dir", o.dir, "The test roots' directory (tt_test_vendor roots)")->required();
+  cmd->add_option("--out", o.out, "Where to write the evidence")->required();
+  cmd->add_option("--variant", o.variant, "good (default), revoked (its CA's CRL lists it) or expired");
+  return cmd;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("tt_test_vendor: TEST roots and evidence signed under them (tests only; never a vendor)");
+  app.require_subcommand(1);
+  Options o;
+  app.add_subcommand("roots", "Make the test roots, intermediates, keys and CRLs in --dir")
+      ->add_option("--dir", o.dir, "Directory to write")
+      ->required();
+  CLI::App* tdx = evidence_command(app, "tdx", "An Intel TDX v4 quote", o);
+  tdx->add_option("--report-data", o.report_data, "REPORTDATA, 128 hex digits");
+  tdx->add_option("--mrtd", o.measurement, "MRTD, 96 hex digits");
+  tdx->add_option("--rtmr", o.rtmr, "RTMR0, RTMR1, ... in order, 96 hex digits each");
+  tdx->add_option("--td-attributes", o.attributes, "TDATTRIBUTES as a number (1: DEBUG)");
+  tdx->add_option("--tcb", o.tcb, "TEE_TCB_SVN, 32 hex digits");
+  CLI::App* snp = evidence_command(app, "snp", "An AMD SEV-SNP report, and its VCEK (--vcek-out)", o);
+  snp->add_option("--report-data", o.report_data, "REPORT_DATA, 128 hex digits");
+  snp->add_option("--measurement", o.measurement, "MEASUREMENT, 96 hex digits");
+  snp->add_option("--policy", o.attributes, "POLICY as a number (default 0x30000; bit 19: DEBUG)")
+      ->each([&](const std::string&) { o.snp_policy_given = true; });
+  snp->add_option("--tcb", o.tcb, "REPORTED_TCB (the VCEK's TCB), 16 hex digits");
+  snp->add_option("--chip-id", o.chip_id, "CHIP_ID (the VCEK's hwID), 128 hex digits");
+  snp->add_option("--vcek-out", o.extra_out, "Where to write the VCEK (PEM)")->required();
+  CLI::App* gpu = evidence_command(app, "gpu", "NVIDIA GPU evidence as the attestation SDK's JSON", o);
+  CLI::App* raw = evidence_command(app, "gpu-report",
+                                   "NVIDIA GPU evidence as the driver returns it: the binary SPDM report "
+                                   "(--out) and the PEM chain (--chain-out)",
+                                   o);
+  for (CLI::App* cmd : {gpu, raw}) {
+    cmd->add_option("--nonce", o.report_data, "The verifier's nonce, 64 hex digits")->required();
+    cmd->add_option("--driver", o.driver, "DRIVER_VERSION (default 550.90.07)");
+    cmd->add_option("--vbios", o.vbios, "VBIOS_VERSION's 8 bytes, 16 hex digits (default 96.00.9e.00.01)");
+  }
+  raw->add_option("--chain-out", o.extra_out, "Where to write the PEM chain")->required();
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (app.got_subcommand("roots")) tv::make_roots(o.dir);
+    if (tdx->parsed()) issue_tdx(o);
+    if (snp->parsed()) issue_snp(o);
+    if (gpu->parsed()) issue_gpu(o, true);
+    if (raw->parsed()) issue_gpu(o, false);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tt_test_vendor: error: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}

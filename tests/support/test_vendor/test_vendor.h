@@ -1,0 +1,81 @@
+// A TEST VENDOR, for tests only: labelled test roots ("teetrain TEST ... - not a vendor" in every
+// subject) and, under them, evidence in the vendors' real formats, signed as the real hardware signs
+// it, so that tee/evidence's unchanged checks accept it under those roots (Note [Test roots] in
+// tee/evidence/bundled_roots.h) and refuse it under the vendors' bundled ones:
+//
+//   Intel TDX v4 quote   PCK leaf -> PCK platform CA -> SGX root (ECDSA P-256); the PCK key signs the QE
+//                        report, whose REPORTDATA is SHA-256(attestation key || QE auth data); the
+//                        attestation key signs header || TD quote body (tee/evidence/tdx_quote.h)
+//   AMD SEV-SNP report   VCEK (P-384, with AMD's productName, hwID and SPL extensions) <- ASK <- ARK,
+//                        both CA signatures RSA-PSS over SHA-384 as AMD's; the VCEK signs the report
+//                        (Note [SEV-SNP signature] in tee/evidence/snp_report.h)
+//   NVIDIA GPU evidence  an SPDM 1.1 GET_MEASUREMENTS || MEASUREMENTS transcript with opaque data
+//                        (driver and VBIOS versions), signed by a P-384 leaf <- device CA <- device root
+//                        (Note [SPDM measurement transcript] in tee/evidence/spdm.h)
+//
+// A directory made by make_roots holds the roots (the file names of tee/evidence/bundled_roots.h),
+// the intermediates, every private key (PEM, unencrypted: test keys) and one CRL per intermediate
+// revoking the serial that Variant::Revoked leaves carry. tt_test_vendor (main.cpp) is the same as a
+// command; README.md beside this file documents it.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tee/evidence/nvidia_evidence.h"
+
+namespace tt::tee::evidence::test_vendor {
+
+// Which leaf certificate signs: a current one, one its CA's CRL revokes, or one past its notAfter.
+enum class Variant { Good, Revoked, Expired };
+
+// The CRLs make_roots writes, each signed by the intermediate that issues the leaves.
+inline constexpr const char* kIntelPckCrl = "intel_pck_ca.crl.pem";
+inline constexpr const char* kAmdAskCrl = "amd_ask.crl.pem";
+inline constexpr const char* kNvidiaDeviceCrl = "nvidia_device_ca.crl.pem";
+
+// Makes the roots, intermediates, keys and CRLs in `dir` (created; existing files replaced).
+void make_roots(const std::filesystem::path& dir);
+
+inline constexpr std::uint64_t kTdDebug = 1;                  // TDATTRIBUTES bit 0
+inline constexpr std::uint64_t kSnpPolicyDebug = 1ULL << 19;  // POLICY bit 19
+inline constexpr std::uint64_t kSnpPolicyDefault = 0x30000;   // SMT allowed, reserved bit 17 set
+
+struct TdxSpec {
+  std::array<std::uint8_t, 64> report_data{};
+  std::array<std::uint8_t, 48> mrtd{};
+  std::array<std::array<std::uint8_t, 48>, 4> rtmr{};
+  std::uint64_t td_attributes = 0;
+  std::array<std::uint8_t, 16> tee_tcb_svn{};
+  Variant variant = Variant::Good;
+};
+// A TDX v4 quote (header || body || signature data), as configfs-tsm's outblob holds it.
+std::vector<std::uint8_t> issue_tdx_quote(const std::filesystem::path& dir, const TdxSpec& spec);
+
+struct SnpSpec {
+  std::array<std::uint8_t, 64> report_data{};
+  std::array<std::uint8_t, 48> measurement{};
+  std::uint64_t policy = kSnpPolicyDefault;
+  std::array<std::uint8_t, 8> reported_tcb{};  // TCB_VERSION bytes; the VCEK is issued for it
+  std::array<std::uint8_t, 64> chip_id{};      // the VCEK's hwID
+  Variant variant = Variant::Good;
+};
+struct SnpEvidence {
+  std::vector<std::uint8_t> report;  // 1184 bytes
+  std::string vcek_pem;              // the VCEK alone (the ASK is among the test roots)
+};
+SnpEvidence issue_snp_report(const std::filesystem::path& dir, const SnpSpec& spec);
+
+struct GpuSpec {
+  SpdmNonce nonce{};
+  std::string driver_version = "550.90.07";
+  std::array<std::uint8_t, 8> vbios_version = {0x00, 0x9e, 0x00, 0x96, 0x01, 0, 0, 0};  // 96.00.9e.00.01
+  std::vector<std::array<std::uint8_t, 48>> measurements = std::vector<std::array<std::uint8_t, 48>>(4);
+  Variant variant = Variant::Good;
+};
+// One GPU's evidence as the attestation SDK serializes it (write_sdk_evidence_json).
+SdkEvidenceEntry issue_gpu_evidence(const std::filesystem::path& dir, const GpuSpec& spec);
+
+}  // namespace tt::tee::evidence::test_vendor

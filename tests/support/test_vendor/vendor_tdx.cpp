@@ -1,0 +1,85 @@
+// issue_tdx_quote (test_vendor.h): a TDX v4 quote laid out and signed as tee/evidence/tdx_quote.h reads it.
+#include "tee/digest.h"
+#include "tee/evidence/bundled_roots.h"
+#include "tee/evidence/tdx_quote.h"
+#include "tests/support/test_vendor/vendor_pki.h"
+
+namespace tt::tee::evidence::test_vendor {
+namespace {
+
+constexpr std::size_t kQeReportBytes = 384;
+constexpr std::size_t kQeReportDataAt = 320;
+
+// Header (48) || TD quote body (584), with the spec's fields at the body offsets of tdx_quote.cpp.
+std::vector<std::uint8_t> header_and_body(const TdxSpec& spec) {
+  std::vector<std::uint8_t> out;
+  put_le(out, 4, 2);                              // version
+  put_le(out, 2, 2);                              // attestation key type: ECDSA P-256
+  put_le(out, 0x81, 4);                           // TEE type: TDX
+  put_le(out, 0, 4);                              // QE SVN, PCE SVN
+  const std::string vendor = "teetrain TEST QE";  // QE vendor id (16)
+  put_bytes(out, bytes_of(vendor));
+  out.resize(kTdxHeaderBytes + kTdxBodyBytes, 0);
+  const std::size_t body = kTdxHeaderBytes;
+  set_bytes(out, body + 0, spec.tee_tcb_svn);
+  set_le(out, body + 120, spec.td_attributes, 8);
+  set_bytes(out, body + 136, spec.mrtd);
+  for (std::size_t i = 0; i < spec.rtmr.size(); ++i) set_bytes(out, body + 328 + 48 * i, spec.rtmr[i]);
+  set_bytes(out, body + 520, spec.report_data);
+  return out;
+}
+
+// The quoting enclave's report: its identity, and REPORTDATA = SHA-256(attestation key || auth data) || 0.
+std::vector<std::uint8_t> qe_report(ByteView attestation_key, ByteView auth_data) {
+  std::vector<std::uint8_t> report(kQeReportBytes, 0);
+  for (std::size_t i = 0; i < 32; ++i) {
+    report[64 + i] = 0xE0;   // MRENCLAVE
+    report[128 + i] = 0x5E;  // MRSIGNER
+  }
+  report[256] = 2;  // ISVPRODID
+  report[258] = 8;  // ISVSVN
+  Sha256 h;
+  set_bytes(report, kQeReportDataAt, h.update(attestation_key).update(auth_data).finish());
+  return report;
+}
+
+// The PCK chain, PEM, leaf first: a fresh PCK leaf (per the variant), the PCK platform CA, the root.
+std::string pck_chain(const std::filesystem::path& dir, Variant variant, const Key& pck_key) {
+  const Signer ca = load_signer(dir, kIntelPckCa);
+  const Cert leaf = make_cert(leaf_spec("teetrain TEST Intel SGX PCK certificate - not a vendor", variant),
+                              pck_key.get(), ca.cert.get(), ca.key.get());
+  return pem_of(leaf.get()) + pem_of(ca.cert.get()) + pem_of(read_cert(dir / kTestIntelRoot).get());
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> issue_tdx_quote(const std::filesystem::path& dir, const TdxSpec& spec) {
+  const Key pck_key = generate_key(KeyKind::P256);
+  const Key attestation_key = generate_key(KeyKind::P256);
+  const std::vector<std::uint8_t> ak = p256_xy(attestation_key.get());
+  const std::vector<std::uint8_t> auth_data(32, 0xA7);
+  const std::vector<std::uint8_t> qe = qe_report(ak, auth_data);
+  const std::string chain = pck_chain(dir, spec.variant, pck_key);
+
+  std::vector<std::uint8_t> certification;  // type 6's data: QE report, its signature, auth data, type 5
+  put_bytes(certification, qe);
+  put_bytes(certification, sign_raw(pck_key.get(), qe, 32));
+  put_le(certification, auth_data.size(), 2);
+  put_bytes(certification, auth_data);
+  put_le(certification, 5, 2);
+  put_le(certification, chain.size(), 4);
+  put_bytes(certification, bytes_of(chain));
+
+  std::vector<std::uint8_t> quote = header_and_body(spec);
+  std::vector<std::uint8_t> signature_data;
+  put_bytes(signature_data, sign_raw(attestation_key.get(), quote, 32));
+  put_bytes(signature_data, ak);
+  put_le(signature_data, 6, 2);
+  put_le(signature_data, certification.size(), 4);
+  put_bytes(signature_data, certification);
+  put_le(quote, signature_data.size(), 4);
+  put_bytes(quote, signature_data);
+  return quote;
+}
+
+}  // namespace tt::tee::evidence::test_vendor
