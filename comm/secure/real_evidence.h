@@ -101,6 +101,13 @@ struct RealVerdict {
   explicit operator bool() const { return ok; }
 };
 
+// What the banner, the summary and the ranks' agreement record of a verifier.
+struct RealVerifierFacts {
+  bool test_roots = false;    // evidence under a test vendor's roots is accepted (--allow-test-roots)
+  std::string policy_digest;  // SHA-256 (hex) of the policy's canonical text; "" without a policy
+  std::size_t crls = 0;       // revocation lists given
+};
+
 // The verifier's half: the vendors' checks (the code verify-evidence runs) and the verifier policy.
 class RealEvidenceVerifier {
  public:
@@ -111,6 +118,7 @@ class RealEvidenceVerifier {
                              const tee::Sha256Digest& challenge) const = 0;
   // One line for banners: the roots trusted, "test roots" when the test vendor's are, the policy.
   virtual std::string describe() const = 0;
+  virtual RealVerifierFacts facts() const = 0;
 };
 
 // What AttestConfig carries for real attestation.

@@ -9,6 +9,7 @@
 #include "engine/keys/tee_session.h"
 #include "tee/bytes.h"
 #include "tee/evidence/bundled_roots.h"
+#include "tee/evidence/evidence_policy.h"
 #include "tee/evidence/gather.h"
 #include "tee/evidence/nvidia_verify.h"
 #include "tee/evidence/snp_report.h"
@@ -23,56 +24,14 @@ namespace ev = tee::evidence;
 
 namespace {
 
-// TD quote body offsets (tee/evidence/tdx_quote.h): TDATTRIBUTES, MRTD, RTMR0..3.
-constexpr std::size_t kTdAttributesAt = 120;
-constexpr std::size_t kMrtdAt = 136;
-constexpr std::size_t kRtmr0At = 328;
-constexpr std::size_t kMeasurementBytes = 48;
-constexpr std::uint8_t kTdDebugBit = 0x01;  // TDATTRIBUTES bit 0: the TD may be debugged by the host
-
-std::string hex16(tee::ByteView b) {
-  return short_hex(tee::to_hex(b), 16);
-}
-
 comm::RealVerdict refuse(std::string reason) {
   return {.ok = false, .reason = std::move(reason), .measurements = ""};
-}
-
-// The first failed vendor check, as the refusal (verify-evidence's words); nullopt when all passed.
-std::optional<std::string> first_failure(const std::string& what,
-                                         const std::vector<ev::CheckOutcome>& checks) {
-  for (const ev::CheckOutcome& c : checks)
-    if (!c.ok) return what + ": " + ev::check_name(c.check) + " check failed: " + c.detail;
-  return std::nullopt;
 }
 
 std::string key_substituted(const char* field) {
   return std::string("key substituted: the evidence's ") + field +
          " is not kx_challenge(our nonce, rank, the key received beside it): the key was replaced, or "
          "the evidence answers another challenge";
-}
-
-comm::RealVerdict verify_tdx(const tee::ByteView cpu, const tee::ReportData& expected) {
-  ev::TdxQuote quote;
-  try {
-    quote = ev::parse_tdx_quote(cpu, "the TDX quote");
-  } catch (const std::exception& e) {
-    return refuse(std::string("malformed evidence: ") + e.what());
-  }
-  if (!std::equal(expected.begin(), expected.end(), quote.report_data().begin()))
-    return refuse(key_substituted("REPORTDATA"));
-  const ev::TdxTrust trust{ev::intel_sgx_root(), {}, expected, std::nullopt};
-  if (const auto failed = first_failure("Intel TDX quote", ev::verify_tdx_quote(quote, trust)))
-    return refuse(*failed);
-  const tee::ByteView body = quote.body();
-  if ((body[kTdAttributesAt] & kTdDebugBit) != 0)
-    return refuse(
-        "debug TD: the quote's TD attributes allow debugging (the host may read and change the TD)");
-  std::string m = "MRTD " + hex16(body.subspan(kMrtdAt, kMeasurementBytes));
-  for (std::size_t i = 0; i < 4; ++i)
-    m += ", RTMR" + std::to_string(i) + " " +
-         hex16(body.subspan(kRtmr0At + i * kMeasurementBytes, kMeasurementBytes));
-  return {.ok = true, .reason = "ok", .measurements = m};
 }
 
 std::vector<tee::Certificate> vcek_chain(const std::vector<std::uint8_t>& bytes) {
@@ -82,49 +41,15 @@ std::vector<tee::Certificate> vcek_chain(const std::vector<std::uint8_t>& bytes)
   return {tee::Certificate::from_der(bytes)};
 }
 
-comm::RealVerdict verify_snp(const comm::RealEvidence& e, const tee::ReportData& expected) {
-  ev::SnpReport report;
-  std::vector<tee::Certificate> vcek;
-  try {
-    report = ev::parse_snp_report(e.cpu, "the SEV-SNP report");
-    if (e.cpu_certs.empty()) return refuse("malformed evidence: an SEV-SNP report without its VCEK");
-    vcek = vcek_chain(e.cpu_certs);
-  } catch (const std::exception& ex) {
-    return refuse(std::string("malformed evidence: ") + ex.what());
-  }
-  if (!std::equal(expected.begin(), expected.end(), report.report_data().begin()))
-    return refuse(key_substituted("REPORT_DATA"));
-  const ev::SnpTrust trust{ev::amd_roots(), {}, expected, std::nullopt};
-  if (ev::root_for(trust, vcek.front()) == nullptr)
-    return refuse("AMD SEV-SNP report: its VCEK is not issued by a trusted AMD root");
-  if (const auto failed = first_failure("AMD SEV-SNP report", ev::verify_snp_report(report, vcek, trust)))
-    return refuse(*failed);
-  if (report.debug_allowed())
-    return refuse("debug guest: the SEV-SNP policy allows debugging (the host may read and change the VM)");
-  return {.ok = true,
-          .reason = "ok",
-          .measurements = "MEASUREMENT " + hex16(report.measurement()) + ", reported TCB " +
-                          hex16(report.field(0x180, 8))};
-}
-
-comm::RealVerdict verify_gpus(const std::vector<std::uint8_t>& json, const tee::Sha256Digest& challenge) {
-  std::vector<ev::GpuEvidence> gpus;
-  try {
-    gpus = ev::parse_sdk_evidence_json(
-        std::string_view(reinterpret_cast<const char*>(json.data()), json.size()), "the GPU evidence");
-  } catch (const std::exception& ex) {
-    return refuse(std::string("malformed evidence: ") + ex.what());
-  }
-  if (gpus.empty()) return refuse("malformed evidence: GPU evidence for no GPU");
-  const ev::EvidenceTrust trust{ev::nvidia_device_root(), {}, tee::gpu_nonce_of(challenge), std::nullopt};
-  for (const ev::GpuEvidence& gpu : gpus)
-    if (const auto failed = first_failure("NVIDIA " + gpu.source, ev::verify_gpu_evidence(gpu, trust)))
-      return refuse(*failed);
-  return {.ok = true, .reason = "ok", .measurements = std::to_string(gpus.size()) + " GPU(s) verified"};
-}
-
+// The checks of verify-evidence for each kind, then the trust roots check and the policy: a peer's
+// evidence passes only if every one does (the first failure is the refusal, in verify-evidence's words;
+// every field the policy refuses is named).
 class VendorVerifier final : public comm::RealEvidenceVerifier {
  public:
+  VendorVerifier(ev::EvidenceRoots roots, ev::TestRoots allowed,
+                 std::vector<std::shared_ptr<X509_crl_st>> crls, std::optional<ev::EvidencePolicy> policy)
+      : roots_(std::move(roots)), allowed_(allowed), crls_(std::move(crls)), policy_(std::move(policy)) {}
+
   comm::RealVerdict verify(const comm::RealAttestationKind& kind, const comm::RealEvidence& e,
                            const tee::Sha256Digest& challenge) const override {
     const tee::ReportData expected = tee::report_data_of(challenge);
@@ -136,15 +61,111 @@ class VendorVerifier final : public comm::RealEvidenceVerifier {
     v.measurements += "; " + g.measurements;
     return v;
   }
+
   std::string describe() const override {
-    return "vendor roots (Intel SGX root, AMD Milan/Genoa ARKs, NVIDIA device identity root; bundled); "
-           "revocation and TCB collateral NOT checked";
+    const std::string roots = roots_.test
+                                  ? "TEST ROOTS (--allow-test-roots: no vendor vouches for this evidence)"
+                                  : "the vendors' roots (Intel, AMD, NVIDIA; bundled)";
+    const std::string policy =
+        policy_ ? "policy " + short_hex(tee::to_hex(ev::policy_digest(*policy_)), 16)
+                : "no --attestation-policy: measurements recorded, NOT checked (debug refused)";
+    const std::string crls = crls_.empty() ? "revocation NOT checked (no --evidence-crl)"
+                                           : std::to_string(crls_.size()) + " revocation list(s)";
+    return roots + "; " + policy + "; " + crls + "; TCB collateral NOT checked";
   }
+
+  comm::RealVerifierFacts facts() const override {
+    return {.test_roots = roots_.test,
+            .policy_digest = policy_ ? tee::to_hex(ev::policy_digest(*policy_)) : "",
+            .crls = crls_.size()};
+  }
+
+ private:
+  // The vendor checks, the roots check and the policy, as one refusal or the measurements verified.
+  comm::RealVerdict finish(const std::string& what, std::vector<ev::CheckOutcome> checks,
+                           const ev::VerifiedMeasurements& measured) const {
+    checks.push_back(ev::check_roots(roots_, allowed_));
+    for (const ev::CheckOutcome& c : checks)
+      if (!c.ok) return refuse(what + ": " + ev::check_name(c.check) + " check failed: " + c.detail);
+    // Without a policy file the empty policy still refuses debug (Note [Evidence policy]).
+    const std::vector<ev::PolicyFailure> failures =
+        ev::check_policy(policy_.value_or(ev::EvidencePolicy{}), measured);
+    if (!failures.empty()) {
+      std::string reason = what + ": off policy:";
+      for (const ev::PolicyFailure& f : failures) reason += " " + f.detail + ";";
+      reason.pop_back();
+      return refuse(reason);
+    }
+    std::string m;
+    for (const auto& [field, value] : measured.values)
+      m += (m.empty() ? "" : ", ") + std::string(ev::policy_field_name(field)) + " " + short_hex(value, 16);
+    return {.ok = true, .reason = "ok", .measurements = m};
+  }
+
+  comm::RealVerdict verify_tdx(const tee::ByteView cpu, const tee::ReportData& expected) const {
+    ev::TdxQuote quote;
+    try {
+      quote = ev::parse_tdx_quote(cpu, "the TDX quote");
+    } catch (const std::exception& e) {
+      return refuse(std::string("malformed evidence: ") + e.what());
+    }
+    if (!std::equal(expected.begin(), expected.end(), quote.report_data().begin()))
+      return refuse(key_substituted("REPORTDATA"));
+    const ev::TdxTrust trust{roots_.intel_sgx_root, crls_, expected, std::nullopt};
+    return finish("Intel TDX quote", ev::verify_tdx_quote(quote, trust), ev::measurements_of(quote));
+  }
+
+  comm::RealVerdict verify_snp(const comm::RealEvidence& e, const tee::ReportData& expected) const {
+    ev::SnpReport report;
+    std::vector<tee::Certificate> vcek;
+    try {
+      report = ev::parse_snp_report(e.cpu, "the SEV-SNP report");
+      if (e.cpu_certs.empty()) return refuse("malformed evidence: an SEV-SNP report without its VCEK");
+      vcek = vcek_chain(e.cpu_certs);
+    } catch (const std::exception& ex) {
+      return refuse(std::string("malformed evidence: ") + ex.what());
+    }
+    if (!std::equal(expected.begin(), expected.end(), report.report_data().begin()))
+      return refuse(key_substituted("REPORT_DATA"));
+    const ev::SnpTrust trust{roots_.amd_roots, crls_, expected, std::nullopt};
+    if (ev::root_for(trust, vcek.front()) == nullptr)
+      return refuse(
+          "AMD SEV-SNP report: certificate chain check failed: its VCEK is not issued by a trusted AMD root");
+    return finish("AMD SEV-SNP report", ev::verify_snp_report(report, vcek, trust),
+                  ev::measurements_of(report));
+  }
+
+  comm::RealVerdict verify_gpus(const std::vector<std::uint8_t>& json,
+                                const tee::Sha256Digest& challenge) const {
+    std::vector<ev::GpuEvidence> gpus;
+    try {
+      gpus = ev::parse_sdk_evidence_json(
+          std::string_view(reinterpret_cast<const char*>(json.data()), json.size()), "the GPU evidence");
+    } catch (const std::exception& ex) {
+      return refuse(std::string("malformed evidence: ") + ex.what());
+    }
+    if (gpus.empty()) return refuse("malformed evidence: GPU evidence for no GPU");
+    const ev::EvidenceTrust trust{roots_.nvidia_device_root, crls_, tee::gpu_nonce_of(challenge),
+                                  std::nullopt};
+    std::string m;
+    for (const ev::GpuEvidence& gpu : gpus) {
+      const comm::RealVerdict v =
+          finish("NVIDIA " + gpu.source, ev::verify_gpu_evidence(gpu, trust), ev::measurements_of(gpu, {}));
+      if (!v) return v;
+      m += (m.empty() ? "" : "; ") + gpu.source + ": " + v.measurements;
+    }
+    return {.ok = true, .reason = "ok", .measurements = m};
+  }
+
+  ev::EvidenceRoots roots_;
+  ev::TestRoots allowed_;
+  std::vector<std::shared_ptr<X509_crl_st>> crls_;
+  std::optional<ev::EvidencePolicy> policy_;
 };
 
 class HardwareProver final : public comm::RealEvidenceProver {
  public:
-  HardwareProver(std::filesystem::path tsm_dir, std::vector<std::uint8_t> vcek, std::chrono::seconds timeout)
+  HardwareProver(std::filesystem::path tsm_dir, std::filesystem::path vcek, std::chrono::seconds timeout)
       : tsm_dir_(std::move(tsm_dir)), vcek_(std::move(vcek)), timeout_(timeout) {}
 
   comm::RealEvidence gather(const comm::RealAttestationKind& kind,
@@ -154,7 +175,9 @@ class HardwareProver final : public comm::RealEvidenceProver {
         .report_data = tee::report_data_of(challenge),
         .tsm_dir = tsm_dir_,
         .timeout = timeout_};
-    comm::RealEvidence out{.cpu = ev::gather_evidence(cpu).evidence, .cpu_certs = vcek_, .gpu = {}};
+    comm::RealEvidence out{.cpu = ev::gather_evidence(cpu).evidence, .cpu_certs = {}, .gpu = {}};
+    if (!vcek_.empty())  // after the report: the VCEK of the TCB it was signed at
+      out.cpu_certs = tee::read_regular_file(vcek_, "--vcek", comm::RealEvidenceMessage::kMaxCertBytes);
     if (kind.gpu) {
       // Note [GPU nonce from the challenge]: the GPUs sign its 32 bytes; the rest stays zero.
       ev::GatherRequest gpu = cpu;
@@ -167,14 +190,22 @@ class HardwareProver final : public comm::RealEvidenceProver {
 
  private:
   std::filesystem::path tsm_dir_;
-  std::vector<std::uint8_t> vcek_;
+  std::filesystem::path vcek_;
   std::chrono::seconds timeout_;
 };
 
 }  // namespace
 
-std::shared_ptr<const comm::RealEvidenceVerifier> make_real_verifier() {
-  return std::make_shared<const VendorVerifier>();
+std::shared_ptr<const comm::RealEvidenceVerifier> make_real_verifier(const RealAttestationOptions& o) {
+  if (o.allow_test_roots && o.test_roots.empty())
+    throw InputError("--allow-test-roots needs --test-roots DIR (the test roots to allow)");
+  std::vector<std::shared_ptr<X509_crl_st>> crls;
+  for (const std::string& crl : o.crls) crls.push_back(ev::load_crl(crl));
+  std::optional<ev::EvidencePolicy> policy;
+  if (!o.policy.empty()) policy = ev::load_policy(o.policy);
+  return std::make_shared<const VendorVerifier>(
+      o.test_roots.empty() ? ev::bundled_roots() : ev::load_test_roots(o.test_roots),
+      o.allow_test_roots ? ev::TestRoots::Allow : ev::TestRoots::Refuse, std::move(crls), std::move(policy));
 }
 
 comm::RealAttestation make_real_attestation(const comm::RealAttestationKind& kind,
@@ -187,18 +218,15 @@ comm::RealAttestation make_real_attestation(const comm::RealAttestationKind& kin
                      *absent +
                      "; run on a confidential VM (scripts/check-confidential-vm.sh says what it "
                      "lacks), or keep the emulated vendor (--attestation certified)");
-  std::vector<std::uint8_t> vcek;
-  if (kind.cpu == comm::CpuTee::Snp) {
-    if (options.vcek.empty())
-      throw InputError("--attestation " + std::string(kind.name) +
-                       " needs this rank's VCEK: --vcek FILE (AMD's key distribution service serves it for "
-                       "the chip's CHIP_ID and REPORTED_TCB; docs/confidential-vms.md)");
-    vcek = tee::read_regular_file(expand_rank(options.vcek, rank), "--vcek",
-                                  comm::RealEvidenceMessage::kMaxCertBytes);
-  }
+  if (kind.cpu == comm::CpuTee::Snp && options.vcek.empty())
+    throw InputError("--attestation " + std::string(kind.name) +
+                     " needs this rank's VCEK: --vcek FILE (AMD's key distribution service serves it for "
+                     "the chip's CHIP_ID and REPORTED_TCB; docs/confidential-vms.md)");
+  const std::filesystem::path vcek =
+      options.vcek.empty() ? std::filesystem::path() : std::filesystem::path(expand_rank(options.vcek, rank));
   return {.kind = kind,
-          .prover = std::make_shared<HardwareProver>(tsm, std::move(vcek), options.gather_timeout),
-          .verifier = make_real_verifier()};
+          .prover = std::make_shared<HardwareProver>(tsm, vcek, options.gather_timeout),
+          .verifier = make_real_verifier(options)};
 }
 
 }  // namespace tt

@@ -16,7 +16,13 @@ namespace tt {
 // What the user gave for real attestation (paths not yet read).
 struct RealAttestationOptions {
   std::string tsm_dir;  // configfs-tsm's report directory; "{rank}" becomes the rank; empty: the kernel's
-  std::string vcek;     // SEV-SNP: this rank's VCEK (PEM or DER, as AMD's KDS serves it); "{rank}" expands
+  // SEV-SNP: this rank's VCEK (PEM or DER, as AMD's KDS serves it); "{rank}" expands. Read after each
+  // report is gathered, so that it is the VCEK of the TCB the report was signed at.
+  std::string vcek;
+  std::string policy;             // --attestation-policy: tee/evidence/evidence_policy.h; empty: none
+  std::vector<std::string> crls;  // --evidence-crl: revocation lists for the vendors' chains
+  std::string test_roots;  // --test-roots: a test vendor's roots (Note [Test roots]) instead of the vendors'
+  bool allow_test_roots = false;  // --allow-test-roots: accept evidence under them (every report says so)
   std::chrono::seconds gather_timeout{60};
 };
 
@@ -27,7 +33,8 @@ struct RealAttestationOptions {
 comm::RealAttestation make_real_attestation(const comm::RealAttestationKind& kind,
                                             const RealAttestationOptions& options, int rank);
 
-// The verifier alone (what a rank checks its peers' evidence with).
-std::shared_ptr<const comm::RealEvidenceVerifier> make_real_verifier();
+// The verifier alone (what a rank checks its peers' evidence with): the vendors' roots (or the test
+// roots), the CRLs and the policy the options name. InputError naming the file that cannot be used.
+std::shared_ptr<const comm::RealEvidenceVerifier> make_real_verifier(const RealAttestationOptions& options);
 
 }  // namespace tt

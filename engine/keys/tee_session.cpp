@@ -83,6 +83,14 @@ comm::AttestConfig make_attest_config(const TrustOptions& trust, int rank, int w
   const bool any_trust_flag = !trust.trust_root.empty() || !trust.device_identity.empty() ||
                               trust.no_revocation_check || trust.allow_expired_crl ||
                               !trust.crl_state.empty();
+  const RealAttestationOptions& r = trust.real;
+  const bool any_real_flag = !r.tsm_dir.empty() || !r.vcek.empty() || !r.policy.empty() || !r.crls.empty() ||
+                             !r.test_roots.empty() || r.allow_test_roots;
+  if (trust.mode != comm::AttestationMode::Real && any_real_flag)
+    throw InputError(
+        "--tsm-dir, --vcek, --attestation-policy, --evidence-crl, --test-roots and --allow-test-roots are "
+        "for "
+        "real evidence: add --attestation tdx|snp|tdx+gpu|snp+gpu, or drop them");
   if (trust.mode == comm::AttestationMode::Real) {
     if (any_trust_flag || !trust.policy.empty())
       throw InputError(std::string("--attestation ") + trust.real_kind.name +

@@ -52,7 +52,14 @@ nlohmann::json attestation_json(const std::optional<comm::AttestConfig>& attest,
     if (session != nullptr)
       for (const auto& p : session->verified_peers())
         peers.push_back({{"rank", p.rank}, {"measurements", p.measurements}});
-    j["evidence"] = {{"verifier", s.evidence}, {"verified_peers", peers}};
+    const comm::RealVerifierFacts facts = attest->real->verifier->facts();
+    j["evidence"] = {{"kind", attest->real->kind.name},
+                     {"verifier", s.evidence},
+                     {"test_roots", facts.test_roots},
+                     {"policy_sha256", facts.policy_digest.empty() ? nlohmann::json(nullptr)
+                                                                   : nlohmann::json(facts.policy_digest)},
+                     {"revocation_lists", facts.crls},
+                     {"verified_peers", peers}};
   }
   return j;
 }
@@ -68,6 +75,8 @@ std::vector<std::string> opt_outs(const TeeOptions& tee, const std::optional<com
     out.emplace_back("--no-revocation-check");
   if (attest && attest->anchor != nullptr && attest->anchor->stale_crl() == tee::StaleCrl::Accept)
     out.emplace_back("--allow-expired-crl");
+  if (attest && attest->real && attest->real->verifier->facts().test_roots)
+    out.emplace_back("--allow-test-roots");
   if (plain_data) out.emplace_back("--allow-plain-data");
   if (tee.adversary) out.push_back(std::string("--adversary ") + comm::attack_name(tee.adversary->kind));
   return out;
@@ -194,7 +203,10 @@ void TrainingRun::start_links() {
   dist_.emplace(transport, links_->channel(), &profiler_);
   add_configuration(inputs_, config);
   if (attest && attest->anchor) add_trust(inputs_, *attest->anchor);
-  if (attest) add_policy(inputs_, attest->policy);
+  if (attest && attest->real)
+    add_real_attestation(inputs_, attest->real->verifier->facts());
+  else if (attest)
+    add_policy(inputs_, attest->policy);
   // Looked at once: the key release below follows this answer, whatever the disk says later.
   const std::string& data = plan_.data().path;
   const bool sealed_data = img_ ? img_->sealed() : !find_sealed_shards(data, "train").empty();

@@ -61,6 +61,7 @@ class StandIn final : public RealEvidenceProver, public RealEvidenceVerifier {
     return {.ok = true, .reason = "ok", .measurements = "stand-in"};
   }
   std::string describe() const override { return "stand-in"; }
+  RealVerifierFacts facts() const override { return {}; }
 
  private:
   tee::Ed25519KeyPair key_;

@@ -82,6 +82,19 @@ void add_trust_options(CLI::App* g, TrustOptions& t) {
                 "--attestation tdx|snp: the kernel's configfs-tsm report directory; {rank} in the path "
                 "becomes the rank")
       ->default_str(tee::evidence::kDefaultTsmDir);
+  g->add_option("--attestation-policy", t.real.policy,
+                "--attestation tdx|snp[+gpu]: the measurements peers may run (MRTD, RTMRs, SEV-SNP "
+                "MEASUREMENT, TCB minimums, GPU driver and VBIOS versions: tee/evidence/evidence_policy.h); "
+                "without it they are recorded, not checked, and debug is refused");
+  g->add_option("--evidence-crl", t.real.crls,
+                "--attestation tdx|snp[+gpu]: a revocation list for the vendors' chains (PEM or DER; "
+                "repeatable); without one revocation is NOT checked (every report says so)");
+  g->add_option("--test-roots", t.real.test_roots,
+                "--attestation tdx|snp[+gpu]: verify under a TEST vendor's roots (tests/support/test_vendor) "
+                "instead of Intel's, AMD's and NVIDIA's; evidence under them is refused unless "
+                "--allow-test-roots");
+  g->add_flag("--allow-test-roots", t.real.allow_test_roots,
+              "Accept evidence under --test-roots (no vendor vouches for it: every report says TEST ROOTS)");
   g->add_option("--vcek", t.real.vcek,
                 "--attestation snp: this rank's VCEK certificate (PEM or DER, from AMD's key distribution "
                 "service), sent beside its report; {rank} in the path becomes the rank");
