@@ -98,7 +98,8 @@ class VendorVerifier final : public comm::RealEvidenceVerifier {
     }
     std::string m;
     for (const auto& [field, value] : measured.values)
-      m += (m.empty() ? "" : ", ") + std::string(ev::policy_field_name(field)) + " " + short_hex(value, 16);
+      m += (m.empty() ? "" : ", ") + std::string(ev::policy_field_name(field)) + " " +
+           (value.size() > 16 ? short_hex(value, 16) : value);
     return {.ok = true, .reason = "ok", .measurements = m};
   }
 
