@@ -235,8 +235,7 @@ void add_to_policy(EvidencePolicy& policy, const VerifiedMeasurements& measured)
     std::vector<std::string>& values = policy.allowed[field];
     const Rule rule = info(field).rule;
     if (rule == Rule::Debug) {
-      const std::string want = value == kDebugOn ? "allow" : "refuse";
-      if (values.empty() || want == "allow") values = {want};
+      values = {"refuse"};
     } else if (rule == Rule::Minimum) {
       if (values.empty()) values = {value};
       std::vector<std::uint8_t> floor = from_hex(values.front());
@@ -247,6 +246,22 @@ void add_to_policy(EvidencePolicy& policy, const VerifiedMeasurements& measured)
       values.push_back(value);
     }
   }
+}
+
+std::vector<VerifiedMeasurements> read_measurements(const std::filesystem::path& path,
+                                                    const std::vector<Rim>& rims) {
+  const std::vector<std::uint8_t> bytes = read_regular_file(path, "--from", kMaxEvidenceFileBytes);
+  const std::string where = printable_path(path);
+  if (looks_like_snp_report(bytes)) return {measurements_of(parse_snp_report(bytes, where))};
+  if (looks_like_tdx_quote(bytes)) return {measurements_of(parse_tdx_quote(bytes, where))};
+  const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  if (!looks_like_json(text))
+    throw InputError("--from '" + where +
+                     "': neither a TDX quote, an SEV-SNP report nor the NVIDIA attestation SDK's JSON");
+  std::vector<VerifiedMeasurements> out;
+  for (const GpuEvidence& gpu : parse_sdk_evidence_json(text, where))
+    out.push_back(measurements_of(gpu, rims));
+  return out;
 }
 
 std::vector<PolicyFailure> check_policy(const EvidencePolicy& policy, const VerifiedMeasurements& measured) {

@@ -84,9 +84,16 @@ VerifiedMeasurements measurements_of(const SnpReport& report);
 // `rims`: the RIMs the GPU's measurements were compared with (their tag ids); may be empty.
 VerifiedMeasurements measurements_of(const GpuEvidence& gpu, const std::vector<Rim>& rims);
 
-// Adds `measured`'s values to `policy` (debug: "refuse" unless the evidence allows debug, then "allow";
-// minimums: the measured value, lowered to the smallest seen): what `attestation-policy` writes.
+// Adds `measured`'s values to `policy` (debug: always "refuse", even from evidence that allows it: an
+// operator who wants debug edits the file; minimums: the measured value, lowered to the smallest seen):
+// what `attestation-policy` writes.
 void add_to_policy(EvidencePolicy& policy, const VerifiedMeasurements& measured);
+
+// The measurements of every piece of evidence in a file (a TDX quote, an SEV-SNP report, the NVIDIA
+// SDK's JSON with one entry per GPU), read but NOT verified: for `attestation-policy`, from evidence
+// the operator verified and trusts. InputError naming the file when it is none of these.
+std::vector<VerifiedMeasurements> read_measurements(const std::filesystem::path& path,
+                                                    const std::vector<Rim>& rims);
 
 struct PolicyFailure {
   PolicyField field;

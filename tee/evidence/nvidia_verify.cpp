@@ -95,6 +95,10 @@ const char* check_name(Check check) {
       return "reported TCB";
     case Check::TrustRoots:
       return "trust roots";
+    case Check::Collateral:
+      return "collateral";
+    case Check::QeIdentity:
+      return "QE identity";
   }
   return "?";
 }

@@ -35,10 +35,12 @@ enum class Check {
   ChipId,          // SEV-SNP: the VCEK is the one of the chip the report names
   ReportedTcb,     // SEV-SNP: the VCEK was issued for the TCB the report claims
   TrustRoots,      // the roots are the vendors', or test roots explicitly allowed (Note [Test roots])
+  Collateral,      // TDX: Intel's QE identity is signed under the root and current (tdx_collateral.h)
+  QeIdentity,      // TDX: the quoting enclave is the one Intel's QE identity names, at an UpToDate TCB
 };
 
 // "certificate chain", "signature", "nonce", "RIM signature", "RIM version", "measurements",
-// "QE report", "attestation key", "chip id", "reported TCB", "trust roots".
+// "QE report", "attestation key", "chip id", "reported TCB", "trust roots", "collateral", "QE identity".
 const char* check_name(Check check);
 
 struct CheckOutcome {

@@ -14,8 +14,9 @@
 // The checks: the PCK chain leads to Intel's root; the PCK key signed the QE report; the QE report's
 // REPORTDATA is SHA-256(attestation key || QE auth data) followed by 32 zero bytes (so the quoting
 // enclave vouches for the attestation key); the attestation key signed header and body; and the TD's
-// REPORTDATA carries the verifier's challenge. Not checked here: the TCB status and the QE identity,
-// which need Intel's signed collateral (TCB info, QE identity) that a verifier fetches from Intel.
+// REPORTDATA carries the verifier's challenge. Not checked here: the QE identity (Intel's signed
+// collateral, checked by tdx_collateral.h when the verifier has it) and the TCB status (Intel's TCB info,
+// not read).
 #pragma once
 #include <array>
 #include <cstdint>

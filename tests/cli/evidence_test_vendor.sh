@@ -7,7 +7,13 @@
 #     the chain to the vendors' bundled roots fails (exit 3);
 #   - the revoked leaf (with its CA's CRL) and the expired leaf fail the chain (exit 3) naming why; a
 #     damaged MRTD fails the quote's signature;
-#   - --allow-test-roots alone, and a directory of roots without the test label, are bad input (exit 2).
+#   - --allow-test-roots alone, and a directory of roots without the test label, are bad input (exit 2);
+#   - Intel's QE identity read offline (--qe-identity, --collateral-chain): the test vendor's, current,
+#     is checked and the verdict says so; an expired one is refused (exit 3) unless
+#     --allow-expired-collateral, which the verdict reports; an OutOfDate QE is refused;
+#   - docs/reference/attestation-policy.md: a policy written from a trusted quote passes it; a quote with
+#     another MRTD and debug allowed fails both fields, named in one refusal (exit 3); a policy with a
+#     typo is bad input (exit 2) naming the line and the closest field.
 source "$(dirname "$0")/lib.sh" "$@"
 VENDOR="$2"
 R="$WORK/roots"
@@ -39,6 +45,9 @@ expect_exit 3 "certificate chain check failed: .*revoked" -- \
 "$VENDOR" snp --dir "$R" --report-data "$RD" --variant expired --out "$WORK/expired.bin" --vcek-out "$WORK/expired.pem"
 expect_exit 3 "certificate chain check failed: .*expired" -- \
   "${V[@]}" "$WORK/expired.bin" --vcek "$WORK/expired.pem" "${ALLOW[@]}"
+"$VENDOR" snp --dir "$R" --report-data "$RD" --variant revoked --out "$WORK/revoked.bin" --vcek-out "$WORK/revoked.pem"
+expect_exit 3 "certificate chain check failed: .*revoked" -- \
+  "${V[@]}" "$WORK/revoked.bin" --vcek "$WORK/revoked.pem" --crl "$R/amd_ask.crl.pem" "${ALLOW[@]}"
 "$VENDOR" gpu --dir "$R" --nonce "$NONCE" --variant revoked --out "$WORK/gpu_revoked.json"
 expect_exit 3 "certificate chain check failed: .*revoked" -- \
   "${V[@]}" "$WORK/gpu_revoked.json" --crl "$R/nvidia_device_ca.crl.pem" "${ALLOW[@]}"
@@ -50,4 +59,35 @@ expect_exit 2 "--allow-test-roots needs --test-roots DIR" -- "${V[@]}" "$WORK/q.
 mkdir "$WORK/not_test"
 cp tee/evidence/roots/intel_sgx_root_ca.pem "$WORK/not_test/intel_sgx_root.pem"
 expect_exit 2 "is not a test root" -- "${V[@]}" "$WORK/q.dat" --test-roots "$WORK/not_test" --allow-test-roots
+
+QE=(--collateral-chain "$R/intel_qe_identity_chain.pem")
+"$VENDOR" qe-identity --dir "$R" --out "$WORK/qe.json"
+out=$("${V[@]}" "$WORK/q.dat" "${ALLOW[@]}" --qe-identity "$WORK/qe.json" "${QE[@]}")
+grep -q "^verdict: VERIFIED under TEST ROOTS .*; QE identity checked against Intel's collateral; TCB status NOT checked" <<<"$out" && ok=1 || ok=0
+expect_eq "$ok" 1 "the QE identity is checked, the verdict saying so"
+"$VENDOR" qe-identity --dir "$R" --out "$WORK/qe_old.json" --next-update -3600
+expect_exit 3 "collateral check failed: the QE identity expired at its nextUpdate" -- \
+  "${V[@]}" "$WORK/q.dat" "${ALLOW[@]}" --qe-identity "$WORK/qe_old.json" "${QE[@]}"
+out=$("${V[@]}" "$WORK/q.dat" "${ALLOW[@]}" --qe-identity "$WORK/qe_old.json" "${QE[@]}" --allow-expired-collateral)
+grep -q "expired collateral ACCEPTED by --allow-expired-collateral" <<<"$out" && ok=1 || ok=0
+expect_eq "$ok" 1 "accepted expired collateral is reported"
+"$VENDOR" qe-identity --dir "$R" --out "$WORK/qe_ood.json" --status OutOfDate
+expect_exit 3 "QE identity check failed: .*OutOfDate" -- \
+  "${V[@]}" "$WORK/q.dat" "${ALLOW[@]}" --qe-identity "$WORK/qe_ood.json" "${QE[@]}"
+expect_exit 2 "--qe-identity needs --collateral-chain" -- "${V[@]}" "$WORK/q.dat" "${ALLOW[@]}" --qe-identity "$WORK/qe.json"
+
+"$TT" attestation-policy --from "$WORK/q.dat" --out "$WORK/policy.txt" >"$WORK/policy.log"
+grep -q "^tdx.mrtd = $(printf 'ab%.0s' {1..48})$" "$WORK/policy.txt" && ok=1 || ok=0
+expect_eq "$ok" 1 "the policy lists the trusted quote's MRTD"
+grep -q "^tdx.debug = refuse$" "$WORK/policy.txt" && ok=1 || ok=0
+expect_eq "$ok" 1 "the policy refuses debug"
+out=$("${V[@]}" "$WORK/q.dat" "${ALLOW[@]}" --policy "$WORK/policy.txt")
+grep -q "^verdict: VERIFIED under TEST ROOTS .*; policy [0-9a-f]\{16\}\.\.\. passes" <<<"$out" && ok=1 || ok=0
+expect_eq "$ok" 1 "the trusted quote passes its policy, the verdict naming its digest"
+"$VENDOR" tdx --dir "$R" --report-data "$RD" --mrtd "$(printf 'cd%.0s' {1..48})" --td-attributes 1 --out "$WORK/off.dat"
+expect_exit 3 "policy check failed: tdx.mrtd: cdcdcdcdcdcdcdcd\.\.\. is not one of the 1 value\(s\) the policy allows; tdx.debug: the evidence allows DEBUG" -- \
+  "${V[@]}" "$WORK/off.dat" "${ALLOW[@]}" --policy "$WORK/policy.txt"
+sed 's/^tdx.mrtd/tdx.mrdt/' "$WORK/policy.txt" >"$WORK/typo.txt"
+expect_exit 2 "typo.txt': line 4: unknown field 'tdx.mrdt' \(did you mean tdx.mrtd\?\)" -- \
+  "${V[@]}" "$WORK/q.dat" "${ALLOW[@]}" --policy "$WORK/typo.txt"
 finish

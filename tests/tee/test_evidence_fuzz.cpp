@@ -1,14 +1,15 @@
 // Fuzz-style (tests/common/fuzz.h): the parsers of real evidence (the SDK's JSON, the local verifier's
 // hex report and PEM chain, SPDM transcripts, NVIDIA opaque data, RIM XML, and the RIM signature check
-// on whatever still parses; TDX quotes and SEV-SNP reports with their checks; the verifier's policy file)
-// refuse damaged input with InputError or IntegrityError only: never a crash, another exception, or an
-// acceptance of a damaged signed object.
+// on whatever still parses; TDX quotes and SEV-SNP reports with their checks; the verifier's policy file;
+// Intel's QE identity) refuse damaged input with InputError or IntegrityError only: never a crash, another
+// exception, or an acceptance of a damaged signed object.
 #include <gtest/gtest.h>
 
 #include "tee/evidence/bundled_roots.h"
 #include "tee/evidence/evidence_policy.h"
 #include "tee/evidence/nvidia_verify.h"
 #include "tee/evidence/snp_report.h"
+#include "tee/evidence/tdx_collateral.h"
 #include "tee/evidence/tdx_quote.h"
 #include "tests/common/fuzz.h"
 #include "tests/tee/evidence_fixtures.h"
@@ -136,6 +137,20 @@ TEST(EvidenceFuzz, PolicyFile) {
         },
         in.what);
   }
+}
+
+// Intel's QE identity JSON (tee/evidence/tdx_collateral.h): damaged text is an InputError, never a crash.
+TEST(EvidenceFuzz, QeIdentity) {
+  const std::string json =
+      "{\"enclaveIdentity\":{\"id\":\"TD_QE\",\"version\":2,\"nextUpdate\":\"2026-12-06T08:50:32Z\","
+      "\"miscselect\":\"00000000\",\"miscselectMask\":\"FFFFFFFF\",\"attributes\":\"" +
+      std::string(32, '0') + "\",\"attributesMask\":\"" + std::string(32, 'F') + "\",\"mrsigner\":\"" +
+      std::string(64, '5') +
+      "\",\"isvprodid\":2,\"tcbLevels\":[{\"tcb\":{\"isvsvn\":8},\"tcbStatus\":"
+      "\"UpToDate\"}]},\"signature\":\"" +
+      std::string(128, 'a') + "\"}";
+  for (const auto& in : fuzz_inputs(json, FuzzPlan{}))
+    run_parser([&] { (void)parse_qe_identity(in.bytes, "qe"); }, in.what);
 }
 
 TEST(EvidenceFuzz, TdxQuote) {

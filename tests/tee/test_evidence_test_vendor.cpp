@@ -5,10 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "base/error.h"
 #include "tee/evidence/bundled_roots.h"
 #include "tee/evidence/snp_report.h"
+#include "tee/evidence/tdx_collateral.h"
 #include "tee/evidence/tdx_quote.h"
 #include "tests/support/test_vendor/test_vendor.h"
 
@@ -46,6 +49,11 @@ std::string detail_of(const std::vector<CheckOutcome>& checks, Check check) {
   for (const CheckOutcome& c : checks)
     if (c.check == check) return c.detail;
   return {};
+}
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 std::array<std::uint8_t, 64> report_data() {
@@ -164,6 +172,33 @@ TEST_F(TestVendor, GpuEvidenceVerifiesAndAnswersItsNonce) {
   const GpuEvidence parsed = parse_sdk_evidence_json(write_sdk_evidence_json({gpu}), "g").front();
   EXPECT_EQ(driver_version(parsed.opaque).value_or(""), "550.90.07");
   EXPECT_EQ(vbios_version(parsed.opaque).value_or(""), "96.00.9e.00.01");
+}
+
+// Intel's QE identity (tee/evidence/tdx_collateral.h) as the test vendor signs it: current and UpToDate
+// passes; one changed byte of the signed object, an expired one (unless accepted explicitly) and an
+// OutOfDate TCB level fail, naming the check.
+TEST_F(TestVendor, QeIdentityCollateral) {
+  const TdxQuote q = parse_tdx_quote(tv::issue_tdx_quote(dir_, tv::TdxSpec{}), "quote");
+  const std::vector<Certificate> chain =
+      certificates_from_pem(read_text(dir_ / tv::kIntelQeIdentityChain), "QE identity chain");
+  const auto checks = [&](const std::string& json, StaleCollateral stale) {
+    return verify_qe_identity(parse_qe_identity(json, "qe"), chain, q, roots_->intel_sgx_root, std::nullopt,
+                              stale);
+  };
+  const std::string good = tv::issue_qe_identity(dir_, {});
+  EXPECT_EQ(failed(checks(good, StaleCollateral::Refuse)), std::vector<Check>{});
+  std::string altered = good;
+  altered[altered.find("\"isvprodid\":2") + 12] = '3';
+  EXPECT_EQ(failed(checks(altered, StaleCollateral::Refuse)),
+            (std::vector<Check>{Check::Collateral, Check::QeIdentity}));
+  const std::string expired = tv::issue_qe_identity(dir_, {-3600, "UpToDate"});
+  EXPECT_EQ(failed(checks(expired, StaleCollateral::Refuse)), std::vector<Check>{Check::Collateral});
+  const std::vector<CheckOutcome> accepted = checks(expired, StaleCollateral::Accept);
+  EXPECT_EQ(failed(accepted), std::vector<Check>{});
+  EXPECT_NE(detail_of(accepted, Check::Collateral).find("EXPIRED"), std::string::npos);
+  EXPECT_EQ(failed(checks(tv::issue_qe_identity(dir_, {86400, "OutOfDate"}), StaleCollateral::Refuse)),
+            std::vector<Check>{Check::QeIdentity});
+  EXPECT_THROW(parse_qe_identity("{\"enclaveIdentity\": 1}", "qe"), InputError);
 }
 
 TEST_F(TestVendor, TestRootsAreRefusedUnlessAllowed) {

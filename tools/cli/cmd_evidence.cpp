@@ -1,9 +1,11 @@
 // `teetrain verify-evidence`: real NVIDIA GPU attestation evidence, verified offline against NVIDIA's
 // bundled roots (tee/evidence/): the SDK's serialized evidence JSON, or the local verifier's report and
 // certificate chain; optionally its reference integrity manifests (RIMs) and revocation lists. Also an
-// Intel TDX quote or an AMD SEV-SNP report with its VCEK, against Intel's and AMD's bundled roots. Prints
-// the evidence field by field, every check's outcome, and one verdict line; exit 0 verified, 3 refused
-// (the first failed check), 2 malformed input.
+// Intel TDX quote or an AMD SEV-SNP report with its VCEK, against Intel's and AMD's bundled roots (or a
+// test vendor's with --test-roots, Note [Test roots]); with --policy, its measurements against a
+// verifier's policy (Note [Evidence policy]). Prints the evidence field by field, every check's outcome,
+// and one verdict line; exit 0 verified, 3 refused (the first failed check, or every failing policy
+// field), 2 malformed input.
 #include <algorithm>
 #include <array>
 #include <cstdio>
@@ -11,8 +13,10 @@
 
 #include "base/error.h"
 #include "tee/evidence/bundled_roots.h"
+#include "tee/evidence/evidence_policy.h"
 #include "tee/evidence/nvidia_verify.h"
 #include "tee/evidence/snp_report.h"
+#include "tee/evidence/tdx_collateral.h"
 #include "tee/evidence/tdx_quote.h"
 #include "tee/regular_file.h"
 #include "tools/cli/commands.h"
@@ -35,6 +39,10 @@ struct EvidenceOptions {
   std::string rim_root;
   std::string test_roots;
   bool allow_test_roots = false;
+  std::string policy;
+  std::string qe_identity;
+  std::string collateral_chain;
+  bool allow_expired_collateral = false;
 };
 
 // The roots to verify under: the vendors' bundled ones, or a test vendor's (Note [Test roots]).
@@ -46,6 +54,29 @@ ev::EvidenceRoots roots_of(const EvidenceOptions& o) {
 void add_roots_check(const EvidenceOptions& o, const ev::EvidenceRoots& roots,
                      std::vector<ev::CheckOutcome>& checks) {
   checks.push_back(ev::check_roots(roots, o.allow_test_roots ? ev::TestRoots::Allow : ev::TestRoots::Refuse));
+}
+
+// The policy's verdict on verified evidence (Note [Evidence policy]): every failing field printed and
+// named in one refusal; otherwise what the verdict line says about the measurements.
+std::string apply_policy(const EvidenceOptions& o, const ev::VerifiedMeasurements& m) {
+  if (o.policy.empty()) return "measurements NOT checked against a policy (no --policy)";
+  const ev::EvidencePolicy policy = ev::load_policy(o.policy);
+  const std::string digest = tee::to_hex(ev::policy_digest(policy)).substr(0, 16);
+  const std::vector<ev::PolicyFailure> failures = ev::check_policy(policy, m);
+  std::printf("policy %s (sha256 %s...): %s\n", tee::printable_path(o.policy).c_str(), digest.c_str(),
+              failures.empty() ? "passes" : "REFUSES");
+  std::string refusal;
+  for (const ev::PolicyFailure& f : failures) {
+    std::printf("  %s\n", f.detail.c_str());
+    refusal += (refusal.empty() ? "" : "; ") + f.detail;
+  }
+  if (!failures.empty())
+    throw IntegrityError("evidence REFUSED: " + m.source + ": policy check failed: " + refusal);
+  std::string unchecked;
+  for (const std::string& name : ev::unconstrained_fields(policy, m.kind))
+    unchecked += (unchecked.empty() ? "" : ", ") + name;
+  return "policy " + digest + "... passes" +
+         (unchecked.empty() ? "" : " (NOT constrained: " + unchecked + ")");
 }
 
 // How every verdict line starts: under test roots it says so first.
@@ -137,6 +168,31 @@ void refuse_first_failure(const std::string& source, const std::vector<ev::Check
                            " check failed: " + c.detail);
 }
 
+// With --qe-identity, Intel's QE identity checked offline (tee/evidence/tdx_collateral.h), appended to
+// `checks`; what the verdict says about Intel's collateral either way.
+std::string check_tdx_collateral(const EvidenceOptions& o, const ev::TdxQuote& quote,
+                                 const ev::TdxTrust& trust, std::vector<ev::CheckOutcome>& checks) {
+  if (o.qe_identity.empty())
+    return "TCB status and QE identity NOT checked (no --qe-identity; Intel's TCB info is not read)";
+  if (o.collateral_chain.empty())
+    throw InputError("--qe-identity needs --collateral-chain PEM (the issuer chain Intel sends beside it)");
+  const std::vector<std::uint8_t> json = tee::read_regular_file(o.qe_identity, "--qe-identity", 1 << 20);
+  const std::vector<std::uint8_t> pem =
+      tee::read_regular_file(o.collateral_chain, "--collateral-chain", 1 << 20);
+  const ev::QeIdentity identity =
+      ev::parse_qe_identity(std::string_view(reinterpret_cast<const char*>(json.data()), json.size()),
+                            tee::printable_path(o.qe_identity));
+  const std::vector<tee::Certificate> chain = tee::certificates_from_pem(
+      std::string_view(reinterpret_cast<const char*>(pem.data()), pem.size()), "--collateral-chain");
+  const std::vector<ev::CheckOutcome> more = ev::verify_qe_identity(
+      identity, chain, quote, trust.intel_root, trust.at_unix_time,
+      o.allow_expired_collateral ? ev::StaleCollateral::Accept : ev::StaleCollateral::Refuse);
+  checks.insert(checks.end(), more.begin(), more.end());
+  return std::string("QE identity checked against Intel's collateral") +
+         (o.allow_expired_collateral ? " (expired collateral ACCEPTED by --allow-expired-collateral)" : "") +
+         "; TCB status NOT checked (Intel's TCB info is not read)";
+}
+
 void run_tdx(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
   if (!o.rims.empty() || !o.cert_chain.empty())
     throw InputError("--rim and --cert-chain are for NVIDIA evidence; '" + tee::printable_path(o.file) +
@@ -148,19 +204,22 @@ void run_tdx(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
   const ev::TdxQuote quote = ev::parse_tdx_quote(bytes, tee::printable_path(o.file));
   std::printf("%s", ev::describe(quote).c_str());
   std::vector<ev::CheckOutcome> checks = ev::verify_tdx_quote(quote, trust);
+  const std::string collateral = check_tdx_collateral(o, quote, trust, checks);
   add_roots_check(o, roots, checks);
   std::printf("checks\n");
   print_checks(checks);
   refuse_first_failure(quote.source, checks);
+  const std::string policy = apply_policy(o, ev::measurements_of(quote));
   std::printf(
       "%s: Intel TDX quote: PCK chain to %s, QE report, attestation key, quote signature, report data %s; "
-      "TCB status and QE identity NOT checked (they need Intel's collateral)\n",
-      verified(roots), trust.intel_root.subject().c_str(), trust.report_data ? "(fresh)" : "NOT checked");
+      "%s; %s\n",
+      verified(roots), trust.intel_root.subject().c_str(), trust.report_data ? "(fresh)" : "NOT checked",
+      policy.c_str(), collateral.c_str());
 }
 
 // The verdict line: what was verified, and what was not (freshness, revocation, the debug policy).
 void print_snp_verdict(const ev::SnpReport& report, const std::vector<tee::Certificate>& vcek,
-                       const ev::SnpTrust& trust, const ev::EvidenceRoots& roots) {
+                       const ev::SnpTrust& trust, const ev::EvidenceRoots& roots, const std::string& policy) {
   const char* debug =
       report.debug_allowed()
           ? "WARNING: the guest's POLICY ALLOWS DEBUG (the hypervisor may read and change its memory)"
@@ -171,10 +230,9 @@ void print_snp_verdict(const ev::SnpReport& report, const std::vector<tee::Certi
                                : ", revocation NOT checked (no --crl issued by a CA of the chain)";
   std::printf(
       "%s: AMD SEV-SNP report: VCEK chain to %s, report signature, chip id, reported TCB, "
-      "report data %s%s; %s; whether the TCB is recent enough and MEASUREMENT the image you expect NOT "
-      "checked (your policy)\n",
+      "report data %s%s; %s; %s\n",
       verified(roots), ev::root_for(trust, vcek.front())->ark.subject().c_str(),
-      trust.report_data ? "(fresh)" : "NOT checked", revocation, debug);
+      trust.report_data ? "(fresh)" : "NOT checked", revocation, debug, policy.c_str());
 }
 
 // An SEV-SNP report: with --vcek, whatever the file looks like (a damaged report is then named as one);
@@ -202,7 +260,7 @@ void run_snp(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
   std::printf("checks\n");
   print_checks(checks);
   refuse_first_failure(report.source, checks);
-  print_snp_verdict(report, vcek, trust, roots);
+  print_snp_verdict(report, vcek, trust, roots, apply_policy(o, ev::measurements_of(report)));
 }
 
 void run_verify_evidence(const EvidenceOptions& o) {
@@ -234,16 +292,19 @@ void run_verify_evidence(const EvidenceOptions& o) {
     if (!refusal) refusal = first_failure(gpu, checks);
   }
   if (refusal) throw IntegrityError("evidence REFUSED: " + *refusal);
+  std::string policy;
+  for (const ev::GpuEvidence& gpu : gpus) policy = apply_policy(o, ev::measurements_of(gpu, rims));
   const bool revocation = std::all_of(gpus.begin(), gpus.end(), [&](const ev::GpuEvidence& g) {
     return ev::applicable_crls(trust.crls, trust.device_root, g.chain) > 0;
   });
   std::printf(
-      "%s: %zu NVIDIA GPU(s): certificate chain to %s, report signature, nonce %s%s%s\n", verified(roots),
+      "%s: %zu NVIDIA GPU(s): certificate chain to %s, report signature, nonce %s%s%s; %s\n", verified(roots),
       gpus.size(), trust.device_root.subject().c_str(), trust.nonce ? "(fresh)" : "NOT checked",
       rims.empty() ? ", measurements NOT compared (no --rim)" : ", every measurement matches the RIMs",
       revocation           ? ", not revoked by the given --crl"
       : trust.crls.empty() ? ", revocation NOT checked (no --crl)"
-                           : ", revocation NOT checked (no --crl issued by a CA of the chain)");
+                           : ", revocation NOT checked (no --crl issued by a CA of the chain)",
+      policy.c_str());
 }
 
 }  // namespace
@@ -301,6 +362,20 @@ void register_verify_evidence(CLI::App& app) {
                   "Verify under the TEST roots in this directory (tt_test_vendor roots: labelled \"teetrain "
                   "TEST\", never a vendor's) instead of the bundled ones; evidence under them is refused "
                   "(exit 3, naming the test root) unless --allow-test-roots");
+  cmd->add_option(
+      "--policy", o->policy,
+      "A verifier's policy of real measurements (teetrain attestation-policy writes one): every "
+      "field the evidence fails is named (exit 3); fields it leaves out are listed as NOT constrained");
+  cmd->add_option(
+      "--qe-identity", o->qe_identity,
+      "Intel's QE identity JSON for a TDX quote (fetched from Intel PCS: docs/reference/"
+      "verify-evidence.md), with --collateral-chain: the quoting enclave must be the one it names, at "
+      "an UpToDate TCB level; expired collateral is refused");
+  cmd->add_option(
+      "--collateral-chain", o->collateral_chain,
+      "The PEM issuer chain Intel sends beside the QE identity (TCB signing certificate, SGX root)");
+  cmd->add_flag("--allow-expired-collateral", o->allow_expired_collateral,
+                "Accept a QE identity past its nextUpdate; the verdict says so");
   cmd->add_flag("--allow-test-roots", o->allow_test_roots,
                 "Accept evidence under --test-roots (tests only): the verdict then says TEST ROOTS");
   cmd->callback([o] { run_verify_evidence(*o); });

@@ -21,6 +21,7 @@ void register_attest(CLI::App& app);
 void register_provision(CLI::App& app);
 void register_verify_evidence(CLI::App& app);
 void register_gather_evidence(CLI::App& app);
+void register_attestation_policy(CLI::App& app);  // cmd_attestation_policy.cpp
 void register_keys(CLI::App& app);
 void register_ckpt(CLI::App& app);
 void register_model_cmd(CLI::App& app);

@@ -140,6 +140,7 @@ int main(int argc, char** argv) {
   tt::cli::register_attest(app);
   tt::cli::register_verify_evidence(app);
   tt::cli::register_gather_evidence(app);
+  tt::cli::register_attestation_policy(app);
   tt::cli::register_keys(app);
   tt::cli::register_ckpt(app);
   tt::cli::register_model_cmd(app);

@@ -29,6 +29,8 @@ struct Options {
   std::string chip_id;
   std::string driver;
   std::string vbios;
+  long next_update_s = 30L * 86400L;
+  std::string status = "UpToDate";
 };
 
 template <std::size_t N>
@@ -93,6 +95,11 @@ void issue_gpu(const Options& o, bool sdk_json) {
   write_file(o.extra_out, tt::tee::bytes_of(gpu.certificate_pem));
 }
 
+void issue_qe_identity(const Options& o) {
+  const std::string json = tv::issue_qe_identity(o.dir, {o.next_update_s, o.status});
+  write_file(o.out, tt::tee::bytes_of(json));
+}
+
 CLI::App* evidence_command(CLI::App& app, const char* name, const char* what, Options& o) {
   CLI::App* cmd = app.add_subcommand(name, what);
   cmd->add_option("--dir", o.dir, "The test roots' directory (tt_test_vendor roots)")->required();
@@ -135,6 +142,13 @@ int main(int argc, char** argv) {
     cmd->add_option("--vbios", o.vbios, "VBIOS_VERSION's 8 bytes, 16 hex digits (default 96.00.9e.00.01)");
   }
   raw->add_option("--chain-out", o.extra_out, "Where to write the PEM chain")->required();
+  CLI::App* qe = app.add_subcommand("qe-identity",
+                                    "Intel's QE identity JSON for the test quotes; its issuer chain is "
+                                    "DIR/intel_qe_identity_chain.pem");
+  qe->add_option("--dir", o.dir, "The test roots' directory")->required();
+  qe->add_option("--out", o.out, "Where to write the JSON")->required();
+  qe->add_option("--next-update", o.next_update_s, "Seconds from now to its nextUpdate (negative: expired)");
+  qe->add_option("--status", o.status, "The TCB level's status (UpToDate, OutOfDate, Revoked)");
   CLI11_PARSE(app, argc, argv);
   try {
     if (app.got_subcommand("roots")) tv::make_roots(o.dir);
@@ -142,6 +156,7 @@ int main(int argc, char** argv) {
     if (snp->parsed()) issue_snp(o);
     if (gpu->parsed()) issue_gpu(o, true);
     if (raw->parsed()) issue_gpu(o, false);
+    if (qe->parsed()) issue_qe_identity(o);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tt_test_vendor: error: %s\n", e.what());
     return 2;

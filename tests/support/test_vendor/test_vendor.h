@@ -36,6 +36,9 @@ inline constexpr const char* kIntelPckCrl = "intel_pck_ca.crl.pem";
 inline constexpr const char* kAmdAskCrl = "amd_ask.crl.pem";
 inline constexpr const char* kNvidiaDeviceCrl = "nvidia_device_ca.crl.pem";
 
+// The QE identity's issuer chain (TCB signing certificate, SGX root), as Intel sends it beside the JSON.
+inline constexpr const char* kIntelQeIdentityChain = "intel_qe_identity_chain.pem";
+
 // Makes the roots, intermediates, keys and CRLs in `dir` (created; existing files replaced).
 void make_roots(const std::filesystem::path& dir);
 
@@ -53,6 +56,15 @@ struct TdxSpec {
 };
 // A TDX v4 quote (header || body || signature data), as configfs-tsm's outblob holds it.
 std::vector<std::uint8_t> issue_tdx_quote(const std::filesystem::path& dir, const TdxSpec& spec);
+
+// Intel's QE identity (tee/evidence/tdx_collateral.h) for the test vendor's quoting enclave, signed by
+// the test TCB signing key: current for `next_update_s` seconds (negative: expired), its one TCB level
+// (the QE's ISVSVN) of `status`.
+struct QeIdentitySpec {
+  long next_update_s = 30L * 86400L;
+  std::string status = "UpToDate";
+};
+std::string issue_qe_identity(const std::filesystem::path& dir, const QeIdentitySpec& spec);
 
 struct SnpSpec {
   std::array<std::uint8_t, 64> report_data{};

@@ -74,9 +74,10 @@ struct Authority {
   SignStyle style;  // how its own certificate is signed (by the parent, or itself)
 };
 // Roots before the intermediates they sign.
-extern const std::array<Authority, 8> kAuthorities;
+extern const std::array<Authority, 9> kAuthorities;
 inline constexpr const char* kIntelPckCa = "intel_pck_ca.pem";
 inline constexpr const char* kNvidiaDeviceCa = "nvidia_device_ca.pem";
+inline constexpr const char* kIntelTcbSigning = "intel_tcb_signing.pem";
 
 // An authority's certificate and key, read from `dir`.
 struct Signer {

@@ -1,6 +1,7 @@
 // make_roots (test_vendor.h): the test roots, intermediates, keys and CRLs of a directory.
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 
 #include "tee/evidence/bundled_roots.h"
 #include "tests/support/test_vendor/vendor_pki.h"
@@ -8,11 +9,13 @@
 namespace tt::tee::evidence::test_vendor {
 
 // The key files sit beside the certificates: "<name>.key.pem".
-const std::array<Authority, 8> kAuthorities = {{
+const std::array<Authority, 9> kAuthorities = {{
     {kTestIntelRoot, "intel_sgx_root.key.pem", "", "teetrain TEST Intel SGX root - not a vendor",
      KeyKind::P256, SignStyle::Ecdsa},
     {kIntelPckCa, "intel_pck_ca.key.pem", kTestIntelRoot,
      "teetrain TEST Intel PCK platform CA - not a vendor", KeyKind::P256, SignStyle::Ecdsa},
+    {kIntelTcbSigning, "intel_tcb_signing.key.pem", kTestIntelRoot,
+     "teetrain TEST Intel SGX TCB signing - not a vendor", KeyKind::P256, SignStyle::Ecdsa},
     {kTestAmdArk, "amd_ark.key.pem", "", "teetrain TEST AMD ARK root - not a vendor", KeyKind::Rsa,
      SignStyle::RsaPss},
     {kTestAmdAsk, "amd_ask.key.pem", kTestAmdArk, "teetrain TEST AMD SEV ASK - not a vendor", KeyKind::Rsa,
@@ -47,6 +50,9 @@ void make_roots(const std::filesystem::path& dir) {
     }
     write_key(dir / a.key, key.get());
   }
+  const Cert tcb_signing = read_cert(dir / kIntelTcbSigning);
+  std::ofstream(dir / kIntelQeIdentityChain)
+      << pem_of(tcb_signing.get()) << pem_of(read_cert(dir / kTestIntelRoot).get());
   const std::array<std::pair<const char*, const char*>, 3> crls = {
       {{kIntelPckCa, kIntelPckCrl}, {kTestAmdAsk, kAmdAskCrl}, {kNvidiaDeviceCa, kNvidiaDeviceCrl}}};
   for (const auto& [issuer, crl] : crls) {

@@ -1,4 +1,6 @@
 // issue_tdx_quote (test_vendor.h): a TDX v4 quote laid out and signed as tee/evidence/tdx_quote.h reads it.
+#include <ctime>
+
 #include "tee/digest.h"
 #include "tee/evidence/bundled_roots.h"
 #include "tee/evidence/tdx_quote.h"
@@ -80,6 +82,30 @@ std::vector<std::uint8_t> issue_tdx_quote(const std::filesystem::path& dir, cons
   put_le(quote, signature_data.size(), 4);
   put_bytes(quote, signature_data);
   return quote;
+}
+
+std::string issue_qe_identity(const std::filesystem::path& dir, const QeIdentitySpec& spec) {
+  const std::time_t when = std::time(nullptr) + spec.next_update_s;
+  std::tm tm{};
+  gmtime_r(&when, &tm);
+  char next[32];
+  std::strftime(next, sizeof next, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  // The identity of qe_report() above: MRSIGNER 5e.., ISVPRODID 2, ISVSVN 8.
+  std::string mrsigner;
+  for (int i = 0; i < 32; ++i) mrsigner += "5e";
+  const std::string body =
+      std::string("{\"id\":\"TD_QE\",\"version\":2,\"issueDate\":\"2026-01-01T00:00:00Z\",") +
+      "\"nextUpdate\":\"" + next +
+      "\",\"miscselect\":\"00000000\",\"miscselectMask\":\"FFFFFFFF\","
+      "\"attributes\":\"00000000000000000000000000000000\","
+      "\"attributesMask\":\"FFFFFFFFFFFFFFFF0000000000000000\",\"mrsigner\":\"" +
+      mrsigner +
+      "\",\"isvprodid\":2,\"tcbLevels\":[{\"tcb\":{\"isvsvn\":8},\"tcbDate\":"
+      "\"2026-01-01T00:00:00Z\",\"tcbStatus\":\"" +
+      spec.status + "\"}]}";
+  const Signer signer = load_signer(dir, kIntelTcbSigning);
+  return "{\"enclaveIdentity\":" + body + ",\"signature\":\"" +
+         to_hex(sign_raw(signer.key.get(), bytes_of(body), 32)) + "\"}";
 }
 
 }  // namespace tt::tee::evidence::test_vendor
