@@ -32,19 +32,33 @@ const char* attack_name(AttackKind k) {
       return "mitm-relay";
     case AttackKind::Oversize:
       return "oversize";
+    case AttackKind::StaleNonce:
+      return "stale-nonce";
+    case AttackKind::SubstituteKey:
+      return "substitute-key";
+    case AttackKind::Reflect:
+      return "reflect";
+    case AttackKind::Relay:
+      return "relay";
   }
   return "unknown";
 }
 
 bool attacks_handshake(AttackKind k) {
-  return k == AttackKind::Mitm || k == AttackKind::MitmRelay || k == AttackKind::Oversize;
+  return k == AttackKind::Mitm || k == AttackKind::MitmRelay || k == AttackKind::Oversize ||
+         is_evidence_attack(k);
+}
+
+bool is_evidence_attack(AttackKind k) {
+  return k == AttackKind::StaleNonce || k == AttackKind::SubstituteKey || k == AttackKind::Reflect ||
+         k == AttackKind::Relay;
 }
 
 namespace {
 
 constexpr const char* kForms =
     "snoop[:DIR], flip:N, drop:N, replay:N, reorder:N, truncate:N, delay:N:MS, rewrite:N, mitm[:cert], "
-    "oversize[:BYTES] or mitm-relay, "
+    "oversize[:BYTES], mitm-relay, stale-nonce, substitute-key, reflect or relay, "
     "each optionally followed by @RANK (the link from that rank; default @0)";
 
 [[noreturn]] void bad(std::string_view spec, const std::string& why) {
@@ -73,7 +87,8 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
 std::optional<AttackKind> kind_named(std::string_view name) {
   for (AttackKind k : {AttackKind::Snoop, AttackKind::Flip, AttackKind::Drop, AttackKind::Replay,
                        AttackKind::Reorder, AttackKind::Truncate, AttackKind::Delay, AttackKind::Rewrite,
-                       AttackKind::Mitm, AttackKind::MitmRelay, AttackKind::Oversize}) {
+                       AttackKind::Mitm, AttackKind::MitmRelay, AttackKind::Oversize, AttackKind::StaleNonce,
+                       AttackKind::SubstituteKey, AttackKind::Reflect, AttackKind::Relay}) {
     if (name == attack_name(k)) return k;
   }
   return std::nullopt;
@@ -105,7 +120,11 @@ AdversarySpec parse_adversary(std::string_view spec) {
       if (f.size() == 2) a.forgery = MitmForgery::StolenCertificate;
       return a;
     case AttackKind::MitmRelay:
-      if (f.size() > 1) bad(spec, "mitm-relay takes no arguments");
+    case AttackKind::StaleNonce:
+    case AttackKind::SubstituteKey:
+    case AttackKind::Reflect:
+    case AttackKind::Relay:
+      if (f.size() > 1) bad(spec, std::string(attack_name(a.kind)) + " takes no arguments");
       return a;
     case AttackKind::Oversize:
       if (f.size() > 2) bad(spec, "oversize takes only the message's size in bytes (oversize:BYTES)");
@@ -131,6 +150,8 @@ void check_adversary(const AdversarySpec& spec, int world) {
     throw InputError("--adversary: @" + std::to_string(spec.link) + " is not a rank of this " +
                      std::to_string(world) + "-rank run; use @0 .. @" + std::to_string(world - 1));
   }
+  if (spec.kind == AttackKind::Relay && world < 3)
+    throw InputError("--adversary relay needs at least 3 ranks: it hands rank r+1 the evidence of rank r+2");
   // Rank 0 releases keys along 0 -> 1 -> ... -> P-1: the closing link carries none, and without the
   // group key the relay cannot name a message's place in the run.
   if (spec.kind == AttackKind::MitmRelay && world > 2 && spec.link == world - 1) {
@@ -150,6 +171,10 @@ std::string canonical_spec(const AdversarySpec& a) {
     case AttackKind::Mitm:
       return kind + (a.forgery == MitmForgery::StolenCertificate ? ":cert" : "") + at;
     case AttackKind::MitmRelay:
+    case AttackKind::StaleNonce:
+    case AttackKind::SubstituteKey:
+    case AttackKind::Reflect:
+    case AttackKind::Relay:
       return kind + at;
     case AttackKind::Delay:
       return kind + ":" + std::to_string(a.nth) + ":" + std::to_string(a.delay.count()) + at;
@@ -189,6 +214,17 @@ std::string describe(const AdversarySpec& a, int world) {
       return "oversize: sends " + std::to_string(a.oversize_bytes) + " bytes where rank " +
              std::to_string(a.link) + "'s attestation evidence to rank " +
              std::to_string((a.link + 1) % world) + " belongs";
+    case AttackKind::StaleNonce:
+      return "stale-nonce: flips a bit of the verifier nonce on " + link;
+    case AttackKind::SubstituteKey:
+      return "substitute-key: replaces the key-exchange key in rank " + std::to_string(a.link) +
+             "'s attestation evidence on " + link;
+    case AttackKind::Reflect:
+      return "reflect: hands rank " + std::to_string((a.link + 1) % world) +
+             " its own evidence back as rank " + std::to_string(a.link) + "'s";
+    case AttackKind::Relay:
+      return "relay: hands rank " + std::to_string((a.link + 1) % world) + " rank " +
+             std::to_string((a.link + 2) % world) + "'s evidence as rank " + std::to_string(a.link) + "'s";
     case AttackKind::Mitm:
       return std::string("mitm: a relay on ") + link + " answers the attestation challenge with " +
              (a.forgery == MitmForgery::OwnVendor

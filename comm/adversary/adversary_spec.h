@@ -25,6 +25,14 @@
 //                      confirmations consistent, and re-seals every message between them: under
 //                      --attestation none nothing tells it from the peer, and it reads everything; a
 //                      root of trust refuses its evidence (comm/adversary/adversary_relay.h)
+//   stale-nonce[@r]    flips one bit of the verifier nonce rank r sends to its ring successor, which
+//                      then answers another nonce: rank r must refuse that evidence as stale
+//   substitute-key[@r] replaces the X25519 key in rank r's attestation evidence to its successor with
+//                      the adversary's own, leaving the signed evidence as it is
+//   reflect[@r]        delivers to rank r+1, in place of rank r's evidence, the evidence rank r+1 sent
+//                      rank r (its own, reflected)
+//   relay[@r]          delivers to rank r+1, in place of rank r's evidence, the evidence rank r+2 sent
+//                      rank r+1 (another rank's, relayed; at least 3 ranks)
 //
 // "Gradient message" = a ring all-reduce message (tag kRing), counted from 1 on the link from rank r
 // to the rank it sends to; attestation, broadcast and barrier traffic is not counted, so N means the
@@ -50,11 +58,18 @@ enum class AttackKind {
   Rewrite,
   Mitm,
   MitmRelay,
-  Oversize
+  Oversize,
+  StaleNonce,
+  SubstituteKey,
+  Reflect,
+  Relay
 };
 const char* attack_name(AttackKind k);
 // Whether the attack is on the attestation handshake (which only TEE mode runs).
 bool attacks_handshake(AttackKind k);
+// Whether it changes the handshake's nonces or evidence in place (stale-nonce, substitute-key,
+// reflect, relay: comm/adversary/adversary_evidence.cpp).
+bool is_evidence_attack(AttackKind k);
 
 enum class MitmForgery {
   OwnVendor,         // the relay's own device certificate, from a root the ranks do not trust

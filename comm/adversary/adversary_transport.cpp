@@ -135,11 +135,39 @@ class RelayedRecv final : public RequestState {
 std::optional<std::vector<std::byte>> AdversaryTransport::relayed(int from, int to, int tag,
                                                                   std::span<const std::byte> data) {
   std::lock_guard lock(mu_);
-  return relay_->relay(from, to, tag, data);
+  if (relay_) return relay_->relay(from, to, tag, data);
+  return swapped_evidence(from, data);
+}
+
+// reflect, relay: on rank link+1, the evidence from rank `link` is swapped for the one this rank sent
+// (reflect) or received from rank link+2 (relay), which the handshake waits for first (its next link).
+bool AdversaryTransport::swaps_evidence_from(int peer, int tag) const {
+  const bool swap = spec_.kind == AttackKind::Reflect || spec_.kind == AttackKind::Relay;
+  return swap && tag == tags::kAttestEvidence && rank() == (spec_.link + 1) % size() &&
+         (peer == spec_.link || (spec_.kind == AttackKind::Relay && peer == (rank() + 1) % size()));
+}
+
+std::optional<std::vector<std::byte>> AdversaryTransport::swapped_evidence(int from,
+                                                                           std::span<const std::byte> data) {
+  if (from != spec_.link) {  // relay: rank link+2's evidence, kept to hand over as rank link's
+    evidence_ = copy_of(data);
+    return std::nullopt;
+  }
+  const std::string victim = "rank " + std::to_string(rank());
+  if (evidence_.empty()) {
+    fired("found no evidence to " + std::string(attack_name(spec_.kind)) + "; rank " + std::to_string(from) +
+          "'s went through unchanged");
+    return std::nullopt;
+  }
+  fired(spec_.kind == AttackKind::Reflect
+            ? "handed " + victim + " its own attestation evidence back as rank " + std::to_string(from) + "'s"
+            : "handed " + victim + " rank " + std::to_string((rank() + 1) % size()) +
+                  "'s attestation evidence as rank " + std::to_string(from) + "'s");
+  return evidence_;
 }
 
 Request AdversaryTransport::irecv(int peer, std::span<std::byte> buffer, int tag) {
-  if (relay_ && peer == spec_.link)
+  if ((relay_ && peer == spec_.link) || swaps_evidence_from(peer, tag))
     return Request(std::make_unique<RelayedRecv>(*this, inner_, peer, buffer, tag), Op::Recv, peer, tag,
                    buffer.size());
   return inner_.irecv(peer, buffer, tag);
@@ -157,6 +185,7 @@ Request AdversaryTransport::isend(int peer, std::span<const std::byte> data, int
     return wrap(std::make_unique<CopiedSend>(inner_, std::move(*out), peer, tag, data.size()), peer, tag,
                 data.size());
   }
+  if (is_evidence_attack(spec_.kind)) return evidence_send(peer, data, tag);
   if (rank() != spec_.link) return inner_.isend(peer, data, tag);
   if (spec_.kind == AttackKind::Mitm || spec_.kind == AttackKind::Oversize) {
     if (tag == tags::kAttestEvidence && peer == (rank() + 1) % size() && !forged_)
@@ -316,6 +345,42 @@ Request AdversaryTransport::oversize(int peer, std::span<const std::byte> data, 
   injected_.push_back(
       wrap(std::make_unique<CopiedSend>(inner_, std::move(bytes), peer, tag, 0), peer, tag, 0));
   return wrap(std::make_unique<CompletedSend>(data.size()), peer, tag, data.size());
+}
+
+// The sending half of the evidence attacks: reflect keeps what rank link+1 sends rank link; stale-nonce
+// flips a bit of rank link's nonce to its successor; substitute-key overwrites the X25519 key in rank
+// link's evidence to it (where each format keeps it: Note [Real evidence message], and the emulated
+// evidence's signed bytes in tee/identity/attestation.h).
+Request AdversaryTransport::evidence_send(int peer, std::span<const std::byte> data, int tag) {
+  const int successor = (spec_.link + 1) % size();
+  if (spec_.kind == AttackKind::Reflect && rank() == successor && peer == spec_.link &&
+      tag == tags::kAttestEvidence)
+    evidence_ = copy_of(data);
+  const bool on_link = rank() == spec_.link && peer == successor && !forged_;
+  const bool nonce = spec_.kind == AttackKind::StaleNonce && tag == tags::kAttestNonce;
+  const bool key = spec_.kind == AttackKind::SubstituteKey && tag == tags::kAttestEvidence;
+  if (!on_link || (!nonce && !key)) return inner_.isend(peer, data, tag);
+  std::vector<std::byte> bytes = copy_of(data);
+  const std::string_view head(reinterpret_cast<const char*>(data.data()),
+                              std::min<std::size_t>(data.size(), 8));
+  const std::size_t kx_at = head == "TTREAL01" ? 48 : head == "TTEVID02" ? 108 : 0;
+  if (nonce && !bytes.empty()) {
+    bytes[0] ^= std::byte{0x01};
+    fired("flipped bit 0 of rank " + std::to_string(rank()) + "'s verifier nonce to rank " +
+          std::to_string(peer));
+  } else if (key && kx_at > 0 && bytes.size() >= kx_at + 32) {
+    const tee::PublicKey own = tee::X25519KeyPair::generate().public_key();
+    std::memcpy(bytes.data() + kx_at, own.data(), own.size());
+    fired("replaced the key-exchange key in rank " + std::to_string(rank()) +
+          "'s attestation evidence to rank " + std::to_string(peer) + " with the adversary's own");
+  } else {
+    fired("found nothing to change in rank " + std::to_string(rank()) + "'s handshake message to rank " +
+          std::to_string(peer) + "; it went through unchanged");
+    return inner_.isend(peer, data, tag);
+  }
+  forged_ = true;
+  return wrap(std::make_unique<CopiedSend>(inner_, std::move(bytes), peer, tag, data.size()), peer, tag,
+              data.size());
 }
 
 }  // namespace tt::comm

@@ -47,7 +47,8 @@ class AdversaryTransport final : public Transport {
   // What this rank's decorator did, one line per fault that fired.
   std::vector<std::string> events() const;
 
-  // mitm-relay: what the relay delivers in place of `data` (from -> to), nullopt to pass it unchanged.
+  // mitm-relay, reflect, relay: what is delivered in place of `data` (from -> to), nullopt to pass it
+  // unchanged.
   std::optional<std::vector<std::byte>> relayed(int from, int to, int tag, std::span<const std::byte> data);
 
   // Collective over every rank, through the inner transport: rank 0 returns the adversary's report
@@ -59,6 +60,9 @@ class AdversaryTransport final : public Transport {
   Request rewrite(int peer, std::span<const std::byte> data, int tag, const std::string& where);
   Request forge_evidence(int peer, std::span<const std::byte> data, int tag);
   Request oversize(int peer, std::span<const std::byte> data, int tag);
+  Request evidence_send(int peer, std::span<const std::byte> data, int tag);
+  bool swaps_evidence_from(int peer, int tag) const;
+  std::optional<std::vector<std::byte>> swapped_evidence(int from, std::span<const std::byte> data);
   void fired(const std::string& what);
   // Rank 0 gets every rank's blob (in rank order), the others nothing: over the inner transport.
   std::vector<std::vector<std::byte>> gather(std::vector<std::byte> mine);
@@ -78,8 +82,9 @@ class AdversaryTransport final : public Transport {
   };
   std::optional<Held> held_;  // reorder: the message waiting for the next one
   bool forged_ = false;
-  std::vector<Request> injected_;  // oversize: its own sends, which no receiver completes
-  std::unique_ptr<Relay> relay_;   // mitm-relay, on the rank at the receiving end of the link
+  std::vector<Request> injected_;    // oversize: its own sends, which no receiver completes
+  std::unique_ptr<Relay> relay_;     // mitm-relay, on the rank at the receiving end of the link
+  std::vector<std::byte> evidence_;  // reflect, relay: the evidence handed over in place of rank link's
   std::vector<std::string> events_;
 };
 

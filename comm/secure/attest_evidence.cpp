@@ -16,7 +16,15 @@ constexpr std::uint64_t kMaxPolicyBytes = std::uint64_t{1} << 20;  // a policy i
 }  // namespace
 
 const char* attestation_mode_name(AttestationMode m) {
-  return m == AttestationMode::Certified ? "certified" : "none";
+  switch (m) {
+    case AttestationMode::Certified:
+      return "certified";
+    case AttestationMode::None:
+      return "none";
+    case AttestationMode::Real:
+      return "real";
+  }
+  return "?";
 }
 
 tee::Measurements expected_measurement(const AttestConfig& config) {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/secure/real_evidence.h"
 #include "tee/errors.h"
 #include "tee/identity/attestation.h"
 #include "tee/identity/keys.h"
@@ -32,6 +33,7 @@ class AttestationError : public IntegrityError {
 enum class AttestationMode {
   Certified,  // identities certified by a vendor root, evidence verified against it (the default)
   None,       // no root of trust: fresh self-asserted keys; an on-path adversary can read everything
+  Real,       // real hardware evidence (AttestConfig::real; comm/secure/real_evidence.h)
 };
 const char* attestation_mode_name(AttestationMode m);
 
@@ -44,6 +46,8 @@ struct AttestConfig {
   // Reference measurements; an empty list accepts only this rank's own binary / configuration.
   tee::VerifierPolicy policy;
   std::chrono::milliseconds timeout{0};  // per handshake message; 0: the transport's
+  // Real: the kind, how this rank gathers its evidence and how it verifies its peers'.
+  std::optional<RealAttestation> real;
 };
 
 // measure(binary, run_config). Throws InputError if the binary cannot be read.

@@ -12,6 +12,7 @@
 #include "comm/secure/rank_identities.h"
 #include "tee/bytes.h"
 #include "tee/crypto/aead.h"
+#include "tee/identity/kx_binding.h"
 #include "tee/identity/traffic_keys.h"
 
 namespace tt::comm {
@@ -199,7 +200,8 @@ struct Link {
   std::vector<std::uint8_t> in;
   tee::LinkSecret secret;
   tee::Sha256Digest confirm_in{};
-  IdentityRecord peer_identity;  // the peer's, once its evidence passed
+  IdentityRecord peer_identity;   // the peer's, once its evidence passed
+  std::string peer_measurements;  // real evidence: what was verified of the peer (RealVerdict)
 };
 
 // What this rank brings to the handshake.
@@ -280,6 +282,65 @@ void exchange_evidence(Transport& t, std::vector<Link>& links, const LocalParty&
       if (me.key != nullptr) l.secret = tee::derive_link_secret(*l.kx, l.my_evidence, peer);
     } catch (const IntegrityError& e) {
       failures.push_back({l.peer, e.what()});
+    }
+  }
+}
+
+// The same step with real evidence (comm/secure/real_evidence.h): our hardware signs the challenge that
+// binds our fresh key to each neighbour's nonce; theirs is checked by check_real_message, and the link
+// secret covers both messages in rank order. A rank whose hardware cannot answer reports it once and
+// sends a message that no peer accepts.
+void exchange_real_evidence(Transport& t, std::vector<Link>& links, const AttestConfig& config,
+                            std::vector<Failure>& failures) {
+  const RealAttestation& real = *config.real;
+  const auto r = static_cast<std::uint32_t>(t.rank());
+  bool gathered = true;
+  std::vector<Request> reqs;
+  for (auto& l : links) {
+    l.kx.emplace(tee::X25519KeyPair::generate());
+    l.out.assign(RealEvidenceMessage::kFixedSize, 0);  // zeros if our hardware could not answer
+    RealEvidenceMessage m{
+        .kind = real.kind, .rank = r, .answers = l.theirs, .kx_public = l.kx->public_key(), .evidence = {}};
+    try {
+      if (gathered) {
+        m.evidence = real.prover->gather(real.kind, tee::kx_challenge(l.theirs, r, m.kx_public));
+        l.out = m.serialize();
+      }
+    } catch (const std::exception& e) {
+      failures.push_back({t.rank(), e.what()});
+      gathered = false;
+    }
+    l.in.assign(RealEvidenceMessage::kMaxSerializedSize, 0);
+    reqs.push_back(t.irecv(l.peer, std::as_writable_bytes(std::span(l.in)), tags::kAttestEvidence));
+  }
+  for (auto& l : links)
+    reqs.push_back(t.isend(l.peer, std::as_bytes(std::span(l.out)), tags::kAttestEvidence));
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    const auto got = wait_for(t, reqs[i], &config, failures, reqs[i].peer());
+    if (i >= links.size() || !got) continue;
+    Link& l = links[i];
+    l.in.resize(*got);
+    if (!l.challenge_ok) {
+      failures.push_back({l.peer, "malformed handshake message"});
+      continue;
+    }
+    const RealLinkCheck check{.kind = real.kind,
+                              .me = r,
+                              .peer = static_cast<std::uint32_t>(l.peer),
+                              .mine = l.mine,
+                              .own_message = l.out,
+                              .verifier = real.verifier.get()};
+    std::optional<RealEvidenceMessage> peer;
+    const RealVerdict v = check_real_message(l.in, check, peer);
+    if (!v) {
+      failures.push_back({l.peer, v.reason});
+      continue;
+    }
+    l.peer_measurements = v.measurements;
+    if (gathered) {
+      const bool mine_first = t.rank() < l.peer;
+      l.secret = tee::derive_link_secret(*l.kx, peer->kx_public, mine_first ? l.out : l.in,
+                                         mine_first ? l.in : l.out);
     }
   }
 }
@@ -375,13 +436,18 @@ SessionKeys establish_keys(Transport& t, const AttestConfig& config, const Evide
   prepare(config, source, keys, me, mine, status);
   std::vector<Link> links = ring_links(keys.rank, keys.world_size);
   exchange_challenges(t, links, config, status.failures);
-  exchange_evidence(t, links, me, config, source, mine, status.failures);
+  if (config.real)
+    exchange_real_evidence(t, links, config, status.failures);
+  else
+    exchange_evidence(t, links, me, config, source, mine, status.failures);
   confirm_keys(t, links, config, status.failures);
   if (config.anchor)
     for (const Link& l : links) status.identities.push_back(l.peer_identity);
 
   // Everyone refuses together, or nobody does.
   refuse_on_every_rank(t, status, "attestation");
+  for (const Link& l : links)
+    if (!l.peer_measurements.empty()) keys.verified_peers.push_back({l.peer, l.peer_measurements});
   if (!links.empty()) {
     keys.link_next = std::move(links.front().secret);
     keys.link_prev = links.size() > 1 ? std::move(links[1].secret) : keys.link_next.clone();

@@ -10,6 +10,9 @@
 //      against our trust anchor (chain, revocation, device profile), its rank, our nonce and our
 //      policy (reference measurements; by default what we run ourselves); on success derive the link
 //      secret (X25519 + HKDF over both evidences: certificates, measurements, nonces and ephemeral keys);
+//      with AttestationMode::Real the evidence is the hardware's instead, its REPORTDATA binding the
+//      ephemeral key to the neighbour's nonce (comm/secure/real_evidence.h), and the secret covers both
+//      ranks' messages;
 //   3. confirm the key on every link, the closing link P-1 -> 0 included, before any training traffic;
 //   4. allgather a status (plaintext: no key exists yet) so that a failure anywhere refuses on every
 //      rank, with one message naming each rejected rank, the reason and who reported it; the status
@@ -60,6 +63,12 @@ struct SessionKeys {
   AttestationMode attestation = AttestationMode::Certified;
   tee::PublicKey device_public_key{};
   std::uint64_t releases = 0;  // release_secret calls so far: each one derives fresh link keys
+  // Real attestation: what this rank verified of each ring neighbour's evidence (RealVerdict::measurements).
+  struct VerifiedPeer {
+    int rank = 0;
+    std::string measurements;
+  };
+  std::vector<VerifiedPeer> verified_peers;
 
   // Directional traffic secrets for a SealedChannel (rank -> next, prev -> rank, group; derived in
   // tee/identity/traffic_keys.h). Never build a second SealedChannel from channel_keys(): two channels would

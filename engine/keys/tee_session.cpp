@@ -83,6 +83,23 @@ comm::AttestConfig make_attest_config(const TrustOptions& trust, int rank, int w
   const bool any_trust_flag = !trust.trust_root.empty() || !trust.device_identity.empty() ||
                               trust.no_revocation_check || trust.allow_expired_crl ||
                               !trust.crl_state.empty();
+  const RealAttestationOptions& r = trust.real;
+  const bool any_real_flag = !r.tsm_dir.empty() || !r.vcek.empty() || !r.policy.empty() || !r.crls.empty() ||
+                             !r.test_roots.empty() || r.allow_test_roots;
+  if (trust.mode != comm::AttestationMode::Real && any_real_flag)
+    throw InputError(
+        "--tsm-dir, --vcek, --attestation-policy, --evidence-crl, --test-roots and --allow-test-roots are "
+        "for "
+        "real evidence: add --attestation tdx|snp|tdx+gpu|snp+gpu, or drop them");
+  if (trust.mode == comm::AttestationMode::Real) {
+    if (any_trust_flag || !trust.policy.empty())
+      throw InputError(std::string("--attestation ") + trust.real_kind.name +
+                       " verifies the hardware's own evidence against its vendors' roots; drop --trust-root/"
+                       "--device-identity/--no-revocation-check/--allow-expired-crl/--crl-state/--policy "
+                       "(they are for the emulated vendor)");
+    config.real = make_real_attestation(trust.real_kind, trust.real, rank);
+    return config;
+  }
   if (trust.mode == comm::AttestationMode::None) {
     if (any_trust_flag)
       throw InputError(
@@ -116,10 +133,12 @@ AttestationSummary attestation_summary(const comm::AttestConfig& config, int wor
       config.anchor != nullptr ? config.anchor->crl_facts() : std::optional<tee::CrlFacts>();
   const std::string revocation_warning =
       config.anchor != nullptr && !revocation ? kNoRevocationWarning : stale_list_warning(list);
-  if (world == 1) return {"single rank", config.anchor != nullptr, revocation, list, revocation_warning};
+  if (world == 1) return {"single rank", config.anchor != nullptr, revocation, list, revocation_warning, ""};
   if (config.mode == comm::AttestationMode::None)
-    return {"none", false, false, std::nullopt, kNoTrustWarning};
-  return {"certified", true, revocation, list, revocation_warning};
+    return {"none", false, false, std::nullopt, kNoTrustWarning, ""};
+  if (config.real)
+    return {config.real->kind.name, true, false, std::nullopt, "", config.real->verifier->describe()};
+  return {"certified", true, revocation, list, revocation_warning, ""};
 }
 
 std::string attestation_banner(const comm::AttestConfig& config, int world) {
@@ -127,6 +146,10 @@ std::string attestation_banner(const comm::AttestConfig& config, int world) {
   if (!s.authenticated && !s.warning.empty()) return "WARNING: " + s.warning + " (--attestation none)";
   const std::string warning = s.warning.empty() ? "" : "WARNING: " + s.warning + "; ";
   if (world == 1) return warning + "single rank: no peer to attest";
+  if (config.real)
+    return std::string("real evidence: ") + comm::cpu_tee_name(config.real->kind.cpu) +
+           (config.real->kind.gpu ? " and NVIDIA GPUs" : "") + ", each bound to its rank's key (" +
+           s.evidence + ")";
   const std::string policy = config.policy.binaries.empty() && config.policy.configs.empty()
                                  ? "policy: the verifier's own binary and configuration"
                                  : "policy: " + std::to_string(config.policy.binaries.size()) +
@@ -138,7 +161,9 @@ std::string attestation_banner(const comm::AttestConfig& config, int world) {
 
 TeeSession::TeeSession(comm::Transport& transport, const comm::AttestConfig& config,
                        const TeeChannelOptions& c, Profiler* profiler)
-    : keys_(comm::establish_keys(transport, config)), notice_key_(tee::derive_notice_key(keys_->group)) {
+    : keys_(comm::establish_keys(transport, config)),
+      notice_key_(tee::derive_notice_key(keys_->group)),
+      verified_peers_(keys_->verified_peers) {
   comm::SealedChannelOptions so;
   so.cipher = c.cipher;
   so.rekey = tee::RekeyPolicy::from_megabytes(c.rekey_mb);

@@ -19,6 +19,7 @@
 #include "comm/secure/secure_session.h"
 #include "comm/transport.h"
 #include "core/profiler.h"
+#include "engine/keys/real_attestation.h"
 #include "tee/crypto/aead.h"
 
 namespace tt {
@@ -33,6 +34,9 @@ struct TrustOptions {
   bool allow_expired_crl =
       false;              // accept a stale CRL (flagged in every report; Note [Revocation list freshness])
   std::string crl_state;  // engine/keys/crl_state.h; "{rank}" becomes the rank; empty: beside the identity
+  // mode Real: which hardware attests (tdx, snp, tdx+gpu, snp+gpu) and where its evidence comes from.
+  comm::RealAttestationKind real_kind;
+  RealAttestationOptions real;
 };
 
 // "{rank}" in `pattern` replaced by `rank` (every occurrence); other text unchanged.
@@ -60,12 +64,13 @@ std::string attestation_banner(const comm::AttestConfig& config, int world);
 // The summary's "attestation" object: mode, whether an on-path adversary can read everything, and
 // whether revoked devices are refused.
 struct AttestationSummary {
-  std::string mode;  // "certified", "none", "single rank"
+  std::string mode;  // "certified", "none", "single rank", or the real kind: "tdx", "snp+gpu", ...
   bool authenticated = false;
   bool revocation_checked = false;               // a trust anchor with its CRL
   std::optional<tee::CrlFacts> revocation_list;  // that CRL's number and nextUpdate
   // Non-empty when nothing authenticates the peers, revocation is not checked, or the list is stale.
   std::string warning;
+  std::string evidence;  // real attestation: what verified the peers' evidence and what it did not check
 };
 AttestationSummary attestation_summary(const comm::AttestConfig& config, int world);
 
@@ -90,10 +95,13 @@ class TeeSession {
   // The key the ranks' failure notices are tagged under (Note [Sealed notices],
   // comm/secure/first_failure.h): derived from the group secret, kept after end_setup().
   const tee::NoticeKey& notice_key() const { return notice_key_; }
+  // Real attestation: what this rank verified of its ring neighbours' evidence (kept after end_setup()).
+  const std::vector<comm::SessionKeys::VerifiedPeer>& verified_peers() const { return verified_peers_; }
 
  private:
   std::optional<comm::SessionKeys> keys_;
   tee::NoticeKey notice_key_;
+  std::vector<comm::SessionKeys::VerifiedPeer> verified_peers_;
   std::unique_ptr<comm::SealedChannel> channel_;
 };
 

@@ -359,6 +359,11 @@ void add_policy(InputRecord& r, const tee::VerifierPolicy& policy) {
   r.add(InputKind::VerifierPolicy, "", {tee::to_hex(tee::sha256(text))});
 }
 
+void add_real_attestation(InputRecord& r, const comm::RealVerifierFacts& facts) {
+  r.add(InputKind::TrustRoot, "", {facts.test_roots ? "test roots" : "vendor roots"});
+  r.add(InputKind::VerifierPolicy, "", {facts.policy_digest.empty() ? "none" : facts.policy_digest});
+}
+
 void add_key(InputRecord& r, const std::string& name, const tee::SecretBytes& key) {
   r.add(InputKind::Key, name, {key.fingerprint()});
 }

@@ -6,7 +6,9 @@
 //   trust root        SHA-256 of the vendor root certificate's DER, as loaded
 //   revocation list   its CRL number and the SHA-256 of its DER, as loaded ("none" without one)
 //   verifier policy   SHA-256 of the reference measurements it accepts from peers (--policy), or
-//                     "own" (only what it runs itself)
+//                     "own" (only what it runs itself); with --attestation tdx|snp[+gpu] the trust
+//                     root is "vendor roots" or "test roots" and the policy the SHA-256 of
+//                     --attestation-policy or "none" (add_real_attestation)
 //   keys              fingerprints (tee::SecretBytes::fingerprint: a hash, never the key) of the
 //                     session group key, the dataset key and the checkpoint key
 //   dataset split     per split: manifest SHA-256 and dataset id (data/dataset_binding.h), the SHA-256
@@ -61,6 +63,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/secure/real_evidence.h"
 #include "engine/run/dist_context.h"
 #include "tee/secure_bytes.h"
 
@@ -149,6 +152,9 @@ InputRecord agree_inputs(DistContext& dist, const InputRecord& mine, const Input
 void add_configuration(InputRecord& r, const std::string& config_text);
 void add_trust(InputRecord& r, const tee::TrustAnchor& anchor);
 void add_policy(InputRecord& r, const tee::VerifierPolicy& policy);
+// Real attestation (--attestation tdx|snp[+gpu]): the roots its verifier trusts ("vendor roots" or
+// "test roots") as the trust root, and its evidence policy's digest ("none" without one) as the policy.
+void add_real_attestation(InputRecord& r, const comm::RealVerifierFacts& facts);
 void add_key(InputRecord& r, const std::string& name, const tee::SecretBytes& key);
 void add_token_data(InputRecord& r, const DataSource& data);
 void add_image_data(InputRecord& r, const ImageSource& images);

@@ -18,7 +18,9 @@ nlohmann::json tee_json(const TeeOptions& o, bool gpu_gradients) {
           {"direct_ingress", s.direct_ingress},
           {"device_crypto", s.device_crypto},
           {"allow_plain_data", o.allow_plain_data},
-          {"attestation", comm::attestation_mode_name(o.trust.mode)}};
+          {"attestation", o.trust.mode == comm::AttestationMode::Real
+                              ? o.trust.real_kind.name
+                              : comm::attestation_mode_name(o.trust.mode)}};
 }
 
 namespace {

@@ -33,7 +33,8 @@ std::string tee_label(const TeeOptions& o, const TeeSwitches& ts) {
 
 // The summary's "attestation" object (null with TEE off): how the peers were authenticated, whether
 // revoked devices were refused, and a warning when either is not so.
-nlohmann::json attestation_json(const std::optional<comm::AttestConfig>& attest, int world) {
+nlohmann::json attestation_json(const std::optional<comm::AttestConfig>& attest, const TeeSession* session,
+                                int world) {
   if (!attest) return nullptr;
   const AttestationSummary s = attestation_summary(*attest, world);
   nlohmann::json j = {
@@ -45,6 +46,21 @@ nlohmann::json attestation_json(const std::optional<comm::AttestConfig>& attest,
                                                             {"expired", s.revocation_list->expired}}
                                            : nlohmann::json(nullptr);
   if (!s.warning.empty()) j["warning"] = s.warning;
+  if (!s.evidence.empty()) {
+    // Real evidence: what verified it, and what this rank verified of each ring neighbour.
+    nlohmann::json peers = nlohmann::json::array();
+    if (session != nullptr)
+      for (const auto& p : session->verified_peers())
+        peers.push_back({{"rank", p.rank}, {"measurements", p.measurements}});
+    const comm::RealVerifierFacts facts = attest->real->verifier->facts();
+    j["evidence"] = {{"kind", attest->real->kind.name},
+                     {"verifier", s.evidence},
+                     {"test_roots", facts.test_roots},
+                     {"policy_sha256", facts.policy_digest.empty() ? nlohmann::json(nullptr)
+                                                                   : nlohmann::json(facts.policy_digest)},
+                     {"revocation_lists", facts.crls},
+                     {"verified_peers", peers}};
+  }
   return j;
 }
 
@@ -59,6 +75,8 @@ std::vector<std::string> opt_outs(const TeeOptions& tee, const std::optional<com
     out.emplace_back("--no-revocation-check");
   if (attest && attest->anchor != nullptr && attest->anchor->stale_crl() == tee::StaleCrl::Accept)
     out.emplace_back("--allow-expired-crl");
+  if (attest && attest->real && attest->real->verifier->facts().test_roots)
+    out.emplace_back("--allow-test-roots");
   if (plain_data) out.emplace_back("--allow-plain-data");
   if (tee.adversary) out.push_back(std::string("--adversary ") + comm::attack_name(tee.adversary->kind));
   return out;
@@ -185,7 +203,10 @@ void TrainingRun::start_links() {
   dist_.emplace(transport, links_->channel(), &profiler_);
   add_configuration(inputs_, config);
   if (attest && attest->anchor) add_trust(inputs_, *attest->anchor);
-  if (attest) add_policy(inputs_, attest->policy);
+  if (attest && attest->real)
+    add_real_attestation(inputs_, attest->real->verifier->facts());
+  else if (attest)
+    add_policy(inputs_, attest->policy);
   // Looked at once: the key release below follows this answer, whatever the disk says later.
   const std::string& data = plan_.data().path;
   const bool sealed_data = img_ ? img_->sealed() : !find_sealed_shards(data, "train").empty();
@@ -584,12 +605,15 @@ RunDescription TrainingRun::gather_facts() const {
                          " on 1 rank: no gradient crosses a link, so only the data and checkpoints are "
                          "sealed; for data-parallel training under the TEE start several ranks: "
                          "mpirun -np N teetrain train ...";
-  d.attestation_summary = attestation_json(links_->attest(), world_);
+  d.attestation_summary = attestation_json(links_->attest(), links_->session(), world_);
   // A TEE run holds a dataset key exactly when its data is sealed (start_links).
   const bool plain_data = plan_.switches().on && !at_rest_.dataset;
   d.opt_outs = opt_outs(plan_.tee(), links_->attest(), plain_data, world_);
   if (const auto& attest = links_->attest()) {
     d.attestation = attestation_banner(*attest, world_);
+    if (const TeeSession* session = links_->session())
+      for (const auto& p : session->verified_peers())
+        d.attestation += "; verified rank " + std::to_string(p.rank) + ": " + p.measurements;
     d.unauthenticated = !attestation_summary(*attest, world_).warning.empty();
   }
   d.images = img_.has_value();

@@ -179,10 +179,13 @@ SecretBytes derive_session_secret(const X25519KeyPair& mine, const Evidence& my_
                                     peer_evidence.kx_public_key.begin(), peer_evidence.kx_public_key.end()));
   const Evidence& a = mine_first ? my_evidence : peer_evidence;
   const Evidence& b = mine_first ? peer_evidence : my_evidence;
-  Sha256 transcript;
-  transcript.update(a.serialize()).update(b.serialize());
-  const Sha256Digest salt = transcript.finish();
-  const SecretBytes shared = mine.shared_secret(peer_evidence.kx_public_key);
+  return derive_transcript_secret(mine, peer_evidence.kx_public_key, a.serialize(), b.serialize(), label);
+}
+
+SecretBytes derive_transcript_secret(const X25519KeyPair& mine, const PublicKey& peer_kx, ByteView first,
+                                     ByteView second, std::string_view label) {
+  const Sha256Digest salt = Sha256().update(first).update(second).finish();
+  const SecretBytes shared = mine.shared_secret(peer_kx);
   return hkdf(shared.view(), salt, bytes_of(label), 32);
 }
 

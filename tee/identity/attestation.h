@@ -103,5 +103,10 @@ VerifierNonce make_verifier_nonce();
 // they derive different secrets, and key confirmation (comm/secure/secure_session.h) catches it.
 SecretBytes derive_session_secret(const X25519KeyPair& mine, const Evidence& my_evidence,
                                   const Evidence& peer_evidence, std::string_view label);
+// The same derivation over any transcript: HKDF(ikm = X25519(mine, peer_kx), salt = SHA-256(first ||
+// second), info = label), 32 bytes; `first` and `second` are both ends' messages in rank order. The
+// handshake with real evidence (comm/secure/real_evidence.h) binds its messages this way.
+SecretBytes derive_transcript_secret(const X25519KeyPair& mine, const PublicKey& peer_kx, ByteView first,
+                                     ByteView second, std::string_view label);
 
 }  // namespace tt::tee

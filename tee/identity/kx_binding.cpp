@@ -11,6 +11,11 @@ Sha256Digest kx_challenge(const Sha256Digest& verifier_nonce, std::uint32_t rank
   return Sha256().update(kKxBindingLabel).update(verifier_nonce).update(be_rank).update(kx_public).finish();
 }
 
+// Note [GPU nonce from the challenge].
+Sha256Digest gpu_nonce_of(const Sha256Digest& challenge) {
+  return Sha256().update(kKxGpuLabel).update(challenge).finish();
+}
+
 ReportData report_data_of(const Sha256Digest& challenge) {
   ReportData out{};  // the second half stays zero
   std::copy(challenge.begin(), challenge.end(), out.begin());

@@ -35,6 +35,11 @@ LinkSecret derive_link_secret(const X25519KeyPair& mine, const Evidence& my_evid
   return LinkSecret(derive_session_secret(mine, my_evidence, peer_evidence, "teetrain link v1"));
 }
 
+LinkSecret derive_link_secret(const X25519KeyPair& mine, const PublicKey& peer_kx, ByteView first,
+                              ByteView second) {
+  return LinkSecret(derive_transcript_secret(mine, peer_kx, first, second, "teetrain link real v1"));
+}
+
 Sha256Digest key_confirmation(const LinkSecret& link, std::uint32_t from, std::uint32_t to) {
   Sha256Digest d{};
   if (link.empty()) return d;

@@ -36,6 +36,10 @@ namespace tt::tee {
 // "teetrain link v1"). Throws std::invalid_argument if `my_evidence` does not carry `mine`'s key.
 LinkSecret derive_link_secret(const X25519KeyPair& mine, const Evidence& my_evidence,
                               const Evidence& peer_evidence);
+// The link secret of two ranks attested with real evidence: derive_transcript_secret under "teetrain
+// link real v1" over both ends' handshake messages in rank order (comm/secure/real_evidence.h).
+LinkSecret derive_link_secret(const X25519KeyPair& mine, const PublicKey& peer_kx, ByteView first,
+                              ByteView second);
 // One direction's proof of the link secret (the handshake's key confirmation): directional, so a
 // reflected confirmation does not pass. All zeros for an empty secret (which never confirms).
 Sha256Digest key_confirmation(const LinkSecret& link, std::uint32_t from, std::uint32_t to);

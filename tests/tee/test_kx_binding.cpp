@@ -49,5 +49,17 @@ TEST(KxBinding, ReportDataIsTheChallengeThenZeros) {
   EXPECT_TRUE(std::all_of(rd.begin() + 32, rd.end(), [](std::uint8_t b) { return b == 0; }));
 }
 
+// Note [GPU nonce from the challenge]: its own label over the challenge, never the challenge itself,
+// and a function of it (the verifier recomputes it).
+TEST(KxBinding, GpuNonceIsDerivedFromTheChallengeUnderItsOwnLabel) {
+  const Sha256Digest challenge = kx_challenge(iota32(0), 3, X25519KeyPair::generate().public_key());
+  const Sha256Digest gpu = gpu_nonce_of(challenge);
+  EXPECT_EQ(gpu, Sha256().update(std::string_view("teetrain kx gpu v1")).update(challenge).finish());
+  EXPECT_NE(gpu, challenge);
+  Sha256Digest other = challenge;
+  other[0] ^= 1;
+  EXPECT_NE(gpu_nonce_of(other), gpu);
+}
+
 }  // namespace
 }  // namespace tt::tee

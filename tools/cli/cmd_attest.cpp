@@ -58,6 +58,10 @@ void verify_file(const AttestOptions& o, const comm::AttestConfig& ac) {
 }
 
 void run_attest(const AttestOptions& o) {
+  if (o.trust.mode == comm::AttestationMode::Real)
+    throw InputError(
+        "attest shows the EMULATED vendor's evidence; real evidence: `teetrain gather-evidence` "
+        "on the hardware, `teetrain verify-evidence` anywhere");
   TrustOptions trust = o.trust;
   trust.device_identity = expand_rank(trust.device_identity, static_cast<int>(o.rank));
   // Verifying needs only the root: the identity is the prover's business.

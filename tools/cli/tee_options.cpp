@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "tee/bytes.h"
+#include "tee/evidence/gather.h"
 #include "tools/cli/validators.h"
 
 namespace tt::cli {
@@ -16,7 +17,9 @@ void add_adversary_option(CLI::App* g, std::optional<comm::AdversarySpec>& out) 
        "header rewritten to the N-th's; mitm[:cert] replaces rank R's attestation evidence with a relay's; "
        "oversize[:BYTES] sends BYTES (default 64 MiB) where that evidence belongs; mitm-relay runs its own "
        "handshake with both ends of the link and re-seals every message (it reads "
-       "everything under --attestation none; a root of trust refuses it)")
+       "everything under --attestation none; a root of trust refuses it); stale-nonce, substitute-key, "
+       "reflect and relay change the handshake's nonce or evidence on that link (a stale answer, another "
+       "key, rank R+1's own evidence, rank R+2's evidence)")
       ->type_name("SPEC");
 }
 
@@ -63,12 +66,38 @@ void add_trust_options(CLI::App* g, TrustOptions& t) {
        "--attestation",
        [&t](const std::string& v) {
          t.mode = v == "none" ? comm::AttestationMode::None : comm::AttestationMode::Certified;
+         if (const auto real = comm::real_attestation_kind(v)) {
+           t.mode = comm::AttestationMode::Real;
+           t.real_kind = *real;
+         }
        },
-       "certified: peers prove a vendor-certified device identity, a policy-approved binary and "
+       "certified: peers prove a vendor-certified (EMULATED) device identity, a policy-approved binary and "
        "configuration, and liveness before any key is agreed; none: no root of trust (flagged in every "
-       "report: an on-path adversary can read everything)")
-      ->check(CLI::IsMember({"certified", "none"}))
+       "report: an on-path adversary can read everything); tdx, snp: on confidential VMs, each rank's "
+       "Intel TDX quote or AMD SEV-SNP report binds its key (configfs-tsm), +gpu adds its NVIDIA GPUs' "
+       "evidence (NVML) answering a nonce derived from the same challenge (docs/confidential-vms.md)")
+      ->check(CLI::IsMember({"certified", "none", "tdx", "snp", "tdx+gpu", "snp+gpu"}))
       ->default_str("certified");
+  g->add_option("--tsm-dir", t.real.tsm_dir,
+                "--attestation tdx|snp: the kernel's configfs-tsm report directory; {rank} in the path "
+                "becomes the rank")
+      ->default_str(tee::evidence::kDefaultTsmDir);
+  g->add_option("--attestation-policy", t.real.policy,
+                "--attestation tdx|snp[+gpu]: the measurements peers may run (MRTD, RTMRs, SEV-SNP "
+                "MEASUREMENT, TCB minimums, GPU driver and VBIOS versions: tee/evidence/evidence_policy.h); "
+                "without it they are recorded, not checked, and debug is refused");
+  g->add_option("--evidence-crl", t.real.crls,
+                "--attestation tdx|snp[+gpu]: a revocation list for the vendors' chains (PEM or DER; "
+                "repeatable); without one revocation is NOT checked (every report says so)");
+  g->add_option("--test-roots", t.real.test_roots,
+                "--attestation tdx|snp[+gpu]: verify under a TEST vendor's roots (tests/support/test_vendor) "
+                "instead of Intel's, AMD's and NVIDIA's; evidence under them is refused unless "
+                "--allow-test-roots");
+  g->add_flag("--allow-test-roots", t.real.allow_test_roots,
+              "Accept evidence under --test-roots (no vendor vouches for it: every report says TEST ROOTS)");
+  g->add_option("--vcek", t.real.vcek,
+                "--attestation snp: this rank's VCEK certificate (PEM or DER, from AMD's key distribution "
+                "service), sent beside its report; {rank} in the path becomes the rank");
   g->add_option("--trust-root", t.trust_root,
                 "Vendor root certificate (PEM) that verifies peers' device certificates; its revocation list "
                 "must lie beside it (ROOT.crl, without it the run refuses). Create both with `teetrain "

@@ -1,0 +1,233 @@
+#include "engine/keys/real_attestation.h"
+
+#include <algorithm>
+#include <optional>
+#include <string_view>
+
+#include "base/error.h"
+#include "base/hex.h"
+#include "engine/keys/tee_session.h"
+#include "tee/bytes.h"
+#include "tee/evidence/bundled_roots.h"
+#include "tee/evidence/evidence_policy.h"
+#include "tee/evidence/gather.h"
+#include "tee/evidence/nvidia_verify.h"
+#include "tee/evidence/snp_report.h"
+#include "tee/evidence/tdx_quote.h"
+#include "tee/evidence/tsm_report.h"
+#include "tee/identity/kx_binding.h"
+#include "tee/regular_file.h"
+
+namespace tt {
+
+namespace ev = tee::evidence;
+
+namespace {
+
+comm::RealVerdict refuse(std::string reason) {
+  return {.ok = false, .reason = std::move(reason), .measurements = ""};
+}
+
+std::string key_substituted(const char* field) {
+  return std::string("key substituted: the evidence's ") + field +
+         " is not kx_challenge(our nonce, rank, the key received beside it): the key was replaced, or "
+         "the evidence answers another challenge";
+}
+
+std::vector<tee::Certificate> vcek_chain(const std::vector<std::uint8_t>& bytes) {
+  const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  if (text.find("-----BEGIN") != std::string_view::npos)
+    return tee::certificates_from_pem(text, "the VCEK sent with the report");
+  return {tee::Certificate::from_der(bytes)};
+}
+
+// The checks of verify-evidence for each kind, then the trust roots check and the policy: a peer's
+// evidence passes only if every one does (the first failure is the refusal, in verify-evidence's words;
+// every field the policy refuses is named).
+class VendorVerifier final : public comm::RealEvidenceVerifier {
+ public:
+  VendorVerifier(ev::EvidenceRoots roots, ev::TestRoots allowed,
+                 std::vector<std::shared_ptr<X509_crl_st>> crls, std::optional<ev::EvidencePolicy> policy)
+      : roots_(std::move(roots)), allowed_(allowed), crls_(std::move(crls)), policy_(std::move(policy)) {}
+
+  comm::RealVerdict verify(const comm::RealAttestationKind& kind, const comm::RealEvidence& e,
+                           const tee::Sha256Digest& challenge) const override {
+    const tee::ReportData expected = tee::report_data_of(challenge);
+    comm::RealVerdict v =
+        kind.cpu == comm::CpuTee::Tdx ? verify_tdx(e.cpu, expected) : verify_snp(e, expected);
+    if (!v || !kind.gpu) return v;
+    const comm::RealVerdict g = verify_gpus(e.gpu, challenge);
+    if (!g) return g;
+    v.measurements += "; " + g.measurements;
+    return v;
+  }
+
+  std::string describe() const override {
+    const std::string roots = roots_.test
+                                  ? "TEST ROOTS (--allow-test-roots: no vendor vouches for this evidence)"
+                                  : "the vendors' roots (Intel, AMD, NVIDIA; bundled)";
+    const std::string policy =
+        policy_ ? "policy " + short_hex(tee::to_hex(ev::policy_digest(*policy_)), 16)
+                : "no --attestation-policy: measurements recorded, NOT checked (debug refused)";
+    const std::string crls = crls_.empty() ? "revocation NOT checked (no --evidence-crl)"
+                                           : std::to_string(crls_.size()) + " revocation list(s)";
+    return roots + "; " + policy + "; " + crls + "; TCB collateral NOT checked";
+  }
+
+  comm::RealVerifierFacts facts() const override {
+    return {.test_roots = roots_.test,
+            .policy_digest = policy_ ? tee::to_hex(ev::policy_digest(*policy_)) : "",
+            .crls = crls_.size()};
+  }
+
+ private:
+  // The vendor checks, the roots check and the policy, as one refusal or the measurements verified.
+  comm::RealVerdict finish(const std::string& what, std::vector<ev::CheckOutcome> checks,
+                           const ev::VerifiedMeasurements& measured) const {
+    checks.push_back(ev::check_roots(roots_, allowed_));
+    for (const ev::CheckOutcome& c : checks)
+      if (!c.ok) return refuse(what + ": " + ev::check_name(c.check) + " check failed: " + c.detail);
+    // Without a policy file the empty policy still refuses debug (Note [Evidence policy]).
+    const std::vector<ev::PolicyFailure> failures =
+        ev::check_policy(policy_.value_or(ev::EvidencePolicy{}), measured);
+    if (!failures.empty()) {
+      std::string reason = what + ": off policy:";
+      for (const ev::PolicyFailure& f : failures) reason += " " + f.detail + ";";
+      reason.pop_back();
+      return refuse(reason);
+    }
+    std::string m;
+    for (const auto& [field, value] : measured.values)
+      m += (m.empty() ? "" : ", ") + std::string(ev::policy_field_name(field)) + " " +
+           (value.size() > 16 ? short_hex(value, 16) : value);
+    return {.ok = true, .reason = "ok", .measurements = m};
+  }
+
+  comm::RealVerdict verify_tdx(const tee::ByteView cpu, const tee::ReportData& expected) const {
+    ev::TdxQuote quote;
+    try {
+      quote = ev::parse_tdx_quote(cpu, "the TDX quote");
+    } catch (const std::exception& e) {
+      return refuse(std::string("malformed evidence: ") + e.what());
+    }
+    if (!std::equal(expected.begin(), expected.end(), quote.report_data().begin()))
+      return refuse(key_substituted("REPORTDATA"));
+    const ev::TdxTrust trust{roots_.intel_sgx_root, crls_, expected, std::nullopt};
+    return finish("Intel TDX quote", ev::verify_tdx_quote(quote, trust), ev::measurements_of(quote));
+  }
+
+  comm::RealVerdict verify_snp(const comm::RealEvidence& e, const tee::ReportData& expected) const {
+    ev::SnpReport report;
+    std::vector<tee::Certificate> vcek;
+    try {
+      report = ev::parse_snp_report(e.cpu, "the SEV-SNP report");
+      if (e.cpu_certs.empty()) return refuse("malformed evidence: an SEV-SNP report without its VCEK");
+      vcek = vcek_chain(e.cpu_certs);
+    } catch (const std::exception& ex) {
+      return refuse(std::string("malformed evidence: ") + ex.what());
+    }
+    if (!std::equal(expected.begin(), expected.end(), report.report_data().begin()))
+      return refuse(key_substituted("REPORT_DATA"));
+    const ev::SnpTrust trust{roots_.amd_roots, crls_, expected, std::nullopt};
+    if (ev::root_for(trust, vcek.front()) == nullptr)
+      return refuse(
+          "AMD SEV-SNP report: certificate chain check failed: its VCEK is not issued by a trusted AMD root");
+    return finish("AMD SEV-SNP report", ev::verify_snp_report(report, vcek, trust),
+                  ev::measurements_of(report));
+  }
+
+  comm::RealVerdict verify_gpus(const std::vector<std::uint8_t>& json,
+                                const tee::Sha256Digest& challenge) const {
+    std::vector<ev::GpuEvidence> gpus;
+    try {
+      gpus = ev::parse_sdk_evidence_json(
+          std::string_view(reinterpret_cast<const char*>(json.data()), json.size()), "the GPU evidence");
+    } catch (const std::exception& ex) {
+      return refuse(std::string("malformed evidence: ") + ex.what());
+    }
+    if (gpus.empty()) return refuse("malformed evidence: GPU evidence for no GPU");
+    const ev::EvidenceTrust trust{roots_.nvidia_device_root, crls_, tee::gpu_nonce_of(challenge),
+                                  std::nullopt};
+    std::string m;
+    for (const ev::GpuEvidence& gpu : gpus) {
+      const comm::RealVerdict v =
+          finish("NVIDIA " + gpu.source, ev::verify_gpu_evidence(gpu, trust), ev::measurements_of(gpu, {}));
+      if (!v) return v;
+      m += (m.empty() ? "" : "; ") + gpu.source + ": " + v.measurements;
+    }
+    return {.ok = true, .reason = "ok", .measurements = m};
+  }
+
+  ev::EvidenceRoots roots_;
+  ev::TestRoots allowed_;
+  std::vector<std::shared_ptr<X509_crl_st>> crls_;
+  std::optional<ev::EvidencePolicy> policy_;
+};
+
+class HardwareProver final : public comm::RealEvidenceProver {
+ public:
+  HardwareProver(std::filesystem::path tsm_dir, std::filesystem::path vcek, std::chrono::seconds timeout)
+      : tsm_dir_(std::move(tsm_dir)), vcek_(std::move(vcek)), timeout_(timeout) {}
+
+  comm::RealEvidence gather(const comm::RealAttestationKind& kind,
+                            const tee::Sha256Digest& challenge) override {
+    ev::GatherRequest cpu{
+        .source = kind.cpu == comm::CpuTee::Tdx ? ev::EvidenceSource::Tdx : ev::EvidenceSource::Snp,
+        .report_data = tee::report_data_of(challenge),
+        .tsm_dir = tsm_dir_,
+        .timeout = timeout_};
+    comm::RealEvidence out{.cpu = ev::gather_evidence(cpu).evidence, .cpu_certs = {}, .gpu = {}};
+    if (!vcek_.empty())  // after the report: the VCEK of the TCB it was signed at
+      out.cpu_certs = tee::read_regular_file(vcek_, "--vcek", comm::RealEvidenceMessage::kMaxCertBytes);
+    if (kind.gpu) {
+      // Note [GPU nonce from the challenge]: the GPUs sign its 32 bytes; the rest stays zero.
+      ev::GatherRequest gpu = cpu;
+      gpu.source = ev::EvidenceSource::Gpu;
+      gpu.report_data = tee::report_data_of(tee::gpu_nonce_of(challenge));
+      out.gpu = ev::gather_evidence(gpu).evidence;
+    }
+    return out;
+  }
+
+ private:
+  std::filesystem::path tsm_dir_;
+  std::filesystem::path vcek_;
+  std::chrono::seconds timeout_;
+};
+
+}  // namespace
+
+std::shared_ptr<const comm::RealEvidenceVerifier> make_real_verifier(const RealAttestationOptions& o) {
+  if (o.allow_test_roots && o.test_roots.empty())
+    throw InputError("--allow-test-roots needs --test-roots DIR (the test roots to allow)");
+  std::vector<std::shared_ptr<X509_crl_st>> crls;
+  for (const std::string& crl : o.crls) crls.push_back(ev::load_crl(crl));
+  std::optional<ev::EvidencePolicy> policy;
+  if (!o.policy.empty()) policy = ev::load_policy(o.policy);
+  return std::make_shared<const VendorVerifier>(
+      o.test_roots.empty() ? ev::bundled_roots() : ev::load_test_roots(o.test_roots),
+      o.allow_test_roots ? ev::TestRoots::Allow : ev::TestRoots::Refuse, std::move(crls), std::move(policy));
+}
+
+comm::RealAttestation make_real_attestation(const comm::RealAttestationKind& kind,
+                                            const RealAttestationOptions& options, int rank) {
+  const std::filesystem::path tsm = options.tsm_dir.empty()
+                                        ? std::filesystem::path(ev::kDefaultTsmDir)
+                                        : std::filesystem::path(expand_rank(options.tsm_dir, rank));
+  if (const auto absent = ev::tsm_absence(tsm))
+    throw InputError("--attestation " + std::string(kind.name) + ": rank " + std::to_string(rank) + ": " +
+                     *absent +
+                     "; run on a confidential VM (scripts/check-confidential-vm.sh says what it "
+                     "lacks), or keep the emulated vendor (--attestation certified)");
+  if (kind.cpu == comm::CpuTee::Snp && options.vcek.empty())
+    throw InputError("--attestation " + std::string(kind.name) +
+                     " needs this rank's VCEK: --vcek FILE (AMD's key distribution service serves it for "
+                     "the chip's CHIP_ID and REPORTED_TCB; docs/confidential-vms.md)");
+  const std::filesystem::path vcek =
+      options.vcek.empty() ? std::filesystem::path() : std::filesystem::path(expand_rank(options.vcek, rank));
+  return {.kind = kind,
+          .prover = std::make_shared<HardwareProver>(tsm, vcek, options.gather_timeout),
+          .verifier = make_real_verifier(options)};
+}
+
+}  // namespace tt

@@ -1,0 +1,40 @@
+// Real attestation in the training handshake (`train --attestation tdx|snp|tdx+gpu|snp+gpu`): the
+// prover and verifier that comm/secure/real_evidence.h asks for, made of tee/evidence/ — the same
+// gathering as `gather-evidence` (configfs-tsm, NVML) and the same checks as `verify-evidence` (Intel's,
+// AMD's and NVIDIA's chains and signatures) — so a run and the offline tools cannot disagree.
+#pragma once
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/secure/real_evidence.h"
+
+namespace tt {
+
+// What the user gave for real attestation (paths not yet read).
+struct RealAttestationOptions {
+  std::string tsm_dir;  // configfs-tsm's report directory; "{rank}" becomes the rank; empty: the kernel's
+  // SEV-SNP: this rank's VCEK (PEM or DER, as AMD's KDS serves it); "{rank}" expands. Read after each
+  // report is gathered, so that it is the VCEK of the TCB the report was signed at.
+  std::string vcek;
+  std::string policy;             // --attestation-policy: tee/evidence/evidence_policy.h; empty: none
+  std::vector<std::string> crls;  // --evidence-crl: revocation lists for the vendors' chains
+  std::string test_roots;  // --test-roots: a test vendor's roots (Note [Test roots]) instead of the vendors'
+  bool allow_test_roots = false;  // --allow-test-roots: accept evidence under them (every report says so)
+  std::chrono::seconds gather_timeout{60};
+};
+
+// The prover of this rank and the verifier of its peers for `kind`. InputError (exit 2), naming what
+// is missing and what to do, where this rank's hardware cannot answer (no configfs-tsm directory, an
+// SEV-SNP run without --vcek): checked before the handshake, so a machine without the hardware says
+// so at once instead of failing the handshake on every rank.
+comm::RealAttestation make_real_attestation(const comm::RealAttestationKind& kind,
+                                            const RealAttestationOptions& options, int rank);
+
+// The verifier alone (what a rank checks its peers' evidence with): the vendors' roots (or the test
+// roots), the CRLs and the policy the options name. InputError naming the file that cannot be used.
+std::shared_ptr<const comm::RealEvidenceVerifier> make_real_verifier(const RealAttestationOptions& options);
+
+}  // namespace tt

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# `train --attestation tdx|snp[+gpu]` without confidential hardware (docs/confidential-vms.md), under
+# mpirun, each rank gathering through STAND-INS: tests/cli/fake_tsm.py for the kernel's configfs-tsm and
+# tests/cli/fake_nvml.cpp for NVML, which have the TEST vendor (tests/support/test_vendor) sign over the
+# challenge each rank asks for:
+#   - absent hardware and misused flags: exit 2, one line naming what is missing and what to do
+#     (scripts/check-confidential-vm.sh too);
+#   - 2 and 4 ranks train with tdx+gpu and snp under the test roots, the summary saying "test roots",
+#     the kind, and each neighbour's verified measurements;
+#   - refused on every rank (exit 3, one verdict line naming the check): evidence under a test root
+#     without --allow-test-roots, a measurement off the --attestation-policy, a debug TD, a revoked and
+#     an expired certificate; the adversary's substituted key and another rank's relayed evidence (its
+#     stale nonce and reflected evidence, and the fuzzed message, run in-process in
+#     tests/comm/test_real_evidence.cpp, within the CI budget).
+source "$(dirname "$0")/lib.sh" "$@"
+FAKE_NVML="$2"
+VENDOR="$3"
+R="$WORK/roots"
+"$VENDOR" roots --dir "$R" >/dev/null
+make_corpus
+"$TT" keygen --out "$WORK/k.key" >/dev/null
+"$TT" seal-data --data "$WORK/data/tiny" --out "$WORK/sealed" --key-file "$WORK/k.key" >/dev/null
+train=(train --model gpt2-tiny --steps 1 --batch 2 --seq 16 --threads 1 --no-progress --timeout 20
+  --data "$WORK/sealed/tiny" --key-file "$WORK/k.key" --tee fast)
+ALLOW=(--test-roots "$R" --allow-test-roots)
+
+# Absent hardware, and flags that belong to the other attestation: exit 2, before any handshake.
+expect_exit 2 "^teetrain: error: --attestation tdx: rank 0: no configfs-tsm report directory at '$WORK/none' .*scripts/check-confidential-vm.sh" -- \
+  "$TT" "${train[@]}" --attestation tdx --tsm-dir "$WORK/none"
+mkdir -p "$WORK/empty"
+expect_exit 2 "--attestation snp needs this rank's VCEK: --vcek FILE" -- \
+  "$TT" "${train[@]}" --attestation snp --tsm-dir "$WORK/empty"
+expect_exit 2 "--attestation tdx\+gpu verifies the hardware's own evidence .*drop --trust-root" -- \
+  "$TT" "${train[@]}" --attestation tdx+gpu --tsm-dir "$WORK/empty" --trust-root "$WORK/none.crt"
+expect_exit 2 "--test-roots and --allow-test-roots are for real evidence: add --attestation" -- \
+  "$TT" "${train[@]}" "${ALLOW[@]}"
+if ! grep -qwE 'tdx_guest|sev_snp' /proc/cpuinfo; then
+  rc=0
+  scripts/check-confidential-vm.sh --gpu --teetrain "$TT" --tsm-dir "$WORK/none" >"$WORK/check.log" || rc=$?
+  expect_eq "$rc:$(grep -c '^  MISSING  ' "$WORK/check.log")" "2:3" "check-confidential-vm.sh: exit 2 naming 3 missing pieces"
+fi
+
+# serve NAME N [rank-1 args...]: one configfs-tsm stand-in for each of N ranks (dirs NAME0 .. NAME<N-1>),
+# rank 1's with the extra test-vendor arguments; each rank's SEV-SNP VCEK lands in NAME<rank>.vcek.
+FAKES=()
+trap 'for p in "${FAKES[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$WORK"' EXIT
+serve() {
+  local name="$1" n="$2" r
+  shift 2
+  for ((r = 0; r < n; r++)); do
+    local extra=()
+    [[ $r == 1 ]] && for a in "$@"; do extra+=("--vendor-arg=$a"); done
+    # A copy of the roots per stand-in: each writes its report there before serving it.
+    cp -r "$R" "$WORK/$name$r.roots"
+    python3 tests/cli/fake_tsm.py "$WORK/$name$r" --provider "$PROVIDER" --vendor "$VENDOR" --vendor-dir "$WORK/$name$r.roots" \
+      --vcek-to "$WORK/$name$r.vcek" --ready "$WORK/$name$r.ready" "${extra[@]}" 2>>"$WORK/fake.log" &
+    FAKES+=($!)
+  done
+  for ((r = 0; r < n; r++)); do
+    for _ in $(seq 1 600); do [[ -e "$WORK/$name$r.ready" ]] && break; sleep 0.1; done
+  done
+}
+# Each rank's NVML stand-in writes its own report files.
+cat >"$WORK/rank.sh" <<EOF
+#!/usr/bin/env bash
+r=\$OMPI_COMM_WORLD_RANK
+export LD_LIBRARY_PATH="$FAKE_NVML" TT_FAKE_NVML_VENDOR="$VENDOR" TT_FAKE_NVML_VENDOR_DIR="$R" \
+  TT_FAKE_NVML_REPORT="$WORK/gpu\$r.bin" TT_FAKE_NVML_CHAIN="$WORK/gpu\$r.pem"
+exec "$TT" "\$@"
+EOF
+chmod +x "$WORK/rank.sh"
+run() { # np log tsm-name args...: mpirun's exit code in $rc
+  local np="$1" log="$2" name="$3"
+  shift 3
+  rc=0
+  mpirun --oversubscribe -np "$np" "$WORK/rank.sh" "${train[@]}" --tsm-dir "$WORK/$name{rank}" "$@" >"$log" 2>&1 || rc=$?
+}
+refused() { # name pattern log: exit 3, one verdict line matching pattern
+  expect_eq "$rc" 3 "$1: exit"
+  if grep -qE -- "^teetrain: INTEGRITY FAILURE: attestation refused on every rank: .*$2" "$3"; then
+    passes=$((passes + 1))
+  else
+    echo "FAIL: $1: no verdict matches /$2/"; tail -6 "$3"; fails=$((fails + 1))
+  fi
+  expect_eq "$(grep -c "INTEGRITY FAILURE" "$3")" 1 "$1: one verdict line"
+}
+
+PROVIDER=tdx_guest
+serve tdx 4
+for np in 2 4; do
+  run $np "$WORK/tdx$np.log" tdx --attestation tdx+gpu "${ALLOW[@]}" --summary "$WORK/tdx$np.json"
+  expect_eq "$rc" 0 "tdx+gpu at P=$np"
+  check "tdx+gpu at P=$np: the banner names the kind and the test roots" \
+    grep -q "attestation real evidence: Intel TDX and NVIDIA GPUs, each bound to its rank's key (TEST ROOTS" "$WORK/tdx$np.log"
+  check "tdx+gpu at P=$np: the summary's attestation record" python3 -c "
+import json, sys
+e = json.load(open('$WORK/tdx$np.json'))['attestation']['evidence']
+assert e['kind'] == 'tdx+gpu' and e['test_roots'] is True, e
+assert sorted(p['rank'] for p in e['verified_peers']) == ([1] if $np == 2 else [1, 3]), e
+assert all('tdx.mrtd' in p['measurements'] and 'gpu.driver_version' in p['measurements'] for p in e['verified_peers']), e
+"
+done
+run 2 "$WORK/untrusted.log" tdx --attestation tdx --test-roots "$R"
+refused "test roots without --allow-test-roots" "rank [01]: Intel TDX quote: trust roots check failed: .*test root" "$WORK/untrusted.log"
+printf 'teetrain-evidence-policy 1\ntdx.mrtd = %s\n' "$(printf 'cd%.0s' {1..48})" >"$WORK/policy"
+run 2 "$WORK/policy.log" tdx --attestation tdx "${ALLOW[@]}" --attestation-policy "$WORK/policy"
+refused "measurement off policy" "rank [01]: Intel TDX quote: off policy: tdx.mrtd: " "$WORK/policy.log"
+run 2 "$WORK/key.log" tdx --attestation tdx "${ALLOW[@]}" --adversary substitute-key@0
+refused "substituted key" "rank 0: key substituted: the evidence's REPORTDATA is not kx_challenge" "$WORK/key.log"
+run 3 "$WORK/relay.log" tdx --attestation tdx "${ALLOW[@]}" --adversary relay@0
+refused "relay" "rank 0: relayed evidence: rank 2's evidence arrived from rank 0" "$WORK/relay.log"
+serve debug 2 --td-attributes 1
+run 2 "$WORK/debug.log" debug --attestation tdx "${ALLOW[@]}"
+refused "debug TD" "rank 1: Intel TDX quote: off policy: tdx.debug: the evidence allows DEBUG" "$WORK/debug.log"
+serve revoked 2 --variant revoked
+run 2 "$WORK/revoked.log" revoked --attestation tdx "${ALLOW[@]}" --evidence-crl "$R/intel_pck_ca.crl.pem"
+refused "revoked certificate" "rank 1: Intel TDX quote: certificate chain check failed: .*revoked" "$WORK/revoked.log"
+
+PROVIDER=sev_guest
+serve snp 4
+for np in 2 4; do
+  run $np "$WORK/snp$np.log" snp --attestation snp --vcek "$WORK/snp{rank}.vcek" "${ALLOW[@]}"
+  expect_eq "$rc" 0 "snp at P=$np"
+done
+serve expired 2 --variant expired
+run 2 "$WORK/expired.log" expired --attestation snp --vcek "$WORK/expired{rank}.vcek" "${ALLOW[@]}"
+refused "expired certificate" "rank 1: AMD SEV-SNP report: certificate chain check failed: .*expired" "$WORK/expired.log"
+
+finish
