@@ -70,13 +70,19 @@ class StandIn final : public RealEvidenceProver, public RealEvidenceVerifier {
 AttestConfig real_config(const std::shared_ptr<StandIn>& hw, const char* kind) {
   AttestConfig c;
   c.mode = AttestationMode::Real;
-  // A small stand-in for the binary: measuring the test executable on every rank is slow.
-  static const std::filesystem::path binary = [] {
-    const auto path =
+  // A small stand-in for the binary: measuring the test executable on every rank is slow. Removed
+  // when the test program exits.
+  struct StandInBinary {
+    std::filesystem::path path =
         std::filesystem::temp_directory_path() / ("tt_real_binary_" + std::to_string(::getpid()));
-    std::ofstream(path) << "pretend this is teetrain";
-    return path;
-  }();
+    StandInBinary() { std::ofstream(path) << "pretend this is teetrain"; }
+    ~StandInBinary() {
+      std::error_code ignored;
+      std::filesystem::remove(path, ignored);
+    }
+  };
+  static const StandInBinary stand_in;
+  const auto& binary = stand_in.path;
   c.binary = binary;
   c.run_config = "real evidence test";
   c.real = RealAttestation{.kind = *real_attestation_kind(kind), .prover = hw, .verifier = hw};
