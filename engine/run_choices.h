@@ -33,8 +33,9 @@ enum class AllreduceProvider { Ours, Mpi, Nccl };
 enum class LinkModel { Real, Emulate };  // emulate: plaintext ring payloads are not moved
 enum class TeeMode { Off, Cc, Fast };
 // What each rank keeps of the training state (--shard; Note [Shard layout], engine/gradients/shard.h):
-// everything (DDP), its shard of the optimizer state (ZeRO-1), and of the averaged gradients (ZeRO-2).
-enum class ShardStage { None, Optimizer, Gradients };
+// everything (DDP), its shard of the optimizer state (ZeRO-1), of the averaged gradients (ZeRO-2), and of
+// the parameters between their uses (ZeRO-3; Note [Parameter units], core/model.h).
+enum class ShardStage { None, Optimizer, Gradients, Params };
 enum class Toggle { Auto, On, Off };  // Auto: the TEE mode's default
 // How an emulated run's time is had: computed (Note [Virtual time], core/run_clock.h) or measured
 // with the wall clock while ops wait. Auto: virtual for --compute emulate; real compute is always measured.
@@ -68,8 +69,10 @@ struct EnumNames<TeeMode> {
 };
 template <>
 struct EnumNames<ShardStage> {
-  static constexpr std::pair<const char*, ShardStage> all[] = {
-      {"none", ShardStage::None}, {"optimizer", ShardStage::Optimizer}, {"gradients", ShardStage::Gradients}};
+  static constexpr std::pair<const char*, ShardStage> all[] = {{"none", ShardStage::None},
+                                                               {"optimizer", ShardStage::Optimizer},
+                                                               {"gradients", ShardStage::Gradients},
+                                                               {"params", ShardStage::Params}};
 };
 template <>
 struct EnumNames<Toggle> {
@@ -221,6 +224,7 @@ struct ParallelOptions {
   LinkModel link = LinkModel::Real;  // emulate: plaintext ring payloads of an emulated GPU are not moved
   double cc_transfer_us = 0;  // fixed cost of one H100 CC bounce-buffer crossing of a CPU-sealed message
   ShardStage shard = ShardStage::None;  // --shard: gradients reduce-scattered, optimizer on this rank's shard
+  bool prefetch = true;  // --shard params: the next unit's all-gather runs during this unit's compute
 };
 
 }  // namespace tt

@@ -14,6 +14,22 @@
 #include "tee/regular_file.h"
 
 namespace tt {
+namespace {
+
+// The model reports its units to `gate` while this lives (ZeRO-3; Note [Parameter units], core/model.h):
+// a training step's forward and backward, not validation's forward or sampling.
+class GateScope {
+ public:
+  GateScope(Model& model, UnitGate* gate) : model_(model) { model_.set_unit_gate(gate); }
+  ~GateScope() { model_.set_unit_gate(nullptr); }
+  GateScope(const GateScope&) = delete;
+  GateScope& operator=(const GateScope&) = delete;
+
+ private:
+  Model& model_;
+};
+
+}  // namespace
 
 Trainer::Trainer(Backend& backend, Model& model, Optimizer& optimizer, Profiler& profiler, RankInfo ranks,
                  GradReducer* reducer, TrainConfig cfg, BatchFn train_data, BatchFn val_data)
@@ -41,7 +57,9 @@ float Trainer::train_step(long step, uint64_t first_sample) {
     model_.zero_grad();
   }
   double loss_sum = 0;
+  const GateScope gate(model_, reducer_ != nullptr ? reducer_->unit_gate() : nullptr);
   for (int k = 0; k < K; ++k) {
+    if (reducer_ != nullptr) reducer_->begin_micro_step(step, k);
     {
       ScopedPhase t(&profiler_, Phase::Data);
       // Rank r of micro-step k takes samples [first + k*B*P + r*B, +B): disjoint across ranks and
@@ -145,6 +163,8 @@ Trainer::Validation Trainer::validate_if_due(long step, bool last, TrainResult& 
   if (!((cfg_.schedule.val_every > 0 && (step + 1) % cfg_.schedule.val_every == 0) || last)) return {};
   // Its own phase: at the default 8 batches it is a tenth of a short run's timed steps.
   ScopedPhase t(&profiler_, Phase::Validation);
+  const bool batches = val_data_ && cfg_.schedule.val_batches > 0;
+  const WholeParams whole(batches ? reducer_ : nullptr);
   const Validation val = validate();
   if (val.loss >= 0) {
     res.val_loss = val.loss;
@@ -236,6 +256,7 @@ TrainResult Trainer::run(long start_step, uint64_t samples_consumed) {
   res.virtual_time = profiler_.virtual_time();
   res.step_seconds_mean = ran > 0 ? res.seconds / static_cast<double>(ran) : 0;
   res.items_per_s = ran > 0 ? items_per_step * static_cast<double>(ran) / res.seconds : 0;
+  if (reducer_ != nullptr) reducer_->gather_params();  // the run ends with whole parameters
   res.params_sha256 = cfg_.digest_params ? params_sha256(backend_, model_) : "none";
   return res;
 }

@@ -27,7 +27,8 @@ void register_models(CLI::App& app) {
       ->capture_default_str();
   add_enum_option(
       cmd, "--shard", flags->shard,
-      "What each rank keeps (as train --shard): none (DDP), optimizer (ZeRO-1), gradients (ZeRO-2)");
+      "What each rank keeps (as train --shard): none (DDP), optimizer (ZeRO-1), gradients (ZeRO-2), "
+      "params (ZeRO-3)");
   cmd->callback([flags] {
     constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
     std::printf("%-13s %-50s %14s %12s %12s %12s %12s  %s\n", "preset", "shape", "parameters", "params/rank",
