@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <new>
 #include <vector>
@@ -47,6 +48,16 @@ inline void discard_host_bytes(void* p, std::size_t bytes) noexcept {
   const auto from = (reinterpret_cast<std::uintptr_t>(p) + page - 1) / page * page;
   const auto to = (reinterpret_cast<std::uintptr_t>(p) + bytes) / page * page;
   if (to > from) madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
+}
+
+// This process's resident set now, in bytes (Linux: /proc/self/statm; 0 where it cannot be read).
+inline std::size_t resident_bytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  unsigned long size = 0, resident = 0;
+  const bool ok = std::fscanf(f, "%lu %lu", &size, &resident) == 2;
+  std::fclose(f);
+  return ok ? resident * static_cast<std::size_t>(sysconf(_SC_PAGESIZE)) : 0;
 }
 
 // std::vector's allocator for such buffers (Note [Huge pages for large host buffers]).

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "base/error.h"
+#include "base/host_memory.h"
 #include "engine/param_chunks.h"
 #include "tee/bytes.h"
 #include "tee/digest.h"
@@ -184,9 +185,14 @@ void Trainer::report_step(const StepLog& s, const Validation& val, const tee::Un
     std::fputc('\n', stderr);
   }
   if (!metrics) return;
-  nlohmann::json m = {{"step", s.step},           {"loss", s.loss},
-                      {"lr", lr_.at(s.step - 1)}, {"grad_norm", last_grad_norm_},
-                      {"step_s", s.step_s},       {"items_per_s", s.items_per_step / s.step_s}};
+  nlohmann::json m = {{"step", s.step},
+                      {"loss", s.loss},
+                      {"lr", lr_.at(s.step - 1)},
+                      {"grad_norm", last_grad_norm_},
+                      {"step_s", s.step_s},
+                      {"items_per_s", s.items_per_step / s.step_s},
+                      // This rank's resident set after the step: what --shard leaves it (docs/benchmarks.md).
+                      {"rss_mib", static_cast<double>(resident_bytes()) / (1024.0 * 1024.0)}};
   if (val.loss >= 0) m["val_loss"] = val.loss;
   if (val.accuracy >= 0) m["val_accuracy"] = val.accuracy;
   tee::write_output(metrics.get(), m.dump() + "\n", cfg_.metrics_path, "--metrics");

@@ -6,7 +6,9 @@
 #
 # Each round runs every stage once, in a rotating order (so a burst of load hits them all alike); each
 # run's first 2 steps warm up and are left out. Per stage: the median of its timed steps' step_s over
-# all rounds, its ratio to DDP's, and the largest peak RSS (VmHWM, /usr/bin/time's %M) of its ranks.
+# all rounds, its ratio to DDP's, rank 0's median resident set after a timed step (--metrics rss_mib:
+# what the stage keeps between steps) and the largest peak RSS of its ranks (/usr/bin/time's %M: every
+# run starts from whole parameters, so the peak cannot show ZeRO-3's saving).
 # Environment: TT (the binary, default build/teetrain), NP (ranks, 2), BATCH (4), SEQ (64), THREADS (1).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -34,15 +36,16 @@ python3 - "$work" "$rounds" "${stages[@]}" <<'EOF'
 import glob, json, statistics, sys
 work, rounds, stages = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 med = {}
-print(f"{'stage':<14} {'median step_s':>14} {'vs DDP':>8} {'peak RSS MiB':>13}")
+print(f"{'stage':<14} {'median step_s':>14} {'vs DDP':>8} {'RSS after step':>15} {'peak RSS':>9}  (MiB, rank 0 / any rank)")
 for s in stages:
     tag = s.replace(':', '_')
-    times = []
+    times, rss = [], []
     for r in range(rounds):
         rows = [json.loads(l) for l in open(f"{work}/{tag}_{r}.jsonl")]
         times += [row["step_s"] for row in rows[2:]]
-    rss = max(int(open(f).read().split()[-1]) for f in glob.glob(f"{work}/{tag}_*.rss.*"))
+        rss += [row["rss_mib"] for row in rows[2:]]
+    peak = max(int(open(f).read().split()[-1]) for f in glob.glob(f"{work}/{tag}_*.rss.*"))
     med[s] = statistics.median(times)
     name = {'none': 'none (DDP)', 'params:off': 'params, no pf'}.get(s, s)
-    print(f"{name:<14} {med[s]:>14.4f} {med[s] / med['none']:>7.3f}x {rss / 1024:>13.1f}")
+    print(f"{name:<14} {med[s]:>14.4f} {med[s] / med['none']:>7.3f}x {statistics.median(rss):>15.1f} {peak / 1024:>9.1f}")
 EOF
