@@ -9,16 +9,19 @@
 # all rounds, its ratio to DDP's, rank 0's median resident set after a timed step (--metrics rss_mib:
 # what the stage keeps between steps) and the largest peak RSS of its ranks (/usr/bin/time's %M: every
 # run starts from whole parameters, so the peak cannot show ZeRO-3's saving).
-# Environment: TT (the binary, default build/teetrain), NP (ranks, 2), BATCH (4), SEQ (64), THREADS (1).
+# Environment: TT (the binary, default build/teetrain), NP (ranks, 2), BATCH (4), SEQ (64), THREADS (1),
+# BUCKET_MB (1: ZeRO-3 releases whole buckets, and a bucket that also holds embeddings stays, so the
+# buckets must be smaller than a block for its saving to show).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 model="${1:-gpt2-mini}" rounds="${2:-3}" steps="${3:-12}"
 TT="${TT:-build/teetrain}" NP="${NP:-2}" BATCH="${BATCH:-4}" SEQ="${SEQ:-64}" THREADS="${THREADS:-1}"
+BUCKET_MB="${BUCKET_MB:-1}"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 [[ -f data-cache/fortunes_train.bin ]] || "$TT" prepare-text >/dev/null
 echo "machine: $(nproc) hardware threads, $(lscpu | sed -n 's/^Model name: *//p'), load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "model $model, P = $NP, batch $BATCH, seq $SEQ, threads $THREADS, $steps steps (2 warm-up) x $rounds rounds"
+echo "model $model, P = $NP, batch $BATCH, seq $SEQ, threads $THREADS, --bucket-mb $BUCKET_MB, $steps steps (2 warm-up) x $rounds rounds"
 stages=(none optimizer gradients params params:off)
 run() { # stage round
   local stage="${1%%:*}" prefetch="${1#*:}" tag="${1/:/_}_$2"
@@ -26,7 +29,7 @@ run() { # stage round
   OMP_WAIT_POLICY=passive mpirun --allow-run-as-root --oversubscribe -np "$NP" \
     sh -c 'exec /usr/bin/time -f "rss_kib %M" -o "$0.$OMPI_COMM_WORLD_RANK" "$@"' "$work/$tag.rss" \
     "$TT" train --model "$model" --data data-cache/fortunes --steps "$steps" --batch "$BATCH" --seq "$SEQ" \
-    --threads "$THREADS" --val-batches 0 --no-progress --shard "$stage" --prefetch "$prefetch" \
+    --threads "$THREADS" --bucket-mb "$BUCKET_MB" --val-batches 0 --no-progress --shard "$stage" --prefetch "$prefetch" \
     --metrics "$work/$tag.jsonl" --quiet >"$work/$tag.log" 2>&1
 }
 for ((r = 0; r < rounds; r++)); do
