@@ -9,9 +9,12 @@
 // and 1.8-2.0 ms on huge pages. The advice costs nothing where it is refused: the pages stay 4 KiB.
 #pragma once
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <new>
 #include <vector>
@@ -35,6 +38,26 @@ inline void* allocate_host_bytes(std::size_t bytes) {
 
 inline void free_host_bytes(void* p) noexcept {
   std::free(p);
+}
+
+// Returns the whole pages inside [p, p + bytes) to the system; they read as zeros until written again
+// (private anonymous memory, as allocate_host_bytes gives). Bytes on pages shared with the neighbours of
+// the range are kept. Advice: where it is refused nothing changes but the memory held.
+inline void discard_host_bytes(void* p, std::size_t bytes) noexcept {
+  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto from = (reinterpret_cast<std::uintptr_t>(p) + page - 1) / page * page;
+  const auto to = (reinterpret_cast<std::uintptr_t>(p) + bytes) / page * page;
+  if (to > from) madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
+}
+
+// This process's resident set now, in bytes (Linux: /proc/self/statm; 0 where it cannot be read).
+inline std::size_t resident_bytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  unsigned long size = 0, resident = 0;
+  const bool ok = std::fscanf(f, "%lu %lu", &size, &resident) == 2;
+  std::fclose(f);
+  return ok ? resident * static_cast<std::size_t>(sysconf(_SC_PAGESIZE)) : 0;
 }
 
 // std::vector's allocator for such buffers (Note [Huge pages for large host buffers]).

@@ -88,6 +88,9 @@ class Backend {
   // ring synchronises with the stream itself. Emulated: waits for its stream, so the other thread
   // never starts before the emulated GPU has finished the slice.
   virtual void publish() {}
+  // x[0, n) is no longer needed and reads as anything until written again; a host backend hands the
+  // whole pages inside it back to the system (a ZeRO-3 unit released: Note [Parameter units], core/model.h).
+  virtual void discard(float* /*x*/, std::size_t /*n*/) {}
 
   // ---- elementwise and reductions ---------------------------------------------------------------
   virtual void add(float* out, const float* a, const float* b, std::size_t n) = 0;  // out = a + b

@@ -36,6 +36,25 @@ struct Batch {
 // DDP reducer can launch buckets (contiguous slices, highest offsets first) as they complete.
 using GradReadyFn = std::function<void(std::size_t from)>;
 
+// Note [Parameter units]: a model that runs in blocks (GPT-2's and Llama's transformer blocks) names
+// each block's slice of the flat parameter buffer, a unit, and brackets every use of a unit's
+// parameters in forward and backward with its gate's before() and after(). ZeRO-3 (--shard params,
+// engine/gradients/ddp_reducer.h) is that gate: before() makes sure the unit's parameters are present
+// (all-gathered), after() may release them. Everything outside the units (embeddings, final norm,
+// head) is used at both ends of a step and stays present. Without a gate (one rank, DDP, validation,
+// sampling) nothing happens.
+struct ParamUnit {
+  std::size_t begin = 0;  // floats into the flat parameter buffer
+  std::size_t end = 0;
+};
+enum class UnitPass { Forward, Backward };
+class UnitGate {
+ public:
+  virtual ~UnitGate() = default;
+  virtual void before(std::size_t unit, UnitPass pass) = 0;  // returns once the unit's parameters are present
+  virtual void after(std::size_t unit, UnitPass pass) = 0;   // this pass is done with them
+};
+
 // Result of Model::evaluate() on one batch: sums (not means), so batches and ranks combine exactly.
 struct EvalResult {
   int count = 0;          // loss terms: images (classifiers) or tokens (language models)
@@ -72,6 +91,11 @@ class Model {
   // on_ready may be empty.
   virtual void backward(const GradReadyFn& on_ready) = 0;
   virtual void zero_grad() = 0;
+
+  // The units in forward order and the gate their uses report to (Note [Parameter units]); a model
+  // without units keeps the defaults.
+  virtual std::vector<ParamUnit> param_units() const { return {}; }
+  virtual void set_unit_gate(UnitGate* /*gate*/) {}
 
   virtual StepFlops flops(int B, int T) const = 0;
   // Bytes of activation memory for a batch of B x T (for `teetrain models`).

@@ -3,6 +3,8 @@
 #pragma once
 #include <cstddef>
 
+#include "core/model.h"
+
 namespace tt {
 
 class GradReducer {
@@ -21,6 +23,31 @@ class GradReducer {
   // parameters to every rank and receives theirs.
   virtual bool shards() const { return false; }
   virtual void finish_update() {}
+  // ZeRO-3 (--shard params): the gate a training step's forward and backward report their units to
+  // (Note [Parameter units], core/model.h; null: none), told each micro-step k of `step` before its
+  // forward; gather_params() makes every parameter present again before anything reads them whole
+  // (validation, a checkpoint, the replica check, the final digest; collective), release_params()
+  // lets them go again (WholeParams: the two around a read).
+  virtual UnitGate* unit_gate() { return nullptr; }
+  virtual void begin_micro_step(long /*step*/, int /*micro*/) {}
+  virtual void gather_params() {}
+  virtual void release_params() {}
+};
+
+// Every parameter present while it lives (ZeRO-3: GradReducer::gather_params, then release_params).
+class WholeParams {
+ public:
+  explicit WholeParams(GradReducer* r) : r_(r) {
+    if (r_ != nullptr) r_->gather_params();
+  }
+  ~WholeParams() {
+    if (r_ != nullptr) r_->release_params();
+  }
+  WholeParams(const WholeParams&) = delete;
+  WholeParams& operator=(const WholeParams&) = delete;
+
+ private:
+  GradReducer* r_;
 };
 
 }  // namespace tt

@@ -34,8 +34,7 @@ enum class LinkModel { Real, Emulate };  // emulate: plaintext ring payloads are
 enum class TeeMode { Off, Cc, Fast };
 // What each rank keeps of the training state (--shard; Note [Shard layout], engine/gradients/shard.h):
 // everything (DDP), its shard of the optimizer state (ZeRO-1), of the averaged gradients (ZeRO-2), and of
-// the parameters, gathered a unit at a time (ZeRO-3; engine/state_memory.h prices it, training refuses
-// it until it is built: RunPlan's validate).
+// the parameters between their uses (ZeRO-3; Note [Parameter units], core/model.h).
 enum class ShardStage { None, Optimizer, Gradients, Params };
 enum class Toggle { Auto, On, Off };  // Auto: the TEE mode's default
 // How an emulated run's time is had: computed (Note [Virtual time], core/run_clock.h) or measured
@@ -225,6 +224,7 @@ struct ParallelOptions {
   LinkModel link = LinkModel::Real;  // emulate: plaintext ring payloads of an emulated GPU are not moved
   double cc_transfer_us = 0;  // fixed cost of one H100 CC bounce-buffer crossing of a CPU-sealed message
   ShardStage shard = ShardStage::None;  // --shard: gradients reduce-scattered, optimizer on this rank's shard
+  bool prefetch = true;  // --shard params: the next unit's all-gather runs during this unit's compute
 };
 
 }  // namespace tt

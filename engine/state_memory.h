@@ -3,7 +3,8 @@
 // gathered whole. ZeRO-1 divides the optimizer state by P, ZeRO-2 the gradients too (Note [Shard
 // layout], engine/gradients/shard.h), ZeRO-3 the parameters as well, and then holds the unit being
 // computed whole plus the next one, prefetched while the current one computes: two of the largest unit
-// (a transformer block, a ResNet stage). `teetrain models --ranks P --shard S`, a run's banner and summary
+// (a transformer block, a ResNet stage; training gathers per bucket: Note [ZeRO-3 units follow
+// the buckets], engine/gradients/ddp_reducer.h). `teetrain models --ranks P --shard S`, a run's banner and summary
 // print it, and an emulated GPU refuses a run it cannot hold (TrainingRun's build_model).
 #pragma once
 #include <algorithm>

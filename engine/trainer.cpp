@@ -8,12 +8,29 @@
 #include <fstream>
 
 #include "base/error.h"
+#include "base/host_memory.h"
 #include "engine/param_chunks.h"
 #include "tee/bytes.h"
 #include "tee/digest.h"
 #include "tee/regular_file.h"
 
 namespace tt {
+namespace {
+
+// The model reports its units to `gate` while this lives (ZeRO-3; Note [Parameter units], core/model.h):
+// a training step's forward and backward, not validation's forward or sampling.
+class GateScope {
+ public:
+  GateScope(Model& model, UnitGate* gate) : model_(model) { model_.set_unit_gate(gate); }
+  ~GateScope() { model_.set_unit_gate(nullptr); }
+  GateScope(const GateScope&) = delete;
+  GateScope& operator=(const GateScope&) = delete;
+
+ private:
+  Model& model_;
+};
+
+}  // namespace
 
 Trainer::Trainer(Backend& backend, Model& model, Optimizer& optimizer, Profiler& profiler, RankInfo ranks,
                  GradReducer* reducer, TrainConfig cfg, BatchFn train_data, BatchFn val_data)
@@ -41,7 +58,9 @@ float Trainer::train_step(long step, uint64_t first_sample) {
     model_.zero_grad();
   }
   double loss_sum = 0;
+  const GateScope gate(model_, reducer_ != nullptr ? reducer_->unit_gate() : nullptr);
   for (int k = 0; k < K; ++k) {
+    if (reducer_ != nullptr) reducer_->begin_micro_step(step, k);
     {
       ScopedPhase t(&profiler_, Phase::Data);
       // Rank r of micro-step k takes samples [first + k*B*P + r*B, +B): disjoint across ranks and
@@ -145,6 +164,8 @@ Trainer::Validation Trainer::validate_if_due(long step, bool last, TrainResult& 
   if (!((cfg_.schedule.val_every > 0 && (step + 1) % cfg_.schedule.val_every == 0) || last)) return {};
   // Its own phase: at the default 8 batches it is a tenth of a short run's timed steps.
   ScopedPhase t(&profiler_, Phase::Validation);
+  const bool batches = val_data_ && cfg_.schedule.val_batches > 0;
+  const WholeParams whole(batches ? reducer_ : nullptr);
   const Validation val = validate();
   if (val.loss >= 0) {
     res.val_loss = val.loss;
@@ -164,9 +185,14 @@ void Trainer::report_step(const StepLog& s, const Validation& val, const tee::Un
     std::fputc('\n', stderr);
   }
   if (!metrics) return;
-  nlohmann::json m = {{"step", s.step},           {"loss", s.loss},
-                      {"lr", lr_.at(s.step - 1)}, {"grad_norm", last_grad_norm_},
-                      {"step_s", s.step_s},       {"items_per_s", s.items_per_step / s.step_s}};
+  nlohmann::json m = {{"step", s.step},
+                      {"loss", s.loss},
+                      {"lr", lr_.at(s.step - 1)},
+                      {"grad_norm", last_grad_norm_},
+                      {"step_s", s.step_s},
+                      {"items_per_s", s.items_per_step / s.step_s},
+                      // This rank's resident set after the step: what --shard leaves it (docs/benchmarks.md).
+                      {"rss_mib", static_cast<double>(resident_bytes()) / (1024.0 * 1024.0)}};
   if (val.loss >= 0) m["val_loss"] = val.loss;
   if (val.accuracy >= 0) m["val_accuracy"] = val.accuracy;
   tee::write_output(metrics.get(), m.dump() + "\n", cfg_.metrics_path, "--metrics");
@@ -236,6 +262,7 @@ TrainResult Trainer::run(long start_step, uint64_t samples_consumed) {
   res.virtual_time = profiler_.virtual_time();
   res.step_seconds_mean = ran > 0 ? res.seconds / static_cast<double>(ran) : 0;
   res.items_per_s = ran > 0 ? items_per_step * static_cast<double>(ran) / res.seconds : 0;
+  if (reducer_ != nullptr) reducer_->gather_params();  // the run ends with whole parameters
   res.params_sha256 = cfg_.digest_params ? params_sha256(backend_, model_) : "none";
   return res;
 }

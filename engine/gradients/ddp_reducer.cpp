@@ -36,7 +36,9 @@ DdpReducer::DdpReducer(Backend& backend, Model& model, std::vector<Bucket> bucke
       opts_(opts),
       profiler_(profiler),
       clock_(profiler != nullptr ? profiler->clock() : wall_),
-      comm_thread_([this] { comm_loop(); }) {}
+      comm_thread_([this] { comm_loop(); }) {
+  if (opts_.shard == ShardStage::Params) plan_units();
+}
 
 DdpReducer::~DdpReducer() {
   {
@@ -123,7 +125,21 @@ double DdpReducer::grad_sum_squares() {
 void DdpReducer::finish_update() {
   if (!sharded()) return;
   backend_.publish();
-  all_gather_shards(model_.param_data(), step_, 0);
+  if (units_.empty()) {
+    all_gather_shards(model_.param_data(), step_, 0);
+    return;
+  }
+  // ZeRO-3: the pinned buckets now, the others when a unit needs them (Note [ZeRO-3 units follow the
+  // buckets]); what they held outside the shard is stale from here on.
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    if (pinned_[b]) {
+      path_.all_gather(model_.param_data() + buckets_[b].begin, buckets_[b].size(), step_,
+                       static_cast<int>(b));
+    } else {
+      release(b);
+    }
+  }
+  released_once_ = true;
 }
 
 void DdpReducer::all_gather_shards(float* x, long step, int first_label) {
@@ -134,39 +150,22 @@ void DdpReducer::all_gather_shards(float* x, long step, int first_label) {
 }
 
 void DdpReducer::comm_loop() {
-  const float inv_world = 1.0f / static_cast<float>(opts_.world);
   for (;;) {
-    std::size_t b = 0;
-    long step = 0;
-    RunClock::TimePoint ready{};
+    Launched job{};
     {
       std::unique_lock lock(mu_);
       cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
       if (stop_) return;
-      b = queue_.front().bucket;
-      ready = queue_.front().ready;
+      job = queue_.front();
       queue_.pop_front();
-      step = step_;
+      if (job.task == Task::Reduce) job.step = step_;
     }
     try {
-      const Bucket& bk = buckets_[b];
-      float* g = model_.grad_data() + bk.begin;
-      clock_.advance_to(ready);  // a bucket cannot leave before backward has made it final
-      const RunClock::TimePoint t0 = clock_.now();
-      // Sharded: only this rank's chunk is finished, and only it is averaged (Note [Shard layout]).
-      const comm::ElemRange mine = sharded() ? chunk(bk, (opts_.rank + 1) % opts_.world)
-                                             : comm::ElemRange{.offset = 0, .count = bk.size()};
-      if (sharded()) {
-        path_.reduce_scatter(g, bk.size(), step, static_cast<int>(b));
+      clock_.advance_to(job.ready);  // a bucket cannot leave before backward has made it final
+      if (job.task == Task::Reduce) {
+        run_reduce(job.bucket, job.step);
       } else {
-        path_.sum(g, bk.size(), step, static_cast<int>(b));
-      }
-      {
-        ScopedPhase t(profiler_, Phase::Reduce, Lane::Comm, "average");
-        backend_.scale(g + mine.offset, inv_world, mine.count);
-      }
-      if (profiler_ != nullptr && profiler_->tracing()) {
-        profiler_->record("bucket " + std::to_string(b), Lane::Comm, t0, clock_.now());
+        run_gather(job.bucket, job.step, job.label);
       }
     } catch (...) {
       std::lock_guard lock(mu_);
@@ -176,9 +175,34 @@ void DdpReducer::comm_loop() {
     }
     const RunClock::TimePoint done = clock_.now();
     std::lock_guard lock(mu_);
-    last_done_ = std::max(last_done_, done);
-    ++completed_;
+    if (job.task == Task::Reduce) {
+      last_done_ = std::max(last_done_, done);
+      ++completed_;
+    } else {
+      held_[job.bucket] = Held::Present;
+      gathered_at_[job.bucket] = done;
+    }
     cv_.notify_all();
+  }
+}
+
+void DdpReducer::run_reduce(std::size_t b, long step) {
+  const Bucket& bk = buckets_[b];
+  float* g = model_.grad_data() + bk.begin;
+  const RunClock::TimePoint t0 = clock_.now();
+  // Sharded: only this rank's chunk is finished, and only it is averaged (Note [Shard layout]).
+  const comm::ElemRange mine = sharded() ? own_chunk(bk) : comm::ElemRange{.offset = 0, .count = bk.size()};
+  if (sharded()) {
+    path_.reduce_scatter(g, bk.size(), step, static_cast<int>(b));
+  } else {
+    path_.sum(g, bk.size(), step, static_cast<int>(b));
+  }
+  {
+    ScopedPhase t(profiler_, Phase::Reduce, Lane::Comm, "average");
+    backend_.scale(g + mine.offset, 1.0f / static_cast<float>(opts_.world), mine.count);
+  }
+  if (profiler_ != nullptr && profiler_->tracing()) {
+    profiler_->record("bucket " + std::to_string(b), Lane::Comm, t0, clock_.now());
   }
 }
 

@@ -9,6 +9,25 @@
 // thread at the same moments, and only this rank's shard of it is averaged; finish_update() all-gathers
 // the parameters the optimizer updated, bucket by bucket.
 //
+// Note [ZeRO-3 units follow the buckets]: --shard params keeps ZeRO-2's per-bucket reduce-scatter and
+// shard layout unchanged, so every gradient element is summed by the same hops as DDP's, and makes the
+// parameters' presence follow the same buckets. The reducer is the model's unit gate (Note [Parameter
+// units], core/model.h): a unit needs every bucket its parameters touch. Before a unit's forward (and
+// again before its backward) the buckets of it that are released are all-gathered — the ring's
+// all-gather, the same hop runner, sealed channel and stream positions as the all-reduce — on the
+// communication thread, and the next unit's (forward: the one after, backward: the one before) are
+// queued behind them, so that they travel while this unit computes (--prefetch on). After the unit,
+// the buckets it touches that the next unit does not are released: the backend discards their floats
+// outside this rank's chunk (on the CPU their whole pages go back to the system). Buckets that hold
+// anything outside every unit (embeddings, final norm, head: used at both ends of a step) are pinned,
+// gathered after the update as ZeRO-1/2 gather all. Each gather copies the owners' bits, so every unit
+// computes with DDP's parameters and the run ends with DDP's bits. Every gather message is bound to its
+// step and a label of its own: bucket b at micro-step k and pass (forward 0, backward 1) is label
+// (3 + 2k + pass) nb + 1 + b, after the parameters' 0..nb-1, the norm's nb and a checkpoint's optimizer
+// gather nb + 1 .. 3 nb (training_run.cpp); gathering the whole model to read it between steps
+// (GradReducer::gather_params) takes labels from 2^30 up. So a message replayed from another unit, pass
+// or step fails to open.
+//
 // Note [Gradient norm order]: the clipping norm sums squares over the whole gradient, the one sum that
 // spans shards. So that a sharded run clips exactly as DDP does, both take it in one order where
 // sharding runs on real values (host gradients, real compute): the sum of squares of each bucket's ring chunk
@@ -57,9 +76,10 @@ struct DdpOptions {
   int rank = 0;
   ShardStage shard = ShardStage::None;  // anything but None: reduce-scatter, and finish_update gathers
   bool ordered_norm = false;            // Note [Gradient norm order] (implied by a shard)
+  bool prefetch = true;                 // Params: queue the next unit's gather behind this one's
 };
 
-class DdpReducer final : public GradReducer {
+class DdpReducer final : public GradReducer, public UnitGate {
  public:
   // `path` sums each bucket (on the communication thread); it must outlive the reducer.
   DdpReducer(Backend& backend, Model& model, std::vector<Bucket> buckets, GradientPath& path, DdpOptions opts,
@@ -77,6 +97,16 @@ class DdpReducer final : public GradReducer {
   // Sharded: all-gathers every bucket's shards of x (a buffer laid out as the parameters), labelling
   // bucket b's messages `first_label + b` at `step` (collective).
   void all_gather_shards(float* x, long step, int first_label);
+  // ZeRO-3 (Note [ZeRO-3 units follow the buckets]).
+  UnitGate* unit_gate() override { return units_.empty() ? nullptr : this; }
+  void begin_micro_step(long step, int micro) override;
+  void gather_params() override;
+  void release_params() override;
+  void before(std::size_t unit, UnitPass pass) override;
+  void after(std::size_t unit, UnitPass pass) override;
+  // The most parameter floats outside this rank's shard present while a unit computed, from the second
+  // step on (ZeRO-3; else 0).
+  std::size_t peak_gathered_floats() const { return peak_gathered_; }
 
   const std::vector<Bucket>& buckets() const { return buckets_; }
 
@@ -85,6 +115,15 @@ class DdpReducer final : public GradReducer {
   void comm_loop();
   bool sharded() const { return opts_.shard != ShardStage::None; }
   comm::ElemRange chunk(const Bucket& b, int c) const;
+  comm::ElemRange own_chunk(const Bucket& b) const { return chunk(b, (opts_.rank + 1) % opts_.world); }
+  // ZeRO-3's bookkeeping (param_units.cpp). Under mu_ where the communication thread reads it too.
+  void plan_units();
+  void request(std::size_t unit, long step, int label_base);  // queues the unit's released buckets
+  void await(std::size_t unit);                               // until they are present; rethrows
+  void release(std::size_t bucket);
+  void count_gathered(std::size_t bucket, bool present);
+  void run_reduce(std::size_t b, long step);
+  void run_gather(std::size_t b, long step, int label);
 
   Backend& backend_;
   Model& model_;
@@ -100,15 +139,32 @@ class DdpReducer final : public GradReducer {
 
   std::mutex mu_;
   std::condition_variable cv_;
+  enum class Task { Reduce, Gather };
   struct Launched {
     std::size_t bucket;         // index into buckets_
-    RunClock::TimePoint ready;  // when backward made it final (the training thread's time)
+    RunClock::TimePoint ready;  // when backward made it final, or the gather was asked for
+    Task task = Task::Reduce;
+    long step = 0;  // a gather's message labels
+    int label = 0;
   };
   std::deque<Launched> queue_;       // in launch order
   std::size_t completed_ = 0;        // buckets finished this step
   RunClock::TimePoint last_done_{};  // when the communication thread finished its latest bucket
   bool stop_ = false;
   std::exception_ptr error_;
+  // ZeRO-3: the units' buckets (Note [ZeRO-3 units follow the buckets]), each bucket's parameters.
+  enum class Held { Present, Pending, Released };
+  std::vector<std::vector<std::size_t>> units_;   // per unit in forward order: the buckets it touches
+  std::vector<bool> pinned_;                      // per bucket: holds parameters outside every unit
+  std::vector<Held> held_;                        // per bucket (mu_)
+  std::vector<RunClock::TimePoint> gathered_at_;  // per bucket: when its latest gather ended (mu_)
+  long pass_step_ = 0;
+  int micro_ = 0;
+  static constexpr int kWholeLabel = 1 << 30;  // gather_params' labels (param_units.cpp)
+  int whole_gathers_ = 0;                      // since the step began
+  std::size_t gathered_ = 0;                   // floats outside the shard present now (training thread)
+  std::size_t peak_gathered_ = 0;              // and at most while a unit computed
+  bool released_once_ = false;      // an update has released the parameters (the first step starts whole)
   std::vector<double> norm_parts_;  // (P chunks, buckets) sums of squares, chunk-major (training thread)
   std::thread comm_thread_;
 };

@@ -136,11 +136,6 @@ std::vector<std::string> plan_conflicts(const TrainOptions& o) {
     out.push_back(std::move(tee));
   platform_conflicts(o, out);
   path_conflicts(o, out);
-  // Its memory is priced (engine/state_memory.h), its training not built yet.
-  if (o.parallel.shard == ShardStage::Params)
-    out.push_back(
-        "--shard params (ZeRO-3): `teetrain models --shard params` gives its memory, but its training is "
-        "not built yet; use --shard gradients (ZeRO-2)");
   const ScheduleOptions& s = o.schedule;
   // With --epochs the steps come from the data: steps_for_epochs checks the warm-up against them.
   if (s.epochs <= 0 && s.timing_warmup > 0 && s.timing_warmup >= s.steps)

@@ -97,6 +97,8 @@ nlohmann::json train_options_json(const TrainOptions& o) {
   if (p.grad_memory != comm::BufferMemory::Private) j["grad_memory"] = enum_name(p.grad_memory);
   // And --shard: the shard layout follows from it, the buckets and P (Note [Shard layout]).
   if (p.shard != ShardStage::None) j["shard"] = name(p.shard);
+  // ZeRO-3's prefetch orders the gathers among the reduce-scatters: every rank must order them alike.
+  if (p.shard == ShardStage::Params) j["prefetch"] = p.prefetch;
   if (!o.checkpoints.expect.empty()) j["expect_checkpoint"] = o.checkpoints.expect;
   return j;
 }

@@ -305,7 +305,9 @@ void TrainingRun::build_model() {
                               sharded() ? std::optional(shard_) : std::nullopt);
   if (const long every = plan_.parallel().check_replicas; every > 0) {
     tc_.after_step = [this, every](long step) {
-      if (step % every == 0) dist_->check_replicas(*backend_, *model_, step);
+      if (step % every != 0) return;
+      const WholeParams whole(reducer_.get());
+      dist_->check_replicas(*backend_, *model_, step);
     };
   }
 }
@@ -335,6 +337,7 @@ void TrainingRun::setup_checkpoints() {
                                                print_warning);
   tc_.save_checkpoint = [this](long step, uint64_t samples) {
     const std::unique_ptr<Optimizer> whole = sharded() ? gather_optimizer(step) : nullptr;  // collective
+    const WholeParams params(reducer_.get());                                               // collective
     if (rank_ != 0) return;
     const CheckpointMeta meta{step, samples, plan_.schedule().seed, params_sha256(*backend_, *model_),
                               plan_.json()};
@@ -440,7 +443,8 @@ void TrainingRun::build_reducer() {
                                                      .world = world_,
                                                      .rank = rank_,
                                                      .shard = par.shard,
-                                                     .ordered_norm = ordered_norm},
+                                                     .ordered_norm = ordered_norm,
+                                                     .prefetch = par.prefetch},
                                           &profiler_);
 }
 
@@ -571,9 +575,13 @@ std::string TrainingRun::shard_description() const {
   std::snprintf(bytes, sizeof bytes,
                 "; per rank: parameters %.2f MiB, gradients %.2f MiB, optimizer state %.2f MiB",
                 b.params / kMiB, b.grads / kMiB, b.optimizer / kMiB);
+  const std::size_t units = stage == ShardStage::Params ? model_->param_units().size() : 0;
+  const std::string gathered =
+      units > 0 ? "; its " + std::to_string(units) + " blocks gathered for their forward and backward" : "";
   return std::string(name(stage)) + " (" + stage_label(stage) + "): rank " + std::to_string(rank_) +
          " updates " + std::to_string(state) + " of " + std::to_string(model_->num_params()) +
-         " parameters (its ring chunk of each of " + std::to_string(buckets_.size()) + " buckets)" + bytes;
+         " parameters (its ring chunk of each of " + std::to_string(buckets_.size()) + " buckets)" + bytes +
+         gathered;
 }
 
 RunDescription TrainingRun::gather_facts() const {
@@ -674,7 +682,10 @@ nlohmann::json TrainingRun::summary(const TrainResult& r, const RunReport& repor
               {"grads", state_bytes().grads},
               {"optimizer", state_bytes().optimizer},
               {"activations", state_bytes().activations},
-              {"gathered", state_bytes().gathered}}},
+              {"gathered", state_bytes().gathered},
+              // ZeRO-3: the most parameter bytes outside the shard present while a block computed
+              // (measured from the second step on; Note [ZeRO-3 units follow the buckets]).
+              {"gathered_peak", reducer_ != nullptr ? 4 * reducer_->peak_gathered_floats() : 0}}},
             {"device_memory_gib", device_memory},
             {"bucket_mb", plan_.parallel().bucket_mb},
             {"buckets", d.buckets},

@@ -117,4 +117,13 @@ std::vector<float> TokenModel::last_position_logits(const float* hidden, float* 
   return out;
 }
 
+std::vector<ParamUnit> TokenModel::block_units(std::size_t first, std::size_t stride, int n) {
+  std::vector<ParamUnit> out;
+  for (int l = 0; l < n; ++l) {
+    const std::size_t begin = first + static_cast<std::size_t>(l) * stride;
+    out.push_back(ParamUnit{.begin = begin, .end = begin + stride});
+  }
+  return out;
+}
+
 }  // namespace tt

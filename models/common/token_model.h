@@ -73,6 +73,7 @@ class TokenModel : public Model {
   float* grad_data() override { return grads_buf_.as<float>(); }
   void place_grads(std::span<float> memory) override { grads_buf_.move_into(std::as_writable_bytes(memory)); }
   void zero_grad() override;
+  void set_unit_gate(UnitGate* gate) override { gate_ = gate; }
   // Validates a B x T batch against the context (InputError naming the family) and grows the arenas to
   // hold it; when they grow, the family carves its views again and any saved forward is gone.
   void reserve(int B, int T) final;
@@ -97,6 +98,26 @@ class TokenModel : public Model {
   // them on the host with the padded columns dropped, (B, V).
   std::vector<float> last_position_logits(const float* hidden, float* scratch, float* logits,
                                           const float* head, int B, int T, int C, int V, int Vp);
+  // One transformer block per unit: n blocks of `stride` floats from `first` (Note [Parameter units]).
+  static std::vector<ParamUnit> block_units(std::size_t first, std::size_t stride, int n);
+  // Brackets one use of a unit's parameters: the gate's before() now, after() at the end of the scope.
+  class UnitUse {
+   public:
+    UnitUse(UnitGate* gate, int unit, UnitPass pass)
+        : gate_(gate), unit_(static_cast<std::size_t>(unit)), pass_(pass) {
+      if (gate_ != nullptr) gate_->before(unit_, pass_);
+    }
+    ~UnitUse() {
+      if (gate_ != nullptr) gate_->after(unit_, pass_);
+    }
+    UnitUse(const UnitUse&) = delete;
+    UnitUse& operator=(const UnitUse&) = delete;
+
+   private:
+    UnitGate* gate_;
+    std::size_t unit_;
+    UnitPass pass_;
+  };
 
   Backend& backend_;
   std::string family_;  // "gpt2", "bert": prefixes messages
@@ -114,6 +135,7 @@ class TokenModel : public Model {
   int32_t* tokens_ = nullptr;   // (B, T)
   int32_t* targets_ = nullptr;  // (B, T)
   bool have_forward_ = false;   // the arenas hold a forward(batch) that backward() may use
+  UnitGate* gate_ = nullptr;    // Note [Parameter units]; null: every parameter is always present
 };
 
 }  // namespace tt

@@ -48,6 +48,7 @@ void Gpt2::backward(const GradReadyFn& on_ready) {
   ready(lnf_offset_);
 
   for (int l = cfg_.n_layer - 1; l >= 0; --l) {
+    const UnitUse use(gate_, l, UnitPass::Backward);  // Note [Parameter units]
     const LayerParams p = layer_params(params, l);
     const LayerParams g = layer_params(grads, l);
     const LayerActs& a = v_.layers[static_cast<std::size_t>(l)];

@@ -19,6 +19,7 @@ void Gpt2::forward_trunk(int B, int T) {
   backend_.encoder_forward(v_.encoded, tokens_, wte, wpe, B, T, C);
   const float* residual = v_.encoded;  // (B, T, C) input of the current layer
   for (int l = 0; l < cfg_.n_layer; ++l) {
+    const UnitUse use(gate_, l, UnitPass::Forward);  // Note [Parameter units]
     const LayerParams p = layer_params(params, l);
     const LayerActs& a = v_.layers[static_cast<std::size_t>(l)];
     // Attention sub-block: res2 = residual + c_proj(attn(c_attn(ln_1(residual))))

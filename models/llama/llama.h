@@ -73,6 +73,10 @@ class Llama final : public TokenModel, public CausalLm {
   void init_params(uint64_t seed) override;
   float forward(const Batch& batch) override;
   void backward(const GradReadyFn& on_ready) override;
+  // One unit per transformer block (Note [Parameter units]).
+  std::vector<ParamUnit> param_units() const override {
+    return block_units(layer_offset0_, layer_stride_, cfg_.n_layer);
+  }
   StepFlops flops(int B, int T) const override { return flops_for(cfg_, B, T); }
   std::size_t activation_bytes(int B, int T) const override { return activation_bytes_for(cfg_, B, T); }
   static StepFlops flops_for(const LlamaConfig& cfg, int B, int T);

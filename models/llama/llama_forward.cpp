@@ -26,6 +26,7 @@ void Llama::forward_trunk(int B, int T) {
   backend_.encoder_forward(v_.encoded, tokens_, params, nullptr, B, T, C);  // embed_tokens (V, C)
   const float* residual = v_.encoded;  // (B, T, C) input of the current layer
   for (int l = 0; l < cfg_.n_layer; ++l) {
+    const UnitUse use(gate_, l, UnitPass::Forward);  // Note [Parameter units]
     const LayerParams p = layer_params(params, l);
     const LayerActs& a = v_.layers[static_cast<std::size_t>(l)];
     // Attention: res2 = residual + o_proj(attn(rope(qkv(rmsnorm(residual))))); Note [Stacked projections].

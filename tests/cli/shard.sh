@@ -7,6 +7,8 @@
 #  - checkpoints hold DDP's layout: saved sharded, resumed sharded or not (and the reverse), exactly;
 #  - a flipped or replayed reduce-scatter or all-gather message exits 3 on every rank;
 #  - --allreduce-algo auto with a shard runs the ring, at the segments the cost model picks;
+#  - --shard params (ZeRO-3): the same at P = 1..4 in every mode (gpt2-tiny; llama-tiny at P = 3), with and
+#    without prefetch, a checkpoint round trip, and a flipped or replayed block all-gather exits 3;
 #  - what sharding does not run on yet is refused with exit 2 naming what is supported (emulated GPUs:
 #    shard_emulated.sh).
 source "$(dirname "$0")/lib.sh" "$@"
@@ -59,6 +61,33 @@ assert sel["requested"] == "auto" and sel["buckets"], sel
 assert sel["counts"]["ring"] > 0 and sel["counts"]["rd"] == 0 and sel["counts"]["rhd"] == 0, sel["counts"]
 PY
 
+# ZeRO-3: every block gathered before its forward and backward and released after (Note [ZeRO-3 units
+# follow the buckets]) still computes with DDP's parameters, in every mode, prefetched or not.
+for np in 1 2 3 4; do
+  ddp=$(json_field "$WORK/ddp_$np.json" params_sha256)
+  expect_eq "$(train $np "zero3_$np" --shard params --metrics "$WORK/zero3_$np.jsonl")" "$ddp" "P=$np --shard params == none"
+  expect_eq "$(norms "$WORK/zero3_$np.jsonl")" "$(norms "$WORK/ddp_$np.jsonl")" "P=$np --shard params: the same gradient norms"
+  [[ $np -eq 1 ]] && continue
+  for mode in cc fast; do
+    expect_eq "$(train $np "zero3_${np}_$mode" --shard params --tee $mode)" "$ddp" "P=$np --shard params --tee $mode == DDP off"
+  done
+done
+expect_eq "$(train 3 zero3_3_noprefetch --shard params --prefetch off)" "$(json_field "$WORK/ddp_3.json" params_sha256)" \
+  "P=3 --shard params --prefetch off == none"
+llama=(--model llama-tiny)
+expect_eq "$(train 3 zero3_llama --shard params --tee fast "${llama[@]}")" "$(train 3 ddp_llama "${llama[@]}")" \
+  "llama-tiny P=3 --shard params --tee fast == DDP off"
+grep -q "shard params (ZeRO-3): rank 0 updates [0-9]* of 34688 parameters .*; its 2 blocks gathered for their forward and backward" \
+  "$WORK/zero3_3.log" &&
+  passes=$((passes + 1)) || { echo "FAIL: the banner's ZeRO-3 line"; cat "$WORK/zero3_3.log"; fails=$((fails + 1)); }
+# Released between uses: prefetched, both of gpt2-tiny's blocks are present while the first computes
+# (all that ZeRO-2 keeps outside the shard); gathered only when needed, fewer bytes are.
+peak=$(json_field "$WORK/zero3_3.json" gathered_peak) peak_off=$(json_field "$WORK/zero3_3_noprefetch.json" gathered_peak)
+[[ $peak_off -gt 0 && $peak_off -lt $peak ]] && passes=$((passes + 1)) ||
+  { echo "FAIL: gathered_peak $peak_off (no prefetch) against $peak"; fails=$((fails + 1)); }
+expect_exit 2 "--shard params gathers and releases real parameters" -- \
+  "$TT" "${base[@]}" --shard params --compute emulate --gpu h100
+
 # Checkpoints hold the whole optimizer state in DDP's layout: a sharded run saved at step 2 and
 # resumed, sharded or not, ends where the uninterrupted DDP run does; so does a DDP checkpoint resumed
 # sharded.
@@ -69,6 +98,9 @@ rm -rf "$WORK/ck1/step_00000003" "$WORK/ck0/step_00000003"
 expect_eq "$(train 3 zero1_resume --shard optimizer --resume "$WORK/ck1")" "$ddp3" "sharded save, sharded resume == DDP"
 expect_eq "$(train 3 zero1_to_ddp --resume "$WORK/ck1")" "$ddp3" "sharded save, DDP resume == DDP"
 expect_eq "$(train 3 ddp_to_zero2 --shard gradients --resume "$WORK/ck0")" "$ddp3" "DDP save, --shard gradients resume == DDP"
+train 3 zero3_save --shard params --save-every 2 --ckpt-dir "$WORK/ck3" >/dev/null
+rm -rf "$WORK/ck3/step_00000003"
+expect_eq "$(train 3 zero3_resume --shard params --resume "$WORK/ck3")" "$ddp3" "--shard params save and resume == DDP"
 
 # Sealed (TEE mode with a key): the gathered state is checkpointed as DDP's is; verify and export read it.
 "$TT" keygen --out "$WORK/k.key" >/dev/null
@@ -98,11 +130,29 @@ grep -q "phase scatter_reduce" "$WORK/attack_flip_2.log" && grep -q "bucket 1, p
   grep -q "bucket 1, phase all_gather" "$WORK/attack_replay_20.log" &&
   passes=$((passes + 1)) || { echo "FAIL: attacks on both halves"; grep -h INTEGRITY "$WORK"/attack_*.log; fails=$((fails + 1)); }
 
+# ZeRO-3's block gathers: rank 0's 26th message at P = 3 is in step 2's forward, the all-gather of one of
+# the first block's buckets (labels 22..28: Note [ZeRO-3 units follow the buckets]); flipped or
+# replayed, it exits 3 on every rank.
+for attack in flip:26 replay:26; do
+  rc=0
+  "${MPI[@]}" -np 3 "$TT" "${base[@]}" --tee fast --shard params --timeout 5 --adversary "$attack" \
+    >"$WORK/attack.log" 2>&1 || rc=$?
+  expect_eq "$rc" 3 "--shard params --tee fast --adversary $attack: exit 3"
+  grep -qE "INTEGRITY FAILURE: .*step 1, bucket 2[2-8], phase all_gather" "$WORK/attack.log" && passes=$((passes + 1)) ||
+    { echo "FAIL: $attack: not a forward block gather"; tail -5 "$WORK/attack.log"; fails=$((fails + 1)); }
+  [[ $(grep -cE "^teetrain: (rank [0-9]+: stopped|INTEGRITY FAILURE)" "$WORK/attack.log") -eq 3 ]] && passes=$((passes + 1)) ||
+    { echo "FAIL: $attack: not every rank stopped"; cat "$WORK/attack.log"; fails=$((fails + 1)); }
+done
+
 # What each rank keeps: gpt2's 124,439,808 parameters are 1.85 GiB of state per rank under DDP, and
 # 0.81 GiB (parameters whole, a quarter of the gradients and of AdamW's m and v) under ZeRO-2 at P = 4.
 gib() { "$TT" models "$@" | awk '$1 == "gpt2" {print $18}'; }
+# 0.81 GiB (parameters whole, a quarter of the gradients and of AdamW's m and v) under ZeRO-2 at P = 4,
+# 0.46 GiB under ZeRO-3 (a quarter of the parameters too: the blocks being computed come on top).
+gib() { "$TT" models "$@" | awk '$1 == "gpt2" {print $14}'; }
 expect_eq "$(gib)" 1.85 "models: DDP's state per rank"
 expect_eq "$(gib --ranks 4 --shard gradients)" 0.81 "models --ranks 4 --shard gradients: ZeRO-2's state per rank"
+expect_eq "$(gib --ranks 4 --shard params)" 0.46 "models --ranks 4 --shard params: ZeRO-3's, a quarter of everything"
 expect_exit 2 "--ranks: must be greater than 0" -- "$TT" models --ranks 0
 
 # Refused with exit 2, naming what runs.

@@ -5,7 +5,7 @@
 #    (80 GiB) holds the total: llama-3-8b at P = 8 does with --shard params and does not with DDP;
 #  - an emulated run whose rank needs more than its GPU holds is refused before it starts, with exit 2
 #    and the numbers; one that fits prints the parts in its banner's memory line and its summary;
-#  - --shard params trains nothing yet: refused with exit 2.
+#  - --shard params on an emulated GPU (placeholder parameters, nothing to gather) is refused with exit 2.
 source "$(dirname "$0")/lib.sh" "$@"
 make_corpus
 
@@ -42,6 +42,6 @@ b = s["state_bytes_per_rank"]
 assert b["params"] == 4 * 8030261248 and b["optimizer"] == 8 * 8030261248 and b["gathered"] == 0, b
 assert b["activations"] > 0 and s["device_memory_gib"] == 141, s["device_memory_gib"]
 PY
-expect_exit 2 "--shard params \(ZeRO-3\): .teetrain models --shard params. gives its memory, but its training is not built yet" -- \
+expect_exit 2 "--shard params gathers and releases real parameters" -- \
   "$TT" "${emu[@]}" --model gpt2-tiny --seq 32 --shard params
 finish

@@ -70,7 +70,7 @@ void register_models(CLI::App& app) {
       ->capture_default_str();
   add_enum_option(cmd, "--shard", flags->shard,
                   "What each rank keeps (as train --shard): none (DDP), optimizer (ZeRO-1), gradients "
-                  "(ZeRO-2), params (ZeRO-3: memory only, training is not built yet)");
+                  "(ZeRO-2), params (ZeRO-3)");
   cmd->add_option("--batch", flags->batch, "Sequences (or images) per rank whose activations count (0: none)")
       ->check(non_negative())
       ->capture_default_str();

@@ -154,14 +154,18 @@ void add_parallel_options(CLI::App* cmd, TrainOptions& o) {
       ->check(non_negative())
       ->capture_default_str();
   add_on_off_option(dp, "--overlap", o.parallel.overlap, "Launch bucket all-reduces while backward runs");
-  add_enum_option(dp, "--shard", o.parallel.shard,
-                  "What each rank keeps of the training state: none (DDP: everything); optimizer (ZeRO-1: "
-                  "AdamW state for its shard only; gradients are reduce-scattered per bucket, parameters "
-                  "all-gathered after the step); gradients (ZeRO-2: also only its shard of the averaged "
-                  "gradients); params (ZeRO-3: priced by `teetrain models`, not trained yet). The ring on "
-                  "host gradients only (--device cpu, --allreduce-algo ring or auto; real compute, or "
-                  "--compute emulate's virtual time); the same parameters as none, bit for bit. An emulated "
-                  "GPU refuses a rank that needs more than its memory");
+  add_enum_option(
+      dp, "--shard", o.parallel.shard,
+      "What each rank keeps of the training state: none (DDP: everything); optimizer (ZeRO-1: "
+      "AdamW state for its shard only; gradients are reduce-scattered per bucket, parameters "
+      "all-gathered after the step); gradients (ZeRO-2: also only its shard of the averaged "
+      "gradients); params (ZeRO-3: also only its shard of the parameters between their uses, each "
+      "transformer block all-gathered before its forward and again before its backward, "
+      "released after). The ring on host gradients only (--device cpu, --allreduce-algo ring or auto; "
+      "real compute, or for optimizer and gradients --compute emulate's virtual time); the same "
+      "parameters as none, bit for bit. An emulated GPU refuses a rank that needs more than its memory");
+  add_on_off_option(dp, "--prefetch", o.parallel.prefetch,
+                    "--shard params: all-gather the next block's parameters while this block computes");
   dp->add_option("--segment-kb", o.parallel.segment_kb,
                  "Ring segment size in KiB (chunks are cut into segments that pipeline); 0 = automatic: "
                  "1 MiB, or under Open MPI's TCP eager limit (read from MPI) when ranks span hosts")
