@@ -145,14 +145,12 @@ for attack in flip:26 replay:26; do
 done
 
 # What each rank keeps: gpt2's 124,439,808 parameters are 1.85 GiB of state per rank under DDP, and
-# 0.81 GiB (parameters whole, a quarter of the gradients and of AdamW's m and v) under ZeRO-2 at P = 4.
-gib() { "$TT" models "$@" | awk '$1 == "gpt2" {print $18}'; }
 # 0.81 GiB (parameters whole, a quarter of the gradients and of AdamW's m and v) under ZeRO-2 at P = 4,
-# 0.46 GiB under ZeRO-3 (a quarter of the parameters too: the blocks being computed come on top).
-gib() { "$TT" models "$@" | awk '$1 == "gpt2" {print $14}'; }
+# 0.52 GiB under ZeRO-3 (a quarter of the parameters too, 0.46, and two gathered blocks, 0.05, on top).
+gib() { "$TT" models "$@" | awk '$1 == "gpt2" {print $18}'; }
 expect_eq "$(gib)" 1.85 "models: DDP's state per rank"
 expect_eq "$(gib --ranks 4 --shard gradients)" 0.81 "models --ranks 4 --shard gradients: ZeRO-2's state per rank"
-expect_eq "$(gib --ranks 4 --shard params)" 0.46 "models --ranks 4 --shard params: ZeRO-3's, a quarter of everything"
+expect_eq "$(gib --ranks 4 --shard params)" 0.52 "models --ranks 4 --shard params: ZeRO-3's, a quarter of everything and two blocks"
 expect_exit 2 "--ranks: must be greater than 0" -- "$TT" models --ranks 0
 
 # Refused with exit 2, naming what runs.
