@@ -221,6 +221,10 @@ struct ParallelOptions {
   LinkModel link = LinkModel::Real;  // emulate: plaintext ring payloads of an emulated GPU are not moved
   double cc_transfer_us = 0;  // fixed cost of one H100 CC bounce-buffer crossing of a CPU-sealed message
   ShardStage shard = ShardStage::None;  // --shard: gradients reduce-scattered, optimizer on this rank's shard
+  // Ranks hosted by each process, as threads (Note [Virtual ranks], comm/transport/virtual_ranks.h):
+  // emulated virtual-time runs only. How the ranks are hosted, not what they compute: not part of the
+  // configuration the ranks agree on.
+  int ranks_per_process = 1;
 };
 
 }  // namespace tt
