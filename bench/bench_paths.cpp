@@ -30,7 +30,7 @@ BenchPaths::Row& BenchPaths::build(const bench::BenchMode& mode) {
                                                .compute = compute_,
                                                .tee = row.ts,
                                                .platform = platform_,
-                                               .mpi = &links_.mpi(),
+                                               .mpi = links_.mpi(),
                                                .transport = links_.transport(),
                                                .channel = mode.plain ? plain_ : links_.channel(),
                                                .sealed = mode.plain ? nullptr : links_.sealed(),

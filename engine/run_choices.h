@@ -225,6 +225,10 @@ struct ParallelOptions {
   double cc_transfer_us = 0;  // fixed cost of one H100 CC bounce-buffer crossing of a CPU-sealed message
   ShardStage shard = ShardStage::None;  // --shard: gradients reduce-scattered, optimizer on this rank's shard
   bool prefetch = true;  // --shard params: the next unit's all-gather runs during this unit's compute
+  // Ranks hosted by each process, as threads (Note [Virtual ranks], comm/transport/virtual_ranks.h):
+  // emulated virtual-time runs only. How the ranks are hosted, not what they compute: not part of the
+  // configuration the ranks agree on.
+  int ranks_per_process = 1;
 };
 
 }  // namespace tt

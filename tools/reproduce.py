@@ -204,7 +204,11 @@ def train_cmd(args, r, summary):
     image = r["model"].startswith(IMAGE_PREFIX)
     shape = ["--data", args.image_data, "--batch", str(args.image_batch)] if image else \
         ["--data", args.data, "--batch", str(batch), "--seq", str(seq)]
-    cmd = mpirun_prefix(r["P"]) + [args.bin, "train", "--model", r["model"], *shape,
+    # Emulated runs are in virtual time: one process hosts all P ranks as threads (--ranks-per-process),
+    # whose virtual times equal P processes' bit for bit (docs/reproducing.md, "Virtual ranks").
+    launch = mpirun_prefix(1) + [args.bin, "train", "--ranks-per-process", str(r["P"])] if emu else \
+        mpirun_prefix(r["P"]) + [args.bin, "train"]
+    cmd = launch + ["--model", r["model"], *shape,
                                   "--steps", str(timed_steps(args, r) + args.warmup), "--timing-warmup", str(args.warmup),
                                   "--bucket-mb", str(r["bucket"]), "--overlap", r["overlap"],
                                   "--val-batches", "0", "--no-progress", "--summary", summary]

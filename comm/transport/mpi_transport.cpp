@@ -182,7 +182,11 @@ MpiTransport::~MpiTransport() {
 }
 
 Request MpiTransport::isend(int peer, std::span<const std::byte> data, int tag) {
-  auto st = std::make_unique<MpiSendState>(*this, data.size());
+  return isend_from(*this, peer, data, tag);
+}
+
+Request MpiTransport::isend_from(MpiTransport& waiting, int peer, std::span<const std::byte> data, int tag) {
+  auto st = std::make_unique<MpiSendState>(waiting, data.size());
   check_mpi(
       MPI_Isend(data.data(), to_mpi_count(data.size(), "send"), MPI_BYTE, peer, tag, comm_, st->handle()),
       "MPI_Isend to rank " + std::to_string(peer));

@@ -70,6 +70,12 @@ class MpiTransport final : public Transport {
   // message is matched to its receive by a probe for exactly that pair (Note [Sizes before receives]).
   Request irecv(int peer, std::span<std::byte> buffer, int tag) override;
 
+  // Posts a send on this transport's communicator whose polls match `waiting`'s arrived receives rather
+  // than this one's: for a thread that sends into another rank's communicator but receives on its own
+  // (Note [Virtual ranks], comm/transport/virtual_ranks.h). Touches nothing of this transport but its
+  // communicator, so it may run beside the thread that owns this transport (MPI_THREAD_MULTIPLE).
+  Request isend_from(MpiTransport& waiting, int peer, std::span<const std::byte> data, int tag);
+
   // Note [Sizes before receives]: matches every pending receive whose message has arrived (posting
   // order per peer and tag). Each poll of a request does it; ShmTransport calls it while a long
   // message's bytes travel through this transport.

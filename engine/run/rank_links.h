@@ -30,6 +30,10 @@ class RankLinks {
   // ranks were given different `host` transports.
   RankLinks(MPI_Comm comm, std::chrono::milliseconds timeout, comm::WaitMode wait, comm::HostTransport host,
             const std::optional<comm::AdversarySpec>& adversary, bool tee_on);
+  // One virtual rank's links (Note [Virtual ranks], comm/transport/virtual_ranks.h): `seat` is its
+  // transport, given this timeout and wait policy; no MPI communicator of its own, no shared memory.
+  RankLinks(comm::Transport& seat, std::chrono::milliseconds timeout, comm::WaitMode wait,
+            const std::optional<comm::AdversarySpec>& adversary, bool tee_on);
   RankLinks(const RankLinks&) = delete;
   RankLinks& operator=(const RankLinks&) = delete;
 
@@ -40,9 +44,9 @@ class RankLinks {
   void secure(const TrustOptions& trust, const std::string& config, const TeeChannelOptions& channel,
               Profiler* profiler, comm::FailureNotices* notices);
 
-  int rank() const { return mpi_.rank(); }
-  int size() const { return mpi_.size(); }
-  comm::MpiTransport& mpi() { return mpi_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  comm::MpiTransport* mpi() { return mpi_ ? &*mpi_ : nullptr; }  // null for a virtual rank
   comm::Transport& transport() { return wire_.transport(); }     // shm or MPI, or the adversary on it
   comm::ShmTransport* shm() { return shm_ ? &*shm_ : nullptr; }  // null with --host-transport mpi
   // How this rank reaches the others of its host, for banners: "shm: 1 peer(s) on this host through
@@ -65,10 +69,12 @@ class RankLinks {
   const TeeSession* session() const { return session_ ? &*session_ : nullptr; }
 
  private:
-  comm::MpiTransport mpi_;
+  std::optional<comm::MpiTransport> mpi_;  // this process's, unless it hosts virtual ranks
   std::optional<comm::ShmTransport> shm_;  // before wire_, which is built on it
   AdversaryWire wire_;
   bool tee_on_;
+  int rank_ = 0;
+  int size_ = 1;
   std::optional<comm::AttestConfig> attest_;
   std::optional<TeeSession> session_;
   comm::PlainChannel plain_;

@@ -136,6 +136,16 @@ std::vector<std::string> plan_conflicts(const TrainOptions& o) {
     out.push_back(std::move(tee));
   platform_conflicts(o, out);
   path_conflicts(o, out);
+  // Note [Virtual ranks]: a thread is a rank only where its compute and its time are modelled, and its
+  // messages take teetrain's own transports.
+  if (o.parallel.ranks_per_process > 1 && !o.compute.virtual_time())
+    out.push_back(
+        "--ranks-per-process hosts ranks as threads only in emulated virtual time: add --compute "
+        "emulate (with --time virtual or auto), or run one rank per process");
+  if (o.parallel.ranks_per_process > 1 && o.parallel.allreduce != AllreduceProvider::Ours)
+    out.push_back(
+        "--ranks-per-process needs teetrain's own all-reduce (--allreduce ours): MPI_Allreduce "
+        "and NCCL know one rank per process");
   const ScheduleOptions& s = o.schedule;
   // With --epochs the steps come from the data: steps_for_epochs checks the warm-up against them.
   if (s.epochs <= 0 && s.timing_warmup > 0 && s.timing_warmup >= s.steps)

@@ -2,7 +2,8 @@
 // the start-up watchdog that bounds each start-up stage (Note [Start-up watchdog],
 // engine/run/startup_watchdog.h) and the failure notices the session's key arms (Note [Sealed notices],
 // comm/secure/first_failure.h). Either may be null: a run without them is unbounded at start-up, or
-// its notices stay in clear.
+// its notices stay in clear. A virtual rank (Note [Virtual ranks], comm/transport/virtual_ranks.h) is
+// also lent its transport and the count of ranks on its host, which it cannot ask MPI for.
 #pragma once
 
 namespace tt {
@@ -14,6 +15,7 @@ class StartupWatchdog;
 namespace tt::comm {
 
 class FailureNotices;
+class Transport;
 
 }  // namespace tt::comm
 
@@ -22,6 +24,8 @@ namespace tt {
 struct RunServices {
   StartupWatchdog* watchdog = nullptr;
   comm::FailureNotices* notices = nullptr;
+  comm::Transport* seat = nullptr;  // null: this process is one rank of MPI_COMM_WORLD
+  int ranks_on_host = 0;            // with seat: the ranks on this host, all processes' virtual ranks
 };
 
 }  // namespace tt

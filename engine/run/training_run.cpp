@@ -144,7 +144,9 @@ std::optional<ImageSource> open_images(const TrainOptions& o) {
                             o.tee.settings.mode != TeeMode::Off, /*allow_plain_data=*/true});
 }
 
-int world_size() {
+// The run's ranks: the virtual ranks' world (Note [Virtual ranks]), or MPI_COMM_WORLD's processes.
+int world_size(const RunServices& services) {
+  if (services.seat != nullptr) return services.seat->size();
   int world = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   return world;
@@ -157,16 +159,22 @@ int world_size() {
 TrainingRun::TrainingRun(const TrainOptions& opts, RunServices services)
     : watchdog_(services.watchdog),
       notices_(services.notices),
+      seat_(services.seat),
+      seat_ranks_on_host_(services.ranks_on_host),
       profiler_(/*trace=*/!opts.output.trace.empty()),
       img_(open_images(opts)),
-      plan_(opts, img_ ? &*img_ : nullptr, world_size()) {  // every conflicting choice at once (exit 2)
+      plan_(opts, img_ ? &*img_ : nullptr,
+            world_size(services)) {  // every conflicting choice at once (exit 2)
   if (plan_.compute().virtual_time()) profiler_.use_clock(virtual_clock_);
   const ParallelOptions& par = plan_.parallel();
   const std::chrono::milliseconds timeout(static_cast<long>(par.timeout_s * 1000.0));
   if (watchdog_ != nullptr) watchdog_->set_timeout(timeout);
   enter_stage(watchdog_, StartupStage::Links);
-  links_.emplace(MPI_COMM_WORLD, timeout, par.wait, par.host_transport, plan_.tee().adversary,
-                 plan_.switches().on);
+  if (seat_ != nullptr)
+    links_.emplace(*seat_, timeout, par.wait, plan_.tee().adversary, plan_.switches().on);
+  else
+    links_.emplace(MPI_COMM_WORLD, timeout, par.wait, par.host_transport, plan_.tee().adversary,
+                   plan_.switches().on);
   rank_ = links_->rank();
   world_ = links_->size();
   if (links_->wire().active() && rank_ == 0) std::fprintf(stderr, "%s\n", links_->wire().banner().c_str());
@@ -266,7 +274,7 @@ void TrainingRun::build_model() {
   const ComputeOptions& c = plan_.compute();
   // Both collective on every rank, whatever its flags: a collective that only some ranks call hangs.
   enter_stage(watchdog_, StartupStage::Links);
-  ranks_per_host_ = ranks_on_this_host();
+  ranks_per_host_ = seat_ != nullptr ? seat_ranks_on_host_ : ranks_on_this_host();
   threads_ = run_threads(c.threads);
   enter_stage(watchdog_, StartupStage::OwnWork);
   platform_ = platform::platform_entry(c.platform())
@@ -426,7 +434,7 @@ void TrainingRun::build_reducer() {
                                             .compute = plan_.compute(),
                                             .tee = plan_.switches(),
                                             .platform = *platform_,
-                                            .mpi = &links_->mpi(),
+                                            .mpi = links_->mpi(),
                                             .transport = links_->transport(),
                                             .channel = links_->channel(),
                                             .sealed = links_->sealed(),

@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "engine/run/training_run.h"
+#include "engine/run/virtual_rank_host.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/json_file.h"
 #include "tools/cli/run_report.h"
@@ -105,7 +106,14 @@ void register_train(CLI::App& app, RunServices services) {
   auto opts = std::make_shared<TrainOptions>();
   auto* cmd = app.add_subcommand("train", "Train a model (one rank, or data-parallel under mpirun)");
   add_train_options(cmd, *opts);
-  cmd->callback([opts, cmd, services] { run_train(*opts, cmd->count("--key-file") > 0, services); });
+  cmd->callback([opts, cmd, services] {
+    const bool key_file_given = cmd->count("--key-file") > 0;
+    if (opts->parallel.ranks_per_process == 1) return run_train(*opts, key_file_given, services);
+    run_virtual_ranks(
+        opts->parallel.ranks_per_process, services,
+        // By value: a failed rank's peers may outlive this call (run_virtual_ranks).
+        [opts, key_file_given](const RunServices& seat) { run_train(*opts, key_file_given, seat); });
+  });
 }
 
 }  // namespace tt::cli

@@ -131,7 +131,8 @@ int main(int argc, char** argv) {
   // Alive until exit: MPI may still read what it sent. Its listener hears a verdict while this rank
   // runs (Note [Every rank prints a line]); the session's notice key arms it (Note [Sealed notices]).
   tt::comm::FailureNotices notices;
-  const tt::RunServices services{&watchdog, &notices};
+  const tt::RunServices services{
+      .watchdog = &watchdog, .notices = &notices, .seat = nullptr, .ranks_on_host = 0};
   tt::cli::register_train(app, services);
   tt::cli::register_eval(app);
   tt::cli::register_sample(app);

@@ -185,6 +185,12 @@ void add_parallel_options(CLI::App* cmd, TrainOptions& o) {
                   "How the ring waits for a message: adaptive yields, then naps (leaves cores to backward); "
                   "busy polls like MPI_Allreduce (a core per rank)");
   add_host_transport_option(dp, o.parallel.host_transport);
+  dp->add_option("--ranks-per-process", o.parallel.ranks_per_process,
+                 "Ranks each process hosts as threads (emulated virtual-time runs): `mpirun -np N` gives "
+                 "N x this many ranks, with the same handshake, agreement and sealed tokens between them and "
+                 "the same virtual times as one process per rank (docs/reproducing.md, \"Virtual ranks\")")
+      ->check(positive())
+      ->capture_default_str();
   add_enum_option(
       dp, "--grad-memory", o.parallel.grad_memory,
       "Where a CPU run's gradients live: private, ordinary memory on huge pages; shared, a buffer "
