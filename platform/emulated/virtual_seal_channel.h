@@ -16,14 +16,14 @@
 #include <vector>
 
 #include "comm/channel.h"
+#include "core/emulated/emulated_gpu.h"
 #include "core/profiler.h"
 #include "core/run_clock.h"
 
 namespace tt::platform {
 
-// One host core's AES-256-GCM, GB/s: ISPASS 2025's Emerald Rapids TDX host at 2.1 GHz
-// (tools/calibration/h100_cc_sources.json, cpu_aes256gcm_gbps). The modelled host's default.
-inline constexpr double kModelledHostAeadGbps = 3.36;
+// The modelled host's default AES-256-GCM rate, GB/s (core/emulated/emulated_gpu.h).
+inline constexpr double kModelledHostAeadGbps = kIspassHostAeadGbps;
 
 // What sealing one rank's ring messages costs: the host of an emulated GPU's confidential VM, or the GPU.
 struct CryptoCostModel {

@@ -61,11 +61,12 @@ void print_result(const RunDescription& d, const TrainResult& r, const RunReport
 void print_cc_hardware(const nlohmann::json& cc) {
   if (cc.is_null()) return;
   std::printf(
-      "of which the GPU's CC mode (%s, ISPASS 2025): kernel launches %.3f ms/step (+%.2f us each; forward, "
+      "of which the GPU's CC mode (%s, %s): kernel launches %.3f ms/step (+%.2f us each; forward, "
       "backward, optimizer), host<->device copies %.3f ms/step (the batch through the bounce buffers; "
       "forward)\n",
-      cc.at("name").get<std::string>().c_str(), cc.at("kernel_launches_s_per_step").get<double>() * 1e3,
-      cc.at("launch_extra_us").get<double>(), cc.at("copies_s_per_step").get<double>() * 1e3);
+      cc.at("name").get<std::string>().c_str(), cc.at("source").get<std::string>().c_str(),
+      cc.at("kernel_launches_s_per_step").get<double>() * 1e3, cc.at("launch_extra_us").get<double>(),
+      cc.at("copies_s_per_step").get<double>() * 1e3);
 }
 
 void write_summary(const std::string& path, const nlohmann::json& summary) {
