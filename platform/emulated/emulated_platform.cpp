@@ -27,7 +27,9 @@ comm::Channel& EmulatedPlatform::ring_channel(const HostPathRequest& r) {
   comm::Channel* channel = &r.channel;
   if (r.profiler.virtual_time() && r.tee) {
     if (r.sealed == nullptr) throw RunError("a sealed ring in virtual time needs the run's sealed channel");
-    channel = &virtual_seal_.emplace(*r.sealed, r.crypto(gpu_->gpu()), r.profiler.clock(), &r.profiler);
+    // fast's GPU kernels hold the SMs backward runs on (Note [GPU crypto shares the SMs]).
+    channel = &virtual_seal_.emplace(*r.sealed, r.crypto(gpu_->gpu()), r.profiler.clock(), &r.profiler,
+                                     r.device_crypto ? gpu_.get() : nullptr);
   } else if (r.device_crypto) {
     // fast with device crypto: the ring's messages are sealed "on the GPU", i.e. cost waits at the
     // GPU's AES-GCM rate; every other collective keeps the real sealed channel.

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "comm/channel.h"
+#include "core/emulated/emulated_backend.h"
 #include "core/emulated/emulated_gpu.h"
 #include "core/profiler.h"
 #include "core/run_clock.h"
@@ -41,8 +42,10 @@ class VirtualSealChannel final : public comm::Channel {
  public:
   static constexpr std::size_t kTokenBytes = 16;
 
-  // `inner` (a sealing channel) and `clock` must outlive this channel.
-  VirtualSealChannel(comm::Channel& inner, CryptoCostModel host, RunClock& clock, Profiler* profiler);
+  // `inner` (a sealing channel) and `clock` must outlive this channel. `sms`: the GPU whose SMs the
+  // charged time holds (fast's device crypto: Note [GPU crypto shares the SMs]); null: the host seals.
+  VirtualSealChannel(comm::Channel& inner, CryptoCostModel host, RunClock& clock, Profiler* profiler,
+                     EmulatedBackend* sms = nullptr);
 
   std::string name() const override;
   std::size_t overhead() const override { return inner_.overhead(); }
@@ -69,6 +72,7 @@ class VirtualSealChannel final : public comm::Channel {
   CryptoCostModel host_;
   RunClock& clock_;
   Profiler* prof_;
+  EmulatedBackend* sms_;
   std::vector<Token> tokens_;  // one per job of the current batch
   std::vector<SealJob> seal_jobs_;
   std::vector<OpenJob> open_jobs_;

@@ -94,6 +94,11 @@ void run_train(const TrainOptions& opts, bool key_file_given, RunServices servic
   if (!out.quiet) {
     print_phase_table(report.phases, r.step_seconds_mean, r.virtual_time);
     print_cc_hardware(summary.at("cc_hardware"));
+    if (const double sm = summary.value("sm_wait_s_per_step", 0.0); sm > 0)
+      std::printf(
+          "of which backward's kernels waiting for fast's AES-GCM kernels on the GPU's SMs: %.3f ms/step "
+          "(comm_exposed)\n",
+          sm * 1e3);
   }
   print_result(d, r, report, out.quiet);
   if (!out.summary.empty()) write_summary(out.summary, summary);
