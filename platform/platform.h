@@ -99,6 +99,7 @@ class Platform {
   struct CcCharges {
     double launch_s = 0;
     double copy_s = 0;
+    double sm_wait_s = 0;  // compute waiting for the GPU's AES-GCM kernels (Note [GPU crypto shares the SMs])
   };
   virtual CcCharges cc_charges() const { return {}; }
 };

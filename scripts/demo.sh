@@ -98,8 +98,8 @@ if [[ $part != emulated ]]; then real_part; fi  # (not `a || f`: set -e would no
 # busy or idle, and each run is made once. The first step warms up. Which hardware each row assumes:
 # off is the H100 with CC off; cc and fast-h100 run on H100 CC as ISPASS 2025 measured it
 # (--cc-hardware h100-pageable: copies through the bounce buffers at 2.5 GB/s + 35 us, kernel launches
-# 5.05 us dearer); fast sends its GPU-sealed ciphertext over a direct GPU-to-GPU link, a what-if no
-# shipping GPU offers; cc-paper charges the per-crossing cost that Lee et al.'s own 41.6x -> 3.03x
+# 5.05 us dearer); fast sends its GPU-sealed ciphertext over a direct GPU-to-GPU link
+# (--cc-hardware direct-what-if), a what-if no shipping GPU offers; cc-paper charges the per-crossing cost that Lee et al.'s own 41.6x -> 3.03x
 # implies, solved here from a gpt2-xl TEE-off run of today's emulator (PAPER-FITTED, not a hardware figure).
 emu=(train --batch 4 --seq 1024 --bucket-mb 25 --overlap on --timing-warmup 1 --seed 1
      --val-batches 0 --no-progress --compute emulate --gpu h100 --link emulate
@@ -147,7 +147,7 @@ emu_table() {
 emulated_part() {
   echo "== emulated H100 compute: mpirun --oversubscribe -np $emu_ranks $TT ${emu[*]} --model $emu_model --tee MODE --steps N --data D"
   emu_run off "$emu_model" off 2 "$cache/fortunes"
-  emu_run fast "$emu_model" fast 2 "$cache/sealed/fortunes"
+  emu_run fast "$emu_model" fast 2 "$cache/sealed/fortunes" --cc-hardware direct-what-if
   emu_run fast-h100 "$emu_model" fast 2 "$cache/sealed/fortunes" "${hw[@]}"
   emu_run cc "$emu_model" cc 2 "$cache/sealed/fortunes" "${hw[@]}"
   emu_run xl-off gpt2-xl off 1 "$cache/fortunes"

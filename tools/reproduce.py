@@ -481,8 +481,10 @@ def checks_section(recs, out, title, scaling_model):
         d = ms[big]
         if all(v in d for v in ("off", "cc", "fast")) and d["cc"] > d["off"]:
             removed = (d["cc"] - d["fast"]) / (d["cc"] - d["off"])
-            rows.append([f"fast removes >= 80% of cc's overhead ({big[0]}, P={big[1]}, emulated)",
-                         f"{100 * removed:.0f}%", "yes" if removed >= 0.8 else "NO"])
+            # Without --cc-hardware direct-what-if, fast's ciphertext crosses H100 CC's bounce buffers
+            # as cc's chunks do (Note [CC hardware costs]): what it removes is a finding, not a target.
+            rows.append([f"share of cc's overhead fast removes on H100 CC ({big[0]}, P={big[1]}, emulated)",
+                         f"{100 * removed:.0f}%", "(for information)"])
     acc = [r["phases_accounted_s"] / r["step_s_mean"] for r in recs if r.get("phases_accounted_s") and r["step_s_mean"]]
     if acc:
         ok = sum(1 for a in acc if 0.95 <= a <= 1.05)

@@ -26,7 +26,8 @@ EmulatedBackend::EmulatedBackend(EmulatedGpu gpu, Timing timing, std::size_t blo
       conv_flops_per_s_(gpu_.conv_flops_per_second()),
       memory_(block_bytes),
       compute_(std::chrono::milliseconds(2), clock),
-      comm_(std::chrono::microseconds(50), clock) {}
+      comm_(std::chrono::microseconds(50), clock),
+      clock_(clock) {}
 
 std::string EmulatedBackend::describe() const {
   return "emulated GPU: " + gpu_.describe() +
@@ -84,6 +85,18 @@ void EmulatedBackend::charge(EmulatedWork w, double amount, Launch launch) {
 void EmulatedBackend::comm_kernel(double bytes) {
   const double s = bytes / (gpu_.spec.hbm_gbps * 1e9);
   if (timing_ == Timing::Wait) comm_.run(s);
+}
+
+void EmulatedBackend::lend_sms(RunClock::TimePoint begin, RunClock::TimePoint end) {
+  if (virtual_time_ && std::this_thread::get_id() != compute_thread_) sms_.lend(begin, end);
+}
+
+// Note [GPU crypto shares the SMs] (sm_share.h).
+void EmulatedBackend::settle_shared_units() {
+  if (!virtual_time_) return;
+  const double s = sms_.settle(clock_->now());
+  clock_->elapse(s);
+  sm_wait_s_.fetch_add(s);
 }
 
 void EmulatedBackend::synchronize() {

@@ -30,6 +30,7 @@
 #include "core/emulated/aliased_memory.h"
 #include "core/emulated/emulated_gpu.h"
 #include "core/emulated/gpu_queue.h"
+#include "core/emulated/sm_share.h"
 #include "core/run_clock.h"
 
 namespace tt {
@@ -66,6 +67,11 @@ class EmulatedBackend final : public Backend {
   // costs], emulated_gpu.h): kernel launches, and host <-> device copies through the bounce buffers.
   double cc_launch_seconds() const { return cc_launch_s_.load(); }
   double cc_copy_seconds() const { return cc_copy_s_.load(); }
+  // The communication side's AES-GCM kernels held the SMs over [begin, end): Note [GPU crypto shares the
+  // SMs]. Ignored from the training thread (its own time already holds its work) and in wall-clock time.
+  void lend_sms(RunClock::TimePoint begin, RunClock::TimePoint end);
+  // Seconds the compute stream waited for them, in all (virtual time).
+  double sm_wait_seconds() const { return sm_wait_s_.load(); }
   // Appends the shape of every convolution forward to `log` from now on (null: stop): a model's
   // layers as its forward calls them (`teetrain bench conv`).
   void log_convs(std::vector<Conv2dShape>* log) { conv_log_ = log; }
@@ -78,6 +84,9 @@ class EmulatedBackend final : public Backend {
   void fill(float* x, float value, std::size_t n) override;
   void synchronize() override;
   void publish() override { synchronize(); }
+  // The compute stream pays for the SMs lent since the last call: on the training thread, once a
+  // step's gradients are averaged (Note [GPU crypto shares the SMs]).
+  void settle_shared_units();
 
   void add(float* out, const float* a, const float* b, std::size_t n) override;
   void accumulate(float* dst, const float* src, std::size_t n) override;
@@ -173,6 +182,9 @@ class EmulatedBackend final : public Backend {
   std::atomic<long> kernels_{0};  // the comm thread charges too
   std::atomic<double> cc_launch_s_{0}, cc_copy_s_{0};
   std::vector<Conv2dShape>* conv_log_ = nullptr;
+  RunClock* clock_;  // the run's clock (virtual time: where settle_shared_units moves the compute thread)
+  SmShare sms_;
+  std::atomic<double> sm_wait_s_{0};
 };
 
 }  // namespace tt

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "base/error.h"
 
@@ -49,30 +50,95 @@ std::vector<GpuSpec> gpu_specs() {
   };
 }
 
-CcCosts cc_costs(CcHardware h) {
+namespace {
+
+// fast's ciphertext through host memory: a crossing at each end at the row's copy costs.
+PeerWire host_bounce(const CcCosts& c) {
+  return {.path = PeerPath::HostBounce,
+          .sender_us = c.d2h_fixed_us,
+          .receiver_us = c.h2d_fixed_us,
+          .d2h_gbps = c.d2h_gbps,
+          .h2d_gbps = c.h2d_gbps,
+          .link_gbps = 0};
+}
+
+CcCosts h100_row(CcHardware h) {
   // ISPASS 2025 artifact (Note [CC hardware costs]): the copy rates and added fixed costs are
   // tools/predict_paper.py's fit of t(B) = fixed + B / rate to the bandwidth sweep (64 B .. 64 MiB), CC
   // on minus CC off; the launches are median cudaLaunchKernel times (fig12).
   constexpr double kLaunchCc = 9.98, kLaunchOff = 4.93;
+  const bool pinned = h == CcHardware::H100Pinned;
+  CcCosts c{.hardware = h,
+            .d2h_gbps = pinned ? 2.926 : 2.519,
+            .h2d_gbps = pinned ? 2.880 : 2.617,
+            .d2h_fixed_us = pinned ? 20.05 : 37.00,
+            .h2d_fixed_us = pinned ? 20.87 : 33.39,
+            .launch_us = kLaunchCc,
+            .launch_extra_us = kLaunchCc - kLaunchOff,
+            .peer = {}};
+  c.peer = host_bounce(c);
+  return c;
+}
+
+CcCosts blackwell_row() {
+  // tools/calibration/platforms.json, blackwell-cc: the host bridge's copies at 0.203x (H2D) and 0.211x
+  // (D2H) of the CC-off rate, B300's not published, so H100 NVL's CC-off pinned fit (43.49 / 42.17 GB/s,
+  // PCIe Gen5) stands in; 330 us a crossing (Phala, arXiv 2606.23969); H100's launch increment. The
+  // encrypted NVLink: 510 GB/s in a confidential VM (same paper), its set-up per transfer unpublished:
+  // H100 CC's added fixed cost of a queued copy at each end (pinned row).
+  const CcCosts pinned = h100_row(CcHardware::H100Pinned);
+  return {.hardware = CcHardware::Blackwell,
+          .d2h_gbps = 42.17 * 0.211,
+          .h2d_gbps = 43.49 * 0.203,
+          .d2h_fixed_us = 330,
+          .h2d_fixed_us = 330,
+          .launch_us = pinned.launch_us,
+          .launch_extra_us = pinned.launch_extra_us,
+          .peer = {.path = PeerPath::EncryptedNvlink,
+                   .sender_us = pinned.d2h_fixed_us,
+                   .receiver_us = pinned.h2d_fixed_us,
+                   .d2h_gbps = 0,
+                   .h2d_gbps = 0,
+                   .link_gbps = 510}};
+}
+
+// A row that charges none of CC's copies or launches.
+CcCosts no_costs(CcHardware h, PeerWire peer) {
+  return {.hardware = h,
+          .d2h_gbps = 0,
+          .h2d_gbps = 0,
+          .d2h_fixed_us = 0,
+          .h2d_fixed_us = 0,
+          .launch_us = 0,
+          .launch_extra_us = 0,
+          .peer = peer};
+}
+
+}  // namespace
+
+CcCosts cc_costs(CcHardware h) {
   switch (h) {
     case CcHardware::None:
-      break;
+      // CC's costs left out, but fast's ciphertext still crosses H100 CC's bounce buffers (the
+      // default platform has no other path), each byte at a host core's AES pass: Note [CC hardware costs].
+      return no_costs(h, {.path = PeerPath::HostBounce,
+                          .sender_us = 0,
+                          .receiver_us = 0,
+                          .d2h_gbps = kIspassHostAeadGbps,
+                          .h2d_gbps = kIspassHostAeadGbps,
+                          .link_gbps = 0});
     case CcHardware::H100Pinned:
-      return {.hardware = h,
-              .d2h_gbps = 2.926,
-              .h2d_gbps = 2.880,
-              .d2h_fixed_us = 20.05,
-              .h2d_fixed_us = 20.87,
-              .launch_us = kLaunchCc,
-              .launch_extra_us = kLaunchCc - kLaunchOff};
     case CcHardware::H100Pageable:
-      return {.hardware = h,
-              .d2h_gbps = 2.519,
-              .h2d_gbps = 2.617,
-              .d2h_fixed_us = 37.00,
-              .h2d_fixed_us = 33.39,
-              .launch_us = kLaunchCc,
-              .launch_extra_us = kLaunchCc - kLaunchOff};
+      return h100_row(h);
+    case CcHardware::Blackwell:
+      return blackwell_row();
+    case CcHardware::DirectWhatIf:
+      return no_costs(h, {.path = PeerPath::Direct,
+                          .sender_us = 0,
+                          .receiver_us = 0,
+                          .d2h_gbps = 0,
+                          .h2d_gbps = 0,
+                          .link_gbps = 0});
   }
   return {};
 }
@@ -187,12 +253,23 @@ std::string EmulatedGpu::describe() const {
   std::snprintf(buf, sizeof buf, "%s %s %.1f TFLOP/s x %.2f (conv x %.2f) + element-wise x%.2f at %.0f GB/s",
                 spec.name.c_str(), tflops_override > 0 ? "custom" : enum_name(precision), peak, efficiency(),
                 conv, act_traffic(), spec.hbm_gbps);
-  if (!cc.on()) return buf;
+  std::string out = buf;
   char more[200];
-  std::snprintf(more, sizeof more,
-                "; CC mode (%s, ISPASS 2025): copies %.2f/%.2f GB/s + %.0f us, launches +%.2f us",
-                enum_name(cc.hardware), cc.d2h_gbps, cc.h2d_gbps, cc.crossing_us(), cc.launch_extra_us);
-  return std::string(buf) + more;
+  if (cc.on()) {
+    std::snprintf(more, sizeof more, "; CC mode (%s, %s): copies %.2f/%.2f GB/s + %.0f us, launches +%.2f us",
+                  enum_name(cc.hardware),
+                  cc.hardware == CcHardware::Blackwell ? "arXiv 2606.23969" : "ISPASS 2025", cc.d2h_gbps,
+                  cc.h2d_gbps, cc.crossing_us(), cc.launch_extra_us);
+    out += more;
+  }
+  if (cc.hardware == CcHardware::None && cc.peer.path == PeerPath::Direct) return out;
+  // Which path GPU-sealed messages take (Note [CC hardware costs]): set for TEE runs only.
+  std::snprintf(more, sizeof more, "; GPU-sealed messages cross %s", enum_name(cc.peer.path));
+  if (cc.peer.crosses())
+    std::snprintf(more + std::strlen(more), sizeof more - std::strlen(more), " (+%.1f us each end)",
+                  cc.peer.toll_us());
+  out += more;
+  return out;
 }
 
 }  // namespace tt

@@ -45,12 +45,53 @@ struct EnumNames<GpuPrecision> {
 // baseline is the same GPU with CC off): the batch's copy to the GPU (the ingress), every kernel's launch
 // (in virtual time the host waits for each op, so the extra launch latency is on the critical path: an
 // upper bound), and each gradient message's two crossings (platform/emulated/cc_transfer_channel.h).
-enum class CcHardware { None, H100Pinned, H100Pageable };
+// `blackwell` is HGX B200/B300 multi-GPU CC (tools/calibration/platforms.json, blackwell-cc): the host
+// bridge's copies at 0.203x/0.211x of the CC-off rate plus 330 us each (Phala, "The Serialized Bridge",
+// arXiv 2606.23969), H100's launch increment (Blackwell's is not published).
+//
+// One host core's AES-256-GCM, GB/s: ISPASS 2025's Emerald Rapids TDX host at 2.1 GHz
+// (tools/calibration/h100_cc_sources.json, cpu_aes256gcm_gbps): the modelled host's sealing rate, and
+// the rate at which `none` moves a crossing's bytes.
+inline constexpr double kIspassHostAeadGbps = 3.36;
+
+// The GPU-to-GPU path (CcCosts::peer: what `fast`'s GPU-sealed ciphertext crosses) is the platform's too.
+// H100 CC has none that is encrypted (PPCIe carries NVLink in clear): the ciphertext goes device -> host
+// bounce buffer -> the peer's host -> its bounce buffer -> device, two crossings per message at the
+// row's copy costs. `none` leaves out CC's measured costs but not the crossings fast cannot run
+// without: as on cc's host path, where the host's AES-GCM pass stands in for a crossing's copy, each
+// crossing's bytes cost one host core's AES-GCM pass (kIspassHostAeadGbps) and no fixed toll. Blackwell
+// encrypts NVLink on its copy engines, still through bounce buffers: 510 GB/s inside a confidential VM (arXiv
+// 2606.23969) plus a set-up per transfer that is not published (assumed: H100 CC's added fixed cost of one
+// queued copy at each end, 20.05 + 20.87 us). `direct-what-if` is a hypothetical GPU-to-GPU channel at the
+// GPU's plain NVLink rate, with no crossings and no CC costs: no shipping GPU offers it.
+enum class CcHardware { None, H100Pinned, H100Pageable, Blackwell, DirectWhatIf };
 template <>
 struct EnumNames<CcHardware> {
   static constexpr std::pair<const char*, CcHardware> all[] = {{"none", CcHardware::None},
                                                                {"h100-pinned", CcHardware::H100Pinned},
-                                                               {"h100-pageable", CcHardware::H100Pageable}};
+                                                               {"h100-pageable", CcHardware::H100Pageable},
+                                                               {"blackwell", CcHardware::Blackwell},
+                                                               {"direct-what-if", CcHardware::DirectWhatIf}};
+};
+
+// How a GPU-sealed message reaches the next GPU under CC (Note [CC hardware costs]).
+enum class PeerPath { HostBounce, EncryptedNvlink, Direct };
+template <>
+struct EnumNames<PeerPath> {
+  static constexpr std::pair<const char*, PeerPath> all[] = {{"host bounce buffers", PeerPath::HostBounce},
+                                                             {"encrypted NVLink", PeerPath::EncryptedNvlink},
+                                                             {"direct (what-if)", PeerPath::Direct}};
+};
+
+// What a GPU-sealed message pays on its way to the next GPU: a crossing at each end (its fixed cost
+// and, through host memory, its bytes at the copy plateau) and the link between.
+struct PeerWire {
+  PeerPath path = PeerPath::Direct;
+  double sender_us = 0, receiver_us = 0;  // fixed cost of the crossing at each end, us
+  double d2h_gbps = 0, h2d_gbps = 0;      // bytes of each crossing (0: the link alone carries them)
+  double link_gbps = 0;                   // the link's rate (0: the GPU's NVLink)
+  bool crosses() const { return sender_us > 0 || receiver_us > 0 || d2h_gbps > 0 || h2d_gbps > 0; }
+  double toll_us() const { return (sender_us + receiver_us) / 2; }  // mean crossing
 };
 
 // One row of the CC hardware table (cc_costs()): Note [CC hardware costs].
@@ -60,7 +101,9 @@ struct CcCosts {
   double d2h_fixed_us = 0, h2d_fixed_us = 0;  // what CC adds to one copy's fixed cost, us
   double launch_us = 0;                       // one kernel launch in CC, us
   double launch_extra_us = 0;                 // what CC adds to a launch (launch_us - the same with CC off)
-  bool on() const { return hardware != CcHardware::None; }
+  PeerWire peer{};                            // fast's GPU-to-GPU path
+  // The row charges CC's copies and launches (none and direct-what-if do not).
+  bool on() const { return d2h_gbps > 0; }
   // Seconds one copy of `bytes` takes through the bounce buffers (CC's fixed cost + bytes at the plateau).
   double copy_seconds(bool to_device, double bytes) const;
   // Mean of the two directions' added fixed cost: one gradient crossing's toll, us.

@@ -57,20 +57,27 @@ comm::TeeCosts tee_costs(const ParallelOptions& parallel, const ComputeOptions& 
     t.message_us = kSealedMessageUs;
   }
   // H100 CC's bounce buffers: one crossing at the sender, one at the receiver (cc_transfer_channel.h),
-  // priced as the emulated platform charges them (EmulatedPlatform::ring_channel): a GPU in CC mode
-  // (Note [CC hardware costs]) also makes GPU-sealed rings cross, and each crossing's bytes cost the
-  // copy plateau beyond the host's own AES-GCM pass.
+  // priced as the emulated platform charges them (EmulatedPlatform::ring_channel): a host-sealed ring
+  // pays --cc-transfer-us or the CC row's fixed cost, and with a GPU in CC mode each crossing's bytes at
+  // the copy plateau beyond the host's own AES-GCM pass; a GPU-sealed ring takes the platform's
+  // GPU-to-GPU path (Note [CC hardware costs]).
   const CcCosts cc = gpu != nullptr ? gpu->cc : CcCosts{};
+  const auto slower = [](double gbps, double extra_s_per_byte) {
+    return 1e-9 / (1.0 / (gbps * 1e9) + std::max(0.0, extra_s_per_byte));
+  };
+  if (on_gpu) {
+    const PeerWire& w = cc.peer;
+    t.message_us += w.sender_us + w.receiver_us;
+    if (w.d2h_gbps > 0) t.seal_gbps = slower(t.seal_gbps, 1.0 / (w.d2h_gbps * 1e9));
+    if (w.h2d_gbps > 0) t.open_gbps = slower(t.open_gbps, 1.0 / (w.h2d_gbps * 1e9));
+    return t;
+  }
   const double toll_us = parallel.cc_transfer_us > 0 ? parallel.cc_transfer_us : cc.crossing_us();
-  if (toll_us > 0 && (!on_gpu || cc.on())) t.message_us += 2 * toll_us;
+  if (toll_us > 0) t.message_us += 2 * toll_us;
   if (cc.on()) {
-    const double host_pass_s =
-        on_gpu ? 0.0 : 1.0 / ((compute.virtual_time() ? compute.host.aead_gbps : kCpuAeadGbps) * 1e9);
-    const auto slower = [host_pass_s](double gbps, double copy_gbps) {
-      return 1e-9 / (1.0 / (gbps * 1e9) + std::max(0.0, 1.0 / (copy_gbps * 1e9) - host_pass_s));
-    };
-    t.seal_gbps = slower(t.seal_gbps, cc.d2h_gbps);
-    t.open_gbps = slower(t.open_gbps, cc.h2d_gbps);
+    const double host_pass_s = 1.0 / ((compute.virtual_time() ? compute.host.aead_gbps : kCpuAeadGbps) * 1e9);
+    t.seal_gbps = slower(t.seal_gbps, 1.0 / (cc.d2h_gbps * 1e9) - host_pass_s);
+    t.open_gbps = slower(t.open_gbps, 1.0 / (cc.h2d_gbps * 1e9) - host_pass_s);
   }
   return t;
 }
@@ -130,6 +137,8 @@ CostModelSource default_cost_model(const ParallelOptions& parallel, const Comput
   if (gpu != nullptr && parallel.link == LinkModel::Emulate) {
     link = {
         .message_us = kGpuMessageUs, .gbps = gpu->spec.nvlink_gbps, .reduce_gbps = gpu->spec.hbm_gbps / 3};
+    // fast's ciphertext on Blackwell: NVLink at its encrypted rate (Note [CC hardware costs]).
+    if (ts.on && ts.device_crypto && gpu->cc.peer.link_gbps > 0) link.gbps = gpu->cc.peer.link_gbps;
     where = gpu->spec.name + " NVLink";
   }
   if (parallel.link_gbps > 0) {

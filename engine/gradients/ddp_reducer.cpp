@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/emulated/emulated_backend.h"
+
 namespace tt {
 
 std::vector<Bucket> plan_buckets(const std::vector<ParamInfo>& params, std::size_t num_params,
@@ -83,6 +85,9 @@ void DdpReducer::finish_step() {
     error_ = nullptr;
     std::rethrow_exception(e);
   }
+  // Note [GPU crypto shares the SMs]: an emulated GPU's backward pays, now that it is known, for the SMs
+  // its AES-GCM kernels held (no other backend runs communication work on the compute units).
+  if (auto* gpu = dynamic_cast<EmulatedBackend*>(&backend_)) gpu->settle_shared_units();
   clock_.advance_to(last_done_);  // the averaged gradients exist from then on
   if (profiler_ != nullptr) profiler_->add(Counter::Buckets, static_cast<int64_t>(buckets_.size()));
 }

@@ -645,6 +645,7 @@ nlohmann::json cc_hardware_json(const EmulatedGpu* gpu, const platform::Platform
   if (gpu == nullptr || !gpu->cc.on() || steps <= 0) return nullptr;
   const double n = static_cast<double>(steps);
   return {{"name", enum_name(gpu->cc.hardware)},
+          {"source", gpu->cc.hardware == CcHardware::Blackwell ? "arXiv 2606.23969" : "ISPASS 2025"},
           {"launch_extra_us", gpu->cc.launch_extra_us},
           {"copy_d2h_gbps", gpu->cc.d2h_gbps},
           {"copy_h2d_gbps", gpu->cc.h2d_gbps},
@@ -679,6 +680,9 @@ nlohmann::json TrainingRun::summary(const TrainResult& r, const RunReport& repor
             {"allreduce_selection", selection != nullptr ? selection->summary() : nlohmann::json(nullptr)},
             {"cc_transfer_us", d.cc_transfer_us},
             {"cc_hardware", cc_hardware_json(gpu, platform_->cc_charges(), r.steps)},
+            // Note [GPU crypto shares the SMs]: per step run, warm-up included (as cc_hardware's).
+            {"sm_wait_s_per_step",
+             r.steps > 0 ? platform_->cc_charges().sm_wait_s / static_cast<double>(r.steps) : 0.0},
             // The segments as cut (config's segment_kb 0 is automatic: engine/gradients/segments.h).
             {"segment_bytes", d.segment ? nlohmann::json(d.segment->bytes) : nlohmann::json(nullptr)},
             {"segment", d.segment ? nlohmann::json(d.segment->why) : nlohmann::json(nullptr)},

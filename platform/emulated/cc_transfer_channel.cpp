@@ -16,9 +16,11 @@ CcTransferChannel::CcTransferChannel(comm::Channel& inner, double toll_us, Profi
       per_byte_(per_byte),
       prof_(profiler),
       clock_(clock != nullptr && clock->is_virtual() ? clock : nullptr) {
-  if (!(toll_us > 0)) throw InputError("the cost of a CC transfer must be > 0 us (--cc-transfer-us)");
   if (!(per_byte.d2h_s >= 0 && per_byte.h2d_s >= 0))
     throw InputError("the per-byte cost of a CC transfer must be >= 0");
+  // A crossing costs its fixed toll, its bytes, or both (fast's crossings on `none` have no toll).
+  if (!(toll_us > 0 || (toll_us == 0 && (per_byte.d2h_s > 0 || per_byte.h2d_s > 0))))
+    throw InputError("the cost of a CC transfer must be > 0 us (--cc-transfer-us)");
 }
 
 std::string CcTransferChannel::name() const {

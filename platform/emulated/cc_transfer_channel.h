@@ -42,7 +42,8 @@ struct CcCopyPerByte {
 class CcTransferChannel final : public comm::Channel {
  public:
   using Clock = std::chrono::steady_clock;
-  // toll_us: fixed cost of one crossing in microseconds, > 0. `inner` must outlive this channel.
+  // toll_us: fixed cost of one crossing in microseconds, > 0 (or 0 where per_byte charges the bytes).
+  // `inner` must outlive this channel.
   CcTransferChannel(comm::Channel& inner, double toll_us, Profiler* profiler, RunClock* clock = nullptr,
                     CcCopyPerByte per_byte = {});
 

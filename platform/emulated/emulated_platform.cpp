@@ -27,7 +27,9 @@ comm::Channel& EmulatedPlatform::ring_channel(const HostPathRequest& r) {
   comm::Channel* channel = &r.channel;
   if (r.profiler.virtual_time() && r.tee) {
     if (r.sealed == nullptr) throw RunError("a sealed ring in virtual time needs the run's sealed channel");
-    channel = &virtual_seal_.emplace(*r.sealed, r.crypto(gpu_->gpu()), r.profiler.clock(), &r.profiler);
+    // fast's GPU kernels hold the SMs backward runs on (Note [GPU crypto shares the SMs]).
+    channel = &virtual_seal_.emplace(*r.sealed, r.crypto(gpu_->gpu()), r.profiler.clock(), &r.profiler,
+                                     r.device_crypto ? gpu_.get() : nullptr);
   } else if (r.device_crypto) {
     // fast with device crypto: the ring's messages are sealed "on the GPU", i.e. cost waits at the
     // GPU's AES-GCM rate; every other collective keeps the real sealed channel.
@@ -35,13 +37,25 @@ comm::Channel& EmulatedPlatform::ring_channel(const HostPathRequest& r) {
   }
   // --cc-transfer-us: a ring sealed on the host pays H100 CC's fixed cost per bounce-buffer crossing
   // of the emulated GPU's chunks (cc_transfer_channel.h). A GPU in CC mode (--cc-hardware) also pays
-  // the copies' bytes, and its fixed cost when --cc-transfer-us gives none; there fast's GPU-sealed
-  // ciphertext crosses too (H100 CC has no encrypted GPU-to-GPU path: it goes through host memory).
-  // Plaintext rings, and device-sealed ones on a GPU without CC costs (the direct-channel what-if),
-  // never cross.
+  // the copies' bytes, and its fixed cost when --cc-transfer-us gives none. fast's GPU-sealed
+  // ciphertext takes the platform's GPU-to-GPU path instead (CcCosts::peer, Note [CC hardware costs]):
+  // on H100 CC through host memory, two crossings at the measured copy costs (--cc-transfer-us, a fit
+  // of cc's host path, does not apply); on Blackwell an encrypted NVLink transfer's set-up at each end;
+  // none on the direct what-if. Plaintext rings never cross.
+  if (!r.tee) return *channel;
   const CcCosts& cc = gpu_->gpu().cc;
+  if (r.device_crypto) {
+    const PeerWire& w = cc.peer;
+    const auto per_byte = [](double gbps) { return gbps > 0 ? 1.0 / (gbps * 1e9) : 0.0; };
+    if (w.crosses()) {
+      cc_transfers_.emplace(*channel, w.toll_us(), &r.profiler, &r.profiler.clock(),
+                            CcCopyPerByte{.d2h_s = per_byte(w.d2h_gbps), .h2d_s = per_byte(w.h2d_gbps)});
+      channel = &*cc_transfers_;
+    }
+    return *channel;
+  }
   const double toll_us = r.cc_transfer_us > 0 ? r.cc_transfer_us : cc.crossing_us();
-  if (toll_us > 0 && r.tee && (!r.device_crypto || cc.on())) {
+  if (toll_us > 0) {
     cc_transfers_.emplace(*channel, toll_us, &r.profiler, &r.profiler.clock(), crossing_bytes(r, cc));
     channel = &*cc_transfers_;
   }
@@ -49,11 +63,11 @@ comm::Channel& EmulatedPlatform::ring_channel(const HostPathRequest& r) {
 }
 
 // A crossing's bytes at the CC copy plateau, less what the channel inside already charges for them per
-// byte: the host's AES-GCM pass (cc; in virtual time the modelled host's rate), so that a hop costs
-// what H100 CC's copies measure; the GPU's seal of fast's ciphertext is a kernel, not part of a copy.
+// byte: the host's AES-GCM pass (in virtual time the modelled host's rate), so that a hop costs what
+// H100 CC's copies measure.
 CcCopyPerByte EmulatedPlatform::crossing_bytes(const HostPathRequest& r, const CcCosts& cc) const {
   if (!cc.on()) return {};
-  const double host_s = r.device_crypto || !r.crypto ? 0.0 : 1.0 / (r.crypto(gpu_->gpu()).aead_gbps * 1e9);
+  const double host_s = !r.crypto ? 0.0 : 1.0 / (r.crypto(gpu_->gpu()).aead_gbps * 1e9);
   return {.d2h_s = std::max(0.0, 1.0 / (cc.d2h_gbps * 1e9) - host_s),
           .h2d_s = std::max(0.0, 1.0 / (cc.h2d_gbps * 1e9) - host_s)};
 }
@@ -63,9 +77,12 @@ CcCopyPerByte EmulatedPlatform::crossing_bytes(const HostPathRequest& r, const C
 // messages move for real, paced at --link-gbps if given.
 comm::Transport& EmulatedPlatform::ring_wire(const HostPathRequest& r, const comm::Channel& channel,
                                              bool modelled_links) {
-  const double link_gbps = r.link_gbps > 0  ? r.link_gbps
-                           : modelled_links ? gpu_->gpu().spec.nvlink_gbps
-                                            : 0.0;
+  // fast's ciphertext on Blackwell: NVLink at its encrypted rate (Note [CC hardware costs]).
+  const double peer_gbps = r.tee && r.device_crypto ? gpu_->gpu().cc.peer.link_gbps : 0.0;
+  const double link_gbps = r.link_gbps > 0   ? r.link_gbps
+                           : !modelled_links ? 0.0
+                           : peer_gbps > 0   ? peer_gbps
+                                             : gpu_->gpu().spec.nvlink_gbps;
   if (r.profiler.virtual_time()) {
     const std::size_t carry = virtual_seal_ ? virtual_seal_->carried_bytes() : 0;
     return emulated_link_.emplace(r.transport, comm::LinkLimit{link_gbps, {}}, &r.profiler.clock(), carry,

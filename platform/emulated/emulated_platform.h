@@ -34,7 +34,9 @@ class EmulatedPlatform final : public Platform {
   HostPathParts host_path(const HostPathRequest& r) override;
   double cc_transfer_us() const override { return cc_transfers_ ? cc_transfers_->toll_us() : 0.0; }
   CcCharges cc_charges() const override {
-    return {.launch_s = gpu_->cc_launch_seconds(), .copy_s = gpu_->cc_copy_seconds()};
+    return {.launch_s = gpu_->cc_launch_seconds(),
+            .copy_s = gpu_->cc_copy_seconds(),
+            .sm_wait_s = gpu_->sm_wait_seconds()};
   }
 
  private:

@@ -32,8 +32,8 @@ std::string CryptoCostModel::describe() const {
 }
 
 VirtualSealChannel::VirtualSealChannel(comm::Channel& inner, CryptoCostModel host, RunClock& clock,
-                                       Profiler* profiler)
-    : inner_(inner), host_(host), clock_(clock), prof_(profiler) {
+                                       Profiler* profiler, EmulatedBackend* sms)
+    : inner_(inner), host_(host), clock_(clock), prof_(profiler), sms_(sms) {
   if (inner.pass_through()) throw InputError("a virtual sealing channel needs a sealing channel to wrap");
   if (!(host.aead_gbps > 0))
     throw InputError("the modelled host's AES-GCM rate must be > 0 GB/s (--host-aead-gbps)");
@@ -116,6 +116,7 @@ void VirtualSealChannel::charge(Phase phase, std::size_t messages, std::size_t b
   const double s = host_.seconds(messages, bytes);
   const RunClock::TimePoint begin = clock_.now();
   clock_.elapse(s);
+  if (sms_ != nullptr) sms_->lend_sms(begin, clock_.now());  // Note [GPU crypto shares the SMs]
   if (prof_ == nullptr) return;
   prof_->add(phase == Phase::Seal ? Counter::BytesSealed : Counter::BytesOpened,
              static_cast<int64_t>(bytes - token_bytes));

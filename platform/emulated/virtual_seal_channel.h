@@ -16,14 +16,15 @@
 #include <vector>
 
 #include "comm/channel.h"
+#include "core/emulated/emulated_backend.h"
+#include "core/emulated/emulated_gpu.h"
 #include "core/profiler.h"
 #include "core/run_clock.h"
 
 namespace tt::platform {
 
-// One host core's AES-256-GCM, GB/s: ISPASS 2025's Emerald Rapids TDX host at 2.1 GHz
-// (tools/calibration/h100_cc_sources.json, cpu_aes256gcm_gbps). The modelled host's default.
-inline constexpr double kModelledHostAeadGbps = 3.36;
+// The modelled host's default AES-256-GCM rate, GB/s (core/emulated/emulated_gpu.h).
+inline constexpr double kModelledHostAeadGbps = kIspassHostAeadGbps;
 
 // What sealing one rank's ring messages costs: the host of an emulated GPU's confidential VM, or the GPU.
 struct CryptoCostModel {
@@ -41,8 +42,10 @@ class VirtualSealChannel final : public comm::Channel {
  public:
   static constexpr std::size_t kTokenBytes = 16;
 
-  // `inner` (a sealing channel) and `clock` must outlive this channel.
-  VirtualSealChannel(comm::Channel& inner, CryptoCostModel host, RunClock& clock, Profiler* profiler);
+  // `inner` (a sealing channel) and `clock` must outlive this channel. `sms`: the GPU whose SMs the
+  // charged time holds (fast's device crypto: Note [GPU crypto shares the SMs]); null: the host seals.
+  VirtualSealChannel(comm::Channel& inner, CryptoCostModel host, RunClock& clock, Profiler* profiler,
+                     EmulatedBackend* sms = nullptr);
 
   std::string name() const override;
   std::size_t overhead() const override { return inner_.overhead(); }
@@ -69,6 +72,7 @@ class VirtualSealChannel final : public comm::Channel {
   CryptoCostModel host_;
   RunClock& clock_;
   Profiler* prof_;
+  EmulatedBackend* sms_;
   std::vector<Token> tokens_;  // one per job of the current batch
   std::vector<SealJob> seal_jobs_;
   std::vector<OpenJob> open_jobs_;

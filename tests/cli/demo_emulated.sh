@@ -4,7 +4,8 @@
 # off, cc and fast all run with certified identities and write summaries that say what ran; and cc's
 # step is longer than off's and fast's. That is structural, not a timing target: under emulation only
 # cc's ring (on --cc-hardware h100-pageable) crosses the bounce buffers, 4(P-1) crossings per bucket
-# and rank, while off and fast (the direct-link what-if) send over emulated links. The demo's own ratio
+# and rank, while off and fast (the direct-link what-if, --cc-hardware direct-what-if) send over
+# emulated links. The demo's own ratio
 # targets (cc >= 5x off, fast <= 1.2x off on gpt2-medium) are checked by the demo, not here.
 source "$(dirname "$0")/lib.sh" "$@"
 make_corpus
@@ -17,6 +18,7 @@ emu=(train --model gpt2-mini --data "$WORK/data/tiny" --batch 2 --seq 64 --bucke
 for mode in off cc fast; do
   hw=()
   [[ $mode == cc ]] && hw=(--cc-hardware h100-pageable)
+  [[ $mode == fast ]] && hw=(--cc-hardware direct-what-if)
   if "${MPI[@]}" "$TT" "${emu[@]}" --tee "$mode" "${hw[@]}" --summary "$WORK/$mode.json" >"$WORK/$mode.log" 2>&1 \
       && [[ -s "$WORK/$mode.json" ]]; then
     passes=$((passes + 1))

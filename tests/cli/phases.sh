@@ -119,7 +119,9 @@ PY
 then passes=$((passes + 1)); else echo "FAIL: --link emulate summaries"; fails=$((fails + 1)); fi
 expect_exit 2 "add --compute emulate" -- "$TT" train --model gpt2-tiny --data "$WORK/data/tiny" --steps 1 --link emulate
 # --cc-transfer-us: the same counters, the path names the cost, and each step waits at least one
-# toll per ring seal and per ring open (stage phase); fast seals on the (emulated) GPU and never crosses.
+# toll per ring seal and per ring open (stage phase); fast seals on the (emulated) GPU, so the toll of
+# cc's host crossings does not apply: its ciphertext crosses H100 CC's bounce buffers at a host core's
+# AES pass per byte and no toll (Note [CC hardware costs]).
 run 2 cc "$WORK/emu_cct.json" --compute emulate --gpu h100 --gpu-tflops 0.01 --link emulate --cc-transfer-us 2000
 check "$WORK/emu_cct.json" 2 2 2 "cc P=2 --cc-transfer-us 2000"
 run 2 fast "$WORK/emu_fastt.json" --compute emulate --gpu h100 --gpu-tflops 0.01 --link emulate --cc-transfer-us 2000
@@ -127,13 +129,13 @@ if "$PY" - "$WORK/emu_cct.json" "$WORK/emu_fastt.json" <<'PY'
 import json, sys
 cc, fast = (json.load(open(p)) for p in sys.argv[1:3])
 assert cc["gradient_path"].endswith("cc transfers (2000 us each)"), cc["gradient_path"]
-assert "cc transfers" not in fast["gradient_path"], fast["gradient_path"]
+assert "cc transfers (0.0 us each + 0.298/0.298 ns/B)" in fast["gradient_path"], fast["gradient_path"]
 # The summary records what was applied (the scaling model reads it): the toll for cc, none for fast.
 assert cc["cc_transfer_us"] == 2000 and fast["cc_transfer_us"] == 0, (cc["cc_transfer_us"], fast["cc_transfer_us"])
 crossings = cc["buckets"] * (2 + 2)  # per step and rank: 2 seals + 2 opens per bucket at P = 2
 assert cc["phases"]["stage"]["mean"] >= 0.95 * crossings * 2e-3, (cc["phases"]["stage"], crossings)
 assert cc["step_s_mean"] >= 0.95 * crossings * 2e-3, (cc["step_s_mean"], crossings)
-assert fast["phases"].get("stage", {}).get("max", 0) == 0, fast["phases"].get("stage")
+assert 0 < fast["phases"]["stage"]["max"] < 0.05 * crossings * 2e-3, fast["phases"]["stage"]
 PY
 then passes=$((passes + 1)); else echo "FAIL: --cc-transfer-us summaries"; fails=$((fails + 1)); fi
 expect_exit 2 "add --compute emulate" -- "$TT" train --model gpt2-tiny --data "$WORK/data/tiny" --steps 1 --cc-transfer-us 5

@@ -39,6 +39,23 @@ expect_exit 2 "field 'versions' missing" -- "$PY" "$VAL" --fixture "$WORK/novers
 echo '{"format": ' >"$WORK/broken-fixture.json"
 expect_exit 2 "not a readable JSON file" -- "$PY" "$VAL" --fixture "$WORK/broken-fixture.json" --bin "$TT" --out "$WORK/gt3"
 
+# Part (d): the TEE cost terms against published real CC measurements (docs/reproducing.md, "The TEE
+# cost terms against real hardware"): ISPASS 2025's copies past the fitted sizes and the kernels' CC
+# ratios held out, Blackwell's rows as built, and the unscored production aggregates named.
+if "$PY" "$VAL" --parts d --bin "$TT" --out "$WORK/tee" >"$WORK/tee.log" 2>&1; then
+  check "held-out copies of 1 GiB" grep -qE "^\| d \| h100-pageable H2D copy of 1073741824 B .*\| pass" "$WORK/tee/validation.md"
+  check "per-family lines of part (d), fit and held out apart" "$PY" - "$WORK/tee/validation.md" <<'PY'
+import re, sys
+t = open(sys.argv[1]).read()
+for fam in ("tee-h100-copies-pin", "tee-h100-copies-page", "tee-h100-kernels", "tee-blackwell"):
+    assert re.search(rf"^\| held-out \| {fam} \| \d+ \|", t, re.M), fam
+assert re.search(r"^\| fit \| tee-blackwell \| 2 \| 0\.0% \| 0\.0% \|", t, re.M)
+assert "Tinfoil" in t and "Silo" in t
+PY
+else
+  echo "FAIL: validate_emulator.py --parts d"; tail -20 "$WORK/tee.log"; fails=$((fails + 1))
+fi
+
 # A measured profile of this machine runs an emulated step; the CPU's rates are in it.
 "$TT" bench host-profile --model gpt2-mini --reps 3 --out "$WORK/host.json" >/dev/null
 make_corpus

@@ -11,6 +11,7 @@
 #include "core/backend_factory.h"
 #include "core/buffer.h"
 #include "core/emulated/emulated_backend.h"
+#include "core/emulated/virtual_clock.h"
 
 namespace tt {
 namespace {
@@ -268,6 +269,35 @@ TEST(EmulatedBackend, MadeByTheFactory) {
   EXPECT_EQ(be->kind(), DeviceKind::Emulated);
   EXPECT_NE(be->describe().find("h200 bf16"), std::string::npos);
   EXPECT_STREQ(device_name(be->kind()), "emulated");
+}
+
+// Note [GPU crypto shares the SMs]: the AES-GCM kernels the communication thread ran before the end of
+// backward delay the compute thread by exactly their overlap with it, once, when the step settles; what
+// ran after backward, and what the compute thread ran itself, take nothing from it.
+TEST(EmulatedBackend, AesKernelsDelayComputeByTheirOverlapWithBackward) {
+  VirtualClock clock;
+  EmulatedBackend be(EmulatedGpu{gpu_spec("h100")}, EmulatedBackend::Timing::Wait, std::size_t{1} << 20,
+                     &clock);
+  clock.elapse(0.010);                                           // backward ends at 10 ms
+  be.lend_sms(clock.now() - clock_seconds(0.002), clock.now());  // the compute thread's own: ignored
+  std::thread comm([&] {
+    const auto kernel = [&](double gap, double s) {
+      clock.elapse(gap);
+      const RunClock::TimePoint begin = clock.now();
+      clock.elapse(s);
+      be.lend_sms(begin, clock.now());
+    };
+    kernel(0.004, 0.003);  // 4-7 ms: all of it during backward
+    kernel(0.002, 0.005);  // 9-14 ms: 1 ms of it during backward
+    kernel(0.001, 0.002);  // 15-17 ms: after backward
+  });
+  comm.join();
+  const RunClock::TimePoint before = clock.now();
+  be.settle_shared_units();
+  EXPECT_NEAR(std::chrono::duration<double>(clock.now() - before).count(), 0.004, 1e-9);
+  EXPECT_NEAR(be.sm_wait_seconds(), 0.004, 1e-9);
+  be.settle_shared_units();  // settled once: nothing is charged twice
+  EXPECT_NEAR(std::chrono::duration<double>(clock.now() - before).count(), 0.004, 1e-9);
 }
 
 }  // namespace

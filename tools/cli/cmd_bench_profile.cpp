@@ -307,14 +307,36 @@ struct EmulatedStepOptions {
   int seq = 1024;
   std::string gpu = "h100";
   GpuPrecision precision = GpuPrecision::Tf32;
+  CcHardware cc = CcHardware::None;
   std::string json;
 };
+
+// The CC row the step is charged with (Note [CC hardware costs]): what tools/validate_emulator.py
+// compares with the published CC measurements. The emulator models no CC slowdown of a kernel itself.
+nlohmann::json cc_costs_json(const CcCosts& c) {
+  return {{"name", enum_name(c.hardware)},
+          {"d2h_gbps", c.d2h_gbps},
+          {"h2d_gbps", c.h2d_gbps},
+          {"d2h_fixed_us", c.d2h_fixed_us},
+          {"h2d_fixed_us", c.h2d_fixed_us},
+          {"launch_us", c.launch_us},
+          {"launch_extra_us", c.launch_extra_us},
+          {"kernel_time_ratio", 1.0},
+          {"peer",
+           {{"path", enum_name(c.peer.path)},
+            {"sender_us", c.peer.sender_us},
+            {"receiver_us", c.peer.receiver_us},
+            {"d2h_gbps", c.peer.d2h_gbps},
+            {"h2d_gbps", c.peer.h2d_gbps},
+            {"link_gbps", c.peer.link_gbps}}}};
+}
 
 // One training step costed op by op on the emulated GPU (Account mode: nothing waits), as
 // `bench step` times it: zero grad, forward, backward, and AdamW (language models) or SGD (images).
 void run_emulated_step(const EmulatedStepOptions& o) {
-  EmulatedBackend be(EmulatedGpu{resolve_gpu_spec(o.gpu), o.precision}, EmulatedBackend::Timing::Account,
-                     std::size_t{1} << 20);
+  EmulatedGpu gpu{resolve_gpu_spec(o.gpu), o.precision};
+  gpu.cc = cc_costs(o.cc);
+  EmulatedBackend be(gpu, EmulatedBackend::Timing::Account, std::size_t{1} << 20);
   std::unique_ptr<Model> model = make_model(be, o.model);
   const nlohmann::json mc = model_config_json(o.model);
   const bool image = is_image_model(o.model);
@@ -335,18 +357,19 @@ void run_emulated_step(const EmulatedStepOptions& o) {
     be.adamw_update(model->param_data(), model->grad_data(), nullptr, nullptr, n, AdamWConfig{}, 1.0f, 1);
   }
   const double opt = be.seconds();
-  const nlohmann::json j{{"model", mc},
-                         {"batch", o.batch},
-                         {"seq", image ? 0 : o.seq},
-                         {"gpu", o.gpu},
-                         {"precision", enum_name(o.precision)},
-                         {"forward_s", fwd},
-                         {"backward_s", bwd},
-                         {"optimizer_s", opt},
-                         {"forward_conv_s", fwd_conv},  // of forward_s and backward_s: the convolutions'
-                         {"backward_conv_s", bwd_conv},
-                         {"step_s", fwd + bwd + opt},
-                         {"backend", be.describe()}};
+  nlohmann::json j{{"model", mc},
+                   {"batch", o.batch},
+                   {"seq", image ? 0 : o.seq},
+                   {"gpu", o.gpu},
+                   {"precision", enum_name(o.precision)},
+                   {"forward_s", fwd},
+                   {"backward_s", bwd},
+                   {"optimizer_s", opt},
+                   {"forward_conv_s", fwd_conv},  // of forward_s and backward_s: the convolutions'
+                   {"backward_conv_s", bwd_conv},
+                   {"step_s", fwd + bwd + opt},
+                   {"backend", be.describe()}};
+  if (o.cc != CcHardware::None) j["cc"] = cc_costs_json(gpu.cc);
   std::printf("%s\n", j.dump(1).c_str());
   if (!o.json.empty()) write_json_file("--json", o.json, j);
 }
@@ -369,6 +392,9 @@ void register_bench_emulated_step(CLI::App* bench) {
   c->add_option("--gpu", o->gpu, "h100, h200, a100, v100, or a platform profile FILE.json")
       ->capture_default_str();
   add_enum_option(c, "--gpu-precision", o->precision, "Which peak applies: fp32, tf32, bf16");
+  add_enum_option(c, "--cc-hardware", o->cc,
+                  "The GPU in CC mode (as train's --cc-hardware): the step pays its launches, and the JSON's "
+                  "cc block holds the row's copy, launch and GPU-to-GPU costs");
   c->add_option("--json", o->json, "Write the prediction as JSON to FILE");
   c->callback([o] { run_emulated_step(*o); });
 }

@@ -63,11 +63,12 @@ void print_result(const RunDescription& d, const TrainResult& r, const RunReport
 void print_cc_hardware(const nlohmann::json& cc) {
   if (cc.is_null()) return;
   std::printf(
-      "of which the GPU's CC mode (%s, ISPASS 2025): kernel launches %.3f ms/step (+%.2f us each; forward, "
+      "of which the GPU's CC mode (%s, %s): kernel launches %.3f ms/step (+%.2f us each; forward, "
       "backward, optimizer), host<->device copies %.3f ms/step (the batch through the bounce buffers; "
       "forward)\n",
-      cc.at("name").get<std::string>().c_str(), cc.at("kernel_launches_s_per_step").get<double>() * 1e3,
-      cc.at("launch_extra_us").get<double>(), cc.at("copies_s_per_step").get<double>() * 1e3);
+      cc.at("name").get<std::string>().c_str(), cc.at("source").get<std::string>().c_str(),
+      cc.at("kernel_launches_s_per_step").get<double>() * 1e3, cc.at("launch_extra_us").get<double>(),
+      cc.at("copies_s_per_step").get<double>() * 1e3);
 }
 
 void write_summary(const std::string& path, const nlohmann::json& summary) {
@@ -95,6 +96,11 @@ void run_train(const TrainOptions& opts, bool key_file_given, RunServices servic
   if (!out.quiet) {
     print_phase_table(report.phases, r.step_seconds_mean, r.virtual_time);
     print_cc_hardware(summary.at("cc_hardware"));
+    if (const double sm = summary.value("sm_wait_s_per_step", 0.0); sm > 0)
+      std::printf(
+          "of which backward's kernels waiting for fast's AES-GCM kernels on the GPU's SMs: %.3f ms/step "
+          "(comm_exposed)\n",
+          sm * 1e3);
   }
   print_result(d, r, report, out.quiet);
   if (!out.summary.empty()) write_summary(out.summary, summary);

@@ -293,12 +293,13 @@ void add_emulation_options(CLI::App* cmd, TrainOptions& o) {
       ->capture_default_str();
   add_enum_option(
       em, "--cc-hardware", o.compute.gpu.cc,
-      "The emulated GPU's confidential-computing mode in TEE runs (the TEE-off run stays CC off): none "
-      "charges no CC hardware cost, and fast's GPU-sealed ciphertext crosses a direct GPU-to-GPU link "
-      "(a what-if: no shipping GPU has one); h100-pinned or h100-pageable charges H100 CC's measured "
-      "costs (ISPASS 2025): every copy, the batch's included, through the bounce buffers at that "
-      "memory's plateau plus CC's fixed cost per copy (the crossing's, unless --cc-transfer-us is "
-      "given), +5.05 us per kernel launch, and fast's ciphertext through host memory");
+      "The emulated platform's CC mode in TEE runs (TEE off stays CC off). none: no CC cost on cc's host "
+      "path; fast's GPU-sealed ciphertext still crosses H100 CC's bounce buffers (no encrypted GPU-to-GPU "
+      "path). h100-pinned|h100-pageable: ISPASS 2025's measured copies through the bounce buffers (the "
+      "batch's too) plus CC's fixed cost (unless --cc-transfer-us), +5.05 us per launch. blackwell: B200/"
+      "B300 (arXiv 2606.23969): host bridge at 0.2x the CC-off rate + 330 us per copy, fast over NVLink "
+      "encrypted at 510 GB/s. direct-what-if: no CC cost, fast over a direct GPU-to-GPU link (no GPU has "
+      "one)");
   em->add_option("--timing-warmup", o.schedule.timing_warmup,
                  "Leave the first N steps (allocations, first touch of buffers) out of the step time and the "
                  "phase times; counters still count every step")
