@@ -422,7 +422,10 @@ def traced_step(teetrain: str, work: str, tee: str) -> TracedStep:
          "--batch", "4", "--seq", "1024", "--steps", "2", "--timing-warmup", "1", "--val-batches", "0",
          "--no-progress", "--compute", "emulate", "--gpu", "h100", "--link", "emulate", "--tee", tee,
          "--trust-root", "vendor/vendor_root.crt", "--device-identity", "vendor/device_{rank}.pem",
-         "--trace", trace, "--summary", os.path.join(work, f"{tee}.summary.json")], work)
+         "--trace", trace, "--summary", os.path.join(work, f"{tee}.summary.json")]
+        # Lab 4's fast: GPUs joined by a direct encrypted link, the what-if teetrain's design assumes
+        # (on H100 CC, fast's ciphertext crosses the bounce buffers: docs/reproducing.md).
+        + (["--cc-hardware", "direct-what-if"] if tee == "fast" else []), work)
     with open(trace, encoding="utf-8") as f:
         events = json.load(f)["traceEvents"]
     lanes = {e["tid"]: e["args"]["name"] for e in events if e.get("name") == "thread_name" and e["pid"] == 0}
@@ -470,7 +473,8 @@ def trace_title(tee: str, step: TracedStep) -> str:
     on_gpu = any(span_kind(e["name"]) == "crypto on the GPU" for e in step.spans)
     return (f"--tee {tee}: one step = {step_ms:.1f} ms, of which comm_exposed {ms['comm_exposed']:.1f} ms "
             f"({ms['comm_exposed'] / step_ms:.0%});\nseal {ms['seal']:.1f} ms + open {ms['open']:.1f} ms, "
-            + ("on the GPU (modelled)" if on_gpu else f"on the host (modelled: {host_rate(step.summary)})"))
+            + ("on the GPU (modelled), over a direct GPU-to-GPU link (what-if)" if on_gpu
+               else f"on the host (modelled: {host_rate(step.summary)})"))
 
 
 def host_rate(summary: dict) -> str:
