@@ -1,6 +1,7 @@
 #include "comm/secure/secure_session.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -239,24 +240,14 @@ void exchange_challenges(Transport& t, std::vector<Link>& links, const AttestCon
   }
 }
 
-// Our evidence answers each neighbour's nonce; theirs is verified against our anchor, policy and
-// nonce, and only then is a link secret derived from the transcript of both evidences.
-void exchange_evidence(Transport& t, std::vector<Link>& links, const LocalParty& me,
-                       const AttestConfig& config, const EvidenceSource& source,
-                       const tee::Measurements& mine, std::vector<Failure>& failures) {
-  const int r = t.rank();
-  const std::vector<std::uint8_t> cert =
-      config.identity ? config.identity->certificate.der() : std::vector<std::uint8_t>{};
+// One round of the evidence exchange: every link's message `l.out` goes to its peer and up to
+// `max_in` bytes come back into `l.in`; `check` runs on each well-formed arrival. Both the emulated
+// and the real exchange use it, so their waits, timeouts and malformed-message verdicts agree.
+void swap_evidence(Transport& t, std::vector<Link>& links, const AttestConfig& config, std::size_t max_in,
+                   std::vector<Failure>& failures, const std::function<void(Link&)>& check) {
   std::vector<Request> reqs;
   for (auto& l : links) {
-    l.kx.emplace(tee::X25519KeyPair::generate());
-    l.out.assign(tee::Evidence::kFixedSize, 0);  // zeros if we could not build evidence
-    if (me.key != nullptr) {
-      l.my_evidence = tee::make_evidence(static_cast<std::uint32_t>(r), mine, *me.key, cert, l.theirs,
-                                         l.kx->public_key());
-      l.out = source.wire_bytes(l.my_evidence);
-    }
-    l.in.assign(tee::Evidence::kMaxSerializedSize, 0);
+    l.in.assign(max_in, 0);
     reqs.push_back(t.irecv(l.peer, std::as_writable_bytes(std::span(l.in)), tags::kAttestEvidence));
   }
   for (auto& l : links)
@@ -270,20 +261,42 @@ void exchange_evidence(Transport& t, std::vector<Link>& links, const LocalParty&
       failures.push_back({l.peer, "malformed handshake message"});
       continue;
     }
+    check(l);
+  }
+}
+
+// Our evidence answers each neighbour's nonce; theirs is verified against our anchor, policy and
+// nonce, and only then is a link secret derived from the transcript of both evidences.
+void exchange_evidence(Transport& t, std::vector<Link>& links, const LocalParty& me,
+                       const AttestConfig& config, const EvidenceSource& source,
+                       const tee::Measurements& mine, std::vector<Failure>& failures) {
+  const int r = t.rank();
+  const std::vector<std::uint8_t> cert =
+      config.identity ? config.identity->certificate.der() : std::vector<std::uint8_t>{};
+  for (auto& l : links) {
+    l.kx.emplace(tee::X25519KeyPair::generate());
+    l.out.assign(tee::Evidence::kFixedSize, 0);  // zeros if we could not build evidence
+    if (me.key != nullptr) {
+      l.my_evidence = tee::make_evidence(static_cast<std::uint32_t>(r), mine, *me.key, cert, l.theirs,
+                                         l.kx->public_key());
+      l.out = source.wire_bytes(l.my_evidence);
+    }
+  }
+  swap_evidence(t, links, config, tee::Evidence::kMaxSerializedSize, failures, [&](Link& l) {
     try {
       const auto peer = tee::Evidence::deserialize(l.in);
       const tee::EvidenceCheck check{config.anchor.get(), &me.policy, l.mine,
                                      static_cast<std::uint32_t>(l.peer)};
       if (const auto verdict = tee::verify(peer, check); !verdict) {
         failures.push_back({l.peer, verdict.reason});
-        continue;
+        return;
       }
       l.peer_identity = identity_of(peer);
       if (me.key != nullptr) l.secret = tee::derive_link_secret(*l.kx, l.my_evidence, peer);
     } catch (const IntegrityError& e) {
       failures.push_back({l.peer, e.what()});
     }
-  }
+  });
 }
 
 // The same step with real evidence (comm/secure/real_evidence.h): our hardware signs the challenge that
@@ -295,7 +308,6 @@ void exchange_real_evidence(Transport& t, std::vector<Link>& links, const Attest
   const RealAttestation& real = *config.real;
   const auto r = static_cast<std::uint32_t>(t.rank());
   bool gathered = true;
-  std::vector<Request> reqs;
   for (auto& l : links) {
     l.kx.emplace(tee::X25519KeyPair::generate());
     l.out.assign(RealEvidenceMessage::kFixedSize, 0);  // zeros if our hardware could not answer
@@ -310,20 +322,8 @@ void exchange_real_evidence(Transport& t, std::vector<Link>& links, const Attest
       failures.push_back({t.rank(), e.what()});
       gathered = false;
     }
-    l.in.assign(RealEvidenceMessage::kMaxSerializedSize, 0);
-    reqs.push_back(t.irecv(l.peer, std::as_writable_bytes(std::span(l.in)), tags::kAttestEvidence));
   }
-  for (auto& l : links)
-    reqs.push_back(t.isend(l.peer, std::as_bytes(std::span(l.out)), tags::kAttestEvidence));
-  for (std::size_t i = 0; i < reqs.size(); ++i) {
-    const auto got = wait_for(t, reqs[i], &config, failures, reqs[i].peer());
-    if (i >= links.size() || !got) continue;
-    Link& l = links[i];
-    l.in.resize(*got);
-    if (!l.challenge_ok) {
-      failures.push_back({l.peer, "malformed handshake message"});
-      continue;
-    }
+  swap_evidence(t, links, config, RealEvidenceMessage::kMaxSerializedSize, failures, [&](Link& l) {
     const RealLinkCheck check{.kind = real.kind,
                               .me = r,
                               .peer = static_cast<std::uint32_t>(l.peer),
@@ -334,7 +334,7 @@ void exchange_real_evidence(Transport& t, std::vector<Link>& links, const Attest
     const RealVerdict v = check_real_message(l.in, check, peer);
     if (!v) {
       failures.push_back({l.peer, v.reason});
-      continue;
+      return;
     }
     l.peer_measurements = v.measurements;
     if (gathered) {
@@ -342,7 +342,7 @@ void exchange_real_evidence(Transport& t, std::vector<Link>& links, const Attest
       l.secret = tee::derive_link_secret(*l.kx, peer->kx_public, mine_first ? l.out : l.in,
                                          mine_first ? l.in : l.out);
     }
-  }
+  });
 }
 
 // Proof of the link key, one per direction (tee::key_confirmation): directional, so a reflected
