@@ -157,8 +157,9 @@ RunPoint run_point(const nlohmann::json& s) {
   r.step_s = field(s, "step_s_mean").get<double>();
   const nlohmann::json& ph = field(s, "phases");
   r.backward_s = phase_mean(ph, "backward");
+  r.optimizer_s = phase_mean(ph, "optimizer");
   r.compute_s = phase_mean(ph, "data") + phase_mean(ph, "ingress") + phase_mean(ph, "forward") +
-                r.backward_s + phase_mean(ph, "optimizer");
+                r.backward_s + r.optimizer_s;
   // A run in virtual time computed every rank's costs on resources of its own (docs/design.md §11):
   // however many ranks shared this machine's cores, nothing was oversubscribed.
   const bool virtual_time = s.value("time", "wall") == "virtual";
@@ -324,18 +325,33 @@ double predict_step(const Costs& c, const RunPoint& r) {
 }
 
 // Note [Stage pricing] (scaling_model.h).
+namespace {
+struct RingHalves {
+  double scatter = 0;  // the reduce-scatter: the first P - 1 hops, each sealed
+  double gather = 0;   // the all-gather: the rest of the ring (forwarded ciphertext where the run does)
+};
+RingHalves ring_halves(const Costs& c, const RunPoint& r) {
+  RunPoint every_hop_sealed = r;
+  every_hop_sealed.forward_ag = false;
+  const double scatter = ring_seconds(c, every_hop_sealed) / 2;
+  return {.scatter = scatter, .gather = ring_seconds(c, r) - scatter};
+}
+}  // namespace
+
 double predict_stage_step(const Costs& c, const RunPoint& r, ShardPrice stage) {
   if (stage == ShardPrice::Ddp || r.P <= 1) return predict_step(c, r);
-  const double half = ring_seconds(c, r) / 2;
-  const double last_half = ring_seconds(c, last_bucket(r)) / 2;
-  const double base = r.compute_s + c.tail;
+  const RingHalves all = ring_halves(c, r);
+  const RingHalves last = ring_halves(c, last_bucket(r));
+  const double base = r.compute_s - r.optimizer_s * (1.0 - 1.0 / r.P) + c.tail;
   if (stage == ShardPrice::Zero12) {
-    const double scatter = r.overlap ? std::max(last_half, half - r.backward_s) : half;
-    return base + std::max(0.0, scatter) + half;
+    const double scatter = r.overlap ? std::max(last.scatter, all.scatter - r.backward_s) : all.scatter;
+    return base + std::max(0.0, scatter) + all.gather;
   }
-  const double forward_s = std::max(0.0, r.compute_s - r.backward_s);
-  const double forward_gather = r.overlap ? std::max(0.0, half - forward_s) : half;
-  const double backward_comm = r.overlap ? std::max(last_half, 2 * half - r.backward_s) : 2 * half;
+  const double forward_s = std::max(0.0, r.compute_s - r.backward_s - r.optimizer_s);
+  const double forward_gather = r.overlap ? std::max(0.0, all.gather - forward_s) : all.gather;
+  const double backward_ring = all.gather + all.scatter;
+  const double backward_comm =
+      r.overlap ? std::max(last.scatter, backward_ring - r.backward_s) : backward_ring;
   return base + forward_gather + std::max(0.0, backward_comm);
 }
 
