@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "base/untrusted_json.h"
 #include "engine/file_util.h"
+#include "models/model_registry.h"
 
 namespace tt::study {
 
@@ -54,6 +55,20 @@ int bucket_count(double model_bytes, double bucket_mb) {
 }
 
 namespace {
+
+// Note [Stage pricing]: a preset's units, from its configuration (no model is built).
+void set_unit_shares(RunPoint& r) {
+  const std::vector<PresetRow> presets = list_presets();
+  if (std::none_of(presets.begin(), presets.end(), [&r](const PresetRow& p) { return p.name == r.model; }))
+    return;
+  ModelOptions opts;
+  opts.name = r.model;
+  const ModelMemory m = model_memory(opts, 0, 0);
+  if (m.params == 0 || m.units == 0) return;
+  const double params = static_cast<double>(m.params);
+  r.unit_share = std::min(1.0, static_cast<double>(m.units * m.unit_params) / params);
+  r.last_unit_share = static_cast<double>(m.unit_params) / params;
+}
 
 const nlohmann::json& field(const nlohmann::json& j, const char* key) {
   if (!j.contains(key))
@@ -158,6 +173,7 @@ RunPoint run_point(const nlohmann::json& s) {
   const nlohmann::json& ph = field(s, "phases");
   r.backward_s = phase_mean(ph, "backward");
   r.optimizer_s = phase_mean(ph, "optimizer");
+  set_unit_shares(r);
   r.compute_s = phase_mean(ph, "data") + phase_mean(ph, "ingress") + phase_mean(ph, "forward") +
                 r.backward_s + r.optimizer_s;
   // A run in virtual time computed every rank's costs on resources of its own (docs/design.md §11):
@@ -348,11 +364,13 @@ double predict_stage_step(const Costs& c, const RunPoint& r, ShardPrice stage) {
     return base + std::max(0.0, scatter) + all.gather;
   }
   const double forward_s = std::max(0.0, r.compute_s - r.backward_s - r.optimizer_s);
-  const double forward_gather = r.overlap ? std::max(0.0, all.gather - forward_s) : all.gather;
-  const double backward_ring = all.gather + all.scatter;
+  const double units_gather = all.gather * r.unit_share;
+  const double forward_gather = r.overlap ? std::max(0.0, units_gather - forward_s) : units_gather;
+  const double backward_ring = all.gather * (r.unit_share - r.last_unit_share) + all.scatter;
   const double backward_comm =
       r.overlap ? std::max(last.scatter, backward_ring - r.backward_s) : backward_ring;
-  return base + forward_gather + std::max(0.0, backward_comm);
+  const double after_update = all.gather * (1.0 - r.unit_share);
+  return base + forward_gather + std::max(0.0, backward_comm) + after_update;
 }
 
 std::vector<nlohmann::json> load_runs(const std::string& path) {

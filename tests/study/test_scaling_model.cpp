@@ -88,9 +88,9 @@ TEST(ScalingModel, StagesPriceTheRingsHalves) {
 }
 
 // Note [Stage pricing]: a forward-ciphertext all-gather (fast) seals each chunk once, so it costs less than
-// the reduce-scatter, whose every hop is sealed; and a sharded stage's optimizer updates 1/P of the
-// parameters. Without overlap every collective is exposed: ZeRO-1/2 pay both halves, ZeRO-3 the
-// all-gather twice and the reduce-scatter once.
+// the reduce-scatter, whose every hop is sealed; a sharded stage's optimizer updates 1/P of the
+// parameters; ZeRO-3 gathers only its units twice. Without overlap every collective is exposed: ZeRO-1/2 pay
+// both halves, ZeRO-3 the all-gather twice and the reduce-scatter once.
 TEST(ScalingModel, StagesPriceEachHalfAndTheShardsOptimizer) {
   Costs c;
   c.gamma = 2e-8;
@@ -110,6 +110,12 @@ TEST(ScalingModel, StagesPriceEachHalfAndTheShardsOptimizer) {
   sealed_hops.optimizer_s = 0.08;
   EXPECT_NEAR(predict_stage_step(c, sealed_hops, ShardPrice::Zero3), 0.5 - 0.06 + 3 * scatter, 1e-9);
   EXPECT_NEAR(predict_stage_step(c, sealed_hops, ShardPrice::Ddp), 0.5 + ring, 1e-9);
+  // A quarter of the parameters outside the units (embeddings: gathered once, after the optimizer) and a
+  // last unit of 5% (its forward's gather serves its backward): 0.75 + 0.70 + 0.25 all-gathers.
+  sealed_hops.unit_share = 0.75;
+  sealed_hops.last_unit_share = 0.05;
+  EXPECT_NEAR(predict_stage_step(c, sealed_hops, ShardPrice::Zero3), 0.5 - 0.06 + 1.7 * scatter + scatter,
+              1e-9);
 }
 
 TEST(ScalingModel, FitRecoversCostsFromSyntheticRuns) {
