@@ -189,18 +189,21 @@ ModelMemory model_memory(const ModelOptions& opts, int B, int T) {
       const ResnetConfig c = resnet_config(opts);
       return {.params = c.num_params(),
               .unit_params = c.max_stage_params(),
+              .units = c.layers.size(),
               .activation_bytes = Resnet::activation_bytes_for(c, B)};
     }
     case ModelFamily::Bert: {
       const BertConfig c = bert_config(opts);
       return {.params = c.num_params(),
               .unit_params = c.block_params(),
+              .units = static_cast<std::size_t>(c.n_layer),
               .activation_bytes = Bert::activation_bytes_for(c, B, T)};
     }
     case ModelFamily::Llama: {
       const LlamaConfig c = llama_config(opts);
       return {.params = c.num_params(),
               .unit_params = c.block_params(),
+              .units = static_cast<std::size_t>(c.n_layer),
               .activation_bytes = Llama::activation_bytes_for(c, B, T)};
     }
     case ModelFamily::Gpt2:
@@ -209,6 +212,7 @@ ModelMemory model_memory(const ModelOptions& opts, int B, int T) {
   const Gpt2Config c = gpt2_config(opts);
   return {.params = c.num_params(),
           .unit_params = c.block_params(),
+          .units = static_cast<std::size_t>(c.n_layer),
           .activation_bytes = Gpt2::activation_bytes_for(c, B, T)};
 }
 

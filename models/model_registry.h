@@ -60,6 +60,7 @@ int model_vocab(const ModelOptions& opts);
 struct ModelMemory {
   std::size_t params = 0;
   std::size_t unit_params = 0;
+  std::size_t units = 0;  // how many units (blocks; ResNet stages)
   std::size_t activation_bytes = 0;
 };
 ModelMemory model_memory(const ModelOptions& opts, int B, int T);

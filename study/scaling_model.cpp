@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "base/untrusted_json.h"
 #include "engine/file_util.h"
+#include "models/model_registry.h"
 
 namespace tt::study {
 
@@ -54,6 +55,20 @@ int bucket_count(double model_bytes, double bucket_mb) {
 }
 
 namespace {
+
+// Note [Stage pricing]: a preset's units, from its configuration (no model is built).
+void set_unit_shares(RunPoint& r) {
+  const std::vector<PresetRow> presets = list_presets();
+  if (std::none_of(presets.begin(), presets.end(), [&r](const PresetRow& p) { return p.name == r.model; }))
+    return;
+  ModelOptions opts;
+  opts.name = r.model;
+  const ModelMemory m = model_memory(opts, 0, 0);
+  if (m.params == 0 || m.units == 0) return;
+  const double params = static_cast<double>(m.params);
+  r.unit_share = std::min(1.0, static_cast<double>(m.units * m.unit_params) / params);
+  r.last_unit_share = static_cast<double>(m.unit_params) / params;
+}
 
 const nlohmann::json& field(const nlohmann::json& j, const char* key) {
   if (!j.contains(key))
@@ -157,8 +172,10 @@ RunPoint run_point(const nlohmann::json& s) {
   r.step_s = field(s, "step_s_mean").get<double>();
   const nlohmann::json& ph = field(s, "phases");
   r.backward_s = phase_mean(ph, "backward");
+  r.optimizer_s = phase_mean(ph, "optimizer");
+  set_unit_shares(r);
   r.compute_s = phase_mean(ph, "data") + phase_mean(ph, "ingress") + phase_mean(ph, "forward") +
-                r.backward_s + phase_mean(ph, "optimizer");
+                r.backward_s + r.optimizer_s;
   // A run in virtual time computed every rank's costs on resources of its own (docs/design.md §11):
   // however many ranks shared this machine's cores, nothing was oversubscribed.
   const bool virtual_time = s.value("time", "wall") == "virtual";
@@ -324,19 +341,36 @@ double predict_step(const Costs& c, const RunPoint& r) {
 }
 
 // Note [Stage pricing] (scaling_model.h).
+namespace {
+struct RingHalves {
+  double scatter = 0;  // the reduce-scatter: the first P - 1 hops, each sealed
+  double gather = 0;   // the all-gather: the rest of the ring (forwarded ciphertext where the run does)
+};
+RingHalves ring_halves(const Costs& c, const RunPoint& r) {
+  RunPoint every_hop_sealed = r;
+  every_hop_sealed.forward_ag = false;
+  const double scatter = ring_seconds(c, every_hop_sealed) / 2;
+  return {.scatter = scatter, .gather = ring_seconds(c, r) - scatter};
+}
+}  // namespace
+
 double predict_stage_step(const Costs& c, const RunPoint& r, ShardPrice stage) {
   if (stage == ShardPrice::Ddp || r.P <= 1) return predict_step(c, r);
-  const double half = ring_seconds(c, r) / 2;
-  const double last_half = ring_seconds(c, last_bucket(r)) / 2;
-  const double base = r.compute_s + c.tail;
+  const RingHalves all = ring_halves(c, r);
+  const RingHalves last = ring_halves(c, last_bucket(r));
+  const double base = r.compute_s - r.optimizer_s * (1.0 - 1.0 / r.P) + c.tail;
   if (stage == ShardPrice::Zero12) {
-    const double scatter = r.overlap ? std::max(last_half, half - r.backward_s) : half;
-    return base + std::max(0.0, scatter) + half;
+    const double scatter = r.overlap ? std::max(last.scatter, all.scatter - r.backward_s) : all.scatter;
+    return base + std::max(0.0, scatter) + all.gather;
   }
-  const double forward_s = std::max(0.0, r.compute_s - r.backward_s);
-  const double forward_gather = r.overlap ? std::max(0.0, half - forward_s) : half;
-  const double backward_comm = r.overlap ? std::max(last_half, 2 * half - r.backward_s) : 2 * half;
-  return base + forward_gather + std::max(0.0, backward_comm);
+  const double forward_s = std::max(0.0, r.compute_s - r.backward_s - r.optimizer_s);
+  const double units_gather = all.gather * r.unit_share;
+  const double forward_gather = r.overlap ? std::max(0.0, units_gather - forward_s) : units_gather;
+  const double backward_ring = all.gather * (r.unit_share - r.last_unit_share) + all.scatter;
+  const double backward_comm =
+      r.overlap ? std::max(last.scatter, backward_ring - r.backward_s) : backward_ring;
+  const double after_update = all.gather * (1.0 - r.unit_share);
+  return base + forward_gather + std::max(0.0, backward_comm) + after_update;
 }
 
 std::vector<nlohmann::json> load_runs(const std::string& path) {

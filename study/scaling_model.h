@@ -79,6 +79,11 @@ struct RunPoint {
   double step_s = 0;
   double compute_s = 0;
   double backward_s = 0;
+  double optimizer_s = 0;  // of compute_s: the optimizer phase (a sharded stage runs it on 1/P)
+  // Note [Stage pricing]: of the parameters, the share inside ZeRO-3's units and the last unit's (a
+  // preset's, from the model registry; elsewhere every parameter is in a unit and the last is nothing).
+  double unit_share = 1;
+  double last_unit_share = 0;
   double seal_s = 0;  // measured seal / open seconds per step (mean over ranks), for the rates
   double open_s = 0;
   // Ranks per core on the measuring host, at least 1 (summary: ranks_per_host / host_cores). The ring's
@@ -122,14 +127,20 @@ double predict_step(const Costs& c, const RunPoint& r);
 
 // Note [Stage pricing]: what the step of each sharding stage costs with a variant's costs, from the same
 // ring arithmetic. The ring all-reduce is a reduce-scatter (its first P - 1 hops) and an all-gather (its
-// last P - 1): each half is priced as half of ring_seconds (the same messages and bytes; sealing priced
-// as the all-reduce's). DDP: predict_step. ZeRO-1/2 move the same two halves, but the all-gather carries
-// the updated parameters after the optimizer, so it hides behind nothing: reduce-scatter exposed as
-// DDP's all-reduce is (past backward, or its last bucket), plus the whole all-gather. ZeRO-3 gathers
-// every unit's parameters in forward (prefetched: hidden behind the forward compute, compute_s -
-// backward_s, where it fits) and again in backward, where that all-gather and the reduce-scatter share
-// the link behind backward; nothing is gathered after the optimizer. Not priced: ZeRO's smaller
-// optimizer step (compute_s is the measured run's) and the gradient norm's P - 1 small messages.
+// last P - 1): the reduce-scatter is priced as half of the ring with every hop sealed, the all-gather as
+// the rest of ring_seconds (the same messages and bytes; with a forward-ciphertext all-gather, fast's,
+// one seal per chunk and so fewer crossings than the reduce-scatter's). DDP: predict_step. ZeRO-1/2 move
+// the same two halves, but the all-gather carries the updated parameters after the optimizer, so it hides
+// behind nothing: reduce-scatter exposed as DDP's all-reduce is (past backward, or its last bucket), plus
+// the whole all-gather. ZeRO-3 gathers every unit's parameters in forward (prefetched: hidden behind the
+// forward compute, where it fits) and again in backward, where that all-gather and the reduce-scatter
+// share the link behind backward. Only the units are gathered so (unit_share of the all-gather), and the
+// last unit's forward gather serves its backward too (last_unit_share less in backward); what lies
+// outside every unit (embeddings, final norm, head) is gathered once, after the optimizer, exposed, as at
+// ZeRO-1/2 (Note [ZeRO-3 units follow the buckets], engine/gradients/ddp_reducer.h). Every sharded stage
+// runs the optimizer on 1/P of the parameters (optimizer_s / P of the measured DDP run's). Not priced:
+// the gradient norm's P - 1 small messages, and that buckets, not units, are gathered (a bucket that
+// straddles a unit's edge and the embeddings is gathered as they are).
 enum class ShardPrice { Ddp, Zero12, Zero3 };
 struct ShardPriceName {
   ShardPrice stage;

@@ -204,9 +204,11 @@ def train_cmd(args, r, summary):
     image = r["model"].startswith(IMAGE_PREFIX)
     shape = ["--data", args.image_data, "--batch", str(args.image_batch)] if image else \
         ["--data", args.data, "--batch", str(batch), "--seq", str(seq)]
-    # Emulated runs are in virtual time: one process hosts all P ranks as threads (--ranks-per-process),
-    # whose virtual times equal P processes' bit for bit (docs/reproducing.md, "Virtual ranks").
-    launch = mpirun_prefix(1) + [args.bin, "train", "--ranks-per-process", str(r["P"])] if emu else \
+    # Emulated runs are in virtual time: one process (or the spec's "processes") hosts all P ranks as threads
+    # (--ranks-per-process), whose virtual times equal P processes' bit for bit (docs/reproducing.md,
+    # "Virtual ranks").
+    procs = r.get("processes", 1)
+    launch = mpirun_prefix(procs) + [args.bin, "train", "--ranks-per-process", str(r["P"] // procs)] if emu else \
         mpirun_prefix(r["P"]) + [args.bin, "train"]
     cmd = launch + ["--model", r["model"], *shape,
                                   "--steps", str(timed_steps(args, r) + args.warmup), "--timing-warmup", str(args.warmup),
@@ -616,7 +618,7 @@ def shard_study_grid(args):
 
 
 def run_shard_study(args, out, emulate_ok):
-    """DDP, ZeRO-1 and ZeRO-2 under off, cc and fast (tools/shard_study.py), where a rank fits the emulated
+    """DDP and ZeRO-1, ZeRO-2 and ZeRO-3 under off, cc and fast (tools/shard_study.py), where a rank fits the emulated
     GPU, and the bucket sweep. Only with `--only sharding` (a long study: P = 8 to 64 of paper-size
     models). Returns the report's section ("" when not run) and its figure (or None)."""
     if not study_selected(args, emulate_ok, "sharding", in_quick=False) or not args.only:
@@ -841,7 +843,8 @@ def main():
     ap.add_argument("--shard-models", default=",".join(shard_study.MODELS), help="the sharding study's models "
                     "(tools/shard_study.py; runs with --only sharding)")
     ap.add_argument("--shard-ranks", default=",".join(map(str, shard_study.RANKS)), help="the sharding study's "
-                    "ranks (default " + ",".join(map(str, shard_study.RANKS)) + ")")
+                    "ranks (default " + ",".join(map(str, shard_study.RANKS)) + "; 8,16,64 adds P = 64, run as 2 "
+                    "processes x 32 virtual ranks)")
     ap.add_argument("--shard-sweep", default=shard_study.SWEEP, help="MODEL:P of the sharding study's bucket "
                     "(unit-size) sweep, off and cc (default " + shard_study.SWEEP + "; empty: none)")
     ap.add_argument("--shard-buckets", default=",".join(map(str, shard_study.BUCKETS)), help="bucket sizes of "

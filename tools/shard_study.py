@@ -1,23 +1,26 @@
-"""The sharding study: DDP against ZeRO-1 and ZeRO-2 (`teetrain train --shard none|optimizer|gradients`) under
-a TEE, on emulated H100s in virtual time. Used by tools/reproduce.py (its "Sharding" section,
+"""The sharding study: DDP against ZeRO-1, ZeRO-2 and ZeRO-3 (`teetrain train --shard
+none|optimizer|gradients|params`) under a TEE, on emulated H100s in virtual time. Used by tools/reproduce.py (its "Sharding" section,
 `--only sharding`).
 
 ZeRO-1 and ZeRO-2 move the same bytes as DDP's ring all-reduce (a reduce-scatter per bucket, then an
 all-gather of the updated parameters), but the all-gather leaves backward's shadow: it runs after the
 optimizer, exposed, where DDP's all-gather half overlaps backward. Under confidential computing each
 message also pays per crossing (H100 CC's bounce buffers), so whether sharding costs more or less than
-DDP under `cc` is measured here, not assumed. Every run is the emulated platform in virtual time
+DDP under `cc` is measured here, not assumed. ZeRO-3 moves about 1.5x the bytes (each block's
+parameters gathered for its forward and again for its backward, beside the gradients' reduce-scatter)
+in about 1.5x the messages, the forward's gathers prefetched behind the block before. Every run is the emulated platform in virtual time
 (docs/design.md §11): the numbers of the modelled platform, the same on any machine.
 
 Per model, P, TEE mode and stage: the step time, its slowdown over the same stage with TEE off, the
 messages the gradient collectives sealed per step (summary counter ring_sealed: reduce-scatters,
-all-gathers, the gradient norm's parts) and every byte rank 0 sealed per step (bytes_sealed: those
+all-gathers, ZeRO-3's block gathers, the gradient norm's parts) and every byte rank 0 sealed per step (bytes_sealed: those
 messages and the batches' ingress). A (model, P, stage) whose rank does not fit the emulated GPU's
 memory (`teetrain models --ranks P --shard S --batch B --seq T`, the check `teetrain train` applies) is
 not run, and the section says so with its size.
 
-The bucket sweep (one model and P, off and cc, DDP and ZeRO-1, BUCKETS MiB; ZeRO-2 moves and seals what
-ZeRO-1 does) is the unit-size sweep of ZeRO-1/2, whose collectives go bucket by bucket: it separates cc's overhead over off into a part per
+The bucket sweep (one model and P, off and cc, DDP, ZeRO-1 and ZeRO-3, BUCKETS MiB; ZeRO-2 moves and seals
+what ZeRO-1 does) is the unit-size sweep, as every collective goes bucket by bucket (ZeRO-3's gathers too:
+a block is gathered bucket by bucket, Note [ZeRO-3 units follow the buckets]): it separates cc's overhead over off into a part per
 message sealed and a part per byte sealed (least squares over the sweep), and the crossover, the
 message size at which the two parts are equal, says whether a message costs mostly its crossings or
 its bytes.
@@ -28,18 +31,21 @@ import subprocess
 
 import study_runs
 
-MODELS = ("gpt2", "gpt2-xl", "llama-3.2-1b", "llama-3-8b")
-RANKS = (8, 16)
+MODELS = ("gpt2-xl", "llama-3.2-1b", "llama-3-8b")
+RANKS = (8, 16)  # --shard-ranks 8,16,64 adds P = 64 (PROCESSES_AT_64 x virtual ranks)
 BUCKETS = (5, 25, 100)  # MiB, the sweep's bucket (unit) sizes
 SWEEP_BUCKET = 25  # the bucket of the grid, and of the sweep's middle point
 SWEEP = "gpt2-xl:16"  # MODEL:P of the bucket sweep (reproduce.py --shard-sweep)
-SWEEP_STAGES = ("none", "optimizer")
+SWEEP_STAGES = ("none", "optimizer", "params")
 # Sequences per GPU where the grid's 4 x 1024 leaves no trainable stage inside an H100's 80 GiB:
 # llama-3-8b's activations of 4 x 1024 tokens are 55.6 GiB, beside its parameters' 29.9.
 MODEL_BATCH = {"llama-3-8b": 1}
 MODES = ("off", "cc", "fast")
-STAGES = ("none", "optimizer", "gradients")
-STAGE_NAMES = {"none": "DDP", "optimizer": "ZeRO-1", "gradients": "ZeRO-2"}
+STAGES = ("none", "optimizer", "gradients", "params")
+STAGE_NAMES = {"none": "DDP", "optimizer": "ZeRO-1", "gradients": "ZeRO-2", "params": "ZeRO-3"}
+# Ranks beyond MAX_RANKS_PER_PROCESS run as that many virtual ranks in each of P / it processes
+# (`mpirun -np 2 ... --ranks-per-process 32` at P = 64).
+MAX_RANKS_PER_PROCESS = 32
 # The CC hardware of the cc and fast runs: H100 CC as ISPASS 2025 measured it (tools/scenarios.py's lead).
 CC_HARDWARE = "h100-pageable"
 
@@ -51,7 +57,7 @@ def spec(model, P, mode, stage, hardware_us, bucket=SWEEP_BUCKET):
     tag = "" if bucket == SWEEP_BUCKET else f"-b{bucket:g}"
     return dict(id=f"shard-{model}-P{P}-{mode}-{stage}{tag}", groups={"sharding"}, model=model, P=P,
                 variant=mode, tee_args=tee, bucket=bucket, overlap="on", emulate=True, batch=MODEL_BATCH.get(model),
-                stage=stage)
+                stage=stage, processes=max(1, -(-P // MAX_RANKS_PER_PROCESS)))
 
 
 def rank_memory(binary, model, P, stage, batch, seq):
@@ -148,7 +154,8 @@ def rows(res, models, ranks):
 
 
 def findings(res, models, ranks):
-    """One phrase per (model, P, mode): each stage's step over DDP's, and the collective messages it adds."""
+    """One phrase per (model, P, mode): each stage's step over DDP's, the collective messages it adds and its
+    bytes sealed over DDP's."""
     words = []
     for m in models:
         for P in ranks:
@@ -158,8 +165,8 @@ def findings(res, models, ranks):
                 if ddp is None or not got:
                     continue
                 words.append(f"{m} P={P} {mode}: " + ", ".join(
-                    f"{STAGE_NAMES[st]} {r[0] / ddp[0]:.3f}x DDP's step with {r[1] - ddp[1]:+.0f} messages"
-                    for st, r in got))
+                    f"{STAGE_NAMES[st]} {r[0] / ddp[0]:.3f}x DDP's step with {r[1] - ddp[1]:+.0f} messages, "
+                    f"{r[2] / ddp[2]:.2f}x its bytes" for st, r in got))
     return words
 
 
@@ -200,12 +207,13 @@ def section(res, hardware_us, models=MODELS, ranks=RANKS, every=None, skipped=()
         return ""
     head = ["model", "P", "tee", "stage", "off ms/step", "ms/step", "over off", "over DDP (same tee)",
             "collective messages sealed/step", "MiB sealed/step"]
-    text = ("## Sharded data parallelism under a TEE: DDP vs ZeRO-1 vs ZeRO-2 (emulated H100, virtual time)\n\n"
-            "`--shard none|optimizer|gradients`, 25 MiB buckets, the ring; cc and fast on H100 CC hardware "
+    text = ("## Sharded data parallelism under a TEE: DDP vs ZeRO-1, ZeRO-2 and ZeRO-3 (emulated H100, virtual "
+            "time)\n\n`--shard none|optimizer|gradients|params`, 25 MiB buckets, the ring; cc and fast on H100 CC hardware "
             f"(`--cc-hardware {CC_HARDWARE}`, {hardware_us:g} us per crossing, ISPASS 2025). \"over off\" is the "
             "step time over the same stage with TEE off; the messages are those rank 0's gradient collectives "
             "sealed per step (DDP: the all-reduce; ZeRO: the reduce-scatter, the gradient norm's parts and the "
-            "parameter all-gather), the bytes all it sealed per step (the batches' ingress too).\n\n")
+            "parameter all-gather after the update, at ZeRO-3 only the pinned buckets', beside every block's gathers "
+            "in forward and backward), the bytes all it sealed per step (the batches' ingress too).\n\n")
     if skipped:
         text += ("Not run, as an 80 GiB H100 does not hold a rank (`teetrain models --ranks P --shard S`, the "
                  "check `teetrain train` refuses them with): "

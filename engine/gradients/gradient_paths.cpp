@@ -166,11 +166,6 @@ void refuse_shard(const PathRequest& r, std::vector<std::string>& out) {
     out.push_back(what +
                   " runs on host gradients (--device cpu, with --compute real or emulate); "
                   "use those, or --shard none");
-  // ZeRO-3 releases parameters the platform computes with: only real host memory has them.
-  if (shard == ShardStage::Params && r.compute.platform() == DeviceKind::Emulated)
-    out.push_back(what +
-                  " gathers and releases real parameters (--compute real); an emulated GPU's are "
-                  "placeholders: use --compute real, or --shard gradients");
 }
 
 // A vendor all-reduce (MPI_Allreduce, NCCL): plaintext, none of our algorithms, real time on real links.

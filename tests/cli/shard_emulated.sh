@@ -4,8 +4,8 @@
 #    all-reduce's: a step's collective messages are DDP's plus the norm's P - 1 (cc re-seals every hop);
 #  - the optimizer is charged for the shard only;
 #  - the same numbers on every run (virtual time);
-#  - the study (tools/reproduce.py --only sharding) at a tiny size writes its section, with the bucket
-#    sweep and its figure, and leaves out a model whose rank the emulated GPU does not hold.
+#  - the study (tools/reproduce.py --only sharding) at a tiny size writes its section, ZeRO-3 included,
+#    with the bucket sweep and its figure, and leaves out a model whose rank the emulated GPU does not hold.
 source "$(dirname "$0")/lib.sh" "$@"
 make_corpus
 provision_trust
@@ -54,8 +54,8 @@ a, b = r["zero1-cc"], r["zero1-cc-again"]
 assert a["step_s_mean"] == b["step_s_mean"] and a["phases"] == b["phases"] and a["counters"] == b["counters"]
 PY
 
-# The study, tiny: DDP, ZeRO-1 and ZeRO-2 in off, cc and fast, and a two-point bucket sweep (the grid's
-# 25 MiB and 0.01 MiB) of DDP and ZeRO-1 in off and cc; llama-3-70b fits no H100 at P = 2 and is left out.
+# The study, tiny: DDP and ZeRO-1/2/3 in off, cc and fast, and a two-point bucket sweep (the grid's
+# 25 MiB and 0.01 MiB) of DDP, ZeRO-1 and ZeRO-3 in off and cc; llama-3-70b fits no H100 at P = 2 and is left out.
 "$PY" "$REPO/tools/reproduce.py" --bin "$TT" --data "$WORK/data/tiny" --only sharding \
   --shard-models gpt2-tiny,llama-3-70b --shard-ranks 2 --shard-sweep gpt2-tiny:2 --shard-buckets 25,0.01 \
   --steps 1 --emu-batch 2 --emu-seq 32 --out "$WORK/study" >"$WORK/study.log" 2>&1 ||
@@ -69,6 +69,10 @@ if "$PY" -c "import matplotlib" 2>/dev/null; then
 fi
 check "study: ZeRO-2 under fast seals 3 collective messages a step at P = 2" \
   grep -qE "^\| gpt2-tiny \| 2 \| fast \| ZeRO-2 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+x \| [0-9.]+x \| 3 \|" "$WORK/study/report.md"
+# ZeRO-3 at 0.01 MiB buckets (7): a step's reduce-scatter (7), norm (1), pinned gathers (2), the blocks'
+# forward (5) and backward (2) gathers, one message each at P = 2 under cc (cli_shard_zero3_emulated).
+check "study: ZeRO-3 in the bucket sweep" \
+  grep -qE "^\| 0.01 \| ZeRO-3 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+x \| 17 \|" "$WORK/study/report.md"
 check "study: the findings" grep -qE "^\*\*Findings\*\*: gpt2-tiny P=2 cc: ZeRO-1 [0-9.]+x DDP's step with \+1 messages" \
   "$WORK/study/report.md"
 finish

@@ -87,6 +87,37 @@ TEST(ScalingModel, StagesPriceTheRingsHalves) {
   EXPECT_EQ(predict_stage_step(c, point(1, 8, true), ShardPrice::Zero3), predict_step(c, point(1, 8, true)));
 }
 
+// Note [Stage pricing]: a forward-ciphertext all-gather (fast) seals each chunk once, so it costs less than
+// the reduce-scatter, whose every hop is sealed; a sharded stage's optimizer updates 1/P of the
+// parameters; ZeRO-3 gathers only its units twice. Without overlap every collective is exposed: ZeRO-1/2 pay
+// both halves, ZeRO-3 the all-gather twice and the reduce-scatter once.
+TEST(ScalingModel, StagesPriceEachHalfAndTheShardsOptimizer) {
+  Costs c;
+  c.gamma = 2e-8;
+  RunPoint sealed_hops = point(4, 8, false);
+  sealed_hops.transfer_s = 35e-6;  // a known cost per crossing: one per seal and per opened message
+  RunPoint forwarded = sealed_hops;
+  forwarded.forward_ag = true;
+  const double ring = predict_step(c, sealed_hops) - 0.5;
+  const double ring_fwd = predict_step(c, forwarded) - 0.5;
+  ASSERT_LT(ring_fwd, ring);
+  const double scatter = ring / 2;
+  const double gather = ring_fwd - scatter;
+  EXPECT_NEAR(predict_stage_step(c, forwarded, ShardPrice::Zero12), 0.5 + scatter + gather, 1e-9);
+  EXPECT_NEAR(predict_stage_step(c, forwarded, ShardPrice::Zero3), 0.5 + 2 * gather + scatter, 1e-9);
+  EXPECT_NEAR(predict_stage_step(c, sealed_hops, ShardPrice::Zero3), 0.5 + 3 * scatter, 1e-9);
+  // 80 ms of the measured 0.5 s compute is the optimizer: sharded, a quarter of it at P = 4.
+  sealed_hops.optimizer_s = 0.08;
+  EXPECT_NEAR(predict_stage_step(c, sealed_hops, ShardPrice::Zero3), 0.5 - 0.06 + 3 * scatter, 1e-9);
+  EXPECT_NEAR(predict_stage_step(c, sealed_hops, ShardPrice::Ddp), 0.5 + ring, 1e-9);
+  // A quarter of the parameters outside the units (embeddings: gathered once, after the optimizer) and a
+  // last unit of 5% (its forward's gather serves its backward): 0.75 + 0.70 + 0.25 all-gathers.
+  sealed_hops.unit_share = 0.75;
+  sealed_hops.last_unit_share = 0.05;
+  EXPECT_NEAR(predict_stage_step(c, sealed_hops, ShardPrice::Zero3), 0.5 - 0.06 + 1.7 * scatter + scatter,
+              1e-9);
+}
+
 TEST(ScalingModel, FitRecoversCostsFromSyntheticRuns) {
   const Costs truth{50e-6, 1.0 / 5e9, 1.0 / 1e9, 0};
   std::vector<RunPoint> runs;

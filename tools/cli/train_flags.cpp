@@ -162,7 +162,7 @@ void add_parallel_options(CLI::App* cmd, TrainOptions& o) {
       "gradients); params (ZeRO-3: also only its shard of the parameters between their uses, each "
       "transformer block all-gathered before its forward and again before its backward, "
       "released after). The ring on host gradients only (--device cpu, --allreduce-algo ring or auto; "
-      "real compute, or for optimizer and gradients --compute emulate's virtual time); the same "
+      "real compute, or --compute emulate's virtual time); with real compute the same "
       "parameters as none, bit for bit. An emulated GPU refuses a rank that needs more than its memory");
   add_on_off_option(dp, "--prefetch", o.parallel.prefetch,
                     "--shard params: all-gather the next block's parameters while this block computes");
