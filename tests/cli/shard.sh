@@ -115,7 +115,7 @@ check "sealed sharded checkpoint exports" quiet "$TT" ckpt export "$WORK/cks/ste
 context="INTEGRITY FAILURE: .*step [0-9]+, bucket [0-9]+, phase "
 for attack in flip:2 replay:2 flip:20 replay:20; do
   rc=0
-  "${MPI[@]}" -np 3 "$TT" "${base[@]}" --tee fast --shard optimizer --timeout 5 --adversary "$attack" \
+  "${MPI[@]}" -np 3 "$TT" "${base[@]}" --tee fast --shard optimizer --timeout 30 --adversary "$attack" \
     >"$WORK/attack.log" 2>&1 || rc=$?
   expect_eq "$rc" 3 "--shard optimizer --tee fast --adversary $attack: exit 3"
   grep -qE "$context" "$WORK/attack.log" && passes=$((passes + 1)) ||
@@ -133,7 +133,7 @@ grep -q "phase scatter_reduce" "$WORK/attack_flip_2.log" && grep -q "bucket 1, p
 # replayed, it exits 3 on every rank.
 for attack in flip:26 replay:26; do
   rc=0
-  "${MPI[@]}" -np 3 "$TT" "${base[@]}" --tee fast --shard params --timeout 5 --adversary "$attack" \
+  "${MPI[@]}" -np 3 "$TT" "${base[@]}" --tee fast --shard params --timeout 30 --adversary "$attack" \
     >"$WORK/attack.log" 2>&1 || rc=$?
   expect_eq "$rc" 3 "--shard params --tee fast --adversary $attack: exit 3"
   grep -qE "INTEGRITY FAILURE: .*step 1, bucket 2[2-8], phase all_gather" "$WORK/attack.log" && passes=$((passes + 1)) ||
