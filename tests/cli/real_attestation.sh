@@ -11,7 +11,9 @@
 #     without --allow-test-roots, a measurement off the --attestation-policy, a debug TD, a revoked and
 #     an expired certificate; the adversary's substituted key and another rank's relayed evidence (its
 #     stale nonce and reflected evidence, and the fuzzed message, run in-process in
-#     tests/comm/test_real_evidence.cpp, within the CI budget).
+#     tests/comm/test_real_evidence.cpp, within the CI budget);
+#   - every rank's verified measurements in the summary, each naming its verifiers (Note [Attestation
+#     record]), and their digest among the agreed inputs.
 source "$(dirname "$0")/lib.sh" "$@"
 FAKE_NVML="$2"
 VENDOR="$3"
@@ -94,10 +96,15 @@ for np in 2 4; do
     grep -q "attestation real evidence: Intel TDX and NVIDIA GPUs, each bound to its rank's key (TEST ROOTS" "$WORK/tdx$np.log"
   check "tdx+gpu at P=$np: the summary's attestation record" python3 -c "
 import json, sys
-e = json.load(open('$WORK/tdx$np.json'))['attestation']['evidence']
+s = json.load(open('$WORK/tdx$np.json'))
+e = s['attestation']['evidence']
 assert e['kind'] == 'tdx+gpu' and e['test_roots'] is True, e
-assert sorted(p['rank'] for p in e['verified_peers']) == ([1] if $np == 2 else [1, 3]), e
-assert all('tdx.mrtd' in p['measurements'] and 'gpu.driver_version' in p['measurements'] for p in e['verified_peers']), e
+ranks = e['ranks']  # every rank, each as its ring neighbours verified it
+assert [r['rank'] for r in ranks] == list(range($np)), e
+assert all(sorted(v['rank'] for v in r['verified_by']) == sorted({(r['rank'] + 1) % $np, (r['rank'] - 1) % $np}) for r in ranks), e
+assert all('tdx.mrtd' in r['measurements'] and 'gpu.driver_version' in r['measurements'] for r in ranks), e
+assert all(v['roots'] == 'test roots' and 'NOT checked' in v['not_checked'] for r in ranks for v in r['verified_by']), e
+assert s['agreed_inputs']['attestation_record']['sha256'] == e['record_sha256'], s['agreed_inputs']
 "
 done
 run 2 "$WORK/untrusted.log" tdx --attestation tdx --test-roots "$R"
