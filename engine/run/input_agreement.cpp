@@ -329,6 +329,16 @@ InputRecord agree_inputs(DistContext& dist, const InputRecord& mine, const Input
   return std::move(records.front());
 }
 
+AttestationRecord agree_attestation_record(DistContext& dist, const std::vector<VerifiedEntry>& mine,
+                                           const std::string& kind) {
+  const std::vector<std::vector<std::byte>> blobs =
+      dist.allgather_blobs(encode_entries(mine), kMaxRecordBytes);
+  std::vector<std::vector<VerifiedEntry>> by_rank;
+  for (std::size_t r = 0; r < blobs.size(); ++r)
+    by_rank.push_back(decode_entries(blobs[r], static_cast<int>(r)));
+  return reconcile(by_rank, kind);
+}
+
 // ---- what a run puts in its record ----
 
 void add_configuration(InputRecord& r, const std::string& config_text) {

@@ -69,6 +69,7 @@
 #include <vector>
 
 #include "comm/secure/real_evidence.h"
+#include "engine/keys/attestation_record.h"
 #include "engine/run/dist_context.h"
 #include "tee/secure_bytes.h"
 
@@ -152,6 +153,12 @@ std::string unmet_expectation(const InputRecord& agreed, const InputExpectations
 // on every rank alike, the first difference from rank 0's, then the first unmet pin. Returns the
 // agreed record.
 InputRecord agree_inputs(DistContext& dist, const InputRecord& mine, const InputExpectations& expect = {});
+
+// Collective, with real evidence: exchanges what each rank verified of its neighbours (`mine`, over
+// the run's channel) and checks every rank's alike (Note [Attestation record]). Returns the table;
+// IntegrityError (exit 3), the same on every rank, where the ranks' reports do not reconcile.
+AttestationRecord agree_attestation_record(DistContext& dist, const std::vector<VerifiedEntry>& mine,
+                                           const std::string& kind);
 
 // ---- what a run puts in its record ----
 

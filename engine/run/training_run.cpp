@@ -63,18 +63,6 @@ nlohmann::json attestation_json(const std::optional<comm::AttestConfig>& attest,
   return j;
 }
 
-// Every rank's verified measurements, exchanged over the sealed channel and checked alike on every
-// rank: IntegrityError (exit 3 everywhere) where they do not reconcile (Note [Attestation record]).
-AttestationRecord share_attestation_record(DistContext& dist, const comm::RealAttestation& real,
-                                           const TeeSession& session, int rank) {
-  const std::vector<std::byte> mine = encode_entries(own_entries(rank, real, session.verified_peers()));
-  const std::vector<std::vector<std::byte>> blobs = dist.allgather_blobs(mine, kMaxRecordBytes);
-  std::vector<std::vector<VerifiedEntry>> by_rank;
-  for (std::size_t r = 0; r < blobs.size(); ++r)
-    by_rank.push_back(decode_entries(blobs[r], static_cast<int>(r)));
-  return reconcile(by_rank, real.kind.name);
-}
-
 // Each protection the run gave up, by its flag (RunDescription::opt_outs). `plain_data`: a TEE run
 // on plaintext data, which only --allow-plain-data lets through.
 std::vector<std::string> opt_outs(const TeeOptions& tee, const std::optional<comm::AttestConfig>& attest,
@@ -242,7 +230,8 @@ void TrainingRun::start_links() {
   }
   TeeSession& session = *links_->session();
   if (attest && attest->real && world_ > 1) {
-    attestation_record_ = share_attestation_record(*dist_, *attest->real, session, rank_);
+    attestation_record_ = agree_attestation_record(
+        *dist_, own_entries(rank_, *attest->real, session.verified_peers()), attest->real->kind.name);
     add_attestation_record(inputs_, attestation_record_->sha256);
   }
   enter_stage(watchdog_, StartupStage::KeyRelease);

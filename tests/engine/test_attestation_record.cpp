@@ -1,6 +1,7 @@
 // engine/keys/attestation_record: every rank's verified measurements (Note [Attestation record]) —
 // the table an honest world builds, the refusals of a rank that lowers a verdict or reports what the
-// others cannot reconcile, and the wire form of one rank's entries (untrusted bytes from a peer).
+// others cannot reconcile, the wire form of one rank's entries (untrusted bytes from a peer), and
+// their exchange on in-process ranks (agree_attestation_record), where every rank must refuse alike.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -8,8 +9,12 @@
 #include <vector>
 
 #include "base/error.h"
+#include "comm/channel.h"
 #include "engine/keys/attestation_record.h"
+#include "engine/run/dist_context.h"
+#include "engine/run/input_agreement.h"
 #include "tests/common/fuzz.h"
+#include "tests/common/inproc_transport.h"
 
 namespace tt {
 namespace {
@@ -182,6 +187,36 @@ TEST(AttestationRecord, OwnEntriesNameTheRootsAndWhatWasNotChecked) {
   EXPECT_EQ(mine[0].roots, "test roots");
   EXPECT_EQ(mine[0].not_checked, "revocation NOT checked (no --evidence-crl); TCB collateral NOT checked");
   EXPECT_EQ(mine[0].measurements, measured(1));
+}
+
+// Three in-process ranks exchange their entries: an honest world holds one table (one digest) on
+// every rank; a rank that reports its neighbour refused makes EVERY rank refuse with the same line.
+TEST(AttestationRecord, EveryRankHoldsTheTableOrRefusesAlike) {
+  for (const bool lying : {false, true}) {
+    comm::InprocWorld world(3);
+    std::vector<std::string> errors(3), digests(3);
+    const auto ex = world.run([&](comm::Transport& t) {
+      comm::PlainChannel channel;
+      DistContext dist(t, channel, nullptr);
+      std::vector<VerifiedEntry> mine = honest_entries(t.rank(), 3);
+      if (lying && t.rank() == 1) mine[0].verdict = "refused: off policy";
+      const auto r = static_cast<std::size_t>(t.rank());
+      try {
+        digests[r] = agree_attestation_record(dist, mine, "tdx+gpu").sha256;
+      } catch (const IntegrityError& e) {
+        errors[r] = e.what();
+      }
+    });
+    for (const auto& e : ex) EXPECT_FALSE(e);
+    for (std::size_t r = 0; r < 3; ++r) {
+      if (lying) {
+        EXPECT_EQ(errors[r], "attestation record: rank 1 reports rank 2 refused (refused: off policy)");
+      } else {
+        EXPECT_EQ(errors[r], "");
+        EXPECT_EQ(digests[r], reconcile(honest_world(3), "tdx+gpu").sha256);
+      }
+    }
+  }
 }
 
 }  // namespace
