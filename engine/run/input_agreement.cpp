@@ -44,6 +44,7 @@ constexpr KindInfo kKinds[] = {
      {"manifest sha256", "dataset id", "content sha256", "size"}},
     {InputKind::Checkpoint, "checkpoint", "checkpoint", false, 3, {"lineage", "step", "manifest sha256"}},
     {InputKind::Setting, "", "settings", true, 1, {"value"}},
+    {InputKind::AttestationRecord, "attestation record", "attestation_record", false, 1, {"sha256"}},
 };
 
 // Each setting's name in records and messages: the flag that gives it, or what it is.
@@ -328,6 +329,16 @@ InputRecord agree_inputs(DistContext& dist, const InputRecord& mine, const Input
   return std::move(records.front());
 }
 
+AttestationRecord agree_attestation_record(DistContext& dist, const std::vector<VerifiedEntry>& mine,
+                                           const std::string& kind) {
+  const std::vector<std::vector<std::byte>> blobs =
+      dist.allgather_blobs(encode_entries(mine), kMaxRecordBytes);
+  std::vector<std::vector<VerifiedEntry>> by_rank;
+  for (std::size_t r = 0; r < blobs.size(); ++r)
+    by_rank.push_back(decode_entries(blobs[r], static_cast<int>(r)));
+  return reconcile(by_rank, kind);
+}
+
 // ---- what a run puts in its record ----
 
 void add_configuration(InputRecord& r, const std::string& config_text) {
@@ -362,6 +373,10 @@ void add_policy(InputRecord& r, const tee::VerifierPolicy& policy) {
 void add_real_attestation(InputRecord& r, const comm::RealVerifierFacts& facts) {
   r.add(InputKind::TrustRoot, "", {facts.test_roots ? "test roots" : "vendor roots"});
   r.add(InputKind::VerifierPolicy, "", {facts.policy_digest.empty() ? "none" : facts.policy_digest});
+}
+
+void add_attestation_record(InputRecord& r, const std::string& sha256) {
+  r.add(InputKind::AttestationRecord, "", {sha256});
 }
 
 void add_key(InputRecord& r, const std::string& name, const tee::SecretBytes& key) {

@@ -9,6 +9,8 @@
 //                     "own" (only what it runs itself); with --attestation tdx|snp[+gpu] the trust
 //                     root is "vendor roots" or "test roots" and the policy the SHA-256 of
 //                     --attestation-policy or "none" (add_real_attestation)
+//   attestation record  with --attestation tdx|snp[+gpu]: SHA-256 of the table of every rank's
+//                     verified measurements (Note [Attestation record], engine/keys/attestation_record.h)
 //   keys              fingerprints (tee::SecretBytes::fingerprint: a hash, never the key) of the
 //                     session group key, the dataset key and the checkpoint key
 //   dataset split     per split: manifest SHA-256 and dataset id (data/dataset_binding.h), the SHA-256
@@ -39,7 +41,10 @@
 // read from the checkpoint or broadcast from rank 0), the adversary on the links, and whether the rank
 // writes a trace (those that do meet once more at the end). So a rank that
 // differs in any of them stops with the others on one line naming it, instead of waiting for a
-// message its peers never send (a timeout, "the peer is dead"). Round two, once every rank has opened
+// message its peers never send (a timeout, "the peer is dead"). With real evidence the ranks then,
+// still before any key is released, exchange and check every rank's verified measurements (Note
+// [Attestation record], engine/keys/attestation_record.h), whose digest round two compares.
+// Round two, once every rank has opened
 // its data and its checkpoint and built its backend, and before the first step, holds everything; its
 // record is what the summary ("agreed_inputs") and the end-of-run report show. What it proves: every
 // rank that passed attestation runs teetrain, so it reports truthfully what it opened; all ranks
@@ -64,6 +69,7 @@
 #include <vector>
 
 #include "comm/secure/real_evidence.h"
+#include "engine/keys/attestation_record.h"
 #include "engine/run/dist_context.h"
 #include "tee/secure_bytes.h"
 
@@ -90,6 +96,7 @@ enum class InputKind : std::uint8_t {
   DatasetSplit = 6,
   Checkpoint = 7,
   Setting = 8,
+  AttestationRecord = 9,
 };
 
 // The settings a record may hold (InputKind::Setting), each under the name messages give it.
@@ -147,6 +154,12 @@ std::string unmet_expectation(const InputRecord& agreed, const InputExpectations
 // agreed record.
 InputRecord agree_inputs(DistContext& dist, const InputRecord& mine, const InputExpectations& expect = {});
 
+// Collective, with real evidence: exchanges what each rank verified of its neighbours (`mine`, over
+// the run's channel) and checks every rank's alike (Note [Attestation record]). Returns the table;
+// IntegrityError (exit 3), the same on every rank, where the ranks' reports do not reconcile.
+AttestationRecord agree_attestation_record(DistContext& dist, const std::vector<VerifiedEntry>& mine,
+                                           const std::string& kind);
+
 // ---- what a run puts in its record ----
 
 void add_configuration(InputRecord& r, const std::string& config_text);
@@ -155,6 +168,8 @@ void add_policy(InputRecord& r, const tee::VerifierPolicy& policy);
 // Real attestation (--attestation tdx|snp[+gpu]): the roots its verifier trusts ("vendor roots" or
 // "test roots") as the trust root, and its evidence policy's digest ("none" without one) as the policy.
 void add_real_attestation(InputRecord& r, const comm::RealVerifierFacts& facts);
+// The digest of every rank's verified measurements (Note [Attestation record]).
+void add_attestation_record(InputRecord& r, const std::string& sha256);
 void add_key(InputRecord& r, const std::string& name, const tee::SecretBytes& key);
 void add_token_data(InputRecord& r, const DataSource& data);
 void add_image_data(InputRecord& r, const ImageSource& images);

@@ -9,6 +9,7 @@
 #include "comm/secure/secure_session.h"
 #include "engine/checkpoint/sealed_codec.h"
 #include "engine/gradients/shard.h"
+#include "engine/keys/attestation_record.h"
 #include "engine/keys/key_file.h"
 #include "engine/param_chunks.h"
 #include "engine/run/host_layout.h"
@@ -33,8 +34,8 @@ std::string tee_label(const TeeOptions& o, const TeeSwitches& ts) {
 
 // The summary's "attestation" object (null with TEE off): how the peers were authenticated, whether
 // revoked devices were refused, and a warning when either is not so.
-nlohmann::json attestation_json(const std::optional<comm::AttestConfig>& attest, const TeeSession* session,
-                                int world) {
+nlohmann::json attestation_json(const std::optional<comm::AttestConfig>& attest,
+                                const std::optional<AttestationRecord>& record, int world) {
   if (!attest) return nullptr;
   const AttestationSummary s = attestation_summary(*attest, world);
   nlohmann::json j = {
@@ -47,11 +48,8 @@ nlohmann::json attestation_json(const std::optional<comm::AttestConfig>& attest,
                                            : nlohmann::json(nullptr);
   if (!s.warning.empty()) j["warning"] = s.warning;
   if (!s.evidence.empty()) {
-    // Real evidence: what verified it, and what this rank verified of each ring neighbour.
-    nlohmann::json peers = nlohmann::json::array();
-    if (session != nullptr)
-      for (const auto& p : session->verified_peers())
-        peers.push_back({{"rank", p.rank}, {"measurements", p.measurements}});
+    // Real evidence: what verified it, and every rank's measurements as its neighbours verified them
+    // (Note [Attestation record]).
     const comm::RealVerifierFacts facts = attest->real->verifier->facts();
     j["evidence"] = {{"kind", attest->real->kind.name},
                      {"verifier", s.evidence},
@@ -59,7 +57,8 @@ nlohmann::json attestation_json(const std::optional<comm::AttestConfig>& attest,
                      {"policy_sha256", facts.policy_digest.empty() ? nlohmann::json(nullptr)
                                                                    : nlohmann::json(facts.policy_digest)},
                      {"revocation_lists", facts.crls},
-                     {"verified_peers", peers}};
+                     {"record_sha256", record ? nlohmann::json(record->sha256) : nlohmann::json(nullptr)},
+                     {"ranks", record ? record->to_json() : nlohmann::json::array()}};
   }
   return j;
 }
@@ -229,8 +228,13 @@ void TrainingRun::start_links() {
     if (img_) refuse_plain_images(data);
     refuse_plain_shards(data);
   }
-  enter_stage(watchdog_, StartupStage::KeyRelease);
   TeeSession& session = *links_->session();
+  if (attest && attest->real && world_ > 1) {
+    attestation_record_ = agree_attestation_record(
+        *dist_, own_entries(rank_, *attest->real, session.verified_peers()), attest->real->kind.name);
+    add_attestation_record(inputs_, attestation_record_->sha256);
+  }
+  enter_stage(watchdog_, StartupStage::KeyRelease);
   if (!session.keys().group.empty()) add_key(inputs_, "session group key", session.keys().group.secret());
   at_rest_ = release_at_rest_keys(transport, session.keys(), tee.key_file, sealed_data,
                                   plan_.checkpoints().any(), print_warning);
@@ -621,7 +625,7 @@ RunDescription TrainingRun::gather_facts() const {
                          " on 1 rank: no gradient crosses a link, so only the data and checkpoints are "
                          "sealed; for data-parallel training under the TEE start several ranks: "
                          "mpirun -np N teetrain train ...";
-  d.attestation_summary = attestation_json(links_->attest(), links_->session(), world_);
+  d.attestation_summary = attestation_json(links_->attest(), attestation_record_, world_);
   // A TEE run holds a dataset key exactly when its data is sealed (start_links).
   const bool plain_data = plan_.switches().on && !at_rest_.dataset;
   d.opt_outs = opt_outs(plan_.tee(), links_->attest(), plain_data, world_);

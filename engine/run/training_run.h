@@ -25,6 +25,7 @@
 #include "engine/input/image_source.h"
 #include "engine/input/token_source.h"
 #include "engine/keys/at_rest_keys.h"
+#include "engine/keys/attestation_record.h"
 #include "engine/keys/tee_session.h"
 #include "engine/optimizer.h"
 #include "engine/run/dist_context.h"
@@ -156,6 +157,7 @@ class TrainingRun {
   int rank_ = 0;
   int world_ = 1;
   std::optional<DistContext> dist_;
+  std::optional<AttestationRecord> attestation_record_;  // real evidence: every rank's, once agreed
   AtRestKeys at_rest_;
   InputRecord inputs_;  // what this rank opened, filled stage by stage; once agreed, every rank's
   DataSource data_;

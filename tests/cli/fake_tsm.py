@@ -20,7 +20,8 @@ hardware would (Note [Test roots] in tee/evidence/bundled_roots.h); --vendor-arg
 (--mrtd HEX, --td-attributes 1, ...), and an SEV-SNP report's VCEK is written to --vcek-to.
 
 --silent never answers (a quote service that is down); --delay holds a new entry's attributes back (a
-slow kernel). Stop it by its pid when the test ends.
+slow kernel). Stop it by its pid when the test ends; --lifetime S ends it after S seconds whatever
+happens (a lab's stand-ins must not outlive a lab that failed before its last step stopped them).
 """
 import argparse
 import os
@@ -100,6 +101,7 @@ def main():
     p.add_argument("--delay", type=float, default=0, help="seconds before a new entry gets its attributes")
     p.add_argument("--ready", help="create this file once serving (the test waits for it: a loaded machine "
                                    "may take longer to start Python than the prover's grace for a new entry)")
+    p.add_argument("--lifetime", type=float, default=0, help="exit after this many seconds (0: never)")
     args = p.parse_args()
     if not args.outblob and not (args.vendor and args.vendor_dir):
         p.error("give --outblob, or --vendor and --vendor-dir")
@@ -107,7 +109,8 @@ def main():
     if args.ready:
         write(args.ready, b"")
     seen = set()
-    while True:
+    end = time.monotonic() + args.lifetime if args.lifetime > 0 else float("inf")
+    while time.monotonic() < end:
         for name in os.listdir(args.report_dir):
             entry = os.path.join(args.report_dir, name)
             if name not in seen and os.path.isdir(entry):

@@ -9,9 +9,11 @@
 #     the kind, and each neighbour's verified measurements;
 #   - refused on every rank (exit 3, one verdict line naming the check): evidence under a test root
 #     without --allow-test-roots, a measurement off the --attestation-policy, a debug TD, a revoked and
-#     an expired certificate; the adversary's substituted key and another rank's relayed evidence (its
-#     stale nonce and reflected evidence, and the fuzzed message, run in-process in
-#     tests/comm/test_real_evidence.cpp, within the CI budget).
+#     an expired certificate; the adversary's substituted key, a stale nonce, reflected evidence (at
+#     P = 2) and another rank's relayed evidence (at P = 3: it needs a third rank); the fuzzed message
+#     runs in-process in tests/comm/test_real_evidence.cpp. Each run prints its wall time.
+#   - every rank's verified measurements in the summary, each naming its verifiers (Note [Attestation
+#     record]), and their digest among the agreed inputs.
 source "$(dirname "$0")/lib.sh" "$@"
 FAKE_NVML="$2"
 VENDOR="$3"
@@ -69,11 +71,12 @@ export LD_LIBRARY_PATH="$FAKE_NVML" TT_FAKE_NVML_VENDOR="$VENDOR" TT_FAKE_NVML_V
 exec "$TT" "\$@"
 EOF
 chmod +x "$WORK/rank.sh"
-run() { # np log tsm-name args...: mpirun's exit code in $rc
-  local np="$1" log="$2" name="$3"
+run() { # np log tsm-name args...: mpirun's exit code in $rc; its wall time printed (not checked)
+  local np="$1" log="$2" name="$3" t0=$EPOCHREALTIME
   shift 3
   rc=0
   mpirun --oversubscribe -np "$np" "$WORK/rank.sh" "${train[@]}" --tsm-dir "$WORK/$name{rank}" "$@" >"$log" 2>&1 || rc=$?
+  echo "time: $(basename "$log" .log) at P=$np: $(python3 -c "print(f'{$EPOCHREALTIME - $t0:.1f}')") s"
 }
 refused() { # name pattern log: exit 3, one verdict line matching pattern
   expect_eq "$rc" 3 "$1: exit"
@@ -90,14 +93,20 @@ serve tdx 4
 for np in 2 4; do
   run $np "$WORK/tdx$np.log" tdx --attestation tdx+gpu "${ALLOW[@]}" --summary "$WORK/tdx$np.json"
   expect_eq "$rc" 0 "tdx+gpu at P=$np"
+  [[ $rc == 0 ]] || { grep -h "^teetrain: " "$WORK/tdx$np.log" | head -3 | cut -c1-400 || true; }
   check "tdx+gpu at P=$np: the banner names the kind and the test roots" \
     grep -q "attestation real evidence: Intel TDX and NVIDIA GPUs, each bound to its rank's key (TEST ROOTS" "$WORK/tdx$np.log"
   check "tdx+gpu at P=$np: the summary's attestation record" python3 -c "
 import json, sys
-e = json.load(open('$WORK/tdx$np.json'))['attestation']['evidence']
+s = json.load(open('$WORK/tdx$np.json'))
+e = s['attestation']['evidence']
 assert e['kind'] == 'tdx+gpu' and e['test_roots'] is True, e
-assert sorted(p['rank'] for p in e['verified_peers']) == ([1] if $np == 2 else [1, 3]), e
-assert all('tdx.mrtd' in p['measurements'] and 'gpu.driver_version' in p['measurements'] for p in e['verified_peers']), e
+ranks = e['ranks']  # every rank, each as its ring neighbours verified it
+assert [r['rank'] for r in ranks] == list(range($np)), e
+assert all(sorted(v['rank'] for v in r['verified_by']) == sorted({(r['rank'] + 1) % $np, (r['rank'] - 1) % $np}) for r in ranks), e
+assert all('tdx.mrtd' in r['measurements'] and 'gpu.driver_version' in r['measurements'] for r in ranks), e
+assert all(v['roots'] == 'test roots' and 'NOT checked' in v['not_checked'] for r in ranks for v in r['verified_by']), e
+assert s['agreed_inputs']['attestation_record']['sha256'] == e['record_sha256'], s['agreed_inputs']
 "
 done
 run 2 "$WORK/untrusted.log" tdx --attestation tdx --test-roots "$R"
@@ -109,6 +118,10 @@ run 2 "$WORK/key.log" tdx --attestation tdx "${ALLOW[@]}" --adversary substitute
 refused "substituted key" "rank 0: key substituted: the evidence's REPORTDATA is not kx_challenge" "$WORK/key.log"
 run 3 "$WORK/relay.log" tdx --attestation tdx "${ALLOW[@]}" --adversary relay@0
 refused "relay" "rank 0: relayed evidence: rank 2's evidence arrived from rank 0" "$WORK/relay.log"
+run 2 "$WORK/stale.log" tdx --attestation tdx "${ALLOW[@]}" --adversary stale-nonce@0
+refused "stale nonce" "rank 1: stale nonce: the evidence answers another verifier nonce than the one rank 0 sent it .*\\(reported by rank 0\\)" "$WORK/stale.log"
+run 2 "$WORK/reflect.log" tdx --attestation tdx "${ALLOW[@]}" --adversary reflect@0
+refused "reflected evidence" "rank 0: reflected evidence: rank 1's own evidence came back from rank 0 \\(reported by rank 1\\)" "$WORK/reflect.log"
 serve debug 2 --td-attributes 1
 run 2 "$WORK/debug.log" debug --attestation tdx "${ALLOW[@]}"
 refused "debug TD" "rank 1: Intel TDX quote: off policy: tdx.debug: the evidence allows DEBUG" "$WORK/debug.log"

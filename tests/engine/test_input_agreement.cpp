@@ -296,7 +296,7 @@ TEST(InputAgreement, DecodeRefusesWhatIsNotTheFormat) {
   const std::string a = as_string(one.encode()).substr(10), b = as_string(two.encode()).substr(10);
   refused(std::string("TTAGREE\x02\x00\x02", 10) + a + b, "out of order");
   refused(std::string("TTAGREE\x02\x00\x02", 10) + b + b, "repeated");
-  refused(std::string("TTAGREE\x02\x00\x01", 10) + "\x09" + b.substr(1), "unknown kind");
+  refused(std::string("TTAGREE\x02\x00\x01", 10) + "\x0a" + b.substr(1), "unknown kind");
   std::string ctl = std::string("TTAGREE\x02\x00\x01", 10) + b;
   ctl.back() = '\x07';
   refused(ctl, "a control character");
