@@ -18,6 +18,7 @@
 #include "tee/evidence/snp_report.h"
 #include "tee/evidence/tdx_collateral.h"
 #include "tee/evidence/tdx_quote.h"
+#include "tee/evidence/tdx_tcb_info.h"
 #include "tee/regular_file.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/tee_options.h"
@@ -42,6 +43,7 @@ struct EvidenceOptions {
   std::string policy;
   std::string qe_identity;
   std::string collateral_chain;
+  std::string tcb_info;
   bool allow_expired_collateral = false;
 };
 
@@ -77,6 +79,11 @@ std::string apply_policy(const EvidenceOptions& o, const ev::VerifiedMeasurement
     unchecked += (unchecked.empty() ? "" : ", ") + name;
   return "policy " + digest + "... passes" +
          (unchecked.empty() ? "" : " (NOT constrained: " + unchecked + ")");
+}
+
+// The lowest TCB status Intel's TCB info may give the platform: the policy's, or the default.
+ev::TcbStatus lowest_tcb_status(const EvidenceOptions& o) {
+  return o.policy.empty() ? ev::kDefaultLowestTcbStatus : ev::lowest_tcb_status(ev::load_policy(o.policy));
 }
 
 // How every verdict line starts: under test roots it says so first.
@@ -168,29 +175,61 @@ void refuse_first_failure(const std::string& source, const std::vector<ev::Check
                            " check failed: " + c.detail);
 }
 
-// With --qe-identity, Intel's QE identity checked offline (tee/evidence/tdx_collateral.h), appended to
-// `checks`; what the verdict says about Intel's collateral either way.
+// Intel's signed collateral files as text, each read once (at most 1 MiB: Intel's are a few KiB).
+std::string read_collateral(const std::string& path, const char* flag) {
+  const std::vector<std::uint8_t> bytes = tee::read_regular_file(path, flag, 1 << 20);
+  return {bytes.begin(), bytes.end()};
+}
+
+// The clause of the verdict that says which collateral was past its nextUpdate and accepted anyway.
+std::string expired_clause(const std::vector<const ev::SignedCollateral*>& given,
+                           std::optional<std::int64_t> at) {
+  const std::int64_t now = at.value_or(static_cast<std::int64_t>(std::time(nullptr)));
+  std::string expired;
+  for (const ev::SignedCollateral* c : given)
+    if (now > c->next_update_unix)
+      expired +=
+          (expired.empty() ? "" : ", ") + c->kind + " " + c->source + " (nextUpdate " + c->next_update + ")";
+  return expired.empty() ? "" : "; EXPIRED collateral accepted (--allow-expired-collateral): " + expired;
+}
+
+// Intel's collateral read offline: the QE identity (--qe-identity, tee/evidence/tdx_collateral.h) and
+// the TCB info (--tcb-info, tdx_tcb_info.h), both under --collateral-chain; their checks appended to
+// `checks`. Returns what the verdict says about them, naming each one not given.
 std::string check_tdx_collateral(const EvidenceOptions& o, const ev::TdxQuote& quote,
-                                 const ev::TdxTrust& trust, std::vector<ev::CheckOutcome>& checks) {
-  if (o.qe_identity.empty())
-    return "TCB status and QE identity NOT checked (no --qe-identity; Intel's TCB info is not read)";
+                                 const ev::TdxTrust& trust, ev::TcbStatus lowest_accepted,
+                                 std::vector<ev::CheckOutcome>& checks) {
+  if (o.qe_identity.empty() && o.tcb_info.empty())
+    return "QE identity NOT checked (no --qe-identity); TCB status NOT checked (no --tcb-info)";
   if (o.collateral_chain.empty())
-    throw InputError("--qe-identity needs --collateral-chain PEM (the issuer chain Intel sends beside it)");
-  const std::vector<std::uint8_t> json = tee::read_regular_file(o.qe_identity, "--qe-identity", 1 << 20);
-  const std::vector<std::uint8_t> pem =
-      tee::read_regular_file(o.collateral_chain, "--collateral-chain", 1 << 20);
-  const ev::QeIdentity identity =
-      ev::parse_qe_identity(std::string_view(reinterpret_cast<const char*>(json.data()), json.size()),
-                            tee::printable_path(o.qe_identity));
+    throw InputError(
+        "--qe-identity and --tcb-info need --collateral-chain PEM (the issuer chain Intel sends beside "
+        "them)");
   const std::vector<tee::Certificate> chain = tee::certificates_from_pem(
-      std::string_view(reinterpret_cast<const char*>(pem.data()), pem.size()), "--collateral-chain");
-  const std::vector<ev::CheckOutcome> more = ev::verify_qe_identity(
-      identity, chain, quote, trust.intel_root, trust.at_unix_time,
-      o.allow_expired_collateral ? ev::StaleCollateral::Accept : ev::StaleCollateral::Refuse);
+      read_collateral(o.collateral_chain, "--collateral-chain"), "--collateral-chain");
+  const ev::StaleCollateral stale =
+      o.allow_expired_collateral ? ev::StaleCollateral::Accept : ev::StaleCollateral::Refuse;
+  std::optional<ev::QeIdentity> identity;
+  std::optional<ev::TcbInfo> tcb;
+  std::string said = "QE identity NOT checked (no --qe-identity)";
+  if (!o.qe_identity.empty()) {
+    identity = ev::parse_qe_identity(read_collateral(o.qe_identity, "--qe-identity"),
+                                     tee::printable_path(o.qe_identity));
+    const auto more =
+        ev::verify_qe_identity(*identity, chain, quote, trust.intel_root, trust.at_unix_time, stale);
+    checks.insert(checks.end(), more.begin(), more.end());
+    said = "QE identity checked against Intel's collateral";
+  }
+  if (o.tcb_info.empty())
+    return said + "; TCB status NOT checked (no --tcb-info)" +
+           expired_clause({&identity->signed_part}, trust.at_unix_time);
+  tcb = ev::parse_tcb_info(read_collateral(o.tcb_info, "--tcb-info"), tee::printable_path(o.tcb_info));
+  const auto more =
+      ev::verify_tcb_info(*tcb, chain, quote, trust.intel_root, trust.at_unix_time, stale, lowest_accepted);
   checks.insert(checks.end(), more.begin(), more.end());
-  return std::string("QE identity checked against Intel's collateral") +
-         (o.allow_expired_collateral ? " (expired collateral ACCEPTED by --allow-expired-collateral)" : "") +
-         "; TCB status NOT checked (Intel's TCB info is not read)";
+  std::vector<const ev::SignedCollateral*> given{&tcb->signed_part};
+  if (identity) given.push_back(&identity->signed_part);
+  return said + "; TCB info checked: " + more.back().detail + expired_clause(given, trust.at_unix_time);
 }
 
 void run_tdx(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
@@ -204,7 +243,7 @@ void run_tdx(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
   const ev::TdxQuote quote = ev::parse_tdx_quote(bytes, tee::printable_path(o.file));
   std::printf("%s", ev::describe(quote).c_str());
   std::vector<ev::CheckOutcome> checks = ev::verify_tdx_quote(quote, trust);
-  const std::string collateral = check_tdx_collateral(o, quote, trust, checks);
+  const std::string collateral = check_tdx_collateral(o, quote, trust, lowest_tcb_status(o), checks);
   add_roots_check(o, roots, checks);
   std::printf("checks\n");
   print_checks(checks);
@@ -372,10 +411,17 @@ void register_verify_evidence(CLI::App& app) {
       "verify-evidence.md), with --collateral-chain: the quoting enclave must be the one it names, at "
       "an UpToDate TCB level; expired collateral is refused");
   cmd->add_option(
-      "--collateral-chain", o->collateral_chain,
-      "The PEM issuer chain Intel sends beside the QE identity (TCB signing certificate, SGX root)");
+      "--tcb-info", o->tcb_info,
+      "Intel's TDX TCB info JSON for the platform's FMSPC (Intel PCS v4 tdx/certification/v4/tcb), with "
+      "--collateral-chain: its FMSPC must be the PCK certificate's; the platform's TCB level (SGX "
+      "components and PCESVN from the PCK certificate, TEE_TCB_SVN from the quote) is printed; Revoked "
+      "and OutOfDate are refused (a --policy may accept OutOfDate: tdx.min_tcb_status)");
+  cmd->add_option("--collateral-chain", o->collateral_chain,
+                  "The PEM issuer chain Intel sends beside the QE identity and the TCB info (TCB signing "
+                  "certificate, SGX root)");
   cmd->add_flag("--allow-expired-collateral", o->allow_expired_collateral,
-                "Accept a QE identity past its nextUpdate; the verdict says so");
+                "Accept a QE identity or TCB info past its nextUpdate; the verdict says EXPIRED collateral "
+                "accepted");
   cmd->add_flag("--allow-test-roots", o->allow_test_roots,
                 "Accept evidence under --test-roots (tests only): the verdict then says TEST ROOTS");
   cmd->callback([o] { run_verify_evidence(*o); });
