@@ -14,11 +14,10 @@
 #include "base/error.h"
 #include "tee/evidence/bundled_roots.h"
 #include "tee/evidence/evidence_policy.h"
+#include "tee/evidence/intel_collateral.h"
 #include "tee/evidence/nvidia_verify.h"
 #include "tee/evidence/snp_report.h"
-#include "tee/evidence/tdx_collateral.h"
 #include "tee/evidence/tdx_quote.h"
-#include "tee/evidence/tdx_tcb_info.h"
 #include "tee/regular_file.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/tee_options.h"
@@ -175,61 +174,24 @@ void refuse_first_failure(const std::string& source, const std::vector<ev::Check
                            " check failed: " + c.detail);
 }
 
-// Intel's signed collateral files as text, each read once (at most 1 MiB: Intel's are a few KiB).
-std::string read_collateral(const std::string& path, const char* flag) {
-  const std::vector<std::uint8_t> bytes = tee::read_regular_file(path, flag, 1 << 20);
-  return {bytes.begin(), bytes.end()};
-}
-
-// The clause of the verdict that says which collateral was past its nextUpdate and accepted anyway.
-std::string expired_clause(const std::vector<const ev::SignedCollateral*>& given,
-                           std::optional<std::int64_t> at) {
-  const std::int64_t now = at.value_or(static_cast<std::int64_t>(std::time(nullptr)));
-  std::string expired;
-  for (const ev::SignedCollateral* c : given)
-    if (now > c->next_update_unix)
-      expired +=
-          (expired.empty() ? "" : ", ") + c->kind + " " + c->source + " (nextUpdate " + c->next_update + ")";
-  return expired.empty() ? "" : "; EXPIRED collateral accepted (--allow-expired-collateral): " + expired;
-}
-
-// Intel's collateral read offline: the QE identity (--qe-identity, tee/evidence/tdx_collateral.h) and
-// the TCB info (--tcb-info, tdx_tcb_info.h), both under --collateral-chain; their checks appended to
-// `checks`. Returns what the verdict says about them, naming each one not given.
+// Intel's collateral read offline (--qe-identity, --tcb-info under --collateral-chain:
+// tee/evidence/intel_collateral.h), its checks appended to `checks`. Returns what the verdict says of
+// it: the TCB level found, each piece not given, each expired one accepted.
 std::string check_tdx_collateral(const EvidenceOptions& o, const ev::TdxQuote& quote,
-                                 const ev::TdxTrust& trust, ev::TcbStatus lowest_accepted,
-                                 std::vector<ev::CheckOutcome>& checks) {
-  if (o.qe_identity.empty() && o.tcb_info.empty())
-    return "QE identity NOT checked (no --qe-identity); TCB status NOT checked (no --tcb-info)";
-  if (o.collateral_chain.empty())
-    throw InputError(
-        "--qe-identity and --tcb-info need --collateral-chain PEM (the issuer chain Intel sends beside "
-        "them)");
-  const std::vector<tee::Certificate> chain = tee::certificates_from_pem(
-      read_collateral(o.collateral_chain, "--collateral-chain"), "--collateral-chain");
-  const ev::StaleCollateral stale =
-      o.allow_expired_collateral ? ev::StaleCollateral::Accept : ev::StaleCollateral::Refuse;
-  std::optional<ev::QeIdentity> identity;
-  std::optional<ev::TcbInfo> tcb;
-  std::string said = "QE identity NOT checked (no --qe-identity)";
-  if (!o.qe_identity.empty()) {
-    identity = ev::parse_qe_identity(read_collateral(o.qe_identity, "--qe-identity"),
-                                     tee::printable_path(o.qe_identity));
-    const auto more =
-        ev::verify_qe_identity(*identity, chain, quote, trust.intel_root, trust.at_unix_time, stale);
-    checks.insert(checks.end(), more.begin(), more.end());
-    said = "QE identity checked against Intel's collateral";
-  }
-  if (o.tcb_info.empty())
-    return said + "; TCB status NOT checked (no --tcb-info)" +
-           expired_clause({&identity->signed_part}, trust.at_unix_time);
-  tcb = ev::parse_tcb_info(read_collateral(o.tcb_info, "--tcb-info"), tee::printable_path(o.tcb_info));
-  const auto more =
-      ev::verify_tcb_info(*tcb, chain, quote, trust.intel_root, trust.at_unix_time, stale, lowest_accepted);
+                                 const ev::TdxTrust& trust, std::vector<ev::CheckOutcome>& checks) {
+  const ev::IntelCollateral collateral = ev::load_intel_collateral(
+      {.qe_identity = o.qe_identity,
+       .tcb_info = o.tcb_info,
+       .collateral_chain = o.collateral_chain,
+       .stale = o.allow_expired_collateral ? ev::StaleCollateral::Accept : ev::StaleCollateral::Refuse});
+  const std::vector<ev::CheckOutcome> more =
+      collateral.check(quote, trust.intel_root, trust.at_unix_time, lowest_tcb_status(o));
   checks.insert(checks.end(), more.begin(), more.end());
-  std::vector<const ev::SignedCollateral*> given{&tcb->signed_part};
-  if (identity) given.push_back(&identity->signed_part);
-  return said + "; TCB info checked: " + more.back().detail + expired_clause(given, trust.at_unix_time);
+  std::string said = collateral.qe_identity ? "QE identity checked against Intel's collateral" : "";
+  if (collateral.tcb_info)
+    said += (said.empty() ? "" : "; ") + std::string("TCB info checked: ") + more.back().detail;
+  const std::string rest = collateral.unchecked_and_expired(trust.at_unix_time);
+  return said + (said.empty() || rest.empty() ? "" : "; ") + rest;
 }
 
 void run_tdx(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
@@ -243,7 +205,7 @@ void run_tdx(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
   const ev::TdxQuote quote = ev::parse_tdx_quote(bytes, tee::printable_path(o.file));
   std::printf("%s", ev::describe(quote).c_str());
   std::vector<ev::CheckOutcome> checks = ev::verify_tdx_quote(quote, trust);
-  const std::string collateral = check_tdx_collateral(o, quote, trust, lowest_tcb_status(o), checks);
+  const std::string collateral = check_tdx_collateral(o, quote, trust, checks);
   add_roots_check(o, roots, checks);
   std::printf("checks\n");
   print_checks(checks);
