@@ -9,6 +9,7 @@
 #include "engine/keys/tee_session.h"
 #include "tee/bytes.h"
 #include "tee/evidence/bundled_roots.h"
+#include "tee/evidence/crl_currency.h"
 #include "tee/evidence/evidence_policy.h"
 #include "tee/evidence/gather.h"
 #include "tee/evidence/intel_collateral.h"
@@ -47,11 +48,12 @@ std::vector<tee::Certificate> vcek_chain(const std::vector<std::uint8_t>& bytes)
 // every field the policy refuses is named).
 class VendorVerifier final : public comm::RealEvidenceVerifier {
  public:
-  VendorVerifier(ev::EvidenceRoots roots, ev::TestRoots allowed,
+  VendorVerifier(ev::EvidenceRoots roots, ev::TestRoots allowed, std::vector<std::string> crl_paths,
                  std::vector<std::shared_ptr<X509_crl_st>> crls, std::optional<ev::EvidencePolicy> policy,
                  ev::IntelCollateral collateral)
       : roots_(std::move(roots)),
         allowed_(allowed),
+        crl_paths_(std::move(crl_paths)),
         crls_(std::move(crls)),
         policy_(std::move(policy)),
         collateral_(std::move(collateral)) {}
@@ -96,6 +98,9 @@ class VendorVerifier final : public comm::RealEvidenceVerifier {
   // The vendor checks, the roots check and the policy, as one refusal or the measurements verified.
   comm::RealVerdict finish(const std::string& what, std::vector<ev::CheckOutcome> checks,
                            const ev::VerifiedMeasurements& measured) const {
+    // An expired list first: the chain check would refuse it without naming it.
+    if (const std::optional<ev::CheckOutcome> expired = ev::expired_crl(crl_paths_, crls_, std::nullopt))
+      checks.insert(checks.begin(), *expired);
     checks.push_back(ev::check_roots(roots_, allowed_));
     for (const ev::CheckOutcome& c : checks)
       if (!c.ok) return refuse(what + ": " + ev::check_name(c.check) + " check failed: " + c.detail);
@@ -177,6 +182,7 @@ class VendorVerifier final : public comm::RealEvidenceVerifier {
 
   ev::EvidenceRoots roots_;
   ev::TestRoots allowed_;
+  std::vector<std::string> crl_paths_;  // --evidence-crl, for messages
   std::vector<std::shared_ptr<X509_crl_st>> crls_;
   std::optional<ev::EvidencePolicy> policy_;
   ev::IntelCollateral collateral_;
@@ -229,8 +235,8 @@ std::shared_ptr<const comm::RealEvidenceVerifier> make_real_verifier(const RealA
        .stale = o.allow_expired_collateral ? ev::StaleCollateral::Accept : ev::StaleCollateral::Refuse});
   return std::make_shared<const VendorVerifier>(
       o.test_roots.empty() ? ev::bundled_roots() : ev::load_test_roots(o.test_roots),
-      o.allow_test_roots ? ev::TestRoots::Allow : ev::TestRoots::Refuse, std::move(crls), std::move(policy),
-      std::move(collateral));
+      o.allow_test_roots ? ev::TestRoots::Allow : ev::TestRoots::Refuse, o.crls, std::move(crls),
+      std::move(policy), std::move(collateral));
 }
 
 comm::RealAttestation make_real_attestation(const comm::RealAttestationKind& kind,

@@ -7,7 +7,9 @@
 #     --allow-expired-collateral, the run trains and the banner and the summary's verifier say what was
 #     checked and which collateral was EXPIRED and accepted;
 #   - without --allow-expired-collateral the same run is refused on every rank (exit 3, one verdict line
-#     naming the TCB info's file and its nextUpdate).
+#     naming the TCB info's file and its nextUpdate);
+#   - an expired --evidence-crl is refused on every rank, naming the list and its nextUpdate
+#     (--allow-expired-collateral does not cover revocation lists).
 # The TCB levels, statuses and FMSPC checks themselves are tests/cli/evidence_test_vendor.sh's.
 source "$(dirname "$0")/lib.sh" "$@"
 VENDOR="$2"
@@ -52,4 +54,18 @@ check "expired TCB info: refused on every rank, naming the file and its nextUpda
   "^teetrain: INTEGRITY FAILURE: attestation refused on every rank: rank [01]: Intel TDX quote: collateral check failed: the TCB info '.*tcb_old.json' expired at its nextUpdate " \
   "$WORK/expired.log"
 expect_eq "$(grep -c "INTEGRITY FAILURE" "$WORK/expired.log")" 1 "expired TCB info: one verdict line"
+
+# A revocation list of the test PCK CA past its nextUpdate (2020-02-01), made with openssl ca.
+mkdir "$WORK/ca" && touch "$WORK/ca/index.txt" && echo 01 >"$WORK/ca/crlnumber"
+printf '[ca]\ndefault_ca = d\n[d]\ndatabase = %s\ncrlnumber = %s\ndefault_md = sha256\n' \
+  "$WORK/ca/index.txt" "$WORK/ca/crlnumber" >"$WORK/ca/ca.cnf"
+openssl ca -batch -config "$WORK/ca/ca.cnf" -gencrl -keyfile "$R/intel_pck_ca.key.pem" -cert "$R/intel_pck_ca.pem" \
+  -crl_lastupdate 20200101000000Z -crl_nextupdate 20200201000000Z -out "$WORK/old.crl.pem" 2>/dev/null
+rc=0
+mpirun --oversubscribe -np 2 "$TT" "${train[@]}" --allow-expired-collateral --evidence-crl "$WORK/old.crl.pem" \
+  >"$WORK/crl.log" 2>&1 || rc=$?
+expect_eq "$rc" 3 "expired revocation list: exit"
+check "expired revocation list: refused on every rank, naming the file and its nextUpdate" grep -qE \
+  "^teetrain: INTEGRITY FAILURE: attestation refused on every rank: rank [01]: Intel TDX quote: collateral check failed: the revocation list '.*old.crl.pem' expired at its nextUpdate 2020-02-01T00:00:00Z" \
+  "$WORK/crl.log"
 finish

@@ -117,7 +117,7 @@ CRLS=(--crl $F/intel_sgx_root.crl.der --crl $F/intel_pck_platform.crl.der)
 "$TT" verify-evidence $SPR "${CRLS[@]}" --at 2023-06-15 >"$WORK/tdxcrl.log" 2>&1 && ok || bad "Intel CRLs on 2023-06-15" "$WORK/tdxcrl.log"
 grep -q "certificate chain   ok: .*not revoked (checked against 2 given list(s))" "$WORK/tdxcrl.log" && ok ||
   bad "both Intel CRLs applied" "$WORK/tdxcrl.log"
-expect_exit 3 "certificate chain check failed: certificate or revocation list outside its validity period \(CRL has expired\)" -- \
+expect_exit 3 "collateral check failed: the revocation list '.*intel_pck_platform.crl.der' expired at its nextUpdate 2023-07-08" -- \
   "$TT" verify-evidence $SPR --crl $F/intel_pck_platform.crl.der
 # Intel's published QE identity and TCB info for the SPR quote's FMSPC (go-tdx-guest's samples), signed
 # by Intel's TCB signing certificate (valid until 2025-05-21): on 2023-06-20 the QE identity passes and

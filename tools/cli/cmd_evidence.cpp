@@ -13,6 +13,7 @@
 
 #include "base/error.h"
 #include "tee/evidence/bundled_roots.h"
+#include "tee/evidence/crl_currency.h"
 #include "tee/evidence/evidence_policy.h"
 #include "tee/evidence/intel_collateral.h"
 #include "tee/evidence/nvidia_verify.h"
@@ -49,6 +50,14 @@ struct EvidenceOptions {
 // The roots to verify under: the vendors' bundled ones, or a test vendor's (Note [Test roots]).
 ev::EvidenceRoots roots_of(const EvidenceOptions& o) {
   return o.test_roots.empty() ? ev::bundled_roots() : ev::load_test_roots(o.test_roots);
+}
+
+// The first expired --crl, as a failed collateral check ahead of `checks` (the chain check would fail
+// on it too, without naming the list).
+void add_crl_currency(const EvidenceOptions& o, const std::vector<std::shared_ptr<X509_crl_st>>& crls,
+                      std::optional<std::int64_t> at, std::vector<ev::CheckOutcome>& checks) {
+  if (const std::optional<ev::CheckOutcome> expired = ev::expired_crl(o.crls, crls, at))
+    checks.insert(checks.begin(), *expired);
 }
 
 // The trust roots check, appended to every evidence's checks: test roots only with --allow-test-roots.
@@ -205,6 +214,7 @@ void run_tdx(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
   const ev::TdxQuote quote = ev::parse_tdx_quote(bytes, tee::printable_path(o.file));
   std::printf("%s", ev::describe(quote).c_str());
   std::vector<ev::CheckOutcome> checks = ev::verify_tdx_quote(quote, trust);
+  add_crl_currency(o, trust.crls, trust.at_unix_time, checks);
   const std::string collateral = check_tdx_collateral(o, quote, trust, checks);
   add_roots_check(o, roots, checks);
   std::printf("checks\n");
@@ -257,6 +267,7 @@ void run_snp(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
     trust.roots = {{"--device-root", tee::Certificate::load_pem(o.device_root), {}}};
   std::printf("%s%s", ev::describe(report).c_str(), ev::describe_vcek(vcek).c_str());
   std::vector<ev::CheckOutcome> checks = ev::verify_snp_report(report, vcek, trust);
+  add_crl_currency(o, trust.crls, trust.at_unix_time, checks);
   add_roots_check(o, roots, checks);
   std::printf("checks\n");
   print_checks(checks);
@@ -280,6 +291,7 @@ void run_verify_evidence(const EvidenceOptions& o) {
   for (const ev::GpuEvidence& gpu : gpus) {
     std::printf("%s", ev::describe(gpu).c_str());
     std::vector<ev::CheckOutcome> checks = ev::verify_gpu_evidence(gpu, trust);
+    add_crl_currency(o, trust.crls, trust.at_unix_time, checks);
     ev::GoldenComparison cmp;
     if (!rims.empty()) {
       checks.insert(checks.end(), rim_signatures.begin(), rim_signatures.end());
