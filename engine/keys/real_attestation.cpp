@@ -9,8 +9,10 @@
 #include "engine/keys/tee_session.h"
 #include "tee/bytes.h"
 #include "tee/evidence/bundled_roots.h"
+#include "tee/evidence/crl_currency.h"
 #include "tee/evidence/evidence_policy.h"
 #include "tee/evidence/gather.h"
+#include "tee/evidence/intel_collateral.h"
 #include "tee/evidence/nvidia_verify.h"
 #include "tee/evidence/snp_report.h"
 #include "tee/evidence/tdx_quote.h"
@@ -46,9 +48,15 @@ std::vector<tee::Certificate> vcek_chain(const std::vector<std::uint8_t>& bytes)
 // every field the policy refuses is named).
 class VendorVerifier final : public comm::RealEvidenceVerifier {
  public:
-  VendorVerifier(ev::EvidenceRoots roots, ev::TestRoots allowed,
-                 std::vector<std::shared_ptr<X509_crl_st>> crls, std::optional<ev::EvidencePolicy> policy)
-      : roots_(std::move(roots)), allowed_(allowed), crls_(std::move(crls)), policy_(std::move(policy)) {}
+  VendorVerifier(ev::EvidenceRoots roots, ev::TestRoots allowed, std::vector<std::string> crl_paths,
+                 std::vector<std::shared_ptr<X509_crl_st>> crls, std::optional<ev::EvidencePolicy> policy,
+                 ev::IntelCollateral collateral)
+      : roots_(std::move(roots)),
+        allowed_(allowed),
+        crl_paths_(std::move(crl_paths)),
+        crls_(std::move(crls)),
+        policy_(std::move(policy)),
+        collateral_(std::move(collateral)) {}
 
   comm::RealVerdict verify(const comm::RealAttestationKind& kind, const comm::RealEvidence& e,
                            const tee::Sha256Digest& challenge) const override {
@@ -71,7 +79,13 @@ class VendorVerifier final : public comm::RealEvidenceVerifier {
                 : "no --attestation-policy: measurements recorded, NOT checked (debug refused)";
     const std::string crls = crls_.empty() ? "revocation NOT checked (no --evidence-crl)"
                                            : std::to_string(crls_.size()) + " revocation list(s)";
-    return roots + "; " + policy + "; " + crls + "; TCB collateral NOT checked";
+    const std::string intel = collateral_.unchecked_and_expired(std::nullopt);
+    return roots + "; " + policy + "; " + crls +
+           "; Intel collateral: " + (collateral_.qe_identity ? "QE identity checked" : "") +
+           (collateral_.qe_identity && collateral_.tcb_info ? ", " : "") +
+           (collateral_.tcb_info ? "TCB status checked" : "") +
+           ((collateral_.qe_identity || collateral_.tcb_info) && !intel.empty() ? "; " : "") + intel +
+           "; AMD TCB collateral NOT checked";
   }
 
   comm::RealVerifierFacts facts() const override {
@@ -84,6 +98,9 @@ class VendorVerifier final : public comm::RealEvidenceVerifier {
   // The vendor checks, the roots check and the policy, as one refusal or the measurements verified.
   comm::RealVerdict finish(const std::string& what, std::vector<ev::CheckOutcome> checks,
                            const ev::VerifiedMeasurements& measured) const {
+    // An expired list first: the chain check would refuse it without naming it.
+    if (const std::optional<ev::CheckOutcome> expired = ev::expired_crl(crl_paths_, crls_, std::nullopt))
+      checks.insert(checks.begin(), *expired);
     checks.push_back(ev::check_roots(roots_, allowed_));
     for (const ev::CheckOutcome& c : checks)
       if (!c.ok) return refuse(what + ": " + ev::check_name(c.check) + " check failed: " + c.detail);
@@ -113,7 +130,12 @@ class VendorVerifier final : public comm::RealEvidenceVerifier {
     if (!std::equal(expected.begin(), expected.end(), quote.report_data().begin()))
       return refuse(key_substituted("REPORTDATA"));
     const ev::TdxTrust trust{roots_.intel_sgx_root, crls_, expected, std::nullopt};
-    return finish("Intel TDX quote", ev::verify_tdx_quote(quote, trust), ev::measurements_of(quote));
+    std::vector<ev::CheckOutcome> checks = ev::verify_tdx_quote(quote, trust);
+    const std::vector<ev::CheckOutcome> collateral =
+        collateral_.check(quote, roots_.intel_sgx_root, std::nullopt,
+                          policy_ ? ev::lowest_tcb_status(*policy_) : ev::kDefaultLowestTcbStatus);
+    checks.insert(checks.end(), collateral.begin(), collateral.end());
+    return finish("Intel TDX quote", std::move(checks), ev::measurements_of(quote));
   }
 
   comm::RealVerdict verify_snp(const comm::RealEvidence& e, const tee::ReportData& expected) const {
@@ -160,8 +182,10 @@ class VendorVerifier final : public comm::RealEvidenceVerifier {
 
   ev::EvidenceRoots roots_;
   ev::TestRoots allowed_;
+  std::vector<std::string> crl_paths_;  // --evidence-crl, for messages
   std::vector<std::shared_ptr<X509_crl_st>> crls_;
   std::optional<ev::EvidencePolicy> policy_;
+  ev::IntelCollateral collateral_;
 };
 
 class HardwareProver final : public comm::RealEvidenceProver {
@@ -204,9 +228,15 @@ std::shared_ptr<const comm::RealEvidenceVerifier> make_real_verifier(const RealA
   for (const std::string& crl : o.crls) crls.push_back(ev::load_crl(crl));
   std::optional<ev::EvidencePolicy> policy;
   if (!o.policy.empty()) policy = ev::load_policy(o.policy);
+  ev::IntelCollateral collateral = ev::load_intel_collateral(
+      {.qe_identity = o.qe_identity,
+       .tcb_info = o.tcb_info,
+       .collateral_chain = o.collateral_chain,
+       .stale = o.allow_expired_collateral ? ev::StaleCollateral::Accept : ev::StaleCollateral::Refuse});
   return std::make_shared<const VendorVerifier>(
       o.test_roots.empty() ? ev::bundled_roots() : ev::load_test_roots(o.test_roots),
-      o.allow_test_roots ? ev::TestRoots::Allow : ev::TestRoots::Refuse, std::move(crls), std::move(policy));
+      o.allow_test_roots ? ev::TestRoots::Allow : ev::TestRoots::Refuse, o.crls, std::move(crls),
+      std::move(policy), std::move(collateral));
 }
 
 comm::RealAttestation make_real_attestation(const comm::RealAttestationKind& kind,
@@ -219,6 +249,10 @@ comm::RealAttestation make_real_attestation(const comm::RealAttestationKind& kin
                      *absent +
                      "; run on a confidential VM (scripts/check-confidential-vm.sh says what it "
                      "lacks), or keep the emulated vendor (--attestation certified)");
+  if (kind.cpu == comm::CpuTee::Snp && (!options.qe_identity.empty() || !options.tcb_info.empty()))
+    throw InputError(
+        "--qe-identity and --tcb-info are Intel's collateral for TDX quotes: drop them with --attestation " +
+        std::string(kind.name));
   if (kind.cpu == comm::CpuTee::Snp && options.vcek.empty())
     throw InputError("--attestation " + std::string(kind.name) +
                      " needs this rank's VCEK: --vcek FILE (AMD's key distribution service serves it for "

@@ -21,6 +21,12 @@ struct RealAttestationOptions {
   std::string vcek;
   std::string policy;             // --attestation-policy: tee/evidence/evidence_policy.h; empty: none
   std::vector<std::string> crls;  // --evidence-crl: revocation lists for the vendors' chains
+  // --qe-identity, --tcb-info, --collateral-chain, --allow-expired-collateral: Intel's collateral for
+  // TDX quotes (tee/evidence/intel_collateral.h); empty paths: not checked (every report says so).
+  std::string qe_identity;
+  std::string tcb_info;
+  std::string collateral_chain;
+  bool allow_expired_collateral = false;
   std::string test_roots;  // --test-roots: a test vendor's roots (Note [Test roots]) instead of the vendors'
   bool allow_test_roots = false;  // --allow-test-roots: accept evidence under them (every report says so)
   std::chrono::seconds gather_timeout{60};

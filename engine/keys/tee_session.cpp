@@ -85,12 +85,13 @@ comm::AttestConfig make_attest_config(const TrustOptions& trust, int rank, int w
                               !trust.crl_state.empty();
   const RealAttestationOptions& r = trust.real;
   const bool any_real_flag = !r.tsm_dir.empty() || !r.vcek.empty() || !r.policy.empty() || !r.crls.empty() ||
-                             !r.test_roots.empty() || r.allow_test_roots;
+                             !r.test_roots.empty() || r.allow_test_roots || !r.qe_identity.empty() ||
+                             !r.tcb_info.empty() || !r.collateral_chain.empty() || r.allow_expired_collateral;
   if (trust.mode != comm::AttestationMode::Real && any_real_flag)
     throw InputError(
-        "--tsm-dir, --vcek, --attestation-policy, --evidence-crl, --test-roots and --allow-test-roots are "
-        "for "
-        "real evidence: add --attestation tdx|snp|tdx+gpu|snp+gpu, or drop them");
+        "--tsm-dir, --vcek, --attestation-policy, --evidence-crl, --qe-identity, --tcb-info, "
+        "--collateral-chain, --allow-expired-collateral, --test-roots and --allow-test-roots are for real "
+        "evidence: add --attestation tdx|snp|tdx+gpu|snp+gpu, or drop them");
   if (trust.mode == comm::AttestationMode::Real) {
     if (any_trust_flag || !trust.policy.empty())
       throw InputError(std::string("--attestation ") + trust.real_kind.name +

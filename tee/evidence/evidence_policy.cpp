@@ -14,7 +14,9 @@ namespace {
 constexpr std::string_view kHeader = "teetrain-evidence-policy 1";
 constexpr std::size_t kMaxTextValue = 128;
 
-enum class Rule { OneOf, Debug, Minimum };
+// LowestStatus: not a measurement but what Intel's TCB info may say of it (tdx_tcb_info.h), checked
+// there; when absent the default applies, so it is never listed as unconstrained.
+enum class Rule { OneOf, Debug, Minimum, LowestStatus };
 
 struct FieldInfo {
   PolicyField field;
@@ -25,7 +27,7 @@ struct FieldInfo {
 };
 
 // Note [Evidence policy]: every field, in the order the canonical text writes them.
-constexpr std::array<FieldInfo, 13> kFields = {{
+constexpr std::array<FieldInfo, 14> kFields = {{
     {PolicyField::TdxMrtd, "tdx.mrtd", EvidenceKind::Tdx, Rule::OneOf, 48},
     {PolicyField::TdxRtmr0, "tdx.rtmr0", EvidenceKind::Tdx, Rule::OneOf, 48},
     {PolicyField::TdxRtmr1, "tdx.rtmr1", EvidenceKind::Tdx, Rule::OneOf, 48},
@@ -33,6 +35,7 @@ constexpr std::array<FieldInfo, 13> kFields = {{
     {PolicyField::TdxRtmr3, "tdx.rtmr3", EvidenceKind::Tdx, Rule::OneOf, 48},
     {PolicyField::TdxDebug, "tdx.debug", EvidenceKind::Tdx, Rule::Debug, 0},
     {PolicyField::TdxMinTeeTcbSvn, "tdx.min_tee_tcb_svn", EvidenceKind::Tdx, Rule::Minimum, 16},
+    {PolicyField::TdxMinTcbStatus, "tdx.min_tcb_status", EvidenceKind::Tdx, Rule::LowestStatus, 0},
     {PolicyField::SnpMeasurement, "snp.measurement", EvidenceKind::Snp, Rule::OneOf, 48},
     {PolicyField::SnpDebug, "snp.debug", EvidenceKind::Snp, Rule::Debug, 0},
     {PolicyField::SnpMinReportedTcb, "snp.min_reported_tcb", EvidenceKind::Snp, Rule::Minimum, 8},
@@ -67,6 +70,13 @@ std::string canonical_value(const FieldInfo& f, std::string_view raw, const std:
   if (f.rule == Rule::Debug) {
     if (raw == "refuse" || raw == "allow") return std::string(raw);
     throw InputError(at + f.name + " is '" + std::string(raw.substr(0, 32)) + "', expected refuse or allow");
+  }
+  if (f.rule == Rule::LowestStatus) {
+    const std::optional<TcbStatus> s = tcb_status_of(raw);
+    if (s && *s != TcbStatus::Revoked) return std::string(raw);
+    throw InputError(at + f.name + " is '" + std::string(raw.substr(0, 40)) +
+                     "', expected one of Intel's TCB statuses from UpToDate to OutOfDateConfigurationNeeded "
+                     "(Revoked is never accepted)");
   }
   if (f.hex_bytes > 0) {
     std::string hex = lower(raw);
@@ -271,7 +281,8 @@ std::vector<PolicyFailure> check_policy(const EvidencePolicy& policy, const Veri
   for (const FieldInfo& f : kFields) {  // constrained, but the evidence does not say
     const bool measured_it = std::any_of(measured.values.begin(), measured.values.end(),
                                          [&](const auto& v) { return v.first == f.field; });
-    if (f.kind == measured.kind && !measured_it && policy.allowed.count(f.field) > 0 && f.rule != Rule::Debug)
+    if (f.kind == measured.kind && !measured_it && policy.allowed.count(f.field) > 0 &&
+        f.rule != Rule::Debug && f.rule != Rule::LowestStatus)
       failures.push_back({f.field, std::string(f.name) + ": the evidence does not state it (" +
                                        (f.field == PolicyField::GpuRim ? "no RIM was checked: give --rim"
                                                                        : "no such field") +
@@ -280,10 +291,17 @@ std::vector<PolicyFailure> check_policy(const EvidencePolicy& policy, const Veri
   return failures;
 }
 
+TcbStatus lowest_tcb_status(const EvidencePolicy& policy) {
+  const auto it = policy.allowed.find(PolicyField::TdxMinTcbStatus);
+  return it == policy.allowed.end() ? kDefaultLowestTcbStatus
+                                    : tcb_status_of(it->second.front()).value_or(kDefaultLowestTcbStatus);
+}
+
 std::vector<std::string> unconstrained_fields(const EvidencePolicy& policy, EvidenceKind kind) {
   std::vector<std::string> out;
   for (const FieldInfo& f : kFields)
-    if (f.kind == kind && f.rule != Rule::Debug && policy.allowed.count(f.field) == 0)
+    if (f.kind == kind && f.rule != Rule::Debug && f.rule != Rule::LowestStatus &&
+        policy.allowed.count(f.field) == 0)
       out.emplace_back(f.name);
   return out;
 }

@@ -10,6 +10,9 @@
 //   tdx.rtmr0 .. tdx.rtmr3 = HEX96      repeatable
 //   tdx.debug = refuse | allow          TDATTRIBUTES bit 0; refused when absent
 //   tdx.min_tee_tcb_svn = HEX32         each of the 16 SVN bytes at least this one's
+//   tdx.min_tcb_status = STATUS         the lowest TCB status Intel's TCB info may give the platform
+//                                       (tdx_tcb_info.h: UpToDate .. OutOfDateConfigurationNeeded;
+//                                       ConfigurationAndSWHardeningNeeded when absent; Revoked never)
 //   snp.measurement = HEX96             repeatable
 //   snp.debug = refuse | allow          POLICY bit 19; refused when absent
 //   snp.min_reported_tcb = HEX16        each TCB_VERSION byte (boot loader, TEE, SNP, microcode) at least
@@ -34,6 +37,7 @@
 #include "tee/evidence/rim.h"
 #include "tee/evidence/snp_report.h"
 #include "tee/evidence/tdx_quote.h"
+#include "tee/evidence/tdx_tcb_info.h"
 
 namespace tt::tee::evidence {
 
@@ -47,6 +51,7 @@ enum class PolicyField {
   TdxRtmr3,
   TdxDebug,
   TdxMinTeeTcbSvn,
+  TdxMinTcbStatus,
   SnpMeasurement,
   SnpDebug,
   SnpMinReportedTcb,
@@ -101,6 +106,8 @@ struct PolicyFailure {
 };
 // Every field of `measured` that the policy refuses; empty when it passes.
 std::vector<PolicyFailure> check_policy(const EvidencePolicy& policy, const VerifiedMeasurements& measured);
+// The lowest TCB status the policy accepts from Intel's TCB info (tdx.min_tcb_status, or the default).
+TcbStatus lowest_tcb_status(const EvidencePolicy& policy);
 // The fields of this kind the policy leaves out (not checked), by name.
 std::vector<std::string> unconstrained_fields(const EvidencePolicy& policy, EvidenceKind kind);
 

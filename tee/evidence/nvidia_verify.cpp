@@ -99,6 +99,8 @@ const char* check_name(Check check) {
       return "collateral";
     case Check::QeIdentity:
       return "QE identity";
+    case Check::TcbStatus:
+      return "TCB status";
   }
   return "?";
 }

@@ -37,10 +37,12 @@ enum class Check {
   TrustRoots,      // the roots are the vendors', or test roots explicitly allowed (Note [Test roots])
   Collateral,      // TDX: Intel's QE identity is signed under the root and current (tdx_collateral.h)
   QeIdentity,      // TDX: the quoting enclave is the one Intel's QE identity names, at an UpToDate TCB
+  TcbStatus,       // TDX: Intel's TCB info for the platform's FMSPC puts it at an accepted TCB level
 };
 
 // "certificate chain", "signature", "nonce", "RIM signature", "RIM version", "measurements",
-// "QE report", "attestation key", "chip id", "reported TCB", "trust roots", "collateral", "QE identity".
+// "QE report", "attestation key", "chip id", "reported TCB", "trust roots", "collateral", "QE identity",
+// "TCB status".
 const char* check_name(Check check);
 
 struct CheckOutcome {

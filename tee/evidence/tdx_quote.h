@@ -16,7 +16,7 @@
 // enclave vouches for the attestation key); the attestation key signed header and body; and the TD's
 // REPORTDATA carries the verifier's challenge. Not checked here: the QE identity (Intel's signed
 // collateral, checked by tdx_collateral.h when the verifier has it) and the TCB status (Intel's TCB info,
-// not read).
+// checked by tdx_tcb_info.h when the verifier has it).
 #pragma once
 #include <array>
 #include <cstdint>

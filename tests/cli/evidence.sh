@@ -117,8 +117,20 @@ CRLS=(--crl $F/intel_sgx_root.crl.der --crl $F/intel_pck_platform.crl.der)
 "$TT" verify-evidence $SPR "${CRLS[@]}" --at 2023-06-15 >"$WORK/tdxcrl.log" 2>&1 && ok || bad "Intel CRLs on 2023-06-15" "$WORK/tdxcrl.log"
 grep -q "certificate chain   ok: .*not revoked (checked against 2 given list(s))" "$WORK/tdxcrl.log" && ok ||
   bad "both Intel CRLs applied" "$WORK/tdxcrl.log"
-expect_exit 3 "certificate chain check failed: certificate or revocation list outside its validity period \(CRL has expired\)" -- \
+expect_exit 3 "collateral check failed: the revocation list '.*intel_pck_platform.crl.der' expired at its nextUpdate 2023-07-08" -- \
   "$TT" verify-evidence $SPR --crl $F/intel_pck_platform.crl.der
+# Intel's published QE identity and TCB info for the SPR quote's FMSPC (go-tdx-guest's samples), signed
+# by Intel's TCB signing certificate (valid until 2025-05-21): on 2023-06-20 the QE identity passes and
+# the signatures verify, but the quote's platform is below both TCB levels the sample lists (refused);
+# after the TCB info's nextUpdate it is refused as expired, naming the file and its nextUpdate.
+COLL=(--collateral-chain $F/intel_tcb_signing_chain.pem --qe-identity $F/intel_qe_identity_td_qe.json)
+"$TT" verify-evidence $SPR "${COLL[@]}" --at 2023-06-20 >"$WORK/qe.log" 2>&1 && ok || bad "Intel's QE identity sample" "$WORK/qe.log"
+grep -q "^verdict: VERIFIED: .*; QE identity checked against Intel's collateral; TCB status NOT checked (no --tcb-info)" \
+  "$WORK/qe.log" && ok || bad "the verdict names the TCB info as not given" "$WORK/qe.log"
+expect_exit 3 "TCB status check failed: the platform \(SGX TCB 03030202020100020000000000000000, PCESVN 11, .*\) is below every TCB level of FMSPC 50806f000000" -- \
+  "$TT" verify-evidence $SPR "${COLL[@]}" --tcb-info $F/intel_tcb_info_50806f000000.json --at 2023-06-20
+expect_exit 3 "collateral check failed: the TCB info '.*intel_tcb_info_50806f000000.json' expired at its nextUpdate 2023-07-18T08:42:58Z" -- \
+  "$TT" verify-evidence $SPR --collateral-chain $F/intel_tcb_signing_chain.pem --tcb-info $F/intel_tcb_info_50806f000000.json --at 2023-08-01
 expect_exit 2 "--rim and --cert-chain are for NVIDIA evidence" -- "$TT" verify-evidence $SPR --rim $F/g520_0200_885_9600740001_PROD.swidtag
 
 # Another root (the emulated vendor's) refuses NVIDIA's chain; a revocation list no CA of the chain

@@ -11,6 +11,9 @@
 #   - Intel's QE identity read offline (--qe-identity, --collateral-chain): the test vendor's, current,
 #     is checked and the verdict says so; an expired one is refused (exit 3) unless
 #     --allow-expired-collateral, which the verdict reports; an OutOfDate QE is refused;
+#   - Intel's TCB info (--tcb-info): the platform's TCB level and status in the verdict; OutOfDate
+#     refused unless a policy's tdx.min_tcb_status accepts it, Revoked always; another FMSPC and an
+#     expired TCB info refused (exit 3), the expiry accepted only with --allow-expired-collateral;
 #   - docs/reference/attestation-policy.md: a policy written from a trusted quote passes it; a quote with
 #     another MRTD and debug allowed fails both fields, named in one refusal (exit 3); a policy with a
 #     typo is bad input (exit 2) naming the line and the closest field.
@@ -63,18 +66,44 @@ expect_exit 2 "is not a test root" -- "${V[@]}" "$WORK/q.dat" --test-roots "$WOR
 QE=(--collateral-chain "$R/intel_qe_identity_chain.pem")
 "$VENDOR" qe-identity --dir "$R" --out "$WORK/qe.json"
 out=$("${V[@]}" "$WORK/q.dat" "${ALLOW[@]}" --qe-identity "$WORK/qe.json" "${QE[@]}")
-grep -q "^verdict: VERIFIED under TEST ROOTS .*; QE identity checked against Intel's collateral; TCB status NOT checked" <<<"$out" && ok=1 || ok=0
+grep -q "^verdict: VERIFIED under TEST ROOTS .*; QE identity checked against Intel's collateral; TCB status NOT checked (no --tcb-info)" <<<"$out" && ok=1 || ok=0
 expect_eq "$ok" 1 "the QE identity is checked, the verdict saying so"
 "$VENDOR" qe-identity --dir "$R" --out "$WORK/qe_old.json" --next-update -3600
-expect_exit 3 "collateral check failed: the QE identity expired at its nextUpdate" -- \
+expect_exit 3 "collateral check failed: the QE identity '.*qe_old.json' expired at its nextUpdate" -- \
   "${V[@]}" "$WORK/q.dat" "${ALLOW[@]}" --qe-identity "$WORK/qe_old.json" "${QE[@]}"
 out=$("${V[@]}" "$WORK/q.dat" "${ALLOW[@]}" --qe-identity "$WORK/qe_old.json" "${QE[@]}" --allow-expired-collateral)
-grep -q "expired collateral ACCEPTED by --allow-expired-collateral" <<<"$out" && ok=1 || ok=0
+grep -q "^verdict: VERIFIED .*; EXPIRED collateral accepted (--allow-expired-collateral): QE identity .*qe_old.json (nextUpdate " <<<"$out" && ok=1 || ok=0
 expect_eq "$ok" 1 "accepted expired collateral is reported"
 "$VENDOR" qe-identity --dir "$R" --out "$WORK/qe_ood.json" --status OutOfDate
 expect_exit 3 "QE identity check failed: .*OutOfDate" -- \
   "${V[@]}" "$WORK/q.dat" "${ALLOW[@]}" --qe-identity "$WORK/qe_ood.json" "${QE[@]}"
-expect_exit 2 "--qe-identity needs --collateral-chain" -- "${V[@]}" "$WORK/q.dat" "${ALLOW[@]}" --qe-identity "$WORK/qe.json"
+expect_exit 2 "--qe-identity and --tcb-info need --collateral-chain" -- "${V[@]}" "$WORK/q.dat" "${ALLOW[@]}" --qe-identity "$WORK/qe.json"
+
+# Intel's TCB info (--tcb-info): the platform's level and status in the verdict; OutOfDate refused unless
+# the policy's tdx.min_tcb_status accepts it, Revoked always; another FMSPC, an expired one refused.
+"$VENDOR" tcb-info --dir "$R" --out "$WORK/tcb.json"
+out=$("${V[@]}" "$WORK/q.dat" "${ALLOW[@]}" --tcb-info "$WORK/tcb.json" "${QE[@]}")
+grep -q "^verdict: VERIFIED under TEST ROOTS .*; TCB info checked: FMSPC 7e5700000000, TCB level of 2026-01-01T00:00:00Z: UpToDate.*; QE identity NOT checked (no --qe-identity)$" <<<"$out" && ok=1 || ok=0
+expect_eq "$ok" 1 "the TCB level's status and date are in the verdict"
+"$VENDOR" tcb-info --dir "$R" --out "$WORK/tcb_ood.json" --status OutOfDate
+expect_exit 3 "TCB status check failed: .*: OutOfDate \(refused: the lowest status accepted is ConfigurationAndSWHardeningNeeded\)" -- \
+  "${V[@]}" "$WORK/q.dat" "${ALLOW[@]}" --tcb-info "$WORK/tcb_ood.json" "${QE[@]}"
+printf 'teetrain-evidence-policy 1\ntdx.min_tcb_status = OutOfDate\n' >"$WORK/ood_policy.txt"
+"${V[@]}" "$WORK/q.dat" "${ALLOW[@]}" --tcb-info "$WORK/tcb_ood.json" "${QE[@]}" --policy "$WORK/ood_policy.txt" >/dev/null &&
+  ok=1 || ok=0
+expect_eq "$ok" 1 "a policy's tdx.min_tcb_status = OutOfDate accepts an OutOfDate platform"
+"$VENDOR" tcb-info --dir "$R" --out "$WORK/tcb_rev.json" --status Revoked
+expect_exit 3 "TCB status check failed: .*: Revoked \(refused: .*Revoked never is\)" -- \
+  "${V[@]}" "$WORK/q.dat" "${ALLOW[@]}" --tcb-info "$WORK/tcb_rev.json" "${QE[@]}" --policy "$WORK/ood_policy.txt"
+"$VENDOR" tcb-info --dir "$R" --out "$WORK/tcb_other.json" --fmspc 00906ed50000
+expect_exit 3 "TCB status check failed: the TCB info is for FMSPC 00906ed50000, the PCK certificate's platform is FMSPC 7e5700000000" -- \
+  "${V[@]}" "$WORK/q.dat" "${ALLOW[@]}" --tcb-info "$WORK/tcb_other.json" "${QE[@]}"
+"$VENDOR" tcb-info --dir "$R" --out "$WORK/tcb_old.json" --next-update -3600
+expect_exit 3 "collateral check failed: the TCB info '.*tcb_old.json' expired at its nextUpdate" -- \
+  "${V[@]}" "$WORK/q.dat" "${ALLOW[@]}" --tcb-info "$WORK/tcb_old.json" "${QE[@]}"
+out=$("${V[@]}" "$WORK/q.dat" "${ALLOW[@]}" --tcb-info "$WORK/tcb_old.json" "${QE[@]}" --allow-expired-collateral)
+grep -q "; EXPIRED collateral accepted (--allow-expired-collateral): TCB info .*tcb_old.json (nextUpdate " <<<"$out" && ok=1 || ok=0
+expect_eq "$ok" 1 "accepted expired TCB info is named in the verdict"
 
 "$TT" attestation-policy --from "$WORK/q.dat" --out "$WORK/policy.txt" >"$WORK/policy.log"
 grep -q "^tdx.mrtd = $(printf 'ab%.0s' {1..48})$" "$WORK/policy.txt" && ok=1 || ok=0

@@ -1,8 +1,8 @@
 // Fuzz-style (tests/common/fuzz.h): the parsers of real evidence (the SDK's JSON, the local verifier's
 // hex report and PEM chain, SPDM transcripts, NVIDIA opaque data, RIM XML, and the RIM signature check
 // on whatever still parses; TDX quotes and SEV-SNP reports with their checks; the verifier's policy file;
-// Intel's QE identity) refuse damaged input with InputError or IntegrityError only: never a crash, another
-// exception, or an acceptance of a damaged signed object.
+// Intel's QE identity and TCB info) refuse damaged input with InputError or IntegrityError only: never a
+// crash, another exception, or an acceptance of a damaged signed object.
 #include <gtest/gtest.h>
 
 #include "tee/evidence/bundled_roots.h"
@@ -11,6 +11,7 @@
 #include "tee/evidence/snp_report.h"
 #include "tee/evidence/tdx_collateral.h"
 #include "tee/evidence/tdx_quote.h"
+#include "tee/evidence/tdx_tcb_info.h"
 #include "tests/common/fuzz.h"
 #include "tests/tee/evidence_fixtures.h"
 
@@ -151,6 +152,27 @@ TEST(EvidenceFuzz, QeIdentity) {
       std::string(128, 'a') + "\"}";
   for (const auto& in : fuzz_inputs(json, FuzzPlan{}))
     run_parser([&] { (void)parse_qe_identity(in.bytes, "qe"); }, in.what);
+}
+
+// Intel's TDX TCB info (tee/evidence/tdx_tcb_info.h), from Intel's published sample: damaged text is an
+// InputError, never a crash, and no damaged signed object passes the signature check.
+TEST(EvidenceFuzz, TcbInfo) {
+  const std::string json = test::fixture("intel_tcb_info_50806f000000.json");
+  const std::vector<Certificate> chain =
+      certificates_from_pem(test::fixture("intel_tcb_signing_chain.pem"), "chain");
+  const std::string signed_text = parse_tcb_info(json, "tcb").signed_part.signed_text;
+  const TdxQuote quote = parse_tdx_quote(bytes(test::fixture(test::kTdxSpr)), "spr");
+  int damaged_and_signed = 0;
+  for (const auto& in : fuzz_inputs(json, FuzzPlan{})) {
+    std::optional<TcbInfo> info;
+    if (run_parser([&] { info = parse_tcb_info(in.bytes, "tcb"); }, in.what) != 0) continue;
+    const bool signed_ok = verify_tcb_info(*info, chain, quote, intel_sgx_root(), 1687219200,
+                                           StaleCollateral::Refuse, kDefaultLowestTcbStatus)
+                               .front()
+                               .ok;
+    damaged_and_signed += signed_ok && info->signed_part.signed_text != signed_text ? 1 : 0;
+  }
+  EXPECT_EQ(damaged_and_signed, 0) << "a damaged TCB info passed its signature check";
 }
 
 TEST(EvidenceFuzz, TdxQuote) {

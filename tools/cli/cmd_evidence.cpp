@@ -13,10 +13,11 @@
 
 #include "base/error.h"
 #include "tee/evidence/bundled_roots.h"
+#include "tee/evidence/crl_currency.h"
 #include "tee/evidence/evidence_policy.h"
+#include "tee/evidence/intel_collateral.h"
 #include "tee/evidence/nvidia_verify.h"
 #include "tee/evidence/snp_report.h"
-#include "tee/evidence/tdx_collateral.h"
 #include "tee/evidence/tdx_quote.h"
 #include "tee/regular_file.h"
 #include "tools/cli/commands.h"
@@ -42,12 +43,21 @@ struct EvidenceOptions {
   std::string policy;
   std::string qe_identity;
   std::string collateral_chain;
+  std::string tcb_info;
   bool allow_expired_collateral = false;
 };
 
 // The roots to verify under: the vendors' bundled ones, or a test vendor's (Note [Test roots]).
 ev::EvidenceRoots roots_of(const EvidenceOptions& o) {
   return o.test_roots.empty() ? ev::bundled_roots() : ev::load_test_roots(o.test_roots);
+}
+
+// The first expired --crl, as a failed collateral check ahead of `checks` (the chain check would fail
+// on it too, without naming the list).
+void add_crl_currency(const EvidenceOptions& o, const std::vector<std::shared_ptr<X509_crl_st>>& crls,
+                      std::optional<std::int64_t> at, std::vector<ev::CheckOutcome>& checks) {
+  if (const std::optional<ev::CheckOutcome> expired = ev::expired_crl(o.crls, crls, at))
+    checks.insert(checks.begin(), *expired);
 }
 
 // The trust roots check, appended to every evidence's checks: test roots only with --allow-test-roots.
@@ -77,6 +87,11 @@ std::string apply_policy(const EvidenceOptions& o, const ev::VerifiedMeasurement
     unchecked += (unchecked.empty() ? "" : ", ") + name;
   return "policy " + digest + "... passes" +
          (unchecked.empty() ? "" : " (NOT constrained: " + unchecked + ")");
+}
+
+// The lowest TCB status Intel's TCB info may give the platform: the policy's, or the default.
+ev::TcbStatus lowest_tcb_status(const EvidenceOptions& o) {
+  return o.policy.empty() ? ev::kDefaultLowestTcbStatus : ev::lowest_tcb_status(ev::load_policy(o.policy));
 }
 
 // How every verdict line starts: under test roots it says so first.
@@ -168,29 +183,24 @@ void refuse_first_failure(const std::string& source, const std::vector<ev::Check
                            " check failed: " + c.detail);
 }
 
-// With --qe-identity, Intel's QE identity checked offline (tee/evidence/tdx_collateral.h), appended to
-// `checks`; what the verdict says about Intel's collateral either way.
+// Intel's collateral read offline (--qe-identity, --tcb-info under --collateral-chain:
+// tee/evidence/intel_collateral.h), its checks appended to `checks`. Returns what the verdict says of
+// it: the TCB level found, each piece not given, each expired one accepted.
 std::string check_tdx_collateral(const EvidenceOptions& o, const ev::TdxQuote& quote,
                                  const ev::TdxTrust& trust, std::vector<ev::CheckOutcome>& checks) {
-  if (o.qe_identity.empty())
-    return "TCB status and QE identity NOT checked (no --qe-identity; Intel's TCB info is not read)";
-  if (o.collateral_chain.empty())
-    throw InputError("--qe-identity needs --collateral-chain PEM (the issuer chain Intel sends beside it)");
-  const std::vector<std::uint8_t> json = tee::read_regular_file(o.qe_identity, "--qe-identity", 1 << 20);
-  const std::vector<std::uint8_t> pem =
-      tee::read_regular_file(o.collateral_chain, "--collateral-chain", 1 << 20);
-  const ev::QeIdentity identity =
-      ev::parse_qe_identity(std::string_view(reinterpret_cast<const char*>(json.data()), json.size()),
-                            tee::printable_path(o.qe_identity));
-  const std::vector<tee::Certificate> chain = tee::certificates_from_pem(
-      std::string_view(reinterpret_cast<const char*>(pem.data()), pem.size()), "--collateral-chain");
-  const std::vector<ev::CheckOutcome> more = ev::verify_qe_identity(
-      identity, chain, quote, trust.intel_root, trust.at_unix_time,
-      o.allow_expired_collateral ? ev::StaleCollateral::Accept : ev::StaleCollateral::Refuse);
+  const ev::IntelCollateral collateral = ev::load_intel_collateral(
+      {.qe_identity = o.qe_identity,
+       .tcb_info = o.tcb_info,
+       .collateral_chain = o.collateral_chain,
+       .stale = o.allow_expired_collateral ? ev::StaleCollateral::Accept : ev::StaleCollateral::Refuse});
+  const std::vector<ev::CheckOutcome> more =
+      collateral.check(quote, trust.intel_root, trust.at_unix_time, lowest_tcb_status(o));
   checks.insert(checks.end(), more.begin(), more.end());
-  return std::string("QE identity checked against Intel's collateral") +
-         (o.allow_expired_collateral ? " (expired collateral ACCEPTED by --allow-expired-collateral)" : "") +
-         "; TCB status NOT checked (Intel's TCB info is not read)";
+  std::string said = collateral.qe_identity ? "QE identity checked against Intel's collateral" : "";
+  if (collateral.tcb_info)
+    said += (said.empty() ? "" : "; ") + std::string("TCB info checked: ") + more.back().detail;
+  const std::string rest = collateral.unchecked_and_expired(trust.at_unix_time);
+  return said + (said.empty() || rest.empty() ? "" : "; ") + rest;
 }
 
 void run_tdx(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
@@ -204,6 +214,7 @@ void run_tdx(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
   const ev::TdxQuote quote = ev::parse_tdx_quote(bytes, tee::printable_path(o.file));
   std::printf("%s", ev::describe(quote).c_str());
   std::vector<ev::CheckOutcome> checks = ev::verify_tdx_quote(quote, trust);
+  add_crl_currency(o, trust.crls, trust.at_unix_time, checks);
   const std::string collateral = check_tdx_collateral(o, quote, trust, checks);
   add_roots_check(o, roots, checks);
   std::printf("checks\n");
@@ -256,6 +267,7 @@ void run_snp(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
     trust.roots = {{"--device-root", tee::Certificate::load_pem(o.device_root), {}}};
   std::printf("%s%s", ev::describe(report).c_str(), ev::describe_vcek(vcek).c_str());
   std::vector<ev::CheckOutcome> checks = ev::verify_snp_report(report, vcek, trust);
+  add_crl_currency(o, trust.crls, trust.at_unix_time, checks);
   add_roots_check(o, roots, checks);
   std::printf("checks\n");
   print_checks(checks);
@@ -279,6 +291,7 @@ void run_verify_evidence(const EvidenceOptions& o) {
   for (const ev::GpuEvidence& gpu : gpus) {
     std::printf("%s", ev::describe(gpu).c_str());
     std::vector<ev::CheckOutcome> checks = ev::verify_gpu_evidence(gpu, trust);
+    add_crl_currency(o, trust.crls, trust.at_unix_time, checks);
     ev::GoldenComparison cmp;
     if (!rims.empty()) {
       checks.insert(checks.end(), rim_signatures.begin(), rim_signatures.end());
@@ -372,10 +385,17 @@ void register_verify_evidence(CLI::App& app) {
       "verify-evidence.md), with --collateral-chain: the quoting enclave must be the one it names, at "
       "an UpToDate TCB level; expired collateral is refused");
   cmd->add_option(
-      "--collateral-chain", o->collateral_chain,
-      "The PEM issuer chain Intel sends beside the QE identity (TCB signing certificate, SGX root)");
+      "--tcb-info", o->tcb_info,
+      "Intel's TDX TCB info JSON for the platform's FMSPC (Intel PCS v4 tdx/certification/v4/tcb), with "
+      "--collateral-chain: its FMSPC must be the PCK certificate's; the platform's TCB level (SGX "
+      "components and PCESVN from the PCK certificate, TEE_TCB_SVN from the quote) is printed; Revoked "
+      "and OutOfDate are refused (a --policy may accept OutOfDate: tdx.min_tcb_status)");
+  cmd->add_option("--collateral-chain", o->collateral_chain,
+                  "The PEM issuer chain Intel sends beside the QE identity and the TCB info (TCB signing "
+                  "certificate, SGX root)");
   cmd->add_flag("--allow-expired-collateral", o->allow_expired_collateral,
-                "Accept a QE identity past its nextUpdate; the verdict says so");
+                "Accept a QE identity or TCB info past its nextUpdate; the verdict says EXPIRED collateral "
+                "accepted");
   cmd->add_flag("--allow-test-roots", o->allow_test_roots,
                 "Accept evidence under --test-roots (tests only): the verdict then says TEST ROOTS");
   cmd->callback([o] { run_verify_evidence(*o); });

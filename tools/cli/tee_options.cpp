@@ -89,6 +89,18 @@ void add_trust_options(CLI::App* g, TrustOptions& t) {
   g->add_option("--evidence-crl", t.real.crls,
                 "--attestation tdx|snp[+gpu]: a revocation list for the vendors' chains (PEM or DER; "
                 "repeatable); without one revocation is NOT checked (every report says so)");
+  g->add_option(
+      "--qe-identity", t.real.qe_identity,
+      "--attestation tdx[+gpu]: Intel's QE identity JSON (Intel PCS v4 tdx/certification/v4/qe/identity, "
+      "with --collateral-chain): every peer's quoting enclave must be the one it names, UpToDate");
+  g->add_option("--tcb-info", t.real.tcb_info,
+                "--attestation tdx[+gpu]: Intel's TDX TCB info JSON for the platforms' FMSPC (Intel PCS v4 "
+                "tdx/certification/v4/tcb, with --collateral-chain): Revoked and OutOfDate peers are refused "
+                "(the --attestation-policy's tdx.min_tcb_status may accept OutOfDate)");
+  g->add_option("--collateral-chain", t.real.collateral_chain,
+                "The PEM issuer chain Intel sends beside the QE identity and the TCB info");
+  g->add_flag("--allow-expired-collateral", t.real.allow_expired_collateral,
+              "Accept Intel collateral past its nextUpdate (every report says EXPIRED collateral accepted)");
   g->add_option("--test-roots", t.real.test_roots,
                 "--attestation tdx|snp[+gpu]: verify under a TEST vendor's roots (tests/support/test_vendor) "
                 "instead of Intel's, AMD's and NVIDIA's; evidence under them is refused unless "

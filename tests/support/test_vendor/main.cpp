@@ -31,6 +31,7 @@ struct Options {
   std::string vbios;
   long next_update_s = 30L * 86400L;
   std::string status = "UpToDate";
+  std::string fmspc;
 };
 
 template <std::size_t N>
@@ -95,6 +96,15 @@ void issue_gpu(const Options& o, bool sdk_json) {
   write_file(o.extra_out, tt::tee::bytes_of(gpu.certificate_pem));
 }
 
+void issue_tcb_info(const Options& o) {
+  tv::TcbInfoSpec spec{.next_update_s = o.next_update_s,
+                       .status = o.status,
+                       .tdx_svn = hex_field<16>(o.tcb, "--tdx-tcb"),
+                       .fmspc = tv::kTestFmspc};
+  if (!o.fmspc.empty()) spec.fmspc = hex_field<6>(o.fmspc, "--fmspc");
+  write_file(o.out, tt::tee::bytes_of(tv::issue_tcb_info(o.dir, spec)));
+}
+
 void issue_qe_identity(const Options& o) {
   const std::string json = tv::issue_qe_identity(o.dir, {o.next_update_s, o.status});
   write_file(o.out, tt::tee::bytes_of(json));
@@ -149,6 +159,15 @@ int main(int argc, char** argv) {
   qe->add_option("--out", o.out, "Where to write the JSON")->required();
   qe->add_option("--next-update", o.next_update_s, "Seconds from now to its nextUpdate (negative: expired)");
   qe->add_option("--status", o.status, "The TCB level's status (UpToDate, OutOfDate, Revoked)");
+  CLI::App* tcb = app.add_subcommand("tcb-info",
+                                     "Intel's TDX TCB info JSON for the test PCK certificates' platform; its "
+                                     "issuer chain is DIR/intel_qe_identity_chain.pem");
+  tcb->add_option("--dir", o.dir, "The test roots' directory")->required();
+  tcb->add_option("--out", o.out, "Where to write the JSON")->required();
+  tcb->add_option("--next-update", o.next_update_s, "Seconds from now to its nextUpdate (negative: expired)");
+  tcb->add_option("--status", o.status, "The TCB level's status (UpToDate, ..., OutOfDate, Revoked)");
+  tcb->add_option("--tdx-tcb", o.tcb, "The level's 16 TDX TCB components, 32 hex digits (default 0)");
+  tcb->add_option("--fmspc", o.fmspc, "The FMSPC it is for, 12 hex digits (default the test PCK's)");
   CLI11_PARSE(app, argc, argv);
   try {
     if (app.got_subcommand("roots")) tv::make_roots(o.dir);
@@ -157,6 +176,7 @@ int main(int argc, char** argv) {
     if (gpu->parsed()) issue_gpu(o, true);
     if (raw->parsed()) issue_gpu(o, false);
     if (qe->parsed()) issue_qe_identity(o);
+    if (tcb->parsed()) issue_tcb_info(o);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tt_test_vendor: error: %s\n", e.what());
     return 2;

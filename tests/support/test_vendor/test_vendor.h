@@ -36,7 +36,8 @@ inline constexpr const char* kIntelPckCrl = "intel_pck_ca.crl.pem";
 inline constexpr const char* kAmdAskCrl = "amd_ask.crl.pem";
 inline constexpr const char* kNvidiaDeviceCrl = "nvidia_device_ca.crl.pem";
 
-// The QE identity's issuer chain (TCB signing certificate, SGX root), as Intel sends it beside the JSON.
+// The QE identity's and the TCB info's issuer chain (TCB signing certificate, SGX root), as Intel sends
+// it beside the JSON.
 inline constexpr const char* kIntelQeIdentityChain = "intel_qe_identity_chain.pem";
 
 // Makes the roots, intermediates, keys and CRLs in `dir` (created; existing files replaced).
@@ -65,6 +66,23 @@ struct QeIdentitySpec {
   std::string status = "UpToDate";
 };
 std::string issue_qe_identity(const std::filesystem::path& dir, const QeIdentitySpec& spec);
+
+// The platform every test PCK certificate describes in its SGX extensions (tee/evidence/tdx_tcb_info.h):
+// this FMSPC, every SGX TCB component kTestPckSvn, PCESVN kTestPckPceSvn.
+inline constexpr std::array<std::uint8_t, 6> kTestFmspc = {0x7e, 0x57, 0x00, 0x00, 0x00, 0x00};
+inline constexpr std::uint8_t kTestPckSvn = 3;
+inline constexpr std::uint16_t kTestPckPceSvn = 11;
+
+// Intel's TDX TCB info for `fmspc`, signed by the test TCB signing key (its issuer chain is the QE
+// identity's), current for `next_update_s` seconds: one TCB level of `status` whose SGX components and
+// PCESVN are the test PCK certificate's and whose TDX components are `tdx_svn`.
+struct TcbInfoSpec {
+  long next_update_s = 30L * 86400L;
+  std::string status = "UpToDate";
+  std::array<std::uint8_t, 16> tdx_svn{};
+  std::array<std::uint8_t, 6> fmspc = kTestFmspc;
+};
+std::string issue_tcb_info(const std::filesystem::path& dir, const TcbInfoSpec& spec);
 
 struct SnpSpec {
   std::array<std::uint8_t, 64> report_data{};

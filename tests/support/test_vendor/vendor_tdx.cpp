@@ -45,11 +45,67 @@ std::vector<std::uint8_t> qe_report(ByteView attestation_key, ByteView auth_data
   return report;
 }
 
-// The PCK chain, PEM, leaf first: a fresh PCK leaf (per the variant), the PCK platform CA, the root.
+// A DER element: tag, length (short or long form), contents.
+std::vector<std::uint8_t> der(std::uint8_t tag, ByteView contents) {
+  std::vector<std::uint8_t> out;
+  out.push_back(tag);
+  const std::size_t n = contents.size();
+  if (n >= 0x100) out.push_back(0x82);
+  if (n >= 0x100) out.push_back(static_cast<std::uint8_t>(n >> 8));
+  if (n >= 0x80 && n < 0x100) out.push_back(0x81);
+  out.push_back(static_cast<std::uint8_t>(n & 0xff));
+  put_bytes(out, contents);
+  return out;
+}
+
+// SEQUENCE { OID 1.2.840.113741.1.13.1.<arc>, value }.
+std::vector<std::uint8_t> sgx_entry(std::vector<std::uint8_t> arc, ByteView value) {
+  std::vector<std::uint8_t> oid = {0x2a, 0x86, 0x48, 0x86, 0xf8, 0x4d, 0x01, 0x0d, 0x01};
+  oid.insert(oid.end(), arc.begin(), arc.end());
+  std::vector<std::uint8_t> entry = der(0x06, oid);
+  put_bytes(entry, value);
+  return der(0x30, entry);
+}
+
+// Intel's SGX extensions of a PCK certificate: PPID, TCB (16 components, PCESVN, CPUSVN), PCE-ID, FMSPC.
+std::vector<std::uint8_t> sgx_extensions() {
+  const std::vector<std::uint8_t> small_int = {0x02, 0x01, kTestPckSvn};
+  std::vector<std::uint8_t> tcb;
+  for (std::uint8_t i = 1; i <= 16; ++i) put_bytes(tcb, sgx_entry({2, i}, small_int));
+  put_bytes(tcb, sgx_entry({2, 17}, std::vector<std::uint8_t>{0x02, 0x01, kTestPckPceSvn}));
+  put_bytes(tcb, sgx_entry({2, 18}, der(0x04, std::vector<std::uint8_t>(16, kTestPckSvn))));
+  std::vector<std::uint8_t> all = sgx_entry({1}, der(0x04, std::vector<std::uint8_t>(16, 0x9d)));
+  put_bytes(all, sgx_entry({2}, der(0x30, tcb)));
+  put_bytes(all, sgx_entry({3}, der(0x04, std::vector<std::uint8_t>{0, 0})));
+  put_bytes(all, sgx_entry({4}, der(0x04, kTestFmspc)));
+  return der(0x30, all);
+}
+
+// "2026-12-06T08:50:32Z", `from_now_s` seconds from now: a nextUpdate.
+std::string iso_from_now(long from_now_s) {
+  const std::time_t when = std::time(nullptr) + from_now_s;
+  std::tm tm{};
+  gmtime_r(&when, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+// Intel's collateral JSON: {"<key>": body, "signature": r || s by the test TCB signing key over body}.
+std::string sign_collateral(const std::filesystem::path& dir, const char* key, const std::string& body) {
+  const Signer signer = load_signer(dir, kIntelTcbSigning);
+  return std::string("{\"") + key + "\":" + body + ",\"signature\":\"" +
+         to_hex(sign_raw(signer.key.get(), bytes_of(body), 32)) + "\"}";
+}
+
+// The PCK chain, PEM, leaf first: a fresh PCK leaf (per the variant, with the SGX extensions), the PCK
+// platform CA, the root.
 std::string pck_chain(const std::filesystem::path& dir, Variant variant, const Key& pck_key) {
   const Signer ca = load_signer(dir, kIntelPckCa);
   const Cert leaf = make_cert(leaf_spec("teetrain TEST Intel SGX PCK certificate - not a vendor", variant),
                               pck_key.get(), ca.cert.get(), ca.key.get());
+  add_raw_extension(leaf.get(), "1.2.840.113741.1.13.1", sgx_extensions());
+  sign_cert(leaf.get(), ca.key.get(), SignStyle::Ecdsa);
   return pem_of(leaf.get()) + pem_of(ca.cert.get()) + pem_of(read_cert(dir / kTestIntelRoot).get());
 }
 
@@ -85,11 +141,7 @@ std::vector<std::uint8_t> issue_tdx_quote(const std::filesystem::path& dir, cons
 }
 
 std::string issue_qe_identity(const std::filesystem::path& dir, const QeIdentitySpec& spec) {
-  const std::time_t when = std::time(nullptr) + spec.next_update_s;
-  std::tm tm{};
-  gmtime_r(&when, &tm);
-  char next[32];
-  std::strftime(next, sizeof next, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  const std::string next = iso_from_now(spec.next_update_s);
   // The identity of qe_report() above: MRSIGNER 5e.., ISVPRODID 2, ISVSVN 8.
   std::string mrsigner;
   for (int i = 0; i < 32; ++i) mrsigner += "5e";
@@ -103,9 +155,27 @@ std::string issue_qe_identity(const std::filesystem::path& dir, const QeIdentity
       "\",\"isvprodid\":2,\"tcbLevels\":[{\"tcb\":{\"isvsvn\":8},\"tcbDate\":"
       "\"2026-01-01T00:00:00Z\",\"tcbStatus\":\"" +
       spec.status + "\"}]}";
-  const Signer signer = load_signer(dir, kIntelTcbSigning);
-  return "{\"enclaveIdentity\":" + body + ",\"signature\":\"" +
-         to_hex(sign_raw(signer.key.get(), bytes_of(body), 32)) + "\"}";
+  return sign_collateral(dir, "enclaveIdentity", body);
+}
+
+std::string issue_tcb_info(const std::filesystem::path& dir, const TcbInfoSpec& spec) {
+  const auto components = [](const auto& svns) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < 16; ++i)
+      out += (i ? ",{\"svn\":" : "{\"svn\":") + std::to_string(svns[i]) + "}";
+    return out + "]";
+  };
+  std::array<std::uint8_t, 16> sgx{};
+  sgx.fill(kTestPckSvn);
+  const std::string body =
+      "{\"id\":\"TDX\",\"version\":3,\"issueDate\":\"2026-01-01T00:00:00Z\",\"nextUpdate\":\"" +
+      iso_from_now(spec.next_update_s) + "\",\"fmspc\":\"" + to_hex(spec.fmspc) +
+      "\",\"pceId\":\"0000\",\"tcbType\":0,\"tcbEvaluationDataNumber\":1,\"tcbLevels\":[{\"tcb\":{"
+      "\"sgxtcbcomponents\":" +
+      components(sgx) + ",\"pcesvn\":" + std::to_string(kTestPckPceSvn) +
+      ",\"tdxtcbcomponents\":" + components(spec.tdx_svn) +
+      "},\"tcbDate\":\"2026-01-01T00:00:00Z\",\"tcbStatus\":\"" + spec.status + "\"}]}";
+  return sign_collateral(dir, "tcbInfo", body);
 }
 
 }  // namespace tt::tee::evidence::test_vendor

@@ -1,0 +1,22 @@
+// Whether the revocation lists a verifier was given are current. A list past its nextUpdate may miss
+// later revocations; the chain checks (sent_chain_options) refuse it too, but in OpenSSL's words ("CRL
+// has expired"), without saying which file to fetch again. verify-evidence (--crl) and the training
+// handshake (--evidence-crl) check this first, so the refusal names the file and its nextUpdate.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tee/evidence/nvidia_verify.h"
+
+namespace tt::tee::evidence {
+
+// Check::Collateral, failed, for the first of `crls` (read from `paths`, in the same order) whose
+// nextUpdate has passed at `at` (now when unset), or that has none; nullopt when every list is current.
+std::optional<CheckOutcome> expired_crl(const std::vector<std::string>& paths,
+                                        const std::vector<std::shared_ptr<X509_crl_st>>& crls,
+                                        std::optional<std::int64_t> at);
+
+}  // namespace tt::tee::evidence
