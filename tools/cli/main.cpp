@@ -35,11 +35,9 @@ int report_failure(const std::exception& e, tt::comm::FailureNotices* notices) {
   if (notices != nullptr) {
     first = notices->settle(e, code);
     if (!first->mine && first->integrity) {
-      int rank = 0;
-      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
       const auto own = code == static_cast<int>(tt::ExitCode::kIntegrity) ? tt::comm::OwnFailure::kIntegrity
                                                                           : tt::comm::OwnFailure::kFollowing;
-      std::fprintf(stderr, "teetrain: %s\n", tt::comm::consequence_line(rank, *first, own).c_str());
+      std::fprintf(stderr, "teetrain: %s\n", tt::comm::consequence_line(notices->who(), *first, own).c_str());
       std::fflush(stderr);
       tt::comm::await_abort(*first);
     }
