@@ -151,9 +151,10 @@ TEST(FailureNotices, AProcessOfVirtualRanksNamesOneOfItsRanks) {
   EXPECT_TRUE(F::open(F::seal(n, nullptr), 1, nullptr, 2).has_value());
   EXPECT_FALSE(F::open(F::seal(n, nullptr), 0, nullptr, 2).has_value());
   EXPECT_FALSE(F::open(F::seal(n, nullptr), 1, nullptr, 1).has_value());  // one rank a process: rank 1 only
-  EXPECT_EQ(consequence_line("ranks 2-3", FirstFailure{.mine = false, .rank = 1, .code = 3, .integrity = true},
-                             OwnFailure::kNone),
-            "ranks 2-3: stopped: rank 1 detected an attack (its line is the verdict)");
+  EXPECT_EQ(
+      consequence_line("ranks 2-3", FirstFailure{.mine = false, .rank = 1, .code = 3, .integrity = true},
+                       OwnFailure::kNone),
+      "ranks 2-3: stopped: rank 1 detected an attack (its line is the verdict)");
 }
 
 // An armed rank (its session has keys) hears a verdict forged in clear by rank 1 — "rank 1 failed
