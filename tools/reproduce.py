@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Reproduce the shape of Lee et al.'s GPU-TEE DDP overhead study with teetrain.
 
-Runs a grid of `mpirun ... teetrain train` jobs (models, ranks, --tee off|cc|fast, bucket sizes,
-overlap, the ablation of fast's switches), collects every run's --summary into runs.jsonl and
-runs.csv, fits the scaling model (`teetrain model`), and writes report.md with tables and, when
+Runs a grid of `teetrain train` runs (models, ranks, --tee off|cc|fast, bucket sizes, overlap, the
+ablation of fast's switches; the emulated ones in virtual time, all in one `teetrain runs` process, and
+with --wall-clock the real-compute ones, each its own `mpirun` job), collects every run's --summary
+into runs.jsonl and runs.csv, fits the scaling model (`teetrain model`), and writes report.md with tables and, when
 matplotlib is importable, PNG figures. Paper-scale models run with emulated GPU compute
 (`--compute emulate --gpu h100`): forward/backward are waits, gradients/buckets/ring/crypto are real.
 
-    /usr/bin/python3 tools/reproduce.py --quick --out runs/repro-quick    # about 6 min on 2 cores
-    /usr/bin/python3 tools/reproduce.py --out runs/repro-full             # about 4 min on 2 cores
+    /usr/bin/python3 tools/reproduce.py --quick --out runs/repro-quick    # about 1 min on 2 cores
+    /usr/bin/python3 tools/reproduce.py --out runs/repro-full             # the full grid
 
 Any failing run stops the script with a non-zero exit, its command line and the tail of its log.
 Finished runs are kept and skipped on a re-run (use --force to redo them). See docs/reproducing.md.
@@ -56,8 +57,9 @@ ABLATION = [
 ]
 
 
-def grid(quick, emulate_ok):
-    """Yields run specs: dict(id, group, model, P, variant, tee_args, bucket, overlap, emulate)."""
+def grid(quick, emulate_ok, wall_clock=True):
+    """Yields run specs: dict(id, group, model, P, variant, tee_args, bucket, overlap, emulate). wall_clock:
+    include the real-compute runs (timed by the wall clock; --wall-clock)."""
     runs = []
 
     def add(group, model, P, variant, tee_args, bucket=25, overlap="on", emulate=False):
@@ -70,7 +72,7 @@ def grid(quick, emulate_ok):
 
     tee = [(m, ["--tee", m]) for m in TEE_MODES]
     # 1. Slowdown vs ranks, real compute on small models.
-    for model in (["gpt2-mini"] if quick else ["gpt2-tiny", "gpt2-mini"]):
+    for model in (["gpt2-mini"] if quick else ["gpt2-tiny", "gpt2-mini"]) if wall_clock else []:
         for P in [1, 2, 4]:
             for v, a in tee:
                 add("ranks", model, P, v, a)
@@ -250,11 +252,52 @@ def run_repeated(args, r, out):
     return median, cmd, spent, steps
 
 
+def plan_line(cmd):
+    """A `teetrain runs` plan's line for a train command: what follows `train`."""
+    return " ".join(shlex.quote(c) for c in cmd[cmd.index("train") + 1:])
+
+
+def make_planned(args, out, specs, tag):
+    """Makes the emulated runs among specs whose summaries are missing (all with --force) in one
+    `teetrain runs` process: virtual time needs no process of its own per run, and a run's process
+    start-up, MPI_Init and exit were most of a small emulated run's wall time (docs/reproducing.md, "Many
+    runs in one process"). Returns {run id: seconds}. A failing run stops the script as run_one does,
+    naming the run; the runs made before it are kept."""
+    todo = [r for r in specs if r["emulate"] and (args.force or not os.path.exists(
+        os.path.join(out, "runs", r["id"] + ".json")))]
+    if not todo or args.report_only or args.dry_run:
+        return {}
+    cmds = [train_cmd(args, r, os.path.join(out, "runs", r["id"] + ".json")) for r in todo]
+    args.plans = getattr(args, "plans", 0) + 1  # a study may make several plans (scenarios: two phases)
+    name = f"plan-{args.plans}-{tag}"
+    plan, log = os.path.join(out, name + ".txt"), os.path.join(out, "logs", name + ".log")
+    with open(plan, "w") as f:
+        f.write("".join(plan_line(c) + "\n" for c in cmds))
+    cmd = mpirun_prefix(1) + [args.bin, "runs", plan]
+    with open(log, "w") as f:
+        f.write("$ " + " ".join(shlex.quote(c) for c in cmd) + "\n")
+        f.flush()
+        rc = subprocess.call(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=args.run_timeout * len(todo))
+    with open(log) as f:
+        text = f.read()
+    done = {int(m.group(1)): float(m.group(2)) for m in re.finditer(r"line (\d+) done \(run \d+ of \d+, ([0-9.]+) s wall", text)}
+    if rc != 0:
+        failed = re.search(r"line (\d+) failed", text)
+        i = int(failed.group(1)) - 1 if failed else len(done)
+        sys.stderr.write(f"\nreproduce: RUN FAILED (exit {rc}): {todo[i]['id'] if i < len(todo) else '?'}\n  command: "
+                         + " ".join(shlex.quote(c) for c in (cmds[i] if i < len(cmds) else cmd)) + f"\n  log: {log}\n"
+                         + "--- log tail ---\n" + "".join(text.splitlines(True)[-40:]) + "---\n")
+        sys.exit(1)
+    for r in todo:
+        r["planned"] = True  # made now: run_one reads its summary even with --force
+    return {todo[line - 1]["id"]: dt for line, dt in done.items()}
+
+
 def run_one(args, r, out, suffix=""):
     summary = os.path.join(out, "runs", r["id"] + suffix + ".json")
     log = os.path.join(out, "logs", r["id"] + suffix + ".log")
     cmd = train_cmd(args, r, summary)
-    if os.path.exists(summary) and not args.force:
+    if os.path.exists(summary) and (not args.force or r.get("planned")):
         return summary, cmd, 0.0
     if args.report_only:
         return None, cmd, 0.0
@@ -538,8 +581,10 @@ def prediction_section(out):
 
 def run_specs(args, out, specs, tag):
     """Makes each run of a study (scenarios, algorithms) once, printing its step time."""
+    planned = make_planned(args, out, specs, tag)
     for r in specs:
         summary, _, dt = run_one(args, r, out)
+        dt = planned.get(r["id"], dt)
         if summary is not None:
             with open(summary) as f:
                 step = json.load(f)["step_s_mean"]
@@ -779,7 +824,8 @@ def report(args, out, recs, model_text, scenario_text="", algo_text="", algo_fig
         f.write("\n".join(parts))
     parts.append("# Part 2: wall-clock measurements\n\nMeasured on this machine as loaded when they ran: "
                  + (f"{len(wall)} runs (real CPU compute), each made {args.repeats} time(s); the spread of the "
-                    "repeats is `step_s_repeats` in runs.csv" + spread_text(wall) if wall else "none in this grid")
+                    "repeats is `step_s_repeats` in runs.csv" + spread_text(wall) if wall else
+                    "none in this grid (`--wall-clock` makes the real-compute runs)")
                  + ". The scaling model is fitted to every run, measured ones included, so its check is here.\n")
     parts += wall_parts
     parts.append(checks_section(wall, out, "wall clock", scaling_model=True))
@@ -798,7 +844,8 @@ def report(args, out, recs, model_text, scenario_text="", algo_text="", algo_fig
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="runs/reproduce", help="output directory")
-    ap.add_argument("--quick", action="store_true", help="small grid, 3 steps per run (about 6 min on 2 cores)")
+    ap.add_argument("--quick", action="store_true", help="small grid, 3 steps per run (about 1 min on 2 cores; "
+                    "docs/reproducing.md, \"Many runs in one process\")")
     ap.add_argument("--bin", default="build/teetrain", help="the teetrain binary")
     ap.add_argument("--data", default="data-cache/fortunes", help="token shards (prepared with `teetrain prepare-text`)")
     ap.add_argument("--steps", type=int, default=None, help="timed steps per run (default 3 quick / 10 full)")
@@ -829,6 +876,9 @@ def main():
     ap.add_argument("--only", default="", help="comma-separated groups to run (scenarios, algorithms, sharding, ranks, ranks-emu, "
                                                "model-size, families, buckets, overlap, ablation)")
     ap.add_argument("--no-emulate", action="store_true", help="skip the emulated-compute groups")
+    ap.add_argument("--wall-clock", action="store_true", help="also make the real-compute runs (the 'ranks' group: "
+                    "CPU compute timed by the wall clock, Part 2 of the report; several seconds a run). Without it "
+                    "(or --only ranks, or --no-emulate) the grid is the virtual-time runs alone")
     ap.add_argument("--scenario-model", default=scenarios.MODEL, help="the model of the named scenarios "
                     "(default gpt2-xl, the paper's; tools/scenarios.py)")
     ap.add_argument("--algo-model", default=algo_study.MODEL, help="the collectives study's model (default gpt2; "
@@ -876,7 +926,8 @@ def main():
     if not emulate_ok and not args.no_emulate:
         print("reproduce: WARNING: this teetrain has no --compute emulate; only the real-compute groups run",
               file=sys.stderr)
-    runs = grid(args.quick, emulate_ok)
+    only = set(args.only.split(",")) if args.only else set()
+    runs = grid(args.quick, emulate_ok, wall_clock=args.wall_clock or "ranks" in only or not emulate_ok)
     if not image_data_present(args.image_data):
         print(f"reproduce: no image data at {args.image_data} (apt-get install fashion-mnist, or --image-data): "
               "the ResNet rows are left out", file=sys.stderr)
@@ -925,8 +976,10 @@ def main():
     print(f"reproduce: {len(runs)} runs -> {out}", flush=True)
     recs = []
     t_start = time.time()
+    planned = make_planned(args, out, runs, "grid")
     for i, r in enumerate(runs, 1):
         rec, cmd, dt, steps = run_repeated(args, r, out)
+        dt = planned.get(r["id"], dt)
         if rec is None:
             continue
         rec["variant"] = r["variant"]

@@ -57,10 +57,10 @@ bool earlier(const Notice& a, const Notice& b) {
 }
 
 // Note [Notices never lower a verdict] (first_failure.h): what a notice may claim.
-bool well_formed(const Notice& n, int source) {
+bool well_formed(const Notice& n, int source, int per_process) {
   const std::uint64_t code = n[kCode];
-  return n[kRank] == static_cast<std::uint64_t>(source) && code >= 1 && code <= 3 &&
-         n[kNotIntegrity] == (code == kIntegrityCode ? 0u : 1u) && n[kVerdict] <= 1;
+  return n[kRank] / static_cast<std::uint64_t>(per_process) == static_cast<std::uint64_t>(source) &&
+         code >= 1 && code <= 3 && n[kNotIntegrity] == (code == kIntegrityCode ? 0u : 1u) && n[kVerdict] <= 1;
 }
 
 // Note [Sealed notices]: the tag covers every field under a label of its own.
@@ -99,10 +99,11 @@ FailureNotices::Wire FailureNotices::seal(const Notice& n, const tee::NoticeKey*
   return w;
 }
 
-std::optional<Notice> FailureNotices::open(const Wire& w, int source, const tee::NoticeKey* key) {
+std::optional<Notice> FailureNotices::open(const Wire& w, int source, const tee::NoticeKey* key,
+                                           int per_process) {
   Notice n{};
   std::copy(w.begin(), w.begin() + kFields, n.begin());
-  if (!well_formed(n, source)) return std::nullopt;
+  if (!well_formed(n, source, per_process)) return std::nullopt;
   if (key == nullptr) return n;  // Note [Notices never lower a verdict]
   const tee::Sha256Digest mac = notice_mac(n, *key);
   if (CRYPTO_memcmp(mac.data(), w.data() + kFields, mac.size()) != 0) return std::nullopt;
@@ -136,7 +137,7 @@ std::optional<Notice> FailureNotices::receive() {
     Wire w{};
     if (MPI_Mrecv(w.data(), kWireWords, MPI_UINT64_T, &m->handle, MPI_STATUS_IGNORE) != MPI_SUCCESS) continue;
     const std::lock_guard lock(mutex_);
-    if (auto n = open(w, m->source, key_ ? &*key_ : nullptr)) return n;
+    if (auto n = open(w, m->source, key_ ? &*key_ : nullptr, per_process_)) return n;
   }
 }
 
@@ -163,10 +164,8 @@ void FailureNotices::listen() {
         continue;
       }
       if ((*n)[kVerdict] != 0) {
-        int rank = 0;
-        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
         const FirstFailure first = failure_of(*n, false, 0);
-        std::fprintf(stderr, "teetrain: %s\n", consequence_line(rank, first, OwnFailure::kNone).c_str());
+        std::fprintf(stderr, "teetrain: %s\n", consequence_line(who(), first, OwnFailure::kNone).c_str());
         std::fflush(stderr);
         await_abort(first);
       }
@@ -214,7 +213,10 @@ FirstFailure FailureNotices::settle(const std::exception& error, int code, std::
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   // A peer may be gone already: a failed send must not abort this rank before it has spoken.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  mine_ = notice_of(error, code, rank, world);
+  // Note [Notices name virtual ranks]: the failed rank and its place on the ring of every rank.
+  const int per_process = per_process_;
+  const int failed = failed_rank_ >= 0 ? failed_rank_.load() : rank * per_process;
+  mine_ = notice_of(error, code, failed, world * per_process);
   tell_everyone(mine_, mine_wire_);
   Notice first = mine_;
   const bool forwarded = mine_[kDistance] != kNone && mine_[kDistance] > 1;
@@ -241,9 +243,29 @@ void FailureNotices::announce(std::chrono::milliseconds pause) {
   std::this_thread::sleep_for(pause);
 }
 
+void FailureNotices::host_ranks(int per_process) {
+  per_process_ = per_process;
+}
+
+void FailureNotices::failed_rank(int rank) {
+  failed_rank_ = rank;
+}
+
+std::string FailureNotices::who() const {
+  if (failed_rank_ >= 0) return "rank " + std::to_string(failed_rank_);
+  int process = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &process);
+  const int k = per_process_;
+  if (k == 1) return "rank " + std::to_string(process);
+  return "ranks " + std::to_string(process * k) + "-" + std::to_string(process * k + k - 1);
+}
+
 std::string consequence_line(int my_rank, const FirstFailure& first, OwnFailure own) {
-  const std::string cause = "rank " + std::to_string(my_rank) + ": stopped: rank " +
-                            std::to_string(first.rank) +
+  return consequence_line("rank " + std::to_string(my_rank), first, own);
+}
+
+std::string consequence_line(const std::string& who, const FirstFailure& first, OwnFailure own) {
+  const std::string cause = who + ": stopped: rank " + std::to_string(first.rank) +
                             (first.integrity ? " detected an attack" : " failed");
   const std::string verdict = first.integrity ? " (its line is the verdict)" : "";
   switch (own) {

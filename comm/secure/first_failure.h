@@ -21,6 +21,7 @@
 // behind the altered link, which got the bytes first, names it.
 #pragma once
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -76,6 +77,15 @@ class FailureNotices {
   // Note [Every rank prints a line]: starts the thread that receives notices while this rank has not
   // failed. Call once, after MPI is initialised, in a job of several ranks.
   void listen();
+  // Note [Notices name virtual ranks]: a process that hosts its ranks as threads (Note [Virtual ranks],
+  // comm/transport/virtual_ranks.h) hosts ranks p*K .. p*K+K-1 of a world of N*K, and its notices and
+  // lines name those ranks, not the process: host_ranks(K) before the ranks start, and failed_rank(R)
+  // for the hosted rank whose failure the process reports (its first to fail).
+  void host_ranks(int per_process);
+  void failed_rank(int rank);
+  // Who this process's lines speak for: "rank R" (the failed one, or the process's only rank), or
+  // "ranks A-B" (every hosted rank, none of which failed).
+  std::string who() const;
   // Note [Sealed notices]: from now on notices are tagged under `key`, and untagged ones ignored.
   void arm(tee::NoticeKey key);
 
@@ -90,8 +100,10 @@ class FailureNotices {
 
   // A notice with its tag under `key` (empty: untagged), and whether `w` is a notice from `source`
   // that this rank takes (well-formed; tagged under `key` when it has one). For tests that forge.
+  // `per_process`: the ranks each process hosts (Note [Notices name virtual ranks]).
   static Wire seal(const Notice& n, const tee::NoticeKey* key);
-  static std::optional<Notice> open(const Wire& w, int source, const tee::NoticeKey* key);
+  static std::optional<Notice> open(const Wire& w, int source, const tee::NoticeKey* key,
+                                    int per_process = 1);
 
  private:
   std::optional<Notice> next_notice();  // from the listener's queue, else from MPI
@@ -106,6 +118,8 @@ class FailureNotices {
   Notice mine_{};
   Wire mine_wire_{};  // read by the pending sends until the process ends
   Wire verdict_wire_{};
+  std::atomic<int> per_process_{1};  // read by the listener
+  std::atomic<int> failed_rank_{-1};
 };
 
 // What a rank that is not the verdict's had itself seen when the verdict came.
@@ -117,6 +131,8 @@ enum class OwnFailure {
 // The line a rank stopped by `first` prints, instead of its own error when it failed too. A rank that
 // detected an attack itself says so: with one input tampered on a disk that every rank reads, each
 // detects it independently, and "followed from it" would be false.
+// `who`: "rank R", or "ranks A-B" (FailureNotices::who).
+std::string consequence_line(const std::string& who, const FirstFailure& first, OwnFailure own);
 std::string consequence_line(int my_rank, const FirstFailure& first, OwnFailure own);
 
 // For a rank that is not first: waits up to `patience` for the first rank's MPI_Abort to end this

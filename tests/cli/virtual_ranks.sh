@@ -49,13 +49,18 @@ if "$TT" "${emu[@]}" "${cc[@]}" --ranks-per-process 4 --summary "$WORK/cc-t4.jso
   passes=$((passes + 1)); same cc-p4 cc-t4
 else echo "FAIL: run cc-t4"; tail -5 "$WORK/cc-t4.log"; fails=$((fails + 1)); fi
 
-# A bit flipped in a sealed message between two threads' ranks: exit 3 and the verdict line naming the
-# rank, its peer and where in the step.
+# A bit flipped in a sealed message between two threads' ranks (rank 0 -> 1, both in process 0): exit 3
+# and the verdict line naming the rank, its peer and where in the step.
 rc=0
 "${MPI[@]}" -np 2 "$TT" "${emu[@]}" "${cc[@]}" --ranks-per-process 2 --adversary flip:3 >"$WORK/flip.log" 2>&1 || rc=$?
 expect_eq "$rc" 3 "a flipped sealed message between virtual ranks: exit 3"
-grep -qE "INTEGRITY FAILURE: rank [0-9]+: sealed message from rank [0-9]+ failed to open .*step 0, bucket" \
+grep -qE "INTEGRITY FAILURE: rank 1: sealed message from rank 0 failed to open .*step 0, bucket" \
   "$WORK/flip.log" && passes=$((passes + 1)) || { echo "FAIL: no verdict line"; tail -5 "$WORK/flip.log"; fails=$((fails + 1)); }
+# The other process's line names its ranks (2 and 3, or the one of them that failed too) and the verdict's
+# rank 1, never the processes (Note [Notices name virtual ranks], comm/secure/first_failure.h).
+grep -qE "teetrain: ranks? (2-3|2|3): stopped: rank 1 detected an attack" "$WORK/flip.log" &&
+  ! grep -qE "rank 0 detected|^teetrain: rank [01]: stopped" "$WORK/flip.log" && passes=$((passes + 1)) ||
+  { echo "FAIL: the stopped process's line does not name the virtual ranks"; tail -5 "$WORK/flip.log"; fails=$((fails + 1)); }
 # Measured time cannot share a process's cores between ranks.
 expect_exit 2 "ranks-per-process hosts ranks as threads only in emulated virtual time" -- \
   "$TT" train --model gpt2-tiny --data "$WORK/data/tiny" --steps 1 --ranks-per-process 2

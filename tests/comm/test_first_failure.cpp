@@ -144,6 +144,19 @@ TEST(FailureNotices, TaggedNoticesOpenUnderTheirKeyOnly) {
       F::open(F::seal(n, nullptr), 2, nullptr).has_value());  // unarmed: Note [Notices never lower...]
 }
 
+// Note [Notices name virtual ranks]: with K ranks a process, process p's notices name one of ranks
+// p*K .. p*K+K-1; a notice naming a rank another process hosts is refused.
+TEST(FailureNotices, AProcessOfVirtualRanksNamesOneOfItsRanks) {
+  const F::Notice n = forged(3, 3, true);  // rank 3: process 1's second rank with 2 a process
+  EXPECT_TRUE(F::open(F::seal(n, nullptr), 1, nullptr, 2).has_value());
+  EXPECT_FALSE(F::open(F::seal(n, nullptr), 0, nullptr, 2).has_value());
+  EXPECT_FALSE(F::open(F::seal(n, nullptr), 1, nullptr, 1).has_value());  // one rank a process: rank 1 only
+  EXPECT_EQ(
+      consequence_line("ranks 2-3", FirstFailure{.mine = false, .rank = 1, .code = 3, .integrity = true},
+                       OwnFailure::kNone),
+      "ranks 2-3: stopped: rank 1 detected an attack (its line is the verdict)");
+}
+
 // An armed rank (its session has keys) hears a verdict forged in clear by rank 1 — "rank 1 failed
 // first" — while it settles a failure of its own: the forgery neither stops it nor names the
 // failure; a verdict tagged under the session's key does.

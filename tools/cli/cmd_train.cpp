@@ -11,6 +11,7 @@
 #include "tools/cli/commands.h"
 #include "tools/cli/json_file.h"
 #include "tools/cli/run_report.h"
+#include "tools/cli/train_command.h"
 #include "tools/cli/train_flags.h"
 
 namespace tt::cli {
@@ -112,14 +113,16 @@ void register_train(CLI::App& app, RunServices services) {
   auto opts = std::make_shared<TrainOptions>();
   auto* cmd = app.add_subcommand("train", "Train a model (one rank, or data-parallel under mpirun)");
   add_train_options(cmd, *opts);
-  cmd->callback([opts, cmd, services] {
-    const bool key_file_given = cmd->count("--key-file") > 0;
-    if (opts->parallel.ranks_per_process == 1) return run_train(*opts, key_file_given, services);
-    run_virtual_ranks(
-        opts->parallel.ranks_per_process, services,
-        // By value: a failed rank's peers may outlive this call (run_virtual_ranks).
-        [opts, key_file_given](const RunServices& seat) { run_train(*opts, key_file_given, seat); });
-  });
+  cmd->callback([opts, cmd, services] { train_command(opts, cmd->count("--key-file") > 0, services); });
+}
+
+void train_command(const std::shared_ptr<const TrainOptions>& opts, bool key_file_given,
+                   const RunServices& services) {
+  if (opts->parallel.ranks_per_process == 1) return run_train(*opts, key_file_given, services);
+  run_virtual_ranks(
+      opts->parallel.ranks_per_process, services,
+      // By value: a failed rank's peers may outlive this call (run_virtual_ranks).
+      [opts, key_file_given](const RunServices& seat) { run_train(*opts, key_file_given, seat); });
 }
 
 }  // namespace tt::cli

@@ -11,6 +11,7 @@ void register_prepare_text(CLI::App& app);
 // `services`: main's start-up watchdog and failure notices, which the commands that run a job of
 // ranks lend their run (engine/run/run_services.h).
 void register_train(CLI::App& app, RunServices services);
+void register_runs(CLI::App& app, RunServices services);  // cmd_runs.cpp: many trainings, one process
 void register_eval(CLI::App& app);
 void register_sample(CLI::App& app);
 void register_bench(CLI::App& app, RunServices services);  // bench allreduce's run

@@ -35,11 +35,9 @@ int report_failure(const std::exception& e, tt::comm::FailureNotices* notices) {
   if (notices != nullptr) {
     first = notices->settle(e, code);
     if (!first->mine && first->integrity) {
-      int rank = 0;
-      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
       const auto own = code == static_cast<int>(tt::ExitCode::kIntegrity) ? tt::comm::OwnFailure::kIntegrity
                                                                           : tt::comm::OwnFailure::kFollowing;
-      std::fprintf(stderr, "teetrain: %s\n", tt::comm::consequence_line(rank, *first, own).c_str());
+      std::fprintf(stderr, "teetrain: %s\n", tt::comm::consequence_line(notices->who(), *first, own).c_str());
       std::fflush(stderr);
       tt::comm::await_abort(*first);
     }
@@ -70,7 +68,9 @@ void print_error_line(const std::string& line) {
 void start_mpi(int* argc, char*** argv, tt::StartupWatchdog& watchdog,
                std::optional<tt::comm::MpiSession>& mpi) {
   const char* command = *argc > 1 ? (*argv)[1] : "";
-  if (std::strcmp(command, "train") != 0 && std::strcmp(command, "bench") != 0) return;
+  if (std::strcmp(command, "train") != 0 && std::strcmp(command, "runs") != 0 &&
+      std::strcmp(command, "bench") != 0)
+    return;
   watchdog.enter(tt::StartupStage::MpiInit);
   mpi.emplace(argc, argv);
   watchdog.mpi_started(mpi->world_rank(), mpi->multiple());
@@ -134,6 +134,7 @@ int main(int argc, char** argv) {
   const tt::RunServices services{
       .watchdog = &watchdog, .notices = &notices, .seat = nullptr, .ranks_on_host = 0};
   tt::cli::register_train(app, services);
+  tt::cli::register_runs(app, services);
   tt::cli::register_eval(app);
   tt::cli::register_sample(app);
   tt::cli::register_bench(app, services);
