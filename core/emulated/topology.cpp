@@ -63,10 +63,10 @@ void validate_topology(const Topology& t, int ranks) {
   }
   if (!link_class_spec(t.intra).inside_node)
     throw InputError(std::string("--intra-node-link ") + enum_name(t.intra) +
-                     " links nodes, not GPUs of one node");
+                     " links nodes, not GPUs of one node: use nvlink or pcie");
   if (link_class_spec(t.inter).inside_node)
     throw InputError(std::string("--inter-node-link ") + enum_name(t.inter) +
-                     " links GPUs of one node, not nodes");
+                     " links GPUs of one node, not nodes: use ib or roce");
 }
 
 }  // namespace tt

@@ -61,4 +61,6 @@ expect_eq "$rc" 3 "hier: a flipped sealed message exits 3"
 grep -qE "INTEGRITY FAILURE: .*phase hier_" "$WORK/flip.log" && passes=$((passes + 1)) ||
   { echo "FAIL: the verdict does not name a hier phase"; tail -5 "$WORK/flip.log"; fails=$((fails + 1)); }
 expect_exit 2 "gpus-per-node 3 does not divide the 1 ranks" -- "$TT" "${base[@]}" --gpus-per-node 3
+expect_exit 2 "inter-node-link pcie links GPUs of one node, not nodes: use ib or roce" -- \
+  "$TT" "${base[@]}" --gpus-per-node 1 --inter-node-link pcie
 finish
