@@ -33,6 +33,14 @@ const char* phase_name(MessagePhase p) {
       return "rhd_all_gather";
     case MessagePhase::RhdUnfold:
       return "rhd_unfold";
+    case MessagePhase::HierLocalScatterReduce:
+      return "hier_local_scatter_reduce";
+    case MessagePhase::HierInterScatterReduce:
+      return "hier_inter_scatter_reduce";
+    case MessagePhase::HierInterAllGather:
+      return "hier_inter_all_gather";
+    case MessagePhase::HierLocalAllGather:
+      return "hier_local_all_gather";
   }
   return "unknown";
 }

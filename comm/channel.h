@@ -28,14 +28,18 @@ enum class MessagePhase : std::uint8_t {
   AllGather = 1,      // ring: finished chunks travelling around the ring
   Broadcast = 2,
   Barrier = 3,
-  BlobAllgather = 4,     // small-blob allgather (digests); phase_name() prints "allgather"
-  RdFold = 5,            // recursive doubling: an extra rank's buffer to its partner (P not 2^k)
-  RdExchange = 6,        // recursive doubling: step `hop`, whole buffers swapped with rank ^ 2^hop
-  RdUnfold = 7,          // recursive doubling: the result back to the extra rank
-  RhdFold = 8,           // halving-doubling: an extra rank's buffer to its partner
-  RhdScatterReduce = 9,  // halving-doubling: step `hop` of the reduce-scatter (halves)
-  RhdAllGather = 10,     // halving-doubling: step `hop` of the all-gather (doubling)
-  RhdUnfold = 11,        // halving-doubling: the result back to the extra rank
+  BlobAllgather = 4,            // small-blob allgather (digests); phase_name() prints "allgather"
+  RdFold = 5,                   // recursive doubling: an extra rank's buffer to its partner (P not 2^k)
+  RdExchange = 6,               // recursive doubling: step `hop`, whole buffers swapped with rank ^ 2^hop
+  RdUnfold = 7,                 // recursive doubling: the result back to the extra rank
+  RhdFold = 8,                  // halving-doubling: an extra rank's buffer to its partner
+  RhdScatterReduce = 9,         // halving-doubling: step `hop` of the reduce-scatter (halves)
+  RhdAllGather = 10,            // halving-doubling: step `hop` of the all-gather (doubling)
+  RhdUnfold = 11,               // halving-doubling: the result back to the extra rank
+  HierLocalScatterReduce = 12,  // hierarchical: the node's ring scatter-reduce (hier_allreduce.h)
+  HierInterScatterReduce = 13,  // hierarchical: scatter-reduce of a node chunk among the nodes
+  HierInterAllGather = 14,      // hierarchical: all-gather of a node chunk among the nodes
+  HierLocalAllGather = 15,      // hierarchical: the node's ring all-gather
 };
 const char* phase_name(MessagePhase p);
 // A message of the gradient all-reduce (any algorithm): what the ring_sealed / ring_opened counters

@@ -182,6 +182,8 @@ struct EmulatedGpuOptions {
   double aead_gbps = 0;     // the GPU's AES-GCM rate (0: table)
   // --cc-hardware: the GPU's CC mode in TEE runs (Note [CC hardware costs], core/emulated/emulated_gpu.h)
   CcHardware cc = CcHardware::None;
+  // --gpus-per-node, --intra-node-link, --inter-node-link: nodes and their links (core/emulated/topology.h)
+  Topology topology{};
 };
 
 struct ComputeOptions {

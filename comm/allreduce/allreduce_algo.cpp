@@ -26,6 +26,8 @@ const char* reduce_algo_title(ReduceAlgo a) {
       return "recursive doubling";
     case ReduceAlgo::Rhd:
       return "recursive halving-doubling";
+    case ReduceAlgo::Hier:
+      return "hierarchical";
   }
   return "?";
 }
@@ -34,7 +36,8 @@ Allreducer::Allreducer(Transport& transport, Channel& channel, ReduceMemory& mem
                        Profiler* profiler)
     : options_(options),
       ring_(transport, channel, memory, options, profiler),
-      recursive_(transport, channel, memory, std::move(options), profiler) {}
+      recursive_(transport, channel, memory, options, profiler),
+      hier_(transport, channel, memory, std::move(options), profiler) {}
 
 void Allreducer::allreduce_sum(ReduceAlgo algo, float* data, std::size_t count, const MessageContext& id) {
   allreduce_sum(algo, data, count, id, options_.segment_bytes);
@@ -51,6 +54,9 @@ void Allreducer::allreduce_sum(ReduceAlgo algo, float* data, std::size_t count, 
       return;
     case ReduceAlgo::Rhd:
       recursive_.allreduce_sum(RecursiveKind::HalvingDoubling, data, count, id, segment_bytes);
+      return;
+    case ReduceAlgo::Hier:
+      hier_.allreduce_sum(data, count, id, segment_bytes);
       return;
   }
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "comm/allreduce/hier_allreduce.h"
 #include "comm/allreduce/recursive_allreduce.h"
 #include "comm/allreduce/ring_geometry.h"
 
@@ -14,7 +15,8 @@ namespace tt::comm {
 namespace {
 
 // One rank's hops for `algo` (the ring's labels do not matter here: only ranges and peers).
-std::vector<Hop> hops_of(ReduceAlgo algo, int rank, int ranks, std::size_t count) {
+std::vector<Hop> hops_of(ReduceAlgo algo, int rank, int ranks, std::size_t count, int node_ranks) {
+  if (algo == ReduceAlgo::Hier) return hier_hops(rank, ranks, node_ranks, count);
   if (algo != ReduceAlgo::Ring) {
     return recursive_hops(algo == ReduceAlgo::Rd ? RecursiveKind::Doubling : RecursiveKind::HalvingDoubling,
                           rank, ranks, count);
@@ -28,6 +30,23 @@ std::vector<Hop> hops_of(ReduceAlgo algo, int rank, int ranks, std::size_t count
   return out;
 }
 
+// Note [Steps at the slowest link] (allreduce_cost.h): step i crosses when any rank's hop i has a peer
+// on another node. Empty without nodes.
+std::vector<bool> crossing_steps(ReduceAlgo algo, int ranks, std::size_t count, int node_ranks) {
+  std::vector<bool> out;
+  if (node_ranks <= 0 || node_ranks >= ranks) return out;
+  const auto other_node = [node_ranks](int rank, const HopSide& s) {
+    return s.active() && s.peer / node_ranks != rank / node_ranks;
+  };
+  for (int r = 0; r < ranks; ++r) {
+    const std::vector<Hop> hops = hops_of(algo, r, ranks, count, node_ranks);
+    if (out.size() < hops.size()) out.resize(hops.size(), false);
+    for (std::size_t i = 0; i < hops.size(); ++i)
+      if (other_node(r, hops[i].send) || other_node(r, hops[i].recv)) out[i] = true;
+  }
+  return out;
+}
+
 // Segments of `range` longer than `eager_bytes` on the wire (0: no limit). All but the last are full.
 std::size_t rendezvous_segments(const SegmentLayout& layout, const ElemRange& range, std::size_t eager_bytes,
                                 std::size_t overhead) {
@@ -38,20 +57,28 @@ std::size_t rendezvous_segments(const SegmentLayout& layout, const ElemRange& ra
   return (n - 1) * (wire(layout.segment_elems()) > eager_bytes ? 1 : 0) + (wire(last) > eager_bytes ? 1 : 0);
 }
 
-// A hop's sends and receives overlap: it takes as long as its longer direction.
+// A hop's sends and receives overlap: it takes as long as its longer direction. crossing[i]: step i
+// crosses between nodes (Note [Steps at the slowest link], allreduce_cost.h).
 AllreduceWork work_of(const std::vector<Hop>& hops, std::size_t segment_bytes, std::size_t eager_bytes,
-                      std::size_t overhead) {
+                      std::size_t overhead, const std::vector<bool>& crossing) {
   std::size_t widest = 0;
   for (const Hop& h : hops) widest = std::max({widest, h.send.range.count, h.recv.range.count});
   const SegmentLayout layout(segment_bytes, widest, 0);
   AllreduceWork w;
-  for (const Hop& h : hops) {
+  for (std::size_t i = 0; i < hops.size(); ++i) {
+    const Hop& h = hops[i];
     const ElemRange out = h.send.active() ? h.send.range : ElemRange{};
     const ElemRange in = h.recv.active() ? h.recv.range : ElemRange{};
-    w.messages += static_cast<double>(std::max(layout.segments(out), layout.segments(in)));
+    const auto messages = static_cast<double>(std::max(layout.segments(out), layout.segments(in)));
+    const auto bytes = static_cast<double>(std::max(out.count, in.count) * sizeof(float));
+    if (i < crossing.size() && crossing[i]) {
+      w.inter_messages += messages;
+      w.inter_wire_bytes += bytes;
+    }
+    w.messages += messages;
     w.rendezvous += static_cast<double>(std::max(rendezvous_segments(layout, out, eager_bytes, overhead),
                                                  rendezvous_segments(layout, in, eager_bytes, overhead)));
-    w.wire_bytes += static_cast<double>(std::max(out.count, in.count) * sizeof(float));
+    w.wire_bytes += bytes;
     if (h.reduce) w.reduce_bytes += static_cast<double>(in.count * sizeof(float));
   }
   return w;
@@ -107,11 +134,13 @@ double dot(const Terms& r, const Terms& x) {
 }  // namespace
 
 AllreduceWork allreduce_work(ReduceAlgo algo, int ranks, std::size_t count, std::size_t segment_bytes,
-                             std::size_t eager_bytes, std::size_t overhead) {
+                             std::size_t eager_bytes, std::size_t overhead, int node_ranks) {
   AllreduceWork busiest;
   if (ranks < 2 || count == 0) return busiest;
+  const std::vector<bool> crossing = crossing_steps(algo, ranks, count, node_ranks);
   for (int r = 0; r < ranks; ++r) {
-    const AllreduceWork w = work_of(hops_of(algo, r, ranks, count), segment_bytes, eager_bytes, overhead);
+    const AllreduceWork w =
+        work_of(hops_of(algo, r, ranks, count, node_ranks), segment_bytes, eager_bytes, overhead, crossing);
     if (w.messages > busiest.messages ||
         (w.messages == busiest.messages && w.wire_bytes > busiest.wire_bytes))
       busiest = w;
@@ -120,8 +149,10 @@ AllreduceWork allreduce_work(ReduceAlgo algo, int ranks, std::size_t count, std:
 }
 
 double CostModel::predict_us(const AllreduceWork& w) const {
-  return w.messages * message_us + w.rendezvous * rendezvous_us +
-         (w.wire_bytes * wire_ns_per_byte + w.reduce_bytes * reduce_ns_per_byte) * 1e-3;
+  return w.messages * message_us + w.rendezvous * rendezvous_us + w.inter_messages * inter_message_us +
+         (w.wire_bytes * wire_ns_per_byte + w.reduce_bytes * reduce_ns_per_byte +
+          w.inter_wire_bytes * inter_wire_ns_per_byte) *
+             1e-3;
 }
 
 std::size_t CostModel::eager_segment_bytes(std::size_t overhead) const {
@@ -136,7 +167,10 @@ CostModel compose(const LinkCosts& link, const TeeCosts& tee) {
       .wire_ns_per_byte = ns_per_byte(link.gbps) + ns_per_byte(tee.seal_gbps) + ns_per_byte(tee.open_gbps),
       .reduce_ns_per_byte = ns_per_byte(link.reduce_gbps),
       .eager_bytes = link.eager_bytes,
-      .rendezvous_us = link.rendezvous_us};
+      .rendezvous_us = link.rendezvous_us,
+      .node_ranks = 0,
+      .inter_message_us = 0,
+      .inter_wire_ns_per_byte = 0};
 }
 
 AlgoChoice choose_algo(const CostModel& m, int ranks, std::size_t count, std::size_t segment_bytes,
@@ -146,7 +180,8 @@ AlgoChoice choose_algo(const CostModel& m, int ranks, std::size_t count, std::si
   AlgoChoice c;
   for (std::size_t i = 0; i < kReduceAlgos.size(); ++i) {
     const auto price = [&](std::size_t seg) {
-      return m.predict_us(allreduce_work(kReduceAlgos[i], ranks, count, seg, m.eager_bytes, overhead));
+      return m.predict_us(
+          allreduce_work(kReduceAlgos[i], ranks, count, seg, m.eager_bytes, overhead, m.node_ranks));
     };
     c.predicted_us[i] = price(segment_bytes);
     c.segments_of[i] = segment_bytes;
@@ -206,7 +241,10 @@ CostFit fit_cost_model(std::span<const CostSample> samples, std::size_t segment_
                .wire_ns_per_byte = best[2] / scale[2],
                .reduce_ns_per_byte = best[3] / scale[3],
                .eager_bytes = eager_bytes,
-               .rendezvous_us = best[1] / scale[1]};
+               .rendezvous_us = best[1] / scale[1],
+               .node_ranks = 0,
+               .inter_message_us = 0,
+               .inter_wire_ns_per_byte = 0};
   double sum = 0;
   for (const auto& r : rows) sum += std::fabs(dot(r, best) - 1.0);
   fit.mean_abs_rel_error = sum / static_cast<double>(rows.size());
@@ -220,6 +258,11 @@ std::string describe(const CostModel& m) {
   std::string out = buf;
   if (m.eager_bytes > 0) {
     std::snprintf(buf, sizeof buf, ", rendezvous %.2f us above %zu B", m.rendezvous_us, m.eager_bytes);
+    out += buf;
+  }
+  if (m.node_ranks > 0) {
+    std::snprintf(buf, sizeof buf, ", nodes of %d: +%.2f us, +%.3f ns/B between them", m.node_ranks,
+                  m.inter_message_us, m.inter_wire_ns_per_byte);
     out += buf;
   }
   return out;

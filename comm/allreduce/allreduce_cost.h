@@ -3,6 +3,7 @@
 // An α-β model of the busiest rank's critical path, with the TEE's costs folded into both terms:
 //
 //   time = messages x message_us + wire bytes x wire_ns_per_byte + added bytes x reduce_ns_per_byte
+//          + inter-node messages x inter_message_us + inter-node bytes x inter_wire_ns_per_byte
 //
 // where, for the TEE mode in use,
 //   message_us       = α (latency and software per message) + the TEE's fixed cost per sealed message
@@ -40,11 +41,19 @@ struct AllreduceWork {
   double rendezvous = 0;    // of them, those longer than the eager limit
   double wire_bytes = 0;    // bytes sent (sealed and opened in a TEE mode)
   double reduce_bytes = 0;  // bytes added in
+  // Of messages and wire_bytes, those of steps that cross between nodes (node_ranks given).
+  double inter_messages = 0;
+  double inter_wire_bytes = 0;
 };
 // eager_bytes 0: no limit (no message counts as rendezvous); overhead: wire bytes per message beyond
-// its payload (the channel's header and tag).
+// its payload (the channel's header and tag). node_ranks > 0: ranks in nodes of that many (the
+// hierarchical algorithm's nodes, and which steps cross between them). Note [Steps at the slowest
+// link]: the ranks run a collective's steps in lock-step, so a step takes as long as its slowest
+// message: a step counts as crossing when any rank's message of that step crosses between nodes
+// (every step of a flat ring over more than one node does; the hierarchical algorithm's inter-node
+// steps only).
 AllreduceWork allreduce_work(ReduceAlgo algo, int ranks, std::size_t count, std::size_t segment_bytes,
-                             std::size_t eager_bytes = 0, std::size_t overhead = 0);
+                             std::size_t eager_bytes = 0, std::size_t overhead = 0, int node_ranks = 0);
 
 struct CostModel {
   double message_us = 0;
@@ -52,6 +61,11 @@ struct CostModel {
   double reduce_ns_per_byte = 0;
   std::size_t eager_bytes = 0;  // the transport's eager limit in wire bytes (0: none modelled)
   double rendezvous_us = 0;     // extra per message longer than eager_bytes
+  // A topology (core/emulated/topology.h): ranks per node (0: one node), and what a message and a byte
+  // of a step crossing between nodes cost beyond the node link's message_us and wire_ns_per_byte.
+  int node_ranks = 0;
+  double inter_message_us = 0;
+  double inter_wire_ns_per_byte = 0;
   double predict_us(const AllreduceWork& w) const;
   // The segment that keeps a message eager: the largest whole-float payload that fits with `overhead`
   // (0 when no limit is modelled or nothing fits).
@@ -75,11 +89,12 @@ CostModel compose(const LinkCosts& link, const TeeCosts& tee);
 
 struct AlgoChoice {
   ReduceAlgo algo = ReduceAlgo::Ring;
-  std::size_t segment_bytes = 0;             // the picked algorithm's segments
-  std::array<double, 3> predicted_us{};      // per kReduceAlgos entry, at its cheaper segmentation
-  std::array<std::size_t, 3> segments_of{};  // per kReduceAlgos entry: that segmentation
+  std::size_t segment_bytes = 0;  // the picked algorithm's segments
+  std::array<double, kReduceAlgos.size()>
+      predicted_us{};  // per kReduceAlgos entry, at its cheaper segmentation
+  std::array<std::size_t, kReduceAlgos.size()> segments_of{};  // per kReduceAlgos entry: that segmentation
 };
-// The cheapest algorithm for one all-reduce of `count` floats (ties: ring, then rd, then rhd), each
+// The cheapest algorithm for one all-reduce of `count` floats (ties: ring, rd, rhd, hier), each
 // at the run's segments or, where the model has an eager limit and segment_bytes is not 0 (whole
 // chunks), at eager-sized ones if the model prices them lower (ties: the run's).
 AlgoChoice choose_algo(const CostModel& m, int ranks, std::size_t count, std::size_t segment_bytes,

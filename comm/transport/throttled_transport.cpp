@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <utility>
 
 #include "base/error.h"
 
@@ -30,22 +31,28 @@ class ThrottledSend final : public RequestState {
 }  // namespace
 
 LinkPacer::LinkPacer(int peers, LinkLimit limit, const RunClock* clock)
-    : limit_(limit), clock_(clock), link_free_(static_cast<std::size_t>(std::max(0, peers))) {
-  if (limit_.gbytes_per_s < 0 || limit_.latency.count() < 0) {
-    throw InputError("link limit must be >= 0 (GB/s and latency); got " +
-                     std::to_string(limit_.gbytes_per_s) + " GB/s");
+    : LinkPacer(std::vector<LinkLimit>(static_cast<std::size_t>(std::max(1, peers)), limit), clock) {}
+
+LinkPacer::LinkPacer(std::vector<LinkLimit> per_peer, const RunClock* clock)
+    : limits_(std::move(per_peer)), clock_(clock), link_free_(limits_.size()) {
+  if (limits_.empty()) limits_.push_back({});
+  for (const LinkLimit& l : limits_) {
+    if (l.gbytes_per_s < 0 || l.latency.count() < 0) {
+      throw InputError("link limit must be >= 0 (GB/s and latency); got " + std::to_string(l.gbytes_per_s) +
+                       " GB/s");
+    }
   }
 }
 
-double LinkPacer::link_seconds(std::size_t bytes) const {
-  const double wire =
-      limit_.gbytes_per_s > 0 ? static_cast<double>(bytes) / (limit_.gbytes_per_s * 1e9) : 0.0;
-  return wire + std::chrono::duration<double>(limit_.latency).count();
+double LinkPacer::link_seconds(int peer, std::size_t bytes) const {
+  const LinkLimit& l = limit(peer);
+  const double wire = l.gbytes_per_s > 0 ? static_cast<double>(bytes) / (l.gbytes_per_s * 1e9) : 0.0;
+  return wire + std::chrono::duration<double>(l.latency).count();
 }
 
 Clock::time_point LinkPacer::reserve(int peer, std::size_t bytes) {
   const auto cost =
-      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(link_seconds(bytes)));
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(link_seconds(peer, bytes)));
   // Token bucket without burst: the link carries one message after another at the given rate.
   std::lock_guard lock(mu_);
   auto& free_at = link_free_.at(static_cast<std::size_t>(peer));

@@ -23,8 +23,8 @@
 namespace tt::comm {
 
 struct LinkLimit {
-  double gbytes_per_s = 0;               // GB/s (1e9 bytes per second) per link; 0 = unlimited
-  std::chrono::microseconds latency{0};  // fixed cost added to every message
+  double gbytes_per_s = 0;  // GB/s (1e9 bytes per second) per link; 0 = unlimited
+  std::chrono::duration<double, std::micro> latency{0};  // fixed cost added to every message
 };
 
 // Per-peer serial links: a message of n bytes starts when its link is free (the end of the previous
@@ -33,14 +33,18 @@ class LinkPacer {
  public:
   // clock: whose time a link is booked in (null: steady_clock; a virtual clock: Note [Virtual time]).
   LinkPacer(int peers, LinkLimit limit, const RunClock* clock = nullptr);
-  const LinkLimit& limit() const { return limit_; }
-  // Seconds a link needs for n bytes (latency included).
-  double link_seconds(std::size_t bytes) const;
+  // One limit per peer (a topology's link classes: core/emulated/topology.h).
+  LinkPacer(std::vector<LinkLimit> per_peer, const RunClock* clock = nullptr);
+  const LinkLimit& limit() const { return limits_.front(); }  // peer 0's (every peer's without a topology)
+  const LinkLimit& limit(int peer) const { return limits_.at(static_cast<std::size_t>(peer)); }
+  // Seconds a link needs for n bytes (latency included): peer 0's, and `peer`'s.
+  double link_seconds(std::size_t bytes) const { return link_seconds(0, bytes); }
+  double link_seconds(int peer, std::size_t bytes) const;
   // Books n bytes on the link to `peer` and returns when they will have crossed it. Thread-safe.
   std::chrono::steady_clock::time_point reserve(int peer, std::size_t bytes);
 
  private:
-  LinkLimit limit_;
+  std::vector<LinkLimit> limits_;  // per peer
   const RunClock* clock_;
   std::mutex mu_;  // sends may be posted from more than one thread
   std::vector<std::chrono::steady_clock::time_point> link_free_;  // per peer: when its link is idle

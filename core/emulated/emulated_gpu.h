@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/emulated/topology.h"
 #include "core/enum_names.h"
 
 namespace tt {
@@ -154,6 +155,7 @@ struct EmulatedGpu {
   double aead_override = 0;                     // > 0: replaces the AES-GCM rate (--gpu-aead-gbps)
   double act_traffic_override = -1;  // >= 0: replaces act_traffic (--gpu-act-traffic; 0 = FLOPs only)
   CcCosts cc{};                      // the GPU in CC mode (Note [CC hardware costs]); none: CC off
+  Topology topology{};               // nodes and link classes (core/emulated/topology.h)
 
   // GB/s of the GPU's AES-GCM (device crypto); throws InputError when the table has no measurement.
   double aead_gbps() const;

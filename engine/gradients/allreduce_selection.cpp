@@ -36,6 +36,28 @@ std::string mode_name(TeeMode m) {
   return enum_name(m);
 }
 
+// A topology's links (core/emulated/topology.h): the node's class is the model's link (its latency
+// added to each message), and a step between nodes pays the difference to the inter-node class
+// (Note [Steps at the slowest link], comm/allreduce/allreduce_cost.h). NVLink's rate is `link.gbps`
+// (the GPU's, or Blackwell's encrypted one).
+void price_topology(const Topology& t, const comm::LinkCosts& link, comm::CostModel& m) {
+  const LinkClassSpec& in = link_class_spec(t.intra);
+  const LinkClassSpec& out = link_class_spec(t.inter);
+  const auto ns_per_byte = [&link](const LinkClassSpec& c) {
+    return 1.0 / (c.gbps > 0 ? c.gbps : link.gbps);
+  };
+  m.node_ranks = t.gpus_per_node;
+  m.message_us += in.latency_us;
+  m.wire_ns_per_byte += ns_per_byte(in) - 1.0 / link.gbps;
+  m.inter_message_us = out.latency_us - in.latency_us;
+  m.inter_wire_ns_per_byte = ns_per_byte(out) - ns_per_byte(in);
+}
+
+std::string topology_title(const Topology& t) {
+  return "nodes of " + std::to_string(t.gpus_per_node) + ", " + link_class_spec(t.intra).title + " inside, " +
+         link_class_spec(t.inter).title + " between";
+}
+
 comm::TeeCosts tee_costs(const ParallelOptions& parallel, const ComputeOptions& compute,
                          const TeeSwitches& ts, const EmulatedGpu* gpu) {
   if (!ts.on) return {};
@@ -134,7 +156,8 @@ CostModelSource default_cost_model(const ParallelOptions& parallel, const Comput
   if (eager_limit > kMpiHeaderBytes) link.eager_bytes = eager_limit - kMpiHeaderBytes;
   // An emulated GPU's links are modelled, not MPI's: no eager protocol to price.
   if (gpu != nullptr) link.eager_bytes = 0;
-  if (gpu != nullptr && parallel.link == LinkModel::Emulate) {
+  const bool topology = gpu != nullptr && gpu->topology.given() && parallel.link_gbps <= 0;
+  if (gpu != nullptr && (parallel.link == LinkModel::Emulate || topology)) {
     link = {
         .message_us = kGpuMessageUs, .gbps = gpu->spec.nvlink_gbps, .reduce_gbps = gpu->spec.hbm_gbps / 3};
     // fast's ciphertext on Blackwell: NVLink at its encrypted rate (Note [CC hardware costs]).
@@ -146,10 +169,15 @@ CostModelSource default_cost_model(const ParallelOptions& parallel, const Comput
     where = "--link-gbps " + std::to_string(parallel.link_gbps);
   }
   const comm::TeeCosts tee = tee_costs(parallel, compute, ts, gpu);
-  char buf[160];
+  comm::CostModel model = comm::compose(link, tee);
+  if (topology) {
+    price_topology(gpu->topology, link, model);
+    where = topology_title(gpu->topology);
+  }
+  char buf[200];
   std::snprintf(buf, sizeof buf, "defaults: %s, tee %s (seal/open %.1f GB/s, %.1f us per sealed message)",
                 where.c_str(), mode_name(ts.mode()).c_str(), tee.seal_gbps, tee.message_us);
-  return {comm::compose(link, tee), buf};
+  return {model, buf};
 }
 
 CostModelSource cost_model_for(const ParallelOptions& parallel, const ComputeOptions& compute,
@@ -165,6 +193,11 @@ nlohmann::json cost_model_json(const comm::CostModel& m) {
   if (m.eager_bytes > 0) {
     j["eager_bytes"] = m.eager_bytes;
     j["rendezvous_us"] = m.rendezvous_us;
+  }
+  if (m.node_ranks > 0) {
+    j["node_ranks"] = m.node_ranks;
+    j["inter_message_us"] = m.inter_message_us;
+    j["inter_wire_ns_per_byte"] = m.inter_wire_ns_per_byte;
   }
   return j;
 }
@@ -259,18 +292,21 @@ double AlgoSelection::predicted_us(int bucket, std::size_t count) {
 
 std::string AlgoSelection::describe() const {
   if (!request_ && split_) return "auto (cost model: the ring's segments per bucket, its halves run apart)";
-  if (!request_) return "auto (cost model: ring, rd or rhd per bucket)";
+  if (!request_) return "auto (cost model: ring, rd, rhd or hier per bucket)";
   return comm::reduce_algo_title(*request_);
 }
 
 nlohmann::json AlgoSelection::summary() const {
-  nlohmann::json counts = {{"ring", 0}, {"rd", 0}, {"rhd", 0}};
+  nlohmann::json counts = nlohmann::json::object();
+  for (const comm::ReduceAlgo a : comm::kReduceAlgos) counts[enum_name(a)] = 0;
   nlohmann::json buckets = nlohmann::json::array();
   for (const auto& [b, p] : buckets_) {
     counts[enum_name(p.choice.algo)] = counts[enum_name(p.choice.algo)].get<int>() + 1;
     nlohmann::json predicted;
+    // hier on one node is the ring: listed only where the model has nodes.
     for (std::size_t i = 0; i < comm::kReduceAlgos.size(); ++i)
-      predicted[enum_name(comm::kReduceAlgos[i])] = p.choice.predicted_us[i];
+      if (comm::kReduceAlgos[i] != comm::ReduceAlgo::Hier || model_.model.node_ranks > 0)
+        predicted[enum_name(comm::kReduceAlgos[i])] = p.choice.predicted_us[i];
     buckets.push_back({{"bucket", b},
                        {"bytes", p.bytes},
                        {"algorithm", enum_name(p.choice.algo)},

@@ -67,7 +67,9 @@ class HostPath final : public GradientPath {
         .profiler = s.profiler,
     });
     segment_ = as_cut(pick_segment(o.segment_kb, s.link), ts);
-    const comm::RingOptions ro = ring_options(ts, segment_.bytes);
+    comm::RingOptions ro = ring_options(ts, segment_.bytes);
+    // The hierarchical algorithm's nodes (--gpus-per-node; an emulated cluster's links follow them).
+    ro.node_ranks = s.compute.gpu.topology.gpus_per_node;
     algos_.emplace(parts.wire, parts.channel, parts.memory, ro, &s.profiler);
     // Note [same algorithm on every rank] (allreduce_selection.h): the model's inputs are agreed ones.
     selection_.emplace(o.algo,

@@ -93,6 +93,7 @@ void path_conflicts(const TrainOptions& o, std::vector<std::string>& out) {
 RunPlan::RunPlan(const TrainOptions& options, const ImageSource* images, int world)
     : o_(resolved(options, images, world)), images_(images != nullptr), world_(world) {
   validate(o_);  // every conflicting choice in one message (exit 2)
+  validate_topology(o_.compute.gpu.topology, world);
   ts_ = tee_switches(o_);
   json_ = train_options_json(o_);
 }
@@ -109,6 +110,7 @@ platform::Options platform_options(const ComputeOptions& c, bool tee, int thread
         resolve_gpu_spec(g.name), g.precision, g.tflops, g.efficiency, g.aead_gbps, g.act_traffic};
     // The TEE-off baseline is the same GPU with CC off (Note [CC hardware costs]).
     if (tee) po.gpu->cc = cc_costs(g.cc);
+    po.gpu->topology = g.topology;
     po.clock = &clock;
   }
   return po;

@@ -91,6 +91,11 @@ nlohmann::json train_options_json(const TrainOptions& o) {
   // Only when asked for, so that runs without it keep the configuration digest they had.
   if (c.mode == ComputeMode::Emulated && c.gpu.cc != CcHardware::None)
     j["gpu"]["cc_hardware"] = enum_name(c.gpu.cc);
+  // The nodes, only when given (runs without them keep their digest).
+  if (c.gpu.topology.given())
+    j["topology"] = {{"gpus_per_node", c.gpu.topology.gpus_per_node},
+                     {"intra", enum_name(c.gpu.topology.intra)},
+                     {"inter", enum_name(c.gpu.topology.inter)}};
   // Only when given, so runs without pins keep the configuration digest (and policies) they had.
   if (!o.data.expect_dataset.empty()) j["expect_dataset"] = o.data.expect_dataset;
   // The same for the gradients' memory: only when not the default.

@@ -674,6 +674,9 @@ nlohmann::json TrainingRun::summary(const TrainResult& r, const RunReport& repor
   };
   nlohmann::json s = result_json(r, d.images);
   const nlohmann::json device_memory = gpu != nullptr ? nlohmann::json(gpu->spec.memory_gib) : nullptr;
+  // The emulated cluster's nodes and links (core/emulated/topology.h); null without one.
+  const nlohmann::json topology =
+      gpu != nullptr && gpu->topology.given() ? nlohmann::json(gpu->topology.describe(d.world)) : nullptr;
   s.update({{"num_params", d.params},
             {"memory_gib_per_rank", d.memory_gib},
             {"memory_state_gib_per_rank", d.memory_state_gib},
@@ -683,6 +686,7 @@ nlohmann::json TrainingRun::summary(const TrainResult& r, const RunReport& repor
             // What each bucket took: known once the run has summed them.
             {"allreduce_selection", selection != nullptr ? selection->summary() : nlohmann::json(nullptr)},
             {"cc_transfer_us", d.cc_transfer_us},
+            {"topology", topology},
             {"cc_hardware", cc_hardware_json(gpu, platform_->cc_charges(), r.steps)},
             // Note [GPU crypto shares the SMs]: per step run, warm-up included (as cc_hardware's).
             {"sm_wait_s_per_step",

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -100,13 +101,13 @@ class TokenRecv final : public comm::RequestState {
     arrive_ = (at > now + kPlausible || at + kPlausible < now) ? now : at;
   }
 
-  // Virtual time: of the wait until the arrival, the last link_seconds(bytes) were the bytes crossing
+  // Virtual time: of the wait until the arrival, the last link_seconds(peer, bytes) were the bytes crossing
   // the link; anything before that was the neighbour not having sent yet.
   void report_wait() const {
     if (prof_ == nullptr) return;
     const double wait = std::chrono::duration<double>(*arrive_ - clock_->now()).count();
     if (!(wait > 0)) return;
-    const double link = std::min(wait, pacer_.link_seconds(bytes_));
+    const double link = std::min(wait, pacer_.link_seconds(peer_, bytes_));
     prof_->add_time(Phase::Link, link);
     prof_->add_time(Phase::Wait, wait - link);
   }
@@ -129,17 +130,28 @@ class TokenRecv final : public comm::RequestState {
 
 EmulatedLinkTransport::EmulatedLinkTransport(comm::Transport& inner, comm::LinkLimit limit, RunClock* clock,
                                              std::size_t carry, Profiler* profiler)
+    : EmulatedLinkTransport(inner,
+                            std::vector<comm::LinkLimit>(static_cast<std::size_t>(inner.size()), limit),
+                            clock, carry, profiler, "") {}
+
+EmulatedLinkTransport::EmulatedLinkTransport(comm::Transport& inner, std::vector<comm::LinkLimit> per_peer,
+                                             RunClock* clock, std::size_t carry, Profiler* profiler,
+                                             std::string label)
     : inner_(inner),
       clock_(clock != nullptr && clock->is_virtual() ? clock : nullptr),
       carry_(clock_ != nullptr ? carry : 0),
       prof_(profiler),
-      pacer_(inner.size(), limit, clock_) {
-  if (!(limit.gbytes_per_s > 0)) throw InputError("an emulated link needs a rate > 0 GB/s");
+      pacer_(std::move(per_peer), clock_),
+      label_(std::move(label)) {
+  for (int p = 0; p < inner.size(); ++p) {
+    if (!(pacer_.limit(p).gbytes_per_s > 0)) throw InputError("an emulated link needs a rate > 0 GB/s");
+  }
   set_timeout(inner.timeout());
   set_wait_policy(inner.wait_policy());
 }
 
 std::string EmulatedLinkTransport::name() const {
+  if (!label_.empty()) return "emulated-link(" + label_ + ")";
   char buf[64];
   std::snprintf(buf, sizeof buf, "emulated-link(%g GB/s)", pacer_.limit().gbytes_per_s);
   return buf;

@@ -26,11 +26,15 @@
 // Token: be64 length || be64 arrival (clock ticks) || max(carry, 16) bytes (the carried bytes, else
 // zeros that nothing reads: a flip there changes nothing).
 //
+// Topology (core/emulated/topology.h): each peer's link may be of another class (NVLink or PCIe inside
+// a node, InfiniBand or RoCE between nodes): a message is booked at its pair's rate and latency.
+//
 // Same contract as the wrapped transport otherwise: ordering per (peer, tag), a message longer than the
 // receive buffer is a RunError, one thread at a time per request.
 #pragma once
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "comm/transport.h"
 #include "comm/transport/throttled_transport.h"
@@ -49,15 +53,20 @@ class EmulatedLinkTransport final : public comm::Transport {
   // profiler: virtual time splits each receive's wait into the link and wait phases (null: not reported).
   EmulatedLinkTransport(comm::Transport& inner, comm::LinkLimit limit, RunClock* clock = nullptr,
                         std::size_t carry = 0, Profiler* profiler = nullptr);
+  // A topology's links: per_peer[p] is the class of the link to peer p (size() entries, each > 0 GB/s);
+  // `label` names them in name() ("2 nodes x 8 GPUs, NVLink inside, InfiniBand NDR between").
+  EmulatedLinkTransport(comm::Transport& inner, std::vector<comm::LinkLimit> per_peer, RunClock* clock,
+                        std::size_t carry, Profiler* profiler, std::string label);
 
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
-  std::string name() const override;  // "emulated-link(450 GB/s)"
+  std::string name() const override;  // "emulated-link(450 GB/s)", "emulated-link(<label>)"
 
   comm::Request isend(int peer, std::span<const std::byte> data, int tag) override;
   comm::Request irecv(int peer, std::span<std::byte> buffer, int tag) override;
 
   double link_seconds(std::size_t bytes) const { return pacer_.link_seconds(bytes); }
+  double link_seconds(int peer, std::size_t bytes) const { return pacer_.link_seconds(peer, bytes); }
 
  private:
   std::size_t token_bytes() const { return kHeaderBytes + std::max(carry_, kMinBody); }
@@ -67,6 +76,7 @@ class EmulatedLinkTransport final : public comm::Transport {
   std::size_t carry_;
   Profiler* prof_;
   comm::LinkPacer pacer_;
+  std::string label_;  // a topology's (empty: one rate for every peer)
 };
 
 }  // namespace tt::platform

@@ -1,6 +1,9 @@
 #include "platform/emulated/emulated_platform.h"
 
 #include <algorithm>
+#include <chrono>
+#include <utility>
+#include <vector>
 
 #include "base/error.h"
 #include "core/backend_factory.h"
@@ -83,6 +86,22 @@ comm::Transport& EmulatedPlatform::ring_wire(const HostPathRequest& r, const com
                            : !modelled_links ? 0.0
                            : peer_gbps > 0   ? peer_gbps
                                              : gpu_->gpu().spec.nvlink_gbps;
+  const Topology& topo = gpu_->gpu().topology;
+  if (modelled_links && topo.given() && r.link_gbps <= 0) {
+    // Each pair's link class (core/emulated/topology.h); NVLink runs at the rate above (the GPU's, or
+    // Blackwell's encrypted one for fast's ciphertext).
+    std::vector<comm::LinkLimit> per_peer;
+    for (int p = 0; p < r.transport.size(); ++p) {
+      const LinkClassSpec& c = link_class_spec(topo.between(r.transport.rank(), p));
+      per_peer.push_back({.gbytes_per_s = c.gbps > 0 ? c.gbps : link_gbps,
+                          .latency = std::chrono::duration<double, std::micro>(c.latency_us)});
+    }
+    const bool virt = r.profiler.virtual_time();
+    const std::size_t carry = virt && virtual_seal_ ? virtual_seal_->carried_bytes() : 0;
+    if (virt || channel.pass_through())
+      return emulated_link_.emplace(r.transport, std::move(per_peer), &r.profiler.clock(), carry, &r.profiler,
+                                    topo.describe(r.transport.size()));
+  }
   if (r.profiler.virtual_time()) {
     const std::size_t carry = virtual_seal_ ? virtual_seal_->carried_bytes() : 0;
     return emulated_link_.emplace(r.transport, comm::LinkLimit{link_gbps, {}}, &r.profiler.clock(), carry,

@@ -299,3 +299,46 @@ TEST(AllreduceSelection, MalformedCalibrationFilesAreInputErrors) {
 
 }  // namespace
 }  // namespace tt
+
+namespace tt {
+namespace {
+
+// A topology (core/emulated/topology.h): the hierarchical algorithm's inter-node steps carry 1/G of the
+// buffer where every step of a flat ring over several nodes runs at the inter-node link's pace (Note
+// [Steps at the slowest link]); on one node hier is the ring's work and a tie keeps the ring.
+TEST(AllreduceCost, TopologyPricesStepsBetweenNodes) {
+  const std::size_t n = std::size_t{16} << 20;  // 64 MiB
+  const auto ring = comm::allreduce_work(ReduceAlgo::Ring, 16, n, 0, 0, 0, 8);
+  const auto hier = comm::allreduce_work(ReduceAlgo::Hier, 16, n, 0, 0, 0, 8);
+  EXPECT_EQ(ring.inter_messages, ring.messages);  // every ring step has a message between nodes
+  EXPECT_EQ(hier.messages, 2 * 7 + 2 * 1);        // 2 (G - 1) inside, 2 (N - 1) between
+  EXPECT_EQ(hier.inter_messages, 2);
+  EXPECT_EQ(hier.inter_wire_bytes, 2.0 * n * 4 / 16);  // a node chunk's halves
+  EXPECT_EQ(comm::allreduce_work(ReduceAlgo::Hier, 16, n, 0, 0, 0, 0).messages, ring.messages);
+
+  EmulatedGpu gpu{gpu_spec("h100")};
+  gpu.topology = {.gpus_per_node = 8, .intra = LinkClass::Nvlink, .inter = LinkClass::InfinibandNdr};
+  TrainOptions plan;
+  plan.compute.mode = ComputeMode::Emulated;
+  const comm::CostModel m = default_cost_model(plan.parallel, plan.compute, TeeSwitches{}, &gpu).model;
+  EXPECT_EQ(m.node_ranks, 8);
+  EXPECT_NEAR(m.inter_message_us, 14.0 - 3.4, 1e-12);
+  EXPECT_NEAR(m.inter_wire_ns_per_byte, 1.0 / 50 - 1.0 / gpu.spec.nvlink_gbps, 1e-12);
+  // P = 16 in nodes of 8: hier moves the ring's bytes over NVLink and 1/8 of them over InfiniBand.
+  const comm::AlgoChoice two = comm::choose_algo(m, 16, n, 0);
+  EXPECT_LT(two.predicted_us[3], two.predicted_us[0] / 2);
+  // Halving-doubling on node-major ranks crosses nodes only at its distance-8 steps, with the same
+  // bytes as hier in fewer messages: at a power of two it is hierarchical already, and auto takes it.
+  EXPECT_EQ(two.algo, ReduceAlgo::Rhd);
+  // Three nodes (P = 24): halving-doubling's folds and pairs straddle nodes; hier is the cheapest.
+  EXPECT_EQ(comm::choose_algo(m, 24, n, 0).algo, ReduceAlgo::Hier);
+  // One node: hier is the ring's work exactly.
+  comm::CostModel one = m;
+  one.node_ranks = 0;
+  const comm::AlgoChoice flat = comm::choose_algo(one, 16, n, 0);
+  EXPECT_EQ(flat.predicted_us[3], flat.predicted_us[0]);
+  EXPECT_NE(flat.algo, ReduceAlgo::Hier);
+}
+
+}  // namespace
+}  // namespace tt

@@ -142,9 +142,11 @@ void add_parallel_options(CLI::App* cmd, TrainOptions& o) {
       dp, o.parallel.algo,
       "Which of our all-reduce algorithms each bucket takes (--allreduce ring): ring; rd "
       "(recursive doubling: log2 P steps, fewest sealed messages); rhd (recursive halving-doubling: "
-      "2 log2 P steps, the ring's bytes); auto (per bucket, the cheapest by the cost model for the "
-      "TEE mode: --allreduce-cost, else defaults). rd and rhd add in another order than the ring: "
-      "other parameter bits at P >= 3 (docs/design.md section 5)");
+      "2 log2 P steps, the ring's bytes); hier (hierarchical, on --gpus-per-node's nodes: ring "
+      "reduce-scatter inside each node, ring all-reduce of each shard between nodes, ring all-gather "
+      "inside; the ring itself on one node); auto (per bucket, the cheapest by the cost model for the "
+      "TEE mode: --allreduce-cost, else defaults). rd, rhd and hier on several nodes add in another "
+      "order than the ring: other parameter bits at P >= 3 (docs/design.md section 5)");
   dp->add_option(
       "--allreduce-cost", o.parallel.cost,
       "Cost model for --allreduce-algo auto: a calibration FILE written by `teetrain bench allreduce "
@@ -226,6 +228,24 @@ void add_virtual_time_options(CLI::Option_group* em, TrainOptions& o) {
   em->add_flag("--bounce-reencrypt", o.compute.host.bounce_reencrypt,
                "Virtual time: H100 CC's bounce-buffer bytes are encrypted a second time on the host "
                "(Fastrack's redundant re-encryption): host-sealed messages cost twice the bytes");
+}
+
+// --gpus-per-node and the link classes (core/emulated/topology.h).
+void add_topology_options(CLI::App* cmd, TrainOptions& o) {
+  auto* em = cmd->add_option_group("nodes and links (hier; emulated clusters)");
+  em->add_option("--gpus-per-node", o.compute.gpu.topology.gpus_per_node,
+                 "Nodes of G consecutive ranks (G must divide the rank count): --allreduce-algo hier runs "
+                 "on them; an emulated cluster (--compute emulate) also books --intra-node-link inside a "
+                 "node and --inter-node-link between nodes at their published rates and latencies. 0 = "
+                 "every rank on one node, every emulated link the GPU's NVLink without latency")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  add_enum_option(em, "--intra-node-link", o.compute.gpu.topology.intra,
+                  "With --gpus-per-node: the GPUs' link inside a node. nvlink: the GPU's NVLink (450 GB/s on "
+                  "h100), 3.4 us; pcie: Gen5 x16 at 43.5 GB/s measured (64 theoretical), 5.7 us");
+  add_enum_option(em, "--inter-node-link", o.compute.gpu.topology.inter,
+                  "With --gpus-per-node: the link between nodes, per GPU. ib: InfiniBand NDR 400 Gb/s "
+                  "(50 GB/s), 14 us; roce: RoCE 400GbE (50 GB/s), 15.1 us");
 }
 
 void add_emulation_options(CLI::App* cmd, TrainOptions& o) {
@@ -319,6 +339,7 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
   add_parallel_options(cmd, o);
   add_tee_options(cmd, o.tee);
   add_emulation_options(cmd, o);
+  add_topology_options(cmd, o);
 }
 
 std::chrono::milliseconds timeout_before_parse(int argc, char** argv) {
