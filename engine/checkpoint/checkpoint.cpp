@@ -22,7 +22,8 @@ namespace {
 class PlainCodec final : public FileCodec {
  public:
   std::string suffix() const override { return ""; }
-  void write(const fs::path& path, std::span<const std::byte> bytes, const std::string&) override {
+  void write(const fs::path& path, std::span<const std::byte> bytes, const std::string&,
+             std::optional<long>) override {
     write_file_atomic(path, bytes);
   }
   const tee::CheckpointKey* key() const override { return nullptr; }
@@ -249,7 +250,7 @@ fs::path CheckpointStore::begin_save(long step) {
 ManifestFile CheckpointStore::write_optimizer_shard(FileCodec& codec, const fs::path& tmp, Backend& backend,
                                                     Optimizer& optimizer, int rank, long step) {
   const fs::path path = tmp / (optimizer_shard_file(rank) + codec.suffix());
-  codec.write(path, encode_optimizer_shard(backend, optimizer, rank, step), "optimizer");
+  codec.write(path, encode_optimizer_shard(backend, optimizer, rank, step), "optimizer", step);
   return listed(path);
 }
 
@@ -263,7 +264,7 @@ fs::path CheckpointStore::save(Backend& backend, Model& model, Optimizer* optimi
   CheckpointManifest manifest{
       run_id_, meta.step, step_dir_name(meta.step), prev_step_, prev_manifest_sha256_, {}, std::nullopt};
   auto put = [&](const std::string& name, std::span<const std::byte> bytes, const std::string& kind) {
-    codec_.write(tmp / (name + sfx), bytes, kind);
+    codec_.write(tmp / (name + sfx), bytes, kind, std::nullopt);
     manifest.files.push_back(listed(tmp / (name + sfx)));
   };
   put(kModelFile, encode_params_safetensors(backend, model, {{"format", "pt"}}), "model");
@@ -275,7 +276,8 @@ fs::path CheckpointStore::save(Backend& backend, Model& model, Optimizer* optimi
   const std::string text = encode_checkpoint_state(state);
   put(kStateFile, std::as_bytes(std::span(text.data(), text.size())), "state");
   const std::string mtext = encode_manifest(manifest);
-  codec_.write(tmp / (kManifestFile + sfx), std::as_bytes(std::span(mtext.data(), mtext.size())), "manifest");
+  codec_.write(tmp / (kManifestFile + sfx), std::as_bytes(std::span(mtext.data(), mtext.size())), "manifest",
+               std::nullopt);
   const std::string manifest_sha256 = listed(tmp / (kManifestFile + sfx)).sha256;
   write_text_atomic(tmp / kMarker, "step " + std::to_string(meta.step) + "\n");
   sync_directory(tmp);

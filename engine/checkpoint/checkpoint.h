@@ -34,9 +34,10 @@ class FileCodec {
  public:
   virtual ~FileCodec() = default;
   virtual std::string suffix() const = 0;  // appended to file names, e.g. ".sealed"
-  // Writes `bytes` to `path` durably (fsync). `kind` is recorded in sealed headers (e.g. "model").
+  // Writes `bytes` to `path` durably (fsync). `kind` is recorded in sealed headers (e.g. "model"), and
+  // `step` where given (a rank's optimizer shard: its header names its rank, by the file name, and step).
   virtual void write(const std::filesystem::path& path, std::span<const std::byte> bytes,
-                     const std::string& kind) = 0;
+                     const std::string& kind, std::optional<long> step) = 0;
   // The key reads open sealed files with (open_verified_checkpoint); null for plain checkpoints.
   virtual const tee::CheckpointKey* key() const = 0;
 };

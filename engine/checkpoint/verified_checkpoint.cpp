@@ -89,13 +89,16 @@ void open_sealed_copy(std::vector<std::uint8_t>& raw, const fs::path& path, cons
 }
 
 // A sealed header names the file it was written as (sealed_codec.h), authenticated once its chunks
-// opened: a second binding of each file to its name, independent of the manifest's digests.
-void check_sealed_name(const CheckedFile& f, const fs::path& p) {
+// opened: a second binding of each file to its name, independent of the manifest's digests; a shard's
+// header names its step too, which must be `step` (the manifest's) where given.
+void check_sealed_name(const CheckedFile& f, const fs::path& p, std::optional<long> step = std::nullopt) {
   if (f.chunks == 0) return;
   const auto meta = parse_untrusted_json(f.sealed_metadata);
   const std::string name = p.filename().string();
   if (!meta.is_object() || !meta.contains("name") || meta["name"] != name)
     refuse(p, "its sealed header was written for another file (metadata " + f.sealed_metadata + ")");
+  if (step && meta.contains("step") && meta["step"] != *step)
+    refuse(p, "its sealed header was written at another step (metadata " + f.sealed_metadata + ")");
 }
 
 // The directory as an absolute path without a trailing separator: "ck/step_5/" and "." have names.
@@ -171,7 +174,7 @@ CheckedFile checked_file(VerifiedCheckpoint& ck, const ManifestFile& mf, const t
   f = read_checkpoint_file(p, key, mf.size);
   if (f.size != mf.size || f.sha256 != mf.sha256)
     refuse(p, "SHA-256 differs from the manifest's (a file from another checkpoint, or edited)");
-  check_sealed_name(f, p);
+  check_sealed_name(f, p, ck.manifest.step);
   ck.chunks += f.chunks;
   ++ck.files;
   return f;

@@ -55,6 +55,7 @@ expect_eq "$(train 3 resume3 --shard gradients --tee cc --key-file "$WORK/k.key"
 # The tools: inspect shows the layout, verify checks every file, export writes the whole model.
 "$TT" ckpt inspect "$WORK/ck3/step_00000002" --key-file "$WORK/k.key" >"$WORK/inspect.txt"
 check "inspect names the layout" grep -q "layout: sharded, 3 ranks at --shard gradients, 34688 parameters" "$WORK/inspect.txt"
+check "a sealed shard's header names its step" grep -q '"name":"optimizer.rank2.safetensors.sealed","step":2' "$WORK/inspect.txt"
 check "inspect lists rank 2's file" grep -qE "rank 2: optimizer.rank2.safetensors, [0-9]+ floats in 7 ranges" "$WORK/inspect.txt"
 "$TT" ckpt verify "$WORK/ck3/step_00000002" --key-file "$WORK/k.key" >"$WORK/verify.txt"
 check "verify checks every shard" test "$(grep -c "optimizer.rank[0-2].safetensors.sealed: sealed, .* chunks ok, size and sha256 as listed, rank [0-2] at step 2" "$WORK/verify.txt")" -eq 3
