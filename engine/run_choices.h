@@ -36,6 +36,9 @@ enum class TeeMode { Off, Cc, Fast };
 // everything (DDP), its shard of the optimizer state (ZeRO-1), of the averaged gradients (ZeRO-2), and of
 // the parameters between their uses (ZeRO-3; Note [Parameter units], core/model.h).
 enum class ShardStage { None, Optimizer, Gradients, Params };
+// How a checkpoint is laid out: whole (DDP's layout, rank 0 writes it all) or sharded (each rank writes its
+// own shard beside rank 0's files, under one manifest; engine/checkpoint/shard_manifest.h).
+enum class CkptLayout { Whole, Sharded };
 enum class Toggle { Auto, On, Off };  // Auto: the TEE mode's default
 // How an emulated run's time is had: computed (Note [Virtual time], core/run_clock.h) or measured
 // with the wall clock while ops wait. Auto: virtual for --compute emulate; real compute is always measured.
@@ -73,6 +76,11 @@ struct EnumNames<ShardStage> {
                                                                {"optimizer", ShardStage::Optimizer},
                                                                {"gradients", ShardStage::Gradients},
                                                                {"params", ShardStage::Params}};
+};
+template <>
+struct EnumNames<CkptLayout> {
+  static constexpr std::pair<const char*, CkptLayout> all[] = {{"sharded", CkptLayout::Sharded},
+                                                               {"whole", CkptLayout::Whole}};
 };
 template <>
 struct EnumNames<Toggle> {

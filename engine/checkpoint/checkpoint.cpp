@@ -22,7 +22,8 @@ namespace {
 class PlainCodec final : public FileCodec {
  public:
   std::string suffix() const override { return ""; }
-  void write(const fs::path& path, std::span<const std::byte> bytes, const std::string&) override {
+  void write(const fs::path& path, std::span<const std::byte> bytes, const std::string&,
+             std::optional<long>) override {
     write_file_atomic(path, bytes);
   }
   const tee::CheckpointKey* key() const override { return nullptr; }
@@ -66,10 +67,54 @@ void load_tensor(Backend& backend, const DecodedSafetensors& st, const std::stri
   backend.copy_to_device(dst, it->second.data.data(), it->second.data.size() * sizeof(float));
 }
 
-// Optimizer state tensors are named "<slot>.<param>": m and v for AdamW, momentum for SGD.
+// Optimizer state tensors are named "<slot>.<param>": m and v for AdamW, momentum for SGD (a sharded
+// checkpoint's shard files name them "<slot>" alone: one tensor of the shard's floats per slot).
 std::string slot_name(const Optimizer& opt, std::size_t s) {
   if (opt.name() == "adamw") return s == 0 ? "m" : "v";
   return "momentum";
+}
+
+std::size_t slot_count(const Optimizer& opt) {
+  if (opt.state_floats() == 0) return 0;
+  return opt.name() == "adamw" ? 2 : 1;
+}
+
+// Rank `rank`'s shard file of a verified sharded checkpoint, decoded, of `optimizer`'s kind.
+DecodedSafetensors decode_shard(const VerifiedCheckpoint& ck, int rank, const Optimizer& optimizer) {
+  const fs::path file = ck.dir / (optimizer_shard_file(rank) + (ck.sealed ? ".sealed" : ""));
+  const auto& bytes = ck.shards.at(static_cast<std::size_t>(rank));
+  DecodedSafetensors st = safetensors_decode(std::as_bytes(std::span(bytes)), file.string());
+  const auto it = st.metadata.find("optimizer");
+  if (it == st.metadata.end() || it->second != optimizer.name())
+    throw InputError(file.string() + ": optimizer state is not " + optimizer.name() +
+                     "; resume with the same --optimizer");
+  for (std::size_t s = 0; s < slot_count(optimizer); ++s)
+    if (st.tensors.count(slot_name(optimizer, s)) == 0)
+      throw InputError(file.string() + ": tensor '" + slot_name(optimizer, s) + "' is missing");
+  return st;
+}
+
+// The whole optimizer state ([slot (n floats)] x slots) from every rank's shard: a sharded checkpoint
+// resumed by a whole optimizer, or by another layout (resharded).
+void assemble_shards(const VerifiedCheckpoint& ck, Backend& backend, Optimizer& optimizer, std::size_t n) {
+  const ShardLayout& layout = *ck.manifest.layout;
+  if (layout.params != n)
+    throw InputError(ck.manifest_path.string() + ": the shards hold " + std::to_string(layout.params) +
+                     " parameters, the model " + std::to_string(n) + "; resume with the same --model");
+  std::vector<float> full(slot_count(optimizer) * n);  // [slot (n floats)] x slots
+  for (int r = 0; r < layout.world; ++r) {
+    const DecodedSafetensors st = decode_shard(ck, r, optimizer);
+    for (std::size_t s = 0; s < slot_count(optimizer); ++s) {
+      const std::vector<float>& packed = st.tensors.at(slot_name(optimizer, s)).data;
+      std::size_t at = 0;
+      for (const ParamRange& range : layout.shards[static_cast<std::size_t>(r)]) {
+        std::copy_n(packed.begin() + static_cast<std::ptrdiff_t>(at), range.count,
+                    full.begin() + static_cast<std::ptrdiff_t>(s * n + range.offset));
+        at += range.count;
+      }
+    }
+  }
+  if (!full.empty()) backend.copy_to_device(optimizer.state_data(), full.data(), full.size() * sizeof(float));
 }
 
 std::string save_failed(const fs::path& p, const std::error_code& ec) {
@@ -152,35 +197,87 @@ std::vector<std::byte> encode_optimizer(Backend& backend, Model& model, Optimize
   return safetensors_encode(tensors, {{"optimizer", optimizer.name()}});
 }
 
+// A rank's optimizer shard as tensors "<slot>" of its packed floats ([S] each, S = state / slots),
+// with the rank and step it was saved at.
+std::vector<std::byte> encode_optimizer_shard(Backend& backend, Optimizer& optimizer, int rank, long step) {
+  const std::vector<float> state = to_host(backend, optimizer.state_data(), optimizer.state_floats());
+  const std::size_t slots = slot_count(optimizer);
+  const std::size_t per_slot = slots > 0 ? state.size() / slots : 0;
+  std::vector<SafeTensor> tensors;
+  for (std::size_t s = 0; s < slots; ++s)
+    tensors.push_back({slot_name(optimizer, s),
+                       {static_cast<int64_t>(per_slot)},
+                       std::span(state).subspan(s * per_slot, per_slot)});
+  return safetensors_encode(
+      tensors,
+      {{"optimizer", optimizer.name()}, {"rank", std::to_string(rank)}, {"step", std::to_string(step)}});
+}
+
+// Every rank's shard, as it reported it: named for its rank, on disk at the size it reported (the
+// digests are the ranks' own, over the sealed channel: rank 0 does not read the others' shards back).
+void add_shards(const fs::path& tmp, const std::string& sfx, const ShardedSave& shards,
+                CheckpointManifest& manifest) {
+  for (std::size_t r = 0; r < shards.files.size(); ++r) {
+    const ManifestFile& f = shards.files[r];
+    const fs::path p = tmp / (optimizer_shard_file(static_cast<int>(r)) + sfx);
+    std::error_code ec;
+    const auto size = fs::file_size(p, ec);
+    if (f.name != p.filename().string() || ec || size != f.size)
+      throw RunError("checkpoint save: rank " + std::to_string(r) + "'s shard " + tee::printable_path(p) +
+                     " is not on disk as that rank reported it (is --ckpt-dir shared by every rank?)");
+    manifest.files.push_back(f);
+  }
+  manifest.layout = shards.layout;
+}
+
 }  // namespace
 
-fs::path CheckpointStore::save(Backend& backend, Model& model, Optimizer* optimizer,
-                               const CheckpointMeta& meta) {
-  const fs::path final_dir = dir_ / step_dir_name(meta.step);
+fs::path CheckpointStore::tmp_dir(long step) const {
   std::string tmp_name = ".";  // appends only: GCC 12's -Wrestrict misfires on "." + string
-  tmp_name.append(step_dir_name(meta.step)).append(".tmp.").append(std::to_string(::getpid()));
-  const fs::path tmp = dir_ / tmp_name;
+  tmp_name.append(step_dir_name(step)).append(".tmp.").append(std::to_string(::getpid()));
+  return dir_ / tmp_name;
+}
+
+fs::path CheckpointStore::begin_save(long step) {
+  const fs::path tmp = tmp_dir(step);
   std::error_code ec;
   fs::remove_all(tmp, ec);
   fs::create_directories(tmp, ec);
   if (ec) throw RunError(save_failed(tmp, ec));
+  return tmp;
+}
+
+ManifestFile CheckpointStore::write_optimizer_shard(FileCodec& codec, const fs::path& tmp, Backend& backend,
+                                                    Optimizer& optimizer, int rank, long step) {
+  const fs::path path = tmp / (optimizer_shard_file(rank) + codec.suffix());
+  codec.write(path, encode_optimizer_shard(backend, optimizer, rank, step), "optimizer", step);
+  return listed(path);
+}
+
+fs::path CheckpointStore::save(Backend& backend, Model& model, Optimizer* optimizer,
+                               const CheckpointMeta& meta, const ShardedSave* shards) {
+  const fs::path final_dir = dir_ / step_dir_name(meta.step);
+  const fs::path tmp = shards != nullptr ? tmp_dir(meta.step) : begin_save(meta.step);
+  std::error_code ec;
   TmpDirGuard guard{tmp};
   const std::string sfx = codec_.suffix();
-  CheckpointManifest manifest{run_id_, meta.step, step_dir_name(meta.step), prev_step_, prev_manifest_sha256_,
-                              {}};
+  CheckpointManifest manifest{
+      run_id_, meta.step, step_dir_name(meta.step), prev_step_, prev_manifest_sha256_, {}, std::nullopt};
   auto put = [&](const std::string& name, std::span<const std::byte> bytes, const std::string& kind) {
-    codec_.write(tmp / (name + sfx), bytes, kind);
+    codec_.write(tmp / (name + sfx), bytes, kind, std::nullopt);
     manifest.files.push_back(listed(tmp / (name + sfx)));
   };
   put(kModelFile, encode_params_safetensors(backend, model, {{"format", "pt"}}), "model");
   if (optimizer != nullptr) put(kOptimizerFile, encode_optimizer(backend, model, *optimizer), "optimizer");
+  if (shards != nullptr) add_shards(tmp, sfx, *shards, manifest);
   CheckpointMeta state = meta;
   state.param_floats = model.num_params();
   if (state.params_sha256.empty()) state.params_sha256 = params_sha256(backend, model);
   const std::string text = encode_checkpoint_state(state);
   put(kStateFile, std::as_bytes(std::span(text.data(), text.size())), "state");
   const std::string mtext = encode_manifest(manifest);
-  codec_.write(tmp / (kManifestFile + sfx), std::as_bytes(std::span(mtext.data(), mtext.size())), "manifest");
+  codec_.write(tmp / (kManifestFile + sfx), std::as_bytes(std::span(mtext.data(), mtext.size())), "manifest",
+               std::nullopt);
   const std::string manifest_sha256 = listed(tmp / (kManifestFile + sfx)).sha256;
   write_text_atomic(tmp / kMarker, "step " + std::to_string(meta.step) + "\n");
   sync_directory(tmp);
@@ -277,6 +374,18 @@ fs::path CheckpointStore::resolve(const fs::path& path, const std::string& flag)
   return steps.back();
 }
 
+void CheckpointStore::load_own_shard(const VerifiedCheckpoint& ck, Backend& backend, Optimizer& optimizer,
+                                     int rank) {
+  const DecodedSafetensors st = decode_shard(ck, rank, optimizer);
+  const std::size_t slots = slot_count(optimizer);
+  const std::size_t per_slot = slots > 0 ? optimizer.state_floats() / slots : 0;
+  for (std::size_t s = 0; s < slots; ++s) {
+    const std::vector<float>& packed = st.tensors.at(slot_name(optimizer, s)).data;
+    if (packed.size() != per_slot) throw std::logic_error("load_own_shard: a shard of another layout");
+    backend.copy_to_device(optimizer.state_data() + s * per_slot, packed.data(), per_slot * sizeof(float));
+  }
+}
+
 CheckpointMeta CheckpointStore::read_meta(const fs::path& step_dir, FileCodec& codec) {
   return open_verified_checkpoint(step_dir, codec.key(), VerifyScope::State).meta;
 }
@@ -302,6 +411,10 @@ CheckpointMeta CheckpointStore::load(const VerifiedCheckpoint& ck, Backend& back
                          ": the loaded parameters do not hash to state.json's params_sha256");
   }
   if (optimizer == nullptr) return ck.meta;
+  if (ck.manifest.layout) {
+    assemble_shards(ck, backend, *optimizer, model.num_params());
+    return ck.meta;
+  }
   const fs::path ofile = ck.dir / (std::string(kOptimizerFile) + (ck.sealed ? ".sealed" : ""));
   if (ck.optimizer.empty())
     throw InputError(ofile.string() + ": missing (the checkpoint holds no optimizer state)");

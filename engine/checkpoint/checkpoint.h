@@ -34,13 +34,20 @@ class FileCodec {
  public:
   virtual ~FileCodec() = default;
   virtual std::string suffix() const = 0;  // appended to file names, e.g. ".sealed"
-  // Writes `bytes` to `path` durably (fsync). `kind` is recorded in sealed headers (e.g. "model").
+  // Writes `bytes` to `path` durably (fsync). `kind` is recorded in sealed headers (e.g. "model"), and
+  // `step` where given (a rank's optimizer shard: its header names its rank, by the file name, and step).
   virtual void write(const std::filesystem::path& path, std::span<const std::byte> bytes,
-                     const std::string& kind) = 0;
+                     const std::string& kind, std::optional<long> step) = 0;
   // The key reads open sealed files with (open_verified_checkpoint); null for plain checkpoints.
   virtual const tee::CheckpointKey* key() const = 0;
 };
 std::unique_ptr<FileCodec> make_plain_codec();
+
+// What the ranks of a sharded save wrote: the layout and each rank's optimizer shard entry, by rank.
+struct ShardedSave {
+  ShardLayout layout;
+  std::vector<ManifestFile> files;  // (world,)
+};
 
 class CheckpointStore {
  public:
@@ -59,8 +66,17 @@ class CheckpointStore {
   // freshness record, then prunes the lineage's verified saves beyond the newest `keep` (Note
   // [Pruning only verified checkpoints], checkpoint_lineage.h). A step directory already there is
   // replaced only if it is this lineage's; anything else is moved aside, never deleted.
-  std::filesystem::path save(Backend& backend, Model& model, Optimizer* optimizer,
-                             const CheckpointMeta& meta);
+  // Sharded (`shards` given): the files of begin_save's directory are every rank's optimizer shard,
+  // listed as each rank reported it; `optimizer` is then null (no whole optimizer file).
+  std::filesystem::path save(Backend& backend, Model& model, Optimizer* optimizer, const CheckpointMeta& meta,
+                             const ShardedSave* shards = nullptr);
+
+  // A sharded save (--ckpt-layout sharded) spans the ranks: rank 0 opens the step's temporary
+  // directory (begin_save) and shares its path, every rank writes its optimizer shard into it
+  // (write_optimizer_shard) and reports the entry, and rank 0 completes it (save with every entry).
+  std::filesystem::path begin_save(long step);
+  static ManifestFile write_optimizer_shard(FileCodec& codec, const std::filesystem::path& tmp,
+                                            Backend& backend, Optimizer& optimizer, int rank, long step);
 
   // `path` is a step directory or a checkpoint root (then its newest complete step is used). `flag`
   // is the option the user gave it with, which the error names (`sample --ckpt`, `train --resume`).
@@ -77,10 +93,14 @@ class CheckpointStore {
   // open_verified_checkpoint(step_dir, codec.key()) and the above: resume's whole read path.
   static CheckpointMeta load(const std::filesystem::path& step_dir, FileCodec& codec, Backend& backend,
                              Model& model, Optimizer* optimizer, const FreshnessRecord* freshness = nullptr);
+  // This rank's optimizer shard of a sharded checkpoint into `optimizer` (whose shard is that rank's
+  // ranges: VerifiedCheckpoint::own_shard), after load() took the model.
+  static void load_own_shard(const VerifiedCheckpoint& ck, Backend& backend, Optimizer& optimizer, int rank);
   // The verified run state alone (VerifyScope::State: manifest and state.json).
   static CheckpointMeta read_meta(const std::filesystem::path& step_dir, FileCodec& codec);
 
  private:
+  std::filesystem::path tmp_dir(long step) const;
   void make_room(const std::filesystem::path& final_dir);
   void prune(long step, const std::string& manifest_sha256);
   void warn_once(const std::filesystem::path& entry, const std::string& why);

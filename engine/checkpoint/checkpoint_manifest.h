@@ -14,6 +14,19 @@
 //
 // "files" lists every other file of the directory except the COMPLETE marker (model, optimizer
 // when present, state), with the size and SHA-256 of the bytes on disk (sealed bytes in TEE mode).
+//
+// A sharded checkpoint (--ckpt-layout sharded) has no optimizer.safetensors; each rank r of the run
+// wrote its shard of the optimizer state as optimizer.rank<r>.safetensors (tensors m, v or momentum
+// of shape [S_r], the floats of its ranges packed in order; metadata optimizer, rank, step), and the
+// manifest, written by rank 0 once every rank's file was on disk and its size and digest gathered,
+// lists them all and adds the layout they were cut by (Note [Shard layout], engine/gradients/shard.h):
+//
+//    "layout": {"world": 2, "stage": "optimizer", "params": 34688,
+//               "shards": [[[17344, 17344]], [[0, 17344]]]}       (gpt2-tiny, one bucket)
+//
+// "shards"[r] is rank r's ranges of the flat parameter buffer ([offset, count], in the order its state
+// is packed). The parser checks that there are "world" of them, that together they cover [0, params)
+// exactly once, and that the files are exactly model, state and one optimizer shard per rank.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -21,6 +34,9 @@
 #include <span>
 #include <string>
 #include <vector>
+
+#include "engine/optimizer.h"
+#include "engine/run_choices.h"
 
 namespace tt {
 
@@ -55,6 +71,25 @@ struct ManifestFile {
   std::string sha256;  // hex, of the bytes on disk
 };
 
+// Largest world a sharded manifest may name: it keeps the manifest's size and parse bounded.
+inline constexpr int kMaxCheckpointShards = 4096;
+
+// How a sharded checkpoint's optimizer state was cut: the world, the --shard stage, the number of
+// parameter floats and each rank's ranges (Note [Shard layout]).
+struct ShardLayout {
+  int world = 0;
+  ShardStage stage = ShardStage::None;
+  std::uint64_t params = 0;
+  std::vector<std::vector<ParamRange>> shards;  // (world,): rank r's ranges, in packing order
+
+  std::uint64_t floats(int rank) const;  // the floats of rank `rank`'s ranges
+};
+
+// "optimizer.rank3.safetensors": rank `rank`'s optimizer shard (without the codec's suffix).
+std::string optimizer_shard_file(int rank);
+// The rank an optimizer shard's file name (".sealed" or not) stands for; nullopt for any other name.
+std::optional<int> parse_optimizer_shard_file(const std::string& name);
+
 struct CheckpointManifest {
   std::string run_id;
   long step = 0;
@@ -62,6 +97,7 @@ struct CheckpointManifest {
   std::optional<long> prev_step;
   std::optional<std::string> prev_manifest_sha256;
   std::vector<ManifestFile> files;
+  std::optional<ShardLayout> layout;  // sharded checkpoints only
 
   const ManifestFile* find(const std::string& name) const;
 };
@@ -71,8 +107,14 @@ std::string new_run_id();
 
 std::string encode_manifest(const CheckpointManifest& m);
 // Checks the format tag, every field's type and range, that file names are the checkpoint's own
-// (model/optimizer/state, all with or all without ".sealed"), listed once, model and state present.
+// (model/optimizer/state, all with or all without ".sealed"), listed once, model and state present;
+// for a sharded one the layout, and one optimizer shard per rank in place of optimizer.safetensors.
 CheckpointManifest parse_manifest(std::span<const std::uint8_t> bytes, const std::string& what);
+
+// One rank's report of the optimizer shard it wrote ({"name","size","sha256"}), as the ranks of a
+// sharded save send it to rank 0; the parser refuses anything but an optimizer shard's entry.
+std::string encode_manifest_file(const ManifestFile& f);
+ManifestFile parse_manifest_file(std::span<const std::uint8_t> bytes, const std::string& what);
 
 std::string encode_checkpoint_state(const CheckpointMeta& m);
 // state.json: step (0..kMaxCheckpointStep), samples_consumed, seed and param_floats (unsigned

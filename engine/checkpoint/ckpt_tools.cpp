@@ -139,7 +139,22 @@ std::vector<std::uint8_t> read_sealed(const fs::path& p, const tee::CheckpointKe
   return r.read_all();
 }
 
-// What state.json or the manifest says, in one line; strict parsers (a malformed file is UNREADABLE).
+// A sharded manifest's layout: the world and stage, then one line per rank (its file and ranges).
+std::string layout_summary(const ShardLayout& l) {
+  std::string s = "\n      layout: sharded, " + std::to_string(l.world) + " ranks at --shard " +
+                  enum_name(l.stage) + ", " + std::to_string(l.params) +
+                  " parameters; model.safetensors whole (rank 0)";
+  for (int r = 0; r < l.world; ++r) {
+    const auto& ranges = l.shards[static_cast<std::size_t>(r)];
+    s += "\n      rank " + std::to_string(r) + ": " + optimizer_shard_file(r) + ", " +
+         std::to_string(l.floats(r)) + " floats in " + std::to_string(ranges.size()) +
+         (ranges.size() == 1 ? " range" : " ranges");
+  }
+  return s;
+}
+
+// What state.json or the manifest says, in one line (and a sharded layout's lines); strict parsers (a
+// malformed file is UNREADABLE).
 std::string json_summary(const std::vector<std::uint8_t>& bytes, const fs::path& f) {
   if (plain_name(f) == kStateFile) {
     const CheckpointMeta m = parse_checkpoint_state(bytes, f.string());
@@ -149,7 +164,8 @@ std::string json_summary(const std::vector<std::uint8_t>& bytes, const fs::path&
   const CheckpointManifest m = parse_manifest(bytes, f.string());
   return "manifest of run " + m.run_id + ", step " + std::to_string(m.step) + " (" + printable(m.dir) +
          "), " + std::to_string(m.files.size()) + " files listed, previous save " +
-         (m.prev_step ? step_dir_name(*m.prev_step) : std::string("none (first of its run)"));
+         (m.prev_step ? step_dir_name(*m.prev_step) : std::string("none (first of its run)")) +
+         (m.layout ? layout_summary(*m.layout) : std::string());
 }
 
 bool is_json_file(const fs::path& f) {

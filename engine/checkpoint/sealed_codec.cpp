@@ -16,12 +16,14 @@ class SealedCodec final : public FileCodec {
 
   std::string suffix() const override { return kSealedCodecSuffix; }
 
-  void write(const fs::path& path, std::span<const std::byte> bytes, const std::string& kind) override {
+  void write(const fs::path& path, std::span<const std::byte> bytes, const std::string& kind,
+             std::optional<long> step) override {
     tee::SealOptions opts;
     opts.cipher = cipher_;
     opts.chunk_size = chunk_size_;
     // kind and name are plain identifiers we choose (model, optimizer, state / fixed file names).
-    opts.metadata = "{\"kind\":\"" + kind + "\",\"name\":\"" + path.filename().string() + "\"}";
+    opts.metadata = "{\"kind\":\"" + kind + "\",\"name\":\"" + path.filename().string() + "\"" +
+                    (step ? ",\"step\":" + std::to_string(*step) : std::string()) + "}";
     const tee::ByteView view(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
     tee::write_sealed_file(path, key_, view, opts);  // temp file + fsync + rename + directory fsync
   }

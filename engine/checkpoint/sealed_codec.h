@@ -2,7 +2,8 @@
 // every checkpoint file is written as a sealed file under the checkpoint key
 // (engine/keys/key_file.h: derive_checkpoint_key), with ".sealed" appended to its name and clear
 // metadata {"kind":"<model|optimizer|state|manifest>","name":"<file name>"} (authenticated with
-// the chunks: a verified read checks that "name" is the file's own name).
+// the chunks: a verified read checks that "name" is the file's own name), plus "step":N for a rank's
+// optimizer shard (the name says the rank; a verified read checks the step is the manifest's).
 //
 // With CheckpointStore this gives sealed checkpoints with the store's crash safety: each file is
 // written to a temporary name, fsynced and renamed (SealedFileWriter), inside a step directory

@@ -89,13 +89,16 @@ void open_sealed_copy(std::vector<std::uint8_t>& raw, const fs::path& path, cons
 }
 
 // A sealed header names the file it was written as (sealed_codec.h), authenticated once its chunks
-// opened: a second binding of each file to its name, independent of the manifest's digests.
-void check_sealed_name(const CheckedFile& f, const fs::path& p) {
+// opened: a second binding of each file to its name, independent of the manifest's digests; a shard's
+// header names its step too, which must be `step` (the manifest's) where given.
+void check_sealed_name(const CheckedFile& f, const fs::path& p, std::optional<long> step = std::nullopt) {
   if (f.chunks == 0) return;
   const auto meta = parse_untrusted_json(f.sealed_metadata);
   const std::string name = p.filename().string();
   if (!meta.is_object() || !meta.contains("name") || meta["name"] != name)
     refuse(p, "its sealed header was written for another file (metadata " + f.sealed_metadata + ")");
+  if (step && meta.contains("step") && meta["step"] != *step)
+    refuse(p, "its sealed header was written at another step (metadata " + f.sealed_metadata + ")");
 }
 
 // The directory as an absolute path without a trailing separator: "ck/step_5/" and "." have names.
@@ -140,6 +143,9 @@ void open_manifest(VerifiedCheckpoint& ck, const tee::CheckpointKey* key) {
            ck.sealed ? "a sealed manifest lists plaintext files" : "a plaintext manifest lists sealed files");
   ck.report += file_line(ck.manifest_path, f) + ", run " + ck.manifest.run_id + ", step " +
                std::to_string(ck.manifest.step) + ", names this directory\n";
+  if (const auto& l = ck.manifest.layout)
+    ck.report += "  layout: sharded, " + std::to_string(l->world) + " ranks at --shard " +
+                 enum_name(l->stage) + ", " + std::to_string(l->params) + " parameters\n";
 }
 
 // Nothing in the directory beyond the marker, the manifest and what the manifest lists.
@@ -168,7 +174,7 @@ CheckedFile checked_file(VerifiedCheckpoint& ck, const ManifestFile& mf, const t
   f = read_checkpoint_file(p, key, mf.size);
   if (f.size != mf.size || f.sha256 != mf.sha256)
     refuse(p, "SHA-256 differs from the manifest's (a file from another checkpoint, or edited)");
-  check_sealed_name(f, p);
+  check_sealed_name(f, p, ck.manifest.step);
   ck.chunks += f.chunks;
   ++ck.files;
   return f;
@@ -218,7 +224,52 @@ std::string check_chain_link(const VerifiedCheckpoint& ck, const tee::Checkpoint
   return "  chain: follows " + prev_name + " (prev_manifest_sha256 matches)\n";
 }
 
-void check_files(VerifiedCheckpoint& ck, const tee::CheckpointKey* key, VerifyScope scope) {
+// A shard names its rank and step, and each slot tensor holds its ranges' floats: a shard of another
+// rank or step under this name fails here even where the manifest is not authenticated (plain mode).
+std::string check_shard(const std::vector<std::uint8_t>& bytes, const ShardLayout& layout, int rank,
+                        long step, const fs::path& p) {
+  DecodedSafetensors st;
+  try {
+    st = safetensors_decode(std::as_bytes(std::span(bytes)), p.string());
+  } catch (const InputError& e) {
+    throw IntegrityError(e.what());
+  }
+  const auto named = [&](const char* key) {
+    const auto it = st.metadata.find(key);
+    return it == st.metadata.end() ? std::string("none") : it->second;
+  };
+  if (named("rank") != std::to_string(rank) || named("step") != std::to_string(step))
+    refuse(p, "holds the shard of rank " + named("rank") + " at step " + named("step") + ", not rank " +
+                  std::to_string(rank) + "'s at step " + std::to_string(step) + " (a shard swapped in)");
+  const std::uint64_t floats = layout.floats(rank);
+  for (const auto& [name, t] : st.tensors)
+    if (t.shape != std::vector<int64_t>{static_cast<int64_t>(floats)})
+      refuse(p, "tensor '" + name + "' is not the " + std::to_string(floats) + " floats of rank " +
+                    std::to_string(rank) + "'s ranges");
+  return ", rank " + std::to_string(rank) + " at step " + std::to_string(step) + ", " +
+         std::to_string(st.tensors.size()) + " tensors of " + std::to_string(floats) + " floats";
+}
+
+// Which optimizer shards a reader needs: its own when its ranges are the layout's, else all.
+bool reads_shard(const VerifiedCheckpoint& ck, const ShardWant* want, int rank) {
+  if (want == nullptr || !ck.own_shard) return true;
+  return rank == want->rank;
+}
+
+bool same_ranges(const std::vector<ParamRange>& a, const std::vector<ParamRange>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const ParamRange& x, const ParamRange& y) {
+    return x.offset == y.offset && x.count == y.count;
+  });
+}
+
+void check_files(VerifiedCheckpoint& ck, const tee::CheckpointKey* key, VerifyScope scope,
+                 const ShardWant* want) {
+  if (ck.manifest.layout) {
+    const ShardLayout& l = *ck.manifest.layout;
+    ck.shards.resize(static_cast<std::size_t>(l.world));
+    ck.own_shard = want != nullptr && want->rank < l.world &&
+                   same_ranges(l.shards[static_cast<std::size_t>(want->rank)], want->ranges);
+  }
   // state.json first: the model's digest is checked against it.
   std::vector<const ManifestFile*> order;
   for (const ManifestFile& f : ck.manifest.files) order.push_back(&f);
@@ -227,7 +278,10 @@ void check_files(VerifiedCheckpoint& ck, const tee::CheckpointKey* key, VerifySc
   for (const ManifestFile* mf : order) {
     const std::string base = base_name(mf->name);
     const fs::path p = ck.dir / mf->name;
-    CheckedFile f = checked_file(ck, *mf, key, scope == VerifyScope::Full || base == kStateFile);
+    // The optimizer shard's rank, or -1 for the other files (a plain int: GCC 12 misreads an optional here).
+    const int shard = ck.manifest.layout ? parse_optimizer_shard_file(base).value_or(-1) : -1;
+    const bool needed = shard < 0 || reads_shard(ck, want, shard);
+    CheckedFile f = checked_file(ck, *mf, key, (scope == VerifyScope::Full && needed) || base == kStateFile);
     if (f.sha256.empty()) continue;  // State scope: size checked, content not read
     std::string line = file_line(p, f) + ", size and sha256 as listed";
     if (base == kStateFile) {
@@ -236,6 +290,9 @@ void check_files(VerifiedCheckpoint& ck, const tee::CheckpointKey* key, VerifySc
         refuse(p, "step " + std::to_string(ck.meta.step) + ", but the manifest says " +
                       std::to_string(ck.manifest.step));
       line += ", step " + std::to_string(ck.meta.step);
+    } else if (shard >= 0) {
+      line += check_shard(f.plain, *ck.manifest.layout, shard, ck.manifest.step, p);
+      ck.shards[static_cast<std::size_t>(shard)] = std::move(f.plain);
     } else {
       line += ", " + std::to_string(parse_tensors(f.plain, p)) + " tensors parse";
       (base == kModelFile ? ck.model : ck.optimizer) = std::move(f.plain);
@@ -274,7 +331,7 @@ CheckedFile read_checkpoint_file(const fs::path& path, const tee::CheckpointKey*
 }
 
 VerifiedCheckpoint open_verified_checkpoint(const fs::path& step_dir, const tee::CheckpointKey* key,
-                                            VerifyScope scope) {
+                                            VerifyScope scope, const ShardWant* want) {
   std::error_code ec;
   if (!fs::is_directory(step_dir, ec))
     throw InputError("checkpoint '" + step_dir.string() + "': no such directory");
@@ -284,7 +341,7 @@ VerifiedCheckpoint open_verified_checkpoint(const fs::path& step_dir, const tee:
     refuse(ck.dir, "incomplete checkpoint (no COMPLETE marker): a save was interrupted");
   open_manifest(ck, key);
   check_listing(ck);
-  check_files(ck, key, scope);
+  check_files(ck, key, scope, want);
   if (scope == VerifyScope::Full) ck.report += check_chain_link(ck, key);
   return ck;
 }

@@ -14,6 +14,8 @@
 //   - a key given, or a name ending in ".sealed", requires sealed bytes: plaintext is refused (a key
 //     given and a plaintext manifest is refused too); every chunk opens; sealed headers name the file;
 //   - the safetensors files parse, and the model's parameters hash to state.json's params_sha256;
+//   - sharded: each optimizer shard read names its own rank and the manifest's step in its metadata
+//     and holds, per slot, exactly the floats of that rank's ranges in the manifest's layout;
 //   - chain: when the lineage's previous save (prev_step) is present beside the directory and
 //     belongs to the same lineage, the SHA-256 of its manifest file equals prev_manifest_sha256.
 //
@@ -45,6 +47,9 @@ struct VerifiedCheckpoint {
   CheckpointMeta meta;                  // state.json
   std::vector<std::uint8_t> model;      // plaintext model.safetensors (empty for VerifyScope::State)
   std::vector<std::uint8_t> optimizer;  // plaintext optimizer.safetensors (empty if none, or State)
+  // A sharded checkpoint's optimizer.rank<r>.safetensors, plaintext, by rank (empty: not read).
+  std::vector<std::vector<std::uint8_t>> shards;
+  bool own_shard = false;  // only the wanted rank's shard was read: its ranges are the reader's
   bool sealed = false;
   std::string report;  // one line per file and check, indented two spaces
   int files = 0;       // files read and checked (the manifest included)
@@ -55,10 +60,21 @@ struct VerifiedCheckpoint {
 // before it can build a model); the directory listing, sizes and names are still checked.
 enum class VerifyScope { Full, State };
 
+// A rank resuming a sharded checkpoint: its rank and shard ranges (Note [Shard layout]). When the
+// checkpoint's layout gives that rank the same ranges, only its own optimizer shard is read (the
+// others' sizes are still checked); otherwise every shard is read, to be resharded.
+struct ShardWant {
+  int rank = 0;
+  std::vector<ParamRange> ranges;
+};
+
 // `key` is the checkpoint key (key_file.h: derive_checkpoint_key), or null for a plain checkpoint.
+// Every optimizer shard of a sharded checkpoint is read unless `want` says which one is needed. Each
+// one read must name its rank and the checkpoint's step and hold its ranges' floats per slot.
 VerifiedCheckpoint open_verified_checkpoint(const std::filesystem::path& step_dir,
                                             const tee::CheckpointKey* key,
-                                            VerifyScope scope = VerifyScope::Full);
+                                            VerifyScope scope = VerifyScope::Full,
+                                            const ShardWant* want = nullptr);
 
 // One file of a checkpoint, read once: digest and size of the bytes on disk, and the plaintext.
 struct CheckedFile {

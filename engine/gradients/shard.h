@@ -12,10 +12,12 @@
 // optimizer step, so a sharded run's parameters are DDP's bit for bit (with the ring; the gradient norm
 // is the one sum that spans shards: Note [Gradient norm order], ddp_reducer.h).
 //
-// Checkpoints of a sharded run hold the whole optimizer state in DDP's layout (as PyTorch FSDP's full
-// state dict does): before a save the ranks all-gather it (DdpReducer::gather_full), rank 0 writes it
-// as DDP's; on resume each rank keeps its shard of it. So a checkpoint resumes at any world size and
-// stage, and `ckpt export` writes the whole model as ever.
+// Checkpoints of a sharded run (--ckpt-layout, engine/checkpoint/checkpoint_manifest.h): sharded, each
+// rank saves its packed shard and the manifest records every rank's ranges from shard_ranges; whole, the
+// ranks all-gather the optimizer state (as PyTorch FSDP's full state dict does) and rank 0 writes it as
+// DDP's. On resume each rank keeps its shard, read from its own file when the ranges agree, else cut
+// from the whole state. So a checkpoint resumes at any world size and stage, and `ckpt export` writes
+// the whole model as ever.
 #pragma once
 #include <algorithm>
 #include <cstddef>

@@ -159,6 +159,10 @@ std::vector<std::string> plan_conflicts(const TrainOptions& o) {
                                    {"--trace", o.output.trace}})
     if (!path.empty())
       if (std::string why = tee::output_path_problem(path, flag); !why.empty()) out.push_back(std::move(why));
+  if (o.checkpoints.layout == CkptLayout::Sharded && o.parallel.shard == ShardStage::None)
+    out.push_back(
+        "--ckpt-layout sharded saves each rank's shard of the optimizer state, but --shard none keeps no "
+        "shards: add --shard optimizer|gradients|params, or use --ckpt-layout whole");
   if (!o.checkpoints.expect.empty() && o.checkpoints.resume.empty())
     out.push_back("--expect-checkpoint pins the checkpoint a run resumes from: add --resume DIR");
   // Image models have no sequence (the plan sets it to 0); a token model's is at most its context.

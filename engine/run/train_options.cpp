@@ -105,6 +105,8 @@ nlohmann::json train_options_json(const TrainOptions& o) {
   // ZeRO-3's prefetch orders the gathers among the reduce-scatters: every rank must order them alike.
   if (p.shard == ShardStage::Params) j["prefetch"] = p.prefetch;
   if (!o.checkpoints.expect.empty()) j["expect_checkpoint"] = o.checkpoints.expect;
+  // Every rank takes part in a sharded save: all must lay checkpoints out alike.
+  if (o.checkpoints.layout) j["ckpt_layout"] = name(*o.checkpoints.layout);
   return j;
 }
 

@@ -43,6 +43,7 @@ struct CheckpointOptions {
   int keep = 3;
   std::string resume;
   std::string expect;  // SHA-256 (hex) of the manifest of the checkpoint resumed from (`ckpt inspect`)
+  std::optional<CkptLayout> layout;  // what saves write; nullopt: sharded under --shard, else whole
 
   bool any() const { return save_every > 0 || !resume.empty(); }  // the run writes or reads checkpoints
 };

@@ -332,7 +332,8 @@ int TrainingRun::run_threads(int requested) {
   return requested > 0 ? requested : static_cast<int>(*std::min_element(shares.begin(), shares.end()));
 }
 
-// Checkpoints: rank 0 writes them (replicas are identical); every rank reads them on resume. They
+// Checkpoints: rank 0 writes them (replicas are identical), and under --ckpt-layout sharded every rank
+// writes its optimizer shard beside them (save_shards); every rank reads them on resume. They
 // are sealed in TEE mode (the model, optimizer state and run state never rest in clear). The key
 // owner's anti-rollback record (engine/checkpoint/freshness.h) needs the master key, which only rank 0 holds.
 void TrainingRun::setup_checkpoints() {
@@ -348,14 +349,52 @@ void TrainingRun::setup_checkpoints() {
     store_ = std::make_unique<CheckpointStore>(ck.dir, ck.keep, *codec_, freshness_ ? &*freshness_ : nullptr,
                                                print_warning);
   tc_.save_checkpoint = [this](long step, uint64_t samples) {
-    const std::unique_ptr<Optimizer> whole = sharded() ? gather_optimizer(step) : nullptr;  // collective
-    const WholeParams params(reducer_.get());                                               // collective
+    // Collective, in this order on every rank: the shards written (or the whole optimizer gathered),
+    // then the parameters gathered.
+    const bool by_shard = shard_saves();
+    const std::optional<ShardedSave> shards = by_shard ? save_shards(step) : std::nullopt;  // rank 0's
+    const std::unique_ptr<Optimizer> whole = sharded() && !by_shard ? gather_optimizer(step) : nullptr;
+    const WholeParams params(reducer_.get());
     if (rank_ != 0) return;
     const CheckpointMeta meta{step, samples, plan_.schedule().seed, params_sha256(*backend_, *model_),
                               plan_.json()};
-    const auto dir = store_->save(*backend_, *model_, whole ? whole.get() : optimizer_.get(), meta);
+    Optimizer* optimizer = by_shard ? nullptr : whole ? whole.get() : optimizer_.get();
+    const auto dir = store_->save(*backend_, *model_, optimizer, meta, shards ? &*shards : nullptr);
     if (tc_.progress) std::fprintf(stderr, "\ncheckpoint: %s\n", dir.c_str());
   };
+}
+
+// --ckpt-layout sharded (the default under --shard): each rank saves its own optimizer shard.
+bool TrainingRun::shard_saves() const {
+  return sharded() && plan_.checkpoints().layout.value_or(CkptLayout::Sharded) == CkptLayout::Sharded;
+}
+
+// A sharded save's collective part (CheckpointStore::begin_save): rank 0 opens the step's temporary
+// directory and shares its path, every rank writes its optimizer shard there and sends rank 0 the
+// file's name, size and SHA-256, all over the sealed channel in TEE mode. Rank 0 gets them all, with
+// the layout the manifest records; the others get nothing to save.
+std::optional<ShardedSave> TrainingRun::save_shards(long step) {
+  constexpr std::size_t kMaxEntry = 4096;  // a path or one {"name","size","sha256"}
+  const std::string tmp = rank_ == 0 ? store_->begin_save(step).string() : std::string();
+  const auto paths = dist_->allgather_blobs(std::as_bytes(std::span(tmp.data(), tmp.size())), kMaxEntry);
+  const std::string dir(reinterpret_cast<const char*>(paths[0].data()), paths[0].size());
+  const std::string mine = encode_manifest_file(
+      CheckpointStore::write_optimizer_shard(*codec_, dir, *backend_, *optimizer_, rank_, step));
+  const auto entries = dist_->allgather_blobs(std::as_bytes(std::span(mine.data(), mine.size())), kMaxEntry);
+  if (rank_ != 0) return std::nullopt;
+  ShardedSave out{.layout = {.world = world_,
+                             .stage = plan_.parallel().shard,
+                             .params = model_->num_params(),
+                             .shards = {}},
+                  .files = {}};
+  for (int r = 0; r < world_; ++r) {
+    const auto& e = entries[static_cast<std::size_t>(r)];
+    out.files.push_back(
+        parse_manifest_file(std::span(reinterpret_cast<const std::uint8_t*>(e.data()), e.size()),
+                            "rank " + std::to_string(r) + "'s checkpoint shard report"));
+    out.layout.shards.push_back(shard_ranges(buckets_, r, world_));
+  }
+  return out;
 }
 
 void TrainingRun::restore_or_broadcast() {
@@ -369,15 +408,25 @@ void TrainingRun::restore_or_broadcast() {
   const auto dir = CheckpointStore::resolve(resume);
   // Every rank runs the checks of `teetrain ckpt verify` (manifest, digests, chunks, chain); rank 0
   // also refuses a rollback past the freshness record (the others get no record: nullptr).
-  const VerifiedCheckpoint ck = open_verified_checkpoint(dir, codec_->key());
-  // A sharded rank reads the whole optimizer state and keeps its shard (engine/gradients/shard.h).
-  const std::unique_ptr<Optimizer> whole =
-      sharded() ? make_optimizer(*backend_, plan_.schedule().optimizer, model_->num_params()) : nullptr;
-  const CheckpointMeta meta = CheckpointStore::load(
-      ck, *backend_, *model_, whole ? whole.get() : optimizer_.get(), freshness_ ? &*freshness_ : nullptr);
-  if (whole) {
-    const std::size_t n = model_->num_params();
-    pack_shard(shard_, n, whole->state_floats() / n, whole->state_data(), optimizer_->state_data());
+  // A sharded rank reads only its own shard of a sharded checkpoint cut as its run cuts them.
+  const ShardWant want{.rank = rank_, .ranges = shard_};
+  const VerifiedCheckpoint ck =
+      open_verified_checkpoint(dir, codec_->key(), VerifyScope::Full, sharded() ? &want : nullptr);
+  const FreshnessRecord* freshness = freshness_ ? &*freshness_ : nullptr;
+  CheckpointMeta meta;
+  if (ck.own_shard) {
+    meta = CheckpointStore::load(ck, *backend_, *model_, nullptr, freshness);
+    CheckpointStore::load_own_shard(ck, *backend_, *optimizer_, rank_);
+  } else {
+    // Otherwise it reads the whole optimizer state (DDP's file, or every rank's shard: resharded) and
+    // keeps its shard of it (engine/gradients/shard.h).
+    const std::unique_ptr<Optimizer> whole =
+        sharded() ? make_optimizer(*backend_, plan_.schedule().optimizer, model_->num_params()) : nullptr;
+    meta = CheckpointStore::load(ck, *backend_, *model_, whole ? whole.get() : optimizer_.get(), freshness);
+    if (whole) {
+      const std::size_t n = model_->num_params();
+      pack_shard(shard_, n, whole->state_floats() / n, whole->state_data(), optimizer_->state_data());
+    }
   }
   if (store_) store_->continue_lineage(ck);  // same run_id; the next save chains to this manifest
   add_checkpoint(inputs_, ck);
@@ -394,6 +443,16 @@ void TrainingRun::restore_or_broadcast() {
   if (rank_ == 0 && !plan_.output().quiet) {
     std::fprintf(stderr, "resumed from %s at step %ld%s\n", dir.c_str(), start_step_,
                  freshness_ && freshness_->exists() ? " (not older than the freshness record)" : "");
+    if (const auto& l = ck.manifest.layout) {
+      std::fprintf(
+          stderr, "%s\n",
+          (ck.own_shard
+               ? "each of " + std::to_string(l->world) + " ranks read its own optimizer shard"
+               : "resharded: the optimizer state saved by " + std::to_string(l->world) +
+                     " ranks at --shard " + enum_name(l->stage) + ", read whole by each of " +
+                     std::to_string(world_) + " ranks at --shard " + enum_name(plan_.parallel().shard))
+              .c_str());
+    }
     const std::string rollback = rollback_warning(freshness_ ? &*freshness_ : nullptr);
     if (!rollback.empty()) print_warning(rollback);
   }

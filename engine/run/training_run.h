@@ -127,6 +127,8 @@ class TrainingRun {
   std::string shard_description() const;
   bool sharded() const { return !shard_.empty(); }
   std::unique_ptr<Optimizer> gather_optimizer(long step);
+  bool shard_saves() const;
+  std::optional<ShardedSave> save_shards(long step);
   StateBytes state_bytes() const;  // per rank, as --shard leaves it
   StateBytes state_bytes(ShardStage stage) const;
   double memory_state_gib() const;  // the per-parameter part alone

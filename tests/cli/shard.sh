@@ -4,7 +4,8 @@
 #    4, in --tee off, cc and fast (Note [Shard layout]), with clipping on, and the same gradient norms
 #    (Note [Gradient norm order]);
 #  - the banner and `teetrain models --ranks P --shard S` say what each rank keeps;
-#  - checkpoints hold DDP's layout: saved sharded, resumed sharded or not (and the reverse), exactly;
+#  - --ckpt-layout whole checkpoints hold DDP's layout: saved sharded, resumed sharded or not (and the
+#    reverse), exactly; ZeRO-3's round trip in the sharded layout (the rest: shard_ckpt.sh);
 #  - a flipped or replayed reduce-scatter or all-gather message exits 3 on every rank;
 #  - --allreduce-algo auto with a shard runs the ring, at the segments the cost model picks;
 #  - --shard params (ZeRO-3): the same at P = 1..4 in every mode (gpt2-tiny; llama-tiny at P = 3), with and
@@ -86,11 +87,14 @@ peak=$(json_field "$WORK/zero3_3.json" gathered_peak) peak_off=$(json_field "$WO
 [[ $peak_off -gt 0 && $peak_off -lt $peak ]] && passes=$((passes + 1)) ||
   { echo "FAIL: gathered_peak $peak_off (no prefetch) against $peak"; fails=$((fails + 1)); }
 
-# Checkpoints hold the whole optimizer state in DDP's layout: a sharded run saved at step 2 and
-# resumed, sharded or not, ends where the uninterrupted DDP run does; so does a DDP checkpoint resumed
-# sharded.
+# --ckpt-layout whole: checkpoints hold the whole optimizer state in DDP's layout: a sharded run saved at
+# step 2 and resumed, sharded or not, ends where the uninterrupted DDP run does; so does a DDP checkpoint
+# resumed sharded. (The sharded layout, the default under --shard, has its own test: shard_ckpt.sh; here
+# ZeRO-3's round trip takes it.)
 ddp3=$(json_field "$WORK/ddp_3.json" params_sha256)
-train 3 zero1_save --shard optimizer --save-every 2 --ckpt-dir "$WORK/ck1" >/dev/null
+train 3 zero1_save --shard optimizer --ckpt-layout whole --save-every 2 --ckpt-dir "$WORK/ck1" >/dev/null
+test -f "$WORK/ck1/step_00000002/optimizer.safetensors" && passes=$((passes + 1)) ||
+  { echo "FAIL: --ckpt-layout whole wrote no optimizer.safetensors"; fails=$((fails + 1)); }
 train 3 ddp_save --save-every 2 --ckpt-dir "$WORK/ck0" >/dev/null
 rm -rf "$WORK/ck1/step_00000003" "$WORK/ck0/step_00000003"
 expect_eq "$(train 3 zero1_resume --shard optimizer --resume "$WORK/ck1")" "$ddp3" "sharded save, sharded resume == DDP"
@@ -103,7 +107,8 @@ expect_eq "$(train 3 zero3_resume --shard params --resume "$WORK/ck3")" "$ddp3" 
 # Sealed (TEE mode with a key): the gathered state is checkpointed as DDP's is; verify and export read it.
 "$TT" keygen --out "$WORK/k.key" >/dev/null
 quiet() { "$@" >/dev/null; }
-train 2 zero2_sealed --shard gradients --tee fast --key-file "$WORK/k.key" --save-every 3 --ckpt-dir "$WORK/cks" >/dev/null
+train 2 zero2_sealed --shard gradients --ckpt-layout whole --tee fast --key-file "$WORK/k.key" --save-every 3 \
+  --ckpt-dir "$WORK/cks" >/dev/null
 check "sealed sharded checkpoint verifies" quiet "$TT" ckpt verify "$WORK/cks/step_00000003" --key-file "$WORK/k.key"
 check "sealed sharded checkpoint exports" quiet "$TT" ckpt export "$WORK/cks/step_00000003" --key-file "$WORK/k.key" \
   --out "$WORK/model.safetensors"

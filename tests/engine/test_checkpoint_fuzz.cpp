@@ -76,7 +76,11 @@ std::vector<Bytes> mutations(const std::string& valid, std::uint32_t seed) {
   const nlohmann::json doc = nlohmann::json::parse(valid);
   auto mangle = [&](const nlohmann::json::json_pointer& ptr) {
     nlohmann::json gone = doc;
-    gone.at(ptr.parent_pointer()).erase(ptr.back());
+    nlohmann::json& parent = gone.at(ptr.parent_pointer());
+    if (parent.is_array())
+      parent.erase(std::stoul(ptr.back()));
+    else
+      parent.erase(ptr.back());
     out.push_back(bytes_of(gone.dump()));
     for (const std::string& t : tokens) {
       nlohmann::json d = doc;
@@ -89,6 +93,12 @@ std::vector<Bytes> mutations(const std::string& valid, std::uint32_t seed) {
   for (const auto& [k, v] : doc.items()) mangle(nlohmann::json::json_pointer("/" + k));
   if (doc.contains("files")) {
     for (const auto& [k, v] : doc["files"][0].items()) mangle(nlohmann::json::json_pointer("/files/0/" + k));
+  }
+  if (doc.contains("layout")) {  // a sharded manifest: its layout's fields and a range's parts too
+    for (const auto& [k, v] : doc["layout"].items()) mangle(nlohmann::json::json_pointer("/layout/" + k));
+    for (const char* p :
+         {"/layout/shards/0", "/layout/shards/1/0", "/layout/shards/2/1/0", "/layout/shards/2/1/1"})
+      mangle(nlohmann::json::json_pointer(p));
   }
   return out;
 }
@@ -139,6 +149,79 @@ TEST(CheckpointFuzz, ManifestParserOnlyThrowsOurErrors) {
   for (const Bytes& b : mutations(c.manifest_text, 2)) {
     expect_clean([&] { parse_manifest(b, "manifest.json"); }, "manifest.json");
   }
+}
+
+// A sharded checkpoint's manifest: 3 ranks, unequal shards of 2 buckets (Note [Shard layout]).
+CheckpointManifest sharded_manifest() {
+  CheckpointManifest m{new_run_id(), 4, step_dir_name(4), std::nullopt, std::nullopt, {}, std::nullopt};
+  m.layout = ShardLayout{.world = 3,
+                         .stage = ShardStage::Optimizer,
+                         .params = 100,
+                         .shards = {{{.offset = 0, .count = 20}, {.offset = 60, .count = 14}},
+                                    {{.offset = 20, .count = 20}, {.offset = 74, .count = 13}},
+                                    {{.offset = 40, .count = 20}, {.offset = 87, .count = 13}}}};
+  const std::string digest(64, 'a');
+  for (const std::string& name : {std::string(kModelFile), std::string(kStateFile), optimizer_shard_file(0),
+                                  optimizer_shard_file(1), optimizer_shard_file(2)})
+    m.files.push_back({name, 10, digest});
+  return m;
+}
+
+TEST(CheckpointFuzz, ShardedManifestParserOnlyThrowsOurErrors) {
+  const std::string valid = encode_manifest(sharded_manifest());
+  const CheckpointManifest back = parse_manifest(bytes_of(valid), "manifest.json");
+  ASSERT_TRUE(back.layout.has_value());
+  EXPECT_EQ(back.layout->floats(2), 33u);
+  EXPECT_EQ(back.layout->stage, ShardStage::Optimizer);
+  int parsed = 0;
+  for (const Bytes& b : mutations(valid, 6)) {
+    expect_clean(
+        [&] {
+          parse_manifest(b, "manifest.json");
+          ++parsed;
+        },
+        "sharded manifest.json");
+  }
+  EXPECT_GT(parsed, 0);
+  // What no mutation above is sure to reach: layouts that do not tile the parameters, files that do
+  // not match the layout.
+  auto refused = [](CheckpointManifest m) {
+    EXPECT_THROW(parse_manifest(bytes_of(encode_manifest(m)), "manifest.json"), IntegrityError);
+  };
+  CheckpointManifest m = sharded_manifest();
+  m.layout->shards[1][0].offset = 19;  // overlaps rank 0's first range
+  refused(m);
+  m = sharded_manifest();
+  m.layout->params = 101;  // a float in no shard
+  refused(m);
+  m = sharded_manifest();
+  m.layout->world = 2;  // three shards listed
+  refused(m);
+  m = sharded_manifest();
+  m.files.pop_back();  // rank 2's shard not listed
+  refused(m);
+  m = sharded_manifest();
+  m.files.push_back({optimizer_shard_file(3), 10, std::string(64, 'a')});  // a rank beyond the world
+  refused(m);
+  m = sharded_manifest();
+  m.files.push_back({kOptimizerFile, 10, std::string(64, 'a')});  // the whole optimizer beside shards
+  refused(m);
+  m = sharded_manifest();
+  m.layout.reset();  // shards without a layout
+  refused(m);
+}
+
+TEST(CheckpointFuzz, ShardReportParserOnlyThrowsOurErrors) {
+  const std::string valid = encode_manifest_file({optimizer_shard_file(1), 123, std::string(64, 'b')});
+  EXPECT_EQ(parse_manifest_file(bytes_of(valid), "report").size, 123u);
+  for (const Bytes& b : mutations(valid, 7))
+    expect_clean([&] { parse_manifest_file(b, "report"); }, "shard report");
+  for (const char* name : {"model.safetensors", "optimizer.rank01.safetensors", "optimizer.rank.safetensors",
+                           "../optimizer.rank1.safetensors", "optimizer.rank999999.safetensors"})
+    EXPECT_THROW(
+        parse_manifest_file(bytes_of(encode_manifest_file({name, 1, std::string(64, 'b')})), "report"),
+        IntegrityError)
+        << name;
 }
 
 TEST(CheckpointFuzz, MangledFilesThroughTheVerifiedReadPath) {

@@ -96,9 +96,10 @@ class FailingCodec final : public FileCodec {
  public:
   FailingCodec(FileCodec& inner, std::string fail_kind) : inner_(inner), fail_kind_(std::move(fail_kind)) {}
   std::string suffix() const override { return inner_.suffix(); }
-  void write(const fs::path& path, std::span<const std::byte> bytes, const std::string& kind) override {
+  void write(const fs::path& path, std::span<const std::byte> bytes, const std::string& kind,
+             std::optional<long> step) override {
     if (kind == fail_kind_) throw RunError("injected failure writing " + path.string());
-    inner_.write(path, bytes, kind);
+    inner_.write(path, bytes, kind, step);
   }
   const tee::CheckpointKey* key() const override { return inner_.key(); }
 
