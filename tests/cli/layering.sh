@@ -6,7 +6,11 @@ source "$(dirname "$0")/lib.sh" "$@"
 layer() { # what pattern folders...: no file in the folders may include a path matching pattern
   local what="$1" pattern="$2"
   shift 2
-  local hits
+  local hits folder
+  # A folder that does not exist would check nothing and pass: refuse it.
+  for folder in "$@"; do
+    [[ -e $folder ]] || { echo "FAIL: $what: no folder or file $folder"; fails=$((fails + 1)); return; }
+  done
   hits=$(grep -rlE "#include \"($pattern)" "$@" --include=*.h --include=*.cpp --include=*.cu || true)
   if [[ -z "$hits" ]]; then passes=$((passes + 1)); else
     echo "FAIL: $what:"; echo "$hits"; fails=$((fails + 1)); fi
@@ -43,7 +47,7 @@ layer "comm/adversary/ sits on the seams and comm/secure/ only" "comm/(transport
 layer "engine/'s root includes none of its rooms" "engine/(run|gradients|checkpoint|keys|input)/" \
   engine/*.h engine/*.cpp
 layer "engine/gradients/ uses only engine/'s root" "engine/(run|checkpoint|keys|input)/" engine/gradients
-layer "engine/checkpoint/ uses engine/keys/ and engine/'s root" "engine/(run|gradients|input)/" engine/checkpoint/checkpoint
+layer "engine/checkpoint/ uses engine/keys/ and engine/'s root" "engine/(run|gradients|input)/" engine/checkpoint
 layer "engine/keys/ uses only engine/'s root" "engine/(run|gradients|checkpoint|input)/" engine/keys
 layer "engine/input/ uses only engine/'s root" "engine/(run|gradients|checkpoint|keys)/" engine/input
 
