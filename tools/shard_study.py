@@ -24,6 +24,12 @@ a block is gathered bucket by bucket, Note [ZeRO-3 units follow the buckets]): i
 message sealed and a part per byte sealed (least squares over the sweep), and the crossover, the
 message size at which the two parts are equal, says whether a message costs mostly its crossings or
 its bytes.
+
+Under the named scenarios (tools/scenarios.py; SCENARIOS, reproduce.py --shard-scenarios) the cc rows of
+DDP, ZeRO-1 and ZeRO-3 run again with each scenario's flags (scenarios.tee_args), beside the grid's TEE-off
+runs: "hardware" is the grid's own, paper-fit's per-crossing cost is derived from the paper's results and
+labelled so wherever it prints. A table per scenario says whether ZeRO-3 costs more than DDP under it and
+whether its step follows its bytes or its messages.
 """
 import os
 import re
