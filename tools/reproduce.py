@@ -600,6 +600,20 @@ def study_selected(args, emulate_ok, name, in_quick=True):
     return in_quick or not args.quick or keep is not None
 
 
+def paper_fit_toll(args, out, independent):
+    """paper-fit's per-crossing cost (us), solved from the hardware scenario's TEE-off run (made if not
+    there yet, but not by a dry run, which plans nothing that needs its number), or None (no run; or one
+    bucket: nothing for bucket tuning to remove)."""
+    hw_off = scenarios.specs(independent, args.scenario_model)[0]
+    path = os.path.join(out, "runs", hw_off["id"] + ".json")
+    if not os.path.exists(path) and not args.dry_run:
+        run_specs(args, out, [hw_off], "scenario")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return scenarios.paper_toll_us(json.load(f), PAPER)
+
+
 def run_scenarios(args, out, emulate_ok):
     """The named scenarios (tools/scenarios.py): GPT-2-XL on 4 emulated H100s under each open assumption
     of the paper's set-up; paper-fit last, its per-crossing cost solved from the hardware scenario's
@@ -611,11 +625,7 @@ def run_scenarios(args, out, emulate_ok):
     toll = None
     for phase in ("independent", "paper-fit"):
         if phase == "paper-fit":
-            hw_off = os.path.join(out, "runs", specs[0]["id"] + ".json")
-            if not os.path.exists(hw_off):
-                break
-            with open(hw_off) as f:
-                toll = scenarios.paper_toll_us(json.load(f), PAPER)
+            toll = paper_fit_toll(args, out, independent)
             if toll is None:
                 break
             specs = scenarios.paper_specs(toll, args.scenario_model)
@@ -681,11 +691,15 @@ def run_shard_study(args, out, emulate_ok):
     buckets = tuple(int(b) if b.is_integer() else b for b in buckets)  # ids and flags as 25, not 25.0
     specs = shard_study.specs(hardware_us, models, ranks, fits, sweep, buckets)
     skipped = [(m, P, st, gib) for (m, P, st), (gib, ok) in memory.items() if not ok]
+    names = tuple(n for n in args.shard_scenarios.split(",") if n)
+    toll = paper_fit_toll(args, out, hardware_us) if "paper-fit" in names else None
+    specs += shard_study.scenario_specs(hardware_us, toll, names, models, ranks, fits)
     run_specs(args, out, specs, "sharding")
     if args.dry_run:
         return "", None
     res, every = shard_study.load_results(out, specs)
-    return (shard_study.section(res, hardware_us, models, ranks, every, skipped, sweep, buckets),
+    scen = shard_study.load_scenarios(out, specs, res, names)
+    return (shard_study.section(res, hardware_us, models, ranks, every, skipped, sweep, buckets, scen, toll),
             shard_study.figure(res, every, out, models, ranks, sweep, buckets))
 
 
@@ -897,6 +911,12 @@ def main():
                     "processes x 32 virtual ranks)")
     ap.add_argument("--shard-sweep", default=shard_study.SWEEP, help="MODEL:P of the sharding study's bucket "
                     "(unit-size) sweep, off and cc (default " + shard_study.SWEEP + "; empty: none)")
+    ap.add_argument("--shard-scenarios", default=",".join(shard_study.SCENARIOS), help="named scenarios "
+                    "(tools/scenarios.py) the sharding study's cc rows of DDP, ZeRO-1 and ZeRO-3 also run under, "
+                    "of those that change cc's costs alone: " + ", ".join(
+                        n for n, *_ in scenarios.SCENARIOS if scenarios.changes_cc_only(n)) + " (default "
+                    + ",".join(shard_study.SCENARIOS) + ", paper-fit's cost solved from the scenario model's "
+                    "TEE-off run at P = 4 and labelled as derived from the paper; empty: none)")
     ap.add_argument("--shard-buckets", default=",".join(map(str, shard_study.BUCKETS)), help="bucket sizes of "
                     "the sharding study's sweep, MiB (default " + ",".join(map(str, shard_study.BUCKETS)) + ")")
     ap.add_argument("--repeats", type=int, default=1, help="make each real-compute run this many times and "
@@ -907,6 +927,11 @@ def main():
                     "and report.md from the runs already in --out (e.g. a grid that was cut short)")
     ap.add_argument("--run-timeout", type=float, default=900, help="seconds before one run counts as failed")
     args = ap.parse_args()
+    cc_only = [n for n, *_ in scenarios.SCENARIOS if scenarios.changes_cc_only(n)]
+    unknown = [n for n in args.shard_scenarios.split(",") if n and n not in cc_only]
+    if unknown:
+        ap.error(f"--shard-scenarios: {','.join(unknown)} is not a scenario that changes cc's costs alone; "
+                 f"use some of {','.join(cc_only)}")
     args.steps = args.steps or (3 if args.quick else 10)
     if args.report_only:
         args.force = False  # nothing is re-run: every summary that is there is used

@@ -107,14 +107,30 @@ def specs(independent_us, model=MODEL):
         for variant, bucket in (("off", 25), ("cc", 25), ("cc", 0)):
             if variant == "off" and not every and name != "hardware":
                 continue  # the same TEE-off run as the hardware scenario's
-            args = ["--tee", variant, "--cc-transfer-us", f"{independent_us:g}", "--cc-hardware", CC_HARDWARE] + every
-            out.append(spec(name, variant, bucket, args + (cc if variant == "cc" else []), batch, model))
+            out.append(spec(name, variant, bucket, tee_args(name, variant, independent_us), batch, model))
     return out
 
 
 def paper_specs(toll_us, model=MODEL):
-    return [spec("paper-fit", v, b, ["--tee", v, "--cc-transfer-us", f"{toll_us:.1f}"], None, model)
+    return [spec("paper-fit", v, b, tee_args("paper-fit", v, None, toll_us), None, model)
             for v, b in (("cc", 25), ("cc", 0))]
+
+
+def tee_args(name, variant, independent_us, toll_us=None):
+    """The TEE flags of a scenario's run under --tee VARIANT: the per-crossing cost (the independent
+    figure on the CC hardware, or paper-fit's toll_us without it), the flags of every run and, under cc
+    and fast, the scenario's own. Also tools/shard_study.py's, which runs its cc rows under scenarios."""
+    _, _, derived, every, cc, _ = next(s for s in SCENARIOS if s[0] == name)
+    cost = (["--cc-transfer-us", f"{toll_us:.1f}"] if derived else
+            ["--cc-transfer-us", f"{independent_us:g}", "--cc-hardware", CC_HARDWARE])
+    return ["--tee", variant] + cost + every + (cc if variant != "off" else [])
+
+
+def changes_cc_only(name):
+    """Whether a scenario changes cc's costs alone (no flags of every run, no batch of its own), so that
+    another study's TEE-off runs serve as its baseline."""
+    _, _, _, every, _, batch = next(s for s in SCENARIOS if s[0] == name)
+    return not every and batch is None
 
 
 def spec(name, variant, bucket, tee_args, batch, model):

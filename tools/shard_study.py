@@ -24,11 +24,18 @@ a block is gathered bucket by bucket, Note [ZeRO-3 units follow the buckets]): i
 message sealed and a part per byte sealed (least squares over the sweep), and the crossover, the
 message size at which the two parts are equal, says whether a message costs mostly its crossings or
 its bytes.
+
+Under the named scenarios (tools/scenarios.py; SCENARIOS, reproduce.py --shard-scenarios) the cc rows of
+DDP, ZeRO-1 and ZeRO-3 run again with each scenario's flags (scenarios.tee_args), beside the grid's TEE-off
+runs: "hardware" is the grid's own, paper-fit's per-crossing cost is derived from the paper's results and
+labelled so wherever it prints. A table per scenario says whether ZeRO-3 costs more than DDP under it and
+whether its step follows its bytes or its messages.
 """
 import os
 import re
 import subprocess
 
+import scenarios
 import study_runs
 
 MODELS = ("gpt2-xl", "llama-3.2-1b", "llama-3-8b")
@@ -46,18 +53,39 @@ STAGE_NAMES = {"none": "DDP", "optimizer": "ZeRO-1", "gradients": "ZeRO-2", "par
 # Ranks beyond MAX_RANKS_PER_PROCESS run as that many virtual ranks in each of P / it processes
 # (`mpirun -np 2 ... --ranks-per-process 32` at P = 64).
 MAX_RANKS_PER_PROCESS = 32
-# The CC hardware of the cc and fast runs: H100 CC as ISPASS 2025 measured it (tools/scenarios.py's lead).
-CC_HARDWARE = "h100-pageable"
+# The CC hardware of the cc and fast runs: H100 CC as ISPASS 2025 measured it (tools/scenarios.py's lead,
+# the "hardware" scenario, whose flags the grid's cc and fast runs take).
+CC_HARDWARE = scenarios.CC_HARDWARE
+# The named scenarios (tools/scenarios.py) the grid's cc rows of DDP, ZeRO-1 and ZeRO-3 run under
+# (--shard-scenarios): "hardware" is the grid's own cc runs; the others are runs of their own, on the
+# grid's TEE-off runs (scenarios that change cc's costs alone: scenarios.changes_cc_only).
+SCENARIOS = ("hardware", "paper-fit")
+SCENARIO_STAGES = ("none", "optimizer", "params")  # ZeRO-2 seals and moves what ZeRO-1 does
 
 
-def spec(model, P, mode, stage, hardware_us, bucket=SWEEP_BUCKET):
-    tee = ["--tee", mode, "--shard", stage]
-    if mode != "off":
-        tee += ["--cc-transfer-us", f"{hardware_us:g}", "--cc-hardware", CC_HARDWARE]
-    tag = "" if bucket == SWEEP_BUCKET else f"-b{bucket:g}"
+def spec(model, P, mode, stage, hardware_us, bucket=SWEEP_BUCKET, scenario="hardware", toll_us=None):
+    """One run. A scenario other than "hardware" is a cc run under that scenario's flags (toll_us: paper-fit's
+    per-crossing cost), its id tagged with the scenario's name."""
+    tee = ["--tee", "off"] if mode == "off" else scenarios.tee_args(scenario, mode, hardware_us, toll_us)
+    tag = ("" if bucket == SWEEP_BUCKET else f"-b{bucket:g}") + ("" if scenario == "hardware" else f"-{scenario}")
     return dict(id=f"shard-{model}-P{P}-{mode}-{stage}{tag}", groups={"sharding"}, model=model, P=P,
-                variant=mode, tee_args=tee, bucket=bucket, overlap="on", emulate=True, batch=MODEL_BATCH.get(model),
-                stage=stage, processes=max(1, -(-P // MAX_RANKS_PER_PROCESS)))
+                variant=mode, tee_args=tee[:2] + ["--shard", stage] + tee[2:], bucket=bucket, overlap="on",
+                emulate=True, batch=MODEL_BATCH.get(model), stage=stage, scenario=scenario,
+                processes=max(1, -(-P // MAX_RANKS_PER_PROCESS)))
+
+
+def scenario_specs(hardware_us, toll_us, names, models=MODELS, ranks=RANKS, fits=None):
+    """The cc runs of DDP, ZeRO-1 and ZeRO-3 under each named scenario but "hardware" (the grid's), at
+    every (model, P) where DDP and ZeRO-3 fit; paper-fit only with its toll_us."""
+    return [spec(m, P, "cc", st, hardware_us, scenario=n, toll_us=toll_us)
+            for n in names if n != "hardware" and (toll_us is not None or not is_derived(n))
+            for m in models for P in ranks
+            if fits is None or (fits(m, P, "none") and fits(m, P, "params"))
+            for st in SCENARIO_STAGES if fits is None or fits(m, P, st)]
+
+
+def is_derived(name):
+    return next(derived for n, _, derived, *_ in scenarios.SCENARIOS if n == name)
 
 
 def rank_memory(binary, model, P, stage, batch, seq):
@@ -99,9 +127,21 @@ def load_results(out, runs):
     the grid's bucket, and {(model, P, mode, stage, bucket): the same} of every run (the sweep's too)."""
     every = {(r["model"], r["P"], r["variant"], r["stage"], r["bucket"]):
              (s["step_s_mean"], per_step(s, "ring_sealed"), per_step(s, "bytes_sealed"))
-             for r, s in study_runs.summaries(out, runs)}
+             for r, s in study_runs.summaries(out, runs) if r["scenario"] == "hardware"}
     grid = {k[:4]: v for k, v in every.items() if k[4] == SWEEP_BUCKET}
     return grid, every
+
+
+def load_scenarios(out, runs, grid, names):
+    """{scenario: {(model, P, mode, stage): (step_s, messages, bytes sealed per step)}}: the grid's own
+    runs under "hardware", every other scenario's cc runs beside the grid's TEE-off runs."""
+    res = {n: ({k: v for k, v in grid.items() if k[2] in ("off", "cc")} if n == "hardware" else
+               {k: v for k, v in grid.items() if k[2] == "off"}) for n in names}
+    for r, s in study_runs.summaries(out, runs):
+        if r["scenario"] in res and r["scenario"] != "hardware":
+            res[r["scenario"]][(r["model"], r["P"], "cc", r["stage"])] = (
+                s["step_s_mean"], per_step(s, "ring_sealed"), per_step(s, "bytes_sealed"))
+    return res
 
 
 def crossover(every, model, P):
@@ -199,9 +239,11 @@ def sweep_text(every, model, P, buckets):
     return text
 
 
-def section(res, hardware_us, models=MODELS, ranks=RANKS, every=None, skipped=(), sweep=None, buckets=BUCKETS):
+def section(res, hardware_us, models=MODELS, ranks=RANKS, every=None, skipped=(), sweep=None, buckets=BUCKETS,
+            scen=None, toll_us=None):
     """The report's "Sharding" section (markdown; "" when no run is there). skipped: (model, P, stage,
-    GiB per rank) that the emulated GPU does not hold; sweep: the bucket sweep's (model, P)."""
+    GiB per rank) that the emulated GPU does not hold; sweep: the bucket sweep's (model, P); scen: the
+    named scenarios' results (load_scenarios), toll_us paper-fit's per-crossing cost."""
     body = rows(res, models, ranks)
     if not body:
         return ""
@@ -225,7 +267,69 @@ def section(res, hardware_us, models=MODELS, ranks=RANKS, every=None, skipped=()
         text += "**Findings**: " + "; ".join(words) + ".\n\n"
     if every is not None and sweep is not None:
         text += sweep_text(every, *sweep, buckets)
+    if scen:
+        text += scenario_text(scen, hardware_us, toll_us, models, ranks)
     return text
+
+
+def scenario_label(name, toll_us, hardware_us):
+    if is_derived(name):
+        return (f"{name} (PAPER-FITTED, DERIVED FROM THE PAPER'S RESULTS: {toll_us / 1e3:.2f} ms per crossing, "
+                "no CC hardware costs)")
+    what = next(w for n, w, *_ in scenarios.SCENARIOS if n == name)
+    return f"{name} ({hardware_us:g} us per crossing; {what})"
+
+
+def scenario_rows(res, models, ranks):
+    """Per (model, P): DDP's cc step, ZeRO-1's and ZeRO-3's over DDP (step; ZeRO-3's bytes and messages too),
+    and the crossover of a fit over the three (crossover; None where it does not fit) against ZeRO-3's
+    mean message; with the verdicts (ZeRO-3 dearer?, its step nearer its bytes' ratio than its messages'?)."""
+    out = []
+    for m in models:
+        for P in ranks:
+            ddp, z1, z3 = (res.get((m, P, "cc", st)) for st in SCENARIO_STAGES)
+            if ddp is None or z3 is None:
+                continue
+            step, nbytes, msgs = z3[0] / ddp[0], z3[2] / ddp[2], z3[1] / ddp[1]
+            every = {(m, P, mode, st, SWEEP_BUCKET): res[(m, P, mode, st)] for mode in ("off", "cc")
+                     for st in SCENARIO_STAGES if (m, P, mode, st) in res}
+            fit = crossover(every, m, P)
+            out.append(dict(cells=[m, str(P), f"{ddp[0]:.3f}", "-" if z1 is None else f"{z1[0] / ddp[0]:.3f}x",
+                                   f"**{step:.3f}x**", f"{nbytes:.2f}x", f"{msgs:.2f}x",
+                                   "-" if fit is None else "0 (all per byte)" if fit[0] == 0 else f"{fit[2] / 2**20:.2f}", f"{z3[2] / z3[1] / 2**20:.2f}"],
+                            dearer=step > 1, bytes=abs(step - nbytes) < abs(step - msgs)))
+    return out
+
+
+def scenario_text(scen, hardware_us, toll_us, models, ranks):
+    """The sharding section's "under the named scenarios" part: a table per scenario and whether the
+    finding (ZeRO-3 costs more than DDP under cc, following its bytes) holds under it."""
+    head = ["model", "P", "cc: DDP s/step", "ZeRO-1 over DDP", "ZeRO-3 over DDP: step", "bytes sealed",
+            "messages sealed", "crossover MiB", "ZeRO-3 MiB per message"]
+    text = ""
+    for name, res in scen.items():
+        body = scenario_rows(res, models, ranks)
+        if not body:
+            continue
+        dearer, follows = all(r["dearer"] for r in body), all(r["bytes"] for r in body)
+        text += (f"#### Under the scenario {scenario_label(name, toll_us, hardware_us)}\n\n| " + " | ".join(head)
+                 + " |\n|" + "---|" * len(head) + "\n"
+                 + "\n".join("| " + " | ".join(r["cells"]) + " |" for r in body) + "\n\n"
+                 + f"The finding {'holds' if dearer and follows else 'DOES NOT HOLD'} under {name}: ZeRO-3 costs "
+                 + ("more than DDP" if dearer else "less than DDP" if not any(r["dearer"] for r in body) else
+                    "more than DDP in some rows only")
+                 + " under cc, its step "
+                 + ("nearer its bytes' ratio than its messages' in every row" if follows else
+                    "nearer its messages' ratio than its bytes' in "
+                    f"{sum(not r['bytes'] for r in body)} of {len(body)} rows")
+                 + ".\n\n")
+    if not text:
+        return ""
+    return ("### Under the named scenarios (tools/scenarios.py)\n\nThe cc runs of DDP, ZeRO-1 and ZeRO-3 under each "
+            "named scenario that changes cc's costs alone, beside the grid's TEE-off runs (`--shard-scenarios`). "
+            "The crossover is the message size at which the per-message and per-byte parts of cc's overhead over "
+            "off are equal (least squares over the three stages): messages shorter than it are priced by their "
+            "crossings.\n\n" + text)
 
 
 def figure(res, every, out, models=MODELS, ranks=RANKS, sweep=None, buckets=BUCKETS):

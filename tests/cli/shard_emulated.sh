@@ -5,7 +5,10 @@
 #  - the optimizer is charged for the shard only;
 #  - the same numbers on every run (virtual time);
 #  - the study (tools/reproduce.py --only sharding) at a tiny size writes its section, ZeRO-3 included,
-#    with the bucket sweep and its figure, and leaves out a model whose rank the emulated GPU does not hold.
+#    with the bucket sweep and its figure, and leaves out a model whose rank the emulated GPU does not hold;
+#  - its cc rows of DDP, ZeRO-1 and ZeRO-3 under the named scenarios (hardware, and paper-fit labelled as
+#    derived from the paper's results, its cost solved from gpt2's TEE-off run at P = 4), a table and a
+#    verdict each; a scenario that changes more than cc's costs is refused with exit 2.
 source "$(dirname "$0")/lib.sh" "$@"
 make_corpus
 provision_trust
@@ -58,7 +61,7 @@ PY
 # 25 MiB and 0.01 MiB) of DDP, ZeRO-1 and ZeRO-3 in off and cc; llama-3-70b fits no H100 at P = 2 and is left out.
 "$PY" "$REPO/tools/reproduce.py" --bin "$TT" --data "$WORK/data/tiny" --only sharding \
   --shard-models gpt2-tiny,llama-3-70b --shard-ranks 2 --shard-sweep gpt2-tiny:2 --shard-buckets 25,0.01 \
-  --steps 1 --emu-batch 2 --emu-seq 32 --out "$WORK/study" >"$WORK/study.log" 2>&1 ||
+  --scenario-model gpt2 --steps 1 --emu-batch 2 --emu-seq 32 --out "$WORK/study" >"$WORK/study.log" 2>&1 ||
   { echo "FAIL: reproduce.py --only sharding"; tail -20 "$WORK/study.log"; fails=$((fails + 1)); }
 check "study: the sharding section" grep -q "^## Sharded data parallelism under a TEE" "$WORK/study/report.md"
 check "study: the bucket sweep" grep -q "^### Bucket (unit) sweep: gpt2-tiny, P = 2, cc" "$WORK/study/report.md"
@@ -75,4 +78,27 @@ check "study: ZeRO-3 in the bucket sweep" \
   grep -qE "^\| 0.01 \| ZeRO-3 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+x \| 17 \|" "$WORK/study/report.md"
 check "study: the findings" grep -qE "^\*\*Findings\*\*: gpt2-tiny P=2 cc: ZeRO-1 [0-9.]+x DDP's step with \+1 messages" \
   "$WORK/study/report.md"
+# The named scenarios: a table each, paper-fit's cost labelled as the paper's wherever it prints.
+scenario() { # scenario NAME: the report's part under that scenario
+  awk -v h="#### Under the scenario $1 " 'index($0, h) == 1 {on = 1; print; next} /^#/ {on = 0} on' \
+    "$WORK/study/report.md"
+}
+check "study: the scenarios' part" grep -q "^### Under the named scenarios" "$WORK/study/report.md"
+for name in hardware paper-fit; do
+  check "study: $name's DDP, ZeRO-1 and ZeRO-3 row" grep -qE \
+    "^\| gpt2-tiny \| 2 \| [0-9.]+ \| [0-9.]+x \| \*\*[0-9.]+x\*\* \| [0-9.]+x \| [0-9.]+x \|" <(scenario "$name")
+  check "study: $name's verdict" grep -qE "^The finding (holds|DOES NOT HOLD) under $name: ZeRO-3 costs" \
+    <(scenario "$name")
+done
+check "study: paper-fit labelled as derived from the paper" grep -qE \
+  "^#### Under the scenario paper-fit \(PAPER-FITTED, DERIVED FROM THE PAPER'S RESULTS: [0-9.]+ ms per crossing" \
+  "$WORK/study/report.md"
+check "study: paper-fit's runs carry no CC hardware" bash -c \
+  "grep -- '--shard params --cc-transfer-us' '$WORK'/study/plan-*-sharding.txt | grep -v -- --cc-hardware | grep -q ."
+rc=0
+"$PY" "$REPO/tools/reproduce.py" --bin "$TT" --only sharding --shard-scenarios bf16-batch8 --dry-run \
+  --out "$WORK/bad" >"$WORK/bad.log" 2>&1 || rc=$?
+check "study: a scenario that changes more than cc refused (exit 2)" test "$rc" -eq 2
+check "study: ... naming it and the ones to use" grep -q \
+  "shard-scenarios: bf16-batch8 is not a scenario that changes cc's costs alone; use some of hardware," "$WORK/bad.log"
 finish
