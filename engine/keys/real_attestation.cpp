@@ -14,6 +14,7 @@
 #include "tee/evidence/gather.h"
 #include "tee/evidence/intel_collateral.h"
 #include "tee/evidence/nvidia_verify.h"
+#include "tee/evidence/rim.h"
 #include "tee/evidence/snp_report.h"
 #include "tee/evidence/tdx_quote.h"
 #include "tee/evidence/tsm_report.h"
@@ -43,20 +44,63 @@ std::vector<tee::Certificate> vcek_chain(const std::vector<std::uint8_t>& bytes)
   return {tee::Certificate::from_der(bytes)};
 }
 
+// --gpu-rims: NVIDIA's RIMs, each signature checked once under the RIM root, then the same checks as
+// verify-evidence's --rim for every GPU (tee/evidence/nvidia_verify.h).
+struct GpuRims {
+  std::string dir;
+  std::vector<ev::Rim> rims;
+  std::vector<ev::CheckOutcome> signatures;
+
+  static GpuRims load(const std::string& dir, const tee::Certificate& rim_root) {
+    GpuRims out{.dir = dir, .rims = {}, .signatures = {}};
+    if (dir.empty()) return out;
+    std::vector<std::filesystem::path> files;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+      if (entry.is_regular_file()) files.push_back(entry.path());
+    if (ec || files.empty())
+      throw InputError("--gpu-rims '" + dir +
+                       "': not a directory of RIM files; fetch the driver's and the VBIOS's RIMs from "
+                       "NVIDIA's RIM service (docs/confidential-vms.md)");
+    std::sort(files.begin(), files.end());
+    for (const std::filesystem::path& f : files) {
+      out.rims.push_back(ev::load_rim(f));
+      out.signatures.push_back(ev::check_rim_signature(out.rims.back(), rim_root, std::nullopt));
+    }
+    return out;
+  }
+
+  // The RIM signatures, versions and golden values after `checks`; nothing without --gpu-rims.
+  void check(const ev::GpuEvidence& gpu, std::vector<ev::CheckOutcome>& checks) const {
+    if (rims.empty()) return;
+    checks.insert(checks.end(), signatures.begin(), signatures.end());
+    ev::GoldenComparison cmp;
+    const std::vector<ev::CheckOutcome> golden = ev::check_against_rims(gpu, rims, cmp);
+    checks.insert(checks.end(), golden.begin(), golden.end());
+  }
+
+  std::string describe() const {
+    return rims.empty() ? "GPU RIMs: not checked (no --gpu-rims)"
+                        : "GPU RIMs: " + std::to_string(rims.size()) + " from " + dir + " checked";
+  }
+};
+
 // The checks of verify-evidence for each kind, then the trust roots check and the policy: a peer's
 // evidence passes only if every one does (the first failure is the refusal, in verify-evidence's words;
 // every field the policy refuses is named).
 class VendorVerifier final : public comm::RealEvidenceVerifier {
  public:
   VendorVerifier(ev::EvidenceRoots roots, ev::TestRoots allowed, std::vector<std::string> crl_paths,
-                 std::vector<std::shared_ptr<X509_crl_st>> crls, std::optional<ev::EvidencePolicy> policy,
-                 ev::IntelCollateral collateral)
+                 std::vector<std::shared_ptr<X509_crl_st>> crls, tee::StaleCrl stale_crl,
+                 std::optional<ev::EvidencePolicy> policy, ev::IntelCollateral collateral, GpuRims rims)
       : roots_(std::move(roots)),
         allowed_(allowed),
         crl_paths_(std::move(crl_paths)),
         crls_(std::move(crls)),
+        stale_crl_(stale_crl),
         policy_(std::move(policy)),
-        collateral_(std::move(collateral)) {}
+        collateral_(std::move(collateral)),
+        rims_(std::move(rims)) {}
 
   comm::RealVerdict verify(const comm::RealAttestationKind& kind, const comm::RealEvidence& e,
                            const tee::Sha256Digest& challenge) const override {
@@ -77,15 +121,17 @@ class VendorVerifier final : public comm::RealEvidenceVerifier {
     const std::string policy =
         policy_ ? "policy " + short_hex(tee::to_hex(ev::policy_digest(*policy_)), 16)
                 : "no --attestation-policy: measurements recorded, NOT checked (debug refused)";
-    const std::string crls = crls_.empty() ? "revocation NOT checked (no --evidence-crl)"
-                                           : std::to_string(crls_.size()) + " revocation list(s)";
+    std::string crls = crls_.empty() ? "revocation NOT checked (no --evidence-crl)"
+                                     : std::to_string(crls_.size()) + " revocation list(s)";
+    if (const std::string old = ev::expired_crls_accepted(crl_paths_, crls_, std::nullopt); !old.empty())
+      crls += "; EXPIRED collateral accepted (--allow-expired-collateral): " + old;
     const std::string intel = collateral_.unchecked_and_expired(std::nullopt);
     return roots + "; " + policy + "; " + crls +
            "; Intel collateral: " + (collateral_.qe_identity ? "QE identity checked" : "") +
            (collateral_.qe_identity && collateral_.tcb_info ? ", " : "") +
            (collateral_.tcb_info ? "TCB status checked" : "") +
            ((collateral_.qe_identity || collateral_.tcb_info) && !intel.empty() ? "; " : "") + intel +
-           "; AMD TCB collateral NOT checked";
+           "; AMD TCB collateral NOT checked; " + rims_.describe();
   }
 
   comm::RealVerifierFacts facts() const override {
@@ -98,9 +144,11 @@ class VendorVerifier final : public comm::RealEvidenceVerifier {
   // The vendor checks, the roots check and the policy, as one refusal or the measurements verified.
   comm::RealVerdict finish(const std::string& what, std::vector<ev::CheckOutcome> checks,
                            const ev::VerifiedMeasurements& measured) const {
-    // An expired list first: the chain check would refuse it without naming it.
-    if (const std::optional<ev::CheckOutcome> expired = ev::expired_crl(crl_paths_, crls_, std::nullopt))
-      checks.insert(checks.begin(), *expired);
+    // An expired list first: the chain check would refuse it without naming it. Accepted lists are
+    // named by describe() instead.
+    if (stale_crl_ == tee::StaleCrl::Refuse)
+      if (const std::optional<ev::CheckOutcome> expired = ev::expired_crl(crl_paths_, crls_, std::nullopt))
+        checks.insert(checks.begin(), *expired);
     checks.push_back(ev::check_roots(roots_, allowed_));
     for (const ev::CheckOutcome& c : checks)
       if (!c.ok) return refuse(what + ": " + ev::check_name(c.check) + " check failed: " + c.detail);
@@ -129,7 +177,7 @@ class VendorVerifier final : public comm::RealEvidenceVerifier {
     }
     if (!std::equal(expected.begin(), expected.end(), quote.report_data().begin()))
       return refuse(key_substituted("REPORTDATA"));
-    const ev::TdxTrust trust{roots_.intel_sgx_root, crls_, expected, std::nullopt};
+    const ev::TdxTrust trust{roots_.intel_sgx_root, crls_, expected, std::nullopt, stale_crl_};
     std::vector<ev::CheckOutcome> checks = ev::verify_tdx_quote(quote, trust);
     const std::vector<ev::CheckOutcome> collateral =
         collateral_.check(quote, roots_.intel_sgx_root, std::nullopt,
@@ -150,7 +198,7 @@ class VendorVerifier final : public comm::RealEvidenceVerifier {
     }
     if (!std::equal(expected.begin(), expected.end(), report.report_data().begin()))
       return refuse(key_substituted("REPORT_DATA"));
-    const ev::SnpTrust trust{roots_.amd_roots, crls_, expected, std::nullopt};
+    const ev::SnpTrust trust{roots_.amd_roots, crls_, expected, std::nullopt, stale_crl_};
     if (ev::root_for(trust, vcek.front()) == nullptr)
       return refuse(
           "AMD SEV-SNP report: certificate chain check failed: its VCEK is not issued by a trusted AMD root");
@@ -169,11 +217,13 @@ class VendorVerifier final : public comm::RealEvidenceVerifier {
     }
     if (gpus.empty()) return refuse("malformed evidence: GPU evidence for no GPU");
     const ev::EvidenceTrust trust{roots_.nvidia_device_root, crls_, tee::gpu_nonce_of(challenge),
-                                  std::nullopt};
+                                  std::nullopt, stale_crl_};
     std::string m;
     for (const ev::GpuEvidence& gpu : gpus) {
+      std::vector<ev::CheckOutcome> checks = ev::verify_gpu_evidence(gpu, trust);
+      rims_.check(gpu, checks);
       const comm::RealVerdict v =
-          finish("NVIDIA " + gpu.source, ev::verify_gpu_evidence(gpu, trust), ev::measurements_of(gpu, {}));
+          finish("NVIDIA " + gpu.source, std::move(checks), ev::measurements_of(gpu, rims_.rims));
       if (!v) return v;
       m += (m.empty() ? "" : "; ") + gpu.source + ": " + v.measurements;
     }
@@ -184,8 +234,10 @@ class VendorVerifier final : public comm::RealEvidenceVerifier {
   ev::TestRoots allowed_;
   std::vector<std::string> crl_paths_;  // --evidence-crl, for messages
   std::vector<std::shared_ptr<X509_crl_st>> crls_;
+  tee::StaleCrl stale_crl_;
   std::optional<ev::EvidencePolicy> policy_;
   ev::IntelCollateral collateral_;
+  GpuRims rims_;
 };
 
 class HardwareProver final : public comm::RealEvidenceProver {
@@ -233,10 +285,12 @@ std::shared_ptr<const comm::RealEvidenceVerifier> make_real_verifier(const RealA
        .tcb_info = o.tcb_info,
        .collateral_chain = o.collateral_chain,
        .stale = o.allow_expired_collateral ? ev::StaleCollateral::Accept : ev::StaleCollateral::Refuse});
+  ev::EvidenceRoots roots = o.test_roots.empty() ? ev::bundled_roots() : ev::load_test_roots(o.test_roots);
+  GpuRims rims = GpuRims::load(o.gpu_rims, roots.nvidia_rim_root);
   return std::make_shared<const VendorVerifier>(
-      o.test_roots.empty() ? ev::bundled_roots() : ev::load_test_roots(o.test_roots),
-      o.allow_test_roots ? ev::TestRoots::Allow : ev::TestRoots::Refuse, o.crls, std::move(crls),
-      std::move(policy), std::move(collateral));
+      std::move(roots), o.allow_test_roots ? ev::TestRoots::Allow : ev::TestRoots::Refuse, o.crls,
+      std::move(crls), o.allow_expired_collateral ? tee::StaleCrl::Accept : tee::StaleCrl::Refuse,
+      std::move(policy), std::move(collateral), std::move(rims));
 }
 
 comm::RealAttestation make_real_attestation(const comm::RealAttestationKind& kind,

@@ -19,4 +19,11 @@ std::optional<CheckOutcome> expired_crl(const std::vector<std::string>& paths,
                                         const std::vector<std::shared_ptr<X509_crl_st>>& crls,
                                         std::optional<std::int64_t> at);
 
+// Every one of `crls` that expired_crl would refuse, as "revocation list 'FILE' (nextUpdate ...)",
+// comma-separated; empty when all are current. What a verifier that accepts them
+// (--allow-expired-collateral) reports instead of refusing.
+std::string expired_crls_accepted(const std::vector<std::string>& paths,
+                                  const std::vector<std::shared_ptr<X509_crl_st>>& crls,
+                                  std::optional<std::int64_t> at);
+
 }  // namespace tt::tee::evidence

@@ -15,8 +15,9 @@ namespace {
 CheckOutcome check_chain(const GpuEvidence& gpu, const EvidenceTrust& trust) {
   // The chain carries its own copy of the root; only the bundled one is trusted (a path through the
   // copy would end at the bundled root anyway, or fail if the copy is another root).
-  const ChainVerdict v = verify_certificate_path(
-      trust.device_root, gpu.chain.front(), sent_chain_options(gpu.chain, trust.crls, trust.at_unix_time));
+  PathOptions options = sent_chain_options(gpu.chain, trust.crls, trust.at_unix_time);
+  options.stale_crl = trust.stale_crl;
+  const ChainVerdict v = verify_certificate_path(trust.device_root, gpu.chain.front(), options);
   if (!v) return {Check::CertificateChain, false, v.reason};
   const std::string revocation =
       revocation_text(trust.crls.size(), applicable_crls(trust.crls, trust.device_root, gpu.chain));

@@ -56,6 +56,9 @@ struct EvidenceTrust {
   std::vector<std::shared_ptr<X509_crl_st>> crls;  // user-given revocation lists, any issuer in the chain
   std::optional<SpdmNonce> nonce;                  // the verifier's challenge; nullopt: freshness not checked
   std::optional<std::int64_t> at_unix_time;        // check certificate validity then (default: now)
+  // Accept (--allow-expired-collateral): a revocation list past its nextUpdate still revokes; the
+  // verifier reports it (tee/evidence/crl_currency.h).
+  StaleCrl stale_crl = StaleCrl::Refuse;
 };
 
 // The three evidence checks, in order, each with its outcome; a check after a failed one still runs

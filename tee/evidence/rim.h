@@ -50,6 +50,10 @@ struct Rim {
 Rim parse_rim(std::string_view xml, const std::string& where);
 Rim load_rim(const std::filesystem::path& path);
 
+// Sets xmlsec1 up once per process, before any XML signature is checked or made (Note [xmlsec
+// initialisation] in rim_signature.cpp).
+void ensure_xmlsec();
+
 // The RIM's XML signature (xmlsec1): the signer's chain leads to `rim_root` (validity checked at
 // `at_unix_time`, default now), the document has exactly one enveloped signature over the whole of it
 // (Reference URI=""), and the signature verifies with the signer certificate's key. "ok" or why not.

@@ -39,11 +39,6 @@ bool init_xmlsec() {
   return true;
 }
 
-void ensure_xmlsec() {
-  static const bool ready = init_xmlsec();
-  (void)ready;
-}
-
 // The signer certificate's public key as an xmlsec key (the only key the check may use).
 CPtr<xmlSecKey, xmlSecKeyDestroy> signer_key(const Certificate& signer) {
   CPtr<EVP_PKEY, EVP_PKEY_free> pub(X509_get_pubkey(signer.native()));
@@ -94,6 +89,11 @@ void restrict_transforms(xmlSecDSigCtx* ctx) {
 }
 
 }  // namespace
+
+void ensure_xmlsec() {
+  static const bool ready = init_xmlsec();
+  (void)ready;
+}
 
 ChainVerdict verify_rim_signature(const Rim& rim, const Certificate& rim_root,
                                   std::optional<std::int64_t> at_unix_time) {

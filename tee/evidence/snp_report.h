@@ -90,6 +90,9 @@ struct SnpTrust {
   std::vector<std::shared_ptr<X509_crl_st>> crls;
   std::optional<ReportData> report_data;  // nullopt: not checked
   std::optional<std::int64_t> at_unix_time;
+  // Accept (--allow-expired-collateral): a revocation list past its nextUpdate still revokes; the
+  // verifier reports it (tee/evidence/crl_currency.h).
+  StaleCrl stale_crl = StaleCrl::Refuse;
 };
 
 // The root the VCEK must lead to: the one whose ASK issued it, else a root given without an ASK (the

@@ -40,6 +40,7 @@ CheckOutcome check_chain(const std::vector<Certificate>& chain, const SnpTrust& 
                 ", the ASK of no bundled family (Milan, Genoa): give its family's ARK with --device-root and "
                 "its ASK after the VCEK in --vcek"};
   PathOptions options = sent_chain_options(chain, trust.crls, trust.at_unix_time);
+  options.stale_crl = trust.stale_crl;
   if (root->ask) options.intermediates.push_back(*root->ask);
   const ChainVerdict v = verify_certificate_path(root->ark, chain.front(), options);
   if (!v) return {Check::CertificateChain, false, v.reason};

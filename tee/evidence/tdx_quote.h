@@ -61,6 +61,9 @@ struct TdxTrust {
   std::vector<std::shared_ptr<X509_crl_st>> crls;
   std::optional<std::array<std::uint8_t, kTdxReportDataBytes>> report_data;  // nullopt: not checked
   std::optional<std::int64_t> at_unix_time;
+  // Accept (--allow-expired-collateral): a revocation list past its nextUpdate still revokes; the
+  // verifier reports it (tee/evidence/crl_currency.h).
+  StaleCrl stale_crl = StaleCrl::Refuse;
 };
 
 // PCK chain, QE report signature, QE binding of the attestation key, quote signature, report data;

@@ -12,8 +12,9 @@ namespace tt::tee::evidence {
 namespace {
 
 CheckOutcome check_pck_chain(const TdxQuote& q, const TdxTrust& trust) {
-  const ChainVerdict v = verify_certificate_path(
-      trust.intel_root, q.pck_chain.front(), sent_chain_options(q.pck_chain, trust.crls, trust.at_unix_time));
+  PathOptions options = sent_chain_options(q.pck_chain, trust.crls, trust.at_unix_time);
+  options.stale_crl = trust.stale_crl;
+  const ChainVerdict v = verify_certificate_path(trust.intel_root, q.pck_chain.front(), options);
   if (!v) return {Check::CertificateChain, false, v.reason};
   return {Check::CertificateChain, true,
           std::to_string(q.pck_chain.size()) + " certificates lead to " + trust.intel_root.subject() + "; " +

@@ -46,8 +46,11 @@ bool vendor_signs(const unsigned char* nonce) {
     hex += kHex[nonce[i] >> 4];
     hex += kHex[nonce[i] & 15];
   }
-  const std::string command = std::string("'") + vendor + "' gpu-report --dir '" + dir + "' --nonce " + hex +
-                              " --out '" + report + "' --chain-out '" + chain + "'";
+  std::string command = std::string("'") + vendor + "' gpu-report --dir '" + dir + "' --nonce " + hex +
+                        " --out '" + report + "' --chain-out '" + chain + "'";
+  // TT_FAKE_NVML_VENDOR_ARGS: more arguments for the vendor (a measurement block off the RIMs).
+  const char* more = std::getenv("TT_FAKE_NVML_VENDOR_ARGS");
+  if (more != nullptr) command += std::string(" ") + more;
   return std::system(command.c_str()) == 0;
 }
 

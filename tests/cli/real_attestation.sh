@@ -94,6 +94,8 @@ for np in 2 4; do
   run $np "$WORK/tdx$np.log" tdx --attestation tdx+gpu "${ALLOW[@]}" --summary "$WORK/tdx$np.json"
   expect_eq "$rc" 0 "tdx+gpu at P=$np"
   [[ $rc == 0 ]] || { grep -h "^teetrain: " "$WORK/tdx$np.log" | head -3 | cut -c1-400 || true; }
+  check "tdx+gpu at P=$np: without --gpu-rims the banner says the RIMs were not checked" \
+    grep -q "GPU RIMs: not checked (no --gpu-rims)" "$WORK/tdx$np.log"
   check "tdx+gpu at P=$np: the banner names the kind and the test roots" \
     grep -q "attestation real evidence: Intel TDX and NVIDIA GPUs, each bound to its rank's key (TEST ROOTS" "$WORK/tdx$np.log"
   check "tdx+gpu at P=$np: the summary's attestation record" python3 -c "

@@ -32,7 +32,8 @@ ByteView bytes(const std::string& s) {
 
 TEST(EvidenceFuzz, SpdmTranscript) {
   const GpuEvidence g = parse_sdk_evidence_json(test::fixture("hopper_evidence.json"), "f")[0];
-  const EvidenceTrust trust{nvidia_device_root(), {}, test::nonce(test::kSdkNonce), std::nullopt};
+  const EvidenceTrust trust{
+      nvidia_device_root(), {}, test::nonce(test::kSdkNonce), std::nullopt, StaleCrl::Refuse};
   int accepted_and_verified = 0;
   for (const auto& in : fuzz_inputs(as_string(g.report), FuzzPlan{})) {
     GpuEvidence damaged = g;
@@ -177,7 +178,7 @@ TEST(EvidenceFuzz, TcbInfo) {
 
 TEST(EvidenceFuzz, TdxQuote) {
   const std::string quote = test::fixture(test::kTdxSpr);
-  const TdxTrust trust{intel_sgx_root(), {}, std::nullopt, std::nullopt};
+  const TdxTrust trust{intel_sgx_root(), {}, std::nullopt, std::nullopt, StaleCrl::Refuse};
   FuzzPlan plan;
   plan.truncate_upto = 700;  // through the header, the body and the signature data's start
   for (const auto& in : fuzz_inputs(quote, plan)) {
@@ -198,7 +199,7 @@ TEST(EvidenceFuzz, TdxQuote) {
 TEST(EvidenceFuzz, SnpReport) {
   const std::string report = test::fixture(test::kSnpVirteeReport);
   const std::vector<Certificate> vcek = {Certificate::from_der(bytes(test::fixture(test::kSnpVirteeVcek)))};
-  const SnpTrust trust{amd_roots(), {}, std::nullopt, 1735689600};
+  const SnpTrust trust{amd_roots(), {}, std::nullopt, 1735689600, StaleCrl::Refuse};
   FuzzPlan plan;
   plan.truncate_upto = 1200;       // every prefix: each names the field it ends in
   plan.flip_all_bits_upto = 0x60;  // the header, signer info and REPORT_DATA's start
@@ -223,7 +224,7 @@ TEST(EvidenceFuzz, SnpVcek) {
   const std::string der = test::fixture(test::kSnpVirteeVcek);
   const std::string report = test::fixture(test::kSnpVirteeReport);
   const SnpReport r = parse_snp_report(bytes(report), "fuzz");
-  const SnpTrust trust{amd_roots(), {}, std::nullopt, 1735689600};
+  const SnpTrust trust{amd_roots(), {}, std::nullopt, 1735689600, StaleCrl::Refuse};
   FuzzPlan plan;
   plan.truncate_upto = 64;
   plan.flip_all_bits_upto = 0;

@@ -15,7 +15,7 @@ namespace {
 using test::all_samples;
 
 EvidenceTrust trust_for(const SpdmNonce& nonce) {
-  return {nvidia_device_root(), {}, nonce, std::nullopt};
+  return {nvidia_device_root(), {}, nonce, std::nullopt, StaleCrl::Refuse};
 }
 
 // The first failed check, or nullopt.

@@ -46,7 +46,7 @@ ReportData own_report_data(const SnpReport& r) {
 }
 
 SnpTrust trust(std::optional<ReportData> rd, std::vector<AmdRoot> roots = amd_roots()) {
-  return {std::move(roots), {}, rd, kJan2025};
+  return {std::move(roots), {}, rd, kJan2025, StaleCrl::Refuse};
 }
 
 // The first check that refuses, and every failed one.

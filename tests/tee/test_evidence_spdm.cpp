@@ -118,7 +118,7 @@ struct SyntheticDevice {
     g.opaque = parse_opaque_data(g.transcript.response.opaque);
     return g;
   }
-  EvidenceTrust trust() const { return {root, {}, std::nullopt, std::nullopt}; }
+  EvidenceTrust trust() const { return {root, {}, std::nullopt, std::nullopt, StaleCrl::Refuse}; }
 };
 
 TEST(Spdm, SyntheticReportParsesAndVerifies) {

@@ -137,7 +137,7 @@ std::vector<std::shared_ptr<X509_crl_st>> load_crls(const EvidenceOptions& o) {
 
 ev::EvidenceTrust make_trust(const EvidenceOptions& o, const ev::EvidenceRoots& roots) {
   return {o.device_root.empty() ? roots.nvidia_device_root : tee::Certificate::load_pem(o.device_root),
-          load_crls(o), parse_nonce_hex(o.nonce), parse_date(o.at)};
+          load_crls(o), parse_nonce_hex(o.nonce), parse_date(o.at), tee::StaleCrl::Refuse};
 }
 
 void print_checks(const std::vector<ev::CheckOutcome>& checks) {
@@ -210,7 +210,7 @@ void run_tdx(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
   const ev::EvidenceRoots roots = roots_of(o);
   const ev::TdxTrust trust{
       o.device_root.empty() ? roots.intel_sgx_root : tee::Certificate::load_pem(o.device_root), load_crls(o),
-      parse_report_data_hex(o.nonce), parse_date(o.at)};
+      parse_report_data_hex(o.nonce), parse_date(o.at), tee::StaleCrl::Refuse};
   const ev::TdxQuote quote = ev::parse_tdx_quote(bytes, tee::printable_path(o.file));
   std::printf("%s", ev::describe(quote).c_str());
   std::vector<ev::CheckOutcome> checks = ev::verify_tdx_quote(quote, trust);
@@ -262,7 +262,8 @@ void run_snp(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
   const ev::SnpReport report = ev::parse_snp_report(bytes, where);
   const std::vector<tee::Certificate> vcek = ev::load_vcek(o.vcek);
   const ev::EvidenceRoots roots = roots_of(o);
-  ev::SnpTrust trust{roots.amd_roots, load_crls(o), parse_report_data_hex(o.nonce), parse_date(o.at)};
+  ev::SnpTrust trust{roots.amd_roots, load_crls(o), parse_report_data_hex(o.nonce), parse_date(o.at),
+                     tee::StaleCrl::Refuse};
   if (!o.device_root.empty())
     trust.roots = {{"--device-root", tee::Certificate::load_pem(o.device_root), {}}};
   std::printf("%s%s", ev::describe(report).c_str(), ev::describe_vcek(vcek).c_str());

@@ -100,7 +100,12 @@ void add_trust_options(CLI::App* g, TrustOptions& t) {
   g->add_option("--collateral-chain", t.real.collateral_chain,
                 "The PEM issuer chain Intel sends beside the QE identity and the TCB info");
   g->add_flag("--allow-expired-collateral", t.real.allow_expired_collateral,
-              "Accept Intel collateral past its nextUpdate (every report says EXPIRED collateral accepted)");
+              "Accept Intel collateral and --evidence-crl lists past their nextUpdate (every report says "
+              "EXPIRED collateral accepted and names each one)");
+  g->add_option("--gpu-rims", t.real.gpu_rims,
+                "--attestation tdx+gpu|snp+gpu: a directory of NVIDIA's driver and VBIOS RIMs (from "
+                "https://rim.attestation.nvidia.com/v1/rim/<id>); a peer GPU whose measurements differ is "
+                "refused, naming the index. Without it: RIMs not checked (every report says so)");
   g->add_option("--test-roots", t.real.test_roots,
                 "--attestation tdx|snp[+gpu]: verify under a TEST vendor's roots (tests/support/test_vendor) "
                 "instead of Intel's, AMD's and NVIDIA's; evidence under them is refused unless "

@@ -2,6 +2,7 @@
 // configfs-tsm and NVML (tests/cli/fake_tsm.py, tests/cli/fake_nvml.cpp). README.md shows every use.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 
@@ -29,6 +30,7 @@ struct Options {
   std::string chip_id;
   std::string driver;
   std::string vbios;
+  std::string block;  // gpu: "INDEX:HEX96", one measurement block that differs from the RIMs
   long next_update_s = 30L * 86400L;
   std::string status = "UpToDate";
   std::string fmspc;
@@ -83,17 +85,37 @@ void issue_snp(const Options& o) {
   if (!o.extra_out.empty()) write_file(o.extra_out, tt::tee::bytes_of(ev.vcek_pem));
 }
 
-void issue_gpu(const Options& o, bool sdk_json) {
+tv::GpuSpec gpu_spec(const Options& o) {
   tv::GpuSpec spec;
-  spec.nonce = hex_field<32>(o.report_data, "--nonce");
   if (!o.driver.empty()) spec.driver_version = o.driver;
   if (!o.vbios.empty()) spec.vbios_version = hex_field<8>(o.vbios, "--vbios");
+  if (o.block.empty()) return spec;
+  const std::size_t colon = o.block.find(':');
+  const std::string index = o.block.substr(0, colon == std::string::npos ? 0 : colon);
+  if (index.size() != 1 || index[0] < '1' || index[0] > '0' + static_cast<int>(spec.measurements.size()))
+    throw InputError("--block '" + o.block + "': expected INDEX:HEX96 with INDEX 1.." +
+                     std::to_string(spec.measurements.size()));
+  spec.measurements[static_cast<std::size_t>(index[0] - '1')] =
+      hex_field<48>(o.block.substr(colon + 1), "--block");
+  return spec;
+}
+
+void issue_gpu(const Options& o, bool sdk_json) {
+  tv::GpuSpec spec = gpu_spec(o);
+  spec.nonce = hex_field<32>(o.report_data, "--nonce");
   spec.variant = variant_of(o.variant);
   const tt::tee::evidence::SdkEvidenceEntry gpu = tv::issue_gpu_evidence(o.dir, spec);
   if (sdk_json)
     return write_file(o.out, tt::tee::bytes_of(tt::tee::evidence::write_sdk_evidence_json({gpu})));
   write_file(o.out, gpu.report);
   write_file(o.extra_out, tt::tee::bytes_of(gpu.certificate_pem));
+}
+
+void issue_rims(const Options& o) {
+  const tv::GpuRims rims = tv::issue_gpu_rims(o.dir, gpu_spec(o));
+  std::filesystem::create_directories(o.out);
+  write_file(o.out + "/driver.swidtag", tt::tee::bytes_of(rims.driver));
+  write_file(o.out + "/vbios.swidtag", tt::tee::bytes_of(rims.vbios));
 }
 
 void issue_tcb_info(const Options& o) {
@@ -150,7 +172,17 @@ int main(int argc, char** argv) {
     cmd->add_option("--nonce", o.report_data, "The verifier's nonce, 64 hex digits")->required();
     cmd->add_option("--driver", o.driver, "DRIVER_VERSION (default 550.90.07)");
     cmd->add_option("--vbios", o.vbios, "VBIOS_VERSION's 8 bytes, 16 hex digits (default 96.00.9e.00.01)");
+    cmd->add_option("--block", o.block,
+                    "INDEX:HEX96: measurement block INDEX (1-4) other than the RIMs' value");
   }
+  CLI::App* rims =
+      app.add_subcommand("rims",
+                         "NVIDIA's driver and VBIOS RIMs for the test GPU evidence, signed under "
+                         "DIR/nvidia_rim_root.pem: --out DIR gets driver.swidtag and vbios.swidtag");
+  rims->add_option("--dir", o.dir, "The test roots' directory")->required();
+  rims->add_option("--out", o.out, "The directory to write the two RIMs in")->required();
+  rims->add_option("--driver", o.driver, "The driver version they are for (default 550.90.07)");
+  rims->add_option("--vbios", o.vbios, "The VBIOS_VERSION's 8 bytes they are for, 16 hex digits");
   raw->add_option("--chain-out", o.extra_out, "Where to write the PEM chain")->required();
   CLI::App* qe = app.add_subcommand("qe-identity",
                                     "Intel's QE identity JSON for the test quotes; its issuer chain is "
@@ -175,6 +207,7 @@ int main(int argc, char** argv) {
     if (snp->parsed()) issue_snp(o);
     if (gpu->parsed()) issue_gpu(o, true);
     if (raw->parsed()) issue_gpu(o, false);
+    if (rims->parsed()) issue_rims(o);
     if (qe->parsed()) issue_qe_identity(o);
     if (tcb->parsed()) issue_tcb_info(o);
   } catch (const std::exception& e) {

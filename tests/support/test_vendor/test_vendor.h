@@ -108,4 +108,13 @@ struct GpuSpec {
 // One GPU's evidence as the attestation SDK serializes it (write_sdk_evidence_json).
 SdkEvidenceEntry issue_gpu_evidence(const std::filesystem::path& dir, const GpuSpec& spec);
 
+// NVIDIA's two RIMs for a GPU of `spec` (tee/evidence/rim.h): the VBIOS's golden values for the first
+// half of its measurements, the driver's for the rest (Note [RIM index]), each an XML-DSig enveloped
+// ECDSA P-384 signature by the test RIM signer, its chain in KeyInfo, as NVIDIA signs them.
+struct GpuRims {
+  std::string driver;  // the driver's SWID tag
+  std::string vbios;
+};
+GpuRims issue_gpu_rims(const std::filesystem::path& dir, const GpuSpec& spec);
+
 }  // namespace tt::tee::evidence::test_vendor
