@@ -2,6 +2,7 @@
 // the DDP reducer (engine/gradients/ddp_reducer.*) averages gradients across ranks bucket by bucket.
 #pragma once
 #include <cstddef>
+#include <string>
 
 #include "core/model.h"
 
@@ -32,6 +33,10 @@ class GradReducer {
   virtual void begin_micro_step(long /*step*/, int /*micro*/) {}
   virtual void gather_params() {}
   virtual void release_params() {}
+  // ZeRO-3: the SHA-256 of the parameters in order (params_sha256's value), each released bucket
+  // gathered, hashed and released again in turn, so that no rank holds them all at once (a sharded
+  // checkpoint's state.json; collective). Empty where parameters are whole (hash them directly).
+  virtual std::string streamed_params_sha256() { return {}; }
 };
 
 // Every parameter present while it lives (ZeRO-3: GradReducer::gather_params, then release_params).

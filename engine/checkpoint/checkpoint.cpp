@@ -153,6 +153,18 @@ std::vector<std::byte> encode_params_safetensors(Backend& backend, Model& model,
   return safetensors_encode(tensors, metadata);
 }
 
+// Note [Parameter shards in the optimizer shard's file]: at --shard params the model file holds the
+// buffers only, and names the parameters (in table order, with their shapes) in its metadata.
+std::vector<std::byte> encode_buffers_safetensors(Backend& backend, Model& model) {
+  nlohmann::json table = nlohmann::json::array();
+  for (const ParamInfo& p : model.params()) table.push_back({{"name", p.name}, {"shape", p.shape}});
+  const std::vector<float> state = to_host(backend, model.state_data(), model.num_state_floats());
+  std::vector<SafeTensor> tensors;
+  for (const ParamInfo& b : model.state_buffers())
+    tensors.push_back({b.name, b.shape, std::span(state).subspan(b.offset, b.numel)});
+  return safetensors_encode(tensors, {{"format", "pt"}, {kParamTableKey, table.dump()}});
+}
+
 CheckpointStore::CheckpointStore(fs::path dir, int keep, FileCodec& codec, FreshnessRecord* freshness,
                                  WarnFn warn)
     : dir_(std::move(dir)),
@@ -199,11 +211,15 @@ std::vector<std::byte> encode_optimizer(Backend& backend, Model& model, Optimize
 
 // A rank's optimizer shard as tensors "<slot>" of its packed floats ([S] each, S = state / slots),
 // with the rank and step it was saved at.
-std::vector<std::byte> encode_optimizer_shard(Backend& backend, Optimizer& optimizer, int rank, long step) {
+// At --shard params also "params": the rank's parameter floats of the same ranges, packed the same way
+// (Note [Parameter shards in the optimizer shard's file], checkpoint_manifest.h).
+std::vector<std::byte> encode_optimizer_shard(Backend& backend, Optimizer& optimizer, int rank, long step,
+                                              std::span<const float> params) {
   const std::vector<float> state = to_host(backend, optimizer.state_data(), optimizer.state_floats());
   const std::size_t slots = slot_count(optimizer);
   const std::size_t per_slot = slots > 0 ? state.size() / slots : 0;
   std::vector<SafeTensor> tensors;
+  if (!params.empty()) tensors.push_back({kParamsShardTensor, {static_cast<int64_t>(params.size())}, params});
   for (std::size_t s = 0; s < slots; ++s)
     tensors.push_back({slot_name(optimizer, s),
                        {static_cast<int64_t>(per_slot)},
@@ -248,9 +264,16 @@ fs::path CheckpointStore::begin_save(long step) {
 }
 
 ManifestFile CheckpointStore::write_optimizer_shard(FileCodec& codec, const fs::path& tmp, Backend& backend,
-                                                    Optimizer& optimizer, int rank, long step) {
+                                                    Optimizer& optimizer, int rank, long step,
+                                                    const ParamShard* params) {
+  std::vector<float> packed;  // [S]: this rank's parameter floats, its ranges in order
+  if (params != nullptr)
+    for (const ParamRange& r : params->ranges) {
+      const std::vector<float> part = to_host(backend, params->model.param_data() + r.offset, r.count);
+      packed.insert(packed.end(), part.begin(), part.end());
+    }
   const fs::path path = tmp / (optimizer_shard_file(rank) + codec.suffix());
-  codec.write(path, encode_optimizer_shard(backend, optimizer, rank, step), "optimizer", step);
+  codec.write(path, encode_optimizer_shard(backend, optimizer, rank, step, packed), "optimizer", step);
   return listed(path);
 }
 
@@ -267,12 +290,17 @@ fs::path CheckpointStore::save(Backend& backend, Model& model, Optimizer* optimi
     codec_.write(tmp / (name + sfx), bytes, kind, std::nullopt);
     manifest.files.push_back(listed(tmp / (name + sfx)));
   };
-  put(kModelFile, encode_params_safetensors(backend, model, {{"format", "pt"}}), "model");
+  const bool param_shards = shards != nullptr && shards->layout.stage == ShardStage::Params;
+  put(kModelFile,
+      param_shards ? encode_buffers_safetensors(backend, model)
+                   : encode_params_safetensors(backend, model, {{"format", "pt"}}),
+      "model");
   if (optimizer != nullptr) put(kOptimizerFile, encode_optimizer(backend, model, *optimizer), "optimizer");
   if (shards != nullptr) add_shards(tmp, sfx, *shards, manifest);
   CheckpointMeta state = meta;
   state.param_floats = model.num_params();
-  if (state.params_sha256.empty()) state.params_sha256 = params_sha256(backend, model);
+  if (state.params_sha256.empty() && !param_shards) state.params_sha256 = params_sha256(backend, model);
+  if (state.params_sha256.empty()) throw std::logic_error("save: parameter shards need their digest given");
   const std::string text = encode_checkpoint_state(state);
   put(kStateFile, std::as_bytes(std::span(text.data(), text.size())), "state");
   const std::string mtext = encode_manifest(manifest);
@@ -384,6 +412,25 @@ void CheckpointStore::load_own_shard(const VerifiedCheckpoint& ck, Backend& back
     if (packed.size() != per_slot) throw std::logic_error("load_own_shard: a shard of another layout");
     backend.copy_to_device(optimizer.state_data() + s * per_slot, packed.data(), per_slot * sizeof(float));
   }
+}
+
+CheckpointMeta CheckpointStore::load_own_params(const VerifiedCheckpoint& ck, Backend& backend, Model& model,
+                                                int rank, const FreshnessRecord* freshness) {
+  if (freshness != nullptr) freshness->check(ck);
+  const fs::path mfile = ck.dir / (std::string(kModelFile) + (ck.sealed ? ".sealed" : ""));
+  const DecodedSafetensors st = safetensors_decode(std::as_bytes(std::span(ck.model)), mfile.string());
+  for (const ParamInfo& b : model.state_buffers())
+    load_tensor(backend, st, b.name, b, model.state_data() + b.offset, mfile);
+  const fs::path sfile = ck.dir / (optimizer_shard_file(rank) + (ck.sealed ? ".sealed" : ""));
+  const DecodedSafetensors sh = safetensors_decode(
+      std::as_bytes(std::span(ck.shards.at(static_cast<std::size_t>(rank)))), sfile.string());
+  const std::vector<float>& packed = sh.tensors.at(kParamsShardTensor).data;  // checked when verified
+  std::size_t at = 0;
+  for (const ParamRange& r : ck.manifest.layout->shards.at(static_cast<std::size_t>(rank))) {
+    backend.copy_to_device(model.param_data() + r.offset, packed.data() + at, r.count * sizeof(float));
+    at += r.count;
+  }
+  return ck.meta;
 }
 
 CheckpointMeta CheckpointStore::read_meta(const fs::path& step_dir, FileCodec& codec) {

@@ -67,7 +67,9 @@ class CheckpointStore {
   // [Pruning only verified checkpoints], checkpoint_lineage.h). A step directory already there is
   // replaced only if it is this lineage's; anything else is moved aside, never deleted.
   // Sharded (`shards` given): the files of begin_save's directory are every rank's optimizer shard,
-  // listed as each rank reported it; `optimizer` is then null (no whole optimizer file).
+  // listed as each rank reported it; `optimizer` is then null (no whole optimizer file). At --shard
+  // params they hold the parameters too: the model file then holds the buffers alone, and
+  // meta.params_sha256 must be given (GradReducer::streamed_params_sha256).
   std::filesystem::path save(Backend& backend, Model& model, Optimizer* optimizer, const CheckpointMeta& meta,
                              const ShardedSave* shards = nullptr);
 
@@ -75,8 +77,14 @@ class CheckpointStore {
   // directory (begin_save) and shares its path, every rank writes its optimizer shard into it
   // (write_optimizer_shard) and reports the entry, and rank 0 completes it (save with every entry).
   std::filesystem::path begin_save(long step);
+  // At --shard params `params` names the model and this rank's ranges: their floats go in the same file.
+  struct ParamShard {
+    Model& model;
+    const std::vector<ParamRange>& ranges;
+  };
   static ManifestFile write_optimizer_shard(FileCodec& codec, const std::filesystem::path& tmp,
-                                            Backend& backend, Optimizer& optimizer, int rank, long step);
+                                            Backend& backend, Optimizer& optimizer, int rank, long step,
+                                            const ParamShard* params = nullptr);
 
   // `path` is a step directory or a checkpoint root (then its newest complete step is used). `flag`
   // is the option the user gave it with, which the error names (`sample --ckpt`, `train --resume`).
@@ -96,6 +104,11 @@ class CheckpointStore {
   // This rank's optimizer shard of a sharded checkpoint into `optimizer` (whose shard is that rank's
   // ranges: VerifiedCheckpoint::own_shard), after load() took the model.
   static void load_own_shard(const VerifiedCheckpoint& ck, Backend& backend, Optimizer& optimizer, int rank);
+  // At --shard params, a rank reading its own shard (VerifiedCheckpoint::own_shard): the buffers and
+  // its parameter ranges, no more; the caller gathers the rest and checks params_sha256 then. Refuses a
+  // rollback as load() does.
+  static CheckpointMeta load_own_params(const VerifiedCheckpoint& ck, Backend& backend, Model& model,
+                                        int rank, const FreshnessRecord* freshness = nullptr);
   // The verified run state alone (VerifyScope::State: manifest and state.json).
   static CheckpointMeta read_meta(const std::filesystem::path& step_dir, FileCodec& codec);
 
@@ -119,5 +132,8 @@ class CheckpointStore {
 // Model parameters as safetensors bytes (names and shapes from the model's parameter table).
 std::vector<std::byte> encode_params_safetensors(Backend& backend, Model& model,
                                                  const std::map<std::string, std::string>& metadata);
+
+// At --shard params with sharded saves: the buffers, and the parameter table in the metadata.
+std::vector<std::byte> encode_buffers_safetensors(Backend& backend, Model& model);
 
 }  // namespace tt

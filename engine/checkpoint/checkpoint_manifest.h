@@ -24,6 +24,16 @@
 //    "layout": {"world": 2, "stage": "optimizer", "params": 34688,
 //               "shards": [[[17344, 17344]], [[0, 17344]]]}       (gpt2-tiny, one bucket)
 //
+// Note [Parameter shards in the optimizer shard's file]: at --shard params (ZeRO-3) no rank holds the
+// whole parameters, so each rank's optimizer.rank<r>.safetensors also holds "params" [S_r], its
+// parameter floats of the same ranges packed the same way, and model.safetensors holds the buffers alone
+// and names the parameters (table order, shapes) in its metadata "param_table". One file per rank, not
+// a sibling: its sealed header and metadata already bind it to its rank and step, and the manifest
+// lists it, so a parameter shard swapped, from another step or truncated fails as an optimizer shard
+// does, with no second file to keep consistent with the first. state.json's params_sha256 is still the
+// whole parameters' digest (streamed bucket by bucket at the save); a reader that reads every shard
+// reassembles model.safetensors exactly as the whole layout writes it (open_verified_checkpoint).
+//
 // "shards"[r] is rank r's ranges of the flat parameter buffer ([offset, count], in the order its state
 // is packed). The parser checks that there are "world" of them, that together they cover [0, params)
 // exactly once, and that the files are exactly model, state and one optimizer shard per rank.
@@ -45,6 +55,8 @@ inline constexpr const char* kManifestFile = "manifest.json";
 inline constexpr const char* kModelFile = "model.safetensors";
 inline constexpr const char* kOptimizerFile = "optimizer.safetensors";
 inline constexpr const char* kStateFile = "state.json";
+inline constexpr const char* kParamsShardTensor = "params";  // Note [Parameter shards in the ...]
+inline constexpr const char* kParamTableKey = "param_table";
 inline constexpr const char* kManifestFormat = "teetrain-checkpoint-manifest/1";
 // No run gets near this; it keeps every step computation far from overflow.
 inline constexpr long kMaxCheckpointStep = 1'000'000'000'000L;

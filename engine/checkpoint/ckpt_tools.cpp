@@ -141,12 +141,15 @@ std::vector<std::uint8_t> read_sealed(const fs::path& p, const tee::CheckpointKe
 
 // A sharded manifest's layout: the world and stage, then one line per rank (its file and ranges).
 std::string layout_summary(const ShardLayout& l) {
-  std::string s = "\n      layout: sharded, " + std::to_string(l.world) + " ranks at --shard " +
-                  enum_name(l.stage) + ", " + std::to_string(l.params) +
-                  " parameters; model.safetensors whole (rank 0)";
+  std::string s =
+      "\n      layout: sharded, " + std::to_string(l.world) + " ranks at --shard " + enum_name(l.stage) +
+      ", " + std::to_string(l.params) + " parameters; " +
+      (l.stage == ShardStage::Params ? "the parameters in the shards, model.safetensors the buffers"
+                                     : "model.safetensors whole (rank 0)");
   for (int r = 0; r < l.world; ++r) {
     const auto& ranges = l.shards[static_cast<std::size_t>(r)];
     s += "\n      rank " + std::to_string(r) + ": " + optimizer_shard_file(r) + ", " +
+         (l.stage == ShardStage::Params ? "parameters and optimizer state, " : "") +
          std::to_string(l.floats(r)) + " floats in " + std::to_string(ranges.size()) +
          (ranges.size() == 1 ? " range" : " ranges");
   }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <span>
 
 #include "base/error.h"
@@ -241,6 +242,10 @@ std::string check_shard(const std::vector<std::uint8_t>& bytes, const ShardLayou
   if (named("rank") != std::to_string(rank) || named("step") != std::to_string(step))
     refuse(p, "holds the shard of rank " + named("rank") + " at step " + named("step") + ", not rank " +
                   std::to_string(rank) + "'s at step " + std::to_string(step) + " (a shard swapped in)");
+  if ((layout.stage == ShardStage::Params) != (st.tensors.count(kParamsShardTensor) > 0))
+    refuse(p, layout.stage == ShardStage::Params
+                  ? "holds no parameter shard (tensor 'params') at --shard params"
+                  : "holds a parameter shard, but the layout is not --shard params");
   const std::uint64_t floats = layout.floats(rank);
   for (const auto& [name, t] : st.tensors)
     if (t.shape != std::vector<int64_t>{static_cast<int64_t>(floats)})
@@ -248,6 +253,78 @@ std::string check_shard(const std::vector<std::uint8_t>& bytes, const ShardLayou
                     std::to_string(rank) + "'s ranges");
   return ", rank " + std::to_string(rank) + " at step " + std::to_string(step) + ", " +
          std::to_string(st.tensors.size()) + " tensors of " + std::to_string(floats) + " floats";
+}
+
+// Note [Parameter shards in the optimizer shard's file] (checkpoint_manifest.h): the model file's
+// parameter table, read strictly (its bytes matched the manifest, yet plain mode authenticates nothing).
+std::vector<SafetensorsEntry> param_table(const SafetensorsHeader& h, std::uint64_t params,
+                                          const fs::path& p) {
+  const auto it = h.metadata.find(kParamTableKey);
+  if (it == h.metadata.end()) refuse(p, "names no parameters (no param_table) for its parameter shards");
+  const nlohmann::json t = nlohmann::json::parse(it->second, nullptr, false);
+  if (!t.is_array()) refuse(p, "param_table is not a list");
+  std::vector<SafetensorsEntry> out;
+  std::uint64_t total = 0;
+  for (const nlohmann::json& e : t) {
+    if (!e.is_object() || !e.contains("name") || !e["name"].is_string() || !e.contains("shape") ||
+        !e["shape"].is_array())
+      refuse(p, "param_table has an entry without a name and shape");
+    SafetensorsEntry x{.name = e["name"], .dtype = "F32", .shape = {}, .numel = 1, .begin = 0, .end = 0};
+    for (const nlohmann::json& d : e["shape"]) {
+      if (!d.is_number_unsigned() || d.get<std::uint64_t>() > params)
+        refuse(p, "param_table has a shape out of range");
+      x.shape.push_back(d.get<int64_t>());
+      x.numel *= d.get<std::uint64_t>();
+      if (x.numel > params) refuse(p, "param_table has a shape out of range");
+    }
+    total += x.numel;
+    if (total > params) break;
+    out.push_back(std::move(x));
+  }
+  if (total != params)
+    refuse(p, "param_table names " + std::to_string(total) + " parameters, the layout " +
+                  std::to_string(params));
+  return out;
+}
+
+// Every rank's parameter shard and the model file's buffers as the whole model.safetensors the whole
+// layout writes (parameters in table order, then the buffers in file order): what the params digest,
+// resharding and `ckpt export` read.
+std::vector<std::uint8_t> assemble_model(const VerifiedCheckpoint& ck, const fs::path& p) {
+  const ShardLayout& l = *ck.manifest.layout;
+  const auto bytes = std::as_bytes(std::span(ck.model));
+  const SafetensorsHeader h = safetensors_parse_header(bytes, p.string());
+  const std::vector<SafetensorsEntry> table = param_table(h, l.params, p);
+  std::vector<float> flat(l.params);  // [params]: the flat parameter buffer
+  for (int r = 0; r < l.world; ++r) {
+    const fs::path f = ck.dir / (optimizer_shard_file(r) + (ck.sealed ? ".sealed" : ""));
+    const DecodedSafetensors st =
+        safetensors_decode(std::as_bytes(std::span(ck.shards[static_cast<std::size_t>(r)])), f.string());
+    const auto it = st.tensors.find(kParamsShardTensor);
+    if (it == st.tensors.end()) refuse(f, "holds no parameter shard (tensor 'params') at --shard params");
+    std::size_t at = 0;
+    for (const ParamRange& range : l.shards[static_cast<std::size_t>(r)]) {
+      std::copy_n(it->second.data.begin() + static_cast<std::ptrdiff_t>(at), range.count,
+                  flat.begin() + static_cast<std::ptrdiff_t>(range.offset));
+      at += range.count;
+    }
+  }
+  const DecodedSafetensors buffers = safetensors_decode(bytes, p.string());
+  std::vector<SafeTensor> tensors;
+  std::size_t offset = 0;
+  for (const SafetensorsEntry& e : table) {
+    tensors.push_back({e.name, e.shape, std::span<const float>(flat).subspan(offset, e.numel)});
+    offset += e.numel;
+  }
+  for (const SafetensorsEntry& e : h.tensors) {
+    const DecodedTensor& t = buffers.tensors.at(e.name);
+    tensors.push_back({e.name, t.shape, std::span<const float>(t.data)});
+  }
+  const std::vector<std::byte> out = safetensors_encode(tensors, {{"format", "pt"}});
+  std::vector<std::uint8_t> model(out.size());
+  std::transform(out.begin(), out.end(), model.begin(),
+                 [](std::byte b) { return std::to_integer<std::uint8_t>(b); });
+  return model;
 }
 
 // Which optimizer shards a reader needs: its own when its ranges are the layout's, else all.
@@ -299,10 +376,20 @@ void check_files(VerifiedCheckpoint& ck, const tee::CheckpointKey* key, VerifySc
     }
     ck.report += line + "\n";
   }
-  if (scope == VerifyScope::Full) {
-    const ManifestFile* model = ck.manifest.find(kModelFile + std::string(ck.sealed ? ".sealed" : ""));
-    ck.report += check_params_digest(ck, ck.dir / model->name);
+  if (scope != VerifyScope::Full) return;
+  const ManifestFile* model = ck.manifest.find(kModelFile + std::string(ck.sealed ? ".sealed" : ""));
+  const fs::path mp = ck.dir / model->name;
+  if (ck.manifest.layout && ck.manifest.layout->stage == ShardStage::Params) {
+    // A rank reading its own shard alone checks the digest once the parameters are gathered (resume).
+    if (ck.own_shard) {
+      ck.report += "  params_sha256: checked after the ranks gather their parameter shards\n";
+      return;
+    }
+    ck.model = assemble_model(ck, mp);
+    ck.report +=
+        "  model reassembled from " + std::to_string(ck.manifest.layout->world) + " parameter shards\n";
   }
+  ck.report += check_params_digest(ck, mp);
 }
 
 }  // namespace

@@ -15,7 +15,10 @@
 //     given and a plaintext manifest is refused too); every chunk opens; sealed headers name the file;
 //   - the safetensors files parse, and the model's parameters hash to state.json's params_sha256;
 //   - sharded: each optimizer shard read names its own rank and the manifest's step in its metadata
-//     and holds, per slot, exactly the floats of that rank's ranges in the manifest's layout;
+//     and holds, per slot, exactly the floats of that rank's ranges in the manifest's layout; at
+//     --shard params a parameter shard too ("params"), and when every shard is read the whole model
+//     reassembled from them is what the digest above covers (Note [Parameter shards in the optimizer
+//     shard's file], checkpoint_manifest.h); a reader of its own shard alone checks it after gathering;
 //   - chain: when the lineage's previous save (prev_step) is present beside the directory and
 //     belongs to the same lineage, the SHA-256 of its manifest file equals prev_manifest_sha256.
 //
@@ -43,9 +46,11 @@ struct VerifiedCheckpoint {
   std::filesystem::path dir;
   std::filesystem::path manifest_path;
   CheckpointManifest manifest;
-  std::string manifest_sha256;          // hex SHA-256 of the manifest file's bytes on disk
-  CheckpointMeta meta;                  // state.json
-  std::vector<std::uint8_t> model;      // plaintext model.safetensors (empty for VerifyScope::State)
+  std::string manifest_sha256;  // hex SHA-256 of the manifest file's bytes on disk
+  CheckpointMeta meta;          // state.json
+  // Plaintext model.safetensors (empty for VerifyScope::State); at --shard params, reassembled from
+  // every shard when all were read, else the file as is (the buffers alone).
+  std::vector<std::uint8_t> model;
   std::vector<std::uint8_t> optimizer;  // plaintext optimizer.safetensors (empty if none, or State)
   // A sharded checkpoint's optimizer.rank<r>.safetensors, plaintext, by rank (empty: not read).
   std::vector<std::vector<std::uint8_t>> shards;

@@ -102,6 +102,7 @@ class DdpReducer final : public GradReducer, public UnitGate {
   void begin_micro_step(long step, int micro) override;
   void gather_params() override;
   void release_params() override;
+  std::string streamed_params_sha256() override;
   void before(std::size_t unit, UnitPass pass) override;
   void after(std::size_t unit, UnitPass pass) override;
   // The most parameter floats outside this rank's shard present while a unit computed, from the second

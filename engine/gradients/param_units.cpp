@@ -4,6 +4,7 @@
 #include <string>
 
 #include "engine/gradients/ddp_reducer.h"
+#include "tee/digest.h"
 
 namespace tt {
 
@@ -143,6 +144,34 @@ void DdpReducer::gather_params() {
     held_[b] = Held::Present;
     count_gathered(b, true);
   }
+}
+
+// Labelled as gather_params' gathers are (the same counter), one bucket present at a time.
+std::string DdpReducer::streamed_params_sha256() {
+  if (units_.empty()) return {};
+  backend_.publish();
+  const int base = kWholeLabel + whole_gathers_++ * static_cast<int>(buckets_.size());
+  // The digest is of the flat buffer in order; the buckets follow backward's order (from the end).
+  std::vector<std::size_t> order(buckets_.size());
+  for (std::size_t b = 0; b < order.size(); ++b) order[b] = b;
+  std::sort(order.begin(), order.end(),
+            [this](std::size_t a, std::size_t b) { return buckets_[a].begin < buckets_[b].begin; });
+  tee::Sha256 h;
+  std::vector<float> host;  // [bucket size]: one bucket at a time
+  for (const std::size_t b : order) {
+    const Bucket& bk = buckets_[b];
+    float* x = model_.param_data() + bk.begin;
+    const bool released = held_[b] == Held::Released;
+    if (released) path_.all_gather(x, bk.size(), pass_step_, base + static_cast<int>(b));
+    host.resize(bk.size());
+    backend_.copy_to_host(host.data(), x, host.size() * sizeof(float));
+    h.update(tee::bytes_of(std::span<const float>(host)));
+    if (!released) continue;
+    const comm::ElemRange own = own_chunk(bk);
+    backend_.discard(x, own.offset);
+    backend_.discard(x + own.offset + own.count, bk.size() - own.offset - own.count);
+  }
+  return tee::to_hex(h.finish());
 }
 
 }  // namespace tt

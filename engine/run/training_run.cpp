@@ -187,6 +187,7 @@ TrainingRun::TrainingRun(const TrainOptions& opts, RunServices services)
   agree_on_inputs();
   enter_stage(watchdog_, StartupStage::Links);
   build_reducer();
+  gather_resumed_params();
   facts_ = gather_facts();
   enter_stage(watchdog_, StartupStage::Running);
 }
@@ -350,13 +351,17 @@ void TrainingRun::setup_checkpoints() {
                                                print_warning);
   tc_.save_checkpoint = [this](long step, uint64_t samples) {
     // Collective, in this order on every rank: the shards written (or the whole optimizer gathered),
-    // then the parameters gathered.
+    // then the parameters gathered, or at --shard params with sharded saves only their digest streamed
+    // (Note [Parameter shards in the optimizer shard's file], checkpoint_manifest.h).
     const bool by_shard = shard_saves();
     const std::optional<ShardedSave> shards = by_shard ? save_shards(step) : std::nullopt;  // rank 0's
     const std::unique_ptr<Optimizer> whole = sharded() && !by_shard ? gather_optimizer(step) : nullptr;
-    const WholeParams params(reducer_.get());
+    const std::string streamed = param_shard_saves() ? reducer_->streamed_params_sha256() : std::string();
+    std::optional<WholeParams> params;
+    if (!param_shard_saves()) params.emplace(reducer_.get());
     if (rank_ != 0) return;
-    const CheckpointMeta meta{step, samples, plan_.schedule().seed, params_sha256(*backend_, *model_),
+    const CheckpointMeta meta{step, samples, plan_.schedule().seed,
+                              param_shard_saves() ? streamed : params_sha256(*backend_, *model_),
                               plan_.json()};
     Optimizer* optimizer = by_shard ? nullptr : whole ? whole.get() : optimizer_.get();
     const auto dir = store_->save(*backend_, *model_, optimizer, meta, shards ? &*shards : nullptr);
@@ -369,6 +374,11 @@ bool TrainingRun::shard_saves() const {
   return sharded() && plan_.checkpoints().layout.value_or(CkptLayout::Sharded) == CkptLayout::Sharded;
 }
 
+// ZeRO-3 saving shards: each rank saves its parameter shard with its optimizer shard.
+bool TrainingRun::param_shard_saves() const {
+  return shard_saves() && plan_.parallel().shard == ShardStage::Params;
+}
+
 // A sharded save's collective part (CheckpointStore::begin_save): rank 0 opens the step's temporary
 // directory and shares its path, every rank writes its optimizer shard there and sends rank 0 the
 // file's name, size and SHA-256, all over the sealed channel in TEE mode. Rank 0 gets them all, with
@@ -378,8 +388,9 @@ std::optional<ShardedSave> TrainingRun::save_shards(long step) {
   const std::string tmp = rank_ == 0 ? store_->begin_save(step).string() : std::string();
   const auto paths = dist_->allgather_blobs(std::as_bytes(std::span(tmp.data(), tmp.size())), kMaxEntry);
   const std::string dir(reinterpret_cast<const char*>(paths[0].data()), paths[0].size());
-  const std::string mine = encode_manifest_file(
-      CheckpointStore::write_optimizer_shard(*codec_, dir, *backend_, *optimizer_, rank_, step));
+  const CheckpointStore::ParamShard own{.model = *model_, .ranges = shard_};
+  const std::string mine = encode_manifest_file(CheckpointStore::write_optimizer_shard(
+      *codec_, dir, *backend_, *optimizer_, rank_, step, param_shard_saves() ? &own : nullptr));
   const auto entries = dist_->allgather_blobs(std::as_bytes(std::span(mine.data(), mine.size())), kMaxEntry);
   if (rank_ != 0) return std::nullopt;
   ShardedSave out{.layout = {.world = world_,
@@ -415,7 +426,11 @@ void TrainingRun::restore_or_broadcast() {
   const FreshnessRecord* freshness = freshness_ ? &*freshness_ : nullptr;
   CheckpointMeta meta;
   if (ck.own_shard) {
-    meta = CheckpointStore::load(ck, *backend_, *model_, nullptr, freshness);
+    // Parameter shards (saved at --shard params): this rank's ranges now, the others' once the reducer
+    // exists (gather_resumed_params).
+    resumed_param_shard_ = ck.manifest.layout->stage == ShardStage::Params;
+    meta = resumed_param_shard_ ? CheckpointStore::load_own_params(ck, *backend_, *model_, rank_, freshness)
+                                : CheckpointStore::load(ck, *backend_, *model_, nullptr, freshness);
     CheckpointStore::load_own_shard(ck, *backend_, *optimizer_, rank_);
   } else {
     // Otherwise it reads the whole optimizer state (DDP's file, or every rank's shard: resharded) and
@@ -436,6 +451,7 @@ void TrainingRun::restore_or_broadcast() {
   }
   start_step_ = meta.step;
   samples_ = meta.samples_consumed;
+  resumed_params_sha256_ = meta.params_sha256;
   if (start_step_ >= plan_.schedule().steps) {
     throw InputError("--resume: the checkpoint is at step " + std::to_string(start_step_) +
                      "; --steps must be larger to continue");
@@ -447,7 +463,8 @@ void TrainingRun::restore_or_broadcast() {
       std::fprintf(
           stderr, "%s\n",
           (ck.own_shard
-               ? "each of " + std::to_string(l->world) + " ranks read its own optimizer shard"
+               ? "each of " + std::to_string(l->world) + " ranks read its own optimizer shard" +
+                     (resumed_param_shard_ ? " and parameter shard" : "")
                : "resharded: the optimizer state saved by " + std::to_string(l->world) +
                      " ranks at --shard " + enum_name(l->stage) + ", read whole by each of " +
                      std::to_string(world_) + " ranks at --shard " + enum_name(plan_.parallel().shard))
@@ -456,6 +473,16 @@ void TrainingRun::restore_or_broadcast() {
     const std::string rollback = rollback_warning(freshness_ ? &*freshness_ : nullptr);
     if (!rollback.empty()) print_warning(rollback);
   }
+}
+
+// After a resume that read only this rank's parameter shard: every rank's shards all-gathered (collective,
+// labelled as a save's first optimizer gather at the resumed step, which this run never makes), and the
+// whole checked against state.json's params_sha256, so that the run continues bit-exactly or not at all.
+void TrainingRun::gather_resumed_params() {
+  if (!resumed_param_shard_) return;
+  reducer_->all_gather_shards(model_->param_data(), start_step_, static_cast<int>(buckets_.size()) + 1);
+  if (params_sha256(*backend_, *model_) != resumed_params_sha256_)
+    throw IntegrityError("--resume: the parameter shards gathered do not hash to state.json's params_sha256");
 }
 
 // Every input is open (data, checkpoint) and no step has run: every rank checks that all of them

@@ -128,7 +128,9 @@ class TrainingRun {
   bool sharded() const { return !shard_.empty(); }
   std::unique_ptr<Optimizer> gather_optimizer(long step);
   bool shard_saves() const;
+  bool param_shard_saves() const;
   std::optional<ShardedSave> save_shards(long step);
+  void gather_resumed_params();
   StateBytes state_bytes() const;  // per rank, as --shard leaves it
   StateBytes state_bytes(ShardStage stage) const;
   double memory_state_gib() const;  // the per-parameter part alone
@@ -181,6 +183,8 @@ class TrainingRun {
   std::unique_ptr<CheckpointStore> store_;
   long start_step_ = 0;
   uint64_t samples_ = 0;
+  bool resumed_param_shard_ = false;    // resumed from this rank's parameter shard alone: gather the rest
+  std::string resumed_params_sha256_;   // state.json's, which the gathered parameters must hash to
   std::unique_ptr<GradientPath> path_;  // the plan's, built on every rank count
   std::vector<Bucket> buckets_;
   std::vector<ParamRange> shard_;        // this rank's (Note [Shard layout]); empty: not sharded

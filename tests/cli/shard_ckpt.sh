@@ -9,6 +9,8 @@
 #  - a shard swapped between ranks, a shard from an older step, a truncated shard and a manifest edited to
 #    another world size are refused with exit 3 by resume (every rank stopped) and by verify, naming the
 #    file and the check;
+#  - at --shard params each rank's file holds its parameter shard too: resume at the same world size reads
+#    its own and gathers the rest, DDP's resume and `ckpt export` reassemble the whole model;
 #  - --ckpt-layout sharded without a shard is refused with exit 2.
 source "$(dirname "$0")/lib.sh" "$@"
 make_corpus
@@ -66,9 +68,9 @@ assert open(sys.argv[1], "rb").read() == open(sys.argv[2], "rb").read()
 PY
 
 # Attacks on the directory: resume (every rank stopped) and verify exit 3, naming the file and the check.
-attack() { # dir pattern
+attack() { # dir pattern [stage]
   local rc=0
-  "${MPI[@]}" -np 2 "$TT" "${base[@]}" --shard optimizer --timeout 10 --resume "$WORK/$1" >"$WORK/attack.log" 2>&1 || rc=$?
+  "${MPI[@]}" -np 2 "$TT" "${base[@]}" --shard "${3:-optimizer}" --timeout 10 --resume "$WORK/$1" >"$WORK/attack.log" 2>&1 || rc=$?
   expect_eq "$rc" 3 "$1: resume exit 3"
   grep -qE "$2" "$WORK/attack.log" && passes=$((passes + 1)) ||
     { echo "FAIL: $1: no line /$2/"; cat "$WORK/attack.log"; fails=$((fails + 1)); }
@@ -89,6 +91,38 @@ attack a "manifest.json: field 'shards' does not hold one entry per rank"
 # Sealed: a manifest edited to another world size no longer opens.
 rm -rf "$WORK/b" && cp -r "$WORK/ck3" "$WORK/b" && flip_byte "$WORK/b/step_00000002/manifest.json.sealed" 300
 expect_exit 3 "manifest.json.sealed.*chunk 0" -- "$TT" ckpt verify "$WORK/b" --key-file "$WORK/k.key"
+
+# ZeRO-3 (--shard params): each rank saves its parameter shard in its own file too, and no rank gathers
+# the whole parameters for a save; a resume at the same world size reads its own shard and gathers the
+# rest (P = 2 plain, P = 3 sealed under cc); DDP's resume reassembles them, as `ckpt export` does,
+# byte for byte the whole layout's model.safetensors; a parameter shard swapped or from an older step is
+# refused with exit 3 naming the file.
+z2=$(train 2 zsave2 --shard params --save-every 1 --ckpt-dir "$WORK/z2")
+expect_ne "$z2" none "P=2 ZeRO-3 sharded saves"
+check "ZeRO-3 shards hold the parameters" grep -q '"params"' "$WORK/z2/step_00000002/optimizer.rank1.safetensors"
+rm -rf "$WORK/z2/step_00000003"
+expect_eq "$(train 2 zresume2 --shard params --resume "$WORK/z2")" "$z2" "P=2 ZeRO-3 sharded save and resume == uninterrupted"
+check "each rank read its own parameter shard" grep -q "each of 2 ranks read its own optimizer shard and parameter shard" "$WORK/zresume2.log"
+expect_eq "$(train 2 zddp2 --resume "$WORK/z2")" "$z2" "P=2 ZeRO-3 shards, DDP resume (reassembled) == uninterrupted"
+expect_ne "$(train 2 zwhole2 --shard params --ckpt-layout whole --save-every 2 --ckpt-dir "$WORK/zw2")" none "P=2 ZeRO-3 whole saves"
+"$TT" ckpt export "$WORK/z2/step_00000002" --out "$WORK/z.safetensors" >/dev/null
+check "export reassembles the whole layout's model" cmp "$WORK/z.safetensors" "$WORK/zw2/step_00000002/model.safetensors"
+"$TT" ckpt verify "$WORK/z2/step_00000002" >"$WORK/zverify.txt"
+check "verify reassembles the parameters" grep -q "model reassembled from 2 parameter shards" "$WORK/zverify.txt"
+cp "$WORK/k.key" "$WORK/zsave.key"
+z3=$(train 3 zsave3 --shard params --tee cc --key-file "$WORK/zsave.key" --save-every 2 --ckpt-dir "$WORK/z3")
+expect_ne "$z3" none "P=3 sealed ZeRO-3 sharded saves"
+rm -rf "$WORK/z3/step_00000003"
+expect_eq "$(train 3 zresume3 --shard params --tee cc --key-file "$WORK/k.key" --resume "$WORK/z3")" "$z3" \
+  "P=3 cc sealed ZeRO-3 sharded save and resume == uninterrupted"
+zfresh() { rm -rf "$WORK/za"; cp -r "$WORK/z2" "$WORK/za"; }
+z2s="$WORK/za/step_00000002"
+zfresh && cp "$z2s/optimizer.rank1.safetensors" "$z2s/optimizer.rank0.safetensors"
+attack za "optimizer.rank0.safetensors: SHA-256 differs" params
+zfresh && cp "$WORK/za/step_00000001/optimizer.rank1.safetensors" "$z2s/optimizer.rank1.safetensors"
+expect_exit 3 "optimizer.rank1.safetensors: SHA-256 differs" -- "$TT" ckpt verify "$WORK/za"
+zfresh && truncate -s -100 "$z2s/optimizer.rank1.safetensors"
+expect_exit 3 "optimizer.rank1.safetensors: [0-9]+ bytes, the manifest records" -- "$TT" ckpt verify "$WORK/za"
 
 # Asking for shards where there are none.
 expect_exit 2 "--ckpt-layout sharded .*--shard none keeps no shards" -- "$TT" "${base[@]}" --ckpt-layout sharded --save-every 1

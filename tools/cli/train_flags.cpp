@@ -126,8 +126,9 @@ void add_reporting_options(CLI::App* cmd, TrainOptions& o) {
   out->add_option("--resume", o.checkpoints.resume,
                   "Resume from a checkpoint directory (a step dir, or the newest in a --ckpt-dir)");
   add_enum_option(out, "--ckpt-layout", o.checkpoints.layout,
-                  "What a save writes: sharded (each rank writes its own optimizer shard, rank 0 the "
-                  "whole parameters and one manifest binding them all; the default under --shard; every "
+                  "What a save writes: sharded (each rank writes its own optimizer shard, and at --shard "
+                  "params its parameter shard in the same file; rank 0 the whole parameters below "
+                  "--shard params, and one manifest binding them all; the default under --shard; every "
                   "rank must see --ckpt-dir) or whole (rank 0 writes the whole model and optimizer "
                   "state, as DDP does; the default without --shard). Either resumes at any world size "
                   "and stage; `ckpt export` turns either into one model file");
