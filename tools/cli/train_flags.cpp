@@ -322,10 +322,13 @@ void add_emulation_options(CLI::App* cmd, TrainOptions& o) {
       "The emulated platform's CC mode in TEE runs (TEE off stays CC off). none: no CC cost on cc's host "
       "path; fast's GPU-sealed ciphertext still crosses H100 CC's bounce buffers (no encrypted GPU-to-GPU "
       "path). h100-pinned|h100-pageable: ISPASS 2025's measured copies through the bounce buffers (the "
-      "batch's too) plus CC's fixed cost (unless --cc-transfer-us), +5.05 us per launch. blackwell: B200/"
+      "batch's too) plus CC's fixed cost (unless --cc-transfer-us), +5.05 us per launch. h100-ppcie: "
+      "Protected PCIe, a node's GPUs in one CVM: messages inside a node (--gpus-per-node) in clear over "
+      "NVLink, between nodes as h100-pinned. blackwell: B200/"
       "B300 (arXiv 2606.23969): host bridge at 0.2x the CC-off rate + 330 us per copy, fast over NVLink "
       "encrypted at 510 GB/s. direct-what-if: no CC cost, fast over a direct GPU-to-GPU link (no GPU has "
-      "one)");
+      "one). tee-io-what-if: TDX Connect/TEE-IO (not shipped): no bounce buffers, messages inside a node "
+      "encrypted by the link, not sealed");
   em->add_option("--timing-warmup", o.schedule.timing_warmup,
                  "Leave the first N steps (allocations, first touch of buffers) out of the step time and the "
                  "phase times; counters still count every step")
