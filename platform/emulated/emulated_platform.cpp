@@ -70,7 +70,8 @@ comm::Channel& EmulatedPlatform::ring_channel(const HostPathRequest& r) {
 comm::Channel& EmulatedPlatform::node_channel(const HostPathRequest& r, comm::Channel& sealing) {
   const EmulatedGpu& gpu = gpu_->gpu();
   if (!r.tee || gpu.cc.node == NodeMessages::Sealed) return sealing;
-  return node_link_.emplace(sealing, gpu.topology, gpu.cc.node);
+  const std::size_t carried = r.profiler.virtual_time() && virtual_seal_ ? virtual_seal_->carried_bytes() : 0;
+  return node_link_.emplace(sealing, gpu.topology, gpu.cc.node, carried);
 }
 
 // A crossing's bytes at the CC copy plateau, less what the channel inside already charges for them per

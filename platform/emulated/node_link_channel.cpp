@@ -7,8 +7,9 @@
 
 namespace tt::platform {
 
-NodeLinkChannel::NodeLinkChannel(comm::Channel& inner, const Topology& topology, NodeMessages node)
-    : inner_(inner), topology_(topology), node_(node) {
+NodeLinkChannel::NodeLinkChannel(comm::Channel& inner, const Topology& topology, NodeMessages node,
+                                 std::size_t carried)
+    : inner_(inner), topology_(topology), node_(node), carried_(carried) {
   if (node == NodeMessages::Sealed) throw RunError("a NodeLinkChannel is for messages a node does not seal");
 }
 
@@ -24,14 +25,16 @@ void NodeLinkChannel::seal(const comm::MessageContext& ctx, std::span<const std:
                            std::span<std::byte> wire) {
   if (!inside_node(ctx)) return inner_.seal(ctx, plain, wire);
   // The plaintext as it is; the bytes a seal would add carry nothing.
-  std::ranges::copy(plain, wire.begin());
-  std::fill(wire.begin() + static_cast<std::ptrdiff_t>(plain.size()), wire.end(), std::byte{0});
+  const std::size_t n = carried_ > 0 ? std::min(carried_, wire.size()) : wire.size();
+  const std::size_t copied = std::min(n, plain.size());
+  std::copy_n(plain.begin(), copied, wire.begin());
+  std::fill_n(wire.begin() + static_cast<std::ptrdiff_t>(copied), n - copied, std::byte{0});
 }
 
 void NodeLinkChannel::open(const comm::MessageContext& ctx, std::span<const std::byte> wire,
                            std::span<std::byte> plain) {
   if (!inside_node(ctx)) return inner_.open(ctx, wire, plain);
-  std::copy_n(wire.begin(), plain.size(), plain.begin());
+  std::copy_n(wire.begin(), carried_ > 0 ? std::min(carried_, plain.size()) : plain.size(), plain.begin());
 }
 
 void NodeLinkChannel::seal_batch(std::span<const SealJob> jobs) {

@@ -7,7 +7,10 @@
 // zeroed), with no seal, no counter, no crypto cost and no bounce-buffer crossing; every other message
 // (between nodes, or a group message) goes through `inner`, the run's channel with its crossings. Both
 // ends decide from the same context and topology, so they agree on which messages are sealed. The wire
-// keeps inner's size, so the ring's buffers and the links' tokens are the same whatever the pair.
+// keeps inner's size, so the ring's buffers and the links' tokens are the same whatever the pair. In
+// virtual time a link carries only the first `carried` bytes of a message (emulated_link_transport.h)
+// and the rest is synthetic (Note [Modelled links need modelled compute]), so only those are copied:
+// writing whole wires would fill host memory a sealed token never touches.
 #pragma once
 #include <string>
 
@@ -19,8 +22,9 @@ namespace tt::platform {
 
 class NodeLinkChannel final : public comm::Channel {
  public:
-  // `inner` must outlive this channel; `node`: what a message inside a node is (not Sealed).
-  NodeLinkChannel(comm::Channel& inner, const Topology& topology, NodeMessages node);
+  // `inner` must outlive this channel; `node`: what a message inside a node is (not Sealed); `carried`:
+  // bytes of a message its link carries (0: all).
+  NodeLinkChannel(comm::Channel& inner, const Topology& topology, NodeMessages node, std::size_t carried);
 
   std::string name() const override;  // "<inner>, inside a node in clear"
   std::size_t overhead() const override { return inner_.overhead(); }
@@ -43,6 +47,7 @@ class NodeLinkChannel final : public comm::Channel {
   comm::Channel& inner_;
   Topology topology_;
   NodeMessages node_;
+  std::size_t carried_;
 };
 
 }  // namespace tt::platform
