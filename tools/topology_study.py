@@ -18,9 +18,11 @@ import sys
 import time
 
 # (TEE mode, --cc-hardware): H100 CC as ISPASS 2025 measured it (pageable copies, the lead of
-# tools/scenarios.py), Blackwell's encrypted NVLink for fast, and the direct what-if for fast.
+# tools/scenarios.py), Blackwell's encrypted NVLink for fast, the direct what-if for fast, and the
+# multi-GPU platforms whose messages inside a node are not sealed: H100 PPCIe and the TEE-IO what-if.
 PLATFORMS = (("cc", "h100-pageable"), ("fast", "h100-pageable"), ("cc", "blackwell"), ("fast", "blackwell"),
-             ("fast", "direct-what-if"))
+             ("fast", "direct-what-if"), ("cc", "h100-ppcie"), ("fast", "h100-ppcie"), ("cc", "tee-io-what-if"),
+             ("fast", "tee-io-what-if"))
 ALGOS = ("ring", "hier")
 
 
@@ -64,7 +66,13 @@ def main():
     ap.add_argument("--seq", type=int, default=1024)
     ap.add_argument("--steps", type=int, default=1, help="timed steps (virtual time: one says it all)")
     ap.add_argument("--ranks-per-process", type=int, default=32, help="ranks one process hosts as threads")
+    ap.add_argument("--platforms", default="", help="comma-separated --cc-hardware rows to run (default: all)")
     args = ap.parse_args()
+    chosen = [hw for hw in args.platforms.split(",") if hw]
+    unknown = sorted(set(chosen) - {hw for _, hw in PLATFORMS})
+    if unknown:
+        sys.exit(f"topology_study: unknown --platforms {','.join(unknown)}; choose from "
+                 f"{','.join(sorted({hw for _, hw in PLATFORMS}))}")
     ranks = [int(p) for p in args.ranks.split(",")]
     for d in ("runs", "logs"):
         os.makedirs(os.path.join(args.out, d), exist_ok=True)
@@ -80,6 +88,8 @@ def main():
             rows.append(dict(P=P, mode="off", platform="-", algo=a, step=off[a]["step_s_mean"], x=1.0,
                              exposed=off[a]["phases"]["comm_exposed"]["mean"]))
         for mode, hw in PLATFORMS:
+            if chosen and hw not in chosen:
+                continue
             for a in ALGOS:
                 s = run(args, P, a, mode, hw)
                 rows.append(dict(P=P, mode=mode, platform=hw, algo=a, step=s["step_s_mean"],

@@ -75,7 +75,9 @@ CcCosts h100_row(CcHardware h) {
             .h2d_fixed_us = pinned ? 20.87 : 33.39,
             .launch_us = kLaunchCc,
             .launch_extra_us = kLaunchCc - kLaunchOff,
-            .peer = {}};
+            .peer = {},
+            .node = NodeMessages::Sealed,
+            .source = "ISPASS 2025"};
   c.peer = host_bounce(c);
   return c;
 }
@@ -99,11 +101,24 @@ CcCosts blackwell_row() {
                    .receiver_us = pinned.h2d_fixed_us,
                    .d2h_gbps = 0,
                    .h2d_gbps = 0,
-                   .link_gbps = 510}};
+                   .link_gbps = 510},
+          .node = NodeMessages::Sealed,
+          .source = "arXiv 2606.23969"};
+}
+
+// H100 Protected PCIe (NVIDIA's PPCIe verifier documentation): the node's GPUs in one CVM with NVLink in
+// clear (Note [Messages inside a node]); what leaves the node crosses the bounce buffers as on H100 CC
+// (ISPASS 2025's pinned row: PPCIe's host path is the same driver's).
+CcCosts ppcie_row() {
+  CcCosts c = h100_row(CcHardware::H100Pinned);
+  c.hardware = CcHardware::H100Ppcie;
+  c.node = NodeMessages::Clear;
+  c.source = "NVIDIA PPCIe guide; ISPASS 2025";
+  return c;
 }
 
 // A row that charges none of CC's copies or launches.
-CcCosts no_costs(CcHardware h, PeerWire peer) {
+CcCosts no_costs(CcHardware h, PeerWire peer, NodeMessages node, const char* source) {
   return {.hardware = h,
           .d2h_gbps = 0,
           .h2d_gbps = 0,
@@ -111,7 +126,9 @@ CcCosts no_costs(CcHardware h, PeerWire peer) {
           .h2d_fixed_us = 0,
           .launch_us = 0,
           .launch_extra_us = 0,
-          .peer = peer};
+          .peer = peer,
+          .node = node,
+          .source = source};
 }
 
 }  // namespace
@@ -121,24 +138,34 @@ CcCosts cc_costs(CcHardware h) {
     case CcHardware::None:
       // CC's costs left out, but fast's ciphertext still crosses H100 CC's bounce buffers (the
       // default platform has no other path), each byte at a host core's AES pass: Note [CC hardware costs].
-      return no_costs(h, {.path = PeerPath::HostBounce,
-                          .sender_us = 0,
-                          .receiver_us = 0,
-                          .d2h_gbps = kIspassHostAeadGbps,
-                          .h2d_gbps = kIspassHostAeadGbps,
-                          .link_gbps = 0});
+      return no_costs(h,
+                      {.path = PeerPath::HostBounce,
+                       .sender_us = 0,
+                       .receiver_us = 0,
+                       .d2h_gbps = kIspassHostAeadGbps,
+                       .h2d_gbps = kIspassHostAeadGbps,
+                       .link_gbps = 0},
+                      NodeMessages::Sealed, "ISPASS 2025");
     case CcHardware::H100Pinned:
     case CcHardware::H100Pageable:
       return h100_row(h);
+    case CcHardware::H100Ppcie:
+      return ppcie_row();
     case CcHardware::Blackwell:
       return blackwell_row();
     case CcHardware::DirectWhatIf:
-      return no_costs(h, {.path = PeerPath::Direct,
-                          .sender_us = 0,
-                          .receiver_us = 0,
-                          .d2h_gbps = 0,
-                          .h2d_gbps = 0,
-                          .link_gbps = 0});
+    case CcHardware::TeeIoWhatIf:
+      // No bounce buffers: fast's ciphertext at the GPU's link rate. TEE-IO (Intel TDX Connect, PCIe
+      // TDISP/IDE) also leaves a node's messages to the link's encryption (Note [Messages inside a node]).
+      return no_costs(h,
+                      {.path = PeerPath::Direct,
+                       .sender_us = 0,
+                       .receiver_us = 0,
+                       .d2h_gbps = 0,
+                       .h2d_gbps = 0,
+                       .link_gbps = 0},
+                      h == CcHardware::TeeIoWhatIf ? NodeMessages::LinkEncrypted : NodeMessages::Sealed,
+                      h == CcHardware::TeeIoWhatIf ? "what-if: Intel TDX Connect" : "what-if");
   }
   return {};
 }
@@ -257,9 +284,14 @@ std::string EmulatedGpu::describe() const {
   char more[200];
   if (cc.on()) {
     std::snprintf(more, sizeof more, "; CC mode (%s, %s): copies %.2f/%.2f GB/s + %.0f us, launches +%.2f us",
-                  enum_name(cc.hardware),
-                  cc.hardware == CcHardware::Blackwell ? "arXiv 2606.23969" : "ISPASS 2025", cc.d2h_gbps,
-                  cc.h2d_gbps, cc.crossing_us(), cc.launch_extra_us);
+                  enum_name(cc.hardware), cc.source, cc.d2h_gbps, cc.h2d_gbps, cc.crossing_us(),
+                  cc.launch_extra_us);
+    out += more;
+  }
+  if (cc.node != NodeMessages::Sealed) {
+    // Note [Messages inside a node]: the banner says which platform leaves them unsealed.
+    std::snprintf(more, sizeof more, "; %s (%s): messages inside a node %s, not sealed",
+                  enum_name(cc.hardware), cc.source, enum_name(cc.node));
     out += more;
   }
   if (cc.hardware == CcHardware::None && cc.peer.path == PeerPath::Direct) return out;

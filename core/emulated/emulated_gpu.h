@@ -65,14 +65,42 @@ inline constexpr double kIspassHostAeadGbps = 3.36;
 // 2606.23969) plus a set-up per transfer that is not published (assumed: H100 CC's added fixed cost of one
 // queued copy at each end, 20.05 + 20.87 us). `direct-what-if` is a hypothetical GPU-to-GPU channel at the
 // GPU's plain NVLink rate, with no crossings and no CC costs: no shipping GPU offers it.
-enum class CcHardware { None, H100Pinned, H100Pageable, Blackwell, DirectWhatIf };
+//
+// Multi-GPU platforms differ in what a message between two GPUs of one node is (CcCosts::node, Note
+// [Messages inside a node]). `h100-ppcie` is H100 Protected PCIe: every GPU of a node in one confidential
+// VM, NVLink/NVSwitch carrying plaintext, so a message inside a node is neither sealed nor crosses a
+// bounce buffer (it goes at NVLink rate); between nodes the host seals through bounce buffers as
+// h100-pinned. `tee-io-what-if` is TDX Connect / TEE-IO with TDISP (not shipped): the GPUs are in the
+// TCB, nothing crosses a bounce buffer, and a message inside a node is encrypted by the link (IDE) at
+// link rate rather than sealed; between nodes the host seals, without crossings.
+enum class CcHardware { None, H100Pinned, H100Pageable, H100Ppcie, Blackwell, DirectWhatIf, TeeIoWhatIf };
 template <>
 struct EnumNames<CcHardware> {
   static constexpr std::pair<const char*, CcHardware> all[] = {{"none", CcHardware::None},
                                                                {"h100-pinned", CcHardware::H100Pinned},
                                                                {"h100-pageable", CcHardware::H100Pageable},
+                                                               {"h100-ppcie", CcHardware::H100Ppcie},
                                                                {"blackwell", CcHardware::Blackwell},
-                                                               {"direct-what-if", CcHardware::DirectWhatIf}};
+                                                               {"direct-what-if", CcHardware::DirectWhatIf},
+                                                               {"tee-io-what-if", CcHardware::TeeIoWhatIf}};
+};
+
+// Note [Messages inside a node]: what a ring message between two GPUs of one node (core/emulated/
+// topology.h; without --gpus-per-node every rank is on one node) is on a platform. Sealed: the run's
+// channel seals it, with the row's crossings (every single-GPU CC row: each GPU is its own TEE). Clear
+// (h100-ppcie): the node's GPUs share one CVM and NVLink carries plaintext, so the message is copied
+// as it is, counted as neither sealed nor opened, crosses no bounce buffer, and an adversary on NVLink
+// reads and may change it unnoticed. LinkEncrypted (tee-io-what-if): the same in the emulation, the
+// link's IDE encrypting it at link rate in hardware (an adversary on the link sees ciphertext; its
+// integrity is the link's, not teetrain's tag). platform/emulated/node_link_channel.h applies it;
+// messages between nodes keep the run's channel either way.
+enum class NodeMessages { Sealed, Clear, LinkEncrypted };
+template <>
+struct EnumNames<NodeMessages> {
+  static constexpr std::pair<const char*, NodeMessages> all[] = {
+      {"sealed", NodeMessages::Sealed},
+      {"in clear", NodeMessages::Clear},
+      {"link-encrypted", NodeMessages::LinkEncrypted}};
 };
 
 // How a GPU-sealed message reaches the next GPU under CC (Note [CC hardware costs]).
@@ -103,6 +131,8 @@ struct CcCosts {
   double launch_us = 0;                       // one kernel launch in CC, us
   double launch_extra_us = 0;                 // what CC adds to a launch (launch_us - the same with CC off)
   PeerWire peer{};                            // fast's GPU-to-GPU path
+  NodeMessages node = NodeMessages::Sealed;   // a message inside a node (Note [Messages inside a node])
+  const char* source = "";                    // short citation; the URLs are in docs/reproducing.md
   // The row charges CC's copies and launches (none and direct-what-if do not).
   bool on() const { return d2h_gbps > 0; }
   // Seconds one copy of `bytes` takes through the bounce buffers (CC's fixed cost + bytes at the plateau).

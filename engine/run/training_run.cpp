@@ -734,12 +734,9 @@ namespace {
 nlohmann::json cc_hardware_json(const EmulatedGpu* gpu, const platform::Platform::CcCharges& c, long steps) {
   if (gpu == nullptr || !gpu->cc.on() || steps <= 0) return nullptr;
   const double n = static_cast<double>(steps);
-  return {{"name", enum_name(gpu->cc.hardware)},
-          {"source", gpu->cc.hardware == CcHardware::Blackwell ? "arXiv 2606.23969" : "ISPASS 2025"},
-          {"launch_extra_us", gpu->cc.launch_extra_us},
-          {"copy_d2h_gbps", gpu->cc.d2h_gbps},
-          {"copy_h2d_gbps", gpu->cc.h2d_gbps},
-          {"kernel_launches_s_per_step", c.launch_s / n},
+  return {{"name", enum_name(gpu->cc.hardware)},        {"source", gpu->cc.source},
+          {"launch_extra_us", gpu->cc.launch_extra_us}, {"copy_d2h_gbps", gpu->cc.d2h_gbps},
+          {"copy_h2d_gbps", gpu->cc.h2d_gbps},          {"kernel_launches_s_per_step", c.launch_s / n},
           {"copies_s_per_step", c.copy_s / n}};
 }
 // Bytes of each gradient bucket, in launch order (4-byte floats).

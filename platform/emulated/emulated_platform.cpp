@@ -65,6 +65,15 @@ comm::Channel& EmulatedPlatform::ring_channel(const HostPathRequest& r) {
   return *channel;
 }
 
+// Note [Messages inside a node] (core/emulated/emulated_gpu.h): on h100-ppcie and tee-io-what-if a
+// message between two GPUs of one node skips the sealing channel and its crossings; the others keep it.
+comm::Channel& EmulatedPlatform::node_channel(const HostPathRequest& r, comm::Channel& sealing) {
+  const EmulatedGpu& gpu = gpu_->gpu();
+  if (!r.tee || gpu.cc.node == NodeMessages::Sealed) return sealing;
+  const std::size_t carried = r.profiler.virtual_time() && virtual_seal_ ? virtual_seal_->carried_bytes() : 0;
+  return node_link_.emplace(sealing, gpu.topology, gpu.cc.node, carried);
+}
+
 // A crossing's bytes at the CC copy plateau, less what the channel inside already charges for them per
 // byte: the host's AES-GCM pass (in virtual time the modelled host's rate), so that a hop costs what
 // H100 CC's copies measure.
@@ -120,7 +129,7 @@ comm::Transport& EmulatedPlatform::ring_wire(const HostPathRequest& r, const com
 // time; the ring's adds then live on the same emulated GPU (EmulatedReduceMemory: costs, never done).
 HostPathParts EmulatedPlatform::host_path(const HostPathRequest& r) {
   const bool modelled_links = r.emulated_links || r.profiler.virtual_time();
-  comm::Channel& channel = ring_channel(r);
+  comm::Channel& channel = node_channel(r, ring_channel(r));
   comm::Transport& wire = ring_wire(r, channel, modelled_links);
   comm::ReduceMemory& memory =
       modelled_links ? static_cast<comm::ReduceMemory&>(gpu_memory_.emplace(*gpu_)) : host_memory_;

@@ -18,6 +18,7 @@
 #include "platform/emulated/emulated_device_channel.h"
 #include "platform/emulated/emulated_link_transport.h"
 #include "platform/emulated/emulated_reduce_memory.h"
+#include "platform/emulated/node_link_channel.h"
 #include "platform/emulated/virtual_seal_channel.h"
 #include "platform/platform.h"
 
@@ -41,6 +42,8 @@ class EmulatedPlatform final : public Platform {
 
  private:
   comm::Channel& ring_channel(const HostPathRequest& r);
+  // The ring channel, or NodeLinkChannel around it (Note [Messages inside a node]).
+  comm::Channel& node_channel(const HostPathRequest& r, comm::Channel& sealing);
   CcCopyPerByte crossing_bytes(const HostPathRequest& r, const CcCosts& cc) const;
   comm::Transport& ring_wire(const HostPathRequest& r, const comm::Channel& channel, bool modelled_links);
 
@@ -49,6 +52,7 @@ class EmulatedPlatform final : public Platform {
   std::optional<EmulatedDeviceChannel> gpu_crypto_;
   std::optional<VirtualSealChannel> virtual_seal_;  // virtual time: sealed tokens, modelled crypto
   std::optional<CcTransferChannel> cc_transfers_;   // wraps the ring's host-sealing channel
+  std::optional<NodeLinkChannel> node_link_;        // wraps it all where a node's messages are not sealed
   std::optional<comm::ThrottledTransport> link_;
   std::optional<EmulatedLinkTransport> emulated_link_;
   comm::HostReduceMemory host_memory_;  // real links: the ring's adds on the host

@@ -255,6 +255,19 @@ void add_topology_options(CLI::App* cmd, TrainOptions& o) {
                   "(50 GB/s), 14 us; roce: RoCE 400GbE (50 GB/s), 15.1 us");
 }
 
+// --cc-hardware: one sentence per row of the CC hardware table (core/emulated/emulated_gpu.h).
+constexpr const char* kCcHardwareHelp =
+    "The emulated platform's CC mode in TEE runs (TEE off stays CC off). none: no CC cost on cc's host "
+    "path; fast's GPU-sealed ciphertext still crosses H100 CC's bounce buffers (no encrypted GPU-to-GPU "
+    "path). h100-pinned|h100-pageable: ISPASS 2025's measured copies through the bounce buffers (the "
+    "batch's too) plus CC's fixed cost (unless --cc-transfer-us), +5.05 us per launch. h100-ppcie: "
+    "Protected PCIe, a node's GPUs in one CVM: messages inside a node (--gpus-per-node) in clear over "
+    "NVLink, between nodes as h100-pinned. blackwell: B200/"
+    "B300 (arXiv 2606.23969): host bridge at 0.2x the CC-off rate + 330 us per copy, fast over NVLink "
+    "encrypted at 510 GB/s. direct-what-if: no CC cost, fast over a direct GPU-to-GPU link (no GPU has "
+    "one). tee-io-what-if: TDX Connect/TEE-IO (not shipped): no bounce buffers, messages inside a node "
+    "encrypted by the link, not sealed";
+
 void add_emulation_options(CLI::App* cmd, TrainOptions& o) {
   auto* em = cmd->add_option_group("emulation and tracing (overhead studies)");
   add_enum_option(
@@ -318,15 +331,7 @@ void add_emulation_options(CLI::App* cmd, TrainOptions& o) {
         "seals pay it (cc, or fast with --tee-device-crypto off). 0 = none: teetrain's own cost only")
       ->check(non_negative())
       ->capture_default_str();
-  add_enum_option(
-      em, "--cc-hardware", o.compute.gpu.cc,
-      "The emulated platform's CC mode in TEE runs (TEE off stays CC off). none: no CC cost on cc's host "
-      "path; fast's GPU-sealed ciphertext still crosses H100 CC's bounce buffers (no encrypted GPU-to-GPU "
-      "path). h100-pinned|h100-pageable: ISPASS 2025's measured copies through the bounce buffers (the "
-      "batch's too) plus CC's fixed cost (unless --cc-transfer-us), +5.05 us per launch. blackwell: B200/"
-      "B300 (arXiv 2606.23969): host bridge at 0.2x the CC-off rate + 330 us per copy, fast over NVLink "
-      "encrypted at 510 GB/s. direct-what-if: no CC cost, fast over a direct GPU-to-GPU link (no GPU has "
-      "one)");
+  add_enum_option(em, "--cc-hardware", o.compute.gpu.cc, kCcHardwareHelp);
   em->add_option("--timing-warmup", o.schedule.timing_warmup,
                  "Leave the first N steps (allocations, first touch of buffers) out of the step time and the "
                  "phase times; counters still count every step")
