@@ -44,7 +44,9 @@ std::string not_checked_of(const std::string& describe) {
   while (at <= describe.size()) {
     const std::size_t end = std::min(describe.find("; ", at), describe.size());
     const std::string part = describe.substr(at, end - at);
-    if (part.find("NOT checked") != std::string::npos) out += (out.empty() ? "" : "; ") + part;
+    // Both spellings: "GPU RIMs: not checked (no --gpu-rims)" is a gap as much as "NOT checked".
+    if (part.find("NOT checked") != std::string::npos || part.find("not checked") != std::string::npos)
+      out += (out.empty() ? "" : "; ") + part;
     at = end + 2;
   }
   return out;

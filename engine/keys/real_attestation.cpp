@@ -81,7 +81,8 @@ struct GpuRims {
 
   std::string describe() const {
     return rims.empty() ? "GPU RIMs: not checked (no --gpu-rims)"
-                        : "GPU RIMs: " + std::to_string(rims.size()) + " from " + dir + " checked";
+                        : "GPU RIMs: " + std::to_string(rims.size()) + " from " + dir +
+                              " checked (their signing chain's revocation NOT checked: no RIM CRL is read)";
   }
 };
 

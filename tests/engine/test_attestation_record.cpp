@@ -169,7 +169,8 @@ class LineVerifier final : public comm::RealEvidenceVerifier {
   }
   std::string describe() const override {
     return "TEST ROOTS (--allow-test-roots: no vendor vouches for this evidence); policy 3f2a9c1e0b7d4a55; "
-           "revocation NOT checked (no --evidence-crl); TCB collateral NOT checked";
+           "revocation NOT checked (no --evidence-crl); TCB collateral NOT checked; "
+           "GPU RIMs: not checked (no --gpu-rims)";
   }
   comm::RealVerifierFacts facts() const override {
     return {.test_roots = true, .policy_digest = std::string(64, '3'), .crls = 0};
@@ -185,7 +186,9 @@ TEST(AttestationRecord, OwnEntriesNameTheRootsAndWhatWasNotChecked) {
   EXPECT_EQ(mine[0].kind, "tdx+gpu");
   EXPECT_EQ(mine[0].verdict, "ok");
   EXPECT_EQ(mine[0].roots, "test roots");
-  EXPECT_EQ(mine[0].not_checked, "revocation NOT checked (no --evidence-crl); TCB collateral NOT checked");
+  EXPECT_EQ(mine[0].not_checked,
+            "revocation NOT checked (no --evidence-crl); TCB collateral NOT checked; "
+            "GPU RIMs: not checked (no --gpu-rims)");
   EXPECT_EQ(mine[0].measurements, measured(1));
 }
 
