@@ -50,9 +50,10 @@ struct GpuRims {
   std::string dir;
   std::vector<ev::Rim> rims;
   std::vector<ev::CheckOutcome> signatures;
+  std::string revocation;  // what --gpu-rim-crl checked of their signing chain (ev::rim_revocation_text)
 
-  static GpuRims load(const std::string& dir, const tee::Certificate& rim_root) {
-    GpuRims out{.dir = dir, .rims = {}, .signatures = {}};
+  static GpuRims load(const std::string& dir, const tee::Certificate& rim_root, const ev::RimCrls& crls) {
+    GpuRims out{.dir = dir, .rims = {}, .signatures = {}, .revocation = ""};
     if (dir.empty()) return out;
     std::vector<std::filesystem::path> files;
     std::error_code ec;
@@ -65,8 +66,9 @@ struct GpuRims {
     std::sort(files.begin(), files.end());
     for (const std::filesystem::path& f : files) {
       out.rims.push_back(ev::load_rim(f));
-      out.signatures.push_back(ev::check_rim_signature(out.rims.back(), rim_root, std::nullopt));
+      out.signatures.push_back(ev::check_rim_signature(out.rims.back(), rim_root, std::nullopt, crls));
     }
+    out.revocation = ev::rim_revocation_text(out.rims, rim_root, crls, std::nullopt);
     return out;
   }
 
@@ -80,9 +82,9 @@ struct GpuRims {
   }
 
   std::string describe() const {
-    return rims.empty() ? "GPU RIMs: not checked (no --gpu-rims)"
-                        : "GPU RIMs: " + std::to_string(rims.size()) + " from " + dir +
-                              " checked (their signing chain's revocation NOT checked: no RIM CRL is read)";
+    return rims.empty()
+               ? "GPU RIMs: not checked (no --gpu-rims)"
+               : "GPU RIMs: " + std::to_string(rims.size()) + " from " + dir + " checked; " + revocation;
   }
 };
 
@@ -125,7 +127,7 @@ class VendorVerifier final : public comm::RealEvidenceVerifier {
     std::string crls = crls_.empty() ? "revocation NOT checked (no --evidence-crl)"
                                      : std::to_string(crls_.size()) + " revocation list(s)";
     if (const std::string old = ev::expired_crls_accepted(crl_paths_, crls_, std::nullopt); !old.empty())
-      crls += "; EXPIRED collateral accepted (--allow-expired-collateral): " + old;
+      crls += "; " + ev::expired_collateral_accepted(old);
     const std::string intel = collateral_.unchecked_and_expired(std::nullopt);
     return roots + "; " + policy + "; " + crls +
            "; Intel collateral: " + (collateral_.qe_identity ? "QE identity checked" : "") +
@@ -287,7 +289,10 @@ std::shared_ptr<const comm::RealEvidenceVerifier> make_real_verifier(const RealA
        .collateral_chain = o.collateral_chain,
        .stale = o.allow_expired_collateral ? ev::StaleCollateral::Accept : ev::StaleCollateral::Refuse});
   ev::EvidenceRoots roots = o.test_roots.empty() ? ev::bundled_roots() : ev::load_test_roots(o.test_roots);
-  GpuRims rims = GpuRims::load(o.gpu_rims, roots.nvidia_rim_root);
+  GpuRims rims =
+      GpuRims::load(o.gpu_rims, roots.nvidia_rim_root,
+                    ev::load_rim_crls(o.gpu_rim_crls, o.allow_expired_collateral ? tee::StaleCrl::Accept
+                                                                                 : tee::StaleCrl::Refuse));
   return std::make_shared<const VendorVerifier>(
       std::move(roots), o.allow_test_roots ? ev::TestRoots::Allow : ev::TestRoots::Refuse, o.crls,
       std::move(crls), o.allow_expired_collateral ? tee::StaleCrl::Accept : tee::StaleCrl::Refuse,

@@ -23,8 +23,8 @@ struct RealAttestationOptions {
   std::vector<std::string> crls;  // --evidence-crl: revocation lists for the vendors' chains
   // --qe-identity, --tcb-info, --collateral-chain: Intel's collateral for TDX quotes
   // (tee/evidence/intel_collateral.h); empty paths: not checked (every report says so).
-  // --allow-expired-collateral accepts that collateral, and the --evidence-crl lists, past their
-  // nextUpdate (every report names each one).
+  // --allow-expired-collateral accepts that collateral, and the --evidence-crl and --gpu-rim-crl lists,
+  // past their nextUpdate (every report names each one).
   std::string qe_identity;
   std::string tcb_info;
   std::string collateral_chain;
@@ -32,6 +32,9 @@ struct RealAttestationOptions {
   // --gpu-rims: a directory of NVIDIA's driver and VBIOS RIMs (tee/evidence/rim.h), every regular file
   // in it one RIM; each peer GPU's measurements must match them. Empty: not compared (reports say so).
   std::string gpu_rims;
+  // --gpu-rim-crl: NVIDIA's CRLs for the RIMs' signing chain, files or directories of them
+  // (tee/evidence/rim.h: RimCrls); a certificate without its issuer's list: not checked (reports say so).
+  std::vector<std::string> gpu_rim_crls;
   std::string test_roots;  // --test-roots: a test vendor's roots (Note [Test roots]) instead of the vendors'
   bool allow_test_roots = false;  // --allow-test-roots: accept evidence under them (every report says so)
   std::chrono::seconds gather_timeout{60};

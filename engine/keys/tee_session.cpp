@@ -87,16 +87,20 @@ comm::AttestConfig make_attest_config(const TrustOptions& trust, int rank, int w
   const bool any_real_flag = !r.tsm_dir.empty() || !r.vcek.empty() || !r.policy.empty() || !r.crls.empty() ||
                              !r.test_roots.empty() || r.allow_test_roots || !r.qe_identity.empty() ||
                              !r.tcb_info.empty() || !r.collateral_chain.empty() ||
-                             r.allow_expired_collateral || !r.gpu_rims.empty();
+                             r.allow_expired_collateral || !r.gpu_rims.empty() || !r.gpu_rim_crls.empty();
   if (trust.mode != comm::AttestationMode::Real && any_real_flag)
     throw InputError(
         "--tsm-dir, --vcek, --attestation-policy, --evidence-crl, --qe-identity, --tcb-info, "
-        "--collateral-chain, --allow-expired-collateral, --gpu-rims, --test-roots and --allow-test-roots are "
+        "--collateral-chain, --allow-expired-collateral, --gpu-rims, --gpu-rim-crl, --test-roots and "
+        "--allow-test-roots are "
         "for real evidence: add --attestation tdx|snp|tdx+gpu|snp+gpu, or drop them");
   if (trust.mode == comm::AttestationMode::Real) {
     if (!r.gpu_rims.empty() && !trust.real_kind.gpu)
       throw InputError(std::string("--gpu-rims holds GPU measurements; --attestation ") +
                        trust.real_kind.name + " gathers no GPU evidence: add +gpu, or drop --gpu-rims");
+    if (!r.gpu_rim_crls.empty() && r.gpu_rims.empty())
+      throw InputError(
+          "--gpu-rim-crl revokes RIM signing certificates: give the RIMs it is for with --gpu-rims");
     if (any_trust_flag || !trust.policy.empty())
       throw InputError(std::string("--attestation ") + trust.real_kind.name +
                        " verifies the hardware's own evidence against its vendors' roots; drop --trust-root/"

@@ -52,4 +52,8 @@ std::string expired_crls_accepted(const std::vector<std::string>& paths,
   return out;
 }
 
+std::string expired_collateral_accepted(const std::string& what) {
+  return what.empty() ? "" : "EXPIRED collateral accepted (--allow-expired-collateral): " + what;
+}
+
 }  // namespace tt::tee::evidence

@@ -21,9 +21,15 @@ std::optional<CheckOutcome> expired_crl(const std::vector<std::string>& paths,
 
 // Every one of `crls` that expired_crl would refuse, as "revocation list 'FILE' (nextUpdate ...)",
 // comma-separated; empty when all are current. What a verifier that accepts them
-// (--allow-expired-collateral) reports instead of refusing.
+// (--allow-expired-collateral) reports instead of refusing, in expired_collateral_accepted's words.
 std::string expired_crls_accepted(const std::vector<std::string>& paths,
                                   const std::vector<std::shared_ptr<X509_crl_st>>& crls,
                                   std::optional<std::int64_t> at);
+
+// Note [Expired collateral wording]: every report of collateral accepted past its nextUpdate (revocation
+// lists, Intel's QE identity and TCB info) says it in these words, "EXPIRED collateral accepted
+// (--allow-expired-collateral): " followed by `what` (each file and its nextUpdate), whether
+// verify-evidence's verdict, a run's banner or its summary says it; empty when `what` is.
+std::string expired_collateral_accepted(const std::string& what);
 
 }  // namespace tt::tee::evidence

@@ -3,6 +3,7 @@
 #include <ctime>
 
 #include "base/error.h"
+#include "tee/evidence/crl_currency.h"
 #include "tee/regular_file.h"
 
 namespace tt::tee::evidence {
@@ -59,9 +60,7 @@ std::string IntelCollateral::unchecked_and_expired(std::optional<std::int64_t> a
     if (c != nullptr && now > c->next_update_unix)
       expired +=
           (expired.empty() ? "" : ", ") + c->kind + " " + c->source + " (nextUpdate " + c->next_update + ")";
-  if (!expired.empty())
-    out += (out.empty() ? "" : "; ") +
-           std::string("EXPIRED collateral accepted (--allow-expired-collateral): ") + expired;
+  if (!expired.empty()) out += (out.empty() ? "" : "; ") + expired_collateral_accepted(expired);
   return out;
 }
 

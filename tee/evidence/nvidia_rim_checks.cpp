@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "tee/evidence/crl_currency.h"
 #include "tee/evidence/nvidia_verify.h"
 
 namespace tt::tee::evidence {
@@ -44,8 +45,12 @@ std::string index_list(const std::vector<MeasurementMismatch>& mismatches) {
 }  // namespace
 
 CheckOutcome check_rim_signature(const Rim& rim, const Certificate& rim_root,
-                                 std::optional<std::int64_t> at_unix_time) {
-  const ChainVerdict v = verify_rim_signature(rim, rim_root, at_unix_time);
+                                 std::optional<std::int64_t> at_unix_time, const RimCrls& crls) {
+  // An expired list first, naming it: the path check would refuse it in OpenSSL's words.
+  if (crls.stale == StaleCrl::Refuse)
+    if (std::optional<CheckOutcome> expired = expired_crl(crls.paths, crls.crls, at_unix_time))
+      return *expired;
+  const ChainVerdict v = verify_rim_signature(rim, rim_root, at_unix_time, crls);
   return {Check::RimSignature, v.ok, rim.source + ": " + v.reason};
 }
 

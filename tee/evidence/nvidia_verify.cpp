@@ -114,8 +114,8 @@ std::vector<CheckOutcome> verify_gpu_evidence(const GpuEvidence& gpu, const Evid
   return {check_chain(gpu, trust), check_signature(gpu), check_nonce(gpu, trust)};
 }
 
-std::shared_ptr<X509_crl_st> load_crl(const std::filesystem::path& path) {
-  const std::vector<std::uint8_t> bytes = read_regular_file(path, "--crl", kMaxPemFileBytes);
+std::shared_ptr<X509_crl_st> load_crl(const std::filesystem::path& path, const char* flag) {
+  const std::vector<std::uint8_t> bytes = read_regular_file(path, flag, kMaxPemFileBytes);
   CPtr<BIO, BIO_free> bio(BIO_new_mem_buf(bytes.data(), static_cast<int>(bytes.size())));
   if (!bio) throw_openssl_error("CRL buffer");
   X509CrlPtr crl(PEM_read_bio_X509_CRL(bio.get(), nullptr, nullptr, nullptr));
@@ -124,7 +124,8 @@ std::shared_ptr<X509_crl_st> load_crl(const std::filesystem::path& path) {
     crl.reset(d2i_X509_CRL(nullptr, &p, static_cast<long>(bytes.size())));
   }
   clear_openssl_errors();
-  if (!crl) throw InputError("--crl '" + printable_path(path) + "': not a PEM or DER revocation list");
+  if (!crl)
+    throw InputError(std::string(flag) + " '" + printable_path(path) + "': not a PEM or DER revocation list");
   return std::shared_ptr<X509_crl_st>(std::move(crl));
 }
 

@@ -65,9 +65,11 @@ struct EvidenceTrust {
 // (a student sees every verdict), but the first failure is the refusal. Never throws on bad evidence.
 std::vector<CheckOutcome> verify_gpu_evidence(const GpuEvidence& gpu, const EvidenceTrust& trust);
 
-// The RIM's own signature (verify_rim_signature), as a check outcome.
+// The RIM's own signature (verify_rim_signature), its signing chain checked against `crls`, as a check
+// outcome; a list of `crls` past its nextUpdate is a failed Collateral check naming it (expired_crl,
+// tee/evidence/crl_currency.h) unless crls.stale accepts it.
 CheckOutcome check_rim_signature(const Rim& rim, const Certificate& rim_root,
-                                 std::optional<std::int64_t> at_unix_time);
+                                 std::optional<std::int64_t> at_unix_time, const RimCrls& crls);
 
 // Each RIM is for this GPU's driver or VBIOS version (one RIM version outcome), and every active golden
 // value matches (one measurements outcome; `comparison` receives the details to print). InputError when
@@ -90,7 +92,7 @@ std::string revocation_text(std::size_t given, std::size_t applicable);
 // False for a wrong signature, a key that is not P-384 or a signature of another length.
 bool verify_ecdsa_p384(const Certificate& signer, ByteView data, ByteView signature);
 
-// A revocation list from a PEM or DER file; InputError naming the file otherwise.
-std::shared_ptr<X509_crl_st> load_crl(const std::filesystem::path& path);
+// A revocation list from a PEM or DER file; InputError naming `flag` and the file otherwise.
+std::shared_ptr<X509_crl_st> load_crl(const std::filesystem::path& path, const char* flag = "--crl");
 
 }  // namespace tt::tee::evidence

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -54,11 +55,37 @@ Rim load_rim(const std::filesystem::path& path);
 // initialisation] in rim_signature.cpp).
 void ensure_xmlsec();
 
+// NVIDIA's revocation lists for the RIM signing chain (--gpu-rim-crl), as the verifier was given them:
+// each certificate of a RIM's signing chain is checked against the list of its issuer, where one is
+// given (the issuer's signature on it verified by OpenSSL with the path).
+struct RimCrls {
+  std::vector<std::string> paths;                  // each list's file, for messages
+  std::vector<std::shared_ptr<X509_crl_st>> crls;  // in the order of `paths`
+  StaleCrl stale = StaleCrl::Refuse;               // Accept: --allow-expired-collateral
+};
+
+// Each of `files_or_dirs` a revocation list (PEM or DER), or a directory whose regular files are all
+// lists (in name order). InputError naming --gpu-rim-crl and the file otherwise.
+RimCrls load_rim_crls(const std::vector<std::string>& files_or_dirs, StaleCrl stale);
+
+// The signing chain alone (verify_rim_signature's first step; rim_revocation.cpp).
+ChainVerdict verify_rim_chain(const Rim& rim, const Certificate& rim_root,
+                              std::optional<std::int64_t> at_unix_time, const RimCrls& crls);
+
 // The RIM's XML signature (xmlsec1): the signer's chain leads to `rim_root` (validity checked at
-// `at_unix_time`, default now), the document has exactly one enveloped signature over the whole of it
+// `at_unix_time`, default now), no certificate of it revoked by a list of `crls` (the refusal names the
+// certificate and the list), the document has exactly one enveloped signature over the whole of it
 // (Reference URI=""), and the signature verifies with the signer certificate's key. "ok" or why not.
 ChainVerdict verify_rim_signature(const Rim& rim, const Certificate& rim_root,
-                                  std::optional<std::int64_t> at_unix_time);
+                                  std::optional<std::int64_t> at_unix_time, const RimCrls& crls = {});
+
+// What `crls` checked of the signing chains of `rims` (below `rim_root`), for verdicts and banners:
+// "RIM signing chain not revoked (checked against N --gpu-rim-crl list(s))", or "RIM signing chain's
+// revocation NOT checked (no --gpu-rim-crl)", or "... NOT checked for 'SUBJECT' (no --gpu-rim-crl
+// issued by 'ISSUER')" naming each certificate no list covers; then the expired lists accepted (Note
+// [Expired collateral wording] in tee/evidence/crl_currency.h).
+std::string rim_revocation_text(const std::vector<Rim>& rims, const Certificate& rim_root,
+                                const RimCrls& crls, std::optional<std::int64_t> at_unix_time);
 
 struct MeasurementMismatch {
   int index = 0;                     // RIM index

@@ -96,10 +96,8 @@ void ensure_xmlsec() {
 }
 
 ChainVerdict verify_rim_signature(const Rim& rim, const Certificate& rim_root,
-                                  std::optional<std::int64_t> at_unix_time) {
-  const PathOptions path = sent_chain_options(rim.signer_chain, {}, at_unix_time);
-  if (ChainVerdict chain = verify_certificate_path(rim_root, rim.signer_chain.front(), path); !chain)
-    return {false, "RIM signing " + chain.reason};
+                                  std::optional<std::int64_t> at_unix_time, const RimCrls& crls) {
+  if (ChainVerdict chain = verify_rim_chain(rim, rim_root, at_unix_time, crls); !chain) return chain;
   ensure_xmlsec();
   const XmlDocPtr doc = read_xml(rim.xml, rim.source);
   xmlNode* root = xmlDocGetRootElement(doc.get());

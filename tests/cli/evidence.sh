@@ -131,7 +131,7 @@ expect_exit 3 "TCB status check failed: the platform \(SGX TCB 03030202020100020
   "$TT" verify-evidence $SPR "${COLL[@]}" --tcb-info $F/intel_tcb_info_50806f000000.json --at 2023-06-20
 expect_exit 3 "collateral check failed: the TCB info '.*intel_tcb_info_50806f000000.json' expired at its nextUpdate 2023-07-18T08:42:58Z" -- \
   "$TT" verify-evidence $SPR --collateral-chain $F/intel_tcb_signing_chain.pem --tcb-info $F/intel_tcb_info_50806f000000.json --at 2023-08-01
-expect_exit 2 "--rim and --cert-chain are for NVIDIA evidence" -- "$TT" verify-evidence $SPR --rim $F/g520_0200_885_9600740001_PROD.swidtag
+expect_exit 2 "--rim, --gpu-rim-crl and --cert-chain are for NVIDIA evidence" -- "$TT" verify-evidence $SPR --rim $F/g520_0200_885_9600740001_PROD.swidtag
 
 # Another root (the emulated vendor's) refuses NVIDIA's chain; a revocation list no CA of the chain
 # issued checks nothing, and the verdict says so.

@@ -89,7 +89,7 @@ expect_exit 2 "--vcek '.*hopper_evidence.json': neither PEM certificates nor one
   "$TT" verify-evidence $VIRTEE --vcek $F/hopper_evidence.json
 expect_exit 2 "--vcek is for an SEV-SNP report; .* is a TDX quote" -- \
   "$TT" verify-evidence $F/tdx_prod_quote_SPR_E4.dat --vcek $VIRTEE_VCEK
-expect_exit 2 "--rim and --cert-chain are for NVIDIA evidence; .* is an SEV-SNP report" -- \
+expect_exit 2 "--rim, --gpu-rim-crl and --cert-chain are for NVIDIA evidence; .* is an SEV-SNP report" -- \
   "$TT" verify-evidence $VIRTEE --vcek $VIRTEE_VCEK --rim $F/g520_0200_885_9600740001_PROD.swidtag
 "$TT" verify-evidence --help >"$WORK/help.log" 2>&1 || bad "help"
 grep -q -- "--vcek" "$WORK/help.log" && ok || bad "--help names --vcek" "$WORK/help.log"

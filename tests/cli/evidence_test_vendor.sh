@@ -16,7 +16,13 @@
 #     expired TCB info refused (exit 3), the expiry accepted only with --allow-expired-collateral;
 #   - docs/reference/attestation-policy.md: a policy written from a trusted quote passes it; a quote with
 #     another MRTD and debug allowed fails both fields, named in one refusal (exit 3); a policy with a
-#     typo is bad input (exit 2) naming the line and the closest field.
+#     typo is bad input (exit 2) naming the line and the closest field;
+#   - NVIDIA's RIM CRLs (--gpu-rim-crl, a file or a directory): a current one of the whole chain
+#     ("RIM signing chain not revoked"), one revoking the RIM signer (exit 3, naming it), an expired one
+#     (refused; accepted with --allow-expired-collateral, the verdict naming it), one of another CA (the
+#     signer named as NOT checked);
+#   - verify-evidence --allow-expired-collateral accepts an expired --crl, the verdict naming it in a
+#     run's words.
 source "$(dirname "$0")/lib.sh" "$@"
 VENDOR="$2"
 R="$WORK/roots"
@@ -119,4 +125,47 @@ expect_exit 3 "policy check failed: tdx.mrtd: cdcdcdcdcdcdcdcd\.\.\. is not one 
 sed 's/^tdx.mrtd/tdx.mrdt/' "$WORK/policy.txt" >"$WORK/typo.txt"
 expect_exit 2 "typo.txt': line 4: unknown field 'tdx.mrdt' \(did you mean tdx.mrtd\?\)" -- \
   "${V[@]}" "$WORK/q.dat" "${ALLOW[@]}" --policy "$WORK/typo.txt"
+
+# NVIDIA's RIM CRLs (--gpu-rim-crl): each RIM signing certificate against its issuer's list. The test
+# vendor's RIM root issues three: current and empty, current and revoking the RIM signer, expired.
+"$VENDOR" rims --dir "$R" --out "$WORK/rims" --crl-out "$WORK/rimcrl"
+RC="$WORK/rimcrl"
+G=("${V[@]}" "$WORK/gpu.json" --nonce "$NONCE" --rim "$WORK/rims/driver.swidtag" --rim "$WORK/rims/vbios.swidtag" "${ALLOW[@]}")
+out=$("${G[@]}")
+grep -q "^verdict: VERIFIED .*RIM signing chain's revocation NOT checked (no --gpu-rim-crl)" <<<"$out" && ok=1 || ok=0
+expect_eq "$ok" 1 "without --gpu-rim-crl the verdict says the RIM signing chain's revocation is NOT checked"
+out=$("${G[@]}" --gpu-rim-crl "$RC/nvidia_rim_root.crl.pem")
+grep -q "^verdict: VERIFIED .*every measurement matches the RIMs, RIM signing chain not revoked (checked against 1 --gpu-rim-crl list(s))" <<<"$out" &&
+  ! grep -q "RIM signing chain's revocation NOT checked" <<<"$out" && ok=1 || ok=0
+expect_eq "$ok" 1 "a current RIM CRL of the whole chain: the verdict says not revoked, and no NOT checked"
+expect_exit 3 "evidence REFUSED: .*RIM signature check failed: .*RIM signing certificate 'CN=teetrain TEST NVIDIA RIM signer - not a vendor[^']*' \(serial [0-9a-f]+\) is REVOKED by the revocation list '.*nvidia_rim_root.revoking.crl.pem'" -- \
+  "${G[@]}" --gpu-rim-crl "$RC/nvidia_rim_root.revoking.crl.pem"
+expect_exit 3 "evidence REFUSED: .*collateral check failed: the revocation list '.*nvidia_rim_root.expired.crl.pem' expired at its nextUpdate" -- \
+  "${G[@]}" --gpu-rim-crl "$RC/nvidia_rim_root.expired.crl.pem"
+out=$("${G[@]}" --gpu-rim-crl "$RC/nvidia_rim_root.expired.crl.pem" --allow-expired-collateral)
+grep -q "^verdict: VERIFIED .*RIM signing chain not revoked (checked against 1 --gpu-rim-crl list(s)); EXPIRED collateral accepted (--allow-expired-collateral): revocation list '.*nvidia_rim_root.expired.crl.pem' (nextUpdate " <<<"$out" && ok=1 || ok=0
+expect_eq "$ok" 1 "an expired RIM CRL accepted by --allow-expired-collateral, the verdict naming it"
+out=$("${G[@]}" --gpu-rim-crl "$R/nvidia_device_ca.crl.pem")
+grep -q "RIM signing chain's revocation NOT checked for 'CN=teetrain TEST NVIDIA RIM signer - not a vendor[^']*' (no --gpu-rim-crl issued by 'CN=teetrain TEST NVIDIA RIM root - not a vendor[^']*')" <<<"$out" && ok=1 || ok=0
+expect_eq "$ok" 1 "a list of another CA: the RIM signer's revocation NOT checked, naming it and its issuer"
+mkdir "$WORK/rimcrl_dir" && cp "$RC/nvidia_rim_root.revoking.crl.pem" "$WORK/rimcrl_dir/"
+expect_exit 3 "RIM signing certificate .* is REVOKED by the revocation list '.*rimcrl_dir/nvidia_rim_root.revoking.crl.pem'" -- \
+  "${G[@]}" --gpu-rim-crl "$WORK/rimcrl_dir"
+expect_exit 2 "--gpu-rim-crl '.*rims/driver.swidtag': not a PEM or DER revocation list" -- \
+  "${G[@]}" --gpu-rim-crl "$WORK/rims/driver.swidtag"
+expect_exit 2 "--gpu-rim-crl revokes RIM signing certificates: give the RIMs it is for with --rim" -- \
+  "${V[@]}" "$WORK/gpu.json" "${ALLOW[@]}" --gpu-rim-crl "$RC/nvidia_rim_root.crl.pem"
+
+# An expired --crl: refused, naming it, unless --allow-expired-collateral, whose verdict names it in
+# the words a run's banner uses (Note [Expired collateral wording]).
+make_expired_crl "$R/nvidia_device_ca.pem" "$R/nvidia_device_ca.key.pem" "$WORK/device_old.crl.pem"
+expect_exit 3 "collateral check failed: the revocation list '.*device_old.crl.pem' expired at its nextUpdate 2020-02-01T00:00:00Z" -- \
+  "${V[@]}" "$WORK/gpu.json" "${ALLOW[@]}" --crl "$WORK/device_old.crl.pem"
+out=$("${V[@]}" "$WORK/gpu.json" "${ALLOW[@]}" --crl "$WORK/device_old.crl.pem" --allow-expired-collateral)
+grep -q "^verdict: VERIFIED .*not revoked by the given --crl; .*; EXPIRED collateral accepted (--allow-expired-collateral): revocation list '.*device_old.crl.pem' (nextUpdate 2020-02-01T00:00:00Z)$" <<<"$out" && ok=1 || ok=0
+expect_eq "$ok" 1 "GPU evidence: an expired --crl accepted by --allow-expired-collateral, the verdict naming it"
+make_expired_crl "$R/intel_pck_ca.pem" "$R/intel_pck_ca.key.pem" "$WORK/pck_old.crl.pem"
+out=$("${V[@]}" "$WORK/q.dat" "${ALLOW[@]}" --crl "$WORK/pck_old.crl.pem" --allow-expired-collateral)
+grep -q "^verdict: VERIFIED .*; EXPIRED collateral accepted (--allow-expired-collateral): revocation list '.*pck_old.crl.pem' (nextUpdate 2020-02-01T00:00:00Z)$" <<<"$out" && ok=1 || ok=0
+expect_eq "$ok" 1 "TDX quote: an expired --crl accepted by --allow-expired-collateral, the verdict naming it"
 finish

@@ -85,6 +85,62 @@ expect_ne() {
   if [[ "$1" != "$2" ]]; then passes=$((passes + 1)); else echo "FAIL: $3: both '$1'"; fails=$((fails + 1)); fi
 }
 
+# Real attestation without confidential hardware (real_attestation.sh, attestation_collateral.sh), with
+# FAKE_NVML (the NVML stand-in's directory, tests/cli/fake_nvml.cpp) and VENDOR (tt_test_vendor) set.
+# attestation_setup: the test vendor's roots in $R, the corpus sealed under $WORK/k.key in
+# $WORK/sealed/tiny, and $WORK/rank.sh, which mpirun runs as each rank: its NVML stand-in writes that
+# rank's report files, and rank 1's GPU reports measurement block OFF_BLOCK (INDEX:HEX96) when set.
+attestation_setup() {
+  R="$WORK/roots"
+  "$VENDOR" roots --dir "$R" >/dev/null
+  make_corpus
+  "$TT" keygen --out "$WORK/k.key" >/dev/null
+  "$TT" seal-data --data "$WORK/data/tiny" --out "$WORK/sealed" --key-file "$WORK/k.key" >/dev/null
+  cat >"$WORK/rank.sh" <<EOF
+#!/usr/bin/env bash
+r=\$OMPI_COMM_WORLD_RANK
+export LD_LIBRARY_PATH="$FAKE_NVML" TT_FAKE_NVML_VENDOR="$VENDOR" TT_FAKE_NVML_VENDOR_DIR="$R" \\
+  TT_FAKE_NVML_REPORT="$WORK/gpu\$r.bin" TT_FAKE_NVML_CHAIN="$WORK/gpu\$r.pem"
+[[ \$r == 1 && -n "\${OFF_BLOCK:-}" ]] && export TT_FAKE_NVML_VENDOR_ARGS="--block \$OFF_BLOCK"
+exec "$TT" "\$@"
+EOF
+  chmod +x "$WORK/rank.sh"
+  FAKES=()
+  trap 'for p in "${FAKES[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$WORK"' EXIT
+}
+
+# serve NAME N [rank-1 args...]: one configfs-tsm stand-in (tests/cli/fake_tsm.py, provider $PROVIDER)
+# for each of N ranks (dirs $WORK/NAME0 .. NAME<N-1>), rank 1's with the extra test-vendor arguments;
+# each rank's SEV-SNP VCEK lands in $WORK/NAME<rank>.vcek. Returns once every one is ready.
+serve() {
+  local name="$1" n="$2" r
+  shift 2
+  for ((r = 0; r < n; r++)); do
+    local extra=()
+    [[ $r == 1 ]] && for a in "$@"; do extra+=("--vendor-arg=$a"); done
+    # A copy of the roots per stand-in: each writes its report there before serving it.
+    cp -r "$R" "$WORK/$name$r.roots"
+    python3 tests/cli/fake_tsm.py "$WORK/$name$r" --provider "$PROVIDER" --vendor "$VENDOR" --vendor-dir "$WORK/$name$r.roots" \
+      --vcek-to "$WORK/$name$r.vcek" --ready "$WORK/$name$r.ready" "${extra[@]}" 2>>"$WORK/fake.log" &
+    FAKES+=($!)
+  done
+  for ((r = 0; r < n; r++)); do
+    for _ in $(seq 1 600); do [[ -e "$WORK/$name$r.ready" ]] && break; sleep 0.1; done
+  done
+}
+
+# make_expired_crl CA_CERT CA_KEY OUT: a revocation list of that CA, revoking nothing, past its
+# nextUpdate (2020-02-01T00:00:00Z), made with openssl ca.
+make_expired_crl() {
+  local ca
+  ca=$(mktemp -d -p "$WORK")
+  touch "$ca/index.txt" && echo 01 >"$ca/crlnumber"
+  printf '[ca]\ndefault_ca = d\n[d]\ndatabase = %s\ncrlnumber = %s\ndefault_md = sha256\n' \
+    "$ca/index.txt" "$ca/crlnumber" >"$ca/ca.cnf"
+  openssl ca -batch -config "$ca/ca.cnf" -gencrl -keyfile "$2" -cert "$1" \
+    -crl_lastupdate 20200101000000Z -crl_nextupdate 20200201000000Z -out "$3" 2>/dev/null
+}
+
 json_field() { sed -n "s/.*\"$2\": *\"\{0,1\}\([^\",]*\)\"\{0,1\}.*/\1/p" "$1" | head -1; }
 
 finish() {

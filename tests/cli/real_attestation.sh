@@ -17,11 +17,7 @@
 source "$(dirname "$0")/lib.sh" "$@"
 FAKE_NVML="$2"
 VENDOR="$3"
-R="$WORK/roots"
-"$VENDOR" roots --dir "$R" >/dev/null
-make_corpus
-"$TT" keygen --out "$WORK/k.key" >/dev/null
-"$TT" seal-data --data "$WORK/data/tiny" --out "$WORK/sealed" --key-file "$WORK/k.key" >/dev/null
+attestation_setup  # lib.sh: $R, the sealed corpus, $WORK/rank.sh; serve starts the stand-ins
 train=(train --model gpt2-tiny --steps 1 --batch 2 --seq 16 --threads 1 --no-progress --timeout 20
   --data "$WORK/sealed/tiny" --key-file "$WORK/k.key" --tee fast)
 ALLOW=(--test-roots "$R" --allow-test-roots)
@@ -42,35 +38,6 @@ if ! grep -qwE 'tdx_guest|sev_snp' /proc/cpuinfo; then
   expect_eq "$rc:$(grep -c '^  MISSING  ' "$WORK/check.log")" "2:3" "check-confidential-vm.sh: exit 2 naming 3 missing pieces"
 fi
 
-# serve NAME N [rank-1 args...]: one configfs-tsm stand-in for each of N ranks (dirs NAME0 .. NAME<N-1>),
-# rank 1's with the extra test-vendor arguments; each rank's SEV-SNP VCEK lands in NAME<rank>.vcek.
-FAKES=()
-trap 'for p in "${FAKES[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$WORK"' EXIT
-serve() {
-  local name="$1" n="$2" r
-  shift 2
-  for ((r = 0; r < n; r++)); do
-    local extra=()
-    [[ $r == 1 ]] && for a in "$@"; do extra+=("--vendor-arg=$a"); done
-    # A copy of the roots per stand-in: each writes its report there before serving it.
-    cp -r "$R" "$WORK/$name$r.roots"
-    python3 tests/cli/fake_tsm.py "$WORK/$name$r" --provider "$PROVIDER" --vendor "$VENDOR" --vendor-dir "$WORK/$name$r.roots" \
-      --vcek-to "$WORK/$name$r.vcek" --ready "$WORK/$name$r.ready" "${extra[@]}" 2>>"$WORK/fake.log" &
-    FAKES+=($!)
-  done
-  for ((r = 0; r < n; r++)); do
-    for _ in $(seq 1 600); do [[ -e "$WORK/$name$r.ready" ]] && break; sleep 0.1; done
-  done
-}
-# Each rank's NVML stand-in writes its own report files.
-cat >"$WORK/rank.sh" <<EOF
-#!/usr/bin/env bash
-r=\$OMPI_COMM_WORLD_RANK
-export LD_LIBRARY_PATH="$FAKE_NVML" TT_FAKE_NVML_VENDOR="$VENDOR" TT_FAKE_NVML_VENDOR_DIR="$R" \
-  TT_FAKE_NVML_REPORT="$WORK/gpu\$r.bin" TT_FAKE_NVML_CHAIN="$WORK/gpu\$r.pem"
-exec "$TT" "\$@"
-EOF
-chmod +x "$WORK/rank.sh"
 run() { # np log tsm-name args...: mpirun's exit code in $rc; its wall time printed (not checked)
   local np="$1" log="$2" name="$3" t0=$EPOCHREALTIME
   shift 3

@@ -10,10 +10,13 @@
 
 #include "base/error.h"
 #include "tee/evidence/bundled_roots.h"
+#include "tee/evidence/nvidia_verify.h"
+#include "tee/evidence/rim.h"
 #include "tee/evidence/snp_report.h"
 #include "tee/evidence/tdx_collateral.h"
 #include "tee/evidence/tdx_quote.h"
 #include "tests/support/test_vendor/test_vendor.h"
+#include "tests/support/test_vendor/vendor_pki.h"
 
 namespace tt::tee::evidence {
 namespace {
@@ -172,6 +175,57 @@ TEST_F(TestVendor, GpuEvidenceVerifiesAndAnswersItsNonce) {
   const GpuEvidence parsed = parse_sdk_evidence_json(write_sdk_evidence_json({gpu}), "g").front();
   EXPECT_EQ(driver_version(parsed.opaque).value_or(""), "550.90.07");
   EXPECT_EQ(vbios_version(parsed.opaque).value_or(""), "96.00.9e.00.01");
+}
+
+// NVIDIA's RIM CRLs (tee/evidence/rim.h: RimCrls) on the test vendor's RIMs, whose chain is the signer
+// under the RIM root: a current list of the root leaves the chain not revoked and no gap; the list
+// revoking the signer refuses it by name; an expired one is a Collateral refusal unless accepted, then
+// reported; a list claiming the root's name but signed by another key revokes nothing (the path check
+// refuses it instead); without lists the signer is named as not checked.
+TEST_F(TestVendor, RimSigningChainAgainstRimCrls) {
+  const Rim rim = parse_rim(tv::issue_gpu_rims(dir_, tv::GpuSpec{}).driver, "driver RIM");
+  const std::filesystem::path crls = dir_ / "rim_crls";
+  tv::write_rim_crls(dir_, crls);
+  const Certificate& root = roots_->nvidia_rim_root;
+  const auto lists = [&](const char* file, StaleCrl stale) {
+    return load_rim_crls({(crls / file).string()}, stale);
+  };
+  const RimCrls current = lists(tv::kRimCrlEmpty, StaleCrl::Refuse);
+  EXPECT_TRUE(check_rim_signature(rim, root, std::nullopt, current).ok);
+  EXPECT_EQ(rim_revocation_text({rim}, root, current, std::nullopt),
+            "RIM signing chain not revoked (checked against 1 --gpu-rim-crl list(s))");
+  const CheckOutcome revoked =
+      check_rim_signature(rim, root, std::nullopt, lists(tv::kRimCrlRevoking, StaleCrl::Refuse));
+  EXPECT_FALSE(revoked.ok);
+  EXPECT_NE(revoked.detail.find("RIM signing certificate '" + rim.signer_chain.front().subject() +
+                                "' (serial " + rim.signer_chain.front().serial_hex() + ") is REVOKED"),
+            std::string::npos)
+      << revoked.detail;
+  const CheckOutcome expired =
+      check_rim_signature(rim, root, std::nullopt, lists(tv::kRimCrlExpired, StaleCrl::Refuse));
+  EXPECT_EQ(expired.check, Check::Collateral);
+  EXPECT_FALSE(expired.ok);
+  const RimCrls accepted = lists(tv::kRimCrlExpired, StaleCrl::Accept);
+  EXPECT_TRUE(check_rim_signature(rim, root, std::nullopt, accepted).ok);
+  EXPECT_NE(rim_revocation_text({rim}, root, accepted, std::nullopt)
+                .find("; EXPIRED collateral accepted (--allow-expired-collateral): revocation list '"),
+            std::string::npos);
+  const tv::Signer impostor = tv::load_signer(dir_, tv::kNvidiaDeviceCa);
+  const tv::Cert rim_root = tv::read_cert(dir_ / kTestNvidiaRimRoot);  // its name, another CA's key
+  tv::write_crl(crls / "forged.crl.pem", rim_root.get(), impostor.key.get(),
+                {.revoked = {ASN1_INTEGER_get(X509_get0_serialNumber(rim.signer_chain.front().native()))},
+                 .last_update_s = -3600,
+                 .next_update_s = 86400});
+  const ChainVerdict forged =
+      verify_rim_signature(rim, root, std::nullopt, lists("forged.crl.pem", StaleCrl::Refuse));
+  EXPECT_FALSE(forged.ok);
+  EXPECT_EQ(forged.reason.find("REVOKED"), std::string::npos) << forged.reason;
+  EXPECT_EQ(rim_revocation_text({rim}, root, RimCrls{}, std::nullopt),
+            "RIM signing chain's revocation NOT checked (no --gpu-rim-crl)");
+  const RimCrls other = load_rim_crls({(dir_ / tv::kNvidiaDeviceCrl).string()}, StaleCrl::Refuse);
+  EXPECT_EQ(rim_revocation_text({rim}, root, other, std::nullopt),
+            "RIM signing chain's revocation NOT checked for '" + rim.signer_chain.front().subject() +
+                "' (no --gpu-rim-crl issued by '" + root.subject() + "')");
 }
 
 // Intel's QE identity (tee/evidence/tdx_collateral.h) as the test vendor signs it: current and UpToDate

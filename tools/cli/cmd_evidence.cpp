@@ -35,6 +35,7 @@ struct EvidenceOptions {
   std::string nonce;
   std::vector<std::string> rims;
   std::vector<std::string> crls;
+  std::vector<std::string> gpu_rim_crls;  // NVIDIA's CRLs for the RIM signing chain: files or directories
   std::string at;
   std::string device_root;
   std::string rim_root;
@@ -52,12 +53,25 @@ ev::EvidenceRoots roots_of(const EvidenceOptions& o) {
   return o.test_roots.empty() ? ev::bundled_roots() : ev::load_test_roots(o.test_roots);
 }
 
+tee::StaleCrl stale_crl(const EvidenceOptions& o) {
+  return o.allow_expired_collateral ? tee::StaleCrl::Accept : tee::StaleCrl::Refuse;
+}
+
 // The first expired --crl, as a failed collateral check ahead of `checks` (the chain check would fail
-// on it too, without naming the list).
+// on it too, without naming the list); none with --allow-expired-collateral (expired_crls_said).
 void add_crl_currency(const EvidenceOptions& o, const std::vector<std::shared_ptr<X509_crl_st>>& crls,
                       std::optional<std::int64_t> at, std::vector<ev::CheckOutcome>& checks) {
+  if (o.allow_expired_collateral) return;
   if (const std::optional<ev::CheckOutcome> expired = ev::expired_crl(o.crls, crls, at))
     checks.insert(checks.begin(), *expired);
+}
+
+// What a verdict says of the expired --crl lists it accepted, after "; " (Note [Expired collateral
+// wording]); empty when none.
+std::string expired_crls_said(const EvidenceOptions& o, const std::vector<std::shared_ptr<X509_crl_st>>& crls,
+                              std::optional<std::int64_t> at) {
+  const std::string said = ev::expired_collateral_accepted(ev::expired_crls_accepted(o.crls, crls, at));
+  return said.empty() ? "" : "; " + said;
 }
 
 // The trust roots check, appended to every evidence's checks: test roots only with --allow-test-roots.
@@ -137,7 +151,7 @@ std::vector<std::shared_ptr<X509_crl_st>> load_crls(const EvidenceOptions& o) {
 
 ev::EvidenceTrust make_trust(const EvidenceOptions& o, const ev::EvidenceRoots& roots) {
   return {o.device_root.empty() ? roots.nvidia_device_root : tee::Certificate::load_pem(o.device_root),
-          load_crls(o), parse_nonce_hex(o.nonce), parse_date(o.at), tee::StaleCrl::Refuse};
+          load_crls(o), parse_nonce_hex(o.nonce), parse_date(o.at), stale_crl(o)};
 }
 
 void print_checks(const std::vector<ev::CheckOutcome>& checks) {
@@ -154,17 +168,28 @@ void print_mismatches(const ev::GoldenComparison& cmp) {
                 i + 1, i);
 }
 
-// The RIMs, each with its own signature checked once (not per GPU).
-std::vector<ev::CheckOutcome> load_rims(const EvidenceOptions& o, const ev::EvidenceRoots& roots,
-                                        std::optional<std::int64_t> at, std::vector<ev::Rim>& rims) {
+// The RIMs, each with its own signature checked once (not per GPU), and what the verdict says of their
+// signing chain's revocation (--gpu-rim-crl).
+struct LoadedRims {
+  std::vector<ev::Rim> rims;
+  std::vector<ev::CheckOutcome> signatures;
+  std::string revocation;
+};
+
+LoadedRims load_rims(const EvidenceOptions& o, const ev::EvidenceRoots& roots,
+                     std::optional<std::int64_t> at) {
+  if (o.rims.empty() && !o.gpu_rim_crls.empty())
+    throw InputError("--gpu-rim-crl revokes RIM signing certificates: give the RIMs it is for with --rim");
   const tee::Certificate root =
       o.rim_root.empty() ? roots.nvidia_rim_root : tee::Certificate::load_pem(o.rim_root);
-  std::vector<ev::CheckOutcome> checks;
+  const ev::RimCrls crls = ev::load_rim_crls(o.gpu_rim_crls, stale_crl(o));
+  LoadedRims out{.rims = {}, .signatures = {}, .revocation = ""};
   for (const std::string& path : o.rims) {
-    rims.push_back(ev::load_rim(path));
-    checks.push_back(ev::check_rim_signature(rims.back(), root, at));
+    out.rims.push_back(ev::load_rim(path));
+    out.signatures.push_back(ev::check_rim_signature(out.rims.back(), root, at, crls));
   }
-  return checks;
+  if (!out.rims.empty()) out.revocation = ", " + ev::rim_revocation_text(out.rims, root, crls, at);
+  return out;
 }
 
 // The first failed check of one GPU, as the refusal; nothing when all passed.
@@ -204,13 +229,13 @@ std::string check_tdx_collateral(const EvidenceOptions& o, const ev::TdxQuote& q
 }
 
 void run_tdx(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
-  if (!o.rims.empty() || !o.cert_chain.empty())
-    throw InputError("--rim and --cert-chain are for NVIDIA evidence; '" + tee::printable_path(o.file) +
-                     "' is a TDX quote (its PCK chain is inside it)");
+  if (!o.rims.empty() || !o.gpu_rim_crls.empty() || !o.cert_chain.empty())
+    throw InputError("--rim, --gpu-rim-crl and --cert-chain are for NVIDIA evidence; '" +
+                     tee::printable_path(o.file) + "' is a TDX quote (its PCK chain is inside it)");
   const ev::EvidenceRoots roots = roots_of(o);
   const ev::TdxTrust trust{
       o.device_root.empty() ? roots.intel_sgx_root : tee::Certificate::load_pem(o.device_root), load_crls(o),
-      parse_report_data_hex(o.nonce), parse_date(o.at), tee::StaleCrl::Refuse};
+      parse_report_data_hex(o.nonce), parse_date(o.at), stale_crl(o)};
   const ev::TdxQuote quote = ev::parse_tdx_quote(bytes, tee::printable_path(o.file));
   std::printf("%s", ev::describe(quote).c_str());
   std::vector<ev::CheckOutcome> checks = ev::verify_tdx_quote(quote, trust);
@@ -223,14 +248,15 @@ void run_tdx(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
   const std::string policy = apply_policy(o, ev::measurements_of(quote));
   std::printf(
       "%s: Intel TDX quote: PCK chain to %s, QE report, attestation key, quote signature, report data %s; "
-      "%s; %s\n",
+      "%s; %s%s\n",
       verified(roots), trust.intel_root.subject().c_str(), trust.report_data ? "(fresh)" : "NOT checked",
-      policy.c_str(), collateral.c_str());
+      policy.c_str(), collateral.c_str(), expired_crls_said(o, trust.crls, trust.at_unix_time).c_str());
 }
 
 // The verdict line: what was verified, and what was not (freshness, revocation, the debug policy).
 void print_snp_verdict(const ev::SnpReport& report, const std::vector<tee::Certificate>& vcek,
-                       const ev::SnpTrust& trust, const ev::EvidenceRoots& roots, const std::string& policy) {
+                       const ev::SnpTrust& trust, const ev::EvidenceRoots& roots, const std::string& policy,
+                       const std::string& expired) {
   const char* debug =
       report.debug_allowed()
           ? "WARNING: the guest's POLICY ALLOWS DEBUG (the hypervisor may read and change its memory)"
@@ -241,9 +267,9 @@ void print_snp_verdict(const ev::SnpReport& report, const std::vector<tee::Certi
                                : ", revocation NOT checked (no --crl issued by a CA of the chain)";
   std::printf(
       "%s: AMD SEV-SNP report: VCEK chain to %s, report signature, chip id, reported TCB, "
-      "report data %s%s; %s; %s\n",
+      "report data %s%s; %s; %s%s\n",
       verified(roots), ev::root_for(trust, vcek.front())->ark.subject().c_str(),
-      trust.report_data ? "(fresh)" : "NOT checked", revocation, debug, policy.c_str());
+      trust.report_data ? "(fresh)" : "NOT checked", revocation, debug, policy.c_str(), expired.c_str());
 }
 
 // An SEV-SNP report: with --vcek, whatever the file looks like (a damaged report is then named as one);
@@ -252,8 +278,8 @@ void run_snp(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
   const std::string where = tee::printable_path(o.file);
   if (ev::looks_like_tdx_quote(bytes) && !ev::looks_like_snp_report(bytes))
     throw InputError("--vcek is for an SEV-SNP report; '" + where + "' is a TDX quote (leave --vcek out)");
-  if (!o.rims.empty() || !o.cert_chain.empty())
-    throw InputError("--rim and --cert-chain are for NVIDIA evidence; '" + where +
+  if (!o.rims.empty() || !o.gpu_rim_crls.empty() || !o.cert_chain.empty())
+    throw InputError("--rim, --gpu-rim-crl and --cert-chain are for NVIDIA evidence; '" + where +
                      "' is an SEV-SNP report (give its VCEK, and the ASK if it is not bundled, with --vcek)");
   if (o.vcek.empty())
     throw InputError("evidence '" + where +
@@ -263,7 +289,7 @@ void run_snp(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
   const std::vector<tee::Certificate> vcek = ev::load_vcek(o.vcek);
   const ev::EvidenceRoots roots = roots_of(o);
   ev::SnpTrust trust{roots.amd_roots, load_crls(o), parse_report_data_hex(o.nonce), parse_date(o.at),
-                     tee::StaleCrl::Refuse};
+                     stale_crl(o)};
   if (!o.device_root.empty())
     trust.roots = {{"--device-root", tee::Certificate::load_pem(o.device_root), {}}};
   std::printf("%s%s", ev::describe(report).c_str(), ev::describe_vcek(vcek).c_str());
@@ -273,7 +299,27 @@ void run_snp(const EvidenceOptions& o, const std::vector<std::uint8_t>& bytes) {
   std::printf("checks\n");
   print_checks(checks);
   refuse_first_failure(report.source, checks);
-  print_snp_verdict(report, vcek, trust, roots, apply_policy(o, ev::measurements_of(report)));
+  print_snp_verdict(report, vcek, trust, roots, apply_policy(o, ev::measurements_of(report)),
+                    expired_crls_said(o, trust.crls, trust.at_unix_time));
+}
+
+// The verdict line of verified NVIDIA evidence: what was verified, and what was not.
+void print_gpu_verdict(const EvidenceOptions& o, const std::vector<ev::GpuEvidence>& gpus,
+                       const ev::EvidenceTrust& trust, const ev::EvidenceRoots& roots, const LoadedRims& rims,
+                       const std::string& policy) {
+  const bool revocation = std::all_of(gpus.begin(), gpus.end(), [&](const ev::GpuEvidence& g) {
+    return ev::applicable_crls(trust.crls, trust.device_root, g.chain) > 0;
+  });
+  std::printf(
+      "%s: %zu NVIDIA GPU(s): certificate chain to %s, report signature, nonce %s%s%s%s; %s%s\n",
+      verified(roots), gpus.size(), trust.device_root.subject().c_str(),
+      trust.nonce ? "(fresh)" : "NOT checked",
+      rims.rims.empty() ? ", measurements NOT compared (no --rim)" : ", every measurement matches the RIMs",
+      rims.revocation.c_str(),
+      revocation           ? ", not revoked by the given --crl"
+      : trust.crls.empty() ? ", revocation NOT checked (no --crl)"
+                           : ", revocation NOT checked (no --crl issued by a CA of the chain)",
+      policy.c_str(), expired_crls_said(o, trust.crls, trust.at_unix_time).c_str());
 }
 
 void run_verify_evidence(const EvidenceOptions& o) {
@@ -286,17 +332,16 @@ void run_verify_evidence(const EvidenceOptions& o) {
   const ev::EvidenceRoots roots = roots_of(o);
   const ev::EvidenceTrust trust = make_trust(o, roots);
   const std::vector<ev::GpuEvidence> gpus = load_gpus(o, bytes);
-  std::vector<ev::Rim> rims;
-  const std::vector<ev::CheckOutcome> rim_signatures = load_rims(o, roots, trust.at_unix_time, rims);
+  const LoadedRims rims = load_rims(o, roots, trust.at_unix_time);
   std::optional<std::string> refusal;
   for (const ev::GpuEvidence& gpu : gpus) {
     std::printf("%s", ev::describe(gpu).c_str());
     std::vector<ev::CheckOutcome> checks = ev::verify_gpu_evidence(gpu, trust);
     add_crl_currency(o, trust.crls, trust.at_unix_time, checks);
     ev::GoldenComparison cmp;
-    if (!rims.empty()) {
-      checks.insert(checks.end(), rim_signatures.begin(), rim_signatures.end());
-      const std::vector<ev::CheckOutcome> golden = ev::check_against_rims(gpu, rims, cmp);
+    if (!rims.rims.empty()) {
+      checks.insert(checks.end(), rims.signatures.begin(), rims.signatures.end());
+      const std::vector<ev::CheckOutcome> golden = ev::check_against_rims(gpu, rims.rims, cmp);
       checks.insert(checks.end(), golden.begin(), golden.end());
     }
     add_roots_check(o, roots, checks);
@@ -307,18 +352,24 @@ void run_verify_evidence(const EvidenceOptions& o) {
   }
   if (refusal) throw IntegrityError("evidence REFUSED: " + *refusal);
   std::string policy;
-  for (const ev::GpuEvidence& gpu : gpus) policy = apply_policy(o, ev::measurements_of(gpu, rims));
-  const bool revocation = std::all_of(gpus.begin(), gpus.end(), [&](const ev::GpuEvidence& g) {
-    return ev::applicable_crls(trust.crls, trust.device_root, g.chain) > 0;
-  });
-  std::printf(
-      "%s: %zu NVIDIA GPU(s): certificate chain to %s, report signature, nonce %s%s%s; %s\n", verified(roots),
-      gpus.size(), trust.device_root.subject().c_str(), trust.nonce ? "(fresh)" : "NOT checked",
-      rims.empty() ? ", measurements NOT compared (no --rim)" : ", every measurement matches the RIMs",
-      revocation           ? ", not revoked by the given --crl"
-      : trust.crls.empty() ? ", revocation NOT checked (no --crl)"
-                           : ", revocation NOT checked (no --crl issued by a CA of the chain)",
-      policy.c_str());
+  for (const ev::GpuEvidence& gpu : gpus) policy = apply_policy(o, ev::measurements_of(gpu, rims.rims));
+  print_gpu_verdict(o, gpus, trust, roots, rims, policy);
+}
+
+// --rim, the revocation lists of the RIMs' signing chain, and the RIM root.
+void add_rim_options(CLI::App* cmd, EvidenceOptions& o) {
+  cmd->add_option(
+      "--rim", o.rims,
+      "An NVIDIA RIM (SWID tag XML: the driver's or the VBIOS's; repeatable): its signature is checked "
+      "against NVIDIA's RIM root, then every active golden value against the measurements");
+  cmd->add_option(
+      "--gpu-rim-crl", o.gpu_rim_crls,
+      "NVIDIA's revocation list (PEM or DER) for a CA of the RIMs' signing chain, or a directory of "
+      "them (repeatable; fetched from the CRL distribution points of the RIMs' certificates: "
+      "docs/confidential-vms.md): each RIM signing certificate is checked against its issuer's "
+      "list; one without a list is reported as NOT checked");
+  cmd->add_option("--rim-root", o.rim_root,
+                  "Trust this root (PEM) for RIMs instead of NVIDIA's bundled RIM root");
 }
 
 }  // namespace
@@ -338,7 +389,8 @@ void register_verify_evidence(CLI::App& app) {
       "the quote signature, REPORTDATA. An AMD SEV-SNP report with --vcek: the VCEK chain to AMD's ARK "
       "(Milan, Genoa; bundled), the report signature, chip id and reported TCB against the VCEK, "
       "REPORT_DATA. Prints every field and one verdict line; exit 0 verified, 3 refused "
-      "(naming the failed check), 2 malformed input. No network: revocation only from --crl");
+      "(naming the failed check), 2 malformed input. No network: revocation only from --crl and "
+      "--gpu-rim-crl");
   cmd->add_option(
          "FILE", o->file,
          "Evidence: the NVIDIA attestation SDK's serialized evidence JSON (one object per GPU), a hex "
@@ -355,10 +407,7 @@ void register_verify_evidence(CLI::App& app) {
       "The challenge you issued (64 hex digits): the GPU's signed request must carry it; a TDX "
       "quote's REPORTDATA or an SEV-SNP report's REPORT_DATA must be it followed by 32 zero bytes, "
       "or give all 128 hex digits of the report data (default: freshness NOT checked)");
-  cmd->add_option(
-      "--rim", o->rims,
-      "An NVIDIA RIM (SWID tag XML: the driver's or the VBIOS's; repeatable): its signature is checked "
-      "against NVIDIA's RIM root, then every active golden value against the measurements");
+  add_rim_options(cmd, *o);
   cmd->add_option("--crl", o->crls,
                   "A revocation list (PEM or DER) issued by a CA of the chain (repeatable); without one, "
                   "revocation is NOT checked");
@@ -370,8 +419,6 @@ void register_verify_evidence(CLI::App& app) {
       "Trust this root (PEM) instead of the bundled one: NVIDIA's device identity root, Intel's "
       "SGX root for a TDX quote, or an AMD ARK for an SEV-SNP report (replacing the bundled ARKs and "
       "ASKs: give the ASK after the VCEK in --vcek)");
-  cmd->add_option("--rim-root", o->rim_root,
-                  "Trust this root (PEM) for RIMs instead of NVIDIA's bundled RIM root");
   cmd->add_option("--test-roots", o->test_roots,
                   "Verify under the TEST roots in this directory (tt_test_vendor roots: labelled \"teetrain "
                   "TEST\", never a vendor's) instead of the bundled ones; evidence under them is refused "
@@ -395,8 +442,8 @@ void register_verify_evidence(CLI::App& app) {
                   "The PEM issuer chain Intel sends beside the QE identity and the TCB info (TCB signing "
                   "certificate, SGX root)");
   cmd->add_flag("--allow-expired-collateral", o->allow_expired_collateral,
-                "Accept a QE identity or TCB info past its nextUpdate; the verdict says EXPIRED collateral "
-                "accepted");
+                "Accept a revocation list (--crl, --gpu-rim-crl), QE identity or TCB info past its "
+                "nextUpdate; the verdict names each one: EXPIRED collateral accepted");
   cmd->add_flag("--allow-test-roots", o->allow_test_roots,
                 "Accept evidence under --test-roots (tests only): the verdict then says TEST ROOTS");
   cmd->callback([o] { run_verify_evidence(*o); });

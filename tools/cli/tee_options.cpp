@@ -60,6 +60,23 @@ void add_tee_options(CLI::App* cmd, TeeOptions& o) {
   g->add_flag("--allow-plain-data", o.allow_plain_data, "Accept plaintext token shards in TEE mode");
 }
 
+namespace {
+
+// --gpu-rims and the revocation lists of their signing chain (engine/keys/real_attestation.h).
+void add_gpu_rim_options(CLI::App* g, RealAttestationOptions& r) {
+  g->add_option("--gpu-rims", r.gpu_rims,
+                "--attestation tdx+gpu|snp+gpu: a directory of NVIDIA's driver and VBIOS RIMs (from "
+                "https://rim.attestation.nvidia.com/v1/rim/<id>); a peer GPU whose measurements differ is "
+                "refused, naming the index. Without it: RIMs not checked (every report says so)");
+  g->add_option("--gpu-rim-crl", r.gpu_rim_crls,
+                "--gpu-rims: NVIDIA's revocation list (PEM or DER) for a CA of the RIMs' signing chain, or a "
+                "directory of them (repeatable; docs/confidential-vms.md says where to fetch them): a RIM "
+                "signed by a revoked certificate refuses every peer GPU (exit 3, naming it). Without one "
+                "for each CA: that certificate's revocation NOT checked (every report says so)");
+}
+
+}  // namespace
+
 void add_trust_options(CLI::App* g, TrustOptions& t) {
   // A string checked against the two names (clear error text), stored as the enum.
   g->add_option_function<std::string>(
@@ -100,12 +117,9 @@ void add_trust_options(CLI::App* g, TrustOptions& t) {
   g->add_option("--collateral-chain", t.real.collateral_chain,
                 "The PEM issuer chain Intel sends beside the QE identity and the TCB info");
   g->add_flag("--allow-expired-collateral", t.real.allow_expired_collateral,
-              "Accept Intel collateral and --evidence-crl lists past their nextUpdate (every report says "
-              "EXPIRED collateral accepted and names each one)");
-  g->add_option("--gpu-rims", t.real.gpu_rims,
-                "--attestation tdx+gpu|snp+gpu: a directory of NVIDIA's driver and VBIOS RIMs (from "
-                "https://rim.attestation.nvidia.com/v1/rim/<id>); a peer GPU whose measurements differ is "
-                "refused, naming the index. Without it: RIMs not checked (every report says so)");
+              "Accept Intel collateral, --evidence-crl and --gpu-rim-crl lists past their nextUpdate (every "
+              "report says EXPIRED collateral accepted and names each one)");
+  add_gpu_rim_options(g, t.real);
   g->add_option("--test-roots", t.real.test_roots,
                 "--attestation tdx|snp[+gpu]: verify under a TEST vendor's roots (tests/support/test_vendor) "
                 "instead of Intel's, AMD's and NVIDIA's; evidence under them is refused unless "

@@ -19,7 +19,7 @@ namespace {
 struct Options {
   std::string dir;
   std::string out;
-  std::string extra_out;  // the VCEK (snp) or the PEM chain (gpu --report-out)
+  std::string extra_out;  // the VCEK (snp), the PEM chain (gpu --report-out) or the RIM CRLs' directory
   std::string variant = "good";
   std::string report_data;
   std::string measurement;  // TDX MRTD, SNP MEASUREMENT
@@ -116,6 +116,7 @@ void issue_rims(const Options& o) {
   std::filesystem::create_directories(o.out);
   write_file(o.out + "/driver.swidtag", tt::tee::bytes_of(rims.driver));
   write_file(o.out + "/vbios.swidtag", tt::tee::bytes_of(rims.vbios));
+  if (!o.extra_out.empty()) tv::write_rim_crls(o.dir, o.extra_out);
 }
 
 void issue_tcb_info(const Options& o) {
@@ -183,6 +184,10 @@ int main(int argc, char** argv) {
   rims->add_option("--out", o.out, "The directory to write the two RIMs in")->required();
   rims->add_option("--driver", o.driver, "The driver version they are for (default 550.90.07)");
   rims->add_option("--vbios", o.vbios, "The VBIOS_VERSION's 8 bytes they are for, 16 hex digits");
+  rims->add_option(
+      "--crl-out", o.extra_out,
+      "A directory to write the RIM root's CRLs in: nvidia_rim_root.crl.pem (revoking nothing), "
+      "nvidia_rim_root.revoking.crl.pem (revoking the RIM signer), nvidia_rim_root.expired.crl.pem");
   raw->add_option("--chain-out", o.extra_out, "Where to write the PEM chain")->required();
   CLI::App* qe = app.add_subcommand("qe-identity",
                                     "Intel's QE identity JSON for the test quotes; its issuer chain is "

@@ -117,4 +117,12 @@ struct GpuRims {
 };
 GpuRims issue_gpu_rims(const std::filesystem::path& dir, const GpuSpec& spec);
 
+// The RIM root's revocation lists (the RIM signer's issuer), as NVIDIA publishes one for each CA of its
+// RIM signing chain (tee/evidence/rim.h: RimCrls), written into `out`: current and revoking nothing,
+// current and revoking the RIM signer, and revoking nothing but past its nextUpdate (yesterday).
+inline constexpr const char* kRimCrlEmpty = "nvidia_rim_root.crl.pem";
+inline constexpr const char* kRimCrlRevoking = "nvidia_rim_root.revoking.crl.pem";
+inline constexpr const char* kRimCrlExpired = "nvidia_rim_root.expired.crl.pem";
+void write_rim_crls(const std::filesystem::path& dir, const std::filesystem::path& out);
+
 }  // namespace tt::tee::evidence::test_vendor

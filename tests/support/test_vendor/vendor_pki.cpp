@@ -93,26 +93,29 @@ void add_raw_extension(X509* cert, const char* oid, ByteView der) {
   check(ext && X509_add_ext(cert, ext.get(), -1) == 1, std::string("extension ") + oid);
 }
 
-void write_crl(const std::filesystem::path& out, const X509* issuer, EVP_PKEY* issuer_key) {
+void write_crl(const std::filesystem::path& out, const X509* issuer, EVP_PKEY* issuer_key,
+               const CrlSpec& spec) {
   CPtr<X509_CRL, X509_CRL_free> crl(X509_CRL_new());
   check(crl && X509_CRL_set_version(crl.get(), 1) == 1 &&
             X509_CRL_set_issuer_name(crl.get(), X509_get_subject_name(issuer)) == 1,
         "CRL");
-  CPtr<ASN1_TIME, ASN1_TIME_free> last(X509_gmtime_adj(nullptr, -3600));
-  CPtr<ASN1_TIME, ASN1_TIME_free> next(X509_gmtime_adj(nullptr, 30L * 86400L));
+  CPtr<ASN1_TIME, ASN1_TIME_free> last(X509_gmtime_adj(nullptr, spec.last_update_s));
+  CPtr<ASN1_TIME, ASN1_TIME_free> next(X509_gmtime_adj(nullptr, spec.next_update_s));
   CPtr<ASN1_INTEGER, ASN1_INTEGER_free> number(ASN1_INTEGER_new());
-  CPtr<ASN1_INTEGER, ASN1_INTEGER_free> serial(ASN1_INTEGER_new());
-  check(last && next && number && serial && X509_CRL_set1_lastUpdate(crl.get(), last.get()) == 1 &&
+  check(last && next && number && X509_CRL_set1_lastUpdate(crl.get(), last.get()) == 1 &&
             X509_CRL_set1_nextUpdate(crl.get(), next.get()) == 1 && ASN1_INTEGER_set(number.get(), 1) == 1 &&
-            X509_CRL_add1_ext_i2d(crl.get(), NID_crl_number, number.get(), 0, X509V3_ADD_APPEND) == 1 &&
-            ASN1_INTEGER_set(serial.get(), kRevokedSerial) == 1,
+            X509_CRL_add1_ext_i2d(crl.get(), NID_crl_number, number.get(), 0, X509V3_ADD_APPEND) == 1,
         "CRL fields");
-  X509_REVOKED* revoked = X509_REVOKED_new();
-  if (revoked == nullptr || X509_REVOKED_set_serialNumber(revoked, serial.get()) != 1 ||
-      X509_REVOKED_set_revocationDate(revoked, last.get()) != 1 ||
-      X509_CRL_add0_revoked(crl.get(), revoked) != 1) {
-    X509_REVOKED_free(revoked);
-    check(false, "CRL entry");
+  for (const long s : spec.revoked) {
+    CPtr<ASN1_INTEGER, ASN1_INTEGER_free> serial(ASN1_INTEGER_new());
+    X509_REVOKED* revoked = X509_REVOKED_new();
+    if (!serial || ASN1_INTEGER_set(serial.get(), s) != 1 || revoked == nullptr ||
+        X509_REVOKED_set_serialNumber(revoked, serial.get()) != 1 ||
+        X509_REVOKED_set_revocationDate(revoked, last.get()) != 1 ||
+        X509_CRL_add0_revoked(crl.get(), revoked) != 1) {
+      X509_REVOKED_free(revoked);
+      check(false, "CRL entry");
+    }
   }
   check(X509_CRL_sign(crl.get(), issuer_key, digest_for(issuer_key, SignStyle::Ecdsa)) > 0, "CRL signature");
   Bio file(BIO_new_file(out.c_str(), "w"));

@@ -42,8 +42,15 @@ void add_raw_extension(X509* cert, const char* oid, ByteView der);
 // Signs `cert` again after extensions were added.
 void sign_cert(X509* cert, EVP_PKEY* issuer_key, SignStyle style);
 
-// A CRL of `issuer` revoking kRevokedSerial, current for 30 days.
-void write_crl(const std::filesystem::path& out, const X509* issuer, EVP_PKEY* issuer_key);
+// What a CRL revokes and when it was issued and goes stale, in seconds from now.
+struct CrlSpec {
+  std::vector<long> revoked = {kRevokedSerial};
+  long last_update_s = -3600;
+  long next_update_s = 30L * 86400L;
+};
+// A CRL of `issuer` as `spec` says (by default revoking kRevokedSerial, current for 30 days).
+void write_crl(const std::filesystem::path& out, const X509* issuer, EVP_PKEY* issuer_key,
+               const CrlSpec& spec = {});
 
 void write_key(const std::filesystem::path& path, EVP_PKEY* key);
 Key read_key(const std::filesystem::path& path);

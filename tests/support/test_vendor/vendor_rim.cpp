@@ -105,4 +105,16 @@ GpuRims issue_gpu_rims(const std::filesystem::path& dir, const GpuSpec& spec) {
           .vbios = signed_tag(dir, unsigned_tag(spec, vbios_version(vbios).value_or(""), 0, half))};
 }
 
+void write_rim_crls(const std::filesystem::path& dir, const std::filesystem::path& out) {
+  std::filesystem::create_directories(out);
+  const Signer root = load_signer(dir, kTestNvidiaRimRoot);
+  const long signer = ASN1_INTEGER_get(X509_get0_serialNumber(read_cert(dir / kRimSigner).get()));
+  write_crl(out / kRimCrlEmpty, root.cert.get(), root.key.get(),
+            {.revoked = {}, .last_update_s = -3600, .next_update_s = 30L * 86400L});
+  write_crl(out / kRimCrlRevoking, root.cert.get(), root.key.get(),
+            {.revoked = {signer}, .last_update_s = -3600, .next_update_s = 30L * 86400L});
+  write_crl(out / kRimCrlExpired, root.cert.get(), root.key.get(),
+            {.revoked = {}, .last_update_s = -2L * 86400L, .next_update_s = -86400L});
+}
+
 }  // namespace tt::tee::evidence::test_vendor
