@@ -41,6 +41,10 @@ const char* phase_name(MessagePhase p) {
       return "hier_inter_all_gather";
     case MessagePhase::HierLocalAllGather:
       return "hier_local_all_gather";
+    case MessagePhase::ShardHandover:
+      return "shard_handover";
+    case MessagePhase::ShardHandback:
+      return "shard_handback";
   }
   return "unknown";
 }

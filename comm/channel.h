@@ -40,6 +40,9 @@ enum class MessagePhase : std::uint8_t {
   HierInterScatterReduce = 13,  // hierarchical: scatter-reduce of a node chunk among the nodes
   HierInterAllGather = 14,      // hierarchical: all-gather of a node chunk among the nodes
   HierLocalAllGather = 15,      // hierarchical: the node's ring all-gather
+  // Sharded runs with rd, rhd or hier (Note [Shard handover], comm/allreduce/shard_handover.h):
+  ShardHandover = 16,  // round `hop`: a finished sum to the rank whose ring shard it is
+  ShardHandback = 17,  // round `hop`: a ring shard to the rank whose all-gather starts from it
 };
 const char* phase_name(MessagePhase p);
 // A message of the gradient all-reduce (any algorithm): what the ring_sealed / ring_opened counters

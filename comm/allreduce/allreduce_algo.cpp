@@ -45,18 +45,33 @@ void Allreducer::allreduce_sum(ReduceAlgo algo, float* data, std::size_t count, 
 
 void Allreducer::allreduce_sum(ReduceAlgo algo, float* data, std::size_t count, const MessageContext& id,
                                std::size_t segment_bytes) {
+  run(algo, Collective::Allreduce, data, count, id, segment_bytes);
+}
+
+void Allreducer::reduce_scatter_sum(ReduceAlgo algo, float* data, std::size_t count, const MessageContext& id,
+                                    std::size_t segment_bytes) {
+  run(algo, Collective::ReduceScatter, data, count, id, segment_bytes);
+}
+
+void Allreducer::all_gather(ReduceAlgo algo, float* data, std::size_t count, const MessageContext& id,
+                            std::size_t segment_bytes) {
+  run(algo, Collective::AllGather, data, count, id, segment_bytes);
+}
+
+void Allreducer::run(ReduceAlgo algo, Collective what, float* data, std::size_t count,
+                     const MessageContext& id, std::size_t segment_bytes) {
   switch (algo) {
     case ReduceAlgo::Ring:
-      ring_.allreduce_sum(data, count, id, segment_bytes);
+      ring_.run(what, data, count, id, segment_bytes);
       return;
     case ReduceAlgo::Rd:
-      recursive_.allreduce_sum(RecursiveKind::Doubling, data, count, id, segment_bytes);
+      recursive_.run(RecursiveKind::Doubling, what, data, count, id, segment_bytes);
       return;
     case ReduceAlgo::Rhd:
-      recursive_.allreduce_sum(RecursiveKind::HalvingDoubling, data, count, id, segment_bytes);
+      recursive_.run(RecursiveKind::HalvingDoubling, what, data, count, id, segment_bytes);
       return;
     case ReduceAlgo::Hier:
-      hier_.allreduce_sum(data, count, id, segment_bytes);
+      hier_.run(what, data, count, id, segment_bytes);
       return;
   }
 }

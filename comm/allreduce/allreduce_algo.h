@@ -66,9 +66,18 @@ class Allreducer {
   // The same in segments of `segment_bytes` for this call (the cost model's pick: allreduce_cost.h).
   void allreduce_sum(ReduceAlgo algo, float* data, std::size_t count, const MessageContext& id,
                      std::size_t segment_bytes);
+  // The all-reduce's halves with `algo`, for sharded data parallelism: every algorithm leaves and takes
+  // the ring's shard layout (RingGeometry::owned; Note [Shard handover], shard_handover.h), so a
+  // bucket's halves may take different algorithms. Contract as RingAllreduce's halves.
+  void reduce_scatter_sum(ReduceAlgo algo, float* data, std::size_t count, const MessageContext& id,
+                          std::size_t segment_bytes);
+  void all_gather(ReduceAlgo algo, float* data, std::size_t count, const MessageContext& id,
+                  std::size_t segment_bytes);
   RingAllreduce& ring() { return ring_; }
 
  private:
+  void run(ReduceAlgo algo, Collective what, float* data, std::size_t count, const MessageContext& id,
+           std::size_t segment_bytes);
   RingOptions options_;
   RingAllreduce ring_;
   RecursiveAllreduce recursive_;

@@ -14,32 +14,45 @@ namespace tt::comm {
 
 namespace {
 
-// One rank's hops for `algo` (the ring's labels do not matter here: only ranges and peers).
-std::vector<Hop> hops_of(ReduceAlgo algo, int rank, int ranks, std::size_t count, int node_ranks) {
-  if (algo == ReduceAlgo::Hier) return hier_hops(rank, ranks, node_ranks, count);
+// One rank's hops for `algo`'s collective `what` (the ring's labels do not matter here: only ranges and
+// peers).
+std::vector<Hop> hops_of(ReduceAlgo algo, Collective what, int rank, int ranks, std::size_t count,
+                         int node_ranks) {
+  if (algo == ReduceAlgo::Hier) return hier_hops(rank, ranks, node_ranks, count, what);
   if (algo != ReduceAlgo::Ring) {
     return recursive_hops(algo == ReduceAlgo::Rd ? RecursiveKind::Doubling : RecursiveKind::HalvingDoubling,
-                          rank, ranks, count);
+                          rank, ranks, count, what);
   }
   const RingGeometry geo(rank, ranks, count, 0, false, 0);
   std::vector<Hop> out;
-  for (std::uint32_t s = 0; s + 1 < static_cast<std::uint32_t>(ranks); ++s)
+  for (std::uint32_t s = 0; s + 1 < static_cast<std::uint32_t>(ranks) && what != Collective::AllGather; ++s)
     out.push_back(geo.scatter_reduce_hop(s));
-  for (std::uint32_t s = 0; s + 1 < static_cast<std::uint32_t>(ranks); ++s)
+  for (std::uint32_t s = 0; s + 1 < static_cast<std::uint32_t>(ranks) && what != Collective::ReduceScatter;
+       ++s)
     out.push_back(geo.all_gather_hop(s));
+  return out;
+}
+
+// What a bucket runs: the all-reduce, or (split) its reduce-scatter and then its all-gather.
+std::vector<Hop> hops_of(ReduceAlgo algo, int rank, int ranks, std::size_t count, int node_ranks,
+                         bool split) {
+  if (!split) return hops_of(algo, Collective::Allreduce, rank, ranks, count, node_ranks);
+  std::vector<Hop> out = hops_of(algo, Collective::ReduceScatter, rank, ranks, count, node_ranks);
+  const std::vector<Hop> gather = hops_of(algo, Collective::AllGather, rank, ranks, count, node_ranks);
+  out.insert(out.end(), gather.begin(), gather.end());
   return out;
 }
 
 // Note [Steps at the slowest link] (allreduce_cost.h): step i crosses when any rank's hop i has a peer
 // on another node. Empty without nodes.
-std::vector<bool> crossing_steps(ReduceAlgo algo, int ranks, std::size_t count, int node_ranks) {
+std::vector<bool> crossing_steps(ReduceAlgo algo, int ranks, std::size_t count, int node_ranks, bool split) {
   std::vector<bool> out;
   if (node_ranks <= 0 || node_ranks >= ranks) return out;
   const auto other_node = [node_ranks](int rank, const HopSide& s) {
     return s.active() && s.peer / node_ranks != rank / node_ranks;
   };
   for (int r = 0; r < ranks; ++r) {
-    const std::vector<Hop> hops = hops_of(algo, r, ranks, count, node_ranks);
+    const std::vector<Hop> hops = hops_of(algo, r, ranks, count, node_ranks, split);
     if (out.size() < hops.size()) out.resize(hops.size(), false);
     for (std::size_t i = 0; i < hops.size(); ++i)
       if (other_node(r, hops[i].send) || other_node(r, hops[i].recv)) out[i] = true;
@@ -134,13 +147,13 @@ double dot(const Terms& r, const Terms& x) {
 }  // namespace
 
 AllreduceWork allreduce_work(ReduceAlgo algo, int ranks, std::size_t count, std::size_t segment_bytes,
-                             std::size_t eager_bytes, std::size_t overhead, int node_ranks) {
+                             std::size_t eager_bytes, std::size_t overhead, int node_ranks, bool split) {
   AllreduceWork busiest;
   if (ranks < 2 || count == 0) return busiest;
-  const std::vector<bool> crossing = crossing_steps(algo, ranks, count, node_ranks);
+  const std::vector<bool> crossing = crossing_steps(algo, ranks, count, node_ranks, split);
   for (int r = 0; r < ranks; ++r) {
-    const AllreduceWork w =
-        work_of(hops_of(algo, r, ranks, count, node_ranks), segment_bytes, eager_bytes, overhead, crossing);
+    const AllreduceWork w = work_of(hops_of(algo, r, ranks, count, node_ranks, split), segment_bytes,
+                                    eager_bytes, overhead, crossing);
     if (w.messages > busiest.messages ||
         (w.messages == busiest.messages && w.wire_bytes > busiest.wire_bytes))
       busiest = w;
@@ -174,14 +187,14 @@ CostModel compose(const LinkCosts& link, const TeeCosts& tee) {
 }
 
 AlgoChoice choose_algo(const CostModel& m, int ranks, std::size_t count, std::size_t segment_bytes,
-                       std::size_t overhead) {
+                       std::size_t overhead, bool split) {
   const std::size_t eager = m.eager_segment_bytes(overhead);
   const bool cut = segment_bytes != 0 && eager != 0 && eager < segment_bytes;
   AlgoChoice c;
   for (std::size_t i = 0; i < kReduceAlgos.size(); ++i) {
     const auto price = [&](std::size_t seg) {
       return m.predict_us(
-          allreduce_work(kReduceAlgos[i], ranks, count, seg, m.eager_bytes, overhead, m.node_ranks));
+          allreduce_work(kReduceAlgos[i], ranks, count, seg, m.eager_bytes, overhead, m.node_ranks, split));
     };
     c.predicted_us[i] = price(segment_bytes);
     c.segments_of[i] = segment_bytes;
@@ -192,7 +205,9 @@ AlgoChoice choose_algo(const CostModel& m, int ranks, std::size_t count, std::si
         c.segments_of[i] = eager;
       }
     }
-    // Strictly cheaper only: ties keep the earlier algorithm (the ring first).
+    // Strictly cheaper only: ties keep the earlier algorithm (the ring first). Split, rd runs rhd's
+    // halves (Note [Shard handover], shard_handover.h): priced, but the pick is rhd.
+    if (split && kReduceAlgos[i] == ReduceAlgo::Rd) continue;
     if (i == 0 || c.predicted_us[i] < c.predicted_us[static_cast<std::size_t>(c.algo)])
       c.algo = kReduceAlgos[i];
   }

@@ -51,9 +51,12 @@ struct AllreduceWork {
 // link]: the ranks run a collective's steps in lock-step, so a step takes as long as its slowest
 // message: a step counts as crossing when any rank's message of that step crosses between nodes
 // (every step of a flat ring over more than one node does; the hierarchical algorithm's inter-node
-// steps only).
+// steps only). split (--shard): the bucket's reduce-scatter and all-gather, with the rounds that
+// move each algorithm's finished sums to and from the ring's shard layout (Note [Shard handover],
+// shard_handover.h; none for the ring, whose halves are its all-reduce's hops).
 AllreduceWork allreduce_work(ReduceAlgo algo, int ranks, std::size_t count, std::size_t segment_bytes,
-                             std::size_t eager_bytes = 0, std::size_t overhead = 0, int node_ranks = 0);
+                             std::size_t eager_bytes = 0, std::size_t overhead = 0, int node_ranks = 0,
+                             bool split = false);
 
 struct CostModel {
   double message_us = 0;
@@ -96,9 +99,10 @@ struct AlgoChoice {
 };
 // The cheapest algorithm for one all-reduce of `count` floats (ties: ring, rd, rhd, hier), each
 // at the run's segments or, where the model has an eager limit and segment_bytes is not 0 (whole
-// chunks), at eager-sized ones if the model prices them lower (ties: the run's).
+// chunks), at eager-sized ones if the model prices them lower (ties: the run's). split: priced as the
+// halves (allreduce_work); rd, whose halves are rhd's, is priced but never picked.
 AlgoChoice choose_algo(const CostModel& m, int ranks, std::size_t count, std::size_t segment_bytes,
-                       std::size_t overhead = 0);
+                       std::size_t overhead = 0, bool split = false);
 
 // One measured all-reduce (the slowest rank's median time).
 struct CostSample {

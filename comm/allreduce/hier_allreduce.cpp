@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "comm/allreduce/ring_geometry.h"
+#include "comm/allreduce/shard_handover.h"
 
 namespace tt::comm {
 
@@ -55,7 +56,14 @@ int ranks_per_node(int size, int node_ranks) {
   return node_ranks;
 }
 
-std::vector<Hop> hier_hops(int rank, int size, int node_ranks, std::size_t count) {
+ElemRange hier_owned(int rank, int size, int node_ranks, std::size_t count) {
+  const int g = ranks_per_node(size, node_ranks);
+  const ElemRange mine = RingGeometry::owned_chunk(rank % g, g, count);
+  const ElemRange block = RingGeometry::owned_chunk(rank / g, size / g, mine.count);
+  return {mine.offset + block.offset, block.count};
+}
+
+std::vector<Hop> hier_hops(int rank, int size, int node_ranks, std::size_t count, Collective what) {
   std::vector<Hop> out;
   if (size <= 1) return out;
   const int g = ranks_per_node(size, node_ranks);
@@ -76,43 +84,44 @@ std::vector<Hop> hier_hops(int rank, int size, int node_ranks, std::size_t count
       .base = local, .stride = g, .offset = mine.offset, .phase = MessagePhase::HierInterAllGather};
   const SubRing local_ag{
       .base = node * g, .stride = 1, .offset = 0, .phase = MessagePhase::HierLocalAllGather};
-  scatter_hops(in_node, local_rs, out);
-  scatter_hops(across, inter_rs, out);
-  gather_hops(across, inter_ag, out);
-  gather_hops(in_node, local_ag, out);
+  // The halves leave and take the ring's shard layout (Note [Shard handover], shard_handover.h).
+  const auto natural = [size, node_ranks, count](int r) { return hier_owned(r, size, node_ranks, count); };
+  if (what == Collective::AllGather) {
+    handover_hops(rank, size, count, natural, false, out);
+  } else {
+    scatter_hops(in_node, local_rs, out);
+    scatter_hops(across, inter_rs, out);
+  }
+  if (what == Collective::ReduceScatter) {
+    handover_hops(rank, size, count, natural, true, out);
+  } else {
+    gather_hops(across, inter_ag, out);
+    gather_hops(in_node, local_ag, out);
+  }
   return out;
 }
 
 HierAllreduce::HierAllreduce(Transport& transport, Channel& channel, ReduceMemory& memory,
                              RingOptions options, Profiler* profiler)
-    : t_(transport),
-      channel_(channel),
-      memory_(memory),
-      opt_(std::move(options)),
-      prof_(profiler),
-      hops_(transport, channel, memory, profiler),
-      name_(memory.space() == MemorySpace::Host ? "hierarchical all-reduce"
-                                                : "device hierarchical all-reduce") {
-  check_channel_memory(name_, channel, memory);
+    : t_(transport), opt_(std::move(options)), hops_(transport, channel, memory, profiler) {
+  const std::string where = memory.space() == MemorySpace::Host ? "" : "device ";
+  constexpr const char* kWhat[] = {"all-reduce", "reduce-scatter", "all-gather"};  // Collective
+  for (std::size_t i = 0; i < names_.size(); ++i) names_[i] = where + "hierarchical " + kWhat[i];
+  check_channel_memory(names_[0], channel, memory);
   (void)ranks_per_node(transport.size(), opt_.node_ranks);  // refuse a partial node before any message
 }
 
-void HierAllreduce::allreduce_sum(float* data, std::size_t count, const MessageContext& id,
-                                  std::size_t segment_bytes) {
+void HierAllreduce::run(Collective what, float* data, std::size_t count, const MessageContext& id,
+                        std::size_t segment_bytes) {
   if (t_.size() == 1 || count == 0) return;
-  if (data == nullptr) throw RunError(name_ + ": null buffer");
-  const auto begin = prof_ != nullptr ? prof_->now() : Profiler::Clock::now();
-  if (plan_.empty() || plan_count_ != count) {
-    plan_ = hier_hops(t_.rank(), t_.size(), opt_.node_ranks, count);
-    plan_count_ = count;
-    widest_ = 0;
-    for (const Hop& h : plan_) widest_ = std::max({widest_, h.send.range.count, h.recv.range.count});
-  }
-  hops_.begin(name_, SegmentLayout(segment_bytes, widest_, channel_.overhead()), widest_, id, opt_.timeout,
-              opt_.tag);
-  memory_.wait_queued();  // the first sends read `data`: whatever produced it must be done
-  hops_.run_all(data, plan_);
-  if (prof_ != nullptr && prof_->tracing()) prof_->record("allreduce", Lane::Comm, begin, prof_->now());
+  const std::string& name = names_[static_cast<std::size_t>(what)];
+  if (data == nullptr) throw RunError(name + ": null buffer");
+  const int rank = t_.rank();
+  const int size = t_.size();
+  const int node_ranks = opt_.node_ranks;
+  hops_.run_plan({.kind = 0, .what = what, .count = count},
+                 [=] { return hier_hops(rank, size, node_ranks, count, what); }, data, id,
+                 {.name = &name, .segment_bytes = segment_bytes, .timeout = opt_.timeout, .tag = opt_.tag});
 }
 
 }  // namespace tt::comm

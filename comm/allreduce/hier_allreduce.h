@@ -23,8 +23,10 @@
 // hier_inter_all_gather / hier_local_all_gather, hop = the ring hop of that phase, chunk = the node
 // chunk (local phases) or the inter block (inter phases), origin and sender = global ranks. The local
 // rings' link from l = G - 1 back to l = 0 and every inter-node message travel on the sealed channel's
-// pair streams; the all-gathers reseal per hop (no forward-wire: each ring is short).
+// pair streams; the all-gathers reseal per hop (no forward-wire: each ring is short). The halves add
+// shard_handover and shard_handback rounds (Note [Shard handover]).
 #pragma once
+#include <array>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -42,8 +44,14 @@ namespace tt::comm {
 // InputError when node_ranks does not divide size.
 int ranks_per_node(int size, int node_ranks);
 
-// The hops rank `rank` of `size` runs for a buffer of `count` floats in nodes of `node_ranks`, in order.
-std::vector<Hop> hier_hops(int rank, int size, int node_ranks, std::size_t count);
+// The hops rank `rank` of `size` runs for a buffer of `count` floats in nodes of `node_ranks`, in order:
+// the all-reduce, or one of its halves, which leave and take the ring's shard layout (Note [Shard
+// handover], shard_handover.h).
+std::vector<Hop> hier_hops(int rank, int size, int node_ranks, std::size_t count,
+                           Collective what = Collective::Allreduce);
+// The range whose finished sum rank `rank` holds after the two scatter-reduces: the inter-node ring's
+// block of the node ring's chunk.
+ElemRange hier_owned(int rank, int size, int node_ranks, std::size_t count);
 
 class HierAllreduce {
  public:
@@ -56,20 +64,19 @@ class HierAllreduce {
 
   // In-place sum over all ranks of data[0, count) in segments of `segment_bytes` (0: whole ranges),
   // every rank alike; contract as RingAllreduce::allreduce_sum.
-  void allreduce_sum(float* data, std::size_t count, const MessageContext& id, std::size_t segment_bytes);
+  void allreduce_sum(float* data, std::size_t count, const MessageContext& id, std::size_t segment_bytes) {
+    run(Collective::Allreduce, data, count, id, segment_bytes);
+  }
+  // The all-reduce or one of its halves (Note [Shard handover]); contract as RingAllreduce's halves.
+  void run(Collective what, float* data, std::size_t count, const MessageContext& id,
+           std::size_t segment_bytes);
 
  private:
   Transport& t_;
-  Channel& channel_;
-  ReduceMemory& memory_;
   RingOptions opt_;
-  Profiler* prof_;
-  HopRunner hops_;
-  std::string name_;  // "hierarchical all-reduce", for errors
-  // The last call's plan, reused while the count stays (a bucket's size is fixed for a run).
-  std::vector<Hop> plan_;
-  std::size_t plan_count_ = 0;
-  std::size_t widest_ = 0;
+  HopRunner hops_;  // runs each call's plan, kept per collective and count
+  // Per collective, for errors: "hierarchical all-reduce", ...
+  std::array<std::string, 3> names_;
 };
 
 }  // namespace tt::comm

@@ -25,6 +25,18 @@ void count(Profiler* prof, Counter messages, Counter bytes, std::size_t n) {
 
 }  // namespace
 
+const char* collective_label(Collective c) {
+  switch (c) {
+    case Collective::Allreduce:
+      return "allreduce";
+    case Collective::ReduceScatter:
+      return "reduce-scatter";
+    case Collective::AllGather:
+      return "all-gather";
+  }
+  return "?";
+}
+
 void check_channel_memory(const std::string& algorithm, const Channel& channel, const ReduceMemory& memory) {
   if (channel.pass_through() || channel.memory() == memory.space()) return;
   throw InputError(algorithm + ": channel " + channel.name() + " seals " +
@@ -154,6 +166,24 @@ void HopRunner::run(float* data, const Hop& h, const Hop* next) {
 void HopRunner::run_all(float* data, std::span<const Hop> hops) {
   for (std::size_t i = 0; i < hops.size(); ++i)
     run(data, hops[i], i + 1 < hops.size() ? &hops[i + 1] : nullptr);
+}
+
+void HopRunner::run_plan(const PlanKey& key, const std::function<std::vector<Hop>()>& make, float* data,
+                         const MessageContext& id, const PlanCall& call) {
+  const auto start = prof_ != nullptr ? prof_->now() : Profiler::Clock::now();
+  auto [it, fresh] = plans_.try_emplace(key);
+  HopPlan& plan = it->second;
+  if (fresh) {
+    plan.hops = make();
+    for (const Hop& h : plan.hops)
+      plan.widest = std::max({plan.widest, h.send.range.count, h.recv.range.count});
+  }
+  begin(*call.name, SegmentLayout(call.segment_bytes, plan.widest, channel_->overhead()), plan.widest, id,
+        call.timeout, call.tag);
+  memory_->wait_queued();
+  run_all(data, plan.hops);
+  if (prof_ != nullptr && prof_->tracing())
+    prof_->record(collective_label(key.what), Lane::Comm, start, prof_->now());
 }
 
 // Posts the receives of segments [k0, k1) of the incoming range.

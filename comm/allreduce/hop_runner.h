@@ -25,8 +25,11 @@
 // this rank, the algorithm and the message's full context (its phase names the algorithm's step).
 #pragma once
 #include <chrono>
+#include <compare>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <span>
 #include <string>
 #include <vector>
@@ -65,6 +68,34 @@ struct Hop {
   bool reseal = true;
 };
 
+// Which collective a call's hops make: the all-reduce, or one of its halves (sharded data parallelism:
+// Note [Shard handover], shard_handover.h).
+enum class Collective : std::uint8_t { Allreduce, ReduceScatter, AllGather };
+// "allreduce", "reduce-scatter", "all-gather": the trace's label for a call.
+const char* collective_label(Collective c);
+
+// A call's hops as HopRunner::run_plan keeps them, and the key they are kept under: an algorithm's own
+// variant (its `kind`), the collective and the buffer's count. A bucket's size is fixed for a run, so
+// every call after a bucket's first reuses its plan.
+struct PlanKey {
+  int kind = 0;
+  Collective what = Collective::Allreduce;
+  std::size_t count = 0;
+  auto operator<=>(const PlanKey&) const = default;
+};
+struct HopPlan {
+  std::vector<Hop> hops;
+  std::size_t widest = 0;  // the largest range any hop sends or receives (elements)
+};
+// What run_plan needs of a call beyond the plan: the algorithm's name for errors (it must outlive the
+// call), its segments (0: whole ranges), the per-message timeout (0: the transport's) and tag.
+struct PlanCall {
+  const std::string* name = nullptr;
+  std::size_t segment_bytes = 0;
+  std::chrono::milliseconds timeout{0};
+  int tag = tags::kRing;
+};
+
 // The one question the ring asks its channel and memory: the stricter of their schedules.
 inline SendSchedule send_schedule(const Channel& channel, const ReduceMemory& memory) {
   return stricter(channel.send_schedule(), memory.send_schedule());
@@ -89,6 +120,12 @@ class HopRunner {
   void run(float* data, const Hop& h, const Hop* next);
   // Runs a call's hops in order.
   void run_all(float* data, std::span<const Hop> hops);
+  // A whole call of an algorithm that plans its hops once per key (recursive, hierarchical): the plan
+  // of `key` (made by `make` the first time), begin() at its widest range, memory().wait_queued() (the
+  // first sends read `data`: whatever produced it must be done), run_all, and the call traced under
+  // collective_label(key.what).
+  void run_plan(const PlanKey& key, const std::function<std::vector<Hop>()>& make, float* data,
+                const MessageContext& id, const PlanCall& call);
 
   Channel& channel() { return *channel_; }
   ReduceMemory& memory() { return *memory_; }
@@ -145,6 +182,7 @@ class HopRunner {
   std::vector<Request> recvs_;
   std::vector<Channel::SealJob> seal_jobs_;
   std::vector<Channel::OpenJob> open_jobs_;
+  std::map<PlanKey, HopPlan> plans_;  // run_plan's, one per key seen
 };
 
 }  // namespace tt::comm

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "comm/allreduce/shard_handover.h"
 
 namespace tt::comm {
 
@@ -79,12 +80,21 @@ void doubling_steps(const Role& r, int rank, std::size_t count, std::vector<Hop>
   }
 }
 
-// Rabenseifner: reduce-scatter by recursive halving, then all-gather by recursive doubling. The
-// reduce-scatter pairs by rising distance, as recursive doubling does, so both add in the same tree.
-void halving_doubling_steps(const Role& r, int rank, std::size_t count, std::vector<Hop>& out) {
-  const int k = log2_of(r.p2);
+// The block rank q keeps after the halving: at step i it keeps the lower half of its window when bit
+// i of q is 0, so q ends owning block bitrev(q).
+int halving_block(const Role& r) {
+  int lo = 0;
+  for (int i = 0; (1 << i) < r.p2; ++i) {
+    if ((r.q & (1 << i)) != 0) lo += r.p2 >> (i + 1);
+  }
+  return lo;
+}
+
+// Rabenseifner's reduce-scatter by recursive halving. It pairs by rising distance, as recursive
+// doubling does, so both add in the same tree.
+void halving_steps(const Role& r, int rank, std::size_t count, std::vector<Hop>& out) {
   int lo = 0;  // our block window is [lo, lo + width)
-  for (int i = 0; i < k; ++i) {
+  for (int i = 0; (1 << i) < r.p2; ++i) {
     const int d = 1 << i;
     const int half = r.p2 >> (i + 1);
     const int peer = real_rank(r, r.q ^ d);
@@ -101,8 +111,13 @@ void halving_doubling_steps(const Role& r, int rank, std::size_t count, std::vec
     out.push_back(h);
     lo = keep;
   }
-  // Rank q now owns block lo (q's bits reversed); the all-gather retraces the steps backwards.
-  for (int i = 0; i < k; ++i) {
+}
+
+// Rabenseifner's all-gather by recursive doubling: from block halving_block(q), the halving's steps
+// retraced backwards.
+void doubling_gather_steps(const Role& r, int rank, std::size_t count, std::vector<Hop>& out) {
+  int lo = halving_block(r);
+  for (int i = 0; (1 << i) < r.p2; ++i) {
     const int d = r.p2 >> (i + 1);
     const int width = 1 << i;
     const int peer = real_rank(r, r.q ^ d);
@@ -117,6 +132,17 @@ void halving_doubling_steps(const Role& r, int rank, std::size_t count, std::vec
   }
 }
 
+// The p2 ranks' steps of one collective (the extra ranks take no part in them).
+void core_steps(RecursiveKind kind, Collective what, const Role& r, int rank, std::size_t count,
+                std::vector<Hop>& out) {
+  if (kind == RecursiveKind::Doubling) {
+    doubling_steps(r, rank, count, out);
+    return;
+  }
+  if (what != Collective::AllGather) halving_steps(r, rank, count, out);
+  if (what != Collective::ReduceScatter) doubling_gather_steps(r, rank, count, out);
+}
+
 }  // namespace
 
 int recursive_steps(RecursiveKind kind, int size) {
@@ -126,53 +152,60 @@ int recursive_steps(RecursiveKind kind, int size) {
   return (kind == RecursiveKind::Doubling ? k : 2 * k) + (r.rem > 0 ? 2 : 0);
 }
 
-std::vector<Hop> recursive_hops(RecursiveKind kind, int rank, int size, std::size_t count) {
+ElemRange halving_owned(int rank, int size, std::size_t count) {
+  const Role r = role_of(rank, size);
+  if (r.q < 0) return {};
+  const int b = halving_block(r);
+  return blocks(count, r.p2, b, b + 1);
+}
+
+std::vector<Hop> recursive_hops(RecursiveKind kind, int rank, int size, std::size_t count, Collective what) {
   std::vector<Hop> out;
   if (size <= 1) return out;
+  if (what != Collective::Allreduce) kind = RecursiveKind::HalvingDoubling;  // Note [Shard handover]
   const Role r = role_of(rank, size);
   const Phases ph = phases_of(kind);
   const ElemRange all{0, count};
-  Hop fold;
-  fold.phase = ph.fold;
-  Hop unfold;
-  unfold.phase = ph.unfold;
-  if (r.q < 0) {
-    // Extra rank: hand our buffer over, take the result back.
-    fold.send = side(r.partner, all, 0, rank);
-    unfold.recv = side(r.partner, all, 0, r.partner);
-    out = {fold, unfold};
-    return out;
-  }
-  if (r.partner >= 0) {
-    fold.recv = side(r.partner, all, 0, r.partner);
-    fold.reduce = true;
-    fold.fuse =
-        true;  // rd's first exchange sends the whole buffer just added (rhd's sends a half: no fusion)
+  const bool scatter = what != Collective::AllGather;
+  const bool gather = what != Collective::ReduceScatter;
+  const auto natural = [size, count](int q) { return halving_owned(q, size, count); };
+  if (!scatter) handover_hops(rank, size, count, natural, false, out);
+  if (r.partner >= 0 && scatter) {
+    // An extra rank hands its buffer over; its partner adds it in.
+    Hop fold;
+    fold.phase = ph.fold;
+    if (r.q < 0) {
+      fold.send = side(r.partner, all, 0, rank);
+    } else {
+      fold.recv = side(r.partner, all, 0, r.partner);
+      fold.reduce = true;
+      fold.fuse = true;  // rd's first exchange sends the whole buffer just added (rhd's a half: no fusion)
+    }
     out.push_back(fold);
   }
-  if (kind == RecursiveKind::Doubling) {
-    doubling_steps(r, rank, count, out);
-  } else {
-    halving_doubling_steps(r, rank, count, out);
-  }
-  if (r.partner >= 0) {
-    unfold.send = side(r.partner, all, 0, rank);
+  if (r.q >= 0) core_steps(kind, what, r, rank, count, out);
+  if (r.partner >= 0 && gather) {
+    // The result back to the extra rank.
+    Hop unfold;
+    unfold.phase = ph.unfold;
+    if (r.q < 0) {
+      unfold.recv = side(r.partner, all, 0, r.partner);
+    } else {
+      unfold.send = side(r.partner, all, 0, rank);
+    }
     out.push_back(unfold);
   }
+  if (!gather) handover_hops(rank, size, count, natural, true, out);
   return out;
 }
 
 RecursiveAllreduce::RecursiveAllreduce(Transport& transport, Channel& channel, ReduceMemory& memory,
                                        RingOptions options, Profiler* profiler)
-    : t_(transport),
-      channel_(channel),
-      memory_(memory),
-      opt_(std::move(options)),
-      prof_(profiler),
-      hops_(transport, channel, memory, profiler) {
+    : t_(transport), opt_(std::move(options)), hops_(transport, channel, memory, profiler) {
   const std::string where = memory.space() == MemorySpace::Host ? "" : "device ";
-  names_[0] = where + "recursive doubling all-reduce";
-  names_[1] = where + "recursive halving-doubling all-reduce";
+  constexpr const char* kKinds[] = {"recursive doubling ", "recursive halving-doubling "};  // RecursiveKind
+  constexpr const char* kWhat[] = {"all-reduce", "reduce-scatter", "all-gather"};           // Collective
+  for (std::size_t i = 0; i < names_.size(); ++i) names_[i] = where + kKinds[i / 3] + kWhat[i % 3];
   check_channel_memory(where + "recursive all-reduce", channel, memory);
 }
 
@@ -183,22 +216,20 @@ void RecursiveAllreduce::allreduce_sum(RecursiveKind kind, float* data, std::siz
 
 void RecursiveAllreduce::allreduce_sum(RecursiveKind kind, float* data, std::size_t count,
                                        const MessageContext& id, std::size_t segment_bytes) {
+  run(kind, Collective::Allreduce, data, count, id, segment_bytes);
+}
+
+void RecursiveAllreduce::run(RecursiveKind kind, Collective what, float* data, std::size_t count,
+                             const MessageContext& id, std::size_t segment_bytes) {
   if (t_.size() == 1 || count == 0) return;
-  const std::string& name = names_[kind == RecursiveKind::Doubling ? 0 : 1];
+  if (what != Collective::Allreduce) kind = RecursiveKind::HalvingDoubling;  // Note [Shard handover]
+  const std::string& name = names_[static_cast<std::size_t>(kind) * 3 + static_cast<std::size_t>(what)];
   if (data == nullptr) throw RunError(name + ": null buffer");
-  const auto begin = prof_ != nullptr ? prof_->now() : Profiler::Clock::now();
-  if (plan_.empty() || plan_kind_ != kind || plan_count_ != count) {
-    plan_ = recursive_hops(kind, t_.rank(), t_.size(), count);
-    plan_kind_ = kind;
-    plan_count_ = count;
-    widest_ = 0;
-    for (const Hop& h : plan_) widest_ = std::max({widest_, h.send.range.count, h.recv.range.count});
-  }
-  hops_.begin(name, SegmentLayout(segment_bytes, widest_, channel_.overhead()), widest_, id, opt_.timeout,
-              opt_.tag);
-  memory_.wait_queued();  // the first sends read `data`: whatever produced it must be done
-  hops_.run_all(data, plan_);
-  if (prof_ != nullptr && prof_->tracing()) prof_->record("allreduce", Lane::Comm, begin, prof_->now());
+  const int rank = t_.rank();
+  const int size = t_.size();
+  hops_.run_plan({.kind = static_cast<int>(kind), .what = what, .count = count},
+                 [=] { return recursive_hops(kind, rank, size, count, what); }, data, id,
+                 {.name = &name, .segment_bytes = segment_bytes, .timeout = opt_.timeout, .tag = opt_.tag});
 }
 
 }  // namespace tt::comm

@@ -22,8 +22,9 @@
 // rank c on round the ring, so it agrees with them bit for bit only at P = 2 (one commutative add).
 //
 // Each message's context: phase = the algorithm's step kind (rd_fold, rd_exchange, rd_unfold,
-// rhd_fold, rhd_scatter_reduce, rhd_all_gather, rhd_unfold), hop = the step, chunk = the first block
-// of the range, origin = sender. Off-ring pairs are sealed on the sealed channel's pair streams.
+// rhd_fold, rhd_scatter_reduce, rhd_all_gather, rhd_unfold; shard_handover and shard_handback in the
+// halves), hop = the step, chunk = the first block of the range, origin = sender. Off-ring pairs are sealed
+// on the sealed channel's pair streams.
 #pragma once
 #include <array>
 #include <cstddef>
@@ -41,8 +42,13 @@ namespace tt::comm {
 
 enum class RecursiveKind { Doubling, HalvingDoubling };
 
-// The hops rank `rank` of `size` runs for a buffer of `count` floats, in order.
-std::vector<Hop> recursive_hops(RecursiveKind kind, int rank, int size, std::size_t count);
+// The hops rank `rank` of `size` runs for a buffer of `count` floats, in order: the all-reduce, or one
+// of its halves, which leave and take the ring's shard layout (Note [Shard handover],
+// shard_handover.h; rd's halves are rhd's).
+std::vector<Hop> recursive_hops(RecursiveKind kind, int rank, int size, std::size_t count,
+                                Collective what = Collective::Allreduce);
+// The block whose finished sum rank `rank` holds after the halving (empty for an extra rank).
+ElemRange halving_owned(int rank, int size, std::size_t count);
 
 // Sequential steps on the busiest rank: log2 p2 (rd) or 2 log2 p2 (rhd), plus 2 when P is not a power
 // of two (fold and unfold).
@@ -63,20 +69,18 @@ class RecursiveAllreduce {
   // The same in segments of `segment_bytes` for this call (0: whole ranges), every rank alike.
   void allreduce_sum(RecursiveKind kind, float* data, std::size_t count, const MessageContext& id,
                      std::size_t segment_bytes);
+  // The all-reduce (Collective::Allreduce) or one of its halves in the ring's shard layout (Note [Shard
+  // handover]): the reduce-scatter leaves this rank the finished sum of RingGeometry::owned() only,
+  // the all-gather sends that range to every rank. Contract as RingAllreduce's halves.
+  void run(RecursiveKind kind, Collective what, float* data, std::size_t count, const MessageContext& id,
+           std::size_t segment_bytes);
 
  private:
   Transport& t_;
-  Channel& channel_;
-  ReduceMemory& memory_;
   RingOptions opt_;
-  Profiler* prof_;
-  HopRunner hops_;
-  std::array<std::string, 2> names_;  // per kind, for errors: "recursive doubling all-reduce", ...
-  // The last call's plan, reused while the kind and count stay (a bucket's size is fixed for a run).
-  std::vector<Hop> plan_;
-  RecursiveKind plan_kind_ = RecursiveKind::Doubling;
-  std::size_t plan_count_ = 0;
-  std::size_t widest_ = 0;
+  HopRunner hops_;  // runs each call's plan, kept per kind, collective and count
+  // Per kind and collective, for errors: "recursive doubling all-reduce", ...
+  std::array<std::string, 6> names_;
 };
 
 }  // namespace tt::comm

@@ -47,21 +47,21 @@ void RingAllreduce::allreduce_sum(float* data, std::size_t count, const MessageC
 
 void RingAllreduce::allreduce_sum(float* data, std::size_t count, const MessageContext& id,
                                   std::size_t segment_bytes) {
-  run(data, count, id, segment_bytes, true, true);
+  run(Collective::Allreduce, data, count, id, segment_bytes);
 }
 
 void RingAllreduce::reduce_scatter_sum(float* data, std::size_t count, const MessageContext& id,
                                        std::size_t segment_bytes) {
-  run(data, count, id, segment_bytes, true, false);
+  run(Collective::ReduceScatter, data, count, id, segment_bytes);
 }
 
 void RingAllreduce::all_gather(float* data, std::size_t count, const MessageContext& id,
                                std::size_t segment_bytes) {
-  run(data, count, id, segment_bytes, false, true);
+  run(Collective::AllGather, data, count, id, segment_bytes);
 }
 
-void RingAllreduce::run(float* data, std::size_t count, const MessageContext& id, std::size_t segment_bytes,
-                        bool scatter, bool gather) {
+void RingAllreduce::run(Collective what, float* data, std::size_t count, const MessageContext& id,
+                        std::size_t segment_bytes) {
   if (t_.size() == 1 || count == 0) return;
   if (data == nullptr) throw RunError(name_ + ": null buffer");
   const auto begin = prof_ != nullptr ? prof_->now() : Profiler::Clock::now();
@@ -72,16 +72,14 @@ void RingAllreduce::run(float* data, std::size_t count, const MessageContext& id
   memory_->wait_queued();  // the first sends read `data`: whatever produced it must be done
   // Hops in order: scatter-reduce 0..P-2, then all-gather 0..P-2.
   plan_.clear();
+  const bool scatter = what != Collective::AllGather;
+  const bool gather = what != Collective::ReduceScatter;
   const auto p = static_cast<std::uint32_t>(t_.size());
   for (std::uint32_t s = 0; s + 1 < p && scatter; ++s) plan_.push_back(geo.scatter_reduce_hop(s));
   for (std::uint32_t s = 0; s + 1 < p && gather; ++s) plan_.push_back(geo.all_gather_hop(s));
   hops_.run_all(data, plan_);
-  if (prof_ != nullptr && prof_->tracing()) {
-    prof_->record(scatter && gather ? "allreduce"
-                  : scatter         ? "reduce-scatter"
-                                    : "all-gather",
-                  Lane::Comm, begin, prof_->now());
-  }
+  if (prof_ != nullptr && prof_->tracing())
+    prof_->record(collective_label(what), Lane::Comm, begin, prof_->now());
 }
 
 }  // namespace tt::comm

@@ -97,6 +97,9 @@ class RingAllreduce {
   void reduce_scatter_sum(float* data, std::size_t count, const MessageContext& id,
                           std::size_t segment_bytes);
   void all_gather(float* data, std::size_t count, const MessageContext& id, std::size_t segment_bytes);
+  // Any of the three: the scatter-reduce hops, the all-gather hops, or both (fused where they meet).
+  void run(Collective what, float* data, std::size_t count, const MessageContext& id,
+           std::size_t segment_bytes);
 
   const RingOptions& options() const { return opt_; }
   Channel& channel() { return *channel_; }
@@ -110,9 +113,6 @@ class RingAllreduce {
   ReduceMemory* memory_;
   RingOptions opt_;
   Profiler* prof_;
-  // Runs the scatter-reduce hops, the all-gather hops, or both (fused where they meet).
-  void run(float* data, std::size_t count, const MessageContext& id, std::size_t segment_bytes, bool scatter,
-           bool gather);
   HopRunner hops_;         // posting, sealing, checking, opening and adding each hop's messages
   std::string name_;       // "ring all-reduce", or "device ring all-reduce" on a GPU: errors say which
   std::vector<Hop> plan_;  // the current call's hops (capacity kept)

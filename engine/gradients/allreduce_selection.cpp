@@ -266,12 +266,8 @@ AlgoSelection::AlgoSelection(std::optional<comm::ReduceAlgo> request, CostModelS
 const comm::AlgoChoice& AlgoSelection::choice(int bucket, std::size_t count) {
   const auto it = buckets_.find(bucket);
   if (it != buckets_.end() && it->second.bytes == count * sizeof(float)) return it->second.choice;
-  Pick p{count * sizeof(float), comm::choose_algo(model_.model, ranks_, count, segment_bytes_, overhead_)};
-  if (!request_ && split_) {
-    // The ring at its cheaper segmentation, whatever rd or rhd would have cost.
-    p.choice.algo = comm::ReduceAlgo::Ring;
-    p.choice.segment_bytes = p.choice.segments_of[static_cast<std::size_t>(comm::ReduceAlgo::Ring)];
-  }
+  Pick p{count * sizeof(float),
+         comm::choose_algo(model_.model, ranks_, count, segment_bytes_, overhead_, split_)};
   if (request_) {
     // A fixed algorithm runs as asked: at the run's segments, priced there.
     const comm::ReduceAlgo algo = *request_;
@@ -279,8 +275,8 @@ const comm::AlgoChoice& AlgoSelection::choice(int bucket, std::size_t count) {
     p.choice.algo = algo;
     p.choice.segment_bytes = segment_bytes_;
     p.choice.segments_of[i] = segment_bytes_;
-    p.choice.predicted_us[i] = model_.model.predict_us(
-        comm::allreduce_work(algo, ranks_, count, segment_bytes_, model_.model.eager_bytes, overhead_));
+    p.choice.predicted_us[i] = model_.model.predict_us(comm::allreduce_work(
+        algo, ranks_, count, segment_bytes_, model_.model.eager_bytes, overhead_, /*node_ranks=*/0, split_));
   }
   return (buckets_[bucket] = p).choice;
 }
@@ -291,7 +287,7 @@ double AlgoSelection::predicted_us(int bucket, std::size_t count) {
 }
 
 std::string AlgoSelection::describe() const {
-  if (!request_ && split_) return "auto (cost model: the ring's segments per bucket, its halves run apart)";
+  if (!request_ && split_) return "auto (cost model: ring, rhd or hier per bucket, its halves run apart)";
   if (!request_) return "auto (cost model: ring, rd, rhd or hier per bucket)";
   return comm::reduce_algo_title(*request_);
 }

@@ -63,9 +63,10 @@ nlohmann::json cost_model_json(const comm::CostModel& m);
 // Per bucket: the algorithm and its segments, remembered the first time the bucket is seen (bucket
 // sizes are fixed for a run), and what the model predicted for each algorithm. A fixed request runs
 // at the run's segments; auto may cut a small bucket's messages to the transport's eager limit
-// (comm/allreduce/allreduce_cost.h). `split` (--shard): the bucket runs as the ring's reduce-scatter and
-// all-gather apart, and only the ring is split, so auto picks the ring's segmentation alone, priced as
-// the two halves (together the ring all-reduce's hops: allreduce_work's ring).
+// (comm/allreduce/allreduce_cost.h). `split` (--shard): the bucket runs as a reduce-scatter and an
+// all-gather apart, each algorithm's in the ring's shard layout (Note [Shard handover],
+// comm/allreduce/shard_handover.h), so every algorithm is priced as its two halves (allreduce_work's
+// split) and auto picks ring, rhd or hier per bucket (rd's halves are rhd's).
 class AlgoSelection {
  public:
   // overhead: the channel's wire bytes per message beyond the payload (header and tag when sealed).

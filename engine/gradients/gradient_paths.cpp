@@ -82,17 +82,16 @@ class HostPath final : public GradientPath {
     const comm::AlgoChoice& c = selection_->choice(bucket, n);
     algos_->allreduce_sum(c.algo, g, n, message_id(step, bucket), c.segment_bytes);
   }
-  // Only the ring is split (the run plan refuses --shard with rd or rhd; auto then picks the ring's
-  // segments alone: AlgoSelection's split).
-  bool shards() const override {
-    return selection_->request().value_or(comm::ReduceAlgo::Ring) == comm::ReduceAlgo::Ring;
-  }
+  // Every algorithm is split, each in the ring's shard layout (Note [Shard handover],
+  // comm/allreduce/shard_handover.h); auto prices the halves (AlgoSelection's split).
+  bool shards() const override { return true; }
   void reduce_scatter(float* g, std::size_t n, long step, int bucket) override {
-    algos_->ring().reduce_scatter_sum(g, n, message_id(step, bucket),
-                                      selection_->choice(bucket, n).segment_bytes);
+    const comm::AlgoChoice& c = selection_->choice(bucket, n);
+    algos_->reduce_scatter_sum(c.algo, g, n, message_id(step, bucket), c.segment_bytes);
   }
   void all_gather(float* x, std::size_t n, long step, int bucket) override {
-    algos_->ring().all_gather(x, n, message_id(step, bucket), selection_->choice(bucket, n).segment_bytes);
+    const comm::AlgoChoice& c = selection_->choice(bucket, n);
+    algos_->all_gather(c.algo, x, n, message_id(step, bucket), c.segment_bytes);
   }
   std::string describe() const override { return what_; }
   std::optional<SegmentPick> segment() const override { return segment_; }
@@ -151,17 +150,16 @@ void refuse_adversary(const PathRequest& r, std::vector<std::string>& out) {
         "mode with --tee cc or --tee-device-crypto off, so that the host really seals)");
 }
 
-// --shard splits our ring on host buffers into its reduce-scatter and all-gather; every row asks this.
+// --shard splits our algorithms on host buffers into their reduce-scatter and all-gather (ring, rd, rhd
+// and hier alike: Note [Shard handover], comm/allreduce/shard_handover.h); every row asks this.
 void refuse_shard(const PathRequest& r, std::vector<std::string>& out) {
   const ShardStage shard = r.parallel.shard;
   if (shard == ShardStage::None) return;
   const std::string what = std::string("--shard ") + name(shard);
   if (r.parallel.allreduce != AllreduceProvider::Ours)
-    out.push_back(what + " splits teetrain's ring into its reduce-scatter and all-gather; --allreduce " +
+    out.push_back(what +
+                  " splits teetrain's all-reduce into its reduce-scatter and all-gather; --allreduce " +
                   name(r.parallel.allreduce) + " has none: use --allreduce ring, or --shard none");
-  if (r.parallel.algo && *r.parallel.algo != comm::ReduceAlgo::Ring)
-    out.push_back(what + " runs on the ring's reduce-scatter and all-gather; --allreduce-algo " +
-                  comm::algo_name(r.parallel.algo) + " is not split: use --allreduce-algo ring or auto");
   // An emulated GPU's gradients are host buffers the ring reaches as it does DDP's (the platform's
   // channel, links and memory cost them); a real GPU's are not, and the device ring is not split.
   if (r.compute.platform() == DeviceKind::Cuda)

@@ -7,10 +7,12 @@
 // updates those parameters only, with AdamW state for them only, and the ring's all-gather of each
 // bucket of the parameters sends them to every rank. The layout is a function of the buckets (the
 // parameter table and --bucket-mb), the world size and the rank: all agreed inputs (the configuration
-// names --shard and --bucket-mb; engine/run/input_agreement.h), so every rank cuts the same shards. Every
-// element is summed by the same ring hops as DDP's all-reduce and updated by the same per-element
-// optimizer step, so a sharded run's parameters are DDP's bit for bit (with the ring; the gradient norm
-// is the one sum that spans shards: Note [Gradient norm order], ddp_reducer.h).
+// names --shard and --bucket-mb; engine/run/input_agreement.h), so every rank cuts the same shards. It is
+// the layout of every algorithm's halves, not only the ring's: rd, rhd and hier move their finished sums
+// to it (Note [Shard handover], comm/allreduce/shard_handover.h), so it depends on no bucket's choice of
+// algorithm. Every element is summed by the same hops as DDP's all-reduce with the same algorithm and
+// updated by the same per-element optimizer step, so a sharded run's parameters are DDP's bit for bit
+// (the gradient norm is the one sum that spans shards: Note [Gradient norm order], ddp_reducer.h).
 //
 // Checkpoints of a sharded run (--ckpt-layout, engine/checkpoint/checkpoint_manifest.h): sharded, each
 // rank saves its packed shard and the manifest records every rank's ranges from shard_ranges; whole, the

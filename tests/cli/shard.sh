@@ -6,8 +6,11 @@
 #  - the banner and `teetrain models --ranks P --shard S` say what each rank keeps;
 #  - --ckpt-layout whole checkpoints hold DDP's layout: saved sharded, resumed sharded or not (and the
 #    reverse), exactly; ZeRO-3's round trip in the sharded layout (the rest: shard_ckpt.sh);
-#  - a flipped or replayed reduce-scatter or all-gather message exits 3 on every rank;
-#  - --allreduce-algo auto with a shard runs the ring, at the segments the cost model picks;
+#  - rhd, rd and hier split as the ring is (Note [Shard handover]): DDP's parameters with the same
+#    algorithm, in every stage and mode;
+#  - a flipped or replayed reduce-scatter or all-gather message exits 3 on every rank, the ring's and
+#    rhd's (its handover too);
+#  - --allreduce-algo auto with a shard prices every algorithm's halves, and keeps DDP's bits;
 #  - --shard params (ZeRO-3): the same at P = 1..4 in every mode (gpt2-tiny; llama-tiny at P = 3), with and
 #    without prefetch, a checkpoint round trip, and a flipped or replayed block all-gather exits 3;
 #  - what sharding does not run on yet is refused with exit 2 naming what is supported (emulated GPUs:
@@ -51,15 +54,30 @@ grep -q "shard optimizer (ZeRO-1): rank 0 updates [0-9]* of 34688 parameters (it
   passes=$((passes + 1)) || { echo "FAIL: the banner's shard line"; cat "$WORK/zero1_3.log"; fails=$((fails + 1)); }
 grep -q '"shard": "gradients"' "$WORK/zero2_3.json" && passes=$((passes + 1)) ||
   { echo "FAIL: the summary's shard"; fails=$((fails + 1)); }
-# --allreduce-algo auto with a shard: the cost model picks the ring's segments (only the ring is split),
-# so the parameters are DDP's with the ring, and every bucket's pick is the ring.
+# Every algorithm split (Note [Shard handover]): rhd, rd (whose halves are rhd's, in the same tree) and
+# hier on two nodes of two give the parameters of DDP with the same algorithm, in every stage and mode
+# (P = 3: an extra rank and unequal shards; the comm tests take every algorithm at P = 2, 3, 4).
+ddp_rhd=$(train 3 ddp_rhd_3 --allreduce-algo rhd)
+expect_ne "$ddp_rhd" "$(json_field "$WORK/ddp_3.json" params_sha256)" "P=3: rhd sums in another order than the ring"
+expect_eq "$(train 3 zero2_rhd_cc --shard gradients --allreduce-algo rhd --tee cc)" "$ddp_rhd" \
+  "P=3 --shard gradients --allreduce-algo rhd --tee cc == DDP rhd off"
+expect_eq "$(train 3 zero3_rd_fast --shard params --allreduce-algo rd --tee fast)" "$ddp_rhd" \
+  "P=3 --shard params --allreduce-algo rd --tee fast == DDP rhd (rd's bits) off"
+hier=(--allreduce-algo hier --gpus-per-node 2)
+expect_eq "$(train 4 zero1_hier_cc --shard optimizer --tee cc "${hier[@]}")" "$(train 4 ddp_hier_4 "${hier[@]}")" \
+  "P=4 --shard optimizer --allreduce-algo hier --gpus-per-node 2 --tee cc == DDP hier off"
+
+# --allreduce-algo auto with a shard: the cost model prices each algorithm's halves (rhd's with its
+# handover rounds) and never picks rd (its halves are rhd's). gpt2-tiny's small buckets in cc at P = 3
+# are cheapest on the ring's 4 messages, so the parameters are DDP's with the ring.
 expect_eq "$(train 3 zero1_auto --shard optimizer --allreduce-algo auto --tee cc)" \
   "$(json_field "$WORK/ddp_3.json" params_sha256)" "P=3 --shard optimizer --allreduce-algo auto == DDP ring"
-check "auto with a shard picks the ring for every bucket" python3 - "$WORK/zero1_auto.json" <<'PY'
+check "auto with a shard prices rhd's halves and picks the ring for every bucket" python3 - "$WORK/zero1_auto.json" <<'PY'
 import json, sys
 sel = json.load(open(sys.argv[1]))["allreduce_selection"]
 assert sel["requested"] == "auto" and sel["buckets"], sel
-assert sel["counts"]["ring"] > 0 and sel["counts"]["rd"] == 0 and sel["counts"]["rhd"] == 0, sel["counts"]
+assert sel["counts"]["ring"] == len(sel["buckets"]) and sel["counts"]["rd"] == 0, sel["counts"]
+assert all(b["predicted_us"]["rhd"] > b["predicted_us"]["ring"] > 0 for b in sel["buckets"]), sel["buckets"]
 PY
 
 # ZeRO-3: every block gathered before its forward and backward and released after (Note [ZeRO-3 units
@@ -133,6 +151,20 @@ grep -q "phase scatter_reduce" "$WORK/attack_flip_2.log" && grep -q "bucket 1, p
   grep -q "bucket 1, phase all_gather" "$WORK/attack_replay_20.log" &&
   passes=$((passes + 1)) || { echo "FAIL: attacks on both halves"; grep -h INTEGRITY "$WORK"/attack_*.log; fails=$((fails + 1)); }
 
+# rhd's reduce-scatter on the attacked link from rank 1 (at P = 3 the extra rank's partner): its 1st
+# message is bucket 0's halving step to rank 2, its 2nd the handover of a finished sum to rank 2 (Note
+# [Shard handover]); flipped, or replaced by the 1st (replayed), it exits 3 on every rank.
+for attack in flip:2@1 replay:2@1; do
+  rc=0
+  "${MPI[@]}" -np 3 "$TT" "${base[@]}" --tee fast --shard gradients --allreduce-algo rhd --timeout 30 \
+    --adversary "$attack" >"$WORK/attack.log" 2>&1 || rc=$?
+  expect_eq "$rc" 3 "--shard gradients --allreduce-algo rhd --tee fast --adversary $attack: exit 3"
+  grep -qE "INTEGRITY FAILURE: .*bucket 0, phase shard_handover" "$WORK/attack.log" && passes=$((passes + 1)) ||
+    { echo "FAIL: $attack: not rhd's handover"; tail -5 "$WORK/attack.log"; fails=$((fails + 1)); }
+  [[ $(grep -cE "^teetrain: (rank [0-9]+: stopped|INTEGRITY FAILURE)" "$WORK/attack.log") -eq 3 ]] && passes=$((passes + 1)) ||
+    { echo "FAIL: $attack: not every rank stopped"; cat "$WORK/attack.log"; fails=$((fails + 1)); }
+done
+
 # ZeRO-3's block gathers: rank 0's 26th message at P = 3 is in step 2's forward, the all-gather of one of
 # the first block's buckets (labels 22..28: Note [ZeRO-3 units follow the buckets]); flipped or
 # replayed, it exits 3 on every rank.
@@ -157,7 +189,6 @@ expect_eq "$(gib --ranks 4 --shard params)" 0.52 "models --ranks 4 --shard param
 expect_exit 2 "--ranks: must be greater than 0" -- "$TT" models --ranks 0
 
 # Refused with exit 2, naming what runs.
-expect_exit 2 "--shard optimizer .*--allreduce-algo ring" -- "$TT" "${base[@]}" --shard optimizer --allreduce-algo rd
 expect_exit 2 "--shard gradients .*--allreduce ring" -- "$TT" "${base[@]}" --shard gradients --allreduce mpi
 expect_exit 2 "--shard optimizer runs on host gradients" -- "$TT" "${base[@]}" --shard optimizer --device cuda
 finish

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <mutex>
+#include <random>
 #include <string>
 
 #include "base/error.h"
@@ -201,6 +202,61 @@ TEST(InprocRing, ReduceScatterThenAllGatherIsTheAllreduce) {
             if (i < own.offset || i >= own.offset + own.count) split[i] = -1.0f;
           ring.all_gather(split.data(), n, MessageContext{.step = 3}, 40);
           EXPECT_EQ(split, whole) << "P=" << p << " n=" << n << " " << all_gather_mode_name(mode);
+        }
+      }));
+    }
+  }
+}
+
+// Values whose sums depend on the order of the adds, different on every rank.
+std::vector<float> awkward_buffer(std::size_t n, int rank) {
+  std::mt19937 rng(static_cast<unsigned>(rank) * 7919u + static_cast<unsigned>(n));
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng) * (rng() % 2 == 0 ? 1e-3f : 1e3f);
+  return v;
+}
+
+// Note [Shard handover] (comm/allreduce/shard_handover.h): every algorithm's reduce-scatter leaves rank r
+// the sum of its ring chunk with that algorithm's all-reduce bits, and any algorithm's all-gather of the
+// ring chunks rebuilds the buffer; at P = 2, 3 (unequal shards, an extra rank) and 4 (hier on two nodes
+// of two), plain and sealed, whole ranges and segments, for counts with empty chunks.
+TEST(InprocAlgo, HalvesKeepTheRingShardLayoutAndTheAlgorithmsBits) {
+  for (int p = 2; p <= 4; ++p) {
+    for (const bool sealed : {false, true}) {
+      InprocWorld world(p);
+      expect_no_errors(world.run([&](Transport& t) {
+        ChecksumChannel check;
+        PlainChannel plain;
+        HostReduceMemory memory;
+        Allreducer all(t, sealed ? static_cast<Channel&>(check) : plain, memory,
+                       RingOptions{.segment_bytes = 40,
+                                   .timeout = std::chrono::milliseconds{0},
+                                   .all_gather = AllGatherMode::PerHop,
+                                   .tag = tags::kRing,
+                                   .node_ranks = p == 4 ? 2 : 0});
+        std::uint64_t step = 0;
+        for (std::size_t a = 0; a < kReduceAlgos.size(); ++a) {
+          const ReduceAlgo algo = kReduceAlgos[a];
+          const ReduceAlgo gather_algo = kReduceAlgos[(a + 1) % kReduceAlgos.size()];
+          for (std::size_t n : {std::size_t{2}, std::size_t{31}, std::size_t{1001}}) {
+            for (std::size_t seg : {std::size_t{0}, std::size_t{40}}) {
+              const std::string what = std::string(enum_name(algo)) + " P=" + std::to_string(p) +
+                                       " n=" + std::to_string(n) + " seg=" + std::to_string(seg) +
+                                       (sealed ? " sealed" : " plain");
+              auto whole = awkward_buffer(n, t.rank());
+              all.allreduce_sum(algo, whole.data(), n, MessageContext{.step = ++step}, seg);
+              auto split = awkward_buffer(n, t.rank());
+              all.reduce_scatter_sum(algo, split.data(), n, MessageContext{.step = ++step}, seg);
+              const ElemRange own = RingGeometry::owned_chunk(t.rank(), p, n);
+              for (std::size_t i = own.offset; i < own.offset + own.count; ++i)
+                ASSERT_EQ(split[i], whole[i]) << what << " rank " << t.rank() << " element " << i;
+              for (std::size_t i = 0; i < n; ++i)
+                if (i < own.offset || i >= own.offset + own.count) split[i] = -1.0f;
+              all.all_gather(gather_algo, split.data(), n, MessageContext{.step = ++step}, seg);
+              ASSERT_EQ(split, whole) << what << ", gathered by " << enum_name(gather_algo);
+            }
+          }
         }
       }));
     }

@@ -60,6 +60,31 @@ TEST(AllreduceCost, PicksTheCheapestAndTiesKeepTheRing) {
   EXPECT_EQ(comm::choose_algo(sealed, 4, mid, 0).algo, ReduceAlgo::Rd);
 }
 
+// --shard (Note [Shard handover], comm/allreduce/shard_handover.h): each algorithm is priced as its two
+// halves. The ring's are its all-reduce's hops; rhd's add the handover rounds (at P = 4 the busiest rank,
+// rank 0, sends its quarter and receives its ring chunk in two rounds, and the same back); rd's halves
+// are rhd's, so auto never picks rd, and a latency-bound bucket goes to rhd.
+TEST(AllreduceCost, SplitPricesTheHalvesWithTheirHandover) {
+  const std::size_t n = 4096;
+  const auto ring = comm::allreduce_work(ReduceAlgo::Ring, 4, n, 0, 0, 0, 0, true);
+  EXPECT_EQ(ring.messages, comm::allreduce_work(ReduceAlgo::Ring, 4, n, 0).messages);
+  EXPECT_EQ(ring.wire_bytes, comm::allreduce_work(ReduceAlgo::Ring, 4, n, 0).wire_bytes);
+  const auto rhd = comm::allreduce_work(ReduceAlgo::Rhd, 4, n, 0, 0, 0, 0, true);
+  EXPECT_EQ(rhd.messages, 4 + 2 + 2);  // 2 log2 P, two handover and two handback rounds
+  EXPECT_EQ(rhd.wire_bytes, 2.0 * (2048 + 1024) * 4 + 4.0 * 1024 * 4);  // a quarter in each
+  const auto rd = comm::allreduce_work(ReduceAlgo::Rd, 4, n, 0, 0, 0, 0, true);
+  EXPECT_EQ(rd.messages, rhd.messages);
+  EXPECT_EQ(rd.wire_bytes, rhd.wire_bytes);
+  const comm::CostModel latency{.message_us = 50, .wire_ns_per_byte = 0.1, .reduce_ns_per_byte = 0.1};
+  EXPECT_EQ(comm::choose_algo(latency, 8, 256, 0).algo, ReduceAlgo::Rd);
+  const comm::AlgoChoice split = comm::choose_algo(latency, 8, 256, 0, 0, true);
+  EXPECT_EQ(split.algo, ReduceAlgo::Rhd);
+  EXPECT_EQ(split.predicted_us[static_cast<std::size_t>(ReduceAlgo::Rd)],
+            split.predicted_us[static_cast<std::size_t>(ReduceAlgo::Rhd)]);
+  AlgoSelection sel(std::nullopt, {latency, "test"}, 8, 0, 0, /*split=*/true);
+  EXPECT_EQ(sel.pick(0, 256), ReduceAlgo::Rhd);
+}
+
 TEST(AllreduceCost, FitRecoversKnownCoefficients) {
   const comm::CostModel truth{.message_us = 12, .wire_ns_per_byte = 0.4, .reduce_ns_per_byte = 0.15};
   std::vector<comm::CostSample> samples;

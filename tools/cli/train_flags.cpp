@@ -152,8 +152,9 @@ void add_parallel_options(CLI::App* cmd, TrainOptions& o) {
       "2 log2 P steps, the ring's bytes); hier (hierarchical, on --gpus-per-node's nodes: ring "
       "reduce-scatter inside each node, ring all-reduce of each shard between nodes, ring all-gather "
       "inside; the ring itself on one node); auto (per bucket, the cheapest by the cost model for the "
-      "TEE mode: --allreduce-cost, else defaults). rd, rhd and hier on several nodes add in another "
-      "order than the ring: other parameter bits at P >= 3 (docs/design.md section 5)");
+      "TEE mode: --allreduce-cost, else defaults; under --shard priced as reduce-scatter and "
+      "all-gather). rd, rhd and hier on several nodes add in another order than the ring: other "
+      "parameter bits at P >= 3 (docs/design.md section 5). Every one is split under --shard");
   dp->add_option(
       "--allreduce-cost", o.parallel.cost,
       "Cost model for --allreduce-algo auto: a calibration FILE written by `teetrain bench allreduce "
@@ -170,9 +171,10 @@ void add_parallel_options(CLI::App* cmd, TrainOptions& o) {
       "all-gathered after the step); gradients (ZeRO-2: also only its shard of the averaged "
       "gradients); params (ZeRO-3: also only its shard of the parameters between their uses, each "
       "transformer block all-gathered before its forward and again before its backward, "
-      "released after). The ring on host gradients only (--device cpu, --allreduce-algo ring or auto; "
-      "real compute, or --compute emulate's virtual time); with real compute the same "
-      "parameters as none, bit for bit. An emulated GPU refuses a rank that needs more than its memory");
+      "released after). Any --allreduce-algo, on host gradients only (--device cpu: real compute, "
+      "or --compute emulate's virtual time); with real compute the same parameters as none with the "
+      "same --allreduce-algo, bit for bit. An emulated GPU refuses a rank that needs more than its "
+      "memory");
   add_on_off_option(dp, "--prefetch", o.parallel.prefetch,
                     "--shard params: all-gather the next block's parameters while this block computes");
   dp->add_option("--segment-kb", o.parallel.segment_kb,
