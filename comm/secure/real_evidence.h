@@ -101,11 +101,20 @@ struct RealVerdict {
   explicit operator bool() const { return ok; }
 };
 
+// One file of collateral a verifier judges evidence with (Note [Collateral in the agreed inputs],
+// engine/keys/real_attestation.cpp).
+struct CollateralDigest {
+  std::string kind;    // "TCB info", "QE identity", "collateral chain", "evidence CRL 1", "GPU RIM 2", ...
+  std::string file;    // the path as given, printable
+  std::string sha256;  // of the file's bytes (hex)
+};
+
 // What the banner, the summary and the ranks' agreement record of a verifier.
 struct RealVerifierFacts {
   bool test_roots = false;    // evidence under a test vendor's roots is accepted (--allow-test-roots)
   std::string policy_digest;  // SHA-256 (hex) of the policy's canonical text; "" without a policy
   std::size_t crls = 0;       // revocation lists given
+  std::vector<CollateralDigest> collateral;  // every collateral file, in the table's order
 };
 
 // The verifier's half: the vendors' checks (the code verify-evidence runs) and the verifier policy.

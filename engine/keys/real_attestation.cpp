@@ -44,6 +44,62 @@ std::vector<tee::Certificate> vcek_chain(const std::vector<std::uint8_t>& bytes)
   return {tee::Certificate::from_der(bytes)};
 }
 
+// --gpu-rims DIR: every regular file in it, sorted; none without the flag. InputError when DIR is not a
+// directory of files.
+std::vector<std::string> rim_files(const std::string& dir) {
+  std::vector<std::string> files;
+  if (dir.empty()) return files;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+    if (entry.is_regular_file()) files.push_back(entry.path().string());
+  if (ec || files.empty())
+    throw InputError("--gpu-rims '" + dir +
+                     "': not a directory of RIM files; fetch the driver's and the VBIOS's RIMs from "
+                     "NVIDIA's RIM service (docs/confidential-vms.md)");
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Note [Collateral in the agreed inputs]: ranks that verify their peers with different collateral (another
+// TCB info, QE identity, issuer chain, revocation list or RIM) would each admit what another refuses, and
+// none would know. So every file a verifier judges evidence with is a row here, and each file's SHA-256
+// joins the ranks' agreed inputs (engine/run/input_agreement.h: InputKind::Collateral, in round one,
+// before any key is released): a rank whose collateral differs stops every rank, naming the kind of file.
+// The bytes are compared, not the paths (each rank may keep its copy elsewhere). A new kind of collateral
+// is one more row; `numbered` rows take a list and name each file by its place in it ("evidence CRL 2").
+struct CollateralSource {
+  const char* kind;
+  bool numbered;
+  std::vector<std::string> (*files)(const RealAttestationOptions& o);
+};
+std::vector<std::string> one(const std::string& path) {
+  return path.empty() ? std::vector<std::string>{} : std::vector<std::string>{path};
+}
+constexpr CollateralSource kCollateralSources[] = {
+    {"QE identity", false, [](const RealAttestationOptions& o) { return one(o.qe_identity); }},
+    {"TCB info", false, [](const RealAttestationOptions& o) { return one(o.tcb_info); }},
+    {"collateral chain", false, [](const RealAttestationOptions& o) { return one(o.collateral_chain); }},
+    {"evidence CRL", true, [](const RealAttestationOptions& o) { return o.crls; }},
+    {"GPU RIM", true, [](const RealAttestationOptions& o) { return rim_files(o.gpu_rims); }},
+    {"GPU RIM CRL", true, [](const RealAttestationOptions& o) { return ev::rim_crl_files(o.gpu_rim_crls); }},
+};
+// Collateral files are a few KiB to a few MiB (NVIDIA's revocation lists are the largest).
+constexpr std::uint64_t kMaxCollateralFileBytes = std::uint64_t{64} << 20;
+
+std::vector<comm::CollateralDigest> collateral_digests(const RealAttestationOptions& o) {
+  std::vector<comm::CollateralDigest> out;
+  for (const CollateralSource& source : kCollateralSources) {
+    const std::vector<std::string> files = source.files(o);
+    for (std::size_t i = 0; i < files.size(); ++i)
+      out.push_back(
+          {.kind = source.numbered ? std::string(source.kind) + " " + std::to_string(i + 1) : source.kind,
+           .file = tee::printable_path(files[i]),
+           .sha256 = tee::to_hex(
+               tee::sha256(tee::read_regular_file(files[i], source.kind, kMaxCollateralFileBytes)))});
+  }
+  return out;
+}
+
 // --gpu-rims: NVIDIA's RIMs, each signature checked once under the RIM root, then the same checks as
 // verify-evidence's --rim for every GPU (tee/evidence/nvidia_verify.h).
 struct GpuRims {
@@ -54,17 +110,7 @@ struct GpuRims {
 
   static GpuRims load(const std::string& dir, const tee::Certificate& rim_root, const ev::RimCrls& crls) {
     GpuRims out{.dir = dir, .rims = {}, .signatures = {}, .revocation = ""};
-    if (dir.empty()) return out;
-    std::vector<std::filesystem::path> files;
-    std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
-      if (entry.is_regular_file()) files.push_back(entry.path());
-    if (ec || files.empty())
-      throw InputError("--gpu-rims '" + dir +
-                       "': not a directory of RIM files; fetch the driver's and the VBIOS's RIMs from "
-                       "NVIDIA's RIM service (docs/confidential-vms.md)");
-    std::sort(files.begin(), files.end());
-    for (const std::filesystem::path& f : files) {
+    for (const std::string& f : rim_files(dir)) {
       out.rims.push_back(ev::load_rim(f));
       out.signatures.push_back(ev::check_rim_signature(out.rims.back(), rim_root, std::nullopt, crls));
     }
@@ -95,7 +141,8 @@ class VendorVerifier final : public comm::RealEvidenceVerifier {
  public:
   VendorVerifier(ev::EvidenceRoots roots, ev::TestRoots allowed, std::vector<std::string> crl_paths,
                  std::vector<std::shared_ptr<X509_crl_st>> crls, tee::StaleCrl stale_crl,
-                 std::optional<ev::EvidencePolicy> policy, ev::IntelCollateral collateral, GpuRims rims)
+                 std::optional<ev::EvidencePolicy> policy, ev::IntelCollateral collateral, GpuRims rims,
+                 std::vector<comm::CollateralDigest> files)
       : roots_(std::move(roots)),
         allowed_(allowed),
         crl_paths_(std::move(crl_paths)),
@@ -103,7 +150,8 @@ class VendorVerifier final : public comm::RealEvidenceVerifier {
         stale_crl_(stale_crl),
         policy_(std::move(policy)),
         collateral_(std::move(collateral)),
-        rims_(std::move(rims)) {}
+        rims_(std::move(rims)),
+        files_(std::move(files)) {}
 
   comm::RealVerdict verify(const comm::RealAttestationKind& kind, const comm::RealEvidence& e,
                            const tee::Sha256Digest& challenge) const override {
@@ -140,7 +188,8 @@ class VendorVerifier final : public comm::RealEvidenceVerifier {
   comm::RealVerifierFacts facts() const override {
     return {.test_roots = roots_.test,
             .policy_digest = policy_ ? tee::to_hex(ev::policy_digest(*policy_)) : "",
-            .crls = crls_.size()};
+            .crls = crls_.size(),
+            .collateral = files_};
   }
 
  private:
@@ -241,6 +290,7 @@ class VendorVerifier final : public comm::RealEvidenceVerifier {
   std::optional<ev::EvidencePolicy> policy_;
   ev::IntelCollateral collateral_;
   GpuRims rims_;
+  std::vector<comm::CollateralDigest> files_;  // Note [Collateral in the agreed inputs]
 };
 
 class HardwareProver final : public comm::RealEvidenceProver {
@@ -296,7 +346,7 @@ std::shared_ptr<const comm::RealEvidenceVerifier> make_real_verifier(const RealA
   return std::make_shared<const VendorVerifier>(
       std::move(roots), o.allow_test_roots ? ev::TestRoots::Allow : ev::TestRoots::Refuse, o.crls,
       std::move(crls), o.allow_expired_collateral ? tee::StaleCrl::Accept : tee::StaleCrl::Refuse,
-      std::move(policy), std::move(collateral), std::move(rims));
+      std::move(policy), std::move(collateral), std::move(rims), collateral_digests(o));
 }
 
 comm::RealAttestation make_real_attestation(const comm::RealAttestationKind& kind,

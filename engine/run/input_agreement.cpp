@@ -45,6 +45,7 @@ constexpr KindInfo kKinds[] = {
     {InputKind::Checkpoint, "checkpoint", "checkpoint", false, 3, {"lineage", "step", "manifest sha256"}},
     {InputKind::Setting, "", "settings", true, 1, {"value"}},
     {InputKind::AttestationRecord, "attestation record", "attestation_record", false, 1, {"sha256"}},
+    {InputKind::Collateral, "collateral", "collateral", true, 1, {"sha256"}},
 };
 
 // Each setting's name in records and messages: the flag that gives it, or what it is.
@@ -373,6 +374,7 @@ void add_policy(InputRecord& r, const tee::VerifierPolicy& policy) {
 void add_real_attestation(InputRecord& r, const comm::RealVerifierFacts& facts) {
   r.add(InputKind::TrustRoot, "", {facts.test_roots ? "test roots" : "vendor roots"});
   r.add(InputKind::VerifierPolicy, "", {facts.policy_digest.empty() ? "none" : facts.policy_digest});
+  for (const comm::CollateralDigest& c : facts.collateral) r.add(InputKind::Collateral, c.kind, {c.sha256});
 }
 
 void add_attestation_record(InputRecord& r, const std::string& sha256) {

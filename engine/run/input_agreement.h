@@ -11,6 +11,10 @@
 //                     --attestation-policy or "none" (add_real_attestation)
 //   attestation record  with --attestation tdx|snp[+gpu]: SHA-256 of the table of every rank's
 //                     verified measurements (Note [Attestation record], engine/keys/attestation_record.h)
+//   collateral        with --attestation tdx|snp[+gpu]: per file its verifier judges evidence with (the
+//                     QE identity, TCB info, their issuer chain, each --evidence-crl, each GPU RIM), the
+//                     SHA-256 of its bytes, named by its kind ("TCB info", "evidence CRL 2"; Note
+//                     [Collateral in the agreed inputs], engine/keys/real_attestation.cpp)
 //   keys              fingerprints (tee::SecretBytes::fingerprint: a hash, never the key) of the
 //                     session group key, the dataset key and the checkpoint key
 //   dataset split     per split: manifest SHA-256 and dataset id (data/dataset_binding.h), the SHA-256
@@ -35,7 +39,8 @@
 // Note [Agreed inputs]: the agreement runs twice, with the same record type and the same comparison.
 // Round one, right after the attested handshake and before rank 0 releases the dataset and
 // checkpoint keys, holds what is known then: configuration, trust root, revocation list and verifier
-// policy, so a rank whose peers were admitted under another root or policy never receives the keys;
+// policy (with real evidence, its collateral too: Note [Collateral in the agreed inputs]), so a rank
+// whose peers were admitted under another root or policy never receives the keys;
 // and every setting that decides which messages follow: whether the data is sealed (a dataset key is
 // released or not), whether the rank resumes (a checkpoint key is released or not; the parameters are
 // read from the checkpoint or broadcast from rank 0), the adversary on the links, and whether the rank
@@ -97,6 +102,7 @@ enum class InputKind : std::uint8_t {
   Checkpoint = 7,
   Setting = 8,
   AttestationRecord = 9,
+  Collateral = 10,
 };
 
 // The settings a record may hold (InputKind::Setting), each under the name messages give it.
@@ -166,7 +172,8 @@ void add_configuration(InputRecord& r, const std::string& config_text);
 void add_trust(InputRecord& r, const tee::TrustAnchor& anchor);
 void add_policy(InputRecord& r, const tee::VerifierPolicy& policy);
 // Real attestation (--attestation tdx|snp[+gpu]): the roots its verifier trusts ("vendor roots" or
-// "test roots") as the trust root, and its evidence policy's digest ("none" without one) as the policy.
+// "test roots") as the trust root, its evidence policy's digest ("none" without one) as the policy, and
+// each collateral file's digest (Note [Collateral in the agreed inputs]).
 void add_real_attestation(InputRecord& r, const comm::RealVerifierFacts& facts);
 // The digest of every rank's verified measurements (Note [Attestation record]).
 void add_attestation_record(InputRecord& r, const std::string& sha256);

@@ -32,6 +32,15 @@ std::string tee_label(const TeeOptions& o, const TeeSwitches& ts) {
          (ts.device_crypto ? ", gradients sealed on the GPU" : "") + ")";
 }
 
+// Every collateral file the verifier read, as the agreed inputs hold it (Note [Collateral in the agreed
+// inputs]): [{"kind": "TCB info", "file": .., "sha256": ..}, ..].
+nlohmann::json collateral_json(const std::vector<comm::CollateralDigest>& files) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const comm::CollateralDigest& f : files)
+    out.push_back({{"kind", f.kind}, {"file", f.file}, {"sha256", f.sha256}});
+  return out;
+}
+
 // The summary's "attestation" object (null with TEE off): how the peers were authenticated, whether
 // revoked devices were refused, and a warning when either is not so.
 nlohmann::json attestation_json(const std::optional<comm::AttestConfig>& attest,
@@ -57,6 +66,7 @@ nlohmann::json attestation_json(const std::optional<comm::AttestConfig>& attest,
                      {"policy_sha256", facts.policy_digest.empty() ? nlohmann::json(nullptr)
                                                                    : nlohmann::json(facts.policy_digest)},
                      {"revocation_lists", facts.crls},
+                     {"collateral", collateral_json(facts.collateral)},
                      {"record_sha256", record ? nlohmann::json(record->sha256) : nlohmann::json(nullptr)},
                      {"ranks", record ? record->to_json() : nlohmann::json::array()}};
   }

@@ -102,6 +102,8 @@ const char* check_name(Check check) {
       return "QE identity";
     case Check::TcbStatus:
       return "TCB status";
+    case Check::TdxModule:
+      return "TDX module";
   }
   return "?";
 }

@@ -38,11 +38,12 @@ enum class Check {
   Collateral,      // TDX: Intel's QE identity is signed under the root and current (tdx_collateral.h)
   QeIdentity,      // TDX: the quoting enclave is the one Intel's QE identity names, at an UpToDate TCB
   TcbStatus,       // TDX: Intel's TCB info for the platform's FMSPC puts it at an accepted TCB level
+  TdxModule,       // TDX: MRSIGNERSEAM and SEAMATTRIBUTES are the TCB info's TDX module's
 };
 
 // "certificate chain", "signature", "nonce", "RIM signature", "RIM version", "measurements",
 // "QE report", "attestation key", "chip id", "reported TCB", "trust roots", "collateral", "QE identity",
-// "TCB status".
+// "TCB status", "TDX module".
 const char* check_name(Check check);
 
 struct CheckOutcome {

@@ -67,6 +67,8 @@ struct RimCrls {
 // Each of `files_or_dirs` a revocation list (PEM or DER), or a directory whose regular files are all
 // lists (in name order). InputError naming --gpu-rim-crl and the file otherwise.
 RimCrls load_rim_crls(const std::vector<std::string>& files_or_dirs, StaleCrl stale);
+// The list files that names: each directory expanded to its regular files in name order.
+std::vector<std::string> rim_crl_files(const std::vector<std::string>& files_or_dirs);
 
 // The signing chain alone (verify_rim_signature's first step; rim_revocation.cpp).
 ChainVerdict verify_rim_chain(const Rim& rim, const Certificate& rim_root,

@@ -65,24 +65,30 @@ void add_list_file(const std::filesystem::path& path, RimCrls& out) {
 
 }  // namespace
 
-RimCrls load_rim_crls(const std::vector<std::string>& files_or_dirs, StaleCrl stale) {
-  RimCrls out{.paths = {}, .crls = {}, .stale = stale};
+std::vector<std::string> rim_crl_files(const std::vector<std::string>& files_or_dirs) {
+  std::vector<std::string> out;
   for (const std::string& given : files_or_dirs) {
     std::error_code ec;
     if (!std::filesystem::is_directory(given, ec)) {
-      add_list_file(given, out);
+      out.push_back(given);
       continue;
     }
-    std::vector<std::filesystem::path> files;
+    std::vector<std::string> files;
     for (const auto& entry : std::filesystem::directory_iterator(given, ec))
-      if (entry.is_regular_file()) files.push_back(entry.path());
+      if (entry.is_regular_file()) files.push_back(entry.path().string());
     if (ec || files.empty())
       throw InputError("--gpu-rim-crl '" + printable_path(given) +
                        "': a directory without revocation lists; fetch NVIDIA's RIM CRLs "
                        "(docs/confidential-vms.md, \"RIM revocation lists\")");
     std::sort(files.begin(), files.end());
-    for (const std::filesystem::path& f : files) add_list_file(f, out);
+    out.insert(out.end(), files.begin(), files.end());
   }
+  return out;
+}
+
+RimCrls load_rim_crls(const std::vector<std::string>& files_or_dirs, StaleCrl stale) {
+  RimCrls out{.paths = {}, .crls = {}, .stale = stale};
+  for (const std::string& file : rim_crl_files(files_or_dirs)) add_list_file(file, out);
   return out;
 }
 

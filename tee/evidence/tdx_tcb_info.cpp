@@ -143,7 +143,8 @@ bool reaches(ByteView have, ByteView level, std::size_t from) {
   return true;
 }
 
-CheckOutcome check_status(const TcbInfo& info, const TdxQuote& quote, TcbStatus lowest_accepted) {
+CheckOutcome check_status(const TcbInfo& info, const TdxQuote& quote, TcbStatus lowest_accepted,
+                          const TdxModuleMatch& module) {
   PckTcb pck;
   try {
     pck = read_pck_tcb(quote.pck_chain.front());
@@ -160,15 +161,19 @@ CheckOutcome check_status(const TcbInfo& info, const TdxQuote& quote, TcbStatus 
     return {Check::TcbStatus, false,
             "the platform (SGX TCB " + to_hex(pck.sgx) + ", PCESVN " + std::to_string(pck.pcesvn) +
                 ", TEE_TCB_SVN " + to_hex(svn) + ") is below every TCB level of FMSPC " + to_hex(info.fmspc)};
-  const bool ok = level->status != TcbStatus::Revoked && level->status <= lowest_accepted;
-  return {
-      Check::TcbStatus, ok,
-      std::string("FMSPC ") + to_hex(info.fmspc) + ", TCB level of " + level->tcb_date + ": " +
-          tcb_status_name(level->status) +
-          (ok ? ""
-              : std::string(" (refused: the lowest status accepted is ") + tcb_status_name(lowest_accepted) +
-                    (level->status == TcbStatus::Revoked ? "; Revoked never is)" : ")")) +
-          (svn[1] != 0 ? "; the TDX module's identity NOT checked" : "")};
+  const TcbStatus status = module.status ? combine_with_module(level->status, *module.status) : level->status;
+  const bool ok = status != TcbStatus::Revoked && status <= lowest_accepted;
+  const std::string combined =
+      status != level->status ? std::string(", combined with the TDX module's: ") + tcb_status_name(status)
+                              : "";
+  const std::string refusal = ok ? ""
+                                 : std::string(" (refused: the lowest status accepted is ") +
+                                       tcb_status_name(lowest_accepted) +
+                                       (status == TcbStatus::Revoked ? "; Revoked never is)" : ")");
+  return {Check::TcbStatus, ok,
+          std::string("FMSPC ") + to_hex(info.fmspc) + ", TCB level of " + level->tcb_date + ": " +
+              tcb_status_name(level->status) + combined + refusal +
+              (module.said.empty() ? "" : "; TDX module: " + module.said)};
 }
 
 }  // namespace
@@ -197,13 +202,16 @@ TcbInfo parse_tcb_info(std::string_view json, const std::string& where) {
                      "tdx/certification/v4/tcb, not sgx/");
   TcbInfo info{.signed_part = read_signed_collateral(json, doc, "tcbInfo", "TCB info", where),
                .fmspc = {},
-               .levels = {}};
+               .levels = {},
+               .tdx_module = {},
+               .module_identities = std::nullopt};
   const std::vector<std::uint8_t> fmspc = collateral_hex_field(body, "fmspc", 6, what);
   std::copy(fmspc.begin(), fmspc.end(), info.fmspc.begin());
   const auto levels = body.find("tcbLevels");
   if (levels == body.end() || !levels->is_array() || levels->empty() || levels->size() > 256)
     throw InputError(what + ": \"tcbLevels\" is not a list of 1 to 256 levels");
   for (const Json& l : *levels) info.levels.push_back(read_level(l, what));
+  read_tdx_modules(body, what, info);
   return info;
 }
 
@@ -236,7 +244,7 @@ PckTcb read_pck_tcb(const Certificate& pck_leaf) {
 
 const TcbLevel* select_tcb_level(const TcbInfo& info, const PckTcb& pck, ByteView tee_tcb_svn) {
   // Bytes 0 and 1 of TEE_TCB_SVN are the TDX module's version when byte 1 (its major version) is set:
-  // Intel's library then compares from byte 2.
+  // Intel's library then compares from byte 2 (Note [TDX module identity]).
   const std::size_t from = tee_tcb_svn[1] != 0 ? 2 : 0;
   for (const TcbLevel& level : info.levels)
     if (reaches(pck.sgx, level.sgx, 0) && pck.pcesvn >= level.pcesvn && reaches(tee_tcb_svn, level.tdx, from))
@@ -248,8 +256,9 @@ std::vector<CheckOutcome> verify_tcb_info(const TcbInfo& info, const std::vector
                                           const TdxQuote& quote, const Certificate& intel_root,
                                           std::optional<std::int64_t> at_unix_time, StaleCollateral stale,
                                           TcbStatus lowest_accepted) {
+  const TdxModuleMatch module = check_tdx_module(info, quote);
   return {check_signed_collateral(info.signed_part, issuer_chain, intel_root, at_unix_time, stale),
-          check_status(info, quote, lowest_accepted)};
+          module.outcome, check_status(info, quote, lowest_accepted, module)};
 }
 
 }  // namespace tt::tee::evidence

@@ -89,7 +89,8 @@ expect_ne() {
 # FAKE_NVML (the NVML stand-in's directory, tests/cli/fake_nvml.cpp) and VENDOR (tt_test_vendor) set.
 # attestation_setup: the test vendor's roots in $R, the corpus sealed under $WORK/k.key in
 # $WORK/sealed/tiny, and $WORK/rank.sh, which mpirun runs as each rank: its NVML stand-in writes that
-# rank's report files, and rank 1's GPU reports measurement block OFF_BLOCK (INDEX:HEX96) when set.
+# rank's report files, rank 1's GPU reports measurement block OFF_BLOCK (INDEX:HEX96) when set, and
+# @RANK@ in an argument becomes the rank.
 attestation_setup() {
   R="$WORK/roots"
   "$VENDOR" roots --dir "$R" >/dev/null
@@ -102,7 +103,7 @@ r=\$OMPI_COMM_WORLD_RANK
 export LD_LIBRARY_PATH="$FAKE_NVML" TT_FAKE_NVML_VENDOR="$VENDOR" TT_FAKE_NVML_VENDOR_DIR="$R" \\
   TT_FAKE_NVML_REPORT="$WORK/gpu\$r.bin" TT_FAKE_NVML_CHAIN="$WORK/gpu\$r.pem"
 [[ \$r == 1 && -n "\${OFF_BLOCK:-}" ]] && export TT_FAKE_NVML_VENDOR_ARGS="--block \$OFF_BLOCK"
-exec "$TT" "\$@"
+exec "$TT" "\${@//@RANK@/\$r}"
 EOF
   chmod +x "$WORK/rank.sh"
   FAKES=()

@@ -14,10 +14,17 @@
 #     runs in-process in tests/comm/test_real_evidence.cpp. Each run prints its wall time.
 #   - every rank's verified measurements in the summary, each naming its verifiers (Note [Attestation
 #     record]), and their digest among the agreed inputs.
+#   - with Intel's collateral (the test vendor's TCB info): the summary lists each collateral file's
+#     digest, as the agreed inputs hold it; rank 1 given another, equally valid, TCB info stops every
+#     rank (exit 3) naming it (Note [Collateral in the agreed inputs]); a quote whose MRSIGNERSEAM is not
+#     the TCB info's TDX module's is refused on every rank, naming it (Note [TDX module identity]).
 source "$(dirname "$0")/lib.sh" "$@"
 FAKE_NVML="$2"
 VENDOR="$3"
 attestation_setup  # lib.sh: $R, the sealed corpus, $WORK/rank.sh; serve starts the stand-ins
+"$VENDOR" tcb-info --dir "$R" --out "$WORK/tcb0.json"
+"$VENDOR" tcb-info --dir "$R" --out "$WORK/tcb1.json" --next-update 86400  # as valid, other bytes
+INTEL=(--tcb-info "$WORK/tcb0.json" --collateral-chain "$R/intel_qe_identity_chain.pem")
 train=(train --model gpt2-tiny --steps 1 --batch 2 --seq 16 --threads 1 --no-progress --timeout 20
   --data "$WORK/sealed/tiny" --key-file "$WORK/k.key" --tee fast)
 ALLOW=(--test-roots "$R" --allow-test-roots)
@@ -58,7 +65,7 @@ refused() { # name pattern log: exit 3, one verdict line matching pattern
 PROVIDER=tdx_guest
 serve tdx 4
 for np in 2 4; do
-  run $np "$WORK/tdx$np.log" tdx --attestation tdx+gpu "${ALLOW[@]}" --summary "$WORK/tdx$np.json"
+  run $np "$WORK/tdx$np.log" tdx --attestation tdx+gpu "${ALLOW[@]}" "${INTEL[@]}" --summary "$WORK/tdx$np.json"
   expect_eq "$rc" 0 "tdx+gpu at P=$np"
   [[ $rc == 0 ]] || { grep -h "^teetrain: " "$WORK/tdx$np.log" | head -3 | cut -c1-400 || true; }
   check "tdx+gpu at P=$np: without --gpu-rims the banner says the RIMs were not checked" \
@@ -76,8 +83,17 @@ assert all(sorted(v['rank'] for v in r['verified_by']) == sorted({(r['rank'] + 1
 assert all('tdx.mrtd' in r['measurements'] and 'gpu.driver_version' in r['measurements'] for r in ranks), e
 assert all(v['roots'] == 'test roots' and 'NOT checked' in v['not_checked'] for r in ranks for v in r['verified_by']), e
 assert s['agreed_inputs']['attestation_record']['sha256'] == e['record_sha256'], s['agreed_inputs']
+files = {c['kind']: c['sha256'] for c in e['collateral']}
+assert set(files) == {'TCB info', 'collateral chain'} and e['collateral'][0]['file'].endswith('tcb0.json'), e
+assert {k: v['sha256'] for k, v in s['agreed_inputs']['collateral'].items()} == files, s['agreed_inputs']
 "
 done
+run 2 "$WORK/tcb.log" tdx --attestation tdx "${ALLOW[@]}" --tcb-info "$WORK/tcb@RANK@.json" \
+  --collateral-chain "$R/intel_qe_identity_chain.pem"
+expect_eq "$rc" 3 "another TCB info on rank 1: exit"
+check "another TCB info on rank 1: every rank stops naming it" grep -qE \
+  "^teetrain: INTEGRITY FAILURE: .*rank 1's collateral TCB info differs from rank 0's \(sha256 [0-9a-f]{16}\.\.\. vs [0-9a-f]{16}\.\.\.\)" \
+  "$WORK/tcb.log"
 run 2 "$WORK/untrusted.log" tdx --attestation tdx --test-roots "$R"
 refused "test roots without --allow-test-roots" "rank [01]: Intel TDX quote: trust roots check failed: .*test root" "$WORK/untrusted.log"
 printf 'teetrain-evidence-policy 1\ntdx.mrtd = %s\n' "$(printf 'cd%.0s' {1..48})" >"$WORK/policy"
@@ -94,6 +110,9 @@ refused "reflected evidence" "rank 0: reflected evidence: rank 1's own evidence 
 serve debug 2 --td-attributes 1
 run 2 "$WORK/debug.log" debug --attestation tdx "${ALLOW[@]}"
 refused "debug TD" "rank 1: Intel TDX quote: off policy: tdx.debug: the evidence allows DEBUG" "$WORK/debug.log"
+serve seam 2 --mrsigner-seam "$(printf 'ab%.0s' {1..48})"
+run 2 "$WORK/seam.log" seam --attestation tdx "${ALLOW[@]}" "${INTEL[@]}"
+refused "another TDX module signer" "rank 1: Intel TDX quote: TDX module check failed: the quote's MRSIGNERSEAM abababab" "$WORK/seam.log"
 serve revoked 2 --variant revoked
 run 2 "$WORK/revoked.log" revoked --attestation tdx "${ALLOW[@]}" --evidence-crl "$R/intel_pck_ca.crl.pem"
 refused "revoked certificate" "rank 1: Intel TDX quote: certificate chain check failed: .*revoked" "$WORK/revoked.log"

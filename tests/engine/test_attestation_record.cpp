@@ -173,7 +173,7 @@ class LineVerifier final : public comm::RealEvidenceVerifier {
            "GPU RIMs: not checked (no --gpu-rims)";
   }
   comm::RealVerifierFacts facts() const override {
-    return {.test_roots = true, .policy_digest = std::string(64, '3'), .crls = 0};
+    return {.test_roots = true, .policy_digest = std::string(64, '3'), .crls = 0, .collateral = {}};
   }
 };
 

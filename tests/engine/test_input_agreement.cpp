@@ -193,6 +193,32 @@ TEST(InputAgreement, AnInputOnlyOneRankHasIsADifference) {
             "rank 1's checkpoint differs from rank 0's (only rank 1 has one: lineage 7777777777777777...)");
 }
 
+// Real attestation's collateral joins by each file's digest, named by its kind (Note [Collateral in the
+// agreed inputs]): another TCB info on one rank is an integrity failure naming it, not a launch mistake,
+// whatever the files' paths.
+TEST(InputAgreement, CollateralAgreesByEachFilesDigest) {
+  const auto with = [](const std::string& tcb_info, const std::string& path) {
+    InputRecord r = honest();
+    add_real_attestation(
+        r, {.test_roots = false,
+            .policy_digest = "",
+            .crls = 1,
+            .collateral = {{.kind = "TCB info", .file = path, .sha256 = tcb_info},
+                           {.kind = "evidence CRL 1", .file = "crl.pem", .sha256 = std::string(64, 'c')}}});
+    return r;
+  };
+  const std::string a(64, 'a'), b = "bb12" + std::string(60, 'b');
+  EXPECT_EQ(first_difference({with(a, "/r0/tcb.json"), with(a, "/r1/other.json")}).rank, -1);
+  const InputDifference d = first_difference({with(a, "tcb.json"), with(b, "tcb.json")});
+  EXPECT_EQ(d.message,
+            "rank 1's collateral TCB info differs from rank 0's (sha256 bb12bbbbbbbbbbbb... vs "
+            "aaaaaaaaaaaaaaaa...)");
+  EXPECT_FALSE(d.configuration);
+  const InputRecord decoded = InputRecord::decode(with(a, "t").encode(), "rank 1's input record");
+  ASSERT_NE(decoded.find(InputKind::Collateral, "evidence CRL 1"), nullptr);
+  EXPECT_EQ(decoded.to_json()["collateral"]["TCB info"]["sha256"], a);
+}
+
 // Plain splits have no manifest: they agree by the SHA-256 of what each rank read, so a same-size
 // shard of other tokens is a difference.
 TEST(InputAgreement, PlainSplitsAgreeByContent) {

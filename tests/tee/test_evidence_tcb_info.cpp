@@ -8,6 +8,11 @@
 //     boundary, PCESVN, TEE_TCB_SVN from byte 2 when byte 1 (the TDX module's major version) is set;
 //   - each status accepted or refused under the default and a policy's lowest status (Revoked never);
 //   - the test vendor's TCB info: current and UpToDate passes, a changed byte, another FMSPC, expiry;
+//   - the TDX module (Note [TDX module identity]): the sample has tdxModule alone (signer 0, attributes 0
+//     under a full mask): the SPR quote (module major version 0) and the COS quote (major 1) both match
+//     it, the COS quote's module TCB level NOT checked; with the test vendor's tdxModuleIdentities, the
+//     identity of the quote's major version, a wrong MRSIGNERSEAM or attributes, a missing identity, an
+//     OutOfDate or Revoked module combined with the platform's status as Intel combines them;
 //   - malformed JSON is an InputError naming the field.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -140,15 +145,20 @@ class TcbInfoTestVendor : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
   static std::vector<CheckOutcome> checks(const tv::TcbInfoSpec& spec, TcbStatus lowest,
-                                          StaleCollateral stale = StaleCollateral::Refuse) {
-    tv::TdxSpec quote;
-    quote.tee_tcb_svn.fill(2);
+                                          StaleCollateral stale = StaleCollateral::Refuse,
+                                          const tv::TdxSpec& quote = svn_2()) {
     const std::vector<std::uint8_t> bytes = tv::issue_tdx_quote(dir_, quote);
     std::ifstream in(dir_ / tv::kIntelQeIdentityChain);
     const std::string pem{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
     return verify_tcb_info(parse_tcb_info(tv::issue_tcb_info(dir_, spec), "tcb"),
                            certificates_from_pem(pem, "chain"), parse_tdx_quote(bytes, "q"),
                            roots_->intel_sgx_root, std::nullopt, stale, lowest);
+  }
+  // TEE_TCB_SVN all 2: the TDX module's major version 2 (identity TDX_02), ISVSVN 2.
+  static tv::TdxSpec svn_2() {
+    tv::TdxSpec quote;
+    quote.tee_tcb_svn.fill(2);
+    return quote;
   }
   static std::filesystem::path dir_;
   static std::unique_ptr<EvidenceRoots> roots_;
@@ -157,7 +167,13 @@ std::filesystem::path TcbInfoTestVendor::dir_;
 std::unique_ptr<EvidenceRoots> TcbInfoTestVendor::roots_;
 
 tv::TcbInfoSpec with_status(const std::string& status) {
-  return {.next_update_s = 86400L, .status = status, .tdx_svn = {}, .fmspc = tv::kTestFmspc};
+  return {.next_update_s = 86400L,
+          .status = status,
+          .tdx_svn = {},
+          .fmspc = tv::kTestFmspc,
+          .module_mrsigner = {},
+          .module_identities = true,
+          .module_status = "UpToDate"};
 }
 
 TEST_F(TcbInfoTestVendor, EachStatusUnderTheDefaultAndAPolicysLowest) {
@@ -203,6 +219,111 @@ TEST_F(TcbInfoTestVendor, TdxComponentsFmspcAndExpiry) {
   EXPECT_EQ(failed(checks(expired, kDefaultLowestTcbStatus, StaleCollateral::Accept)), std::vector<Check>{});
 }
 
+TEST(TcbInfo, IntelsSampleHasTdxModuleAloneWhichBothRealQuotesMatch) {
+  const TcbInfo info = parse_tcb_info(test::fixture(kSampleTcbInfo), "sample");
+  EXPECT_EQ(to_hex(info.tdx_module.mrsigner), std::string(96, '0'));
+  EXPECT_EQ(to_hex(info.tdx_module.attributes_mask), "ffffffffffffffff");
+  EXPECT_FALSE(info.module_identities.has_value());
+  const TdxModuleMatch spr = check_tdx_module(info, spr_quote());  // TEE_TCB_SVN 0300 04..: major 0
+  EXPECT_TRUE(spr.outcome.ok) << spr.outcome.detail;
+  EXPECT_FALSE(spr.status.has_value());
+  EXPECT_NE(spr.said.find("major version 0: no module TCB level"), std::string::npos) << spr.said;
+  const std::string bytes = test::fixture(test::kTdxCos);
+  const TdxQuote cos =
+      parse_tdx_quote(ByteView(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()), "cos");
+  const TdxModuleMatch m = check_tdx_module(info, cos);  // TEE_TCB_SVN 0401 07..: module 1.4
+  EXPECT_TRUE(m.outcome.ok) << m.outcome.detail;
+  EXPECT_NE(m.said.find("its TCB level NOT checked (the TCB info has no tdxModuleIdentities)"),
+            std::string::npos)
+      << m.said;
+  const std::vector<CheckOutcome> checks = verify_sample(k20230620, StaleCollateral::Refuse);
+  ASSERT_EQ(checks.size(), 3u);
+  EXPECT_EQ(checks[1].check, Check::TdxModule);
+  EXPECT_TRUE(checks[1].ok);
+}
+
+TEST(TcbInfo, ModuleStatusCombinesWithThePlatformsAsIntelsLibraryDoes) {
+  using S = TcbStatus;
+  struct Case {
+    S platform, module, combined;
+  };
+  const Case cases[] = {{S::UpToDate, S::UpToDate, S::UpToDate},
+                        {S::SWHardeningNeeded, S::UpToDate, S::SWHardeningNeeded},
+                        {S::UpToDate, S::OutOfDate, S::OutOfDate},
+                        {S::SWHardeningNeeded, S::OutOfDate, S::OutOfDate},
+                        {S::ConfigurationNeeded, S::OutOfDate, S::OutOfDateConfigurationNeeded},
+                        {S::ConfigurationAndSWHardeningNeeded, S::OutOfDate, S::OutOfDateConfigurationNeeded},
+                        {S::OutOfDate, S::OutOfDate, S::OutOfDate},
+                        {S::UpToDate, S::Revoked, S::Revoked},
+                        {S::Revoked, S::UpToDate, S::Revoked}};
+  for (const Case& c : cases)
+    EXPECT_EQ(combine_with_module(c.platform, c.module), c.combined)
+        << tcb_status_name(c.platform) << " + " << tcb_status_name(c.module);
+}
+
+tv::TcbInfoSpec with_module(const std::string& status) {
+  tv::TcbInfoSpec spec = with_status("UpToDate");
+  spec.module_status = status;
+  return spec;
+}
+
+TEST_F(TcbInfoTestVendor, TheModulesIdentityAndStatus) {
+  const auto good = checks(with_module("UpToDate"), kDefaultLowestTcbStatus);
+  EXPECT_EQ(failed(good), std::vector<Check>{});
+  EXPECT_NE(good.back().detail.find("; TDX module: TDX_02's signer and attributes, ISVSVN 2 at TCB level of "
+                                    "2026-01-01T00:00:00Z: UpToDate"),
+            std::string::npos)
+      << good.back().detail;
+  tv::TdxSpec other_signer = svn_2();
+  other_signer.mrsigner_seam[0] = 0xab;
+  const auto signer =
+      checks(with_module("UpToDate"), kDefaultLowestTcbStatus, StaleCollateral::Refuse, other_signer);
+  EXPECT_EQ(failed(signer), std::vector<Check>{Check::TdxModule});
+  EXPECT_NE(signer[1].detail.find("the quote's MRSIGNERSEAM ab00"), std::string::npos) << signer[1].detail;
+  tv::TdxSpec major_3 = svn_2();
+  major_3.tee_tcb_svn[1] = 3;
+  const auto missing =
+      checks(with_module("UpToDate"), kDefaultLowestTcbStatus, StaleCollateral::Refuse, major_3);
+  EXPECT_EQ(failed(missing), std::vector<Check>{Check::TdxModule});
+  EXPECT_NE(missing[1].detail.find("no TDX module identity TDX_03"), std::string::npos) << missing[1].detail;
+  const auto ood = checks(with_module("OutOfDate"), kDefaultLowestTcbStatus);
+  EXPECT_EQ(failed(ood), std::vector<Check>{Check::TcbStatus});
+  EXPECT_NE(ood.back().detail.find("; TDX module: TDX_02's signer and attributes, ISVSVN 2 at TCB level of "),
+            std::string::npos);
+  EXPECT_NE(ood.back().detail.find(": UpToDate, combined with the TDX module's: OutOfDate (refused: "),
+            std::string::npos)
+      << ood.back().detail;
+  EXPECT_EQ(failed(checks(with_module("OutOfDate"), TcbStatus::OutOfDate)), std::vector<Check>{});
+  const auto revoked = checks(with_module("Revoked"), TcbStatus::OutOfDateConfigurationNeeded);
+  EXPECT_EQ(failed(revoked), std::vector<Check>{Check::TcbStatus});
+  EXPECT_NE(revoked.back().detail.find("combined with the TDX module's: Revoked (refused: "),
+            std::string::npos);
+  tv::TcbInfoSpec older = with_module("Revoked");  // no identities: the module's level is not read
+  older.module_identities = false;
+  const auto unlevelled = checks(older, kDefaultLowestTcbStatus);
+  EXPECT_EQ(failed(unlevelled), std::vector<Check>{});
+  EXPECT_NE(unlevelled.back().detail.find("its TCB level NOT checked"), std::string::npos);
+}
+
+TEST_F(TcbInfoTestVendor, TheModulesAttributesUnderTheirMask) {
+  const tv::TdxSpec spec = svn_2();
+  const TdxQuote quote = parse_tdx_quote(tv::issue_tdx_quote(dir_, spec), "q");
+  TcbInfo info = parse_tcb_info(tv::issue_tcb_info(dir_, with_status("UpToDate")), "tcb");
+  ASSERT_TRUE(info.module_identities && info.module_identities->size() == 2);
+  TdxModuleIdentity& tdx_02 = info.module_identities->at(1);
+  ASSERT_EQ(tdx_02.id, "TDX_02");
+  EXPECT_TRUE(check_tdx_module(info, quote).outcome.ok);
+  tdx_02.attributes[7] = 0x80;  // expected set where the quote's is clear
+  const TdxModuleMatch differ = check_tdx_module(info, quote);
+  EXPECT_FALSE(differ.outcome.ok);
+  EXPECT_NE(
+      differ.outcome.detail.find("SEAMATTRIBUTES 0000000000000000 are not the TCB info's TDX_02 attributes"),
+      std::string::npos)
+      << differ.outcome.detail;
+  tdx_02.attributes_mask[7] = 0x7f;  // that bit outside the mask: not compared
+  EXPECT_TRUE(check_tdx_module(info, quote).outcome.ok);
+}
+
 TEST(TcbInfo, MalformedJsonIsAnInputErrorNamingTheField) {
   const std::string good = test::fixture(kSampleTcbInfo);
   const auto message = [](const std::string& json) {
@@ -224,6 +345,13 @@ TEST(TcbInfo, MalformedJsonIsAnInputErrorNamingTheField) {
   const std::string first = "{\"svn\":5,\"category\":\"BIOS\",\"type\":\"Early Microcode Update\"},";
   short_list.erase(short_list.find(first), first.size());
   EXPECT_NE(message(short_list).find("\"sgxtcbcomponents\" is not a list of 16"), std::string::npos);
+  std::string no_module = good;
+  no_module.erase(no_module.find("\"tdxModule\""),
+                  std::string("\"tdxModule\":{\"mrsigner\":\"").size() + 96 +
+                      std::string("\",\"attributes\":\"0000000000000000\","
+                                  "\"attributesMask\":\"FFFFFFFFFFFFFFFF\"},")
+                          .size());
+  EXPECT_NE(message(no_module).find("no \"tdxModule\""), std::string::npos) << message(no_module);
   std::string decoy = good;  // "tcbInfo" as a string before the key: the signed object must be the read one
   decoy.insert(1, "\"x\":\"tcbInfo\",\"y\":{\"id\":\"TDX\"},");
   EXPECT_NE(message(decoy).find("not the one the file holds"), std::string::npos) << message(decoy);

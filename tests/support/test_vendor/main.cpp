@@ -34,6 +34,9 @@ struct Options {
   long next_update_s = 30L * 86400L;
   std::string status = "UpToDate";
   std::string fmspc;
+  std::string mrsigner;  // tdx: MRSIGNERSEAM; tcb-info: the TDX module's signer
+  std::string module_status = "UpToDate";
+  bool no_module_identities = false;
 };
 
 template <std::size_t N>
@@ -68,6 +71,7 @@ void issue_tdx(const Options& o) {
   for (std::size_t i = 0; i < o.rtmr.size() && i < 4; ++i) spec.rtmr[i] = hex_field<48>(o.rtmr[i], "--rtmr");
   spec.td_attributes = o.attributes;
   spec.tee_tcb_svn = hex_field<16>(o.tcb, "--tcb");
+  spec.mrsigner_seam = hex_field<48>(o.mrsigner, "--mrsigner-seam");
   spec.variant = variant_of(o.variant);
   write_file(o.out, tv::issue_tdx_quote(o.dir, spec));
 }
@@ -123,7 +127,10 @@ void issue_tcb_info(const Options& o) {
   tv::TcbInfoSpec spec{.next_update_s = o.next_update_s,
                        .status = o.status,
                        .tdx_svn = hex_field<16>(o.tcb, "--tdx-tcb"),
-                       .fmspc = tv::kTestFmspc};
+                       .fmspc = tv::kTestFmspc,
+                       .module_mrsigner = hex_field<48>(o.mrsigner, "--module-mrsigner"),
+                       .module_identities = !o.no_module_identities,
+                       .module_status = o.module_status};
   if (!o.fmspc.empty()) spec.fmspc = hex_field<6>(o.fmspc, "--fmspc");
   write_file(o.out, tt::tee::bytes_of(tv::issue_tcb_info(o.dir, spec)));
 }
@@ -156,6 +163,7 @@ int main(int argc, char** argv) {
   tdx->add_option("--rtmr", o.rtmr, "RTMR0, RTMR1, ... in order, 96 hex digits each");
   tdx->add_option("--td-attributes", o.attributes, "TDATTRIBUTES as a number (1: DEBUG)");
   tdx->add_option("--tcb", o.tcb, "TEE_TCB_SVN, 32 hex digits");
+  tdx->add_option("--mrsigner-seam", o.mrsigner, "MRSIGNERSEAM, 96 hex digits (default 0: Intel's modules)");
   CLI::App* snp = evidence_command(app, "snp", "An AMD SEV-SNP report, and its VCEK (--vcek-out)", o);
   snp->add_option("--report-data", o.report_data, "REPORT_DATA, 128 hex digits");
   snp->add_option("--measurement", o.measurement, "MEASUREMENT, 96 hex digits");
@@ -205,6 +213,10 @@ int main(int argc, char** argv) {
   tcb->add_option("--status", o.status, "The TCB level's status (UpToDate, ..., OutOfDate, Revoked)");
   tcb->add_option("--tdx-tcb", o.tcb, "The level's 16 TDX TCB components, 32 hex digits (default 0)");
   tcb->add_option("--fmspc", o.fmspc, "The FMSPC it is for, 12 hex digits (default the test PCK's)");
+  tcb->add_option("--module-mrsigner", o.mrsigner, "The TDX module's signer, 96 hex digits (default 0)");
+  tcb->add_option("--module-status", o.module_status, "The TDX module identities' TCB level status");
+  tcb->add_flag("--no-module-identities", o.no_module_identities,
+                "Only tdxModule, no tdxModuleIdentities (older collateral)");
   CLI11_PARSE(app, argc, argv);
   try {
     if (app.got_subcommand("roots")) tv::make_roots(o.dir);

@@ -52,7 +52,8 @@ struct TdxSpec {
   std::array<std::uint8_t, 48> mrtd{};
   std::array<std::array<std::uint8_t, 48>, 4> rtmr{};
   std::uint64_t td_attributes = 0;
-  std::array<std::uint8_t, 16> tee_tcb_svn{};
+  std::array<std::uint8_t, 16> tee_tcb_svn{};    // byte 1: the TDX module's major version, byte 0 its ISVSVN
+  std::array<std::uint8_t, 48> mrsigner_seam{};  // the TDX module's signer (zero: Intel's own modules)
   Variant variant = Variant::Good;
 };
 // A TDX v4 quote (header || body || signature data), as configfs-tsm's outblob holds it.
@@ -75,12 +76,18 @@ inline constexpr std::uint16_t kTestPckPceSvn = 11;
 
 // Intel's TDX TCB info for `fmspc`, signed by the test TCB signing key (its issuer chain is the QE
 // identity's), current for `next_update_s` seconds: one TCB level of `status` whose SGX components and
-// PCESVN are the test PCK certificate's and whose TDX components are `tdx_svn`.
+// PCESVN are the test PCK certificate's and whose TDX components are `tdx_svn`; `tdxModule` with
+// `module_mrsigner`, attributes 0 under a full mask; and, when `module_identities`, the identities
+// TDX_01 and TDX_02 (Note [TDX module identity]) with the same signer, each one TCB level (ISVSVN 0)
+// of `module_status`.
 struct TcbInfoSpec {
   long next_update_s = 30L * 86400L;
   std::string status = "UpToDate";
   std::array<std::uint8_t, 16> tdx_svn{};
   std::array<std::uint8_t, 6> fmspc = kTestFmspc;
+  std::array<std::uint8_t, 48> module_mrsigner{};  // the test quote's MRSIGNERSEAM by default
+  bool module_identities = true;
+  std::string module_status = "UpToDate";
 };
 std::string issue_tcb_info(const std::filesystem::path& dir, const TcbInfoSpec& spec);
 

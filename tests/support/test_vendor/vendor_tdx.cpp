@@ -24,6 +24,7 @@ std::vector<std::uint8_t> header_and_body(const TdxSpec& spec) {
   out.resize(kTdxHeaderBytes + kTdxBodyBytes, 0);
   const std::size_t body = kTdxHeaderBytes;
   set_bytes(out, body + 0, spec.tee_tcb_svn);
+  set_bytes(out, body + 64, spec.mrsigner_seam);
   set_le(out, body + 120, spec.td_attributes, 8);
   set_bytes(out, body + 136, spec.mrtd);
   for (std::size_t i = 0; i < spec.rtmr.size(); ++i) set_bytes(out, body + 328 + 48 * i, spec.rtmr[i]);
@@ -158,6 +159,22 @@ std::string issue_qe_identity(const std::filesystem::path& dir, const QeIdentity
   return sign_collateral(dir, "enclaveIdentity", body);
 }
 
+namespace {
+// "tdxModule" and, when asked, "tdxModuleIdentities" of the TCB info body, with a trailing comma.
+std::string tdx_modules(const TcbInfoSpec& spec) {
+  const std::string signer = "\"mrsigner\":\"" + to_hex(spec.module_mrsigner) +
+                             "\",\"attributes\":\"0000000000000000\",\"attributesMask\":\"FFFFFFFFFFFFFFFF\"";
+  std::string out = "\"tdxModule\":{" + signer + "},";
+  if (!spec.module_identities) return out;
+  out += "\"tdxModuleIdentities\":[";
+  for (const char* id : {"TDX_01", "TDX_02"})
+    out += std::string(out.back() == '[' ? "" : ",") + "{\"id\":\"" + id + "\"," + signer +
+           ",\"tcbLevels\":[{\"tcb\":{\"isvsvn\":0},\"tcbDate\":\"2026-01-01T00:00:00Z\",\"tcbStatus\":\"" +
+           spec.module_status + "\"}]}";
+  return out + "],";
+}
+}  // namespace
+
 std::string issue_tcb_info(const std::filesystem::path& dir, const TcbInfoSpec& spec) {
   const auto components = [](const auto& svns) {
     std::string out = "[";
@@ -170,7 +187,8 @@ std::string issue_tcb_info(const std::filesystem::path& dir, const TcbInfoSpec& 
   const std::string body =
       "{\"id\":\"TDX\",\"version\":3,\"issueDate\":\"2026-01-01T00:00:00Z\",\"nextUpdate\":\"" +
       iso_from_now(spec.next_update_s) + "\",\"fmspc\":\"" + to_hex(spec.fmspc) +
-      "\",\"pceId\":\"0000\",\"tcbType\":0,\"tcbEvaluationDataNumber\":1,\"tcbLevels\":[{\"tcb\":{"
+      "\",\"pceId\":\"0000\",\"tcbType\":0,\"tcbEvaluationDataNumber\":1," + tdx_modules(spec) +
+      "\"tcbLevels\":[{\"tcb\":{"
       "\"sgxtcbcomponents\":" +
       components(sgx) + ",\"pcesvn\":" + std::to_string(kTestPckPceSvn) +
       ",\"tdxtcbcomponents\":" + components(spec.tdx_svn) +
