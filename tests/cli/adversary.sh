@@ -8,9 +8,6 @@
 # everything under --attestation none, with the run's result unchanged, and is refused with a root;
 # an oversized message where evidence belongs is refused unread, exit 3, over MPI and shared memory.
 source "$(dirname "$0")/lib.sh" "$@"
-# teetrain's own OpenMP settings, given here so that none of this test's ~60 processes re-executes
-# itself to set them (tools/cli/main.cpp): a second load of the binary and its libraries each.
-export OMP_WAIT_POLICY=passive GOMP_SPINCOUNT=1000
 make_corpus
 provision_trust
 "$TT" keygen --out "$WORK/k.key" >/dev/null

@@ -9,7 +9,8 @@
 #   - with a current QE identity, and a TCB info and a revocation list past their nextUpdate, accepted by
 #     --allow-expired-collateral, and the RIMs of the GPUs' measurements with a current RIM CRL, the run
 #     trains and the banner and the summary's verifier say what was checked (the RIM signing chain
-#     not revoked) and which collateral was EXPIRED and accepted;
+#     not revoked) and which collateral was EXPIRED and accepted, and the summary lists every collateral
+#     file (the RIMs and their revocation list among them) as the agreed inputs hold it;
 #   - without --allow-expired-collateral the same run is refused on every rank (exit 3, one verdict line
 #     naming the expired revocation list and its nextUpdate);
 #   - a rank whose GPU reports a measurement block off the RIMs is refused on every rank, naming the
@@ -49,6 +50,8 @@ assert 'QE identity checked, TCB status checked; EXPIRED collateral accepted' in
 assert 'old.crl.pem' in v and 'GPU RIMs: 2 from' in v and 'RIM signing chain not revoked' in v, v
 by = [b for r in json.load(open('$WORK/s.json'))['attestation']['evidence']['ranks'] for b in r['verified_by']]
 assert by and all('RIM' not in b['not_checked'] for b in by), by
+kinds = [c['kind'] for c in json.load(open('$WORK/s.json'))['attestation']['evidence']['collateral']]
+assert kinds.count('GPU RIM') == 2 and kinds.count('GPU RIM CRL') == 1 and 'evidence CRL' in kinds, kinds
 "
 rc=0
 mpirun --oversubscribe -np 2 "$WORK/rank.sh" "${train[@]}" >"$WORK/expired.log" 2>&1 || rc=$?

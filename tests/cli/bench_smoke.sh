@@ -6,6 +6,7 @@ source "$(dirname "$0")/lib.sh" "$@"
 MPI=(mpirun --allow-run-as-root --oversubscribe -np 2)
 provision_trust
 export OMP_WAIT_POLICY=passive  # two ranks share the cores; busy-waiting OpenMP threads would starve them
+unset GOMP_SPINCOUNT             # lib.sh's; this test checks the spin teetrain sets when it is unset
 
 # has_fields FILE TEE: every record carries the fields scripts read, the tee mode, and correct = true.
 has_fields() {

@@ -5,6 +5,9 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 fails=0
 passes=0
+# teetrain's own OpenMP settings (it sets them and re-executes itself when they are unset): given here
+# so that no test's processes pay for the re-execution; bench_smoke unsets them to test that it does.
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}" GOMP_SPINCOUNT="${GOMP_SPINCOUNT:-1000}"
 
 # start_burners: two CPU burners per core (a busy cluster node or CI runner) until stop_burners,
 # which a test's EXIT trap calls.
