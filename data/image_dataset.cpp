@@ -202,11 +202,11 @@ ImageSet read_cifar10(const std::vector<fs::path>& batches) {
   return s;
 }
 
-ImageSet open_image_dataset(const std::string& spec, const std::string& split) {
+ImageFiles find_image_files(const std::string& spec, const std::string& split) {
   if (split != "train" && split != "test")
     throw InputError("image split must be train or test, got '" + split + "'");
   fs::path dir = spec;
-  const std::string name = tee::printable_path(spec);  // the source lands in JSON: UTF-8 only
+  const std::string name = tee::printable_path(spec) + " " + split;  // the source lands in JSON: UTF-8 only
   if (spec == "fashion-mnist") dir = "/usr/share/datasets/fashion-mnist";
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
@@ -218,11 +218,8 @@ ImageSet open_image_dataset(const std::string& spec, const std::string& split) {
   for (const char* ext : {".gz", ""}) {
     const fs::path im = dir / (pre + "-images-idx3-ubyte" + ext);
     const fs::path lb = dir / (pre + "-labels-idx1-ubyte" + ext);
-    if (fs::exists(im, ec) && fs::exists(lb, ec)) {
-      ImageSet s = read_idx(im, lb);
-      s.source = name + " " + split;
-      return s;
-    }
+    if (fs::exists(im, ec) && fs::exists(lb, ec))
+      return {.source = name, .format = ImageFormat::Idx, .files = {im, lb}};
   }
   for (const fs::path& d : {dir, dir / "cifar-10-batches-bin"}) {
     std::vector<fs::path> files;
@@ -231,16 +228,23 @@ ImageSet open_image_dataset(const std::string& spec, const std::string& split) {
     } else {
       files.push_back(d / "test_batch.bin");
     }
-    if (std::all_of(files.begin(), files.end(), [&](const fs::path& f) { return fs::exists(f, ec); })) {
-      ImageSet s = read_cifar10(files);
-      s.source = name + " " + split;
-      return s;
-    }
+    if (std::all_of(files.begin(), files.end(), [&](const fs::path& f) { return fs::exists(f, ec); }))
+      return {.source = name, .format = ImageFormat::Cifar10, .files = files};
   }
   throw InputError("no " + split + " images in '" + dir.string() + "': expected " + pre +
                    "-images-idx3-ubyte[.gz] + " + pre +
                    "-labels-idx1-ubyte[.gz] (MNIST layout) or CIFAR-10 " +
                    (split == "train" ? "data_batch_1..5.bin" : "test_batch.bin"));
+}
+
+ImageSet read_image_files(const ImageFiles& f) {
+  ImageSet s = f.format == ImageFormat::Idx ? read_idx(f.files.at(0), f.files.at(1)) : read_cifar10(f.files);
+  s.source = f.source;
+  return s;
+}
+
+ImageSet open_image_dataset(const std::string& spec, const std::string& split) {
+  return read_image_files(find_image_files(spec, split));
 }
 
 ImageTransform ImageTransform::standard(const ImageSet& train) {

@@ -45,6 +45,20 @@ ImageSet read_idx(const std::filesystem::path& images, const std::filesystem::pa
 // CIFAR-10 binary batches (records of 1 label byte + 3x32x32 pixels). Throws InputError likewise.
 ImageSet read_cifar10(const std::vector<std::filesystem::path>& batches);
 
+enum class ImageFormat { Idx, Cifar10 };
+
+// The files a dataset's split is read from (find_image_files), before any is read.
+struct ImageFiles {
+  std::string source;  // "<spec> <split>": ImageSet::source of what they decode to
+  ImageFormat format = ImageFormat::Idx;
+  std::vector<std::filesystem::path> files;  // Idx: images, labels; Cifar10: the batches in order
+};
+
+// Resolves `spec` for split "train" or "test" to its files (as open_image_dataset, which reads them).
+ImageFiles find_image_files(const std::string& spec, const std::string& split);
+// Reads and decodes them (read_idx / read_cifar10), with the source named as found.
+ImageSet read_image_files(const ImageFiles& files);
+
 // Resolves `spec` for split "train" or "test":
 //   "fashion-mnist" -> /usr/share/datasets/fashion-mnist (Debian's dataset-fashion-mnist);
 //   a directory with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz] (MNIST layout);

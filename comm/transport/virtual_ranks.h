@@ -4,10 +4,10 @@
 // Note [Virtual ranks]: process p of an MPI job of N processes hosts ranks p*K .. p*K+K-1 of a world of
 // N*K ranks. A rank's transport keeps every semantic of comm/transport.h, so the handshake, the agreement
 // and the sealed tokens run between virtual ranks exactly as between processes:
-// - ranks of one process exchange messages through an in-process mailbox: one inbox per receiving rank,
-//   one queue per (sender, tag) in it; a send copies its bytes and completes at once (as a buffered MPI
-//   send), receives are matched in posting order, a message longer than its receive is refused unread
-//   (FramingError, Note [Sizes before receives]);
+// - ranks of one process exchange messages through the in-process mailbox (local_mailbox.h): one inbox
+//   per receiving rank, one queue per (sender, tag) in it; a send copies its bytes and completes at once
+//   (as a buffered MPI send), receives are matched in posting order, a message longer than its receive
+//   is refused unread (FramingError, Note [Sizes before receives]);
 // - ranks of other processes are reached through MPI: each local rank owns one MpiTransport (a duplicated
 //   communicator) on which it alone receives; a rank sends into its receiver's communicator with the tag
 //   tag*K + the sender's local index, so MPI's matching by (process, tag) names the virtual sender. A
@@ -24,13 +24,10 @@
 #include <vector>
 
 #include "comm/transport.h"
+#include "comm/transport/local_mailbox.h"
 #include "comm/transport/mpi_transport.h"
 
 namespace tt::comm {
-
-namespace detail {
-class LocalInbox;
-}
 
 class VirtualRanks {
  public:
@@ -53,9 +50,9 @@ class VirtualRanks {
   int per_process_ = 1;
   int process_ = 0;
   int processes_ = 1;
-  std::vector<std::unique_ptr<detail::LocalInbox>> inboxes_;  // (per_process,): one per local receiver
-  std::vector<std::unique_ptr<MpiTransport>> remote_;         // (per_process,) with several processes
-  std::vector<std::unique_ptr<Transport>> ranks_;             // (per_process,)
+  std::unique_ptr<LocalMailbox> mailbox_;              // this process's ranks' inboxes
+  std::vector<std::unique_ptr<MpiTransport>> remote_;  // (per_process,) with several processes
+  std::vector<std::unique_ptr<Transport>> ranks_;      // (per_process,)
 };
 
 }  // namespace tt::comm

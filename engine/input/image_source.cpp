@@ -52,7 +52,7 @@ void refuse_plain_images(const std::string& data) {
                    data + " --out DIR` and pass --data DIR/<name>, or pass --allow-plain-data");
 }
 
-ImageSource open_image_source(const ImageSourceOptions& o) {
+ImageSource open_image_source(const ImageSourceOptions& o, ImageSetCache* cache) {
   ImageSource s;
   s.options = o;
   if (const auto sealed_train = find_sealed_images(o.data, "train")) {
@@ -60,17 +60,17 @@ ImageSource open_image_source(const ImageSourceOptions& o) {
     return s;
   }
   if (o.tee && !o.allow_plain_data) refuse_plain_images(o.data);
-  s.train_set = std::make_unique<ImageSet>(open_image_dataset(o.data, "train"));
-  s.test_set = std::make_unique<ImageSet>(open_image_dataset(o.data, "test"));
-  const ImageSet& tr = *s.train_set;
-  const ImageSet& te = *s.test_set;
+  s.train_set = open_decoded_images(cache, o.data, "train");
+  s.test_set = open_decoded_images(cache, o.data, "test");
+  const ImageSet& tr = s.train_set->set();
+  const ImageSet& te = s.test_set->set();
   check_square(o.data, tr.H, tr.W);
   if (te.C != tr.C || te.H != tr.H || te.W != tr.W || te.classes != tr.classes) {
     throw InputError("--data " + o.data + ": the test split's images (" + te.describe() +
                      ") differ in shape from the training split's (" + tr.describe() + ")");
   }
   // Evaluation must normalize exactly as training did, so both use the training split's statistics.
-  const ImageTransform plain = ImageTransform::standard(tr);
+  const ImageTransform& plain = s.train_set->standard();
   ImageTransform aug = plain;
   aug.random_crop = o.augment;
   aug.hflip = o.augment;
@@ -127,12 +127,12 @@ void ImageSource::open_sealed(const tee::DatasetKey& dataset_key, const IngressO
 
 uint64_t ImageSource::test_size() const {
   if (sealed()) return sealed_test ? sealed_test->size() : 0;
-  return test_set->size();
+  return test_set->set().size();
 }
 
 std::string ImageSource::test_source() const {
   if (sealed()) return sealed_test ? sealed_test->info().source : sealed_test_file.string();
-  return test_set->source;
+  return test_set->set().source;
 }
 
 void ImageSource::check_model(int model_channels, int model_size, int model_classes) const {

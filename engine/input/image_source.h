@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "data/image_cache.h"
 #include "data/image_dataset.h"
 #include "data/sealed_images.h"
 #include "engine/trainer.h"
@@ -33,8 +34,9 @@ struct ImageSourceOptions {
 // survive moving the ImageSource).
 struct ImageSource {
   ImageSourceOptions options;
-  // Plain data.
-  std::unique_ptr<ImageSet> train_set, test_set;
+  // Plain data, decoded once per process where a cache is given (Note [Shared decoded images],
+  // data/image_cache.h).
+  std::shared_ptr<const DecodedImageSet> train_set, test_set;
   std::unique_ptr<ImageLoader> train_loader, test_loader;
   // Sealed data: the training split's clear metadata (read without the key) and the test split's
   // file, then, after open_sealed(), the sets.
@@ -65,8 +67,9 @@ struct ImageSource {
 };
 
 // Throws InputError on a missing or malformed dataset, non-square images, plain data in TEE mode
-// without --allow-plain-data, or sealed data outside TEE mode.
-ImageSource open_image_source(const ImageSourceOptions& o);
+// without --allow-plain-data, or sealed data outside TEE mode. Plain splits are read through `cache`
+// when it is given (the process's ranks and runs share them), on their own when it is null.
+ImageSource open_image_source(const ImageSourceOptions& o, ImageSetCache* cache);
 // Throws the InputError open_image_source throws for plain images in TEE mode without --allow-plain-data.
 [[noreturn]] void refuse_plain_images(const std::string& data);
 

@@ -406,8 +406,8 @@ void add_token_data(InputRecord& r, const DataSource& d) {
 void add_image_data(InputRecord& r, const ImageSource& s) {
   if (s.sealed_train) add_sealed_split(r, "train", s.sealed_train->binding(), s.sealed_train->size());
   if (s.sealed_test) add_sealed_split(r, "test", s.sealed_test->binding(), s.sealed_test->size());
-  if (s.train_set) add_plain_split(r, "train", s.train_set->sha256(), s.train_set->size());
-  if (s.test_set) add_plain_split(r, "test", s.test_set->sha256(), s.test_set->size());
+  if (s.train_set) add_plain_split(r, "train", s.train_set->sha256(), s.train_set->set().size());
+  if (s.test_set) add_plain_split(r, "test", s.test_set->sha256(), s.test_set->set().size());
 }
 
 void add_checkpoint(InputRecord& r, const VerifiedCheckpoint& ck) {

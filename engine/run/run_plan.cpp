@@ -121,7 +121,7 @@ long steps_for_epochs(const ScheduleOptions& s, const ImageSource* images, int w
   if (images == nullptr) {
     throw InputError("--epochs counts passes over image data; for token data give --steps");
   }
-  const uint64_t n = images->sealed() ? images->sealed_train_info->images : images->train_set->size();
+  const uint64_t n = images->sealed() ? images->sealed_train_info->images : images->train_set->set().size();
   const auto global =
       static_cast<uint64_t>(s.batch) * static_cast<uint64_t>(world) * static_cast<uint64_t>(s.grad_accum);
   const auto steps = static_cast<long>((n + global - 1) / global) * s.epochs;

@@ -146,11 +146,12 @@ namespace {
 // An image model's data opens first: its shape and classes complete the plan (engine/run/run_plan.h).
 // The options are checked before (every conflict, exit 2): a bad flag never waits on reading a dataset.
 // Plain images in TEE mode are refused only once the ranks agree on what their disks hold (start_links).
-std::optional<ImageSource> open_images(const TrainOptions& o) {
+std::optional<ImageSource> open_images(const TrainOptions& o, ImageSetCache* cache) {
   validate(o);
   if (!is_image_model(o.model)) return std::nullopt;
   return open_image_source({o.data.path, o.schedule.seed, /*augment=*/false,
-                            o.tee.settings.mode != TeeMode::Off, /*allow_plain_data=*/true});
+                            o.tee.settings.mode != TeeMode::Off, /*allow_plain_data=*/true},
+                           cache);
 }
 
 // The run's ranks: the virtual ranks' world (Note [Virtual ranks]), or MPI_COMM_WORLD's processes.
@@ -171,7 +172,7 @@ TrainingRun::TrainingRun(const TrainOptions& opts, RunServices services)
       seat_(services.seat),
       seat_ranks_on_host_(services.ranks_on_host),
       profiler_(/*trace=*/!opts.output.trace.empty()),
-      img_(open_images(opts)),
+      img_(open_images(opts, services.images.get())),
       plan_(opts, img_ ? &*img_ : nullptr,
             world_size(services)) {  // every conflicting choice at once (exit 2)
   if (plan_.compute().virtual_time()) profiler_.use_clock(virtual_clock_);

@@ -47,7 +47,8 @@ void run_virtual_ranks(int per_process, const RunServices& services,
     const RunServices seat{.watchdog = k == 0 ? services.watchdog : nullptr,
                            .notices = k == 0 ? services.notices : nullptr,
                            .seat = &shared->ranks.transport(k),
-                           .ranks_on_host = on_host};
+                           .ranks_on_host = on_host,
+                           .images = services.images};
     const int rank = shared->ranks.first() + k;
     threads.emplace_back([shared, seat, rank_fn, rank] {
       std::exception_ptr failure;

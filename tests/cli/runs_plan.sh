@@ -3,7 +3,7 @@
 # train`'s in every virtual-time field (step time, every phase's max and mean, every counter, the loss),
 # for cc at P = 4 as virtual ranks and the TEE off at P = 1; a mistyped line stops the plan before any
 # run, naming its line; a line that fails while running is named, keeps its exit code, and the runs
-# after it are not made.
+# after it are not made. Image runs decode their dataset once for the process.
 source "$(dirname "$0")/lib.sh" "$@"
 make_corpus
 provision_trust 4
@@ -54,6 +54,39 @@ grep -A1 -F "fails.txt line 2 failed (run 2 of 3; the runs after it were not mad
   { echo "FAIL: the failing line is not named before its error"; cat "$WORK/fails.log"; fails=$((fails + 1)); }
 check "the run before the failing line was made" test -s "$WORK/first.json"
 check "the run after the failing line was not" test ! -e "$WORK/third.json"
+# Image runs share one decoded copy of a split (Note [Shared decoded images], data/image_cache.h): two
+# runs of P = 4 as threads open the training images once, not once per rank and run, and each run's
+# summary still equals its own train's. Opens are counted with inotify, through Python's ctypes (it
+# merges an open repeated with nothing between, so more opens may read as fewer, never as one).
+make_idx train 64
+make_idx t10k 16
+line_img="--model resnet-small --data $WORK/img --batch 4 --steps 1 --timing-warmup 0 --val-batches 0
+ --no-progress -q --compute emulate --gpu h100 --tee off --ranks-per-process 4"
+line_img=${line_img//$'\n'/}
+printf '%s\n' "$line_img --summary $WORK/img-1.json" "$line_img --seed 7 --summary $WORK/img-2.json" >"$WORK/img.txt"
+opens=$("$PY" - "$WORK/img" "$TT" runs "$WORK/img.txt" <<'PY'
+import ctypes, os, struct, subprocess, sys
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.inotify_init1(os.O_NONBLOCK)
+assert fd >= 0 and libc.inotify_add_watch(fd, sys.argv[1].encode(), 0x20) >= 0  # IN_OPEN
+subprocess.run(sys.argv[2:], check=True, stdout=subprocess.DEVNULL)
+opens, buf = 0, b""
+while True:
+    try:
+        buf += os.read(fd, 1 << 16)
+    except BlockingIOError:
+        break
+while buf:
+    _, mask, _, n = struct.unpack_from("iIII", buf)
+    opens += buf[16:16 + n].rstrip(b"\0") == b"train-images-idx3-ubyte"
+    buf = buf[16 + n:]
+print(opens)
+PY
+)
+expect_eq "$opens" 1 "two image runs of 4 ranks each open the training images once"
+eval "set -- $line_img"
+check "an image run as its own train" "$TT" train "$@" --seed 7 --summary "$WORK/own-img.json"
+check "an image run in a plan equals its own train" same "$WORK/img-2.json" "$WORK/own-img.json"
 printf '# nothing yet\n\n' >"$WORK/empty.txt"
 expect_exit 2 "no runs in the plan" -- "$TT" runs "$WORK/empty.txt"
 finish

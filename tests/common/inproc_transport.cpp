@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "base/error.h"
+#include "comm/transport/local_mailbox.h"
 
 namespace tt::comm {
 
@@ -37,44 +38,26 @@ namespace detail {
 using Clock = std::chrono::steady_clock;
 using Bytes = std::vector<std::byte>;
 
-// A posted receive waiting for its message. Shared between the mailbox queue and the request.
-struct PendingRecv {
-  std::span<std::byte> buffer;
-  bool matched = false;
-  std::size_t bytes = 0;     // bytes that arrived
-  std::size_t too_long = 0;  // size of a message that did not fit (0: it fitted)
-};
-
-struct Message {
-  Bytes bytes;
-  Clock::time_point visible_at;
-};
-
-// One (src, dst, tag) stream: messages in send order, receives in post order.
-struct Queue {
-  std::deque<Message> messages;
-  std::deque<std::shared_ptr<PendingRecv>> receives;
-};
-
-// Per (src, dst) link: what the adversary remembers for replay and reorder.
-struct Link {
-  std::optional<Bytes> last;                  // the previous message's original payload
-  std::optional<std::pair<int, Bytes>> held;  // (tag, payload) of a message held back by Reorder
-};
-
-class Mailbox {
+// The adversary between the ranks' sends and the production mailbox (comm/transport/local_mailbox.h):
+// it applies the plan's faults to what is sent, then hands each message to the mailbox, at once or,
+// when delayed, once its time has come (a delayed message holds back the ones behind it on its
+// (src, dst, tag) stream, like a delayed TCP segment). Due messages are handed over whenever any rank
+// sends or polls a receive.
+class FaultWire {
  public:
-  explicit Mailbox(FaultPlan plan) {
+  FaultWire(FaultPlan plan, LocalWorld& world) : world_(world) {
     for (const auto& r : plan.rules) rules_.push_back({r, 0, false});
   }
 
   void send(int src, int dst, int tag, std::span<const std::byte> data) {
-    std::lock_guard lock(mu_);
-    Message m{Bytes(data.begin(), data.end()), Clock::now()};
+    const std::lock_guard lock(mu_);
+    hand_over_due();
+    Bytes m(data.begin(), data.end());
     Link& link = links_[{src, dst}];
-    const Bytes original = m.bytes;
+    const Bytes original = m;
+    Clock::time_point visible = Clock::now();
     bool enqueue = true;
-    if (RuleState* rule = match(src, dst, tag)) enqueue = apply(*rule, link, tag, m);
+    if (RuleState* rule = match(src, dst, tag)) enqueue = apply(*rule, link, tag, m, visible);
     link.last = original;
     if (!enqueue) return;
     if (link.held) {
@@ -82,42 +65,20 @@ class Mailbox {
       // goes after it. (On one tag this is a plain swap.)
       auto [held_tag, held_bytes] = std::move(*link.held);
       link.held.reset();
-      push(src, dst, held_tag, std::move(m));
-      push(src, dst, tag, Message{std::move(held_bytes), Clock::now()});
+      deliver(src, dst, tag, std::move(m), visible);
+      deliver(src, dst, held_tag, std::move(held_bytes), Clock::now());
       return;
     }
-    push(src, dst, tag, std::move(m));
+    deliver(src, dst, tag, std::move(m), visible);
   }
 
-  std::shared_ptr<PendingRecv> post(int src, int dst, int tag, std::span<std::byte> buffer) {
-    std::lock_guard lock(mu_);
-    auto r = std::make_shared<PendingRecv>();
-    r->buffer = buffer;
-    Queue& q = queues_[{src, dst, tag}];
-    q.receives.push_back(r);
-    progress(q);
-    return r;
-  }
-
-  // Returns the byte count once the receive has its message.
-  std::optional<std::size_t> poll(int src, int dst, int tag, const PendingRecv& r) {
-    std::lock_guard lock(mu_);
-    if (!r.matched) progress(queues_[{src, dst, tag}]);  // a delayed message may have become visible
-    if (!r.matched) return std::nullopt;
-    if (r.too_long != 0)  // as the real transports refuse it (Note [Sizes before receives])
-      throw FramingError(describe_oversize(dst, src, tag, r.too_long, r.buffer.size()));
-    return r.bytes;
-  }
-
-  void cancel(int src, int dst, int tag, const std::shared_ptr<PendingRecv>& r) {
-    std::lock_guard lock(mu_);
-    if (r->matched) return;
-    auto& rs = queues_[{src, dst, tag}].receives;
-    rs.erase(std::remove(rs.begin(), rs.end(), r), rs.end());
+  void poll() {
+    const std::lock_guard lock(mu_);
+    hand_over_due();
   }
 
   std::vector<FaultKind> fired() const {
-    std::lock_guard lock(mu_);
+    const std::lock_guard lock(mu_);
     return fired_;
   }
 
@@ -126,6 +87,15 @@ class Mailbox {
     FaultRule rule;
     std::size_t seen = 0;
     bool fired = false;
+  };
+  // Per (src, dst) link: what the adversary remembers for replay and reorder.
+  struct Link {
+    std::optional<Bytes> last;                  // the previous message's original payload
+    std::optional<std::pair<int, Bytes>> held;  // (tag, payload) of a message held back by Reorder
+  };
+  struct Delayed {
+    Bytes bytes;
+    Clock::time_point visible_at;
   };
 
   RuleState* match(int src, int dst, int tag) {
@@ -140,38 +110,38 @@ class Mailbox {
     return nullptr;
   }
 
-  // Applies a fault to m; returns whether m should be enqueued now.
-  bool apply(RuleState& rs, Link& link, int tag, Message& m) {
+  // Applies a fault to m; returns whether m should be sent now (at `visible`).
+  bool apply(RuleState& rs, Link& link, int tag, Bytes& m, Clock::time_point& visible) {
     const FaultRule& r = rs.rule;
     switch (r.kind) {
       case FaultKind::Drop:
         mark(rs);
         return false;
       case FaultKind::FlipBit:
-        if (m.bytes.empty()) return true;
-        m.bytes[(r.bit / 8) % m.bytes.size()] ^= static_cast<std::byte>(1U << (r.bit % 8));
+        if (m.empty()) return true;
+        m[(r.bit / 8) % m.size()] ^= static_cast<std::byte>(1U << (r.bit % 8));
         mark(rs);
         return true;
       case FaultKind::Truncate:
-        if (m.bytes.empty()) return true;
-        m.bytes.resize(std::min(r.keep_bytes, m.bytes.size() - 1));
+        if (m.empty()) return true;
+        m.resize(std::min(r.keep_bytes, m.size() - 1));
         mark(rs);
         return true;
       case FaultKind::Replay:
         if (!link.last) return true;  // nothing to replay yet: the rule waits for no other message
-        m.bytes = *link.last;
+        m = *link.last;
         mark(rs);
         return true;
       case FaultKind::Reorder:
-        link.held.emplace(tag, std::move(m.bytes));
+        link.held.emplace(tag, std::move(m));
         mark(rs);
         return false;
       case FaultKind::Delay:
-        m.visible_at = Clock::now() + r.delay;
+        visible = Clock::now() + r.delay;
         mark(rs);
         return true;
       case FaultKind::Inflate:
-        m.bytes.resize(std::max(r.grow_to, m.bytes.size()));
+        m.resize(std::max(r.grow_to, m.size()));
         mark(rs);
         return true;
     }
@@ -183,37 +153,33 @@ class Mailbox {
     fired_.push_back(rs.rule.kind);
   }
 
-  void push(int src, int dst, int tag, Message m) {
-    Queue& q = queues_[{src, dst, tag}];
-    q.messages.push_back(std::move(m));
-    progress(q);
+  // Into the mailbox now, or behind a delayed message of its stream.
+  void deliver(int src, int dst, int tag, Bytes m, Clock::time_point visible) {
+    std::deque<Delayed>& stream = delayed_[{src, dst, tag}];
+    if (stream.empty() && visible <= Clock::now()) {
+      world_.transport(src).isend(dst, m, tag);  // copied into the mailbox: complete at once
+      return;
+    }
+    stream.push_back({std::move(m), visible});
   }
 
-  // Hands visible messages to posted receives, both in order. A delayed message blocks the ones
-  // behind it on its stream (like a delayed TCP segment).
-  static void progress(Queue& q) {
+  void hand_over_due() {
     const auto now = Clock::now();
-    while (!q.messages.empty() && !q.receives.empty() && q.messages.front().visible_at <= now) {
-      Message& m = q.messages.front();
-      PendingRecv& r = *q.receives.front();
-      if (m.bytes.size() > r.buffer.size()) {
-        r.too_long = m.bytes.size();
-      } else {
-        std::copy(m.bytes.begin(), m.bytes.end(), r.buffer.begin());
-        r.bytes = m.bytes.size();
+    for (auto& [key, stream] : delayed_) {
+      const auto [src, dst, tag] = key;
+      while (!stream.empty() && stream.front().visible_at <= now) {
+        world_.transport(src).isend(dst, stream.front().bytes, tag);
+        stream.pop_front();
       }
-      r.matched = true;
-      q.messages.pop_front();
-      q.receives.pop_front();
     }
   }
 
- private:
+  LocalWorld& world_;
   mutable std::mutex mu_;
   std::vector<RuleState> rules_;
   std::vector<FaultKind> fired_;
-  std::map<std::tuple<int, int, int>, Queue> queues_;
   std::map<std::pair<int, int>, Link> links_;
+  std::map<std::tuple<int, int, int>, std::deque<Delayed>> delayed_;  // (src, dst, tag) streams held back
 };
 
 }  // namespace detail
@@ -230,62 +196,63 @@ class DoneState final : public RequestState {
   std::size_t bytes_;
 };
 
+// A receive posted in the mailbox; each poll first hands over the delayed messages that are due.
+// Destroying it destroys the mailbox's request, which cancels it if unmatched.
 class RecvState final : public RequestState {
  public:
-  RecvState(detail::Mailbox& box, int src, int dst, int tag, std::shared_ptr<detail::PendingRecv> r)
-      : box_(box), src_(src), dst_(dst), tag_(tag), r_(std::move(r)) {}
-  RecvState(const RecvState&) = delete;
-  RecvState& operator=(const RecvState&) = delete;
-  // As MPI_Cancel: an unmatched receive leaves the queue and the message stays for others. Whether it
-  // matched is read under the mailbox's lock (a sender's thread sets it).
-  ~RecvState() override { box_.cancel(src_, dst_, tag_, r_); }
-  std::optional<std::size_t> poll() override { return box_.poll(src_, dst_, tag_, *r_); }
+  RecvState(detail::FaultWire& wire, Transport& inner, Request r)
+      : wire_(wire), inner_(inner), r_(std::move(r)) {}
+  std::optional<std::size_t> poll() override {
+    wire_.poll();
+    if (!inner_.test(r_)) return std::nullopt;
+    return r_.bytes();
+  }
 
  private:
-  detail::Mailbox& box_;
-  int src_, dst_, tag_;
-  std::shared_ptr<detail::PendingRecv> r_;
+  detail::FaultWire& wire_;
+  Transport& inner_;
+  Request r_;
 };
 
+// A rank's transport: its sends pass the fault wire, its receives are the mailbox's.
 class InprocTransport final : public Transport {
  public:
-  InprocTransport(detail::Mailbox& box, int rank, int size) : box_(box), rank_(rank), size_(size) {}
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
+  InprocTransport(detail::FaultWire& wire, Transport& inner) : wire_(wire), inner_(inner) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
   std::string name() const override { return "inproc"; }
 
   Request isend(int peer, std::span<const std::byte> data, int tag) override {
     check_peer(peer);
-    box_.send(rank_, peer, tag, data);
+    wire_.send(rank(), peer, tag, data);
     return Request(std::make_unique<DoneState>(data.size()), Op::Send, peer, tag, data.size());
   }
 
   Request irecv(int peer, std::span<std::byte> buffer, int tag) override {
     check_peer(peer);
-    auto r = box_.post(peer, rank_, tag, buffer);
-    return Request(std::make_unique<RecvState>(box_, peer, rank_, tag, std::move(r)), Op::Recv, peer, tag,
-                   buffer.size());
+    return Request(std::make_unique<RecvState>(wire_, inner_, inner_.irecv(peer, buffer, tag)), Op::Recv,
+                   peer, tag, buffer.size());
   }
 
  private:
   void check_peer(int peer) const {
-    if (peer < 0 || peer >= size_) {
-      throw RunError("inproc transport: rank " + std::to_string(rank_) + " addressed rank " +
-                     std::to_string(peer) + " of " + std::to_string(size_));
+    if (peer < 0 || peer >= size()) {
+      throw RunError("inproc transport: rank " + std::to_string(rank()) + " addressed rank " +
+                     std::to_string(peer) + " of " + std::to_string(size()));
     }
   }
-  detail::Mailbox& box_;
-  int rank_;
-  int size_;
+  detail::FaultWire& wire_;
+  Transport& inner_;
 };
 
 }  // namespace
 
-InprocWorld::InprocWorld(int ranks, FaultPlan plan, std::chrono::milliseconds timeout)
-    : mailbox_(std::make_unique<detail::Mailbox>(std::move(plan))) {
+InprocWorld::InprocWorld(int ranks, FaultPlan plan, std::chrono::milliseconds timeout) {
   if (ranks < 1) throw RunError("inproc transport: need at least one rank");
+  world_ = std::make_unique<LocalWorld>(ranks);
+  wire_ = std::make_unique<detail::FaultWire>(std::move(plan), *world_);
   for (int r = 0; r < ranks; ++r) {
-    transports_.push_back(std::make_unique<InprocTransport>(*mailbox_, r, ranks));
+    transports_.push_back(std::make_unique<InprocTransport>(*wire_, world_->transport(r)));
     transports_.back()->set_timeout(timeout);
   }
 }
@@ -310,7 +277,7 @@ std::vector<std::exception_ptr> InprocWorld::run(const std::function<void(Transp
 }
 
 std::vector<FaultKind> InprocWorld::faults_fired() const {
-  return mailbox_->fired();
+  return wire_->fired();
 }
 
 }  // namespace tt::comm

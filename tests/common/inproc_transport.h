@@ -1,13 +1,14 @@
-// In-process transport: N ranks as threads of one process, sharing one mailbox, with fault injection.
+// In-process transport: N ranks as threads of one process, on the production in-process mailbox
+// (comm/transport/local_mailbox.h, which `--ranks-per-process` runs on), with fault injection in front.
 //
 // For tests: ring and collective tests without mpirun, ThreadSanitizer runs, and the TEE security
 // tests, which need an adversary on the wire. A FaultPlan lets that adversary drop, flip a bit in,
-// truncate, replay, reorder, delay or inflate a chosen message.
-//
-// Semantics match MpiTransport: per (sender, receiver, tag) messages are matched in send order to
-// receives in post order; sends are buffered (the bytes are copied at isend, so a send completes at
-// once); a message longer than the posted buffer is refused unread (FramingError, Note [Sizes before
-// receives] in comm/transport.h); a shorter one completes with its real length.
+// truncate, replay, reorder, delay or inflate a chosen message; the faults are applied here, test-side,
+// to what a rank sends, before the mailbox gets it, so the mailbox's semantics are the production
+// ones (MpiTransport's: per (sender, receiver, tag) messages are matched in send order to receives in
+// post order; sends are buffered; a message longer than the posted buffer is refused unread with a
+// FramingError, Note [Sizes before receives] in comm/transport.h; a shorter one completes with its real
+// length).
 #pragma once
 #include <chrono>
 #include <cstddef>
@@ -55,8 +56,10 @@ struct FaultPlan {
   }
 };
 
+class LocalWorld;
+
 namespace detail {
-class Mailbox;
+class FaultWire;
 }
 
 class InprocWorld {
@@ -78,7 +81,8 @@ class InprocWorld {
   std::vector<FaultKind> faults_fired() const;
 
  private:
-  std::unique_ptr<detail::Mailbox> mailbox_;
+  std::unique_ptr<LocalWorld> world_;        // the mailbox and its ranks' own transports
+  std::unique_ptr<detail::FaultWire> wire_;  // the plan's adversary in front of it
   std::vector<std::unique_ptr<Transport>> transports_;
 };
 

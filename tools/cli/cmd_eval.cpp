@@ -51,7 +51,8 @@ void run_eval(const EvalOptions& o) {
   // The seed only orders the (unused) training stream; the test split is read in file order.
   // Sealed image sets (seal-data --images) open with the dataset key derived from --key-file.
   ImageSource img =
-      open_image_source({o.data, meta.seed, false, /*tee=*/!o.key_file.empty(), /*allow_plain=*/true});
+      open_image_source({o.data, meta.seed, false, /*tee=*/!o.key_file.empty(), /*allow_plain=*/true},
+                        /*cache=*/nullptr);
   if (img.sealed()) {
     if (o.key_file.empty()) throw InputError("--data " + o.data + " is sealed: give --key-file");
     img.open_sealed(derive_dataset_key(load_key_file(o.key_file)), {}, nullptr);

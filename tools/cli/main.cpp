@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "base/error.h"
 #include "comm/secure/first_failure.h"
 #include "comm/transport/mpi_transport.h"
+#include "data/image_cache.h"
 #include "engine/run/startup_watchdog.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/error_report.h"
@@ -131,8 +133,12 @@ int main(int argc, char** argv) {
   // Alive until exit: MPI may still read what it sent. Its listener hears a verdict while this rank
   // runs (Note [Every rank prints a line]); the session's notice key arms it (Note [Sealed notices]).
   tt::comm::FailureNotices notices;
-  const tt::RunServices services{
-      .watchdog = &watchdog, .notices = &notices, .seat = nullptr, .ranks_on_host = 0};
+  // The process's decoded image sets, shared by its ranks and runs (Note [Shared decoded images]).
+  const tt::RunServices services{.watchdog = &watchdog,
+                                 .notices = &notices,
+                                 .seat = nullptr,
+                                 .ranks_on_host = 0,
+                                 .images = std::make_shared<tt::ImageSetCache>()};
   tt::cli::register_train(app, services);
   tt::cli::register_runs(app, services);
   tt::cli::register_eval(app);
