@@ -60,6 +60,68 @@ inline std::size_t resident_bytes() {
   return ok ? resident * static_cast<std::size_t>(sysconf(_SC_PAGESIZE)) : 0;
 }
 
+// Bytes of the pages holding [p, p + bytes) that are resident now (mincore(2) on the pages around the
+// range; 0 where it cannot tell). Pages shared with the range's neighbours count whole.
+inline std::size_t resident_host_bytes(const void* p, std::size_t bytes) {
+  if (bytes == 0) return 0;
+  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto from = reinterpret_cast<std::uintptr_t>(p) / page * page;
+  const auto to = (reinterpret_cast<std::uintptr_t>(p) + bytes + page - 1) / page * page;
+  std::vector<unsigned char> in_core((to - from) / page);  // one byte per page
+  if (mincore(reinterpret_cast<void*>(from), to - from, in_core.data()) != 0) return 0;
+  std::size_t n = 0;
+  for (const unsigned char c : in_core) n += c & 1u;
+  return n * page;
+}
+
+// Note [Released gradient pages]: a sharded run's gradients (ZeRO-2 and ZeRO-3) live in a mapping of
+// their own, private and anonymous, on 4 KiB pages. After a bucket's reduce-scatter the rank needs only
+// its ring chunk of it; zero() hands the whole pages of the rest back to the system with
+// madvise(MADV_DONTNEED), which on exactly such memory is a promise, not advice: the pages read as zeros
+// when next touched. So the same call is the next step's zero_grad for the released ranges (only the
+// partial pages at a range's ends are written) and backward's accumulation finds zeros there without a
+// pass over them. Why a mapping we own: allocate_host_bytes' memory comes from the C library (or a
+// sanitizer's allocator, which keeps its own state in and around it), whose pages are not ours to drop,
+// and a shared mapping (Note [Shared buffers]) would keep its pages and their values. Why 4 KiB pages:
+// dropping part of a transparent huge page splits it, and the kernel may collapse the mostly empty range
+// back into a huge page; releasing whole 2 MiB pages only would release nothing of small buckets. The
+// price is the ring's copies on 4 KiB pages (Note [Huge pages for large host buffers]).
+class ReleasableHostBuffer {
+ public:
+  // `bytes` of zeros, none of them resident yet. Throws std::bad_alloc.
+  explicit ReleasableHostBuffer(std::size_t bytes)
+      : bytes_(std::max<std::size_t>(bytes, 1)),
+        base_(mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) {
+    if (base_ == MAP_FAILED) throw std::bad_alloc();
+    madvise(base_, bytes_, MADV_NOHUGEPAGE);  // advice: where refused, the kernel's default stays
+  }
+  ~ReleasableHostBuffer() { munmap(base_, bytes_); }
+  ReleasableHostBuffer(const ReleasableHostBuffer&) = delete;
+  ReleasableHostBuffer& operator=(const ReleasableHostBuffer&) = delete;
+
+  float* floats() const { return static_cast<float*>(base_); }
+  std::size_t bytes() const { return bytes_; }
+  // x[0, n) (inside this buffer) reads as zeros; its whole pages are returned to the system.
+  void zero(float* x, std::size_t n) const {
+    if (n == 0) return;
+    const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+    const auto begin = reinterpret_cast<std::uintptr_t>(x);
+    const auto end = begin + n * sizeof(float);
+    const auto from = std::min(end, (begin + page - 1) / page * page);
+    const auto to = std::max(from, end / page * page);
+    std::fill(x, reinterpret_cast<float*>(from), 0.0f);  // the partial pages at either end
+    std::fill(reinterpret_cast<float*>(to), reinterpret_cast<float*>(end), 0.0f);
+    // Refused (it is not, on this mapping), the pages are written instead.
+    if (to > from && madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED) != 0)
+      std::fill(reinterpret_cast<float*>(from), reinterpret_cast<float*>(to), 0.0f);
+  }
+  std::size_t resident_bytes() const { return resident_host_bytes(base_, bytes_); }
+
+ private:
+  std::size_t bytes_;
+  void* base_;
+};
+
 // std::vector's allocator for such buffers (Note [Huge pages for large host buffers]).
 template <typename T>
 struct HostAllocator {

@@ -24,6 +24,9 @@ class GradReducer {
   // parameters to every rank and receives theirs.
   virtual bool shards() const { return false; }
   virtual void finish_update() {}
+  // Zeroes the gradients for the next step where the reducer holds them in a way of its own (Note
+  // [Released gradient pages], base/host_memory.h); false: Model::zero_grad() does.
+  virtual bool zero_grads() { return false; }
   // ZeRO-3 (--shard params): the gate a training step's forward and backward report their units to
   // (Note [Parameter units], core/model.h; null: none), told each micro-step k of `step` before its
   // forward; gather_params() makes every parameter present again before anything reads them whole

@@ -55,7 +55,7 @@ float Trainer::train_step(long step, uint64_t first_sample) {
     // A pass over every gradient, like the update: timed with the optimizer (as PyTorch's
     // optimizer.zero_grad()), so that the scaling model's compute time includes it.
     ScopedPhase t(&profiler_, Phase::Optimizer, Lane::Compute, "zero grad");
-    model_.zero_grad();
+    if (reducer_ == nullptr || !reducer_->zero_grads()) model_.zero_grad();
   }
   double loss_sum = 0;
   const GateScope gate(model_, reducer_ != nullptr ? reducer_->unit_gate() : nullptr);

@@ -10,6 +10,7 @@
 #include "engine/checkpoint/safetensors.h"
 #include "engine/file_util.h"
 #include "engine/param_chunks.h"
+#include "tee/crypto/sealed_file.h"
 #include "tee/digest.h"
 #include "tee/errors.h"
 #include "tee/regular_file.h"
@@ -47,6 +48,33 @@ ManifestFile listed(const fs::path& path) {
     size += static_cast<std::uint64_t>(n);
   }
   return {path.filename().string(), size, tee::to_hex(h.finish())};
+}
+
+// Note [Checkpoint files read back]: what a save lists in the manifest is the file as the disk returns it
+// after the write's fsync (listed), and the file must give back exactly the bytes meant: plain, their
+// digest; sealed, the plaintext its chunks open to. So a short write, a failed one the file system did
+// not report, or a sealed file that does not open is refused here (RunError, exit 1), before the manifest
+// commits the step, rather than by the resume that needs it. A rank's optimizer shard is checked by that
+// rank, on its own disk, before it reports the entry to rank 0 (TrainingRun::save_shards).
+ManifestFile written(const FileCodec& codec, const fs::path& path, std::span<const std::byte> bytes) {
+  const ManifestFile f = listed(path);
+  const tee::ByteView meant(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
+  bool same = false;
+  if (codec.key() == nullptr) {
+    same = f.size == bytes.size() && f.sha256 == tee::to_hex(tee::sha256(meant));
+  } else {
+    try {
+      const std::vector<std::uint8_t> back = tee::read_sealed_file(path, *codec.key());
+      same = back.size() == bytes.size() && std::equal(back.begin(), back.end(), meant.begin());
+    } catch (const Error&) {
+      same = false;  // a sealed file that does not open is not what was written
+    }
+  }
+  if (!same)
+    throw RunError("checkpoint save: " + tee::printable_path(path) + " reads back " + std::to_string(f.size) +
+                   " bytes that are not what was written (a short or failed write; is the disk full?); the "
+                   "step is not saved");
+  return f;
 }
 
 std::vector<float> to_host(Backend& backend, const float* src, std::size_t n) {
@@ -273,8 +301,9 @@ ManifestFile CheckpointStore::write_optimizer_shard(FileCodec& codec, const fs::
       packed.insert(packed.end(), part.begin(), part.end());
     }
   const fs::path path = tmp / (optimizer_shard_file(rank) + codec.suffix());
-  codec.write(path, encode_optimizer_shard(backend, optimizer, rank, step, packed), "optimizer", step);
-  return listed(path);
+  const std::vector<std::byte> bytes = encode_optimizer_shard(backend, optimizer, rank, step, packed);
+  codec.write(path, bytes, "optimizer", step);
+  return written(codec, path, bytes);  // Note [Checkpoint files read back]
 }
 
 fs::path CheckpointStore::save(Backend& backend, Model& model, Optimizer* optimizer,
@@ -288,7 +317,8 @@ fs::path CheckpointStore::save(Backend& backend, Model& model, Optimizer* optimi
       run_id_, meta.step, step_dir_name(meta.step), prev_step_, prev_manifest_sha256_, {}, std::nullopt};
   auto put = [&](const std::string& name, std::span<const std::byte> bytes, const std::string& kind) {
     codec_.write(tmp / (name + sfx), bytes, kind, std::nullopt);
-    manifest.files.push_back(listed(tmp / (name + sfx)));
+    manifest.files.push_back(
+        written(codec_, tmp / (name + sfx), bytes));  // Note [Checkpoint files read back]
   };
   const bool param_shards = shards != nullptr && shards->layout.stage == ShardStage::Params;
   put(kModelFile,

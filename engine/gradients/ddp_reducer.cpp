@@ -66,7 +66,7 @@ void DdpReducer::on_grad_ready(std::size_t from) {
 void DdpReducer::launch_ready(std::size_t from) {
   backend_.publish();  // the communication thread may read [from, num_params) once this returns
   const RunClock::TimePoint ready = clock_.now();
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   bool any = false;
   // Buckets are in launch order with decreasing offsets: launch each one whose slice is final.
   while (next_to_launch_ < buckets_.size() && buckets_[next_to_launch_].begin >= from) {
@@ -74,6 +74,12 @@ void DdpReducer::launch_ready(std::size_t from) {
     any = true;
   }
   if (any) cv_.notify_all();
+  // Note [Released gradient pages]: backward may run at most kReleaseAhead buckets ahead of the ring, or
+  // a starved communication thread would release nothing before backward had written the whole buffer
+  // (DeepSpeed's ZeRO-2 waits for its reduction stream the same way when its buckets are full).
+  if (opts_.release != nullptr) {
+    cv_.wait(lock, [this] { return next_to_launch_ - completed_ <= kReleaseAhead || error_ != nullptr; });
+  }
 }
 
 void DdpReducer::finish_step() {
@@ -88,6 +94,7 @@ void DdpReducer::finish_step() {
   // Note [GPU crypto shares the SMs]: an emulated GPU's backward pays, now that it is known, for the SMs
   // its AES-GCM kernels held (no other backend runs communication work on the compute units).
   if (auto* gpu = dynamic_cast<EmulatedBackend*>(&backend_)) gpu->settle_shared_units();
+  measure_grads();
   clock_.advance_to(last_done_);  // the averaged gradients exist from then on
   if (profiler_ != nullptr) profiler_->add(Counter::Buckets, static_cast<int64_t>(buckets_.size()));
 }
@@ -206,9 +213,45 @@ void DdpReducer::run_reduce(std::size_t b, long step) {
     ScopedPhase t(profiler_, Phase::Reduce, Lane::Comm, "average");
     backend_.scale(g + mine.offset, 1.0f / static_cast<float>(opts_.world), mine.count);
   }
+  if (opts_.release != nullptr) {
+    measure_grads();  // the bucket whole, beside whatever backward has written since
+    release_grads(b);
+  }
   if (profiler_ != nullptr && profiler_->tracing()) {
     profiler_->record("bucket " + std::to_string(b), Lane::Comm, t0, clock_.now());
   }
+}
+
+// Between two releases the gradients' resident bytes only grow (backward writes), so their peak is met
+// right before a release or after the last bucket: measured there.
+void DdpReducer::measure_grads() {
+  if (!opts_.measure_resident) return;
+  const std::size_t now = resident_host_bytes(model_.grad_data(), model_.num_params() * sizeof(float));
+  std::size_t peak = peak_grad_resident_.load();
+  while (now > peak && !peak_grad_resident_.compare_exchange_weak(peak, now)) {
+  }
+}
+
+// Note [Released gradient pages]: the bucket is final (backward has moved below it) and this rank reads
+// only its own chunk from here on (the norm's part, the optimizer), so the rest goes.
+void DdpReducer::release_grads(std::size_t b) {
+  const Bucket& bk = buckets_[b];
+  const comm::ElemRange own = own_chunk(bk);
+  float* g = model_.grad_data() + bk.begin;
+  opts_.release->zero(g, own.offset);
+  opts_.release->zero(g + own.offset + own.count, bk.size() - own.offset - own.count);
+}
+
+// The released ranges are zeros already (their partial end pages are written again); the own chunks, the
+// one part every step writes and keeps, are filled.
+bool DdpReducer::zero_grads() {
+  if (opts_.release == nullptr) return false;
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    const comm::ElemRange own = own_chunk(buckets_[b]);
+    release_grads(b);
+    backend_.fill(model_.grad_data() + buckets_[b].begin + own.offset, 0.0f, own.count);
+  }
+  return true;
 }
 
 }  // namespace tt

@@ -7,7 +7,12 @@
 //
 // Sharded (--shard, Note [Shard layout] in shard.h): each bucket is reduce-scattered instead, on the same
 // thread at the same moments, and only this rank's shard of it is averaged; finish_update() all-gathers
-// the parameters the optimizer updated, bucket by bucket.
+// the parameters the optimizer updated, bucket by bucket. Where the gradients are host memory (the CPU,
+// real values), the bucket's pages outside the shard are released right after its reduce-scatter, while
+// backward goes on (Note [Released gradient pages], base/host_memory.h), and zero_grads() zeroes the next
+// step's gradients without touching them again. With --grad-accum K the reduce-scatters run in the last
+// micro-step's backward only, so the whole buffer stays resident until then: releasing after every
+// micro-step would need every micro-step reduced (K times the messages) to keep the sums.
 //
 // Note [ZeRO-3 units follow the buckets]: --shard params keeps ZeRO-2's per-bucket reduce-scatter and
 // shard layout unchanged, so every gradient element is summed by the same hops as DDP's, and makes the
@@ -38,6 +43,7 @@
 // placeholders, still all-gathers its parts, so that their messages are sealed and costed as a real sharded
 // run's.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -47,6 +53,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/host_memory.h"
 #include "comm/allreduce/ring_geometry.h"
 #include "core/backend.h"
 #include "core/model.h"
@@ -77,6 +84,11 @@ struct DdpOptions {
   ShardStage shard = ShardStage::None;  // anything but None: reduce-scatter, and finish_update gathers
   bool ordered_norm = false;            // Note [Gradient norm order] (implied by a shard)
   bool prefetch = true;                 // Params: queue the next unit's gather behind this one's
+  // Gradients or Params on host memory: the gradient buffer, whose pages outside this rank's shard each
+  // bucket releases after its reduce-scatter (Note [Released gradient pages], base/host_memory.h); null:
+  // the buffer stays whole.
+  const ReleasableHostBuffer* release = nullptr;
+  bool measure_resident = false;  // host gradients: measure their resident bytes (peak_grad_resident_bytes)
 };
 
 class DdpReducer final : public GradReducer, public UnitGate {
@@ -108,6 +120,10 @@ class DdpReducer final : public GradReducer, public UnitGate {
   // The most parameter floats outside this rank's shard present while a unit computed, from the second
   // step on (ZeRO-3; else 0).
   std::size_t peak_gathered_floats() const { return peak_gathered_; }
+  bool zero_grads() override;
+  // The most bytes of the gradient buffer resident at once in a step, measured (mincore) before each
+  // bucket's release and after the last bucket (0 where not measured: options' measure_resident).
+  std::size_t peak_grad_resident_bytes() const { return peak_grad_resident_; }
 
   const std::vector<Bucket>& buckets() const { return buckets_; }
 
@@ -125,6 +141,8 @@ class DdpReducer final : public GradReducer, public UnitGate {
   void count_gathered(std::size_t bucket, bool present);
   void run_reduce(std::size_t b, long step);
   void run_gather(std::size_t b, long step, int label);
+  void measure_grads();               // peak_grad_resident_ (either thread)
+  void release_grads(std::size_t b);  // zeroes bucket b outside this rank's chunk, pages released
 
   Backend& backend_;
   Model& model_;
@@ -165,7 +183,9 @@ class DdpReducer final : public GradReducer, public UnitGate {
   int whole_gathers_ = 0;                      // since the step began
   std::size_t gathered_ = 0;                   // floats outside the shard present now (training thread)
   std::size_t peak_gathered_ = 0;              // and at most while a unit computed
-  bool released_once_ = false;      // an update has released the parameters (the first step starts whole)
+  bool released_once_ = false;  // an update has released the parameters (the first step starts whole)
+  static constexpr std::size_t kReleaseAhead = 2;  // buckets launched and not yet released (launch_ready)
+  std::atomic<std::size_t> peak_grad_resident_ = 0;
   std::vector<double> norm_parts_;  // (P chunks, buckets) sums of squares, chunk-major (training thread)
   std::thread comm_thread_;
 };

@@ -371,9 +371,9 @@ void TrainingRun::setup_checkpoints() {
     std::optional<WholeParams> params;
     if (!param_shard_saves()) params.emplace(reducer_.get());
     if (rank_ != 0) return;
+    // A model without units (ResNet) keeps whole parameters at --shard params: no digest is streamed.
     const CheckpointMeta meta{step, samples, plan_.schedule().seed,
-                              param_shard_saves() ? streamed : params_sha256(*backend_, *model_),
-                              plan_.json()};
+                              !streamed.empty() ? streamed : params_sha256(*backend_, *model_), plan_.json()};
     Optimizer* optimizer = by_shard ? nullptr : whole ? whole.get() : optimizer_.get();
     const auto dir = store_->save(*backend_, *model_, optimizer, meta, shards ? &*shards : nullptr);
     if (tc_.progress) std::fprintf(stderr, "\ncheckpoint: %s\n", dir.c_str());
@@ -507,6 +507,15 @@ void TrainingRun::agree_on_inputs() {
 // SharedBuffer shared with the transport, so that those ranks add from it in place. Returns where the
 // gradients are and why.
 std::string TrainingRun::place_grads() {
+  const bool host_grads = plan_.compute().platform() == DeviceKind::Cpu && platform_->real_values();
+  const ShardStage stage = plan_.parallel().shard;
+  if (host_grads && (stage == ShardStage::Gradients || stage == ShardStage::Params)) {
+    grad_release_.emplace(model_->num_params() * sizeof(float));
+    model_->place_grads({grad_release_->floats(), model_->num_params()});
+    return "private, 4 KiB pages; each bucket's pages outside this rank's shard are released after its "
+           "reduce-scatter (--shard " +
+           std::string(name(stage)) + ")";
+  }
   if (plan_.parallel().grad_memory == comm::BufferMemory::Private)
     return "private (--grad-memory private, the default)";
   if (plan_.switches().on) return "private (a TEE keeps the plaintext gradients to this rank)";
@@ -553,7 +562,9 @@ void TrainingRun::build_reducer() {
                                                      .rank = rank_,
                                                      .shard = par.shard,
                                                      .ordered_norm = ordered_norm,
-                                                     .prefetch = par.prefetch},
+                                                     .prefetch = par.prefetch,
+                                                     .release = grad_release_ ? &*grad_release_ : nullptr,
+                                                     .measure_resident = ordered_norm},
                                           &profiler_);
 }
 
@@ -693,6 +704,11 @@ std::string TrainingRun::shard_description() const {
          gathered;
 }
 
+nlohmann::json TrainingRun::grads_resident_peak() const {
+  const std::size_t peak = reducer_ != nullptr ? reducer_->peak_grad_resident_bytes() : 0;
+  return peak > 0 ? nlohmann::json(peak) : nlohmann::json(nullptr);
+}
+
 RunDescription TrainingRun::gather_facts() const {
   RunDescription d;
   d.model = model_->name();
@@ -799,7 +815,10 @@ nlohmann::json TrainingRun::summary(const TrainResult& r, const RunReport& repor
               {"gathered", state_bytes().gathered},
               // ZeRO-3: the most parameter bytes outside the shard present while a block computed
               // (measured from the second step on; Note [ZeRO-3 units follow the buckets]).
-              {"gathered_peak", reducer_ != nullptr ? 4 * reducer_->peak_gathered_floats() : 0}}},
+              {"gathered_peak", reducer_ != nullptr ? 4 * reducer_->peak_gathered_floats() : 0},
+              // Host gradients: the most bytes of the gradient buffer resident at once, measured with
+              // mincore (Note [Released gradient pages]); null where the gradients are not host memory.
+              {"grads_resident_peak", grads_resident_peak()}}},
             {"device_memory_gib", device_memory},
             {"bucket_mb", plan_.parallel().bucket_mb},
             {"buckets", d.buckets},

@@ -131,7 +131,8 @@ class TrainingRun {
   bool param_shard_saves() const;
   std::optional<ShardedSave> save_shards(long step);
   void gather_resumed_params();
-  StateBytes state_bytes() const;  // per rank, as --shard leaves it
+  StateBytes state_bytes() const;              // per rank, as --shard leaves it
+  nlohmann::json grads_resident_peak() const;  // measured (DdpReducer::peak_grad_resident_bytes) or null
   StateBytes state_bytes(ShardStage stage) const;
   double memory_state_gib() const;  // the per-parameter part alone
   bool bf16_emulated() const;
@@ -173,6 +174,9 @@ class TrainingRun {
   // comm/transport/shm_transport.h): declared before model_, which uses it, and after links_, whose transport
   // it is shared with.
   std::optional<comm::SharedBuffer> grad_buffer_;
+  // Or, where a stage shards the gradients on host memory, a mapping whose pages outside this rank's
+  // shard are released (Note [Released gradient pages], base/host_memory.h); also before model_.
+  std::optional<ReleasableHostBuffer> grad_release_;
   std::optional<comm::ScopedShare> grad_share_;
   std::string grad_memory_;  // where the gradients are and why (the banner, the summary)
   std::unique_ptr<Model> model_;

@@ -11,6 +11,7 @@
 #    file and the check;
 #  - at --shard params each rank's file holds its parameter shard too: resume at the same world size reads
 #    its own and gathers the rest, DDP's resume and `ckpt export` reassemble the whole model;
+#  - ResNet's batch-norm running statistics survive a resharding (P = 2 ZeRO-3 save, P = 3 resumes);
 #  - --ckpt-layout sharded without a shard is refused with exit 2.
 source "$(dirname "$0")/lib.sh" "$@"
 make_corpus
@@ -123,6 +124,34 @@ zfresh && cp "$WORK/za/step_00000001/optimizer.rank1.safetensors" "$z2s/optimize
 expect_exit 3 "optimizer.rank1.safetensors: SHA-256 differs" -- "$TT" ckpt verify "$WORK/za"
 zfresh && truncate -s -100 "$z2s/optimizer.rank1.safetensors"
 expect_exit 3 "optimizer.rank1.safetensors: [0-9]+ bytes, the manifest records" -- "$TT" ckpt verify "$WORK/za"
+
+# ResNet's batch-norm running statistics (state that is neither a parameter nor sharded) across a
+# resharding: a P = 2 save at --shard params (the model file then holds the statistics alone) resumed at
+# P = 3 by ZeRO-2 and by ZeRO-3 ends where DDP's P = 3 resume of the same save does: the same parameters
+# and the same model file, statistics included.
+make_idx train 48
+make_idx t10k 8
+rbase=(train --model resnet-tiny --data "$WORK/img" --batch 2 --optimizer sgd --lr 0.05 --warmup 0 --threads 1
+       --no-progress --seed 5 --val-batches 1 --bucket-mb 0.02 --steps 3)
+rtrain() { # np name extra...: the run's params_sha256 ("none" when it failed)
+  local np="$1" name="$2"; shift 2
+  if ! "${MPI[@]}" -np "$np" "$TT" "${rbase[@]}" --summary "$WORK/$name.json" "$@" >"$WORK/$name.log" 2>&1; then
+    echo "FAIL: $name" >&2; tail -5 "$WORK/$name.log" >&2; echo none; return
+  fi
+  json_field "$WORK/$name.json" params_sha256
+}
+expect_ne "$(rtrain 2 rsave2 --shard params --save-every 2 --ckpt-dir "$WORK/r2")" none "ResNet P=2 ZeRO-3 saves"
+rm -rf "$WORK/r2/step_00000003"
+rddp=$(rtrain 3 rddp3 --resume "$WORK/r2" --save-every 3 --ckpt-dir "$WORK/rd3")
+expect_ne "$rddp" none "ResNet P=2 shards resumed by DDP at P=3"
+for stage in gradients params; do
+  expect_eq "$(rtrain 3 "r$stage" --shard "$stage" --resume "$WORK/r2" --save-every 3 --ckpt-layout whole \
+    --ckpt-dir "$WORK/r$stage")" "$rddp" "ResNet P=2 shards resumed at P=3 --shard $stage == DDP's resume"
+  check "ResNet --shard $stage resume: the model file, running statistics included, is DDP's" \
+    cmp "$WORK/r$stage/step_00000003/model.safetensors" "$WORK/rd3/step_00000003/model.safetensors"
+done
+grep -aq 'running_mean' "$WORK/rd3/step_00000003/model.safetensors" && passes=$((passes + 1)) ||
+  { echo "FAIL: no running statistics in the resumed model"; fails=$((fails + 1)); }
 
 # Asking for shards where there are none.
 expect_exit 2 "--ckpt-layout sharded .*--shard none keeps no shards" -- "$TT" "${base[@]}" --ckpt-layout sharded --save-every 1

@@ -108,6 +108,49 @@ class FailingCodec final : public FileCodec {
   std::string fail_kind_;
 };
 
+// Wraps a codec and, for one kind of file, writes all but its last 100 bytes without a word: a short
+// write the file system did not report.
+class ShortCodec final : public FileCodec {
+ public:
+  ShortCodec(FileCodec& inner, std::string short_kind) : inner_(inner), short_kind_(std::move(short_kind)) {}
+  std::string suffix() const override { return inner_.suffix(); }
+  void write(const fs::path& path, std::span<const std::byte> bytes, const std::string& kind,
+             std::optional<long> step) override {
+    inner_.write(path, bytes, kind, step);
+    if (kind == short_kind_) fs::resize_file(path, fs::file_size(path) - 100);
+  }
+  const tee::CheckpointKey* key() const override { return inner_.key(); }
+
+ private:
+  FileCodec& inner_;
+  std::string short_kind_;
+};
+
+// Note [Checkpoint files read back]: a rank's optimizer shard, or rank 0's model, that reads back other
+// than written is refused before it is reported or listed, plain and sealed.
+TEST(SealedCheckpoint, ShortWriteIsRefusedBeforeTheManifest) {
+  TinyRun a(31);
+  auto sealed = make_sealed_codec(tee::CheckpointKey::random(), tee::Cipher::Aes256Gcm, 4096);
+  auto plain = make_plain_codec();
+  for (FileCodec* inner : {plain.get(), sealed.get()}) {
+    SCOPED_TRACE(inner->suffix());
+    TempDir dir;
+    ShortCodec shard_short(*inner, "optimizer");
+    EXPECT_NO_THROW(CheckpointStore::write_optimizer_shard(*inner, dir.path(), *a.backend, *a.opt, 0, 4));
+    try {
+      CheckpointStore::write_optimizer_shard(shard_short, dir.path(), *a.backend, *a.opt, 1, 4);
+      ADD_FAILURE() << "a short shard was reported";
+    } catch (const RunError& e) {
+      EXPECT_NE(std::string(e.what()).find("optimizer.rank1.safetensors"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("not what was written"), std::string::npos) << e.what();
+    }
+    ShortCodec model_short(*inner, "model");
+    CheckpointStore store(dir.path() / "ck", 1, model_short);
+    EXPECT_THROW(store.save(*a.backend, a.model, a.opt.get(), a.meta(4)), RunError);
+    EXPECT_TRUE(CheckpointStore::complete_steps(dir.path() / "ck").empty());
+  }
+}
+
 TEST(SealedCheckpoint, FailedSaveLeavesLastGoodCheckpointIntact) {
   TempDir dir;
   auto codec = make_sealed_codec(tee::CheckpointKey::random(), tee::Cipher::Aes256Gcm, 4096);

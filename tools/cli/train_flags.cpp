@@ -169,7 +169,9 @@ void add_parallel_options(CLI::App* cmd, TrainOptions& o) {
       "What each rank keeps of the training state: none (DDP: everything); optimizer (ZeRO-1: "
       "AdamW state for its shard only; gradients are reduce-scattered per bucket, parameters "
       "all-gathered after the step); gradients (ZeRO-2: also only its shard of the averaged "
-      "gradients); params (ZeRO-3: also only its shard of the parameters between their uses, each "
+      "gradients: on the CPU each bucket's pages outside it are released after its reduce-scatter, "
+      "the summary's grads_resident_peak measures what stays); params (ZeRO-3: also only its shard of the "
+      "parameters between their uses, each "
       "transformer block all-gathered before its forward and again before its backward, "
       "released after). Any --allreduce-algo, on host gradients only (--device cpu: real compute, "
       "or --compute emulate's virtual time); with real compute the same parameters as none with the "
@@ -207,7 +209,8 @@ void add_parallel_options(CLI::App* cmd, TrainOptions& o) {
       "Where a CPU run's gradients live: private, ordinary memory on huge pages; shared, a buffer "
       "that the ranks on this host map and add from in place as the ring reduces (with --tee off, "
       "--device cpu and shm between ranks of one host; elsewhere private), which saves the ring "
-      "a pass over each bucket but gives up huge pages");
+      "a pass over each bucket but gives up huge pages (--shard gradients and params keep them "
+      "private, to release the pages outside the shard)");
 }
 
 // Virtual time and its modelled host (docs/design.md §11).
