@@ -132,6 +132,36 @@ class Channel {
   }
 };
 
+// A channel around another (the emulated platform's crossings and per-link routing): every call goes to
+// `inner` unless the decorator overrides it, so a decorator spells out only what it adds.
+class ChannelDecorator : public Channel {
+ public:
+  explicit ChannelDecorator(Channel& inner) : inner_(inner) {}  // `inner` must outlive the decorator
+
+  std::string name() const override { return inner_.name(); }
+  std::size_t overhead() const override { return inner_.overhead(); }
+  bool pass_through() const override { return inner_.pass_through(); }
+  MemorySpace memory() const override { return inner_.memory(); }
+  void seal(const MessageContext& ctx, std::span<const std::byte> plain, std::span<std::byte> wire) override {
+    inner_.seal(ctx, plain, wire);
+  }
+  void open(const MessageContext& ctx, std::span<const std::byte> wire, std::span<std::byte> plain) override {
+    inner_.open(ctx, wire, plain);
+  }
+  std::size_t parallelism() const override { return inner_.parallelism(); }
+  void seal_batch(std::span<const SealJob> jobs) override { inner_.seal_batch(jobs); }
+  void open_batch(std::span<const OpenJob> jobs) override { inner_.open_batch(jobs); }
+  void charge_seal(const MessageContext& ctx, std::size_t bytes) override { inner_.charge_seal(ctx, bytes); }
+  void charge_open(const MessageContext& ctx, std::size_t bytes) override { inner_.charge_open(ctx, bytes); }
+  SendSchedule send_schedule() const override { return inner_.send_schedule(); }
+
+ protected:
+  Channel& inner() const { return inner_; }
+
+ private:
+  Channel& inner_;
+};
+
 // TEE off: wire bytes are the plaintext. seal/open copy (callers normally skip them: pass_through()).
 class PlainChannel final : public Channel {
  public:

@@ -76,9 +76,11 @@ CcCosts h100_row(CcHardware h) {
             .launch_us = kLaunchCc,
             .launch_extra_us = kLaunchCc - kLaunchOff,
             .peer = {},
+            .peer_between = {},
             .node = NodeMessages::Sealed,
             .source = "ISPASS 2025"};
   c.peer = host_bounce(c);
+  c.peer_between = c.peer;
   return c;
 }
 
@@ -89,21 +91,26 @@ CcCosts blackwell_row() {
   // encrypted NVLink: 510 GB/s in a confidential VM (same paper), its set-up per transfer unpublished:
   // H100 CC's added fixed cost of a queued copy at each end (pinned row).
   const CcCosts pinned = h100_row(CcHardware::H100Pinned);
-  return {.hardware = CcHardware::Blackwell,
-          .d2h_gbps = 42.17 * 0.211,
-          .h2d_gbps = 43.49 * 0.203,
-          .d2h_fixed_us = 330,
-          .h2d_fixed_us = 330,
-          .launch_us = pinned.launch_us,
-          .launch_extra_us = pinned.launch_extra_us,
-          .peer = {.path = PeerPath::EncryptedNvlink,
-                   .sender_us = pinned.d2h_fixed_us,
-                   .receiver_us = pinned.h2d_fixed_us,
-                   .d2h_gbps = 0,
-                   .h2d_gbps = 0,
-                   .link_gbps = 510},
-          .node = NodeMessages::Sealed,
-          .source = "arXiv 2606.23969"};
+  CcCosts c{.hardware = CcHardware::Blackwell,
+            .d2h_gbps = 42.17 * 0.211,
+            .h2d_gbps = 43.49 * 0.203,
+            .d2h_fixed_us = 330,
+            .h2d_fixed_us = 330,
+            .launch_us = pinned.launch_us,
+            .launch_extra_us = pinned.launch_extra_us,
+            .peer = {.path = PeerPath::EncryptedNvlink,
+                     .sender_us = pinned.d2h_fixed_us,
+                     .receiver_us = pinned.h2d_fixed_us,
+                     .d2h_gbps = 0,
+                     .h2d_gbps = 0,
+                     .link_gbps = 510},
+            .peer_between = {},
+            .node = NodeMessages::Sealed,
+            .source = "arXiv 2606.23969"};
+  // NVLink encryption ends at the node: a message to another node crosses the host bridge's bounce
+  // buffers at each end, as H100 CC's does (Note [CC hardware costs]).
+  c.peer_between = host_bounce(c);
+  return c;
 }
 
 // H100 Protected PCIe (NVIDIA's PPCIe verifier documentation): the node's GPUs in one CVM with NVLink in
@@ -127,6 +134,7 @@ CcCosts no_costs(CcHardware h, PeerWire peer, NodeMessages node, const char* sou
           .launch_us = 0,
           .launch_extra_us = 0,
           .peer = peer,
+          .peer_between = peer,
           .node = node,
           .source = source};
 }
@@ -168,6 +176,13 @@ CcCosts cc_costs(CcHardware h) {
                       h == CcHardware::TeeIoWhatIf ? "what-if: Intel TDX Connect" : "what-if");
   }
   return {};
+}
+
+MessageRoute message_route(const CcCosts& cc, const Topology& topology, int sender, int receiver) {
+  const bool inside = receiver >= 0 && topology.node_of(sender) == topology.node_of(receiver);
+  if (inside && cc.node != NodeMessages::Sealed) return {.what = cc.node, .peer = {}, .leaves_node = false};
+  const bool leaves = !inside && topology.given();
+  return {.what = NodeMessages::Sealed, .peer = leaves ? cc.peer_between : cc.peer, .leaves_node = leaves};
 }
 
 double CcCosts::copy_seconds(bool to_device, double bytes) const {

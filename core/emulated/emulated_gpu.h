@@ -67,12 +67,15 @@ inline constexpr double kIspassHostAeadGbps = 3.36;
 // GPU's plain NVLink rate, with no crossings and no CC costs: no shipping GPU offers it.
 //
 // Multi-GPU platforms differ in what a message between two GPUs of one node is (CcCosts::node, Note
-// [Messages inside a node]). `h100-ppcie` is H100 Protected PCIe: every GPU of a node in one confidential
-// VM, NVLink/NVSwitch carrying plaintext, so a message inside a node is neither sealed nor crosses a
-// bounce buffer (it goes at NVLink rate); between nodes the host seals through bounce buffers as
-// h100-pinned. `tee-io-what-if` is TDX Connect / TEE-IO with TDISP (not shipped): the GPUs are in the
-// TCB, nothing crosses a bounce buffer, and a message inside a node is encrypted by the link (IDE) at
-// link rate rather than sealed; between nodes the host seals, without crossings.
+// [Messages inside a node]), and in the path fast's ciphertext takes out of a node (CcCosts::peer_between):
+// Blackwell encrypts NVLink only, so a message to another node leaves through the host bridge's bounce
+// buffers (its 330 us copies) and the NIC, as on H100 CC; every other row has one path for both. `h100-ppcie`
+// is H100 Protected PCIe: every GPU of a node in one confidential VM, NVLink/NVSwitch carrying plaintext, so
+// a message inside a node is neither sealed nor crosses a bounce buffer (it goes at NVLink rate); between
+// nodes the host seals through bounce buffers as h100-pinned. `tee-io-what-if` is TDX Connect / TEE-IO with
+// TDISP (not shipped): the GPUs are in the TCB, nothing crosses a bounce buffer, and a message inside a node
+// is encrypted by the link (IDE) at link rate rather than sealed; between nodes the host seals, without
+// crossings.
 enum class CcHardware { None, H100Pinned, H100Pageable, H100Ppcie, Blackwell, DirectWhatIf, TeeIoWhatIf };
 template <>
 struct EnumNames<CcHardware> {
@@ -93,7 +96,7 @@ struct EnumNames<CcHardware> {
 // reads and may change it unnoticed. LinkEncrypted (tee-io-what-if): the same in the emulation, the
 // link's IDE encrypting it at link rate in hardware (an adversary on the link sees ciphertext; its
 // integrity is the link's, not teetrain's tag). platform/emulated/node_link_channel.h applies it;
-// messages between nodes keep the run's channel either way.
+// messages between nodes keep the run's channel either way. message_route() decides it per message.
 enum class NodeMessages { Sealed, Clear, LinkEncrypted };
 template <>
 struct EnumNames<NodeMessages> {
@@ -121,6 +124,7 @@ struct PeerWire {
   double link_gbps = 0;                   // the link's rate (0: the GPU's NVLink)
   bool crosses() const { return sender_us > 0 || receiver_us > 0 || d2h_gbps > 0 || h2d_gbps > 0; }
   double toll_us() const { return (sender_us + receiver_us) / 2; }  // mean crossing
+  bool operator==(const PeerWire&) const = default;
 };
 
 // One row of the CC hardware table (cc_costs()): Note [CC hardware costs].
@@ -130,7 +134,8 @@ struct CcCosts {
   double d2h_fixed_us = 0, h2d_fixed_us = 0;  // what CC adds to one copy's fixed cost, us
   double launch_us = 0;                       // one kernel launch in CC, us
   double launch_extra_us = 0;                 // what CC adds to a launch (launch_us - the same with CC off)
-  PeerWire peer{};                            // fast's GPU-to-GPU path
+  PeerWire peer{};                            // fast's GPU-to-GPU path inside a node
+  PeerWire peer_between{};                    // ... and between nodes (Note [Messages inside a node])
   NodeMessages node = NodeMessages::Sealed;   // a message inside a node (Note [Messages inside a node])
   const char* source = "";                    // short citation; the URLs are in docs/reproducing.md
   // The row charges CC's copies and launches (none and direct-what-if do not).
@@ -141,6 +146,18 @@ struct CcCosts {
   double crossing_us() const { return (d2h_fixed_us + h2d_fixed_us) / 2; }
 };
 CcCosts cc_costs(CcHardware h);
+
+// What one ring message from `sender` to `receiver` (< 0: a group message, for every rank) is on a
+// platform (Note [Messages inside a node]): the one decision the run (platform/emulated/
+// node_link_channel.h) and the cost model (engine/gradients/allreduce_selection.cpp) both take, per
+// message and per hop. A group message may leave the node where there are nodes (--gpus-per-node).
+struct MessageRoute {
+  NodeMessages what = NodeMessages::Sealed;  // not Sealed: copied as it is, nothing crosses or is sealed
+  PeerWire peer{};                           // a GPU-sealed message's path (fast), when sealed
+  bool leaves_node = false;  // sealed, on the path out of a node (peer: CcCosts::peer_between)
+  bool sealed() const { return what == NodeMessages::Sealed; }
+};
+MessageRoute message_route(const CcCosts& cc, const Topology& topology, int sender, int receiver);
 
 // Peak dense throughput of one GPU (no structured sparsity), from the vendors' data sheets.
 struct GpuSpec {

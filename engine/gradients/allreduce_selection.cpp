@@ -53,14 +53,25 @@ void price_topology(const Topology& t, const comm::LinkCosts& link, comm::CostMo
   m.inter_wire_ns_per_byte = ns_per_byte(out) - ns_per_byte(in);
 }
 
+// "seal/open 3.4 GB/s, 14.0 us per sealed message" ("not sealed" where nothing is).
+std::string tee_title_of(const comm::TeeCosts& tee) {
+  if (tee.seal_gbps <= 0) return "not sealed";
+  char buf[100];
+  std::snprintf(buf, sizeof buf, "seal/open %.1f GB/s, %.1f us per sealed message", tee.seal_gbps,
+                tee.message_us);
+  return buf;
+}
+
 std::string topology_title(const Topology& t) {
   return "nodes of " + std::to_string(t.gpus_per_node) + ", " + link_class_spec(t.intra).title + " inside, " +
          link_class_spec(t.inter).title + " between";
 }
 
+// What a message on `route` costs (Note [Messages inside a node]): nothing beyond its link where it is
+// not sealed (in clear, or encrypted by the link at link rate).
 comm::TeeCosts tee_costs(const ParallelOptions& parallel, const ComputeOptions& compute,
-                         const TeeSwitches& ts, const EmulatedGpu* gpu) {
-  if (!ts.on) return {};
+                         const TeeSwitches& ts, const EmulatedGpu* gpu, const MessageRoute& route) {
+  if (!ts.on || !route.sealed()) return {};
   comm::TeeCosts t;
   const bool on_gpu = ts.device_crypto && gpu != nullptr;
   if (gpu != nullptr && compute.virtual_time()) {
@@ -79,16 +90,16 @@ comm::TeeCosts tee_costs(const ParallelOptions& parallel, const ComputeOptions& 
     t.message_us = kSealedMessageUs;
   }
   // H100 CC's bounce buffers: one crossing at the sender, one at the receiver (cc_transfer_channel.h),
-  // priced as the emulated platform charges them (EmulatedPlatform::ring_channel): a host-sealed ring
-  // pays --cc-transfer-us or the CC row's fixed cost, and with a GPU in CC mode each crossing's bytes at
-  // the copy plateau beyond the host's own AES-GCM pass; a GPU-sealed ring takes the platform's
+  // priced as the emulated platform charges them (EmulatedPlatform::crossing_channel): a host-sealed
+  // ring pays --cc-transfer-us or the CC row's fixed cost, and with a GPU in CC mode each crossing's
+  // bytes at the copy plateau beyond the host's own AES-GCM pass; a GPU-sealed ring takes the route's
   // GPU-to-GPU path (Note [CC hardware costs]).
   const CcCosts cc = gpu != nullptr ? gpu->cc : CcCosts{};
   const auto slower = [](double gbps, double extra_s_per_byte) {
     return 1e-9 / (1.0 / (gbps * 1e9) + std::max(0.0, extra_s_per_byte));
   };
   if (on_gpu) {
-    const PeerWire& w = cc.peer;
+    const PeerWire& w = route.peer;
     t.message_us += w.sender_us + w.receiver_us;
     if (w.d2h_gbps > 0) t.seal_gbps = slower(t.seal_gbps, 1.0 / (w.d2h_gbps * 1e9));
     if (w.h2d_gbps > 0) t.open_gbps = slower(t.open_gbps, 1.0 / (w.h2d_gbps * 1e9));
@@ -168,16 +179,25 @@ CostModelSource default_cost_model(const ParallelOptions& parallel, const Comput
     link.gbps = parallel.link_gbps;
     where = "--link-gbps " + std::to_string(parallel.link_gbps);
   }
-  const comm::TeeCosts tee = tee_costs(parallel, compute, ts, gpu);
+  // Each hop priced by the route its messages take, as the run routes them (message_route): a step
+  // inside a node by a message between two of its GPUs, a step between nodes by one that leaves.
+  const CcCosts cc = gpu != nullptr ? gpu->cc : CcCosts{};
+  const Topology topo = gpu != nullptr ? gpu->topology : Topology{};
+  const comm::TeeCosts tee = tee_costs(parallel, compute, ts, gpu, message_route(cc, topo, 0, 0));
   comm::CostModel model = comm::compose(link, tee);
+  std::string tee_title = tee_title_of(tee);
   if (topology) {
     price_topology(gpu->topology, link, model);
     where = topology_title(gpu->topology);
+    const comm::TeeCosts out =
+        tee_costs(parallel, compute, ts, gpu, message_route(cc, topo, 0, topo.gpus_per_node));
+    const comm::CostModel in_parts = comm::compose({}, tee), out_parts = comm::compose({}, out);
+    model.inter_message_us += out_parts.message_us - in_parts.message_us;
+    model.inter_wire_ns_per_byte += out_parts.wire_ns_per_byte - in_parts.wire_ns_per_byte;
+    if (tee_title != tee_title_of(out))
+      tee_title = "inside a node " + tee_title + ", between " + tee_title_of(out);
   }
-  char buf[200];
-  std::snprintf(buf, sizeof buf, "defaults: %s, tee %s (seal/open %.1f GB/s, %.1f us per sealed message)",
-                where.c_str(), mode_name(ts.mode()).c_str(), tee.seal_gbps, tee.message_us);
-  return {model, buf};
+  return {model, "defaults: " + where + ", tee " + mode_name(ts.mode()) + " (" + tee_title + ")"};
 }
 
 CostModelSource cost_model_for(const ParallelOptions& parallel, const ComputeOptions& compute,
@@ -276,7 +296,7 @@ const comm::AlgoChoice& AlgoSelection::choice(int bucket, std::size_t count) {
     p.choice.segment_bytes = segment_bytes_;
     p.choice.segments_of[i] = segment_bytes_;
     p.choice.predicted_us[i] = model_.model.predict_us(comm::allreduce_work(
-        algo, ranks_, count, segment_bytes_, model_.model.eager_bytes, overhead_, /*node_ranks=*/0, split_));
+        algo, ranks_, count, segment_bytes_, model_.model.eager_bytes, overhead_, model_.model.node_ranks, split_));
   }
   return (buckets_[bucket] = p).choice;
 }

@@ -10,7 +10,7 @@ namespace tt::platform {
 
 CcTransferChannel::CcTransferChannel(comm::Channel& inner, double toll_us, Profiler* profiler,
                                      RunClock* clock, CcCopyPerByte per_byte)
-    : inner_(inner),
+    : comm::ChannelDecorator(inner),
       toll_(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::micro>(toll_us))),
       toll_us_(toll_us),
       per_byte_(per_byte),
@@ -30,7 +30,7 @@ std::string CcTransferChannel::name() const {
                   per_byte_.d2h_s * 1e9, per_byte_.h2d_s * 1e9);
   else
     std::snprintf(buf, sizeof buf, ", cc transfers (%.0f us each)", toll_us_);
-  return inner_.name() + buf;
+  return inner().name() + buf;
 }
 
 long CcTransferChannel::crossings() const {
@@ -66,25 +66,25 @@ void CcTransferChannel::cross(std::size_t n, std::size_t bytes, double s_per_byt
 void CcTransferChannel::seal(const comm::MessageContext& ctx, std::span<const std::byte> plain,
                              std::span<std::byte> wire) {
   cross(1, plain.size(), per_byte_.d2h_s);
-  inner_.seal(ctx, plain, wire);
+  inner().seal(ctx, plain, wire);
 }
 
 void CcTransferChannel::seal_batch(std::span<const SealJob> jobs) {
   std::size_t bytes = 0;
   for (const SealJob& j : jobs) bytes += j.plain.size();
   cross(jobs.size(), bytes, per_byte_.d2h_s);
-  inner_.seal_batch(jobs);
+  inner().seal_batch(jobs);
 }
 
 // Host -> device once the plaintext has been checked.
 void CcTransferChannel::open(const comm::MessageContext& ctx, std::span<const std::byte> wire,
                              std::span<std::byte> plain) {
-  inner_.open(ctx, wire, plain);
+  inner().open(ctx, wire, plain);
   cross(1, plain.size(), per_byte_.h2d_s);
 }
 
 void CcTransferChannel::open_batch(std::span<const OpenJob> jobs) {
-  inner_.open_batch(jobs);
+  inner().open_batch(jobs);
   std::size_t bytes = 0;
   for (const OpenJob& j : jobs) bytes += j.plain.size();
   cross(jobs.size(), bytes, per_byte_.h2d_s);

@@ -39,7 +39,7 @@ struct CcCopyPerByte {
   double h2d_s = 0;  // after an open: host -> device
 };
 
-class CcTransferChannel final : public comm::Channel {
+class CcTransferChannel final : public comm::ChannelDecorator {
  public:
   using Clock = std::chrono::steady_clock;
   // toll_us: fixed cost of one crossing in microseconds, > 0 (or 0 where per_byte charges the bytes).
@@ -48,22 +48,12 @@ class CcTransferChannel final : public comm::Channel {
                     CcCopyPerByte per_byte = {});
 
   std::string name() const override;  // "<inner>, cc transfers (3000 us each)"
-  std::size_t overhead() const override { return inner_.overhead(); }
-  bool pass_through() const override { return inner_.pass_through(); }
   void seal(const comm::MessageContext& ctx, std::span<const std::byte> plain,
             std::span<std::byte> wire) override;
   void open(const comm::MessageContext& ctx, std::span<const std::byte> wire,
             std::span<std::byte> plain) override;
-  std::size_t parallelism() const override { return inner_.parallelism(); }
   void seal_batch(std::span<const SealJob> jobs) override;
   void open_batch(std::span<const OpenJob> jobs) override;
-  void charge_seal(const comm::MessageContext& ctx, std::size_t bytes) override {
-    inner_.charge_seal(ctx, bytes);
-  }
-  void charge_open(const comm::MessageContext& ctx, std::size_t bytes) override {
-    inner_.charge_open(ctx, bytes);
-  }
-  comm::SendSchedule send_schedule() const override { return inner_.send_schedule(); }
 
   // Crossings charged so far (two per message: one at the sender, one at the receiver).
   long crossings() const;
@@ -74,7 +64,6 @@ class CcTransferChannel final : public comm::Channel {
   // flight); s_per_byte: the direction's CcCopyPerByte.
   void cross(std::size_t n, std::size_t bytes, double s_per_byte);
 
-  comm::Channel& inner_;
   Clock::duration toll_;
   double toll_us_;
   CcCopyPerByte per_byte_;

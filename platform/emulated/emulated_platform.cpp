@@ -22,56 +22,63 @@ std::string EmulatedPlatform::notice(const std::string& model, bool virtual_time
                        : "buckets, ring, crypto and ingress are real and timed by the wall clock");
 }
 
-// The ring's channel: the run's channel, or what the emulated GPU puts in its place — its AES-GCM as a
-// cost (wall clock), a sealed token per message with modelled crypto (virtual time), and H100 CC's
-// bounce-buffer crossings on a ring the host seals. Virtual time is the profiler's clock (TrainingRun
-// sets it from the plan): a virtual ring needs a virtual clock to book its links and crypto in.
-comm::Channel& EmulatedPlatform::ring_channel(const HostPathRequest& r) {
-  comm::Channel* channel = &r.channel;
+// The ring's sealing channel: the run's channel, or what the emulated GPU puts in its place — its
+// AES-GCM as a cost (wall clock), a sealed token per message with modelled crypto (virtual time).
+// Virtual time is the profiler's clock (TrainingRun sets it from the plan): a virtual ring needs a
+// virtual clock to book its links and crypto in.
+comm::Channel& EmulatedPlatform::sealing_channel(const HostPathRequest& r) {
   if (r.profiler.virtual_time() && r.tee) {
     if (r.sealed == nullptr) throw RunError("a sealed ring in virtual time needs the run's sealed channel");
     // fast's GPU kernels hold the SMs backward runs on (Note [GPU crypto shares the SMs]).
-    channel = &virtual_seal_.emplace(*r.sealed, r.crypto(gpu_->gpu()), r.profiler.clock(), &r.profiler,
-                                     r.device_crypto ? gpu_.get() : nullptr);
-  } else if (r.device_crypto) {
+    return virtual_seal_.emplace(*r.sealed, r.crypto(gpu_->gpu()), r.profiler.clock(), &r.profiler,
+                                 r.device_crypto ? gpu_.get() : nullptr);
+  }
+  if (r.device_crypto) {
     // fast with device crypto: the ring's messages are sealed "on the GPU", i.e. cost waits at the
     // GPU's AES-GCM rate; every other collective keeps the real sealed channel.
-    channel = &gpu_crypto_.emplace(gpu_->gpu().aead_gbps(), r.forward_ag, &r.profiler, &gpu_->comm_stream());
+    return gpu_crypto_.emplace(gpu_->gpu().aead_gbps(), r.forward_ag, &r.profiler, &gpu_->comm_stream());
   }
-  // --cc-transfer-us: a ring sealed on the host pays H100 CC's fixed cost per bounce-buffer crossing
-  // of the emulated GPU's chunks (cc_transfer_channel.h). A GPU in CC mode (--cc-hardware) also pays
-  // the copies' bytes, and its fixed cost when --cc-transfer-us gives none. fast's GPU-sealed
-  // ciphertext takes the platform's GPU-to-GPU path instead (CcCosts::peer, Note [CC hardware costs]):
-  // on H100 CC through host memory, two crossings at the measured copy costs (--cc-transfer-us, a fit
-  // of cc's host path, does not apply); on Blackwell an encrypted NVLink transfer's set-up at each end;
-  // none on the direct what-if. Plaintext rings never cross.
-  if (!r.tee) return *channel;
-  const CcCosts& cc = gpu_->gpu().cc;
-  if (r.device_crypto) {
-    const PeerWire& w = cc.peer;
-    const auto per_byte = [](double gbps) { return gbps > 0 ? 1.0 / (gbps * 1e9) : 0.0; };
-    if (w.crosses()) {
-      cc_transfers_.emplace(*channel, w.toll_us(), &r.profiler, &r.profiler.clock(),
-                            CcCopyPerByte{.d2h_s = per_byte(w.d2h_gbps), .h2d_s = per_byte(w.h2d_gbps)});
-      channel = &*cc_transfers_;
-    }
-    return *channel;
-  }
-  const double toll_us = r.cc_transfer_us > 0 ? r.cc_transfer_us : cc.crossing_us();
-  if (toll_us > 0) {
-    cc_transfers_.emplace(*channel, toll_us, &r.profiler, &r.profiler.clock(), crossing_bytes(r, cc));
-    channel = &*cc_transfers_;
-  }
-  return *channel;
+  return r.channel;
 }
 
-// Note [Messages inside a node] (core/emulated/emulated_gpu.h): on h100-ppcie and tee-io-what-if a
-// message between two GPUs of one node skips the sealing channel and its crossings; the others keep it.
-comm::Channel& EmulatedPlatform::node_channel(const HostPathRequest& r, comm::Channel& sealing) {
+// --cc-transfer-us: a ring sealed on the host pays H100 CC's fixed cost per bounce-buffer crossing of
+// the emulated GPU's chunks (cc_transfer_channel.h). A GPU in CC mode (--cc-hardware) also pays the
+// copies' bytes, and its fixed cost when --cc-transfer-us gives none. fast's GPU-sealed ciphertext
+// takes the route's GPU-to-GPU path instead (`peer`, Note [CC hardware costs]): on H100 CC through host
+// memory, two crossings at the measured copy costs (--cc-transfer-us, a fit of cc's host path, does not
+// apply); on Blackwell an encrypted NVLink transfer's set-up at each end inside a node and the host
+// bridge's copies out of it; none on the direct what-if. Plaintext rings never cross.
+comm::Channel& EmulatedPlatform::crossing_channel(const HostPathRequest& r, comm::Channel& sealing,
+                                                  const PeerWire& peer,
+                                                  std::optional<CcTransferChannel>& slot) {
+  if (!r.tee) return sealing;
+  const CcCosts& cc = gpu_->gpu().cc;
+  if (r.device_crypto) {
+    const auto per_byte = [](double gbps) { return gbps > 0 ? 1.0 / (gbps * 1e9) : 0.0; };
+    if (!peer.crosses()) return sealing;
+    return slot.emplace(sealing, peer.toll_us(), &r.profiler, &r.profiler.clock(),
+                        CcCopyPerByte{.d2h_s = per_byte(peer.d2h_gbps), .h2d_s = per_byte(peer.h2d_gbps)});
+  }
+  const double toll_us = r.cc_transfer_us > 0 ? r.cc_transfer_us : cc.crossing_us();
+  if (toll_us <= 0) return sealing;
+  return slot.emplace(sealing, toll_us, &r.profiler, &r.profiler.clock(), crossing_bytes(r, cc));
+}
+
+// Note [Messages inside a node] (core/emulated/emulated_gpu.h): each message takes its message_route().
+// Every row's sealed messages between nodes take the channel below; on h100-ppcie and tee-io-what-if a
+// message between two GPUs of one node skips it and its crossings, and Blackwell's fast crosses the
+// encrypted NVLink's set-up inside a node (cc_inside_) but the host bridge out of it (cc_transfers_).
+comm::Channel& EmulatedPlatform::route_channel(const HostPathRequest& r) {
   const EmulatedGpu& gpu = gpu_->gpu();
-  if (!r.tee || gpu.cc.node == NodeMessages::Sealed) return sealing;
+  comm::Channel& sealing = sealing_channel(r);
+  const MessageRoute between = message_route(gpu.cc, gpu.topology, 0, comm::kAnyRank);
+  const MessageRoute inside = message_route(gpu.cc, gpu.topology, 0, 0);
+  comm::Channel& out = crossing_channel(r, sealing, between.peer, cc_transfers_);
+  const bool own_inside = r.tee && r.device_crypto && inside.sealed() && !(inside.peer == between.peer);
+  if (!r.tee || (inside.sealed() && !own_inside)) return out;
+  comm::Channel* in = own_inside ? &crossing_channel(r, sealing, inside.peer, cc_inside_) : nullptr;
   const std::size_t carried = r.profiler.virtual_time() && virtual_seal_ ? virtual_seal_->carried_bytes() : 0;
-  return node_link_.emplace(sealing, gpu.topology, gpu.cc.node, carried);
+  return node_link_.emplace(out, in, gpu.topology, gpu.cc, carried);
 }
 
 // A crossing's bytes at the CC copy plateau, less what the channel inside already charges for them per
@@ -129,7 +136,7 @@ comm::Transport& EmulatedPlatform::ring_wire(const HostPathRequest& r, const com
 // time; the ring's adds then live on the same emulated GPU (EmulatedReduceMemory: costs, never done).
 HostPathParts EmulatedPlatform::host_path(const HostPathRequest& r) {
   const bool modelled_links = r.emulated_links || r.profiler.virtual_time();
-  comm::Channel& channel = node_channel(r, ring_channel(r));
+  comm::Channel& channel = route_channel(r);
   comm::Transport& wire = ring_wire(r, channel, modelled_links);
   comm::ReduceMemory& memory =
       modelled_links ? static_cast<comm::ReduceMemory&>(gpu_memory_.emplace(*gpu_)) : host_memory_;

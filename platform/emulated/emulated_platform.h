@@ -41,9 +41,12 @@ class EmulatedPlatform final : public Platform {
   }
 
  private:
-  comm::Channel& ring_channel(const HostPathRequest& r);
-  // The ring channel, or NodeLinkChannel around it (Note [Messages inside a node]).
-  comm::Channel& node_channel(const HostPathRequest& r, comm::Channel& sealing);
+  comm::Channel& sealing_channel(const HostPathRequest& r);
+  // `sealing` with the bounce-buffer crossings of a message on `peer`'s path (fast) or the host's, in `slot`.
+  comm::Channel& crossing_channel(const HostPathRequest& r, comm::Channel& sealing, const PeerWire& peer,
+                                  std::optional<CcTransferChannel>& slot);
+  // The ring's channel: each message by its route (Note [Messages inside a node]).
+  comm::Channel& route_channel(const HostPathRequest& r);
   CcCopyPerByte crossing_bytes(const HostPathRequest& r, const CcCosts& cc) const;
   comm::Transport& ring_wire(const HostPathRequest& r, const comm::Channel& channel, bool modelled_links);
 
@@ -51,8 +54,9 @@ class EmulatedPlatform final : public Platform {
   std::optional<EmulatedReduceMemory> gpu_memory_;  // modelled links: the ring's adds on the GPU
   std::optional<EmulatedDeviceChannel> gpu_crypto_;
   std::optional<VirtualSealChannel> virtual_seal_;  // virtual time: sealed tokens, modelled crypto
-  std::optional<CcTransferChannel> cc_transfers_;   // wraps the ring's host-sealing channel
-  std::optional<NodeLinkChannel> node_link_;        // wraps it all where a node's messages are not sealed
+  std::optional<CcTransferChannel> cc_transfers_;   // wraps the ring's sealing channel (between nodes)
+  std::optional<CcTransferChannel> cc_inside_;      // ... inside a node, where its path differs
+  std::optional<NodeLinkChannel> node_link_;        // routes per message where a node's differ
   std::optional<comm::ThrottledTransport> link_;
   std::optional<EmulatedLinkTransport> emulated_link_;
   comm::HostReduceMemory host_memory_;  // real links: the ring's adds on the host

@@ -1,70 +1,84 @@
 #include "platform/emulated/node_link_channel.h"
 
 #include <algorithm>
-#include <vector>
 
 #include "base/error.h"
 
 namespace tt::platform {
 
-NodeLinkChannel::NodeLinkChannel(comm::Channel& inner, const Topology& topology, NodeMessages node,
-                                 std::size_t carried)
-    : inner_(inner), topology_(topology), node_(node), carried_(carried) {
-  if (node == NodeMessages::Sealed) throw RunError("a NodeLinkChannel is for messages a node does not seal");
+NodeLinkChannel::NodeLinkChannel(comm::Channel& between, comm::Channel* inside, const Topology& topology,
+                                 const CcCosts& cc, std::size_t carried)
+    : comm::ChannelDecorator(between), inside_(inside), topology_(topology), cc_(cc), carried_(carried) {
+  if (inside != nullptr && inside->overhead() != between.overhead())
+    throw RunError("a NodeLinkChannel's two channels must have one wire size");
 }
 
 std::string NodeLinkChannel::name() const {
-  return inner_.name() + ", inside a node " + enum_name(node_);
+  if (cc_.node == NodeMessages::Sealed && inside_ != nullptr)
+    return inner().name() + "; inside a node " + inside_->name();
+  return inner().name() + ", inside a node " + enum_name(cc_.node);
 }
 
-bool NodeLinkChannel::inside_node(const comm::MessageContext& ctx) const {
-  return ctx.receiver != comm::kAnyRank && topology_.node_of(ctx.sender) == topology_.node_of(ctx.receiver);
+comm::Channel* NodeLinkChannel::route(const comm::MessageContext& ctx) const {
+  const MessageRoute r = message_route(cc_, topology_, ctx.sender, ctx.receiver);
+  if (!r.sealed()) return nullptr;
+  return r.leaves_node || inside_ == nullptr ? &inner() : inside_;
+}
+
+void NodeLinkChannel::copy_in_clear(std::span<const std::byte> from, std::span<std::byte> to) const {
+  const std::size_t n = carried_ > 0 ? std::min(carried_, to.size()) : to.size();
+  const std::size_t copied = std::min(n, from.size());
+  std::copy_n(from.begin(), copied, to.begin());
+  // The bytes a seal would add carry nothing.
+  std::fill_n(to.begin() + static_cast<std::ptrdiff_t>(copied), n - copied, std::byte{0});
 }
 
 void NodeLinkChannel::seal(const comm::MessageContext& ctx, std::span<const std::byte> plain,
                            std::span<std::byte> wire) {
-  if (!inside_node(ctx)) return inner_.seal(ctx, plain, wire);
-  // The plaintext as it is; the bytes a seal would add carry nothing.
-  const std::size_t n = carried_ > 0 ? std::min(carried_, wire.size()) : wire.size();
-  const std::size_t copied = std::min(n, plain.size());
-  std::copy_n(plain.begin(), copied, wire.begin());
-  std::fill_n(wire.begin() + static_cast<std::ptrdiff_t>(copied), n - copied, std::byte{0});
+  if (comm::Channel* c = route(ctx)) return c->seal(ctx, plain, wire);
+  copy_in_clear(plain, wire);
 }
 
 void NodeLinkChannel::open(const comm::MessageContext& ctx, std::span<const std::byte> wire,
                            std::span<std::byte> plain) {
-  if (!inside_node(ctx)) return inner_.open(ctx, wire, plain);
-  std::copy_n(wire.begin(), carried_ > 0 ? std::min(carried_, plain.size()) : plain.size(), plain.begin());
+  if (comm::Channel* c = route(ctx)) return c->open(ctx, wire, plain);
+  copy_in_clear(wire.first(std::min(wire.size(), plain.size())), plain);
 }
 
 void NodeLinkChannel::seal_batch(std::span<const SealJob> jobs) {
-  std::vector<SealJob> sealed;
+  seal_between_.clear();
+  seal_inside_.clear();
   for (const SealJob& j : jobs) {
-    if (inside_node(j.ctx))
-      seal(j.ctx, j.plain, j.wire);
+    comm::Channel* c = route(j.ctx);
+    if (c == nullptr)
+      copy_in_clear(j.plain, j.wire);
     else
-      sealed.push_back(j);
+      (c == inside_ ? seal_inside_ : seal_between_).push_back(j);
   }
-  if (!sealed.empty()) inner_.seal_batch(sealed);
+  if (!seal_inside_.empty()) inside_->seal_batch(seal_inside_);
+  if (!seal_between_.empty()) inner().seal_batch(seal_between_);
 }
 
 void NodeLinkChannel::open_batch(std::span<const OpenJob> jobs) {
-  std::vector<OpenJob> sealed;
+  open_between_.clear();
+  open_inside_.clear();
   for (const OpenJob& j : jobs) {
-    if (inside_node(j.ctx))
-      open(j.ctx, j.wire, j.plain);
+    comm::Channel* c = route(j.ctx);
+    if (c == nullptr)
+      copy_in_clear(j.wire.first(std::min(j.wire.size(), j.plain.size())), j.plain);
     else
-      sealed.push_back(j);
+      (c == inside_ ? open_inside_ : open_between_).push_back(j);
   }
-  if (!sealed.empty()) inner_.open_batch(sealed);
+  if (!open_inside_.empty()) inside_->open_batch(open_inside_);
+  if (!open_between_.empty()) inner().open_batch(open_between_);
 }
 
 void NodeLinkChannel::charge_seal(const comm::MessageContext& ctx, std::size_t bytes) {
-  if (!inside_node(ctx)) inner_.charge_seal(ctx, bytes);
+  if (comm::Channel* c = route(ctx)) c->charge_seal(ctx, bytes);
 }
 
 void NodeLinkChannel::charge_open(const comm::MessageContext& ctx, std::size_t bytes) {
-  if (!inside_node(ctx)) inner_.charge_open(ctx, bytes);
+  if (comm::Channel* c = route(ctx)) c->charge_open(ctx, bytes);
 }
 
 }  // namespace tt::platform

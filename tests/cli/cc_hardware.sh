@@ -10,15 +10,7 @@ provision_trust
 PY=$(command -v python3)
 emu=(train --model gpt2-tiny --data "$WORK/data/tiny" --batch 2 --seq 32 --steps 3 --timing-warmup 1
      --val-batches 0 --no-progress --compute emulate --gpu h100 --allow-plain-data "${TRUST[@]}")
-run() { # run NAME args...: summary in $WORK/NAME.json, stdout and stderr in $WORK/NAME.log
-  local name="$1"; shift
-  if mpirun --allow-run-as-root --oversubscribe -np 2 "$TT" "${emu[@]}" --summary "$WORK/$name.json" "$@" \
-       >"$WORK/$name.log" 2>&1; then
-    passes=$((passes + 1))
-  else
-    echo "FAIL: run $name"; tail -8 "$WORK/$name.log"; fails=$((fails + 1))
-  fi
-}
+run() { run_summary "$1" 2 "${emu[@]}" "${@:2}"; }  # run NAME args...: $WORK/NAME.json and .log
 run off --tee off
 run off-hw --tee off --cc-hardware h100-pageable
 run cc --tee cc

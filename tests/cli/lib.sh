@@ -145,6 +145,18 @@ make_expired_crl() {
     -crl_lastupdate 20200101000000Z -crl_nextupdate 20200201000000Z -out "$3" 2>/dev/null
 }
 
+# run_summary NAME PROCESSES ARGS...: `mpirun -np PROCESSES teetrain ARGS... --summary $WORK/NAME.json`,
+# stdout and stderr in $WORK/NAME.log; a run that fails counts as a failure and shows its last lines.
+run_summary() {
+  local name="$1" np="$2"; shift 2
+  if mpirun --allow-run-as-root --oversubscribe -np "$np" "$TT" "$@" --summary "$WORK/$name.json" \
+       >"$WORK/$name.log" 2>&1; then
+    passes=$((passes + 1))
+  else
+    echo "FAIL: run $name"; tail -8 "$WORK/$name.log"; fails=$((fails + 1))
+  fi
+}
+
 json_field() { sed -n "s/.*\"$2\": *\"\{0,1\}\([^\",]*\)\"\{0,1\}.*/\1/p" "$1" | head -1; }
 
 finish() {

@@ -15,14 +15,7 @@ MPI=(mpirun --allow-run-as-root --oversubscribe)
 base=(train --model gpt2-tiny --data "$WORK/data/tiny" --batch 2 --seq 32 --steps 1 --timing-warmup 0
       --val-batches 0 --no-progress -q --allow-plain-data)
 emu=("${base[@]}" --compute emulate --gpu h100 --overlap off --tee off)
-run() { # run NAME PROCESSES args...: summary in $WORK/NAME.json
-  local name="$1" np="$2"; shift 2
-  if "${MPI[@]}" -np "$np" "$TT" "$@" --summary "$WORK/$name.json" >"$WORK/$name.log" 2>&1; then
-    passes=$((passes + 1))
-  else
-    echo "FAIL: run $name"; tail -8 "$WORK/$name.log"; fails=$((fails + 1))
-  fi
-}
+run() { run_summary "$@"; }  # run NAME PROCESSES args...: $WORK/NAME.json and .log
 nodes=(--ranks-per-process 2 --gpus-per-node 2 --allreduce-algo hier)
 run ib 2 "${emu[@]}" "${nodes[@]}"
 run roce 2 "${emu[@]}" "${nodes[@]}" --inter-node-link roce

@@ -365,5 +365,44 @@ TEST(AllreduceCost, TopologyPricesStepsBetweenNodes) {
   EXPECT_NE(flat.algo, ReduceAlgo::Hier);
 }
 
+// Note [Messages inside a node]: the model prices each hop by the route its messages take in the run
+// (message_route): on h100-ppcie a step inside a node is not sealed and one between nodes is sealed
+// through H100 CC's bounce buffers; Blackwell's fast crosses the encrypted NVLink's set-up inside a node
+// and the host bridge's copies (330 us each end) out of it.
+TEST(AllreduceCost, EachHopPricedByItsRoute) {
+  EmulatedGpu gpu{gpu_spec("h100")};
+  gpu.topology = {.gpus_per_node = 2, .intra = LinkClass::Nvlink, .inter = LinkClass::InfinibandNdr};
+  TrainOptions plan;
+  plan.compute.mode = ComputeMode::Emulated;
+  const comm::CostModel off = default_cost_model(plan.parallel, plan.compute, TeeSwitches{}, &gpu).model;
+  TeeSwitches cc;
+  cc.on = cc.cc = true;
+  gpu.cc = cc_costs(CcHardware::H100Pinned);
+  const comm::CostModel pinned = default_cost_model(plan.parallel, plan.compute, cc, &gpu).model;
+  gpu.cc = cc_costs(CcHardware::H100Ppcie);
+  const comm::CostModel ppcie = default_cost_model(plan.parallel, plan.compute, cc, &gpu).model;
+  // Inside a node: TEE off's costs exactly; between nodes: H100 CC's sealed hop.
+  EXPECT_EQ(ppcie.message_us, off.message_us);
+  EXPECT_EQ(ppcie.wire_ns_per_byte, off.wire_ns_per_byte);
+  EXPECT_NEAR(ppcie.message_us + ppcie.inter_message_us, pinned.message_us + pinned.inter_message_us, 1e-9);
+  EXPECT_NEAR(ppcie.wire_ns_per_byte + ppcie.inter_wire_ns_per_byte,
+              pinned.wire_ns_per_byte + pinned.inter_wire_ns_per_byte, 1e-12);
+  // Without nodes every message stays inside the one node: nothing is sealed.
+  gpu.topology = {};
+  EXPECT_EQ(default_cost_model(plan.parallel, plan.compute, cc, &gpu).model.message_us,
+            default_cost_model(plan.parallel, plan.compute, TeeSwitches{}, &gpu).model.message_us);
+
+  gpu.topology = {.gpus_per_node = 2, .intra = LinkClass::Nvlink, .inter = LinkClass::InfinibandNdr};
+  gpu.cc = cc_costs(CcHardware::Blackwell);
+  TeeSwitches fast;
+  fast.on = fast.device_crypto = true;
+  const comm::CostModel bw = default_cost_model(plan.parallel, plan.compute, fast, &gpu).model;
+  const comm::CostModel bw_off = default_cost_model(plan.parallel, plan.compute, TeeSwitches{}, &gpu).model;
+  // Between nodes: 330 us at each end instead of NVLink's 20.05 + 20.87 us set-up, and the bridge's bytes.
+  EXPECT_NEAR(bw.inter_message_us - bw_off.inter_message_us, 2 * 330.0 - (20.05 + 20.87), 1e-9);
+  EXPECT_NEAR(bw.inter_wire_ns_per_byte - bw_off.inter_wire_ns_per_byte,
+              1 / (42.17 * 0.211) + 1 / (43.49 * 0.203) - (1 / 510.0 - 1 / gpu.spec.nvlink_gbps), 1e-9);
+}
+
 }  // namespace
 }  // namespace tt

@@ -269,7 +269,8 @@ constexpr const char* kCcHardwareHelp =
     "Protected PCIe, a node's GPUs in one CVM: messages inside a node (--gpus-per-node) in clear over "
     "NVLink, between nodes as h100-pinned. blackwell: B200/"
     "B300 (arXiv 2606.23969): host bridge at 0.2x the CC-off rate + 330 us per copy, fast over NVLink "
-    "encrypted at 510 GB/s. direct-what-if: no CC cost, fast over a direct GPU-to-GPU link (no GPU has "
+    "encrypted at 510 GB/s inside a node and through the host bridge between nodes. direct-what-if: no CC "
+    "cost, fast over a direct GPU-to-GPU link (no GPU has "
     "one). tee-io-what-if: TDX Connect/TEE-IO (not shipped): no bounce buffers, messages inside a node "
     "encrypted by the link, not sealed";
 
