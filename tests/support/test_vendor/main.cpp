@@ -148,6 +148,49 @@ CLI::App* evidence_command(CLI::App& app, const char* name, const char* what, Op
   return cmd;
 }
 
+// The collateral a verifier holds beside the evidence: NVIDIA's RIMs (and their CRLs), Intel's QE identity
+// and TCB info.
+struct CollateralCommands {
+  CLI::App* rims;
+  CLI::App* qe;
+  CLI::App* tcb;
+};
+CollateralCommands collateral_commands(CLI::App& app, Options& o) {
+  CLI::App* rims =
+      app.add_subcommand("rims",
+                         "NVIDIA's driver and VBIOS RIMs for the test GPU evidence, signed under "
+                         "DIR/nvidia_rim_root.pem: --out DIR gets driver.swidtag and vbios.swidtag");
+  rims->add_option("--dir", o.dir, "The test roots' directory")->required();
+  rims->add_option("--out", o.out, "The directory to write the two RIMs in")->required();
+  rims->add_option("--driver", o.driver, "The driver version they are for (default 550.90.07)");
+  rims->add_option("--vbios", o.vbios, "The VBIOS_VERSION's 8 bytes they are for, 16 hex digits");
+  rims->add_option(
+      "--crl-out", o.extra_out,
+      "A directory to write the RIM root's CRLs in: nvidia_rim_root.crl.pem (revoking nothing), "
+      "nvidia_rim_root.revoking.crl.pem (revoking the RIM signer), nvidia_rim_root.expired.crl.pem");
+  CLI::App* qe = app.add_subcommand("qe-identity",
+                                    "Intel's QE identity JSON for the test quotes; its issuer chain is "
+                                    "DIR/intel_qe_identity_chain.pem");
+  qe->add_option("--dir", o.dir, "The test roots' directory")->required();
+  qe->add_option("--out", o.out, "Where to write the JSON")->required();
+  qe->add_option("--next-update", o.next_update_s, "Seconds from now to its nextUpdate (negative: expired)");
+  qe->add_option("--status", o.status, "The TCB level's status (UpToDate, OutOfDate, Revoked)");
+  CLI::App* tcb = app.add_subcommand("tcb-info",
+                                     "Intel's TDX TCB info JSON for the test PCK certificates' platform; its "
+                                     "issuer chain is DIR/intel_qe_identity_chain.pem");
+  tcb->add_option("--dir", o.dir, "The test roots' directory")->required();
+  tcb->add_option("--out", o.out, "Where to write the JSON")->required();
+  tcb->add_option("--next-update", o.next_update_s, "Seconds from now to its nextUpdate (negative: expired)");
+  tcb->add_option("--status", o.status, "The TCB level's status (UpToDate, ..., OutOfDate, Revoked)");
+  tcb->add_option("--tdx-tcb", o.tcb, "The level's 16 TDX TCB components, 32 hex digits (default 0)");
+  tcb->add_option("--fmspc", o.fmspc, "The FMSPC it is for, 12 hex digits (default the test PCK's)");
+  tcb->add_option("--module-mrsigner", o.mrsigner, "The TDX module's signer, 96 hex digits (default 0)");
+  tcb->add_option("--module-status", o.module_status, "The TDX module identities' TCB level status");
+  tcb->add_flag("--no-module-identities", o.no_module_identities,
+                "Only tdxModule, no tdxModuleIdentities (older collateral)");
+  return {.rims = rims, .qe = qe, .tcb = tcb};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -184,39 +227,8 @@ int main(int argc, char** argv) {
     cmd->add_option("--block", o.block,
                     "INDEX:HEX96: measurement block INDEX (1-4) other than the RIMs' value");
   }
-  CLI::App* rims =
-      app.add_subcommand("rims",
-                         "NVIDIA's driver and VBIOS RIMs for the test GPU evidence, signed under "
-                         "DIR/nvidia_rim_root.pem: --out DIR gets driver.swidtag and vbios.swidtag");
-  rims->add_option("--dir", o.dir, "The test roots' directory")->required();
-  rims->add_option("--out", o.out, "The directory to write the two RIMs in")->required();
-  rims->add_option("--driver", o.driver, "The driver version they are for (default 550.90.07)");
-  rims->add_option("--vbios", o.vbios, "The VBIOS_VERSION's 8 bytes they are for, 16 hex digits");
-  rims->add_option(
-      "--crl-out", o.extra_out,
-      "A directory to write the RIM root's CRLs in: nvidia_rim_root.crl.pem (revoking nothing), "
-      "nvidia_rim_root.revoking.crl.pem (revoking the RIM signer), nvidia_rim_root.expired.crl.pem");
   raw->add_option("--chain-out", o.extra_out, "Where to write the PEM chain")->required();
-  CLI::App* qe = app.add_subcommand("qe-identity",
-                                    "Intel's QE identity JSON for the test quotes; its issuer chain is "
-                                    "DIR/intel_qe_identity_chain.pem");
-  qe->add_option("--dir", o.dir, "The test roots' directory")->required();
-  qe->add_option("--out", o.out, "Where to write the JSON")->required();
-  qe->add_option("--next-update", o.next_update_s, "Seconds from now to its nextUpdate (negative: expired)");
-  qe->add_option("--status", o.status, "The TCB level's status (UpToDate, OutOfDate, Revoked)");
-  CLI::App* tcb = app.add_subcommand("tcb-info",
-                                     "Intel's TDX TCB info JSON for the test PCK certificates' platform; its "
-                                     "issuer chain is DIR/intel_qe_identity_chain.pem");
-  tcb->add_option("--dir", o.dir, "The test roots' directory")->required();
-  tcb->add_option("--out", o.out, "Where to write the JSON")->required();
-  tcb->add_option("--next-update", o.next_update_s, "Seconds from now to its nextUpdate (negative: expired)");
-  tcb->add_option("--status", o.status, "The TCB level's status (UpToDate, ..., OutOfDate, Revoked)");
-  tcb->add_option("--tdx-tcb", o.tcb, "The level's 16 TDX TCB components, 32 hex digits (default 0)");
-  tcb->add_option("--fmspc", o.fmspc, "The FMSPC it is for, 12 hex digits (default the test PCK's)");
-  tcb->add_option("--module-mrsigner", o.mrsigner, "The TDX module's signer, 96 hex digits (default 0)");
-  tcb->add_option("--module-status", o.module_status, "The TDX module identities' TCB level status");
-  tcb->add_flag("--no-module-identities", o.no_module_identities,
-                "Only tdxModule, no tdxModuleIdentities (older collateral)");
+  const CollateralCommands collateral = collateral_commands(app, o);
   CLI11_PARSE(app, argc, argv);
   try {
     if (app.got_subcommand("roots")) tv::make_roots(o.dir);
@@ -224,9 +236,9 @@ int main(int argc, char** argv) {
     if (snp->parsed()) issue_snp(o);
     if (gpu->parsed()) issue_gpu(o, true);
     if (raw->parsed()) issue_gpu(o, false);
-    if (rims->parsed()) issue_rims(o);
-    if (qe->parsed()) issue_qe_identity(o);
-    if (tcb->parsed()) issue_tcb_info(o);
+    if (collateral.rims->parsed()) issue_rims(o);
+    if (collateral.qe->parsed()) issue_qe_identity(o);
+    if (collateral.tcb->parsed()) issue_tcb_info(o);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tt_test_vendor: error: %s\n", e.what());
     return 2;
