@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "comm/completed_request.h"
 #include "comm/secure/secure_session.h"
 #include "tee/bytes.h"
 #include "tee/identity/attestation.h"
@@ -14,16 +15,6 @@
 namespace tt::comm {
 
 namespace {
-
-// A send the adversary swallowed: the sender sees it complete at once.
-class CompletedSend final : public RequestState {
- public:
-  explicit CompletedSend(std::size_t n) : n_(n) {}
-  std::optional<std::size_t> poll() override { return n_; }
-
- private:
-  std::size_t n_;
-};
 
 // A send of the adversary's own copy of the bytes (the caller's buffer is never touched). Reports
 // `reported` bytes, what the caller posted, so the sender cannot tell.
@@ -257,7 +248,7 @@ Request AdversaryTransport::attack(int peer, std::span<const std::byte> data, in
     }
     case AttackKind::Drop:
       fired("dropped " + where);
-      return wrap(std::make_unique<CompletedSend>(data.size()), peer, tag, data.size());
+      return wrap(std::make_unique<CompletedRequest>(data.size()), peer, tag, data.size());
     case AttackKind::Replay:
       fired("replayed the previous message (" + std::to_string(previous_.size()) + " bytes) in place of " +
             where);
@@ -266,7 +257,7 @@ Request AdversaryTransport::attack(int peer, std::span<const std::byte> data, in
     case AttackKind::Reorder:
       fired("held back " + where + " to deliver it after the next one");
       held_ = Held{peer, tag, std::move(bytes)};
-      return wrap(std::make_unique<CompletedSend>(data.size()), peer, tag, data.size());
+      return wrap(std::make_unique<CompletedRequest>(data.size()), peer, tag, data.size());
     case AttackKind::Rewrite:
       return rewrite(peer, data, tag, where);
     case AttackKind::Truncate:
@@ -344,7 +335,7 @@ Request AdversaryTransport::oversize(int peer, std::span<const std::byte> data, 
   std::vector<std::byte> bytes(spec_.oversize_bytes, std::byte{0x41});
   injected_.push_back(
       wrap(std::make_unique<CopiedSend>(inner_, std::move(bytes), peer, tag, 0), peer, tag, 0));
-  return wrap(std::make_unique<CompletedSend>(data.size()), peer, tag, data.size());
+  return wrap(std::make_unique<CompletedRequest>(data.size()), peer, tag, data.size());
 }
 
 // The sending half of the evidence attacks: reflect keeps what rank link+1 sends rank link; stale-nonce

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "comm/completed_request.h"
 
 namespace tt::comm {
 
@@ -90,16 +91,6 @@ class LocalInbox {
 
 namespace {
 
-// Sends between ranks of one process are buffered: complete once posted.
-class LocalSendState final : public RequestState {
- public:
-  explicit LocalSendState(std::size_t bytes) : bytes_(bytes) {}
-  std::optional<std::size_t> poll() override { return bytes_; }
-
- private:
-  std::size_t bytes_;
-};
-
 class LocalRecvState final : public RequestState {
  public:
   LocalRecvState(detail::LocalInbox& box, int self, int src, int tag, std::shared_ptr<detail::LocalRecv> r)
@@ -151,7 +142,7 @@ detail::LocalInbox& LocalMailbox::inbox(int rank) {
 
 Request LocalMailbox::isend(int src, int dst, std::span<const std::byte> data, int tag) {
   inbox(dst).send(src, tag, data);
-  return Request(std::make_unique<LocalSendState>(data.size()), Op::Send, dst, tag, data.size());
+  return Request(std::make_unique<CompletedRequest>(data.size()), Op::Send, dst, tag, data.size());
 }
 
 Request LocalMailbox::irecv(int dst, int src, std::span<std::byte> buffer, int tag) {

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "base/error.h"
+#include "comm/completed_request.h"
 #include "comm/transport/local_mailbox.h"
 
 namespace tt::comm {
@@ -186,16 +187,6 @@ class FaultWire {
 
 namespace {
 
-// Sends are buffered: complete as soon as they are posted.
-class DoneState final : public RequestState {
- public:
-  explicit DoneState(std::size_t bytes) : bytes_(bytes) {}
-  std::optional<std::size_t> poll() override { return bytes_; }
-
- private:
-  std::size_t bytes_;
-};
-
 // A receive posted in the mailbox; each poll first hands over the delayed messages that are due.
 // Destroying it destroys the mailbox's request, which cancels it if unmatched.
 class RecvState final : public RequestState {
@@ -225,7 +216,7 @@ class InprocTransport final : public Transport {
   Request isend(int peer, std::span<const std::byte> data, int tag) override {
     check_peer(peer);
     wire_.send(rank(), peer, tag, data);
-    return Request(std::make_unique<DoneState>(data.size()), Op::Send, peer, tag, data.size());
+    return Request(std::make_unique<CompletedRequest>(data.size()), Op::Send, peer, tag, data.size());
   }
 
   Request irecv(int peer, std::span<std::byte> buffer, int tag) override {

@@ -14,6 +14,12 @@
 
 namespace tt::datatest {
 
+// v as 4 big-endian bytes, as the idx (MNIST) headers hold their fields.
+inline std::string be32(uint32_t v) {
+  return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
+          static_cast<char>(v)};
+}
+
 // A byte-level shard (vocabulary 256) of n random tokens, so windows are distinguishable.
 inline void write_random_shard(const std::filesystem::path& p, int n, uint64_t seed) {
   Rng rng(seed);

@@ -16,13 +16,10 @@
 namespace tt {
 namespace {
 
+using datatest::be32;
+
 using testing::TempDir;
 using testing::write_bytes;
-
-std::string be32(uint32_t v) {
-  return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
-          static_cast<char>(v)};
-}
 
 // An MNIST-layout split of n images of 4x4 whose pixels start at `first`.
 void write_split(const std::filesystem::path& dir, const std::string& pre, uint32_t n, uint8_t first) {

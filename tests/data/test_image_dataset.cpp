@@ -14,13 +14,10 @@
 namespace tt {
 namespace {
 
+using datatest::be32;
+
 using testing::TempDir;
 using testing::write_bytes;
-
-std::string be32(uint32_t v) {
-  return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
-          static_cast<char>(v)};
-}
 
 // n images of HxW where pixel k of image i is (i * 7 + k) % 256; labels i % 10.
 std::string idx_images(uint32_t n, uint32_t h, uint32_t w) {

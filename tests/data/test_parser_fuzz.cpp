@@ -24,6 +24,8 @@
 namespace tt {
 namespace {
 
+using datatest::be32;
+
 namespace fs = std::filesystem;
 using tt::testing::fuzz_inputs;
 using tt::testing::FuzzDir;
@@ -31,11 +33,6 @@ using tt::testing::FuzzPlan;
 using tt::testing::read_bytes;
 using tt::testing::run_parser;
 using tt::testing::write_bytes;
-
-std::string be32(uint32_t v) {
-  return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
-          static_cast<char>(v)};
-}
 
 std::string gzip(const std::string& bytes) {
   uLongf size = compressBound(static_cast<uLong>(bytes.size())) + 32;
