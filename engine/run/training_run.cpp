@@ -516,13 +516,13 @@ std::string TrainingRun::place_grads() {
            "reduce-scatter (--shard " +
            std::string(name(stage)) + ")";
   }
-  if (plan_.parallel().grad_memory == comm::BufferMemory::Private)
-    return "private (--grad-memory private, the default)";
-  if (plan_.switches().on) return "private (a TEE keeps the plaintext gradients to this rank)";
   if (platform_->device_gradients() && (stage == ShardStage::Gradients || stage == ShardStage::Params))
     return "device memory, resident whole: a GPU releases no bucket's gradients after its reduce-scatter "
            "(--shard " +
            std::string(name(stage)) + " keeps only its shard's sums)";
+  if (plan_.parallel().grad_memory == comm::BufferMemory::Private)
+    return "private (--grad-memory private, the default)";
+  if (plan_.switches().on) return "private (a TEE keeps the plaintext gradients to this rank)";
   if (plan_.compute().platform() != DeviceKind::Cpu || !platform_->real_values())
     return "private (the gradients are not in this CPU's memory)";
   comm::Transport& t = links_->transport();
