@@ -39,4 +39,15 @@ void DeviceRingAllreduce::allreduce_sum(float* device_data, std::size_t count, c
   ring_.allreduce_sum(device_data, count, id);
 }
 
+void DeviceRingAllreduce::reduce_scatter_sum(float* device_data, std::size_t count,
+                                             const MessageContext& id) {
+  DeviceGuard guard(device_);
+  ring_.reduce_scatter_sum(device_data, count, id, ring_.options().segment_bytes);
+}
+
+void DeviceRingAllreduce::all_gather(float* device_data, std::size_t count, const MessageContext& id) {
+  DeviceGuard guard(device_);
+  ring_.all_gather(device_data, count, id, ring_.options().segment_bytes);
+}
+
 }  // namespace tt::comm::cuda

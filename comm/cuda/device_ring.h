@@ -65,6 +65,12 @@ class DeviceRingAllreduce {
   // In-place sum over all ranks of device_data[0, count) (device memory); see RingAllreduce. Work
   // producing device_data must be complete, or ordered before `stream`; on return the result is complete.
   void allreduce_sum(float* device_data, std::size_t count, const MessageContext& id);
+  // Its two halves (sharded data parallelism: Note [Shard layout], engine/gradients/shard.h), the host
+  // ring's own (RingAllreduce::reduce_scatter_sum, all_gather) in the ring's segments: the scatter-reduce
+  // leaves this rank the finished sum of RingGeometry::owned() only; the all-gather sends that range to
+  // every rank and fills in the others. Same preconditions and completion as allreduce_sum.
+  void reduce_scatter_sum(float* device_data, std::size_t count, const MessageContext& id);
+  void all_gather(float* device_data, std::size_t count, const MessageContext& id);
 
   const RingOptions& options() const { return ring_.options(); }
   Channel& channel() { return ring_.channel(); }

@@ -120,18 +120,30 @@ double DdpReducer::grad_sum_squares() {
           backend_.sum_squares(g + buckets_[b].begin + r.offset, r.count);
     }
   }
-  if (sharded()) {
-    // Chunk c of this buffer is part c's nb doubles: the ring's partition of 2 nb P floats cuts it there,
-    // and rank r sends chunk r + 1 first, which is the one it filled. Labelled as the bucket after the last;
-    // timed with the optimizer, whose phase the trainer calls this in.
-    path_.all_gather(reinterpret_cast<float*>(norm_parts_.data()), norm_parts_.size() * 2, step_,
-                     static_cast<int>(nb));
-  }
+  if (sharded()) gather_norm_parts();
   double total = 0;
   for (std::size_t b = 0; b < nb; ++b) {
     for (int c = 0; c < world; ++c) total += norm_parts_[static_cast<std::size_t>(c) * nb + b];
   }
   return total;
+}
+
+// Chunk c of the parts is part c's nb doubles: the ring's partition of 2 nb P floats cuts it there, and
+// rank r sends chunk r + 1 first, which is the one it filled. Labelled as the bucket after the last; timed
+// with the optimizer, whose phase the trainer calls this in.
+void DdpReducer::gather_norm_parts() {
+  const int label = static_cast<int>(buckets_.size());
+  auto* parts = reinterpret_cast<float*>(norm_parts_.data());
+  const std::size_t floats = norm_parts_.size() * 2;
+  if (!opts_.device_memory) {
+    path_.all_gather(parts, floats, step_, label);
+    return;
+  }
+  const std::size_t bytes = floats * sizeof(float);
+  if (norm_device_.bytes() < bytes) norm_device_ = DeviceBuffer(backend_, bytes);
+  backend_.copy_to_device(norm_device_.data(), parts, bytes);
+  path_.all_gather(norm_device_.as<float>(), floats, step_, label);
+  backend_.copy_to_host(parts, norm_device_.data(), bytes);
 }
 
 void DdpReducer::finish_update() {

@@ -35,10 +35,11 @@
 //
 // Note [Gradient norm order]: the clipping norm sums squares over the whole gradient, the one sum that
 // spans shards. So that a sharded run clips exactly as DDP does, both take it in one order where
-// sharding runs on real values (host gradients, real compute): the sum of squares of each bucket's ring chunk
+// sharding runs on real values (the CPU's or a CUDA GPU's): the sum of squares of each bucket's ring chunk
 // c (backend sum_squares, in double), added up bucket by bucket in launch order, chunks 0..P-1 within each.
 // DDP computes every chunk's part itself; a sharded rank computes its own chunk's and the ring all-gathers
-// the parts (their double bytes, moved and never added in transit). Elsewhere (ordered_norm false) DDP's norm
+// the parts (their double bytes, moved and never added in transit; on a GPU through a device copy, the
+// buffers the device ring moves). Elsewhere (ordered_norm false) DDP's norm
 // is one sum_squares over the buffer, as before; a sharded run on an emulated GPU, whose values are
 // placeholders, still all-gathers its parts, so that their messages are sealed and costed as a real sharded
 // run's.
@@ -56,6 +57,7 @@
 #include "base/host_memory.h"
 #include "comm/allreduce/ring_geometry.h"
 #include "core/backend.h"
+#include "core/buffer.h"
 #include "core/model.h"
 #include "core/profiler.h"
 #include "engine/grad_reducer.h"
@@ -89,6 +91,9 @@ struct DdpOptions {
   // the buffer stays whole.
   const ReleasableHostBuffer* release = nullptr;
   bool measure_resident = false;  // host gradients: measure their resident bytes (peak_grad_resident_bytes)
+  // The gradients and parameters are device memory the host cannot read (a CUDA GPU's): the path's halves
+  // move device buffers, so the norm's parts travel through a device copy (Note [Gradient norm order]).
+  bool device_memory = false;
 };
 
 class DdpReducer final : public GradReducer, public UnitGate {
@@ -143,6 +148,7 @@ class DdpReducer final : public GradReducer, public UnitGate {
   void run_gather(std::size_t b, long step, int label);
   void measure_grads();               // peak_grad_resident_ (either thread)
   void release_grads(std::size_t b);  // zeroes bucket b outside this rank's chunk, pages released
+  void gather_norm_parts();           // every rank's parts into norm_parts_ (sharded)
 
   Backend& backend_;
   Model& model_;
@@ -187,6 +193,7 @@ class DdpReducer final : public GradReducer, public UnitGate {
   static constexpr std::size_t kReleaseAhead = 2;  // buckets launched and not yet released (launch_ready)
   std::atomic<std::size_t> peak_grad_resident_ = 0;
   std::vector<double> norm_parts_;  // (P chunks, buckets) sums of squares, chunk-major (training thread)
+  DeviceBuffer norm_device_;        // (P chunks, buckets) doubles: norm_parts_ on device (device_memory)
   std::thread comm_thread_;
 };
 

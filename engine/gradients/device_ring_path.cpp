@@ -46,8 +46,20 @@ class Impl final : public GradientPath {
   }
   void sum(float* g, std::size_t n, long step, int bucket) override {
     backend_.synchronize();  // the bucket's gradients are produced on the backend's stream
-    ring_->allreduce_sum(g, n,
-                         {.step = static_cast<uint64_t>(step), .bucket = static_cast<uint32_t>(bucket)});
+    ring_->allreduce_sum(g, n, bucket_message_id(step, bucket));
+  }
+  // The ring's halves on device buffers (Note [Shard layout], shard.h). The ring synchronises only its
+  // own stream, so each half first waits for the backend's: the bucket's gradients (reduce-scatter), or
+  // the optimizer's update of this rank's shard (all-gather), are queued there. On return the ring's
+  // writes are complete, so kernels the backend queues after it read them.
+  bool shards() const override { return true; }
+  void reduce_scatter(float* g, std::size_t n, long step, int bucket) override {
+    backend_.synchronize();
+    ring_->reduce_scatter_sum(g, n, bucket_message_id(step, bucket));
+  }
+  void all_gather(float* x, std::size_t n, long step, int bucket) override {
+    backend_.synchronize();
+    ring_->all_gather(x, n, bucket_message_id(step, bucket));
   }
   std::string describe() const override { return describe_; }
   std::optional<SegmentPick> segment() const override { return segment_; }

@@ -4,14 +4,24 @@
 // implementation, chosen from the table in gradient_paths.h.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 
 #include "base/error.h"
+#include "comm/channel.h"
 #include "engine/gradients/allreduce_selection.h"
 #include "engine/gradients/segments.h"
 
 namespace tt {
+
+// The context a path's messages for bucket `bucket` of `step` start from (the algorithm fills in the rest).
+inline comm::MessageContext bucket_message_id(long step, int bucket) {
+  comm::MessageContext id;
+  id.step = static_cast<std::uint64_t>(step);
+  id.bucket = static_cast<std::uint32_t>(bucket);
+  return id;
+}
 
 class GradientPath {
  public:

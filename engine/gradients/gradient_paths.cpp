@@ -80,31 +80,24 @@ class HostPath final : public GradientPath {
   }
   void sum(float* g, std::size_t n, long step, int bucket) override {
     const comm::AlgoChoice& c = selection_->choice(bucket, n);
-    algos_->allreduce_sum(c.algo, g, n, message_id(step, bucket), c.segment_bytes);
+    algos_->allreduce_sum(c.algo, g, n, bucket_message_id(step, bucket), c.segment_bytes);
   }
   // Every algorithm is split, each in the ring's shard layout (Note [Shard handover],
   // comm/allreduce/shard_handover.h); auto prices the halves (AlgoSelection's split).
   bool shards() const override { return true; }
   void reduce_scatter(float* g, std::size_t n, long step, int bucket) override {
     const comm::AlgoChoice& c = selection_->choice(bucket, n);
-    algos_->reduce_scatter_sum(c.algo, g, n, message_id(step, bucket), c.segment_bytes);
+    algos_->reduce_scatter_sum(c.algo, g, n, bucket_message_id(step, bucket), c.segment_bytes);
   }
   void all_gather(float* x, std::size_t n, long step, int bucket) override {
     const comm::AlgoChoice& c = selection_->choice(bucket, n);
-    algos_->all_gather(c.algo, x, n, message_id(step, bucket), c.segment_bytes);
+    algos_->all_gather(c.algo, x, n, bucket_message_id(step, bucket), c.segment_bytes);
   }
   std::string describe() const override { return what_; }
   std::optional<SegmentPick> segment() const override { return segment_; }
   AlgoSelection* selection() override { return &*selection_; }
 
  private:
-  static comm::MessageContext message_id(long step, int bucket) {
-    comm::MessageContext id;
-    id.step = static_cast<uint64_t>(step);
-    id.bucket = static_cast<uint32_t>(bucket);
-    return id;
-  }
-
   SegmentPick segment_;
   std::optional<comm::Allreducer> algos_;
   std::optional<AlgoSelection> selection_;
@@ -112,26 +105,40 @@ class HostPath final : public GradientPath {
 };
 
 // GPU buckets reach a host path through one staging buffer, as H100 CC's bounce buffers do: device ->
-// host copy, host all-reduce, host -> device copy, serialized per bucket.
+// host copy, host all-reduce (or one of its halves), host -> device copy, serialized per bucket.
 class StagedPath final : public GradientPath {
  public:
   StagedPath(std::unique_ptr<GradientPath> inner, Backend& backend, Profiler& profiler)
       : inner_(std::move(inner)), backend_(backend), profiler_(profiler) {}
   void sum(float* g, std::size_t n, long step, int bucket) override {
-    if (staging_.size() < n) staging_.resize(n);
-    {
-      ScopedPhase p(&profiler_, Phase::Stage);
-      backend_.copy_to_host(staging_.data(), g, n * sizeof(float));  // (n,) floats
-    }
-    inner_->sum(staging_.data(), n, step, bucket);
-    ScopedPhase p(&profiler_, Phase::Stage);
-    backend_.copy_to_device(g, staging_.data(), n * sizeof(float));
+    staged(g, n, [&](float* host) { inner_->sum(host, n, step, bucket); });
+  }
+  // The halves cross whole buckets, as the all-reduce does: the shard's chunk is where the ring's chunk
+  // layout puts it, and a crossing per bucket is what H100 CC's bounce buffers cost.
+  bool shards() const override { return inner_->shards(); }
+  void reduce_scatter(float* g, std::size_t n, long step, int bucket) override {
+    staged(g, n, [&](float* host) { inner_->reduce_scatter(host, n, step, bucket); });
+  }
+  void all_gather(float* x, std::size_t n, long step, int bucket) override {
+    staged(x, n, [&](float* host) { inner_->all_gather(host, n, step, bucket); });
   }
   std::string describe() const override { return "host staging, " + inner_->describe(); }
   std::optional<SegmentPick> segment() const override { return inner_->segment(); }
   AlgoSelection* selection() override { return inner_->selection(); }
 
  private:
+  template <typename Fn>
+  void staged(float* device, std::size_t n, Fn&& on_host) {
+    if (staging_.size() < n) staging_.resize(n);
+    {
+      ScopedPhase p(&profiler_, Phase::Stage);
+      backend_.copy_to_host(staging_.data(), device, n * sizeof(float));  // (n,) floats
+    }
+    on_host(staging_.data());
+    ScopedPhase p(&profiler_, Phase::Stage);
+    backend_.copy_to_device(device, staging_.data(), n * sizeof(float));
+  }
+
   std::unique_ptr<GradientPath> inner_;
   Backend& backend_;
   Profiler& profiler_;
@@ -150,22 +157,16 @@ void refuse_adversary(const PathRequest& r, std::vector<std::string>& out) {
         "mode with --tee cc or --tee-device-crypto off, so that the host really seals)");
 }
 
-// --shard splits our algorithms on host buffers into their reduce-scatter and all-gather (ring, rd, rhd
-// and hier alike: Note [Shard handover], comm/allreduce/shard_handover.h); every row asks this.
+// --shard splits our algorithms into their reduce-scatter and all-gather (ring, rd, rhd and hier alike on
+// host buffers: Note [Shard handover], comm/allreduce/shard_handover.h; the ring on a GPU's, and host
+// ones staged from it); every row asks this.
 void refuse_shard(const PathRequest& r, std::vector<std::string>& out) {
   const ShardStage shard = r.parallel.shard;
   if (shard == ShardStage::None) return;
-  const std::string what = std::string("--shard ") + name(shard);
   if (r.parallel.allreduce != AllreduceProvider::Ours)
-    out.push_back(what +
+    out.push_back(std::string("--shard ") + name(shard) +
                   " splits teetrain's all-reduce into its reduce-scatter and all-gather; --allreduce " +
                   name(r.parallel.allreduce) + " has none: use --allreduce ring, or --shard none");
-  // An emulated GPU's gradients are host buffers the ring reaches as it does DDP's (the platform's
-  // channel, links and memory cost them); a real GPU's are not, and the device ring is not split.
-  if (r.compute.platform() == DeviceKind::Cuda)
-    out.push_back(what +
-                  " runs on host gradients (--device cpu, with --compute real or emulate); "
-                  "use those, or --shard none");
 }
 
 // A vendor all-reduce (MPI_Allreduce, NCCL): plaintext, none of our algorithms, real time on real links.

@@ -516,6 +516,10 @@ std::string TrainingRun::place_grads() {
            "reduce-scatter (--shard " +
            std::string(name(stage)) + ")";
   }
+  if (platform_->device_gradients() && (stage == ShardStage::Gradients || stage == ShardStage::Params))
+    return "device memory, resident whole: a GPU releases no bucket's gradients after its reduce-scatter "
+           "(--shard " +
+           std::string(name(stage)) + " keeps only its shard's sums)";
   if (plan_.parallel().grad_memory == comm::BufferMemory::Private)
     return "private (--grad-memory private, the default)";
   if (plan_.switches().on) return "private (a TEE keeps the plaintext gradients to this rank)";
@@ -553,9 +557,10 @@ void TrainingRun::build_reducer() {
                                             .link = link,
                                             .adversary = plan_.tee().adversary.has_value()});
   if (!plan_.reduced()) return;
-  // Note [Gradient norm order]: in one order wherever sharding runs on real values, so that DDP and ZeRO
-  // agree.
-  const bool ordered_norm = plan_.compute().platform() == DeviceKind::Cpu && platform_->real_values();
+  // Note [Gradient norm order]: in one order wherever sharding runs on real values (the CPU's or a GPU's),
+  // so that DDP and ZeRO agree.
+  const bool ordered_norm = platform_->real_values();
+  const bool host_grads = plan_.compute().platform() == DeviceKind::Cpu && ordered_norm;
   reducer_ = std::make_unique<DdpReducer>(*backend_, *model_, buckets_, *path_,
                                           DdpOptions{.overlap = par.overlap,
                                                      .world = world_,
@@ -564,7 +569,8 @@ void TrainingRun::build_reducer() {
                                                      .ordered_norm = ordered_norm,
                                                      .prefetch = par.prefetch,
                                                      .release = grad_release_ ? &*grad_release_ : nullptr,
-                                                     .measure_resident = ordered_norm},
+                                                     .measure_resident = host_grads,
+                                                     .device_memory = platform_->device_gradients()},
                                           &profiler_);
 }
 
@@ -704,7 +710,11 @@ std::string TrainingRun::shard_description() const {
          gathered;
 }
 
+// A GPU's gradient buffer is allocated whole and never released in part (Note [Released gradient pages] is
+// the CPU's), so there its peak is the whole buffer, known rather than measured.
 nlohmann::json TrainingRun::grads_resident_peak() const {
+  if (reducer_ != nullptr && platform_->device_gradients())
+    return nlohmann::json(model_->num_params() * sizeof(float));
   const std::size_t peak = reducer_ != nullptr ? reducer_->peak_grad_resident_bytes() : 0;
   return peak > 0 ? nlohmann::json(peak) : nlohmann::json(nullptr);
 }

@@ -190,5 +190,9 @@ expect_exit 2 "--ranks: must be greater than 0" -- "$TT" models --ranks 0
 
 # Refused with exit 2, naming what runs.
 expect_exit 2 "--shard gradients .*--allreduce ring" -- "$TT" "${base[@]}" --shard gradients --allreduce mpi
-expect_exit 2 "--shard optimizer runs on host gradients" -- "$TT" "${base[@]}" --shard optimizer --device cuda
+# On a GPU the device ring (off, fast) and the staged host ring (cc) are split; NCCL's all-reduce is not.
+expect_exit 2 "--shard optimizer splits .*--allreduce nccl has none" -- "$TT" "${base[@]}" --shard optimizer \
+  --device cuda --allreduce nccl
+expect_exit 2 "--shard optimizer on --device cuda neither saves nor resumes checkpoints" -- "$TT" "${base[@]}" \
+  --shard optimizer --device cuda --save-every 1
 finish

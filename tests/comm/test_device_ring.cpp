@@ -16,12 +16,14 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "base/error.h"
 #include "comm/allreduce/ring_allreduce.h"
+#include "comm/allreduce/ring_geometry.h"
 #include "comm/channel.h"
 #include "comm/cuda/cuda_util.h"
 #include "comm/cuda/device_ring.h"
@@ -288,6 +290,60 @@ TEST(DeviceRing, GpuAesGcmRingMatchesCpuRingAndSharesKeyStreamsWithTheHostChanne
     }
     if (p > 1) {
       EXPECT_GT(channel.rekeys(), 0u);
+    }
+  }
+}
+
+// Index of the first element of `r` whose bits differ, or -1.
+long first_bit_mismatch_in(const std::vector<float>& a, const std::vector<float>& b, ElemRange r) {
+  for (std::size_t i = r.offset; i < r.offset + r.count; ++i) {
+    if (std::bit_cast<std::uint32_t>(a[i]) != std::bit_cast<std::uint32_t>(b[i])) return static_cast<long>(i);
+  }
+  return -1;
+}
+
+// --shard on a GPU (Note [Shard layout], engine/gradients/shard.h): the device ring's reduce-scatter leaves
+// this rank the host ring's finished sum of its owned chunk bit for bit, and its all-gather then gives
+// every rank the host ring's all-reduce, plaintext (--tee off) and sealed by the GPU AES-GCM (--tee fast:
+// forward-wire), for counts whose chunks are unequal (P = 2, 3) and that span several segments.
+TEST(DeviceRing, ReduceScatterAndAllGatherMatchTheHostRingsHalves) {
+  REQUIRE_GPU_ON_EVERY_RANK();
+  MpiTransport host;
+  StagedTransport staged(host);
+  Stream stream;
+  const int p = host.size();
+  constexpr std::size_t kSegment = 64 << 10;
+  for (const bool sealed : {false, true}) {
+    SealedChannelOptions so;
+    so.rank = host.rank();
+    so.world_size = p;
+    so.run_id.fill(0x44);
+    SealedChannel channel(so, ring_test_keys(host.rank(), p));
+    GpuSealingCodec codec(channel, stream.get(), 8);
+    RingOptions opt;
+    opt.segment_bytes = kSegment;
+    opt.all_gather = sealed ? AllGatherMode::ForwardWire : AllGatherMode::PerHop;
+    std::optional<DeviceRingAllreduce> ring;
+    if (sealed) {
+      ring.emplace(staged, codec, stream.get(), opt);
+    } else {
+      ring.emplace(staged, stream.get(), opt);
+    }
+    for (const std::size_t n : {static_cast<std::size_t>(p) + 1, std::size_t{100003}}) {
+      const MessageContext id{.step = 9, .bucket = static_cast<std::uint32_t>(n % 5)};
+      const std::vector<float> rnd = random_buffer(n, host.rank());
+      std::vector<float> want_rs = rnd;
+      RingAllreduce host_ring(host, RingOptions{.segment_bytes = kSegment});
+      host_ring.reduce_scatter_sum(want_rs.data(), n, id, kSegment);
+      const std::vector<float> want = cpu_ring(host, rnd, RingOptions{.segment_bytes = kSegment}, id);
+      DeviceFloats d(rnd);
+      ring->reduce_scatter_sum(d.data(), n, id);
+      const ElemRange own = RingGeometry::owned_chunk(host.rank(), p, n);
+      const std::string what =
+          std::string(sealed ? "fast" : "off") + " P=" + std::to_string(p) + " count=" + std::to_string(n);
+      EXPECT_EQ(first_bit_mismatch_in(d.download(), want_rs, own), -1) << "reduce-scatter, " << what;
+      ring->all_gather(d.data(), n, id);
+      EXPECT_EQ(first_bit_mismatch(d.download(), want), -1) << "all-gather, " << what;
     }
   }
 }

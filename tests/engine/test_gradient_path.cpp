@@ -361,5 +361,73 @@ TEST(GradientPaths, HostRowsStageDeviceGradients) {
   EXPECT_EQ(run_path(p).path.find("host staging"), std::string::npos);  // the cpu platform does not stage
 }
 
+// --shard on a GPU's gradients: the plan no longer refuses it (the device ring serves --tee off and fast,
+// the host row staged serves cc); only the vendor all-reduces, which have no halves, stay refused, with a
+// sentence saying what to use.
+TEST(GradientPaths, ShardRunsOnDeviceGradientsExceptUnderAVendorAllreduce) {
+  for (const ShardStage stage : {ShardStage::Optimizer, ShardStage::Gradients, ShardStage::Params}) {
+    for (const TeeMode tee : {TeeMode::Off, TeeMode::Cc, TeeMode::Fast}) {
+      TrainOptions p;
+      p.compute.device = DeviceKind::Cuda;
+      p.parallel.shard = stage;
+      p.tee.settings.mode = tee;
+      const PathRequest r{.parallel = p.parallel,
+                          .compute = p.compute,
+                          .tee = switches(p),
+                          .adversary = false,
+                          .device_gradients = true,
+                          .mpirun = true,
+                          .several_ranks = true};
+      EXPECT_TRUE(path_conflicts(r).empty()) << name(stage) << "/" << name(tee);
+    }
+    TrainOptions p;
+    p.compute.device = DeviceKind::Cuda;
+    p.parallel.shard = stage;
+    p.parallel.allreduce = AllreduceProvider::Nccl;
+    // (A build without CUDA refuses --device cuda besides: the plan names every conflict.)
+    int shard_conflicts = 0;
+    for (const std::string& c : plan_conflicts(p)) {
+      if (c.find("--shard") == std::string::npos) continue;
+      ++shard_conflicts;
+      EXPECT_NE(c.find("--allreduce nccl has none: use --allreduce ring"), std::string::npos) << c;
+    }
+    EXPECT_EQ(shard_conflicts, 1) << name(stage);
+  }
+}
+
+// cc on a GPU's gradients: the staged host row splits too. Its reduce-scatter leaves each rank its chunk
+// of the sum and its all-gather every chunk, bit for bit the staged all-reduce's, each half crossing
+// through the host (the `stage` phase).
+TEST(GradientPaths, StagedHostRowReduceScattersAndAllGathers) {
+  TrainOptions p;
+  p.tee.settings.mode = TeeMode::Cc;
+  p.parallel.shard = ShardStage::Gradients;
+  const TeeSwitches ts = switches(p);
+  comm::InprocWorld world(kRanks);
+  std::vector<long> wrong(kRanks, -2);
+  std::vector<bool> shards(kRanks, false);
+  const auto errors = world.run([&](comm::Transport& t) {
+    const int r = t.rank();
+    DeviceMemoryPlatform gpu;
+    Profiler prof(false);
+    comm::SealedChannel sealed(comm::SealedChannelOptions{r, kRanks}, keys(r), &prof);
+    const auto g = build_gradient_path(
+        GradientSetup{p.parallel, p.compute, ts, gpu, nullptr, t, sealed, &sealed, 1, prof});
+    shards[static_cast<std::size_t>(r)] = g->shards();
+    std::vector<float> v = pattern_buffer(kCount, r);
+    g->reduce_scatter(v.data(), v.size(), 1, 0);
+    g->all_gather(v.data(), v.size(), 1, 0);
+    wrong[static_cast<std::size_t>(r)] = first_wrong(v, kRanks);
+    EXPECT_GT(prof.phase_totals()[static_cast<std::size_t>(Phase::Stage)], 0.0);
+  });
+  for (const auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_TRUE(shards[static_cast<std::size_t>(r)]);
+    EXPECT_EQ(wrong[static_cast<std::size_t>(r)], -1);
+  }
+}
+
 }  // namespace
 }  // namespace tt

@@ -173,10 +173,11 @@ void add_parallel_options(CLI::App* cmd, TrainOptions& o) {
       "the summary's grads_resident_peak measures what stays); params (ZeRO-3: also only its shard of the "
       "parameters between their uses, each "
       "transformer block all-gathered before its forward and again before its backward, "
-      "released after). Any --allreduce-algo, on host gradients only (--device cpu: real compute, "
-      "or --compute emulate's virtual time); with real compute the same parameters as none with the "
-      "same --allreduce-algo, bit for bit. An emulated GPU refuses a rank that needs more than its "
-      "memory");
+      "released after). Any --allreduce-algo on host gradients (--device cpu: real compute, or "
+      "--compute emulate's virtual time); on --device cuda the device ring (--tee off, fast) or "
+      "the host ring staged (cc), the gradients staying resident whole (not with --allreduce "
+      "nccl|mpi); with real compute the same parameters as none with the same --allreduce-algo, "
+      "bit for bit. An emulated GPU refuses a rank that needs more than its memory");
   add_on_off_option(dp, "--prefetch", o.parallel.prefetch,
                     "--shard params: all-gather the next block's parameters while this block computes");
   dp->add_option("--segment-kb", o.parallel.segment_kb,
