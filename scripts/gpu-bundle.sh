@@ -21,6 +21,7 @@ for b in "${BINS[@]}"; do
   f=$(find "$B" -name "$b" -type f -perm -u+x | head -1)
   [[ -n $f ]] && cp "$f" "$OUT/bin/" || echo "gpu-bundle: $b not built, left out" >&2
 done
+strip "$OUT"/bin/*  # symbols are most of a host binary's size; the CUDA fatbins stay
 # What the launcher needs besides libraries: Open MPI's package files (components, help texts,
 # configuration), found through dpkg so the list follows the installed version.
 mapfile -t ompi < <(dpkg -L openmpi-bin openmpi-common libopenmpi3 2>/dev/null |

@@ -10,6 +10,8 @@
 #   BENCH=0                             skip the benchmarks (AES-GCM, step vs PyTorch, CPU-vs-GPU loss)
 #   GTESTS, RING_RANKS, NCCL_RANKS      which single-process tests / rank counts to run (see below)
 #   RING_LIMIT, DDP124_MODES            time limit of one device-ring test run; TEE modes of the gpt2 runs
+#   STAGE_MAX                           caps every stage's time limit (seconds), so one hang cannot take
+#                                       a short lease
 #
 # Needs: nvcc, cuBLAS, cuDNN, NCCL, OpenMPI, OpenBLAS, OpenSSL, CLI11, nlohmann-json, GTest (a CUDA
 # image, or scripts/install-deps.sh plus the CUDA toolkit), and token data in data-cache/fortunes
@@ -29,6 +31,7 @@ row() { echo "| $1 | $2 |" >>"$RES"; }
 stage() {  # stage NAME LIMIT_S cmd...: runs with a time limit, logs to OUTDIR/NAME.log, returns its status
   local name=$1 limit=$2
   shift 2
+  ((limit > ${STAGE_MAX:-100000})) && limit=$STAGE_MAX
   local t0=$SECONDS rc=0
   timeout "$limit" "$@" >"$OUTDIR/$name.log" 2>&1 || rc=$?
   echo "[$name] rc=$rc ($((SECONDS - t0)) s)" | tee -a "$OUTDIR/stages.txt"

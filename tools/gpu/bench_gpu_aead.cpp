@@ -7,7 +7,14 @@
 // Exit status: 0 ok, 1 if the GPU output differs from OpenSSL's (first and last message of every
 // case are checked byte for byte, and every open must succeed), 2 if no GPU is present.
 //
+// Last, the seal beside a GEMM: fast's AES-GCM kernels run on the communication stream while backward's
+// matmuls run on the compute stream. The emulated GPU serialises them (Note [GPU crypto shares the SMs],
+// core/emulated/sm_share.h); the line "beside a GEMM" measures how far they really overlap: each alone,
+// then both launched together on two streams, and the overlap as a fraction of the shorter one
+// (0: serialised, as the emulator charges; 1: the shorter is hidden entirely).
+//
 // Usage: bench_gpu_aead [--reps N] [--cpu-reps N]
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -17,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -192,6 +200,86 @@ bool bench_case(const Case& c, GpuAesGcm& gpu, Aead& ssl, cudaStream_t stream, s
   return all_ok;
 }
 
+#define TT_CUBLAS_CHECK(x)                                                   \
+  do {                                                                       \
+    if ((x) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cuBLAS: " #x); \
+  } while (0)
+
+// Milliseconds from `start` (recorded on stream a, which b waits for) to each stream's end.
+struct TwoStreams {
+  double a_ms, b_ms;
+};
+
+// `gemms` FP32 GEMMs of backward's shape (M = B*T 4096, N = 4C 3072, K = C 768: gpt2 at batch 4, seq
+// 1024) on stream a, and `seals` seals of 64 x 1 MiB on the GPU AES-GCM's own stream b, alone and
+// together; prints one line.
+void bench_beside_gemm(GpuAesGcm& gpu, cudaStream_t seal_stream, int gemms, int seals) {
+  constexpr int M = 4096, N = 3072, K = 768;
+  constexpr std::size_t kMsg = std::size_t{1} << 20, kCount = 64;
+  DeviceBytes a(sizeof(float) * M * K), b(sizeof(float) * K * N), c(sizeof(float) * M * N);
+  TT_CUDA_CHECK(cudaMemset(a.get(), 0, a.size()));
+  TT_CUDA_CHECK(cudaMemset(b.get(), 0, b.size()));
+  DeviceBytes plain(kMsg * kCount), sealed((kMsg + tt::tee::kTagSize) * kCount);
+  TT_CUDA_CHECK(cudaMemset(plain.get(), 1, plain.size()));
+  std::vector<GpuMessage> msgs;
+  for (std::size_t i = 0; i < kCount; ++i)
+    msgs.push_back(message(plain.as<std::byte>() + i * kMsg,
+                           sealed.as<std::byte>() + i * (kMsg + tt::tee::kTagSize), kMsg, i));
+  cudaStream_t gemm_stream = nullptr;
+  TT_CUDA_CHECK(cudaStreamCreateWithFlags(&gemm_stream, cudaStreamNonBlocking));
+  cublasHandle_t handle = nullptr;
+  TT_CUBLAS_CHECK(cublasCreate(&handle));
+  TT_CUBLAS_CHECK(cublasSetStream(handle, gemm_stream));
+  const float one = 1.0f, zero = 0.0f;
+  const auto gemm = [&] {
+    TT_CUBLAS_CHECK(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, b.as<float>(), N,
+                                a.as<float>(), K, &zero, c.as<float>(), N));
+  };
+  cudaEvent_t start = nullptr, end_a = nullptr, end_b = nullptr;
+  TT_CUDA_CHECK(cudaEventCreate(&start));
+  TT_CUDA_CHECK(cudaEventCreate(&end_a));
+  TT_CUDA_CHECK(cudaEventCreate(&end_b));
+  // One timed run: n_gemm GEMMs and n_seal seals launched alternately, each stream timed from `start`.
+  const auto timed = [&](int n_gemm, int n_seal) {
+    TT_CUDA_CHECK(cudaDeviceSynchronize());
+    TT_CUDA_CHECK(cudaEventRecord(start, gemm_stream));
+    TT_CUDA_CHECK(cudaStreamWaitEvent(seal_stream, start, 0));
+    for (int i = 0; i < std::max(n_gemm, n_seal); ++i) {
+      if (i < n_gemm) gemm();
+      if (i < n_seal) gpu.seal_async(msgs);
+    }
+    TT_CUDA_CHECK(cudaEventRecord(end_a, gemm_stream));
+    TT_CUDA_CHECK(cudaEventRecord(end_b, seal_stream));
+    TT_CUDA_CHECK(cudaDeviceSynchronize());
+    float ta = 0, tb = 0;
+    TT_CUDA_CHECK(cudaEventElapsedTime(&ta, start, end_a));
+    TT_CUDA_CHECK(cudaEventElapsedTime(&tb, start, end_b));
+    return TwoStreams{ta, tb};
+  };
+  timed(3, 3);  // warm-up: cuBLAS picks its kernel, the key tables are resident
+  std::vector<double> g, s, both;
+  for (int r = 0; r < 5; ++r) {
+    g.push_back(timed(gemms, 0).a_ms);
+    s.push_back(timed(0, seals).b_ms);
+    const TwoStreams t = timed(gemms, seals);
+    both.push_back(std::max(t.a_ms, t.b_ms));
+  }
+  const double tg = median(g), ts = median(s), tboth = median(both);
+  const double overlap = (tg + ts - tboth) / std::min(tg, ts);
+  std::printf("beside a GEMM: %d FP32 GEMMs %dx%dx%d alone %.2f ms (%.1f TFLOP/s), %d seals of %zu x 1 MiB alone "
+              "%.2f ms (%.1f GB/s), together %.2f ms; serialised %.2f ms, overlapped fully %.2f ms; overlap %.2f "
+              "of the shorter (the emulator charges 0)\n",
+              gemms, M, N, K, tg, 2.0 * M * N * K * gemms / (tg * 1e-3) / 1e12, seals, kCount, ts,
+              gbps(kMsg * kCount * static_cast<std::size_t>(seals), ts), tboth, tg + ts, std::max(tg, ts),
+              overlap);
+  std::fflush(stdout);
+  cublasDestroy(handle);
+  TT_CUDA_CHECK(cudaEventDestroy(start));
+  TT_CUDA_CHECK(cudaEventDestroy(end_a));
+  TT_CUDA_CHECK(cudaEventDestroy(end_b));
+  TT_CUDA_CHECK(cudaStreamDestroy(gemm_stream));
+}
+
 int run(int reps, int cpu_reps) {
   const int devices = tt::cuda::device_count_or_zero();
   if (devices == 0) {
@@ -220,6 +308,7 @@ int run(int reps, int cpu_reps) {
     for (const Case& c : cases) {
       all_ok = bench_case(c, gpu, ssl, stream, rng, reps, cpu_reps) && all_ok;
     }
+    bench_beside_gemm(gpu, stream, 40, 40);
   }
   TT_CUDA_CHECK(cudaStreamDestroy(stream));
   std::printf("%s\n", all_ok ? "bench_gpu_aead: GPU output matches OpenSSL" : "bench_gpu_aead: FAILED");
