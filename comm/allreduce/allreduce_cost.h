@@ -20,6 +20,11 @@
 // what two eager halves cost, and `auto` may cut a small bucket's messages into eager-sized segments
 // (choose_algo) where the run's segments allow cutting at all (not cc's whole chunks).
 //
+// With an emulated platform's nodes (CostModel::steps) the model follows every rank through its hops
+// instead, each message's seal at its sender and its open at its receiver (Note [Each end of a step]):
+// the busiest rank's sum of seal and open on every step that crosses between nodes overestimates a flat
+// ring across nodes by up to 2x.
+//
 // The coefficients come from `teetrain bench allreduce --calibrate FILE` (fitted to the measured times
 // of ring, rd and rhd on the machine, per TEE mode), or from defaults / the emulated platform
 // (engine/gradients/allreduce_selection.h). The pick depends only on the coefficients, P, the bucket's size
