@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -16,14 +18,15 @@ namespace {
 
 // One rank's hops for `algo`'s collective `what` (the ring's labels do not matter here: only ranges and
 // peers).
+// forward: the ring's all-gather forwards the owner's seal (Hop::reseal false after its first hop).
 std::vector<Hop> hops_of(ReduceAlgo algo, Collective what, int rank, int ranks, std::size_t count,
-                         int node_ranks) {
+                         int node_ranks, bool forward = false) {
   if (algo == ReduceAlgo::Hier) return hier_hops(rank, ranks, node_ranks, count, what);
   if (algo != ReduceAlgo::Ring) {
     return recursive_hops(algo == ReduceAlgo::Rd ? RecursiveKind::Doubling : RecursiveKind::HalvingDoubling,
                           rank, ranks, count, what);
   }
-  const RingGeometry geo(rank, ranks, count, 0, false, 0);
+  const RingGeometry geo(rank, ranks, count, 0, forward, 0);
   std::vector<Hop> out;
   for (std::uint32_t s = 0; s + 1 < static_cast<std::uint32_t>(ranks) && what != Collective::AllGather; ++s)
     out.push_back(geo.scatter_reduce_hop(s));
@@ -34,11 +37,12 @@ std::vector<Hop> hops_of(ReduceAlgo algo, Collective what, int rank, int ranks, 
 }
 
 // What a bucket runs: the all-reduce, or (split) its reduce-scatter and then its all-gather.
-std::vector<Hop> hops_of(ReduceAlgo algo, int rank, int ranks, std::size_t count, int node_ranks,
-                         bool split) {
-  if (!split) return hops_of(algo, Collective::Allreduce, rank, ranks, count, node_ranks);
-  std::vector<Hop> out = hops_of(algo, Collective::ReduceScatter, rank, ranks, count, node_ranks);
-  const std::vector<Hop> gather = hops_of(algo, Collective::AllGather, rank, ranks, count, node_ranks);
+std::vector<Hop> hops_of(ReduceAlgo algo, int rank, int ranks, std::size_t count, int node_ranks, bool split,
+                         bool forward = false) {
+  if (!split) return hops_of(algo, Collective::Allreduce, rank, ranks, count, node_ranks, forward);
+  std::vector<Hop> out = hops_of(algo, Collective::ReduceScatter, rank, ranks, count, node_ranks, forward);
+  const std::vector<Hop> gather =
+      hops_of(algo, Collective::AllGather, rank, ranks, count, node_ranks, forward);
   out.insert(out.end(), gather.begin(), gather.end());
   return out;
 }
@@ -95,6 +99,83 @@ AllreduceWork work_of(const std::vector<Hop>& hops, std::size_t segment_bytes, s
     if (h.reduce) w.reduce_bytes += static_cast<double>(in.count * sizeof(float));
   }
   return w;
+}
+
+// Note [Each end of a step]: one rank's hop as the run charges it. Its sends are sealed (seal_us) before
+// they go out; its receive, from `from`, takes link_us on the link once the sender's seal is done and the
+// link is free, then open_us to open and add it in.
+struct PricedHop {
+  int from = kNoPeer;
+  double seal_us = 0;
+  double link_us = 0;
+  double open_us = 0;
+};
+
+Route route_of(const Hop& h, int sender, int receiver, int node_ranks) {
+  if (h.forwarded) return Route::Group;
+  return node_ranks > 0 && sender / node_ranks != receiver / node_ranks ? Route::Between : Route::Inside;
+}
+
+std::vector<PricedHop> priced_hops(const CostModel& m, const std::vector<Hop>& hops, int rank,
+                                   std::size_t segment_bytes, std::size_t overhead) {
+  const StepCosts& c = *m.steps;
+  std::size_t widest = 0;
+  for (const Hop& h : hops) widest = std::max({widest, h.send.range.count, h.recv.range.count});
+  const SegmentLayout layout(segment_bytes, widest, 0);
+  const auto size = [&layout](const HopSide& side) {
+    return std::pair{static_cast<double>(layout.segments(side.range)),
+                     static_cast<double>(side.range.count * sizeof(float))};
+  };
+  std::vector<PricedHop> out;
+  for (const Hop& h : hops) {
+    PricedHop p;
+    if (h.send.active() && h.reseal) {
+      const auto [messages, bytes] = size(h.send);
+      p.seal_us = c.ends[static_cast<std::size_t>(route_of(h, rank, h.send.peer, m.node_ranks))].seal.of(
+          messages, bytes);
+    }
+    if (h.recv.active()) {
+      const auto [messages, bytes] = size(h.recv);
+      const bool apart = m.node_ranks > 0 && h.recv.peer / m.node_ranks != rank / m.node_ranks;
+      p.from = h.recv.peer;
+      p.link_us = c.link[apart ? 1 : 0].of(messages, bytes) +
+                  m.rendezvous_us *
+                      static_cast<double>(rendezvous_segments(layout, h.recv.range, m.eager_bytes, overhead));
+      p.open_us = c.ends[static_cast<std::size_t>(route_of(h, h.recv.peer, rank, m.node_ranks))].open.of(
+                      messages, bytes) +
+                  (h.reduce ? bytes * m.reduce_ns_per_byte * 1e-3 : 0.0);
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
+// Note [Each end of a step]: every rank through its hops, in step with its peers' messages; the time
+// the last rank finishes.
+double stepped_us(const CostModel& m, ReduceAlgo algo, int ranks, std::size_t count,
+                  std::size_t segment_bytes, std::size_t overhead, bool split) {
+  std::vector<std::vector<PricedHop>> hops;  // [rank][hop]
+  std::size_t steps = 0;
+  for (int r = 0; r < ranks; ++r) {
+    hops.push_back(
+        priced_hops(m, hops_of(algo, r, ranks, count, m.node_ranks, split, m.steps->forward_all_gather), r,
+                    segment_bytes, overhead));
+    steps = std::max(steps, hops.back().size());
+  }
+  std::vector<double> t(static_cast<std::size_t>(ranks), 0.0), sent(t.size());
+  std::map<std::pair<int, int>, double> link_free;  // (sender, receiver): when its link is idle
+  for (std::size_t s = 0; s < steps; ++s) {
+    for (std::size_t r = 0; r < t.size(); ++r) sent[r] = t[r] + (s < hops[r].size() ? hops[r][s].seal_us : 0);
+    for (std::size_t r = 0; r < t.size(); ++r) {
+      t[r] = sent[r];
+      if (s >= hops[r].size() || hops[r][s].from == kNoPeer) continue;
+      const PricedHop& h = hops[r][s];
+      double& free = link_free[{h.from, static_cast<int>(r)}];
+      free = std::max(sent[static_cast<std::size_t>(h.from)], free) + h.link_us;
+      t[r] = std::max(t[r], free) + h.open_us;
+    }
+  }
+  return *std::max_element(t.begin(), t.end());
 }
 
 constexpr int kTerms = 4;  // message, rendezvous, wire, reduce
@@ -168,6 +249,14 @@ double CostModel::predict_us(const AllreduceWork& w) const {
              1e-3;
 }
 
+double CostModel::predict_us(ReduceAlgo algo, int ranks, std::size_t count, std::size_t segment_bytes,
+                             std::size_t overhead, bool split) const {
+  if (steps && ranks >= 2 && count > 0)
+    return stepped_us(*this, algo, ranks, count, segment_bytes, overhead, split);
+  return predict_us(
+      allreduce_work(algo, ranks, count, segment_bytes, eager_bytes, overhead, node_ranks, split));
+}
+
 std::size_t CostModel::eager_segment_bytes(std::size_t overhead) const {
   if (eager_bytes <= overhead + sizeof(float)) return 0;
   return (eager_bytes - overhead) / sizeof(float) * sizeof(float);
@@ -183,7 +272,8 @@ CostModel compose(const LinkCosts& link, const TeeCosts& tee) {
       .rendezvous_us = link.rendezvous_us,
       .node_ranks = 0,
       .inter_message_us = 0,
-      .inter_wire_ns_per_byte = 0};
+      .inter_wire_ns_per_byte = 0,
+      .steps = std::nullopt};
 }
 
 AlgoChoice choose_algo(const CostModel& m, int ranks, std::size_t count, std::size_t segment_bytes,
@@ -193,8 +283,7 @@ AlgoChoice choose_algo(const CostModel& m, int ranks, std::size_t count, std::si
   AlgoChoice c;
   for (std::size_t i = 0; i < kReduceAlgos.size(); ++i) {
     const auto price = [&](std::size_t seg) {
-      return m.predict_us(
-          allreduce_work(kReduceAlgos[i], ranks, count, seg, m.eager_bytes, overhead, m.node_ranks, split));
+      return m.predict_us(kReduceAlgos[i], ranks, count, seg, overhead, split);
     };
     c.predicted_us[i] = price(segment_bytes);
     c.segments_of[i] = segment_bytes;
@@ -259,7 +348,8 @@ CostFit fit_cost_model(std::span<const CostSample> samples, std::size_t segment_
                .rendezvous_us = best[1] / scale[1],
                .node_ranks = 0,
                .inter_message_us = 0,
-               .inter_wire_ns_per_byte = 0};
+               .inter_wire_ns_per_byte = 0,
+               .steps = std::nullopt};
   double sum = 0;
   for (const auto& r : rows) sum += std::fabs(dot(r, best) - 1.0);
   fit.mean_abs_rel_error = sum / static_cast<double>(rows.size());

@@ -20,6 +20,11 @@
 // what two eager halves cost, and `auto` may cut a small bucket's messages into eager-sized segments
 // (choose_algo) where the run's segments allow cutting at all (not cc's whole chunks).
 //
+// With an emulated platform's nodes (CostModel::steps) the model follows every rank through its hops
+// instead, each message's seal at its sender and its open at its receiver (Note [Each end of a step]):
+// the busiest rank's sum of seal and open on every step that crosses between nodes overestimates a flat
+// ring across nodes by up to 2x.
+//
 // The coefficients come from `teetrain bench allreduce --calibrate FILE` (fitted to the measured times
 // of ring, rd and rhd on the machine, per TEE mode), or from defaults / the emulated platform
 // (engine/gradients/allreduce_selection.h). The pick depends only on the coefficients, P, the bucket's size
@@ -28,6 +33,8 @@
 #pragma once
 #include <array>
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -58,6 +65,41 @@ AllreduceWork allreduce_work(ReduceAlgo algo, int ranks, std::size_t count, std:
                              std::size_t eager_bytes = 0, std::size_t overhead = 0, int node_ranks = 0,
                              bool split = false);
 
+// Note [Each end of a step]: in a run (HopRunner), a rank seals its hop's sends, posts them, then waits
+// for its hop's receive, opens it and adds it in. So a message's seal (with what its sender pays to get
+// it out: a bounce-buffer crossing) holds its sender, its open (and the crossing back in) its receiver,
+// and its link neither: the sender goes on to its next hop while the message travels, and each rank
+// waits only for its own peer's message. A flat ring across nodes whose crossing message is sealed at
+// one rank and opened at the next therefore costs about max(seal, open) a step once it runs, not seal +
+// open at every step; a rank whose messages are not sealed (inside a node on h100-ppcie) pays nothing
+// but its links. With StepCosts the model follows every rank through its hops that way, each message
+// priced at each end by its route (Route: as message_route decides it, core/emulated/emulated_gpu.h),
+// and an all-reduce takes as long as its last rank: the emulated run's own charges, step by step. Relied
+// on by CostModel::predict_us (below), default_cost_model (engine/gradients/allreduce_selection.cpp),
+// which prices each route as the run's channels charge it, and tests/cli/cc_platforms.sh.
+
+// What one message costs: a fixed part and its bytes.
+struct MessageCost {
+  double us = 0;
+  double ns_per_byte = 0;
+  double of(double messages, double bytes) const { return messages * us + bytes * ns_per_byte * 1e-3; }
+};
+// A message's route (Note [Each end of a step]): between two GPUs of one node, between nodes, or a
+// group message (the ring's forwarded all-gather: one sealed object for every rank, which the run
+// routes as a message that may leave the node).
+enum class Route : std::uint8_t { Inside, Between, Group };
+// A sealed message's costs at its sender's end (seal and crossing out) and its receiver's (crossing in
+// and open); zero where the route leaves it unsealed.
+struct MessageEnds {
+  MessageCost seal;
+  MessageCost open;
+};
+struct StepCosts {
+  std::array<MessageCost, 2> link{};  // a message on the link inside a node, between nodes
+  std::array<MessageEnds, 3> ends{};  // by Route
+  bool forward_all_gather = false;    // the ring's all-gather forwards the owner's seal (no re-seal)
+};
+
 struct CostModel {
   double message_us = 0;
   double wire_ns_per_byte = 0;
@@ -69,7 +111,13 @@ struct CostModel {
   int node_ranks = 0;
   double inter_message_us = 0;
   double inter_wire_ns_per_byte = 0;
+  // Given (an emulated platform's nodes): every rank's hops priced at each end (Note [Each end of a
+  // step]); none (a calibration, one node): the busiest rank's work at the terms above.
+  std::optional<StepCosts> steps = std::nullopt;
   double predict_us(const AllreduceWork& w) const;
+  // One all-reduce of `count` floats (the arguments as allreduce_work's): by steps where given.
+  double predict_us(ReduceAlgo algo, int ranks, std::size_t count, std::size_t segment_bytes,
+                    std::size_t overhead = 0, bool split = false) const;
   // The segment that keeps a message eager: the largest whole-float payload that fits with `overhead`
   // (0 when no limit is modelled or nothing fits).
   std::size_t eager_segment_bytes(std::size_t overhead) const;

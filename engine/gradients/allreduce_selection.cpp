@@ -1,6 +1,7 @@
 #include "engine/gradients/allreduce_selection.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -51,6 +52,28 @@ void price_topology(const Topology& t, const comm::LinkCosts& link, comm::CostMo
   m.wire_ns_per_byte += ns_per_byte(in) - 1.0 / link.gbps;
   m.inter_message_us = out.latency_us - in.latency_us;
   m.inter_wire_ns_per_byte = ns_per_byte(out) - ns_per_byte(in);
+}
+
+// Note [Each end of a step] (comm/allreduce/allreduce_cost.h): what a message costs its link, by the
+// link class of its pair, and at each end, by its route, as the run charges them. The link: its class's
+// latency and its bytes at the class's rate (NVLink's is `link.gbps`, the GPU's or Blackwell's encrypted
+// one), as EmulatedLinkTransport books it, with no kGpuMessageUs: the class's latency already holds the
+// software of a hop (docs/reproducing.md, "Topology"). The ends: the sealing channel's per-message cost
+// and a crossing's toll (alike at both ends) half at each, the bytes at the seal rate at the sender and
+// at the open rate at the receiver.
+comm::StepCosts step_costs(const Topology& t, const comm::LinkCosts& link,
+                           const std::array<comm::TeeCosts, 3>& routes, bool forward_all_gather) {
+  const auto ns_per_byte = [](double gbps) { return gbps > 0 ? 1.0 / gbps : 0.0; };
+  const auto ends = [&ns_per_byte](const comm::TeeCosts& tee) {
+    return comm::MessageEnds{.seal = {.us = tee.message_us / 2, .ns_per_byte = ns_per_byte(tee.seal_gbps)},
+                             .open = {.us = tee.message_us / 2, .ns_per_byte = ns_per_byte(tee.open_gbps)}};
+  };
+  const auto wire = [&](const LinkClassSpec& c) {
+    return comm::MessageCost{.us = c.latency_us, .ns_per_byte = ns_per_byte(c.gbps > 0 ? c.gbps : link.gbps)};
+  };
+  return {.link = {wire(link_class_spec(t.intra)), wire(link_class_spec(t.inter))},
+          .ends = {ends(routes[0]), ends(routes[1]), ends(routes[2])},
+          .forward_all_gather = forward_all_gather};
 }
 
 // "seal/open 3.4 GB/s, 14.0 us per sealed message" ("not sealed" where nothing is).
@@ -196,6 +219,9 @@ CostModelSource default_cost_model(const ParallelOptions& parallel, const Comput
     model.inter_wire_ns_per_byte += out_parts.wire_ns_per_byte - in_parts.wire_ns_per_byte;
     if (tee_title != tee_title_of(out))
       tee_title = "inside a node " + tee_title + ", between " + tee_title_of(out);
+    const comm::TeeCosts group =
+        tee_costs(parallel, compute, ts, gpu, message_route(cc, topo, 0, comm::kAnyRank));
+    model.steps = step_costs(topo, link, {tee, out, group}, ts.forward_ag);
   }
   return {model, "defaults: " + where + ", tee " + mode_name(ts.mode()) + " (" + tee_title + ")"};
 }
@@ -295,8 +321,8 @@ const comm::AlgoChoice& AlgoSelection::choice(int bucket, std::size_t count) {
     p.choice.algo = algo;
     p.choice.segment_bytes = segment_bytes_;
     p.choice.segments_of[i] = segment_bytes_;
-    p.choice.predicted_us[i] = model_.model.predict_us(comm::allreduce_work(
-        algo, ranks_, count, segment_bytes_, model_.model.eager_bytes, overhead_, model_.model.node_ranks, split_));
+    p.choice.predicted_us[i] =
+        model_.model.predict_us(algo, ranks_, count, segment_bytes_, overhead_, split_);
   }
   return (buckets_[bucket] = p).choice;
 }

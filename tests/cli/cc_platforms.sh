@@ -7,7 +7,7 @@
 # fast crosses the host bridge between nodes. The cost model's hier prediction follows each platform.
 source "$(dirname "$0")/lib.sh" "$@"
 make_corpus
-provision_trust
+provision_trust 8
 PY=$(command -v python3)
 emu=(train --model gpt2-tiny --data "$WORK/data/tiny" --batch 2 --seq 32 --steps 1 --timing-warmup 0
      --val-batches 0 --no-progress -q --allow-plain-data --compute emulate --gpu h100 --overlap off
@@ -56,6 +56,49 @@ for n in ("cc", "ppcie", "teeio", "bw-fast"):
     assert abs(got - want) <= 0.05 * want, (n, got, want)
 PY
 then passes=$((passes + 1)); else echo "FAIL: ppcie and tee-io do not seal and cross as their platforms"; fails=$((fails + 1)); fi
+# A flat ring across nodes, P = 8 as 2 nodes of 4 (one process of 8 virtual ranks, every run a line of
+# one `teetrain runs` plan), gpt2-mini's two buckets: on every platform, under cc and fast, the ring's
+# predicted all-reduces are the run's exposed communication, and what the TEE adds to them, predicted,
+# is what it adds to the run (Note [Each end of a step], comm/allreduce/allreduce_cost.h: a step's seal
+# holds its sender, its open its receiver). fast on TEE-IO adds almost nothing (its GPU sealing of the
+# inter-node bytes): only its total is compared. Then auto follows: on H100 CC, fast's ring forwards
+# the owner's ciphertext in its all-gather, and the large bucket's ring beats hier in the run.
+ring=(--model gpt2-mini --data "$WORK/data/tiny" --batch 2 --seq 32 --steps 1 --timing-warmup 0
+      --val-batches 0 --no-progress -q --allow-plain-data --compute emulate --gpu h100 --overlap off
+      --ranks-per-process 8 --gpus-per-node 4 "${TRUST[@]}")
+: >"$WORK/ring.txt"
+for run in ring:off:none ring:cc:h100-pinned ring:fast:h100-pinned ring:cc:h100-ppcie ring:fast:h100-ppcie \
+           ring:cc:blackwell ring:fast:blackwell ring:cc:tee-io-what-if ring:fast:tee-io-what-if \
+           hier:fast:h100-pinned auto:fast:h100-pinned; do
+  IFS=: read -r algo tee hw <<<"$run"
+  echo "${ring[*]} --allreduce-algo $algo --tee $tee --cc-hardware $hw --summary $WORK/$algo-$tee-$hw.json" >>"$WORK/ring.txt"
+done
+if mpirun --allow-run-as-root --oversubscribe -np 1 "$TT" runs "$WORK/ring.txt" >"$WORK/ring.log" 2>&1 &&
+  "$PY" - "$WORK" <<'PY'
+import json, sys
+w = sys.argv[1]
+load = lambda algo, tee, hw: json.load(open(f"{w}/{algo}-{tee}-{hw}.json"))
+off = load("ring", "off", "none")
+assert off["world_size"] == 8 and off["topology"].startswith("2 nodes x 4 GPUs"), off["topology"]
+exposed = lambda r: r["phases"]["comm_exposed"]["mean"]
+predicted = lambda r, a: sum(b["predicted_us"][a] for b in r["allreduce_selection"]["buckets"]) * 1e-6
+bad = []
+for tee in ("cc", "fast"):
+    for hw in ("h100-pinned", "h100-ppcie", "blackwell", "tee-io-what-if"):
+        r = load("ring", tee, hw)
+        run, model = exposed(r), predicted(r, "ring")
+        added, added_model = run - exposed(off), model - predicted(off, "ring")
+        print(f"{tee} {hw}: run {run * 1e3:.3f} ms ({added * 1e3:+.3f}), model {model * 1e3:.3f} ms ({added_model * 1e3:+.3f})")
+        if abs(model - run) > 0.05 * run or (added > 0.05 * exposed(off) and abs(added_model - added) > 0.05 * added):
+            bad.append((tee, hw, model, run, added_model, added))
+assert not bad, bad
+ring, hier, auto = (load(a, "fast", "h100-pinned") for a in ("ring", "hier", "auto"))
+big = lambda r: max(r["allreduce_selection"]["buckets"], key=lambda b: b["bytes"])
+assert exposed(ring) < exposed(hier), (exposed(ring), exposed(hier))
+assert big(auto)["algorithm"] == "ring", big(auto)
+assert exposed(auto) <= min(exposed(ring), exposed(hier)), (exposed(auto), exposed(ring), exposed(hier))
+PY
+then passes=$((passes + 1)); else echo "FAIL: the flat ring's predictions are not the run's"; tail -12 "$WORK/ring.log"; fails=$((fails + 1)); fi
 # The banner names the platform and what a node's messages are.
 grep -q "h100-ppcie (NVIDIA PPCIe guide; ISPASS 2025): messages inside a node in clear, not sealed" "$WORK/ppcie.log" &&
   passes=$((passes + 1)) || { echo "FAIL: the banner does not name h100-ppcie"; grep -m1 "COMPUTE EMULATED" "$WORK/ppcie.log"; fails=$((fails + 1)); }

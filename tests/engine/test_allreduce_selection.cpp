@@ -365,6 +365,27 @@ TEST(AllreduceCost, TopologyPricesStepsBetweenNodes) {
   EXPECT_NE(flat.algo, ReduceAlgo::Hier);
 }
 
+// Note [Each end of a step]: a flat ring of 2 nodes of 4 whose messages between nodes alone are sealed
+// (h100-ppcie's shape), 100 us to seal at the sender and 100 us to open at the receiver, links free:
+// ranks 3 and 7 seal one message a step, ranks 4 and 0 open one, so once the ring runs a step costs
+// max(seal, open), and its 14 steps 100 us each plus one open: 1500 us, not 14 x (seal + open).
+TEST(AllreduceCost, EachEndOfAStepHoldsItsOwnRank) {
+  comm::CostModel m;
+  m.node_ranks = 4;
+  m.steps = comm::StepCosts{};
+  m.steps->ends[static_cast<std::size_t>(comm::Route::Between)] = {.seal = {.us = 100, .ns_per_byte = 0},
+                                                                   .open = {.us = 100, .ns_per_byte = 0}};
+  const std::size_t n = 8 * 1024;
+  EXPECT_DOUBLE_EQ(m.predict_us(ReduceAlgo::Ring, 8, n, 0), 1500.0);
+  // Sealed at every step (h100-pinned's shape): each rank seals and opens at every step.
+  m.steps->ends[static_cast<std::size_t>(comm::Route::Inside)] = m.steps->ends[1];
+  EXPECT_DOUBLE_EQ(m.predict_us(ReduceAlgo::Ring, 8, n, 0), 14 * 200.0);
+  // fast's forwarded all-gather seals once, at its first step; its group messages take their own route.
+  m.steps->forward_all_gather = true;
+  m.steps->ends[static_cast<std::size_t>(comm::Route::Group)] = m.steps->ends[1];
+  EXPECT_DOUBLE_EQ(m.predict_us(ReduceAlgo::Ring, 8, n, 0), 8 * 200.0 + 6 * 100.0);
+}
+
 // Note [Messages inside a node]: the model prices each hop by the route its messages take in the run
 // (message_route): on h100-ppcie a step inside a node is not sealed and one between nodes is sealed
 // through H100 CC's bounce buffers; Blackwell's fast crosses the encrypted NVLink's set-up inside a node
