@@ -55,6 +55,10 @@ SETS = ("fit", "held_out")
 LEGACY_SETS = {("gpu_size_sweep_h200", "gpt2"): "fit", ("step_h100", "resnet"): "fit",
                ("step_h100", "gpt2"): "held_out", ("step_h200_heldout", "resnet"): "held_out",
                ("step_h200_heldout", "bert"): "held_out", ("step_h200_heldout", "llama"): "held_out"}
+# What the fit set's steps share, named in a held-out row's cause: every transformer step fitted has
+# B x T = 4 x 1024 tokens, every convolution step ran on the H100.
+FIT_TOKENS = 4096
+FIT_GPU = {"resnet": "h100"}
 TEE_MODES = ["off", "cc", "fast"]
 RIG = "scripts/netns-hosts.sh"
 TCP_EAGER_LIMIT = 65536  # Open MPI's btl_tcp_eager_limit default, its header included
@@ -225,14 +229,19 @@ def part_b(args):
         # Which pass a miss comes from: the fixture and the prediction both split the step.
         passes = ", ".join(f"{p} {emu[p + '_s'] / m[p + '_s'] - 1:+.0%}" for p in ("forward", "backward"))
         cause = f"{passes}: "
-        if name.startswith("resnet"):
+        if family_of(name) == "resnet":
             cause += ("exact FP32 convolutions at one efficiency (0.21 of peak, no tile term: CUDA cores); cuDNN's "
                       "FP32 kernels differ per layer shape and the fixture has no per-layer times to model that"
                       if prec == "fp32" else
                       "tensor-core convolutions: 0.128 of peak over the whole 128 x 256 tiles of each implicit GEMM; "
                       "cuDNN's per-layer choices beyond tile fill are not modelled")
+            if gpu != FIT_GPU["resnet"]:
+                cause += (f"; batch norm, ReLU and pooling are priced at {gpu}'s HBM rate, the convolution "
+                          f"efficiencies were fitted on {FIT_GPU['resnet']}")
         else:
-            cause += "matmuls at one efficiency (0.76 of peak) and one cost per transformer kernel"
+            tokens = m["batch"] * m["shape"]
+            cause += ("matmuls at one efficiency (0.76 of peak) and one cost per transformer kernel (40 us), fitted "
+                      f"on steps of {FIT_TOKENS} tokens" + (f" (this one: {tokens})" if tokens != FIT_TOKENS else ""))
         r = row("b", f"{name} {prec} on {gpu} ({m['source']})", pred, meas, cause)
         rows.append(dict(r, family=m["family"], set=m["set"]))
     return rows
