@@ -8,7 +8,8 @@ OUT/validation.json.
                  memory at the moments a step's ranks contend for them);
                  the emulator runs gpt2-mini on it (`--compute emulate --gpu PROFILE.json`) and is compared
                  with the real-compute runs at P = 1 and 2, --tee off, cc, fast: within 20%.
-  (b) fixtures:  `teetrain bench emulated-step` against tests/fixtures/gpu_size_sweep_h200 and step_h100, or
+  (b) fixtures:  `teetrain bench emulated-step` against tests/fixtures/gpu_size_sweep_h200, step_h100 and
+                 step_h200_heldout, or
                  against ground-truth fixtures of the documented format (--fixture FILE, FIXTURE_FORMAT
                  below): within 10%; mean and max |error| per configuration family, the fit set (the
                  fixtures the emulator's constants were fitted to) and the held-out set apart.
