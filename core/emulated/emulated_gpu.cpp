@@ -34,8 +34,9 @@ std::vector<GpuSpec> gpu_specs() {
   return {
       // NVIDIA H100 SXM5 data sheet: FP32 67, TF32 989* / BF16 1979* TFLOPS (sparse), HBM3 3.35 TB/s, 80 GB.
       // AES-GCM: our kernel (tee/cuda) sealed 148.8 GB/s on an H200 for 64 x 1 MiB messages, the ring's
-      // segment size (bench_gpu_aead, 2026-11-26). It is bound by SM integer throughput, not memory (it
-      // moves ~0.3 TB/s of HBM's 3-5), and an H100 SXM has the same 132 SMs: the H200 figure is used.
+      // segment size (bench_gpu_aead, 2026-11-26; 148.8 again on 2026-11-30). It is bound by SM integer
+      // throughput, not memory (it moves ~0.3 TB/s of HBM's 3-5), and an H100 SXM has the same 132 SMs:
+      // the H200 figure is used.
       // NVLink 4: 18 links x 25 GB/s per direction = 450 GB/s each way (900 GB/s total).
       {"h100", 67.0, 494.7, 989.4, 3350.0, kEff, kTraffic, 148.8, 450.0, kConv, kConv32, 132, 80.0},
       // NVIDIA H200 SXM data sheet: same Hopper compute as H100 SXM, HBM3e 4.8 TB/s, 141 GB.

@@ -21,7 +21,9 @@ namespace tt {
 // has ended take nothing from it. Not modelled: the later buckets that backward's delay makes ready later
 // (a second-order shift of the ring), and a kernel sharing the SMs with compute instead of holding all of
 // them. The compute thread's own sealing (a sharded run's all-gathers) is on its own time already and is
-// never lent.
+// never lent. Checked on an H200 (2026-11-30, bench_gpu_aead's "beside a GEMM"): 40 FP32 GEMMs and 40
+// seals of 64 x 1 MiB launched together on two streams took 32.73 ms against 34.32 ms serialised (they
+// overlap by 0.10 of the shorter), so holding all SMs overestimates the pair by 4.9%.
 class SmShare {
  public:
   using TimePoint = RunClock::TimePoint;

@@ -12,12 +12,18 @@ check "--help" "$PY" "$VAL" --help >/dev/null
 check "bad --parts refused" test "$st" -ne 0
 check "bad --parts named" grep -q "choose from a, b, c" "$WORK/parts.log"
 
-if "$PY" "$VAL" --parts b --fixtures tests/fixtures/step_h100/gpt2-tf32.json --bin "$TT" --out "$WORK/val" \
+# With one H200 held-out step of each family (tests/fixtures/step_h200_heldout): each is held out under
+# its family, SmolLM2 a llama.
+H=tests/fixtures/step_h200_heldout
+if "$PY" "$VAL" --parts b --bin "$TT" --out "$WORK/val" --fixtures tests/fixtures/step_h100/gpt2-tf32.json,$H/resnet18-tf32.json,$H/resnet18-fp32.json,$H/bert-base-tf32.json,$H/smollm2-135m-tf32.json \
     >"$WORK/val.log" 2>&1; then
   check "fixture row" grep -qE "^\| b \| gpt2 tf32 on h100 .*\| pass" "$WORK/val/validation.md"
   check "a fixture row names each pass's error" "$PY" -c "import json,re,sys
 r = json.load(open(sys.argv[1]))['rows'][0]
 assert re.match(r'forward [+-][0-9]+%, backward [+-][0-9]+%: ', r['cause']), r['cause']" "$WORK/val/validation.json"
+  for fam in "resnet tf32 on h200" "resnet fp32 on h200" "bert tf32 on h200" "llama tf32 on h200"; do
+    check "held-out family line: $fam" grep -qE "^\| held-out \| $fam \| 1 \|" "$WORK/val/validation.md"
+  done
 else
   echo "FAIL: validate_emulator.py --parts b"; tail -20 "$WORK/val.log"; fails=$((fails + 1))
 fi
