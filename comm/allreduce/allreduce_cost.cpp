@@ -18,7 +18,8 @@ namespace {
 // peers).
 std::vector<Hop> hops_of(ReduceAlgo algo, Collective what, int rank, int ranks, std::size_t count,
                          int node_ranks) {
-  if (algo == ReduceAlgo::Hier) return hier_hops(rank, ranks, node_ranks, count, what);
+  // hier's all-gather hops as forward wire runs them: the same ranges, the forwarded ones marked.
+  if (algo == ReduceAlgo::Hier) return hier_hops(rank, ranks, node_ranks, count, what, true);
   if (algo != ReduceAlgo::Ring) {
     return recursive_hops(algo == ReduceAlgo::Rd ? RecursiveKind::Doubling : RecursiveKind::HalvingDoubling,
                           rank, ranks, count, what);
@@ -84,10 +85,17 @@ AllreduceWork work_of(const std::vector<Hop>& hops, std::size_t segment_bytes, s
     const ElemRange in = h.recv.active() ? h.recv.range : ElemRange{};
     const auto messages = static_cast<double>(std::max(layout.segments(out), layout.segments(in)));
     const auto bytes = static_cast<double>(std::max(out.count, in.count) * sizeof(float));
+    const bool forwarded = h.forwarded && !h.reseal;
+    const auto sent = static_cast<double>(layout.segments(out));
+    const auto sent_bytes = static_cast<double>(out.count * sizeof(float));
     if (i < crossing.size() && crossing[i]) {
       w.inter_messages += messages;
       w.inter_wire_bytes += bytes;
+      w.inter_forwarded_messages += forwarded ? sent : 0;
+      w.inter_forwarded_bytes += forwarded ? sent_bytes : 0;
     }
+    w.forwarded_messages += forwarded ? sent : 0;
+    w.forwarded_bytes += forwarded ? sent_bytes : 0;
     w.messages += messages;
     w.rendezvous += static_cast<double>(std::max(rendezvous_segments(layout, out, eager_bytes, overhead),
                                                  rendezvous_segments(layout, in, eager_bytes, overhead)));
@@ -162,10 +170,14 @@ AllreduceWork allreduce_work(ReduceAlgo algo, int ranks, std::size_t count, std:
 }
 
 double CostModel::predict_us(const AllreduceWork& w) const {
+  const double forward_saved_us =
+      w.forwarded_messages * forward_message_us + w.inter_forwarded_messages * inter_forward_message_us +
+      (w.forwarded_bytes * forward_ns_per_byte + w.inter_forwarded_bytes * inter_forward_ns_per_byte) * 1e-3;
   return w.messages * message_us + w.rendezvous * rendezvous_us + w.inter_messages * inter_message_us +
          (w.wire_bytes * wire_ns_per_byte + w.reduce_bytes * reduce_ns_per_byte +
           w.inter_wire_bytes * inter_wire_ns_per_byte) *
-             1e-3;
+             1e-3 -
+         forward_saved_us;
 }
 
 std::size_t CostModel::eager_segment_bytes(std::size_t overhead) const {
@@ -183,7 +195,11 @@ CostModel compose(const LinkCosts& link, const TeeCosts& tee) {
       .rendezvous_us = link.rendezvous_us,
       .node_ranks = 0,
       .inter_message_us = 0,
-      .inter_wire_ns_per_byte = 0};
+      .inter_wire_ns_per_byte = 0,
+      .forward_message_us = tee.forward_wire ? tee.seal_message_us : 0,
+      .forward_ns_per_byte = tee.forward_wire ? ns_per_byte(tee.seal_gbps) : 0,
+      .inter_forward_message_us = 0,
+      .inter_forward_ns_per_byte = 0};
 }
 
 AlgoChoice choose_algo(const CostModel& m, int ranks, std::size_t count, std::size_t segment_bytes,
@@ -259,7 +275,11 @@ CostFit fit_cost_model(std::span<const CostSample> samples, std::size_t segment_
                .rendezvous_us = best[1] / scale[1],
                .node_ranks = 0,
                .inter_message_us = 0,
-               .inter_wire_ns_per_byte = 0};
+               .inter_wire_ns_per_byte = 0,
+               .forward_message_us = 0,
+               .forward_ns_per_byte = 0,
+               .inter_forward_message_us = 0,
+               .inter_forward_ns_per_byte = 0};
   double sum = 0;
   for (const auto& r : rows) sum += std::fabs(dot(r, best) - 1.0);
   fit.mean_abs_rel_error = sum / static_cast<double>(rows.size());
