@@ -60,7 +60,29 @@ std::string to_string(const MessageContext& c) {
     os << c.receiver;
   }
   os << ", " << c.length << " bytes";
+  if (c.receiver == kAnyRank && !c.group.world()) {
+    os << ", " << group_kind_name(c.group.kind) << " group of ranks " << c.group.base;
+    for (int i = 1; i < c.group.size; ++i) os << "," << c.group.base + i * c.group.stride;
+  }
   return os.str();
+}
+
+const char* group_kind_name(GroupKind k) {
+  switch (k) {
+    case GroupKind::World:
+      return "world";
+    case GroupKind::Node:
+      return "node";
+    case GroupKind::LocalIndex:
+      return "local-index";
+  }
+  return "?";
+}
+
+int SubGroup::index_of(int rank) const {
+  const int off = rank - base;
+  if (stride < 1 || off < 0 || off % stride != 0 || off / stride >= size) return -1;
+  return off / stride;
 }
 
 void PlainChannel::seal(const MessageContext& ctx, std::span<const std::byte> plain,

@@ -51,7 +51,45 @@ inline bool is_allreduce_phase(MessagePhase p) {
   return p != MessagePhase::Broadcast && p != MessagePhase::Barrier && p != MessagePhase::BlobAllgather;
 }
 
+// An all-gather whose messages a forward-wire run seals once at their owner and forwards unchanged:
+// the ring's, and hier's two (Note [Sub-group streams]).
+inline bool is_forwardable_phase(MessagePhase p) {
+  return p == MessagePhase::AllGather || p == MessagePhase::HierInterAllGather ||
+         p == MessagePhase::HierLocalAllGather;
+}
+
 inline constexpr int kAnyRank = -1;  // receiver of a group message (forward-wire all-gather)
+
+// Note [Sub-group streams]: a group message (receiver kAnyRank) is sealed once by its origin and
+// forwarded unchanged, so every member of the group it travels in must be able to open it, and no rank
+// outside that group may hold its key. The flat ring's group is the world. The hierarchical all-reduce's
+// all-gathers run in sub-groups (hier_allreduce.h): the ranks of one node, and the ranks with one local
+// index across the nodes. Each sub-group has streams of its own, one per sealing member: a key derived
+// from the group traffic secret under a label that names the kind and the member list (base, stride,
+// size: tee/identity/traffic_keys.h), and its own nonce counter. A member of another sub-group (or the
+// world group's streams) never holds that key, so what it seals or forwards cannot be replayed or
+// substituted into this sub-group, even with the same step, bucket, phase, chunk and origin; and every
+// member opens exactly the messages its origin seals on the stream, in order, so all agree on every
+// counter. SealStreams (comm/secure/seal_streams.h) keys the streams; HopRunner::context puts the hop's
+// group into the message's context.
+enum class GroupKind : std::uint8_t {
+  World = 0,       // every rank (the flat ring's forward-wire all-gather)
+  Node = 1,        // the ranks of one node
+  LocalIndex = 2,  // the ranks with one local index, one per node
+};
+const char* group_kind_name(GroupKind k);
+// The ranks base + stride * i, i < size, of one kind; World (size 0) for every rank.
+struct SubGroup {
+  GroupKind kind = GroupKind::World;
+  int base = 0;
+  int stride = 1;
+  int size = 0;
+
+  bool world() const { return kind == GroupKind::World; }
+  // Member index of `rank`, or -1 when it is not a member.
+  int index_of(int rank) const;
+  bool operator==(const SubGroup&) const = default;
+};
 
 // Where a message belongs. All fields are plain integers so a sealing channel can serialise them into
 // associated data; to_string() gives the same fields for error messages.
@@ -66,6 +104,7 @@ struct MessageContext {
   int sender = 0;             // rank that put it on this link (== origin for group messages)
   int receiver = 0;           // rank it is for, or kAnyRank for a group message forwarded unchanged
   std::uint64_t length = 0;   // plaintext bytes
+  SubGroup group{};           // the group a group message is forwarded in (Note [Sub-group streams])
 
   bool operator==(const MessageContext&) const = default;
 };

@@ -21,7 +21,9 @@ namespace {
 // forward: the ring's all-gather forwards the owner's seal (Hop::reseal false after its first hop).
 std::vector<Hop> hops_of(ReduceAlgo algo, Collective what, int rank, int ranks, std::size_t count,
                          int node_ranks, bool forward = false) {
-  if (algo == ReduceAlgo::Hier) return hier_hops(rank, ranks, node_ranks, count, what);
+  // forward: hier's all-gathers as forward wire runs them, the forwarded hops marked (Note [Sub-group
+  // streams], comm/channel.h).
+  if (algo == ReduceAlgo::Hier) return hier_hops(rank, ranks, node_ranks, count, what, forward);
   if (algo != ReduceAlgo::Ring) {
     return recursive_hops(algo == ReduceAlgo::Rd ? RecursiveKind::Doubling : RecursiveKind::HalvingDoubling,
                           rank, ranks, count, what);
@@ -88,10 +90,17 @@ AllreduceWork work_of(const std::vector<Hop>& hops, std::size_t segment_bytes, s
     const ElemRange in = h.recv.active() ? h.recv.range : ElemRange{};
     const auto messages = static_cast<double>(std::max(layout.segments(out), layout.segments(in)));
     const auto bytes = static_cast<double>(std::max(out.count, in.count) * sizeof(float));
+    const bool forwarded = h.forwarded && !h.reseal;
+    const auto sent = static_cast<double>(layout.segments(out));
+    const auto sent_bytes = static_cast<double>(out.count * sizeof(float));
     if (i < crossing.size() && crossing[i]) {
       w.inter_messages += messages;
       w.inter_wire_bytes += bytes;
+      w.inter_forwarded_messages += forwarded ? sent : 0;
+      w.inter_forwarded_bytes += forwarded ? sent_bytes : 0;
     }
+    w.forwarded_messages += forwarded ? sent : 0;
+    w.forwarded_bytes += forwarded ? sent_bytes : 0;
     w.messages += messages;
     w.rendezvous += static_cast<double>(std::max(rendezvous_segments(layout, out, eager_bytes, overhead),
                                                  rendezvous_segments(layout, in, eager_bytes, overhead)));
@@ -112,7 +121,9 @@ struct PricedHop {
 };
 
 Route route_of(const Hop& h, int sender, int receiver, int node_ranks) {
-  if (h.forwarded) return Route::Group;
+  // The flat ring's forwarded block is a world group message; a hier sub-group's travels inside or
+  // between nodes as its peers are (Note [Sub-group streams], comm/channel.h).
+  if (h.forwarded && h.group.world()) return Route::Group;
   return node_ranks > 0 && sender / node_ranks != receiver / node_ranks ? Route::Between : Route::Inside;
 }
 
@@ -233,7 +244,9 @@ AllreduceWork allreduce_work(ReduceAlgo algo, int ranks, std::size_t count, std:
   if (ranks < 2 || count == 0) return busiest;
   const std::vector<bool> crossing = crossing_steps(algo, ranks, count, node_ranks, split);
   for (int r = 0; r < ranks; ++r) {
-    const AllreduceWork w = work_of(hops_of(algo, r, ranks, count, node_ranks, split), segment_bytes,
+    // hier's forwarded hops marked: the forward_* terms price them (0 where the run re-seals).
+    const AllreduceWork w = work_of(hops_of(algo, r, ranks, count, node_ranks, split, algo == ReduceAlgo::Hier),
+                                    segment_bytes,
                                     eager_bytes, overhead, crossing);
     if (w.messages > busiest.messages ||
         (w.messages == busiest.messages && w.wire_bytes > busiest.wire_bytes))
@@ -243,10 +256,14 @@ AllreduceWork allreduce_work(ReduceAlgo algo, int ranks, std::size_t count, std:
 }
 
 double CostModel::predict_us(const AllreduceWork& w) const {
+  const double forward_saved_us =
+      w.forwarded_messages * forward_message_us + w.inter_forwarded_messages * inter_forward_message_us +
+      (w.forwarded_bytes * forward_ns_per_byte + w.inter_forwarded_bytes * inter_forward_ns_per_byte) * 1e-3;
   return w.messages * message_us + w.rendezvous * rendezvous_us + w.inter_messages * inter_message_us +
          (w.wire_bytes * wire_ns_per_byte + w.reduce_bytes * reduce_ns_per_byte +
           w.inter_wire_bytes * inter_wire_ns_per_byte) *
-             1e-3;
+             1e-3 -
+         forward_saved_us;
 }
 
 double CostModel::predict_us(ReduceAlgo algo, int ranks, std::size_t count, std::size_t segment_bytes,
@@ -273,6 +290,10 @@ CostModel compose(const LinkCosts& link, const TeeCosts& tee) {
       .node_ranks = 0,
       .inter_message_us = 0,
       .inter_wire_ns_per_byte = 0,
+      .forward_message_us = tee.forward_wire ? tee.seal_message_us : 0,
+      .forward_ns_per_byte = tee.forward_wire ? ns_per_byte(tee.seal_gbps) : 0,
+      .inter_forward_message_us = 0,
+      .inter_forward_ns_per_byte = 0,
       .steps = std::nullopt};
 }
 
@@ -349,6 +370,10 @@ CostFit fit_cost_model(std::span<const CostSample> samples, std::size_t segment_
                .node_ranks = 0,
                .inter_message_us = 0,
                .inter_wire_ns_per_byte = 0,
+               .forward_message_us = 0,
+               .forward_ns_per_byte = 0,
+               .inter_forward_message_us = 0,
+               .inter_forward_ns_per_byte = 0,
                .steps = std::nullopt};
   double sum = 0;
   for (const auto& r : rows) sum += std::fabs(dot(r, best) - 1.0);

@@ -12,7 +12,9 @@
 //   wire_ns_per_byte = 1 / link rate + 1 / seal rate + 1 / open rate (a message is sealed, sent, opened)
 //   reduce_ns_per_byte = 1 / add rate
 // Messages count segments: a hop of a 4 MiB range in 1 MiB segments is 4 messages. Sealing is priced
-// per byte sent: the ring's forward-ciphertext all-gather, which seals less, is priced as re-sealing.
+// per byte sent: the ring's forward-ciphertext all-gather, which seals less, is priced as re-sealing;
+// hier's all-gathers under forward wire (Note [Sub-group streams], comm/channel.h) are priced as they
+// run: a forwarded message pays its link and its opening but not the sender's seal (`forward_*`).
 //
 // The transport's eager limit: MPI sends a message of up to `eager_bytes` (Open MPI's shared-memory
 // default: 4 KiB with its header) at once, and a longer one by rendezvous, a request-to-send round trip
@@ -51,6 +53,12 @@ struct AllreduceWork {
   // Of messages and wire_bytes, those of steps that cross between nodes (node_ranks given).
   double inter_messages = 0;
   double inter_wire_bytes = 0;
+  // Of messages and wire_bytes, those hier's forward-wire all-gathers send on unsealed (every hop of a
+  // sub-group's ring after its first), and of those the ones of crossing steps.
+  double forwarded_messages = 0;
+  double forwarded_bytes = 0;
+  double inter_forwarded_messages = 0;
+  double inter_forwarded_bytes = 0;
 };
 // eager_bytes 0: no limit (no message counts as rendezvous); overhead: wire bytes per message beyond
 // its payload (the channel's header and tag). node_ranks > 0: ranks in nodes of that many (the
@@ -111,6 +119,12 @@ struct CostModel {
   int node_ranks = 0;
   double inter_message_us = 0;
   double inter_wire_ns_per_byte = 0;
+  // What a forwarded message does not pay: the sender's seal, per message and per byte (0 where the
+  // all-gathers re-seal at every hop), and what that saves more on a step between nodes.
+  double forward_message_us = 0;
+  double forward_ns_per_byte = 0;
+  double inter_forward_message_us = 0;
+  double inter_forward_ns_per_byte = 0;
   // Given (an emulated platform's nodes): every rank's hops priced at each end (Note [Each end of a
   // step]); none (a calibration, one node): the busiest rank's work at the terms above.
   std::optional<StepCosts> steps = std::nullopt;
@@ -135,6 +149,10 @@ struct TeeCosts {
   double message_us = 0;  // per sealed message (0 with TEE off)
   double seal_gbps = 0;   // 0: nothing is sealed
   double open_gbps = 0;
+  // The all-gathers forward ciphertext (TEE fast): a forwarded message skips the sender's part of
+  // message_us (seal_message_us) and its bytes at seal_gbps.
+  bool forward_wire = false;
+  double seal_message_us = 0;
 };
 CostModel compose(const LinkCosts& link, const TeeCosts& tee);
 

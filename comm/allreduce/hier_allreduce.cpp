@@ -19,6 +19,7 @@ struct SubRing {
   int stride = 1;
   std::size_t offset = 0;
   MessagePhase phase = MessagePhase::ScatterReduce;
+  SubGroup group{};  // a forwarded all-gather's group (Note [Sub-group streams])
 
   HopSide global(HopSide s) const {
     if (!s.active()) return s;
@@ -29,6 +30,7 @@ struct SubRing {
   }
   Hop global(Hop h) const {
     h.phase = phase;
+    h.group = group;
     h.send = global(h.send);
     h.recv = global(h.recv);
     return h;
@@ -63,7 +65,8 @@ ElemRange hier_owned(int rank, int size, int node_ranks, std::size_t count) {
   return {mine.offset + block.offset, block.count};
 }
 
-std::vector<Hop> hier_hops(int rank, int size, int node_ranks, std::size_t count, Collective what) {
+std::vector<Hop> hier_hops(int rank, int size, int node_ranks, std::size_t count, Collective what,
+                           bool forward_wire) {
   std::vector<Hop> out;
   if (size <= 1) return out;
   const int g = ranks_per_node(size, node_ranks);
@@ -72,18 +75,30 @@ std::vector<Hop> hier_hops(int rank, int size, int node_ranks, std::size_t count
   const int local = rank % g;
   // Rank-local ring geometries: the node's ring over the whole buffer, the inter-node ring over the
   // chunk this rank owns after the node's reduce-scatter. Chunks travel whole or in segments as the
-  // HopRunner's layout says; the geometry's own layout is unused here.
-  const RingGeometry in_node(local, g, count, 0, false, 0);
+  // HopRunner's layout says; the geometry's own layout is unused here. Forward-wire: each all-gather
+  // seals a block once at its owner, on its sub-group's streams (Note [Sub-group streams]).
+  const RingGeometry in_node(local, g, count, 0, forward_wire, 0);
   const ElemRange mine = in_node.owned();
-  const RingGeometry across(node, nodes, mine.count, 0, false, 0);
+  const RingGeometry across(node, nodes, mine.count, 0, forward_wire, 0);
+  const SubGroup node_group{.kind = GroupKind::Node, .base = node * g, .stride = 1, .size = g};
+  const SubGroup peers{.kind = GroupKind::LocalIndex, .base = local, .stride = g, .size = nodes};
   const SubRing local_rs{
-      .base = node * g, .stride = 1, .offset = 0, .phase = MessagePhase::HierLocalScatterReduce};
-  const SubRing inter_rs{
-      .base = local, .stride = g, .offset = mine.offset, .phase = MessagePhase::HierInterScatterReduce};
-  const SubRing inter_ag{
-      .base = local, .stride = g, .offset = mine.offset, .phase = MessagePhase::HierInterAllGather};
-  const SubRing local_ag{
-      .base = node * g, .stride = 1, .offset = 0, .phase = MessagePhase::HierLocalAllGather};
+      .base = node * g, .stride = 1, .offset = 0, .phase = MessagePhase::HierLocalScatterReduce, .group = {}};
+  const SubRing inter_rs{.base = local,
+                         .stride = g,
+                         .offset = mine.offset,
+                         .phase = MessagePhase::HierInterScatterReduce,
+                         .group = {}};
+  const SubRing inter_ag{.base = local,
+                         .stride = g,
+                         .offset = mine.offset,
+                         .phase = MessagePhase::HierInterAllGather,
+                         .group = peers};
+  const SubRing local_ag{.base = node * g,
+                         .stride = 1,
+                         .offset = 0,
+                         .phase = MessagePhase::HierLocalAllGather,
+                         .group = node_group};
   // The halves leave and take the ring's shard layout (Note [Shard handover], shard_handover.h).
   const auto natural = [size, node_ranks, count](int r) { return hier_owned(r, size, node_ranks, count); };
   if (what == Collective::AllGather) {
@@ -103,7 +118,10 @@ std::vector<Hop> hier_hops(int rank, int size, int node_ranks, std::size_t count
 
 HierAllreduce::HierAllreduce(Transport& transport, Channel& channel, ReduceMemory& memory,
                              RingOptions options, Profiler* profiler)
-    : t_(transport), opt_(std::move(options)), hops_(transport, channel, memory, profiler) {
+    : t_(transport),
+      opt_(std::move(options)),
+      forward_wire_(!channel.pass_through() && opt_.all_gather == AllGatherMode::ForwardWire),
+      hops_(transport, channel, memory, profiler) {
   const std::string where = memory.space() == MemorySpace::Host ? "" : "device ";
   constexpr const char* kWhat[] = {"all-reduce", "reduce-scatter", "all-gather"};  // Collective
   for (std::size_t i = 0; i < names_.size(); ++i) names_[i] = where + "hierarchical " + kWhat[i];
@@ -120,7 +138,8 @@ void HierAllreduce::run(Collective what, float* data, std::size_t count, const M
   const int size = t_.size();
   const int node_ranks = opt_.node_ranks;
   hops_.run_plan({.kind = 0, .what = what, .count = count},
-                 [=] { return hier_hops(rank, size, node_ranks, count, what); }, data, id,
+                 [=, this] { return hier_hops(rank, size, node_ranks, count, what, forward_wire_); }, data,
+                 id,
                  {.name = &name, .segment_bytes = segment_bytes, .timeout = opt_.timeout, .tag = opt_.tag});
 }
 

@@ -23,8 +23,11 @@
 // hier_inter_all_gather / hier_local_all_gather, hop = the ring hop of that phase, chunk = the node
 // chunk (local phases) or the inter block (inter phases), origin and sender = global ranks. The local
 // rings' link from l = G - 1 back to l = 0 and every inter-node message travel on the sealed channel's
-// pair streams; the all-gathers reseal per hop (no forward-wire: each ring is short). The halves add
-// shard_handover and shard_handback rounds (Note [Shard handover]).
+// pair streams. The all-gathers reseal per hop (AllGatherMode::PerHop, TEE cc) or, forward-wire (TEE
+// fast), seal each block once at its owner and forward the ciphertext unchanged around the node's or
+// the local index's ring, as the flat ring does, on that sub-group's own streams (origin and sender =
+// the owner, hop 0, receiver any, the sub-group in the context: Note [Sub-group streams],
+// comm/channel.h). The halves add shard_handover and shard_handback rounds (Note [Shard handover]).
 #pragma once
 #include <array>
 #include <cstddef>
@@ -46,9 +49,9 @@ int ranks_per_node(int size, int node_ranks);
 
 // The hops rank `rank` of `size` runs for a buffer of `count` floats in nodes of `node_ranks`, in order:
 // the all-reduce, or one of its halves, which leave and take the ring's shard layout (Note [Shard
-// handover], shard_handover.h).
+// handover], shard_handover.h). forward_wire: the all-gathers forward their owners' sealed blocks.
 std::vector<Hop> hier_hops(int rank, int size, int node_ranks, std::size_t count,
-                           Collective what = Collective::Allreduce);
+                           Collective what = Collective::Allreduce, bool forward_wire = false);
 // The range whose finished sum rank `rank` holds after the two scatter-reduces: the inter-node ring's
 // block of the node ring's chunk.
 ElemRange hier_owned(int rank, int size, int node_ranks, std::size_t count);
@@ -74,7 +77,8 @@ class HierAllreduce {
  private:
   Transport& t_;
   RingOptions opt_;
-  HopRunner hops_;  // runs each call's plan, kept per collective and count
+  bool forward_wire_;  // a sealing channel and AllGatherMode::ForwardWire
+  HopRunner hops_;     // runs each call's plan, kept per collective and count
   // Per collective, for errors: "hierarchical all-reduce", ...
   std::array<std::string, 3> names_;
 };

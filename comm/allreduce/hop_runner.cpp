@@ -309,6 +309,7 @@ MessageContext HopRunner::context(const Hop& h, const HopSide& side, std::size_t
     c.hop = 0;
     c.sender = side.origin;
     c.receiver = kAnyRank;
+    c.group = h.group;
   }
   return c;
 }

@@ -66,6 +66,9 @@ struct Hop {
   // (hop 0, sender = origin, receiver kAnyRank); `reseal` false forwards what the last hop received.
   bool forwarded = false;
   bool reseal = true;
+  // The group a forwarded hop's sealed objects travel in: the world (the flat ring), or a sub-group
+  // with streams of its own (the hierarchical all-gathers: Note [Sub-group streams], comm/channel.h).
+  SubGroup group{};
 };
 
 // Which collective a call's hops make: the all-reduce, or one of its halves (sharded data parallelism:

@@ -11,7 +11,7 @@ namespace tt::comm {
 
 namespace {
 
-enum class StreamKind : std::uint8_t { Link = 1, Group = 2, Pair = 3 };
+enum class StreamKind : std::uint8_t { Link = 1, Group = 2, Pair = 3, SubGroup = 4 };
 
 std::uint32_t rank_field(int r) {
   return static_cast<std::uint32_t>(r);  // kAnyRank (-1) becomes 0xffffffff
@@ -50,6 +50,25 @@ std::shared_ptr<const EpochKey> epoch_key(const tee::KeyRatchet& r) {
   return k;
 }
 
+// A sub-group's members as the key label names them (Note [Sub-group streams], comm/channel.h).
+tee::SubGroupMembers members_of(const SubGroup& g) {
+  return {.base = rank_field(g.base), .stride = rank_field(g.stride), .size = rank_field(g.size)};
+}
+
+// Whether `g` names a sub-group of distinct ranks of a world of `p`, of a kind that has a key label.
+bool valid_subgroup(const SubGroup& g, int p) {
+  return !g.world() && g.base >= 0 && g.stride >= 1 && g.size >= 2 &&
+         static_cast<std::int64_t>(g.base) + static_cast<std::int64_t>(g.stride) * (g.size - 1) < p;
+}
+
+StreamKind kind_of(const MessageContext& ctx, int p) {
+  if (ctx.receiver == kAnyRank) return ctx.group.world() ? StreamKind::Group : StreamKind::SubGroup;
+  return ctx.receiver == (ctx.sender + 1) % p ? StreamKind::Link : StreamKind::Pair;
+}
+
+// The kind in a sub-group stream's key label, per GroupKind after World (which has none).
+constexpr tee::SubGroupKind kSubGroupKeyKind[] = {tee::SubGroupKind::Node, tee::SubGroupKind::LocalIndex};
+
 }  // namespace
 
 ChannelIntegrityError::ChannelIntegrityError(int rank, int peer, const MessageContext& ctx,
@@ -65,6 +84,7 @@ struct SealStreams::Stream {
   StreamKind kind;
   int sender;
   int receiver;
+  SubGroup group;  // a sub-group stream's members; World otherwise
   std::size_t index;
   tee::KeyRatchet ratchet;
   tee::MessageCounter positions;
@@ -80,36 +100,52 @@ SealStreams::SealStreams(SealedChannelOptions options, ChannelKeys keys, Profile
 
 SealStreams::~SealStreams() = default;
 
-SealStreams::Stream& SealStreams::stream_for(const MessageContext& ctx, bool sealing) {
+// Whether this rank may seal (it is the sender) or open (it is the receiver, or a member of the
+// message's group other than the sender) the message of `ctx`.
+bool SealStreams::may_use(const MessageContext& ctx, bool sealing) const {
   const int p = opt_.world_size;
   const int me = opt_.rank;
+  const bool group = ctx.receiver == kAnyRank;
   const bool sender_ok = ctx.sender >= 0 && ctx.sender < p;
-  const bool receiver_ok = ctx.receiver == kAnyRank || (ctx.receiver >= 0 && ctx.receiver < p);
-  const bool mine =
-      sealing ? ctx.sender == me : (ctx.receiver == me || (ctx.receiver == kAnyRank && ctx.sender != me));
-  if (!sender_ok || !receiver_ok || ctx.sender == ctx.receiver || !mine) {
-    throw RunError("sealed channel: rank " + std::to_string(me) + " cannot " + (sealing ? "seal" : "open") +
-                   " a message at " + to_string(ctx));
+  const bool receiver_ok = group || (ctx.receiver >= 0 && ctx.receiver < p && ctx.receiver != ctx.sender);
+  // Note [Sub-group streams]: a sub-group's message is sealed and opened by its members only.
+  const bool group_ok =
+      ctx.group.world() || (group && valid_subgroup(ctx.group, p) && ctx.group.index_of(ctx.sender) >= 0 &&
+                            ctx.group.index_of(me) >= 0);
+  const bool mine = sealing ? ctx.sender == me : (ctx.receiver == me || (group && ctx.sender != me));
+  return sender_ok && receiver_ok && group_ok && mine;
+}
+
+// The epoch-0 secret of a stream that is not a ring link's (empty without a group secret).
+tee::StreamSecret SealStreams::derived_secret(const MessageContext& ctx) const {
+  if (keys_.group.empty()) return {};
+  if (ctx.receiver != kAnyRank)
+    return tee::derive_pair_stream_secret(keys_.group, rank_field(ctx.sender), rank_field(ctx.receiver));
+  if (ctx.group.world()) return tee::derive_group_stream_secret(keys_.group, rank_field(ctx.sender));
+  return tee::derive_subgroup_stream_secret(keys_.group,
+                                            kSubGroupKeyKind[static_cast<std::size_t>(ctx.group.kind) - 1],
+                                            rank_field(ctx.sender), members_of(ctx.group));
+}
+
+SealStreams::Stream& SealStreams::stream_for(const MessageContext& ctx, bool sealing) {
+  const int p = opt_.world_size;
+  if (!may_use(ctx, sealing)) {
+    throw RunError("sealed channel: rank " + std::to_string(opt_.rank) + " cannot " +
+                   (sealing ? "seal" : "open") + " a message at " + to_string(ctx));
   }
-  const StreamKind kind = ctx.receiver == kAnyRank               ? StreamKind::Group
-                          : ctx.receiver == (ctx.sender + 1) % p ? StreamKind::Link
-                                                                 : StreamKind::Pair;
+  const SubGroup group = ctx.receiver == kAnyRank ? ctx.group : SubGroup{};
+  const StreamKind kind = kind_of(ctx, p);
   for (auto& s : streams_) {
-    if (s->kind == kind && s->sender == ctx.sender && s->receiver == ctx.receiver) return *s;
+    if (s->kind == kind && s->sender == ctx.sender && s->receiver == ctx.receiver && s->group == group)
+      return *s;
   }
-  tee::StreamSecret secret;
-  if (kind == StreamKind::Link) {
-    // Sealing on a ring link is always me -> next; opening is always prev -> me.
-    secret = (sealing ? keys_.send : keys_.recv).clone();
-  } else if (!keys_.group.empty()) {
-    secret = kind == StreamKind::Group ? tee::derive_group_stream_secret(keys_.group, rank_field(ctx.sender))
-                                       : tee::derive_pair_stream_secret(keys_.group, rank_field(ctx.sender),
-                                                                        rank_field(ctx.receiver));
-  }
+  // Sealing on a ring link is always me -> next; opening is always prev -> me.
+  tee::StreamSecret secret =
+      kind == StreamKind::Link ? (sealing ? keys_.send : keys_.recv).clone() : derived_secret(ctx);
   if (secret.size() != 32)
-    throw RunError("sealed channel: rank " + std::to_string(me) + " has no key for " + to_string(ctx));
+    throw RunError("sealed channel: rank " + std::to_string(opt_.rank) + " has no key for " + to_string(ctx));
   auto s =
-      std::make_unique<Stream>(Stream{kind, ctx.sender, ctx.receiver, streams_.size(),
+      std::make_unique<Stream>(Stream{kind, ctx.sender, ctx.receiver, group, streams_.size(),
                                       tee::KeyRatchet(std::move(secret), opt_.cipher, opt_.rekey),
                                       tee::MessageCounter(static_cast<std::uint32_t>(ctx.sender)), nullptr});
   s->key = epoch_key(s->ratchet);
@@ -154,9 +190,17 @@ std::string SealStreams::open_failure(bool tag_ok, const std::uint8_t* wire_head
   return "tag mismatch: tampered or wrong key";
 }
 
+// A group message came from this rank's predecessor in the ring of its group (the world's, or the
+// sub-group's: members in index order).
 ChannelIntegrityError SealStreams::failure(const MessageContext& ctx, const std::string& reason) const {
-  const int prev = (opt_.rank + opt_.world_size - 1) % opt_.world_size;
-  return ChannelIntegrityError(opt_.rank, ctx.receiver == kAnyRank ? prev : ctx.sender, ctx, reason);
+  int from = ctx.sender;
+  if (ctx.receiver == kAnyRank && ctx.group.world()) {
+    from = (opt_.rank + opt_.world_size - 1) % opt_.world_size;
+  } else if (ctx.receiver == kAnyRank) {
+    const SubGroup& g = ctx.group;
+    from = g.base + g.stride * ((g.index_of(opt_.rank) + g.size - 1) % g.size);
+  }
+  return ChannelIntegrityError(opt_.rank, from, ctx, reason);
 }
 
 ChannelIntegrityError SealStreams::wrong_length(const MessageContext& ctx, std::size_t wire,

@@ -125,6 +125,8 @@ class SealStreams {
 
  private:
   struct Stream;
+  bool may_use(const MessageContext& ctx, bool sealing) const;
+  tee::StreamSecret derived_secret(const MessageContext& ctx) const;
   Stream& stream_for(const MessageContext& ctx, bool sealing);
 
   SealedChannelOptions opt_;

@@ -18,6 +18,9 @@
 //                                             opened by every other rank)
 //   any other d       pair stream s -> d   : HKDF(group secret, s, d) (dissemination barrier with
 //                                             P >= 3, and anything else off the ring)
+//   d == kAnyRank in  sub-group stream of s: HKDF(group secret, kind, members, s) (the hierarchical
+//     a sub-group                            all-gathers, opened by the sub-group's other members:
+//                                            Note [Sub-group streams], comm/channel.h)
 // Only s ever seals on a stream, so the nonce (origin = s, counter) never repeats under a key; both
 // ends see the stream's messages in the same order (one sender, non-overtaking transport, every rank
 // runs the same collectives in the same order), so both count the same messages, rekey at the same
@@ -25,8 +28,9 @@
 //
 // Associated data (big-endian, 75 bytes): "TTM1" || run id (16) || epoch (8) || step (8) || bucket (4)
 // || phase (1) || hop (4) || chunk (4) || segment (4) || origin (4) || sender (4) || receiver (4) ||
-// length (8) || cipher (1) || stream kind (1). Ranks are 32-bit two's complement (kAnyRank = ffffffff);
-// the length is the plaintext size the caller's buffer has (the receiver's expectation, not the wire's).
+// length (8) || cipher (1) || stream kind (1: link 1, group 2, pair 3, sub-group 4). Ranks are 32-bit two's
+// complement (kAnyRank = ffffffff); the length is the plaintext size the caller's buffer has (the receiver's
+// expectation, not the wire's).
 //
 // Threads: seal/open/seal_batch/open_batch are called by one thread at a time (comm/README.md). With
 // crypto_threads = T > 1, a batch is spread over the caller and T-1 persistent workers, each with its

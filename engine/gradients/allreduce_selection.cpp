@@ -96,6 +96,7 @@ comm::TeeCosts tee_costs(const ParallelOptions& parallel, const ComputeOptions& 
                          const TeeSwitches& ts, const EmulatedGpu* gpu, const MessageRoute& route) {
   if (!ts.on || !route.sealed()) return {};
   comm::TeeCosts t;
+  t.forward_wire = ts.forward_ag;
   const bool on_gpu = ts.device_crypto && gpu != nullptr;
   if (gpu != nullptr && compute.virtual_time()) {
     // What the virtual-time channel will charge: the bytes at the modelled rate, and its per-message
@@ -106,11 +107,13 @@ comm::TeeCosts tee_costs(const ParallelOptions& parallel, const ComputeOptions& 
     t.seal_gbps = m.aead_gbps * cores / (m.bounce_reencrypt ? 2.0 : 1.0);
     t.open_gbps = t.seal_gbps;
     t.message_us = 2 * m.per_message_us / cores;
+    t.seal_message_us = m.per_message_us / cores;
   } else {
     const double rate = on_gpu ? gpu->aead_gbps() : kCpuAeadGbps * std::max(ts.crypto_threads, 1);
     t.seal_gbps = rate;
     t.open_gbps = rate;
     t.message_us = kSealedMessageUs;
+    t.seal_message_us = kSealedMessageUs / 2;
   }
   // H100 CC's bounce buffers: one crossing at the sender, one at the receiver (cc_transfer_channel.h),
   // priced as the emulated platform charges them (EmulatedPlatform::crossing_channel): a host-sealed
@@ -124,12 +127,14 @@ comm::TeeCosts tee_costs(const ParallelOptions& parallel, const ComputeOptions& 
   if (on_gpu) {
     const PeerWire& w = route.peer;
     t.message_us += w.sender_us + w.receiver_us;
+    t.seal_message_us += w.sender_us;
     if (w.d2h_gbps > 0) t.seal_gbps = slower(t.seal_gbps, 1.0 / (w.d2h_gbps * 1e9));
     if (w.h2d_gbps > 0) t.open_gbps = slower(t.open_gbps, 1.0 / (w.h2d_gbps * 1e9));
     return t;
   }
   const double toll_us = parallel.cc_transfer_us > 0 ? parallel.cc_transfer_us : cc.crossing_us();
   if (toll_us > 0) t.message_us += 2 * toll_us;
+  if (toll_us > 0) t.seal_message_us += toll_us;
   if (cc.on()) {
     const double host_pass_s = 1.0 / ((compute.virtual_time() ? compute.host.aead_gbps : kCpuAeadGbps) * 1e9);
     t.seal_gbps = slower(t.seal_gbps, 1.0 / (cc.d2h_gbps * 1e9) - host_pass_s);
@@ -217,6 +222,8 @@ CostModelSource default_cost_model(const ParallelOptions& parallel, const Comput
     const comm::CostModel in_parts = comm::compose({}, tee), out_parts = comm::compose({}, out);
     model.inter_message_us += out_parts.message_us - in_parts.message_us;
     model.inter_wire_ns_per_byte += out_parts.wire_ns_per_byte - in_parts.wire_ns_per_byte;
+    model.inter_forward_message_us = out_parts.forward_message_us - in_parts.forward_message_us;
+    model.inter_forward_ns_per_byte = out_parts.forward_ns_per_byte - in_parts.forward_ns_per_byte;
     if (tee_title != tee_title_of(out))
       tee_title = "inside a node " + tee_title + ", between " + tee_title_of(out);
     const comm::TeeCosts group =

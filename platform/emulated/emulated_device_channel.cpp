@@ -36,9 +36,9 @@ void EmulatedDeviceChannel::open(const comm::MessageContext& ctx, std::span<cons
 }
 
 void EmulatedDeviceChannel::charge_seal(const comm::MessageContext& ctx, std::size_t bytes) {
-  // Forward-ciphertext all-gather: the owner seals its finished chunk once (hop 0); later hops
-  // forward that ciphertext unchanged.
-  if (forward_ag_ && ctx.phase == comm::MessagePhase::AllGather && ctx.hop > 0) return;
+  // Forward-ciphertext all-gather (the ring's, hier's in each sub-group): the owner seals its finished
+  // chunk once (hop 0); later hops forward that ciphertext unchanged.
+  if (forward_ag_ && comm::is_forwardable_phase(ctx.phase) && ctx.hop > 0) return;
   if (prof_ != nullptr) {
     prof_->add(Counter::MessagesSealed, 1);
     if (comm::is_allreduce_phase(ctx.phase)) prof_->add(Counter::RingSealed, 1);

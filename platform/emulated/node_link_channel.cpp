@@ -20,7 +20,10 @@ std::string NodeLinkChannel::name() const {
 }
 
 comm::Channel* NodeLinkChannel::route(const comm::MessageContext& ctx) const {
-  const MessageRoute r = message_route(cc_, topology_, ctx.sender, ctx.receiver);
+  // A sub-group's group message travels among its members only (Note [Sub-group streams],
+  // comm/channel.h): a node's group stays inside the node; a local index's group leaves it.
+  const bool in_node = ctx.receiver == comm::kAnyRank && ctx.group.kind == comm::GroupKind::Node;
+  const MessageRoute r = message_route(cc_, topology_, ctx.sender, in_node ? ctx.group.base : ctx.receiver);
   if (!r.sealed()) return nullptr;
   return r.leaves_node || inside_ == nullptr ? &inner() : inside_;
 }

@@ -1,6 +1,7 @@
 #include "tee/identity/traffic_keys.h"
 
 #include <algorithm>
+#include <string>
 
 #include "tee/bytes.h"
 #include "tee/crypto/hkdf.h"
@@ -87,6 +88,18 @@ StreamSecret derive_group_stream_secret(const GroupTrafficSecret& traffic, std::
 StreamSecret derive_pair_stream_secret(const GroupTrafficSecret& traffic, std::uint32_t sender,
                                        std::uint32_t receiver) {
   return StreamSecret(expand(traffic.secret(), label_info("teetrain pair stream v1", sender, receiver)));
+}
+
+StreamSecret derive_subgroup_stream_secret(const GroupTrafficSecret& traffic, SubGroupKind kind,
+                                           std::uint32_t sender, const SubGroupMembers& members) {
+  std::string members_be(12, '\0');
+  auto* m = reinterpret_cast<std::uint8_t*>(members_be.data());
+  store_be32(m, members.base);
+  store_be32(m + 4, members.stride);
+  store_be32(m + 8, members.size);
+  constexpr std::string_view kLabels[] = {"teetrain node stream v1", "teetrain local-index stream v1"};
+  return StreamSecret(expand(
+      traffic.secret(), label_info(kLabels[static_cast<std::size_t>(kind)], sender, kAnyRank, members_be)));
 }
 
 }  // namespace tt::tee

@@ -15,6 +15,10 @@
 //                                             || be32(0xffffffff), 32)
 //   pair stream secret  = HKDF-Expand(group traffic, "teetrain pair stream v1" || be32(sender)
 //                                             || be32(receiver), 32)
+//   sub-group stream    = HKDF-Expand(group traffic, "teetrain node stream v1" (or "teetrain
+//     secret                                  local-index stream v1") || be32(sender) || be32(0xffffffff)
+//                                             || be32(base) || be32(stride) || be32(size), 32)
+//     (the members base + stride * i, i < size: Note [Sub-group streams], comm/channel.h)
 //
 // A stream secret is what a KeyRatchet starts from (ratchet.h: it makes the epochs' TrafficKeys). Link
 // streams are directional: with two ranks both links share one link secret, but each direction gets its
@@ -65,5 +69,16 @@ NoticeKey derive_notice_key(const GroupSecret& group);
 StreamSecret derive_group_stream_secret(const GroupTrafficSecret& traffic, std::uint32_t sender);
 StreamSecret derive_pair_stream_secret(const GroupTrafficSecret& traffic, std::uint32_t sender,
                                        std::uint32_t receiver);
+// The secret of `sender`'s stream to a sub-group of the ranks (Note [Sub-group streams],
+// comm/channel.h): its kind and its members base + stride * i, i < size, all in the label, so two
+// sub-groups never share a key.
+enum class SubGroupKind : std::uint8_t { Node, LocalIndex };
+struct SubGroupMembers {
+  std::uint32_t base = 0;
+  std::uint32_t stride = 1;
+  std::uint32_t size = 0;
+};
+StreamSecret derive_subgroup_stream_secret(const GroupTrafficSecret& traffic, SubGroupKind kind,
+                                           std::uint32_t sender, const SubGroupMembers& members);
 
 }  // namespace tt::tee

@@ -6,7 +6,8 @@
 # line, the other failing ranks say they stopped because of it. rewrite (a replay whose clear header
 # claims to be the expected message) is refused when sealed and accepted when plain; mitm-relay reads
 # everything under --attestation none, with the run's result unchanged, and is refused with a root;
-# an oversized message where evidence belongs is refused unread, exit 3, over MPI and shared memory.
+# an oversized message where evidence belongs is refused unread, exit 3, over MPI and shared memory;
+# hier's forwarded all-gather messages, flipped, replayed or substituted across sub-groups, exit 3.
 source "$(dirname "$0")/lib.sh" "$@"
 make_corpus
 provision_trust
@@ -148,6 +149,34 @@ run 4 "$WORK/relay4.log" "${none[@]}" --tee fast --adversary mitm-relay@1
 check "relay P=4 @1" 0 "relay: read a gradient message on link 1 -> 2 in clear" "$WORK/relay4.log"
 run 2 "$WORK/relay_cert.log" "${sealed[@]}" --adversary mitm-relay
 check "relay, certified" 3 "certificate not issued by the trusted vendor root" "$WORK/relay_cert.log"
+
+# hier under fast (Note [Sub-group streams]): each all-gather block is sealed once by its owner on its
+# sub-group's own stream and forwarded unchanged. P = 4 in 2 nodes of 2, one bucket: rank 0's gradient
+# messages are 1 the node's scatter-reduce (to 1), 2 and 3 the scatter-reduce and all-gather among
+# local index 0 (to 2), 4 the node's all-gather (to 1). A flipped local-index message, and local index
+# 0's message replayed into the node's all-gather, stop every rank with exit 3 and one verdict naming
+# the phase and the sub-group. In one node of 4 the node's all-gather forwards: rank 0's 5th message is
+# rank 3's block passed on, its 4th rank 0's own; flipped, or substituted by the 4th, the forwarded
+# message fails to open at rank 1.
+hier=("${sealed[@]}" --steps 1 --gpus-per-node 2 --allreduce-algo hier)
+verdict() { # what pattern log: exit 3, one verdict matching pattern, every other rank stopped by it
+  check "$1" 3 "^teetrain: INTEGRITY FAILURE: $2" "$3"
+  expect_eq "$(grep -c "INTEGRITY FAILURE" "$3")" 1 "$1: verdict lines"
+  expect_eq "$(grep -cE "^teetrain: rank [0-9]+: stopped: rank [0-9]+ detected an attack" "$3")" 3 "$1: ranks stopped"
+}
+run 4 "$WORK/hier_peers.log" "${hier[@]}" --adversary flip:3@0
+verdict "hier flip local-index all-gather" "rank 2: sealed message from rank 0 failed to open \\(tag mismatch: \
+tampered or wrong key\\) at step [0-9]+, bucket [0-9]+, phase hier_inter_all_gather, hop 0, .*origin 0, sender 0, \
+receiver any, [0-9]+ bytes, local-index group of ranks 0,2$" "$WORK/hier_peers.log"
+run 4 "$WORK/hier_cross.log" "${hier[@]}" --adversary replay:4@0
+verdict "hier replay across sub-groups" "hierarchical all-reduce: rank 1 got a short message from rank 0 .*phase \
+hier_local_all_gather, .*node group of ranks 0,1$" "$WORK/hier_cross.log"
+one_node=("${sealed[@]}" --steps 1 --gpus-per-node 4 --allreduce-algo hier)
+for attack in flip:5@0 replay:5@0; do
+  run 4 "$WORK/hier_fwd.log" "${one_node[@]}" --adversary "$attack"
+  verdict "hier forwarded $attack" "rank 1: sealed message from rank 0 failed to open \\((tag mismatch|replayed).* \
+phase hier_local_all_gather, hop 0, .*origin 3, sender 3, receiver any, .*node group of ranks 0,1,2,3$" "$WORK/hier_fwd.log"
+done
 
 # The ring benchmark takes the same adversary.
 run 2 "$WORK/bench.log" bench allreduce --min-bytes 65536 --max-bytes 65536 --iters 2 --warmup 1 --tee fast \

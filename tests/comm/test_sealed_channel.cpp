@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -729,6 +730,119 @@ TEST(SealedChannelUnit, PhaseValuesAndNamesAreFixed) {
   EXPECT_STREQ(phase_name(MessagePhase::AllGather), "all_gather");
   EXPECT_STREQ(phase_name(MessagePhase::BlobAllgather), "allgather");
   EXPECT_FALSE(is_allreduce_phase(MessagePhase::BlobAllgather));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Note [Sub-group streams]: hier's all-gathers under forward wire, 2 nodes of 3 and 3 nodes of 2.
+
+// Forward wire gives the plain run's bits, and each rank seals every scatter-reduce hop but only the
+// first hop of each all-gather (its own block, once per sub-group); the other hops forward.
+TEST(SealedHier, ForwardWireSealsEachBlockOncePerSubGroup) {
+  for (int g : {2, 3}) {
+    for (std::size_t seg : {std::size_t{0}, std::size_t{1024}}) {
+      RingSetup s;
+      s.algo = ReduceAlgo::Hier;
+      s.ranks = 6;
+      s.node_ranks = g;
+      s.segment_bytes = seg;
+      s.count = 6 * 300 + 5;
+      s.buckets = 2;
+      const auto plain = run(s, false);
+      s.mode = AllGatherMode::PerHop;
+      const auto per_hop = run(s);
+      s.mode = AllGatherMode::ForwardWire;
+      const auto forward = run(s);
+      expect_ok(plain);
+      expect_ok(per_hop);
+      expect_ok(forward);
+      const std::string where = "G=" + std::to_string(g) + " seg=" + std::to_string(seg);
+      const int nodes = 6 / g;
+      for (int r = 0; r < 6; ++r) {
+        EXPECT_EQ(forward.data[static_cast<std::size_t>(r)], plain.data[static_cast<std::size_t>(r)])
+            << where;
+        // Whole chunks: one message per hop.
+        if (seg != 0) continue;
+        EXPECT_EQ(counter(per_hop, r, Counter::RingSealed), 2 * (2 * (g - 1) + 2 * (nodes - 1))) << where;
+        EXPECT_EQ(counter(forward, r, Counter::RingSealed), 2 * ((g - 1) + (nodes - 1) + 2)) << where;
+        EXPECT_EQ(counter(forward, r, Counter::RingOpened), counter(per_hop, r, Counter::RingOpened))
+            << where;
+      }
+      EXPECT_LT(counter(forward, 0, Counter::BytesSealed), counter(per_hop, 0, Counter::BytesSealed))
+          << where;
+    }
+  }
+}
+
+// Nodes of 3, whole chunks: link 1 -> 2 carries rank 1's two local scatter-reduce hops, then (index 2)
+// its own block sealed for the node's all-gather and (index 3) rank 0's block forwarded unchanged.
+RingSetup hier_fault_setup(FaultRule rule) {
+  RingSetup s;
+  s.algo = ReduceAlgo::Hier;
+  s.ranks = 6;
+  s.node_ranks = 3;
+  s.mode = AllGatherMode::ForwardWire;
+  s.count = 6 * 64;
+  s.timeout = 400ms;
+  rule.src = 1;
+  rule.dst = 2;
+  rule.tag = tags::kRing;
+  s.faults.add(rule);
+  return s;
+}
+
+TEST(SealedHier, AFlippedOrReplayedForwardedMessageFailsNamingItsSubGroup) {
+  FaultRule flip{FaultKind::FlipBit};
+  flip.index = 3;
+  flip.bit = 99;
+  FaultRule replay{FaultKind::Replay};
+  replay.index = 3;  // rank 1's own all-gather block again, where rank 0's forwarded one belongs
+  for (const FaultRule& rule : {flip, replay}) {
+    const auto o = run(hier_fault_setup(rule));
+    ASSERT_EQ(o.fired.size(), 1U);
+    ASSERT_TRUE(is<ChannelIntegrityError>(o.errors[2])) << message_of(o.errors[2]);
+    const std::string e = message_of(o.errors[2]);
+    EXPECT_NE(e.find("rank 2: sealed message from rank 1 failed to open"), std::string::npos) << e;
+    EXPECT_NE(e.find("phase hier_local_all_gather, hop 0"), std::string::npos) << e;
+    EXPECT_NE(e.find("origin 0, sender 0, receiver any"), std::string::npos) << e;
+    EXPECT_NE(e.find("node group of ranks 0,1,2"), std::string::npos) << e;
+  }
+}
+
+// The same message (step, bucket, phase, chunk, origin, sender) in two sub-groups is two messages under
+// two keys: one sealed for rank 0's local-index group {0, 2} does not open in its node's group {0, 1}
+// (nor under the world's group stream), and a rank outside a sub-group can neither open nor seal there.
+TEST(SealedHier, ASubGroupsMessageDoesNotOpenInAnotherSubGroup) {
+  std::vector<std::unique_ptr<SealedChannel>> ch;
+  for (int r = 0; r < 4; ++r) {
+    SealedChannelOptions o;
+    o.rank = r;
+    o.world_size = 4;
+    ch.push_back(std::make_unique<SealedChannel>(o, test_keys(r, 4)));
+  }
+  const SubGroup node0{.kind = GroupKind::Node, .base = 0, .stride = 1, .size = 2};
+  const SubGroup peers0{.kind = GroupKind::LocalIndex, .base = 0, .stride = 2, .size = 2};
+  MessageContext c;
+  c.step = 5;
+  c.bucket = 2;
+  c.phase = MessagePhase::HierLocalAllGather;
+  c.chunk = 1;
+  c.receiver = kAnyRank;
+  c.group = peers0;
+  std::vector<std::byte> plain(64, std::byte{0x5a}), wire(64 + SealedChannel::kOverhead), back(64);
+  ch[0]->seal(c, plain, wire);
+  MessageContext in_node = c;
+  in_node.group = node0;
+  EXPECT_THROW(ch[1]->open(in_node, wire, back), ChannelIntegrityError);
+  MessageContext world = c;
+  world.group = SubGroup{};
+  EXPECT_THROW(ch[1]->open(world, wire, back), ChannelIntegrityError);
+  EXPECT_THROW(ch[1]->open(c, wire, back), RunError);  // rank 1 is not in {0, 2}: no key to try
+  ch[2]->open(c, wire, back);                          // the member it is for opens it
+  EXPECT_EQ(back, plain);
+  MessageContext foreign = c;
+  foreign.sender = foreign.origin = 1;
+  foreign.group = SubGroup{.kind = GroupKind::Node, .base = 2, .stride = 1, .size = 2};
+  EXPECT_THROW(ch[1]->seal(foreign, plain, wire), RunError);
 }
 
 }  // namespace

@@ -425,5 +425,36 @@ TEST(AllreduceCost, EachHopPricedByItsRoute) {
               1 / (42.17 * 0.211) + 1 / (43.49 * 0.203) - (1 / 510.0 - 1 / gpu.spec.nvlink_gbps), 1e-9);
 }
 
+// hier's all-gathers under forward wire (Note [Sub-group streams], comm/channel.h): the owner's hop of
+// each sub-group's ring seals, the others forward. P = 16 in nodes of 8: of the node's 7 all-gather
+// hops 6 forward; the 2 nodes' all-gather is one hop, sealed. A forwarded message is priced without
+// the sender's seal (its per-message cost and bytes at the seal rate), only where fast forwards.
+TEST(AllreduceCost, HierForwardedHopsSkipTheSendersSeal) {
+  const std::size_t n = std::size_t{16} << 20;  // 64 MiB
+  const auto hier = comm::allreduce_work(ReduceAlgo::Hier, 16, n, 0, 0, 0, 8);
+  EXPECT_EQ(hier.forwarded_messages, 6);
+  EXPECT_EQ(hier.forwarded_bytes, 6.0 * n * 4 / 8);  // node chunks
+  EXPECT_EQ(hier.inter_forwarded_messages, 0);
+  EXPECT_EQ(comm::allreduce_work(ReduceAlgo::Hier, 16, n, 0, 0, 0, 4).inter_forwarded_messages, 2);
+  EXPECT_EQ(comm::allreduce_work(ReduceAlgo::Ring, 16, n, 0, 0, 0, 8).forwarded_messages, 0);
+
+  EmulatedGpu gpu{gpu_spec("h100")};
+  gpu.topology = {.gpus_per_node = 8, .intra = LinkClass::Nvlink, .inter = LinkClass::InfinibandNdr};
+  gpu.cc = cc_costs(CcHardware::Blackwell);
+  TrainOptions plan;
+  plan.compute.mode = ComputeMode::Emulated;
+  TeeSwitches fast;
+  fast.on = fast.device_crypto = true;
+  const comm::CostModel resealing = default_cost_model(plan.parallel, plan.compute, fast, &gpu).model;
+  EXPECT_EQ(resealing.forward_message_us, 0);
+  fast.forward_ag = true;
+  const comm::CostModel m = default_cost_model(plan.parallel, plan.compute, fast, &gpu).model;
+  const platform::CryptoCostModel crypto = modelled_crypto(plan.compute.host, fast, gpu);
+  EXPECT_NEAR(m.forward_message_us, crypto.per_message_us + gpu.cc.peer.sender_us, 1e-9);
+  EXPECT_GT(m.forward_ns_per_byte, 0);
+  EXPECT_NEAR(resealing.predict_us(hier) - m.predict_us(hier),
+              6 * m.forward_message_us + 6.0 * n * 4 / 8 * m.forward_ns_per_byte * 1e-3, 1e-6);
+}
+
 }  // namespace
 }  // namespace tt

@@ -1,12 +1,12 @@
 // fast's device crypto on an emulated GPU (platform/emulated/emulated_device_channel.h): the ring's result is
 // the plain sum, every message is charged exactly once as docs/design.md §5's arithmetic says (per-hop vs
-// forward-ciphertext all-gather), and the charged time is bytes / rate.
+// forward-ciphertext all-gather, the ring's and hier's), and the charged time is bytes / rate.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <mutex>
 
-#include "comm/allreduce/ring_allreduce.h"
+#include "comm/allreduce/allreduce_algo.h"
 #include "platform/emulated/emulated_device_channel.h"
 #include "tests/comm/comm_test_util.h"
 #include "tests/common/inproc_transport.h"
@@ -24,16 +24,25 @@ struct Charged {
   double modeled_s = 0, seal_phase_s = 0;
 };
 
-Charged run(int P, bool forward_ag, std::size_t count, std::size_t segment_bytes, double gbps) {
+// node_ranks > 0: the hierarchical all-reduce in nodes of that many ranks, else the ring.
+Charged run(int P, bool forward_ag, std::size_t count, std::size_t segment_bytes, double gbps,
+            int node_ranks = 0) {
   InprocWorld world(P);
   std::mutex mu;
   Charged total;
   const auto errors = world.run([&](Transport& t) {
     Profiler prof;
     EmulatedDeviceChannel ch(gbps, forward_ag, &prof);
-    RingAllreduce ring(t, ch, RingOptions{.segment_bytes = segment_bytes});
+    HostReduceMemory memory;
+    Allreducer all(t, ch, memory,
+                   RingOptions{.segment_bytes = segment_bytes,
+                               .timeout = std::chrono::milliseconds{0},
+                               .all_gather = AllGatherMode::PerHop,
+                               .tag = tags::kRing,
+                               .node_ranks = node_ranks});
     auto v = pattern_buffer(count, t.rank());
-    ring.allreduce_sum(v.data(), count, MessageContext{.step = 1});
+    all.allreduce_sum(node_ranks > 0 ? ReduceAlgo::Hier : ReduceAlgo::Ring, v.data(), count,
+                      MessageContext{.step = 1});
     EXPECT_EQ(first_wrong(v, P), -1) << "rank " << t.rank();
     std::lock_guard lock(mu);
     total.sealed += prof.count(Counter::MessagesSealed);
@@ -65,6 +74,17 @@ TEST(EmulatedDeviceChannel, ForwardCiphertextAllGatherSealsOnce) {
   // Per rank: scatter-reduce P-1 seals, all-gather 1 (the owner's hop 0); opens unchanged.
   EXPECT_EQ(c.sealed, P * ((P - 1) + 1));
   EXPECT_EQ(c.opened, P * 2 * (P - 1));
+}
+
+// hier's all-gathers forward too (Note [Sub-group streams], comm/channel.h): P = 6 in 2 nodes of 3, per
+// rank the node's 2 and the nodes' 1 scatter-reduce hops seal, and each all-gather its first hop only.
+TEST(EmulatedDeviceChannel, HierForwardCiphertextSealsOncePerSubGroup) {
+  const int P = 6;
+  const Charged per_hop = run(P, /*forward_ag=*/false, 6000, 0, 100.0, 3);
+  const Charged forward = run(P, /*forward_ag=*/true, 6000, 0, 100.0, 3);
+  EXPECT_EQ(per_hop.sealed, P * (2 * 2 + 2 * 1));
+  EXPECT_EQ(forward.sealed, P * (2 + 1 + 2));
+  EXPECT_EQ(forward.opened, per_hop.opened);
 }
 
 TEST(EmulatedDeviceChannel, SegmentsAreChargedPerMessageAndWaitsAreReal) {
