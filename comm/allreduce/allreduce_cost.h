@@ -22,10 +22,11 @@
 // what two eager halves cost, and `auto` may cut a small bucket's messages into eager-sized segments
 // (choose_algo) where the run's segments allow cutting at all (not cc's whole chunks).
 //
-// With an emulated platform's nodes (CostModel::steps) the model follows every rank through its hops
-// instead, each message's seal at its sender and its open at its receiver (Note [Each end of a step]):
-// the busiest rank's sum of seal and open on every step that crosses between nodes overestimates a flat
-// ring across nodes by up to 2x.
+// With an emulated platform's modelled links, on one node or a topology's (CostModel::steps), the model
+// follows every rank through its hops instead, each message's seal at its sender and its open at its
+// receiver (Note [Each end of a step]): the busiest rank's sum of seal and open on every step that
+// crosses between nodes overestimates a flat ring across nodes by up to 2x, and on one node the busiest
+// rank's terms priced every message as sealed where the run leaves some in clear.
 //
 // The coefficients come from `teetrain bench allreduce --calibrate FILE` (fitted to the measured times
 // of ring, rd and rhd on the machine, per TEE mode), or from defaults / the emulated platform
@@ -125,8 +126,9 @@ struct CostModel {
   double forward_ns_per_byte = 0;
   double inter_forward_message_us = 0;
   double inter_forward_ns_per_byte = 0;
-  // Given (an emulated platform's nodes): every rank's hops priced at each end (Note [Each end of a
-  // step]); none (a calibration, one node): the busiest rank's work at the terms above.
+  // Given (an emulated platform's modelled links, one node or more): every rank's hops priced at each
+  // end (Note [Each end of a step]); none (a calibration, real links): the busiest rank's work at the
+  // terms above.
   std::optional<StepCosts> steps = std::nullopt;
   double predict_us(const AllreduceWork& w) const;
   // One all-reduce of `count` floats (the arguments as allreduce_work's): by steps where given.

@@ -60,7 +60,8 @@ void price_topology(const Topology& t, const comm::LinkCosts& link, comm::CostMo
 // one), as EmulatedLinkTransport books it, with no kGpuMessageUs: the class's latency already holds the
 // software of a hop (docs/reproducing.md, "Topology"). The ends: the sealing channel's per-message cost
 // and a crossing's toll (alike at both ends) half at each, the bytes at the seal rate at the sender and
-// at the open rate at the receiver.
+// at the open rate at the receiver. Without nodes (--gpus-per-node) every rank is on one node and the
+// run books each link at `link.gbps` with no latency (core/emulated/topology.h).
 comm::StepCosts step_costs(const Topology& t, const comm::LinkCosts& link,
                            const std::array<comm::TeeCosts, 3>& routes, bool forward_all_gather) {
   const auto ns_per_byte = [](double gbps) { return gbps > 0 ? 1.0 / gbps : 0.0; };
@@ -71,7 +72,9 @@ comm::StepCosts step_costs(const Topology& t, const comm::LinkCosts& link,
   const auto wire = [&](const LinkClassSpec& c) {
     return comm::MessageCost{.us = c.latency_us, .ns_per_byte = ns_per_byte(c.gbps > 0 ? c.gbps : link.gbps)};
   };
-  return {.link = {wire(link_class_spec(t.intra)), wire(link_class_spec(t.inter))},
+  const comm::MessageCost one_node{.us = 0, .ns_per_byte = ns_per_byte(link.gbps)};
+  return {.link = t.given() ? std::array{wire(link_class_spec(t.intra)), wire(link_class_spec(t.inter))}
+                            : std::array{one_node, one_node},
           .ends = {ends(routes[0]), ends(routes[1]), ends(routes[2])},
           .forward_all_gather = forward_all_gather};
 }
@@ -196,7 +199,12 @@ CostModelSource default_cost_model(const ParallelOptions& parallel, const Comput
   // An emulated GPU's links are modelled, not MPI's: no eager protocol to price.
   if (gpu != nullptr) link.eager_bytes = 0;
   const bool topology = gpu != nullptr && gpu->topology.given() && parallel.link_gbps <= 0;
-  if (gpu != nullptr && (parallel.link == LinkModel::Emulate || topology)) {
+  // One node of emulated GPUs whose links the run models (--link emulate, and every ring in virtual
+  // time: EmulatedPlatform::host_path) is priced step by step as a topology's nodes are (Note [Each end
+  // of a step]); the fitted terms stay for real links and calibrations.
+  const bool one_node = gpu != nullptr && !gpu->topology.given() &&
+                        (parallel.link == LinkModel::Emulate || compute.virtual_time());
+  if (gpu != nullptr && (parallel.link == LinkModel::Emulate || topology || one_node)) {
     link = {
         .message_us = kGpuMessageUs, .gbps = gpu->spec.nvlink_gbps, .reduce_gbps = gpu->spec.hbm_gbps / 3};
     // fast's ciphertext on Blackwell: NVLink at its encrypted rate (Note [CC hardware costs]).
@@ -230,6 +238,15 @@ CostModelSource default_cost_model(const ParallelOptions& parallel, const Comput
         tee_costs(parallel, compute, ts, gpu, message_route(cc, topo, 0, comm::kAnyRank));
     model.steps = step_costs(topo, link, {tee, out, group}, ts.forward_ag);
   }
+  if (one_node) {
+    // Only the ring's forwarded all-gather may take another route than a message inside the node.
+    const comm::TeeCosts group =
+        tee_costs(parallel, compute, ts, gpu, message_route(cc, topo, 0, comm::kAnyRank));
+    model.steps = step_costs(topo, link, {tee, tee, group}, ts.forward_ag);
+    where += ", one node";
+    if (ts.forward_ag && tee_title != tee_title_of(group))
+      tee_title = "inside the node " + tee_title + ", forwarded all-gather " + tee_title_of(group);
+  }
   return {model, "defaults: " + where + ", tee " + mode_name(ts.mode()) + " (" + tee_title + ")"};
 }
 
@@ -252,6 +269,8 @@ nlohmann::json cost_model_json(const comm::CostModel& m) {
     j["inter_message_us"] = m.inter_message_us;
     j["inter_wire_ns_per_byte"] = m.inter_wire_ns_per_byte;
   }
+  // Priced step by step (Note [Each end of a step]), the terms above are not what predicted_us sums.
+  if (m.steps) j["priced"] = "each end of every step";
   return j;
 }
 
@@ -352,9 +371,11 @@ nlohmann::json AlgoSelection::summary() const {
   for (const auto& [b, p] : buckets_) {
     counts[enum_name(p.choice.algo)] = counts[enum_name(p.choice.algo)].get<int>() + 1;
     nlohmann::json predicted;
-    // hier on one node is the ring: listed only where the model has nodes.
+    // hier on one node is the ring, though one that re-seals its all-gather where the ring forwards
+    // (Note [Each end of a step]): listed only where the model has nodes or prices each end.
+    const bool hier = model_.model.node_ranks > 0 || model_.model.steps.has_value();
     for (std::size_t i = 0; i < comm::kReduceAlgos.size(); ++i)
-      if (comm::kReduceAlgos[i] != comm::ReduceAlgo::Hier || model_.model.node_ranks > 0)
+      if (comm::kReduceAlgos[i] != comm::ReduceAlgo::Hier || hier)
         predicted[enum_name(comm::kReduceAlgos[i])] = p.choice.predicted_us[i];
     buckets.push_back({{"bucket", b},
                        {"bytes", p.bytes},

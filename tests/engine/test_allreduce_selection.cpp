@@ -235,6 +235,34 @@ TEST(AllreduceSelection, VirtualTimePricesTheModelledHost) {
             2 * (2.0 / 8.0));
 }
 
+// One node of emulated GPUs (no --gpus-per-node) in virtual time: priced at each end of every step as
+// the run charges it (Note [Each end of a step]): each link the GPU's NVLink with no latency, each
+// message by its route, so that on h100-ppcie only fast's forwarded all-gather is sealed.
+TEST(AllreduceSelection, OneNodeOfEmulatedGpusIsPricedAtEachEnd) {
+  EmulatedGpu gpu{gpu_spec("h100")};
+  gpu.cc = cc_costs(CcHardware::H100Ppcie);
+  TrainOptions plan;
+  plan.compute.mode = ComputeMode::Emulated;
+  const std::size_t count = 1 << 20;  // floats, a quarter a rank at P = 4
+  const double quarter = count * sizeof(float) / 4.0;
+  const auto ring_us = [&](const TeeSwitches& ts) {
+    return default_cost_model(plan.parallel, plan.compute, ts, &gpu)
+        .model.predict_us(ReduceAlgo::Ring, 4, count, 0);
+  };
+  // 6 hops of a quarter on NVLink, 3 of them added in at a third of HBM's rate.
+  const double off = ring_us(TeeSwitches{});
+  EXPECT_NEAR(off, (6 * quarter / gpu.spec.nvlink_gbps + 3 * quarter * 3 / gpu.spec.hbm_gbps) * 1e-3, 1e-6);
+  TeeSwitches cc;
+  cc.on = cc.cc = true;
+  EXPECT_NEAR(ring_us(cc), off, 1e-9);  // a node's messages in clear
+  TeeSwitches fast;
+  fast.on = fast.device_crypto = fast.forward_ag = true;
+  EXPECT_GT(ring_us(fast), off + 3 * 2 * gpu.cc.peer.toll_us());  // the all-gather crosses the bounce buffers
+  // Wall-clock emulation over real links keeps the fitted terms.
+  plan.compute.time = TimeModel::Wall;
+  EXPECT_FALSE(default_cost_model(plan.parallel, plan.compute, cc, &gpu).model.steps.has_value());
+}
+
 TEST(AllreduceSelection, PicksPerBucketAndReportsWhy) {
   const CostModelSource src{{.message_us = 100, .wire_ns_per_byte = 0.1, .reduce_ns_per_byte = 0.1}, "test"};
   AlgoSelection autos(std::nullopt, src, 8, 1 << 20);
