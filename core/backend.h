@@ -91,6 +91,9 @@ class Backend {
   // x[0, n) is no longer needed and reads as anything until written again; a host backend hands the
   // whole pages inside it back to the system (a ZeRO-3 unit released: Note [Parameter units], core/model.h).
   virtual void discard(float* /*x*/, std::size_t /*n*/) {}
+  // x[0, n) is about to be overwritten whole (a ZeRO-3 unit gathered); a host backend faults its
+  // discarded pages in at once (Note [Pages faulted in at once], base/host_memory.h).
+  virtual void prefault(float* /*x*/, std::size_t /*n*/) {}
 
   // ---- elementwise and reductions ---------------------------------------------------------------
   virtual void add(float* out, const float* a, const float* b, std::size_t n) = 0;  // out = a + b

@@ -16,16 +16,21 @@
 //           an exact reduce-scatter for rd, with rd's bits, in as many steps as rd's and half its
 //           bytes or less in each; "rd's all-reduce, then keep the shard" would cost the whole
 //           all-reduce.
-// The handover moves finished sums from natural owners to ring owners: P - 1 rounds; in round k rank
-// r sends natural(r) ∩ ring(r + k) to r + k and receives ring(r) ∩ natural(r - k) from r - k (mod P),
-// each part stored in place (no add: the sums are finished, so the handover changes no bit and every
-// element keeps the sum order of DDP with the same algorithm). Empty parts are no message, on both
-// sides alike; where the two layouts agree (the ring; hier on one node; rhd at P = 2^k for the
-// elements already in place) nothing travels. The all-gather starts with the handback, the same
-// rounds the other way (ring(r) ∩ natural(r + k) to r + k), then runs the algorithm's own all-gather
-// steps (and rhd's unfold to the extra ranks). The rounds are hops of the one HopRunner, sealed on
-// the pair streams and bound to step, bucket, phase (shard_handover / shard_handback), round (hop),
-// the receiver's ring chunk (chunk) and sender (origin), as every other message is.
+// The handover moves finished sums from natural owners to ring owners: one move per non-empty
+// natural(q) ∩ ring(t), q != t, stored in place (no add: the sums are finished, so the handover changes
+// no bit and every element keeps the sum order of DDP with the same algorithm). Where the two layouts
+// agree (the ring; hier on one node; rhd at P = 2^k for the elements already in place) nothing
+// travels. The moves go in as few rounds as the layouts allow: taken in the order of their elements,
+// each move gets the first round in which its sender sends nothing yet and its receiver receives
+// nothing yet, so every round is one hop with at most one send and one receive per rank, and a rank
+// whose natural range meets one other ring chunk (rhd at P = 2^k: the moves are a permutation) sends
+// and receives in one round. Every rank derives every rank's moves, so both ends of a move agree on its
+// round, and a round's moves have both ends in it: no rank waits on a later round (no deadlock).
+// The all-gather starts with the handback, the same moves and rounds the other way, then runs the
+// algorithm's own all-gather steps (and rhd's unfold to the extra ranks). The rounds are hops of the
+// one HopRunner, sealed on the pair streams and bound to step, bucket, phase (shard_handover /
+// shard_handback), round (hop), the part's ring chunk (chunk) and sender (origin), as every other
+// message is; two ranks exchange at most one part each way per bucket.
 #pragma once
 #include <cstddef>
 #include <functional>

@@ -58,6 +58,7 @@ class CpuBackend final : public Backend {
   void* allocate(std::size_t bytes) override;
   void deallocate(void* p) noexcept override;
   void discard(float* x, std::size_t n) override { discard_host_bytes(x, n * sizeof(float)); }
+  void prefault(float* x, std::size_t n) override { prefault_host_bytes(x, n * sizeof(float)); }
   void copy_to_device(void* dst, const void* host_src, std::size_t bytes) override;
   void copy_to_host(void* host_dst, const void* src, std::size_t bytes) override;
   void copy(void* dst, const void* src, std::size_t bytes) override;

@@ -38,6 +38,7 @@ DdpReducer::DdpReducer(Backend& backend, Model& model, std::vector<Bucket> bucke
       opts_(opts),
       profiler_(profiler),
       clock_(profiler != nullptr ? profiler->clock() : wall_),
+      unit_ranges_(model.param_units()),
       comm_thread_([this] { comm_loop(); }) {
   if (opts_.shard == ShardStage::Params) plan_units();
 }
@@ -79,7 +80,19 @@ void DdpReducer::launch_ready(std::size_t from) {
   // (DeepSpeed's ZeRO-2 waits for its reduction stream the same way when its buckets are full).
   if (opts_.release != nullptr) {
     cv_.wait(lock, [this] { return next_to_launch_ - completed_ <= kReleaseAhead || error_ != nullptr; });
+    lock.unlock();
+    prefault_next_grads(from);
   }
+}
+
+// Note [Pages faulted in at once] (base/host_memory.h): backward goes on with the unit below `from`,
+// whose gradients outside this rank's chunks were released by the last step; its GEMMs would read each
+// such page (the zero page) and then write it, two faults a page.
+void DdpReducer::prefault_next_grads(std::size_t from) {
+  const auto below = std::find_if(unit_ranges_.rbegin(), unit_ranges_.rend(),
+                                  [from](const ParamUnit& u) { return u.begin < from; });
+  if (below == unit_ranges_.rend()) return;
+  opts_.release->prefault(model_.grad_data() + below->begin, std::min(below->end, from) - below->begin);
 }
 
 void DdpReducer::finish_step() {

@@ -23,7 +23,8 @@
 // communication thread, and the next unit's (forward: the one after, backward: the one before) are
 // queued behind them, so that they travel while this unit computes (--prefetch on). After the unit,
 // the buckets it touches that the next unit does not are released: the backend discards their floats
-// outside this rank's chunk (on the CPU their whole pages go back to the system). Buckets that hold
+// outside this rank's chunk (on the CPU their whole pages go back to the system, and come back at once
+// before the bucket's next gather writes them: Note [Pages faulted in at once]). Buckets that hold
 // anything outside every unit (embeddings, final norm, head: used at both ends of a step) are pinned,
 // gathered after the update as ZeRO-1/2 gather all. Each gather copies the owners' bits, so every unit
 // computes with DDP's parameters and the run ends with DDP's bits. Every gather message is bound to its
@@ -146,7 +147,9 @@ class DdpReducer final : public GradReducer, public UnitGate {
   void count_gathered(std::size_t bucket, bool present);
   void run_reduce(std::size_t b, long step);
   void run_gather(std::size_t b, long step, int label);
-  void measure_grads();               // peak_grad_resident_ (either thread)
+  void gather_bucket(std::size_t b, long step, int label);  // bucket b's parameters from their owners
+  void prefault_next_grads(std::size_t from);               // Note [Pages faulted in at once]
+  void measure_grads();                                     // peak_grad_resident_ (either thread)
   void release_grads(std::size_t b);  // zeroes bucket b outside this rank's chunk, pages released
   void gather_norm_parts();           // every rank's parts into norm_parts_ (sharded)
 
@@ -177,6 +180,7 @@ class DdpReducer final : public GradReducer, public UnitGate {
   RunClock::TimePoint last_done_{};  // when the communication thread finished its latest bucket
   bool stop_ = false;
   std::exception_ptr error_;
+  std::vector<ParamUnit> unit_ranges_;  // the model's units (Note [Parameter units], core/model.h)
   // ZeRO-3: the units' buckets (Note [ZeRO-3 units follow the buckets]), each bucket's parameters.
   enum class Held { Present, Pending, Released };
   std::vector<std::vector<std::size_t>> units_;   // per unit in forward order: the buckets it touches

@@ -10,9 +10,8 @@ namespace tt {
 
 // Which buckets each unit touches, and which buckets hold parameters outside every unit (pinned).
 void DdpReducer::plan_units() {
-  const std::vector<ParamUnit> units = model_.param_units();
   std::vector<std::size_t> covered(buckets_.size(), 0);  // floats of each bucket inside some unit
-  for (const ParamUnit& u : units) {
+  for (const ParamUnit& u : unit_ranges_) {
     std::vector<std::size_t> touched;
     for (std::size_t b = 0; b < buckets_.size(); ++b) {
       const std::size_t lo = std::max(u.begin, buckets_[b].begin);
@@ -79,12 +78,19 @@ void DdpReducer::await(std::size_t unit) {
 // Discards bucket b outside this rank's chunk; the owner's bits come back with the next gather.
 // On the communication thread: bucket b of the parameters from its owners.
 void DdpReducer::run_gather(std::size_t b, long step, int label) {
-  const Bucket& bk = buckets_[b];
   const RunClock::TimePoint t0 = clock_.now();
-  path_.all_gather(model_.param_data() + bk.begin, bk.size(), step, label);
+  gather_bucket(b, step, label);
   if (profiler_ != nullptr && profiler_->tracing()) {
     profiler_->record("gather bucket " + std::to_string(b), Lane::Comm, t0, clock_.now());
   }
+}
+
+// Its pages outside this rank's chunk were discarded and the gather writes every one of them: faulted
+// in at once (Note [Pages faulted in at once], base/host_memory.h).
+void DdpReducer::gather_bucket(std::size_t b, long step, int label) {
+  float* x = model_.param_data() + buckets_[b].begin;
+  backend_.prefault(x, buckets_[b].size());
+  path_.all_gather(x, buckets_[b].size(), step, label);
 }
 
 // Only a present bucket: one still travelling belongs to the next unit and stays.
@@ -139,8 +145,7 @@ void DdpReducer::gather_params() {
   const int base = kWholeLabel + whole_gathers_++ * static_cast<int>(buckets_.size());
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     if (held_[b] != Held::Released) continue;
-    path_.all_gather(model_.param_data() + buckets_[b].begin, buckets_[b].size(), pass_step_,
-                     base + static_cast<int>(b));
+    gather_bucket(b, pass_step_, base + static_cast<int>(b));
     held_[b] = Held::Present;
     count_gathered(b, true);
   }
@@ -162,7 +167,7 @@ std::string DdpReducer::streamed_params_sha256() {
     const Bucket& bk = buckets_[b];
     float* x = model_.param_data() + bk.begin;
     const bool released = held_[b] == Held::Released;
-    if (released) path_.all_gather(x, bk.size(), pass_step_, base + static_cast<int>(b));
+    if (released) gather_bucket(b, pass_step_, base + static_cast<int>(b));
     host.resize(bk.size());
     backend_.copy_to_host(host.data(), x, host.size() * sizeof(float));
     h.update(tee::bytes_of(std::span<const float>(host)));

@@ -3,13 +3,18 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <random>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include "base/error.h"
 #include "comm/allreduce/allreduce_algo.h"
+#include "comm/allreduce/recursive_allreduce.h"
 #include "comm/allreduce/ring_allreduce.h"
+#include "comm/allreduce/shard_handover.h"
 #include "comm/collectives.h"
 #include "core/profiler.h"
 #include "tests/comm/comm_test_util.h"
@@ -259,6 +264,48 @@ TEST(InprocAlgo, HalvesKeepTheRingShardLayoutAndTheAlgorithmsBits) {
           }
         }
       }));
+    }
+  }
+}
+
+// Note [Shard handover]: rhd's moves paired into rounds. Both ends of every move agree on its round
+// and part, a rank sends and receives at most once a round, every element of a ring chunk held
+// elsewhere arrives, and at P = 2^k (rhd's blocks a permutation of the ring's chunks) the handover and
+// the handback take one round each.
+TEST(ShardHandover, PairsTheMovesIntoRounds) {
+  const std::size_t n = 1001;
+  for (int p = 2; p <= 12; ++p) {
+    const auto natural = [p, n](int q) { return halving_owned(q, p, n); };
+    for (const bool to_ring : {true, false}) {
+      using Key = std::tuple<int, int, std::uint32_t>;                    // sender, receiver, round
+      std::map<Key, std::pair<std::size_t, std::size_t>> sent, received;  // -> (offset, count)
+      std::size_t most_rounds = 0;
+      for (int r = 0; r < p; ++r) {
+        std::vector<Hop> hops;
+        handover_hops(r, p, n, natural, to_ring, hops);
+        most_rounds = std::max(most_rounds, hops.size());
+        std::size_t arrived = 0;
+        for (std::size_t i = 0; i < hops.size(); ++i) {
+          const Hop& h = hops[i];
+          if (i > 0) {
+            EXPECT_GT(h.index, hops[i - 1].index) << "P=" << p << " rank " << r;
+          }
+          if (h.send.active()) sent[{r, h.send.peer, h.index}] = {h.send.range.offset, h.send.range.count};
+          if (h.recv.active())
+            received[{h.recv.peer, r, h.index}] = {h.recv.range.offset, h.recv.range.count};
+          if (h.recv.active()) arrived += h.recv.range.count;
+        }
+        // What this rank lacks before its next step: its ring chunk (over) or its natural range (back).
+        const ElemRange ring = RingGeometry::owned_chunk(r, p, n), mine = natural(r);
+        const std::size_t lo = std::max(ring.offset, mine.offset);
+        const std::size_t hi = std::min(ring.offset + ring.count, mine.offset + mine.count);
+        const std::size_t kept = hi > lo ? hi - lo : 0;
+        EXPECT_EQ(arrived, (to_ring ? ring.count : mine.count) - kept) << "P=" << p << " rank " << r;
+      }
+      EXPECT_EQ(sent, received) << "P=" << p << (to_ring ? " handover" : " handback");
+      if ((p & (p - 1)) == 0) {
+        EXPECT_LE(most_rounds, 1u) << "P=" << p << (to_ring ? " handover" : " handback");
+      }
     }
   }
 }

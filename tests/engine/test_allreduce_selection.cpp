@@ -62,7 +62,7 @@ TEST(AllreduceCost, PicksTheCheapestAndTiesKeepTheRing) {
 
 // --shard (Note [Shard handover], comm/allreduce/shard_handover.h): each algorithm is priced as its two
 // halves. The ring's are its all-reduce's hops; rhd's add the handover rounds (at P = 4 the busiest rank,
-// rank 0, sends its quarter and receives its ring chunk in two rounds, and the same back); rd's halves
+// rank 0, sends its quarter and receives its ring chunk in one round, and the same back); rd's halves
 // are rhd's, so auto never picks rd, and a latency-bound bucket goes to rhd.
 TEST(AllreduceCost, SplitPricesTheHalvesWithTheirHandover) {
   const std::size_t n = 4096;
@@ -70,8 +70,8 @@ TEST(AllreduceCost, SplitPricesTheHalvesWithTheirHandover) {
   EXPECT_EQ(ring.messages, comm::allreduce_work(ReduceAlgo::Ring, 4, n, 0).messages);
   EXPECT_EQ(ring.wire_bytes, comm::allreduce_work(ReduceAlgo::Ring, 4, n, 0).wire_bytes);
   const auto rhd = comm::allreduce_work(ReduceAlgo::Rhd, 4, n, 0, 0, 0, 0, true);
-  EXPECT_EQ(rhd.messages, 4 + 2 + 2);  // 2 log2 P, two handover and two handback rounds
-  EXPECT_EQ(rhd.wire_bytes, 2.0 * (2048 + 1024) * 4 + 4.0 * 1024 * 4);  // a quarter in each
+  EXPECT_EQ(rhd.messages, 4 + 1 + 1);  // 2 log2 P, one handover and one handback round
+  EXPECT_EQ(rhd.wire_bytes, 2.0 * (2048 + 1024) * 4 + 2.0 * 1024 * 4);  // a quarter in each
   const auto rd = comm::allreduce_work(ReduceAlgo::Rd, 4, n, 0, 0, 0, 0, true);
   EXPECT_EQ(rd.messages, rhd.messages);
   EXPECT_EQ(rd.wire_bytes, rhd.wire_bytes);
