@@ -131,21 +131,28 @@ check "sealed sharded checkpoint verifies" quiet "$TT" ckpt verify "$WORK/cks/st
 check "sealed sharded checkpoint exports" quiet "$TT" ckpt export "$WORK/cks/step_00000003" --key-file "$WORK/k.key" \
   --out "$WORK/model.safetensors"
 
+# attacked ATTACK VERDICT_RE WHAT FLAGS...: a sealed P = 3 run under --adversary ATTACK exits 3, its
+# verdict matches VERDICT_RE, and every rank stopped; the log is kept as attack_<ATTACK>.log.
+attacked() {
+  local attack=$1 verdict=$2 what=$3 rc=0
+  shift 3
+  "${MPI[@]}" -np 3 "$TT" "${base[@]}" --tee fast --timeout 30 "$@" --adversary "$attack" \
+    >"$WORK/attack.log" 2>&1 || rc=$?
+  expect_eq "$rc" 3 "$* --tee fast --adversary $attack: exit 3"
+  grep -qE "$verdict" "$WORK/attack.log" && passes=$((passes + 1)) ||
+    { echo "FAIL: $attack: $what"; tail -5 "$WORK/attack.log"; fails=$((fails + 1)); }
+  [[ $(grep -cE "^teetrain: (rank [0-9]+: stopped|INTEGRITY FAILURE)" "$WORK/attack.log") -eq 3 ]] && passes=$((passes + 1)) ||
+    { echo "FAIL: $attack: not every rank stopped"; cat "$WORK/attack.log"; fails=$((fails + 1)); }
+  cp "$WORK/attack.log" "$WORK/attack_${attack/:/_}.log"
+}
+
 # The adversary on a sealed sharded run, flipping or replaying a reduce-scatter message (the 2nd rank 0
 # sends) and one of the parameters' all-gather (the 20th: at P = 3 with 7 buckets a step's first 14
 # are the reduce-scatter's, 2 the norm's parts, then the parameters'): exit 3, every rank stopped, the
 # failing message named.
 context="INTEGRITY FAILURE: .*step [0-9]+, bucket [0-9]+, phase "
 for attack in flip:2 replay:2 flip:20 replay:20; do
-  rc=0
-  "${MPI[@]}" -np 3 "$TT" "${base[@]}" --tee fast --shard optimizer --timeout 30 --adversary "$attack" \
-    >"$WORK/attack.log" 2>&1 || rc=$?
-  expect_eq "$rc" 3 "--shard optimizer --tee fast --adversary $attack: exit 3"
-  grep -qE "$context" "$WORK/attack.log" && passes=$((passes + 1)) ||
-    { echo "FAIL: $attack: no verdict line"; tail -5 "$WORK/attack.log"; fails=$((fails + 1)); }
-  [[ $(grep -cE "^teetrain: (rank [0-9]+: stopped|INTEGRITY FAILURE)" "$WORK/attack.log") -eq 3 ]] && passes=$((passes + 1)) ||
-    { echo "FAIL: $attack: not every rank stopped"; cat "$WORK/attack.log"; fails=$((fails + 1)); }
-  cp "$WORK/attack.log" "$WORK/attack_${attack/:/_}.log"
+  attacked "$attack" "$context" "no verdict line" --shard optimizer
 done
 grep -q "phase scatter_reduce" "$WORK/attack_flip_2.log" && grep -q "bucket 1, phase all_gather" "$WORK/attack_flip_20.log" &&
   grep -q "bucket 1, phase all_gather" "$WORK/attack_replay_20.log" &&
@@ -155,28 +162,16 @@ grep -q "phase scatter_reduce" "$WORK/attack_flip_2.log" && grep -q "bucket 1, p
 # message is bucket 0's halving step to rank 2, its 2nd the handover of a finished sum to rank 2 (Note
 # [Shard handover]); flipped, or replaced by the 1st (replayed), it exits 3 on every rank.
 for attack in flip:2@1 replay:2@1; do
-  rc=0
-  "${MPI[@]}" -np 3 "$TT" "${base[@]}" --tee fast --shard gradients --allreduce-algo rhd --timeout 30 \
-    --adversary "$attack" >"$WORK/attack.log" 2>&1 || rc=$?
-  expect_eq "$rc" 3 "--shard gradients --allreduce-algo rhd --tee fast --adversary $attack: exit 3"
-  grep -qE "INTEGRITY FAILURE: .*bucket 0, phase shard_handover" "$WORK/attack.log" && passes=$((passes + 1)) ||
-    { echo "FAIL: $attack: not rhd's handover"; tail -5 "$WORK/attack.log"; fails=$((fails + 1)); }
-  [[ $(grep -cE "^teetrain: (rank [0-9]+: stopped|INTEGRITY FAILURE)" "$WORK/attack.log") -eq 3 ]] && passes=$((passes + 1)) ||
-    { echo "FAIL: $attack: not every rank stopped"; cat "$WORK/attack.log"; fails=$((fails + 1)); }
+  attacked "$attack" "INTEGRITY FAILURE: .*bucket 0, phase shard_handover" "not rhd's handover" \
+    --shard gradients --allreduce-algo rhd
 done
 
 # ZeRO-3's block gathers: rank 0's 26th message at P = 3 is in step 2's forward, the all-gather of one of
 # the first block's buckets (labels 22..28: Note [ZeRO-3 units follow the buckets]); flipped or
 # replayed, it exits 3 on every rank.
 for attack in flip:26 replay:26; do
-  rc=0
-  "${MPI[@]}" -np 3 "$TT" "${base[@]}" --tee fast --shard params --timeout 30 --adversary "$attack" \
-    >"$WORK/attack.log" 2>&1 || rc=$?
-  expect_eq "$rc" 3 "--shard params --tee fast --adversary $attack: exit 3"
-  grep -qE "INTEGRITY FAILURE: .*step 1, bucket 2[2-8], phase all_gather" "$WORK/attack.log" && passes=$((passes + 1)) ||
-    { echo "FAIL: $attack: not a forward block gather"; tail -5 "$WORK/attack.log"; fails=$((fails + 1)); }
-  [[ $(grep -cE "^teetrain: (rank [0-9]+: stopped|INTEGRITY FAILURE)" "$WORK/attack.log") -eq 3 ]] && passes=$((passes + 1)) ||
-    { echo "FAIL: $attack: not every rank stopped"; cat "$WORK/attack.log"; fails=$((fails + 1)); }
+  attacked "$attack" "INTEGRITY FAILURE: .*step 1, bucket 2[2-8], phase all_gather" "not a forward block gather" \
+    --shard params
 done
 
 # What each rank keeps: gpt2's 124,439,808 parameters are 1.85 GiB of state per rank under DDP, and

@@ -403,16 +403,21 @@ TEST(SealedRing, MessageCountsMatchDesign) {
 // ---------------------------------------------------------------------------------------------
 // The adversary on link 0 -> 1 of a 3-rank ring (chunks of 2 KiB, 1 KiB segments: two messages per hop).
 
+// `rule` on the ring messages of the link src -> dst.
+void add_link_fault(RingSetup& s, FaultRule rule, int src, int dst) {
+  rule.src = src;
+  rule.dst = dst;
+  rule.tag = tags::kRing;
+  s.faults.add(rule);
+}
+
 RingSetup fault_setup(FaultRule rule) {
   RingSetup s;
   s.ranks = 3;
   s.count = 3 * 512;
   s.segment_bytes = 1024;
   s.timeout = 400ms;
-  rule.src = 0;
-  rule.dst = 1;
-  rule.tag = tags::kRing;
-  s.faults.add(rule);
+  add_link_fault(s, rule, 0, 1);
   return s;
 }
 
@@ -783,10 +788,7 @@ RingSetup hier_fault_setup(FaultRule rule) {
   s.mode = AllGatherMode::ForwardWire;
   s.count = 6 * 64;
   s.timeout = 400ms;
-  rule.src = 1;
-  rule.dst = 2;
-  rule.tag = tags::kRing;
-  s.faults.add(rule);
+  add_link_fault(s, rule, 1, 2);
   return s;
 }
 

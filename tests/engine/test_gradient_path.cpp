@@ -48,6 +48,17 @@ TeeSwitches switches(const TrainOptions& p) {
   return resolve_tee(p.tee.settings, p.compute.gpu_gradients());
 }
 
+// What the plan asks the path table about a run of several ranks under mpirun, without an adversary.
+PathRequest request_of(const TrainOptions& p, bool device_gradients) {
+  return PathRequest{.parallel = p.parallel,
+                     .compute = p.compute,
+                     .tee = switches(p),
+                     .adversary = false,
+                     .device_gradients = device_gradients,
+                     .mpirun = true,
+                     .several_ranks = true};
+}
+
 // The rule the plan follows, written out independently of engine/run/run_plan.cpp.
 bool refused(const TrainOptions& p) {
   return (p.parallel.link == LinkModel::Emulate && p.compute.mode == ComputeMode::Real) ||
@@ -252,6 +263,28 @@ class DeviceMemoryPlatform final : public platform::Platform {
   std::unique_ptr<platform::Platform> cpu_;
 };
 
+// Each of kRanks in-process ranks builds p's path on a GPU's (device-memory) gradients over a sealed
+// channel and runs `use(path, rank)`; checks that the path staged through the host. Rethrows a rank's
+// failure.
+template <class Use>
+void on_staged_ranks(const TrainOptions& p, Use use) {
+  const TeeSwitches ts = switches(p);
+  comm::InprocWorld world(kRanks);
+  const auto errors = world.run([&](comm::Transport& t) {
+    const int r = t.rank();
+    DeviceMemoryPlatform gpu;
+    Profiler prof(false);
+    comm::SealedChannel sealed(comm::SealedChannelOptions{r, kRanks}, keys(r), &prof);
+    const auto g = build_gradient_path(
+        GradientSetup{p.parallel, p.compute, ts, gpu, nullptr, t, sealed, &sealed, 1, prof});
+    use(*g, r);
+    EXPECT_GT(prof.phase_totals()[static_cast<std::size_t>(Phase::Stage)], 0.0);
+  });
+  for (const auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
 // Which row of the table serves a plan, on a platform, with or without mpirun.
 std::string served(const TrainOptions& p, platform::Platform& pf, bool needs_mpi, int ranks = 2) {
   comm::InprocWorld world(ranks);
@@ -299,14 +332,7 @@ TEST(GradientPaths, ThePlanRefusesWhatTheRowsRefuse) {
   EXPECT_NE(plan[0].find("--allreduce mpi sends gradients in plaintext"), std::string::npos) << plan[0];
   EXPECT_NE(plan[1].find("--allreduce-algo rd chooses among teetrain's own algorithms"), std::string::npos)
       << plan[1];
-  const PathRequest r{.parallel = p.parallel,
-                      .compute = p.compute,
-                      .tee = switches(p),
-                      .adversary = false,
-                      .device_gradients = false,
-                      .mpirun = true,
-                      .several_ranks = true};
-  EXPECT_EQ(path_conflicts(r), plan);
+  EXPECT_EQ(path_conflicts(request_of(p, false)), plan);
 }
 
 TEST(GradientPaths, RowsThatNeedMpirunSaySo) {
@@ -333,26 +359,14 @@ TEST(GradientPaths, RowsThatNeedMpirunSaySo) {
 TEST(GradientPaths, HostRowsStageDeviceGradients) {
   TrainOptions p;
   p.tee.settings.mode = TeeMode::Cc;  // the host ring (the device ring serves --tee off)
-  const TeeSwitches ts = switches(p);
-  comm::InprocWorld world(kRanks);
   std::vector<std::string> paths(kRanks);
   std::vector<long> wrong(kRanks, -2);
-  const auto errors = world.run([&](comm::Transport& t) {
-    const int r = t.rank();
-    DeviceMemoryPlatform gpu;
-    Profiler prof(false);
-    comm::SealedChannel sealed(comm::SealedChannelOptions{r, kRanks}, keys(r), &prof);
-    const auto g = build_gradient_path(
-        GradientSetup{p.parallel, p.compute, ts, gpu, nullptr, t, sealed, &sealed, 1, prof});
+  on_staged_ranks(p, [&](GradientPath& g, int r) {
     std::vector<float> v = pattern_buffer(kCount, r);
-    g->sum(v.data(), v.size(), 1, 0);
-    paths[static_cast<std::size_t>(r)] = g->describe();
+    g.sum(v.data(), v.size(), 1, 0);
+    paths[static_cast<std::size_t>(r)] = g.describe();
     wrong[static_cast<std::size_t>(r)] = first_wrong(v, kRanks);
-    EXPECT_GT(prof.phase_totals()[static_cast<std::size_t>(Phase::Stage)], 0.0);
   });
-  for (const auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
   for (int r = 0; r < kRanks; ++r) {
     EXPECT_EQ(paths[static_cast<std::size_t>(r)].rfind("host staging, ring over inproc, sealed(", 0), 0u)
         << paths[static_cast<std::size_t>(r)];
@@ -371,14 +385,7 @@ TEST(GradientPaths, ShardRunsOnDeviceGradientsExceptUnderAVendorAllreduce) {
       p.compute.device = DeviceKind::Cuda;
       p.parallel.shard = stage;
       p.tee.settings.mode = tee;
-      const PathRequest r{.parallel = p.parallel,
-                          .compute = p.compute,
-                          .tee = switches(p),
-                          .adversary = false,
-                          .device_gradients = true,
-                          .mpirun = true,
-                          .several_ranks = true};
-      EXPECT_TRUE(path_conflicts(r).empty()) << name(stage) << "/" << name(tee);
+      EXPECT_TRUE(path_conflicts(request_of(p, true)).empty()) << name(stage) << "/" << name(tee);
     }
     TrainOptions p;
     p.compute.device = DeviceKind::Cuda;
@@ -402,27 +409,15 @@ TEST(GradientPaths, StagedHostRowReduceScattersAndAllGathers) {
   TrainOptions p;
   p.tee.settings.mode = TeeMode::Cc;
   p.parallel.shard = ShardStage::Gradients;
-  const TeeSwitches ts = switches(p);
-  comm::InprocWorld world(kRanks);
   std::vector<long> wrong(kRanks, -2);
   std::vector<bool> shards(kRanks, false);
-  const auto errors = world.run([&](comm::Transport& t) {
-    const int r = t.rank();
-    DeviceMemoryPlatform gpu;
-    Profiler prof(false);
-    comm::SealedChannel sealed(comm::SealedChannelOptions{r, kRanks}, keys(r), &prof);
-    const auto g = build_gradient_path(
-        GradientSetup{p.parallel, p.compute, ts, gpu, nullptr, t, sealed, &sealed, 1, prof});
-    shards[static_cast<std::size_t>(r)] = g->shards();
+  on_staged_ranks(p, [&](GradientPath& g, int r) {
+    shards[static_cast<std::size_t>(r)] = g.shards();
     std::vector<float> v = pattern_buffer(kCount, r);
-    g->reduce_scatter(v.data(), v.size(), 1, 0);
-    g->all_gather(v.data(), v.size(), 1, 0);
+    g.reduce_scatter(v.data(), v.size(), 1, 0);
+    g.all_gather(v.data(), v.size(), 1, 0);
     wrong[static_cast<std::size_t>(r)] = first_wrong(v, kRanks);
-    EXPECT_GT(prof.phase_totals()[static_cast<std::size_t>(Phase::Stage)], 0.0);
   });
-  for (const auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
   for (int r = 0; r < kRanks; ++r) {
     EXPECT_TRUE(shards[static_cast<std::size_t>(r)]);
     EXPECT_EQ(wrong[static_cast<std::size_t>(r)], -1);

@@ -168,20 +168,22 @@ CollateralCommands collateral_commands(CLI::App& app, Options& o) {
       "--crl-out", o.extra_out,
       "A directory to write the RIM root's CRLs in: nvidia_rim_root.crl.pem (revoking nothing), "
       "nvidia_rim_root.revoking.crl.pem (revoking the RIM signer), nvidia_rim_root.expired.crl.pem");
+  // Intel's signed collateral JSONs (QE identity, TCB info) take the same four options.
+  const auto collateral_options = [&o](CLI::App* sub, const char* status_help) {
+    sub->add_option("--dir", o.dir, "The test roots' directory")->required();
+    sub->add_option("--out", o.out, "Where to write the JSON")->required();
+    sub->add_option("--next-update", o.next_update_s,
+                    "Seconds from now to its nextUpdate (negative: expired)");
+    sub->add_option("--status", o.status, status_help);
+  };
   CLI::App* qe = app.add_subcommand("qe-identity",
                                     "Intel's QE identity JSON for the test quotes; its issuer chain is "
                                     "DIR/intel_qe_identity_chain.pem");
-  qe->add_option("--dir", o.dir, "The test roots' directory")->required();
-  qe->add_option("--out", o.out, "Where to write the JSON")->required();
-  qe->add_option("--next-update", o.next_update_s, "Seconds from now to its nextUpdate (negative: expired)");
-  qe->add_option("--status", o.status, "The TCB level's status (UpToDate, OutOfDate, Revoked)");
+  collateral_options(qe, "The TCB level's status (UpToDate, OutOfDate, Revoked)");
   CLI::App* tcb = app.add_subcommand("tcb-info",
                                      "Intel's TDX TCB info JSON for the test PCK certificates' platform; its "
                                      "issuer chain is DIR/intel_qe_identity_chain.pem");
-  tcb->add_option("--dir", o.dir, "The test roots' directory")->required();
-  tcb->add_option("--out", o.out, "Where to write the JSON")->required();
-  tcb->add_option("--next-update", o.next_update_s, "Seconds from now to its nextUpdate (negative: expired)");
-  tcb->add_option("--status", o.status, "The TCB level's status (UpToDate, ..., OutOfDate, Revoked)");
+  collateral_options(tcb, "The TCB level's status (UpToDate, ..., OutOfDate, Revoked)");
   tcb->add_option("--tdx-tcb", o.tcb, "The level's 16 TDX TCB components, 32 hex digits (default 0)");
   tcb->add_option("--fmspc", o.fmspc, "The FMSPC it is for, 12 hex digits (default the test PCK's)");
   tcb->add_option("--module-mrsigner", o.mrsigner, "The TDX module's signer, 96 hex digits (default 0)");
