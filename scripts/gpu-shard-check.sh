@@ -3,7 +3,8 @@
 # against the host ring's (test_device_ring's ReduceScatterAndAllGatherMatchTheHostRingsHalves at P = 2
 # and 3, all ranks on one GPU), then two ranks training gpt2-mini on the GPU with --shard none,
 # optimizer, gradients and params in each TEE mode, every stage's params_sha256 and gradient norms
-# compared with DDP's (none) of the same mode. One line per check, PASS or FAIL, and the exit status
+# compared with DDP's (none) of the same mode; then sharded checkpoints of device state saved, resumed
+# and resharded against the uninterrupted run. One line per check, PASS or FAIL, and the exit status
 # is the number of FAILs.
 #
 #   scripts/gpu-shard-check.sh [OUT_DIR]   (default: $OUT if set, else runs/gpu-shard-check)
@@ -65,6 +66,36 @@ $([[ $sha == "$ddp" ]] && echo "== DDP's" || echo "!= DDP's ${ddp:0:16}"), grad 
 equal || echo differ), grads_resident_peak $(field "$OUTDIR/${m}_$s.json" grads_resident_peak)"
     [[ -z $sha ]] && tail -3 "$OUTDIR/${m}_$s.log"
   done
+done
+
+# Sharded checkpoints of device state: saved at step 2 of 4, step 4 dropped, resumed; the resumed run
+# must end with the uninterrupted run's parameters (ZeRO-1 and ZeRO-3, each layout; sealed under cc).
+# The P = 3 resume reshards the P = 2 ZeRO-1 checkpoint (every rank reads every shard). Each run gets its
+# own copy of the key: a key's freshness record that saw step 4 would refuse step 2 as a rollback.
+"$TT" keygen --out "$OUTDIR/ck.key" >/dev/null
+key_of() {  # key_of NAME: the --key-file option of a sealed mode, on a fresh copy of the key
+  [[ $m == off ]] && return
+  cp "$OUTDIR/ck.key" "$OUTDIR/$1.key" && echo "--key-file $OUTDIR/$1.key"
+}
+for m in ${MODES-off fast cc}; do
+  for sl in optimizer:sharded params:sharded params:whole; do
+    s=${sl%:*} layout=${sl#*:} d="$OUTDIR/ck_${m}_${s}_$layout"
+    rm -rf "$d"
+    run "ck_${m}_${s}_${layout}_save" 40 mpirun --oversubscribe -np 2 "$TT" "${common[@]}" --tee "$m" --shard "$s" \
+      $(key_of "ck_${m}_${s}_${layout}_save") --ckpt-layout "$layout" --save-every 2 --ckpt-dir "$d" --summary "$d.save.json"
+    rm -rf "$d/step_00000004"
+    run "ck_${m}_${s}_${layout}_resume" 40 mpirun --oversubscribe -np 2 "$TT" "${common[@]}" --tee "$m" --shard "$s" \
+      $(key_of "ck_${m}_${s}_${layout}_resume") --resume "$d" --summary "$d.resume.json"
+    saved=$(field "$d.save.json" params_sha256) resumed=$(field "$d.resume.json" params_sha256)
+    verdict "$([[ -n $saved && $saved == "$resumed" ]] && echo 1)" "--tee $m --shard $s --ckpt-layout $layout: \
+saved at step 2, resumed: params_sha256 ${resumed:0:16} $([[ $saved == "$resumed" ]] && echo "== uninterrupted" || \
+echo "!= uninterrupted ${saved:0:16}")"
+  done
+  d="$OUTDIR/ck_${m}_optimizer_sharded"
+  run "ck_${m}_reshard3" 60 mpirun --oversubscribe -np 3 "$TT" "${common[@]}" --tee "$m" --shard gradients \
+    $(key_of "ck_${m}_reshard3") --resume "$d" --summary "$d.reshard3.json"
+  verdict "$(grep -q 'resharded' "$OUTDIR/ck_${m}_reshard3.log" && [[ -n $(field "$d.reshard3.json" params_sha256) ]] \
+    && echo 1)" "--tee $m: the P = 2 ZeRO-1 checkpoint resumed at P = 3 --shard gradients (resharded)"
 done
 echo "$fails check(s) failed; logs in $OUTDIR"
 exit "$fails"

@@ -19,13 +19,15 @@
 // ranks all-gather the optimizer state (as PyTorch FSDP's full state dict does) and rank 0 writes it as
 // DDP's. On resume each rank keeps its shard, read from its own file when the ranges agree, else cut
 // from the whole state. So a checkpoint resumes at any world size and stage, and `ckpt export` writes
-// the whole model as ever.
+// the whole model as ever. On a GPU the optimizer state is device memory: the packing goes through host
+// copies (expand_shard_on, pack_shard_on), as the files' bytes do.
 #pragma once
 #include <algorithm>
 #include <cstddef>
 #include <vector>
 
 #include "comm/allreduce/ring_geometry.h"
+#include "core/backend.h"
 #include "engine/gradients/ddp_reducer.h"
 #include "engine/optimizer.h"
 
@@ -65,6 +67,41 @@ inline void pack_shard(const std::vector<ParamRange>& shard, std::size_t n, std:
       packed = std::copy(from, from + r.count, packed);
     }
   }
+}
+
+// expand_shard and pack_shard through host copies of both sides, for state in memory the host cannot
+// address (a GPU's optimizer state; the copies happen at a checkpoint, not a step).
+inline void expand_shard_staged(Backend& backend, const std::vector<ParamRange>& shard, std::size_t n,
+                                std::size_t slots, const float* packed, float* full) {
+  std::size_t s_floats = 0;
+  for (const ParamRange& r : shard) s_floats += r.count;
+  std::vector<float> host_packed(slots * s_floats), host_full(slots * n);  // [slots, S], [slots, n]
+  backend.copy_to_host(host_packed.data(), packed, host_packed.size() * sizeof(float));
+  expand_shard(shard, n, slots, host_packed.data(), host_full.data());
+  backend.copy_to_device(full, host_full.data(), host_full.size() * sizeof(float));
+}
+
+inline void pack_shard_staged(Backend& backend, const std::vector<ParamRange>& shard, std::size_t n,
+                              std::size_t slots, const float* full, float* packed) {
+  std::size_t s_floats = 0;
+  for (const ParamRange& r : shard) s_floats += r.count;
+  std::vector<float> host_full(slots * n), host_packed(slots * s_floats);  // [slots, n], [slots, S]
+  backend.copy_to_host(host_full.data(), full, host_full.size() * sizeof(float));
+  pack_shard(shard, n, slots, host_full.data(), host_packed.data());
+  backend.copy_to_device(packed, host_packed.data(), host_packed.size() * sizeof(float));
+}
+
+// On state in `backend`'s memory: in place on a CPU's, staged through the host elsewhere.
+inline void expand_shard_on(Backend& backend, const std::vector<ParamRange>& shard, std::size_t n,
+                            std::size_t slots, const float* packed, float* full) {
+  if (backend.kind() == DeviceKind::Cpu) return expand_shard(shard, n, slots, packed, full);
+  expand_shard_staged(backend, shard, n, slots, packed, full);
+}
+
+inline void pack_shard_on(Backend& backend, const std::vector<ParamRange>& shard, std::size_t n,
+                          std::size_t slots, const float* full, float* packed) {
+  if (backend.kind() == DeviceKind::Cpu) return pack_shard(shard, n, slots, full, packed);
+  pack_shard_staged(backend, shard, n, slots, full, packed);
 }
 
 }  // namespace tt

@@ -163,12 +163,6 @@ std::vector<std::string> plan_conflicts(const TrainOptions& o) {
     out.push_back(
         "--ckpt-layout sharded saves each rank's shard of the optimizer state, but --shard none keeps no "
         "shards: add --shard optimizer|gradients|params, or use --ckpt-layout whole");
-  // A sharded checkpoint packs and expands the optimizer state's shard on the host (shard.h); a GPU's
-  // state is device memory.
-  if (o.compute.platform() == DeviceKind::Cuda && o.parallel.shard != ShardStage::None && o.checkpoints.any())
-    out.push_back(std::string("--shard ") + name(o.parallel.shard) +
-                  " on --device cuda neither saves nor resumes checkpoints yet (their shards are packed in "
-                  "host memory): drop --save-every and --resume, or use --shard none");
   if (!o.checkpoints.expect.empty() && o.checkpoints.resume.empty())
     out.push_back("--expect-checkpoint pins the checkpoint a run resumes from: add --resume DIR");
   // Image models have no sequence (the plan sets it to 0); a token model's is at most its context.

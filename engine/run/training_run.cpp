@@ -451,7 +451,8 @@ void TrainingRun::restore_or_broadcast() {
     meta = CheckpointStore::load(ck, *backend_, *model_, whole ? whole.get() : optimizer_.get(), freshness);
     if (whole) {
       const std::size_t n = model_->num_params();
-      pack_shard(shard_, n, whole->state_floats() / n, whole->state_data(), optimizer_->state_data());
+      pack_shard_on(*backend_, shard_, n, whole->state_floats() / n, whole->state_data(),
+                    optimizer_->state_data());
     }
   }
   if (store_) store_->continue_lineage(ck);  // same run_id; the next save chains to this manifest
@@ -683,7 +684,7 @@ std::unique_ptr<Optimizer> TrainingRun::gather_optimizer(long step) {
   const std::size_t n = model_->num_params();
   std::unique_ptr<Optimizer> whole = make_optimizer(*backend_, plan_.schedule().optimizer, n);
   const std::size_t slots = whole->state_floats() / n;
-  expand_shard(shard_, n, slots, optimizer_->state_data(), whole->state_data());
+  expand_shard_on(*backend_, shard_, n, slots, optimizer_->state_data(), whole->state_data());
   const int nb = static_cast<int>(buckets_.size());
   for (std::size_t s = 0; s < slots; ++s)
     reducer_->all_gather_shards(whole->state_data() + s * n, step, nb + 1 + static_cast<int>(s) * nb);

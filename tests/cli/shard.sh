@@ -188,6 +188,4 @@ expect_exit 2 "--shard gradients .*--allreduce ring" -- "$TT" "${base[@]}" --sha
 # On a GPU the device ring (off, fast) and the staged host ring (cc) are split; NCCL's all-reduce is not.
 expect_exit 2 "--shard optimizer splits .*--allreduce nccl has none" -- "$TT" "${base[@]}" --shard optimizer \
   --device cuda --allreduce nccl
-expect_exit 2 "--shard optimizer on --device cuda neither saves nor resumes checkpoints" -- "$TT" "${base[@]}" \
-  --shard optimizer --device cuda --save-every 1
 finish
