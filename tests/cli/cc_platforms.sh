@@ -143,6 +143,14 @@ assert all(b["algorithm"] != "ring" for b in buckets), [b["algorithm"] for b in 
 assert run < 0.1 * seen["one-8-ring-fast-h100-ppcie"][0], (run, seen["one-8-ring-fast-h100-ppcie"][0])
 PY
 then passes=$((passes + 1)); else echo "FAIL: one node's predictions are not the run's"; tail -30 "$WORK/one.log"; fails=$((fails + 1)); fi
+# The model's source names the link it priced by its platform: on one node of Blackwell, fast's encrypted
+# NVLink and cc's NVLink under Blackwell, not the GPU's NVLink alone.
+for run in fast:"blackwell encrypted NVLink 510 GB/s (arXiv 2606.23969)" cc:"h100 NVLink 450 GB/s under blackwell \
+(arXiv 2606.23969)"; do
+  src=$("$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["allreduce_selection"]["model"]["source"])' \
+    "$WORK/one-8-ring-${run%%:*}-blackwell.json")
+  expect_eq "${src%%, tee *}" "defaults: ${run#*:}, one node" "one node of blackwell, ${run%%:*}: the model's source"
+done
 # The banner names the platform and what a node's messages are.
 grep -q "h100-ppcie (NVIDIA PPCIe guide; ISPASS 2025): messages inside a node in clear, not sealed" "$WORK/ppcie.log" &&
   passes=$((passes + 1)) || { echo "FAIL: the banner does not name h100-ppcie"; grep -m1 "COMPUTE EMULATED" "$WORK/ppcie.log"; fails=$((fails + 1)); }
