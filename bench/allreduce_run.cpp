@@ -116,6 +116,9 @@ AllreduceRun::AllreduceRun(AllreduceBenchOptions o, RunServices services)
   o_ = resolved(std::move(o), ts_);
   links_.emplace(MPI_COMM_WORLD, comm::Transport::kDefaultTimeout, *o_.comm_wait, o_.host_transport,
                  o_.tee.adversary, ts_.on);
+  // The adversary's rows are ours alone (choose_modes): one algorithm, or any of them (auto).
+  const bool one_algo = o_.modes.size() == 1 && o_.modes.front()->algo.has_value();
+  links_->wire().route_through(one_algo ? o_.modes.front()->algo : std::nullopt, 0, /*split=*/false);
   enter_stage(watchdog, StartupStage::Attestation);
   links_->secure(
       o_.tee.trust, allreduce_config_json(o_).dump(),

@@ -56,6 +56,7 @@ std::string AdversaryTransport::report() {
     } else {
       std::string text;
       if (rank() == spec_.link) text = "#sent " + std::to_string(gradient_sent_) + "\n";
+      if (attacked_peer_) text += "#peer " + std::to_string(*attacked_peer_) + "\n";
       for (const auto& e : events_) text += "rank " + std::to_string(rank()) + ": " + e + "\n";
       if (relay_) text += "#relay " + relay_->summary() + "\n";
       mine = text_bytes(text);
@@ -72,15 +73,19 @@ std::string AdversaryTransport::report() {
 
 std::string AdversaryTransport::active_report(const std::vector<std::vector<std::byte>>& blobs) const {
   std::ostringstream os;
-  os << "== the adversary's report (" << describe(spec_, size()) << ")\n";
+  os << "== the adversary's report (" << describe(spec_, size(), route_) << ")\n";
   std::size_t fired = 0;
   std::string sent = "?";
   std::string relay;
+  // The receiver of the attacked message where it went, else the ring successor.
+  std::string victim = "rank " + std::to_string((spec_.link + 1) % size());
   for (const auto& b : blobs) {
     std::istringstream lines(bytes_text(b));
     for (std::string line; std::getline(lines, line);) {
       if (line.rfind("#sent ", 0) == 0) {
         sent = line.substr(6);
+      } else if (line.rfind("#peer ", 0) == 0) {
+        victim = "rank " + line.substr(6);
       } else if (line.rfind("#relay ", 0) == 0) {
         relay = line.substr(7);
       } else {
@@ -89,10 +94,12 @@ std::string AdversaryTransport::active_report(const std::vector<std::vector<std:
       }
     }
   }
-  const std::string victim = "rank " + std::to_string((spec_.link + 1) % size());
   if (fired == 0) {
-    os << "the attack did not fire: the link rank " << spec_.link << " -> " << victim.substr(5) << " carried "
-       << sent << " gradient message(s); choose N within that\n";
+    const std::string to = route_.peers.size() > 1 ? " to " + ranks_text(route_.peers)
+                           : route_.peers.empty()  ? " -> " + victim.substr(5)
+                                                   : " -> " + std::to_string(route_.peers.front());
+    os << "the attack did not fire: the link" << (route_.peers.size() > 1 ? "s from" : "") << " rank "
+       << spec_.link << to << " carried " << sent << " gradient message(s) from it; choose N within that\n";
   } else if (spec_.kind == AttackKind::Delay) {
     os << "the run finished: a delay changes no bytes, so there is nothing to detect; " << victim
        << " waited (a delay longer than --timeout stops the run, naming the rank it waited for)\n";

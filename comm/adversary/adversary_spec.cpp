@@ -57,7 +57,7 @@ bool is_evidence_attack(AttackKind k) {
 namespace {
 
 constexpr const char* kForms =
-    "snoop[:DIR], flip:N, drop:N, replay:N, reorder:N, truncate:N, delay:N:MS, rewrite:N, mitm[:cert], "
+    "snoop[:DIR], flip:N, drop:N, replay:N, reorder:N, truncate:N, delay:N:MS, rewrite:N[:fit], mitm[:cert], "
     "oversize[:BYTES], mitm-relay, stale-nonce, substitute-key, reflect or relay, "
     "each optionally followed by @RANK (the link from that rank; default @0)";
 
@@ -136,6 +136,11 @@ AdversarySpec parse_adversary(std::string_view spec) {
       if (f.size() != 3) bad(spec, "delay needs the message and the milliseconds (delay:N:MS)");
       a.delay = std::chrono::milliseconds(number(spec, f[2], "delay", 1));
       break;
+    case AttackKind::Rewrite:
+      if (f.size() == 3 && f[2] != "fit") bad(spec, "rewrite takes only ':fit' after N (rewrite:N:fit)");
+      if (f.size() < 2 || f.size() > 3) bad(spec, "rewrite needs the message number N (rewrite:N[:fit])");
+      a.fit = f.size() == 3;
+      break;
     default:
       if (f.size() != 2) bad(spec, std::string(attack_name(a.kind)) + " needs the message number N");
   }
@@ -178,15 +183,40 @@ std::string canonical_spec(const AdversarySpec& a) {
       return kind + at;
     case AttackKind::Delay:
       return kind + ":" + std::to_string(a.nth) + ":" + std::to_string(a.delay.count()) + at;
+    case AttackKind::Rewrite:
+      return kind + ":" + std::to_string(a.nth) + (a.fit ? ":fit" : "") + at;
     default:
       return kind + ":" + std::to_string(a.nth) + at;
   }
 }
 
-std::string describe(const AdversarySpec& a, int world) {
+std::string ranks_text(const std::vector<int>& ranks) {
+  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
+  for (std::size_t i = 0; i < ranks.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == ranks.size() ? " and " : ", ") + std::to_string(ranks[i]);
+  return out;
+}
+
+namespace {
+
+// The attacked gradient message: on its one link, or among rank r's sends to the algorithm's peers.
+std::string nth_message(const AdversarySpec& a, int world, const GradientRoute& route) {
+  const std::string n = "gradient message " + std::to_string(a.nth);
+  const std::string r = std::to_string(a.link);
+  if (route.peers.size() <= 1) {
+    const int to = route.peers.empty() ? (a.link + 1) % world : route.peers.front();
+    return n + " on the link rank " + r + " -> rank " + std::to_string(to);
+  }
+  return n + " that rank " + r + " sends (" + route.algorithm + " sends rank " + r + "'s to " +
+         ranks_text(route.peers) + "; the line that fires names the receiver)";
+}
+
+}  // namespace
+
+std::string describe(const AdversarySpec& a, int world, const GradientRoute& route) {
   const std::string link =
       "the link rank " + std::to_string(a.link) + " -> rank " + std::to_string((a.link + 1) % world);
-  const std::string nth = "gradient message " + std::to_string(a.nth) + " on " + link;
+  const std::string nth = nth_message(a, world, route);
   switch (a.kind) {
     case AttackKind::Snoop:
       return "snoop: records every message on every link" +
@@ -205,7 +235,9 @@ std::string describe(const AdversarySpec& a, int world) {
       return "delay: holds " + nth + " back " + std::to_string(a.delay.count()) + " ms";
     case AttackKind::Rewrite:
       return "rewrite: delivers the previous message again in place of " + nth +
-             ", its clear header rewritten to claim it is that message";
+             (a.fit ? ", cut or padded to its length and its clear header rewritten"
+                    : ", its clear header rewritten") +
+             " to claim it is that message";
     case AttackKind::MitmRelay:
       return "mitm-relay: a relay on " + link +
              " runs its own key exchange with each end and re-seals "

@@ -13,6 +13,10 @@
 //                      header (key epoch and nonce counter) rewritten to the N-th's: a replay that claims
 //                      to be the expected message. With the TEE off messages carry no header: the
 //                      replay alone
+//   rewrite:N:fit[@r]  the same, its ciphertext also cut or zero-padded to the N-th's length: every
+//                      clear field (length, epoch, counter) is the expected message's, so only the key
+//                      and the associated data can refuse it (hier's messages of another sub-group,
+//                      whose lengths differ, are otherwise refused for their length)
 //   mitm[:cert][@r]    a relay replaces rank r's attestation evidence to its ring successor with its
 //                      own: signed by a device of the relay's own vendor root, or (`:cert`) carrying
 //                      rank r's genuine certificate but signed with the relay's key
@@ -34,9 +38,10 @@
 //   relay[@r]          delivers to rank r+1, in place of rank r's evidence, the evidence rank r+2 sent
 //                      rank r+1 (another rank's, relayed; at least 3 ranks)
 //
-// "Gradient message" = a ring all-reduce message (tag kRing), counted from 1 on the link from rank r
-// to the rank it sends to; attestation, broadcast and barrier traffic is not counted, so N means the
-// same thing with every TEE mode.
+// "Gradient message" = an all-reduce message (tag kRing), counted from 1 among those rank r sends:
+// with the flat ring all go to rank r+1; with rd, rhd, hier or auto (at P > 2) to the peers of the
+// algorithm's steps (GradientRoute below; the line that fires names the receiver). Attestation,
+// broadcast and barrier traffic is not counted, so N means the same thing with every TEE mode.
 #pragma once
 #include <chrono>
 #include <cstddef>
@@ -44,6 +49,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tt::comm {
 
@@ -84,6 +90,7 @@ struct AdversarySpec {
   std::filesystem::path snoop_dir;  // snoop:DIR (empty: report only)
   MitmForgery forgery = MitmForgery::OwnVendor;
   std::size_t oversize_bytes = std::size_t{64} << 20;  // oversize:BYTES
+  bool fit = false;  // rewrite:N:fit: the replay cut or padded to the replaced message's length
 
   bool passive() const { return kind == AttackKind::Snoop; }
 };
@@ -92,8 +99,19 @@ struct AdversarySpec {
 AdversarySpec parse_adversary(std::string_view spec);
 // Throws tt::InputError when @r is not a rank of a world of `world` ranks.
 void check_adversary(const AdversarySpec& spec, int world);
-// One line for the run banner: what the adversary does, on which link.
-std::string describe(const AdversarySpec& spec, int world);
+// Where rank r's gradient messages go, as the run's all-reduce sends them: the engine knows its
+// algorithm, the spec does not (engine/run/adversary_wire.h fills it in).
+struct GradientRoute {
+  std::vector<int> peers;  // the ranks r sends them to, in the order it first does (empty: r+1 alone)
+  std::string algorithm;   // what sends them there ("the hierarchical all-reduce"), for the banner
+};
+
+// "rank 1", "ranks 1 and 2", "ranks 1, 2 and 4": the banner's and the report's receivers.
+std::string ranks_text(const std::vector<int>& ranks);
+
+// One line for the run banner: what the adversary does, to which message on which link: the link
+// r -> q where every gradient message of r goes to q, else rank r's sends and their possible receivers.
+std::string describe(const AdversarySpec& spec, int world, const GradientRoute& route = {});
 // The attack as SPEC spells it, canonical ("flip:3@0", "delay:2:50@1", "mitm:cert@0", "snoop"): what the
 // ranks agree on (engine/run/input_agreement.h). Snoop's directory is left out: each rank writes its own
 // captures where it was told, and that changes nothing on the links.

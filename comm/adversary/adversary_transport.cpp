@@ -74,6 +74,11 @@ AdversaryTransport::AdversaryTransport(Transport& inner, AdversarySpec spec, Wir
 
 AdversaryTransport::~AdversaryTransport() = default;
 
+void AdversaryTransport::set_route(GradientRoute route) {
+  std::lock_guard lock(mu_);
+  route_ = std::move(route);
+}
+
 std::vector<std::string> AdversaryTransport::events() const {
   std::lock_guard lock(mu_);
   return events_;
@@ -200,6 +205,7 @@ Request AdversaryTransport::isend(int peer, std::span<const std::byte> data, int
     previous_ = copy_of(data);
     return inner_.isend(peer, data, tag);
   }
+  attacked_peer_ = peer;
   if (spec_.kind == AttackKind::Delay) {
     fired("delayed gradient message " + std::to_string(spec_.nth) + " on link " + std::to_string(rank()) +
           " -> " + std::to_string(peer) + " by " + std::to_string(spec_.delay.count()) + " ms");
@@ -272,12 +278,29 @@ Request AdversaryTransport::attack(int peer, std::span<const std::byte> data, in
 
 // rewrite: the previous message again, its clear header (the trailing epoch and counter, if the links
 // are sealed) copied from the message it replaces, so that the header says "the expected message".
+// rewrite:N:fit also cuts or zero-pads what precedes the header to the replaced message's length, so
+// that no length check tells them apart either (the previous message may be of another stream: hier's
+// sub-groups, Note [Sub-group streams], comm/channel.h).
 Request AdversaryTransport::rewrite(int peer, std::span<const std::byte> data, int tag,
                                     const std::string& where) {
   std::vector<std::byte> bytes = previous_;
   const std::size_t h = wire_.clear_trailer;
-  if (h == 0 || bytes.size() < h || data.size() < h) {
-    fired("replayed the previous message (" + std::to_string(bytes.size()) + " bytes) in place of " + where +
+  const bool headed = h > 0 && bytes.size() >= h && data.size() >= h;
+  std::string fitted;
+  if (spec_.fit && bytes.size() != data.size()) {
+    // The body (ciphertext and tag, or plain values) to the replaced message's body length, its
+    // trailing header (if any) kept behind it.
+    const std::size_t tail = headed ? h : 0;
+    std::vector<std::byte> header(bytes.end() - static_cast<std::ptrdiff_t>(tail), bytes.end());
+    bytes.resize(bytes.size() - tail);
+    bytes.resize(data.size() - tail, std::byte{0});
+    bytes.insert(bytes.end(), header.begin(), header.end());
+    fitted = ", " + std::string(previous_.size() > data.size() ? "cut" : "zero-padded") + " from " +
+             std::to_string(previous_.size()) + " to " + std::to_string(data.size()) + " bytes";
+  }
+  if (!headed) {
+    fired("replayed the previous message (" + std::to_string(previous_.size()) + " bytes) in place of " +
+          where + fitted +
           "; plain links carry no header to rewrite: nothing on the wire says which message it is");
   } else {
     std::copy(data.end() - static_cast<std::ptrdiff_t>(h), data.end(),
@@ -285,9 +308,9 @@ Request AdversaryTransport::rewrite(int peer, std::span<const std::byte> data, i
     // The header is be32 epoch || be64 counter (comm/secure/sealed_channel.h).
     const std::uint64_t counter =
         tee::load_be64(reinterpret_cast<const std::uint8_t*>(data.data() + data.size() - h) + 4);
-    fired("replayed the previous message (" + std::to_string(bytes.size()) + " bytes) in place of " + where +
-          ", its clear header rewritten to the replaced message's (nonce counter " + std::to_string(counter) +
-          ")");
+    fired("replayed the previous message (" + std::to_string(previous_.size()) + " bytes) in place of " +
+          where + fitted + ", its clear header rewritten to the replaced message's (nonce counter " +
+          std::to_string(counter) + ")");
   }
   return wrap(std::make_unique<CopiedSend>(inner_, std::move(bytes), peer, tag, data.size()), peer, tag,
               data.size());

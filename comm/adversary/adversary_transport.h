@@ -44,6 +44,10 @@ class AdversaryTransport final : public Transport {
   Request irecv(int peer, std::span<std::byte> buffer, int tag) override;
 
   const AdversarySpec& spec() const { return spec_; }
+  // Where the run's all-reduce sends the attacked rank's gradient messages (the banner's and the
+  // report's wording only; the attack counts them alike): set by the engine, which knows its algorithm.
+  void set_route(GradientRoute route);
+  const GradientRoute& route() const { return route_; }
   // What this rank's decorator did, one line per fault that fired.
   std::vector<std::string> events() const;
 
@@ -73,8 +77,10 @@ class AdversaryTransport final : public Transport {
   WireFormat wire_;
   mutable std::mutex mu_;  // sends may come from the main and the communication thread (in turn)
   std::optional<SnoopLog> snoop_;
-  std::size_t gradient_sent_ = 0;    // gradient messages seen on the attacked link
-  std::vector<std::byte> previous_;  // the last one, for replay
+  std::size_t gradient_sent_ = 0;     // gradient messages the attacked rank sent
+  std::optional<int> attacked_peer_;  // the receiver of the N-th, once it went
+  GradientRoute route_;               // where they go (set_route), for the report
+  std::vector<std::byte> previous_;   // the last one, for replay
   struct Held {
     int peer;
     int tag;

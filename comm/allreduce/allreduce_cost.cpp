@@ -49,6 +49,20 @@ std::vector<Hop> hops_of(ReduceAlgo algo, int rank, int ranks, std::size_t count
   return out;
 }
 
+}  // namespace
+
+std::vector<int> send_peers(ReduceAlgo algo, int rank, int ranks, int node_ranks, bool split) {
+  // Chunks of every size the algorithms cut are non-empty at this count: every hop sends.
+  const std::size_t count = static_cast<std::size_t>(ranks) * 1024;
+  std::vector<int> out;
+  for (const Hop& h : hops_of(algo, rank, ranks, count, node_ranks, split))
+    if (h.send.active() && std::find(out.begin(), out.end(), h.send.peer) == out.end())
+      out.push_back(h.send.peer);
+  return out;
+}
+
+namespace {
+
 // Note [Steps at the slowest link] (allreduce_cost.h): step i crosses when any rank's hop i has a peer
 // on another node. Empty without nodes.
 std::vector<bool> crossing_steps(ReduceAlgo algo, int ranks, std::size_t count, int node_ranks, bool split) {
@@ -245,9 +259,9 @@ AllreduceWork allreduce_work(ReduceAlgo algo, int ranks, std::size_t count, std:
   const std::vector<bool> crossing = crossing_steps(algo, ranks, count, node_ranks, split);
   for (int r = 0; r < ranks; ++r) {
     // hier's forwarded hops marked: the forward_* terms price them (0 where the run re-seals).
-    const AllreduceWork w = work_of(hops_of(algo, r, ranks, count, node_ranks, split, algo == ReduceAlgo::Hier),
-                                    segment_bytes,
-                                    eager_bytes, overhead, crossing);
+    const AllreduceWork w =
+        work_of(hops_of(algo, r, ranks, count, node_ranks, split, algo == ReduceAlgo::Hier), segment_bytes,
+                eager_bytes, overhead, crossing);
     if (w.messages > busiest.messages ||
         (w.messages == busiest.messages && w.wire_bytes > busiest.wire_bytes))
       busiest = w;

@@ -40,6 +40,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "comm/allreduce/allreduce_algo.h"
 
@@ -73,6 +74,11 @@ struct AllreduceWork {
 AllreduceWork allreduce_work(ReduceAlgo algo, int ranks, std::size_t count, std::size_t segment_bytes,
                              std::size_t eager_bytes = 0, std::size_t overhead = 0, int node_ranks = 0,
                              bool split = false);
+
+// The ranks `rank` sends to with `algo` (its all-reduce, or split: its two halves with their shard
+// handover), in the order its hops first reach them: the receivers an on-path adversary of rank
+// `rank`'s sends may meet (comm/adversary/adversary_spec.h, GradientRoute).
+std::vector<int> send_peers(ReduceAlgo algo, int rank, int ranks, int node_ranks = 0, bool split = false);
 
 // Note [Each end of a step]: in a run (HopRunner), a rank seals its hop's sends, posts them, then waits
 // for its hop's receive, opens it and adds it in. So a message's seal (with what its sender pays to get

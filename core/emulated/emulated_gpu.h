@@ -150,7 +150,8 @@ CcCosts cc_costs(CcHardware h);
 // What one ring message from `sender` to `receiver` (< 0: a group message, for every rank) is on a
 // platform (Note [Messages inside a node]): the one decision the run (platform/emulated/
 // node_link_channel.h) and the cost model (engine/gradients/allreduce_selection.cpp) both take, per
-// message and per hop. A group message may leave the node where there are nodes (--gpus-per-node).
+// message and per hop. A group message may leave the node where there are nodes (--gpus-per-node); on
+// one node it stays inside it.
 struct MessageRoute {
   NodeMessages what = NodeMessages::Sealed;  // not Sealed: copied as it is, nothing crosses or is sealed
   PeerWire peer{};                           // a GPU-sealed message's path (fast), when sealed

@@ -88,8 +88,23 @@ std::string tee_title_of(const comm::TeeCosts& tee) {
   return buf;
 }
 
-std::string topology_title(const Topology& t) {
-  return "nodes of " + std::to_string(t.gpus_per_node) + ", " + link_class_spec(t.intra).title + " inside, " +
+// The GPU-to-GPU link the model prices at `gbps`, named by the platform that sets it: fast's ciphertext
+// on a platform that encrypts NVLink at its own rate ("blackwell encrypted NVLink 510 GB/s (arXiv
+// 2606.23969)"), else the GPU's NVLink, with the CC platform it runs under where CC is on ("h100 NVLink
+// 450 GB/s under blackwell (arXiv 2606.23969)"): a Blackwell run's source never reads as H100's alone.
+std::string nvlink_title(const EmulatedGpu& gpu, double gbps, bool encrypted) {
+  char rate[40];
+  std::snprintf(rate, sizeof rate, " %.0f GB/s", gbps);
+  const std::string platform = std::string(enum_name(gpu.cc.hardware)) + " (" + gpu.cc.source + ")";
+  if (encrypted)
+    return std::string(enum_name(gpu.cc.hardware)) + " encrypted NVLink" + rate + " (" + gpu.cc.source + ")";
+  return gpu.spec.name + " NVLink" + rate + (gpu.cc.on() ? " under " + platform : std::string());
+}
+
+// nvlink: the node's link where it is NVLink (nvlink_title).
+std::string topology_title(const Topology& t, const std::string& nvlink) {
+  const std::string inside = t.intra == LinkClass::Nvlink ? nvlink : link_class_spec(t.intra).title;
+  return "nodes of " + std::to_string(t.gpus_per_node) + ", " + inside + " inside, " +
          link_class_spec(t.inter).title + " between";
 }
 
@@ -208,8 +223,9 @@ CostModelSource default_cost_model(const ParallelOptions& parallel, const Comput
     link = {
         .message_us = kGpuMessageUs, .gbps = gpu->spec.nvlink_gbps, .reduce_gbps = gpu->spec.hbm_gbps / 3};
     // fast's ciphertext on Blackwell: NVLink at its encrypted rate (Note [CC hardware costs]).
-    if (ts.on && ts.device_crypto && gpu->cc.peer.link_gbps > 0) link.gbps = gpu->cc.peer.link_gbps;
-    where = gpu->spec.name + " NVLink";
+    const bool encrypted = ts.on && ts.device_crypto && gpu->cc.peer.link_gbps > 0;
+    if (encrypted) link.gbps = gpu->cc.peer.link_gbps;
+    where = nvlink_title(*gpu, link.gbps, encrypted);
   }
   if (parallel.link_gbps > 0) {
     link.gbps = parallel.link_gbps;
@@ -224,7 +240,7 @@ CostModelSource default_cost_model(const ParallelOptions& parallel, const Comput
   std::string tee_title = tee_title_of(tee);
   if (topology) {
     price_topology(gpu->topology, link, model);
-    where = topology_title(gpu->topology);
+    where = topology_title(gpu->topology, where);
     const comm::TeeCosts out =
         tee_costs(parallel, compute, ts, gpu, message_route(cc, topo, 0, topo.gpus_per_node));
     const comm::CostModel in_parts = comm::compose({}, tee), out_parts = comm::compose({}, out);

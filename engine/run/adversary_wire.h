@@ -6,6 +6,7 @@
 #include <string>
 
 #include "comm/adversary/adversary_transport.h"
+#include "comm/allreduce/allreduce_algo.h"
 #include "comm/transport.h"
 
 namespace tt {
@@ -18,6 +19,10 @@ class AdversaryWire {
 
   comm::Transport& transport() { return adversary_ ? static_cast<comm::Transport&>(*adversary_) : inner_; }
   bool active() const { return adversary_.has_value(); }
+  // Where the run's all-reduce sends the attacked rank's gradient messages, which the banner and the
+  // report name: `algo` for every bucket, or none (auto: any of ours); node_ranks: hier's nodes (0:
+  // one node); split: --shard's halves. Before it is called they name the ring successor.
+  void route_through(const std::optional<comm::ReduceAlgo>& algo, int node_ranks, bool split);
   // The banner line ("adversary ON: ..."), or "" without one.
   std::string banner() const;
   // Collective: rank 0 gets the adversary's view at the end of a finished run, the others "".

@@ -187,6 +187,8 @@ TrainingRun::TrainingRun(const TrainOptions& opts, RunServices services)
                    plan_.switches().on);
   rank_ = links_->rank();
   world_ = links_->size();
+  links_->wire().route_through(par.algo, plan_.compute().gpu.topology.gpus_per_node,
+                               par.shard != ShardStage::None);
   if (links_->wire().active() && rank_ == 0) std::fprintf(stderr, "%s\n", links_->wire().banner().c_str());
   start_links();
   enter_stage(watchdog_, StartupStage::OwnWork);

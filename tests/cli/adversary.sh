@@ -7,7 +7,9 @@
 # claims to be the expected message) is refused when sealed and accepted when plain; mitm-relay reads
 # everything under --attestation none, with the run's result unchanged, and is refused with a root;
 # an oversized message where evidence belongs is refused unread, exit 3, over MPI and shared memory;
-# hier's forwarded all-gather messages, flipped, replayed or substituted across sub-groups, exit 3.
+# hier's forwarded all-gather messages, flipped, replayed or substituted across sub-groups (also fitted to
+# the expected length, so that only the tag refuses them), exit 3; the banner names the attacked rank's
+# receivers.
 source "$(dirname "$0")/lib.sh" "$@"
 make_corpus
 provision_trust
@@ -78,6 +80,8 @@ check "short delay" 0 "a delay changes no bytes" "$WORK/delay_ok.log"
 # An attack numbered past the run's traffic says it did not fire.
 run 2 "$WORK/late.log" "${plain[@]}" --adversary flip:100000
 check "did not fire" 0 "the attack did not fire: .* carried [0-9]+ gradient message" "$WORK/late.log"
+check "the flat ring's banner names its one link" 0 "^adversary ON .*: flip: inverts one bit of gradient message \
+100000 on the link rank 0 -> rank 1$" "$WORK/late.log"
 
 # A man in the middle is refused at attestation, before any key exists.
 run 2 "$WORK/mitm.log" "${sealed[@]}" --adversary mitm
@@ -168,9 +172,31 @@ run 4 "$WORK/hier_peers.log" "${hier[@]}" --adversary flip:3@0
 verdict "hier flip local-index all-gather" "rank 2: sealed message from rank 0 failed to open \\(tag mismatch: \
 tampered or wrong key\\) at step [0-9]+, bucket [0-9]+, phase hier_inter_all_gather, hop 0, .*origin 0, sender 0, \
 receiver any, [0-9]+ bytes, local-index group of ranks 0,2$" "$WORK/hier_peers.log"
+# The banner names the attacked rank's sends and their receivers (node and local index), not a ring link.
+check "hier banner names the receivers" 3 "^adversary ON .*: flip: inverts one bit of gradient message 3 that \
+rank 0 sends \(the hierarchical all-reduce sends rank 0's to ranks 1 and 2; the line that fires names the receiver\)$" \
+  "$WORK/hier_peers.log"
+check "hier fired line names the link" 3 "^adversary: flipped .* of gradient message 3 on link 0 -> 2 " "$WORK/hier_peers.log"
 run 4 "$WORK/hier_cross.log" "${hier[@]}" --adversary replay:4@0
 verdict "hier replay across sub-groups" "hierarchical all-reduce: rank 1 got a short message from rank 0 .*phase \
 hier_local_all_gather, .*node group of ranks 0,1$" "$WORK/hier_cross.log"
+# The same replay fitted to the expected length, its clear header the expected message's (rewrite:N:fit):
+# the length check passes and the tag, under the node stream's key and associated data, refuses it.
+run 4 "$WORK/hier_fit.log" "${hier[@]}" --adversary rewrite:4:fit@0
+verdict "hier equal-length replay across sub-groups" "rank 1: sealed message from rank 0 failed to open \(tag \
+mismatch: tampered or wrong key\) at step [0-9]+, bucket [0-9]+, phase hier_local_all_gather, hop 0, .*origin 0, \
+sender 0, receiver any, [0-9]+ bytes, node group of ranks 0,1$" "$WORK/hier_fit.log"
+check "hier equal-length replay announced" 3 "^adversary: replayed the previous message \(([0-9]+) bytes\) in place \
+of gradient message 4 on link 0 -> 1 \([0-9]+ bytes\), (zero-padded|cut) from [0-9]+ to [0-9]+ bytes, its clear \
+header rewritten" "$WORK/hier_fit.log"
+expect_eq "$(grep -c "short message" "$WORK/hier_fit.log")" 0 "hier equal-length replay: no length failure"
+# With the TEE off nothing refuses a flip, and the report names the rank that used it: recursive doubling's
+# second message from rank 1 goes to rank 3, not to its ring successor.
+run 4 "$WORK/rd_off.log" "${plain[@]}" --steps 1 --allreduce-algo rd --adversary flip:2@1
+check "rd off flip: the report names the receiver" 0 "NOTHING DETECTED THE ATTACK: .* so rank 3 used what arrived \
+as if rank 1 had sent it" "$WORK/rd_off.log"
+check "rd off flip: the banner names both receivers" 0 "gradient message 2 that rank 1 sends \(the recursive \
+doubling all-reduce sends rank 1's to ranks 0 and 3;" "$WORK/rd_off.log"
 one_node=("${sealed[@]}" --steps 1 --gpus-per-node 4 --allreduce-algo hier)
 for attack in flip:5@0 replay:5@0; do
   run 4 "$WORK/hier_fwd.log" "${one_node[@]}" --adversary "$attack"
@@ -190,6 +216,7 @@ expect_exit 2 "unknown attack 'bogus'" -- "$TT" "${plain[@]}" --adversary bogus
 expect_exit 2 "message number '' is not a number" -- "$TT" "${plain[@]}" --adversary flip:
 expect_exit 2 "replay.*message number must be at least 2" -- "$TT" "${plain[@]}" --adversary replay:1
 expect_exit 2 "delay needs" -- "$TT" "${plain[@]}" --adversary delay:3
+expect_exit 2 "rewrite takes only ':fit'" -- "$TT" "${plain[@]}" --adversary rewrite:3:pad
 expect_exit 2 "needs at least 2 ranks" -- "$TT" "${plain[@]}" --adversary flip:1
 run 2 "$WORK/at7.log" "${plain[@]}" --adversary flip:1@7
 check "@7" 2 "^teetrain: error: --adversary: @7 is not a rank of this 2-rank run" "$WORK/at7.log"

@@ -47,6 +47,8 @@ TEST(AdversarySpec, ParsesEveryForm) {
   EXPECT_EQ(parse_adversary("mitm:cert@1").forgery, MitmForgery::StolenCertificate);
   EXPECT_EQ(parse_adversary("rewrite:3@1").kind, AttackKind::Rewrite);
   EXPECT_EQ(parse_adversary("rewrite:3@1").nth, 3u);
+  EXPECT_FALSE(parse_adversary("rewrite:3@1").fit);
+  EXPECT_TRUE(parse_adversary("rewrite:3:fit@1").fit);
   EXPECT_EQ(parse_adversary("mitm-relay@1").kind, AttackKind::MitmRelay);
   EXPECT_EQ(parse_adversary("mitm-relay@1").link, 1);
   EXPECT_EQ(parse_adversary("oversize@1").oversize_bytes, std::size_t{64} << 20);
@@ -64,7 +66,7 @@ TEST(AdversarySpec, CanonicalSpellingRoundTrips) {
   EXPECT_EQ(canonical_spec(parse_adversary("mitm:cert@1")), "mitm:cert@1");
   EXPECT_EQ(canonical_spec(parse_adversary("mitm-relay@1")), "mitm-relay@1");
   for (const char* spec : {"flip:7@3", "drop:1@0", "replay:2@1", "reorder:4@0", "truncate:4@2", "rewrite:3@1",
-                           "delay:2:150@1", "mitm:cert@1", "mitm-relay@1", "snoop"})
+                           "rewrite:4:fit@0", "delay:2:150@1", "mitm:cert@1", "mitm-relay@1", "snoop"})
     EXPECT_EQ(canonical_spec(parse_adversary(spec)), spec);
 }
 
@@ -81,9 +83,25 @@ TEST(AdversarySpec, RefusesWithAReason) {
   EXPECT_NE(error_of("oversize:0").find("size must be at least 1"), std::string::npos);
   EXPECT_NE(error_of("oversize:4294967296").find("at most 2147483647"), std::string::npos);
   EXPECT_NE(error_of("oversize:1:2").find("only the message's size"), std::string::npos);
+  EXPECT_NE(error_of("rewrite:3:pad").find("only ':fit'"), std::string::npos);
+  EXPECT_NE(error_of("rewrite:3:fit:fit").find("rewrite:N[:fit]"), std::string::npos);
   EXPECT_THROW(check_adversary(parse_adversary("flip:1@2"), 2), InputError);
   EXPECT_THROW(check_adversary(parse_adversary("snoop"), 1), InputError);
   EXPECT_NO_THROW(check_adversary(parse_adversary("flip:1@1"), 2));
+}
+
+// The banner names the link where every gradient message of rank r goes to one peer, and rank r's
+// sends and all their receivers where the algorithm spreads them (hier: its node and its local index).
+TEST(AdversarySpec, DescribesTheAttackedRanksReceivers) {
+  const AdversarySpec flip = parse_adversary("flip:3@0");
+  EXPECT_EQ(describe(flip, 4), "flip: inverts one bit of gradient message 3 on the link rank 0 -> rank 1");
+  EXPECT_EQ(describe(flip, 4, GradientRoute{.peers = {2}, .algorithm = "x"}),
+            "flip: inverts one bit of gradient message 3 on the link rank 0 -> rank 2");
+  EXPECT_EQ(
+      describe(flip, 4, GradientRoute{.peers = {1, 2}, .algorithm = "the hierarchical all-reduce"}),
+      "flip: inverts one bit of gradient message 3 that rank 0 sends (the hierarchical all-reduce sends "
+      "rank 0's to ranks 1 and 2; the line that fires names the receiver)");
+  EXPECT_EQ(ranks_text({1, 3, 2}), "ranks 1, 3 and 2");
 }
 
 TEST(AdversarySpec, HostileSpecsNeverCrash) {

@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "comm/allreduce/allreduce_algo.h"
+#include "comm/allreduce/allreduce_cost.h"
 #include "comm/allreduce/hier_allreduce.h"
 #include "tests/comm/comm_test_util.h"
 #include "tests/common/inproc_transport.h"
@@ -74,6 +75,16 @@ std::vector<std::vector<float>> awkward(int ranks, std::size_t n) {
   for (auto& v : in)
     for (float& x : v) x = d(rng) * (rng() % 2 == 0 ? 1e-3f : 1e3f);
   return in;
+}
+
+// Whom a rank's gradient messages go to (the adversary's banner names them): hier's node successor
+// and local-index successor, the ring's successor alone, recursive doubling's partners.
+TEST(HierAllreduce, SendPeersAreTheHopsReceivers) {
+  EXPECT_EQ(send_peers(ReduceAlgo::Hier, 0, 4, 2), (std::vector<int>{1, 2}));
+  EXPECT_EQ(send_peers(ReduceAlgo::Hier, 3, 6, 3), (std::vector<int>{4, 0}));
+  EXPECT_EQ(send_peers(ReduceAlgo::Hier, 0, 4, 0), (std::vector<int>{1}));  // one node: its ring
+  EXPECT_EQ(send_peers(ReduceAlgo::Ring, 3, 4), (std::vector<int>{0}));
+  EXPECT_EQ(send_peers(ReduceAlgo::Rd, 1, 4), (std::vector<int>{0, 3}));
 }
 
 TEST(HierAllreduce, ExactSumForNodesOfTwoAndThree) {

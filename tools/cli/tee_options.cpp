@@ -12,9 +12,10 @@ void add_adversary_option(CLI::App* g, std::optional<comm::AdversarySpec>& out) 
        "--adversary", [&out](const std::string& spec) { out = comm::parse_adversary(spec); },
        "Teaching: put an attacker on the links between ranks (docs/labs/). snoop[:DIR] records what "
        "crosses each link and prints the adversary's view; flip:N, drop:N, replay:N, reorder:N, "
-       "truncate:N, delay:N:MS attack the N-th gradient message on a link (append @R for the link from "
-       "rank R, default @0); rewrite:N replays the previous message in place of the N-th with its clear "
-       "header rewritten to the N-th's; mitm[:cert] replaces rank R's attestation evidence with a relay's; "
+       "truncate:N, delay:N:MS attack the N-th gradient message rank R sends (append @R, default @0; the "
+       "banner names its receivers); rewrite:N replays the previous message in place of the N-th with its "
+       "clear header rewritten to the N-th's, rewrite:N:fit also cut or padded to the N-th's length; "
+       "mitm[:cert] replaces rank R's attestation evidence with a relay's; "
        "oversize[:BYTES] sends BYTES (default 64 MiB) where that evidence belongs; mitm-relay runs its own "
        "handshake with both ends of the link and re-seals every message (it reads "
        "everything under --attestation none; a root of trust refuses it); stale-nonce, substitute-key, "
