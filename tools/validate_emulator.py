@@ -8,11 +8,12 @@ OUT/validation.json.
                  memory at the moments a step's ranks contend for them);
                  the emulator runs gpt2-mini on it (`--compute emulate --gpu PROFILE.json`) and is compared
                  with the real-compute runs at P = 1 and 2, --tee off, cc, fast: within 20%.
-  (b) fixtures:  `teetrain bench emulated-step` against tests/fixtures/gpu_size_sweep_h200, step_h100 and
-                 step_h200_heldout, or
+  (b) fixtures:  `teetrain bench emulated-step` against tests/fixtures/gpu_size_sweep_h200, step_h100,
+                 step_h200_heldout and gpu_token_sweep_h200, or
                  against ground-truth fixtures of the documented format (--fixture FILE, FIXTURE_FORMAT
-                 below): within 10%; mean and max |error| per configuration family, the fit set (the
-                 fixtures the emulator's constants were fitted to) and the held-out set apart.
+                 below): within 10%; mean and max |error| of the step, and the forward's and backward's
+                 mean, per configuration family, the fit set (the fixtures the emulator's constants were
+                 fitted to: tools/fit_gpu_kernels.py for the transformer's) and the held-out set apart.
   (d) tee:       the TEE cost terms against every published real-hardware CC measurement we can cite
                  (TEE_MEASUREMENTS below, each with its source): `teetrain bench emulated-step --cc-hardware`
                  prints the row the emulator charges; a copy through the bounce buffers, a kernel launch, a
@@ -52,13 +53,14 @@ FIXTURE_FIELDS = {  # field: (type, what it holds)
 PRECISIONS = ("tf32", "fp32", "bf16")
 SETS = ("fit", "held_out")
 # The committed `bench step --json` fixtures, by directory and family: which set each belongs to.
-# step_h200_heldout: measured after every constant was set (its README), none fitted to it.
-LEGACY_SETS = {("gpu_size_sweep_h200", "gpt2"): "fit", ("step_h100", "resnet"): "fit",
+# step_h200_heldout: measured after every constant was set (its README), none fitted to it. The
+# transformer's constants are fitted (tools/fit_gpu_kernels.py) to the size sweep and to GPT-2 (124M)
+# at every shape of the token sweep; the other models of the token sweep are held out.
+LEGACY_SETS = {("gpu_size_sweep_h200", "gpt2"): "fit", ("gpu_size_sweep_h200", "gpt2-medium"): "fit",
+               ("gpu_token_sweep_h200", "gpt2"): "fit", ("step_h100", "resnet"): "fit",
                ("step_h100", "gpt2"): "held_out", ("step_h200_heldout", "resnet"): "held_out",
                ("step_h200_heldout", "bert"): "held_out", ("step_h200_heldout", "llama"): "held_out"}
-# What the fit set's steps share, named in a held-out row's cause: every transformer step fitted has
-# B x T = 4 x 1024 tokens, every convolution step ran on the H100.
-FIT_TOKENS = 4096
+# What the fit set's steps share, named in a held-out row's cause: every convolution step ran on the H100.
 FIT_GPU = {"resnet": "h100"}
 TEE_MODES = ["off", "cc", "fast"]
 RIG = "scripts/netns-hosts.sh"
@@ -147,9 +149,10 @@ def part_a(args):
     return rows
 
 
-# A preset's name prefix and its family: SmolLM2 is a Llama (models/llama/llama_config.cpp builds it).
-MODEL_FAMILIES = (("gpt2", "gpt2"), ("resnet", "resnet"), ("bert", "bert"), ("llama", "llama"),
-                  ("smollm2", "llama"))
+# A preset's name prefix and its family: SmolLM2 is a Llama (models/llama/llama_config.cpp builds it);
+# GPT-2 Medium is a family of its own, held out of the token sweep's fit.
+MODEL_FAMILIES = (("gpt2-medium", "gpt2-medium"), ("gpt2", "gpt2"), ("resnet", "resnet"), ("bert", "bert"),
+                  ("llama", "llama"), ("smollm2", "llama"))
 
 
 def family_of(model):
@@ -202,29 +205,50 @@ def legacy_fixture(path):
     name, prec = os.path.basename(path)[:-5].rsplit("-", 1)
     gpu = "h200" if "h200" in path else "h100"
     where = os.path.basename(os.path.dirname(path))
+    source = where
+    if where.startswith("b") and "_t" in where:  # a shape's folder of a sweep: b<B>_t<T>
+        source = os.path.basename(os.path.dirname(os.path.dirname(path))) + "/" + where
+        where = source.split("/")[0]
     image = family_of(name) == "resnet"
     return dict(model=name, precision=prec, gpu=gpu, batch=m["batch"],
                 shape=m["model"]["image_size"] if image else m["seq"],
-                set=LEGACY_SETS.get((where, family_of(name)), "held_out"), source=where,
+                set=LEGACY_SETS.get((where, family_of(name)), "held_out"), source=source,
                 family=f"{family_of(name)} {prec} on {gpu}", forward_s=m["forward_s"], backward_s=m["backward_s"],
                 optimizer_s=m["optimizer_s"])
 
 
+def fixtures_of(args):
+    """Part (b)'s measured steps: the --fixture files, else the committed ones matching --fixtures."""
+    if args.fixture:
+        return [read_fixture(p) for p in args.fixture]
+    paths = sorted(p for g in args.fixtures.split(",") for p in glob.glob(g))
+    if not paths:
+        sys.exit(f"validate_emulator: --fixtures {args.fixtures}: no fixture file matches")
+    return [legacy_fixture(p) for p in paths]
+
+
+def emulated_step(binary, m):
+    """`teetrain bench emulated-step` at a fixture's model, shape, GPU and precision: its JSON."""
+    name = m["model"]
+    cmd = [binary, "bench", "emulated-step", "--model", name, "--batch", str(m["batch"]), "--gpu", m["gpu"],
+           "--gpu-precision", m["precision"]]
+    cmd += ["--image-size" if family_of(name) == "resnet" else "--seq", str(m["shape"])]
+    return json.loads(run(cmd).stdout)
+
+
+def transformer_cause(emu):
+    """What the emulator charges a transformer step from (Note [Transformer kernel model]), in its constants."""
+    c = emu["constants"]
+    return (f"projection GEMMs at {c['efficiency']:.2f} of peak, attention's batched GEMMs at "
+            f"{c['attention_efficiency']:.2f}, {c['launch_s'] * 1e6:.1f} us per kernel launch, row-wise traffic "
+            f"x{c['row_traffic']:.2f} and the (T, T) scores' x{c['scores_traffic']:.2f} (tools/fit_gpu_kernels.py)")
+
+
 def part_b(args):
     rows = []
-    if args.fixture:
-        fixtures = [read_fixture(p) for p in args.fixture]
-    else:
-        paths = sorted(p for g in args.fixtures.split(",") for p in glob.glob(g))
-        if not paths:
-            sys.exit(f"validate_emulator: --fixtures {args.fixtures}: no fixture file matches")
-        fixtures = [legacy_fixture(p) for p in paths]
-    for m in fixtures:
+    for m in fixtures_of(args):
         name, prec, gpu = m["model"], m["precision"], m["gpu"]
-        cmd = [args.bin, "bench", "emulated-step", "--model", name, "--batch", str(m["batch"]), "--gpu", gpu,
-               "--gpu-precision", prec]
-        cmd += ["--image-size" if family_of(name) == "resnet" else "--seq", str(m["shape"])]
-        emu = json.loads(run(cmd).stdout)
+        emu = emulated_step(args.bin, m)
         pred = emu["step_s"]
         meas = m["forward_s"] + m["backward_s"] + m["optimizer_s"]
         # Which pass a miss comes from: the fixture and the prediction both split the step.
@@ -240,25 +264,30 @@ def part_b(args):
                 cause += (f"; batch norm, ReLU and pooling are priced at {gpu}'s HBM rate, the convolution "
                           f"efficiencies were fitted on {FIT_GPU['resnet']}")
         else:
-            tokens = m["batch"] * m["shape"]
-            cause += ("matmuls at one efficiency (0.76 of peak) and one cost per transformer kernel (40 us), fitted "
-                      f"on steps of {FIT_TOKENS} tokens" + (f" (this one: {tokens})" if tokens != FIT_TOKENS else ""))
+            cause += transformer_cause(emu) + f"; {m['batch']} x {m['shape']} tokens"
         r = row("b", f"{name} {prec} on {gpu} ({m['source']})", pred, meas, cause)
-        rows.append(dict(r, family=m["family"], set=m["set"]))
+        rows.append(dict(r, family=m["family"], set=m["set"],
+                         **{f"{p}_error": emu[p + "_s"] / m[p + "_s"] - 1 for p in ("forward", "backward")}))
     return rows
 
 
 def family_table(rows):
-    """Mean and max |error| of part (b) per configuration family, the fit and held-out sets apart."""
+    """Mean and max |error| of the step per configuration family of parts (b) and (d), the fit and held-out
+    sets apart; for (b), the forward's and backward's mean |error| too."""
     groups = {}
     for r in rows:
         if r["part"] in ("b", "d"):
-            groups.setdefault((r["set"], r["family"]), []).append(abs(r["error"]))
+            groups.setdefault((r["set"], r["family"]), []).append(r)
     if not groups:
         return []
-    lines = ["", "| set | family | fixtures | mean abs error | max abs error |", "| --- | --- | --- | --- | --- |"]
-    for (st, fam), errs in sorted(groups.items()):
-        lines.append(f"| {st.replace('_', '-')} | {fam} | {len(errs)} | {statistics.mean(errs):.1%} | {max(errs):.1%} |")
+    lines = ["", "| set | family | fixtures | mean abs error | max abs error | forward mean | backward mean |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for (st, fam), rs in sorted(groups.items()):
+        errs = [abs(r["error"]) for r in rs]
+        passes = [f"{statistics.mean(abs(r[p]) for r in rs):.1%}" if all(p in r for r in rs) else "-"
+                  for p in ("forward_error", "backward_error")]
+        lines.append(f"| {st.replace('_', '-')} | {fam} | {len(errs)} | {statistics.mean(errs):.1%} | "
+                     f"{max(errs):.1%} | {' | '.join(passes)} |")
     return lines
 
 
@@ -445,7 +474,7 @@ def main():
                                     "against published CC measurements); default a,b,c,d (b alone with --fixture)")
     ap.add_argument("--data", default="data-cache/fortunes", help="token shards (prepared if missing)")
     ap.add_argument("--fixtures", default="tests/fixtures/gpu_size_sweep_h200/*.json,tests/fixtures/step_h100/*.json,"
-                    "tests/fixtures/step_h200_heldout/*.json",
+                    "tests/fixtures/step_h200_heldout/*.json,tests/fixtures/gpu_token_sweep_h200/*/*.json",
                     help="comma-separated globs of part (b)'s fixtures (`teetrain bench step --json` of a GPU)")
     ap.add_argument("--fixture", action="append", default=[],
                     help=f"a ground-truth fixture of format {FIXTURE_FORMAT} for part (b), instead of --fixtures "

@@ -23,6 +23,7 @@ EmulatedBackend::EmulatedBackend(EmulatedGpu gpu, Timing timing, std::size_t blo
       timing_(timing),
       virtual_time_(clock != nullptr && clock->is_virtual()),
       matmul_flops_per_s_(gpu_.flops_per_second()),  // validates the GPU settings before the run starts
+      attention_flops_per_s_(gpu_.attention_flops_per_second()),
       conv_flops_per_s_(gpu_.conv_flops_per_second()),
       memory_(block_bytes),
       compute_(std::chrono::milliseconds(2), clock),
@@ -49,28 +50,42 @@ void EmulatedBackend::reset_seconds() {
 }
 
 void EmulatedBackend::charge(EmulatedWork w, double amount, Launch launch) {
-  double s = launch == Launch::RowKernel ? gpu_.spec.row_kernel_seconds : 0.0;
+  double s = 0;
   switch (w) {
     case EmulatedWork::Matmul:
-      s += amount / matmul_flops_per_s_;
+      s = amount / matmul_flops_per_s_;
+      break;
+    case EmulatedWork::Attention:
+      s = amount / attention_flops_per_s_;
       break;
     case EmulatedWork::Conv:
-      s += amount / conv_flops_per_s_;
+      s = amount / conv_flops_per_s_;
       break;
     case EmulatedWork::Elementwise:
-      s += gpu_.elementwise_seconds(amount);
+      s = gpu_.elementwise_seconds(amount);
+      break;
+    case EmulatedWork::Rows:
+      s = gpu_.elementwise_seconds(amount, gpu_.row_traffic());
+      break;
+    case EmulatedWork::Scores:
+      s = gpu_.elementwise_seconds(amount, gpu_.scores_traffic());
+      break;
+    case EmulatedWork::Launches:
+      s = amount * gpu_.spec.row_kernel_seconds;
       break;
     case EmulatedWork::Optimizer:
-      s += gpu_.optimizer_seconds(amount);
+      s = gpu_.optimizer_seconds(amount);
       break;
     case EmulatedWork::Transfer:
       // In CC mode through the bounce buffers (the charge below), else over plain PCIe.
-      s += gpu_.cc.on() ? 0.0 : amount / kPcieBytesPerSecond;
+      s = gpu_.cc.on() ? 0.0 : amount / kPcieBytesPerSecond;
       break;
   }
   // Note [CC hardware costs] (emulated_gpu.h): every copy goes through the bounce buffers at CC's
-  // measured rate, every other op is a kernel whose launch CC makes dearer.
-  if (gpu_.cc.on()) {
+  // measured rate, every other op's launch is dearer: once per op, and once per launches() call of a
+  // transformer op (its GEMMs, its row kernels), not per kernel, so CC's launch charge stays what it
+  // was before the kernels were counted (already an upper bound: the host waits for each op).
+  if (gpu_.cc.on() && launch != Launch::Counted) {
     const bool copy = w == EmulatedWork::Transfer;
     const double cc =
         copy ? gpu_.cc.copy_seconds(launch == Launch::ToDevice, amount) : gpu_.cc.launch_extra_us * 1e-6;
@@ -78,8 +93,12 @@ void EmulatedBackend::charge(EmulatedWork w, double amount, Launch launch) {
     s += cc;
   }
   seconds_[static_cast<std::size_t>(w)].fetch_add(s);
-  if (launch == Launch::RowKernel) kernels_.fetch_add(1);
+  if (w == EmulatedWork::Launches) kernels_.fetch_add(static_cast<long>(amount));
   if (timing_ == Timing::Wait) (std::this_thread::get_id() == compute_thread_ ? compute_ : comm_).run(s);
+}
+
+void EmulatedBackend::launches(double kernels) {
+  if (kernels > 0) charge(EmulatedWork::Launches, kernels);
 }
 
 void EmulatedBackend::comm_kernel(double bytes) {
@@ -141,13 +160,16 @@ double EmulatedBackend::mean(const float*, std::size_t n) {
   return 0.0;
 }
 
-// ---- transformer ops (N = B*T rows of C).
+// ---- transformer ops (N = B*T rows of C): Note [Transformer kernel model] (emulated_gpu.h). Each op is
+// charged its kernels as the CUDA backend launches them (core/cuda/cuda_ops_*.cu), its GEMMs' FLOPs and
+// the floats its row-wise kernels read and write.
 void EmulatedBackend::encoder_forward(float*, const int32_t*, const float*, const float* wpe, int B, int T,
                                       int C) {
   charge_row_floats((wpe != nullptr ? 3.0 : 2.0) * d(B) * d(T) * d(C));  // rows gathered, one written
 }
 void EmulatedBackend::encoder_backward(float*, float*, const float*, const int32_t*, int B, int T, int C) {
-  charge_row_floats(5.0 * d(B) * d(T) * d(C));  // dout read, two rows read-modify-written
+  // dout read, two rows read-modify-written; dwpe, the positions, their sort by token (counted as one), dwte.
+  charge_row_floats(5.0 * d(B) * d(T) * d(C), 4);
 }
 void EmulatedBackend::layernorm_forward(float*, float*, float*, const float*, const float*, const float*,
                                         int N, int C) {
@@ -155,25 +177,30 @@ void EmulatedBackend::layernorm_forward(float*, float*, float*, const float*, co
 }
 void EmulatedBackend::layernorm_backward(float*, float*, float*, const float*, const float*, const float*,
                                          const float*, const float*, int N, int C) {
-  charge_row_floats(4.0 * d(N) * d(C));  // dout and inp read, dinp read-modify-written
+  // dout and inp read, dinp read-modify-written; dinp, then the weights' partial and final sums.
+  charge_row_floats(4.0 * d(N) * d(C), 3);
 }
 void EmulatedBackend::matmul_forward(float*, const float*, const float*, const float* bias, int N, int IC,
                                      int OC) {
-  charge(EmulatedWork::Matmul, 2.0 * d(N) * d(IC) * d(OC), Launch::RowKernel);
-  if (bias != nullptr) charge_row_floats(2.0 * d(N) * d(OC));
+  charge(EmulatedWork::Matmul, 2.0 * d(N) * d(IC) * d(OC), Launch::Counted);
+  launches(1);
+  if (bias != nullptr) charge_row_floats(2.0 * d(N) * d(OC));  // broadcast, then read by the GEMM
 }
 void EmulatedBackend::matmul_backward(float* dinp, float* dweight, float* dbias, const float*, const float*,
                                       const float*, int N, int IC, int OC) {
   const double one = 2.0 * d(N) * d(IC) * d(OC);
-  charge(EmulatedWork::Matmul, (dinp != nullptr ? one : 0.0) + (dweight != nullptr ? one : 0.0),
-         Launch::RowKernel);
-  if (dbias != nullptr) charge_row_floats(d(N) * d(OC));
+  const double gemms = (dinp != nullptr ? 1.0 : 0.0) + (dweight != nullptr ? 1.0 : 0.0);
+  charge(EmulatedWork::Matmul, gemms * one, Launch::Counted);
+  launches(gemms);
+  if (dbias != nullptr) charge_row_floats(d(N) * d(OC), 2);  // column sums: partial, final
 }
-// Our CUDA attention runs Q K^T and att V as batched gemms and materialises the (B, NH, T, T)
-// matrices: forward writes the scores, softmax reads and writes them, att V reads them (4 passes);
-// backward makes 7 passes (datt written, read by softmax backward which writes dscores, read twice
-// by the dq and dk gemms; att read twice). Rows: forward reads qkv (B, T, (NH + 2 NKV) HS) and writes
-// out (B, T, NH HS); backward reads qkv and dout and read-modify-writes dqkv.
+// Our CUDA attention runs Q K^T and att V as cuBLAS batched gemms, one call per sequence and query head
+// of a group (core/cuda/cuda_ops_attention.cu: 2 B G forward, 4 B G backward, G = NH / NKV), each
+// batching the NKV groups' (T x HS) x (HS x T) products, and materialises the (B, NH, T, T) matrices:
+// forward writes the scores, softmax reads and writes them, att V reads them (4 passes); backward makes
+// 7 passes (datt written, read by softmax backward which writes dscores, read twice by the dq and dk
+// gemms; att read twice). Rows: forward reads qkv (B, T, (NH + 2 NKV) HS) and writes out (B, T, NH HS);
+// backward reads qkv and dout and read-modify-writes dqkv.
 // Both masks cost the same: the CUDA backend computes the full (T, T) scores either way.
 void EmulatedBackend::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
                                         AttentionMask mask) {
@@ -187,15 +214,19 @@ void EmulatedBackend::gqa_attention_forward(float*, float*, const float*, int B,
                                             int HS, AttentionMask) {
   const double N = d(B) * d(T);
   const double qkv = d(NH + 2 * NKV) * d(HS);
-  charge(EmulatedWork::Matmul, 4.0 * N * d(T) * d(NH) * d(HS), Launch::RowKernel);
-  charge_row_floats(4.0 * d(B) * d(NH) * d(T) * d(T) + N * (qkv + d(NH) * d(HS)));
+  charge(EmulatedWork::Attention, 4.0 * N * d(T) * d(NH) * d(HS), Launch::Counted);
+  charge(EmulatedWork::Scores, 4.0 * d(B) * d(NH) * d(T) * d(T) * kFloat, Launch::Counted);
+  launches(2.0 * d(B) * d(NH / NKV));  // the batched gemms; the softmax is charge_row_floats' launch
+  charge_row_floats(N * (qkv + d(NH) * d(HS)));
 }
 void EmulatedBackend::gqa_attention_backward(float*, float*, const float*, const float*, const float*, int B,
                                              int T, int NH, int NKV, int HS, AttentionMask) {
   const double N = d(B) * d(T);
   const double qkv = d(NH + 2 * NKV) * d(HS);
-  charge(EmulatedWork::Matmul, 8.0 * N * d(T) * d(NH) * d(HS), Launch::RowKernel);
-  charge_row_floats(7.0 * d(B) * d(NH) * d(T) * d(T) + N * (3.0 * qkv + d(NH) * d(HS)));
+  charge(EmulatedWork::Attention, 8.0 * N * d(T) * d(NH) * d(HS), Launch::Counted);
+  charge(EmulatedWork::Scores, 7.0 * d(B) * d(NH) * d(T) * d(T) * kFloat, Launch::Counted);
+  launches(4.0 * d(B) * d(NH / NKV));
+  charge_row_floats(N * (3.0 * qkv + d(NH) * d(HS)));
 }
 // Llama's row kernels, by the floats they move as the kernels above: RMSNorm as layernorm (one statistic
 // per row instead of two), rotary embeddings read and write their heads in place, SwiGLU reads gate and
@@ -205,7 +236,7 @@ void EmulatedBackend::rmsnorm_forward(float*, float*, const float*, const float*
 }
 void EmulatedBackend::rmsnorm_backward(float*, float*, const float*, const float*, const float*, const float*,
                                        int N, int C) {
-  charge_row_floats(4.0 * d(N) * d(C));  // dout and inp read, dinp read-modify-written
+  charge_row_floats(4.0 * d(N) * d(C), 3);  // as layernorm_backward
 }
 void EmulatedBackend::rope_forward(float*, int B, int T, int, int heads, int HS, float) {
   charge_row_floats(2.0 * d(B) * d(T) * d(heads) * d(HS));

@@ -35,9 +35,28 @@
 
 namespace tt {
 
-// The kinds of work an emulated op is charged as (each has its own rate).
-enum class EmulatedWork { Matmul, Conv, Elementwise, Optimizer, Transfer };
-inline constexpr std::size_t kEmulatedWorkKinds = 5;
+// The kinds of work an emulated op is charged as (each has its own rate): Note [Transformer kernel model].
+enum class EmulatedWork {
+  Matmul,       // the projections' GEMMs: FLOPs at the matmul efficiency
+  Attention,    // attention's batched (T x hs) x (hs x T) GEMMs: FLOPs at their own efficiency
+  Conv,         // convolutions' implicit GEMMs
+  Elementwise,  // element-wise kernels outside the transformer's ops (and ResNet's): bytes
+  Rows,         // the transformer's row-wise kernels: bytes
+  Scores,       // attention's materialised (B, NH, T, T) tensors, read and written: bytes
+  Launches,     // the transformer's kernel launches: a fixed cost each
+  Optimizer,
+  Transfer
+};
+inline constexpr std::size_t kEmulatedWorkKinds = 9;
+template <>
+struct EnumNames<EmulatedWork> {
+  static constexpr std::pair<const char*, EmulatedWork> all[] = {
+      {"matmul", EmulatedWork::Matmul},     {"attention", EmulatedWork::Attention},
+      {"conv", EmulatedWork::Conv},         {"elementwise", EmulatedWork::Elementwise},
+      {"rows", EmulatedWork::Rows},         {"scores", EmulatedWork::Scores},
+      {"launches", EmulatedWork::Launches}, {"optimizer", EmulatedWork::Optimizer},
+      {"transfer", EmulatedWork::Transfer}};
+};
 
 class EmulatedBackend final : public Backend {
  public:
@@ -61,7 +80,7 @@ class EmulatedBackend final : public Backend {
   double seconds(EmulatedWork w) const { return seconds_[static_cast<std::size_t>(w)].load(); }
   double seconds() const;
   void reset_seconds();
-  // Transformer kernels (Launch::RowKernel) charged since the last reset_seconds().
+  // Transformer kernel launches (EmulatedWork::Launches) charged since the last reset_seconds().
   long kernels() const { return kernels_.load(); }
   // Of seconds(), what the GPU's CC mode added since the last reset_seconds() (Note [CC hardware
   // costs], emulated_gpu.h): kernel launches, and host <-> device copies through the bounce buffers.
@@ -158,21 +177,28 @@ class EmulatedBackend final : public Backend {
   void global_avgpool_backward(float* dinp, const float* dout, int B, int C, int HW) override;
 
  private:
-  // RowKernel: one of the transformer's kernels, which pay kRowKernelSeconds on top of their work.
+  // Plain: one kernel, whose launch only CC prices (element-wise and CNN ops, as fitted on ResNet).
+  // Counted: part of a transformer op, whose kernels launches() charges.
   // ToDevice, ToHost: a copy (EmulatedWork::Transfer) and its direction, which CC prices apart.
-  enum class Launch { Plain, RowKernel, ToDevice, ToHost };
-  // Charges `amount` of one kind of work: FLOPs for Matmul and Conv, bytes for the others.
+  enum class Launch { Plain, Counted, ToDevice, ToHost };
+  // Charges `amount` of one kind of work: FLOPs for Matmul, Attention and Conv, bytes for the others.
   void charge(EmulatedWork w, double amount, Launch launch = Launch::Plain);
+  // Charges `kernels` launches of a transformer op (EmulatedWork::Launches): the fixed cost of each
+  // (GpuSpec::row_kernel_seconds) and, in CC mode, what CC adds to one launch (charge()).
+  void launches(double kernels);
   double channel_parallel(int C) const;
   void charge_elementwise_floats(double floats) { charge(EmulatedWork::Elementwise, floats * sizeof(float)); }
-  void charge_row_floats(double floats) {
-    charge(EmulatedWork::Elementwise, floats * sizeof(float), Launch::RowKernel);
+  // A transformer op's row-wise traffic and its `kernels` launches.
+  void charge_row_floats(double floats, double kernels = 1) {
+    charge(EmulatedWork::Rows, floats * sizeof(float), Launch::Counted);
+    launches(kernels);
   }
 
   EmulatedGpu gpu_;
   Timing timing_;
   bool virtual_time_;
   double matmul_flops_per_s_;
+  double attention_flops_per_s_;
   double conv_flops_per_s_;
   AliasedMemory memory_;
   EmulatedGpuQueue compute_;

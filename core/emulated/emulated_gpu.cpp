@@ -13,12 +13,13 @@ std::vector<GpuSpec> gpu_specs() {
   //
   // The measured figures (emulated_gpu.h) come from two sets of real CUDA steps of teetrain's own
   // kernels, costed op by op by EmulatedBackend and fitted by least squares on relative error:
-  // - gpt2 ... gpt2-xl at B = 4, T = 1024, TF32 and FP32, on an H200 (tests/fixtures/
-  //   gpu_size_sweep_h200): with matmuls at 0.76 of peak (cuBLAS alone at those shapes: 71-80% of TF32
-  //   peak, 68-75% of FP32), element-wise traffic x1.19 and 40 us per transformer kernel put all
-  //   eight within 5.6%, and within 3.4% of the step-level model used before (FLOPs / (peak x 0.76) +
-  //   15 x activation bytes / (0.8 x HBM)). The per-kernel term is what makes the small models'
-  //   model-FLOP utilisation low (18% for TF32 gpt2, 31% for gpt2-xl).
+  // - the transformer's (Note [Transformer kernel model], emulated_gpu.h): GPT-2 (124M) TF32 and FP32 at
+  //   1 x 1024 ... 8 x 1024 tokens (tests/fixtures/gpu_token_sweep_h200) and gpt2 ... gpt2-xl at
+  //   4 x 1024 (gpu_size_sweep_h200), on an H200, refitted by tools/fit_gpu_kernels.py: GEMMs at 0.717
+  //   of peak, attention's batched GEMMs at 0.919, 11.5 us per kernel launch, row-wise traffic x0.498,
+  //   the (T, T) scores' x1.87. The fit set's steps are within 11.7%, the held-out GPT-2 Medium sweep
+  //   within 7.6% (its output lists every family). Before, one efficiency (0.76), element-wise traffic
+  //   x1.19 and 40 us per transformer op, fitted at 4 x 1024 alone, missed the token sweep by up to 46%.
   // - resnet18/50/152 at 224 px, batch 32, TF32 and FP32, on an H100 (tests/fixtures/step_h100):
   //   with the same element-wise figures (and our batch norm's one block per channel), convolutions at
   //   0.21 of FP32 peak put the FP32 steps within 13%. On tensor cores one efficiency per FLOP (0.086)
@@ -210,6 +211,7 @@ void validate_gpu_spec(const GpuSpec& g) {
   for (const auto& [field, v] : positive)
     if (!(v > 0)) throw InputError(std::string("GPU '") + g.name + "': " + field + " must be positive");
   const std::pair<const char*, double> fraction[] = {{"efficiency", g.efficiency},
+                                                     {"attention_efficiency", g.attention_efficiency},
                                                      {"conv_efficiency", g.conv_efficiency},
                                                      {"conv_efficiency_fp32", g.conv_efficiency_fp32}};
   for (const auto& [field, v] : fraction)
@@ -220,6 +222,8 @@ void validate_gpu_spec(const GpuSpec& g) {
                                                          {"memory_gbps", g.memory_gbps},
                                                          {"aead_gbps", g.aead_gbps},
                                                          {"row_kernel_seconds", g.row_kernel_seconds},
+                                                         {"row_traffic", g.row_traffic},
+                                                         {"scores_traffic", g.scores_traffic},
                                                          {"optimizer_gbps", g.optimizer_gbps}};
   for (const auto& [field, v] : non_negative)
     if (!(v >= 0)) throw InputError(std::string("GPU '") + g.name + "': " + field + " must not be negative");
@@ -274,8 +278,12 @@ double EmulatedGpu::conv_gemm_flops(double M, double N, double K) const {
   return 2.0 * tiles_m * kTensorTileM * tiles_n * kTensorTileN * K;
 }
 
-double EmulatedGpu::elementwise_seconds(double bytes) const {
-  const double traffic = bytes * act_traffic() * (precision == GpuPrecision::Bf16 ? 0.5 : 1.0);
+double EmulatedGpu::attention_flops_per_second() const {
+  return flops_per_second() / efficiency() * spec.attention_efficiency;
+}
+
+double EmulatedGpu::elementwise_seconds(double bytes, double per_byte) const {
+  const double traffic = bytes * per_byte * (precision == GpuPrecision::Bf16 ? 0.5 : 1.0);
   // Beyond the cache, the rate measured from memory (itself, not a share of a peak).
   if (spec.cache_bytes > 0 && spec.memory_gbps > 0 && bytes > spec.cache_bytes)
     return traffic / (spec.memory_gbps * 1e9);

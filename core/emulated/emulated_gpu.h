@@ -11,17 +11,36 @@
 namespace tt {
 
 // What teetrain's own CUDA kernels reach, measured (the fits are described in gpu_specs()):
-// - matmuls (cuBLAS) reach 0.76 of the tensor-core peak (tests/fixtures/gpu_size_sweep_h200);
-// - convolutions (cuDNN at batch 32) far less (tests/fixtures/step_h100); on tensor cores, each of a
-//   convolution's implicit GEMMs also pays for the tiles its shape leaves partly empty (conv_gemm_flops);
-// - element-wise kernels move kMeasuredActTraffic times the bytes of their operands, at 80% of HBM;
-// - each of the transformer's kernels (matmul, layernorm, attention, GELU, embedding, softmax) costs
-//   kMeasuredRowKernelSeconds beyond that: launches and the tails of unfused row-wise kernels.
-inline constexpr double kMeasuredMatmulEfficiency = 0.76;
+// - convolutions (cuDNN at batch 32) far less than matmuls (tests/fixtures/step_h100); on tensor cores,
+//   each of a convolution's implicit GEMMs also pays for the tiles its shape leaves partly empty
+//   (conv_gemm_flops);
+// - element-wise kernels outside the transformer's ops move kMeasuredActTraffic times the bytes of their
+//   operands, at 80% of HBM;
+// - the transformer's ops: Note [Transformer kernel model].
+//
+// Note [Transformer kernel model]: a transformer op is charged its kernels as the CUDA backend launches
+// them (core/cuda/cuda_ops_*.cu), each at a fixed cost (kMeasuredRowKernelSeconds: the launch and the
+// short kernel's ramp and tail), plus its work at its own shapes: the projections' GEMMs at
+// kMeasuredMatmulEfficiency of the tensor-core peak; attention's batched (T x hs) x (hs x T) GEMMs, 2 B G
+// calls forward and 4 B G backward (G query heads per key/value head), at kMeasuredAttentionEfficiency;
+// the row-wise kernels' floats (layernorm, GELU, bias, softmax over the vocabulary, attention's q, k, v
+// and output rows) at kMeasuredRowTraffic bytes per operand byte, and the materialised (B, NH, T, T)
+// scores, read and written 4 times forward and 7 backward, at kMeasuredScoresTraffic, both at 80% of
+// HBM. The five constants are one linear least-squares fit (tools/fit_gpu_kernels.py, which prints them
+// and the per-family table) of the forward and backward passes of GPT-2 (124M) TF32 and FP32 on an H200
+// at 1,024 to 8,192 tokens per step (tests/fixtures/gpu_token_sweep_h200) and of the GPT-2 size sweep at
+// 4 x 1024 (gpu_size_sweep_h200); every other transformer fixture is held out. Row traffic below 1 is
+// the H200's 50 MB L2 serving what a GEMM just wrote; the scores' above 1 is the softmax's strided rows
+// and the GEMMs re-reading them. `bench emulated-step` reports each term per pass (forward_work,
+// backward_work), which is what the fit reads.
+inline constexpr double kMeasuredMatmulEfficiency = 0.717;
+inline constexpr double kMeasuredAttentionEfficiency = 0.919;
+inline constexpr double kMeasuredRowKernelSeconds = 11.5e-6;
+inline constexpr double kMeasuredRowTraffic = 0.498;
+inline constexpr double kMeasuredScoresTraffic = 1.87;
 inline constexpr double kMeasuredConvEfficiency = 0.128;     // tensor cores (TF32, BF16), of full tiles
 inline constexpr double kMeasuredConvEfficiencyFp32 = 0.21;  // CUDA cores (exact FP32)
 inline constexpr double kMeasuredActTraffic = 1.19;
-inline constexpr double kMeasuredRowKernelSeconds = 40e-6;
 // The output tile of Hopper's tensor-core GEMM kernels (CUTLASS's sm90 TF32/BF16 tile: 128 rows of M by
 // 256 columns of N). A GEMM dimension that is not a multiple of it computes the empty part of its last
 // tile: ResNet's 64-channel layers fill a quarter of the N tile. Not fitted (see gpu_specs()).
@@ -177,7 +196,12 @@ struct GpuSpec {
   // Device memory, GiB (the data sheets' "80 GB" of HBM are 80 GiB); a run whose rank needs more is
   // refused (engine/state_memory.h). 0: not checked (a host profile that does not give it).
   double memory_gib = 0;
-  double row_kernel_seconds = kMeasuredRowKernelSeconds;  // fixed cost of each transformer kernel
+  double row_kernel_seconds = kMeasuredRowKernelSeconds;  // fixed cost of each transformer kernel launch
+  // Note [Transformer kernel model]: attention's batched GEMMs' fraction of peak, and the HBM traffic per
+  // operand byte of the transformer's row-wise kernels and of attention's (B, NH, T, T) tensors.
+  double attention_efficiency = kMeasuredAttentionEfficiency;
+  double row_traffic = kMeasuredRowTraffic;
+  double scores_traffic = kMeasuredScoresTraffic;
   double optimizer_gbps = 0;  // rate the fused optimizer streams its state (0 = 60% of hbm_gbps)
   // Element-wise ops whose traffic exceeds cache_bytes stream from memory at memory_gbps instead of
   // hbm_gbps (a host profile: hbm_gbps is measured at the activations' size, which stays in cache,
@@ -213,16 +237,25 @@ struct EmulatedGpu {
   double flops_per_second() const;
   // Sustained convolution FLOP/s = peak x conv efficiency (the matmul override scales it alike).
   double conv_flops_per_second() const;
+  // Sustained FLOP/s of attention's batched GEMMs = peak x attention efficiency (the override scales it).
+  double attention_flops_per_second() const;
   // FLOPs a convolution's implicit GEMM (M x N output, K deep: 2 M N K FLOPs) is charged at
   // conv_flops_per_second(): on tensor cores (tf32, bf16; not with --gpu-tflops), the whole tiles of
   // kTensorTileM x kTensorTileN that cover M x N.
   double conv_gemm_flops(double M, double N, double K) const;
   double efficiency() const { return efficiency_override > 0 ? efficiency_override : spec.efficiency; }
   double act_traffic() const { return act_traffic_override >= 0 ? act_traffic_override : spec.act_traffic; }
+  // The transformer's row-wise kernels' and attention scores' traffic (--gpu-act-traffic replaces both).
+  double row_traffic() const { return act_traffic_override >= 0 ? act_traffic_override : spec.row_traffic; }
+  double scores_traffic() const {
+    return act_traffic_override >= 0 ? act_traffic_override : spec.scores_traffic;
+  }
   // Seconds element-wise kernels take for `bytes` of FP32 operands (read and written): their traffic
   // at 80% of HBM bandwidth (streaming kernels), halved for bf16 (2-byte activations); above the
   // spec's cache_bytes, at memory_gbps.
-  double elementwise_seconds(double bytes) const;
+  double elementwise_seconds(double bytes) const { return elementwise_seconds(bytes, act_traffic()); }
+  // The same at `traffic` bytes moved per operand byte.
+  double elementwise_seconds(double bytes, double traffic) const;
   // Seconds a fused optimizer kernel takes to stream `bytes` (it reached 51-65% of an H200's HBM).
   double optimizer_seconds(double bytes) const;
   std::string describe() const;  // "h100 tf32 494.7 TFLOP/s x 0.76 + element-wise x1.0 at 3350 GB/s"

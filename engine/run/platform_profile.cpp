@@ -28,11 +28,12 @@ constexpr ProfileField kFields[] = {
     {"aead_gbps", &GpuSpec::aead_gbps},
     {"nvlink_gbps", &GpuSpec::nvlink_gbps},
 };
-// Fields a profile may leave out (0: the behaviour of profiles written before they existed).
+// Fields a profile may leave out (0: the behaviour of profiles written before they existed; the
+// transformer's attention efficiency and row and scores traffic: the matmul's and element-wise's).
 constexpr ProfileField kOptionalFields[] = {
-    {"cache_bytes", &GpuSpec::cache_bytes},
-    {"memory_gbps", &GpuSpec::memory_gbps},
-    {"memory_gib", &GpuSpec::memory_gib},
+    {"cache_bytes", &GpuSpec::cache_bytes}, {"memory_gbps", &GpuSpec::memory_gbps},
+    {"memory_gib", &GpuSpec::memory_gib},   {"attention_efficiency", &GpuSpec::attention_efficiency},
+    {"row_traffic", &GpuSpec::row_traffic}, {"scores_traffic", &GpuSpec::scores_traffic},
 };
 constexpr const char* kHint = " (write one with `teetrain bench host-profile --out FILE.json`)";
 
@@ -69,6 +70,8 @@ GpuSpec platform_profile_from_json(const nlohmann::json& j, const std::string& w
     throw InputError(where + ": field 'name' is missing or not a string" + kHint);
   g.name = j["name"].get<std::string>();
   for (const ProfileField& f : kFields) g.*(f.field) = number(f.key);
+  g.attention_efficiency = g.efficiency;
+  g.row_traffic = g.scores_traffic = g.act_traffic;
   for (const ProfileField& f : kOptionalFields)
     if (j.contains(f.key)) g.*(f.field) = number(f.key);
   g.sms = static_cast<int>(number("sms"));

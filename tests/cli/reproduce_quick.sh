@@ -41,10 +41,12 @@ hw, bounce = float(rows[0][2]), float(rows[1][2])
 assert bounce > hw, (hw, bounce)  # the bytes encrypted twice cost more
 # The closed form (tools/predict_paper.py) computes the unpipelined scenarios nearly as the emulator
 # does: within 1% at gpt2-xl (docs/reproducing.md); on this small model the links and adds it leaves
-# out weigh more, hence 10%.
+# out weigh more, and so does CC's dearer launch of every op (5.05 us), which it leaves out too: a
+# 32-token step's compute is mostly kernel launches at 11.5 us each (Note [Transformer kernel model]),
+# hence 15% (bf16-batch8 at batch 8 is 12% apart; 9% when each op cost 40 us).
 for name, _, e25, e1, c25, c1 in rows:
     if name != "host-threads":
-        assert abs(float(c25) / float(e25) - 1) < 0.10 and abs(float(c1) / float(e1) - 1) < 0.10, (name, e25, c25)
+        assert abs(float(c25) / float(e25) - 1) < 0.15 and abs(float(c1) / float(e1) - 1) < 0.15, (name, e25, c25)
 assert "Over the independent scenarios: cc" in sec and "What the paper's pair implies" in sec
 mem = re.search(r"Memory per GPU of the TEE-off runs.*bf16-batch8 ([0-9.]+) GiB at batch 8 \((fits|DOES NOT FIT); the largest batch that fits: (\d+)\)", sec)
 assert mem and int(mem.group(3)) >= 8, sec  # a small model fits many times over

@@ -28,6 +28,37 @@ else
   echo "FAIL: validate_emulator.py --parts b"; tail -20 "$WORK/val.log"; fails=$((fails + 1))
 fi
 
+# The token sweep's GPT-2 Medium TF32 steps (tests/fixtures/gpu_token_sweep_h200: 1,024 to 8,192 tokens), held
+# out of the transformer kernel model's fit (tools/fit_gpu_kernels.py): the family line has every column
+# (step mean and max, forward and backward means) and its mean |error| is under 6%, its max under 10% (one
+# cost per op fitted at 4,096 tokens alone missed these steps by 24% on average, up to 46%).
+if "$PY" "$VAL" --parts b --bin "$TT" --out "$WORK/tok" \
+    --fixtures 'tests/fixtures/gpu_token_sweep_h200/*/gpt2-medium-tf32.json' >"$WORK/tok.log" 2>&1; then
+  check "token sweep: held-out GPT-2 Medium TF32 within bounds" "$PY" - "$WORK/tok/validation.md" <<'PY'
+import re, sys
+t = open(sys.argv[1]).read()
+m = re.search(r"^\| held-out \| gpt2-medium tf32 on h200 \| 6 \| ([0-9.]+)% \| ([0-9.]+)% \| [0-9.]+% \| [0-9.]+% \|$",
+              t, re.M)
+assert m, t[-600:]
+assert float(m.group(1)) < 6 and float(m.group(2)) < 10, m.group(0)
+PY
+else
+  echo "FAIL: validate_emulator.py --parts b (token sweep)"; tail -20 "$WORK/tok.log"; fails=$((fails + 1))
+fi
+
+# The kernel model's fit (tools/fit_gpu_kernels.py) reruns from the fixtures: on three of GPT-2 TF32's token
+# sweep steps (six passes for five constants) it prints the constants and the family table of the fit set.
+S=tests/fixtures/gpu_token_sweep_h200
+if "$PY" "$(dirname "$VAL")/fit_gpu_kernels.py" --bin "$TT" \
+    --fixtures "$S/b1_t1024/gpt2-tf32.json,$S/b4_t256/gpt2-tf32.json,$S/b8_t1024/gpt2-tf32.json" >"$WORK/fit.log" 2>&1; then
+  for c in launch_s efficiency attention_efficiency row_traffic scores_traffic; do
+    check "fit prints $c" grep -qE "^  $c = ([0-9.e+-]+|inf)" "$WORK/fit.log"  # inf: an efficiency's term dropped
+  done
+  check "fit's family line" grep -qE "^\| fit \| gpt2 tf32 on h200 \| 3 \|" "$WORK/fit.log"
+else
+  echo "FAIL: fit_gpu_kernels.py"; tail -20 "$WORK/fit.log"; fails=$((fails + 1))
+fi
+
 # A ground-truth fixture in the committed format (docs/reproducing.md, "Ground-truth fixtures"): its row,
 # and the per-family table with the held-out set named; a fixture missing a field exits 2 naming it.
 GT=tests/fixtures/ground_truth/h100-gpt2-tf32.json

@@ -37,7 +37,7 @@ TEST(EmulatedGpu, TableAndOverrides) {
   // Element-wise: the measured traffic factor at 80% of 3.35 TB/s, 2-byte activations in bf16.
   EXPECT_NEAR(g.elementwise_seconds(1e9), 1e9 * kMeasuredActTraffic * 0.5 / (3350e9 * 0.8), 1e-12);
   g.precision = GpuPrecision::Tf32;
-  EXPECT_NEAR(g.flops_per_second(), 494.7e12 * 0.76, 1e9);
+  EXPECT_NEAR(g.flops_per_second(), 494.7e12 * kMeasuredMatmulEfficiency, 1e9);
   EXPECT_NEAR(g.elementwise_seconds(1e9), 1e9 * kMeasuredActTraffic / (3350e9 * 0.8), 1e-12);
   g.precision = GpuPrecision::Fp32;
   EXPECT_NEAR(g.conv_flops_per_second(), 67e12 * kMeasuredConvEfficiencyFp32, 1e9);
@@ -64,15 +64,17 @@ TEST(EmulatedGpu, TableAndOverrides) {
 TEST(EmulatedBackend, OpsCostWhatTheirShapesSay) {
   EmulatedBackend be(slow_gpu(), EmulatedBackend::Timing::Account);
   EXPECT_EQ(be.kind(), DeviceKind::Emulated);
-  be.matmul_forward(nullptr, nullptr, nullptr, nullptr, 1000, 500, 100);  // 1e8 FLOPs: 100 us
-  EXPECT_NEAR(be.seconds(EmulatedWork::Matmul), 1e-4 + kMeasuredRowKernelSeconds, 1e-9);
+  be.matmul_forward(nullptr, nullptr, nullptr, nullptr, 1000, 500, 100);  // 1e8 FLOPs: 100 us, one launch
+  EXPECT_NEAR(be.seconds(EmulatedWork::Matmul), 1e-4, 1e-9);
+  EXPECT_NEAR(be.seconds(EmulatedWork::Launches), kMeasuredRowKernelSeconds, 1e-12);
   be.matmul_backward(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1000, 500, 100);  // no grads asked
-  EXPECT_NEAR(be.seconds(EmulatedWork::Matmul), 1e-4 + 2 * kMeasuredRowKernelSeconds, 1e-9);
+  EXPECT_NEAR(be.seconds(EmulatedWork::Matmul), 1e-4, 1e-9);
+  EXPECT_EQ(be.kernels(), 1);  // no GEMM, no launch
   float g = 0;
   be.reset_seconds();
   be.matmul_backward(&g, &g, nullptr, nullptr, nullptr, nullptr, 1000, 500, 100);  // dinp and dweight
-  EXPECT_NEAR(be.seconds(EmulatedWork::Matmul), 2e-4 + kMeasuredRowKernelSeconds, 1e-9);
-  EXPECT_EQ(be.kernels(), 1);
+  EXPECT_NEAR(be.seconds(EmulatedWork::Matmul), 2e-4, 1e-9);
+  EXPECT_EQ(be.kernels(), 2);  // two GEMMs
   // Element-wise: floats read + written; a conv at the conv efficiency; AdamW 28 bytes per parameter.
   be.reset_seconds();
   be.relu_forward(nullptr, nullptr, 1000000);
@@ -100,7 +102,9 @@ TEST(EmulatedBackend, OpsCostWhatTheirShapesSay) {
 TEST(EmulatedBackend, LlamaOpsCostTheFloatsTheyMove) {
   EmulatedBackend be(slow_gpu(), EmulatedBackend::Timing::Account);
   const double row = kMeasuredRowKernelSeconds;
-  auto floats = [&be](double n) { return be.gpu().elementwise_seconds(n * sizeof(float)); };
+  auto floats = [&be](double n) {
+    return be.gpu().elementwise_seconds(n * sizeof(float), kMeasuredRowTraffic);
+  };
   be.rmsnorm_forward(nullptr, nullptr, nullptr, nullptr, 100, 64, 1e-5f);
   EXPECT_NEAR(be.seconds(), row + floats(2.0 * 100 * 64 + 100), 1e-12);
   be.reset_seconds();
@@ -113,7 +117,7 @@ TEST(EmulatedBackend, LlamaOpsCostTheFloatsTheyMove) {
   auto cost = [&be](auto op) {
     be.reset_seconds();
     op();
-    return std::pair{be.seconds(EmulatedWork::Matmul), be.seconds(EmulatedWork::Elementwise)};
+    return std::pair{be.seconds(EmulatedWork::Attention), be.seconds(EmulatedWork::Rows)};
   };
   const auto mha =
       cost([&] { be.attention_forward(nullptr, nullptr, nullptr, 2, 64, 256, 4, AttentionMask::Causal); });
@@ -181,6 +185,33 @@ TEST(EmulatedBackend, ParameterSizedElementwiseOpsRunFromMemory) {
   EXPECT_THROW(validate_gpu_spec(host), InputError);
 }
 
+// Note [Transformer kernel model]: attention is charged the kernels the CUDA backend launches (a batched
+// GEMM call per sequence and query head of a group: 2 B G forward, 4 B G backward, and the softmax), its
+// GEMMs' FLOPs at the attention efficiency and its (B, NH, T, T) scores at their own traffic. The same
+// 4,096 tokens as 16 sequences of 256 launch four times the GEMM calls of 4 x 1024 and move a quarter of
+// the scores' bytes.
+TEST(EmulatedBackend, AttentionIsChargedItsLaunchesAndScoresAtItsShapes) {
+  EmulatedBackend be(EmulatedGpu{gpu_spec("h200"), GpuPrecision::Tf32}, EmulatedBackend::Timing::Account);
+  auto forward = [&be](int B, int T, int NH, int NKV) {
+    be.reset_seconds();
+    be.gqa_attention_forward(nullptr, nullptr, nullptr, B, T, NH, NKV, 64, AttentionMask::Causal);
+    return be.kernels();
+  };
+  EXPECT_EQ(forward(4, 1024, 12, 12), 2 * 4 + 1);
+  const double scores = be.seconds(EmulatedWork::Scores);
+  EXPECT_NEAR(scores, be.gpu().elementwise_seconds(4.0 * 4 * 12 * 1024 * 1024 * 4, kMeasuredScoresTraffic),
+              1e-12);
+  EXPECT_NEAR(be.seconds(EmulatedWork::Attention),
+              4.0 * 4096 * 1024 * 12 * 64 / be.gpu().attention_flops_per_second(), 1e-12);
+  EXPECT_EQ(forward(16, 256, 12, 12), 2 * 16 + 1);
+  EXPECT_NEAR(be.seconds(EmulatedWork::Scores), scores / 4, 1e-12);
+  EXPECT_EQ(forward(4, 512, 9, 3), 2 * 4 * 3 + 1);  // SmolLM2's groups of three query heads
+  be.reset_seconds();
+  be.gqa_attention_backward(nullptr, nullptr, nullptr, nullptr, nullptr, 4, 512, 9, 3, 64,
+                            AttentionMask::Causal);
+  EXPECT_EQ(be.kernels(), 4 * 4 * 3 + 1);
+}
+
 TEST(EmulatedBackend, WaitModeWaitsAndSynchronisesAtTheHost) {
   EmulatedBackend be(slow_gpu());
   // 20 ms of matmul: the host may run ahead by up to 2 ms, so the call itself has waited >= 18 ms,
@@ -233,7 +264,8 @@ TEST(EmulatedBackend, CcModeChargesCopiesAtThePlateauAndEveryLaunch) {
   EXPECT_NEAR(on.cc_copy_seconds(), 33.39e-6 + bytes / 2.617e9 + 37.00e-6 + 4 / 2.519e9, 1e-12);
   EXPECT_NEAR(on.seconds(EmulatedWork::Transfer), on.cc_copy_seconds(), 1e-12);  // not PCIe's rate as well
   EXPECT_NEAR(on.cc_launch_seconds(), 5.05e-6, 1e-12);                           // one kernel: the matmul
-  EXPECT_NEAR(on.seconds(EmulatedWork::Matmul), off.seconds(EmulatedWork::Matmul) + 5.05e-6, 1e-12);
+  EXPECT_NEAR(on.seconds(EmulatedWork::Launches), off.seconds(EmulatedWork::Launches) + 5.05e-6, 1e-12);
+  EXPECT_EQ(on.seconds(EmulatedWork::Matmul), off.seconds(EmulatedWork::Matmul));
   EXPECT_EQ(off.cc_copy_seconds() + off.cc_launch_seconds(), 0.0);
   EXPECT_NE(cc.describe().find("CC mode (h100-pageable"), std::string::npos);
 }

@@ -260,6 +260,9 @@ GpuSpec measure_profile(const HostProfileOptions& o, nlohmann::json& measured) {
             .sms = o.threads,
             .memory_gib = 0,  // not checked: a host's memory is not what an emulated GPU holds
             .row_kernel_seconds = op,
+            .attention_efficiency = 1.0,
+            .row_traffic = 1.0,
+            .scores_traffic = 1.0,
             .optimizer_gbps = opt / 1e9,
             .cache_bytes = cache_bytes(o.threads),
             .memory_gbps = mem / 1e9};
@@ -331,6 +334,21 @@ nlohmann::json cc_costs_json(const CcCosts& c) {
             {"link_gbps", c.peer.link_gbps}}}};
 }
 
+// Of a pass's seconds, each kind of work's (Note [Transformer kernel model]), and its kernel launches:
+// what tools/fit_gpu_kernels.py refits the constants from.
+nlohmann::json work_json(const EmulatedBackend& be) {
+  nlohmann::json j{{"kernel_launches", be.kernels()}};
+  for (const auto& [name, w] : EnumNames<EmulatedWork>::all) j[std::string(name) + "_s"] = be.seconds(w);
+  return j;
+}
+
+// The constants the step was costed with, as work_json's terms scale with them.
+nlohmann::json constants_json(const EmulatedGpu& g) {
+  return {{"efficiency", g.efficiency()},         {"attention_efficiency", g.spec.attention_efficiency},
+          {"act_traffic", g.act_traffic()},       {"row_traffic", g.row_traffic()},
+          {"scores_traffic", g.scores_traffic()}, {"launch_s", g.spec.row_kernel_seconds}};
+}
+
 // One training step costed op by op on the emulated GPU (Account mode: nothing waits), as
 // `bench step` times it: zero grad, forward, backward, and AdamW (language models) or SGD (images).
 void run_emulated_step(const EmulatedStepOptions& o) {
@@ -346,9 +364,11 @@ void run_emulated_step(const EmulatedStepOptions& o) {
   model->zero_grad();
   model->forward(b);
   const double fwd = be.seconds(), fwd_conv = be.seconds(EmulatedWork::Conv);
+  const nlohmann::json fwd_work = work_json(be);
   be.reset_seconds();
   model->backward({});
   const double bwd = be.seconds(), bwd_conv = be.seconds(EmulatedWork::Conv);
+  const nlohmann::json bwd_work = work_json(be);
   be.reset_seconds();
   const std::size_t n = model->num_params();
   if (image) {
@@ -368,6 +388,9 @@ void run_emulated_step(const EmulatedStepOptions& o) {
                    {"forward_conv_s", fwd_conv},  // of forward_s and backward_s: the convolutions'
                    {"backward_conv_s", bwd_conv},
                    {"step_s", fwd + bwd + opt},
+                   {"forward_work", fwd_work},
+                   {"backward_work", bwd_work},
+                   {"constants", constants_json(gpu)},
                    {"backend", be.describe()}};
   if (o.cc != CcHardware::None) j["cc"] = cc_costs_json(gpu.cc);
   std::printf("%s\n", j.dump(1).c_str());
