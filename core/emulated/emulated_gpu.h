@@ -62,9 +62,13 @@ struct EnumNames<GpuPrecision> {
 // bandwidthTest's CC plateaus are 2.52-2.93 GB/s (pinned: 100 queued copies; pageable: one synchronous
 // copy), and CC adds 20-37 us to each copy's fixed cost; a kernel launch takes 9.98 us instead of 4.93.
 // An emulated run charges them where they happen (`--cc-hardware`, applied only to TEE runs: the TEE-off
-// baseline is the same GPU with CC off): the batch's copy to the GPU (the ingress), every kernel's launch
-// (in virtual time the host waits for each op, so the extra launch latency is on the critical path: an
-// upper bound), and each gradient message's two crossings (platform/emulated/cc_transfer_channel.h).
+// baseline is the same GPU with CC off): the batch's copy to the GPU (the ingress), each op's launch
+// (in virtual time the host waits for each op, so the extra launch latency of its first kernel is on the
+// critical path: an upper bound), and each gradient message's two crossings (platform/emulated/
+// cc_transfer_channel.h). The added latency is charged once per op, not per kernel launch (Note
+// [Transformer kernel model] counts an op's launches): the op's further kernels are queued behind its
+// first while the GPU runs it, and at 11.5 us a kernel (more than CC's 9.98 us launch) the GPU, not the
+// launches, paces the queue; a host that launched slower than the GPU ran would be charged too little.
 // `blackwell` is HGX B200/B300 multi-GPU CC (tools/calibration/platforms.json, blackwell-cc): the host
 // bridge's copies at 0.203x/0.211x of the CC-off rate plus 330 us each (Phala, "The Serialized Bridge",
 // arXiv 2606.23969), H100's launch increment (Blackwell's is not published).
