@@ -512,6 +512,11 @@ std::string TrainingRun::place_grads() {
   if (host_grads && (stage == ShardStage::Gradients || stage == ShardStage::Params)) {
     grad_release_.emplace(model_->num_params() * sizeof(float));
     model_->place_grads({grad_release_->floats(), model_->num_params()});
+    // Note [Pooled pages]: a unit's worth, what one unit releases and the next one writes.
+    std::size_t unit_bytes = 0;
+    for (const ParamUnit& u : model_->param_units())
+      unit_bytes = std::max(unit_bytes, (u.end - u.begin) * sizeof(float));
+    page_pool_.emplace(unit_bytes);
     return "private, 4 KiB pages; each bucket's pages outside this rank's shard are released after its "
            "reduce-scatter (--shard " +
            std::string(name(stage)) + ")";
@@ -569,6 +574,7 @@ void TrainingRun::build_reducer() {
                                                      .ordered_norm = ordered_norm,
                                                      .prefetch = par.prefetch,
                                                      .release = grad_release_ ? &*grad_release_ : nullptr,
+                                                     .pool = page_pool_ ? &*page_pool_ : nullptr,
                                                      .measure_resident = host_grads,
                                                      .device_memory = platform_->device_gradients()},
                                           &profiler_);
