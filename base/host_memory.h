@@ -108,13 +108,15 @@ inline std::size_t resident_host_bytes(const void* p, std::size_t bytes) {
 // Contents: Stale where the range is then overwritten whole (a ZeRO-3 gather's destination), Zeros where
 // it must read as zeros (gradients backward accumulates into): those pages are cleared by memset, 0.05 us
 // a page, and only pages that are not resident (mincore: they read as zeros) are replaced, so whatever a
-// range holds is never lost. The pool holds at most its capacity (a unit's bytes, so that what one
-// unit releases serves the next one's gather); beyond it release() hands pages back with MADV_DONTNEED.
-// Its pages are resident memory like any other: resident_bytes() says how much, and the summary counts
-// them. Where the kernel refuses a move (before Linux 5.7 there is no MREMAP_DONTUNMAP; before 6.17 a
-// move may not span two mappings, which moved pages make of a range; the process's map count exhausted),
-// the range is released or faulted in as before, so every result is the same either way. Private
-// anonymous memory only: the gradient mapping, allocate_host_bytes' large buffers.
+// range holds is never lost. The pool holds at most its capacity (ZeRO-3's: two units' bytes, what
+// the units released lately hold for the next ones' gathers and gradients); beyond it release() hands
+// pages back with MADV_DONTNEED. Its pages are resident memory like any other: peak_bytes() is the most
+// it held, the summary's pool_resident_peak. Moved pages split mappings where a moved range begins and
+// ends; the ranges are the same every step (the buckets'), so the process's map count stays bounded.
+// Where the kernel refuses a move (before Linux 5.7 there is no MREMAP_DONTUNMAP; before 6.17 a move
+// may not span two mappings, which moved pages make of a range; the map count exhausted), the range is
+// released or faulted in as before, so every result is the same either way. Private anonymous memory
+// only: the gradient mapping, allocate_host_bytes' large buffers.
 class PagePool {
  public:
   enum class Contents { Stale, Zeros };
@@ -144,6 +146,7 @@ class PagePool {
         n = std::min(n, capacity_ - held_);
         if (n > 0 && move(reinterpret_cast<void*>(a), n, at(held_))) held_ += n;
       });
+      peak_held_ = std::max(peak_held_, held_);
     }
     madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);  // what the pool did not take
   }
@@ -166,9 +169,14 @@ class PagePool {
 
   std::size_t capacity() const { return capacity_; }
   // Bytes of the pool's pages resident now (mincore).
-  std::size_t resident_bytes() {
+  std::size_t resident_bytes() const {
     std::lock_guard lock(mu_);
     return held_ == 0 ? 0 : resident_host_bytes(base_, held_);
+  }
+  // The most bytes it has held: resident, as release() moves resident pages only.
+  std::size_t peak_bytes() const {
+    std::lock_guard lock(mu_);
+    return peak_held_;
   }
 
  private:
@@ -187,7 +195,9 @@ class PagePool {
     const std::uintptr_t page = page_bytes();
     std::vector<unsigned char> in_core((to - from) / page);  // one byte per page
     if (mincore(reinterpret_cast<void*>(from), to - from, in_core.data()) != 0) return;
-    const auto wanted = [&](std::size_t i) { return ((in_core[i] & 1u) != 0) == (which == Residency::Resident); };
+    const auto wanted = [&](std::size_t i) {
+      return ((in_core[i] & 1u) != 0) == (which == Residency::Resident);
+    };
     for (std::size_t i = 0; i < in_core.size();) {
       std::size_t j = i;
       while (j < in_core.size() && wanted(j)) ++j;
@@ -207,24 +217,26 @@ class PagePool {
 #endif
   }
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::size_t capacity_;
   void* base_;
   std::size_t held_ = 0;  // the pooled pages are [base_, base_ + held_)
+  std::size_t peak_held_ = 0;
 };
 
 // Note [Released gradient pages]: a sharded run's gradients (ZeRO-2 and ZeRO-3) live in a mapping of
 // their own, private and anonymous, on 4 KiB pages. After a bucket's reduce-scatter the rank needs only
 // its ring chunk of it; zero() hands the whole pages of the rest back to the system with
-// madvise(MADV_DONTNEED), which on exactly such memory is a promise, not advice: the pages read as zeros
-// when next touched. So the same call is the next step's zero_grad for the released ranges (only the
-// partial pages at a range's ends are written) and backward's accumulation finds zeros there without a
-// pass over them. Why a mapping we own: allocate_host_bytes' memory comes from the C library (or a
-// sanitizer's allocator, which keeps its own state in and around it), whose pages are not ours to drop,
-// and a shared mapping (Note [Shared buffers]) would keep its pages and their values. Why 4 KiB pages:
-// dropping part of a transparent huge page splits it, and the kernel may collapse the mostly empty range
-// back into a huge page; releasing whole 2 MiB pages only would release nothing of small buckets. The
-// price is the ring's copies on 4 KiB pages (Note [Huge pages for large host buffers]).
+// madvise(MADV_DONTNEED), or moves them into a PagePool (Note [Pooled pages]), which on exactly such
+// memory is a promise, not advice: the pages read as zeros when next touched. So the same call is the next
+// step's zero_grad for the released ranges (only the partial pages at a range's ends are written) and
+// backward's accumulation finds zeros there without a pass over them. Why a mapping we own:
+// allocate_host_bytes' memory comes from the C library (or a sanitizer's allocator, which keeps its own state
+// in and around it), whose pages are not ours to drop, and a shared mapping (Note [Shared buffers]) would
+// keep its pages and their values. Why 4 KiB pages: dropping part of a transparent huge page splits it, and
+// the kernel may collapse the mostly empty range back into a huge page; releasing whole 2 MiB pages only
+// would release nothing of small buckets. The price is the ring's copies on 4 KiB pages (Note [Huge pages for
+// large host buffers]).
 class ReleasableHostBuffer {
  public:
   // `bytes` of zeros, none of them resident yet. Throws std::bad_alloc.

@@ -180,6 +180,7 @@ class TrainingRun {
   // With it, where released pages wait for the next range written (Note [Pooled pages]); the reducer
   // uses it, so it is declared before reducer_.
   std::optional<PagePool> page_pool_;
+  static constexpr std::size_t kPoolUnits = 2;  // its capacity, in the largest unit's bytes (ZeRO-3 only)
   std::optional<comm::ScopedShare> grad_share_;
   std::string grad_memory_;  // where the gradients are and why (the banner, the summary)
   std::unique_ptr<Model> model_;

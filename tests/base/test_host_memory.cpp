@@ -71,6 +71,14 @@ TEST(ReleasableHostBuffer, PrefaultedPagesAreWrittenWithoutAFaultEach) {
   EXPECT_LT(thread_faults() - before, static_cast<long>(pages / 8));
 }
 
+// ThreadSanitizer clears its shadow of a range mremap(2) moves pages to, so the writes there fault in
+// shadow pages (eight a page): fault counts tell nothing under it.
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kCountFaults = false;
+#else
+constexpr bool kCountFaults = true;
+#endif
+
 // Lines of /proc/self/maps: the process's mappings.
 std::size_t mapping_count() {
   std::ifstream maps("/proc/self/maps");
@@ -95,8 +103,11 @@ TEST(PagePool, ReleasedPagesReachARangeWrittenWholeWithoutAFault) {
   const long before = thread_faults();
   pool.refill(dst.floats(), n * sizeof(float), PagePool::Contents::Stale);
   std::fill(dst.floats(), dst.floats() + n, 2.5f);
-  // Faulted in by the kernel instead, each page would count one fault (64).
-  EXPECT_LT(thread_faults() - before, static_cast<long>(pages / 8));
+  // Faulted in by the kernel instead, each page would count one fault (64); a sanitizer's shadow and
+  // the pool's own bookkeeping may fault a few.
+  if (kCountFaults) {
+    EXPECT_LT(thread_faults() - before, static_cast<long>(pages / 2));
+  }
   EXPECT_EQ(dst.resident_bytes(), pages * page);
   EXPECT_EQ(pool.resident_bytes(), 0u);
 }
@@ -104,14 +115,14 @@ TEST(PagePool, ReleasedPagesReachARangeWrittenWholeWithoutAFault) {
 TEST(PagePool, ARangeRefilledWithZerosKeepsWhatItHoldsAndReadsAsZerosElsewhere) {
   const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   const std::size_t floats_per_page = page / sizeof(float);
-  const std::size_t pages = 32;
+  const std::size_t pages = 64;
   const std::size_t n = pages * floats_per_page;
   ReleasableHostBuffer buf(n * sizeof(float));
-  PagePool pool(8 * page);  // less than is released: the rest goes back to the system
+  PagePool pool(16 * page);  // less than is released: the rest goes back to the system
   float* x = buf.floats();
   std::fill(x, x + n, 1.5f);
   buf.zero(x, n / 2, &pool);
-  EXPECT_EQ(pool.resident_bytes(), 8 * page);
+  EXPECT_EQ(pool.resident_bytes(), 16 * page);
   EXPECT_EQ(buf.resident_bytes(), (pages / 2) * page);
   x[n - 1] = 3.0f;  // a page backward has written since: kept
   const long before = thread_faults();
@@ -122,8 +133,11 @@ TEST(PagePool, ARangeRefilledWithZerosKeepsWhatItHoldsAndReadsAsZerosElsewhere) 
   EXPECT_TRUE(std::all_of(x + n / 2, x + n - 1, [](float v) { return v == 1.5f; }));
   EXPECT_EQ(x[n - 1], 3.0f);
   std::fill(x, x + n, 2.5f);
-  // The pool's 8 pages moved, the other 8 faulted in at once (one each): no more.
-  EXPECT_LT(thread_faults() - before, static_cast<long>(8 + pages / 8));
+  // The pool's 16 pages moved, the other 16 faulted in at once (one each); all 32 from the kernel
+  // without the pool. A sanitizer's shadow may fault a few more.
+  if (kCountFaults) {
+    EXPECT_LT(thread_faults() - before, static_cast<long>(16 + 8));
+  }
 }
 
 TEST(PagePool, MappingsStayBoundedOverManyRounds) {
