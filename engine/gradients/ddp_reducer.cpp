@@ -92,7 +92,8 @@ void DdpReducer::prefault_next_grads(std::size_t from) {
   const auto below = std::find_if(unit_ranges_.rbegin(), unit_ranges_.rend(),
                                   [from](const ParamUnit& u) { return u.begin < from; });
   if (below == unit_ranges_.rend()) return;
-  opts_.release->prefault(model_.grad_data() + below->begin, std::min(below->end, from) - below->begin);
+  opts_.release->prefault(model_.grad_data() + below->begin, std::min(below->end, from) - below->begin,
+                          opts_.pool);
 }
 
 void DdpReducer::finish_step() {
@@ -240,7 +241,7 @@ void DdpReducer::run_reduce(std::size_t b, long step) {
   }
   if (opts_.release != nullptr) {
     measure_grads();  // the bucket whole, beside whatever backward has written since
-    release_grads(b);
+    release_grads(b, opts_.pool);
   }
   if (profiler_ != nullptr && profiler_->tracing()) {
     profiler_->record("bucket " + std::to_string(b), Lane::Comm, t0, clock_.now());
@@ -259,12 +260,12 @@ void DdpReducer::measure_grads() {
 
 // Note [Released gradient pages]: the bucket is final (backward has moved below it) and this rank reads
 // only its own chunk from here on (the norm's part, the optimizer), so the rest goes.
-void DdpReducer::release_grads(std::size_t b) {
+void DdpReducer::release_grads(std::size_t b, PagePool* pool) {
   const Bucket& bk = buckets_[b];
   const comm::ElemRange own = own_chunk(bk);
   float* g = model_.grad_data() + bk.begin;
-  opts_.release->zero(g, own.offset);
-  opts_.release->zero(g + own.offset + own.count, bk.size() - own.offset - own.count);
+  opts_.release->zero(g, own.offset, pool);
+  opts_.release->zero(g + own.offset + own.count, bk.size() - own.offset - own.count, pool);
 }
 
 // The released ranges are zeros already (their partial end pages are written again); the own chunks, the
@@ -273,7 +274,7 @@ bool DdpReducer::zero_grads() {
   if (opts_.release == nullptr) return false;
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     const comm::ElemRange own = own_chunk(buckets_[b]);
-    release_grads(b);
+    release_grads(b, nullptr);  // mostly released already: nothing resident to pool
     backend_.fill(model_.grad_data() + buckets_[b].begin + own.offset, 0.0f, own.count);
   }
   return true;

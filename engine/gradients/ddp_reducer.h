@@ -91,6 +91,9 @@ struct DdpOptions {
   // bucket releases after its reduce-scatter (Note [Released gradient pages], base/host_memory.h); null:
   // the buffer stays whole.
   const ReleasableHostBuffer* release = nullptr;
+  // ZeRO-3 on host memory: where the pages released (gradients and parameters) wait for the next range
+  // about to be written (Note [Pooled pages], base/host_memory.h); null: they go back to the system.
+  PagePool* pool = nullptr;
   bool measure_resident = false;  // host gradients: measure their resident bytes (peak_grad_resident_bytes)
   // The gradients and parameters are device memory the host cannot read (a CUDA GPU's): the path's halves
   // move device buffers, so the norm's parts travel through a device copy (Note [Gradient norm order]).
@@ -150,8 +153,11 @@ class DdpReducer final : public GradReducer, public UnitGate {
   void gather_bucket(std::size_t b, long step, int label);  // bucket b's parameters from their owners
   void prefault_next_grads(std::size_t from);               // Note [Pages faulted in at once]
   void measure_grads();                                     // peak_grad_resident_ (either thread)
-  void release_grads(std::size_t b);  // zeroes bucket b outside this rank's chunk, pages released
-  void gather_norm_parts();           // every rank's parts into norm_parts_ (sharded)
+  // Zeroes bucket b outside this rank's chunk, its pages released (into `pool` where not null).
+  void release_grads(std::size_t b, PagePool* pool);
+  void discard_params(float* x, std::size_t n);  // Note [Pooled pages]: ZeRO-3's released parameters
+  void refill_params(float* x, std::size_t n);   // and those a gather is about to write
+  void gather_norm_parts();                      // every rank's parts into norm_parts_ (sharded)
 
   Backend& backend_;
   Model& model_;

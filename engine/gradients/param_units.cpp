@@ -85,12 +85,26 @@ void DdpReducer::run_gather(std::size_t b, long step, int label) {
   }
 }
 
-// Its pages outside this rank's chunk were discarded and the gather writes every one of them: faulted
-// in at once (Note [Pages faulted in at once], base/host_memory.h).
+// Its pages outside this rank's chunk were discarded and the gather writes every one of them: pooled
+// pages moved there, or faulted in at once (Note [Pooled pages], base/host_memory.h).
 void DdpReducer::gather_bucket(std::size_t b, long step, int label) {
-  float* x = model_.param_data() + buckets_[b].begin;
-  backend_.prefault(x, buckets_[b].size());
-  path_.all_gather(x, buckets_[b].size(), step, label);
+  const Bucket& bk = buckets_[b];
+  const comm::ElemRange own = own_chunk(bk);
+  float* x = model_.param_data() + bk.begin;
+  refill_params(x, own.offset);
+  refill_params(x + own.offset + own.count, bk.size() - own.offset - own.count);
+  path_.all_gather(x, bk.size(), step, label);
+}
+
+void DdpReducer::discard_params(float* x, std::size_t n) {
+  if (opts_.pool == nullptr) return backend_.discard(x, n);
+  opts_.pool->release(x, n * sizeof(float));
+}
+
+// Only where the gather overwrites x[0, n) whole may stale pooled pages land (Note [Pooled pages]).
+void DdpReducer::refill_params(float* x, std::size_t n) {
+  if (opts_.pool == nullptr) return backend_.prefault(x, n);
+  opts_.pool->refill(x, n * sizeof(float), PagePool::Contents::Stale);
 }
 
 // Only a present bucket: one still travelling belongs to the next unit and stays.
@@ -104,8 +118,8 @@ void DdpReducer::release(std::size_t b) {
   const Bucket& bk = buckets_[b];
   const comm::ElemRange own = own_chunk(bk);
   float* x = model_.param_data() + bk.begin;
-  backend_.discard(x, own.offset);
-  backend_.discard(x + own.offset + own.count, bk.size() - own.offset - own.count);
+  discard_params(x, own.offset);
+  discard_params(x + own.offset + own.count, bk.size() - own.offset - own.count);
 }
 
 void DdpReducer::before(std::size_t unit, UnitPass pass) {
@@ -173,8 +187,8 @@ std::string DdpReducer::streamed_params_sha256() {
     h.update(tee::bytes_of(std::span<const float>(host)));
     if (!released) continue;
     const comm::ElemRange own = own_chunk(bk);
-    backend_.discard(x, own.offset);
-    backend_.discard(x + own.offset + own.count, bk.size() - own.offset - own.count);
+    discard_params(x, own.offset);
+    discard_params(x + own.offset + own.count, bk.size() - own.offset - own.count);
   }
   return tee::to_hex(h.finish());
 }

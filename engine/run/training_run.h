@@ -177,6 +177,10 @@ class TrainingRun {
   // Or, where a stage shards the gradients on host memory, a mapping whose pages outside this rank's
   // shard are released (Note [Released gradient pages], base/host_memory.h); also before model_.
   std::optional<ReleasableHostBuffer> grad_release_;
+  // With it, where released pages wait for the next range written (Note [Pooled pages]); the reducer
+  // uses it, so it is declared before reducer_.
+  std::optional<PagePool> page_pool_;
+  static constexpr std::size_t kPoolUnits = 2;  // its capacity, in the largest unit's bytes (ZeRO-3 only)
   std::optional<comm::ScopedShare> grad_share_;
   std::string grad_memory_;  // where the gradients are and why (the banner, the summary)
   std::unique_ptr<Model> model_;

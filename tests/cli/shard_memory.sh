@@ -7,7 +7,9 @@
 #    and the numbers; one that fits prints the parts in its banner's memory line and its summary;
 #  - --shard params on an emulated GPU keeps a shard of the parameters and counts the blocks it gathers;
 #  - on the CPU, --shard gradients releases each bucket's gradient pages outside its shard: the summary's
-#    measured grads_resident_peak at P = 2 is well under DDP's whole buffer, with DDP's parameters.
+#    measured grads_resident_peak at P = 2 is well under DDP's whole buffer, with DDP's parameters;
+#  - --shard params keeps released pages in a pool for the next range written (Note [Pooled pages]):
+#    the summary's pool_resident_peak is what it held, within two blocks, with DDP's parameters.
 source "$(dirname "$0")/lib.sh" "$@"
 make_corpus
 
@@ -57,7 +59,7 @@ PY
 # at P = 2 a rank keeps about half of each once the ring has reduced it. DDP measures its whole buffer.
 cpu=(train --model gpt2-mini --data "$WORK/data/tiny" --batch 1 --seq 16 --steps 2 --bucket-mb 1 --threads 1
      --val-batches 0 --no-progress --seed 3 -q)
-for stage in none gradients; do
+for stage in none gradients params; do
   check "gpt2-mini P=2 --shard $stage" mpirun --allow-run-as-root --oversubscribe -np 2 "$TT" "${cpu[@]}" \
     --shard "$stage" --summary "$WORK/cpu_$stage.json"
 done
@@ -69,5 +71,13 @@ d, z = ddp["state_bytes_per_rank"]["grads_resident_peak"], z2["state_bytes_per_r
 print(f"gradients resident at the peak: DDP {d} bytes, ZeRO-2 {z} bytes ({z / d:.2f}x), buffer {whole}")
 assert d >= whole and 0 < z < 0.75 * d, (d, z)
 assert ddp["params_sha256"] == z2["params_sha256"]
+PY
+check "ZeRO-3's page pool held pages, at most two blocks' worth" python3 - "$WORK/cpu_none.json" "$WORK/cpu_params.json" <<'PY'
+import json, sys
+ddp, z3 = (json.load(open(f)) for f in sys.argv[1:])
+pool, block = z3["state_bytes_per_rank"]["pool_resident_peak"], z3["state_bytes_per_rank"]["gathered"] / 2
+print(f"page pool at its peak: {pool} bytes, a block {block:.0f} bytes; DDP's pool: {ddp['state_bytes_per_rank']['pool_resident_peak']}")
+assert 0 < pool <= 2 * block and ddp["state_bytes_per_rank"]["pool_resident_peak"] is None, (pool, block)
+assert ddp["params_sha256"] == z3["params_sha256"]
 PY
 finish
