@@ -410,16 +410,16 @@ TEST(GradientPaths, StagedHostRowReduceScattersAndAllGathers) {
   p.tee.settings.mode = TeeMode::Cc;
   p.parallel.shard = ShardStage::Gradients;
   std::vector<long> wrong(kRanks, -2);
-  std::vector<bool> shards(kRanks, false);
+  std::vector<char> shards(kRanks, 0);  // not vector<bool>: the ranks' threads write their own element
   on_staged_ranks(p, [&](GradientPath& g, int r) {
-    shards[static_cast<std::size_t>(r)] = g.shards();
+    shards[static_cast<std::size_t>(r)] = g.shards() ? 1 : 0;
     std::vector<float> v = pattern_buffer(kCount, r);
     g.reduce_scatter(v.data(), v.size(), 1, 0);
     g.all_gather(v.data(), v.size(), 1, 0);
     wrong[static_cast<std::size_t>(r)] = first_wrong(v, kRanks);
   });
   for (int r = 0; r < kRanks; ++r) {
-    EXPECT_TRUE(shards[static_cast<std::size_t>(r)]);
+    EXPECT_EQ(shards[static_cast<std::size_t>(r)], 1);
     EXPECT_EQ(wrong[static_cast<std::size_t>(r)], -1);
   }
 }
