@@ -134,9 +134,10 @@ TEST(PagePool, ARangeRefilledWithZerosKeepsWhatItHoldsAndReadsAsZerosElsewhere) 
   EXPECT_EQ(x[n - 1], 3.0f);
   std::fill(x, x + n, 2.5f);
   // The pool's 16 pages moved, the other 16 faulted in at once (one each); all 32 from the kernel
-  // without the pool. A sanitizer's shadow may fault a few more.
+  // without the pool. AddressSanitizer's shadow of the 64 pages read and written adds 8 (one shadow page
+  // per 8 pages) either way: 24 against 40 under it.
   if (kCountFaults) {
-    EXPECT_LT(thread_faults() - before, static_cast<long>(16 + 8));
+    EXPECT_LT(thread_faults() - before, static_cast<long>(16 + 16));
   }
 }
 
