@@ -82,9 +82,8 @@ void EmulatedBackend::charge(EmulatedWork w, double amount, Launch launch) {
       break;
   }
   // Note [CC hardware costs] (emulated_gpu.h): every copy goes through the bounce buffers at CC's
-  // measured rate, every other op's launch is dearer: once per op, and once per launches() call of a
-  // transformer op (its GEMMs, its row kernels), not per kernel, so CC's launch charge stays what it
-  // was before the kernels were counted (already an upper bound: the host waits for each op).
+  // measured rate, every other op's launch is dearer: once per op (and per launches() call of a
+  // transformer op), not per kernel, since the GPU, not the launches, paces an op's queued kernels.
   if (gpu_.cc.on() && launch != Launch::Counted) {
     const bool copy = w == EmulatedWork::Transfer;
     const double cc =

@@ -45,10 +45,15 @@ inline std::vector<ParamRange> shard_ranges(const std::vector<Bucket>& buckets, 
 
 // Between a shard's packed optimizer state ([slot (S floats)] x slots, S the shard's floats) and the
 // whole model's ([slot (n floats)] x slots, zeros outside the shard when expanded).
-inline void expand_shard(const std::vector<ParamRange>& shard, std::size_t n, std::size_t slots,
-                         const float* packed, float* full) {
+inline std::size_t shard_floats(const std::vector<ParamRange>& shard) {
   std::size_t s_floats = 0;
   for (const ParamRange& r : shard) s_floats += r.count;
+  return s_floats;
+}
+
+inline void expand_shard(const std::vector<ParamRange>& shard, std::size_t n, std::size_t slots,
+                         const float* packed, float* full) {
+  const std::size_t s_floats = shard_floats(shard);
   std::fill(full, full + slots * n, 0.0f);
   for (std::size_t s = 0; s < slots; ++s) {
     std::size_t at = s * s_floats;
@@ -69,26 +74,29 @@ inline void pack_shard(const std::vector<ParamRange>& shard, std::size_t n, std:
   }
 }
 
-// expand_shard and pack_shard through host copies of both sides, for state in memory the host cannot
-// address (a GPU's optimizer state; the copies happen at a checkpoint, not a step).
+// `on_host(from, to)` on host copies of `from_n` floats at `from` and `to_n` at `to`, the latter then
+// copied back: for state in memory the host cannot address (a GPU's optimizer state; at a checkpoint,
+// not a step).
+template <typename Fn>
+void on_host_copies(Backend& backend, const float* from, std::size_t from_n, float* to, std::size_t to_n,
+                    Fn on_host) {
+  std::vector<float> host_from(from_n), host_to(to_n);
+  backend.copy_to_host(host_from.data(), from, from_n * sizeof(float));
+  on_host(host_from.data(), host_to.data());
+  backend.copy_to_device(to, host_to.data(), to_n * sizeof(float));
+}
+
+// expand_shard and pack_shard through host copies of both sides.
 inline void expand_shard_staged(Backend& backend, const std::vector<ParamRange>& shard, std::size_t n,
                                 std::size_t slots, const float* packed, float* full) {
-  std::size_t s_floats = 0;
-  for (const ParamRange& r : shard) s_floats += r.count;
-  std::vector<float> host_packed(slots * s_floats), host_full(slots * n);  // [slots, S], [slots, n]
-  backend.copy_to_host(host_packed.data(), packed, host_packed.size() * sizeof(float));
-  expand_shard(shard, n, slots, host_packed.data(), host_full.data());
-  backend.copy_to_device(full, host_full.data(), host_full.size() * sizeof(float));
+  on_host_copies(backend, packed, slots * shard_floats(shard), full, slots * n,
+                 [&](const float* p, float* f) { expand_shard(shard, n, slots, p, f); });
 }
 
 inline void pack_shard_staged(Backend& backend, const std::vector<ParamRange>& shard, std::size_t n,
                               std::size_t slots, const float* full, float* packed) {
-  std::size_t s_floats = 0;
-  for (const ParamRange& r : shard) s_floats += r.count;
-  std::vector<float> host_full(slots * n), host_packed(slots * s_floats);  // [slots, n], [slots, S]
-  backend.copy_to_host(host_full.data(), full, host_full.size() * sizeof(float));
-  pack_shard(shard, n, slots, host_full.data(), host_packed.data());
-  backend.copy_to_device(packed, host_packed.data(), host_packed.size() * sizeof(float));
+  on_host_copies(backend, full, slots * n, packed, slots * shard_floats(shard),
+                 [&](const float* f, float* p) { pack_shard(shard, n, slots, f, p); });
 }
 
 // On state in `backend`'s memory: in place on a CPU's, staged through the host elsewhere.

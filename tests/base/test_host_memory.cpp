@@ -19,6 +19,16 @@
 namespace tt {
 namespace {
 
+struct PageSpan {
+  std::size_t page;  // bytes of a page
+  std::size_t floats_per_page;
+  std::size_t n;  // floats in `pages` pages
+};
+PageSpan span_of(std::size_t pages) {
+  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  return {page, page / sizeof(float), pages * (page / sizeof(float))};
+}
+
 TEST(ReleasableHostBuffer, ZeroReleasesWholePagesAndKeepsTheNeighbours) {
   const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   const std::size_t floats_per_page = page / sizeof(float);
@@ -52,10 +62,8 @@ long thread_faults() {
 }
 
 TEST(ReleasableHostBuffer, PrefaultedPagesAreWrittenWithoutAFaultEach) {
-  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  const std::size_t floats_per_page = page / sizeof(float);
   const std::size_t pages = 64;
-  const std::size_t n = pages * floats_per_page;
+  const auto [page, floats_per_page, n] = span_of(pages);
   ReleasableHostBuffer buf(n * sizeof(float));
   float* x = buf.floats();
   std::fill(x, x + n, 1.5f);
@@ -88,10 +96,8 @@ std::size_t mapping_count() {
 }
 
 TEST(PagePool, ReleasedPagesReachARangeWrittenWholeWithoutAFault) {
-  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  const std::size_t floats_per_page = page / sizeof(float);
   const std::size_t pages = 64;
-  const std::size_t n = pages * floats_per_page;
+  const auto [page, floats_per_page, n] = span_of(pages);
   ReleasableHostBuffer src(n * sizeof(float));
   ReleasableHostBuffer dst(n * sizeof(float));
   PagePool pool(pages * page);
@@ -113,10 +119,8 @@ TEST(PagePool, ReleasedPagesReachARangeWrittenWholeWithoutAFault) {
 }
 
 TEST(PagePool, ARangeRefilledWithZerosKeepsWhatItHoldsAndReadsAsZerosElsewhere) {
-  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  const std::size_t floats_per_page = page / sizeof(float);
   const std::size_t pages = 64;
-  const std::size_t n = pages * floats_per_page;
+  const auto [page, floats_per_page, n] = span_of(pages);
   ReleasableHostBuffer buf(n * sizeof(float));
   PagePool pool(16 * page);  // less than is released: the rest goes back to the system
   float* x = buf.floats();
@@ -142,10 +146,8 @@ TEST(PagePool, ARangeRefilledWithZerosKeepsWhatItHoldsAndReadsAsZerosElsewhere) 
 }
 
 TEST(PagePool, MappingsStayBoundedOverManyRounds) {
-  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  const std::size_t floats_per_page = page / sizeof(float);
   const std::size_t pages = 96;
-  const std::size_t n = pages * floats_per_page;
+  const auto [page, floats_per_page, n] = span_of(pages);
   ReleasableHostBuffer a(n * sizeof(float));
   ReleasableHostBuffer b(n * sizeof(float));
   PagePool pool(40 * page);

@@ -31,8 +31,7 @@ TEST(ShardState, StagedPackingGivesTheSameFloatsAsInPlace) {
   auto backend = make_cpu_backend(1);
   std::size_t n = 0;
   const std::vector<ParamRange> shard = rank_one_shard(&n);
-  std::size_t s_floats = 0;
-  for (const ParamRange& r : shard) s_floats += r.count;
+  const std::size_t s_floats = shard_floats(shard);
   ASSERT_GT(s_floats, 0u);
   ASSERT_LT(s_floats, n);
   const std::vector<float> full = counting(kSlots * n);  // [slots, n]
