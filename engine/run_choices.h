@@ -239,6 +239,11 @@ struct ParallelOptions {
   // emulated virtual-time runs only. How the ranks are hosted, not what they compute: not part of the
   // configuration the ranks agree on.
   int ranks_per_process = 1;
+  // The ring's modelled size when a virtual-time run folds it onto its ranks (Note [Folded ring],
+  // comm/allreduce/ring_geometry.h; 0: no fold, the ring is the world). Part of the agreed configuration.
+  int model_ranks = 0;
+  // The world the run models: model_ranks when folded, else `world` (the ranks that run).
+  int modelled_world(int world) const { return model_ranks > 0 ? model_ranks : world; }
 };
 
 }  // namespace tt

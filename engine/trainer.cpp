@@ -205,8 +205,8 @@ TrainResult Trainer::run(long start_step, uint64_t samples_consumed) {
     metrics = tee::open_output_file(cfg_.metrics_path, "--metrics",
                                     start_step > 0 ? tee::OutputMode::Append : tee::OutputMode::Truncate);
   }
-  const uint64_t global_batch = static_cast<uint64_t>(cfg_.schedule.batch) *
-                                static_cast<uint64_t>(ranks_.world) *
+  const int counted = ranks_.modelled_world > 0 ? ranks_.modelled_world : ranks_.world;
+  const uint64_t global_batch = static_cast<uint64_t>(cfg_.schedule.batch) * static_cast<uint64_t>(counted) *
                                 static_cast<uint64_t>(cfg_.schedule.grad_accum);
   const double items_per_step =
       static_cast<double>(global_batch) * (cfg_.schedule.seq > 0 ? cfg_.schedule.seq : 1);

@@ -72,6 +72,9 @@ struct TrainConfig {
 struct RankInfo {
   int rank = 0;
   int world = 1;
+  // The ranks whose batches a step's throughput counts: `world`, or the modelled ring's when folded
+  // (Note [Folded ring], comm/allreduce/ring_geometry.h; 0: world).
+  int modelled_world = 0;
   std::function<double(double)> mean_across_ranks = [](double x) { return x; };
   // Virtual time: every rank's clock moves to the latest rank's (a barrier in virtual time).
   std::function<void()> sync_clocks = [] {};

@@ -67,14 +67,14 @@ void RingAllreduce::run(Collective what, float* data, std::size_t count, const M
   const auto begin = prof_ != nullptr ? prof_->now() : Profiler::Clock::now();
   const RingGeometry geo(t_.rank(), t_.size(), count, segment_bytes,
                          !channel_->pass_through() && opt_.all_gather == AllGatherMode::ForwardWire,
-                         channel_->overhead());
+                         channel_->overhead(), opt_.model_ranks);
   hops_.begin(name_, geo.layout(), geo.max_chunk(), id, opt_.timeout, opt_.tag);
   memory_->wait_queued();  // the first sends read `data`: whatever produced it must be done
   // Hops in order: scatter-reduce 0..P-2, then all-gather 0..P-2.
   plan_.clear();
   const bool scatter = what != Collective::AllGather;
   const bool gather = what != Collective::ReduceScatter;
-  const auto p = static_cast<std::uint32_t>(t_.size());
+  const auto p = static_cast<std::uint32_t>(geo.modelled());
   for (std::uint32_t s = 0; s + 1 < p && scatter; ++s) plan_.push_back(geo.scatter_reduce_hop(s));
   for (std::uint32_t s = 0; s + 1 < p && gather; ++s) plan_.push_back(geo.all_gather_hop(s));
   hops_.run_all(data, plan_);

@@ -64,7 +64,9 @@ struct RingOptions {
   std::chrono::milliseconds timeout{0};              // per message; 0: the transport's timeout()
   AllGatherMode all_gather = AllGatherMode::PerHop;  // no effect with a pass-through channel
   int tag = tags::kRing;
-  int node_ranks = 0;  // the hierarchical all-reduce's ranks per node (0: every rank on one node)
+  int node_ranks = 0;   // the hierarchical all-reduce's ranks per node (0: every rank on one node)
+  int model_ranks = 0;  // the ring's modelled size when folded onto the transport's ranks (Note [Folded
+                        // ring], ring_geometry.h; 0: the transport's size)
 };
 
 class RingAllreduce {

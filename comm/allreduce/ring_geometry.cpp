@@ -1,7 +1,9 @@
 #include "comm/allreduce/ring_geometry.h"
 
 #include <algorithm>
+#include <string>
 
+#include "base/error.h"
 #include "comm/allreduce/hop_runner.h"
 
 namespace tt::comm {
@@ -35,40 +37,53 @@ std::size_t SegmentLayout::wire_offset(std::size_t k) const {
 }
 
 RingGeometry::RingGeometry(int rank, int size, std::size_t count, std::size_t segment_bytes,
-                           bool forward_wire, std::size_t overhead)
-    : rank_(rank), size_(size), count_(count), forward_wire_(forward_wire) {
+                           bool forward_wire, std::size_t overhead, int modelled)
+    : rank_(rank),
+      size_(size),
+      model_(modelled > 0 ? modelled : size),
+      count_(count),
+      forward_wire_(forward_wire) {
+  // Note [Folded ring]: a fold's forwarded objects would lap the real ring under labels of the modelled one.
+  if (model_ != size_ && (size_ < 2 || model_ % size_ != 0 || forward_wire_))
+    throw InputError("a folded ring needs at least 2 ranks, dividing the modelled " + std::to_string(model_) +
+                     ", and per-hop all-gathers (got " + std::to_string(size_) + " ranks" +
+                     (forward_wire_ ? ", forwarded all-gathers)" : ")"));
   layout_ = SegmentLayout(segment_bytes, max_chunk(), overhead);
 }
 
 Hop RingGeometry::scatter_reduce_hop(std::uint32_t s) const {
-  const auto p = static_cast<std::uint32_t>(size_);
+  const auto p = static_cast<std::uint32_t>(model_);
   const auto r = static_cast<std::uint32_t>(rank_);
   const int next = (rank_ + 1) % size_;
   const int prev = (rank_ + size_ - 1) % size_;
+  // What the predecessor sends at this hop (unfolded: r - 1 - s). Note [Folded ring].
   const std::uint32_t out = (r + p - s) % p;
-  const std::uint32_t in = (r + 2 * p - s - 1) % p;
+  const std::uint32_t in = (static_cast<std::uint32_t>(prev) + p - s) % p;
   Hop h;
   h.phase = MessagePhase::ScatterReduce;
   h.index = s;
   h.send = {next, chunk(out), out, rank_};
   h.recv = {prev, chunk(in), in, prev};
   h.reduce = true;
-  h.fuse = s + 2 == p;  // the last one: its chunk is the first all-gather hop's
+  // The last one: its chunk is the first all-gather hop's, (r + 1) — in a fold not on rank 0, which
+  // reduces what its real predecessor sent (Note [Folded ring]).
+  h.fuse = s + 2 == p && in == (r + 1) % p;
   return h;
 }
 
 Hop RingGeometry::all_gather_hop(std::uint32_t s) const {
-  const auto p = static_cast<std::uint32_t>(size_);
+  const auto p = static_cast<std::uint32_t>(model_);
   const auto r = static_cast<std::uint32_t>(rank_);
+  const int prev = (rank_ + size_ - 1) % size_;
   const std::uint32_t out = (r + 1 + p - s) % p;
-  const std::uint32_t in = (r + p - s) % p;
-  // The owner of chunk c holds its finished sum: rank c - 1.
-  const auto owner = [this](std::uint32_t c) { return (static_cast<int>(c) + size_ - 1) % size_; };
+  const std::uint32_t in = (static_cast<std::uint32_t>(prev) + 1 + p - s) % p;  // the predecessor's out
+  // The owner of chunk c holds its finished sum: modelled rank c - 1.
+  const auto owner = [this](std::uint32_t c) { return (static_cast<int>(c) + model_ - 1) % model_; };
   Hop h;
   h.phase = MessagePhase::AllGather;
   h.index = s;
   h.send = {(rank_ + 1) % size_, chunk(out), out, owner(out)};
-  h.recv = {(rank_ + size_ - 1) % size_, chunk(in), in, owner(in)};
+  h.recv = {prev, chunk(in), in, owner(in)};
   h.forwarded = forward_wire_;
   h.reseal = !(forward_wire_ && s > 0);  // later hops resend the owner's sealed bytes
   return h;
@@ -79,7 +94,7 @@ ElemRange RingGeometry::owned_chunk(int rank, int size, std::size_t count) {
 }
 
 ElemRange RingGeometry::chunk(std::uint32_t c) const {
-  return balanced_block(count_, static_cast<std::size_t>(size_), c);
+  return balanced_block(count_, static_cast<std::size_t>(model_), c);
 }
 
 }  // namespace tt::comm

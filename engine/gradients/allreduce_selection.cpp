@@ -354,6 +354,8 @@ AlgoSelection::AlgoSelection(std::optional<comm::ReduceAlgo> request, CostModelS
 const comm::AlgoChoice& AlgoSelection::choice(int bucket, std::size_t count) {
   const auto it = buckets_.find(bucket);
   if (it != buckets_.end() && it->second.bytes == count * sizeof(float)) return it->second.choice;
+  if (const auto known = priced_.find(count); known != priced_.end())
+    return (buckets_[bucket] = Pick{count * sizeof(float), known->second}).choice;
   Pick p{count * sizeof(float),
          comm::choose_algo(model_.model, ranks_, count, segment_bytes_, overhead_, split_)};
   if (request_) {
@@ -366,6 +368,7 @@ const comm::AlgoChoice& AlgoSelection::choice(int bucket, std::size_t count) {
     p.choice.predicted_us[i] =
         model_.model.predict_us(algo, ranks_, count, segment_bytes_, overhead_, split_);
   }
+  priced_[count] = p.choice;
   return (buckets_[bucket] = p).choice;
 }
 

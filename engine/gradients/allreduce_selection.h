@@ -95,6 +95,9 @@ class AlgoSelection {
   std::size_t overhead_;
   bool split_;
   std::map<int, Pick> buckets_;
+  // Each size priced once: a choice is a function of the count alone (the rest is fixed for a run), and
+  // pricing a size costs O(P^2) hops at P ranks (allreduce_work walks every rank's), 1,024 included.
+  std::map<std::size_t, comm::AlgoChoice> priced_;
 };
 
 }  // namespace tt

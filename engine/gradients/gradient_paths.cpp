@@ -62,6 +62,7 @@ class HostPath final : public GradientPath {
         .emulated_links = o.link == LinkModel::Emulate,
         .link_gbps = o.link_gbps,
         .cc_transfer_us = o.cc_transfer_us,
+        .model_ranks = o.model_ranks,
         .crypto = [&host = s.compute.host,
                    ts](const EmulatedGpu& gpu) { return modelled_crypto(host, ts, gpu); },
         .profiler = s.profiler,
@@ -70,11 +71,12 @@ class HostPath final : public GradientPath {
     comm::RingOptions ro = ring_options(ts, segment_.bytes);
     // The hierarchical algorithm's nodes (--gpus-per-node; an emulated cluster's links follow them).
     ro.node_ranks = s.compute.gpu.topology.gpus_per_node;
+    ro.model_ranks = o.model_ranks;  // Note [Folded ring] (comm/allreduce/ring_geometry.h)
     algos_.emplace(parts.wire, parts.channel, parts.memory, ro, &s.profiler);
     // Note [same algorithm on every rank] (allreduce_selection.h): the model's inputs are agreed ones.
     selection_.emplace(o.algo,
                        cost_model_for(o, s.compute, ts, s.platform.modelled_gpu(), s.link.eager_limit),
-                       parts.wire.size(), ro.segment_bytes, parts.channel.overhead(),
+                       o.modelled_world(parts.wire.size()), ro.segment_bytes, parts.channel.overhead(),
                        /*split=*/o.shard != ShardStage::None);
     what_ = selection_->describe() + " over " + parts.wire.name() + ", " + parts.channel.name();
   }

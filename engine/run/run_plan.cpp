@@ -34,6 +34,9 @@ TrainOptions resolved(const TrainOptions& given, const ImageSource* images, int 
     o.schedule.seq = 0;
   }
   o.schedule.steps = steps_for_epochs(o.schedule, images, world);
+  // A fold runs per-hop all-gathers (fold_conflicts): fast's default forwarded one gives way.
+  if (o.parallel.model_ranks > 0 && o.tee.settings.forward_ag == Toggle::Auto)
+    o.tee.settings.forward_ag = Toggle::Off;
   return o;
 }
 
@@ -88,12 +91,40 @@ void path_conflicts(const TrainOptions& o, std::vector<std::string>& out) {
     out.push_back("--adversary mitm-relay re-seals AES-256-GCM messages only: drop --cipher");
 }
 
+// Note [Folded ring] (comm/allreduce/ring_geometry.h): what a fold needs — a modelled ring (virtual time,
+// synthetic gradients, teetrain's ring with per-hop all-gathers and no shards) and a world that repeats
+// inside it (ranks dividing P; with nodes, whole nodes on both sides of a node boundary).
+void fold_conflicts(const TrainOptions& o, int world, std::vector<std::string>& out) {
+  const ParallelOptions& p = o.parallel;
+  if (p.model_ranks <= 0) return;
+  const std::string flag = "--model-ranks " + std::to_string(p.model_ranks);
+  if (!o.compute.virtual_time())
+    out.push_back(flag +
+                  " models a ring in emulated virtual time only: add --compute emulate (--time virtual)");
+  if (p.allreduce != AllreduceProvider::Ours || p.algo != comm::ReduceAlgo::Ring)
+    out.push_back(flag + " folds teetrain's ring: use --allreduce ours --allreduce-algo ring");
+  if (p.shard != ShardStage::None) out.push_back(flag + " folds the DDP ring only: use --shard none");
+  if (o.tee.settings.forward_ag == Toggle::On)
+    out.push_back(flag +
+                  " needs per-hop all-gathers (a forwarded one would lap the ranks run): drop "
+                  "--tee-forward-ag on");
+  if (world < 2 || p.model_ranks < world || p.model_ranks % world != 0)
+    out.push_back(flag + " must be a multiple of the " + std::to_string(world) +
+                  " ranks run, and they at least 2 (mpirun -np N x --ranks-per-process K)");
+  const int g = o.compute.gpu.topology.gpus_per_node;
+  if (g > 0 && p.model_ranks > g && (world % g != 0 || world < 2 * g))
+    out.push_back(
+        flag + " with --gpus-per-node " + std::to_string(g) + " folds whole nodes: run a multiple of " +
+        std::to_string(g) + " ranks, at least " + std::to_string(2 * g) +
+        " (a node boundary inside the ranks run as in the modelled ring), not " + std::to_string(world));
+}
+
 }  // namespace
 
 RunPlan::RunPlan(const TrainOptions& options, const ImageSource* images, int world)
     : o_(resolved(options, images, world)), images_(images != nullptr), world_(world) {
-  validate(o_);  // every conflicting choice in one message (exit 2)
-  validate_topology(o_.compute.gpu.topology, world);
+  validate(o_, world);  // every conflicting choice in one message (exit 2)
+  validate_topology(o_.compute.gpu.topology, o_.parallel.modelled_world(world));
   ts_ = tee_switches(o_);
   json_ = train_options_json(o_);
 }
@@ -174,8 +205,9 @@ std::vector<std::string> plan_conflicts(const TrainOptions& o) {
   return out;
 }
 
-void validate(const TrainOptions& o) {
-  const std::vector<std::string> conflicts = plan_conflicts(o);
+void validate(const TrainOptions& o, int world) {
+  std::vector<std::string> conflicts = plan_conflicts(o);
+  if (world > 0) fold_conflicts(o, world, conflicts);
   if (conflicts.empty()) return;
   if (conflicts.size() == 1) throw InputError(conflicts.front());
   std::string all = std::to_string(conflicts.size()) + " conflicting options:";

@@ -64,7 +64,8 @@ platform::Options platform_options(const ComputeOptions& c, bool tee, int thread
 
 // Each conflicting choice, as one sentence saying what to do; empty when the options are consistent.
 std::vector<std::string> plan_conflicts(const TrainOptions& o);
-// Throws one InputError naming every conflict (exit 2), or returns.
-void validate(const TrainOptions& o);
+// Throws one InputError naming every conflict (exit 2), or returns. world > 0: the ranks run, whose
+// count a folded ring's conflicts also check (Note [Folded ring]); 0: before the world is known.
+void validate(const TrainOptions& o, int world = 0);
 
 }  // namespace tt

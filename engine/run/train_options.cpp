@@ -104,6 +104,8 @@ nlohmann::json train_options_json(const TrainOptions& o) {
   if (p.shard != ShardStage::None) j["shard"] = name(p.shard);
   // ZeRO-3's prefetch orders the gathers among the reduce-scatters: every rank must order them alike.
   if (p.shard == ShardStage::Params) j["prefetch"] = p.prefetch;
+  // A folded ring cuts every bucket into the modelled ring's chunks: only when given (Note [Folded ring]).
+  if (p.model_ranks > 0) j["model_ranks"] = p.model_ranks;
   if (!o.checkpoints.expect.empty()) j["expect_checkpoint"] = o.checkpoints.expect;
   // Every rank takes part in a sharded save: all must lay checkpoints out alike.
   if (o.checkpoints.layout) j["ckpt_layout"] = name(*o.checkpoints.layout);

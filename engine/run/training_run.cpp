@@ -589,7 +589,7 @@ void TrainingRun::build_reducer() {
 }
 
 TrainResult TrainingRun::run() {
-  RankInfo ranks{rank_, world_, [this](double x) { return dist_->mean(x); }};
+  RankInfo ranks{rank_, world_, plan_.parallel().model_ranks, [this](double x) { return dist_->mean(x); }};
   if (profiler_.virtual_time()) {
     // Note [Virtual time]: where the ranks wait for each other on the training thread, their times meet.
     ranks.sync_clocks = [this] {
@@ -740,7 +740,12 @@ RunDescription TrainingRun::gather_facts() const {
   d.memory_gib = memory_gib();
   d.memory_state_gib = memory_state_gib();
   d.memory = memory_description();
-  d.world = world_;
+  d.world = plan_.parallel().modelled_world(world_);
+  d.ranks_run = world_;
+  if (d.world != world_)
+    d.fold = "a ring of " + std::to_string(d.world) + " ranks modelled by the " + std::to_string(world_) +
+             " run, each in its own position (--model-ranks; per-hop all-gathers; docs/reproducing.md, "
+             "\"Folded ring\")";
   d.reduced = plan_.reduced();
   d.threads = threads_;
   d.tee = tee_label(plan_.tee(), plan_.switches());
@@ -815,6 +820,9 @@ nlohmann::json TrainingRun::summary(const TrainResult& r, const RunReport& repor
             {"memory_gib_per_rank", d.memory_gib},
             {"memory_state_gib_per_rank", d.memory_state_gib},
             {"world_size", d.world},
+            // Note [Folded ring]: the ranks that ran, fewer than world_size when a fold models the ring.
+            {"ranks_run", d.ranks_run},
+            {"folded_ring", d.fold.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.fold)},
             {"allreduce", name(plan_.parallel().allreduce)},
             {"gradient_path", d.reduced ? d.gradients : "none"},
             // What each bucket took: known once the run has summed them.

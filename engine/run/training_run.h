@@ -48,7 +48,9 @@ struct RunDescription {
   double memory_gib = 0;        // per rank: TrainingRun::memory_gib()
   double memory_state_gib = 0;  // its part that does not grow with the batch
   std::string memory;           // what memory_gib is made of, and the emulated GPU's memory it fits in
-  int world = 1;
+  int world = 1;                // the ranks the run models (ranks_run, or --model-ranks when folded)
+  int ranks_run = 1;            // the ranks that ran
+  std::string fold;             // what a folded ring models (Note [Folded ring]); empty: no fold
   int threads = 1;
   std::string tee;  // "tee off", or the mode and its switches
   std::size_t buckets = 0;

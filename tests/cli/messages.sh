@@ -17,6 +17,14 @@ expect_exit 2 "unknown command 'bench alreduce'; did you mean 'bench allreduce'\
   "$TT" bench alreduce --iters 2
 expect_exit 2 "unknown option --iter; did you mean --iters\?" -- "$TT" bench allreduce --iter 2
 expect_exit 2 "unknown command 'frobnicate' \(teetrain --help lists them\)" -- "$TT" frobnicate
+# An empty word (a shell variable that expanded to nothing) is refused, never looped on; an option's
+# empty value is that option's to judge.
+expect_exit 2 "^teetrain: error: word 2 of the command line is empty \(''\) where teetrain train expects an option or a command; remove it" -- \
+  timeout 20 "$TT" train "" --steps 6 --data "$D"
+expect_exit 2 "word 8 of the command line is empty .* where teetrain train expects" -- \
+  timeout 20 "${TRAIN[@]:0:8}" "" --data "$D"
+expect_exit 2 "word 2 of the command line is empty .* where teetrain bench expects" -- timeout 20 "$TT" bench "" --iters 2
+expect_exit 2 "unknown model ''" -- timeout 20 "$TT" train --model "" --steps 1
 # help still works
 "$TT" train --help >/dev/null && passes=$((passes + 1)) || { echo "FAIL: train --help"; fails=$((fails + 1)); }
 

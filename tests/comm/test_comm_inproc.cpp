@@ -213,6 +213,79 @@ TEST(InprocRing, ReduceScatterThenAllGatherIsTheAllreduce) {
   }
 }
 
+// Note [Folded ring] (comm/allreduce/ring_geometry.h): a ring of P modelled by K ranks. Every message's
+// two ends agree on its range, block and origin (what sealing binds and the receive's length), each rank
+// runs P - 1 hops per phase, rank r sends what modelled rank r sends in the full ring, and unfolded
+// (P == K) the geometry is the full ring's, the predecessor's chunk (r - 1 - s) and all-gather's (r - s).
+TEST(RingGeometryFold, BothEndsOfEveryMessageAgree) {
+  for (int k : {2, 3, 4}) {
+    for (int mult : {1, 2, 5}) {
+      const int p = k * mult;
+      for (std::size_t n : {std::size_t{7}, std::size_t{1001}, std::size_t{4096}}) {
+        std::vector<RingGeometry> geo;
+        for (int r = 0; r < k; ++r) geo.emplace_back(r, k, n, 0, false, 0, p);
+        const RingGeometry full_ring(0, p, n, 0, false, 0);
+        for (std::uint32_t s = 0; s + 1 < static_cast<std::uint32_t>(p); ++s) {
+          for (int r = 0; r < k; ++r) {
+            for (const bool gather : {false, true}) {
+              const Hop mine = gather ? geo[r].all_gather_hop(s) : geo[r].scatter_reduce_hop(s);
+              const int next = (r + 1) % k;
+              const Hop theirs = gather ? geo[next].all_gather_hop(s) : geo[next].scatter_reduce_hop(s);
+              const std::string at = "K=" + std::to_string(k) + " P=" + std::to_string(p) +
+                                     " n=" + std::to_string(n) + " hop " + std::to_string(s) + " rank " +
+                                     std::to_string(r) + (gather ? " all-gather" : " scatter-reduce");
+              EXPECT_EQ(mine.send.peer, next) << at;
+              EXPECT_EQ(theirs.recv.peer, r) << at;
+              EXPECT_EQ(theirs.recv.block, mine.send.block) << at;
+              EXPECT_EQ(theirs.recv.origin, mine.send.origin) << at;
+              EXPECT_EQ(theirs.recv.range.offset, mine.send.range.offset) << at;
+              EXPECT_EQ(theirs.recv.range.count, mine.send.range.count) << at;
+              // What rank r sends is what modelled rank r sends in the ring of P.
+              const RingGeometry modelled(r, p, n, 0, false, 0);
+              const Hop same = gather ? modelled.all_gather_hop(s) : modelled.scatter_reduce_hop(s);
+              EXPECT_EQ(mine.send.block, same.send.block) << at;
+              EXPECT_EQ(mine.send.origin, same.send.origin) << at;
+              if (mult == 1) {
+                const auto pu = static_cast<std::uint32_t>(p), ru = static_cast<std::uint32_t>(r);
+                EXPECT_EQ(mine.recv.block, gather ? (ru + pu - s) % pu : (ru + 2 * pu - s - 1) % pu) << at;
+                EXPECT_EQ(mine.fuse, !gather && s + 2 == pu) << at;
+              }
+              // A fused hop sends next what it reduced: only where that is the next hop's chunk.
+              if (mine.fuse) {
+                EXPECT_EQ(mine.recv.block, geo[r].all_gather_hop(0).send.block) << at;
+              }
+            }
+          }
+        }
+        EXPECT_EQ(geo[0].max_chunk(), full_ring.max_chunk());
+        EXPECT_EQ(geo[1 % k].owned().offset, RingGeometry::owned_chunk(1 % k, p, n).offset);
+      }
+    }
+  }
+  // A fold needs two ranks dividing the modelled ring, and per-hop all-gathers.
+  EXPECT_THROW(RingGeometry(0, 4, 100, 0, false, 0, 10), InputError);
+  EXPECT_THROW(RingGeometry(0, 1, 100, 0, false, 0, 8), InputError);
+  EXPECT_THROW(RingGeometry(0, 4, 100, 0, true, 28, 8), InputError);
+}
+
+// A folded ring runs through a context-checking channel (every message opened under the context its
+// receiver expects) with the modelled ring's message count: 2 (P - 1) per rank and call.
+TEST(InprocRing, FoldedRingRunsSealedWithTheModelledMessages) {
+  const int k = 4, p = 12;
+  InprocWorld world(k);
+  expect_no_errors(world.run([&](Transport& t) {
+    ChecksumChannel ch;
+    RingAllreduce ring(t, ch, RingOptions{.segment_bytes = 0, .model_ranks = p});
+    for (std::size_t n : {std::size_t{31}, std::size_t{1001}, std::size_t{12 * 64}}) {
+      auto v = pattern_buffer(n, t.rank());
+      const int before = ch.seals.load();
+      ring.allreduce_sum(v.data(), n, MessageContext{.step = n});
+      EXPECT_EQ(ch.seals.load() - before, 2 * (p - 1)) << n;
+    }
+    EXPECT_EQ(ch.opens.load(), ch.seals.load());
+  }));
+}
+
 // Values whose sums depend on the order of the adds, different on every rank.
 std::vector<float> awkward_buffer(std::size_t n, int rank) {
   std::mt19937 rng(static_cast<unsigned>(rank) * 7919u + static_cast<unsigned>(n));

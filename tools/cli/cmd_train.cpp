@@ -30,6 +30,7 @@ void print_banner(const RunDescription& d, const ParallelOptions& p) {
       "allreduce %s, overlap %s\n  data %s\n  backend %s\n  gradients %s\n",
       d.model.c_str(), d.params, d.memory_gib, d.world, d.threads, d.tee.c_str(), d.buckets,
       name(p.allreduce), p.overlap ? "on" : "off", d.data.c_str(), d.backend.c_str(), d.gradients.c_str());
+  if (!d.fold.empty()) std::fprintf(stderr, "  folded ring %s\n", d.fold.c_str());
   if (d.segment) std::fprintf(stderr, "  ring segments %s\n", d.segment->why.c_str());
   if (!d.host_transport.empty()) std::fprintf(stderr, "  host transport %s\n", d.host_transport.c_str());
   if (!d.grad_memory.empty()) std::fprintf(stderr, "  gradients' memory %s\n", d.grad_memory.c_str());
@@ -54,7 +55,7 @@ void print_result(const RunDescription& d, const TrainResult& r, const RunReport
   if (r.val_accuracy >= 0) std::printf("val_accuracy %.2f%%\n", 100.0 * r.val_accuracy);
   if (!report.adversary_view.empty()) std::printf("%s", report.adversary_view.c_str());
   if (!quiet)
-    std::printf("inputs (what every rank opened, agreed by %d rank(s)):\n%s", d.world,
+    std::printf("inputs (what every rank opened, agreed by %d rank(s)):\n%s", d.ranks_run,
                 d.agreed_inputs.c_str());
   std::fflush(stdout);
   if (d.unauthenticated) std::fprintf(stderr, "%s\n", d.attestation.c_str());

@@ -157,6 +157,8 @@ int main(int argc, char** argv) {
   if (several && mpi->multiple()) notices.listen();
   int code = 0;
   try {
+    if (const auto empty = tt::cli::empty_word(app, std::vector<std::string>(argv + 1, argv + argc)))
+      throw tt::InputError(*empty);
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // A typo gets the closest correct spelling; everything else CLI11's own message.

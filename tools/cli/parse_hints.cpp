@@ -1,5 +1,7 @@
 #include "tools/cli/parse_hints.h"
 
+#include <string>
+
 #include "base/suggest.h"
 
 namespace tt::cli {
@@ -54,11 +56,20 @@ std::string unknown_option(const CLI::App& cmd, const std::string& name) {
 
 }  // namespace
 
-std::optional<std::string> explain_parse_error(const CLI::App& app, const std::vector<std::string>& args) {
+namespace {
+
+// Walks `args` as CLI11 will, command by command, skipping options' values: the first unknown command
+// or option, or (empties) the first empty word that is not an option's value.
+std::optional<std::string> first_problem(const CLI::App& app, const std::vector<std::string>& args,
+                                         bool empties) {
   const CLI::App* cmd = &app;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& tok = args[i];
     if (tok == "--") return std::nullopt;  // everything after it is positional
+    if (tok.empty() && empties)
+      return "word " + std::to_string(i + 1) + " of the command line is empty ('') where teetrain " +
+             words_of(*cmd) + (cmd == &app ? "" : " ") +
+             "expects an option or a command; remove it (a shell variable that expanded to nothing?)";
     if (tok.size() > 1 && tok[0] == '-') {
       const std::size_t eq = tok.find('=');
       const std::string name = tok.substr(0, eq);
@@ -81,6 +92,16 @@ std::optional<std::string> explain_parse_error(const CLI::App& app, const std::v
     if (!found && cmd->get_require_subcommand_min() > 0) return unknown_command(*cmd, tok);
   }
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> explain_parse_error(const CLI::App& app, const std::vector<std::string>& args) {
+  return first_problem(app, args, /*empties=*/false);
+}
+
+std::optional<std::string> empty_word(const CLI::App& app, const std::vector<std::string>& args) {
+  return first_problem(app, args, /*empties=*/true);
 }
 
 }  // namespace tt::cli

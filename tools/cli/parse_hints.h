@@ -14,4 +14,8 @@ namespace tt::cli {
 // (argv without the program name), or nullopt when neither is the cause (CLI11's message stands).
 std::optional<std::string> explain_parse_error(const CLI::App& app, const std::vector<std::string>& args);
 
+// Before parsing: the one-line error for an empty word ('') where a command or an option belongs (not an
+// option's value), or nullopt. The CLI11 this builds with loops forever on such a word after a command.
+std::optional<std::string> empty_word(const CLI::App& app, const std::vector<std::string>& args);
+
 }  // namespace tt::cli
