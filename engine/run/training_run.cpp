@@ -326,7 +326,7 @@ void TrainingRun::build_model() {
   buckets_ = plan_buckets(model_->params(), model_->num_params(),
                           std::min<std::size_t>(std::size_t{1} << 20, cap), cap);
   if (plan_.parallel().shard != ShardStage::None && plan_.reduced())
-    shard_ = shard_ranges(buckets_, rank_, world_);
+    shard_ = shard_ranges(buckets_, rank_, modelled_world());  // a fold's shard of the modelled ring
   optimizer_ = make_optimizer(*backend_, tc_.schedule.optimizer, model_->num_params(),
                               sharded() ? std::optional(shard_) : std::nullopt);
   if (const long every = plan_.parallel().check_replicas; every > 0) {
@@ -576,7 +576,7 @@ void TrainingRun::build_reducer() {
   const bool host_grads = plan_.compute().platform() == DeviceKind::Cpu && ordered_norm;
   reducer_ = std::make_unique<DdpReducer>(*backend_, *model_, buckets_, *path_,
                                           DdpOptions{.overlap = par.overlap,
-                                                     .world = world_,
+                                                     .world = modelled_world(),
                                                      .rank = rank_,
                                                      .shard = par.shard,
                                                      .ordered_norm = ordered_norm,
@@ -634,7 +634,8 @@ StateBytes TrainingRun::state_bytes() const {
 // From the model's configuration (models' registry), so that it is known before the model is built.
 StateBytes TrainingRun::state_bytes(ShardStage stage) const {
   const ScheduleOptions& s = plan_.schedule();
-  return state_bytes_per_rank(model_memory(plan_.model(), s.batch, s.seq), stage, world_, bf16_emulated());
+  return state_bytes_per_rank(model_memory(plan_.model(), s.batch, s.seq), stage, modelled_world(),
+                              bf16_emulated());
 }
 
 double TrainingRun::memory_gib() const {
@@ -671,10 +672,10 @@ void TrainingRun::check_device_memory() const {
       need, sizeof need,
       "%s needs %.1f GiB per rank with --shard %s at %d rank(s), more than the emulated %s's %.0f GiB "
       "(parameters %.1f, gradients %.1f, optimizer state %.1f, activations %.1f, gathered units %.1f)",
-      plan_.model().name.c_str(), b.total() / kGiB, name(stage), world_, gpu->spec.name.c_str(),
+      plan_.model().name.c_str(), b.total() / kGiB, name(stage), modelled_world(), gpu->spec.name.c_str(),
       gpu->spec.memory_gib, b.params / kGiB, b.grads / kGiB, b.optimizer / kGiB, b.activations / kGiB,
       b.gathered / kGiB);
-  if (world_ == 1)
+  if (modelled_world() == 1)
     throw InputError(std::string(need) +
                      ": one rank keeps the whole state; start several under mpirun with "
                      "--shard optimizer|gradients, or lower --batch or --seq");
@@ -685,7 +686,8 @@ void TrainingRun::check_device_memory() const {
                   state_bytes(s).total() / kGiB);
     stages += one;
   }
-  throw InputError(std::string(need) + ": per rank at " + std::to_string(world_) + " ranks, " + stages +
+  throw InputError(std::string(need) + ": per rank at " + std::to_string(modelled_world()) + " ranks, " +
+                   stages +
                    " GiB (--shard none|optimizer|gradients|params); choose a stage that fits, start more "
                    "ranks, or lower --batch or --seq");
 }
@@ -740,7 +742,7 @@ RunDescription TrainingRun::gather_facts() const {
   d.memory_gib = memory_gib();
   d.memory_state_gib = memory_state_gib();
   d.memory = memory_description();
-  d.world = plan_.parallel().modelled_world(world_);
+  d.world = modelled_world();
   d.ranks_run = world_;
   if (d.world != world_)
     d.fold = "a ring of " + std::to_string(d.world) + " ranks modelled by the " + std::to_string(world_) +

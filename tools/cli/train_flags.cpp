@@ -139,6 +139,26 @@ void add_reporting_options(CLI::App* cmd, TrainOptions& o) {
       ->check(sha256_hex());
 }
 
+// How an emulated run's ranks are had: threads of a process, and a modelled ring larger than the ranks run.
+void add_virtual_rank_options(CLI::Option_group* dp, ParallelOptions& p) {
+  dp->add_option("--ranks-per-process", p.ranks_per_process,
+                 "Ranks each process hosts as threads (emulated virtual-time runs): `mpirun -np N` gives "
+                 "N x this many ranks, with the same handshake, agreement and sealed tokens between them and "
+                 "the same virtual times as one process per rank (docs/reproducing.md, \"Virtual ranks\")")
+      ->check(positive())
+      ->capture_default_str();
+  dp->add_option("--model-ranks", p.model_ranks,
+                 "Model a ring of this many ranks with the ranks the run has (emulated virtual time, "
+                 "--allreduce-algo ring, any --shard): each rank plays its own position in the "
+                 "larger ring, whose chunks and hops every message has, and holds its shard of it, so P = "
+                 "1,024 runs on 8 or 16 ranks as threads; "
+                 "the ranks run must divide it (with --gpus-per-node G and more than G modelled: a multiple "
+                 "of G, at least 2 G). The step time is the full ring's (docs/reproducing.md, \"Folded "
+                 "ring\"); 0 = the ring is the ranks run")
+      ->check(non_negative())
+      ->capture_default_str();
+}
+
 void add_parallel_options(CLI::App* cmd, TrainOptions& o) {
   auto* dp = cmd->add_option_group("data parallelism (under mpirun)");
   add_enum_option(
@@ -199,21 +219,7 @@ void add_parallel_options(CLI::App* cmd, TrainOptions& o) {
                   "How the ring waits for a message: adaptive yields, then naps (leaves cores to backward); "
                   "busy polls like MPI_Allreduce (a core per rank)");
   add_host_transport_option(dp, o.parallel.host_transport);
-  dp->add_option("--ranks-per-process", o.parallel.ranks_per_process,
-                 "Ranks each process hosts as threads (emulated virtual-time runs): `mpirun -np N` gives "
-                 "N x this many ranks, with the same handshake, agreement and sealed tokens between them and "
-                 "the same virtual times as one process per rank (docs/reproducing.md, \"Virtual ranks\")")
-      ->check(positive())
-      ->capture_default_str();
-  dp->add_option("--model-ranks", o.parallel.model_ranks,
-                 "Model a ring of this many ranks with the ranks the run has (emulated virtual time, "
-                 "--allreduce-algo ring, --shard none): each rank plays its own position in the larger ring, "
-                 "whose chunks and hops every message has, so P = 1,024 runs on 8 or 16 ranks as threads; "
-                 "the ranks run must divide it (with --gpus-per-node G and more than G modelled: a multiple "
-                 "of G, at least 2 G). The step time is the full ring's (docs/reproducing.md, \"Folded "
-                 "ring\"); 0 = the ring is the ranks run")
-      ->check(non_negative())
-      ->capture_default_str();
+  add_virtual_rank_options(dp, o.parallel);
   add_enum_option(
       dp, "--grad-memory", o.parallel.grad_memory,
       "Where a CPU run's gradients live: private, ordinary memory on huge pages; shared, a buffer "
