@@ -164,7 +164,7 @@ class TrainingRun {
   int rank_ = 0;
   int world_ = 1;  // the ranks that run
   // The ranks the run models: world_, or --model-ranks when a fold models a larger ring (Note [Folded
-  // ring], comm/allreduce/ring_geometry.h); the shard layout, the averaging and the memory are its.
+  // ring], comm/allreduce/ring_geometry.h); the averaging, the memory and the report are its.
   int modelled_world() const { return plan_.parallel().modelled_world(world_); }
   std::optional<DistContext> dist_;
   std::optional<AttestationRecord> attestation_record_;  // real evidence: every rank's, once agreed
