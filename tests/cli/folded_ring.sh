@@ -55,6 +55,11 @@ close off-p8 off-f2 2
 run cc-p8 "${cc[@]}" --ranks-per-process 8
 run cc-f4 "${cc[@]}" --ranks-per-process 4 --model-ranks 8
 close cc-p8 cc-f4 4
+# The fold's ranks in two processes (MPI between them, the mailbox inside each): the same.
+if mpirun --allow-run-as-root --oversubscribe -np 2 "$TT" "${emu[@]}" "${cc[@]}" --ranks-per-process 2 --model-ranks 8 \
+    --summary "$WORK/cc-f2x2.json" >"$WORK/cc-f2x2.log" 2>&1; then
+  passes=$((passes + 1)); close cc-p8 cc-f2x2 4
+else echo "FAIL: run cc-f2x2"; tail -5 "$WORK/cc-f2x2.log"; fails=$((fails + 1)); fi
 # Four nodes of two GPUs with emulated links: the fold runs two nodes, a node boundary inside it.
 nodes=(--link emulate --gpus-per-node 2)
 run node-p8 "${cc[@]}" "${nodes[@]}" --ranks-per-process 8
