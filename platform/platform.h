@@ -56,7 +56,8 @@ struct HostPathRequest {
   bool emulated_links = false;  // --link emulate
   double link_gbps = 0;         // --link-gbps (0: none)
   double cc_transfer_us = 0;    // --cc-transfer-us
-  int model_ranks = 0;          // the ring's modelled size when folded (Note [Folded ring]; 0: transport's)
+  int model_ranks = 0;          // the ring's modelled size when folded, for the links' label (Note [Folded
+                                // ring]; 0: the transport's)
   // The modelled host's (or GPU's) sealing of an emulated GPU's messages in virtual time.
   std::function<CryptoCostModel(const EmulatedGpu&)> crypto;
   Profiler& profiler;  // its clock is virtual in virtual time

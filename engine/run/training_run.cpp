@@ -326,7 +326,7 @@ void TrainingRun::build_model() {
   buckets_ = plan_buckets(model_->params(), model_->num_params(),
                           std::min<std::size_t>(std::size_t{1} << 20, cap), cap);
   if (plan_.parallel().shard != ShardStage::None && plan_.reduced())
-    shard_ = shard_ranges(buckets_, rank_, modelled_world());  // a fold's shard of the modelled ring
+    shard_ = shard_ranges(buckets_, rank_, modelled_world());
   optimizer_ = make_optimizer(*backend_, tc_.schedule.optimizer, model_->num_params(),
                               sharded() ? std::optional(shard_) : std::nullopt);
   if (const long every = plan_.parallel().check_replicas; every > 0) {

@@ -105,14 +105,11 @@ comm::Transport& EmulatedPlatform::ring_wire(const HostPathRequest& r, const com
   const Topology& topo = gpu_->gpu().topology;
   if (modelled_links && topo.given() && r.link_gbps <= 0) {
     // Each pair's link class (core/emulated/topology.h); NVLink runs at the rate above (the GPU's, or
-    // Blackwell's encrypted one for fast's ciphertext).
+    // Blackwell's encrypted one for fast's ciphertext). A fold's ranks are whole nodes of the modelled
+    // ring, at least two (Note [Folded ring]): the link from its last rank to rank 0 crosses nodes there too.
     std::vector<comm::LinkLimit> per_peer;
-    const int me = r.transport.rank(), k = r.transport.size();
-    const int world = r.model_ranks > 0 ? r.model_ranks : k;
-    for (int p = 0; p < k; ++p) {
-      // Note [Folded ring]: the real successor stands for modelled rank me + 1 (the last rank's is rank 0).
-      const int peer = world != k && p == (me + 1) % k ? (me + 1) % world : p;
-      const LinkClassSpec& c = link_class_spec(topo.between(me, peer));
+    for (int p = 0; p < r.transport.size(); ++p) {
+      const LinkClassSpec& c = link_class_spec(topo.between(r.transport.rank(), p));
       per_peer.push_back({.gbytes_per_s = c.gbps > 0 ? c.gbps : link_gbps,
                           .latency = std::chrono::duration<double, std::micro>(c.latency_us)});
     }
@@ -120,7 +117,7 @@ comm::Transport& EmulatedPlatform::ring_wire(const HostPathRequest& r, const com
     const std::size_t carry = virt && virtual_seal_ ? virtual_seal_->carried_bytes() : 0;
     if (virt || channel.pass_through())
       return emulated_link_.emplace(r.transport, std::move(per_peer), &r.profiler.clock(), carry, &r.profiler,
-                                    topo.describe(world));
+                                    topo.describe(r.model_ranks > 0 ? r.model_ranks : r.transport.size()));
   }
   if (r.profiler.virtual_time()) {
     const std::size_t carry = virtual_seal_ ? virtual_seal_->carried_bytes() : 0;

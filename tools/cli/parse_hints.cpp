@@ -58,15 +58,19 @@ std::string unknown_option(const CLI::App& cmd, const std::string& name) {
 
 namespace {
 
-// Walks `args` as CLI11 will, command by command, skipping options' values: the first unknown command
-// or option, or (empties) the first empty word that is not an option's value.
+// What a walk over the words looks for: an unknown command or option (after CLI11 failed), or an empty
+// word (before parsing: CLI11 would loop on it).
+enum class Look { Unknown, Empty };
+
+// Walks `args` as CLI11 will, command by command, skipping options' values, and returns the first
+// problem of the kind looked for. Looking for empty words, an unknown word is passed over (CLI11 names it).
 std::optional<std::string> first_problem(const CLI::App& app, const std::vector<std::string>& args,
-                                         bool empties) {
+                                         Look look) {
   const CLI::App* cmd = &app;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& tok = args[i];
     if (tok == "--") return std::nullopt;  // everything after it is positional
-    if (tok.empty() && empties)
+    if (tok.empty() && look == Look::Empty)
       return "word " + std::to_string(i + 1) + " of the command line is empty ('') where teetrain " +
              words_of(*cmd) + (cmd == &app ? "" : " ") +
              "expects an option or a command; remove it (a shell variable that expanded to nothing?)";
@@ -75,7 +79,7 @@ std::optional<std::string> first_problem(const CLI::App& app, const std::vector<
       const std::string name = tok.substr(0, eq);
       const CLI::Option* o = find_option(cmd, name);
       if (o == nullptr) {
-        if (name.starts_with("--")) return unknown_option(*cmd, name);
+        if (name.starts_with("--") && look == Look::Unknown) return unknown_option(*cmd, name);
         continue;  // a short option or a negative number: CLI11 says what is wrong with it
       }
       if (eq == std::string::npos && o->get_expected_min() > 0) ++i;  // skip its value
@@ -89,7 +93,8 @@ std::optional<std::string> first_problem(const CLI::App& app, const std::vector<
         break;
       }
     }
-    if (!found && cmd->get_require_subcommand_min() > 0) return unknown_command(*cmd, tok);
+    if (!found && cmd->get_require_subcommand_min() > 0 && look == Look::Unknown)
+      return unknown_command(*cmd, tok);
   }
   return std::nullopt;
 }
@@ -97,11 +102,11 @@ std::optional<std::string> first_problem(const CLI::App& app, const std::vector<
 }  // namespace
 
 std::optional<std::string> explain_parse_error(const CLI::App& app, const std::vector<std::string>& args) {
-  return first_problem(app, args, /*empties=*/false);
+  return first_problem(app, args, Look::Unknown);
 }
 
 std::optional<std::string> empty_word(const CLI::App& app, const std::vector<std::string>& args) {
-  return first_problem(app, args, /*empties=*/true);
+  return first_problem(app, args, Look::Empty);
 }
 
 }  // namespace tt::cli
