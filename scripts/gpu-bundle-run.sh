@@ -5,10 +5,13 @@
 # buffers), then the held-out step sweep (tools/gpu_size_sweep.sh:
 # models whose measured steps the emulated GPU was not fitted to), and packs everything it wrote into
 # OUT_DIR/gpu-results.tar.gz. Each part has a time limit, so a hang cannot take a short lease.
+# Where Nsight Systems (nsys) is installed it also records every kernel's GPU time and every launch's
+# host time of one SmolLM2-135M and one GPT-2 step (kernels/: what the transformer kernel model's launch
+# term needs and the step totals cannot give; docs/reproducing.md, "The transformer kernel model").
 #
 #   scripts/gpu-bundle-run.sh [BUNDLE_DIR] [OUT_DIR]     (defaults: gpu-bundle, $OUT or runs/gpu-run)
 #   env: CHECK_S (gpu-check's limit, 240), SHARD_S (gpu-shard-check's, 150), SWEEP_S (each half of
-#        the sweep's, 90), SHARD=0 / SWEEP=0 skip those,
+#        the sweep's, 90), KERNELS_S (each nsys profile's, 60), SHARD=0 / SWEEP=0 / KERNELS=0 skip those,
 #        STAGE_MAX (cap of one gpu-check stage, 90), and gpu-check.sh's own variables
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -40,5 +43,23 @@ if [[ ${SWEEP:-1} != 0 ]]; then
   MODES=tf32 MODELS="bert-base smollm2-135m llama-3.2-1b" BATCH=4 SEQ=512 STEPS=5 \
     timeout "${SWEEP_S:-90}" tools/gpu_size_sweep.sh "$work/heldout" "$bundle/bin/teetrain" >>"$work/sweep.log" 2>&1
   echo "sweep: rc=$?" | tee -a "$work/libs.txt"
+fi
+if [[ ${KERNELS:-1} != 0 ]]; then
+  mkdir -p "$work/kernels"
+  if command -v nsys >/dev/null; then
+    for m in "smollm2-135m 4 512" "gpt2 4 1024"; do
+      read -r model b t <<<"$m"
+      rep="$work/kernels/$model-b${b}-t${t}"
+      timeout "${KERNELS_S:-60}" nsys profile --trace=cuda --force-overwrite=true -o "$rep" \
+        "$bundle/bin/teetrain" bench step --device cuda --tf32 --model "$model" --batch "$b" --seq "$t" \
+        --steps 2 --warmup 1 >"$rep.log" 2>&1
+      for r in cuda_gpu_kern_sum cuda_api_sum cuda_gpu_trace; do
+        nsys stats --report "$r" --format csv --output "$rep-$r" "$rep.nsys-rep" >>"$rep.log" 2>&1
+      done
+      echo "kernels $model: rc=$?" | tee -a "$work/libs.txt"
+    done
+  else
+    echo "no nsys on this machine: no per-kernel times" | tee -a "$work/libs.txt"
+  fi
 fi
 tar -C "$out" -czf "$out/gpu-results.tar.gz" gpu-results && rm -rf "$work"

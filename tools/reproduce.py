@@ -8,7 +8,7 @@ into runs.jsonl and runs.csv, fits the scaling model (`teetrain model`), and wri
 matplotlib is importable, PNG figures. Paper-scale models run with emulated GPU compute
 (`--compute emulate --gpu h100`): forward/backward are waits, gradients/buckets/ring/crypto are real.
 
-    /usr/bin/python3 tools/reproduce.py --quick --out runs/repro-quick    # about 20 s on 2 cores
+    /usr/bin/python3 tools/reproduce.py --quick --out runs/repro-quick    # about 15 s on 2 cores
     /usr/bin/python3 tools/reproduce.py --out runs/repro-full             # the full grid
 
 Any failing run stops the script with a non-zero exit, its command line and the tail of its log.
@@ -858,7 +858,7 @@ def report(args, out, recs, model_text, scenario_text="", algo_text="", algo_fig
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="runs/reproduce", help="output directory")
-    ap.add_argument("--quick", action="store_true", help="small grid, 3 steps per run (about 20 s on 2 cores; "
+    ap.add_argument("--quick", action="store_true", help="small grid, 3 steps per run (about 15 s on 2 cores; "
                     "docs/reproducing.md, \"Many runs in one process\")")
     ap.add_argument("--bin", default="build/teetrain", help="the teetrain binary")
     ap.add_argument("--data", default="data-cache/fortunes", help="token shards (prepared with `teetrain prepare-text`)")

@@ -227,12 +227,14 @@ def fixtures_of(args):
     return [legacy_fixture(p) for p in paths]
 
 
-def emulated_step(binary, m):
-    """`teetrain bench emulated-step` at a fixture's model, shape, GPU and precision: its JSON."""
+def emulated_step(binary, m, kernel_groups=False):
+    """`teetrain bench emulated-step` at a fixture's model, shape, GPU and precision: its JSON (with each
+    pass's kernel groups if asked)."""
     name = m["model"]
     cmd = [binary, "bench", "emulated-step", "--model", name, "--batch", str(m["batch"]), "--gpu", m["gpu"],
            "--gpu-precision", m["precision"]]
     cmd += ["--image-size" if family_of(name) == "resnet" else "--seq", str(m["shape"])]
+    cmd += ["--kernel-groups"] if kernel_groups else []
     return json.loads(run(cmd).stdout)
 
 

@@ -93,7 +93,17 @@ void EmulatedBackend::charge(EmulatedWork w, double amount, Launch launch) {
   }
   seconds_[static_cast<std::size_t>(w)].fetch_add(s);
   if (w == EmulatedWork::Launches) kernels_.fetch_add(static_cast<long>(amount));
+  log_kernel_work(w, amount, launch, s);
   if (timing_ == Timing::Wait) (std::this_thread::get_id() == compute_thread_ ? compute_ : comm_).run(s);
+}
+
+void EmulatedBackend::log_kernel_work(EmulatedWork w, double amount, Launch launch, double s) {
+  if (kernel_log_ == nullptr || std::this_thread::get_id() != compute_thread_) return;
+  pending_.seconds[static_cast<std::size_t>(w)] += s;
+  if (w == EmulatedWork::Launches) pending_.kernels = amount;
+  if (launch == Launch::Counted) return;  // the op's launches() closes its group
+  kernel_log_->push_back(pending_);
+  pending_ = {};
 }
 
 void EmulatedBackend::launches(double kernels) {

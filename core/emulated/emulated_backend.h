@@ -48,6 +48,14 @@ enum class EmulatedWork {
   Transfer
 };
 inline constexpr std::size_t kEmulatedWorkKinds = 9;
+
+// One launches() call of a transformer op (its `kernels` and the work charged with them since the
+// previous call), or one plain op (kernels = 0): the unit tools/fit_gpu_kernels.py replays to test how
+// a GPU's launch queue paces kernels (EmulatedBackend::log_kernels).
+struct KernelGroup {
+  double kernels = 0;
+  std::array<double, kEmulatedWorkKinds> seconds{};  // by EmulatedWork
+};
 template <>
 struct EnumNames<EmulatedWork> {
   static constexpr std::pair<const char*, EmulatedWork> all[] = {
@@ -94,6 +102,8 @@ class EmulatedBackend final : public Backend {
   // Appends the shape of every convolution forward to `log` from now on (null: stop): a model's
   // layers as its forward calls them (`teetrain bench conv`).
   void log_convs(std::vector<Conv2dShape>* log) { conv_log_ = log; }
+  // Appends every kernel group the training thread charges to `log` from now on (null: stop).
+  void log_kernels(std::vector<KernelGroup>* log) { kernel_log_ = log; }
 
   void* allocate(std::size_t bytes) override { return memory_.allocate(bytes); }
   void deallocate(void* p) noexcept override { memory_.deallocate(p); }
@@ -186,6 +196,8 @@ class EmulatedBackend final : public Backend {
   // Charges `kernels` launches of a transformer op (EmulatedWork::Launches): the fixed cost of each
   // (GpuSpec::row_kernel_seconds) and, in CC mode, what CC adds to one launch (charge()).
   void launches(double kernels);
+  // Adds a charge to the kernel group being logged (log_kernels); any charge but a Counted one closes it.
+  void log_kernel_work(EmulatedWork w, double amount, Launch launch, double s);
   double channel_parallel(int C) const;
   void charge_elementwise_floats(double floats) { charge(EmulatedWork::Elementwise, floats * sizeof(float)); }
   // A transformer op's row-wise traffic and its `kernels` launches.
@@ -208,6 +220,8 @@ class EmulatedBackend final : public Backend {
   std::atomic<long> kernels_{0};  // the comm thread charges too
   std::atomic<double> cc_launch_s_{0}, cc_copy_s_{0};
   std::vector<Conv2dShape>* conv_log_ = nullptr;
+  std::vector<KernelGroup>* kernel_log_ = nullptr;
+  KernelGroup pending_{};  // a transformer op's work charged since its last launches() (kernel_log_ only)
   RunClock* clock_;  // the run's clock (virtual time: where settle_shared_units moves the compute thread)
   SmShare sms_;
   std::atomic<double> sm_wait_s_{0};

@@ -58,6 +58,16 @@ if "$PY" "$(dirname "$VAL")/fit_gpu_kernels.py" --bin "$TT" \
 else
   echo "FAIL: fit_gpu_kernels.py"; tail -20 "$WORK/fit.log"; fails=$((fails + 1))
 fi
+# ... and replays the same steps' kernel groups under a launch model that is not additive.
+if "$PY" "$(dirname "$VAL")/fit_gpu_kernels.py" --bin "$TT" --launch-model per-op-max \
+    --fixtures "$S/b1_t1024/gpt2-tf32.json,$S/b4_t256/gpt2-tf32.json,$S/b8_t1024/gpt2-tf32.json" >"$WORK/fitq.log" 2>&1; then
+  for c in host_launch_s kernel_s; do
+    check "per-op-max fit prints $c" grep -qE "^  $c = [0-9.e+-]+$" "$WORK/fitq.log"
+  done
+  check "per-op-max fit's family line" grep -qE "^\| fit \| gpt2 tf32 on h200 \| 3 \|" "$WORK/fitq.log"
+else
+  echo "FAIL: fit_gpu_kernels.py --launch-model per-op-max"; tail -20 "$WORK/fitq.log"; fails=$((fails + 1))
+fi
 
 # A ground-truth fixture in the committed format (docs/reproducing.md, "Ground-truth fixtures"): its row,
 # and the per-family table with the held-out set named; a fixture missing a field exits 2 naming it.

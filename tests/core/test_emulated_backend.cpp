@@ -212,6 +212,39 @@ TEST(EmulatedBackend, AttentionIsChargedItsLaunchesAndScoresAtItsShapes) {
   EXPECT_EQ(be.kernels(), 4 * 4 * 3 + 1);
 }
 
+// The kernel groups `bench emulated-step --kernel-groups` lists (tools/fit_gpu_kernels.py replays them):
+// each launches() call with the work charged before it, and each plain op alone; together they are
+// every second and every launch charged.
+TEST(EmulatedBackend, KernelGroupsHoldEachOpsLaunchesWithItsWork) {
+  EmulatedBackend be(EmulatedGpu{gpu_spec("h200"), GpuPrecision::Tf32}, EmulatedBackend::Timing::Account);
+  std::vector<KernelGroup> log;
+  be.log_kernels(&log);
+  be.gqa_attention_forward(nullptr, nullptr, nullptr, 4, 512, 9, 3, 64, AttentionMask::Causal);
+  be.adamw_update(nullptr, nullptr, nullptr, nullptr, 1000, AdamWConfig{}, 1.0f, 1);
+  be.matmul_forward(nullptr, nullptr, nullptr, nullptr, 512, 576, 1536);
+  be.log_kernels(nullptr);
+  be.fill(nullptr, 0.0f, 100);  // not logged
+  const auto at = [](const KernelGroup& g, EmulatedWork w) { return g.seconds[static_cast<std::size_t>(w)]; };
+  ASSERT_EQ(log.size(), 4U);
+  EXPECT_EQ(log[0].kernels, 2 * 4 * 3);  // the batched GEMMs, with their FLOPs and the scores' bytes
+  EXPECT_GT(at(log[0], EmulatedWork::Attention), 0.0);
+  EXPECT_GT(at(log[0], EmulatedWork::Scores), 0.0);
+  EXPECT_EQ(at(log[0], EmulatedWork::Rows), 0.0);
+  EXPECT_EQ(log[1].kernels, 1);  // the row-wise kernel
+  EXPECT_GT(at(log[1], EmulatedWork::Rows), 0.0);
+  EXPECT_EQ(log[2].kernels, 0);  // the optimizer: a plain op
+  EXPECT_GT(at(log[2], EmulatedWork::Optimizer), 0.0);
+  EXPECT_EQ(log[3].kernels, 1);
+  EXPECT_GT(at(log[3], EmulatedWork::Matmul), 0.0);
+  double logged = 0, kernels = 0;
+  for (const KernelGroup& g : log) {
+    kernels += g.kernels;
+    for (double s : g.seconds) logged += s;
+  }
+  EXPECT_EQ(kernels, be.kernels());
+  EXPECT_NEAR(logged, be.seconds() - be.seconds(EmulatedWork::Elementwise), 1e-15);
+}
+
 TEST(EmulatedBackend, WaitModeWaitsAndSynchronisesAtTheHost) {
   EmulatedBackend be(slow_gpu());
   // 20 ms of matmul: the host may run ahead by up to 2 ms, so the call itself has waited >= 18 ms,

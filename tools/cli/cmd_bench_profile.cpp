@@ -312,6 +312,7 @@ struct EmulatedStepOptions {
   GpuPrecision precision = GpuPrecision::Tf32;
   CcHardware cc = CcHardware::None;
   std::string json;
+  bool kernel_groups = false;  // also list each pass's kernel groups (KernelGroup)
 };
 
 // The CC row the step is charged with (Note [CC hardware costs]): what tools/validate_emulator.py
@@ -342,6 +343,18 @@ nlohmann::json work_json(const EmulatedBackend& be) {
   return j;
 }
 
+// A pass's kernel groups in the order charged, each [kernels, seconds of every EmulatedWork in its
+// order]: what tools/fit_gpu_kernels.py replays through a launch queue.
+nlohmann::json kernel_groups_json(const std::vector<KernelGroup>& groups) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const KernelGroup& g : groups) {
+    nlohmann::json row{g.kernels};
+    for (double s : g.seconds) row.push_back(s);
+    j.push_back(std::move(row));
+  }
+  return j;
+}
+
 // The constants the step was costed with, as work_json's terms scale with them.
 nlohmann::json constants_json(const EmulatedGpu& g) {
   return {{"efficiency", g.efficiency()},         {"attention_efficiency", g.spec.attention_efficiency},
@@ -361,12 +374,16 @@ void run_emulated_step(const EmulatedStepOptions& o) {
   const Batch b = placeholder_batch(mc, image, o.batch, o.seq);
   model->reserve(o.batch, o.seq);
   be.reset_seconds();
+  std::vector<KernelGroup> fwd_groups, bwd_groups;
+  be.log_kernels(&fwd_groups);
   model->zero_grad();
   model->forward(b);
   const double fwd = be.seconds(), fwd_conv = be.seconds(EmulatedWork::Conv);
   const nlohmann::json fwd_work = work_json(be);
   be.reset_seconds();
+  be.log_kernels(&bwd_groups);
   model->backward({});
+  be.log_kernels(nullptr);
   const double bwd = be.seconds(), bwd_conv = be.seconds(EmulatedWork::Conv);
   const nlohmann::json bwd_work = work_json(be);
   be.reset_seconds();
@@ -393,6 +410,13 @@ void run_emulated_step(const EmulatedStepOptions& o) {
                    {"constants", constants_json(gpu)},
                    {"backend", be.describe()}};
   if (o.cc != CcHardware::None) j["cc"] = cc_costs_json(gpu.cc);
+  if (o.kernel_groups) {
+    nlohmann::json kinds = nlohmann::json::array({"kernels"});
+    for (const auto& [name, w] : EnumNames<EmulatedWork>::all) kinds.push_back(std::string(name) + "_s");
+    j["kernel_groups"] = {{"columns", kinds},
+                          {"forward", kernel_groups_json(fwd_groups)},
+                          {"backward", kernel_groups_json(bwd_groups)}};
+  }
   std::printf("%s\n", j.dump(1).c_str());
   if (!o.json.empty()) write_json_file("--json", o.json, j);
 }
@@ -419,6 +443,9 @@ void register_bench_emulated_step(CLI::App* bench) {
                   "The GPU in CC mode (as train's --cc-hardware): the step pays its launches, and the JSON's "
                   "cc block holds the row's copy, launch and GPU-to-GPU costs");
   c->add_option("--json", o->json, "Write the prediction as JSON to FILE");
+  c->add_flag("--kernel-groups", o->kernel_groups,
+              "Also list each pass's kernel groups in the order charged (kernel_groups: each op's launches "
+              "with its work by kind; what tools/fit_gpu_kernels.py replays)");
   c->callback([o] { run_emulated_step(*o); });
 }
 
