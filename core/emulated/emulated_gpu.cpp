@@ -181,10 +181,10 @@ CcCosts cc_costs(CcHardware h) {
 }
 
 MessageRoute message_route(const CcCosts& cc, const Topology& topology, int sender, int receiver) {
-  // A group message (receiver < 0) stays inside the node where every rank is on one (no --gpus-per-node):
-  // forwarded unchanged among GPUs of one CVM, it is what any other message between them is.
+  // A group message (receiver < 0) stays inside the node where every rank is on one (no --gpus-per-node,
+  // or G = P): forwarded unchanged among GPUs of one CVM, it is what any other message between them is.
   const bool inside =
-      receiver >= 0 ? topology.node_of(sender) == topology.node_of(receiver) : !topology.given();
+      receiver >= 0 ? topology.node_of(sender) == topology.node_of(receiver) : topology.one_node();
   if (inside && cc.node != NodeMessages::Sealed) return {.what = cc.node, .peer = {}, .leaves_node = false};
   const bool leaves = !inside && topology.given();
   return {.what = NodeMessages::Sealed, .peer = leaves ? cc.peer_between : cc.peer, .leaves_node = leaves};

@@ -39,8 +39,12 @@ struct Topology {
   int gpus_per_node = 0;  // 0: every rank on one node, each link the GPU's NVLink without latency
   LinkClass intra = LinkClass::Nvlink;
   LinkClass inter = LinkClass::InfinibandNdr;
+  int world = 0;  // the run's (modelled) ranks, where known (RunPlan): whether there is more than one node
 
   bool given() const { return gpus_per_node > 0; }
+  // Every rank on one node: no --gpus-per-node, or one node of them all (G = P). A group message (the
+  // ring's forwarded all-gather) never leaves it (message_route, emulated_gpu.h).
+  bool one_node() const { return !given() || (world > 0 && gpus_per_node >= world); }
   int node_of(int rank) const { return given() ? rank / gpus_per_node : 0; }
   // The class of the link between ranks a and b.
   LinkClass between(int a, int b) const { return node_of(a) == node_of(b) ? intra : inter; }

@@ -37,6 +37,8 @@ TrainOptions resolved(const TrainOptions& given, const ImageSource* images, int 
   // A fold runs per-hop all-gathers (fold_conflicts): fast's default forwarded one gives way.
   if (o.parallel.model_ranks > 0 && o.tee.settings.forward_ag == Toggle::Auto)
     o.tee.settings.forward_ag = Toggle::Off;
+  // Whether the emulated topology has more than one node (Topology::one_node).
+  o.compute.gpu.topology.world = o.parallel.modelled_world(world);
   return o;
 }
 

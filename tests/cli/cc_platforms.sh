@@ -142,6 +142,32 @@ for name in ("one-8-ring-fast-h100-ppcie", "one-8-ring-fast-tee-io-what-if"):
     assert abs(seen[name][0] - seen["one-8-ring-off-none"][0]) < 0.01 * seen["one-8-ring-off-none"][0], name
 PY
 then passes=$((passes + 1)); else echo "FAIL: one node's predictions are not the run's"; tail -30 "$WORK/one.log"; fails=$((fails + 1)); fi
+# One node given (--gpus-per-node P): the forwarded all-gather's group message stays inside it as on one
+# node of no --gpus-per-node (Topology::one_node), so fast's ring on h100-ppcie seals nothing of the
+# gradients and costs what TEE off's ring does, in the run and in the model.
+: >"$WORK/g8.txt"
+for tee in off fast; do
+  echo "${one[*]} --ranks-per-process 8 --gpus-per-node 8 --allreduce-algo ring --tee $tee --cc-hardware h100-ppcie --summary $WORK/g8-$tee.json --trace $WORK/g8-$tee.trace" >>"$WORK/g8.txt"
+done
+if mpirun --allow-run-as-root --oversubscribe -np 1 "$TT" runs "$WORK/g8.txt" >"$WORK/g8.log" 2>&1 &&
+  "$PY" - "$WORK" <<'PY'
+import json, sys
+got = {}
+for tee in ("off", "fast"):
+    r = json.load(open(f"{sys.argv[1]}/g8-{tee}.json"))
+    assert r["topology"].startswith("1 node x 8 GPUs"), r["topology"]
+    spans = {}
+    for e in json.load(open(f"{sys.argv[1]}/g8-{tee}.trace"))["traceEvents"]:
+        if e.get("ph") == "X" and e["name"] == "allreduce":
+            spans[e["pid"]] = spans.get(e["pid"], 0) + e["dur"] * 1e-6
+    model = sum(b["predicted_us"][b["algorithm"]] for b in r["allreduce_selection"]["buckets"]) * 1e-6
+    got[tee] = (max(spans.values()), model, max(r["counters"]["bytes_sealed"]))
+    print(tee, got[tee])
+(off, off_model, _), (fast, fast_model, sealed) = got["off"], got["fast"]
+assert abs(fast - off) < 0.01 * off and abs(fast_model - off_model) < 0.01 * off_model, got
+assert abs(fast_model - fast) < 0.05 * fast and sealed < 100_000, got  # gpt2's gradients are 500 MB
+PY
+then passes=$((passes + 1)); else echo "FAIL: one node given: fast's forwarded all-gather is not in clear"; tail -20 "$WORK/g8.log"; fails=$((fails + 1)); fi
 # The model's source names the link it priced by its platform: on one node of Blackwell, fast's encrypted
 # NVLink and cc's NVLink under Blackwell, not the GPU's NVLink alone.
 for run in fast:"blackwell encrypted NVLink 510 GB/s (arXiv 2606.23969)" cc:"h100 NVLink 450 GB/s under blackwell \

@@ -263,6 +263,9 @@ TEST(AllreduceSelection, OneNodeOfEmulatedGpusIsPricedAtEachEnd) {
   const Topology nodes{.gpus_per_node = 2, .intra = LinkClass::Nvlink, .inter = LinkClass::InfinibandNdr};
   EXPECT_FALSE(message_route(gpu.cc, Topology{}, 0, comm::kAnyRank).sealed());
   EXPECT_TRUE(message_route(gpu.cc, nodes, 0, comm::kAnyRank).sealed());
+  // ... but not out of the only node (G = P); with two nodes it does.
+  EXPECT_FALSE(message_route(gpu.cc, Topology{.gpus_per_node = 4, .world = 4}, 0, comm::kAnyRank).sealed());
+  EXPECT_TRUE(message_route(gpu.cc, Topology{.gpus_per_node = 2, .world = 4}, 0, comm::kAnyRank).sealed());
   // Wall-clock emulation over real links keeps the fitted terms.
   plan.compute.time = TimeModel::Wall;
   EXPECT_FALSE(default_cost_model(plan.parallel, plan.compute, cc, &gpu).model.steps.has_value());
