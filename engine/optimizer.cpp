@@ -15,10 +15,10 @@ std::size_t floats_in(const std::vector<ParamRange>& ranges) {
 // in order, their state packed one after the other, each split where parameters (and their weight
 // decay) change.
 template <typename Fn>
-void for_each_piece(const Model& model, const std::vector<ParamRange>& ranges, Fn&& fn) {
+void for_each_piece(const std::vector<ParamInfo>& params, const std::vector<ParamRange>& ranges, Fn&& fn) {
   std::size_t state = 0;
   for (const ParamRange& r : ranges) {
-    for (const ParamInfo& p : model.params()) {
+    for (const ParamInfo& p : params) {
       const std::size_t begin = std::max(r.offset, p.offset);
       const std::size_t end = std::min(r.offset + r.count, p.offset + p.numel);
       if (begin < end) fn(p, begin, end - begin, state + (begin - r.offset));
@@ -40,7 +40,7 @@ class AdamW final : public Optimizer {
   void step(Model& model, float lr, float grad_scale, long step_index) override {
     float* m = state_.as<float>();
     float* v = m + n_;
-    for_each_piece(model, ranges_, [&](const ParamInfo& p, std::size_t at, std::size_t count, std::size_t s) {
+    for_each_piece(model.params(), ranges_, [&](const ParamInfo& p, std::size_t at, std::size_t count, std::size_t s) {
       const AdamWConfig c{lr, cfg_.beta1, cfg_.beta2, cfg_.eps, p.decay ? cfg_.weight_decay : 0.0f};
       backend_.adamw_update(model.param_data() + at, model.grad_data() + at, m + s, v + s, count, c,
                             grad_scale, step_index);
@@ -69,7 +69,7 @@ class Sgd final : public Optimizer {
         state_(backend, n_ * sizeof(float)) {}
 
   void step(Model& model, float lr, float grad_scale, long /*step_index*/) override {
-    for_each_piece(model, ranges_, [&](const ParamInfo& p, std::size_t at, std::size_t count, std::size_t s) {
+    for_each_piece(model.params(), ranges_, [&](const ParamInfo& p, std::size_t at, std::size_t count, std::size_t s) {
       const SgdConfig c{lr, cfg_.momentum, p.decay ? cfg_.weight_decay : 0.0f};
       backend_.sgd_update(model.param_data() + at, model.grad_data() + at, state_.as<float>() + s, count, c,
                           grad_scale);
@@ -88,6 +88,12 @@ class Sgd final : public Optimizer {
 };
 
 }  // namespace
+
+std::size_t optimizer_pieces(const std::vector<ParamInfo>& params, const std::vector<ParamRange>& ranges) {
+  std::size_t n = 0;
+  for_each_piece(params, ranges, [&n](const ParamInfo&, std::size_t, std::size_t, std::size_t) { ++n; });
+  return n;
+}
 
 std::unique_ptr<Optimizer> make_optimizer(Backend& backend, const OptimizerConfig& cfg,
                                           std::size_t num_params,

@@ -49,4 +49,8 @@ std::unique_ptr<Optimizer> make_optimizer(Backend& backend, const OptimizerConfi
                                           std::size_t num_params,
                                           std::optional<std::vector<ParamRange>> shard = std::nullopt);
 
+// The optimizer's update kernels for `ranges`: one per piece of a parameter inside a range (a step
+// launches that many, each priced by its floats and, on an emulated GPU in CC mode, its launch).
+std::size_t optimizer_pieces(const std::vector<ParamInfo>& params, const std::vector<ParamRange>& ranges);
+
 }  // namespace tt

@@ -56,7 +56,8 @@ class SegmentLayout {
 // (4 bytes) is well under a clock tick at link rate, and the tests bound what is left. The sums are not
 // the full ring's (the fold adds chunks the ring of P would not): an emulated run's gradients are
 // synthetic, and a fold is refused where they are real. What it saves: the tokens every step seals,
-// K * 2(P - 1) per bucket instead of P * 2(P - 1), so P = 1,024 runs on K = 8 or 16 threads.
+// K * 2(P - 1) per bucket instead of P * 2(P - 1), so P = 1,024 runs on K = 8 or 16 threads. Sharded
+// ranks are not alike in their optimizer: Note [Sharded fold] (engine/gradients/shard.h).
 struct Hop;
 
 class RingGeometry {

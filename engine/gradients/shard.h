@@ -51,6 +51,33 @@ inline std::size_t shard_floats(const std::vector<ParamRange>& shard) {
   return s_floats;
 }
 
+// Note [Sharded fold]: in a folded ring (--model-ranks P run by K ranks, Note [Folded ring] in
+// comm/allreduce/ring_geometry.h) rank r plays modelled rank r, and stands for every modelled rank
+// r + jK, whose ring positions, messages and links repeat its own. A sharded rank's optimizer does not:
+// it launches one update per parameter piece its shard cuts (optimizer_pieces), and the shards that
+// hold a bucket's chunk 0 (modelled rank P - 1's) cut the most. So a fold's rank r updates, in cost,
+// the shard of its class's slowest member: the most pieces, then the most floats (an emulated run
+// computes no values; only the time counts). A ring all-gather after the optimizer finishes on the last
+// rank at max over ranks j (j's optimizer end + the P - 1 hops from j), the same whether each rank pays
+// its own update or its class's slowest, so the step time and the optimizer's slowest rank are the
+// whole ring's. How ranks split their time between phases is the fold's: a rank that would wait for the
+// slowest pays the slow update itself (the optimizer's mean up, the waits' down). tests/cli/
+// folded_ring.sh compares folds with whole rings for every stage; docs/reproducing.md, "Folded ring".
+inline int fold_pace_rank(const std::vector<Bucket>& buckets, const std::vector<ParamInfo>& params, int rank,
+                          int run, int modelled) {
+  int pace = rank;
+  std::pair<std::size_t, std::size_t> most{0, 0};  // (pieces, floats)
+  for (int m = rank; m < modelled; m += run) {
+    const std::vector<ParamRange> ranges = shard_ranges(buckets, m, modelled);
+    const std::pair<std::size_t, std::size_t> cost{optimizer_pieces(params, ranges), shard_floats(ranges)};
+    if (cost > most) {
+      most = cost;
+      pace = m;
+    }
+  }
+  return pace;
+}
+
 inline void expand_shard(const std::vector<ParamRange>& shard, std::size_t n, std::size_t slots,
                          const float* packed, float* full) {
   const std::size_t s_floats = shard_floats(shard);

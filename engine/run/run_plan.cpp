@@ -94,7 +94,7 @@ void path_conflicts(const TrainOptions& o, std::vector<std::string>& out) {
 }
 
 // Note [Folded ring] (comm/allreduce/ring_geometry.h): what a fold needs — a modelled ring (virtual time,
-// synthetic gradients, teetrain's ring with per-hop all-gathers, no shards) and a world that repeats
+// synthetic gradients, teetrain's ring with per-hop all-gathers) and a world that repeats
 // inside it (ranks dividing P; with nodes, whole nodes on both sides of a node boundary).
 void fold_conflicts(const TrainOptions& o, int world, std::vector<std::string>& out) {
   const ParallelOptions& p = o.parallel;
@@ -105,13 +105,6 @@ void fold_conflicts(const TrainOptions& o, int world, std::vector<std::string>& 
                   " models a ring in emulated virtual time only: add --compute emulate (--time virtual)");
   if (p.allreduce != AllreduceProvider::Ours || p.algo != comm::ReduceAlgo::Ring)
     out.push_back(flag + " folds teetrain's ring: use --allreduce ours --allreduce-algo ring");
-  // A sharded rank's work depends on the tensors its shard cuts (each piece its own optimizer launch), so
-  // ranks differ, and the slowest (the owner of every bucket's chunk 0, modelled rank P - 1) is not run.
-  if (p.shard != ShardStage::None)
-    out.push_back(flag +
-                  " folds the DDP ring only: sharded ranks differ by what their shards hold, and the "
-                  "fold runs only the first " +
-                  std::to_string(world) + "; use --shard none");
   if (o.tee.settings.forward_ag == Toggle::On)
     out.push_back(flag +
                   " needs per-hop all-gathers (a forwarded one would lap the ranks run): drop "
