@@ -40,11 +40,12 @@ class AdamW final : public Optimizer {
   void step(Model& model, float lr, float grad_scale, long step_index) override {
     float* m = state_.as<float>();
     float* v = m + n_;
-    for_each_piece(model.params(), ranges_, [&](const ParamInfo& p, std::size_t at, std::size_t count, std::size_t s) {
-      const AdamWConfig c{lr, cfg_.beta1, cfg_.beta2, cfg_.eps, p.decay ? cfg_.weight_decay : 0.0f};
-      backend_.adamw_update(model.param_data() + at, model.grad_data() + at, m + s, v + s, count, c,
-                            grad_scale, step_index);
-    });
+    for_each_piece(
+        model.params(), ranges_, [&](const ParamInfo& p, std::size_t at, std::size_t count, std::size_t s) {
+          const AdamWConfig c{lr, cfg_.beta1, cfg_.beta2, cfg_.eps, p.decay ? cfg_.weight_decay : 0.0f};
+          backend_.adamw_update(model.param_data() + at, model.grad_data() + at, m + s, v + s, count, c,
+                                grad_scale, step_index);
+        });
   }
   float* state_data() override { return state_.as<float>(); }
   std::size_t state_floats() const override { return 2 * n_; }
@@ -69,11 +70,12 @@ class Sgd final : public Optimizer {
         state_(backend, n_ * sizeof(float)) {}
 
   void step(Model& model, float lr, float grad_scale, long /*step_index*/) override {
-    for_each_piece(model.params(), ranges_, [&](const ParamInfo& p, std::size_t at, std::size_t count, std::size_t s) {
-      const SgdConfig c{lr, cfg_.momentum, p.decay ? cfg_.weight_decay : 0.0f};
-      backend_.sgd_update(model.param_data() + at, model.grad_data() + at, state_.as<float>() + s, count, c,
-                          grad_scale);
-    });
+    for_each_piece(model.params(), ranges_,
+                   [&](const ParamInfo& p, std::size_t at, std::size_t count, std::size_t s) {
+                     const SgdConfig c{lr, cfg_.momentum, p.decay ? cfg_.weight_decay : 0.0f};
+                     backend_.sgd_update(model.param_data() + at, model.grad_data() + at,
+                                         state_.as<float>() + s, count, c, grad_scale);
+                   });
   }
   float* state_data() override { return state_.as<float>(); }
   std::size_t state_floats() const override { return n_; }

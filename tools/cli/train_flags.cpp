@@ -147,14 +147,15 @@ void add_virtual_rank_options(CLI::Option_group* dp, ParallelOptions& p) {
                  "the same virtual times as one process per rank (docs/reproducing.md, \"Virtual ranks\")")
       ->check(positive())
       ->capture_default_str();
-  dp->add_option("--model-ranks", p.model_ranks,
-                 "Model a ring of this many ranks with the ranks the run has (emulated virtual time, "
-                 "--allreduce-algo ring, any --shard): each rank plays its own position in the larger ring, "
-                 "whose chunks and hops every message has, and holds its shard of it (updating, in cost, "
-                 "the slowest shard of the ranks it stands for), so P = 1,024 runs on 8 or 16 ranks as threads; "
-                 "the ranks run must divide it (with --gpus-per-node G and more than G modelled: a multiple "
-                 "of G, at least 2 G). The step time is the full ring's (docs/reproducing.md, \"Folded "
-                 "ring\"); 0 = the ring is the ranks run")
+  dp->add_option(
+        "--model-ranks", p.model_ranks,
+        "Model a ring of this many ranks with the ranks the run has (emulated virtual time, "
+        "--allreduce-algo ring, any --shard): each rank plays its own position in the larger ring, "
+        "whose chunks and hops every message has, and holds its shard of it (updating, in cost, "
+        "the slowest shard of the ranks it stands for), so P = 1,024 runs on 8 or 16 ranks as threads; "
+        "the ranks run must divide it (with --gpus-per-node G and more than G modelled: a multiple "
+        "of G, at least 2 G). The step time is the full ring's (docs/reproducing.md, \"Folded "
+        "ring\"); 0 = the ring is the ranks run")
       ->check(non_negative())
       ->capture_default_str();
 }
