@@ -209,9 +209,12 @@ def train_cmd(args, r, summary):
     # Emulated runs are in virtual time: one process (or the spec's "processes") hosts all P ranks as threads
     # (--ranks-per-process), whose virtual times equal P processes' bit for bit (docs/reproducing.md,
     # "Virtual ranks").
+    # A spec with model_ranks folds a ring of P onto its ranks_run (docs/reproducing.md, "Folded ring").
     procs = r.get("processes", 1)
-    launch = mpirun_prefix(procs) + [args.bin, "train", "--ranks-per-process", str(r["P"] // procs)] if emu else \
+    launch = mpirun_prefix(procs) + [args.bin, "train", "--ranks-per-process",
+                                     str(r.get("ranks_run", r["P"]) // procs)] if emu else \
         mpirun_prefix(r["P"]) + [args.bin, "train"]
+    launch += ["--model-ranks", str(r["model_ranks"])] if r.get("model_ranks") else []
     cmd = launch + ["--model", r["model"], *shape,
                                   "--steps", str(timed_steps(args, r) + args.warmup), "--timing-warmup", str(args.warmup),
                                   "--bucket-mb", str(r["bucket"]), "--overlap", r["overlap"],
@@ -907,8 +910,8 @@ def main():
     ap.add_argument("--shard-models", default=",".join(shard_study.MODELS), help="the sharding study's models "
                     "(tools/shard_study.py; runs with --only sharding)")
     ap.add_argument("--shard-ranks", default=",".join(map(str, shard_study.RANKS)), help="the sharding study's "
-                    "ranks (default " + ",".join(map(str, shard_study.RANKS)) + "; 8,16,64 adds P = 64, run as 2 "
-                    "processes x 32 virtual ranks)")
+                    "ranks (default " + ",".join(map(str, shard_study.RANKS)) + "; 8,16,64,1024 adds P = 64 and "
+                    "1,024, each a folded ring of 8 virtual ranks, off and cc)")
     ap.add_argument("--shard-sweep", default=shard_study.SWEEP, help="MODEL:P of the sharding study's bucket "
                     "(unit-size) sweep, off and cc (default " + shard_study.SWEEP + "; empty: none)")
     ap.add_argument("--shard-scenarios", default=",".join(shard_study.SCENARIOS), help="named scenarios "

@@ -39,7 +39,7 @@ import scenarios
 import study_runs
 
 MODELS = ("gpt2-xl", "llama-3.2-1b", "llama-3-8b")
-RANKS = (8, 16)  # --shard-ranks 8,16,64 adds P = 64 (PROCESSES_AT_64 x virtual ranks)
+RANKS = (8, 16)  # --shard-ranks 8,16,64,1024 adds folded rings of P = 64 and 1,024 (FOLD_RANKS)
 BUCKETS = (5, 25, 100)  # MiB, the sweep's bucket (unit) sizes
 SWEEP_BUCKET = 25  # the bucket of the grid, and of the sweep's middle point
 SWEEP = "gpt2-xl:16"  # MODEL:P of the bucket sweep (reproduce.py --shard-sweep)
@@ -50,9 +50,16 @@ MODEL_BATCH = {"llama-3-8b": 1}
 MODES = ("off", "cc", "fast")
 STAGES = ("none", "optimizer", "gradients", "params")
 STAGE_NAMES = {"none": "DDP", "optimizer": "ZeRO-1", "gradients": "ZeRO-2", "params": "ZeRO-3"}
-# Ranks beyond MAX_RANKS_PER_PROCESS run as that many virtual ranks in each of P / it processes
-# (`mpirun -np 2 ... --ranks-per-process 32` at P = 64).
+# Ranks beyond MAX_RANKS_PER_PROCESS run as a folded ring (`--model-ranks P`, docs/reproducing.md, "Folded
+# ring") of FOLD_RANKS virtual ranks in one process, where P is a multiple of it: the whole ring's step,
+# every stage (Note [Sharded fold]). A fold's all-gathers go hop by hop (a forwarded one cannot fold), so
+# fast, whose all-gather forwards, is not run there. Other P run as P / MAX_RANKS_PER_PROCESS processes.
 MAX_RANKS_PER_PROCESS = 32
+FOLD_RANKS = 8
+
+
+def folds(P):
+    return P > MAX_RANKS_PER_PROCESS and P % FOLD_RANKS == 0
 # The CC hardware of the cc and fast runs: H100 CC as ISPASS 2025 measured it (tools/scenarios.py's lead,
 # the "hardware" scenario, whose flags the grid's cc and fast runs take).
 CC_HARDWARE = scenarios.CC_HARDWARE
@@ -71,7 +78,8 @@ def spec(model, P, mode, stage, hardware_us, bucket=SWEEP_BUCKET, scenario="hard
     return dict(id=f"shard-{model}-P{P}-{mode}-{stage}{tag}", groups={"sharding"}, model=model, P=P,
                 variant=mode, tee_args=tee[:2] + ["--shard", stage] + tee[2:], bucket=bucket, overlap="on",
                 emulate=True, batch=MODEL_BATCH.get(model), stage=stage, scenario=scenario,
-                processes=max(1, -(-P // MAX_RANKS_PER_PROCESS)))
+                **(dict(ranks_run=FOLD_RANKS, model_ranks=P) if folds(P) else
+                   dict(processes=max(1, -(-P // MAX_RANKS_PER_PROCESS)))))
 
 
 def scenario_specs(hardware_us, toll_us, names, models=MODELS, ranks=RANKS, fits=None):
@@ -105,7 +113,7 @@ def specs(hardware_us, models=MODELS, ranks=RANKS, fits=None, sweep=None, bucket
     one without it), and the bucket sweep at sweep = (model, P) when given (the grid's bucket reuses the
     grid's runs)."""
     grid = [spec(m, P, mode, stage, hardware_us) for m in models for P in ranks for mode in MODES
-            for stage in STAGES if fits is None or fits(m, P, stage)]
+            if mode != "fast" or not folds(P) for stage in STAGES if fits is None or fits(m, P, stage)]
     if sweep is not None:
         m, P = sweep
         grid += [spec(m, P, mode, stage, hardware_us, b) for b in buckets
@@ -256,6 +264,11 @@ def section(res, hardware_us, models=MODELS, ranks=RANKS, every=None, skipped=()
             "sealed per step (DDP: the all-reduce; ZeRO: the reduce-scatter, the gradient norm's parts and the "
             "parameter all-gather after the update, at ZeRO-3 only the pinned buckets', beside every block's gathers "
             "in forward and backward), the bytes all it sealed per step (the batches' ingress too).\n\n")
+    folded = [P for P in ranks if folds(P)]
+    if folded:
+        text += ("P = " + ", ".join(map(str, folded)) + f": a folded ring of {FOLD_RANKS} virtual ranks (`--model-ranks`, "
+                 "the whole ring's step for every stage), off and cc only: a fold's all-gathers go hop by hop, and "
+                 "fast's forwards its ciphertext.\n\n")
     if skipped:
         text += ("Not run, as an 80 GiB H100 does not hold a rank (`teetrain models --ranks P --shard S`, the "
                  "check `teetrain train` refuses them with): "
