@@ -95,6 +95,18 @@ check "study: paper-fit labelled as derived from the paper" grep -qE \
   "$WORK/study/report.md"
 check "study: paper-fit's runs carry no CC hardware" bash -c \
   "grep -- '--shard params --cc-transfer-us' '$WORK'/study/plan-*-sharding.txt | grep -v -- --cc-hardware | grep -q ."
+# Above 32 ranks the study folds the ring onto 8 virtual ranks (Note [Sharded fold]): P = 64, every stage,
+# off and cc (a fold cannot forward fast's all-gather), and the section says so.
+"$PY" "$REPO/tools/reproduce.py" --bin "$TT" --data "$WORK/data/tiny" --only sharding --shard-models gpt2-tiny \
+  --shard-ranks 64 --shard-sweep "" --shard-scenarios "" --steps 1 --emu-batch 2 --emu-seq 32 \
+  --out "$WORK/fold" >"$WORK/fold.log" 2>&1 ||
+  { echo "FAIL: reproduce.py --only sharding --shard-ranks 64"; tail -20 "$WORK/fold.log"; fails=$((fails + 1)); }
+check "folded study: every run a fold of 8" test "$(grep -c -- '--ranks-per-process 8 --model-ranks 64' \
+  "$WORK"/fold/plan-*-sharding.txt)" -eq 8
+check "folded study: ZeRO-3 under cc at P = 64" \
+  grep -qE "^\| gpt2-tiny \| 64 \| cc \| ZeRO-3 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+x \| [0-9.]+x \|" "$WORK/fold/report.md"
+check "folded study: no fast row" bash -c "! grep -qE '^\| gpt2-tiny \| 64 \| fast \|' '$WORK/fold/report.md'"
+check "folded study: the section names the fold" grep -q "^P = 64: a folded ring of 8 virtual ranks" "$WORK/fold/report.md"
 rc=0
 "$PY" "$REPO/tools/reproduce.py" --bin "$TT" --only sharding --shard-scenarios bf16-batch8 --dry-run \
   --out "$WORK/bad" >"$WORK/bad.log" 2>&1 || rc=$?
