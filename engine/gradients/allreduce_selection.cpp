@@ -343,21 +343,27 @@ void save_cost_model(const std::string& path, TeeMode mode, const comm::CostFit&
 }
 
 AlgoSelection::AlgoSelection(std::optional<comm::ReduceAlgo> request, CostModelSource model, int ranks,
-                             std::size_t segment_bytes, std::size_t overhead, bool split)
+                             std::size_t segment_bytes, std::size_t overhead, bool split,
+                             std::shared_ptr<AlgoPrices> prices)
     : request_(request),
       model_(std::move(model)),
       ranks_(ranks),
       segment_bytes_(segment_bytes),
       overhead_(overhead),
-      split_(split) {}
+      split_(split),
+      prices_(std::move(prices)) {}
 
 const comm::AlgoChoice& AlgoSelection::choice(int bucket, std::size_t count) {
   const auto it = buckets_.find(bucket);
   if (it != buckets_.end() && it->second.bytes == count * sizeof(float)) return it->second.choice;
   if (const auto known = priced_.find(count); known != priced_.end())
     return (buckets_[bucket] = Pick{count * sizeof(float), known->second}).choice;
-  Pick p{count * sizeof(float),
-         comm::choose_algo(model_.model, ranks_, count, segment_bytes_, overhead_, split_)};
+  const auto price = [&] {
+    return comm::choose_algo(model_.model, ranks_, count, segment_bytes_, overhead_, split_);
+  };
+  Pick p{count * sizeof(float), prices_ != nullptr
+                                    ? prices_->get({ranks_, count, segment_bytes_, overhead_, split_}, price)
+                                    : price()};
   if (request_) {
     // A fixed algorithm runs as asked: at the run's segments, priced there.
     const comm::ReduceAlgo algo = *request_;

@@ -12,10 +12,14 @@
 // pick depends on the TEE mode's costs, make --tee off and cc differ. With a fixed algorithm every
 // TEE mode gives the same bits.
 #pragma once
+#include <future>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include "comm/allreduce/allreduce_algo.h"
 #include "comm/allreduce/allreduce_cost.h"
@@ -67,11 +71,47 @@ nlohmann::json cost_model_json(const comm::CostModel& m);
 // all-gather apart, each algorithm's in the ring's shard layout (Note [Shard handover],
 // comm/allreduce/shard_handover.h), so every algorithm is priced as its two halves (allreduce_work's
 // split) and auto picks ring, rhd or hier per bucket (rd's halves are rhd's).
+// The choices one run's ranks that share a process have priced (virtual ranks: RunServices::prices).
+// By Note [same algorithm on every rank] each of them prices a bucket size with the same model and
+// inputs, and at P = 1,024 one pricing is O(P^2) hops (allreduce_work walks every rank), the most of a
+// folded ring's run time; so the first rank to ask prices it and the others take its answer. Keyed by
+// what else varies within a run: the ranks, the count, the segments, the wire overhead and the split.
+class AlgoPrices {
+ public:
+  using Key = std::tuple<int, std::size_t, std::size_t, std::size_t, bool>;
+  // The choice for `key`, computed by `price` once (other callers wait for it). Thread-safe.
+  template <typename Fn>
+  comm::AlgoChoice get(const Key& key, Fn&& price) {
+    std::unique_lock lock(mu_);
+    if (auto it = done_.find(key); it != done_.end()) {
+      const std::shared_future<comm::AlgoChoice> f = it->second;
+      lock.unlock();
+      return f.get();
+    }
+    std::promise<comm::AlgoChoice> mine;
+    done_.emplace(key, mine.get_future().share());
+    lock.unlock();
+    try {
+      mine.set_value(price());
+    } catch (...) {
+      mine.set_exception(std::current_exception());
+      throw;
+    }
+    return get(key, price);
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<Key, std::shared_future<comm::AlgoChoice>> done_;
+};
+
 class AlgoSelection {
  public:
   // overhead: the channel's wire bytes per message beyond the payload (header and tag when sealed).
+  // prices: shared with the run's other ranks in this process (null: this rank prices its own).
   AlgoSelection(std::optional<comm::ReduceAlgo> request, CostModelSource model, int ranks,
-                std::size_t segment_bytes, std::size_t overhead = 0, bool split = false);
+                std::size_t segment_bytes, std::size_t overhead = 0, bool split = false,
+                std::shared_ptr<AlgoPrices> prices = nullptr);
   // What runs for the bucket: algo and segment_bytes (predicted_us: the model's view of each algorithm).
   const comm::AlgoChoice& choice(int bucket, std::size_t count);
   comm::ReduceAlgo pick(int bucket, std::size_t count) { return choice(bucket, count).algo; }
@@ -98,6 +138,7 @@ class AlgoSelection {
   // Each size priced once: a choice is a function of the count alone (the rest is fixed for a run), and
   // pricing a size costs O(P^2) hops at P ranks (allreduce_work walks every rank's), 1,024 included.
   std::map<std::size_t, comm::AlgoChoice> priced_;
+  std::shared_ptr<AlgoPrices> prices_;
 };
 
 }  // namespace tt

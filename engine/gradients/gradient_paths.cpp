@@ -77,7 +77,7 @@ class HostPath final : public GradientPath {
     selection_.emplace(o.algo,
                        cost_model_for(o, s.compute, ts, s.platform.modelled_gpu(), s.link.eager_limit),
                        o.modelled_world(parts.wire.size()), ro.segment_bytes, parts.channel.overhead(),
-                       /*split=*/o.shard != ShardStage::None);
+                       /*split=*/o.shard != ShardStage::None, s.prices);
     what_ = selection_->describe() + " over " + parts.wire.name() + ", " + parts.channel.name();
   }
   void sum(float* g, std::size_t n, long step, int bucket) override {

@@ -34,6 +34,8 @@
 
 namespace tt {
 
+class AlgoPrices;  // engine/gradients/allreduce_selection.h
+
 // The ring's options for a TEE mode: cc seals each chunk whole (no pipelining) and re-seals at every
 // all-gather hop, as H100 CC does; fast cuts segments and forwards the owner's ciphertext. `train`
 // and `bench allreduce` both take their ring from here.
@@ -66,7 +68,8 @@ struct GradientSetup {
   // The link between the ranks as they agreed on it (segments.h: agreed_link, a collective the
   // caller runs where it can be seen); its eager limit sets the automatic segments and auto's model.
   LinkFacts link{};
-  bool adversary = false;  // --adversary sits on `transport`
+  bool adversary = false;                        // --adversary sits on `transport`
+  std::shared_ptr<AlgoPrices> prices = nullptr;  // shared with the run's ranks in this process (RunServices)
 };
 
 // The request a setup makes (what its rows are asked and refused by).

@@ -171,6 +171,7 @@ TrainingRun::TrainingRun(const TrainOptions& opts, RunServices services)
       notices_(services.notices),
       seat_(services.seat),
       seat_ranks_on_host_(services.ranks_on_host),
+      prices_(services.prices),
       profiler_(/*trace=*/!opts.output.trace.empty()),
       img_(open_images(opts, services.images.get())),
       plan_(opts, img_ ? &*img_ : nullptr,
@@ -573,7 +574,8 @@ void TrainingRun::build_reducer() {
                                             .ranks_on_host = ranks_per_host_,
                                             .profiler = profiler_,
                                             .link = link,
-                                            .adversary = plan_.tee().adversary.has_value()});
+                                            .adversary = plan_.tee().adversary.has_value(),
+                                            .prices = prices_});
   if (!plan_.reduced()) return;
   // Note [Gradient norm order]: in one order wherever sharding runs on real values (the CPU's or a GPU's),
   // so that DDP and ZeRO agree.

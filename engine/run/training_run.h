@@ -149,11 +149,12 @@ class TrainingRun {
   std::string place_grads();
   RunDescription gather_facts() const;
 
-  StartupWatchdog* watchdog_;      // may be null
-  comm::FailureNotices* notices_;  // main's (null: none): armed when the session's keys exist
-  comm::Transport* seat_;          // a virtual rank's transport (null: this process is one rank)
-  int seat_ranks_on_host_;         // with seat_: the ranks its host holds
-  VirtualClock virtual_clock_;     // the profiler's clock when the plan is in virtual time
+  StartupWatchdog* watchdog_;           // may be null
+  comm::FailureNotices* notices_;       // main's (null: none): armed when the session's keys exist
+  comm::Transport* seat_;               // a virtual rank's transport (null: this process is one rank)
+  int seat_ranks_on_host_;              // with seat_: the ranks its host holds
+  std::shared_ptr<AlgoPrices> prices_;  // the run's virtual ranks' shared pricing (null: this rank's own)
+  VirtualClock virtual_clock_;          // the profiler's clock when the plan is in virtual time
   Profiler profiler_;
   // An image set opens before the plan: its shape and classes are the model's (engine/run/run_plan.h).
   std::optional<ImageSource> img_;

@@ -48,7 +48,8 @@ void run_virtual_ranks(int per_process, const RunServices& services,
                            .notices = k == 0 ? services.notices : nullptr,
                            .seat = &shared->ranks.transport(k),
                            .ranks_on_host = on_host,
-                           .images = services.images};
+                           .images = services.images,
+                           .prices = services.prices};
     const int rank = shared->ranks.first() + k;
     threads.emplace_back([shared, seat, rank_fn, rank] {
       std::exception_ptr failure;

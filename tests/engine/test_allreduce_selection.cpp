@@ -5,9 +5,11 @@
 // (InputError, never another exception) in every malformed form.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/error.h"
@@ -490,6 +492,46 @@ TEST(AllreduceCost, HierForwardedHopsSkipTheSendersSeal) {
   EXPECT_GT(m.forward_ns_per_byte, 0);
   EXPECT_NEAR(resealing.predict_us(hier) - m.predict_us(hier),
               6 * m.forward_message_us + 6.0 * n * 4 / 8 * m.forward_ns_per_byte * 1e-3, 1e-6);
+}
+
+// AlgoPrices: a run's virtual ranks share their pricing. Eight threads ask for the same bucket size at
+// once; it is priced once, and every rank's selection gets the choice its own pricing would give.
+TEST(AlgoPrices, EachSizeIsPricedOnceForAllRanks) {
+  comm::CostModel m;
+  m.message_us = 10;
+  m.wire_ns_per_byte = 0.1;
+  m.reduce_ns_per_byte = 0.05;
+  const comm::AlgoChoice own = comm::choose_algo(m, 1024, 4 << 20, 1 << 20, 32, false);
+  auto prices = std::make_shared<AlgoPrices>();
+  std::atomic<int> priced{0};
+  std::vector<comm::AlgoChoice> got(8);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 8; ++r) {
+    ranks.emplace_back([&, r] {
+      got[r] = prices->get({1024, std::size_t{4} << 20, std::size_t{1} << 20, 32, false}, [&] {
+        ++priced;
+        return comm::choose_algo(m, 1024, 4 << 20, 1 << 20, 32, false);
+      });
+    });
+  }
+  for (std::thread& t : ranks) t.join();
+  EXPECT_EQ(priced.load(), 1);
+  for (const comm::AlgoChoice& c : got) {
+    EXPECT_EQ(c.algo, own.algo);
+    EXPECT_EQ(c.predicted_us, own.predicted_us);
+  }
+  // Another size (or split) is its own price; a selection built on the cache picks as one without it.
+  prices->get({1024, std::size_t{4} << 20, std::size_t{1} << 20, 32, true}, [&] {
+    ++priced;
+    return comm::choose_algo(m, 1024, 4 << 20, 1 << 20, 32, true);
+  });
+  EXPECT_EQ(priced.load(), 2);
+  AlgoSelection shared(std::nullopt, CostModelSource{m, "test"}, 16, 1 << 20, 32, false, prices);
+  AlgoSelection alone(std::nullopt, CostModelSource{m, "test"}, 16, 1 << 20, 32, false);
+  for (std::size_t n : {std::size_t{1000}, std::size_t{1} << 22}) {
+    EXPECT_EQ(shared.choice(0, n).algo, alone.choice(0, n).algo);
+    EXPECT_EQ(shared.choice(0, n).predicted_us, alone.choice(0, n).predicted_us);
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "base/error.h"
+#include "engine/gradients/allreduce_selection.h"
 #include "engine/run/training_run.h"
 #include "engine/run/virtual_rank_host.h"
 #include "tools/cli/commands.h"
@@ -120,8 +121,10 @@ void register_train(CLI::App& app, RunServices services) {
 void train_command(const std::shared_ptr<const TrainOptions>& opts, bool key_file_given,
                    const RunServices& services) {
   if (opts->parallel.ranks_per_process == 1) return run_train(*opts, key_file_given, services);
+  RunServices shared = services;
+  shared.prices = std::make_shared<AlgoPrices>();  // this run's ranks price each bucket size once
   run_virtual_ranks(
-      opts->parallel.ranks_per_process, services,
+      opts->parallel.ranks_per_process, shared,
       // By value: a failed rank's peers may outlive this call (run_virtual_ranks).
       [opts, key_file_given](const RunServices& seat) { run_train(*opts, key_file_given, seat); });
 }

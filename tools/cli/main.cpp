@@ -138,7 +138,8 @@ int main(int argc, char** argv) {
                                  .notices = &notices,
                                  .seat = nullptr,
                                  .ranks_on_host = 0,
-                                 .images = std::make_shared<tt::ImageSetCache>()};
+                                 .images = std::make_shared<tt::ImageSetCache>(),
+                                 .prices = nullptr};  // each run's own: train_command
   tt::cli::register_train(app, services);
   tt::cli::register_runs(app, services);
   tt::cli::register_eval(app);
