@@ -93,25 +93,27 @@ void start_mpi(int* argc, char*** argv, tt::StartupWatchdog& watchdog,
   std::_Exit(code);
 }
 
+// OpenMP threads must sleep rather than spin when idle: ranks, the communication thread and crypto
+// workers share few cores, and spinning workers starve them. But not at once: a step's ops open a
+// parallel region every few microseconds, and a worker that went to sleep at the end of one must be
+// woken by a system call at the start of the next. A spin of 1000 polls (a few microseconds; libgomp's
+// passive default spins 0) bridges those gaps, while a longer wait still sleeps (measured:
+// docs/benchmarks.md, "OpenMP waits"). libgomp reads both variables when it is loaded, before main, so
+// we set them and re-execute ourselves once (MPI is not initialised yet, so this is safe under mpirun
+// too). A user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT wins.
+void reexec_with_openmp_waits(char** argv) {
+  const bool policy = std::getenv("OMP_WAIT_POLICY") == nullptr;
+  const bool spin = std::getenv("GOMP_SPINCOUNT") == nullptr;
+  if (!policy && !spin) return;
+  if (policy) ::setenv("OMP_WAIT_POLICY", "passive", 1);
+  if (spin) ::setenv("GOMP_SPINCOUNT", "1000", 1);
+  ::execv("/proc/self/exe", argv);  // returns only on failure: then carry on with libgomp's defaults
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  // OpenMP threads must sleep rather than spin when idle: ranks, the communication thread and crypto
-  // workers share few cores, and spinning workers starve them. But not at once: a step's ops open a
-  // parallel region every few microseconds, and a worker that went to sleep at the end of one must be
-  // woken by a system call at the start of the next. A spin of 1000 polls (a few microseconds;
-  // libgomp's passive default spins 0) bridges those gaps, while a longer wait still sleeps (measured:
-  // docs/benchmarks.md, "OpenMP waits"). libgomp reads both variables when it is loaded, before main,
-  // so we set them and re-execute ourselves once (MPI is not initialised yet, so this is safe under
-  // mpirun too).
-  // A user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT wins.
-  const bool policy = std::getenv("OMP_WAIT_POLICY") == nullptr;
-  const bool spin = std::getenv("GOMP_SPINCOUNT") == nullptr;
-  if (policy || spin) {
-    if (policy) ::setenv("OMP_WAIT_POLICY", "passive", 1);
-    if (spin) ::setenv("GOMP_SPINCOUNT", "1000", 1);
-    ::execv("/proc/self/exe", argv);  // returns only on failure: then carry on with libgomp's defaults
-  }
+  reexec_with_openmp_waits(argv);
   CLI::App app{
       "teetrain: data-parallel training with a built-in TEE (confidential computing) mode.\n"
       "Run `teetrain <command> --help` for the options of each command. Exit codes: 0 ok, 1 run failure,\n"
