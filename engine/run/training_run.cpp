@@ -335,6 +335,12 @@ void TrainingRun::build_model() {
   }
   optimizer_ = make_optimizer(*backend_, tc_.schedule.optimizer, model_->num_params(),
                               sharded() ? std::optional(shard_) : std::nullopt);
+  // ZeRO-3 starts from whole parameters (param_units.cpp): step 1's forward gathers nothing it waits for.
+  if (plan_.parallel().shard == ShardStage::Params && plan_.reduced() && tc_.schedule.timing_warmup == 0 &&
+      rank_ == 0)
+    print_warning(
+        "--shard params starts from whole parameters, so step 1's forward waits for no gather and is timed "
+        "shorter than the steps after it; add --timing-warmup 1 to time only those");
   if (const long every = plan_.parallel().check_replicas; every > 0) {
     tc_.after_step = [this, every](long step) {
       if (step % every != 0) return;

@@ -76,4 +76,10 @@ grep -qE "INTEGRITY FAILURE: .*step 1, bucket (2[2-9]|3[0-9]), phase all_gather"
   passes=$((passes + 1)) || { echo "FAIL: no verdict on a block gather"; tail -5 "$WORK/attack.log"; fails=$((fails + 1)); }
 [[ $(grep -cE "^teetrain: (rank [0-9]+: stopped|INTEGRITY FAILURE)" "$WORK/attack.log") -eq 4 ]] &&
   passes=$((passes + 1)) || { echo "FAIL: not every rank stopped"; cat "$WORK/attack.log"; fails=$((fails + 1)); }
+# ZeRO-3 starts from whole parameters: a run that times its first step is warned that step 1 waits for no
+# gather (stderr, rank 0 once); one that warms up is not (zero3-v4 above, --timing-warmup 1).
+run zero3-cold 1 --shard params --ranks-per-process 2 --steps 2 --timing-warmup 0
+check "ZeRO-3 timed from step 1 is warned, once" test "$(grep -c "teetrain: warning: --shard params starts from whole \
+parameters, so step 1's forward waits for no gather" "$WORK/zero3-cold.log")" -eq 1
+check "ZeRO-3 with a warm-up step is not" bash -c "! grep -q 'shard params starts from whole' '$WORK/zero3-v4.log'"
 finish
