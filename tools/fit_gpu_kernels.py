@@ -105,23 +105,34 @@ def groups_of(emu, p):
     return out
 
 
+def per_op_max(host, gpu_l, ops):
+    """Each op of k kernels and work w: paced by its launches or by the GPU, whichever is slower."""
+    return sum(max(k * host, k * gpu_l + w) if k else w for k, w in ops)
+
+
+def launch_queue(host, gpu_l, ops):
+    """The host launches a kernel every `host` seconds; the GPU starts each once it is launched and the one
+    before has ended, and takes gpu_l plus its share of its op's work. A plain op (k = 0: the optimizer, a
+    copy) is its work alone, in turn on the GPU."""
+    h = q = 0.0
+    for k, w in ops:
+        if k == 0:
+            q = max(h, q) + w
+            continue
+        c = gpu_l + w / k  # the first kernel starts at launch, the rest follow the slower of the two sides
+        q = max(q + k * c, h + host + k * c, h + k * host + c)
+        h += k * host
+    return q
+
+
+LAUNCH_MODELS = {"per-op-max": per_op_max, "queue": launch_queue}
+
+
 def replay(model, x, groups):
     """Seconds of one pass under a launch model; x = (host launch interval L, kernel cost l, the four
     fitted kinds' constants as TERMS scales them)."""
-    host, gpu_l, scale = x[0], x[1], x[2:]
-    h = q = t = 0.0
-    for k, unit, fixed in groups:
-        w = fixed + sum(a * b for a, b in zip(scale, unit))
-        if k == 0:  # a plain op (the optimizer, a copy): its work alone, in turn on the GPU
-            t += w
-            q = max(h, q) + w
-        elif model == "per-op-max":
-            t += max(k * host, k * gpu_l + w)
-        else:  # queue: the first kernel starts at launch, the rest follow the slower of the two sides
-            c = gpu_l + w / k
-            q = max(q + k * c, h + host + k * c, h + k * host + c)
-            h += k * host
-    return t if model == "per-op-max" else q
+    ops = [(k, fixed + sum(a * b for a, b in zip(x[2:], unit))) for k, unit, fixed in groups]
+    return LAUNCH_MODELS[model](x[0], x[1], ops)
 
 
 def nelder_mead(f, x0, steps, iters=1500):
@@ -178,7 +189,7 @@ def main():
     ap.add_argument("--fixtures", default="tests/fixtures/gpu_size_sweep_h200/*.json,"
                     "tests/fixtures/gpu_token_sweep_h200/*/*.json,tests/fixtures/step_h200_heldout/*.json,"
                     "tests/fixtures/step_h100/*.json", help="comma-separated globs of `bench step --json` files")
-    ap.add_argument("--launch-model", choices=("additive", "per-op-max", "queue"), default="additive",
+    ap.add_argument("--launch-model", choices=("additive", *LAUNCH_MODELS), default="additive",
                     help="how the kernels' launches combine with their work (above; the emulator's is additive)")
     args = ap.parse_args()
     queue = args.launch_model != "additive"

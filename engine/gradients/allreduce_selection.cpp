@@ -351,31 +351,28 @@ AlgoSelection::AlgoSelection(std::optional<comm::ReduceAlgo> request, CostModelS
       segment_bytes_(segment_bytes),
       overhead_(overhead),
       split_(split),
-      prices_(std::move(prices)) {}
+      prices_(prices != nullptr ? std::move(prices) : std::make_shared<AlgoPrices>()) {}
 
 const comm::AlgoChoice& AlgoSelection::choice(int bucket, std::size_t count) {
   const auto it = buckets_.find(bucket);
   if (it != buckets_.end() && it->second.bytes == count * sizeof(float)) return it->second.choice;
-  if (const auto known = priced_.find(count); known != priced_.end())
-    return (buckets_[bucket] = Pick{count * sizeof(float), known->second}).choice;
-  const auto price = [&] {
-    return comm::choose_algo(model_.model, ranks_, count, segment_bytes_, overhead_, split_);
-  };
-  Pick p{count * sizeof(float), prices_ != nullptr
-                                    ? prices_->get({ranks_, count, segment_bytes_, overhead_, split_}, price)
-                                    : price()};
+  const comm::AlgoChoice c =
+      prices_->get({ranks_, count, segment_bytes_, overhead_, split_}, [&] { return price(count); });
+  return (buckets_[bucket] = Pick{count * sizeof(float), c}).choice;
+}
+
+comm::AlgoChoice AlgoSelection::price(std::size_t count) const {
+  comm::AlgoChoice c = comm::choose_algo(model_.model, ranks_, count, segment_bytes_, overhead_, split_);
   if (request_) {
     // A fixed algorithm runs as asked: at the run's segments, priced there.
     const comm::ReduceAlgo algo = *request_;
     const auto i = static_cast<std::size_t>(algo);
-    p.choice.algo = algo;
-    p.choice.segment_bytes = segment_bytes_;
-    p.choice.segments_of[i] = segment_bytes_;
-    p.choice.predicted_us[i] =
-        model_.model.predict_us(algo, ranks_, count, segment_bytes_, overhead_, split_);
+    c.algo = algo;
+    c.segment_bytes = segment_bytes_;
+    c.segments_of[i] = segment_bytes_;
+    c.predicted_us[i] = model_.model.predict_us(algo, ranks_, count, segment_bytes_, overhead_, split_);
   }
-  priced_[count] = p.choice;
-  return (buckets_[bucket] = p).choice;
+  return c;
 }
 
 double AlgoSelection::predicted_us(int bucket, std::size_t count) {

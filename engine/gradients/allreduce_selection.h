@@ -71,11 +71,12 @@ nlohmann::json cost_model_json(const comm::CostModel& m);
 // all-gather apart, each algorithm's in the ring's shard layout (Note [Shard handover],
 // comm/allreduce/shard_handover.h), so every algorithm is priced as its two halves (allreduce_work's
 // split) and auto picks ring, rhd or hier per bucket (rd's halves are rhd's).
-// The choices one run's ranks that share a process have priced (virtual ranks: RunServices::prices).
-// By Note [same algorithm on every rank] each of them prices a bucket size with the same model and
-// inputs, and at P = 1,024 one pricing is O(P^2) hops (allreduce_work walks every rank), the most of a
-// folded ring's run time; so the first rank to ask prices it and the others take its answer. Keyed by
-// what else varies within a run: the ranks, the count, the segments, the wire overhead and the split.
+// The choices a selection has priced, each bucket size once: pricing a size costs O(P^2) hops at P ranks
+// (allreduce_work walks every rank's), 1,024 included. One run's ranks that share a process share one
+// (virtual ranks: RunServices::prices): by Note [same algorithm on every rank] each of them prices a size
+// with the same request, model and inputs, so the first rank to ask prices it and the others take its
+// answer (at P = 1,024 that pricing was most of a folded ring's run time). Keyed by what may vary
+// between selections of one run: the ranks, the count, the segments, the wire overhead and the split.
 class AlgoPrices {
  public:
   using Key = std::tuple<int, std::size_t, std::size_t, std::size_t, bool>;
@@ -89,15 +90,15 @@ class AlgoPrices {
       return f.get();
     }
     std::promise<comm::AlgoChoice> mine;
-    done_.emplace(key, mine.get_future().share());
+    const std::shared_future<comm::AlgoChoice> f = mine.get_future().share();
+    done_.emplace(key, f);
     lock.unlock();
     try {
       mine.set_value(price());
     } catch (...) {
-      mine.set_exception(std::current_exception());
-      throw;
+      mine.set_exception(std::current_exception());  // get() rethrows it here and to every waiter
     }
-    return get(key, price);
+    return f.get();
   }
 
  private:
@@ -108,7 +109,7 @@ class AlgoPrices {
 class AlgoSelection {
  public:
   // overhead: the channel's wire bytes per message beyond the payload (header and tag when sealed).
-  // prices: shared with the run's other ranks in this process (null: this rank prices its own).
+  // prices: shared with the run's other ranks in this process (null: this selection's own).
   AlgoSelection(std::optional<comm::ReduceAlgo> request, CostModelSource model, int ranks,
                 std::size_t segment_bytes, std::size_t overhead = 0, bool split = false,
                 std::shared_ptr<AlgoPrices> prices = nullptr);
@@ -124,6 +125,8 @@ class AlgoSelection {
   nlohmann::json summary() const;
 
  private:
+  // The choice for `count` floats: auto's cheapest, or the requested algorithm at the run's segments.
+  comm::AlgoChoice price(std::size_t count) const;
   struct Pick {
     std::size_t bytes = 0;
     comm::AlgoChoice choice;
@@ -135,9 +138,7 @@ class AlgoSelection {
   std::size_t overhead_;
   bool split_;
   std::map<int, Pick> buckets_;
-  // Each size priced once: a choice is a function of the count alone (the rest is fixed for a run), and
-  // pricing a size costs O(P^2) hops at P ranks (allreduce_work walks every rank's), 1,024 included.
-  std::map<std::size_t, comm::AlgoChoice> priced_;
+  // A choice is a function of the count alone (the rest is fixed for a run), priced once (AlgoPrices).
   std::shared_ptr<AlgoPrices> prices_;
 };
 

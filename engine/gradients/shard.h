@@ -63,19 +63,22 @@ inline std::size_t shard_floats(const std::vector<ParamRange>& shard) {
 // whole ring's. How ranks split their time between phases is the fold's: a rank that would wait for the
 // slowest pays the slow update itself (the optimizer's mean up, the waits' down). tests/cli/
 // folded_ring.sh compares folds with whole rings for every stage; docs/reproducing.md, "Folded ring".
-inline int fold_pace_rank(const std::vector<Bucket>& buckets, const std::vector<ParamInfo>& params, int rank,
-                          int run, int modelled) {
-  int pace = rank;
+// The shard rank `rank` of `run` updates in a ring of `modelled` ranks: its own unfolded, the slowest of
+// its class in a fold (above).
+inline std::vector<ParamRange> updated_shard(const std::vector<Bucket>& buckets,
+                                             const std::vector<ParamInfo>& params, int rank, int run,
+                                             int modelled) {
+  std::vector<ParamRange> slowest;
   std::pair<std::size_t, std::size_t> most{0, 0};  // (pieces, floats)
   for (int m = rank; m < modelled; m += run) {
-    const std::vector<ParamRange> ranges = shard_ranges(buckets, m, modelled);
+    std::vector<ParamRange> ranges = shard_ranges(buckets, m, modelled);
     const std::pair<std::size_t, std::size_t> cost{optimizer_pieces(params, ranges), shard_floats(ranges)};
-    if (cost > most) {
+    if (m == rank || cost > most) {
       most = cost;
-      pace = m;
+      slowest = std::move(ranges);
     }
   }
-  return pace;
+  return slowest;
 }
 
 inline void expand_shard(const std::vector<ParamRange>& shard, std::size_t n, std::size_t slots,

@@ -326,13 +326,9 @@ void TrainingRun::build_model() {
   const std::size_t cap = static_cast<std::size_t>(bucket_mb * 1024.0 * 1024.0);
   buckets_ = plan_buckets(model_->params(), model_->num_params(),
                           std::min<std::size_t>(std::size_t{1} << 20, cap), cap);
-  if (plan_.parallel().shard != ShardStage::None && plan_.reduced()) {
-    // A fold's rank updates its class's slowest shard (Note [Sharded fold], engine/gradients/shard.h).
-    const int own = modelled_world() > world_
-                        ? fold_pace_rank(buckets_, model_->params(), rank_, world_, modelled_world())
-                        : rank_;
-    shard_ = shard_ranges(buckets_, own, modelled_world());
-  }
+  // A fold's rank updates its class's slowest shard (Note [Sharded fold], engine/gradients/shard.h).
+  if (plan_.parallel().shard != ShardStage::None && plan_.reduced())
+    shard_ = updated_shard(buckets_, model_->params(), rank_, world_, modelled_world());
   optimizer_ = make_optimizer(*backend_, tc_.schedule.optimizer, model_->num_params(),
                               sharded() ? std::optional(shard_) : std::nullopt);
   // ZeRO-3 starts from whole parameters (param_units.cpp): step 1's forward gathers nothing it waits for.
