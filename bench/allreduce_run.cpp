@@ -163,7 +163,7 @@ std::string AllreduceRun::adversary_report() {
 CostModelSource AllreduceRun::cost_source() const {
   ParallelOptions parallel;
   parallel.cost = o_.cost;
-  return cost_model_for(parallel, ComputeOptions{}, ts_, nullptr, link_.eager_limit);
+  return cost_model_for(parallel, ComputeOptions{}, ts_, nullptr, link_);
 }
 
 std::vector<bench::BenchAlgo> AllreduceRun::rows() {

@@ -64,7 +64,6 @@ LEGACY_SETS = {("gpu_size_sweep_h200", "gpt2"): "fit", ("gpu_size_sweep_h200", "
 FIT_GPU = {"resnet": "h100"}
 TEE_MODES = ["off", "cc", "fast"]
 RIG = "scripts/netns-hosts.sh"
-TCP_EAGER_LIMIT = 65536  # Open MPI's btl_tcp_eager_limit default, its header included
 
 
 def run(cmd, log=None, env=None, check=True):
@@ -401,45 +400,52 @@ def part_c(args):
 
 
 def rig_row(args, rate, seg, eager, alpha_us, alpha_src):
-    """One ring measurement on the rig against the alpha-beta model. Open MPI's TCP transport sends a
-    message longer than btl_tcp_eager_limit (64 KiB with its header) by rendezvous: the receiver's
-    clear-to-send goes back on the same TCP connection, behind the data that rank is sending the other
-    way in the same hop, and the model has no term for that wait. `eager` raises the limit above the
-    segment (every message goes at once), which isolates the link from the handshake."""
+    """One ring measurement on the rig against comm/allreduce/allreduce_cost.h's model, as the bench prices
+    it (its predicted_us) from a cost file holding the link alone: alpha and the link's rate. The rest is
+    the link's as the ranks read it through MPI_T: Open MPI's TCP eager limit (btl_tcp_eager_limit, 64 KiB
+    with its header by default), over which a message goes by rendezvous, and the go-ahead that shares
+    the byte stream with the data (Note [Rendezvous turns]): in a ring of two the all-gather's exchange
+    takes turns. `eager` raises the limit above the segment (every message goes at once), which takes
+    the handshake away."""
     tag = "eager" if eager else "mpi"
     js = os.path.join(args.out, f"rig_{rate}_{seg or 'auto'}k_{tag}.json")
+    cost = os.path.join(args.out, f"rig_{rate}_cost.json")
+    with open(cost, "w") as f:
+        json.dump(link_cost_model(rate, alpha_us), f, indent=1)
     limit = str((seg << 10) + 4096)
     mca = ["--mca", "btl_tcp_eager_limit", limit, "--mca", "btl_tcp_rndv_eager_limit", limit] if eager else []
     rig("mpirun", "-np", "2", "--map-by", "node", *mca, os.path.abspath(args.bin), "bench", "allreduce",
         "--min-bytes", "4M", "--max-bytes", "4M", "--modes", "ring", "--warmup", "1", "--iters", "8",
-        "--segment-kb", str(seg), "--json", os.path.abspath(js))
+        "--segment-kb", str(seg), "--allreduce-cost", os.path.abspath(cost), "--json", os.path.abspath(js))
     with open(js) as f:
         rec = [r for r in json.load(f) if r.get("algorithm", r.get("mode")) == "ring"][0]
     size = rec.get("bytes", 4 << 20)
-    meas = rec["busbw_gbps"] if "busbw_gbps" in rec else rec["busbw"]
+    meas = rec["busbw_gbps"]  # P = 2: busbw is algbw
     segment = rec["segment_bytes"]  # as the ring cut them
-    pred = size / (alpha_beta_us(rate, size, segment, alpha_us) * 1e3)
-    if eager or segment < TCP_EAGER_LIMIT:
-        cause = (f"the ranks' TCP progress and copies share the cores with other work (load average "
-                 f"{os.getloadavg()[0]:.1f}): CPU time is not in the alpha-beta model")
-    else:
-        cause = ("each segment is an MPI rendezvous: its clear-to-send waits behind the other direction's "
-                 "data on the same TCP connection, which the alpha-beta model does not price (the eager row "
-                 "below it is the same ring without the handshake)")
+    link = rec["link"]
+    pred = size / (rec["predicted_us"] * 1e3)
+    rendezvous = segment + 64 > link["eager_limit"] > 0
+    cause = (f"the ranks' TCP progress and copies share the cores with other work (load average "
+             f"{os.getloadavg()[0]:.1f}): CPU time is not in the model")
+    if rendezvous:
+        cause = ("the turns' share moves with the order in which each rank reads its peer's request and "
+                 "go-ahead (Note [Rendezvous turns]): between no turn and every hop's (1.0x to 2.0x the wire time)")
     what = f"eager sends (btl_tcp_eager_limit {limit})" if eager else "MPI's default eager limit"
     segs = f"automatic segments ({segment / 1024:.2f} KiB)" if seg == 0 else f"{seg} KiB segments (--segment-kb)"
-    return row("c", f"ring P=2 over {rate}, 4 MiB, {segs}, {what} (alpha {alpha_us:.0f} us, "
+    how = "by rendezvous, exchanges taking turns" if rendezvous and link["rendezvous_turns"] else "eager"
+    return row("c", f"ring P=2 over {rate}, 4 MiB, {segs}, {what}: {how} (alpha {alpha_us:.0f} us, "
                     f"{alpha_src})", pred, meas, cause)
 
 
-def alpha_beta_us(rate, size, segment, alpha_us):
-    """comm/allreduce/allreduce_cost.h's model for the P = 2 ring: messages x alpha + wire bytes / link rate. The
-    link carries TCP payload at 1448 of every 1514 bytes on the wire (Ethernet, IP, TCP with timestamps)."""
+def link_cost_model(rate, alpha_us):
+    """The rig's link as a teetrain-allreduce-cost-v1 model: alpha per message, and the link's rate for
+    TCP payload (1448 of every 1514 bytes on the wire: Ethernet, IP, TCP with timestamps). The add (under
+    1% of the time at these rates) is left out; the eager limit and the turns are the link's (no
+    eager_bytes or rendezvous_turns here: the run fills them in from what MPI reports)."""
     bits = float(re.match(r"[0-9.]+", rate).group()) * {"k": 1e3, "m": 1e6, "g": 1e9}[re.search(r"[kmg]", rate).group()]
     gbps = bits / 8 / 1e9 * 1448 / 1514
-    wire = size  # P = 2: half the buffer in the reduce-scatter, half in the all-gather
-    messages = 2 * max(1, (size // 2) // segment)
-    return messages * alpha_us + wire / (gbps * 1e3)
+    model = {"message_us": alpha_us, "wire_ns_per_byte": 1 / gbps, "reduce_ns_per_byte": 0.0}
+    return {"format": "teetrain-allreduce-cost-v1", "models": {"off": model}}
 
 
 def fmt(x):

@@ -116,8 +116,12 @@ AllreduceWork work_of(const std::vector<Hop>& hops, std::size_t segment_bytes, s
     w.forwarded_messages += forwarded ? sent : 0;
     w.forwarded_bytes += forwarded ? sent_bytes : 0;
     w.messages += messages;
-    w.rendezvous += static_cast<double>(std::max(rendezvous_segments(layout, out, eager_bytes, overhead),
-                                                 rendezvous_segments(layout, in, eager_bytes, overhead)));
+    const std::size_t out_rendezvous = rendezvous_segments(layout, out, eager_bytes, overhead);
+    const std::size_t in_rendezvous = rendezvous_segments(layout, in, eager_bytes, overhead);
+    w.rendezvous += static_cast<double>(std::max(out_rendezvous, in_rendezvous));
+    // Note [Rendezvous turns]: an exchange of rendezvous messages with one peer, after the first hop.
+    if (i > 0 && out_rendezvous > 0 && in_rendezvous > 0 && h.send.peer == h.recv.peer)
+      w.turn_bytes += static_cast<double>(std::min(out.count, in.count) * sizeof(float));
     w.wire_bytes += bytes;
     if (h.reduce) w.reduce_bytes += static_cast<double>(in.count * sizeof(float));
   }
@@ -273,8 +277,9 @@ double CostModel::predict_us(const AllreduceWork& w) const {
   const double forward_saved_us =
       w.forwarded_messages * forward_message_us + w.inter_forwarded_messages * inter_forward_message_us +
       (w.forwarded_bytes * forward_ns_per_byte + w.inter_forwarded_bytes * inter_forward_ns_per_byte) * 1e-3;
+  const double turn_bytes = rendezvous_turns ? w.turn_bytes : 0.0;  // Note [Rendezvous turns]
   return w.messages * message_us + w.rendezvous * rendezvous_us + w.inter_messages * inter_message_us +
-         (w.wire_bytes * wire_ns_per_byte + w.reduce_bytes * reduce_ns_per_byte +
+         ((w.wire_bytes + turn_bytes) * wire_ns_per_byte + w.reduce_bytes * reduce_ns_per_byte +
           w.inter_wire_bytes * inter_wire_ns_per_byte) *
              1e-3 -
          forward_saved_us;
@@ -301,6 +306,7 @@ CostModel compose(const LinkCosts& link, const TeeCosts& tee) {
       .reduce_ns_per_byte = ns_per_byte(link.reduce_gbps),
       .eager_bytes = link.eager_bytes,
       .rendezvous_us = link.rendezvous_us,
+      .rendezvous_turns = link.rendezvous_turns,
       .node_ranks = 0,
       .inter_message_us = 0,
       .inter_wire_ns_per_byte = 0,
@@ -401,7 +407,8 @@ std::string describe(const CostModel& m) {
                 m.wire_ns_per_byte, m.reduce_ns_per_byte);
   std::string out = buf;
   if (m.eager_bytes > 0) {
-    std::snprintf(buf, sizeof buf, ", rendezvous %.2f us above %zu B", m.rendezvous_us, m.eager_bytes);
+    std::snprintf(buf, sizeof buf, ", rendezvous %.2f us above %zu B%s", m.rendezvous_us, m.eager_bytes,
+                  m.rendezvous_turns ? ", exchanges taking turns" : "");
     out += buf;
   }
   if (m.node_ranks > 0) {

@@ -20,7 +20,8 @@
 // default: 4 KiB with its header) at once, and a longer one by rendezvous, a request-to-send round trip
 // before the data: `rendezvous_us` more per such message. So a message of a few KiB can cost twice
 // what two eager halves cost, and `auto` may cut a small bucket's messages into eager-sized segments
-// (choose_algo) where the run's segments allow cutting at all (not cc's whole chunks).
+// (choose_algo) where the run's segments allow cutting at all (not cc's whole chunks). Over a byte
+// stream (TCP) the round trip can cost far more than that: Note [Rendezvous turns].
 //
 // With an emulated platform's modelled links, on one node or a topology's (CostModel::steps), the model
 // follows every rank through its hops instead, each message's seal at its sender and its open at its
@@ -48,8 +49,11 @@ namespace tt::comm {
 
 // One all-reduce's work along the busiest rank's critical path.
 struct AllreduceWork {
-  double messages = 0;      // sequential messages (segments)
-  double rendezvous = 0;    // of them, those longer than the eager limit
+  double messages = 0;    // sequential messages (segments)
+  double rendezvous = 0;  // of them, those longer than the eager limit
+  // Bytes that wait their turn: in hops after the first whose two directions are rendezvous messages
+  // between the same two ranks, the shorter direction's bytes (Note [Rendezvous turns]).
+  double turn_bytes = 0;
   double wire_bytes = 0;    // bytes sent (sealed and opened in a TEE mode)
   double reduce_bytes = 0;  // bytes added in
   // Of messages and wire_bytes, those of steps that cross between nodes (node_ranks given).
@@ -115,12 +119,27 @@ struct StepCosts {
   bool forward_all_gather = false;    // the ring's all-gather forwards the owner's seal (no re-seal)
 };
 
+// Note [Rendezvous turns]: Open MPI's TCP transport sends a rendezvous message's data only after the
+// receiver's go-ahead (ob1's PUT or ACK), and that go-ahead travels on the same byte stream as the
+// receiver's own data to the sender, queued behind whatever the receiver has already handed it. So
+// when two ranks exchange rendezvous messages in one hop (a ring of two, recursive doubling, halving-
+// doubling) and one of them has queued its own data before it reads the other's request, the other's
+// data waits until that data has left: the two directions take turns, and the hop's bytes cross the
+// link in about twice the time. Ranks that start a hop together (the first hop after a barrier) see
+// each other's requests before either has queued data, so the model charges the turns from the second
+// hop on: `turn_bytes` at the wire rate, where the link is such a stream (`rendezvous_turns`). A ring of
+// more than two receives from one neighbour and sends to the other: its go-aheads travel on streams
+// that carry no data back, and it never takes turns. Seen in a trace (strace of the bench's P = 2 ring
+// between two emulated hosts, 1 MiB segments over a 200 Mbit/s link, 2026-11-30): the all-gather's
+// go-ahead left one rank 19 ms after its peer's request arrived, behind 2 MiB of its own data, and the
+// link towards it stood idle for 79 ms. Relied on by tools/validate_emulator.py's part (c).
 struct CostModel {
   double message_us = 0;
   double wire_ns_per_byte = 0;
   double reduce_ns_per_byte = 0;
-  std::size_t eager_bytes = 0;  // the transport's eager limit in wire bytes (0: none modelled)
-  double rendezvous_us = 0;     // extra per message longer than eager_bytes
+  std::size_t eager_bytes = 0;    // the transport's eager limit in wire bytes (0: none modelled)
+  double rendezvous_us = 0;       // extra per message longer than eager_bytes
+  bool rendezvous_turns = false;  // the go-ahead shares the data's byte stream (Note [Rendezvous turns])
   // A topology (core/emulated/topology.h): ranks per node (0: one node), and what a message and a byte
   // of a step crossing between nodes cost beyond the node link's message_us and wire_ns_per_byte.
   int node_ranks = 0;
@@ -147,11 +166,12 @@ struct CostModel {
 
 // The model's parts, for defaults and emulated platforms.
 struct LinkCosts {
-  double message_us = 0;        // α
-  double gbps = 1;              // wire, GB/s (1e9 bytes)
-  double reduce_gbps = 1;       // the add
-  std::size_t eager_bytes = 0;  // the transport's eager limit (0: none)
-  double rendezvous_us = 0;     // extra per longer message
+  double message_us = 0;          // α
+  double gbps = 1;                // wire, GB/s (1e9 bytes)
+  double reduce_gbps = 1;         // the add
+  std::size_t eager_bytes = 0;    // the transport's eager limit (0: none)
+  double rendezvous_us = 0;       // extra per longer message
+  bool rendezvous_turns = false;  // Note [Rendezvous turns]
 };
 struct TeeCosts {
   double message_us = 0;  // per sealed message (0 with TEE off)

@@ -206,13 +206,17 @@ platform::CryptoCostModel modelled_crypto(const HostModel& host, const TeeSwitch
 }
 
 CostModelSource default_cost_model(const ParallelOptions& parallel, const ComputeOptions& compute,
-                                   const TeeSwitches& ts, const EmulatedGpu* gpu, std::size_t eager_limit) {
+                                   const TeeSwitches& ts, const EmulatedGpu* gpu, const LinkFacts& mpi) {
   comm::LinkCosts link = kSharedMemory;
   std::string where = "shared memory";
   // The limit MPI reports (its header included), where the ranks agreed on one.
-  if (eager_limit > kMpiHeaderBytes) link.eager_bytes = eager_limit - kMpiHeaderBytes;
+  if (mpi.eager_limit > kMpiHeaderBytes) link.eager_bytes = mpi.eager_limit - kMpiHeaderBytes;
+  link.rendezvous_turns = mpi.rendezvous_turns();
   // An emulated GPU's links are modelled, not MPI's: no eager protocol to price.
-  if (gpu != nullptr) link.eager_bytes = 0;
+  if (gpu != nullptr) {
+    link.eager_bytes = 0;
+    link.rendezvous_turns = false;
+  }
   const bool topology = gpu != nullptr && gpu->topology.given() && parallel.link_gbps <= 0;
   // One node of emulated GPUs whose links the run models (--link emulate, and every ring in virtual
   // time: EmulatedPlatform::host_path) is priced step by step as a topology's nodes are (Note [Each end
@@ -267,9 +271,9 @@ CostModelSource default_cost_model(const ParallelOptions& parallel, const Comput
 }
 
 CostModelSource cost_model_for(const ParallelOptions& parallel, const ComputeOptions& compute,
-                               const TeeSwitches& ts, const EmulatedGpu* gpu, std::size_t eager_limit) {
-  return parallel.cost.empty() ? default_cost_model(parallel, compute, ts, gpu, eager_limit)
-                               : load_cost_model(parallel.cost, ts.mode());
+                               const TeeSwitches& ts, const EmulatedGpu* gpu, const LinkFacts& link) {
+  return parallel.cost.empty() ? default_cost_model(parallel, compute, ts, gpu, link)
+                               : load_cost_model(parallel.cost, ts.mode(), link);
 }
 
 nlohmann::json cost_model_json(const comm::CostModel& m) {
@@ -279,6 +283,7 @@ nlohmann::json cost_model_json(const comm::CostModel& m) {
   if (m.eager_bytes > 0) {
     j["eager_bytes"] = m.eager_bytes;
     j["rendezvous_us"] = m.rendezvous_us;
+    j["rendezvous_turns"] = m.rendezvous_turns;
   }
   if (m.node_ranks > 0) {
     j["node_ranks"] = m.node_ranks;
@@ -290,7 +295,7 @@ nlohmann::json cost_model_json(const comm::CostModel& m) {
   return j;
 }
 
-CostModelSource load_cost_model(const std::string& path, TeeMode mode) {
+CostModelSource load_cost_model(const std::string& path, TeeMode mode, const LinkFacts& link) {
   const nlohmann::json doc = read_json(path);
   if (doc.is_null() || !doc.is_object()) {
     throw InputError("--allreduce-cost " + path + ": not a readable calibration file; " + how_to_write(mode));
@@ -321,6 +326,18 @@ CostModelSource load_cost_model(const std::string& path, TeeMode mode) {
                        how_to_write(mode));
     }
     model.eager_bytes = static_cast<std::size_t>(eager);
+  } else if (link.eager_limit > kMpiHeaderBytes) {
+    model.eager_bytes = link.eager_limit - kMpiHeaderBytes;
+  }
+  // Note [Rendezvous turns] (comm/allreduce/allreduce_cost.h): a property of the link unless the file
+  // says.
+  model.rendezvous_turns = link.rendezvous_turns();
+  if (const auto turns = m->find("rendezvous_turns"); turns != m->end()) {
+    if (!turns->is_boolean()) {
+      throw InputError("--allreduce-cost " + path + ": the --tee " + mode_name(mode) +
+                       " model's rendezvous_turns must be true or false; " + how_to_write(mode));
+    }
+    model.rendezvous_turns = turns->get<bool>();
   }
   return {model, "calibration " + path + " (tee " + mode_name(mode) + ")"};
 }

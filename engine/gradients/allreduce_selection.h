@@ -24,6 +24,7 @@
 #include "comm/allreduce/allreduce_algo.h"
 #include "comm/allreduce/allreduce_cost.h"
 #include "core/emulated/emulated_gpu.h"
+#include "engine/gradients/segments.h"
 #include "engine/run_choices.h"
 #include "platform/emulated/virtual_seal_channel.h"
 
@@ -44,21 +45,23 @@ platform::CryptoCostModel modelled_crypto(const HostModel& host, const TeeSwitch
 // The model for a TEE mode without a calibration: this class of machine's shared-memory link (or
 // --link-gbps), the CPU's AES-GCM per sealing thread, --cc-transfer-us per crossing; an emulated GPU
 // (`gpu`, null otherwise) brings its NVLink (--link emulate), HBM and AES-GCM rates, and in virtual time
-// the modelled host's sealing (modelled_crypto). `eager_limit`: the ranks' agreed MPI eager limit,
-// header included (engine/gradients/segments.h: agreed_link; 0: Open MPI's shared-memory default).
+// the modelled host's sealing (modelled_crypto). `link`: what the ranks agreed of their MPI link
+// (engine/gradients/segments.h: agreed_link): its eager limit, header included (0: Open MPI's
+// shared-memory default), and whether rendezvous exchanges take turns on it (TCP between hosts).
 CostModelSource default_cost_model(const ParallelOptions& parallel, const ComputeOptions& compute,
-                                   const TeeSwitches& ts, const EmulatedGpu* gpu,
-                                   std::size_t eager_limit = 0);
+                                   const TeeSwitches& ts, const EmulatedGpu* gpu, const LinkFacts& link = {});
 
 // auto's model for a run: the plan's --allreduce-cost FILE (its model for the TEE mode), else the defaults
 // for the mode and platform. `train`'s host path and `bench allreduce` both take it from here.
 CostModelSource cost_model_for(const ParallelOptions& parallel, const ComputeOptions& compute,
-                               const TeeSwitches& ts, const EmulatedGpu* gpu, std::size_t eager_limit = 0);
+                               const TeeSwitches& ts, const EmulatedGpu* gpu, const LinkFacts& link = {});
 
 // The calibration file: {"format": "teetrain-allreduce-cost-v1", "models": {"off": {...}, "cc": ...}}.
 // Reads the model of `mode`; InputError (naming the file and the command that writes it) when the
-// file is unreadable, malformed or has no model for the mode.
-CostModelSource load_cost_model(const std::string& path, TeeMode mode);
+// file is unreadable, malformed or has no model for the mode. What the model leaves out comes from
+// `link`: its eager limit (without `eager_bytes`; no extra cost per rendezvous then) and whether
+// exchanges take turns (without `rendezvous_turns`).
+CostModelSource load_cost_model(const std::string& path, TeeMode mode, const LinkFacts& link = {});
 // Adds (or replaces) `mode`'s model in the file, creating it; `about` records how it was measured.
 void save_cost_model(const std::string& path, TeeMode mode, const comm::CostFit& fit,
                      const nlohmann::json& about);

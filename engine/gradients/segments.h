@@ -24,6 +24,9 @@ struct LinkFacts {
   bool across_hosts = false;        // some rank runs on another host
   std::size_t eager_limit = 0;      // MPI's eager limit for that link, header included (0: none known)
   std::string name = "in-process";  // "TCP", "shared memory", "emulated"
+  // Open MPI's TCP transport between hosts: a rendezvous message's go-ahead shares the byte stream of
+  // its receiver's own data (Note [Rendezvous turns], comm/allreduce/allreduce_cost.h).
+  bool rendezvous_turns() const { return across_hosts && eager_limit > 0; }
 };
 
 // Bytes of MPI's own header within its eager limit (Open MPI's ob1 match header, rounded up: a payload

@@ -135,6 +135,32 @@ TEST(AllreduceCost, EagerLimitCountsRendezvousAndCutsSmallMessages) {
   EXPECT_EQ(comm::choose_algo(m, 2, std::size_t{1} << 20, 1 << 20).segment_bytes, std::size_t{1} << 20);
 }
 
+// Note [Rendezvous turns]: over a byte stream, two ranks exchanging rendezvous messages take turns from
+// the second hop on; a ring of more than two, or eager messages, never do.
+TEST(AllreduceCost, RendezvousExchangesTakeTurnsOnAByteStream) {
+  const std::size_t floats = std::size_t{1} << 20, mib = std::size_t{1} << 20;  // 4 MiB
+  const std::size_t eager = 65536 - 64;                                         // TCP's, less MPI's header
+  // P = 2 ring in 1 MiB segments: the all-gather hop (the second) exchanges 2 MiB with the same peer.
+  const auto two = comm::allreduce_work(ReduceAlgo::Ring, 2, floats, mib, eager);
+  EXPECT_EQ(two.turn_bytes, 2.0 * mib);
+  EXPECT_EQ(comm::allreduce_work(ReduceAlgo::Ring, 2, floats, 65408, eager).turn_bytes, 0);  // eager
+  EXPECT_EQ(comm::allreduce_work(ReduceAlgo::Ring, 2, floats, mib).turn_bytes, 0);  // no limit modelled
+  EXPECT_EQ(comm::allreduce_work(ReduceAlgo::Ring, 3, floats, mib, eager).turn_bytes, 0);  // two peers
+  // Recursive doubling at P = 4: two exchanges of the whole buffer, the second taking turns.
+  EXPECT_EQ(comm::allreduce_work(ReduceAlgo::Rd, 4, floats, mib, eager).turn_bytes, 4.0 * mib);
+
+  comm::CostModel m{.message_us = 50, .wire_ns_per_byte = 40, .reduce_ns_per_byte = 0, .eager_bytes = eager};
+  const double plain = m.predict_us(ReduceAlgo::Ring, 2, floats, mib);
+  EXPECT_NEAR(plain, 4 * 50 + 4.0 * mib * 40 * 1e-3, 1e-6);  // no turns: the link's bytes once
+  m.rendezvous_turns = true;
+  EXPECT_NEAR(m.predict_us(ReduceAlgo::Ring, 2, floats, mib) - plain, 2.0 * mib * 40 * 1e-3, 1e-6);
+  EXPECT_NEAR(m.predict_us(ReduceAlgo::Ring, 3, floats, mib),
+              (comm::CostModel{.message_us = 50, .wire_ns_per_byte = 40, .eager_bytes = eager})
+                  .predict_us(ReduceAlgo::Ring, 3, floats, mib),
+              1e-6);
+  EXPECT_NE(comm::describe(m).find("exchanges taking turns"), std::string::npos) << comm::describe(m);
+}
+
 TEST(AllreduceCost, FitRecoversTheRendezvousCost) {
   const comm::CostModel truth{.message_us = 1.5,
                               .wire_ns_per_byte = 0.1,
@@ -174,6 +200,18 @@ TEST(AllreduceSelection, DefaultsCarryTheTeeCosts) {
   plan.parallel.link = LinkModel::Emulate;
   EXPECT_NEAR(default_cost_model(plan.parallel, plan.compute, off, &gpu).model.wire_ns_per_byte,
               1.0 / gpu.spec.nvlink_gbps, 1e-12);
+  // The MPI link's eager limit and turns (Note [Rendezvous turns]): TCP between hosts takes turns,
+  // shared memory does not, and an emulated GPU's modelled links have no eager protocol.
+  const LinkFacts tcp{.across_hosts = true, .eager_limit = 65536, .name = "TCP"};
+  const LinkFacts shm{.across_hosts = false, .eager_limit = 4096, .name = "shared memory"};
+  const auto over_tcp = default_cost_model(TrainOptions{}.parallel, plan.compute, off, nullptr, tcp).model;
+  EXPECT_EQ(over_tcp.eager_bytes, 65536u - kMpiHeaderBytes);
+  EXPECT_TRUE(over_tcp.rendezvous_turns);
+  EXPECT_FALSE(
+      default_cost_model(TrainOptions{}.parallel, plan.compute, off, nullptr, shm).model.rendezvous_turns);
+  const auto emulated = default_cost_model(plan.parallel, plan.compute, off, &gpu, tcp).model;
+  EXPECT_EQ(emulated.eager_bytes, 0u);
+  EXPECT_FALSE(emulated.rendezvous_turns);
 }
 
 // A GPU in CC mode (--cc-hardware): the model prices each crossing as the emulated platform charges it,
@@ -323,6 +361,25 @@ TEST(AllreduceSelection, CalibrationFileRoundTripsPerMode) {
   EXPECT_EQ(load_cost_model(path, TeeMode::Fast).model.eager_bytes, 4032u);
   EXPECT_EQ(load_cost_model(path, TeeMode::Fast).model.rendezvous_us, 4);
   EXPECT_EQ(load_cost_model(path, TeeMode::Off).model.eager_bytes, 0u);  // a file without one: none
+  // ... unless the link reports one: TCP between hosts, whose exchanges take turns (Note [Rendezvous
+  // turns]); a model that says otherwise is kept.
+  const LinkFacts tcp{.across_hosts = true, .eager_limit = 65536, .name = "TCP"};
+  EXPECT_EQ(load_cost_model(path, TeeMode::Off, tcp).model.eager_bytes, 65536u - kMpiHeaderBytes);
+  EXPECT_TRUE(load_cost_model(path, TeeMode::Off, tcp).model.rendezvous_turns);
+  EXPECT_EQ(load_cost_model(path, TeeMode::Fast, tcp).model.eager_bytes, 4032u);
+  EXPECT_FALSE(load_cost_model(path, TeeMode::Off).model.rendezvous_turns);
+  {
+    nlohmann::json said = nlohmann::json::parse(std::ifstream(path));
+    said["models"]["off"]["rendezvous_turns"] = false;
+    std::ofstream(path) << said.dump();
+  }
+  EXPECT_FALSE(load_cost_model(path, TeeMode::Off, tcp).model.rendezvous_turns);
+  {
+    nlohmann::json said = nlohmann::json::parse(std::ifstream(path));
+    said["models"]["off"]["rendezvous_turns"] = "yes";
+    std::ofstream(path) << said.dump();
+  }
+  EXPECT_THROW(load_cost_model(path, TeeMode::Off, tcp), InputError);
   nlohmann::json doc = nlohmann::json::parse(std::ifstream(path));
   doc["models"]["fast"]["eager_bytes"] = -1;
   std::ofstream(path) << doc.dump();

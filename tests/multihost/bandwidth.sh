@@ -7,7 +7,8 @@
 #    each message's latency);
 #  - 4x the rate gives at least 2x the busbw, and the unlimited link at least 2x the 400 Mbit/s one;
 #  - the ring's automatic segments fit Open MPI's TCP eager limit between hosts, as MPI reports it:
-#    just under 64 KiB with the defaults, 1 MiB once `--mca btl_tcp_eager_limit` is raised above it.
+#    just under 64 KiB with the defaults, 1 MiB once `--mca btl_tcp_eager_limit` is raised above it;
+#  - 1 MiB segments over the defaults' limit are priced as rendezvous exchanges taking turns.
 source "$(dirname "$0")/rig.sh" "$@"
 rig_up 2 --slots 1
 BYTES=$((2 << 20))
@@ -44,4 +45,35 @@ timeout -k 5 60 "$RIG" mpirun --mca btl_tcp_eager_limit 1052672 --mca btl_tcp_rn
   || fail "bench with a raised eager limit: exit $?"
 grep -q "ring segment 1024 KiB (automatic, TCP)" "$WORK/raised.log" \
   && ok "a raised eager limit raises the segments to 1 MiB" || { fail "segments, raised limit:"; cat "$WORK/raised.log"; }
+
+# Note [Rendezvous turns] (comm/allreduce/allreduce_cost.h): 1 MiB segments between hosts are
+# rendezvous messages, and the cost model, told only the link's alpha and rate, takes the eager limit
+# and the turns from what MPI reports: the all-gather's exchange costs its bytes again, so 4 MiB in a
+# ring of two is priced 1.5x the same segments sent eagerly. What it measured is printed beside it.
+"$RIG" shape 2 100mbit
+gbps=$(awk 'BEGIN{print 100e6 / 8 / 1e9 * 1448 / 1514}')
+printf '{"format": "teetrain-allreduce-cost-v1", "models": {"off": {"message_us": 50, "wire_ns_per_byte": %s, "reduce_ns_per_byte": 0}}}\n' \
+  "$(awk -v g="$gbps" 'BEGIN{print 1 / g}')" >"$WORK/link.json"
+turns() { # name, extra mpirun args: a 4 MiB ring in 1 MiB segments priced by the link's model
+  local name=$1; shift
+  timeout -k 5 60 "$RIG" mpirun "$@" -np 2 "$TT" bench allreduce --min-bytes 4M --max-bytes 4M --modes ring \
+    --segment-kb 1024 --warmup 1 --iters 3 --allreduce-cost "$WORK/link.json" --json "$WORK/$name.json" \
+    >"$WORK/$name.log" 2>&1 || { fail "bench $name: exit $?"; cat "$WORK/$name.log"; }
+}
+turns rndv
+turns eager --mca btl_tcp_eager_limit 1052672 --mca btl_tcp_rndv_eager_limit 1052672
+python3 - "$WORK/rndv.json" "$WORK/eager.json" <<'PY' && ok "rendezvous exchanges between hosts are priced taking turns (1.5x)" \
+  || fail "the link's rendezvous turns"
+import json, sys
+r, e = (json.load(open(p))[0] for p in sys.argv[1:])
+print(f"4 MiB in 1 MiB segments at 100 Mbit/s: rendezvous {r['time_us_median'] / 1e3:.0f} ms (model "
+      f"{r['predicted_us'] / 1e3:.0f} ms), eager {e['time_us_median'] / 1e3:.0f} ms (model {e['predicted_us'] / 1e3:.0f} ms)")
+assert r["link"] == {"name": "TCP", "eager_limit": 65536, "rendezvous_turns": True}, r["link"]
+assert r["cost_model"]["rendezvous_turns"] and r["cost_model"]["eager_bytes"] == 65536 - 64, r["cost_model"]
+assert e["link"]["eager_limit"] == 1052672, e["link"]
+assert abs(r["predicted_us"] / e["predicted_us"] - 1.5) < 0.01, (r["predicted_us"], e["predicted_us"])
+PY
+grep -q "exchanges taking turns" "$WORK/rndv.log" && ok "the banner's model says so" \
+  || { fail "the banner's model:"; grep -i model "$WORK/rndv.log"; }
+"$RIG" shape 2 off
 finish

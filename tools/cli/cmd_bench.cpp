@@ -119,17 +119,22 @@ void print_allreduce_header(AllreduceRun& run) {
   std::printf(
       "# busbw = algbw * 2(P-1)/P (nccl-tests convention); time = max over ranks, median over "
       "iterations\n");
-  if (runs_mode(o, "auto") || !o.calibrate.empty()) {
-    const CostModelSource m = run.cost_source();
-    std::printf("# auto: the cost model's cheapest per size; model_us = its time for what ran: %s (%s)\n",
-                comm::describe(m.model).c_str(), m.source.c_str());
-  }
+  const CostModelSource m = run.cost_source();
+  std::printf("# model_us = the cost model's time for what ran (auto: its cheapest per size): %s (%s)\n",
+              comm::describe(m.model).c_str(), m.source.c_str());
   std::printf("%s\n", bench::format_bench_header(plain ? "plain" : "mpi").c_str());
 }
 
-void write_allreduce_json(const AllreduceBenchOptions& o, const std::vector<bench::BenchRecord>& records,
-                          std::size_t segment_bytes) {
+void write_allreduce_json(const AllreduceRun& run, const std::vector<bench::BenchRecord>& records) {
+  const AllreduceBenchOptions& o = run.options();
+  const std::size_t segment_bytes = run.bench_options().ring.segment_bytes;
   const nlohmann::json tee = tee_json(o.tee);
+  // The link as the ranks agreed on it (its eager limit read through MPI_T) and the model that
+  // priced predicted_us: what tools/validate_emulator.py's part (c) compares.
+  const nlohmann::json link = {{"name", run.link().name},
+                               {"eager_limit", run.link().eager_limit},
+                               {"rendezvous_turns", run.link().rendezvous_turns()}};
+  const nlohmann::json model = cost_model_json(run.cost_source().model);
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& r : records) {
     arr.push_back({{"mode", r.mode},
@@ -154,6 +159,8 @@ void write_allreduce_json(const AllreduceBenchOptions& o, const std::vector<benc
                    {"host_transport", enum_name(o.host_transport)},
                    {"buffer", enum_name(r.buffer)},
                    {"segment_bytes", segment_bytes},  // our rows' segments (0: whole chunks)
+                   {"link", link},
+                   {"cost_model", model},
                    {"correct", r.correct}});
   }
   write_json_file("--json", o.json, arr);
@@ -212,7 +219,7 @@ void run_allreduce(AllreduceBenchOptions options, RunServices services) {
   }
   const std::string adversary_view = run.adversary_report();
   if (root && !adversary_view.empty()) std::printf("%s", adversary_view.c_str());
-  if (root && !o.json.empty()) write_allreduce_json(o, records, bo.ring.segment_bytes);
+  if (root && !o.json.empty()) write_allreduce_json(run, records);
   if (root && !o.calibrate.empty()) write_calibration(run, records);
   // A wrong sum is a failed run, not a data point: scripts and CI must see it in the exit code.
   for (const auto& r : records) {
