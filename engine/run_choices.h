@@ -192,6 +192,9 @@ struct EmulatedGpuOptions {
   CcHardware cc = CcHardware::None;
   // --gpus-per-node, --intra-node-link, --inter-node-link: nodes and their links (core/emulated/topology.h)
   Topology topology{};
+  // --gpu-baseline, --gpu-fused-efficiency: Note [Fused attention baseline] (core/emulated/emulated_gpu.h)
+  GpuBaseline baseline = GpuBaseline::Teetrain;
+  double fused_efficiency = 0;  // 0: table
 };
 
 struct ComputeOptions {

@@ -1,5 +1,6 @@
 #include "models/model_registry.h"
 
+#include <algorithm>
 #include <climits>
 
 #include "base/error.h"
@@ -183,6 +184,15 @@ int model_vocab(const ModelOptions& opts) {
   return gpt2_config(opts).vocab_size;
 }
 
+namespace {
+// Every layer's (B, NH, T, T) attention tensor and backward's one scratch of that size, as the token
+// models carve them (models/common/token_model.h: TransformerGrads::datt).
+std::size_t attention_bytes(int n_layer, int n_head, int B, int T) {
+  const auto z = [](int v) { return static_cast<std::size_t>(std::max(v, 0)); };
+  return (z(n_layer) + 1) * z(B) * z(n_head) * z(T) * z(T) * sizeof(float);
+}
+}  // namespace
+
 ModelMemory model_memory(const ModelOptions& opts, int B, int T) {
   switch (model_family(opts)) {
     case ModelFamily::Resnet: {
@@ -197,14 +207,16 @@ ModelMemory model_memory(const ModelOptions& opts, int B, int T) {
       return {.params = c.num_params(),
               .unit_params = c.block_params(),
               .units = static_cast<std::size_t>(c.n_layer),
-              .activation_bytes = Bert::activation_bytes_for(c, B, T)};
+              .activation_bytes = Bert::activation_bytes_for(c, B, T),
+              .attention_bytes = attention_bytes(c.n_layer, c.n_head, B, T)};
     }
     case ModelFamily::Llama: {
       const LlamaConfig c = llama_config(opts);
       return {.params = c.num_params(),
               .unit_params = c.block_params(),
               .units = static_cast<std::size_t>(c.n_layer),
-              .activation_bytes = Llama::activation_bytes_for(c, B, T)};
+              .activation_bytes = Llama::activation_bytes_for(c, B, T),
+              .attention_bytes = attention_bytes(c.n_layer, c.n_head, B, T)};
     }
     case ModelFamily::Gpt2:
       break;
@@ -213,7 +225,8 @@ ModelMemory model_memory(const ModelOptions& opts, int B, int T) {
   return {.params = c.num_params(),
           .unit_params = c.block_params(),
           .units = static_cast<std::size_t>(c.n_layer),
-          .activation_bytes = Gpt2::activation_bytes_for(c, B, T)};
+          .activation_bytes = Gpt2::activation_bytes_for(c, B, T),
+          .attention_bytes = attention_bytes(c.n_layer, c.n_head, B, T)};
 }
 
 std::vector<PresetRow> list_presets() {

@@ -62,6 +62,10 @@ struct ModelMemory {
   std::size_t unit_params = 0;
   std::size_t units = 0;  // how many units (blocks; ResNet stages)
   std::size_t activation_bytes = 0;
+  // Of activation_bytes, attention's materialised (B, NH, T, T) tensors (each layer's, and the one
+  // backward scratch): what a fused attention kernel never stores (Note [Fused attention baseline],
+  // core/emulated/emulated_gpu.h).
+  std::size_t attention_bytes = 0;
 };
 ModelMemory model_memory(const ModelOptions& opts, int B, int T);
 

@@ -44,7 +44,7 @@ TERMS = (("launch_s", "launches_s", "launch_s", "times"),
          ("attention_efficiency", "attention_s", "attention_efficiency", "over"),
          ("row_traffic", "rows_s", "row_traffic", "times"),
          ("scores_traffic", "scores_s", "scores_traffic", "times"))
-FIXED = ("conv_s", "elementwise_s", "optimizer_s", "transfer_s")  # priced as they are, not fitted
+FIXED = ("conv_s", "elementwise_s", "optimizer_s", "transfer_s", "fused_attention_s")  # priced as they are, not fitted
 PASSES = ("forward", "backward")
 
 

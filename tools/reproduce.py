@@ -57,6 +57,15 @@ ABLATION = [
 ]
 
 
+# Note [Fused attention baseline] (core/emulated/emulated_gpu.h): what each --gpu-baseline is, as the
+# report says it.
+BASELINE_LABEL = {
+    "teetrain": "with teetrain's own kernels (attention materialised) as the TEE-off step",
+    "fused-attention": "with a PyTorch-class TEE-off step (`--gpu-baseline fused-attention`: attention one "
+                       "fused kernel at an efficiency fitted to PyTorch 2.11's fused GPT-2 steps on an H200, "
+                       "tools/fit_fused_attention.py)",
+}
+
 def grid(quick, emulate_ok, wall_clock=True):
     """Yields run specs: dict(id, group, model, P, variant, tee_args, bucket, overlap, emulate). wall_clock:
     include the real-compute runs (timed by the wall clock; --wall-clock)."""
@@ -227,6 +236,8 @@ def train_cmd(args, r, summary):
                 "--device-identity", os.path.join(vendor, "device_{rank}.pem")]
     if emu:
         cmd += ["--compute", "emulate", "--gpu", args.gpu, "--link", args.link]
+        if args.gpu_baseline != "teetrain":
+            cmd += ["--gpu-baseline", args.gpu_baseline]
         if args.cc_transfer_us and "--cc-transfer-us" not in r["tee_args"]:
             cmd += ["--cc-transfer-us", f"{args.cc_transfer_us:g}"]
     if args.link_gbps:
@@ -740,7 +751,8 @@ def report(args, out, recs, model_text, scenario_text="", algo_text="", algo_fig
     emu_gpu = next((r.get("gpu") for r in recs if r.get("gpu")), f"--gpu {args.gpu}")
     parts = [f"# GPU-TEE DDP overhead study — teetrain reproduction\n",
              f"Grid: {'quick' if args.quick else 'full'}, {len(recs)} runs, {args.warmup} warm-up + {args.steps} timed "
-             f"steps each for emulated runs, {10 * args.steps} for real-compute runs; emulated compute: `--gpu {args.gpu}`, batch "
+             f"steps each for emulated runs, {10 * args.steps} for real-compute runs; emulated compute: `--gpu {args.gpu}` "
+             f"{BASELINE_LABEL[args.gpu_baseline]}, batch "
              f"{args.emu_batch} x {args.emu_seq}. Step times are `step_s_mean` of each run's summary "
              f"(mean over the timed steps, rank 0's clock)"
              + (f"; real-compute runs were made {args.repeats} times and the median run is the one shown (every "
@@ -877,6 +889,10 @@ def main():
                     "--data; the only one Debian ships is Fashion-MNIST, 1x28x28)")
     ap.add_argument("--image-batch", type=int, default=128, help="images per rank for the ResNet rows")
     ap.add_argument("--gpu", default="h100", help="emulated GPU (teetrain train --gpu)")
+    ap.add_argument("--gpu-baseline", choices=list(BASELINE_LABEL), default="teetrain",
+                    help="the TEE-off step emulated runs model (teetrain train --gpu-baseline): teetrain's own "
+                    "kernels, or fused-attention, the PyTorch-class step of the published studies (attention one "
+                    "fused kernel, fitted to PyTorch 2.11's fused GPT-2 steps); the report names it")
     ap.add_argument("--link-gbps", type=float, default=0, help="throttle each ring link to this many GB/s (0 = off; "
                     "with --link emulate: the emulated GPU's NVLink)")
     ap.add_argument("--link", choices=["emulate", "real"], default="emulate",

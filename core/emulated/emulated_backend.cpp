@@ -16,6 +16,10 @@ double d(std::size_t n) {
 double d(int n) {
   return static_cast<double>(n);
 }
+// The share of the (T, T) blocks a fused attention kernel computes (Note [Fused attention baseline]).
+double unmasked_share(AttentionMask mask) {
+  return mask == AttentionMask::Causal ? 0.5 : 1.0;
+}
 }  // namespace
 
 EmulatedBackend::EmulatedBackend(EmulatedGpu gpu, Timing timing, std::size_t block_bytes, RunClock* clock)
@@ -24,6 +28,8 @@ EmulatedBackend::EmulatedBackend(EmulatedGpu gpu, Timing timing, std::size_t blo
       virtual_time_(clock != nullptr && clock->is_virtual()),
       matmul_flops_per_s_(gpu_.flops_per_second()),  // validates the GPU settings before the run starts
       attention_flops_per_s_(gpu_.attention_flops_per_second()),
+      fused_flops_per_s_(
+          gpu_.baseline == GpuBaseline::FusedAttention ? gpu_.fused_attention_flops_per_second() : 0.0),
       conv_flops_per_s_(gpu_.conv_flops_per_second()),
       memory_(block_bytes),
       compute_(std::chrono::milliseconds(2), clock),
@@ -60,6 +66,9 @@ void EmulatedBackend::charge(EmulatedWork w, double amount, Launch launch) {
       break;
     case EmulatedWork::Conv:
       s = amount / conv_flops_per_s_;
+      break;
+    case EmulatedWork::FusedAttention:
+      s = amount / fused_flops_per_s_;
       break;
     case EmulatedWork::Elementwise:
       s = gpu_.elementwise_seconds(amount);
@@ -219,19 +228,33 @@ void EmulatedBackend::attention_backward(float* dqkv, float* datt, const float* 
                                          const float* att, int B, int T, int C, int NH, AttentionMask mask) {
   gqa_attention_backward(dqkv, datt, dout, qkv, att, B, T, NH, NH, C / NH, mask);
 }
+// Note [Fused attention baseline] (emulated_gpu.h): one kernel's FLOPs over the blocks a causal mask
+// leaves, the same rows, 2 launches forward and 3 backward.
 void EmulatedBackend::gqa_attention_forward(float*, float*, const float*, int B, int T, int NH, int NKV,
-                                            int HS, AttentionMask) {
+                                            int HS, AttentionMask mask) {
   const double N = d(B) * d(T);
   const double qkv = d(NH + 2 * NKV) * d(HS);
+  if (gpu_.baseline == GpuBaseline::FusedAttention) {
+    charge(EmulatedWork::FusedAttention, 4.0 * N * d(T) * d(NH) * d(HS) * unmasked_share(mask),
+           Launch::Counted);
+    charge_row_floats(N * (qkv + d(NH) * d(HS)), 2);
+    return;
+  }
   charge(EmulatedWork::Attention, 4.0 * N * d(T) * d(NH) * d(HS), Launch::Counted);
   charge(EmulatedWork::Scores, 4.0 * d(B) * d(NH) * d(T) * d(T) * kFloat, Launch::Counted);
   launches(2.0 * d(B) * d(NH / NKV));  // the batched gemms; the softmax is charge_row_floats' launch
   charge_row_floats(N * (qkv + d(NH) * d(HS)));
 }
 void EmulatedBackend::gqa_attention_backward(float*, float*, const float*, const float*, const float*, int B,
-                                             int T, int NH, int NKV, int HS, AttentionMask) {
+                                             int T, int NH, int NKV, int HS, AttentionMask mask) {
   const double N = d(B) * d(T);
   const double qkv = d(NH + 2 * NKV) * d(HS);
+  if (gpu_.baseline == GpuBaseline::FusedAttention) {
+    charge(EmulatedWork::FusedAttention, 10.0 * N * d(T) * d(NH) * d(HS) * unmasked_share(mask),
+           Launch::Counted);
+    charge_row_floats(N * (3.0 * qkv + d(NH) * d(HS)), 3);
+    return;
+  }
   charge(EmulatedWork::Attention, 8.0 * N * d(T) * d(NH) * d(HS), Launch::Counted);
   charge(EmulatedWork::Scores, 7.0 * d(B) * d(NH) * d(T) * d(T) * kFloat, Launch::Counted);
   launches(4.0 * d(B) * d(NH / NKV));

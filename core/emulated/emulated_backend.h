@@ -45,9 +45,10 @@ enum class EmulatedWork {
   Scores,       // attention's materialised (B, NH, T, T) tensors, read and written: bytes
   Launches,     // the transformer's kernel launches: a fixed cost each
   Optimizer,
-  Transfer
+  Transfer,
+  FusedAttention  // --gpu-baseline fused-attention's one kernel: FLOPs (Note [Fused attention baseline])
 };
-inline constexpr std::size_t kEmulatedWorkKinds = 9;
+inline constexpr std::size_t kEmulatedWorkKinds = 10;
 
 // One launches() call of a transformer op (its `kernels` and the work charged with them since the
 // previous call), or one plain op (kernels = 0): the unit tools/fit_gpu_kernels.py replays to test how
@@ -63,7 +64,7 @@ struct EnumNames<EmulatedWork> {
       {"conv", EmulatedWork::Conv},         {"elementwise", EmulatedWork::Elementwise},
       {"rows", EmulatedWork::Rows},         {"scores", EmulatedWork::Scores},
       {"launches", EmulatedWork::Launches}, {"optimizer", EmulatedWork::Optimizer},
-      {"transfer", EmulatedWork::Transfer}};
+      {"transfer", EmulatedWork::Transfer}, {"fused_attention", EmulatedWork::FusedAttention}};
 };
 
 class EmulatedBackend final : public Backend {
@@ -211,6 +212,7 @@ class EmulatedBackend final : public Backend {
   bool virtual_time_;
   double matmul_flops_per_s_;
   double attention_flops_per_s_;
+  double fused_flops_per_s_;  // 0 unless the baseline is fused-attention
   double conv_flops_per_s_;
   AliasedMemory memory_;
   EmulatedGpuQueue compute_;

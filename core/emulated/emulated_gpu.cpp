@@ -282,6 +282,21 @@ double EmulatedGpu::attention_flops_per_second() const {
   return flops_per_second() / efficiency() * spec.attention_efficiency;
 }
 
+double EmulatedGpu::fused_attention_flops_per_second() const {
+  const double peak = tflops_override > 0               ? tflops_override
+                      : precision == GpuPrecision::Bf16 ? spec.peak_tflops_bf16
+                                                        : spec.peak_tflops_fp32;
+  const double eff =
+      fused_efficiency_override > 0 ? fused_efficiency_override : spec.fused_attention_efficiency;
+  if (!(peak > 0) || !(eff > 0) || eff > 1.0) {
+    throw InputError(
+        "--gpu-baseline fused-attention needs a positive peak and a fused-kernel efficiency in "
+        "(0, 1] (--gpu-fused-efficiency); got " +
+        std::to_string(peak) + " TFLOP/s x " + std::to_string(eff));
+  }
+  return peak * 1e12 * eff;
+}
+
 double EmulatedGpu::elementwise_seconds(double bytes, double per_byte) const {
   const double traffic = bytes * per_byte * (precision == GpuPrecision::Bf16 ? 0.5 : 1.0);
   // Beyond the cache, the rate measured from memory (itself, not a share of a peak).
@@ -309,6 +324,15 @@ std::string EmulatedGpu::describe() const {
                 conv, act_traffic(), spec.hbm_gbps);
   std::string out = buf;
   char more[200];
+  if (baseline == GpuBaseline::FusedAttention) {
+    // Note [Fused attention baseline]: the step is not teetrain's kernels', and says so.
+    std::snprintf(
+        more, sizeof more,
+        "; baseline fused-attention (PyTorch-class: attention one kernel at %.1f TFLOP/s, fitted to "
+        "PyTorch's fused GPT-2 steps)",
+        fused_attention_flops_per_second() / 1e12);
+    out += more;
+  }
   if (cc.on()) {
     std::snprintf(more, sizeof more, "; CC mode (%s, %s): copies %.2f/%.2f GB/s + %.0f us, launches +%.2f us",
                   enum_name(cc.hardware), cc.source, cc.d2h_gbps, cc.h2d_gbps, cc.crossing_us(),

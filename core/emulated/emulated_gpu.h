@@ -41,6 +41,30 @@ inline constexpr double kMeasuredScoresTraffic = 1.87;
 inline constexpr double kMeasuredConvEfficiency = 0.128;     // tensor cores (TF32, BF16), of full tiles
 inline constexpr double kMeasuredConvEfficiencyFp32 = 0.21;  // CUDA cores (exact FP32)
 inline constexpr double kMeasuredActTraffic = 1.19;
+// Note [Fused attention baseline]: which TEE-off step an emulated GPU models (--gpu-baseline). `teetrain`
+// is teetrain's own CUDA kernels (Note [Transformer kernel model]), within 4-13% of PyTorch's eager step
+// on the GPUs measured (docs/benchmarks.md, "GPU: gpt2 step against PyTorch"). `fused-attention` is the
+// PyTorch-class step the published studies ran: the same kernels except attention, which is one fused
+// kernel forward and one backward as PyTorch's scaled_dot_product_attention runs it, with no (B, NH,
+// T, T) tensor in memory. In FP32 and TF32 PyTorch picks its memory-efficient kernel, which computes in
+// FP32 on the CUDA cores whatever the TF32 switch says, and skips the blocks a causal mask hides; so it is
+// charged the FLOPs of Q K^T and att V (forward; backward recomputes Q K^T and makes dV, dP, dQ and dK:
+// 2.5x) over the unmasked half of the (T, T) blocks under a causal mask, at kMeasuredFusedAttention
+// Efficiency of the FP32 peak (in BF16: of the BF16 tensor-core peak, which no measurement has checked),
+// with the rows it reads and writes as before and 2 launches forward (the kernel, the output's permute)
+// and 3 backward (dout . out row sums, the kernel, dqkv's permute). The efficiency is one least-squares
+// fit (tools/fit_fused_attention.py) of what PyTorch 2.11's fused step saves over its eager step on an
+// H200, GPT-2 (124M) at 8 x 1024, TF32 and FP32 (tests/fixtures/pytorch_attention_gpu); the H100's two
+// steps are held out, and their savings are predicted within 4% (docs/reproducing.md, "The TEE-off
+// baseline").
+inline constexpr double kMeasuredFusedAttentionEfficiency = 0.515;
+enum class GpuBaseline { Teetrain, FusedAttention };
+template <>
+struct EnumNames<GpuBaseline> {
+  static constexpr std::pair<const char*, GpuBaseline> all[] = {
+      {"teetrain", GpuBaseline::Teetrain}, {"fused-attention", GpuBaseline::FusedAttention}};
+};
+
 // The output tile of Hopper's tensor-core GEMM kernels (CUTLASS's sm90 TF32/BF16 tile: 128 rows of M by
 // 256 columns of N). A GEMM dimension that is not a multiple of it computes the empty part of its last
 // tile: ResNet's 64-channel layers fill a quarter of the N tile. Not fitted (see gpu_specs()).
@@ -206,6 +230,8 @@ struct GpuSpec {
   double attention_efficiency = kMeasuredAttentionEfficiency;
   double row_traffic = kMeasuredRowTraffic;
   double scores_traffic = kMeasuredScoresTraffic;
+  // Note [Fused attention baseline]: the fused kernel's fraction of the FP32 (BF16) peak.
+  double fused_attention_efficiency = kMeasuredFusedAttentionEfficiency;
   double optimizer_gbps = 0;  // rate the fused optimizer streams its state (0 = 60% of hbm_gbps)
   // Element-wise ops whose traffic exceeds cache_bytes stream from memory at memory_gbps instead of
   // hbm_gbps (a host profile: hbm_gbps is measured at the activations' size, which stays in cache,
@@ -232,6 +258,8 @@ struct EmulatedGpu {
   double act_traffic_override = -1;  // >= 0: replaces act_traffic (--gpu-act-traffic; 0 = FLOPs only)
   CcCosts cc{};                      // the GPU in CC mode (Note [CC hardware costs]); none: CC off
   Topology topology{};               // nodes and link classes (core/emulated/topology.h)
+  GpuBaseline baseline = GpuBaseline::Teetrain;  // Note [Fused attention baseline] (--gpu-baseline)
+  double fused_efficiency_override = 0;          // > 0: replaces the fused kernel's (--gpu-fused-efficiency)
 
   // GB/s of the GPU's AES-GCM (device crypto); throws InputError when the table has no measurement.
   double aead_gbps() const;
@@ -243,6 +271,9 @@ struct EmulatedGpu {
   double conv_flops_per_second() const;
   // Sustained FLOP/s of attention's batched GEMMs = peak x attention efficiency (the override scales it).
   double attention_flops_per_second() const;
+  // Sustained FLOP/s of the fused attention kernel (Note [Fused attention baseline]): the FP32 peak (BF16:
+  // the BF16 tensor-core peak; --gpu-tflops replaces either) x its efficiency.
+  double fused_attention_flops_per_second() const;
   // FLOPs a convolution's implicit GEMM (M x N output, K deep: 2 M N K FLOPs) is charged at
   // conv_flops_per_second(): on tensor cores (tf32, bf16; not with --gpu-tflops), the whole tiles of
   // kTensorTileM x kTensorTileN that cover M x N.

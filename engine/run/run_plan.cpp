@@ -143,6 +143,8 @@ platform::Options platform_options(const ComputeOptions& c, bool tee, int thread
     // The TEE-off baseline is the same GPU with CC off (Note [CC hardware costs]).
     if (tee) po.gpu->cc = cc_costs(g.cc);
     po.gpu->topology = g.topology;
+    po.gpu->baseline = g.baseline;
+    po.gpu->fused_efficiency_override = g.fused_efficiency;
     po.clock = &clock;
   }
   return po;

@@ -33,6 +33,26 @@ nlohmann::json host_time_json(const ComputeOptions& o) {
           {"host_message_us", o.host.message_us},
           {"bounce_reencrypt", o.host.bounce_reencrypt}};
 }
+// The emulated GPU's settings (null for real compute). What was added later comes only when asked for,
+// so that runs without it keep the configuration digest they had.
+nlohmann::json emulated_gpu_json(const ComputeOptions& c) {
+  if (c.mode != ComputeMode::Emulated) return nullptr;
+  nlohmann::json j{{"name", c.gpu.name},
+                   {"precision", enum_name(c.gpu.precision)},
+                   {"tflops", c.gpu.tflops},
+                   {"efficiency", c.gpu.efficiency},
+                   {"act_traffic", c.gpu.act_traffic},
+                   {"aead_gbps", c.gpu.aead_gbps},
+                   {"time", host_time_json(c)}};
+  if (c.gpu.cc != CcHardware::None) j["cc_hardware"] = enum_name(c.gpu.cc);
+  // Note [Fused attention baseline] (core/emulated/emulated_gpu.h): not teetrain's kernels.
+  if (c.gpu.baseline != GpuBaseline::Teetrain) {
+    j["baseline"] = enum_name(c.gpu.baseline);
+    j["fused_efficiency"] = c.gpu.fused_efficiency;
+  }
+  return j;
+}
+
 }  // namespace
 
 nlohmann::json train_options_json(const TrainOptions& o) {
@@ -76,21 +96,11 @@ nlohmann::json train_options_json(const TrainOptions& o) {
       {"compute", name(c.mode)},
       {"device", enum_name(c.device)},
       {"tf32", c.tf32},
-      {"gpu", c.mode == ComputeMode::Emulated ? nlohmann::json{{"name", c.gpu.name},
-                                                               {"precision", enum_name(c.gpu.precision)},
-                                                               {"tflops", c.gpu.tflops},
-                                                               {"efficiency", c.gpu.efficiency},
-                                                               {"act_traffic", c.gpu.act_traffic},
-                                                               {"aead_gbps", c.gpu.aead_gbps},
-                                                               {"time", host_time_json(c)}}
-                                              : nlohmann::json(nullptr)},
+      {"gpu", emulated_gpu_json(c)},
       {"link_gbps", p.link_gbps},
       {"link", name(p.link)},
       {"cc_transfer_us", p.cc_transfer_us},
       {"tee", tee_json(o.tee, c.gpu_gradients())}};
-  // Only when asked for, so that runs without it keep the configuration digest they had.
-  if (c.mode == ComputeMode::Emulated && c.gpu.cc != CcHardware::None)
-    j["gpu"]["cc_hardware"] = enum_name(c.gpu.cc);
   // The nodes, only when given (runs without them keep their digest).
   if (c.gpu.topology.given())
     j["topology"] = {{"gpus_per_node", c.gpu.topology.gpus_per_node},

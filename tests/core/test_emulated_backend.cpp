@@ -212,6 +212,42 @@ TEST(EmulatedBackend, AttentionIsChargedItsLaunchesAndScoresAtItsShapes) {
   EXPECT_EQ(be.kernels(), 4 * 4 * 3 + 1);
 }
 
+// Note [Fused attention baseline]: one kernel's FLOPs over the unmasked half of a causal mask (all of a
+// bidirectional one), at the fused efficiency of the FP32 peak even under TF32; no scores, no batched
+// GEMMs; the same rows; 2 launches forward, 3 backward.
+TEST(EmulatedBackend, FusedAttentionBaselineIsOneKernelAtItsFlops) {
+  EmulatedGpu g{gpu_spec("h200"), GpuPrecision::Tf32};
+  EmulatedBackend ours(g, EmulatedBackend::Timing::Account);
+  g.baseline = GpuBaseline::FusedAttention;
+  EmulatedBackend be(g, EmulatedBackend::Timing::Account);
+  EXPECT_NEAR(g.fused_attention_flops_per_second(), 67e12 * kMeasuredFusedAttentionEfficiency, 1e6);
+  const double flops = 4.0 * 4096 * 1024 * 12 * 64;  // Q K^T and att V, every block
+  be.gqa_attention_forward(nullptr, nullptr, nullptr, 4, 1024, 12, 12, 64, AttentionMask::Causal);
+  ours.gqa_attention_forward(nullptr, nullptr, nullptr, 4, 1024, 12, 12, 64, AttentionMask::Causal);
+  EXPECT_EQ(be.kernels(), 2);
+  EXPECT_NEAR(be.seconds(EmulatedWork::FusedAttention), 0.5 * flops / g.fused_attention_flops_per_second(),
+              1e-12);
+  EXPECT_EQ(be.seconds(EmulatedWork::Scores), 0.0);
+  EXPECT_EQ(be.seconds(EmulatedWork::Attention), 0.0);
+  EXPECT_EQ(be.seconds(EmulatedWork::Rows), ours.seconds(EmulatedWork::Rows));
+  EXPECT_LT(be.seconds(), ours.seconds() / 2);  // gpt2's shapes: the scores dominate materialised attention
+  be.reset_seconds();
+  be.gqa_attention_backward(nullptr, nullptr, nullptr, nullptr, nullptr, 4, 1024, 12, 12, 64,
+                            AttentionMask::Bidirectional);
+  EXPECT_EQ(be.kernels(), 3);
+  EXPECT_NEAR(be.seconds(EmulatedWork::FusedAttention), 2.5 * flops / g.fused_attention_flops_per_second(),
+              1e-12);
+  // BF16 takes the tensor-core peak; the override replaces the efficiency; and one outside (0, 1] is refused.
+  g.precision = GpuPrecision::Bf16;
+  EXPECT_NEAR(g.fused_attention_flops_per_second(), 989.4e12 * kMeasuredFusedAttentionEfficiency, 1e6);
+  g.fused_efficiency_override = 0.25;
+  EXPECT_NEAR(g.fused_attention_flops_per_second(), 989.4e12 * 0.25, 1e6);
+  EXPECT_NE(g.describe().find("baseline fused-attention"), std::string::npos) << g.describe();
+  g.fused_efficiency_override = 1.5;
+  EXPECT_THROW((void)g.fused_attention_flops_per_second(), InputError);
+  EXPECT_EQ(EmulatedGpu{gpu_spec("h200")}.describe().find("baseline"), std::string::npos);
+}
+
 // The kernel groups `bench emulated-step --kernel-groups` lists (tools/fit_gpu_kernels.py replays them):
 // each launches() call with the work charged before it, and each plain op alone; together they are
 // every second and every launch charged.

@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "core/cpu/cpu_backend.h"
 #include "models/gpt2/gpt2.h"
+#include "models/model_registry.h"
 
 namespace tt {
 namespace {
@@ -114,6 +115,14 @@ TEST(Gpt2Config, FlopsAndActivationBytes) {
   const Gpt2Config xl = Gpt2Config::preset("gpt2-xl");
   EXPECT_GT(Gpt2::activation_bytes_for(xl, 1, 1024), static_cast<std::size_t>(48) * 16 * 1024 * 1600 * 4);
   EXPECT_GT(Gpt2::flops_for(xl, 1, 1024).forward, 2.0 * 1.5e9 * 1024);
+  // Of them, attention's (B, NH, T, T) tensors: each layer's and backward's one scratch (what a fused
+  // attention kernel never stores: Note [Fused attention baseline]).
+  ModelOptions o;
+  o.name = "gpt2-xl";
+  const ModelMemory m = model_memory(o, 4, 1024);
+  EXPECT_EQ(m.attention_bytes, std::size_t{49} * 4 * 25 * 1024 * 1024 * 4);
+  EXPECT_EQ(m.activation_bytes, Gpt2::activation_bytes_for(xl, 4, 1024));
+  EXPECT_GT(m.activation_bytes - m.attention_bytes, static_cast<std::size_t>(48) * 16 * 4 * 1024 * 1600 * 4);
 }
 
 }  // namespace

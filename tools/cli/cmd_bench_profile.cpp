@@ -29,6 +29,7 @@
 #include "tools/cli/commands.h"
 #include "tools/cli/json_file.h"
 #include "tools/cli/model_flags.h"
+#include "tools/cli/train_flags.h"
 #include "tools/cli/validators.h"
 
 namespace tt::cli {
@@ -311,6 +312,8 @@ struct EmulatedStepOptions {
   std::string gpu = "h100";
   GpuPrecision precision = GpuPrecision::Tf32;
   CcHardware cc = CcHardware::None;
+  GpuBaseline baseline = GpuBaseline::Teetrain;  // Note [Fused attention baseline]
+  double fused_efficiency = 0;
   std::string json;
   bool kernel_groups = false;  // also list each pass's kernel groups (KernelGroup)
 };
@@ -355,11 +358,16 @@ nlohmann::json kernel_groups_json(const std::vector<KernelGroup>& groups) {
   return j;
 }
 
+double fused_efficiency(const EmulatedGpu& g) {
+  return g.fused_efficiency_override > 0 ? g.fused_efficiency_override : g.spec.fused_attention_efficiency;
+}
+
 // The constants the step was costed with, as work_json's terms scale with them.
 nlohmann::json constants_json(const EmulatedGpu& g) {
   return {{"efficiency", g.efficiency()},         {"attention_efficiency", g.spec.attention_efficiency},
           {"act_traffic", g.act_traffic()},       {"row_traffic", g.row_traffic()},
-          {"scores_traffic", g.scores_traffic()}, {"launch_s", g.spec.row_kernel_seconds}};
+          {"scores_traffic", g.scores_traffic()}, {"launch_s", g.spec.row_kernel_seconds},
+          {"baseline", enum_name(g.baseline)},    {"fused_attention_efficiency", fused_efficiency(g)}};
 }
 
 // One training step costed op by op on the emulated GPU (Account mode: nothing waits), as
@@ -367,6 +375,8 @@ nlohmann::json constants_json(const EmulatedGpu& g) {
 void run_emulated_step(const EmulatedStepOptions& o) {
   EmulatedGpu gpu{resolve_gpu_spec(o.gpu), o.precision};
   gpu.cc = cc_costs(o.cc);
+  gpu.baseline = o.baseline;
+  gpu.fused_efficiency_override = o.fused_efficiency;
   EmulatedBackend be(gpu, EmulatedBackend::Timing::Account, std::size_t{1} << 20);
   std::unique_ptr<Model> model = make_model(be, o.model);
   const nlohmann::json mc = model_config_json(o.model);
@@ -442,6 +452,7 @@ void register_bench_emulated_step(CLI::App* bench) {
   add_enum_option(c, "--cc-hardware", o->cc,
                   "The GPU in CC mode (as train's --cc-hardware): the step pays its launches, and the JSON's "
                   "cc block holds the row's copy, launch and GPU-to-GPU costs");
+  add_gpu_baseline_options(c, o->baseline, o->fused_efficiency);
   c->add_option("--json", o->json, "Write the prediction as JSON to FILE");
   c->add_flag("--kernel-groups", o->kernel_groups,
               "Also list each pass's kernel groups in the order charged (kernel_groups: each op's launches "

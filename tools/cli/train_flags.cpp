@@ -332,6 +332,7 @@ void add_emulation_options(CLI::App* cmd, TrainOptions& o) {
         "the GPU's memory bandwidth (default: table, measured for teetrain's CUDA kernels: 1.19, the "
         "transformer's row kernels 0.498, attention's scores 1.87; 0 = no element-wise cost)")
       ->check(non_negative());
+  add_gpu_baseline_options(em, o.compute.gpu.baseline, o.compute.gpu.fused_efficiency);
   em->add_option("--gpu-aead-gbps", o.compute.gpu.aead_gbps,
                  "Override the emulated GPU's AES-GCM GB/s used by --tee-device-crypto (0 = table, measured "
                  "with bench_gpu_aead)")
@@ -367,6 +368,20 @@ void add_emulation_options(CLI::App* cmd, TrainOptions& o) {
 }
 
 }  // namespace
+
+void add_gpu_baseline_options(CLI::App* cmd, GpuBaseline& baseline, double& fused_efficiency) {
+  add_enum_option(
+      cmd, "--gpu-baseline", baseline,
+      "Which TEE-off step the emulated GPU models: teetrain (its own CUDA kernels, attention materialised; "
+      "within 4-13% of PyTorch's eager step where measured) or fused-attention (the PyTorch-class step of "
+      "the published studies: attention one fused kernel as PyTorch's scaled_dot_product_attention runs it, "
+      "fitted to PyTorch 2.11's fused GPT-2 steps on an H200; the banner names it)");
+  cmd->add_option("--gpu-fused-efficiency", fused_efficiency,
+                  "Override the fused attention kernel's fraction of the FP32 peak (BF16: of the BF16 peak) "
+                  "under --gpu-baseline fused-attention (0 = table, fitted)")
+      ->check(non_negative())
+      ->capture_default_str();
+}
 
 void add_train_options(CLI::App* cmd, TrainOptions& o) {
   add_model_options(cmd, o.model);
