@@ -27,7 +27,8 @@ ALGOS = ("ring", "hier")
 
 
 def run(args, P, algo, mode, hardware):
-    name = f"topo-{args.model}-P{P}-G{args.gpus_per_node}-{mode}-{hardware or 'none'}-{algo}"
+    name = f"topo-{args.model}-P{P}-G{args.gpus_per_node}-{mode}-{hardware or 'none'}-{algo}" + (
+        "" if args.gpu_baseline == "teetrain" else f"-{args.gpu_baseline}")
     summary = os.path.join(args.out, "runs", name + ".json")
     if os.path.exists(summary):
         return json.load(open(summary))
@@ -40,6 +41,8 @@ def run(args, P, algo, mode, hardware):
            "--bucket-mb", "25", "--val-batches", "0", "--no-progress", "-q", "--compute", "emulate", "--gpu", "h100",
            "--gpus-per-node", str(args.gpus_per_node), "--inter-node-link", args.inter, "--allreduce-algo", algo,
            "--tee", mode, "--summary", summary]
+    if args.gpu_baseline != "teetrain":  # Note [Fused attention baseline] (core/emulated/emulated_gpu.h)
+        cmd += ["--gpu-baseline", args.gpu_baseline]
     if mode != "off":
         vendor = os.path.join(args.out, "vendor")
         cmd += ["--cc-hardware", hardware, "--allow-plain-data", "--trust-root", os.path.join(vendor, "vendor_root.crt"),
@@ -67,6 +70,8 @@ def main():
     ap.add_argument("--steps", type=int, default=1, help="timed steps (virtual time: one says it all)")
     ap.add_argument("--ranks-per-process", type=int, default=32, help="ranks one process hosts as threads")
     ap.add_argument("--platforms", default="", help="comma-separated --cc-hardware rows to run (default: all)")
+    ap.add_argument("--gpu-baseline", choices=["teetrain", "fused-attention"], default="teetrain",
+                    help="the TEE-off step modelled (train --gpu-baseline); the report names it")
     args = ap.parse_args()
     chosen = [hw for hw in args.platforms.split(",") if hw]
     unknown = sorted(set(chosen) - {hw for _, hw in PLATFORMS})
@@ -97,7 +102,9 @@ def main():
                                  exposed=s["phases"]["comm_exposed"]["mean"]))
     topo = run(args, ranks[0], "hier", "off", None)["topology"]
     lines = [f"{args.model}, batch {args.batch} x {args.seq}, 25 MiB buckets, nodes of {args.gpus_per_node} GPUs, "
-             f"{topo.split(', ', 1)[1]}",
+             f"{topo.split(', ', 1)[1]}; TEE-off step: "
+             + ("teetrain's kernels" if args.gpu_baseline == "teetrain" else
+                "PyTorch-class, fused attention (--gpu-baseline fused-attention)"),
              "", "| P | mode | platform | algorithm | step (s) | x off | exposed comm (s) |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     lines += [f"| {r['P']} | {r['mode']} | {r['platform']} | {r['algo']} | {r['step']:.3f} | {r['x']:.2f}x | "

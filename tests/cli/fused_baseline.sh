@@ -73,6 +73,15 @@ if "$PY" tools/reproduce.py --only scenarios --gpu-baseline fused-attention --st
 else
   echo "FAIL: reproduce.py --only scenarios --gpu-baseline fused-attention"; tail -5 "$WORK/scen.log"; fails=$((fails + 1))
 fi
+# And the topology study (tools/topology_study.py) on 2 nodes of 8 small GPUs, one platform.
+if "$PY" tools/topology_study.py --bin "$TT" --out "$WORK/topo" --data "$WORK/data/tiny" --model gpt2-mini --ranks 16 \
+    --batch 1 --seq 32 --platforms h100-pageable --gpu-baseline fused-attention >"$WORK/topo.log" 2>&1 \
+  && grep -q "TEE-off step: PyTorch-class, fused attention" "$WORK/topo/topology.md" \
+  && grep -qE "^\| 16 \| cc \| h100-pageable \| hier \|" "$WORK/topo/topology.md"; then
+  passes=$((passes + 1))
+else
+  echo "FAIL: topology_study.py --gpu-baseline fused-attention"; tail -5 "$WORK/topo.log"; fails=$((fails + 1))
+fi
 expect_exit 2 "fused-kernel efficiency in \(0, 1\] \(--gpu-fused-efficiency\)" -- "$TT" "${emu[@]}" \
   --gpu-baseline fused-attention --gpu-fused-efficiency 1.5
 finish
