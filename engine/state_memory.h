@@ -4,8 +4,8 @@
 // layout], engine/gradients/shard.h), ZeRO-3 the parameters as well, and then holds the unit being
 // computed whole plus the next one, prefetched while the current one computes: two of the largest unit
 // (a transformer block, a ResNet stage; training gathers per bucket: Note [ZeRO-3 units follow
-// the buckets], engine/gradients/ddp_reducer.h). `teetrain models --ranks P --shard S`, a run's banner and summary
-// print it, and an emulated GPU refuses a run it cannot hold (TrainingRun's build_model).
+// the buckets], engine/gradients/ddp_reducer.h). `teetrain models --ranks P --shard S`, a run's banner and
+// summary print it, and an emulated GPU refuses a run it cannot hold (TrainingRun's build_model).
 #pragma once
 #include <algorithm>
 #include <cstddef>
@@ -16,6 +16,14 @@
 namespace tt {
 
 inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// The activations the modelled TEE-off step keeps: a fused attention kernel stores no (B, NH, T, T)
+// tensor (Note [Fused attention baseline], core/emulated/emulated_gpu.h).
+inline ModelMemory for_baseline(ModelMemory m, GpuBaseline baseline) {
+  if (baseline == GpuBaseline::FusedAttention)
+    m.activation_bytes -= std::min(m.activation_bytes, m.attention_bytes);
+  return m;
+}
 
 struct StateBytes {
   double params = 0;

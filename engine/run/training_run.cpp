@@ -643,11 +643,10 @@ StateBytes TrainingRun::state_bytes() const {
 // From the model's configuration (models' registry), so that it is known before the model is built.
 StateBytes TrainingRun::state_bytes(ShardStage stage) const {
   const ScheduleOptions& s = plan_.schedule();
-  ModelMemory m = model_memory(plan_.model(), s.batch, s.seq);
-  // Note [Fused attention baseline] (core/emulated/emulated_gpu.h): no (B, NH, T, T) tensor is stored.
   const ComputeOptions& c = plan_.compute();
-  if (c.mode == ComputeMode::Emulated && c.gpu.baseline == GpuBaseline::FusedAttention)
-    m.activation_bytes -= std::min(m.activation_bytes, m.attention_bytes);
+  const ModelMemory m =
+      for_baseline(model_memory(plan_.model(), s.batch, s.seq),
+                   c.mode == ComputeMode::Emulated ? c.gpu.baseline : GpuBaseline::Teetrain);
   return state_bytes_per_rank(m, stage, modelled_world(), bf16_emulated());
 }
 

@@ -63,6 +63,12 @@ assert b["memory_gib_per_rank"] < a["memory_gib_per_rank"], (a["memory_gib_per_r
 assert b["config"]["gpu"]["baseline"] == "fused-attention" and "baseline" not in a["config"]["gpu"], b["config"]["gpu"]
 PY
 then passes=$((passes + 1)); else echo "FAIL: the fused baseline's run"; fails=$((fails + 1)); fi
+# `teetrain models` counts the same: gpt2-xl at 4 x 1024 holds 62.95 GiB per rank with teetrain's kernels,
+# 43.81 GiB with fused attention (its 49 (B, NH, T, T) tensors, 19.14 GiB, not kept).
+total() { "$TT" models --model gpt2-xl --batch 4 --seq 1024 "$@" | awk '$1 == "gpt2-xl" {print $(NF - 5)}'; }
+expect_eq "$(total)" "62.95" "models: gpt2-xl at 4 x 1024 with teetrain's kernels"
+expect_eq "$(total --gpu-baseline fused-attention)" "43.81" "models: the same with fused attention"
+
 # The scenarios under the PyTorch-class baseline (docs/reproducing.md's command, on a small model): the
 # report says which TEE-off step its emulated runs model.
 if "$PY" tools/reproduce.py --only scenarios --gpu-baseline fused-attention --steps 1 --scenario-model gpt2-mini \

@@ -22,6 +22,7 @@ struct ModelsFlags {
   int batch = 0;  // 0: no activations counted
   int seq = 1024;
   std::string gpu = "h100";
+  GpuBaseline baseline = GpuBaseline::Teetrain;  // Note [Fused attention baseline]
 };
 
 ModelOptions preset(const std::string& name) {
@@ -40,7 +41,7 @@ void print_models(const ModelsFlags& f) {
               fits_head, "note");
   for (const PresetRow& r : list_presets()) {
     if (!f.model.empty() && r.name != f.model) continue;
-    ModelMemory m = model_memory(preset(r.name), f.batch > 0 ? f.batch : 1, f.seq);
+    ModelMemory m = for_baseline(model_memory(preset(r.name), f.batch > 0 ? f.batch : 1, f.seq), f.baseline);
     if (f.batch == 0) m.activation_bytes = 0;
     const StateBytes b = state_bytes_per_rank(m, f.shard, f.ranks);
     const char* fits = gpu.memory_gib <= 0 ? "-" : b.total() <= gpu.memory_gib * kGiB ? "yes" : "no";
@@ -79,6 +80,10 @@ void register_models(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--gpu", flags->gpu, "Emulated GPU (or platform profile) whose memory the total is held to")
       ->capture_default_str();
+  add_enum_option(
+      cmd, "--gpu-baseline", flags->baseline,
+      "The step's activations as train --gpu-baseline models them: teetrain (attention's (B, NH, T, "
+      "T) tensors kept) or fused-attention (none kept)");
   cmd->callback([flags] { print_models(*flags); });
 }
 
