@@ -74,8 +74,7 @@ class HostPath final : public GradientPath {
     ro.model_ranks = o.model_ranks;  // Note [Folded ring] (comm/allreduce/ring_geometry.h)
     algos_.emplace(parts.wire, parts.channel, parts.memory, ro, &s.profiler);
     // Note [same algorithm on every rank] (allreduce_selection.h): the model's inputs are agreed ones.
-    selection_.emplace(o.algo,
-                       cost_model_for(o, s.compute, ts, s.platform.modelled_gpu(), s.link),
+    selection_.emplace(o.algo, cost_model_for(o, s.compute, ts, s.platform.modelled_gpu(), s.link),
                        o.modelled_world(parts.wire.size()), ro.segment_bytes, parts.channel.overhead(),
                        /*split=*/o.shard != ShardStage::None, s.prices);
     what_ = selection_->describe() + " over " + parts.wire.name() + ", " + parts.channel.name();
