@@ -210,8 +210,10 @@ double stepped_us(const CostModel& m, ReduceAlgo algo, int ranks, std::size_t co
 constexpr int kTerms = 4;  // message, rendezvous, wire, reduce
 using Terms = std::array<double, kTerms>;
 
-Terms terms_of(const AllreduceWork& w) {
-  return {w.messages, w.rendezvous, w.wire_bytes * 1e-3, w.reduce_bytes * 1e-3};
+// turns: Note [Rendezvous turns], the turn bytes cross the wire again (CostModel::predict_us).
+Terms terms_of(const AllreduceWork& w, bool turns) {
+  return {w.messages, w.rendezvous, (w.wire_bytes + (turns ? w.turn_bytes : 0.0)) * 1e-3,
+          w.reduce_bytes * 1e-3};
 }
 
 // Solves the normal equations of the columns in `use` (others fixed at 0); false when singular.
@@ -346,14 +348,14 @@ AlgoChoice choose_algo(const CostModel& m, int ranks, std::size_t count, std::si
 }
 
 CostFit fit_cost_model(std::span<const CostSample> samples, std::size_t segment_bytes,
-                       std::size_t eager_bytes) {
+                       std::size_t eager_bytes, bool rendezvous_turns) {
   // Rows scaled to relative error: (terms / measured) . x ~ 1, columns scaled to unit maximum.
   std::vector<Terms> rows;
   Terms scale{1e-30, 1e-30, 1e-30, 1e-30};
   for (const auto& s : samples) {
     const AllreduceWork w = allreduce_work(s.algo, s.ranks, s.count, segment_bytes, eager_bytes);
     if (!(s.us > 0) || w.messages == 0) continue;
-    Terms r = terms_of(w);
+    Terms r = terms_of(w, rendezvous_turns);
     for (int i = 0; i < kTerms; ++i) {
       r[i] /= s.us;
       scale[i] = std::max(scale[i], r[i]);
@@ -387,6 +389,7 @@ CostFit fit_cost_model(std::span<const CostSample> samples, std::size_t segment_
                .reduce_ns_per_byte = best[3] / scale[3],
                .eager_bytes = eager_bytes,
                .rendezvous_us = best[1] / scale[1],
+               .rendezvous_turns = rendezvous_turns,
                .node_ranks = 0,
                .inter_message_us = 0,
                .inter_wire_ns_per_byte = 0,

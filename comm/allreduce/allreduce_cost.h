@@ -211,9 +211,11 @@ struct CostFit {
 };
 // Non-negative least squares on relative errors (every size counts alike, 1 KiB as much as 256 MiB).
 // With eager_bytes > 0 the rendezvous cost is fitted too (samples on both sides of the limit tell it
-// apart from the per-message cost). Throws InputError when there are fewer than three usable samples.
+// apart from the per-message cost). rendezvous_turns: the samples' link takes turns (Note [Rendezvous
+// turns]), so the wire term counts each sample's turn bytes too, and the model says so. Throws InputError
+// when there are fewer than three usable samples.
 CostFit fit_cost_model(std::span<const CostSample> samples, std::size_t segment_bytes,
-                       std::size_t eager_bytes = 0);
+                       std::size_t eager_bytes = 0, bool rendezvous_turns = false);
 
 // "message 12.1 us, wire 0.41 ns/B, reduce 0.10 ns/B"
 std::string describe(const CostModel& m);

@@ -178,7 +178,19 @@ TEST(AllreduceCost, FitRecoversTheRendezvousCost) {
   EXPECT_NEAR(fit.model.message_us, 1.5, 1e-6);
   EXPECT_NEAR(fit.model.rendezvous_us, 4.3, 1e-6);
   EXPECT_EQ(fit.model.eager_bytes, 4032u);
+  EXPECT_FALSE(fit.model.rendezvous_turns);
   EXPECT_LT(fit.mean_abs_rel_error, 1e-9);
+  // Timed on a link whose exchanges take turns (Note [Rendezvous turns]): the same coefficients come back
+  // when the fit counts the turn bytes, and the model it writes takes turns.
+  comm::CostModel tcp = truth;
+  tcp.rendezvous_turns = true;
+  for (auto& sample : samples)
+    sample.us = tcp.predict_us(comm::allreduce_work(sample.algo, sample.ranks, sample.count, 1 << 20, 4032));
+  const comm::CostFit turns = comm::fit_cost_model(samples, 1 << 20, 4032, true);
+  EXPECT_NEAR(turns.model.wire_ns_per_byte, 0.1, 1e-9);
+  EXPECT_NEAR(turns.model.rendezvous_us, 4.3, 1e-6);
+  EXPECT_TRUE(turns.model.rendezvous_turns);
+  EXPECT_LT(turns.mean_abs_rel_error, 1e-9);
 }
 
 TEST(AllreduceSelection, DefaultsCarryTheTeeCosts) {

@@ -168,13 +168,14 @@ void write_allreduce_json(const AllreduceRun& run, const std::vector<bench::Benc
 
 // --calibrate: the cost model fitted to this run's ring, rd and rhd times, merged into the file under
 // this TEE mode, and how well it fits. The transport's eager limit is the one MPI reports for the
-// ranks' link, as the rows use it; its rendezvous cost is fitted.
+// ranks' link, as the rows use it; its rendezvous cost is fitted, its turns (TCP) counted.
 void write_calibration(const AllreduceRun& run, const std::vector<bench::BenchRecord>& records) {
   const AllreduceBenchOptions& o = run.options();
   const bench::BenchOptions& bo = run.bench_options();
   const auto samples = bench::cost_samples(records);
+  const comm::CostModel now = run.cost_source().model;
   const comm::CostFit fit =
-      comm::fit_cost_model(samples, bo.ring.segment_bytes, run.cost_source().model.eager_bytes);
+      comm::fit_cost_model(samples, bo.ring.segment_bytes, now.eager_bytes, now.rendezvous_turns);
   save_cost_model(o.calibrate, o.tee.settings.mode, fit,
                   {{"ranks", run.size()},
                    {"min_bytes", o.min_bytes},
