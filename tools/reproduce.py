@@ -57,13 +57,15 @@ ABLATION = [
 ]
 
 
-# Note [Fused attention baseline] (core/emulated/emulated_gpu.h): what each --gpu-baseline is, as the
-# report says it.
-BASELINE_LABEL = {
-    "teetrain": "with teetrain's own kernels (attention materialised) as the TEE-off step",
-    "fused-attention": "with a PyTorch-class TEE-off step (`--gpu-baseline fused-attention`: attention one "
-                       "fused kernel at an efficiency fitted to PyTorch 2.11's fused GPT-2 steps on an H200, "
-                       "tools/fit_fused_attention.py)",
+# Note [Fused attention baseline] (core/emulated/emulated_gpu.h): each --gpu-baseline as a report names it,
+# short (a table's header: tools/topology_study.py) and in a sentence (this report's).
+BASELINES = {
+    "teetrain": ("teetrain's kernels",
+                 "with teetrain's own kernels (attention materialised) as the TEE-off step"),
+    "fused-attention": ("PyTorch-class, fused attention (--gpu-baseline fused-attention)",
+                        "with a PyTorch-class TEE-off step (`--gpu-baseline fused-attention`: attention one "
+                        "fused kernel at an efficiency fitted to PyTorch 2.11's fused GPT-2 steps on an H200, "
+                        "tools/fit_fused_attention.py)"),
 }
 
 def grid(quick, emulate_ok, wall_clock=True):
@@ -752,7 +754,7 @@ def report(args, out, recs, model_text, scenario_text="", algo_text="", algo_fig
     parts = [f"# GPU-TEE DDP overhead study — teetrain reproduction\n",
              f"Grid: {'quick' if args.quick else 'full'}, {len(recs)} runs, {args.warmup} warm-up + {args.steps} timed "
              f"steps each for emulated runs, {10 * args.steps} for real-compute runs; emulated compute: `--gpu {args.gpu}` "
-             f"{BASELINE_LABEL[args.gpu_baseline]}, batch "
+             f"{BASELINES[args.gpu_baseline][1]}, batch "
              f"{args.emu_batch} x {args.emu_seq}. Step times are `step_s_mean` of each run's summary "
              f"(mean over the timed steps, rank 0's clock)"
              + (f"; real-compute runs were made {args.repeats} times and the median run is the one shown (every "
@@ -889,7 +891,7 @@ def main():
                     "--data; the only one Debian ships is Fashion-MNIST, 1x28x28)")
     ap.add_argument("--image-batch", type=int, default=128, help="images per rank for the ResNet rows")
     ap.add_argument("--gpu", default="h100", help="emulated GPU (teetrain train --gpu)")
-    ap.add_argument("--gpu-baseline", choices=list(BASELINE_LABEL), default="teetrain",
+    ap.add_argument("--gpu-baseline", choices=list(BASELINES), default="teetrain",
                     help="the TEE-off step emulated runs model (teetrain train --gpu-baseline): teetrain's own "
                     "kernels, or fused-attention, the PyTorch-class step of the published studies (attention one "
                     "fused kernel, fitted to PyTorch 2.11's fused GPT-2 steps); the report names it")

@@ -17,6 +17,8 @@ import subprocess
 import sys
 import time
 
+from reproduce import BASELINES  # the report's names of the TEE-off steps (Note [Fused attention baseline])
+
 # (TEE mode, --cc-hardware): H100 CC as ISPASS 2025 measured it (pageable copies, the lead of
 # tools/scenarios.py), Blackwell's encrypted NVLink for fast, the direct what-if for fast, and the
 # multi-GPU platforms whose messages inside a node are not sealed: H100 PPCIe and the TEE-IO what-if.
@@ -41,7 +43,7 @@ def run(args, P, algo, mode, hardware):
            "--bucket-mb", "25", "--val-batches", "0", "--no-progress", "-q", "--compute", "emulate", "--gpu", "h100",
            "--gpus-per-node", str(args.gpus_per_node), "--inter-node-link", args.inter, "--allreduce-algo", algo,
            "--tee", mode, "--summary", summary]
-    if args.gpu_baseline != "teetrain":  # Note [Fused attention baseline] (core/emulated/emulated_gpu.h)
+    if args.gpu_baseline != "teetrain":  # Note [Fused attention baseline]: reproduce.py's BASELINES
         cmd += ["--gpu-baseline", args.gpu_baseline]
     if mode != "off":
         vendor = os.path.join(args.out, "vendor")
@@ -70,7 +72,7 @@ def main():
     ap.add_argument("--steps", type=int, default=1, help="timed steps (virtual time: one says it all)")
     ap.add_argument("--ranks-per-process", type=int, default=32, help="ranks one process hosts as threads")
     ap.add_argument("--platforms", default="", help="comma-separated --cc-hardware rows to run (default: all)")
-    ap.add_argument("--gpu-baseline", choices=["teetrain", "fused-attention"], default="teetrain",
+    ap.add_argument("--gpu-baseline", choices=list(BASELINES), default="teetrain",
                     help="the TEE-off step modelled (train --gpu-baseline); the report names it")
     args = ap.parse_args()
     chosen = [hw for hw in args.platforms.split(",") if hw]
@@ -102,9 +104,7 @@ def main():
                                  exposed=s["phases"]["comm_exposed"]["mean"]))
     topo = run(args, ranks[0], "hier", "off", None)["topology"]
     lines = [f"{args.model}, batch {args.batch} x {args.seq}, 25 MiB buckets, nodes of {args.gpus_per_node} GPUs, "
-             f"{topo.split(', ', 1)[1]}; TEE-off step: "
-             + ("teetrain's kernels" if args.gpu_baseline == "teetrain" else
-                "PyTorch-class, fused attention (--gpu-baseline fused-attention)"),
+             f"{topo.split(', ', 1)[1]}; TEE-off step: {BASELINES[args.gpu_baseline][0]}",
              "", "| P | mode | platform | algorithm | step (s) | x off | exposed comm (s) |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     lines += [f"| {r['P']} | {r['mode']} | {r['platform']} | {r['algo']} | {r['step']:.3f} | {r['x']:.2f}x | "

@@ -424,7 +424,7 @@ def rig_row(args, rate, seg, eager, alpha_us, alpha_src):
     segment = rec["segment_bytes"]  # as the ring cut them
     link = rec["link"]
     pred = size / (rec["predicted_us"] * 1e3)
-    rendezvous = segment + 64 > link["eager_limit"] > 0
+    rendezvous = segment > rec["cost_model"].get("eager_bytes", 0) > 0  # the model's limit, MPI's header out
     cause = (f"the ranks' TCP progress and copies share the cores with other work (load average "
              f"{os.getloadavg()[0]:.1f}): CPU time is not in the model")
     if rendezvous:

@@ -286,8 +286,7 @@ double EmulatedGpu::fused_attention_flops_per_second() const {
   const double peak = tflops_override > 0               ? tflops_override
                       : precision == GpuPrecision::Bf16 ? spec.peak_tflops_bf16
                                                         : spec.peak_tflops_fp32;
-  const double eff =
-      fused_efficiency_override > 0 ? fused_efficiency_override : spec.fused_attention_efficiency;
+  const double eff = fused_attention_efficiency();
   if (!(peak > 0) || !(eff > 0) || eff > 1.0) {
     throw InputError(
         "--gpu-baseline fused-attention needs a positive peak and a fused-kernel efficiency in "

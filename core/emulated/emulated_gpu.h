@@ -274,6 +274,9 @@ struct EmulatedGpu {
   // Sustained FLOP/s of the fused attention kernel (Note [Fused attention baseline]): the FP32 peak (BF16:
   // the BF16 tensor-core peak; --gpu-tflops replaces either) x its efficiency.
   double fused_attention_flops_per_second() const;
+  double fused_attention_efficiency() const {
+    return fused_efficiency_override > 0 ? fused_efficiency_override : spec.fused_attention_efficiency;
+  }
   // FLOPs a convolution's implicit GEMM (M x N output, K deep: 2 M N K FLOPs) is charged at
   // conv_flops_per_second(): on tensor cores (tf32, bf16; not with --gpu-tflops), the whole tiles of
   // kTensorTileM x kTensorTileN that cover M x N.

@@ -358,16 +358,13 @@ nlohmann::json kernel_groups_json(const std::vector<KernelGroup>& groups) {
   return j;
 }
 
-double fused_efficiency(const EmulatedGpu& g) {
-  return g.fused_efficiency_override > 0 ? g.fused_efficiency_override : g.spec.fused_attention_efficiency;
-}
-
 // The constants the step was costed with, as work_json's terms scale with them.
 nlohmann::json constants_json(const EmulatedGpu& g) {
-  return {{"efficiency", g.efficiency()},         {"attention_efficiency", g.spec.attention_efficiency},
-          {"act_traffic", g.act_traffic()},       {"row_traffic", g.row_traffic()},
-          {"scores_traffic", g.scores_traffic()}, {"launch_s", g.spec.row_kernel_seconds},
-          {"baseline", enum_name(g.baseline)},    {"fused_attention_efficiency", fused_efficiency(g)}};
+  return {
+      {"efficiency", g.efficiency()},         {"attention_efficiency", g.spec.attention_efficiency},
+      {"act_traffic", g.act_traffic()},       {"row_traffic", g.row_traffic()},
+      {"scores_traffic", g.scores_traffic()}, {"launch_s", g.spec.row_kernel_seconds},
+      {"baseline", enum_name(g.baseline)},    {"fused_attention_efficiency", g.fused_attention_efficiency()}};
 }
 
 // One training step costed op by op on the emulated GPU (Account mode: nothing waits), as
